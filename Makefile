@@ -1,0 +1,32 @@
+# Two commands: `make demo` and `make test`. Both install everything into .venv first.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: install demo test lint bench clean
+
+$(STAMP): requirements.lock pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --disable-pip-version-check -r requirements.lock
+	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+demo: install
+	$(BIN)/python examples/demo.py
+
+test: install
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile
+
+lint: install
+	$(BIN)/ruff check src tests bench examples
+	$(BIN)/mypy
+
+bench: install
+	$(BIN)/python bench/log_throughput.py
+	$(BIN)/python bench/many_runs.py
+
+clean:
+	rm -rf $(VENV) .flightlog build *.egg-info

@@ -1,0 +1,144 @@
+"""The small hierarchy of errors flightlog raises, each with a stable code and an HTTP status.
+
+Why one hierarchy: the CLI prints ``error.message``, the server renders
+``{"error": {"code", "message", "details"}}`` and the HTTP client rebuilds the same exception
+from that body, so a user sees the same words whichever way they reached flightlog.
+Messages are written for people: what was wrong, where, and how to fix it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "FlightlogError",
+    "InvalidInput",
+    "FilterSyntaxError",
+    "NotFound",
+    "AmbiguousId",
+    "Conflict",
+    "SchemaTooOld",
+    "SchemaTooNew",
+    "StoreUnavailable",
+    "Unauthorized",
+    "Forbidden",
+    "error_from_dict",
+]
+
+
+class FlightlogError(Exception):
+    """Base of every error flightlog raises on purpose."""
+
+    code = "flightlog_error"
+    http_status = 500
+
+    def __init__(self, message: str, *, details: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details: dict[str, Any] = details or {}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"error": {"code": self.code, "message": self.message, "details": self.details}}
+
+
+class InvalidInput(FlightlogError):
+    """A value given by the caller is not acceptable (bad option, bad id, bad config)."""
+
+    code = "invalid_input"
+    http_status = 400
+
+
+class FilterSyntaxError(InvalidInput):
+    """A run filter or ordering expression could not be parsed.
+
+    ``details`` carries ``position`` (0-based character offset) and ``expected``.
+    """
+
+    code = "invalid_filter"
+
+    def __init__(self, message: str, *, expression: str, position: int, expected: str) -> None:
+        pointer = f"\n  {expression}\n  {' ' * position}^"
+        super().__init__(
+            f"{message} at position {position}: expected {expected}{pointer}",
+            details={"expression": expression, "position": position, "expected": expected},
+        )
+        self.position = position
+        self.expected = expected
+
+
+class NotFound(FlightlogError):
+    code = "not_found"
+    http_status = 404
+
+
+class AmbiguousId(InvalidInput):
+    code = "ambiguous_id"
+
+
+class Conflict(FlightlogError):
+    code = "conflict"
+    http_status = 409
+
+
+class SchemaTooOld(FlightlogError):
+    """The store was written by an older flightlog; migrations must run first."""
+
+    code = "schema_too_old"
+    http_status = 503
+
+
+class SchemaTooNew(FlightlogError):
+    """The store was written by a newer flightlog than this one."""
+
+    code = "schema_too_new"
+    http_status = 503
+
+
+class StoreUnavailable(FlightlogError):
+    code = "store_unavailable"
+    http_status = 503
+
+
+class Unauthorized(FlightlogError):
+    code = "unauthorized"
+    http_status = 401
+
+
+class Forbidden(FlightlogError):
+    code = "forbidden"
+    http_status = 403
+
+
+_BY_CODE: dict[str, type[FlightlogError]] = {
+    cls.code: cls
+    for cls in (
+        FlightlogError,
+        InvalidInput,
+        NotFound,
+        AmbiguousId,
+        Conflict,
+        SchemaTooOld,
+        SchemaTooNew,
+        StoreUnavailable,
+        Unauthorized,
+        Forbidden,
+    )
+}
+
+
+def error_from_dict(body: dict[str, Any], status: int = 500) -> FlightlogError:
+    """Rebuild the exception a server rendered, so remote callers catch the same types."""
+    err = body.get("error") or {}
+    code = str(err.get("code", "flightlog_error"))
+    message = str(err.get("message", f"server answered {status}"))
+    details = err.get("details") or {}
+    if code == FilterSyntaxError.code:
+        exc: FlightlogError = InvalidInput(message, details=details)
+        exc.code = code
+        return exc
+    cls = _BY_CODE.get(code, FlightlogError)
+    exc = cls(message, details=details)
+    if cls is FlightlogError:
+        exc.code = code
+        exc.http_status = status
+    return exc

@@ -1,0 +1,191 @@
+"""Versioned schema migrations of the embedded SQLite store.
+
+Each migration is a list of statements applied in one transaction; ``meta.schema_version``
+records the last one applied. A store older than the code is upgraded on open (the statements
+are additive); a store newer than the code is refused with instructions.
+
+Why series are chunked: one row per metric point or log line costs ~3 µs to insert and
+~1.3 µs to read back. A chunk row holds the columnar arrays of one flush of one metric (or a
+block of log events) so that ingest and reads cost per chunk, not per point.
+"""
+
+from __future__ import annotations
+
+MIGRATIONS: list[list[str]] = [
+    # 1: the first schema.
+    [
+        """CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)""",
+        """CREATE TABLE projects (
+            name TEXT PRIMARY KEY,
+            created REAL NOT NULL
+        )""",
+        """CREATE TABLE runs (
+            id TEXT PRIMARY KEY,
+            project TEXT NOT NULL,
+            name TEXT,
+            parent_id TEXT,
+            status TEXT NOT NULL DEFAULT 'created',
+            end_reason TEXT,
+            created REAL,
+            queued REAL,
+            started REAL,
+            ended REAL,
+            exit_code INTEGER,
+            signal INTEGER,
+            attempt INTEGER NOT NULL DEFAULT 1,
+            host TEXT,
+            pid INTEGER,
+            owner TEXT,
+            failure TEXT,          -- JSON: exception, message, frames, last_lines, workload
+            timeline TEXT,         -- JSON: named instants (process_start, first_output, ...)
+            updated REAL
+        )""",
+        "CREATE INDEX runs_project_created ON runs(project, created)",
+        "CREATE INDEX runs_status ON runs(status)",
+        "CREATE INDEX runs_parent ON runs(parent_id)",
+        """CREATE TABLE params (
+            run_id TEXT NOT NULL,
+            key TEXT NOT NULL,
+            value TEXT NOT NULL,   -- JSON text of the value
+            num REAL,              -- the value as a number when it is one (for comparisons)
+            PRIMARY KEY (run_id, key)
+        ) WITHOUT ROWID""",
+        "CREATE INDEX params_key_num ON params(key, num)",
+        """CREATE TABLE tags (
+            run_id TEXT NOT NULL,
+            key TEXT NOT NULL,
+            value TEXT NOT NULL,
+            PRIMARY KEY (run_id, key)
+        ) WITHOUT ROWID""",
+        "CREATE INDEX tags_key_value ON tags(key, value)",
+        """CREATE TABLE notes (
+            id INTEGER PRIMARY KEY,
+            run_id TEXT NOT NULL,
+            time REAL NOT NULL,
+            author TEXT,
+            text TEXT NOT NULL
+        )""",
+        "CREATE INDEX notes_run ON notes(run_id, time)",
+        """CREATE TABLE context (
+            run_id TEXT NOT NULL,
+            writer TEXT NOT NULL,
+            data TEXT NOT NULL,    -- JSON
+            PRIMARY KEY (run_id, writer)
+        ) WITHOUT ROWID""",
+        """CREATE TABLE metric_series (
+            run_id TEXT NOT NULL,
+            name TEXT NOT NULL,
+            count INTEGER NOT NULL,
+            nonfinite INTEGER NOT NULL DEFAULT 0,
+            min REAL,
+            max REAL,
+            first_step INTEGER,
+            last_step INTEGER,
+            last_value REAL,
+            first_time REAL,
+            last_time REAL,
+            PRIMARY KEY (run_id, name)
+        ) WITHOUT ROWID""",
+        "CREATE INDEX metric_series_name_last ON metric_series(name, last_value)",
+        """CREATE TABLE metric_chunks (
+            id INTEGER PRIMARY KEY,
+            run_id TEXT NOT NULL,
+            name TEXT NOT NULL,
+            writer TEXT NOT NULL,
+            attempt INTEGER NOT NULL,
+            n INTEGER NOT NULL,
+            first_step INTEGER NOT NULL,
+            last_step INTEGER NOT NULL,
+            steps BLOB NOT NULL,   -- little-endian int64
+            times BLOB NOT NULL,   -- little-endian float64, epoch seconds
+            vals BLOB NOT NULL     -- little-endian float64
+        )""",
+        "CREATE INDEX metric_chunks_run_name ON metric_chunks(run_id, name, first_step)",
+        """CREATE TABLE log_chunks (
+            id INTEGER PRIMARY KEY,
+            run_id TEXT NOT NULL,
+            writer TEXT NOT NULL,
+            n INTEGER NOT NULL,
+            first_time REAL NOT NULL,
+            last_time REAL NOT NULL,
+            max_level INTEGER NOT NULL,
+            attempts TEXT NOT NULL,  -- comma-separated attempts present, for pruning
+            data BLOB NOT NULL       -- msgpack of columnar events (see store/logcodec.py)
+        )""",
+        "CREATE INDEX log_chunks_run_time ON log_chunks(run_id, first_time)",
+        """CREATE TABLE spans (
+            id INTEGER PRIMARY KEY,
+            run_id TEXT NOT NULL,
+            name TEXT NOT NULL,
+            start REAL NOT NULL,
+            end REAL NOT NULL,
+            attempt INTEGER NOT NULL,
+            writer TEXT NOT NULL,
+            sampled INTEGER NOT NULL DEFAULT 0,   -- 1: one raw span of an aggregated stage
+            attrs TEXT                            -- JSON
+        )""",
+        "CREATE INDEX spans_run ON spans(run_id, start)",
+        """CREATE TABLE stage_stats (
+            run_id TEXT NOT NULL,
+            name TEXT NOT NULL,
+            writer TEXT NOT NULL,
+            count INTEGER NOT NULL,
+            total REAL NOT NULL,
+            min REAL NOT NULL,
+            max REAL NOT NULL,
+            first_start REAL,
+            last_end REAL,
+            hist TEXT NOT NULL,   -- JSON list of counts per bucket (see sdk/stages.py)
+            PRIMARY KEY (run_id, name, writer)
+        ) WITHOUT ROWID""",
+        """CREATE TABLE resource_samples (
+            id INTEGER PRIMARY KEY,
+            run_id TEXT NOT NULL,
+            writer TEXT NOT NULL,
+            time REAL NOT NULL,
+            data TEXT NOT NULL    -- JSON of one sample
+        )""",
+        "CREATE INDEX resource_samples_run ON resource_samples(run_id, time)",
+        """CREATE TABLE artifacts (
+            id INTEGER PRIMARY KEY,
+            run_id TEXT NOT NULL,
+            role TEXT NOT NULL,      -- input | output
+            kind TEXT,               -- file, dir, model, checkpoint, dataset, manifest, ...
+            path TEXT NOT NULL,      -- the name under the run (relative)
+            source TEXT,             -- where it was on disk when logged
+            size INTEGER,
+            sha256 TEXT,             -- content digest (manifest digest for directories)
+            uri TEXT,                -- where the bytes are kept, if kept
+            step INTEGER,
+            time REAL NOT NULL,
+            attempt INTEGER NOT NULL,
+            meta TEXT                -- JSON (manifest summary, ...)
+        )""",
+        "CREATE INDEX artifacts_run ON artifacts(run_id)",
+        "CREATE INDEX artifacts_sha ON artifacts(sha256)",
+        """CREATE TABLE counters (
+            run_id TEXT NOT NULL,
+            name TEXT NOT NULL,
+            value REAL NOT NULL,
+            PRIMARY KEY (run_id, name)
+        ) WITHOUT ROWID""",
+        """CREATE TABLE evidence (
+            id INTEGER PRIMARY KEY,
+            run_id TEXT NOT NULL,
+            kind TEXT NOT NULL,      -- profile, validation, drift, eval, manifest, ...
+            name TEXT NOT NULL,
+            time REAL NOT NULL,
+            data TEXT NOT NULL       -- JSON
+        )""",
+        "CREATE INDEX evidence_run_kind ON evidence(run_id, kind)",
+        """CREATE TABLE ingested (
+            run_id TEXT NOT NULL,
+            writer TEXT NOT NULL,
+            last_seq INTEGER NOT NULL,
+            updated REAL NOT NULL,
+            PRIMARY KEY (run_id, writer)
+        ) WITHOUT ROWID""",
+    ],
+]
+
+SCHEMA_VERSION = len(MIGRATIONS)
