@@ -46,8 +46,9 @@ MIGRATIONS: list[list[str]] = [
         """CREATE TABLE params (
             run_id TEXT NOT NULL,
             key TEXT NOT NULL,
-            value TEXT NOT NULL,   -- JSON text of the value
-            num REAL,              -- the value as a number when it is one (for comparisons)
+            value TEXT NOT NULL,   -- display text: a string as is, anything else as JSON
+            num REAL,              -- the value when it is an int or float (for comparisons)
+            kind TEXT NOT NULL,    -- str | int | float | bool | null | json (to read it back)
             PRIMARY KEY (run_id, key)
         ) WITHOUT ROWID""",
         "CREATE INDEX params_key_num ON params(key, num)",
