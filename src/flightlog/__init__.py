@@ -1,3 +1,47 @@
-"""flightlog: every ML run carries its own evidence."""
+"""flightlog: every ML run carries its own evidence.
 
-__version__ = "0.1.0"
+    import flightlog
+    run = flightlog.init(project="vision", params=cfg)
+    run.log({"loss": loss}, step=i)
+    with run.stage("data_loading"):
+        ...
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from flightlog._version import __version__
+from flightlog.errors import FlightlogError
+from flightlog.sdk import FlightlogWarning, Run, active_run, finish, init, log
+
+if TYPE_CHECKING:
+    from flightlog.client import Client
+    from flightlog.sdk.logging import FlightlogHandler, logging_handler
+
+__all__ = [
+    "Client",
+    "FlightlogError",
+    "FlightlogHandler",
+    "FlightlogWarning",
+    "Run",
+    "__version__",
+    "active_run",
+    "finish",
+    "init",
+    "log",
+    "logging_handler",
+]
+
+
+def __getattr__(name: str) -> Any:
+    # Imported on first use so that `import flightlog` stays fast in training code.
+    if name == "Client":
+        from flightlog.client import Client
+
+        return Client
+    if name in ("logging_handler", "FlightlogHandler"):
+        from flightlog.sdk import logging as _logging
+
+        return getattr(_logging, name)
+    raise AttributeError(f"module 'flightlog' has no attribute {name!r}")

@@ -1,0 +1,273 @@
+"""``flightlog.Client``: read (and annotate) runs, through one interface for every transport.
+
+The CLI, the UI, diagnosis and alerts all go through it. Today it reads the embedded store;
+with ``FLIGHTLOG_URL`` set it talks to a server (the same methods, the same results).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from flightlog.config import Settings
+from flightlog.errors import InvalidInput, NotFound
+from flightlog.ids import new_writer_id
+from flightlog.logevents import level_code
+from flightlog.models import Artifact, LogEvent, LogQuery, MetricHistory, MetricSummary, Note, RunInfo, StageSummary
+from flightlog.store.artifacts import LocalArtifactStore
+from flightlog.store.base import Store
+from flightlog.store.registry import open_store
+from flightlog.timefmt import parse_time
+
+__all__ = ["Client"]
+
+RunRef = str | RunInfo | Any  # a run id, a prefix, a RunInfo, or a flightlog.Run
+
+
+def _run_id(ref: RunRef) -> str:
+    if isinstance(ref, str):
+        return ref
+    run_id = getattr(ref, "id", None)
+    if not isinstance(run_id, str):
+        raise InvalidInput(f"expected a run id or a run, got {type(ref).__name__}")
+    return run_id
+
+
+class Client:
+    def __init__(
+        self,
+        home: str | os.PathLike[str] | None = None,
+        *,
+        store: str | None = None,
+        settings: Settings | None = None,
+    ) -> None:
+        overrides: dict[str, Any] = {}
+        if home is not None:
+            overrides["home"] = home
+            overrides["store_uri"] = f"sqlite:///{Path(os.path.abspath(home)) / 'flightlog.db'}"
+        if store is not None:
+            overrides["store_uri"] = store
+        self.settings = settings or Settings.from_env(**overrides)
+        self.store: Store = open_store(self.settings.store_uri)
+        self.artifact_store = LocalArtifactStore(self.settings.home / "artifacts")
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # ── runs ────────────────────────────────────────────────────────────────
+    def runs(
+        self,
+        project: str | None = None,
+        filter: str | None = None,
+        order_by: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> list[RunInfo]:
+        """Runs matching a filter (see docs/filters.md), e.g. ``params.lr > 0.01 and status = 'failed'``."""
+        if limit is not None and limit < 0:
+            raise InvalidInput("limit must be 0 or more")
+        runs = self.store.search_runs(project=project, filter=filter, order_by=order_by, limit=limit, offset=offset)
+        return self._reconcile(runs)
+
+    def run(self, ref: RunRef, *, exact: bool = False) -> RunInfo:
+        """A run by id or unique id prefix (``exact=True``: the whole id only)."""
+        run_id = _run_id(ref)
+        info = self.store.get_run(run_id)
+        if exact and info.id != run_id:
+            raise NotFound(f"no run with id {run_id!r}")
+        return self._reconcile([info])[0]
+
+    def projects(self) -> list[dict[str, Any]]:
+        return self.store.projects()
+
+    def delete_runs(self, refs: Sequence[RunRef]) -> int:
+        ids = [self.run(r).id for r in refs]
+        return self.store.delete_runs(ids)
+
+    def _reconcile(self, runs: list[RunInfo]) -> list[RunInfo]:
+        """A run still 'running' whose owner process on this host is gone crashed (end_reason lost)."""
+        host = socket.gethostname()
+        for run in runs:
+            if run.status not in ("running", "created") or run.host != host or not run.pid:
+                continue
+            if _alive(run.pid, run.started or run.created):
+                continue
+            if _has_unshipped_journal(self.settings.home, run.id):
+                continue  # `flightlog sync` first: the journal may hold its end
+            ended = run.updated or time.time()
+            self.store.update_run(run.id, status="crashed", end_reason="lost", ended=ended)
+            run.status, run.end_reason, run.ended = "crashed", "lost", ended
+        return runs
+
+    # ── events ──────────────────────────────────────────────────────────────
+    def metrics(self, run: RunRef) -> dict[str, MetricSummary]:
+        return self.store.metric_summaries(self.run(run).id)
+
+    def metric_history(self, run: RunRef, name: str) -> MetricHistory:
+        """Every point of one metric, in step order, as numpy arrays ``steps``, ``values``, ``times``."""
+        return self.store.metric_history(self.run(run).id, name)
+
+    def logs(
+        self,
+        run: RunRef,
+        level: str | int | None = None,
+        grep: str | None = None,
+        since: str | float | None = None,
+        limit: int | None = None,
+        *,
+        until: str | float | None = None,
+        tail: bool = False,
+        stream: str | Sequence[str] | None = None,
+        component: str | None = None,
+        attempt: int | None = None,
+        stage: str | None = None,
+    ) -> list[LogEvent]:
+        """Log events; ``level="warning"`` means warning and above; ``since`` takes ``10m`` or ISO times."""
+        query = LogQuery(
+            min_level=_level(level),
+            grep=_grep(grep),
+            since=_time_arg(since, "since"),
+            until=_time_arg(until, "until"),
+            streams=(stream,) if isinstance(stream, str) else tuple(stream) if stream else None,
+            component=component,
+            attempt=attempt,
+            stage=stage,
+            limit=limit,
+            tail=tail,
+        )
+        return self.store.logs(self.run(run).id, query)
+
+    def stages(self, run: RunRef) -> list[StageSummary]:
+        return self.store.stages(self.run(run).id)
+
+    def resources(self, run: RunRef, since: float | None = None) -> list[dict[str, Any]]:
+        return self.store.resource_samples(self.run(run).id, since)
+
+    # ── metadata ────────────────────────────────────────────────────────────
+    def context(self, run: RunRef) -> dict[str, Any]:
+        return self.store.context(self.run(run).id)
+
+    def notes(self, run: RunRef) -> list[Note]:
+        return self.store.notes(self.run(run).id)
+
+    def add_note(self, run: RunRef, text: str, author: str | None = None) -> None:
+        if not text.strip():
+            raise InvalidInput("a note needs some text")
+        self._write(self.run(run).id, "note", text=text, author=author)
+
+    def artifacts(self, run: RunRef) -> list[Artifact]:
+        return self.store.artifacts(self.run(run).id)
+
+    def artifact_file(self, artifact: Artifact) -> Path:
+        if not artifact.uri:
+            raise NotFound(f"artifact {artifact.path} was recorded without its content (source: {artifact.source})")
+        return self.artifact_store.path_of(artifact.uri)
+
+    def download_artifact(self, run: RunRef, path: str, dest: str | os.PathLike[str]) -> Path:
+        matches = [a for a in self.artifacts(run) if a.path == path]
+        if not matches:
+            names = ", ".join(a.path for a in self.artifacts(run)[:20]) or "none"
+            raise NotFound(f"run has no artifact {path!r}; its artifacts: {names}")
+        return self.artifact_store.copy_out(matches[-1].uri or "", dest) if matches[-1].uri else self.artifact_file(matches[-1])
+
+    def log_artifact(
+        self, run: RunRef, path: str | os.PathLike[str], *, name: str | None = None, role: str = "output", kind: str | None = None
+    ) -> dict[str, Any]:
+        """Attach a file to an existing run (e.g. a report made after it ended)."""
+        run_id = self.run(run).id
+        source = Path(path).resolve()
+        if not source.is_file():
+            raise InvalidInput(f"{path} is not a file")
+        sha, size, uri = self.artifact_store.put_file(source)
+        record = {"role": role, "kind": kind or "file", "path": name or source.name, "source": str(source),
+                  "size": size, "sha256": sha, "uri": uri}
+        self._write(run_id, "artifact", **record)
+        return record
+
+    def lineage(self, run: RunRef) -> dict[str, Any]:
+        """Inputs with the runs that produced them; outputs with the runs that used them."""
+        info = self.run(run)
+        arts = self.store.artifacts(info.id)
+        digests = sorted({a.sha256 for a in arts if a.sha256})
+        related = [a for a in self.store.artifacts_by_digest(digests) if a.run_id != info.id]
+
+        def linked(a: Artifact, role: str) -> list[str]:
+            return sorted({r.run_id for r in related if r.sha256 == a.sha256 and r.role == role})
+
+        return {
+            "run": info.id,
+            "parent": info.parent_id,
+            "children": self.store.children(info.id),
+            "inputs": [{"artifact": a.to_dict(), "produced_by": linked(a, "output")} for a in arts if a.role == "input"],
+            "outputs": [{"artifact": a.to_dict(), "used_by": linked(a, "input")} for a in arts if a.role == "output"],
+        }
+
+    def evidence(self, run: RunRef, kind: str | None = None, name: str | None = None) -> list[dict[str, Any]]:
+        return self.store.evidence(self.run(run).id, kind, name)
+
+    def log_evidence(self, run: RunRef, kind: str, name: str, data: dict[str, Any]) -> None:
+        self._write(self.run(run).id, "evidence", kind=kind, name=name, data=data)
+
+    def _write(self, run_id: str, kind: str, **payload: Any) -> None:
+        """A one-record write through the same idempotent ingest as every writer."""
+        record = {"k": kind, "r": run_id, "w": f"client-{new_writer_id()}", "s": 1, "t": time.time(), **payload}
+        result = self.store.ingest([record])
+        if result.skipped:
+            raise InvalidInput(f"the store refused the {kind}: {result.skipped[0]}")
+
+
+def _level(level: str | int | None) -> int | None:
+    if level is None:
+        return None
+    code = level_code(level, default=-1)
+    if code < 0:
+        raise InvalidInput(f"unknown log level {level!r}: use debug, info, warning, error or critical")
+    return code
+
+
+def _grep(pattern: str | None) -> str | None:
+    if pattern is None:
+        return None
+    import re
+
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise InvalidInput(f"--grep {pattern!r} is not a valid regular expression: {exc}") from None
+    return pattern
+
+
+def _time_arg(value: str | float | None, what: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    return parse_time(value, what=what)
+
+
+def _alive(pid: int, started: float | None) -> bool:
+    import psutil
+
+    try:
+        proc = psutil.Process(pid)
+        if started is not None and proc.create_time() > started + 1:
+            return False  # the pid was reused by a newer process
+        return proc.status() != psutil.STATUS_ZOMBIE
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
+
+
+def _has_unshipped_journal(home: Path, run_id: str) -> bool:
+    from flightlog.journal import list_journals
+
+    return any(j.path.stat().st_size > j.shipped_offset() for j in list_journals(home, run_id) if j.path.exists())

@@ -1,0 +1,130 @@
+"""Configuration, declared once: every environment variable flightlog reads, typed and documented.
+
+``docs/configuration.md`` is checked against ``VARIABLES`` by a test, so the docs cannot drift.
+Settings are read when a run starts or a client opens (never cached process-wide), so tests
+and tools can point different runs at different homes without resetting global state.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from flightlog.errors import InvalidInput
+
+__all__ = ["Variable", "VARIABLES", "Settings", "MODES", "LOG_POLICIES"]
+
+MODES = ("online", "offline", "disabled")
+LOG_POLICIES = ("block", "drop")
+
+
+@dataclass(frozen=True)
+class Variable:
+    name: str
+    default: str
+    doc: str
+
+
+VARIABLES: tuple[Variable, ...] = (
+    Variable("FLIGHTLOG_HOME", ".flightlog", "Embedded store directory (made absolute when read)."),
+    Variable("FLIGHTLOG_URL", "", "Use a remote flightlog server instead of the embedded store."),
+    Variable("FLIGHTLOG_TOKEN", "", "API token sent to the server as `Authorization: Bearer`."),
+    Variable("FLIGHTLOG_PROJECT", "default", "Default project for new runs and listings."),
+    Variable("FLIGHTLOG_RUN_ID", "", "Attach to this existing run (set by `flightlog run` for its child)."),
+    Variable("FLIGHTLOG_MODE", "online", "`online`, `offline` (journal only; `flightlog sync` later) or `disabled`."),
+    Variable("FLIGHTLOG_STORE", "", "Store URI; default `sqlite:///` + `FLIGHTLOG_HOME/flightlog.db`."),
+    Variable("FLIGHTLOG_QUEUED_AT", "", "Submission time set by a scheduler (ISO-8601 or epoch seconds), for queue wait."),
+    Variable("FLIGHTLOG_RESUME_FROM", "", "Set by `flightlog run --resume` for the child: the last checkpoint's path."),
+    Variable("FLIGHTLOG_ATTEMPT", "1", "Attempt number of the run this process belongs to (set by `flightlog run`)."),
+    Variable("FLIGHTLOG_CAPTURED", "", "`1` when `flightlog run` captures this process's output (the logging handler then only prints)."),
+    Variable("FLIGHTLOG_FLUSH_INTERVAL", "0.5", "Seconds between background flushes to the journal and the store (at most 1 s is recommended)."),
+    Variable("FLIGHTLOG_BUFFER_LIMIT", "1000000", "Records buffered in memory per run before the log policy applies."),
+    Variable("FLIGHTLOG_LOG_POLICY", "block", "`block` (never lose a record; may slow the caller) or `drop` (never slow it; drops are counted)."),
+    Variable("FLIGHTLOG_KEEP_JOURNAL", "", "`1` keeps journals after they were shipped (default: removed when a writer finished cleanly)."),
+    Variable("FLIGHTLOG_ENV_ALLOW", "", "Extra environment variable names (comma-separated, `*` globs) recorded in a run's context."),
+)
+
+
+def _env(environ: Mapping[str, str], name: str) -> str:
+    return environ.get(name, "").strip()
+
+
+@dataclass(frozen=True)
+class Settings:
+    home: Path
+    url: str | None
+    token: str | None
+    project: str
+    run_id: str | None
+    mode: str
+    store_uri: str
+    queued_at: str | None
+    resume_from: str | None
+    attempt: int
+    captured: bool
+    flush_interval: float
+    buffer_limit: int
+    log_policy: str
+    keep_journal: bool
+    env_allow: tuple[str, ...]
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> Settings:
+        env = os.environ if environ is None else environ
+        home = Path(overrides.pop("home", None) or _env(env, "FLIGHTLOG_HOME") or ".flightlog")  # type: ignore[arg-type]
+        home = Path(os.path.abspath(home))
+        mode = _env(env, "FLIGHTLOG_MODE").lower() or "online"
+        if mode not in MODES:
+            raise InvalidInput(f"FLIGHTLOG_MODE={mode!r} is not valid: use one of {', '.join(MODES)}")
+        policy = _env(env, "FLIGHTLOG_LOG_POLICY").lower() or "block"
+        if policy not in LOG_POLICIES:
+            raise InvalidInput(
+                f"FLIGHTLOG_LOG_POLICY={policy!r} is not valid: use one of {', '.join(LOG_POLICIES)}"
+            )
+        values: dict[str, object] = dict(
+            home=home,
+            url=_env(env, "FLIGHTLOG_URL") or None,
+            token=_env(env, "FLIGHTLOG_TOKEN") or None,
+            project=_env(env, "FLIGHTLOG_PROJECT") or "default",
+            run_id=_env(env, "FLIGHTLOG_RUN_ID") or None,
+            mode=mode,
+            store_uri=_env(env, "FLIGHTLOG_STORE") or f"sqlite:///{home / 'flightlog.db'}",
+            queued_at=_env(env, "FLIGHTLOG_QUEUED_AT") or None,
+            resume_from=_env(env, "FLIGHTLOG_RESUME_FROM") or None,
+            attempt=_int(env, "FLIGHTLOG_ATTEMPT", 1),
+            captured=_env(env, "FLIGHTLOG_CAPTURED") == "1",
+            flush_interval=_float(env, "FLIGHTLOG_FLUSH_INTERVAL", 0.5),
+            buffer_limit=_int(env, "FLIGHTLOG_BUFFER_LIMIT", 1_000_000),
+            log_policy=policy,
+            keep_journal=_env(env, "FLIGHTLOG_KEEP_JOURNAL") == "1",
+            env_allow=tuple(
+                n.strip() for n in _env(env, "FLIGHTLOG_ENV_ALLOW").split(",") if n.strip()
+            ),
+        )
+        values.update(overrides)
+        return cls(**values)  # type: ignore[arg-type]
+
+
+def _int(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = _env(env, name)
+    if not raw:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise InvalidInput(f"{name}={raw!r} is not an integer") from None
+
+
+def _float(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = _env(env, name)
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise InvalidInput(f"{name}={raw!r} is not a number of seconds") from None
+    if value <= 0:
+        raise InvalidInput(f"{name}={raw!r} must be greater than 0")
+    return value

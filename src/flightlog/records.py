@@ -1,0 +1,166 @@
+"""Journal records: the one vocabulary shared by writers (SDK, runner), the journal, and stores.
+
+Every record is a map with ``k`` (kind), ``r`` (run id), ``w`` (writer id), ``s`` (sequence
+number, per writer, from 1) and ``t`` (time), plus the kind's payload. Ingest is idempotent
+on (r, w, s). Series travel pre-encoded (little-endian arrays, msgpack columns) so that the
+journal, the shipper and the store never re-encode per point.
+
+Kinds: writer, writer_end, run, params, tags, note, context, metrics, logs, spans,
+stage_stats, resources, artifact, counters, evidence, timeline.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from array import array
+from typing import Any
+
+import msgspec
+
+from flightlog.logevents import LogBatch
+
+__all__ = [
+    "KINDS",
+    "encode_series",
+    "decode_series",
+    "series_summary",
+    "log_chunk_payload",
+    "decode_log_chunk",
+    "param_columns",
+    "is_json_value",
+]
+
+KINDS = frozenset(
+    {
+        "writer",
+        "writer_end",
+        "run",
+        "params",
+        "tags",
+        "note",
+        "context",
+        "metrics",
+        "logs",
+        "spans",
+        "stage_stats",
+        "resources",
+        "artifact",
+        "counters",
+        "evidence",
+        "timeline",
+    }
+)
+
+_BIG_ENDIAN = sys.byteorder == "big"
+_encoder = msgspec.msgpack.Encoder()
+_decoder = msgspec.msgpack.Decoder()
+
+
+def _le_bytes(arr: array) -> bytes:  # type: ignore[type-arg]
+    if _BIG_ENDIAN:
+        arr = array(arr.typecode, arr)
+        arr.byteswap()
+    return arr.tobytes()
+
+
+def _from_le(typecode: str, data: bytes) -> array:  # type: ignore[type-arg]
+    arr = array(typecode)
+    arr.frombytes(data)
+    if _BIG_ENDIAN:
+        arr.byteswap()
+    return arr
+
+
+def encode_series(steps: array, times: array, values: array) -> list[bytes]:  # type: ignore[type-arg]
+    """int64 steps, float64 times and values → three little-endian byte strings."""
+    return [_le_bytes(steps), _le_bytes(times), _le_bytes(values)]
+
+
+def decode_series(encoded: list[bytes]) -> tuple[array, array, array]:  # type: ignore[type-arg]
+    return _from_le("q", encoded[0]), _from_le("d", encoded[1]), _from_le("d", encoded[2])
+
+
+def series_summary(steps: array, times: array, values: array) -> dict[str, Any]:  # type: ignore[type-arg]
+    """count, non-finite count, finite min/max, the value at the highest step (last seen wins)."""
+    n = len(values)
+    isfinite = math.isfinite
+    finite = [v for v in values if isfinite(v)]
+    last_step = max(steps)
+    # the last point carrying the highest step: scan from the end
+    idx = n - 1
+    while steps[idx] != last_step:
+        idx -= 1
+    return {
+        "count": n,
+        "nonfinite": n - len(finite),
+        "min": min(finite) if finite else None,
+        "max": max(finite) if finite else None,
+        "first_step": min(steps),
+        "last_step": last_step,
+        "last_value": values[idx],
+        "first_time": min(times),
+        "last_time": max(times),
+    }
+
+
+def log_chunk_payload(batch: LogBatch) -> dict[str, Any]:
+    """The payload of a ``logs`` record: columns encoded once, plus what queries prune on."""
+    attempts = sorted(set(batch.attempt))
+    return {
+        "n": len(batch),
+        "t0": min(batch.time),
+        "t1": max(batch.time),
+        "maxlvl": max(batch.level),
+        "attempts": ",".join(str(a) for a in attempts),
+        "data": _encoder.encode(batch.to_columns()),
+    }
+
+
+def decode_log_chunk(data: bytes) -> LogBatch:
+    return LogBatch.from_columns(_decoder.decode(data))
+
+
+def is_json_value(value: Any, _depth: int = 0) -> bool:
+    """True when JSON (and msgpack) can hold ``value`` exactly: str, int, float, bool, None, lists, str-keyed dicts."""
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return True
+    if _depth > 32:
+        return False
+    if isinstance(value, (list, tuple)):
+        return all(is_json_value(v, _depth + 1) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and is_json_value(v, _depth + 1) for k, v in value.items())
+    return False
+
+
+def param_columns(value: Any) -> tuple[str, float | None, str]:
+    """A param value → (display text, number for comparisons, kind)."""
+    if value is None:
+        return "null", None, "null"
+    if isinstance(value, bool):
+        return ("true" if value else "false"), None, "bool"
+    if isinstance(value, int):
+        return str(value), float(value), "int"
+    if isinstance(value, float):
+        text = json.dumps(value) if math.isfinite(value) else repr(value)
+        return text, value, "float"
+    if isinstance(value, str):
+        return value, None, "str"
+    return json.dumps(value, sort_keys=True), None, "json"
+
+
+def param_value(text: str, kind: str) -> Any:
+    """Inverse of :func:`param_columns`."""
+    if kind == "str":
+        return text
+    if kind == "int":
+        return int(text)
+    if kind == "float":
+        return float(text)
+    if kind == "bool":
+        return text == "true"
+    if kind == "null":
+        return None
+    return json.loads(text)

@@ -1,0 +1,51 @@
+"""Resource evidence for a run: what the process tree used, and the memory limit it ran under.
+
+Used by ``flightlog run`` (the workload's tree, optionally inside a memory cgroup) and by
+``flightlog.init`` (the training process's own tree). The pieces, one job each:
+
+* `ProcessTreeSampler` (process.py) — one sample of CPU, memory, threads, files, disk, network,
+  working-directory size, cgroup memory and GPUs of a process and all its descendants;
+* `SamplerThread` (thread.py) — samples on a fixed interval in a daemon thread;
+* `ResourceSummary` (summary.py) — peaks, averages and totals for the run;
+* `open_gpu_probe` (gpu.py) — NVML, or a no-op with a note;
+* `create_memory_limit` and friends (cgroup.py) — a real memory limit, and OOM-kill evidence.
+
+See docs/resources.md for the field reference.
+"""
+
+from flightlog.resources.cgroup import (
+    CgroupUnavailable,
+    CgroupV1MemoryLimit,
+    CgroupV2MemoryLimit,
+    MemoryLimit,
+    create_memory_limit,
+    killed_for_memory,
+    own_cgroup_memory,
+    rlimit_preexec,
+)
+from flightlog.resources.gpu import GpuProbe, NoGpu, NvmlProbe, open_gpu_probe
+from flightlog.resources.process import ProcessTreeSampler
+from flightlog.resources.summary import ResourceSummary
+from flightlog.resources.thread import Sampler, SamplerThread
+from flightlog.resources.workdir import DiskUsage, disk_usage
+
+__all__ = [
+    "CgroupUnavailable",
+    "CgroupV1MemoryLimit",
+    "CgroupV2MemoryLimit",
+    "DiskUsage",
+    "GpuProbe",
+    "MemoryLimit",
+    "NoGpu",
+    "NvmlProbe",
+    "ProcessTreeSampler",
+    "ResourceSummary",
+    "Sampler",
+    "SamplerThread",
+    "create_memory_limit",
+    "disk_usage",
+    "killed_for_memory",
+    "open_gpu_probe",
+    "own_cgroup_memory",
+    "rlimit_preexec",
+]

@@ -1,0 +1,172 @@
+"""One resource sample of a whole process tree: the workload, its children and theirs.
+
+Why a tree: training rarely runs in one process — data loader workers, ``torchrun`` ranks,
+a shell wrapping ``python`` — and the process that runs out of memory or burns the CPU is
+often a grandchild. Every sample re-walks root + descendants (cheap: psutil objects are cached
+across samples) and reads each process's counters once (``Process.oneshot``).
+
+Per tree: cpu_percent, cpu_seconds, rss_bytes, memory_percent, threads, procs, open_files,
+disk_read_bytes / disk_write_bytes. Host-wide: net_sent_bytes / net_recv_bytes (per-process
+network bytes need eBPF or a network namespace; Linux has no per-process counter), host memory.
+Slow (every ``slow_interval`` seconds): workdir_bytes. The field reference is docs/resources.md.
+
+A process that vanishes, turns zombie or denies access mid-sample is skipped (or its denied
+fields count as zero); sampling never raises for that.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import psutil
+
+from flightlog.resources._tree import Reading, TreeAccumulator, TreeWalker
+from flightlog.resources.cgroup import MemoryLimit, find_memory_cgroup, read_cgroup_memory
+from flightlog.resources.gpu import GpuProbe, open_gpu_probe
+from flightlog.resources.workdir import disk_usage
+
+__all__ = ["ProcessTreeSampler"]
+
+_OPTIONAL = (psutil.AccessDenied, psutil.ZombieProcess)
+# Below this many seconds between samples the 10 ms CPU clock makes a percentage meaningless.
+_MIN_CPU_WINDOW_S = 0.05
+
+
+class ProcessTreeSampler:
+    """Samples ``root_pid`` and all its descendants; one JSON-able dict per `sample` call.
+
+    ``workdir``: measured every ``slow_interval`` seconds (bounded walk, see `disk_usage`).
+    ``gpu``: read GPUs through NVML when a driver is there (a note says why not otherwise).
+    ``cgroup``: the `MemoryLimit` the workload runs in; without one, the cgroup fields report
+    the root process's own cgroup (a container's limit), None where there is no limit.
+    ``gpu_probe`` replaces the NVML probe (any `GpuProbe`; mainly for tests and embedding).
+    """
+
+    def __init__(
+        self,
+        root_pid: int,
+        *,
+        workdir: str | None = None,
+        slow_interval: float = 30.0,
+        gpu: bool = True,
+        cgroup: MemoryLimit | None = None,
+        gpu_probe: GpuProbe | None = None,
+        workdir_max_entries: int = 100_000,
+    ) -> None:
+        self.root_pid = root_pid
+        self.workdir = os.path.abspath(workdir) if workdir is not None else None
+        self.slow_interval = slow_interval
+        self.cgroup = cgroup
+        self.workdir_max_entries = workdir_max_entries
+        self.cpu_count = psutil.cpu_count() or 1
+        self._walker = TreeWalker(root_pid)
+        self._counters = TreeAccumulator(3)  # cpu seconds, disk read bytes, disk write bytes
+        self._gpu: GpuProbe = gpu_probe if gpu_probe is not None else open_gpu_probe(gpu)
+        self._own_notes: list[str] = []
+        self._own_cgroup = None if cgroup is not None else find_memory_cgroup(root_pid)
+        self._last_slow: float | None = None
+        self._last_mono: float | None = None
+        # Baseline, so the first sample already has a CPU percentage (since construction).
+        self._read_tree(time.time(), time.monotonic())
+
+    @property
+    def notes(self) -> list[str]:
+        """Things the run should record once: why GPUs are not sampled, a missing workdir, ..."""
+        return [*self._gpu.notes, *self._own_notes]
+
+    def _note(self, text: str) -> None:
+        if text not in self._own_notes:
+            self._own_notes.append(text)
+
+    def _read_tree(self, wall: float, mono: float) -> dict[str, Any]:
+        readings: dict[int, Reading] = {}
+        rss = threads = fds = 0
+        for proc in self._walker.processes():
+            try:
+                with proc.oneshot():
+                    cpu = proc.cpu_times()
+                    ppid = proc.ppid()
+                    try:
+                        rss += proc.memory_info().rss
+                        threads += proc.num_threads()
+                        fds += proc.num_fds()
+                    except _OPTIONAL:
+                        pass
+                    try:
+                        io = proc.io_counters()
+                        disk = (float(io.read_bytes), float(io.write_bytes))
+                    except _OPTIONAL:
+                        prev = self._counters.last(proc.pid)
+                        disk = (prev.values[1], prev.values[2]) if prev else (0.0, 0.0)
+            except psutil.NoSuchProcess:
+                continue
+            except psutil.AccessDenied:
+                continue
+            total_cpu = cpu.user + cpu.system + cpu.children_user + cpu.children_system
+            readings[proc.pid] = Reading(ppid, proc.create_time(), (total_cpu, *disk))
+
+        increase = self._counters.update(readings, wall)
+        cpu_percent: float | None = None
+        if self._last_mono is not None and mono - self._last_mono >= _MIN_CPU_WINDOW_S:
+            cpu_percent = round(100.0 * increase[0] / (mono - self._last_mono), 2)
+        self._last_mono = mono
+        totals = self._counters.totals
+        return {
+            "cpu_percent": cpu_percent,
+            "cpu_seconds": round(totals[0], 3),
+            "rss_bytes": rss,
+            "threads": threads,
+            "procs": len(readings),
+            "open_files": fds,
+            "disk_read_bytes": int(totals[1]),
+            "disk_write_bytes": int(totals[2]),
+            "pids": list(readings),
+        }
+
+    def _cgroup_fields(self) -> dict[str, Any]:
+        if self.cgroup is not None:
+            return {
+                "cgroup_memory_usage": self.cgroup.usage_bytes(),
+                "cgroup_memory_limit": self.cgroup.limit_bytes,
+                "cgroup_oom_kills": self.cgroup.oom_kills(),
+            }
+        usage, limit = read_cgroup_memory(self._own_cgroup)
+        return {"cgroup_memory_usage": usage, "cgroup_memory_limit": limit}
+
+    def _slow_due(self, now: float) -> bool:
+        return self._last_slow is None or now - self._last_slow >= self.slow_interval
+
+    def _slow_fields(self) -> dict[str, Any]:
+        if self.workdir is None:
+            return {}
+        if not os.path.isdir(self.workdir):
+            self._note(f"workdir {self.workdir} not found; its disk use is not sampled")
+            return {}
+        usage = disk_usage(self.workdir, max_entries=self.workdir_max_entries)
+        return {"workdir_bytes": usage.bytes, "workdir_bytes_partial": usage.partial}
+
+    def sample(self, now: float | None = None) -> dict[str, Any]:
+        """Read the tree, the host, the cgroup and the GPUs; ``now`` is the sample's wall time."""
+        wall = time.time() if now is None else now
+        tree = self._read_tree(wall, time.monotonic())
+        pids = tree.pop("pids")
+        vm = psutil.virtual_memory()
+        net = psutil.net_io_counters()
+        sample: dict[str, Any] = {
+            "time": wall,
+            **tree,
+            "cpu_count": self.cpu_count,
+            "memory_percent": round(100.0 * tree["rss_bytes"] / vm.total, 3) if vm.total else None,
+            "net_sent_bytes": net.bytes_sent if net is not None else None,
+            "net_recv_bytes": net.bytes_recv if net is not None else None,
+            "host_memory_total": vm.total,
+            "host_memory_available": vm.available,
+            **self._cgroup_fields(),
+            "gpus": self._gpu.read(pids),
+        }
+        if self._slow_due(wall):
+            self._last_slow = wall
+            sample.update(self._slow_fields())
+        return sample

@@ -1,0 +1,97 @@
+"""The background thread that samples at a fixed interval and hands each sample on.
+
+Why these rules: the thread lives inside the runner and inside training processes (via
+``flightlog.init``), so it must never take the host process down or hold it up. It is a
+daemon; it waits on an Event so `stop` returns at once rather than after a sleep; it ticks on
+a fixed schedule (no drift, missed ticks skipped rather than bunched); and any exception from
+sampling or from the callback is caught, counted, and reported once on stderr.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+__all__ = ["Sampler", "SamplerThread"]
+
+
+class Sampler(Protocol):
+    """Anything with ``sample(now) -> dict``; `ProcessTreeSampler` is the one flightlog ships."""
+
+    def sample(self, now: float | None = None) -> dict[str, Any]: ...
+
+
+class SamplerThread:
+    """Calls ``on_sample(sampler.sample())`` every ``interval`` seconds until `stop`."""
+
+    def __init__(
+        self,
+        sampler: Sampler,
+        on_sample: Callable[[dict[str, Any]], None],
+        interval: float = 1.0,
+        name: str = "flightlog-sampler",
+    ) -> None:
+        if interval <= 0:
+            raise ValueError(f"sampling interval must be positive, got {interval!r}")
+        self.sampler = sampler
+        self.on_sample = on_sample
+        self.interval = interval
+        self.samples = 0
+        self.errors = 0
+        self.last_error: BaseException | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+
+    @property
+    def running(self) -> bool:
+        return self._thread.is_alive()
+
+    def start(self) -> SamplerThread:
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 2.0) -> bool:
+        """Ask the thread to end and wait up to ``timeout`` s; True when it has ended."""
+        self._stop.set()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    def __enter__(self) -> SamplerThread:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _tick(self) -> None:
+        try:
+            sample = self.sampler.sample()
+            self.on_sample(sample)
+            self.samples += 1
+        except Exception as exc:
+            self.errors += 1
+            self.last_error = exc
+            if self.errors == 1:
+                try:
+                    print(
+                        f"flightlog: resource sampling error: {type(exc).__name__}: {exc}"
+                        " (further errors are counted, not printed)",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+                except Exception:
+                    pass
+
+    def _run(self) -> None:
+        start = time.monotonic()
+        tick = 0
+        while not self._stop.is_set():
+            self._tick()
+            # Next tick on the fixed grid start + k*interval; skip ticks already missed.
+            elapsed = time.monotonic() - start
+            tick = max(tick + 1, int(elapsed / self.interval) + 1)
+            if self._stop.wait(max(0.0, start + tick * self.interval - time.monotonic())):
+                return

@@ -1,0 +1,252 @@
+"""Module-level entry points: ``flightlog.init``, ``flightlog.log``, ``flightlog.active_run``.
+
+Also the process hooks that give a run its final status when the program ends: an uncaught
+exception (failed, traceback kept), Ctrl-C (stopped), SIGTERM (killed), a normal exit
+(succeeded). Hooks chain to whatever was installed before; a SIGTERM handler is only
+installed where none was.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import signal as _signal
+import socket
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from flightlog.config import Settings
+from flightlog.errors import Conflict, FlightlogError, InvalidInput, NotFound
+from flightlog.ids import RUN_ID_RE, new_run_id
+from flightlog.sdk.run import Run
+from flightlog.sdk.shipper import shipper
+from flightlog.sdk.writer import NullWriter, RunWriter, warn
+from flightlog.timefmt import parse_time
+
+__all__ = ["init", "log", "active_run", "finish"]
+
+_active: list[Run] = []
+_active_lock = threading.Lock()
+_hooks_installed = False
+
+
+def init(
+    project: str | None = None,
+    name: str | None = None,
+    params: Any = None,
+    tags: Mapping[str, Any] | None = None,
+    id: str | None = None,
+    resume: bool = False,
+    *,
+    parent: str | Run | None = None,
+    resources: bool = True,
+    home: str | os.PathLike[str] | None = None,
+    mode: str | None = None,
+) -> Run:
+    """Start (or attach to, or resume) a run and return it.
+
+    - In a process started by ``flightlog run`` (``FLIGHTLOG_RUN_ID`` set), attaches to that
+      run: this process then owns only its own writer, and the runner sets the status.
+    - ``id=`` names the run; an existing id needs ``resume=True``, which continues it as a new
+      attempt when it had ended.
+    """
+    overrides: dict[str, Any] = {}
+    if home is not None:
+        overrides["home"] = home
+    if mode is not None:
+        overrides["mode"] = mode
+    settings = Settings.from_env(**overrides)
+    if settings.mode not in ("online", "offline", "disabled"):
+        raise InvalidInput(f"mode {settings.mode!r} is not valid: use online, offline or disabled")
+    rank = _rank()
+    env_run = settings.run_id
+    attach = env_run is not None and (id is None or id == env_run)
+    run_id = env_run if attach else (id or new_run_id())
+    assert run_id is not None
+    if not RUN_ID_RE.match(run_id):
+        raise InvalidInput(f"run id {run_id!r} is not valid: use letters, digits, '_', '-' and '.' (at most 64)")
+    project = project or settings.project
+    parent_id = parent.id if isinstance(parent, Run) else parent
+
+    if settings.mode == "disabled":
+        return Run(NullWriter(settings, run_id), settings, run_id=run_id, project=project, name=name,
+                   owner=False, attempt=settings.attempt)
+
+    attempt = settings.attempt
+    existing = None
+    if not attach and id is not None:
+        existing = _existing_run(settings, run_id)
+        if existing is not None and not resume:
+            raise Conflict(
+                f"run {run_id} already exists (status {existing.status}): pass resume=True to continue it, "
+                "or leave id unset for a new run"
+            )
+        if existing is not None:
+            attempt = existing.attempt + (1 if existing.is_finished else 0)
+            project = existing.project if project == settings.project else project
+            name = name or existing.name
+
+    writer = RunWriter(settings, run_id, attempt=attempt, rank=rank)
+    run = Run(writer, settings, run_id=run_id, project=project, name=name, owner=not attach,
+              attempt=attempt, on_finish=_forget)
+    now = time.time()
+    writer.add_record("writer", host=socket.gethostname(), pid=os.getpid(), owner=not attach, attempt=attempt)
+    if not attach:
+        fields: dict[str, Any] = {
+            "project": project, "name": name, "status": "running", "started": now, "attempt": attempt,
+            "host": socket.gethostname(), "pid": os.getpid(), "owner": writer.writer_id,
+            "ended": None, "end_reason": None, "exit_code": None, "signal": None,
+        }
+        if existing is None:
+            fields["created"] = now
+        if parent_id:
+            fields["parent_id"] = parent_id
+        if settings.queued_at:
+            fields["queued"] = _queued_at(settings.queued_at)
+        writer.add_record("run", timeline={"process_start": _process_start()}, **fields)
+    if params is not None:
+        run.log_params(params)
+    if tags:
+        run.set_tags(tags)
+    with _active_lock:
+        _active.append(run)
+    _install_hooks()
+    shipper.register(writer)
+    if resources:
+        _start_sampler(run)
+    return run
+
+
+def _existing_run(settings: Settings, run_id: str) -> Any:
+    if settings.mode != "online":
+        return None
+    from flightlog.client import Client
+
+    try:
+        client = Client(settings=settings)
+    except FlightlogError:
+        return None
+    try:
+        return client.run(run_id, exact=True)
+    except NotFound:
+        return None
+    finally:
+        client.close()
+
+
+def _start_sampler(run: Run) -> None:
+    try:
+        from flightlog.sdk.sampling import start_run_sampler
+    except ImportError:
+        return
+    try:
+        run._sampler = start_run_sampler(run)
+    except Exception as exc:  # resource evidence is optional, the run is not
+        warn(f"resource sampling is off for this run: {exc}")
+
+
+def _rank() -> int | None:
+    for name in ("RANK", "LOCAL_RANK"):
+        value = os.environ.get(name)
+        if value and value.lstrip("-").isdigit():
+            return int(value)
+    return None
+
+
+def _queued_at(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    try:
+        return parse_time(text, what="FLIGHTLOG_QUEUED_AT")
+    except FlightlogError as exc:
+        warn(str(exc))
+        return None
+
+
+def _process_start() -> float:
+    try:
+        import psutil
+
+        return float(psutil.Process().create_time())
+    except Exception:
+        return time.time()
+
+
+def _forget(run: Run) -> None:
+    with _active_lock:
+        if run in _active:
+            _active.remove(run)
+    shipper.unregister(run._w)
+
+
+def active_run() -> Run | None:
+    """The most recently started run of this process that has not finished, or None."""
+    with _active_lock:
+        return _active[-1] if _active else None
+
+
+def log(data: Mapping[str, Any], step: int | None = None) -> None:
+    """``flightlog.log({...})`` on the active run."""
+    run = active_run()
+    if run is None:
+        raise FlightlogError("flightlog.log() needs a run: call flightlog.init() first")
+    run.log(data, step=step)
+
+
+def finish(status: str | None = None) -> None:
+    run = active_run()
+    if run is not None:
+        run.finish(status)
+
+
+# ── process hooks ───────────────────────────────────────────────────────────
+def _install_hooks() -> None:
+    global _hooks_installed
+    if _hooks_installed:
+        return
+    _hooks_installed = True
+    previous = sys.excepthook
+
+    def excepthook(exc_type: Any, exc: BaseException, tb: Any) -> None:
+        try:
+            previous(exc_type, exc, tb)
+        finally:
+            for run in _snapshot():
+                run.fail(exc)
+
+    sys.excepthook = excepthook
+    atexit.register(_at_exit)
+    if threading.current_thread() is threading.main_thread():
+        try:
+            if _signal.getsignal(_signal.SIGTERM) in (_signal.SIG_DFL, None):
+                _signal.signal(_signal.SIGTERM, _on_sigterm)
+        except (ValueError, OSError):
+            pass
+
+
+def _snapshot() -> list[Run]:
+    with _active_lock:
+        return list(reversed(_active))
+
+
+def _at_exit() -> None:
+    for run in _snapshot():
+        try:
+            run.finish()
+        except Exception as exc:
+            warn(f"could not finish run {run.id[:12]} at exit: {exc}")
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    for run in _snapshot():
+        try:
+            run.finish("killed", end_reason="signal", signal=signum)
+        except Exception:
+            pass
+    _signal.signal(_signal.SIGTERM, _signal.SIG_DFL)
+    os.kill(os.getpid(), _signal.SIGTERM)

@@ -1,0 +1,158 @@
+"""Runtime context of a run: code revision, interpreter, packages, host, command, allow-listed env.
+
+Computed once per process and cached (packages and git are the slow parts, ~50–150 ms), on the
+background thread, so ``flightlog.init()`` stays fast and creating many runs stays cheap.
+The environment is never recorded whole: only names on an allow-list (plus
+FLIGHTLOG_ENV_ALLOW), and values whose names look secret are left out even then.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import getpass
+import hashlib
+import os
+import platform
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = ["process_context", "git_info", "installed_packages", "allowed_env", "ENV_ALLOW", "looks_secret"]
+
+ENV_ALLOW = (
+    "CUDA_VISIBLE_DEVICES",
+    "NVIDIA_VISIBLE_DEVICES",
+    "CUDA_LAUNCH_BLOCKING",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "PYTHONHASHSEED",
+    "RANK",
+    "LOCAL_RANK",
+    "WORLD_SIZE",
+    "LOCAL_WORLD_SIZE",
+    "MASTER_PORT",
+    "NODE_RANK",
+    "SLURM_JOB_ID",
+    "SLURM_JOB_NAME",
+    "SLURM_ARRAY_TASK_ID",
+    "SLURM_NTASKS",
+    "SLURM_NODELIST",
+    "KUBERNETES_SERVICE_HOST",
+    "HOSTNAME",
+    "CONDA_DEFAULT_ENV",
+    "VIRTUAL_ENV",
+    "TZ",
+    "LANG",
+    "FLIGHTLOG_PROJECT",
+    "FLIGHTLOG_MODE",
+    "FLIGHTLOG_ATTEMPT",
+    "FLIGHTLOG_QUEUED_AT",
+    "FLIGHTLOG_RESUME_FROM",
+)
+_SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "CREDENTIAL", "AUTH", "PRIVATE", "DSN", "COOKIE", "SESSION")
+
+_lock = threading.Lock()
+_cached: dict[str, Any] | None = None
+
+
+def looks_secret(name: str) -> bool:
+    upper = name.upper()
+    return any(word in upper for word in _SECRET_WORDS)
+
+
+def allowed_env(environ: Mapping[str, str], extra: Sequence[str] = ()) -> dict[str, str]:
+    patterns = tuple(ENV_ALLOW) + tuple(extra)
+    out = {}
+    for name, value in environ.items():
+        if looks_secret(name):
+            continue
+        if any(fnmatch.fnmatchcase(name, p) for p in patterns):
+            out[name] = value
+    return dict(sorted(out.items()))
+
+
+def _git(args: list[str], cwd: str) -> str | None:
+    try:
+        proc = subprocess.run(
+            ["git", *args], cwd=cwd, capture_output=True, timeout=5, check=False,
+            env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"},
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if proc.returncode != 0:
+        return None
+    return proc.stdout.decode("utf-8", "replace").strip()
+
+
+def git_info(cwd: str) -> dict[str, Any] | None:
+    commit = _git(["rev-parse", "HEAD"], cwd)
+    if commit is None:
+        return None
+    status = _git(["status", "--porcelain", "--untracked-files=no"], cwd) or ""
+    info: dict[str, Any] = {
+        "commit": commit,
+        "dirty": bool(status),
+        "branch": _git(["rev-parse", "--abbrev-ref", "HEAD"], cwd),
+        "root": _git(["rev-parse", "--show-toplevel"], cwd),
+    }
+    if status:
+        diff = _git(["diff", "HEAD"], cwd) or ""
+        info["diff_sha256"] = hashlib.sha256(diff.encode()).hexdigest()
+        info["changed_files"] = [line[3:] for line in status.splitlines()][:200]
+    return info
+
+
+def installed_packages() -> dict[str, str]:
+    from importlib import metadata
+
+    packages: dict[str, str] = {}
+    for dist in metadata.distributions():
+        name = dist.metadata["Name"]
+        if name:
+            packages[name.lower()] = dist.version
+    return dict(sorted(packages.items()))
+
+
+def _container() -> dict[str, Any] | None:
+    info: dict[str, Any] = {}
+    if os.path.exists("/.dockerenv"):
+        info["runtime"] = "docker"
+    if os.environ.get("KUBERNETES_SERVICE_HOST"):
+        info["runtime"] = "kubernetes"
+        info["pod"] = os.environ.get("HOSTNAME")
+    for name in ("FLIGHTLOG_IMAGE", "CONTAINER_IMAGE", "IMAGE"):
+        if os.environ.get(name):
+            info["image"] = os.environ[name]
+            break
+    return info or None
+
+
+def process_context(extra_env: Sequence[str] = ()) -> dict[str, Any]:
+    """The context of this process (cached after the first call; argv and cwd read each time)."""
+    global _cached
+    with _lock:
+        if _cached is None:
+            try:
+                user = getpass.getuser()
+            except (KeyError, OSError):
+                user = str(os.getuid())
+            _cached = {
+                "python": sys.version.split()[0],
+                "python_executable": sys.executable,
+                "platform": platform.platform(),
+                "host": socket.gethostname(),
+                "user": user,
+                "cpu_count": os.cpu_count(),
+                "packages": installed_packages(),
+                "container": _container(),
+                "git": git_info(os.getcwd()),
+            }
+        base = dict(_cached)
+    base["command"] = list(sys.argv)
+    base["cwd"] = os.getcwd()
+    base["pid"] = os.getpid()
+    base["env"] = allowed_env(os.environ, extra_env)
+    return base

@@ -1,0 +1,434 @@
+"""``Run``: what training code holds. Every method is cheap and never raises for internal
+trouble (a full disk, a store that is down); it raises only for clear misuse at the call site,
+such as a metric value that is not a number."""
+
+from __future__ import annotations
+
+import getpass
+import os
+import re
+import threading
+import time
+import warnings
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from flightlog.errors import InvalidInput
+from flightlog.failure import failure_from_exception
+from flightlog.logevents import level_code
+from flightlog.models import STATUSES
+from flightlog.records import is_json_value
+from flightlog.sdk.stages import StageTimer
+from flightlog.store.artifacts import LocalArtifactStore
+
+if TYPE_CHECKING:
+    from flightlog.config import Settings
+    from flightlog.sdk.writer import RunWriter
+
+__all__ = ["Run", "FlightlogWarning", "flatten"]
+
+_time = time.time
+_SECRET_PARAM = re.compile(
+    r"(^|[._-])(password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|secret[_-]?key|private[_-]?key|credentials?|auth)$",
+    re.IGNORECASE,
+)
+
+
+class FlightlogWarning(UserWarning):
+    """Something was recorded differently from how it was given (e.g. a param stored as repr)."""
+
+
+def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"optim": {"lr": 0.1}}`` → ``{"optim.lr": 0.1}``."""
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value:
+            out.update(flatten(value, name + "."))
+        else:
+            out[name] = value
+    return out
+
+
+def _as_mapping(params: Any) -> Mapping[str, Any]:
+    if isinstance(params, Mapping):
+        return params
+    if hasattr(params, "__dict__"):  # argparse.Namespace, simple config objects
+        return vars(params)
+    raise TypeError(f"params must be a mapping (dict, argparse.Namespace), got {type(params).__name__}")
+
+
+def _coerce_metrics(data: Mapping[str, Any]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for key, value in data.items():
+        if not isinstance(key, str):
+            raise TypeError(f"metric names must be strings, got {key!r} ({type(key).__name__})")
+        kind = type(value)
+        if kind is float or kind is int:
+            out[key] = value
+            continue
+        if value is None or isinstance(value, (str, bytes, bytearray)):
+            raise TypeError(f"metric {key!r} must be a number, got {kind.__name__}: {value!r:.60}")
+        try:
+            out[key] = float(value)  # bool, numpy scalars, 0-d tensors, Decimal
+        except Exception:
+            raise TypeError(
+                f"metric {key!r} must be a number (or a one-element array/tensor), got {kind.__name__}: {value!r:.60}"
+            ) from None
+    return out
+
+
+class Run:
+    """A run being recorded by this process. Attributes: ``id``, ``name``, ``project``, ``owner``."""
+
+    def __init__(
+        self,
+        writer: RunWriter,
+        settings: Settings,
+        *,
+        run_id: str,
+        project: str,
+        name: str | None,
+        owner: bool,
+        attempt: int,
+        on_finish: Any = None,
+    ) -> None:
+        self.id = run_id
+        self.project = project
+        self.name = name
+        self.owner = owner
+        self.attempt = attempt
+        self.settings = settings
+        self._w = writer
+        self._metrics = writer.metrics
+        self._limit = settings.buffer_limit
+        self._drop = settings.log_policy == "drop"
+        self._step = 0
+        self._tls = threading.local()
+        self._offset = time.time() - time.perf_counter()
+        self._finished = False
+        self._finish_lock = threading.Lock()
+        self._on_finish = on_finish
+        self._sampler: Any = None
+
+    def __repr__(self) -> str:
+        return f"<flightlog.Run {self.id[:12]} project={self.project!r} name={self.name!r}>"
+
+    def __enter__(self) -> Run:
+        return self
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        if exc is not None:
+            self.fail(exc)
+        else:
+            self.finish()
+
+    # ── metrics: the hot path ────────────────────────────────────────────────
+    def log(self, data: Mapping[str, Any], step: int | None = None) -> None:
+        """Record metric values at a step (default: one past the last step). Costs ~1 µs.
+
+        Raises TypeError at the call site for a value that is not a number; NaN and ±inf
+        are stored (and flagged on read).
+        """
+        if step is None:
+            step = self._step
+        elif type(step) is not int:
+            step = _check_step(step)
+        if step >= self._step:
+            self._step = step + 1
+        for value in data.values():
+            kind = type(value)
+            if kind is not float and kind is not int:
+                values = _coerce_metrics(data)
+                break
+        else:
+            values = dict(data)
+        metrics = self._metrics
+        if len(metrics) >= self._limit:
+            if self._full():
+                return
+        metrics.append((step, _time(), values))
+
+    def _full(self) -> bool:
+        """The buffer is full: drop (counted) or wait for the shipper. True when dropped."""
+        from flightlog.sdk.shipper import shipper
+
+        if self._drop:
+            self._w.stats["dropped"] += 1
+            self._w.count("dropped_metric_calls")
+            return True
+        deadline = time.monotonic() + 30
+        while len(self._metrics) >= self._limit and time.monotonic() < deadline:
+            shipper.poke()
+            time.sleep(0.005)
+        return False
+
+    # ── params, tags, notes ──────────────────────────────────────────────────
+    def log_params(self, params: Any = None, **kwargs: Any) -> None:
+        """Record parameters; nested dicts are flattened with dots (``optim.lr``)."""
+        data = flatten({**_as_mapping(params or {}), **kwargs})
+        clean: dict[str, Any] = {}
+        for key, value in data.items():
+            if isinstance(value, tuple):
+                value = list(value)
+            if _SECRET_PARAM.search(key) and value not in (None, ""):
+                value = "[REDACTED]"
+            elif not is_json_value(value):
+                warnings.warn(
+                    f"param {key!r}: {type(value).__name__} cannot be stored as JSON; stored as its repr",
+                    FlightlogWarning,
+                    stacklevel=2,
+                )
+                value = repr(value)
+            clean[key] = value
+        if clean:
+            self._w.add_record("params", data=clean)
+
+    def set_tags(self, tags: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
+        data = {str(k): str(v) for k, v in {**(tags or {}), **kwargs}.items()}
+        if data:
+            self._w.add_record("tags", data=data)
+
+    def note(self, text: str, author: str | None = None) -> None:
+        """Keep a hypothesis or a piece of evidence with the run."""
+        if not isinstance(text, str) or not text.strip():
+            raise InvalidInput("a note needs some text")
+        self._w.add_record("note", text=text, author=author or _user())
+
+    # ── stages and logs ──────────────────────────────────────────────────────
+    def stage(self, name: str, **attrs: Any) -> StageTimer:
+        """``with run.stage("data_loading"):`` — cheap enough to wrap every batch."""
+        return StageTimer(self._w.stages, self._stack(), name, attrs or None, self._offset)
+
+    def _stack(self) -> list[str]:
+        try:
+            return self._tls.stack  # type: ignore[no-any-return]
+        except AttributeError:
+            stack: list[str] = []
+            self._tls.stack = stack
+            return stack
+
+    @property
+    def current_stage(self) -> str | None:
+        stack = self._stack()
+        return stack[-1] if stack else None
+
+    def log_event(
+        self,
+        message: str,
+        *,
+        level: str | int = "info",
+        component: str | None = None,
+        fields: Mapping[str, Any] | None = None,
+        time: float | None = None,
+    ) -> None:
+        """Record one structured log event on the run (the logging handler calls this)."""
+        from flightlog.sdk.redaction import redactor
+
+        red = redactor()
+        self._w.add_log(
+            time=time if time is not None else _time(),
+            stream="sdk",
+            level=level_code(level),
+            message=red.redact(message),
+            component=component,
+            fields=red.redact_mapping(dict(fields)) if fields else None,
+            rank=self._w.rank,
+            attempt=self.attempt,
+            stage=self.current_stage,
+        )
+
+    # ── artifacts, inputs, checkpoints, evidence ─────────────────────────────
+    def _artifact_store(self) -> LocalArtifactStore:
+        return LocalArtifactStore(self.settings.home / "artifacts")
+
+    def log_artifact(
+        self, path: str | os.PathLike[str], role: str = "output", kind: str | None = None, name: str | None = None
+    ) -> dict[str, Any]:
+        """Copy a file (or a directory's files) into the artifact store; size and sha256 recorded."""
+        if role not in ("input", "output"):
+            raise InvalidInput(f"artifact role {role!r} is not valid: use 'input' or 'output'")
+        source = Path(path).resolve()
+        if not source.exists():
+            raise FileNotFoundError(f"log_artifact: {path} does not exist")
+        base = name or source.name
+        files = [(source, base)] if source.is_file() else [
+            (p, f"{base}/{p.relative_to(source).as_posix()}") for p in sorted(source.rglob("*")) if p.is_file()
+        ]
+        results = [self._put(p, rel, role, kind or ("file" if source.is_file() else "dir-file")) for p, rel in files]
+        if source.is_dir():
+            manifest = self._manifest(source)
+            summary = _manifest_summary(manifest)
+            self._w.add_record(
+                "artifact", role=role, kind=kind or "dir", path=base, source=str(source),
+                size=summary.get("total_size"), sha256=_digest_hex(manifest), uri=None,
+                attempt=self.attempt, meta=summary,
+            )
+            return {"path": base, "kind": kind or "dir", "files": results, **summary}
+        return results[0]
+
+    def _put(self, source: Path, rel: str, role: str, kind: str) -> dict[str, Any]:
+        try:
+            sha, size, uri = self._artifact_store().put_file(source)
+        except OSError as exc:
+            self._w._warn_once("artifact", f"cannot copy {source} into the artifact store ({exc}); recorded without content")
+            sha, size, uri = None, source.stat().st_size, None
+        record = {"role": role, "kind": kind, "path": rel, "source": str(source), "size": size, "sha256": sha, "uri": uri}
+        self._w.add_record("artifact", attempt=self.attempt, **record)
+        return record
+
+    def _manifest(self, path: Path) -> dict[str, Any]:
+        from flightlog.data.manifest import build_manifest
+
+        return build_manifest(path, cache_dir=self.settings.home / "cache")
+
+    def log_input(self, path: str | os.PathLike[str], name: str | None = None) -> dict[str, Any]:
+        """Record a dataset snapshot (file count, total size, hashes) as an input of the run."""
+        source = Path(path).resolve()
+        if not source.exists():
+            raise FileNotFoundError(f"log_input: {path} does not exist")
+        manifest = self._manifest(source)
+        summary = _manifest_summary(manifest)
+        digest = _digest_hex(manifest)
+        if source.is_file() and manifest.get("files"):
+            digest = manifest["files"][0].get("sha256") or digest  # a file's identity is its content hash
+        self._w.add_record(
+            "artifact", role="input", kind="dataset", path=name or source.name, source=str(source),
+            size=summary.get("total_size"), sha256=digest, uri=None, attempt=self.attempt, meta=summary,
+        )
+        self._w.add_record("evidence", kind="manifest", name=name or source.name, data=manifest)
+        return summary
+
+    def checkpoint(self, path: str | os.PathLike[str], step: int, *, copy: bool = False) -> dict[str, Any]:
+        """Record a checkpoint's path and step (``flightlog run --resume`` hands it back).
+
+        The file stays where it is unless ``copy=True``.
+        """
+        source = Path(path).resolve()
+        if not source.exists():
+            raise FileNotFoundError(f"checkpoint: {path} does not exist")
+        step = _check_step(step)
+        if copy and source.is_file():
+            rec = self._put(source, source.name, "output", "checkpoint")
+            self._patch_last_artifact(step=step)
+        else:
+            size = source.stat().st_size if source.is_file() else sum(
+                p.stat().st_size for p in source.rglob("*") if p.is_file()
+            )
+            rec = {"role": "output", "kind": "checkpoint", "path": source.name, "source": str(source),
+                   "size": size, "sha256": None, "uri": f"file://{source}", "step": step}
+            self._w.add_record("artifact", attempt=self.attempt, **rec)
+        self._w.add_record("timeline", data={"last_checkpoint": _time()})
+        return {**rec, "step": step}
+
+    def _patch_last_artifact(self, **fields: Any) -> None:
+        for rec in reversed(self._w.records):
+            if rec.get("k") == "artifact":
+                rec.update(fields)
+                return
+
+    @property
+    def resume_from(self) -> str | None:
+        """The checkpoint path ``flightlog run --resume`` handed to this process, if any."""
+        return self.settings.resume_from
+
+    def log_evidence(self, kind: str, name: str, data: Mapping[str, Any]) -> None:
+        if not is_json_value(dict(data)):
+            raise TypeError(f"evidence {kind}/{name} must be JSON-serializable (dicts, lists, str, numbers)")
+        self._w.add_record("evidence", kind=kind, name=name, data=dict(data))
+
+    def log_profile(self, name: str, profile: Any) -> None:
+        """Keep a data profile (see ``flightlog.data.profile``) with the run."""
+        data = profile.to_dict() if hasattr(profile, "to_dict") else dict(profile)
+        self.log_evidence("profile", name, data)
+
+    def log_eval(
+        self, y_true: Any, y_pred: Any, *, cohorts: Mapping[str, Any] | None = None,
+        metrics: list[str] | None = None, name: str = "eval", sample_size: int = 1000,
+    ) -> dict[str, Any]:
+        """Per-cohort evaluation metrics and a bounded sample of predictions."""
+        from flightlog.data.cohorts import evaluate
+
+        result = evaluate(y_true, y_pred, cohorts=cohorts, metrics=metrics, sample_size=sample_size)
+        self.log_evidence("eval", name, result)
+        overall = result.get("overall") or {}
+        numeric = {f"{name}.{k}": v for k, v in overall.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        if numeric:
+            self.log(numeric, step=max(self._step - 1, 0))
+        return result
+
+    # ── the end ──────────────────────────────────────────────────────────────
+    @property
+    def stats(self) -> dict[str, int]:
+        """Records written, points logged, drops and errors of this process's writer."""
+        return {**self._w.stats, "buffered_points": len(self._metrics)}
+
+    def fail(self, exc: BaseException) -> None:
+        """Finish as failed (or stopped, for Ctrl-C) with the exception's traceback."""
+        if isinstance(exc, KeyboardInterrupt):
+            self.finish("stopped", end_reason="signal", signal=2)
+        else:
+            self.finish("failed", end_reason="exception", exit_code=1, failure=failure_from_exception(exc))
+
+    def finish(
+        self,
+        status: str | None = None,
+        *,
+        end_reason: str | None = None,
+        exit_code: int | None = None,
+        signal: int | None = None,
+        failure: dict[str, Any] | None = None,
+    ) -> None:
+        """Flush what this process wrote; the run's owner also sets its final status."""
+        if status is not None and status not in STATUSES:
+            raise InvalidInput(f"status {status!r} is not valid: use one of {', '.join(STATUSES)}")
+        with self._finish_lock:
+            if self._finished:
+                return
+            self._finished = True
+        try:
+            if self._sampler is not None:
+                self._sampler.stop()
+            if self.owner:
+                final = status or "succeeded"
+                update: dict[str, Any] = {
+                    "status": final,
+                    "ended": _time(),
+                    "end_reason": end_reason or ("exit" if final in ("succeeded", "failed") else "signal" if final in ("killed", "stopped") else None),
+                }
+                if exit_code is not None or final == "succeeded":
+                    update["exit_code"] = exit_code if exit_code is not None else 0
+                if signal is not None:
+                    update["signal"] = signal
+                if failure is not None:
+                    update["failure"] = failure
+                self._w.add_record("run", **update)
+            self._w.close(remove_journal_if_shipped=True)
+        finally:
+            if self._on_finish is not None:
+                self._on_finish(self)
+
+
+def _check_step(step: Any) -> int:
+    if isinstance(step, bool) or not hasattr(step, "__index__"):
+        raise TypeError(f"step must be an integer, got {type(step).__name__}: {step!r:.40}")
+    return int(step.__index__())
+
+
+def _user() -> str | None:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return None
+
+
+def _manifest_summary(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in manifest.items() if k != "files"}
+
+
+def _digest_hex(manifest: Mapping[str, Any]) -> str | None:
+    digest = manifest.get("digest")
+    if isinstance(digest, str) and digest.startswith("sha256:"):
+        return digest[len("sha256:") :]
+    return digest if isinstance(digest, str) else None

@@ -1,0 +1,294 @@
+"""One process's writer of one run: in-memory buffers → journal → store.
+
+The training loop only appends to buffers (a deque append per ``log`` call). A flush — on the
+shipper thread every ``FLIGHTLOG_FLUSH_INTERVAL``, or in the caller on ``finish()`` — turns the
+buffers into journal records, appends them to this writer's journal file, then ships them to
+the store. Failures never reach the caller: a journal that cannot be written (disk full, no
+home) still lets records reach the store; a store that is down leaves them in the journal
+for the next flush or ``flightlog sync``; what reaches neither is dropped, counted and reported.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from array import array
+from collections import deque
+from typing import Any
+
+from flightlog.config import Settings
+from flightlog.ids import new_writer_id
+from flightlog.journal import JournalWriter, encode_records
+from flightlog.logevents import LogBatch
+from flightlog.records import encode_series, log_chunk_payload
+from flightlog.sdk.context import process_context
+from flightlog.sdk.sink import Sink, open_sink
+from flightlog.sdk.stages import StageAggregator
+
+__all__ = ["RunWriter"]
+
+MAX_PENDING_RECORDS = 20_000  # unshipped records kept in memory (the journal keeps the rest)
+
+
+def warn(message: str) -> None:
+    try:
+        sys.stderr.write(f"flightlog: {message}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+class RunWriter:
+    def __init__(self, settings: Settings, run_id: str, *, attempt: int, rank: int | None) -> None:
+        self.settings = settings
+        self.run_id = run_id
+        self.attempt = attempt
+        self.rank = rank
+        self.writer_id = new_writer_id()
+        self.online = settings.mode == "online"
+        self.metrics: deque[tuple[int, float, dict[str, float]]] = deque()
+        self.records: deque[dict[str, Any]] = deque()
+        self.resources: deque[dict[str, Any]] = deque()
+        self.stages = StageAggregator(attempt)
+        self._logs = LogBatch()
+        self._logs_lock = threading.Lock()
+        self._counters: dict[str, float] = {}
+        self._flush_lock = threading.RLock()
+        self._seq = 0
+        self._pending: list[dict[str, Any]] = []
+        self._pending_end: int | None = None
+        self._context_sent = False
+        self.closed = False
+        self.stats = {"records": 0, "points": 0, "dropped": 0, "journal_errors": 0, "ship_errors": 0}
+        self._warned: set[str] = set()
+        self._sink: Sink | None = None
+        self.journal: JournalWriter | None = None
+        try:
+            self.journal = JournalWriter(settings.home, run_id, self.writer_id)
+        except OSError as exc:
+            self._warn_once("journal", f"cannot write the journal under {settings.home} ({exc}); "
+                            "records go straight to the store when it can be reached, else they are dropped and counted")
+
+    # ── buffers (any thread) ─────────────────────────────────────────────────
+    def add_record(self, kind: str, **payload: Any) -> None:
+        payload["k"] = kind
+        payload.setdefault("t", time.time())
+        self.records.append(payload)
+
+    def add_logs(self, batch: LogBatch) -> None:
+        with self._logs_lock:
+            self._logs.extend(batch)
+
+    def add_log(self, **event: Any) -> None:
+        with self._logs_lock:
+            self._logs.append(**event)
+
+    def count(self, name: str, value: float = 1) -> None:
+        self._counters[name] = self._counters.get(name, 0) + value
+
+    def pending_points(self) -> int:
+        return len(self.metrics)
+
+    # ── flush (shipper thread, or the caller on finish) ──────────────────────
+    def _collect(self, final: bool) -> list[dict[str, Any]]:
+        now = time.time()
+        out: list[dict[str, Any]] = []
+        if not self._context_sent:
+            self._context_sent = True
+            try:
+                ctx = process_context(self.settings.env_allow)
+            except Exception as exc:  # context is evidence, never a reason to fail
+                ctx = {"error": repr(exc)}
+            out.append({"k": "context", "t": now, "data": ctx})
+        while self.records:
+            out.append(self.records.popleft())
+        n = len(self.metrics)
+        if n:
+            out.append(self._metrics_record(n, now))
+        with self._logs_lock:
+            logs, self._logs = self._logs, LogBatch()
+        if len(logs):
+            out.append({"k": "logs", "t": now, **log_chunk_payload(logs)})
+        spans, stage_stats = self.stages.drain(final)
+        if spans:
+            out.append({"k": "spans", "t": now, "spans": spans})
+        if stage_stats:
+            out.append({"k": "stage_stats", "t": now, "stats": stage_stats})
+        if self.resources:
+            samples = [self.resources.popleft() for _ in range(len(self.resources))]
+            out.append({"k": "resources", "t": now, "samples": samples})
+        if self._counters:
+            counters, self._counters = self._counters, {}
+            out.append({"k": "counters", "t": now, "data": counters})
+        return out
+
+    def _metrics_record(self, n: int, now: float) -> dict[str, Any]:
+        popleft = self.metrics.popleft
+        series: dict[str, tuple[array, array, array]] = {}  # type: ignore[type-arg]
+        points = 0
+        for _ in range(n):
+            step, t, data = popleft()
+            for name, value in data.items():
+                cols = series.get(name)
+                if cols is None:
+                    cols = series[name] = (array("q"), array("d"), array("d"))
+                cols[0].append(step)
+                cols[1].append(t)
+                cols[2].append(value)
+            points += len(data)
+        self.stats["points"] += points
+        return {
+            "k": "metrics",
+            "t": now,
+            "attempt": self.attempt,
+            "series": {str(name): encode_series(*cols) for name, cols in series.items()},
+        }
+
+    def flush(self, *, final: bool = False) -> None:
+        with self._flush_lock:
+            if self.closed:
+                return
+            records = self._collect(final)
+            if records:
+                for rec in records:
+                    self._seq += 1
+                    rec["r"] = self.run_id
+                    rec["w"] = self.writer_id
+                    rec["s"] = self._seq
+                self.stats["records"] += len(records)
+                self._journal_append(records)
+                self._pending.extend(records)
+            if self.online and self._pending:
+                self._ship()
+            self._trim_pending()
+
+    def _journal_append(self, records: list[dict[str, Any]]) -> None:
+        if self.journal is None:
+            return
+        try:
+            self._pending_end = self.journal.append(encode_records(records))
+        except OSError as exc:
+            self.stats["journal_errors"] += 1
+            self._warn_once("journal-write", f"cannot append to the journal {self.journal.path} ({exc})")
+            self.journal.close()
+            self.journal = None
+
+    def _ship(self) -> None:
+        try:
+            if self._sink is None:
+                self._sink = open_sink(self.settings)
+            result = self._sink.ingest(self._pending)
+        except Exception as exc:  # the store is down, locked, full, unreachable...
+            self.stats["ship_errors"] += 1
+            where = "the journal keeps them for the next try and `flightlog sync`" if self.journal else "they are kept in memory for the next try"
+            self._warn_once("ship", f"cannot ship records to the store ({exc}); {where}")
+            return
+        for reason in result.skipped:
+            self._warn_once(f"skip:{reason[:40]}", f"the store skipped a record: {reason}")
+        self._pending = []
+        if self.journal is not None and self._pending_end is not None:
+            try:
+                self.journal.mark_shipped(self._pending_end)
+            except OSError:
+                pass
+
+    def _trim_pending(self) -> None:
+        excess = len(self._pending) - MAX_PENDING_RECORDS
+        if excess <= 0:
+            return
+        dropped, self._pending = self._pending[:excess], self._pending[excess:]
+        if self.journal is None:  # nowhere else holds them
+            self.stats["dropped"] += sum(_weight(r) for r in dropped)
+            self._warn_once("drop", "records are being dropped: neither the journal nor the store can take them")
+        elif not self.online:
+            pass  # offline: the journal is the destination
+
+    def close(self, *, remove_journal_if_shipped: bool) -> None:
+        """Final flush; the journal is removed when everything reached the store (and not asked to keep)."""
+        self.add_record("writer_end")
+        self.flush(final=True)
+        with self._flush_lock:
+            self.closed = True
+            if self.stats["dropped"] or (self._pending and self.journal is None):
+                lost = self.stats["dropped"] + sum(_weight(r) for r in self._pending)
+                warn(f"run {self.run_id[:12]}: {lost} records could not be saved (see the warnings above)")
+            if self.journal is not None:
+                shipped = self.online and not self._pending
+                self.journal.close(remove=shipped and remove_journal_if_shipped and not self.settings.keep_journal)
+                if not shipped and self.online:
+                    warn(f"run {self.run_id[:12]}: some records are only in the journal; run `flightlog sync` to ship them")
+            if self._sink is not None:
+                try:
+                    self._sink.close()
+                except Exception:
+                    pass
+
+    def reset_after_fork(self) -> None:
+        """A forked child must not reuse its parent's writer id, sequence numbers or file."""
+        self.writer_id = new_writer_id()
+        self._seq = 0
+        self._pending = []
+        self._pending_end = None
+        self.metrics.clear()
+        self.records.clear()
+        self._logs = LogBatch()
+        self._logs_lock = threading.Lock()
+        self._flush_lock = threading.RLock()
+        self._sink = None
+        self._context_sent = False
+        try:
+            self.journal = JournalWriter(self.settings.home, self.run_id, self.writer_id)
+        except OSError:
+            self.journal = None
+
+    def _warn_once(self, key: str, message: str) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            warn(message)
+
+
+def _weight(record: dict[str, Any]) -> int:
+    """How many user-visible items a record holds (lines, points), for drop counts."""
+    kind = record.get("k")
+    if kind == "logs":
+        return int(record.get("n", 1))
+    if kind == "metrics":
+        return sum(len(enc[0]) // 8 for enc in record["series"].values())
+    return 1
+
+
+class NullWriter:
+    """The writer of a disabled run (``FLIGHTLOG_MODE=disabled``): accepts everything, keeps nothing."""
+
+    def __init__(self, settings: Settings, run_id: str) -> None:
+        self.settings = settings
+        self.run_id = run_id
+        self.rank: int | None = None
+        self.writer_id = "disabled"
+        self.metrics: deque[Any] = deque(maxlen=0)
+        self.records: deque[Any] = deque(maxlen=0)
+        self.resources: deque[Any] = deque(maxlen=0)
+        self.stages = StageAggregator()
+        self.stats = {"records": 0, "points": 0, "dropped": 0, "journal_errors": 0, "ship_errors": 0}
+
+    def add_record(self, kind: str, **payload: Any) -> None:
+        pass
+
+    def add_logs(self, batch: LogBatch) -> None:
+        pass
+
+    def add_log(self, **event: Any) -> None:
+        pass
+
+    def count(self, name: str, value: float = 1) -> None:
+        pass
+
+    def flush(self, *, final: bool = False) -> None:
+        pass
+
+    def close(self, *, remove_journal_if_shipped: bool) -> None:
+        pass
+
+    def _warn_once(self, key: str, message: str) -> None:
+        pass

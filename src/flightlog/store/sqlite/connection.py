@@ -1,0 +1,114 @@
+"""Opening the SQLite file on purpose: WAL, pragmas on every connection, one writer at a time.
+
+Writers take ``BEGIN IMMEDIATE`` so that two processes never both hold a read snapshot and
+then fight to upgrade it (SQLITE_BUSY mid-transaction); readers never block writers in WAL.
+The schema is checked on open: older stores are migrated, newer ones refused with instructions.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from flightlog.errors import SchemaTooNew, StoreUnavailable
+from flightlog.store.sqlite.migrations import MIGRATIONS, SCHEMA_VERSION
+
+__all__ = ["Database", "schema_version"]
+
+_PRAGMAS = (
+    "PRAGMA synchronous=NORMAL",
+    "PRAGMA busy_timeout=30000",
+    "PRAGMA temp_store=MEMORY",
+    "PRAGMA cache_size=-65536",
+    "PRAGMA mmap_size=268435456",
+    "PRAGMA foreign_keys=OFF",
+)
+
+
+def schema_version(conn: sqlite3.Connection) -> int:
+    row = conn.execute("SELECT name FROM sqlite_master WHERE type='table' AND name='meta'").fetchone()
+    if row is None:
+        return 0
+    row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+    return int(row[0]) if row else 0
+
+
+class Database:
+    """One connection to one SQLite file, shared by threads under a lock."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.conn = sqlite3.connect(
+                str(self.path), timeout=30, isolation_level=None, check_same_thread=False
+            )
+        except (OSError, sqlite3.Error) as exc:
+            raise StoreUnavailable(f"cannot open the store at {self.path}: {exc}") from exc
+        self.lock = threading.RLock()
+        try:
+            mode = self.conn.execute("PRAGMA journal_mode").fetchone()[0]
+            if mode != "wal":
+                self.conn.execute("PRAGMA journal_mode=WAL")
+            for pragma in _PRAGMAS:
+                self.conn.execute(pragma)
+            self._migrate()
+        except sqlite3.Error as exc:
+            self.conn.close()
+            raise StoreUnavailable(f"cannot open the store at {self.path}: {exc}") from exc
+
+    def _migrate(self) -> None:
+        version = schema_version(self.conn)
+        if version == SCHEMA_VERSION:
+            return
+        if version > SCHEMA_VERSION:
+            raise SchemaTooNew(
+                f"the store at {self.path} has schema version {version}, newer than this flightlog "
+                f"understands ({SCHEMA_VERSION}): upgrade flightlog (pip install -U flightlog) "
+                "or point FLIGHTLOG_HOME at another directory",
+                details={"store_version": version, "code_version": SCHEMA_VERSION},
+            )
+        with self.write() as conn:
+            version = schema_version(conn)  # another process may have migrated meanwhile
+            for number in range(version, SCHEMA_VERSION):
+                for statement in MIGRATIONS[number]:
+                    conn.execute(statement)
+            conn.execute(
+                "INSERT INTO meta(key, value) VALUES('schema_version', ?) "
+                "ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+                (str(SCHEMA_VERSION),),
+            )
+
+    @contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction (BEGIN IMMEDIATE … COMMIT), retried while the file is locked."""
+        with self.lock:
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    self.conn.execute("BEGIN IMMEDIATE")
+                    break
+                except sqlite3.OperationalError as exc:
+                    if "locked" not in str(exc) or time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.01)
+            try:
+                yield self.conn
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+            else:
+                self.conn.execute("COMMIT")
+
+    @contextmanager
+    def read(self) -> Iterator[sqlite3.Connection]:
+        with self.lock:
+            yield self.conn
+
+    def close(self) -> None:
+        with self.lock:
+            self.conn.close()

@@ -1,0 +1,424 @@
+"""The embedded store: SQLite in WAL mode under FLIGHTLOG_HOME. Implements both store protocols."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from flightlog.errors import AmbiguousId, InvalidInput, NotFound
+from flightlog.models import (
+    Artifact,
+    LogEvent,
+    LogQuery,
+    MetricHistory,
+    MetricSummary,
+    Note,
+    RunInfo,
+    Span,
+    StageSummary,
+)
+from flightlog.records import decode_log_chunk, param_value
+from flightlog.store.base import IngestResult
+from flightlog.store.sqlite.connection import Database
+from flightlog.store.sqlite.ingest import apply_records
+
+__all__ = ["SqliteStore"]
+
+_RUN_COLUMNS = (
+    "id, project, name, parent_id, status, end_reason, created, queued, started, ended, "
+    "exit_code, signal, attempt, host, pid, failure, timeline, updated"
+)
+
+
+class SqliteStore:
+    def __init__(self, path: str | Path) -> None:
+        self.db = Database(path)
+        self.path = self.db.path
+
+    # ── writes ──────────────────────────────────────────────────────────────
+    def ingest(self, records: Sequence[dict[str, Any]]) -> IngestResult:
+        if not records:
+            return IngestResult()
+        with self.db.write() as conn:
+            return apply_records(conn, records)
+
+    def update_run(self, run_id: str, **fields: Any) -> None:
+        allowed = {"status", "end_reason", "ended", "exit_code", "signal", "failure"}
+        bad = set(fields) - allowed
+        if bad:
+            raise InvalidInput(f"cannot update run fields {sorted(bad)}; allowed: {sorted(allowed)}")
+        if "failure" in fields and fields["failure"] is not None:
+            fields["failure"] = json.dumps(fields["failure"])
+        sets = ", ".join(f"{k}=?" for k in fields)
+        with self.db.write() as conn:
+            conn.execute(f"UPDATE runs SET {sets}, updated=? WHERE id=?", (*fields.values(), time.time(), run_id))
+
+    def add_note(self, run_id: str, text: str, author: str | None = None) -> Note:
+        now = time.time()
+        with self.db.write() as conn:
+            cur = conn.execute(
+                "INSERT INTO notes(run_id, time, author, text) VALUES(?, ?, ?, ?)", (run_id, now, author, text)
+            )
+            note_id = cur.lastrowid or 0
+        return Note(note_id, run_id, now, author, text)
+
+    def add_evidence(self, run_id: str, kind: str, name: str, data: dict[str, Any]) -> None:
+        with self.db.write() as conn:
+            conn.execute(
+                "INSERT INTO evidence(run_id, kind, name, time, data) VALUES(?, ?, ?, ?, ?)",
+                (run_id, kind, name, time.time(), json.dumps(data, default=repr)),
+            )
+
+    def delete_runs(self, run_ids: Sequence[str]) -> int:
+        tables = (
+            "params", "tags", "notes", "context", "metric_series", "metric_chunks", "log_chunks",
+            "spans", "stage_stats", "resource_samples", "artifacts", "counters", "evidence", "ingested",
+        )
+        with self.db.write() as conn:
+            deleted = 0
+            for run_id in run_ids:
+                for table in tables:
+                    conn.execute(f"DELETE FROM {table} WHERE run_id=?", (run_id,))
+                deleted += conn.execute("DELETE FROM runs WHERE id=?", (run_id,)).rowcount
+        return deleted
+
+    def close(self) -> None:
+        self.db.close()
+
+    # ── runs ────────────────────────────────────────────────────────────────
+    def resolve(self, ref: str) -> str:
+        ref = ref.strip()
+        if not ref or not re.fullmatch(r"[0-9A-Za-z_.-]+", ref):
+            raise InvalidInput(f"{ref!r} is not a run id: use an id or a unique prefix (hex characters)")
+        with self.db.read() as conn:
+            rows = conn.execute(
+                "SELECT id FROM runs WHERE id >= ? AND id < ? ORDER BY id LIMIT 6", (ref, ref + "\uffff")
+            ).fetchall()
+        if not rows:
+            raise NotFound(f"no run with id or prefix {ref!r}: list runs with `flightlog runs ls`")
+        exact = [r[0] for r in rows if r[0] == ref]
+        if exact:
+            return exact[0]
+        if len(rows) > 1:
+            shown = ", ".join(r[0][:12] for r in rows[:5])
+            raise AmbiguousId(
+                f"run prefix {ref!r} matches several runs ({shown}{', …' if len(rows) > 5 else ''}): "
+                "type more characters",
+                details={"matches": [r[0] for r in rows]},
+            )
+        return str(rows[0][0])
+
+    def get_run(self, ref: str) -> RunInfo:
+        run_id = self.resolve(ref)
+        with self.db.read() as conn:
+            row = conn.execute(f"SELECT {_RUN_COLUMNS} FROM runs WHERE id=?", (run_id,)).fetchone()
+            runs = self._hydrate(conn, [row])
+        return runs[0]
+
+    def search_runs(
+        self,
+        *,
+        project: str | None = None,
+        filter: str | None = None,
+        order_by: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> list[RunInfo]:
+        from flightlog.query import compile_runs_query
+
+        sql, args = compile_runs_query(
+            project=project, filter=filter, order_by=order_by, limit=limit, offset=offset, now=time.time()
+        )
+        sql = sql.replace("SELECT r.*", "SELECT " + ", ".join(f"r.{c.strip()}" for c in _RUN_COLUMNS.split(",")), 1)
+        with self.db.read() as conn:
+            rows = conn.execute(sql, args).fetchall()
+            return self._hydrate(conn, rows)
+
+    def _hydrate(self, conn: sqlite3.Connection, rows: list[Any]) -> list[RunInfo]:
+        runs = [
+            RunInfo(
+                id=r[0], project=r[1], name=r[2], parent_id=r[3], status=r[4], end_reason=r[5],
+                created=r[6], queued=r[7], started=r[8], ended=r[9], exit_code=r[10], signal=r[11],
+                attempt=r[12], host=r[13], pid=r[14], failure=json.loads(r[15]) if r[15] else None,
+                timeline=json.loads(r[16]) if r[16] else {}, updated=r[17],
+            )
+            for r in rows
+        ]
+        if not runs:
+            return runs
+        by_id = {r.id: r for r in runs}
+        marks = ",".join("?" * len(by_id))
+        ids = list(by_id)
+        for run_id, key, value, kind in conn.execute(
+            f"SELECT run_id, key, value, kind FROM params WHERE run_id IN ({marks}) ORDER BY key", ids
+        ):
+            by_id[run_id].params[key] = param_value(value, kind)
+        for run_id, key, value in conn.execute(
+            f"SELECT run_id, key, value FROM tags WHERE run_id IN ({marks}) ORDER BY key", ids
+        ):
+            by_id[run_id].tags[key] = value
+        for row in conn.execute(
+            f"SELECT run_id, name, count, nonfinite, min, max, last_value, last_step, first_step, "
+            f"first_time, last_time FROM metric_series WHERE run_id IN ({marks}) ORDER BY name",
+            ids,
+        ):
+            by_id[row[0]].metrics[row[1]] = MetricSummary(row[1], *row[2:])
+        for run_id, name, value in conn.execute(
+            f"SELECT run_id, name, value FROM counters WHERE run_id IN ({marks}) ORDER BY name", ids
+        ):
+            by_id[run_id].counters[name] = value
+        return runs
+
+    def projects(self) -> list[dict[str, Any]]:
+        with self.db.read() as conn:
+            rows = conn.execute(
+                "SELECT project, COUNT(*), MAX(created), "
+                "SUM(CASE WHEN status='running' THEN 1 ELSE 0 END), "
+                "SUM(CASE WHEN status IN ('failed','crashed','killed') THEN 1 ELSE 0 END) "
+                "FROM runs GROUP BY project ORDER BY project"
+            ).fetchall()
+        return [
+            {"name": r[0], "runs": r[1], "last_created": r[2], "running": r[3], "failed": r[4]} for r in rows
+        ]
+
+    def running_runs(self) -> list[RunInfo]:
+        with self.db.read() as conn:
+            rows = conn.execute(
+                f"SELECT {_RUN_COLUMNS} FROM runs WHERE status IN ('created','queued','running')"
+            ).fetchall()
+            return self._hydrate(conn, rows)
+
+    def finished_runs_before(self, when: float) -> list[str]:
+        with self.db.read() as conn:
+            rows = conn.execute(
+                "SELECT id FROM runs WHERE status NOT IN ('created','queued','running') "
+                "AND COALESCE(ended, updated, created) < ? ORDER BY COALESCE(ended, updated, created)",
+                (when,),
+            ).fetchall()
+        return [r[0] for r in rows]
+
+    def run_sizes(self) -> list[tuple[str, float, int]]:
+        """(run id, end time, bytes it holds in the store and artifacts), oldest first, finished runs only."""
+        with self.db.read() as conn:
+            rows = conn.execute(
+                """
+                SELECT r.id, COALESCE(r.ended, r.updated, r.created),
+                  COALESCE((SELECT SUM(LENGTH(steps)+LENGTH(times)+LENGTH(vals)) FROM metric_chunks m WHERE m.run_id=r.id),0)
+                + COALESCE((SELECT SUM(LENGTH(data)) FROM log_chunks l WHERE l.run_id=r.id),0)
+                + COALESCE((SELECT SUM(LENGTH(data)) FROM resource_samples s WHERE s.run_id=r.id),0)
+                + COALESCE((SELECT SUM(size) FROM artifacts a WHERE a.run_id=r.id AND a.uri LIKE 'cas:%'),0)
+                FROM runs r WHERE r.status NOT IN ('created','queued','running')
+                ORDER BY 2
+                """
+            ).fetchall()
+        return [(r[0], r[1], int(r[2])) for r in rows]
+
+    def children(self, run_id: str) -> list[str]:
+        with self.db.read() as conn:
+            return [r[0] for r in conn.execute("SELECT id FROM runs WHERE parent_id=? ORDER BY created", (run_id,))]
+
+    # ── run details ─────────────────────────────────────────────────────────
+    def notes(self, run_id: str) -> list[Note]:
+        with self.db.read() as conn:
+            rows = conn.execute(
+                "SELECT id, run_id, time, author, text FROM notes WHERE run_id=? ORDER BY time, id", (run_id,)
+            ).fetchall()
+        return [Note(*r) for r in rows]
+
+    def context(self, run_id: str) -> dict[str, Any]:
+        """The runtime context; several writers (runner, ranks) are merged, the first writer first."""
+        merged: dict[str, Any] = {}
+        with self.db.read() as conn:
+            for (data,) in conn.execute("SELECT data FROM context WHERE run_id=? ORDER BY rowid", (run_id,)):
+                for key, value in json.loads(data).items():
+                    merged.setdefault(key, value)
+        return merged
+
+    def artifacts(self, run_id: str) -> list[Artifact]:
+        return self._artifacts("WHERE run_id=? ORDER BY time, id", (run_id,))
+
+    def artifacts_by_digest(self, sha256s: Sequence[str]) -> list[Artifact]:
+        if not sha256s:
+            return []
+        marks = ",".join("?" * len(sha256s))
+        return self._artifacts(f"WHERE sha256 IN ({marks}) ORDER BY time, id", tuple(sha256s))
+
+    def _artifacts(self, where: str, args: tuple[Any, ...]) -> list[Artifact]:
+        with self.db.read() as conn:
+            rows = conn.execute(
+                "SELECT id, run_id, role, kind, path, source, size, sha256, uri, step, time, attempt, meta "
+                f"FROM artifacts {where}",
+                args,
+            ).fetchall()
+        return [Artifact(*r[:12], meta=json.loads(r[12]) if r[12] else None) for r in rows]
+
+    def referenced_digests(self) -> set[str]:
+        with self.db.read() as conn:
+            return {r[0] for r in conn.execute("SELECT DISTINCT sha256 FROM artifacts WHERE uri LIKE 'cas:%'")}
+
+    def evidence(self, run_id: str, kind: str | None = None, name: str | None = None) -> list[dict[str, Any]]:
+        sql, args = "SELECT kind, name, time, data FROM evidence WHERE run_id=?", [run_id]
+        if kind is not None:
+            sql += " AND kind=?"
+            args.append(kind)
+        if name is not None:
+            sql += " AND name=?"
+            args.append(name)
+        with self.db.read() as conn:
+            rows = conn.execute(sql + " ORDER BY time, id", args).fetchall()
+        return [{"kind": r[0], "name": r[1], "time": r[2], "data": json.loads(r[3])} for r in rows]
+
+    # ── events ──────────────────────────────────────────────────────────────
+    def metric_summaries(self, run_id: str) -> dict[str, MetricSummary]:
+        with self.db.read() as conn:
+            rows = conn.execute(
+                "SELECT name, count, nonfinite, min, max, last_value, last_step, first_step, first_time, last_time "
+                "FROM metric_series WHERE run_id=? ORDER BY name",
+                (run_id,),
+            ).fetchall()
+        return {r[0]: MetricSummary(*r) for r in rows}
+
+    def metric_history(self, run_id: str, name: str) -> MetricHistory:
+        import numpy as np
+
+        with self.db.read() as conn:
+            rows = conn.execute(
+                "SELECT steps, times, vals FROM metric_chunks WHERE run_id=? AND name=? ORDER BY first_step, id",
+                (run_id, name),
+            ).fetchall()
+        if not rows:
+            known = self.metric_summaries(run_id)
+            if name not in known:
+                names = ", ".join(sorted(known)[:20]) or "none"
+                raise NotFound(f"run {run_id[:12]} has no metric {name!r}; its metrics: {names}")
+        steps = np.frombuffer(b"".join(r[0] for r in rows), dtype="<i8")
+        times = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f8")
+        values = np.frombuffer(b"".join(r[2] for r in rows), dtype="<f8")
+        if len(steps) > 1 and not bool(np.all(steps[1:] >= steps[:-1])):
+            order = np.argsort(steps, kind="stable")
+            steps, times, values = steps[order], times[order], values[order]
+        return MetricHistory(name, steps, values, times)
+
+    def logs(self, run_id: str, query: LogQuery) -> list[LogEvent]:
+        sql = "SELECT first_time, last_time, data FROM log_chunks WHERE run_id=?"
+        args: list[Any] = [run_id]
+        if query.min_level is not None:
+            sql += " AND max_level >= ?"
+            args.append(query.min_level)
+        if query.since is not None:
+            sql += " AND last_time >= ?"
+            args.append(query.since)
+        if query.until is not None:
+            sql += " AND first_time <= ?"
+            args.append(query.until)
+        if query.attempt is not None:
+            sql += " AND (',' || attempts || ',') LIKE ?"
+            args.append(f"%,{query.attempt},%")
+        limit = query.limit
+        backwards = bool(query.tail and limit)
+        sql += " ORDER BY last_time DESC, id DESC" if backwards else " ORDER BY first_time, id"
+        pattern = re.compile(query.grep, re.IGNORECASE) if query.grep else None
+        events: list[LogEvent] = []
+        with self.db.read() as conn:
+            for first_time, last_time, data in conn.execute(sql, args):
+                if limit and len(events) >= limit:
+                    # chunks of several writers overlap in time: stop once no later chunk can
+                    # hold an event that belongs in the first (or last) `limit` events
+                    events.sort(key=_event_time)
+                    if backwards and last_time < events[-limit].time:
+                        break
+                    if not backwards and first_time > events[limit - 1].time:
+                        break
+                events.extend(_matching(decode_log_chunk(data), query, pattern))
+        events.sort(key=_event_time)
+        if limit:
+            events = events[-limit:] if backwards else events[:limit]
+        return events
+
+    def stages(self, run_id: str) -> list[StageSummary]:
+        with self.db.read() as conn:
+            stats = conn.execute(
+                "SELECT name, count, total, min, max, first_start, last_end, hist FROM stage_stats WHERE run_id=?",
+                (run_id,),
+            ).fetchall()
+            spans = conn.execute(
+                "SELECT name, start, end, attempt, sampled, attrs FROM spans WHERE run_id=? ORDER BY start",
+                (run_id,),
+            ).fetchall()
+        merged: dict[str, StageSummary] = {}
+        for name, count, total, mn, mx, first, last, hist in stats:
+            h = json.loads(hist)
+            cur = merged.get(name)
+            if cur is None:
+                merged[name] = StageSummary(name, count, total, mn, mx, first, last, h)
+                continue
+            cur.count += count
+            cur.total += total
+            cur.min, cur.max = min(cur.min, mn), max(cur.max, mx)
+            cur.first_start = _min_opt(cur.first_start, first)
+            cur.last_end = _max_opt(cur.last_end, last)
+            cur.hist = [a + b for a, b in zip(cur.hist, h, strict=False)]
+        for name, start, end, attempt, sampled, attrs in spans:
+            span = Span(name, start, end, attempt, bool(sampled), json.loads(attrs) if attrs else None)
+            if name not in merged:  # a span logged without stats (e.g. by the runner)
+                d = end - start
+                merged[name] = StageSummary(name, 1, d, d, d, start, end, [])
+            merged[name].spans.append(span)
+        return sorted(merged.values(), key=lambda s: (s.first_start or 0.0, s.name))
+
+    def resource_samples(self, run_id: str, since: float | None = None) -> list[dict[str, Any]]:
+        with self.db.read() as conn:
+            rows = conn.execute(
+                "SELECT data FROM resource_samples WHERE run_id=? AND time >= ? ORDER BY time",
+                (run_id, since if since is not None else float("-inf")),
+            ).fetchall()
+        return [json.loads(r[0]) for r in rows]
+
+    def writers(self, run_id: str) -> dict[str, int]:
+        with self.db.read() as conn:
+            return dict(conn.execute("SELECT writer, last_seq FROM ingested WHERE run_id=?", (run_id,)).fetchall())
+
+
+def _event_time(event: LogEvent) -> float:
+    return event.time
+
+
+def _matching(batch: Any, query: LogQuery, pattern: re.Pattern[str] | None) -> list[LogEvent]:
+    out = []
+    cols = batch
+    for i in range(len(cols.time)):
+        if query.min_level is not None and cols.level[i] < query.min_level:
+            continue
+        t = cols.time[i]
+        if query.since is not None and t < query.since:
+            continue
+        if query.until is not None and t > query.until:
+            continue
+        if query.streams is not None and cols.stream[i] not in query.streams:
+            continue
+        if query.component is not None and cols.component[i] != query.component:
+            continue
+        if query.attempt is not None and cols.attempt[i] != query.attempt:
+            continue
+        if query.stage is not None and cols.stage[i] != query.stage:
+            continue
+        if pattern is not None and not pattern.search(cols.message[i]):
+            continue
+        out.append(
+            LogEvent(t, cols.stream[i], cols.level[i], cols.message[i], cols.component[i], cols.fields[i],
+                     cols.rank[i], cols.attempt[i], cols.stage[i])
+        )
+    return out
+
+
+def _min_opt(a: float | None, b: float | None) -> float | None:
+    return b if a is None else a if b is None else min(a, b)
+
+
+def _max_opt(a: float | None, b: float | None) -> float | None:
+    return b if a is None else a if b is None else max(a, b)
