@@ -147,7 +147,7 @@ def error(text: str, *, order: bool = False) -> FilterSyntaxError:
         ("params.lr > and", 12, "missing value"),
         ("params.lr > )", 12, "missing value"),
         ("(status = 'failed'", 18, "unbalanced parentheses"),
-        ("((status = 'failed')", 20, "the '(' at offset 0 is never closed"),
+        ("((status = 'failed')", 20, "the '(' at offset 0 is not closed"),
         ("status = 'failed')", 17, "unbalanced ')'"),
         ("status = 'failed' params.lr > 1", 18, "unexpected 'params.lr'"),
         ("status = 'failed' or", 20, "found the end where a field belongs"),

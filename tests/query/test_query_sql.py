@@ -104,7 +104,9 @@ def db(store: sqlite3.Connection) -> sqlite3.Connection:
         ("(status = 'failed' or status = 'killed') and not tags.team = 'vision'", {"r4"}),
     ],
 )
-def test_filters_select_the_right_runs(db: sqlite3.Connection, text: str, expected: set[str]) -> None:
+def test_filters_select_the_right_runs(
+    db: sqlite3.Connection, text: str, expected: set[str]
+) -> None:
     assert set(select_ids(db, filter=text, now=NOW)) == expected
     assert {r["id"] for r in RUNS if matches(text, r, now=NOW)} == expected
 
@@ -128,7 +130,9 @@ def test_filters_select_the_right_runs(db: sqlite3.Connection, text: str, expect
         ("exit_code desc, metrics.val/loss", ["r1", "r2", "r5", "r4", "r3"]),
     ],
 )
-def test_ordering_puts_missing_values_last(db: sqlite3.Connection, order: str | None, expected: list[str]) -> None:
+def test_ordering_puts_missing_values_last(
+    db: sqlite3.Connection, order: str | None, expected: list[str]
+) -> None:
     assert select_ids(db, order_by=order, now=NOW) == expected
 
 
@@ -148,7 +152,9 @@ def test_pages_concatenate_to_the_whole_listing(db: sqlite3.Connection) -> None:
 def test_values_are_bound_never_interpolated(db: sqlite3.Connection) -> None:
     evil = "x'; DROP TABLE runs; --"
     text = f'tags.`{evil}` = "{evil}" or name ~ "{evil}%_" or params.`a"b` like \'%\''
-    sql, params = compile_runs_query(project=evil, filter=text, order_by=f"-params.`{evil}`", limit=5)
+    sql, params = compile_runs_query(
+        project=evil, filter=text, order_by=f"-params.`{evil}`", limit=5
+    )
     assert evil not in sql and "DROP" not in sql and "%" not in sql
     assert evil in params
     assert list(db.execute(sql, params)) == []
@@ -156,7 +162,8 @@ def test_values_are_bound_never_interpolated(db: sqlite3.Connection) -> None:
 
 
 @pytest.mark.parametrize(
-    ("placeholder", "marker"), [("?", "?"), ("%s", "%s"), ("$", "$1")],
+    ("placeholder", "marker"),
+    [("?", "?"), ("%s", "%s"), ("$", "$1")],
 )
 def test_placeholder_styles(placeholder: str, marker: str) -> None:
     sql, params = compile_runs_query(project="p", filter="params.lr > 0.1 and duration > 1h",

@@ -20,11 +20,11 @@ class NVMLError(Exception):
     pass
 
 
-class NVMLError_LibraryNotFound(NVMLError):  # noqa: N801 - pynvml's own class name
+class NVMLError_LibraryNotFound(NVMLError):  # pynvml names its errors this way
     pass
 
 
-class NVMLError_NotSupported(NVMLError):  # noqa: N801
+class NVMLError_NotSupported(NVMLError):
     pass
 
 

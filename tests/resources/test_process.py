@@ -144,9 +144,7 @@ def test_disk_writes_of_the_tree_accumulate(tmp_path: Path, spawn: Spawn) -> Non
         "print('done', flush=True)\n"
         "sys.stdin.read()\n",
     )
-    child = spawn(
-        [sys.executable, writer], stdin=subprocess.PIPE, stdout=subprocess.PIPE
-    )
+    child = spawn([sys.executable, writer], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     sampler = ProcessTreeSampler(child.pid, gpu=False)
     assert child.stdout is not None
     assert child.stdout.readline().strip() == b"done"

@@ -99,7 +99,8 @@ class QuantileSketch:
         keys = mags.astype(np.int64)
         has_neg = lo_value < 0
         if has_neg:
-            keys[values < 0] += self._neg_offset
+            # A multiply-add is several times faster than a masked (fancy-indexed) add.
+            keys += (values < 0).view(np.int8) * np.int64(self._neg_offset)
         lo = int(keys.min())
         counts = np.bincount(keys - lo)
         if has_neg:

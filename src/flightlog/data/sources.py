@@ -42,6 +42,7 @@ __all__ = [
 
 BATCH_ROWS = 1_000_000
 TEXT_BLOCK_BYTES = 4 << 20
+_ROW_GROUP_BYTES = 512 << 20
 
 FILE_FORMATS: dict[str, str] = {
     ".csv": "csv",
@@ -193,7 +194,17 @@ class FileSource(Source):
         import pyarrow.parquet as pq
 
         with pq.ParquetFile(self.path) as f:
-            yield from f.iter_batches(batch_size=self.batch_rows, columns=self.columns)
+            meta = f.metadata
+            for i in range(meta.num_row_groups):
+                group = meta.row_group(i)
+                if group.total_byte_size <= _ROW_GROUP_BYTES:
+                    # Whole row groups decode several times faster than iter_batches.
+                    table = f.read_row_group(i, columns=self.columns)
+                    yield from table.to_batches(max_chunksize=self.batch_rows)
+                else:
+                    yield from f.iter_batches(
+                        batch_size=self.batch_rows, row_groups=[i], columns=self.columns
+                    )
 
     def _ipc_batches(self) -> Iterator[pa.RecordBatch]:
         with pa.memory_map(str(self.path)) as mm:

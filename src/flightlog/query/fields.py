@@ -10,7 +10,7 @@ import difflib
 import re
 import signal
 from dataclasses import dataclass
-from typing import Literal, NoReturn
+from typing import Literal, NoReturn, cast
 
 from flightlog.errors import FilterSyntaxError, InvalidInput
 from flightlog.query.ast import Ago, Field, FieldKind, Value
@@ -71,10 +71,10 @@ def resolve_field(token: Token, text: str) -> Field:
         guess = f" (did you mean {hint[0]!r}?)" if hint else f" (did you mean params.{word}?)"
         _fail(text, token, f"unknown field {token.text!r}{guess}", f"a field: {VALID_FIELDS}")
     if token.kind == "path":
-        prefix, key = token.value  # type: ignore[misc]
-        kind = PREFIXES.get(str(prefix).lower())
+        prefix, key = cast(tuple[str, str], token.value)
+        kind = PREFIXES.get(prefix.lower())
         if kind is not None:
-            return Field(kind, str(key), token.position)
+            return Field(kind, key, token.position)
         what = f"unknown field {token.text!r}" if prefix else f"key {token.text} without a prefix"
         _fail(text, token, what, f"a field: {VALID_FIELDS}")
     shown = "the end" if token.kind == "eof" else repr(token.text)
@@ -106,8 +106,10 @@ def convert(field: Field, op: str, token: Token, text: str) -> Value:
             _fail(text, token, "like pattern ends with a lone backslash", "\\\\ for a backslash")
         return pattern
     boolean = _is_bool(token)
-    if field.kind in ("tag",) or (field.kind == "column" and COLUMNS[field.name].type == "text"):
-        return str(token.value) if token.kind == "string" else token.text.lower() if boolean else token.text
+    if field.kind == "tag" or (field.kind == "column" and COLUMNS[field.name].type == "text"):
+        if token.kind == "string":
+            return str(token.value)
+        return token.text.lower() if boolean else token.text  # text fields: as written
     if field.kind == "column" and COLUMNS[field.name].type == "enum":
         return _enum(field, token, text)
     if boolean:

@@ -88,7 +88,8 @@ def tokenize(text: str) -> list[Token]:
 def _read_quoted(text: str, start: int) -> tuple[str, int]:
     """Read a '…', "…" or `…` literal with backslash escapes. An escape this language does
     not know (``\\%``) keeps its backslash so LIKE patterns can escape ``%`` and ``_``."""
-    quote, out, i = text[start], [], start + 1
+    quote, i = text[start], start + 1
+    out: list[str] = []
     while i < len(text):
         c = text[i]
         if c == quote:
@@ -121,7 +122,7 @@ def _read_number(text: str, i: int) -> Token:
             seconds = sum(float(v) * _UNITS[u.lower()] for v, u in _DURATION_PART.findall(word))
             return Token("duration", seconds, word, i)
         raise FilterSyntaxError(
-            f"invalid number or duration {text[i:run.end()]!r}",
+            f"invalid number or duration {text[i : run.end()]!r}",
             expression=text,
             position=i,
             expected="a number (3, -0.5, 1e-3) or a duration (90s, 30m, 1h30m, 7d)",

@@ -143,8 +143,8 @@ class _Parser:
             expr = self.or_expr()
             close = self.peek()
             if close.kind != ")":
-                opened = f"the '(' at offset {token.position} is never closed"
-                self.fail(close, f"unbalanced parentheses: {opened}", "')', and, or")
+                opened = f"the '(' at offset {token.position} is not closed"
+                self.fail(close, f"unbalanced parentheses ({opened})", "')', and, or")
             self.next()
             return expr
         return self.predicate()
@@ -162,7 +162,9 @@ class _Parser:
         if word == "is":
             negated = self.keyword("not")
             if not self.keyword("null"):
-                self.fail(self.peek(), f"found {self.found(self.peek())} after 'is'", "null or not null")
+                self.fail(
+                    self.peek(), f"found {self.found(self.peek())} after 'is'", "null or not null"
+                )
             return IsNull(field, negated)
         if word == "not":
             nxt = self.next()
@@ -177,7 +179,9 @@ class _Parser:
             if self.keyword("null"):
                 if op in ("=", "!="):
                     return IsNull(field, negated=op == "!=")
-                self.fail(self.tokens[self.i - 1], f"{op} null never matches", "is null, or a value")
+                self.fail(
+                    self.tokens[self.i - 1], f"{op} null never matches", "is null, or a value"
+                )
             return Compare(field, op, self.value(field, op))
         self.fail(token, f"found {self.found(token)} after {field}", _AFTER_FIELD)
 
@@ -187,7 +191,9 @@ class _Parser:
             return Compare(field, "not like" if negated else "like", self.value(field, op))
         opening = self.next()
         if opening.kind != "(":
-            self.fail(opening, f"found {self.found(opening)} after {op}", "'(' and a list of values")
+            self.fail(
+                opening, f"found {self.found(opening)} after {op}", "'(' and a list of values"
+            )
         values: list[Value] = []
         while True:
             if self.keyword("null"):

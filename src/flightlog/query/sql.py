@@ -89,7 +89,7 @@ def _expr(expr: Expr, bind: Binder) -> tuple[str, bool]:
         return "(" + glue.join(p for p, _ in parts) + ")", any(n for _, n in parts)
     if isinstance(expr, Not):
         inner, nullable = _expr(expr.operand, bind)
-        return (f"({inner}) IS NOT TRUE" if nullable else f"NOT {inner}"), False
+        return (f"(({inner}) IS NOT TRUE)" if nullable else f"NOT ({inner})"), False
     field = expr.field
     if field.kind == "column":
         col = column_sql(field, bind)
@@ -118,7 +118,9 @@ def _param_condition(expr: Compare | InList, bind: Binder) -> str:
         if _numeric(expr.value) and expr.op not in ("like", "not like", "~", "!~"):
             return predicate_sql(expr, "p.num", bind)
         value = _text(expr.value)
-        return "p.kind <> 'null' AND " + predicate_sql(Compare(expr.field, expr.op, value), "p.value", bind)
+        return "p.kind <> 'null' AND " + predicate_sql(
+            Compare(expr.field, expr.op, value), "p.value", bind
+        )
     nums = tuple(v for v in expr.values if _numeric(v))
     texts = tuple(_text(v) for v in expr.values if not _numeric(v))
     parts = [predicate_sql(InList(expr.field, vs, expr.negated), col, bind)
@@ -154,7 +156,9 @@ def _order(keys: tuple[OrderKey, ...], bind: Binder) -> tuple[list[str], list[st
         table, keycol = _TABLES[field.kind]
         a = f"o{i}"
         extra = f" AND {a}.kind <> 'null'" if field.kind == "param" else ""
-        joins.append(f"LEFT JOIN {table} {a} ON {a}.run_id = r.id AND {a}.{keycol} = {bind(field.name)}{extra}")
+        joins.append(
+            f"LEFT JOIN {table} {a} ON {a}.run_id = r.id AND {a}.{keycol} = {bind(field.name)}{extra}"
+        )
         if field.kind == "param":
             terms += [f"CASE WHEN {a}.key IS NULL THEN 1 ELSE 0 END",
                       f"CASE WHEN {a}.num IS NULL THEN 1 ELSE 0 END", f"{a}.num{d}", f"{a}.value{d}"]  # fmt: skip
@@ -162,4 +166,3 @@ def _order(keys: tuple[OrderKey, ...], bind: Binder) -> tuple[list[str], list[st
             col = f"{a}.value" if field.kind == "tag" else f"{a}.last_value"
             terms += [f"CASE WHEN {col} IS NULL THEN 1 ELSE 0 END", col + d]
     return joins, [*terms, "r.created DESC", "r.id DESC"]
-

@@ -67,6 +67,10 @@ class MemoryLimit(Protocol):
         """A ``preexec_fn`` that moves the child into the cgroup before it execs."""
         ...
 
+    def pids(self) -> list[int]:
+        """Processes inside now (e.g. leftovers that keep `close` from removing it)."""
+        ...
+
     def usage_bytes(self) -> int | None: ...
 
     def peak_bytes(self) -> int | None: ...
@@ -295,11 +299,15 @@ class CgroupV1MemoryLimit(_CgroupMemoryLimit):
         return _read_keyed(os.path.join(self.path, "memory.oom_control")).get("oom_kill", 0)
 
     def limit_hits(self) -> int:
-        hits = [
+        hits = max(
             _read_int(os.path.join(self.path, name)) or 0
             for name in ("memory.failcnt", "memory.memsw.failcnt")
-        ]
-        return max(hits)
+        )
+        # Recent kernels no longer bump failcnt on every charge failure (seen: 6.18 reports 0
+        # after an OOM kill); a peak at the limit is the same evidence.
+        if hits == 0 and (self.peak_bytes() or 0) >= self.limit_bytes:
+            hits = 1
+        return hits
 
 
 class CgroupV2MemoryLimit(_CgroupMemoryLimit):
@@ -327,7 +335,10 @@ class CgroupV2MemoryLimit(_CgroupMemoryLimit):
         return _read_keyed(os.path.join(self.path, "memory.events")).get("oom_kill", 0)
 
     def limit_hits(self) -> int:
-        return _read_keyed(os.path.join(self.path, "memory.events")).get("max", 0)
+        hits = _read_keyed(os.path.join(self.path, "memory.events")).get("max", 0)
+        if hits == 0 and (self.peak_bytes() or 0) >= self.limit_bytes:
+            hits = 1
+        return hits
 
 
 # --------------------------------------------------------------------------- factory

@@ -234,7 +234,7 @@ class SqliteStore:
         """The runtime context; several writers (runner, ranks) are merged, the first writer first."""
         merged: dict[str, Any] = {}
         with self.db.read() as conn:
-            for (data,) in conn.execute("SELECT data FROM context WHERE run_id=? ORDER BY rowid", (run_id,)):
+            for (data,) in conn.execute("SELECT data FROM context WHERE run_id=? ORDER BY writer", (run_id,)):
                 for key, value in json.loads(data).items():
                     merged.setdefault(key, value)
         return merged

@@ -1,0 +1,3 @@
+from flightlog.cli.main import main
+
+main()

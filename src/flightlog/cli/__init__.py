@@ -1,0 +1,1 @@
+"""The command line: ``flightlog runs ls``, ``flightlog logs RUN``, ``flightlog run -- CMD`` …"""

@@ -1,0 +1,69 @@
+"""``flightlog artifacts RUN [get PATH]``: list a run's artifacts, or copy one out."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from flightlog.cli.common import open_client
+from flightlog.cli.output import console, emit_json, format_option
+from flightlog.errors import InvalidInput
+from flightlog.timefmt import format_size
+
+__all__ = ["artifacts_cmd"]
+
+
+@click.command("artifacts")
+@click.argument("run")
+@click.argument("action", required=False, type=click.Choice(["get", "lineage"]))
+@click.argument("path", required=False)
+@click.option("--output", "-o", type=click.Path(dir_okay=True), help="With get: where to write (default: ./NAME).")
+@format_option
+def artifacts_cmd(run: str, action: str | None, path: str | None, output: str | None, fmt: str) -> None:
+    """List artifacts; `get PATH` copies one out; `lineage` shows inputs and outputs with related runs."""
+    client = open_client()
+    info = client.run(run)
+    if action == "get":
+        if not path:
+            raise InvalidInput("artifacts RUN get PATH: name the artifact path (see `flightlog artifacts RUN`)")
+        dest = Path(output) if output else Path.cwd() / Path(path).name
+        if dest.is_dir():
+            dest = dest / Path(path).name
+        written = client.download_artifact(info.id, path, dest)
+        if fmt == "json":
+            emit_json({"path": path, "written": str(written)})
+        else:
+            click.echo(str(written))
+        return
+    if action == "lineage":
+        emit_json(client.lineage(info.id)) if fmt == "json" else _print_lineage(client.lineage(info.id))
+        return
+    artifacts = client.artifacts(info.id)
+    if fmt == "json":
+        emit_json([a.to_dict() for a in artifacts])
+        return
+    from rich.table import Table
+
+    table = Table(box=None, header_style="bold")
+    for head in ("ROLE", "KIND", "PATH", "SIZE", "SHA256", "STEP", "KEPT"):
+        table.add_column(head, no_wrap=True)
+    for a in artifacts:
+        table.add_row(a.role, a.kind or "-", a.path, format_size(a.size), (a.sha256 or "-")[:12],
+                      "-" if a.step is None else str(a.step), "yes" if (a.uri or "").startswith("cas:") else "path only")
+    console().print(table)
+
+
+def _print_lineage(lineage: dict) -> None:  # type: ignore[type-arg]
+    out = console()
+    out.print(f"[bold]run {lineage['run'][:8]}[/]" + (f"  parent {lineage['parent'][:8]}" if lineage["parent"] else ""))
+    for item in lineage["inputs"]:
+        a = item["artifact"]
+        src = ", ".join(r[:8] for r in item["produced_by"]) or "-"
+        out.print(f"  input  {a['path']}  ({(a['sha256'] or '')[:12]})  produced by {src}")
+    for item in lineage["outputs"]:
+        a = item["artifact"]
+        dst = ", ".join(r[:8] for r in item["used_by"]) or "-"
+        out.print(f"  output {a['path']}  ({(a['sha256'] or '')[:12]})  used by {dst}")
+    if lineage["children"]:
+        out.print("  children " + ", ".join(c[:8] for c in lineage["children"]))

@@ -1,0 +1,54 @@
+"""Shared CLI plumbing: opening the client, addressing runs, status colours."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from flightlog.timefmt import format_duration
+
+__all__ = ["open_client", "STATUS_STYLE", "status_text", "duration_text", "short_time"]
+
+STATUS_STYLE = {
+    "running": "bold cyan",
+    "succeeded": "green",
+    "failed": "bold red",
+    "crashed": "bold red",
+    "killed": "red",
+    "stopped": "yellow",
+    "created": "dim",
+    "queued": "dim",
+}
+
+
+def open_client(ctx: click.Context | None = None) -> Any:
+    from flightlog.client import Client
+
+    ctx = ctx or click.get_current_context()
+    root = ctx.find_root()
+    if root.obj is None:
+        root.obj = {}
+    client = root.obj.get("client")
+    if client is None:
+        home = root.params.get("home")
+        client = Client(home=home) if home else Client()
+        root.obj["client"] = client
+        root.call_on_close(client.close)
+    return client
+
+
+def status_text(status: str) -> str:
+    return f"[{STATUS_STYLE.get(status, '')}]{status}[/]"
+
+
+def duration_text(seconds: float | None) -> str:
+    return format_duration(seconds)
+
+
+def short_time(ts: float | None) -> str:
+    if ts is None:
+        return "-"
+    import time
+
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))

@@ -1,0 +1,96 @@
+"""``flightlog logs RUN``: the run's log events, with the habits of ``docker logs``."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+import click
+
+from flightlog.cli.common import open_client
+from flightlog.cli.output import emit_json
+from flightlog.timefmt import iso
+
+__all__ = ["logs_cmd"]
+
+POLL_INTERVAL = 0.25
+_LEVEL_STYLE = {"warning": "\x1b[33m", "error": "\x1b[31m", "critical": "\x1b[1;31m"}
+
+
+@click.command("logs")
+@click.argument("run")
+@click.option("--follow", "-f", is_flag=True, help="Keep printing new events until the run ends.")
+@click.option("--tail", "-n", type=click.IntRange(min=0), help="Only the last N events.")
+@click.option("--since", metavar="TIME", help="Events after a time: 10m, 2h, or 2026-11-30T12:00:00Z.")
+@click.option("--until", metavar="TIME", help="Events before a time (same forms as --since).")
+@click.option("--timestamps", "-t", is_flag=True, help="Prefix each event with its time.")
+@click.option("--level", "-l", metavar="LEVEL", help="This level and above: debug, info, warning, error, critical.")
+@click.option("--grep", "-g", metavar="REGEX", help="Only events whose message matches (case-insensitive).")
+@click.option("--component", metavar="NAME", help="Only events of this component (logger name).")
+@click.option("--stream", type=click.Choice(["stdout", "stderr", "sdk"]), multiple=True, help="Only these streams.")
+@click.option("--attempt", type=int, help="Only events of this attempt.")
+@click.option("--stage", metavar="NAME", help="Only events recorded inside this stage.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", help="json: JSON Lines, one event per line.")
+def logs_cmd(
+    run: str, follow: bool, tail: int | None, since: str | None, until: str | None, timestamps: bool,
+    level: str | None, grep: str | None, component: str | None, stream: tuple[str, ...],
+    attempt: int | None, stage: str | None, fmt: str,
+) -> None:
+    """Print a run's log events (tracebacks are one event each)."""
+    client = open_client()
+    info = client.run(run)
+    color = fmt == "text" and sys.stdout.isatty()
+    filters: dict[str, Any] = dict(level=level, grep=grep, component=component, stream=stream or None, attempt=attempt, stage=stage)
+    events = client.logs(info.id, since=since, until=until, limit=tail, tail=tail is not None, **filters)
+    seen = _Printer(fmt, timestamps, color)
+    seen.print_all(events)
+    if not follow:
+        return
+    try:
+        while True:
+            finished = client.run(info.id).is_finished
+            new = client.logs(info.id, since=seen.last_time, **filters)
+            seen.print_all(new)
+            if finished:
+                # one last read: the end record may have landed just before the last events
+                seen.print_all(client.logs(info.id, since=seen.last_time, **filters))
+                return
+            time.sleep(POLL_INTERVAL)
+    except KeyboardInterrupt:
+        return
+
+
+class _Printer:
+    """Prints events once, even when a poll returns events already printed (same timestamp)."""
+
+    def __init__(self, fmt: str, timestamps: bool, color: bool) -> None:
+        self.fmt, self.timestamps, self.color = fmt, timestamps, color
+        self.last_time: float | None = None
+        self._at_last: set[tuple[Any, ...]] = set()
+
+    def print_all(self, events: list[Any]) -> None:
+        for event in events:
+            key = (event.time, event.stream, event.message, event.attempt)
+            if self.last_time is not None:
+                if event.time < self.last_time or (event.time == self.last_time and key in self._at_last):
+                    continue
+            if self.last_time is None or event.time > self.last_time:
+                self.last_time = event.time
+                self._at_last = set()
+            self._at_last.add(key)
+            self._print(event)
+        sys.stdout.flush()
+
+    def _print(self, event: Any) -> None:
+        if self.fmt == "json":
+            emit_json(event.to_dict(), lines=True)
+            return
+        text = event.message
+        if event.stream == "sdk":
+            text = f"{event.level_name.upper():8} {event.component or '-'}: {text}"
+        if self.timestamps:
+            text = f"{iso(event.time)} {text}"
+        if self.color and event.level_name in _LEVEL_STYLE:
+            text = f"{_LEVEL_STYLE[event.level_name]}{text}\x1b[0m"
+        sys.stdout.write(text + "\n")

@@ -1,0 +1,70 @@
+"""The ``flightlog`` command."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from flightlog.errors import FlightlogError
+
+__all__ = ["cli", "main"]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.option("--home", envvar="FLIGHTLOG_HOME", metavar="DIR", help="Embedded store directory (FLIGHTLOG_HOME; default ./.flightlog).")
+@click.version_option(package_name="flightlog", message="flightlog %(version)s")
+@click.pass_context
+def cli(ctx: click.Context, home: str | None) -> None:
+    """flightlog: every ML run carries its own evidence.
+
+    \b
+    Start:    flightlog run --project vision -- python train.py
+    Inspect:  flightlog runs ls, flightlog runs show RUN, flightlog logs RUN --level error
+    Docs:     docs/cli.md
+    """
+    ctx.ensure_object(dict)
+
+
+def _register() -> None:
+    from flightlog.cli.artifacts import artifacts_cmd
+    from flightlog.cli.logs import logs_cmd
+    from flightlog.cli.maintenance import gc_cmd, sync_cmd, version_cmd
+    from flightlog.cli.metrics import metrics_cmd
+    from flightlog.cli.runs import projects_cmd, runs_group
+
+    for command in (runs_group, projects_cmd, logs_cmd, metrics_cmd, artifacts_cmd, sync_cmd, gc_cmd, version_cmd):
+        cli.add_command(command)
+    for module, attr in (
+        ("flightlog.runner.cli", "run_cmd"),
+        ("flightlog.data.cli", "data_group"),
+    ):
+        try:
+            mod = __import__(module, fromlist=[attr])
+        except ImportError:
+            continue
+        cli.add_command(getattr(mod, attr))
+
+
+_register()
+
+
+def main(argv: list[str] | None = None) -> Any:
+    try:
+        return cli.main(args=argv, prog_name="flightlog", standalone_mode=False)
+    except FlightlogError as exc:
+        click.echo(f"error: {exc.message}", err=True)
+        sys.exit(1)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(1)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except BrokenPipeError:
+        sys.exit(0)
+    except KeyboardInterrupt:
+        sys.exit(130)

@@ -1,0 +1,216 @@
+"""``flightlog runs ls | show | rm | note`` and ``flightlog projects``."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from flightlog.cli.common import duration_text, open_client, short_time, status_text
+from flightlog.cli.output import console, emit_json, format_option
+from flightlog.errors import InvalidInput
+from flightlog.timefmt import format_size, iso
+
+__all__ = ["runs_group", "projects_cmd"]
+
+
+@click.group("runs")
+def runs_group() -> None:
+    """List, inspect, annotate and delete runs."""
+
+
+@runs_group.command("ls")
+@click.option("--project", "-p", help="Only runs of this project.")
+@click.option("--filter", "-f", "filter_", metavar="EXPR", help="e.g. \"params.lr > 0.01 and status = 'failed'\" (docs/filters.md).")
+@click.option("--order-by", "-o", metavar="KEY", help="e.g. -metrics.acc (descending), created; default -created.")
+@click.option("--limit", "-n", type=click.IntRange(min=0), default=50, show_default=True)
+@click.option("--columns", "-c", metavar="KEYS", help="Extra columns, comma-separated: params.lr,metrics.acc,tags.team")
+@format_option
+def runs_ls(project: str | None, filter_: str | None, order_by: str | None, limit: int, columns: str | None, fmt: str) -> None:
+    """List runs, newest first."""
+    runs = open_client().runs(project=project, filter=filter_, order_by=order_by, limit=limit)
+    if fmt == "json":
+        emit_json([r.to_dict(detail=False) for r in runs])
+        return
+    from rich.table import Table
+
+    extra = [c.strip() for c in columns.split(",") if c.strip()] if columns else _default_columns(runs)
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    for head in ("ID", "PROJECT", "NAME", "STATUS", "STARTED", "DURATION", *extra):
+        table.add_column(head, no_wrap=True)
+    for r in runs:
+        table.add_row(
+            r.id[:8], r.project, r.name or "-", status_text(r.status), short_time(r.started or r.created),
+            duration_text(r.duration), *(_column(r, c) for c in extra),
+        )
+    out = console()
+    out.print(table)
+    if not runs:
+        out.print("[dim]no runs match[/]")
+
+
+def _default_columns(runs: list[Any]) -> list[str]:
+    names: list[str] = []
+    for r in runs[:50]:
+        for name in r.metrics:
+            if f"metrics.{name}" not in names:
+                names.append(f"metrics.{name}")
+    return names[:4]
+
+
+def _column(run: Any, key: str) -> str:
+    kind, _, name = key.partition(".")
+    if kind == "metrics":
+        m = run.metrics.get(name)
+        return "-" if m is None or m.last is None else f"{m.last:.6g}"
+    if kind == "params":
+        return str(run.params.get(name, "-"))
+    if kind == "tags":
+        return run.tags.get(name, "-")
+    raise InvalidInput(f"unknown column {key!r}: use params.NAME, metrics.NAME or tags.NAME")
+
+
+@runs_group.command("show")
+@click.argument("run")
+@format_option
+def runs_show(run: str, fmt: str) -> None:
+    """Everything about one run: status, times, failure, params, metrics, stages, artifacts."""
+    client = open_client()
+    info = client.run(run)
+    notes = client.notes(info.id)
+    stages = client.stages(info.id)
+    artifacts = client.artifacts(info.id)
+    context = client.context(info.id)
+    if fmt == "json":
+        doc = info.to_dict()
+        doc["notes"] = [n.to_dict() for n in notes]
+        doc["stages"] = [s.to_dict() for s in stages]
+        doc["artifacts"] = [a.to_dict() for a in artifacts]
+        doc["context"] = context
+        emit_json(doc)
+        return
+    from rich.table import Table
+
+    out = console()
+    out.print(f"[bold]run {info.id}[/]  {status_text(info.status)}" + (f" ({info.end_reason})" if info.end_reason else ""))
+    facts = Table.grid(padding=(0, 2))
+    facts.add_column(style="dim")
+    facts.add_column()
+    for label, value in (
+        ("project", info.project),
+        ("name", info.name or "-"),
+        ("parent", info.parent_id or "-"),
+        ("attempt", str(info.attempt)),
+        ("created", short_time(info.created)),
+        ("queued", short_time(info.queued)),
+        ("started", short_time(info.started)),
+        ("ended", short_time(info.ended)),
+        ("duration", duration_text(info.duration)),
+        ("queue wait", duration_text(info.queue_wait)),
+        ("exit code", "-" if info.exit_code is None else str(info.exit_code)),
+        ("signal", "-" if info.signal is None else str(info.signal)),
+        ("host", f"{info.host or '-'} (pid {info.pid})"),
+    ):
+        facts.add_row(label, value)
+    git = context.get("git") or {}
+    if git:
+        facts.add_row("commit", f"{git.get('commit', '')[:12]}{' (dirty)' if git.get('dirty') else ''}")
+    if context.get("command"):
+        facts.add_row("command", " ".join(map(str, context["command"]))[:200])
+    if context.get("python"):
+        facts.add_row("python", str(context["python"]))
+    out.print(facts)
+    if info.failure:
+        f = info.failure
+        out.print(f"\n[bold red]failure[/] {f.get('exception', '')}: {f.get('message', '')}")
+        for frame in (f.get("frames") or [])[-5:]:
+            out.print(f"  [dim]{frame.get('file')}:{frame.get('line')} in {frame.get('function')}[/]")
+    if info.params:
+        out.print("\n[bold]params[/]")
+        for k, v in info.params.items():
+            out.print(f"  {k} = {v!r}")
+    if info.tags:
+        out.print("\n[bold]tags[/]  " + "  ".join(f"{k}={v}" for k, v in info.tags.items()))
+    if info.metrics:
+        table = Table(box=None, header_style="bold", title=None)
+        for head in ("METRIC", "LAST", "MIN", "MAX", "POINTS", "LAST STEP"):
+            table.add_column(head)
+        for name, m in info.metrics.items():
+            table.add_row(name, _num(m.last), _num(m.min), _num(m.max), f"{m.count}" + (f" ({m.nonfinite} non-finite)" if m.nonfinite else ""), str(m.last_step))
+        out.print()
+        out.print(table)
+    if stages:
+        table = Table(box=None, header_style="bold")
+        for head in ("STAGE", "COUNT", "TOTAL", "MEAN", "MAX"):
+            table.add_column(head)
+        for s in stages:
+            table.add_row(s.name, str(s.count), duration_text(s.total), duration_text(s.mean), duration_text(s.max))
+        out.print()
+        out.print(table)
+    if artifacts:
+        out.print(f"\n[bold]artifacts[/] ({len(artifacts)})")
+        for a in artifacts[:20]:
+            out.print(f"  {a.role:6} {a.kind or '-':10} {a.path}  {format_size(a.size)}" + (f"  step {a.step}" if a.step is not None else ""))
+    if info.counters:
+        out.print("\n[bold]counters[/]  " + "  ".join(f"{k}={v:g}" for k, v in info.counters.items()))
+    if notes:
+        out.print("\n[bold]notes[/]")
+        for n in notes:
+            out.print(f"  [dim]{short_time(n.time)} {n.author or ''}[/] {n.text}")
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:.6g}"
+
+
+@runs_group.command("rm")
+@click.argument("runs", nargs=-1, required=True)
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@format_option
+def runs_rm(runs: tuple[str, ...], yes: bool, fmt: str) -> None:
+    """Delete runs and everything recorded on them (artifact files go at the next `gc`)."""
+    client = open_client()
+    infos = [client.run(r) for r in runs]
+    if not yes:
+        if not sys.stdin.isatty():
+            raise InvalidInput("deleting runs needs confirmation: pass --yes")
+        names = ", ".join(f"{i.id[:8]} ({i.name or '-'})" for i in infos)
+        click.confirm(f"Delete {len(infos)} run(s): {names}?", abort=True)
+    deleted = client.delete_runs([i.id for i in infos])
+    if fmt == "json":
+        emit_json({"deleted": [i.id for i in infos], "count": deleted})
+    else:
+        click.echo(f"deleted {deleted} run(s)", err=True)
+
+
+@runs_group.command("note")
+@click.argument("run")
+@click.argument("text")
+@click.option("--author", help="Default: the current user.")
+def runs_note(run: str, text: str, author: str | None) -> None:
+    """Keep a hypothesis or a piece of evidence with a run."""
+    import getpass
+
+    client = open_client()
+    info = client.run(run)
+    client.add_note(info.id, text, author or getpass.getuser())
+    click.echo(f"note added to {info.id[:8]}", err=True)
+
+
+@click.command("projects")
+@format_option
+def projects_cmd(fmt: str) -> None:
+    """Projects with their run counts."""
+    projects = open_client().projects()
+    if fmt == "json":
+        emit_json([{**p, "last_created": iso(p["last_created"])} for p in projects])
+        return
+    from rich.table import Table
+
+    table = Table(box=None, header_style="bold")
+    for head in ("PROJECT", "RUNS", "RUNNING", "FAILED", "LAST RUN"):
+        table.add_column(head)
+    for p in projects:
+        table.add_row(p["name"], str(p["runs"]), str(p["running"]), str(p["failed"]), short_time(p["last_created"]))
+    console().print(table)

@@ -1,0 +1,95 @@
+"""SamplerThread: schedule, prompt stop, contained errors."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from flightlog.resources import ProcessTreeSampler, SamplerThread
+
+
+class Counting:
+    def __init__(self) -> None:
+        self.n = 0
+
+    def sample(self, now: float | None = None) -> dict[str, Any]:
+        self.n += 1
+        return {"time": time.time(), "n": self.n}
+
+
+def test_samples_on_schedule_with_a_real_sampler() -> None:
+    got: list[dict[str, Any]] = []
+    thread = SamplerThread(ProcessTreeSampler(os.getpid(), gpu=False), got.append, interval=0.05)
+    thread.start()
+    time.sleep(0.5)
+    assert thread.stop() is True
+    assert 5 <= len(got) <= 12
+    assert got[0]["procs"] == 1
+    assert thread.errors == 0
+    assert not thread.running
+
+
+def test_stop_is_prompt_even_with_a_long_interval() -> None:
+    thread = SamplerThread(Counting(), lambda s: None, interval=60.0).start()
+    time.sleep(0.1)
+    t0 = time.monotonic()
+    assert thread.stop(timeout=2.0) is True
+    assert time.monotonic() - t0 < 0.5
+    assert thread.samples == 1  # the first sample is taken at start
+
+
+def test_callback_exceptions_are_counted_and_reported_once(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    def broken(sample: dict[str, Any]) -> None:
+        raise RuntimeError("store is down")
+
+    thread = SamplerThread(Counting(), broken, interval=0.02).start()
+    time.sleep(0.3)
+    thread.stop()
+    err = capsys.readouterr().err
+    assert thread.errors >= 5
+    assert isinstance(thread.last_error, RuntimeError)
+    assert err.count("flightlog: resource sampling error: RuntimeError: store is down") == 1
+
+
+def test_sampler_exceptions_are_contained(capsys: pytest.CaptureFixture[str]) -> None:
+    class Broken:
+        def sample(self, now: float | None = None) -> dict[str, Any]:
+            raise OSError("no /proc")
+
+    got: list[dict[str, Any]] = []
+    thread = SamplerThread(Broken(), got.append, interval=0.02).start()
+    time.sleep(0.1)
+    assert thread.stop()
+    assert got == []
+    assert thread.errors >= 2
+    assert "flightlog: resource sampling error: OSError: no /proc" in capsys.readouterr().err
+
+
+def test_stop_returns_after_timeout_when_the_callback_hangs() -> None:
+    release = threading.Event()
+    thread = SamplerThread(Counting(), lambda s: release.wait(5), interval=0.01).start()
+    time.sleep(0.05)
+    t0 = time.monotonic()
+    assert thread.stop(timeout=0.2) is False
+    assert time.monotonic() - t0 < 0.5
+    release.set()
+    assert thread.stop() is True
+
+
+def test_is_a_daemon_with_its_name() -> None:
+    thread = SamplerThread(Counting(), lambda s: None, interval=1.0, name="flightlog-sampler-x")
+    thread.start()
+    names = {t.name: t.daemon for t in threading.enumerate()}
+    thread.stop()
+    assert names.get("flightlog-sampler-x") is True
+
+
+def test_interval_must_be_positive() -> None:
+    with pytest.raises(ValueError):
+        SamplerThread(Counting(), lambda s: None, interval=0)
