@@ -47,8 +47,7 @@ class Client:
     ) -> None:
         overrides: dict[str, Any] = {}
         if home is not None:
-            overrides["home"] = home
-            overrides["store_uri"] = f"sqlite:///{Path(os.path.abspath(home)) / 'flightlog.db'}"
+            overrides["home"] = home  # the store follows unless FLIGHTLOG_STORE names another
         if store is not None:
             overrides["store_uri"] = store
         self.settings = settings or Settings.from_env(**overrides)

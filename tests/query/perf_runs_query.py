@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from conftest import create_store, insert_runs  # noqa: E402
+from query_store import create_store, insert_runs  # noqa: E402
 
 from flightlog.query import compile_runs_query  # noqa: E402
 

@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import create_store, insert_runs, select_ids
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from query_store import create_store, insert_runs, select_ids
 
-from flightlog.query import encode_param, matches
+from flightlog.query import matches
 from flightlog.query.evaluate import flatten_params
 
 NOW = 10_000.0
@@ -40,20 +40,17 @@ def test_relative_times_and_running_durations_use_now() -> None:
     assert not matches("duration > 61", run, now=NOW)
 
 
-def test_encode_param_matches_the_store_encoding() -> None:
-    assert encode_param("adam") == ("adam", None, "str")
-    assert encode_param(3) == ("3", 3.0, "int")
-    assert encode_param(0.01) == ("0.01", 0.01, "float")
-    assert encode_param(True) == ("true", None, "bool")
-    assert encode_param(None) == ("null", None, "null")
-    assert encode_param([1, 2]) == ("[1, 2]", None, "json")
-    assert encode_param(float("nan"))[1] is None
+def test_params_compare_as_the_store_encodes_them() -> None:
+    run = {"id": "a", "params": {"lr": float("nan"), "cfg": {"b": [1, 2], "a": {}}, "n": 3}}
+    assert not matches("params.lr > 0 or params.lr < 0 or params.lr = 0", run)
+    assert matches("params.lr = 'nan' and params.n = '3' and params.n = 3.0", run)
+    assert matches("params.cfg.b = '[1, 2]' and params.cfg.a = '{}'", run)
 
 
 # --- the evaluator agrees with SQL on generated filters ------------------------------------
 
 PARAM_VALUES: list[Any] = [0.1, 0.01, 0.5, 1, -2, 32, "0.1", "adam", "Adam", "true", "a%b",
-                           True, False, None, [1, 2]]  # fmt: skip
+                           True, False, None, [1, 2], float("nan"), float("inf")]  # fmt: skip
 TEXTS = ["adam", "Adam", "vision", "a%b", "a_b", "x\\y", "", "0.1", "1", "true", "ü"]
 NUMBERS = [-2, 0, 0.01, 0.1, 0.5, 1, 32, 100, 2.5e3]
 

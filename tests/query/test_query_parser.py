@@ -210,3 +210,9 @@ def test_order_errors(text: str, position: int, message: str) -> None:
     err = error(text, order=True)
     assert err.position == position
     assert message in err.message
+
+
+@pytest.mark.parametrize("key", ["lr", "optimizer.lr", "batch size", "val/loss", "a`b\\c", "x.y z"])
+def test_fields_print_as_they_parse(key: str) -> None:
+    field = Field("param", key)
+    assert cmp(f"{field} = 1").field == field

@@ -4,7 +4,7 @@ import sqlite3
 from typing import Any
 
 import pytest
-from conftest import insert_runs, select_ids
+from query_store import insert_runs, select_ids
 
 from flightlog.errors import FilterSyntaxError, InvalidInput
 from flightlog.query import compile_filter, compile_runs_query, matches

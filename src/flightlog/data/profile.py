@@ -17,8 +17,10 @@ run (``run.log_profile(name, profile)``) and compared later (``flightlog data dr
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterable, Iterator
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +43,8 @@ from flightlog.timefmt import iso, parse_time
 __all__ = ["Profile", "ColumnProfile", "profile", "merge_profiles", "PROFILE_VERSION"]
 
 PROFILE_VERSION = 1
+_PARALLEL_ROWS = 50_000
+_MAX_THREADS = 8
 
 
 @dataclass
@@ -218,11 +222,18 @@ def merge_profiles(profiles: Iterable[Profile]) -> Profile:
     return out
 
 
+def _update(stats: Any, arr: pa.Array, nulls: int) -> None:
+    stats.update(pc.drop_null(arr) if nulls else arr)
+
+
 class _Builder:
     """The state of one streaming pass: a Profile being filled batch by batch."""
 
-    def __init__(self, relative_accuracy: float, exact_limit: int, max_categories: int) -> None:
+    def __init__(
+        self, relative_accuracy: float, exact_limit: int, max_categories: int, pool: Executor | None
+    ) -> None:
         self.profile = Profile()
+        self.pool = pool
         self.relative_accuracy = relative_accuracy
         self.exact_limit = exact_limit
         self.max_categories = max_categories
@@ -244,6 +255,7 @@ class _Builder:
         p = self.profile
         n = batch.num_rows
         seen = set()
+        work: list[tuple[Any, pa.Array, int]] = []
         for name, arr in zip(batch.schema.names, batch.columns, strict=True):
             seen.add(name)
             col = p.columns.get(name)
@@ -264,8 +276,14 @@ class _Builder:
             stats = col.stats
             if stats is None or kind == "null" or nulls == n:
                 continue
-            values = pc.drop_null(arr) if nulls else arr
-            stats.update(values)
+            work.append((stats, arr, nulls))
+        if self.pool is not None and n >= _PARALLEL_ROWS and len(work) > 1:
+            # numpy and Arrow release the GIL in their kernels: columns update in parallel.
+            for f in [self.pool.submit(_update, *w) for w in work]:
+                f.result()
+        else:
+            for w in work:
+                _update(*w)
         for name, col in p.columns.items():
             if name not in seen:
                 col.count += n
@@ -297,10 +315,14 @@ def profile(
     if batch_rows:
         kwargs["batch_rows"] = batch_rows
     source: Source = open_source(obj, **kwargs)
-    with progress.task(f"profiling {source.name}", total=source.size_bytes, enabled=show_progress) as bar:
+    workers = min(os.cpu_count() or 1, _MAX_THREADS)
+    with (
+        progress.task(f"profiling {source.name}", total=source.size_bytes, enabled=show_progress) as bar,
+        ThreadPoolExecutor(workers, thread_name_prefix="flightlog-profile") as pool,
+    ):
         builder = scan(
             source,
-            lambda: _Builder(relative_accuracy, exact_limit, max_categories),
+            lambda: _Builder(relative_accuracy, exact_limit, max_categories, pool if workers > 1 else None),
             _Builder.feed,
             on_progress=lambda rows: bar.update(source.position(), rows),
         )

@@ -304,26 +304,78 @@ class FileSource(Source):
             stream.close()
 
     def _parse_json_chunk(self, pjson: Any, chunk: bytes, line_no: int) -> Iterator[pa.RecordBatch]:
+        forced = {k: t for k, t in self._forced.items() if not pa.types.is_string(t)}
         parse = pjson.ParseOptions(
-            explicit_schema=pa.schema(list(self._forced.items())) if self._forced else None,
+            explicit_schema=pa.schema(list(forced.items())) if forced else None,
             unexpected_field_behavior="infer",
         )
-        try:
-            table = pjson.read_json(
-                io.BytesIO(chunk), read_options=pjson.ReadOptions(use_threads=True), parse_options=parse
-            )
-        except pa.ArrowInvalid as exc:
-            forced = _json_conflict(pjson, chunk, self._forced)
-            if forced:
-                self._forced.update(forced)
-                raise RestartScan(str(exc)) from None
-            raise InvalidInput(
-                f"cannot read {self.path} as JSON Lines near line {line_no}: {exc} "
-                "(every line must be one JSON object)"
-            ) from None
+        strings = [k for k, t in self._forced.items() if pa.types.is_string(t)]
+        table = None
+        if not strings:
+            try:
+                table = pjson.read_json(
+                    io.BytesIO(chunk), read_options=pjson.ReadOptions(use_threads=True), parse_options=parse
+                )
+            except pa.ArrowInvalid:
+                table = None
+        if table is None:
+            table = self._python_json_chunk(chunk, line_no)
         if self.columns:
             table = table.select([c for c in self.columns if c in table.column_names])
         yield from table.to_batches(max_chunksize=self.batch_rows)
+
+    def _python_json_chunk(self, chunk: bytes, line_no: int) -> pa.Table:
+        """The slow path for chunks Arrow cannot read: fields that mix numbers and strings.
+
+        Such fields are read as strings from the first row (the scan restarts once when a
+        field first shows its mix), so a column keeps one kind from start to end.
+        """
+        import json
+
+        rows: list[dict[str, Any]] = []
+        kinds: dict[str, set[str]] = {}
+        for i, line in enumerate(chunk.split(b"\n")):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except ValueError as exc:
+                raise InvalidInput(
+                    f"{self.path}:{line_no + i}: not valid JSON ({exc}); every line of a JSON Lines "
+                    "file must be one JSON object"
+                ) from None
+            if not isinstance(obj, dict):
+                raise InvalidInput(f"{self.path}:{line_no + i}: expected a JSON object, got {type(obj).__name__}")
+            for k, v in obj.items():
+                if v is not None:
+                    kinds.setdefault(k, set()).add(_json_kind(v))
+            rows.append(obj)
+        widened = False
+        for k, ks in kinds.items():
+            if len(ks) > 1 and not pa.types.is_string(self._forced.get(k, pa.null())):
+                self._forced[k] = pa.string()
+                widened = True
+        if widened:
+            raise RestartScan("a JSON field mixes kinds of values; reading it as strings")
+        strings = {k for k, t in self._forced.items() if pa.types.is_string(t)}
+        for obj in rows:
+            for k in strings & obj.keys():
+                v = obj[k]
+                if v is not None and not isinstance(v, str):
+                    obj[k] = json.dumps(v)
+        names = list(dict.fromkeys(k for obj in rows for k in obj))
+        try:
+            return pa.table({k: [obj.get(k) for obj in rows] for k in names})
+        except (pa.ArrowException, TypeError, ValueError) as exc:
+            raise InvalidInput(f"cannot read {self.path} near line {line_no}: {exc}") from None
+
+
+def _json_kind(v: Any) -> str:
+    if isinstance(v, bool):
+        return "bool"
+    if isinstance(v, int | float):
+        return "number"
+    return type(v).__name__
 
 
 def _csv_parse(fmt: str) -> Any:
@@ -341,42 +393,6 @@ def _wider(current: pa.DataType, value: str) -> pa.DataType:
         except ValueError:
             pass
     return pa.string()
-
-
-def _json_conflict(pjson: Any, chunk: bytes, forced: dict[str, pa.DataType]) -> dict[str, pa.DataType]:
-    """Columns of a JSON chunk whose values mix kinds: read them as strings from now on."""
-    out: dict[str, pa.DataType] = {}
-    rows = [line for line in chunk.split(b"\n") if line.strip()]
-    # Parse line by line only to find the culprit fields (rare path, after a failure).
-    import json
-
-    kinds: dict[str, set[str]] = {}
-    for line in rows:
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            return {}
-        if not isinstance(obj, dict):
-            return {}
-        for k, v in obj.items():
-            if v is None:
-                continue
-            kind = "bool" if isinstance(v, bool) else "num" if isinstance(v, int | float) else type(v).__name__
-            kinds.setdefault(k, set()).add(kind)
-    for k, ks in kinds.items():
-        if len(ks) > 1 and not pa.types.is_string(forced.get(k, pa.null())):
-            out[k] = pa.float64() if ks == {"num"} else pa.string()
-        elif len(ks) == 1 and k in forced and not _json_fits(ks, forced[k]):
-            out[k] = pa.string()
-    return out
-
-
-def _json_fits(kinds: set[str], t: pa.DataType) -> bool:
-    if pa.types.is_string(t):
-        return kinds == {"str"}
-    if pa.types.is_floating(t):
-        return kinds == {"num"}
-    return True
 
 
 def _size_of(path: Path) -> int | None:

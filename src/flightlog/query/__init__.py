@@ -19,7 +19,7 @@ from flightlog.query.ast import (
     Or,
     OrderKey,
 )
-from flightlog.query.evaluate import encode_param, matches
+from flightlog.query.evaluate import matches
 from flightlog.query.fields import COLUMNS, END_REASONS, STATUSES
 from flightlog.query.parser import parse_filter, parse_order
 from flightlog.query.sql import compile_filter, compile_runs_query
@@ -30,7 +30,6 @@ __all__ = [
     "compile_filter",
     "compile_runs_query",
     "matches",
-    "encode_param",
     "COLUMNS",
     "STATUSES",
     "END_REASONS",

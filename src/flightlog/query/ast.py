@@ -10,6 +10,7 @@ times are epoch seconds or :class:`Ago`, durations are seconds, text is ``str``.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
@@ -45,7 +46,13 @@ class Field:
     def __str__(self) -> str:
         if self.kind == "column":
             return self.name
-        return f"{self.kind}s.{self.name}"
+        plain = re.fullmatch(
+            r"[A-Za-z0-9_][A-Za-z0-9_/\-]*(?:\.[A-Za-z0-9_][A-Za-z0-9_/\-]*)*", self.name
+        )
+        key = (
+            self.name if plain else "`" + self.name.replace("\\", "\\\\").replace("`", "\\`") + "`"
+        )
+        return f"{self.kind}s.{key}"
 
 
 @dataclass(frozen=True, slots=True)

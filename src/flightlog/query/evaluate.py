@@ -3,12 +3,12 @@
 Why: alerts and live streams see runs change one event at a time and must decide whether a
 run matches without a query. ``matches`` agrees with :func:`~flightlog.query.compile_filter`
 on the SQLite store (the tests check this on generated filters): two-valued logic, numbers
-compare a param's number, text its display text, LIKE and ``~`` fold ASCII case.
+compare a param's number, text its display text (as :func:`flightlog.records.param_columns`
+writes them), LIKE and ``~`` fold ASCII case.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import operator
 import re
@@ -20,9 +20,10 @@ from flightlog.query.ast import Ago, And, Compare, Expr, Field, InList, IsNull, 
 from flightlog.query.fields import COLUMNS
 from flightlog.query.parser import parse_filter
 from flightlog.query.sqlparts import like_contains
+from flightlog.records import param_columns
 from flightlog.timefmt import parse_time
 
-__all__ = ["matches", "encode_param", "flatten_params"]
+__all__ = ["matches", "flatten_params"]
 
 _CMP: dict[str, Callable[[Any, Any], bool]] = {
     "=": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
@@ -30,24 +31,6 @@ _CMP: dict[str, Callable[[Any, Any], bool]] = {
 }  # fmt: skip
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 _MISSING = object()
-
-
-def encode_param(value: Any) -> tuple[str, float | None, str]:
-    """A param value as the store keeps it: ``(value text, num, kind)``.
-
-    The filter semantics assume this encoding: strings as is, anything else as JSON
-    (``true``, ``0.01``, ``[1, 2]``); ``num`` only for finite-or-infinite ints and floats.
-    """
-    if value is None:
-        return "null", None, "null"
-    if isinstance(value, bool):
-        return ("true" if value else "false"), None, "bool"
-    if isinstance(value, int | float):
-        num = None if isinstance(value, float) and math.isnan(value) else float(value)
-        return json.dumps(value), num, "int" if isinstance(value, int) else "float"
-    if isinstance(value, str):
-        return value, None, "str"
-    return json.dumps(value, ensure_ascii=False, default=str), None, "json"
 
 
 def flatten_params(params: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -127,7 +110,8 @@ def _eval(expr: Expr, run: _Run) -> bool:
 
 
 def _param(expr: Compare | InList, raw: Any) -> bool:
-    text, num, _ = encode_param(raw)
+    text, num, _ = param_columns(raw)  # exactly what the store writes
+    num = None if num is not None and math.isnan(num) else num  # SQLite keeps NaN as NULL
     if isinstance(expr, InList):
         tests = [Compare(expr.field, "!=" if expr.negated else "=", v) for v in expr.values]
         results = [_param(t, raw) for t in tests]

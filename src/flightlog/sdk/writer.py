@@ -71,7 +71,7 @@ class RunWriter:
                             "records go straight to the store when it can be reached, else they are dropped and counted")
 
     # ── buffers (any thread) ─────────────────────────────────────────────────
-    def add_record(self, kind: str, **payload: Any) -> None:
+    def add_record(self, kind: str, /, **payload: Any) -> None:
         payload["k"] = kind
         payload.setdefault("t", time.time())
         self.records.append(payload)
@@ -210,9 +210,11 @@ class RunWriter:
         self.flush(final=True)
         with self._flush_lock:
             self.closed = True
-            if self.stats["dropped"] or (self._pending and self.journal is None):
-                lost = self.stats["dropped"] + sum(_weight(r) for r in self._pending)
-                warn(f"run {self.run_id[:12]}: {lost} records could not be saved (see the warnings above)")
+            if self._pending and self.journal is None:  # in no journal and in no store: lost
+                self.stats["dropped"] += sum(_weight(r) for r in self._pending)
+                self._pending = []
+            if self.stats["dropped"]:
+                warn(f"run {self.run_id[:12]}: {self.stats['dropped']} records could not be saved (see the warnings above)")
             if self.journal is not None:
                 shipped = self.online and not self._pending
                 self.journal.close(remove=shipped and remove_journal_if_shipped and not self.settings.keep_journal)
@@ -272,7 +274,7 @@ class NullWriter:
         self.stages = StageAggregator()
         self.stats = {"records": 0, "points": 0, "dropped": 0, "journal_errors": 0, "ship_errors": 0}
 
-    def add_record(self, kind: str, **payload: Any) -> None:
+    def add_record(self, kind: str, /, **payload: Any) -> None:
         pass
 
     def add_logs(self, batch: LogBatch) -> None:

@@ -1,0 +1,173 @@
+"""From raw pipe reads to complete, decoded lines of one stream.
+
+Why the partial line is kept as *bytes*: a multi-byte UTF-8 character split across two reads
+stays whole, because nothing is decoded until its newline has arrived. Why ``\\r`` is collapsed
+while the line is still partial: a progress bar that refreshes for hours without a newline must
+not grow a buffer without bound. Why over-long partial lines are cut here: the same bound, for
+a child that writes a gigabyte without a newline.
+
+Decoding uses ``errors="backslashreplace"``: bytes that are not UTF-8 are kept, visibly, as
+``\\xNN`` instead of being dropped or crashing the reader.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "LineSplitter",
+    "collapse_progress",
+    "split_lines",
+    "truncate_lines",
+    "truncation_marker",
+    "utf8_cut",
+]
+
+_ENCODING = "utf-8"
+_ERRORS = "backslashreplace"
+
+
+def truncation_marker(dropped_bytes: int) -> str:
+    """The visible note that replaces the end of an over-long line."""
+    return f" … [truncated {dropped_bytes} bytes]"
+
+
+def utf8_cut(data: bytes, limit: int) -> int:
+    """The largest cut ``<= limit`` that does not split a UTF-8 character."""
+    if len(data) <= limit:
+        return len(data)
+    cut = limit
+    # Step back over continuation bytes (0b10xxxxxx), at most three of them.
+    while cut > 0 and limit - cut < 3 and (data[cut] & 0xC0) == 0x80:
+        cut -= 1
+    return cut
+
+
+def _collapse_partial(buf: bytes) -> bytes:
+    """Keep only what a refreshed partial line still needs: its last visible state.
+
+    The result starts with ``\\r`` so the completed line is still known as progress output.
+    A trailing blank segment (tqdm clears a bar with spaces) is kept after the last non-blank
+    one, because text written after it belongs to the same refresh.
+    """
+    segments = buf.split(b"\r")
+    tail = segments[-1]
+    if tail.strip():
+        return b"\r" + tail
+    for segment in reversed(segments[:-1]):
+        if segment.strip():
+            return b"\r" + segment + b"\r" + tail
+    return b"\r" + tail
+
+
+class LineSplitter:
+    """Per-stream splitter: ``feed(bytes)`` returns the text of the lines it completed.
+
+    The returned text is empty or ends with ``"\\n"``. ``counts`` (shared with the pipeline)
+    receives ``truncated_lines`` for partial lines that had to be cut.
+    """
+
+    __slots__ = ("_limit", "_pending", "_dropped", "_counts")
+
+    def __init__(self, max_line_bytes: int, counts: dict[str, int]) -> None:
+        self._limit = max(1, max_line_bytes)
+        self._pending = b""
+        self._dropped = 0
+        self._counts = counts
+
+    def feed(self, data: bytes) -> str:
+        last_nl = data.rfind(b"\n")
+        if last_nl < 0:
+            self._keep(data)
+            return ""
+        if self._pending or self._dropped:
+            first_nl = data.find(b"\n")
+            self._keep(data[:first_nl])
+            head = self._take()
+            rest = data[first_nl + 1 : last_nl + 1].decode(_ENCODING, _ERRORS)
+            text = head + "\n" + rest
+        else:
+            text = data[: last_nl + 1].decode(_ENCODING, _ERRORS)
+        self._keep(data[last_nl + 1 :])
+        return text
+
+    def flush(self) -> str:
+        """The partial line at end of stream, as a final line (empty when there is none)."""
+        if not self._pending and not self._dropped:
+            return ""
+        return self._take() + "\n"
+
+    def _keep(self, tail: bytes) -> None:
+        if not tail:
+            return
+        if self._dropped:
+            cr = tail.rfind(b"\r")
+            after = tail[cr + 1 :] if cr >= 0 else b""
+            if cr < 0 or not after.strip():
+                # Still inside the over-long segment (or a blank refresh of it): count only.
+                self._dropped += len(tail)
+                return
+            # A refresh replaced the over-long segment: start over from the new state.
+            self._dropped = 0
+            buf = b"\r" + after
+        else:
+            buf = self._pending + tail
+            if b"\r" in buf[:-1]:
+                buf = _collapse_partial(buf)
+        if len(buf) > self._limit:
+            cut = utf8_cut(buf, self._limit)
+            self._dropped += len(buf) - cut
+            buf = buf[:cut]
+        self._pending = buf
+
+    def _take(self) -> str:
+        text = self._pending.decode(_ENCODING, _ERRORS)
+        if self._dropped:
+            text += truncation_marker(self._dropped)
+            self._counts["truncated_lines"] += 1
+        self._pending = b""
+        self._dropped = 0
+        return text
+
+
+def collapse_progress(line: str) -> str:
+    """``"10%\\r20%\\r30%"`` → ``"30%"``: the last non-blank state of a refreshed line."""
+    segments = line.split("\r")
+    for segment in reversed(segments):
+        if segment.strip():
+            return segment
+    return ""
+
+
+def split_lines(text: str) -> tuple[list[str], list[int]]:
+    """Split completed text (ending in ``"\\n"``) into lines; collapse ``\\r`` refreshes.
+
+    Returns the lines and the indices of lines that were progress output, so grouping does
+    not take a refreshed bar (which often starts with spaces) for an indented continuation.
+    """
+    if "\r" not in text:
+        return text[:-1].split("\n"), []
+    text = text.replace("\r\n", "\n")
+    lines = text[:-1].split("\n")
+    progress = [i for i, line in enumerate(lines) if "\r" in line]
+    for i in progress:
+        lines[i] = collapse_progress(lines[i])
+    return lines, progress
+
+
+def truncate_lines(lines: list[str], max_line_bytes: int, counts: dict[str, int]) -> None:
+    """Cut lines longer than ``max_line_bytes`` (UTF-8) in place, with a visible marker.
+
+    A character is at most four bytes, so lines of fewer than a quarter of the limit in
+    characters are skipped without encoding them; most chunks cost one ``max()``.
+    """
+    quarter = max_line_bytes // 4
+    if not lines or max(map(len, lines)) <= quarter:
+        return
+    for i, line in enumerate(lines):
+        if len(line) <= quarter:
+            continue
+        raw = line.encode(_ENCODING, _ERRORS)
+        if len(raw) <= max_line_bytes:
+            continue
+        cut = utf8_cut(raw, max_line_bytes)
+        lines[i] = raw[:cut].decode(_ENCODING, _ERRORS) + truncation_marker(len(raw) - cut)
+        counts["truncated_lines"] += 1

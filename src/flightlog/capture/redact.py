@@ -1,0 +1,117 @@
+"""Redaction of secrets from text and from structured data, before anything is stored.
+
+``Redactor.redact`` runs over a whole chunk of output (tens of kilobytes) at a time: every
+rule first asks a cheap literal question of the chunk, so output without candidates costs a
+few scans at memory speed rather than a regex per line. Order matters and is fixed:
+
+1. shape families (``families.py``): private keys, cloud and chat tokens, JWTs, URL passwords;
+2. name-based assignments (``assignments.py``): ``password=…``, ``Authorization: …``;
+3. the values of secret-looking environment variables (``names.py``);
+4. the user's own patterns (``patterns.py``).
+
+Earlier rules leave ``[REDACTED:…]`` markers that later rules skip, so a value is counted once.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from flightlog.capture.assignments import NEEDLES as _ASSIGNMENT_NEEDLES
+from flightlog.capture.assignments import redact_assignments
+from flightlog.capture.families import FAMILIES, marker
+from flightlog.capture.names import is_secret_key, secret_env_values
+from flightlog.capture.patterns import compile_patterns
+
+__all__ = ["Redactor"]
+
+_CUSTOM_MARKER = marker("custom")
+_SECRET_MARKER = marker("secret")
+
+
+class Redactor:
+    """Replaces secrets with ``[REDACTED:<family>]`` markers and counts them in ``count``.
+
+    ``env`` (default ``os.environ``) is read once, here: values of variables such as
+    ``GITHUB_TOKEN`` or ``DATABASE_URL`` (with a password) are hidden wherever they appear.
+    ``extra_patterns`` are user regexes; a bad one raises InvalidInput.
+    """
+
+    def __init__(self, extra_patterns: Sequence[str] = (), env: Mapping[str, str] | None = None) -> None:
+        self.count = 0
+        self._custom = compile_patterns(list(extra_patterns))
+        source = os.environ if env is None else env
+        self._env = [(value, marker(f"env:{name}")) for name, value in secret_env_values(source)]
+
+    # --- text ---------------------------------------------------------------------------
+
+    def redact(self, text: str) -> str:
+        """Return ``text`` with every recognised secret replaced by a marker."""
+        if not text:
+            return text
+        total = 0
+        for family in FAMILIES:
+            text, n = family.apply(text)
+            total += n
+        low: str | None = text.lower()
+        if len(low) != len(text):  # a few non-ASCII letters change length when lower-cased
+            low = None
+        if low is None or any(needle in low for needle in _ASSIGNMENT_NEEDLES):
+            text, n = redact_assignments(text, low)
+            total += n
+        for value, replacement in self._env:
+            if value in text:
+                total += text.count(value)
+                text = text.replace(value, replacement)
+        for pattern in self._custom:
+            text, n = pattern.apply(text, _CUSTOM_MARKER)
+            total += n
+        self.count += total
+        return text
+
+    # --- structured data ----------------------------------------------------------------
+
+    def redact_mapping(self, data: Mapping[str, Any]) -> dict[str, Any]:
+        """A copy of ``data`` with secret-keyed values hidden and strings redacted, recursively.
+
+        Everything under a secret-looking key is hidden, whatever its type (``{"credentials":
+        {...}}`` hides the whole inner mapping's values); other strings go through ``redact``.
+        """
+        return self._mapping(data, redact_strings=True)
+
+    def redact_keys(self, data: Mapping[str, Any]) -> dict[str, Any]:
+        """Like ``redact_mapping`` but only by key: for fields parsed from text that was
+        already redacted as a whole, so each string need not be scanned twice."""
+        return self._mapping(data, redact_strings=False)
+
+    def _mapping(self, data: Mapping[str, Any], redact_strings: bool) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in data.items():
+            if isinstance(key, str) and is_secret_key(key):
+                out[key] = self._hide(value)
+            else:
+                out[key] = self._value(value, redact_strings)
+        return out
+
+    def _value(self, value: Any, redact_strings: bool) -> Any:
+        if isinstance(value, str):
+            return self.redact(value) if redact_strings else value
+        if isinstance(value, Mapping):
+            return self._mapping(value, redact_strings)
+        if isinstance(value, list | tuple):
+            return [self._value(item, redact_strings) for item in value]
+        return value
+
+    def _hide(self, value: Any) -> Any:
+        if value is None or isinstance(value, bool) or value == "":
+            return value
+        if isinstance(value, Mapping):
+            return {k: self._hide(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [self._hide(item) for item in value]
+        if isinstance(value, str) and value.startswith("[REDACTED"):
+            return value
+        self.count += 1
+        return _SECRET_MARKER
+

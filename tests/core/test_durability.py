@@ -1,0 +1,258 @@
+"""Journal-first durability with real processes: kill -9, concurrent writers, replays,
+damaged journals, signals, offline mode and a full disk."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+import flightlog
+from flightlog.journal import list_journals
+from tests.helpers import child_env, cli, cli_json, run_script
+
+FLUSH_INTERVAL = 0.5  # the documented default
+
+
+def _read(home: Path) -> flightlog.Client:
+    return flightlog.Client(home=home)
+
+
+def test_kill_9_mid_loop_keeps_everything_flushed_before_the_kill(home: Path) -> None:
+    code = textwrap.dedent(
+        """
+        import sys, time, flightlog
+        run = flightlog.init(project="p", name="victim", params={"lr": 0.1}, resources=False)
+        print(run.id, flush=True)
+        i = 0
+        while True:
+            run.log({"t": time.time(), "i": float(i)})
+            if i % 500 == 0:
+                with run.stage("batch"):
+                    pass
+            i += 1
+            time.sleep(0.0002)
+        """
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], env=child_env(home), stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    run_id = proc.stdout.readline().strip()
+    time.sleep(2.5)
+    killed_at = time.time()
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    proc.stdout.close()
+    report = cli_json(home, "sync")
+    assert report["crashed_runs"] == [run_id]
+    client = _read(home)
+    info = client.run(run_id)
+    assert info.status == "crashed" and info.end_reason == "lost"
+    history = client.metric_history(run_id, "i")
+    steps = history.steps.tolist()
+    assert steps == list(range(len(steps))), "no gaps"
+    assert history.values.tolist() == [float(s) for s in steps], "no duplicates, no mix-ups"
+    last_logged = client.metric_history(run_id, "t").values.max()
+    # every point logged more than one flush interval before the kill is there
+    assert last_logged >= killed_at - FLUSH_INTERVAL - 0.2, (killed_at - last_logged)
+    assert info.params == {"lr": 0.1}
+    # replaying the same journals again changes nothing
+    before = len(steps)
+    cli(home, "sync")
+    assert len(client.metric_history(run_id, "i")) == before
+
+
+WRITER = """
+import os, sys, flightlog, logging
+rank = int(os.environ["RANK"])
+run = flightlog.init()
+log = logging.getLogger(f"rank{rank}")
+log.addHandler(flightlog.logging_handler(stream=open(os.devnull, "w")))
+log.setLevel(logging.INFO)
+for i in range(3000):
+    run.log({f"m{rank}": float(i), "shared": float(rank)}, step=i)
+    if i % 100 == 0:
+        log.info("rank %d step %d", rank, i)
+run.finish()
+"""
+
+
+def test_four_processes_write_one_run_without_loss_or_duplicates(home: Path) -> None:
+    owner = flightlog.init(project="dist", name="ddp", resources=False)
+    procs = [
+        subprocess.Popen([sys.executable, "-c", WRITER],
+                         env=child_env(home, FLIGHTLOG_RUN_ID=owner.id, RANK=str(rank), FLIGHTLOG_FLUSH_INTERVAL="0.05"))
+        for rank in range(4)
+    ]
+    assert [p.wait(timeout=120) for p in procs] == [0, 0, 0, 0]
+    owner.finish()
+    client = _read(home)
+    info = client.run(owner.id)
+    assert info.status == "succeeded"  # attached writers never set the status
+    for rank in range(4):
+        h = client.metric_history(owner.id, f"m{rank}")
+        assert h.steps.tolist() == list(range(3000)) and h.values.tolist() == [float(i) for i in range(3000)]
+    shared = client.metric_history(owner.id, "shared")
+    assert len(shared) == 12000 and sorted(set(shared.values.tolist())) == [0.0, 1.0, 2.0, 3.0]
+    events = client.logs(owner.id, grep="^rank")
+    assert len(events) == 4 * 30 and len({e.message for e in events}) == 120
+    assert {e.rank for e in events} == {0, 1, 2, 3}
+    assert list_journals(home) == []  # every writer finished cleanly and shipped: journals removed
+
+
+OFFLINE = """
+import flightlog
+run = flightlog.init(project="off", name="offline-run", params={"a": 1})
+for i in range(1000):
+    run.log({"loss": 1.0 / (i + 1)})
+with run.stage("train"):
+    pass
+run.note("written offline")
+run.finish()
+print(run.id)
+"""
+
+
+def test_offline_mode_writes_journal_only_and_sync_replays_idempotently(home: Path) -> None:
+    run_id = run_script(home, OFFLINE, env=child_env(home, FLIGHTLOG_MODE="offline")).stdout.strip()
+    assert not (home / "flightlog.db").exists() or _read(home).runs() == []
+    journals = list_journals(home, run_id)
+    assert len(journals) == 1
+    saved = journals[0].path.read_bytes()
+    report = cli_json(home, "sync", "--keep")
+    assert report["records_shipped"] > 0 and report["duplicates"] == 0
+    first = _read(home).run(run_id)
+    assert first.status == "succeeded" and first.metrics["loss"].count == 1000
+    # replay the very same journal from scratch: nothing changes
+    journals[0].shipped_path.unlink()
+    report = cli_json(home, "sync")
+    assert report["records_shipped"] == 0 and report["duplicates"] > 0 and report["removed"] == 1
+    again = _read(home)
+    assert again.run(run_id).metrics["loss"].count == 1000
+    assert len(again.notes(run_id)) == 1 and again.stages(run_id)[0].count == 1
+    assert list_journals(home) == [] and saved  # removed once fully shipped
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip"])
+def test_damaged_journal_tail_keeps_every_record_before_it(home: Path, damage: str) -> None:
+    code = OFFLINE.replace("run.finish()", "run.finish()\nrun2 = None")
+    run_id = run_script(home, code, env=child_env(home, FLIGHTLOG_MODE="offline")).stdout.strip()
+    journal = list_journals(home, run_id)[0]
+    data = journal.path.read_bytes()
+    from flightlog.journal import read_records
+
+    good = read_records(data)
+    assert good.damage is None
+    last_start = good.records[-2][0]  # the last record starts where the one before it ends
+    if damage == "truncate":
+        journal.path.write_bytes(data[:-7])
+    else:
+        broken = bytearray(data)
+        broken[last_start + 12] ^= 0xFF
+        journal.path.write_bytes(bytes(broken))
+    proc = cli(home, "sync")
+    assert "damaged record at byte" in proc.stderr and str(last_start) in proc.stderr
+    info = _read(home).run(run_id)
+    assert info.metrics["loss"].count == 1000 and info.params == {"a": 1}
+    assert list_journals(home, run_id), "a damaged journal is kept for inspection"
+
+
+def test_uncaught_exception_marks_failed_with_traceback(home: Path) -> None:
+    proc = run_script(home, """
+        import flightlog
+        run = flightlog.init(project="p", resources=False)
+        print(run.id, flush=True)
+        def load():
+            raise FileNotFoundError(2, "No such file or directory", "/data/train.csv")
+        load()
+        """, check=False)
+    assert proc.returncode == 1 and "FileNotFoundError" in proc.stderr  # the user still sees the traceback
+    info = _read(home).run(proc.stdout.strip())
+    assert info.status == "failed" and info.end_reason == "exception"
+    assert info.failure and info.failure["exception"] == "FileNotFoundError"
+    assert info.failure["frames"][-1]["function"] == "load"
+    assert "/data/train.csv" in info.failure["message"]
+
+
+def test_sigterm_marks_killed_and_keeps_data(home: Path) -> None:
+    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent("""
+        import time, flightlog
+        run = flightlog.init(project="p", resources=False)
+        print(run.id, flush=True)
+        i = 0
+        while True:
+            run.log({"x": float(i)}); i += 1
+            time.sleep(0.001)
+        """)], env=child_env(home), stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    run_id = proc.stdout.readline().strip()
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=20) == -signal.SIGTERM  # still dies of SIGTERM, as it would without flightlog
+    proc.stdout.close()
+    info = _read(home).run(run_id)
+    assert info.status == "killed" and info.end_reason == "signal" and info.signal == signal.SIGTERM
+    assert info.metrics["x"].count > 100
+
+
+def test_ctrl_c_marks_stopped(home: Path) -> None:
+    proc = run_script(home, """
+        import flightlog
+        run = flightlog.init(project="p", resources=False)
+        print(run.id, flush=True)
+        raise KeyboardInterrupt
+        """, check=False)
+    info = _read(home).run(proc.stdout.strip())
+    assert info.status == "stopped" and info.end_reason == "signal" and info.signal == 2
+
+
+@pytest.fixture
+def tiny_disk(tmp_path: Path) -> Path:
+    mount = tmp_path / "tiny"
+    mount.mkdir()
+    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        pytest.skip(f"cannot mount a tiny tmpfs here: {proc.stderr.strip()}")
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def test_full_disk_warns_counts_drops_and_training_continues(tiny_disk: Path) -> None:
+    home = tiny_disk / "home"
+    proc = run_script(home, """
+        import flightlog, json
+        run = flightlog.init(project="p", resources=False)
+        for i in range(200_000):
+            run.log({"a": float(i), "b": float(i), "c": float(i)})
+        run.finish()
+        print(json.dumps(run.stats))
+        print("training finished")
+        """, env=child_env(home), timeout=120)
+    stats = json.loads(proc.stdout.splitlines()[0])
+    assert proc.stdout.splitlines()[-1] == "training finished"
+    assert "No space left on device" in proc.stderr or "full" in proc.stderr
+    assert stats["dropped"] > 0 or stats["journal_errors"] > 0
+    assert "could not be saved" in proc.stderr
+
+
+def test_journal_is_written_before_the_store(home: Path) -> None:
+    """With a store that cannot be opened, records stay in the journal and sync ships them later."""
+    env = child_env(home, FLIGHTLOG_STORE=f"sqlite:///{home}/no-such-dir-file/x.db")
+    blocker = home / "no-such-dir-file"
+    home.mkdir(parents=True)
+    blocker.write_text("a file where the store's directory should be")
+    proc = run_script(home, OFFLINE, env=env)
+    run_id = proc.stdout.strip()
+    assert "cannot ship records" in proc.stderr and "flightlog sync" in proc.stderr
+    shutil.move(str(blocker), str(home / "moved"))
+    cli(home, "sync", env=env)
+    info = flightlog.Client(store=env["FLIGHTLOG_STORE"]).run(run_id)
+    assert info.status == "succeeded" and info.metrics["loss"].count == 1000
+    os.unlink(home / "moved")
