@@ -36,9 +36,15 @@ def _register() -> None:
 
     for command in (runs_group, projects_cmd, logs_cmd, metrics_cmd, artifacts_cmd, sync_cmd, gc_cmd, version_cmd):
         cli.add_command(command)
+    # features that live in their own sub-packages plug their commands in here
     for module, attr in (
         ("flightlog.runner.cli", "run_cmd"),
         ("flightlog.data.cli", "data_group"),
+        ("flightlog.server.cli", "server_cmd"),
+        ("flightlog.server.cli", "token_group"),
+        ("flightlog.diagnose.cli", "diagnose_cmd"),
+        ("flightlog.diagnose.cli", "compare_cmd"),
+        ("flightlog.diagnose.cli", "rightsize_cmd"),
     ):
         try:
             mod = __import__(module, fromlist=[attr])

@@ -75,6 +75,20 @@ def _walk(root: str, exclude: Sequence[str], skip_dir: str | None) -> tuple[list
     return out, skipped
 
 
+class _IsoStamps:
+    """ISO-8601 times for many mtimes, formatting each distinct second only once."""
+
+    def __init__(self) -> None:
+        self._seconds: dict[int, str] = {}
+
+    def __call__(self, mtime_ns: int) -> str:
+        sec, ns = divmod(mtime_ns, 1_000_000_000)
+        head = self._seconds.get(sec)
+        if head is None:
+            head = self._seconds[sec] = iso(float(sec))[:-5]  # drop ".000Z"
+        return f"{head}.{ns // 1_000_000:03d}Z"
+
+
 def _bucket(size: int) -> int:
     """The log2 bucket a size falls in: the smallest power of two >= size (0 for empty files)."""
     return 0 if size <= 0 else 1 << (size - 1).bit_length()
@@ -158,12 +172,13 @@ def build_manifest(
             cache.close()
 
     digest = hashlib.sha256()
+    stamp = _IsoStamps()
     files = []
     exts: Counter[str] = Counter()
     for rel, size, mtime in entries:
         sha = hashes[rel]
         digest.update(f"{rel}\0{size}\0{sha}\n".encode())
-        files.append({"path": rel, "size": size, "mtime": iso(mtime / 1e9), "sha256": sha})
+        files.append({"path": rel, "size": size, "mtime": stamp(mtime), "sha256": sha})
         exts[_extension(rel)] += 1
     sizes = sorted(size for _, size, _ in entries)
     return {
