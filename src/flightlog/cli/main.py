@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import sys
 from typing import Any
 
@@ -47,10 +49,11 @@ def _register() -> None:
         ("flightlog.diagnose.cli", "rightsize_cmd"),
     ):
         try:
-            mod = __import__(module, fromlist=[attr])
-        except ImportError:
-            continue
-        cli.add_command(getattr(mod, attr))
+            if importlib.util.find_spec(module) is None:
+                continue
+        except ModuleNotFoundError:
+            continue  # that feature's package is not installed in this build
+        cli.add_command(getattr(importlib.import_module(module), attr))
 
 
 _register()
