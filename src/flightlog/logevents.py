@@ -105,6 +105,14 @@ class LogBatch:
         for name in self.__slots__:  # type: ignore[attr-defined]
             getattr(self, name).extend(getattr(other, name))
 
+    def split(self, size: int) -> list[LogBatch]:
+        """Consecutive pieces of at most ``size`` events (none for an empty batch)."""
+        n = len(self)
+        if n <= size:
+            return [self] if n else []
+        cols = self.to_columns()
+        return [LogBatch(**{k: v[i : i + size] for k, v in cols.items()}) for i in range(0, n, size)]
+
     def to_columns(self) -> dict[str, list[Any]]:
         return {name: getattr(self, name) for name in self.__slots__}  # type: ignore[attr-defined]
 

@@ -197,3 +197,19 @@ def test_missing_workdir_is_a_note(tmp_path: Path) -> None:
     sample = sampler.sample()
     assert "workdir_bytes" not in sample
     assert any("not found" in note for note in sampler.notes)
+
+
+def test_both_tree_walks_find_the_same_descendants(spawn: Spawn) -> None:
+    from flightlog.resources import _tree
+
+    if not _tree._task_children_supported():
+        pytest.skip("this kernel has no /proc/<pid>/task/<tid>/children (CONFIG_PROC_CHILDREN)")
+    child = spawn(["sh", "-c", "sleep 30 & sleep 30 & sh -c 'sleep 30; true' & wait"])
+    deadline = time.monotonic() + 10
+    while len(psutil.Process(child.pid).children(recursive=True)) < 4:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    fast = _tree.TreeWalker(child.pid)
+    slow = _tree.TreeWalker(child.pid)
+    slow._task_children = False
+    assert {p.pid for p in fast.processes()} == {p.pid for p in slow.processes()}

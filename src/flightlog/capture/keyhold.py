@@ -42,13 +42,18 @@ class KeyHold:
     def holding(self) -> bool:
         return bool(self._held)
 
-    def feed(self, text: str, now: float) -> str:
-        if self._open:
+    def feed(self, text: str, now: float, final: bool = False) -> str:
+        """Text that may be processed now; with ``final`` (end of stream) nothing is held."""
+        if not text and not final:
+            return ""
+        if self._open and text:
             text = self._continue(text)
         if self._held:
             text = self._held + text
             self._held = ""
         elif "PRIVATE KEY" not in text:
+            return text
+        if final:
             return text
         start = self._unfinished_block_start(text)
         if start is None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from functools import lru_cache
 
 __all__ = ["is_secret_key", "key_words", "secret_env_values", "is_secret_env_name"]
 
@@ -71,8 +72,11 @@ def key_words(name: str) -> list[str]:
     return [w for w in _SPLIT.split(lowered) if w]
 
 
+@lru_cache(maxsize=4096)
 def is_secret_key(name: str) -> bool:
-    """Whether the value stored under ``name`` should be treated as a secret."""
+    """Whether the value stored under ``name`` should be treated as a secret.
+
+    Cached: structured logs repeat the same few keys millions of times."""
     words = key_words(name)
     if not words:
         return False

@@ -150,7 +150,9 @@ class ProcessTreeSampler:
     def sample(self, now: float | None = None) -> dict[str, Any]:
         """Read the tree, the host, the cgroup and the GPUs; ``now`` is the sample's wall time."""
         wall = time.time() if now is None else now
-        tree = self._read_tree(wall, time.monotonic())
+        # The tree's bookkeeping compares process start times, so it runs on the real clock
+        # even when the caller stamps the sample with its own ``now``.
+        tree = self._read_tree(time.time(), time.monotonic())
         pids = tree.pop("pids")
         vm = psutil.virtual_memory()
         net = psutil.net_io_counters()

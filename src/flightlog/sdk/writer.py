@@ -28,7 +28,8 @@ from flightlog.sdk.stages import StageAggregator
 
 __all__ = ["RunWriter"]
 
-MAX_PENDING_RECORDS = 20_000  # unshipped records kept in memory (the journal keeps the rest)
+MAX_PENDING_RECORDS = 20_000
+LOG_CHUNK_EVENTS = 50_000  # events per stored log chunk: big enough to be cheap, small enough to skip  # unshipped records kept in memory (the journal keeps the rest)
 
 
 def warn(message: str) -> None:
@@ -90,6 +91,9 @@ class RunWriter:
     def pending_points(self) -> int:
         return len(self.metrics)
 
+    def pending_log_events(self) -> int:
+        return len(self._logs)
+
     # ── flush (shipper thread, or the caller on finish) ──────────────────────
     def _collect(self, final: bool) -> list[dict[str, Any]]:
         now = time.time()
@@ -108,8 +112,8 @@ class RunWriter:
             out.append(self._metrics_record(n, now))
         with self._logs_lock:
             logs, self._logs = self._logs, LogBatch()
-        if len(logs):
-            out.append({"k": "logs", "t": now, **log_chunk_payload(logs)})
+        for chunk in logs.split(LOG_CHUNK_EVENTS):
+            out.append({"k": "logs", "t": now, **log_chunk_payload(chunk)})
         spans, stage_stats = self.stages.drain(final)
         if spans:
             out.append({"k": "spans", "t": now, "spans": spans})

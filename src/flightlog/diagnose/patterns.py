@@ -1,0 +1,231 @@
+"""What real programs leave behind when they fail, as data: exception classes, messages and
+log lines, each mapped to a taxonomy category with a weight (how strongly that one signal
+alone points at the category, 0..1).
+
+These tables are the single source for the fast classifier (:mod:`.classify`, used by the
+runner's ``--retry-on``) and for the full diagnosis. Weights combine by noisy-OR, so several
+independent signals agreeing score higher than any one of them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Final
+
+__all__ = [
+    "ExceptionRule",
+    "LineRule",
+    "EXCEPTION_RULES",
+    "LINE_RULES",
+    "CODE_ERROR_CLASSES",
+    "HTTP_STATUS",
+    "exception_matches",
+]
+
+_I = re.IGNORECASE
+
+
+@dataclass(frozen=True)
+class ExceptionRule:
+    """Matches an exception by class name (last dotted part, or a dotted suffix) and/or message."""
+
+    category: str
+    weight: float
+    label: str
+    classes: tuple[str, ...] = ()
+    message: re.Pattern[str] | None = None
+
+
+@dataclass(frozen=True)
+class LineRule:
+    """Matches one log line outside a traceback (shell, logging, JSON logs, C libraries)."""
+
+    category: str
+    weight: float
+    label: str
+    pattern: re.Pattern[str]
+
+
+def _re(text: str, flags: int = _I) -> re.Pattern[str]:
+    return re.compile(text, flags)
+
+
+# ── messages shared by exception rules and line rules ─────────────────────────
+ENOSPC = _re(r"no space left on device|\bENOSPC\b|errno 28\b|disk quota exceeded|\bEDQUOT\b|errno 122\b")
+EACCES = _re(r"permission denied|\bEACCES\b|\bEPERM\b|errno 13\]|operation not permitted|errno 1\]")
+CONN = _re(
+    r"connection refused|\bECONNREFUSED\b|errno 111\b|errno 61\b|connection reset|\bECONNRESET\b|errno 104\b"
+    r"|connection aborted|connection timed out|\bETIMEDOUT\b|errno 110\b|no route to host|\bEHOSTUNREACH\b"
+    r"|network is unreachable|\bENETUNREACH\b|failed to establish a new connection|max retries exceeded"
+    r"|remote end closed connection|server disconnected|could not connect to"
+)
+DNS = _re(
+    r"name or service not known|temporary failure in name resolution|nodename nor servname|getaddrinfo failed"
+    r"|\bENOTFOUND\b|\bEAI_AGAIN\b|name resolution|could not resolve host|errno -[235]\]"
+)
+HTTP_5XX = _re(
+    r"\b50[0-4] server error|server error '5\d\d|http error 5\d\d|status(?: code)?[ :=]+5\d\d\b"
+    r"|\b503 service unavailable|\b502 bad gateway|\b504 gateway time-?out|service unavailable|statuscode\.unavailable"
+)
+HTTP_AUTH = _re(
+    r"\b40[13] client error|client error '40[13]|http error 40[13]|status(?: code)?[ :=]+40[13]\b|\b401 unauthorized"
+    r"|\b403 forbidden"
+)
+CREDENTIALS = _re(
+    r"unable to locate credentials|no credentials|invalid ?access ?key|signaturedoesnotmatch|\(accessdenied\)"
+    r"|access denied|\(expiredtoken\w*\)|token (?:has )?expired|expired token|invalid token|authentication failed"
+    r"|not authorized|unauthorized|could not find default credentials|invalidclienttokenid|\(forbidden\)"
+)
+OOM = _re(
+    r"cuda out of memory|out of memory|cannot allocate memory|unable to allocate [\d.]+ [kmgtp]i?b|std::bad_alloc"
+    r"|oom-?kill|memory cgroup out of memory|errno 12\]|resourceexhaustederror|failed to allocate memory"
+)
+
+HTTP_STATUS: Final = re.compile(r"\b([1-5]\d\d)\b (?:Client|Server) Error|(?:Client|Server) error '([1-5]\d\d)|HTTP Error ([1-5]\d\d)")
+
+EXCEPTION_RULES: Final[tuple[ExceptionRule, ...]] = (
+    # ── memory ──
+    ExceptionRule("oom_killed", 0.8, "Python MemoryError", classes=("MemoryError", "_ArrayMemoryError")),
+    ExceptionRule("oom_killed", 0.85, "CUDA out of memory", classes=("OutOfMemoryError",)),
+    ExceptionRule("oom_killed", 0.75, "an out-of-memory message", message=OOM),
+    # ── disk ──
+    ExceptionRule("disk_full", 0.85, "no space left on device (ENOSPC)", message=ENOSPC),
+    # ── files ──
+    ExceptionRule("missing_file", 0.7, "FileNotFoundError", classes=("FileNotFoundError", "NotADirectoryError")),
+    ExceptionRule("missing_file", 0.45, "ENOENT: no such file or directory", message=_re(r"no such file or directory|\bENOENT\b|errno 2\]")),
+    ExceptionRule("missing_file", 0.55, "an object that does not exist (NoSuchKey / 404)",
+                  message=_re(r"\bNoSuchKey\b|\bNoSuchBucket\b|\(404\)|\b404 client error|client error '404|http error 404|\bnot found\b.*\b(?:s3|gs)://")),
+    ExceptionRule("missing_file", 0.45, "a path that does not exist",
+                  classes=("OSError", "IOError", "ValueError", "RuntimeError"),
+                  message=_re(r"(?:file|path|directory|checkpoint)\b.{0,80}\b(?:does not exist|not found|doesn't exist)|unable to open file")),
+    # ── dependencies ──
+    ExceptionRule("dependency_error", 0.8, "a missing module", classes=("ModuleNotFoundError",)),
+    ExceptionRule("dependency_error", 0.7, "an import failure", classes=("ImportError",)),
+    ExceptionRule("dependency_error", 0.7, "a package version conflict",
+                  classes=("VersionConflict", "DistributionNotFound", "PackageNotFoundError", "ContextualVersionConflict")),
+    ExceptionRule("dependency_error", 0.6, "a binary incompatibility between packages",
+                  message=_re(r"binary incompatibility|compiled using numpy 1\.x|cannot be run in numpy 2|undefined symbol"
+                              r"|cannot open shared object file|dll load failed|requires .{1,40}(?:>=|==|<).{0,20} but you have"
+                              r"|cuda driver version is insufficient|no kernel image is available")),
+    ExceptionRule("dependency_error", 0.55, "an API that the installed version of a module lacks",
+                  classes=("AttributeError",), message=_re(r"^module '[\w.]+' has no attribute")),
+    # ── network services ──
+    ExceptionRule("service_unavailable", 0.8, "a refused or reset connection",
+                  classes=("ConnectionRefusedError", "ConnectionResetError", "ConnectionAbortedError", "ConnectError",
+                           "NewConnectionError", "EndpointConnectionError", "ConnectTimeout", "ConnectTimeoutError",
+                           "ServerSelectionTimeoutError", "RemoteProtocolError", "RemoteDisconnected")),
+    ExceptionRule("service_unavailable", 0.65, "a connection error",
+                  classes=("ConnectionError", "MaxRetryError", "ProtocolError", "ReadTimeout", "ReadTimeoutError",
+                           "ReadError", "NetworkError", "TransportError",
+                           "ServiceUnavailable", "ServiceUnavailableError", "gaierror", "URLError")),
+    ExceptionRule("service_unavailable", 0.6, "a connection refused, reset or timed out", message=CONN),
+    ExceptionRule("service_unavailable", 0.7, "a DNS failure", message=DNS),
+    ExceptionRule("service_unavailable", 0.7, "an HTTP 5xx answer from a dependency", message=HTTP_5XX),
+    ExceptionRule("service_unavailable", 0.4, "a network timeout", classes=("TimeoutError", "timeout", "Timeout", "TimeoutException")),
+    # ── credentials and permissions ──
+    ExceptionRule("credentials_error", 0.75, "permission denied", classes=("PermissionError",)),
+    ExceptionRule("credentials_error", 0.5, "EACCES / EPERM", message=EACCES),
+    ExceptionRule("credentials_error", 0.85, "missing cloud credentials",
+                  classes=("NoCredentialsError", "PartialCredentialsError", "CredentialRetrievalError",
+                           "DefaultCredentialsError", "RefreshError", "TokenRetrievalError", "UnauthorizedSSOTokenError",
+                           "ExpiredTokenException", "AuthenticationError", "Unauthorized", "Forbidden", "AccessDenied",
+                           "AccessDeniedException", "AuthorizationError")),
+    ExceptionRule("credentials_error", 0.7, "HTTP 401/403", message=HTTP_AUTH),
+    ExceptionRule("credentials_error", 0.65, "an authentication or authorization error", message=CREDENTIALS),
+    # ── parameters ──
+    ExceptionRule("bad_parameter", 0.8, "an invalid parameter (scikit-learn)", classes=("InvalidParameterError",)),
+    ExceptionRule("bad_parameter", 0.65, "an invalid configuration",
+                  classes=("ConfigError", "ConfigurationError", "ConfigAttributeError", "ConfigKeyError",
+                           "MissingMandatoryValue", "InterpolationError", "ArgumentError", "ArgumentTypeError",
+                           "BadParameter", "UsageError", "ImproperlyConfigured")),
+    ExceptionRule("bad_parameter", 0.55, "a value outside its valid range",
+                  classes=("ValueError", "AssertionError", "TypeError", "KeyError", "RuntimeError", "Exception"),
+                  message=_re(r"\b(?:invalid|unknown|unsupported|unrecognized|illegal|bad)\b (?:value|parameter|param|argument|option|"
+                              r"choice|config\w*|setting|learning rate|lr|optimizer|scheduler|model|activation|loss|"
+                              r"batch.?size|mode|device|backend)"
+                              r"|\bparameter\b.{0,60}\bmust be\b|\bmust be (?:a |an )?(?:positive|non-?negative|> ?0|>= ?0|greater than|"
+                              r"less than|at least|at most|between|one of|in the range|in \[|an? (?:int|float|str))"
+                              r"|expected one of|got an unexpected keyword argument|should be (?:one of|positive|between|> ?0)"
+                              r"|not a valid (?:choice|value|option)|out of range for (?:param|arg|option)")),
+    # ── data ──
+    ExceptionRule("data_error", 0.75, "a data validation failure",
+                  classes=("SchemaError", "SchemaErrors", "DataValidationError", "ValidationFailure", "ExpectationFailed",
+                           "ParserError", "EmptyDataError", "DtypeWarning", "ArrowInvalid", "ArrowTypeError",
+                           "UnicodeDecodeError", "IntCastingNaNError", "OutOfBoundsDatetime", "DateParseError",
+                           "MergeError", "InvalidIndexError")),
+    ExceptionRule("data_error", 0.7, "a missing column",
+                  message=_re(r"none of \[.*\] are in the \[(?:columns|index)\]|not in index|\bcolumns?\b.{0,60}"
+                              r"\b(?:not found|missing|not in|does not exist|doesn't exist|are missing|is missing)"
+                              r"|missing (?:required )?columns?|no column named|unknown column|column .{1,60} not found")),
+    ExceptionRule("data_error", 0.65, "a value the code could not parse or use",
+                  message=_re(r"could not convert (?:string|str)|invalid literal for (?:int|float)\(\)|input (?:x |y )?contains nan"
+                              r"|input contains (?:nan|infinity)|contains nan|inconsistent numbers of samples|found array with 0 sample"
+                              r"|has \d+ features?, but .{1,80} expecting \d+ features|previously unseen labels|unknown label type"
+                              r"|cannot convert non-finite values|cannot convert float nan|unable to parse string|cannot safely cast"
+                              r"|time data .{1,80} does not match format|expected \d+ fields in line|error tokenizing data"
+                              r"|no columns to parse|schema (?:mismatch|changed|does not match|validation)|dtype mismatch|unexpected dtype"
+                              r"|data ?frame is empty|empty (?:dataset|dataframe|input)|validation failed|failed validation|expectations? failed"
+                              r"|mixed types|duplicate (?:keys?|rows?|index)|null values? (?:in|found)|contains nulls?"
+                              r"|could not be converted to|can only use \.str accessor")),
+    ExceptionRule("data_error", 0.45, "a missing key in a record", classes=("KeyError",)),
+    ExceptionRule("data_error", 0.5, "malformed JSON input", classes=("JSONDecodeError",)),
+)
+
+LINE_RULES: Final[tuple[LineRule, ...]] = (
+    LineRule("oom_killed", 0.55, "the shell reported the process Killed",
+             _re(r"^\s*Killed\s*$|\b\d+\s+Killed\s+\S|^/bin/\w*sh: line \d+: +\d+ Killed", 0)),
+    LineRule("oom_killed", 0.6, "an out-of-memory message", OOM),
+    LineRule("disk_full", 0.6, "no space left on device", ENOSPC),
+    LineRule("dependency_error", 0.65, "the shell could not find a command",
+             _re(r"\bcommand not found\b|: not found$|^\S+: No such file or directory$|executable file not found")),
+    LineRule("dependency_error", 0.45, "a missing module",
+             _re(r"\bModuleNotFoundError\b|\bNo module named\b|\bImportError\b|\bcannot import name\b", 0)),
+    LineRule("missing_file", 0.4, "no such file or directory", _re(r"no such file or directory|\bENOENT\b|file not found|\bNoSuchKey\b")),
+    LineRule("service_unavailable", 0.4, "a refused, reset or timed-out connection", CONN),
+    LineRule("service_unavailable", 0.45, "a DNS failure", DNS),
+    LineRule("service_unavailable", 0.4, "an HTTP 5xx answer", HTTP_5XX),
+    LineRule("credentials_error", 0.4, "permission denied", EACCES),
+    LineRule("credentials_error", 0.45, "an authentication failure", _re(HTTP_AUTH.pattern + "|" + CREDENTIALS.pattern)),
+    LineRule("bad_parameter", 0.6, "a command-line usage error",
+             _re(r"error: (?:argument|unrecognized arguments|the following arguments are required|invalid choice)"
+                 r"|^Error: (?:Invalid value|No such option|Missing (?:option|argument)|Got unexpected extra argument)|^usage: ")),
+    LineRule("data_error", 0.45, "a data validation failure",
+             _re(r"\bvalidation failed\b|\bexpectations? failed\b|\bschema (?:mismatch|error|changed)\b|\bmissing columns?\b"
+                 r"|\bnone of \[.*\] are in the \[columns\]|\bSchemaError\b|\bParserError\b|\bEmptyDataError\b")),
+    LineRule("killed_by_signal", 0.5, "the process was terminated", _re(r"^\s*Terminated\s*$|\b\d+\s+Terminated\s+\S|received (?:signal )?SIG(?:TERM|INT|HUP)|\bpreempt(?:ed|ion)\b")),
+    LineRule("code_error", 0.5, "a crash in native code",
+             _re(r"segmentation fault|core dumped|fatal python error|\bSIGSEGV\b|\bSIGABRT\b|bus error|illegal instruction")),
+)
+
+#: exception classes that, when nothing more specific matches, plainly point at the code itself
+CODE_ERROR_CLASSES: Final[dict[str, float]] = {
+    "NameError": 0.75,
+    "UnboundLocalError": 0.75,
+    "SyntaxError": 0.8,
+    "IndentationError": 0.8,
+    "TabError": 0.8,
+    "AttributeError": 0.65,
+    "TypeError": 0.65,
+    "IndexError": 0.6,
+    "ZeroDivisionError": 0.6,
+    "RecursionError": 0.65,
+    "NotImplementedError": 0.65,
+    "AssertionError": 0.5,
+    "ValueError": 0.45,
+    "RuntimeError": 0.45,
+    "KeyError": 0.35,
+    "StopIteration": 0.5,
+    "OverflowError": 0.5,
+}
+
+
+def exception_matches(rule: ExceptionRule, name: str, message: str) -> bool:
+    """Whether an exception ``name`` (possibly dotted) with ``message`` matches ``rule``."""
+    if rule.classes:
+        short = name.rsplit(".", 1)[-1]
+        if short not in rule.classes and name not in rule.classes:
+            return False
+    if rule.message is not None:
+        return rule.message.search(message) is not None
+    return True

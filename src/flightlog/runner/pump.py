@@ -1,0 +1,113 @@
+"""Reads the workload's stdout and stderr, passes them through unchanged, and captures them.
+
+One thread, both pipes (a selector), so the capture pipeline needs no lock and each stream's
+order is kept. Bytes reach the terminal as soon as they are read — ``\\r`` progress bars
+included — and only then go through parsing, grouping and redaction for storage.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from flightlog.logevents import LogBatch
+
+__all__ = ["OutputPump", "enlarge_pipe"]
+
+READ_SIZE = 1 << 20
+POLL_INTERVAL = 0.1
+_F_SETPIPE_SZ = 1031
+
+
+def enlarge_pipe(fd: int, size: int = 1 << 20) -> None:
+    """Fewer wake-ups for chatty workloads: ask Linux for a 1 MiB pipe (best effort)."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(fd, _F_SETPIPE_SZ, size)
+    except (OSError, ImportError, AttributeError):
+        pass
+
+
+class OutputPump:
+    def __init__(
+        self,
+        streams: dict[str, tuple[int, int]],  # name → (pipe fd to read, fd to pass through to)
+        pipeline: Any,
+        on_batch: Callable[[LogBatch], None],
+    ) -> None:
+        self._streams = streams
+        self._pipeline = pipeline
+        self._on_batch = on_batch
+        self.first_output: float | None = None
+        self.last_lines: deque[str] = deque(maxlen=50)
+        self.last_traceback: str | None = None
+        self.passthrough_error: OSError | None = None
+        self._thread = threading.Thread(target=self._run, name="flightlog-output", daemon=True)
+
+    def start(self) -> OutputPump:
+        self._thread.start()
+        return self
+
+    def join(self, timeout: float | None = None) -> bool:
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    def _emit(self, batch: LogBatch) -> None:
+        if not len(batch):
+            return
+        for message in batch.message[-50:]:
+            self.last_lines.append(message)
+        for message, level in zip(batch.message, batch.level, strict=True):
+            if level >= 40 and "Traceback (most recent call last)" in message:
+                self.last_traceback = message
+        self._on_batch(batch)
+
+    def _pass(self, fd: int, data: bytes) -> None:
+        if self.passthrough_error is not None:
+            return
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[os.write(fd, view):]
+        except OSError as exc:  # our own stdout went away: keep capturing
+            self.passthrough_error = exc
+
+    def _run(self) -> None:
+        selector = selectors.DefaultSelector()
+        for name, (fd, out) in self._streams.items():
+            os.set_blocking(fd, False)
+            selector.register(fd, selectors.EVENT_READ, (name, out))
+        open_streams = len(self._streams)
+        last_poll = time.monotonic()
+        try:
+            while open_streams:
+                for key, _ in selector.select(POLL_INTERVAL):
+                    name, out = key.data
+                    try:
+                        data = os.read(key.fd, READ_SIZE)
+                    except BlockingIOError:
+                        continue
+                    except OSError:
+                        data = b""
+                    if not data:
+                        selector.unregister(key.fd)
+                        os.close(key.fd)
+                        open_streams -= 1
+                        continue
+                    self._pass(out, data)
+                    now = time.time()
+                    if self.first_output is None:
+                        self.first_output = now
+                    self._emit(self._pipeline.feed(name, data, now))
+                if time.monotonic() - last_poll >= POLL_INTERVAL:
+                    last_poll = time.monotonic()
+                    self._emit(self._pipeline.poll(time.time()))
+        finally:
+            self._emit(self._pipeline.close(time.time()))
+            selector.close()

@@ -1,0 +1,445 @@
+"""``flightlog run``: one run, one or more attempts of a workload, with its evidence attached.
+
+Per attempt: spawn the command in its own process group (inside a memory cgroup when asked),
+pump its output through, sample its process tree, wait for it under the timeout while
+forwarding SIGINT/SIGTERM, then classify how it ended. Retries, when allowed for that failure
+category, back off exponentially with jitter. The run's owner is this process: it sets the
+final status; an SDK inside the workload attaches to the same run (``FLIGHTLOG_RUN_ID``).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import flightlog
+from flightlog.failure import parse_python_traceback
+from flightlog.logevents import LogBatch
+from flightlog.runner.options import RunnerOptions
+from flightlog.runner.outcome import Outcome, outcome_of
+from flightlog.runner.pump import OutputPump, enlarge_pipe
+from flightlog.sdk.context import allowed_env, process_context
+from flightlog.sdk.redaction import pattern_files
+from flightlog.sdk.shipper import shipper
+from flightlog.timefmt import format_duration
+
+__all__ = ["Runner", "AttemptResult"]
+
+_FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def say(message: str) -> None:
+    """The runner's own messages: stderr only, so the workload's stdout stays its own."""
+    try:
+        sys.stderr.write(f"flightlog: {message}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+@dataclass
+class AttemptResult:
+    attempt: int
+    outcome: Outcome
+    category: str
+    confidence: float
+    started: float
+    ended: float
+    failure: dict[str, Any] | None = None
+    oom: dict[str, Any] | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+class Runner:
+    def __init__(self, options: RunnerOptions) -> None:
+        self.opts = options
+        self._received: int | None = None  # a signal sent to us, forwarded to the workload
+        self._child: subprocess.Popen[bytes] | None = None
+        self._first_start: float | None = None
+
+    # ── signals ─────────────────────────────────────────────────────────────
+    def _install_signals(self) -> None:
+        for sig in _FORWARDED:
+            signal.signal(sig, self._on_signal)
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        first = self._received is None
+        self._received = signum
+        child = self._child
+        if child is None or child.poll() is not None:
+            return
+        try:  # a second Ctrl-C means: now
+            os.killpg(child.pid, signum if first else signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+    # ── the run ─────────────────────────────────────────────────────────────
+    def execute(self) -> int:
+        self._install_signals()
+        opts = self.opts
+        resume_from = None
+        run_id = None
+        if opts.resume:
+            run_id, resume_from = self._resume_point(opts.resume)
+        run = flightlog.init(
+            project=opts.project, name=opts.name or _default_name(opts.command), params=opts.params or None,
+            tags=opts.tags or None, id=run_id, resume=bool(run_id), resources=False,
+        )
+        self.run = run
+        if opts.queued_at is not None:
+            run._w.add_record("run", queued=opts.queued_at)
+        run._w.add_record("evidence", kind="runner", name="config", data=self._config_evidence())
+        say(f"run {run.id} started" + (f" (resuming from {resume_from})" if resume_from else ""))
+        results: list[AttemptResult] = []
+        attempt = run.attempt
+        while True:
+            result = self._attempt(run, attempt, resume_from)
+            results.append(result)
+            if not self._should_retry(result, len(results)):
+                break
+            delay = self._backoff(len(results))
+            say(f"attempt {attempt} failed ({result.category}); retrying in {delay:.1f}s "
+                f"({len(results)}/{opts.retries} retries used)")
+            if self._sleep_interruptibly(delay):
+                break
+            attempt += 1
+            run.attempt = attempt
+            run._w.attempt = attempt
+            run._w.stages.attempt = attempt
+            run._w.add_record("run", attempt=attempt, status="running")
+        return self._finish(run, results)
+
+    def _resume_point(self, ref: str) -> tuple[str, str | None]:
+        client = flightlog.Client()
+        try:
+            info = client.run(ref)
+            checkpoints = [a for a in client.artifacts(info.id) if a.kind == "checkpoint"]
+        finally:
+            client.close()
+        if not checkpoints:
+            say(f"run {info.id[:12]} has no checkpoint recorded; the new attempt starts from scratch")
+            return info.id, None
+        last = max(checkpoints, key=lambda a: (a.step if a.step is not None else -1, a.time))
+        path = last.source or ""
+        if last.uri and last.uri.startswith("cas:"):
+            path = str(flightlog.Client().artifact_store.path_of(last.uri))
+        return info.id, path
+
+    def _config_evidence(self) -> dict[str, Any]:
+        o = self.opts
+        return {
+            "command": o.command, "cwd": os.getcwd(), "timeout_s": o.timeout, "retries": o.retries,
+            "retry_on": list(o.retry_on), "memory_limit_bytes": o.memory_limit, "memory_limit_mode": o.memory_limit_mode,
+            "sample_interval_s": o.sample_interval, "log_policy": o.log_policy, "max_log_rate": o.max_log_rate,
+        }
+
+    def _should_retry(self, result: AttemptResult, attempts_done: int) -> bool:
+        if result.outcome.succeeded or attempts_done > self.opts.retries:
+            return False
+        if self._received is not None:
+            return False  # someone asked us to stop: never retry that
+        return result.category in self.opts.retry_on
+
+    def _backoff(self, retry: int) -> float:
+        base = min(self.opts.retry_max_delay, self.opts.retry_delay * (2 ** (retry - 1)))
+        return base * random.uniform(0.5, 1.5)
+
+    def _sleep_interruptibly(self, seconds: float) -> bool:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if self._received is not None:
+                return True
+            time.sleep(min(0.05, deadline - time.monotonic()))
+        return False
+
+    # ── one attempt ─────────────────────────────────────────────────────────
+    def _attempt(self, run: flightlog.Run, attempt: int, resume_from: str | None) -> AttemptResult:
+        from flightlog.capture import CaptureConfig, CapturePipeline, load_patterns
+
+        opts = self.opts
+        env = self._child_env(run, attempt, resume_from)
+        patterns = [*load_patterns(pattern_files(run.settings.home)), *opts.redact]
+        pipeline = CapturePipeline(CaptureConfig(
+            max_line_bytes=opts.max_line_bytes, max_rate=opts.max_log_rate, extra_patterns=patterns,
+            env=env, attempt=attempt, rank=_rank(env),
+        ))
+        limit, notes = self._memory_limit(run, attempt)
+        preexec = _preexec(limit, opts)
+        started = time.time()
+        try:
+            child = subprocess.Popen(
+                opts.command, stdin=_stdin(),
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, preexec_fn=preexec, close_fds=True,
+            )
+        except OSError as exc:
+            if limit is not None:
+                limit.close()
+            return self._spawn_failed(run, attempt, started, exc)
+        self._child = child
+        assert child.stdout is not None and child.stderr is not None
+        out_fd, err_fd = child.stdout.fileno(), child.stderr.fileno()
+        enlarge_pipe(out_fd)
+        enlarge_pipe(err_fd)
+        pump = OutputPump(
+            {"stdout": (os.dup(out_fd), sys.stdout.fileno()), "stderr": (os.dup(err_fd), sys.stderr.fileno())},
+            pipeline, lambda batch: self._store_logs(run, batch),
+        ).start()
+        child.stdout.close()
+        child.stderr.close()
+        sampler = self._start_sampler(run, child.pid, limit)
+        if self._first_start is None:
+            self._first_start = started
+            run._w.add_record("timeline", data={"process_start": started})
+        returncode, timed_out = self._wait(child)
+        ended = time.time()
+        if not pump.join(2.0):  # something in the tree still holds the pipes open
+            _kill_group(child.pid, signal.SIGTERM)
+            if not pump.join(2.0):
+                _kill_group(child.pid, signal.SIGKILL)
+                pump.join(5.0)
+        else:
+            _kill_group(child.pid, signal.SIGKILL)  # leftovers die with the entrypoint, as in a container
+        self._child = None
+        if sampler is not None:
+            sampler.stop()
+            self._sample_summary(run, sampler)
+        oom_killed, oom = self._oom_facts(limit, returncode)
+        if limit is not None:
+            limit.close()
+        self._count_capture(run, pipeline.stats)
+        timeline = {"process_end": ended}
+        if pump.first_output is not None:
+            timeline["first_output"] = pump.first_output
+        run._w.add_record("timeline", data=timeline)
+        run._w.stages.record(f"attempt {attempt}", started, ended, {"exit": returncode})
+        outcome = outcome_of(returncode, timed_out=timed_out, oom_killed=oom_killed)
+        traceback_text = pump.last_traceback
+        category, confidence = _classify(outcome, returncode, timed_out, oom_killed, traceback_text, list(pump.last_lines))
+        failure = None
+        if not outcome.succeeded:
+            failure = self._failure(outcome, traceback_text, list(pump.last_lines), env, category, oom)
+        for note in notes:
+            run.note(note, author="flightlog")
+        return AttemptResult(attempt, outcome, category, confidence, started, ended, failure, oom, notes)
+
+    def _child_env(self, run: flightlog.Run, attempt: int, resume_from: str | None) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(
+            FLIGHTLOG_RUN_ID=run.id,
+            FLIGHTLOG_HOME=str(run.settings.home),
+            FLIGHTLOG_PROJECT=run.project,
+            FLIGHTLOG_ATTEMPT=str(attempt),
+            FLIGHTLOG_CAPTURED="1",
+            PYTHONUNBUFFERED="1",
+        )
+        if resume_from:
+            env["FLIGHTLOG_RESUME_FROM"] = resume_from
+        else:
+            env.pop("FLIGHTLOG_RESUME_FROM", None)
+        return env
+
+    def _memory_limit(self, run: flightlog.Run, attempt: int) -> tuple[Any, list[str]]:
+        opts = self.opts
+        if opts.memory_limit is None or opts.memory_limit_mode != "cgroup":
+            return None, []
+        from flightlog.resources import CgroupUnavailable, create_memory_limit
+
+        try:
+            return create_memory_limit(opts.memory_limit, f"{run.id[:12]}-a{attempt}"), []
+        except CgroupUnavailable as exc:
+            message = f"--memory-limit not enforced: {exc.message} (running without the limit)"
+            say(message)
+            return None, [message]
+
+    def _start_sampler(self, run: flightlog.Run, pid: int, limit: Any) -> Any:
+        from flightlog.resources import ProcessTreeSampler, ResourceSummary, SamplerThread
+
+        summary = ResourceSummary()
+
+        def on_sample(sample: dict[str, Any]) -> None:
+            summary.add(sample)
+            run._w.resources.append(sample)
+
+        try:
+            sampler = ProcessTreeSampler(pid, workdir=os.getcwd(), cgroup=limit)
+            thread = SamplerThread(sampler, on_sample, interval=self.opts.sample_interval).start()
+        except Exception as exc:
+            say(f"resource sampling is off for this attempt: {exc}")
+            return None
+        thread.summary = summary  # type: ignore[attr-defined]
+        thread.tree_sampler = sampler  # type: ignore[attr-defined]
+        return thread
+
+    def _sample_summary(self, run: flightlog.Run, thread: Any) -> None:
+        try:
+            thread.summary.add(thread.tree_sampler.sample())  # one last look at the end
+        except Exception:
+            pass
+        data = thread.summary.to_dict()
+        run._w.add_record("evidence", kind="resources", name=f"summary-attempt-{run.attempt}", data=data)
+        for note in getattr(thread.tree_sampler, "notes", []):
+            if note not in getattr(self, "_noted", set()):
+                self._noted = getattr(self, "_noted", set()) | {note}
+                run.note(note, author="flightlog")
+
+    def _store_logs(self, run: flightlog.Run, batch: LogBatch) -> None:
+        writer = run._w
+        limit = self.opts.buffered_events_limit
+        if writer.pending_log_events() >= limit:
+            if self.opts.log_policy == "drop":
+                writer.count("dropped_lines_policy", len(batch))
+                return
+            while writer.pending_log_events() >= limit:  # block: back-pressure through the pipe
+                shipper.poke()
+                time.sleep(0.005)
+        writer.add_logs(batch)
+
+    def _count_capture(self, run: flightlog.Run, stats: dict[str, int]) -> None:
+        names = {"lines": "log_lines", "bytes": "log_bytes", "dropped_lines": "dropped_lines",
+                 "dropped_bytes": "dropped_bytes", "truncated_lines": "truncated_lines", "redactions": "redactions",
+                 "events": "log_events"}
+        for key, name in names.items():
+            if stats.get(key):
+                run._w.count(name, stats[key])
+
+    def _wait(self, child: subprocess.Popen[bytes]) -> tuple[int, bool]:
+        timeout = self.opts.timeout
+        deadline = time.monotonic() + timeout if timeout else None
+        while True:
+            try:
+                return child.wait(timeout=0.1), False
+            except subprocess.TimeoutExpired:
+                pass
+            if deadline is not None and time.monotonic() >= deadline:
+                say(f"timeout after {format_duration(timeout)}: sending SIGTERM, SIGKILL in {self.opts.kill_grace:g}s")
+                _kill_group(child.pid, signal.SIGTERM)
+                try:
+                    return child.wait(timeout=self.opts.kill_grace), True
+                except subprocess.TimeoutExpired:
+                    _kill_group(child.pid, signal.SIGKILL)
+                    return child.wait(), True
+
+    def _oom_facts(self, limit: Any, returncode: int) -> tuple[bool, dict[str, Any] | None]:
+        if limit is None:
+            return False, None
+        from flightlog.resources import killed_for_memory
+
+        killed = killed_for_memory(limit, returncode)
+        facts = {"limit_bytes": limit.limit_bytes, "peak_bytes": limit.peak_bytes(), "oom_kills": limit.oom_kills(),
+                 "limit_hits": limit.limit_hits(), "cgroup": limit.path, "cgroup_version": limit.version}
+        return killed, facts
+
+    def _failure(self, outcome: Outcome, traceback_text: str | None, last_lines: list[str], env: dict[str, str],
+                 category: str, oom: dict[str, Any] | None) -> dict[str, Any]:
+        failure: dict[str, Any] = (parse_python_traceback(traceback_text) if traceback_text else None) or {}
+        ctx = process_context()
+        failure.update(
+            category=category,
+            exit_code=outcome.exit_code,
+            signal=outcome.signal,
+            end_reason=outcome.end_reason,
+            last_lines=last_lines,
+            workload={
+                "command": self.opts.command, "cwd": os.getcwd(), "params": self.opts.params,
+                "env": allowed_env(env), "packages": ctx.get("packages", {}), "python": ctx.get("python"),
+            },
+        )
+        if oom is not None:
+            failure["oom"] = oom
+        return failure
+
+    def _spawn_failed(self, run: flightlog.Run, attempt: int, started: float, exc: OSError) -> AttemptResult:
+        code = 127 if isinstance(exc, FileNotFoundError) else 126
+        message = f"cannot start {self.opts.command[0]!r}: {exc.strerror or exc}"
+        say(message)
+        run.log_event(message, level="error", component="flightlog")
+        outcome = Outcome("failed", "exit", code, None)
+        failure = {"exception": type(exc).__name__, "message": message, "frames": [], "category": "dependency_error",
+                   "last_lines": [message], "workload": {"command": self.opts.command, "cwd": os.getcwd()}}
+        return AttemptResult(attempt, outcome, "dependency_error", 0.9, started, time.time(), failure)
+
+    def _finish(self, run: flightlog.Run, results: list[AttemptResult]) -> int:
+        last = results[-1]
+        o = last.outcome
+        if self._received == signal.SIGINT and o.status == "killed":
+            o = Outcome("stopped", "signal", 130, signal.SIGINT)
+        run.finish(o.status, end_reason=o.end_reason, exit_code=o.exit_code, signal=o.signal, failure=last.failure)
+        took = format_duration(last.ended - results[0].started)
+        detail = "" if o.succeeded else f" ({o.end_reason}, exit {o.exit_code}, {last.category})"
+        tries = f" after {len(results)} attempts" if len(results) > 1 else ""
+        say(f"run {run.id} {o.status}{detail} in {took}{tries}")
+        return o.exit_code
+
+
+def _classify(outcome: Outcome, returncode: int, timed_out: bool, oom_killed: bool,
+              traceback_text: str | None, last_lines: list[str]) -> tuple[str, float]:
+    if outcome.succeeded:
+        return "none", 0.0
+    from flightlog.diagnose.classify import classify_failure
+
+    return classify_failure(exit_code=outcome.exit_code, signal=outcome.signal, timed_out=timed_out,
+                            oom_killed=oom_killed, traceback_text=traceback_text, last_lines=last_lines)
+
+
+def _preexec(limit: Any, opts: RunnerOptions) -> Any:
+    join = limit.preexec() if limit is not None else None
+    rlimit = None
+    if opts.memory_limit is not None and opts.memory_limit_mode == "rlimit":
+        from flightlog.resources import rlimit_preexec
+
+        rlimit = rlimit_preexec(opts.memory_limit)
+
+    def setup() -> None:  # runs in the child between fork and exec: only async-signal-safe work
+        os.setpgid(0, 0)
+        if join is not None:
+            join()
+        if rlimit is not None:
+            rlimit()
+        for sig in _FORWARDED:
+            signal.signal(sig, signal.SIG_DFL)
+
+    return setup
+
+
+def _stdin() -> int | None:
+    """Inherit stdin, except a terminal: the workload runs in its own (background) process
+    group, and reading the terminal from there would stop it with SIGTTIN."""
+    try:
+        return subprocess.DEVNULL if sys.stdin is not None and sys.stdin.isatty() else None
+    except (ValueError, OSError):
+        return subprocess.DEVNULL
+
+
+def _kill_group(pid: int, sig: int) -> None:
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _rank(env: dict[str, str]) -> int | None:
+    for name in ("RANK", "LOCAL_RANK"):
+        value = env.get(name, "")
+        if value.lstrip("-").isdigit():
+            return int(value)
+    return None
+
+
+def _default_name(command: list[str]) -> str:
+    """``python train.py`` → train.py; ``python -m pkg.train`` → pkg.train; ``./job.sh`` → job.sh."""
+    args = list(command)
+    interpreters = ("python", "python3", "bash", "sh", "uv", "env", "node", "Rscript")
+    while args and (os.path.basename(args[0]).rstrip("0123456789.") in interpreters or args[0].startswith("-")):
+        if args[0] == "-m" and len(args) > 1:
+            return args[1]
+        if args[0] == "-c":
+            return f"{os.path.basename(command[0])} -c"
+        args = args[1:]
+    base = os.path.basename(args[0]) if args else os.path.basename(command[0])
+    return base[:80]
