@@ -73,7 +73,11 @@ def test_sampler_exceptions_are_contained(capsys: pytest.CaptureFixture[str]) ->
 
 def test_stop_returns_after_timeout_when_the_callback_hangs() -> None:
     release = threading.Event()
-    thread = SamplerThread(Counting(), lambda s: release.wait(5), interval=0.01).start()
+
+    def hang(sample: dict[str, Any]) -> None:
+        release.wait(5)
+
+    thread = SamplerThread(Counting(), hang, interval=0.01).start()
     time.sleep(0.05)
     t0 = time.monotonic()
     assert thread.stop(timeout=0.2) is False

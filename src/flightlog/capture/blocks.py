@@ -41,6 +41,12 @@ _GO_MORE = re.compile(
 _FATAL_PY_MORE = ("Current thread 0x", "Thread 0x", "Extension modules:", "Python runtime state:")
 
 
+def _continues(line: str) -> bool:
+    """An indented line continues the event before it, unless it opens a traceback itself
+    (Python prints exception groups indented: ``  + Exception Group Traceback …``)."""
+    return line.startswith(_INDENT) and not line.lstrip().startswith(_PY_GROUP_HEADER)
+
+
 class Block:
     """The event being assembled for one stream: lines, when it began, level, component."""
 
@@ -59,7 +65,7 @@ class Block:
         self.chars = len(line)
 
     def accept(self, line: str) -> int:
-        return TAKE if line.startswith(_INDENT) else END
+        return TAKE if _continues(line) else END
 
     def take(self, line: str, now: float) -> None:
         if self.held:
@@ -88,7 +94,7 @@ class PlainBlock(Block):
     __slots__ = ()
 
     def accept(self, line: str) -> int:
-        if line.startswith(_INDENT):
+        if _continues(line):
             if self.kind == "plain" and _JAVA_FRAME.match(line):
                 self.__class__ = JavaBlock
                 self.level = max(self.level, ERROR)
@@ -103,7 +109,7 @@ class JavaBlock(Block):
     kind = "java_stacktrace"
 
     def accept(self, line: str) -> int:
-        if line.startswith(_INDENT) or line.startswith("Caused by: "):
+        if _continues(line) or line.startswith("Caused by: "):
             return TAKE
         return END
 
@@ -233,7 +239,7 @@ def start_block(line: str, time: float) -> Block | None:
         return PythonBlock(line, time, ERROR)
     if first == "E" and line.startswith('Exception in thread "'):
         return JavaBlock(line, time, ERROR)
-    if first in "#*=S" and _NATIVE_START.match(line):
+    if first and first in "#*=S" and _NATIVE_START.match(line):
         return NativeBlock(line, time, ERROR)
     if first == "p" and line.startswith("panic: ") or first == "f" and line.startswith("fatal error: "):
         return GoBlock(line, time, CRITICAL)

@@ -22,6 +22,8 @@ from flightlog.logevents import LogBatch
 
 __all__ = ["StreamGrouper", "SPECIAL_FIRST", "special_lines"]
 
+_INDENT = (" ", "\t")
+
 #: First characters that may make a line more than a plain info event.
 SPECIAL_FIRST = frozenset(" \t{[#*=/0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZcefptw")
 # The same set, searched after every newline of a chunk at once: most chunks of plain output
@@ -94,14 +96,17 @@ class StreamGrouper:
         while i < n:
             block = self._pending
             if block is not None and not block.bulk_ends:
-                one(lines[i], i in progress, now, out)
+                one(lines[i], i in progress, now, out, True)
                 i += 1
                 continue
             while k < n_special and specials[k] < i:
                 k += 1
             j = specials[k] if k < n_special else n
             if j == i:
-                one(lines[i], i in progress, now, out)
+                # Hold the line as a block only if the next line could continue it.
+                nxt = i + 1
+                hold = nxt >= n or (lines[nxt].startswith(_INDENT) and nxt not in progress)
+                one(lines[i], i in progress, now, out, hold)
                 i += 1
                 continue
             # lines[i:j] are ordinary: each ends what came before and none continues another.
@@ -113,7 +118,9 @@ class StreamGrouper:
             self._pending = PlainBlock(lines[j - 1], now, INFO)
             i = j
 
-    def _one(self, line: str, is_progress: bool, now: float, out: LogBatch) -> None:
+    def _one(self, line: str, is_progress: bool, now: float, out: LogBatch, hold: bool = True) -> None:
+        """One line through the pending block; ``hold`` is False when the next line is
+        known not to continue this one, so a plain line can be emitted at once."""
         block = self._pending
         if block is not None:
             verdict = END if is_progress else block.accept(line)
@@ -131,11 +138,11 @@ class StreamGrouper:
             if block.held:  # lines kept aside for a chain that did not come: start over
                 for held in block.held:
                     self._one(held, False, now, out)
-                self._one(line, is_progress, now, out)
+                self._one(line, is_progress, now, out, hold)
                 return
-        self._start(line, is_progress, now, out)
+        self._start(line, is_progress, now, out, hold)
 
-    def _start(self, line: str, is_progress: bool, now: float, out: LogBatch) -> None:
+    def _start(self, line: str, is_progress: bool, now: float, out: LogBatch, hold: bool) -> None:
         if is_progress:
             self._emit_plain([line], now, out)
             return
@@ -153,6 +160,9 @@ class StreamGrouper:
                     self._append(out, now, parsed.level, parsed.message, parsed.component, parsed.fields)
                     return
             level, component = classify(line)
+            if not hold:
+                self._append(out, now, level, line, component, None)
+                return
             block = PlainBlock(line, now, level, component)
         self._pending = block
 

@@ -156,9 +156,19 @@ Level = tuple[int, str | None]
 _PLAIN: Level = (INFO, None)
 
 
+_LEVEL_OF_WORD: dict[str, int] = {}
+
+
+def _word_level(word: str) -> int:
+    level = _LEVEL_OF_WORD.get(word)
+    if level is None:
+        level = _LEVEL_OF_WORD[word] = level_code(word, INFO)
+    return level
+
+
 def _from(m: re.Match[str], component: bool = True) -> Level:
     comp = m.groupdict().get("comp") if component else None
-    return level_code(m.group("level"), INFO), comp
+    return _word_level(m.group("level")), comp
 
 
 def _after_timestamp(line: str, pos: int) -> Level:

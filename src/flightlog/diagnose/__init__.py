@@ -1,0 +1,45 @@
+"""Diagnosis: from a symptom to its likely cause, with the evidence and what to do next.
+
+    from flightlog.diagnose import classify_failure          # fast, pure: exit + traceback + lines
+    report = flightlog.Client().diagnose("RUN", baseline=None)   # the full report (DESIGN.md shape)
+
+The taxonomy lives in :mod:`.taxonomy`; what real programs leave behind when they fail lives,
+as data, in :mod:`.patterns` and the runbook (``runbook.yaml``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from flightlog.diagnose.classify import classify_failure
+from flightlog.diagnose.taxonomy import CATEGORIES, FAILURE_CATEGORIES, KIND_OF
+
+if TYPE_CHECKING:
+    from flightlog.diagnose.compare import compare_runs
+    from flightlog.diagnose.engine import diagnose_run
+    from flightlog.diagnose.rightsize import rightsize
+
+__all__ = [
+    "CATEGORIES",
+    "FAILURE_CATEGORIES",
+    "KIND_OF",
+    "classify_failure",
+    "compare_runs",
+    "diagnose_run",
+    "rightsize",
+]
+
+_LAZY = {
+    "diagnose_run": "flightlog.diagnose.engine",
+    "compare_runs": "flightlog.diagnose.compare",
+    "rightsize": "flightlog.diagnose.rightsize",
+}
+
+
+def __getattr__(name: str) -> Any:
+    # the engine imports numpy; the classifier (used by the runner) must not pay for it
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'flightlog.diagnose' has no attribute {name!r}")

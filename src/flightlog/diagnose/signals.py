@@ -1,0 +1,176 @@
+"""Signals: one piece of evidence pointing at one category with a weight, and how several of
+them combine into a confidence.
+
+A signal carries the evidence a person reads (``source``, ``detail``, ``at``); the same
+objects feed the fast classifier and the findings of the full report, so a confidence is
+always backed by the lines that earned it. Weights combine by noisy-OR — independent signals
+that agree raise the confidence, and a signal repeated (the same rule matching ten lines)
+counts once.
+"""
+
+from __future__ import annotations
+
+import signal as _signal
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from flightlog.diagnose.patterns import CODE_ERROR_CLASSES, EXCEPTION_RULES, LINE_RULES, exception_matches
+from flightlog.diagnose.tracebacks import ParsedException
+
+__all__ = [
+    "Signal",
+    "Score",
+    "combine",
+    "exit_signals",
+    "traceback_signals",
+    "line_signals",
+    "signal_name",
+    "MAX_CONFIDENCE",
+]
+
+MAX_CONFIDENCE = 0.99
+_TERMINATING = {1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 15: "SIGTERM"}
+_CRASHING = {4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 11: "SIGSEGV"}
+
+
+@dataclass(frozen=True)
+class Signal:
+    category: str
+    weight: float
+    label: str  # what was recognized ("a refused or reset connection"); signals dedupe on it
+    source: str  # exit | traceback | log | resources | stages | metrics | timeline | evidence | baseline
+    detail: str  # the evidence itself, quoted for a person
+    at: float | None = None  # unix time of the evidence, when it has one
+
+    def evidence(self) -> dict[str, object]:
+        from flightlog.timefmt import iso
+
+        return {"source": self.source, "detail": self.detail, "at": iso(self.at)}
+
+
+@dataclass
+class Score:
+    category: str
+    confidence: float
+    signals: list[Signal]
+
+
+def combine(signals: Iterable[Signal]) -> list[Score]:
+    """Scores per category, highest first: noisy-OR over distinct labels (max weight per label)."""
+    best: dict[tuple[str, str], Signal] = {}
+    for s in signals:
+        key = (s.category, s.label)
+        if key not in best or s.weight > best[key].weight:
+            best[key] = s
+    by_cat: dict[str, list[Signal]] = {}
+    for s in best.values():
+        by_cat.setdefault(s.category, []).append(s)
+    scores = []
+    for category, sigs in by_cat.items():
+        miss = 1.0
+        for s in sigs:
+            miss *= 1.0 - min(max(s.weight, 0.0), 1.0)
+        sigs.sort(key=lambda s: -s.weight)
+        scores.append(Score(category, round(min(MAX_CONFIDENCE, 1.0 - miss), 2), sigs))
+    scores.sort(key=lambda sc: (-sc.confidence, -len(sc.signals), sc.category))
+    return scores
+
+
+def signal_name(number: int) -> str:
+    try:
+        return _signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def exit_signals(
+    *, exit_code: int | None, signal: int | None, timed_out: bool, oom_killed: bool, at: float | None = None
+) -> list[Signal]:
+    """What the exit facts alone say."""
+    out: list[Signal] = []
+    if oom_killed:
+        out.append(Signal("oom_killed", 0.9, "an OOM kill recorded by the runner", "exit",
+                          "the runner detected an out-of-memory kill (cgroup OOM event or SIGKILL at the memory limit)", at))
+    if timed_out:
+        out.append(Signal("timeout", 0.93, "the runner's timeout", "exit", "stopped by the runner's --timeout", at))
+    sig, inferred = signal, False
+    if sig is None and exit_code is not None and 128 < exit_code < 160:
+        sig, inferred = exit_code - 128, True  # a shell reports a child killed by N as 128+N
+    if sig is not None and not timed_out:
+        how = f"exit code {exit_code} (128 + {sig}: {signal_name(sig)})" if inferred else f"killed by {signal_name(sig)} ({sig})"
+        factor = 0.85 if inferred else 1.0
+        if sig == 9 and not oom_killed:
+            out.append(Signal("killed_by_signal", 0.45 * factor, "SIGKILL", "exit", f"{how}: sent from outside, or by the kernel OOM killer", at))
+            out.append(Signal("oom_killed", 0.3 * factor, "SIGKILL", "exit", f"{how}: the kernel's OOM killer sends SIGKILL", at))
+        elif sig in _TERMINATING:
+            out.append(Signal("killed_by_signal", 0.75 * factor, "a terminating signal", "exit", how, at))
+        elif sig in _CRASHING:
+            out.append(Signal("code_error", 0.55 * factor, "a crash signal", "exit", f"{how}: a crash in native code", at))
+    if signal is None and exit_code is not None:
+        if exit_code == 127:
+            out.append(Signal("dependency_error", 0.5, "exit 127", "exit", "exit code 127: the shell could not find the command", at))
+        elif exit_code == 126:
+            out.append(Signal("credentials_error", 0.45, "exit 126", "exit", "exit code 126: the command is not executable (permission)", at))
+        elif exit_code == 124 and not timed_out:
+            out.append(Signal("timeout", 0.5, "exit 124", "exit", "exit code 124: the convention of `timeout` for a command that ran out of time", at))
+        elif exit_code == 2:
+            out.append(Signal("bad_parameter", 0.3, "exit 2", "exit", "exit code 2: the convention for a command-line usage error (argparse, click)", at))
+    return out
+
+
+def traceback_signals(chain: Sequence[ParsedException], *, at: float | None = None) -> list[Signal]:
+    """What the last traceback says: every exception of the chain against the rules; the one
+    that ended the program weighs most, its causes a little less."""
+    out: list[Signal] = []
+    if not chain:
+        return out
+    final = chain[-1]
+    specific = False
+    for index, exc in enumerate(chain):
+        factor = 1.0 if index == len(chain) - 1 else 0.85
+        where = _where(exc)
+        if exc.short_type == "KeyboardInterrupt":
+            out.append(Signal("killed_by_signal", 0.7 * factor, "KeyboardInterrupt", "traceback",
+                              f"KeyboardInterrupt (SIGINT){where}", at))
+            specific = True
+            continue
+        for rule in EXCEPTION_RULES:
+            if exception_matches(rule, exc.type, exc.message):
+                out.append(Signal(rule.category, rule.weight * factor, rule.label, "traceback", exc.headline()[:300] + where, at))
+                specific = True
+        if exc.short_type == "KeyError" and any("/pandas/" in f.file.replace("\\", "/") for f in exc.frames):
+            out.append(Signal("data_error", 0.4 * factor, "a KeyError from pandas indexing", "traceback",
+                              f"{exc.headline()[:200]} raised inside pandas (a column or index label that is not in the data)", at))
+    strongly_code = CODE_ERROR_CLASSES.get(final.short_type, 0.0) >= 0.6 and not any(
+        s.category == "dependency_error" and s.detail.startswith(final.type) for s in out
+    )
+    if not specific or strongly_code:
+        weight = CODE_ERROR_CLASSES.get(final.short_type, 0.45)
+        out.append(Signal("code_error", weight, f"{final.short_type} in the code", "traceback", final.headline()[:300] + _where(final), at))
+        own = final.innermost_own_frame()
+        if own is not None and final.frames and final.frames[-1] is own:
+            out.append(Signal("code_error", 0.25, "raised in the workload's own code", "traceback",
+                              f"raised directly in the workload's code at {own.where()}" + (f": {own.code}" if own.code else ""), at))
+    return out
+
+
+def line_signals(lines: Sequence[tuple[str, float | None, float]]) -> list[Signal]:
+    """What log lines say, outside any traceback: ``(text, time, factor)`` in order, where
+    ``factor`` (0..1) says how much a line counts (its level, how recent it is)."""
+    out: list[Signal] = []
+    for text, at, factor in lines:
+        if "Traceback (most recent call last)" in text:
+            continue
+        for raw in text.splitlines() or [text]:
+            line = raw.strip()
+            if not line or len(line) > 2000:
+                continue
+            for rule in LINE_RULES:
+                if rule.pattern.search(line):
+                    out.append(Signal(rule.category, rule.weight * factor, rule.label, "log", line[:300], at))
+    return out
+
+
+def _where(exc: ParsedException) -> str:
+    frame = exc.innermost_own_frame() or (exc.frames[-1] if exc.frames else None)
+    return f" (at {frame.where()})" if frame else ""
