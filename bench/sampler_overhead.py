@@ -21,7 +21,7 @@ from typing import Any
 
 import psutil
 
-from flightlog.resources import ProcessTreeSampler, ResourceSummary, SamplerThread
+from flightlog.resources import ProcessTreeSampler, ResourceSummary, SamplerThread, disk_usage
 
 BUDGET_CPU_SECONDS_PER_20S = 0.2
 
@@ -70,6 +70,12 @@ def main() -> None:
     # Warm imports and psutil's one-time caches so neither phase pays for them.
     ProcessTreeSampler(os.getpid(), gpu=False).sample()
 
+    # What one slow probe of this working directory costs on its own (it runs once per 30 s,
+    # so once inside the 20 s window), to read the figure below.
+    walk_start = _own_cpu()
+    walk = disk_usage(args.workdir)
+    walk_cpu = _own_cpu() - walk_start
+
     idle = _idle(args.seconds)
     sampling, samples, info = _sampling(args.seconds, args.interval, args.workdir)
     overhead = max(0.0, sampling - idle)
@@ -82,6 +88,9 @@ def main() -> None:
                 "interval_s": args.interval,
                 "samples": samples,
                 "workdir": args.workdir,
+                "workdir_entries": walk.entries,
+                "workdir_partial": walk.partial,
+                "workdir_walk_cpu_seconds": round(walk_cpu, 4),
                 "cpu_seconds_idle": round(idle, 4),
                 "cpu_seconds_sampling": round(sampling, 4),
                 "overhead_cpu_seconds": round(overhead, 4),

@@ -83,14 +83,16 @@ class Settings:
             raise InvalidInput(
                 f"FLIGHTLOG_LOG_POLICY={policy!r} is not valid: use one of {', '.join(LOG_POLICIES)}"
             )
+        url = _env(env, "FLIGHTLOG_URL").rstrip("/") or None
         values: dict[str, object] = dict(
             home=home,
-            url=_env(env, "FLIGHTLOG_URL") or None,
+            url=url,
             token=_env(env, "FLIGHTLOG_TOKEN") or None,
             project=_env(env, "FLIGHTLOG_PROJECT") or "default",
             run_id=_env(env, "FLIGHTLOG_RUN_ID") or None,
             mode=mode,
-            store_uri=_env(env, "FLIGHTLOG_STORE") or f"sqlite:///{home / 'flightlog.db'}",
+            # with a server URL, readers go through the API (the http(s) store) unless told otherwise
+            store_uri=_env(env, "FLIGHTLOG_STORE") or url or f"sqlite:///{home / 'flightlog.db'}",
             queued_at=_env(env, "FLIGHTLOG_QUEUED_AT") or None,
             resume_from=_env(env, "FLIGHTLOG_RESUME_FROM") or None,
             attempt=_int(env, "FLIGHTLOG_ATTEMPT", 1),

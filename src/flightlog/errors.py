@@ -133,12 +133,24 @@ def error_from_dict(body: dict[str, Any], status: int = 500) -> FlightlogError:
     message = str(err.get("message", f"server answered {status}"))
     details = err.get("details") or {}
     if code == FilterSyntaxError.code:
-        exc: FlightlogError = InvalidInput(message, details=details)
-        exc.code = code
-        return exc
+        return _filter_error(message, details)
     cls = _BY_CODE.get(code, FlightlogError)
     exc = cls(message, details=details)
     if cls is FlightlogError:
         exc.code = code
         exc.http_status = status
     return exc
+
+
+def _filter_error(message: str, details: dict[str, Any]) -> FlightlogError:
+    """A FilterSyntaxError with the server's words and its position, when the details carry it."""
+    position, expected = details.get("position"), details.get("expected")
+    if not isinstance(position, int) or isinstance(position, bool) or not isinstance(expected, str):
+        exc: FlightlogError = InvalidInput(message, details=details)
+        exc.code = FilterSyntaxError.code
+        return exc
+    err = FilterSyntaxError.__new__(FilterSyntaxError)
+    InvalidInput.__init__(err, message, details=details)
+    err.position = position
+    err.expected = expected
+    return err

@@ -63,7 +63,8 @@ def test_runs_show_by_prefix_and_ambiguity(home: Path, filled: dict[str, str]) -
 
 def test_logs_filters(home: Path, filled: dict[str, str]) -> None:
     run = filled["base"]
-    assert len(cli(home, "logs", run).stdout.splitlines()) == 3
+    lines = cli(home, "logs", run).stdout.splitlines()
+    assert lines == ["INFO     data: loading data", "WARNING  io: disk almost full", "ERROR    data: could not open shard 7"]
     warn = cli(home, "logs", run, "--level", "warning").stdout
     assert "disk almost full" in warn and "could not open" in warn and "loading data" not in warn
     assert "shard 7" in cli(home, "logs", run, "--grep", "SHARD").stdout
@@ -99,7 +100,7 @@ run.finish()
         time.sleep(0.5)
         follow = cli(home, "logs", run_id, "--follow", timeout=30)
         writer.wait(timeout=30)
-    assert follow.stdout.splitlines() == [f"tick {i}" for i in range(6)]
+    assert follow.stdout.splitlines() == [f"INFO     tick {i}" for i in range(6)]
 
 
 def test_metrics_summary_and_history(home: Path, filled: dict[str, str]) -> None:

@@ -40,3 +40,14 @@ def test_cap_marks_partial(tmp_path: Path) -> None:
 def test_missing_directory_is_partial_zero(tmp_path: Path) -> None:
     usage = disk_usage(str(tmp_path / "missing"))
     assert (usage.bytes, usage.partial) == (0, True)
+
+
+def test_capped_walk_has_counted_the_top_level_first(tmp_path: Path) -> None:
+    deep = tmp_path / "venv" / "lib" / "site-packages"
+    deep.mkdir(parents=True)
+    for i in range(100):
+        (deep / f"m{i}.py").write_text("x")
+    (tmp_path / "checkpoint.pt").write_bytes(os.urandom(2 << 20))
+    usage = disk_usage(str(tmp_path), max_entries=20)
+    assert usage.partial is True
+    assert usage.bytes >= 2 << 20

@@ -92,8 +92,9 @@ def test_traceback_is_one_event_and_failure_is_summarized(home: Path, tmp_path: 
     assert any("after the handled one" in line for line in failure["last_lines"])
     errors = flightlog.Client(home=home).logs(info.id, level="error")
     tracebacks = [e for e in errors if e.message.startswith("Traceback")]
-    assert len(tracebacks) == 1 and "FileNotFoundError" in tracebacks[0].message
-    assert tracebacks[0].message.count("\n") >= 4
+    # the handled KeyError (logged with logging.exception) and the fatal one: each whole, each one event
+    assert len(tracebacks) == 2 and "KeyError" in tracebacks[0].message
+    assert "FileNotFoundError" in tracebacks[1].message and tracebacks[1].message.count("\n") >= 4
 
 
 def test_secrets_are_redacted_in_storage_not_in_passthrough(home: Path, tmp_path: Path) -> None:

@@ -1,7 +1,8 @@
 """Secrets recognised by their *name*: ``password=…``, ``"api_key": "…"``, ``Authorization: …``.
 
-How it stays fast: the chunk is lower-cased once and searched for a handful of keywords
-(``pass``, ``secret``, ``token``, …) followed by ``=`` or ``:``. Each keyword pattern starts
+How it stays fast: the chunk (raw bytes, see ``families.py``) is lower-cased once — ASCII
+only, so positions do not move — and searched for a handful of keywords (``pass``,
+``secret``, ``token``, …) directly followed by ``=`` or ``:``. Each keyword pattern starts
 with a literal, so the regex engine skips straight to candidates; ``tokens=123`` and
 ``max_tokens=1024`` never match because the keyword must end the name. Only the few
 candidates are examined in Python: the whole name is read backwards from the keyword and
@@ -15,70 +16,66 @@ from __future__ import annotations
 
 import re
 
-from flightlog.capture.families import marker
+from flightlog.capture.families import marker_bytes
 from flightlog.capture.names import is_secret_key, key_words
 
-__all__ = ["redact_assignments", "NEEDLES"]
+__all__ = ["redact_assignments"]
 
-_SEP = r"""["']?[ \t]*[:=]"""
-# (needle searched in the lower-cased chunk, pattern run on it when the needle is present)
-_KEYWORDS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("pass", re.compile(rf"pass(?:word|wd|phrase)?{_SEP}")),
-    ("pwd", re.compile(rf"pwd{_SEP}")),
-    ("secret", re.compile(rf"secret{_SEP}")),
-    ("token", re.compile(rf"token{_SEP}")),
-    ("key", re.compile(rf"keys?{_SEP}")),
-    ("credential", re.compile(rf"credentials?{_SEP}")),
-    ("auth", re.compile(rf"auth(?:orization)?{_SEP}")),
+_SEP = rb"""["']?[ \t]*[:=]"""
+_KEYWORDS: tuple[re.Pattern[bytes], ...] = (
+    re.compile(rb"pass(?:word|wd|phrase)?" + _SEP),
+    re.compile(rb"pwd" + _SEP),
+    re.compile(rb"secret" + _SEP),
+    re.compile(rb"token" + _SEP),
+    re.compile(rb"keys?" + _SEP),
+    re.compile(rb"credentials?" + _SEP),
+    re.compile(rb"auth(?:orization)?" + _SEP),
 )
-NEEDLES = tuple(needle for needle, _ in _KEYWORDS) + ("bearer",)
+_BEARER = re.compile(rb"bearer[ \t]+")
+_BEARER_VALUE = re.compile(rb"[A-Za-z0-9._~+/\-]{8,}=*")
 
-_CASELESS = tuple((needle, re.compile(p.pattern, re.IGNORECASE)) for needle, p in _KEYWORDS)
-_BEARER = re.compile(r"bearer[ \t]+")
-_BEARER_CASELESS = re.compile(r"bearer[ \t]+", re.IGNORECASE)
-_BEARER_VALUE = re.compile(r"[A-Za-z0-9._~+/\-]{8,}=*")
-
-_NAME_TAIL = re.compile(r"[A-Za-z0-9_.\-]*\Z")
-_VALUE = re.compile(r"""[ \t]*(?:"((?:[^"\\\n]|\\.)*)"|'([^'\n]*)'|([^\s,;&)}\]"']+))""")
-_SCHEMES = frozenset({"bearer", "basic", "token", "digest", "negotiate", "apikey", "aws4-hmac-sha256"})
+_NAME_TAIL = re.compile(rb"[A-Za-z0-9_.\-]*\Z")
+_VALUE = re.compile(rb"""[ \t]*(?:"((?:[^"\\\n]|\\.)*)"|'([^'\n]*)'|([^\s,;&)}\]"']+))""")
+_SCHEMES = frozenset({b"bearer", b"basic", b"token", b"digest", b"negotiate", b"apikey", b"aws4-hmac-sha256"})
 # Values that say "there is no secret here" and are more useful kept.
 _PLACEHOLDERS = frozenset(
-    {"none", "null", "nil", "true", "false", "str", "bytes", "any", "secretstr", "optional", "required"}
+    {b"none", b"null", b"nil", b"true", b"false", b"str", b"bytes", b"any", b"secretstr", b"optional", b"required"}
 )
+_PLACEHOLDER_FIRST = frozenset(b"<[$*={(")
 _AUTH_WORDS = frozenset({"authorization", "auth"})
+_SEPARATOR_CHARS = b":= \t\"'"
 
-Replacement = tuple[int, int, str]
+Replacement = tuple[int, int, bytes]
 
 
-def _is_placeholder(value: str) -> bool:
-    if not value or value[0] in "<[$*={(" or value.startswith("%("):
+def _is_placeholder(value: bytes) -> bool:
+    if not value or value[0] in _PLACEHOLDER_FIRST or value.startswith(b"%("):
         return True
     return value.lower() in _PLACEHOLDERS
 
 
-def _marker_for(name: str) -> str:
-    words = key_words(name)
+def _marker_for(words: list[str]) -> bytes:
     joined = "_".join(words)
     if "secret_access_key" in joined or "secretaccesskey" in joined:
-        return marker("aws_secret_access_key")
+        return marker_bytes("aws_secret_access_key")
     if words and words[-1] in _AUTH_WORDS:
-        return marker("authorization")
-    return marker("secret")
+        return marker_bytes("authorization")
+    return marker_bytes("secret")
 
 
-def _value_replacement(text: str, pos: int, name: str, quoted_key: bool) -> Replacement | None:
+def _value_replacement(data: bytes, pos: int, words: list[str], quoted_key: bool) -> Replacement | None:
     """The span of the value that starts at ``pos`` and what replaces it."""
-    m = _VALUE.match(text, pos)
+    m = _VALUE.match(data, pos)
     if m is None:
         return None
-    is_auth = bool(key_words(name)) and key_words(name)[-1] in _AUTH_WORDS
+    is_auth = bool(words) and words[-1] in _AUTH_WORDS
     for group in (1, 2, 3):
         value = m.group(group)
         if value is None:
             continue
         start, end = m.span(group)
         if is_auth:
-            scheme, _, rest = value.partition(" ")
+            scheme, _, rest = value.partition(b" ")
             if scheme.lower() in _SCHEMES:
                 if group != 3:  # "Bearer abc" inside quotes: keep the scheme word
                     if not rest.strip():
@@ -86,64 +83,57 @@ def _value_replacement(text: str, pos: int, name: str, quoted_key: bool) -> Repl
                     start += len(scheme) + 1
                     value = rest
                 else:  # Authorization: Bearer abc — the credential is the next word
-                    return _value_replacement(text, end, name, quoted_key)
+                    return _value_replacement(data, end, words, quoted_key)
         if _is_placeholder(value.strip()):
             return None
-        replacement = _marker_for(name)
+        replacement = _marker_for(words)
         if group == 3 and quoted_key:
-            replacement = f'"{replacement}"'
+            replacement = b'"' + replacement + b'"'
         return start, end, replacement
     return None
 
 
-def _candidates(text: str, low: str | None) -> list[Replacement]:
+def _candidates(data: bytes, low: bytes) -> list[Replacement]:
     found: list[Replacement] = []
-    keywords = _KEYWORDS if low is not None else _CASELESS
-    haystack = low if low is not None else text
-    for needle, pattern in keywords:
-        if low is not None and needle not in low:
-            continue
-        for m in pattern.finditer(haystack):
+    for pattern in _KEYWORDS:
+        for m in pattern.finditer(low):
             start = m.start()
-            tail = _NAME_TAIL.search(text, max(0, start - 80), start)
+            tail = _NAME_TAIL.search(data, max(0, start - 80), start)
             name_start = tail.start() if tail is not None else start
             separator = m.group(0)
-            name_end = start + len(separator.rstrip(":= \t\"'"))
-            name = text[name_start:name_end]
+            name_end = start + len(separator.rstrip(_SEPARATOR_CHARS))
+            name = data[name_start:name_end].decode("ascii", "replace")
             if not is_secret_key(name):
                 continue
-            quoted_key = name_start > 0 and text[name_start - 1] in "\"'" and separator[-1] == ":"
             after = m.end()
-            if after < len(text) and text[after] == "=":  # a comparison, "token == x"
+            if data[after : after + 1] == b"=":  # a comparison, "token == x"
                 continue
-            replacement = _value_replacement(text, after, name, quoted_key)
+            quoted_key = name_start > 0 and data[name_start - 1] in b"\"'" and separator.endswith(b":")
+            replacement = _value_replacement(data, after, key_words(name), quoted_key)
             if replacement is not None:
                 found.append(replacement)
-    bearer = _BEARER if low is not None else _BEARER_CASELESS
-    if low is None or "bearer" in low:
-        for m in bearer.finditer(haystack):
-            v = _BEARER_VALUE.match(text, m.end())
-            if v is not None:
-                found.append((v.start(), v.end(), marker("authorization")))
+    for m in _BEARER.finditer(low):
+        v = _BEARER_VALUE.match(data, m.end())
+        if v is not None:
+            found.append((v.start(), v.end(), marker_bytes("authorization")))
     return found
 
 
-def redact_assignments(text: str, low: str | None) -> tuple[str, int]:
-    """Replace values assigned to secret-looking names. ``low`` is ``text.lower()`` when it
-    has the same length as ``text`` (positions agree), else None and a slower path is used."""
-    found = _candidates(text, low)
+def redact_assignments(data: bytes) -> tuple[bytes, int]:
+    """Replace values assigned to secret-looking names; return the data and the count."""
+    found = _candidates(data, data.lower())
     if not found:
-        return text, 0
+        return data, 0
     found.sort()
-    parts: list[str] = []
+    parts: list[bytes] = []
     pos = 0
     count = 0
     for start, end, replacement in found:
         if start < pos:  # overlaps one already replaced (the header rule and "bearer" rule)
             continue
-        parts.append(text[pos:start])
+        parts.append(data[pos:start])
         parts.append(replacement)
         pos = end
         count += 1
-    parts.append(text[pos:])
-    return "".join(parts), count
+    parts.append(data[pos:])
+    return b"".join(parts), count

@@ -1,10 +1,14 @@
 """The catalogue of secrets recognised by their *shape*: tokens, keys, JWTs, URL passwords.
 
-Each family is one regular expression plus, where the expression itself cannot be searched
-quickly, a few literal *needles*: ``"AKIA" in text`` costs a fraction of a nanosecond per
-byte, so a 64 KiB chunk without any candidate passes every family almost for free. Patterns
-that begin with a literal (``glpat-``, ``eyJ``, ``://``) need no needle, because the regex
-engine already skips ahead to that literal.
+Families run on the raw *bytes* of a chunk, before decoding. Why bytes: searching bytes is
+two to four times faster than searching a ``str`` that holds one wide character (a progress
+bar's ``█`` makes the whole chunk two bytes per character), and every family is ASCII, so a
+match can never start or end inside a multi-byte character.
+
+Each pattern begins with a literal (``glpat-``, ``eyJ``, ``://``, ``AKIA``), so the regex
+engine jumps from one occurrence of that literal to the next: a 64 KiB chunk without any
+candidate costs a few microseconds per family. Left-boundary checks that would need a
+look-behind at the start of the pattern (which defeats that jump) are done in ``accept``.
 
 Secrets recognised by their *name* (``password=...``) live in ``assignments.py``.
 """
@@ -15,12 +19,19 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["Family", "FAMILIES", "PRIVATE_KEY", "marker"]
+__all__ = ["Family", "FAMILIES", "PRIVATE_KEY", "marker", "marker_bytes"]
 
 
 def marker(name: str) -> str:
     """What a redacted value is replaced with: ``[REDACTED:github_token]``."""
     return f"[REDACTED:{name}]"
+
+
+def marker_bytes(name: str) -> bytes:
+    return marker(name).encode()
+
+
+_REDACTED = b"[REDACTED"
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,31 +42,28 @@ class Family:
     """
 
     name: str
-    pattern: re.Pattern[str]
-    needles: tuple[str, ...] = ()
+    pattern: re.Pattern[bytes]
     group: int = 0
-    accept: Callable[[str], bool] | None = None
+    accept: Callable[[re.Match[bytes]], bool] | None = None
 
-    def apply(self, text: str) -> tuple[str, int]:
-        if self.needles and not any(needle in text for needle in self.needles):
-            return text, 0
+    def apply(self, data: bytes) -> tuple[bytes, int]:
         if self.group == 0 and self.accept is None:
-            return self.pattern.subn(marker(self.name), text)
+            return self.pattern.subn(marker_bytes(self.name), data)
         count = 0
         group = self.group
         accept = self.accept
-        replacement = marker(self.name)
+        replacement = marker_bytes(self.name)
 
-        def replace(m: re.Match[str]) -> str:
+        def replace(m: re.Match[bytes]) -> bytes:
             nonlocal count
             value = m.group(group)
-            if value.startswith("[REDACTED") or (accept is not None and not accept(value)):
+            if value.startswith(_REDACTED) or (accept is not None and not accept(m)):
                 return m.group(0)
             count += 1
-            start = m.start()
-            return m.string[start : m.start(group)] + replacement + m.string[m.end(group) : m.end()]
+            string = m.string
+            return string[m.start() : m.start(group)] + replacement + string[m.end(group) : m.end()]
 
-        return self.pattern.sub(replace, text), count
+        return self.pattern.sub(replace, data), count
 
 
 # A line break inside a key block: a real newline, or ``\n`` escaped inside a JSON string.
@@ -68,41 +76,49 @@ _KEY_FOOTER = r"-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
 #: Without a footer the block ends at the first line that is not base64, so an unterminated
 #: key is still hidden while ordinary text after it is not.
 PRIVATE_KEY = re.compile(
-    rf"{_KEY_HEADER}(?:{_KEY_SEP}{_KEY_BODY_LINE})*(?:{_KEY_SEP}?[ \t]*{_KEY_FOOTER})?"
+    rf"{_KEY_HEADER}(?:{_KEY_SEP}{_KEY_BODY_LINE})*(?:{_KEY_SEP}?[ \t]*{_KEY_FOOTER})?".encode()
 )
 
 
-def _has_digit(value: str) -> bool:
-    return any(c.isdigit() for c in value)
+_WORD_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+
+
+def _starts_a_word(m: re.Match[bytes]) -> bool:
+    """The match is not the tail of a longer word (``task-…`` is not an ``sk-…`` key)."""
+    start = m.start()
+    return start == 0 or m.string[start - 1] not in _WORD_BYTES
+
+
+def _key_like(m: re.Match[bytes]) -> bool:
+    return _starts_a_word(m) and any(48 <= c <= 57 for c in m.group(0))
 
 
 FAMILIES: tuple[Family, ...] = (
-    Family("private_key", PRIVATE_KEY, needles=("PRIVATE KEY",)),
+    Family("private_key", PRIVATE_KEY),
     Family(
         "aws_access_key_id",
-        re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9])"),
-        needles=("AKIA", "ASIA"),
+        re.compile(rb"A(?:KIA|SIA)[A-Z0-9]{16}(?![A-Z0-9])"),
+        accept=_starts_a_word,
     ),
-    Family("github_token", re.compile(r"gh(?:[pousr]_[A-Za-z0-9]{20,255}|ithub_pat_[A-Za-z0-9_]{20,255})")),
-    Family("gitlab_token", re.compile(r"glpat-[A-Za-z0-9_\-]{20,}")),
-    Family("slack_token", re.compile(r"xox[abposr]-[A-Za-z0-9\-]{10,}")),
+    Family("github_token", re.compile(rb"gh(?:[pousr]_[A-Za-z0-9]{20,255}|ithub_pat_[A-Za-z0-9_]{20,255})")),
+    Family("gitlab_token", re.compile(rb"glpat-[A-Za-z0-9_\-]{20,}")),
+    Family("slack_token", re.compile(rb"xox[abposr]-[A-Za-z0-9\-]{10,}")),
     Family(
         "slack_webhook",
-        re.compile(r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_\-]+"),
+        re.compile(rb"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_\-]+"),
     ),
-    Family("jwt", re.compile(r"eyJ[A-Za-z0-9_\-]{4,}\.eyJ[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]*")),
-    Family("huggingface_token", re.compile(r"hf_[A-Za-z0-9]{30,}")),
+    Family("jwt", re.compile(rb"eyJ[A-Za-z0-9_\-]{4,}\.eyJ[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]*")),
+    Family("huggingface_token", re.compile(rb"hf_[A-Za-z0-9]{30,}")),
     Family(
         "api_key",
-        re.compile(r"(?<![A-Za-z0-9_\-])sk-(?:proj-|ant-|svcacct-|admin-)?[A-Za-z0-9_\-]{32,}"),
-        needles=("sk-",),
-        accept=_has_digit,
+        re.compile(rb"sk-(?:proj-|ant-|svcacct-|admin-)?[A-Za-z0-9_\-]{32,}"),
+        accept=_key_like,
     ),
-    Family("google_api_key", re.compile(r"AIza[0-9A-Za-z_\-]{35}")),
+    Family("google_api_key", re.compile(rb"AIza[0-9A-Za-z_\-]{35}")),
     Family(
         "url_password",
         # The password runs to the *last* "@" before the host, so "p@ss" is hidden whole.
-        re.compile(r"://[^\s/@:\"'<>]*:([^\s/\"'<>]+)@(?=[A-Za-z0-9\[])"),
+        re.compile(rb"://[^\s/@:\"'<>]*:([^\s/\"'<>]+)@(?=[A-Za-z0-9\[])"),
         group=1,
     ),
 )

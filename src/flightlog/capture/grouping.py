@@ -53,14 +53,24 @@ def special_lines(text: str, lines: list[str], progress: list[int]) -> list[int]
     return found
 
 
+# Lines starting with these never open a stack trace or hold JSON: after a cheap check for a
+# logfmt level they go straight to ``classify`` (timestamps, level words, glog letters, …).
+_DIRECT_FIRST = frozenset("[/0123456789ABCDGHIJKLMNOPQRUVWXYZcetw")
+
+Row = tuple[float, int, str, "str | None", "dict[str, Any] | None"]
+
+
 class StreamGrouper:
     """Per-stream state: the pending block and where events go.
 
     ``max_block_chars`` bounds a block (an endless indented listing is not one event): past it
     the block is emitted and the following lines start afresh.
+
+    Events are collected as rows ``(time, level, message, component, fields)`` and written to
+    the batch's columns a run at a time, which costs a third of appending to nine lists.
     """
 
-    __slots__ = ("stream", "rank", "attempt", "idle", "max_block_chars", "_pending")
+    __slots__ = ("stream", "rank", "attempt", "idle", "max_block_chars", "_pending", "_rows")
 
     def __init__(
         self, stream: str, *, rank: int | None, attempt: int, idle: float, max_block_chars: int
@@ -71,6 +81,7 @@ class StreamGrouper:
         self.idle = idle
         self.max_block_chars = max_block_chars
         self._pending: Block | None = None
+        self._rows: list[Row] = []
 
     @property
     def pending(self) -> bool:
@@ -88,37 +99,55 @@ class StreamGrouper:
     ) -> None:
         """Add ``lines`` (all completed at ``now``); ``specials`` lists, in order, the indices
         of lines that need a closer look; ``progress`` those that were ``\\r``-collapsed."""
+        rows = self._rows
+        add = rows.append
+        one = self._one
         n = len(lines)
         i = 0
         k = 0
         n_special = len(specials)
-        one = self._one
         while i < n:
             block = self._pending
-            if block is not None and not block.bulk_ends:
-                one(lines[i], i in progress, now, out, True)
+            if block is not None and not block.bulk_ends:  # inside a stack trace
+                one(lines[i], i in progress, now, True)
                 i += 1
                 continue
             while k < n_special and specials[k] < i:
                 k += 1
             j = specials[k] if k < n_special else n
             if j == i:
-                # Hold the line as a block only if the next line could continue it.
+                line = lines[i]
                 nxt = i + 1
+                # Hold the line as a block only if the next line could continue it.
                 hold = nxt >= n or (lines[nxt].startswith(_INDENT) and nxt not in progress)
-                one(lines[i], i in progress, now, out, hold)
+                if (
+                    block is None
+                    and line[:1] in _DIRECT_FIRST
+                    and i not in progress
+                    and "l=" not in line  # level=, lvl=: logfmt takes the general path
+                    and "y=" not in line  # severity=
+                ):
+                    level, component = classify(line)
+                    if hold:
+                        self._pending = PlainBlock(line, now, level, component)
+                    else:
+                        add((now, level, line, component, None))
+                else:
+                    one(line, i in progress, now, hold)
                 i += 1
                 continue
             # lines[i:j] are ordinary: each ends what came before and none continues another.
             if block is not None:
                 self._pending = None
-                self._emit(block, out)
+                self._emit(block)
+            self._flush_rows(out)
             if j - 1 > i:
-                self._emit_plain(lines[i : j - 1], now, out)
+                self._extend_plain(lines[i : j - 1], now, out)
             self._pending = PlainBlock(lines[j - 1], now, INFO)
             i = j
+        self._flush_rows(out)
 
-    def _one(self, line: str, is_progress: bool, now: float, out: LogBatch, hold: bool = True) -> None:
+    def _one(self, line: str, is_progress: bool, now: float, hold: bool = True) -> None:
         """One line through the pending block; ``hold`` is False when the next line is
         known not to continue this one, so a plain line can be emitted at once."""
         block = self._pending
@@ -128,40 +157,39 @@ class StreamGrouper:
                 block.take(line, now)
                 if block.chars > self.max_block_chars:
                     self._pending = None
-                    self._emit(block, out)
+                    self._emit(block)
                 return
             if verdict == HOLD:
                 block.hold(line, now)
                 return
             self._pending = None
-            self._emit(block, out)
+            self._emit(block)
             if block.held:  # lines kept aside for a chain that did not come: start over
                 for held in block.held:
-                    self._one(held, False, now, out)
-                self._one(line, is_progress, now, out, hold)
+                    self._one(held, False, now)
+                self._one(line, is_progress, now, hold)
                 return
-        self._start(line, is_progress, now, out, hold)
+        self._start(line, is_progress, now, hold)
 
-    def _start(self, line: str, is_progress: bool, now: float, out: LogBatch, hold: bool) -> None:
+    def _start(self, line: str, is_progress: bool, now: float, hold: bool) -> None:
         if is_progress:
-            self._emit_plain([line], now, out)
+            self._rows.append((now, INFO, line, None, None))
             return
-        first = line[:1]
-        if first == "{":
+        if line[:1] == "{":
             parsed = parse_json(line)
             if parsed is not None:
-                self._append(out, now, parsed.level, parsed.message, parsed.component, parsed.fields)
+                self._rows.append((now, parsed.level, parsed.message, parsed.component, parsed.fields))
                 return
         block = start_block(line, now)
         if block is None:
             if "level=" in line or "lvl=" in line or "severity=" in line:
                 parsed = parse_logfmt(line)
                 if parsed is not None:
-                    self._append(out, now, parsed.level, parsed.message, parsed.component, parsed.fields)
+                    self._rows.append((now, parsed.level, parsed.message, parsed.component, parsed.fields))
                     return
             level, component = classify(line)
             if not hold:
-                self._append(out, now, level, line, component, None)
+                self._rows.append((now, level, line, component, None))
                 return
             block = PlainBlock(line, now, level, component)
         self._pending = block
@@ -176,53 +204,44 @@ class StreamGrouper:
 
     def flush(self, out: LogBatch) -> None:
         block = self._pending
-        if block is None:
-            return
-        self._pending = None
-        self._emit(block, out)
-        if block.held:
-            self._emit_plain(block.held, block.last, out)
+        if block is not None:
+            self._pending = None
+            self._emit(block)
+            for held in block.held:
+                self._rows.append((block.last, INFO, held, None, None))
+        self._flush_rows(out)
 
     # --- output -------------------------------------------------------------------------
 
-    def _emit(self, block: Block, out: LogBatch) -> None:
-        self._append(
-            out,
-            block.time,
-            block.level,
-            block.message() if len(block.lines) > 1 else block.lines[0],
-            block.component,
-            block.describe(),
-        )
+    def _emit(self, block: Block) -> None:
+        message = block.message() if len(block.lines) > 1 else block.lines[0]
+        self._rows.append((block.time, block.level, message, block.component, block.describe()))
 
-    def _append(
-        self,
-        out: LogBatch,
-        time: float,
-        level: int,
-        message: str,
-        component: str | None,
-        fields: dict[str, Any] | None,
-    ) -> None:
-        # LogBatch.append with its keyword arguments costs twice as much; this is per event.
-        out.time.append(time)
-        out.stream.append(self.stream)
-        out.level.append(level)
-        out.component.append(component)
-        out.message.append(message)
-        out.fields.append(fields)
-        out.rank.append(self.rank)
-        out.attempt.append(self.attempt)
-        out.stage.append(None)
+    def _flush_rows(self, out: LogBatch) -> None:
+        rows = self._rows
+        if not rows:
+            return
+        n = len(rows)
+        times, levels, messages, components, fields = zip(*rows)
+        out.time.extend(times)
+        out.level.extend(levels)
+        out.message.extend(messages)
+        out.component.extend(components)
+        out.fields.extend(fields)
+        self._extend_constants(n, out)
+        rows.clear()
 
-    def _emit_plain(self, lines: list[str], now: float, out: LogBatch) -> None:
+    def _extend_plain(self, lines: list[str], now: float, out: LogBatch) -> None:
         n = len(lines)
         out.time.extend([now] * n)
-        out.stream.extend([self.stream] * n)
         out.level.extend([INFO] * n)
-        out.component.extend([None] * n)
         out.message.extend(lines)
+        out.component.extend([None] * n)
         out.fields.extend([None] * n)
+        self._extend_constants(n, out)
+
+    def _extend_constants(self, n: int, out: LogBatch) -> None:
+        out.stream.extend([self.stream] * n)
         out.rank.extend([self.rank] * n)
         out.attempt.extend([self.attempt] * n)
         out.stage.extend([None] * n)

@@ -16,23 +16,23 @@ from flightlog.capture.families import PRIVATE_KEY
 
 __all__ = ["KeyHold"]
 
-_HEADER = re.compile(r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
-_FOOTER_TEXT = "-----END"
+_HEADER = re.compile(rb"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
+_FOOTER_TEXT = b"-----END"
 # Leading lines that can only be the rest of an interrupted key (base64 body or its footer).
 _CONTINUATION = re.compile(
-    r"(?:[ \t]*[A-Za-z0-9+/=]{4,}[ \t]*\n)+(?:[ \t]*-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[^\n]*\n)?"
-    r"|[ \t]*-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[^\n]*\n"
+    rb"(?:[ \t]*[A-Za-z0-9+/=]{4,}[ \t]*\n)+(?:[ \t]*-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[^\n]*\n)?"
+    rb"|[ \t]*-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[^\n]*\n"
 )
-_SYNTHETIC_HEADER = "-----BEGIN PRIVATE KEY-----\n"
+_SYNTHETIC_HEADER = b"-----BEGIN PRIVATE KEY-----\n"
 
 
 class KeyHold:
-    """Per-stream hold. ``feed`` returns the text that may be processed now (may be "")."""
+    """Per-stream hold on raw output. ``feed`` returns what may be processed now (maybe b"")."""
 
     __slots__ = ("_held", "_since", "_open", "max_chars", "idle")
 
     def __init__(self, idle: float, max_chars: int = 65536) -> None:
-        self._held = ""
+        self._held = b""
         self._since = 0.0
         self._open = False  # a key was released unfinished; its rest may follow
         self.max_chars = max_chars
@@ -42,16 +42,16 @@ class KeyHold:
     def holding(self) -> bool:
         return bool(self._held)
 
-    def feed(self, text: str, now: float, final: bool = False) -> str:
+    def feed(self, text: bytes, now: float, final: bool = False) -> bytes:
         """Text that may be processed now; with ``final`` (end of stream) nothing is held."""
         if not text and not final:
-            return ""
+            return b""
         if self._open and text:
             text = self._continue(text)
         if self._held:
             text = self._held + text
-            self._held = ""
-        elif "PRIVATE KEY" not in text:
+            self._held = b""
+        elif b"PRIVATE KEY" not in text:
             return text
         if final:
             return text
@@ -65,19 +65,19 @@ class KeyHold:
         self._held = text[start:]
         return text[:start]
 
-    def poll(self, now: float) -> str:
+    def poll(self, now: float) -> bytes:
         """Release a block held longer than ``idle``: better redacted late than held forever."""
         if self._held and now - self._since >= self.idle:
             return self.flush()
-        return ""
+        return b""
 
-    def flush(self) -> str:
-        text, self._held = self._held, ""
+    def flush(self) -> bytes:
+        text, self._held = self._held, b""
         if text:
             self._open = True
         return text
 
-    def _continue(self, text: str) -> str:
+    def _continue(self, text: bytes) -> bytes:
         self._open = False
         m = _CONTINUATION.match(text)
         if m is None:
@@ -87,7 +87,7 @@ class KeyHold:
         return _SYNTHETIC_HEADER + text
 
     @staticmethod
-    def _unfinished_block_start(text: str) -> int | None:
+    def _unfinished_block_start(text: bytes) -> int | None:
         """Start of the line holding a key header whose block runs, unfinished, to the end."""
         last = None
         for last in _HEADER.finditer(text):
@@ -97,4 +97,4 @@ class KeyHold:
         block = PRIVATE_KEY.match(text, last.start())
         if block is None or _FOOTER_TEXT in block.group(0) or text[block.end() :].strip():
             return None
-        return text.rfind("\n", 0, last.start()) + 1
+        return text.rfind(b"\n", 0, last.start()) + 1

@@ -6,14 +6,15 @@ while the line is still partial: a progress bar that refreshes for hours without
 not grow a buffer without bound. Why over-long partial lines are cut here: the same bound, for
 a child that writes a gigabyte without a newline.
 
-Decoding uses ``errors="backslashreplace"``: bytes that are not UTF-8 are kept, visibly, as
-``\\xNN`` instead of being dropped or crashing the reader.
+``decode`` uses ``errors="backslashreplace"``: bytes that are not UTF-8 are kept, visibly, as
+``\\xNN`` instead of being dropped or crashing the reader. It runs on complete lines only.
 """
 
 from __future__ import annotations
 
 __all__ = [
     "LineSplitter",
+    "decode",
     "collapse_progress",
     "split_lines",
     "truncate_lines",
@@ -23,6 +24,11 @@ __all__ = [
 
 _ENCODING = "utf-8"
 _ERRORS = "backslashreplace"
+
+
+def decode(data: bytes) -> str:
+    """Complete lines to text; invalid UTF-8 bytes become visible ``\\xNN`` escapes."""
+    return data.decode(_ENCODING, _ERRORS)
 
 
 def truncation_marker(dropped_bytes: int) -> str:
@@ -59,9 +65,10 @@ def _collapse_partial(buf: bytes) -> bytes:
 
 
 class LineSplitter:
-    """Per-stream splitter: ``feed(bytes)`` returns the text of the lines it completed.
+    """Per-stream splitter: ``feed(bytes)`` returns the bytes of the lines it completed.
 
-    The returned text is empty or ends with ``"\\n"``. ``counts`` (shared with the pipeline)
+    The result is empty or ends with ``b"\\n"``; it is decoded later, after redaction (see
+    ``families.py`` for why redaction works on bytes). ``counts`` (shared with the pipeline)
     receives ``truncated_lines`` for partial lines that had to be cut.
     """
 
@@ -73,27 +80,27 @@ class LineSplitter:
         self._dropped = 0
         self._counts = counts
 
-    def feed(self, data: bytes) -> str:
+    def feed(self, data: bytes) -> bytes:
         last_nl = data.rfind(b"\n")
         if last_nl < 0:
             self._keep(data)
-            return ""
+            return b""
         if self._pending or self._dropped:
             first_nl = data.find(b"\n")
             self._keep(data[:first_nl])
-            head = self._take()
-            rest = data[first_nl + 1 : last_nl + 1].decode(_ENCODING, _ERRORS)
-            text = head + "\n" + rest
+            complete = self._take() + data[first_nl : last_nl + 1]
+        elif last_nl == len(data) - 1:
+            complete = data
         else:
-            text = data[: last_nl + 1].decode(_ENCODING, _ERRORS)
+            complete = data[: last_nl + 1]
         self._keep(data[last_nl + 1 :])
-        return text
+        return complete
 
-    def flush(self) -> str:
+    def flush(self) -> bytes:
         """The partial line at end of stream, as a final line (empty when there is none)."""
         if not self._pending and not self._dropped:
-            return ""
-        return self._take() + "\n"
+            return b""
+        return self._take() + b"\n"
 
     def _keep(self, tail: bytes) -> None:
         if not tail:
@@ -118,14 +125,14 @@ class LineSplitter:
             buf = buf[:cut]
         self._pending = buf
 
-    def _take(self) -> str:
-        text = self._pending.decode(_ENCODING, _ERRORS)
+    def _take(self) -> bytes:
+        line = self._pending
         if self._dropped:
-            text += truncation_marker(self._dropped)
+            line += truncation_marker(self._dropped).encode()
             self._counts["truncated_lines"] += 1
         self._pending = b""
         self._dropped = 0
-        return text
+        return line
 
 
 def collapse_progress(line: str) -> str:
@@ -142,14 +149,20 @@ def split_lines(text: str) -> tuple[list[str], list[int]]:
 
     Returns the lines and the indices of lines that were progress output, so grouping does
     not take a refreshed bar (which often starts with spaces) for an indented continuation.
+    A lone ``\\r`` before the newline (``\\r\\n`` line endings) is dropped, nothing more.
     """
-    if "\r" not in text:
-        return text[:-1].split("\n"), []
-    text = text.replace("\r\n", "\n")
     lines = text[:-1].split("\n")
-    progress = [i for i, line in enumerate(lines) if "\r" in line]
-    for i in progress:
-        lines[i] = collapse_progress(lines[i])
+    if "\r" not in text:
+        return lines, []
+    progress = []
+    for i, line in enumerate(lines):
+        if "\r" in line:
+            cr = line.find("\r")
+            if cr == len(line) - 1:  # "\r\n": a plain line ending
+                lines[i] = line[:-1]
+                continue
+            lines[i] = collapse_progress(line)
+            progress.append(i)
     return lines, progress
 
 

@@ -116,47 +116,73 @@ def parse_logfmt(line: str) -> Parsed | None:
 
 
 # --- plain lines --------------------------------------------------------------------------
+#
+# One combined, anchored regex per kind of first character: a line costs one ``match`` call,
+# and ``lastgroup`` says which alternative matched (each ends with its own named group).
 
 _WORDS = (
     r"TRACE|DEBUG|INFO|NOTICE|WARNING|WARN|ERROR|ERR|CRITICAL|CRIT|FATAL|SEVERE|PANIC|EMERG|ALERT|EXCEPTION|DBG"
 )
 _MIXED_WORDS = r"[Ee]rror|[Ww]arning|[Ww]arn|[Ff]atal|[Cc]ritical|[Dd]ebug|[Ii]nfo|[Nn]otice|[Pp]anic"
-_SINGLE_LETTER = {"D": 10, "I": 20, "W": 30, "E": 40, "F": 50}
-
-_PY_BASIC = re.compile(rf"(?P<level>{_WORDS}):(?P<comp>[^:\s]+):")
-_UPPER = re.compile(rf"\[?(?P<level>{_WORDS})\]?(?=[\s:|\]\-]|$)")
-_BRACKET = re.compile(rf"\[(?P<level>{_WORDS})(?:\|(?P<comp>[^\]:|\s]+)[^\]]*)?\]")
-_MIXED = re.compile(rf"\[?(?P<level>{_MIXED_WORDS})\]?(?=:|\]|$)")
-_GLOG = re.compile(r"(?P<letter>[IWEF])\d{4} \d\d:\d\d:\d\d\.\d+")
-_LETTER = re.compile(r"(?P<letter>[DIWEF])[ /]")
-_PY_WARNING = re.compile(r"\S+?:\d+: (?P<comp>[A-Z]\w*Warning): ")
-_EXCEPTION = re.compile(r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt|Fault)(?=:|$)")
-_CRASH = re.compile(
+_LETTERS = {"D": 10, "I": 20, "W": 30, "E": 40, "F": 50}
+_CRASHES = (
     r"Segmentation fault|Aborted|Bus error|Floating point exception|Illegal instruction"
     r"|terminate called|Killed$|CUDA out of memory|thread '[^']*' panicked at|Caused by: "
 )
-_FATAL = re.compile(r"panic: |fatal error: |Fatal Python error: ")
-_TIMESTAMP = re.compile(
+_EXCEPTION = r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt|Fault)(?=:|$)"
+
+# Lines that start with a letter.
+_WORDY = re.compile(
+    rf"(?P<py_level>{_WORDS}):(?P<py_comp>[^:\s]+):"  # WARNING:root:msg
+    rf"|\[?(?P<word>{_WORDS})\]?(?=[\s:|\]\-]|$)"  # ERROR …, [ERROR] …, SEVERE: …
+    r"|(?P<glog>[IWEF])\d{4} \d\d:\d\d:\d\d\.\d+"  # E1130 12:00:00.123
+    r"|(?P<letter>[DIWEF])[ /]"  # W …, W/Tag (logcat)
+    rf"|(?P<crash>{_CRASHES})"
+    rf"|(?P<exception>{_EXCEPTION})"  # ValueError: …, torch.cuda.OutOfMemoryError: …
+    r"|(?P<fatal>panic: |fatal error: |Fatal Python error: )"
+    rf"|\[?(?P<mixed>{_MIXED_WORDS})\]?(?=:|\]|$)"  # Error: …, warning: …
+)
+# Lines that start with a timestamp (or "[" and a timestamp), and what follows it.
+_TIMESTAMPED = re.compile(
     r"\[?(?:\d{4}-\d\d-\d\d[T ]\d\d:\d\d(?::\d\d)?(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
     r"|\d\d:\d\d:\d\d(?:[.,]\d+)?)\]?"
-)
-_AFTER_TIMESTAMP = (
+    r"(?:"
     # 2026-11-30 12:00:00,123 - name - INFO - msg
-    re.compile(rf"\s*-\s*(?P<comp>[\w.\-<>]+)\s+-\s+(?P<level>{_WORDS})\s+-"),
+    rf"\s*-\s*(?P<dash_comp>[\w.\-<>]+)\s+-\s+(?P<dash>{_WORDS})\s+-"
     # [2026-11-30 12:00:00,123][name][INFO] - msg   (hydra)
-    re.compile(rf"\s*\[(?P<comp>[\w.\-<>]+)\]\s*\[(?P<level>{_WORDS})\]"),
+    rf"|\s*\[(?P<hydra_comp>[\w.\-<>]+)\]\s*\[(?P<hydra>{_WORDS})\]"
     # 2026-11-30 12:00:00.123 | INFO     | module:func:12 - msg   (loguru)
-    re.compile(rf"\s*\|\s*(?P<level>{_WORDS})\s*\|\s*(?P<comp>[\w.\-<>]+)"),
-    # 2026-11-30 12:00:00,123 INFO name: msg    /    ... INFO  [main] com.x.Y - msg
-    re.compile(rf"\s+\[?(?P<level>{_WORDS})\]?\s+(?:\[[^\]]*\]\s+)?(?P<comp>[\w.\-<>]+)(?::\s| - )"),
+    rf"|\s*\|\s*(?P<loguru>{_WORDS})\s*\|\s*(?P<loguru_comp>[\w.\-<>]+)"
+    # 2026-11-30 12:00:00,123 INFO name: msg    /    … INFO  [main] com.x.Y - msg
+    rf"|\s+\[?(?P<named>{_WORDS})\]?\s+(?:\[[^\]]*\]\s+)?(?P<named_comp>[\w.\-<>]+)(?::\s| - )"
+    r")?"
+)
+_BRACKETED = re.compile(
+    rf"\[(?P<word>{_WORDS})(?:\|(?P<comp>[^\]:|\s]+)[^\]]*)?\]"  # [INFO|trainer.py:12]
+    rf"|\[?(?P<mixed>{_MIXED_WORDS})\]?(?=:|\]|$)"
 )
 _ANY_WORD = re.compile(rf"\b(?P<level>{_WORDS})\b")
+_PY_WARNING = re.compile(r"\S+?:\d+: (?P<comp>[A-Z]\w*Warning): ")
+# Lower-case starts worth a regex at all (most lower-case lines are prose or metrics).
+_LOWER_STARTS = (
+    "error",
+    "warn",
+    "fatal",
+    "critical",
+    "debug",
+    "info",
+    "notice",
+    "panic",
+    "terminate called",
+    "thread '",
+    "[",
+)
+_EXCEPTION_HINTS = ("Error", "Exception", "Interrupt", "Fault")
 
 Level = tuple[int, str | None]
 _PLAIN: Level = (INFO, None)
-
-
 _LEVEL_OF_WORD: dict[str, int] = {}
+_TIMESTAMP_COMPONENT = {"dash": "dash_comp", "hydra": "hydra_comp", "loguru": "loguru_comp", "named": "named_comp"}
 
 
 def _word_level(word: str) -> int:
@@ -166,23 +192,31 @@ def _word_level(word: str) -> int:
     return level
 
 
-def _from(m: re.Match[str], component: bool = True) -> Level:
-    comp = m.groupdict().get("comp") if component else None
-    return _word_level(m.group("level")), comp
+def _wordy(m: re.Match[str]) -> Level:
+    kind = m.lastgroup
+    if kind == "py_comp":
+        return _word_level(m.group("py_level")), m.group("py_comp")
+    if kind == "word" or kind == "mixed":
+        return _word_level(m.group(kind)), None
+    if kind == "glog" or kind == "letter":
+        return _LETTERS[m.group(kind)], None
+    if kind == "fatal":
+        return CRITICAL, None
+    return ERROR, None  # crash, exception
 
 
-def _after_timestamp(line: str, pos: int) -> Level:
-    rest = line[pos : pos + 160]
-    for rule in _AFTER_TIMESTAMP:
-        m = rule.match(rest)
-        if m is not None:
-            return _from(m)
-    m = _ANY_WORD.search(rest)
-    return _from(m, component=False) if m is not None else _PLAIN
+def _timestamped(line: str, m: re.Match[str]) -> Level:
+    kind = m.lastgroup
+    if kind is not None:
+        if kind.endswith("_comp"):
+            kind = kind[: -len("_comp")]
+        return _word_level(m.group(kind)), m.group(_TIMESTAMP_COMPONENT[kind])
+    found = _ANY_WORD.search(line, m.end(), m.end() + 160)
+    return (_word_level(found.group("level")), None) if found is not None else _PLAIN
 
 
-def _common(line: str) -> Level | None:
-    """Rules whose line may start with any character."""
+def _python_warning(line: str) -> Level | None:
+    """``/path/x.py:12: UserWarning: message`` — what ``warnings.warn`` prints."""
     if "Warning: " in line:
         m = _PY_WARNING.match(line)
         if m is not None:
@@ -195,38 +229,23 @@ def classify(line: str) -> Level:
     first = line[:1]
     if not first:
         return _PLAIN
-    if first == "[" or first.isdigit():
-        m = _TIMESTAMP.match(line)
+    if first.isdigit() or first == "[":
+        m = _TIMESTAMPED.match(line)
         if m is not None:
-            return _after_timestamp(line, m.end())
+            return _timestamped(line, m)
         if first == "[":
-            m = _BRACKET.match(line) or _MIXED.match(line)
-            return _from(m) if m is not None else _PLAIN
-        return _common(line) or _PLAIN
-    if first.isupper():
-        m = _PY_BASIC.match(line)
+            m = _BRACKETED.match(line)
+            if m is not None:
+                return _word_level(m.group(m.group("word") and "word" or "mixed")), m.group("comp")
+    elif first.isupper():
+        m = _WORDY.match(line)
         if m is not None:
-            return _from(m)
-        m = _UPPER.match(line)
-        if m is not None:
-            return _from(m, component=False)
-        m = _GLOG.match(line) or _LETTER.match(line)
-        if m is not None:
-            return _SINGLE_LETTER[m.group("letter")], None
-        if _CRASH.match(line) or _EXCEPTION.match(line):
-            return ERROR, None
-        if _FATAL.match(line):
-            return CRITICAL, None
-        m = _MIXED.match(line)
-        if m is not None:
-            return _from(m, component=False)
-        return _common(line) or _PLAIN
-    if first.islower():
-        m = _MIXED.match(line)
-        if m is not None:
-            return _from(m, component=False)
-        if _FATAL.match(line):
-            return CRITICAL, None
-        if _CRASH.match(line) or _EXCEPTION.match(line):
-            return ERROR, None
-    return _common(line) or _PLAIN
+            return _wordy(m)
+    elif first.islower():
+        if line.startswith(_LOWER_STARTS) or (
+            any(hint in line for hint in _EXCEPTION_HINTS) and "." in line
+        ):
+            m = _WORDY.match(line)
+            if m is not None:
+                return _wordy(m)
+    return _python_warning(line) or _PLAIN

@@ -3,11 +3,11 @@
 The runner passes the workload's output through to the terminal untouched; this pipeline
 decides only what is *stored*. A chunk goes through small steps, each in its own module:
 
-    text steps (per stream, on whole chunks)      event steps (on the batch)
-    ----------------------------------------      --------------------------
-    LineSplitter   bytes → complete lines text     RedactFields   secret JSON fields
+    chunk steps (per stream, whole chunks)        event steps (on the batch)
+    --------------------------------------        --------------------------
+    LineSplitter   bytes → complete lines          RedactFields   secret JSON fields
     KeyHold        hold an unfinished key block    RateLimiter    bound the volume
-    Redactor       secrets → markers
+    Redactor       secrets → markers (bytes), then decode, then user patterns (text)
     split_lines    lines, ``\\r`` collapsed
     truncate_lines over-long lines cut
     StreamGrouper  lines → events, blocks grouped
@@ -30,7 +30,7 @@ from typing import Protocol
 
 from flightlog.capture.grouping import StreamGrouper, special_lines
 from flightlog.capture.keyhold import KeyHold
-from flightlog.capture.lines import LineSplitter, split_lines, truncate_lines
+from flightlog.capture.lines import LineSplitter, decode, split_lines, truncate_lines
 from flightlog.capture.ratelimit import RateLimiter
 from flightlog.capture.redact import Redactor
 from flightlog.errors import InvalidInput
@@ -142,9 +142,9 @@ class CapturePipeline:
             self.stats["bytes"] += len(data)
             self.stats["lines"] += data.count(b"\n")
             out = LogBatch()
-            text = state.splitter.feed(data)
-            if text:
-                self._text(state, text, now, out, final=False)
+            complete = state.splitter.feed(data)
+            if complete:
+                self._text(state, complete, now, out, final=False)
             return self._finish(out, now, final=False)
 
     def poll(self, now: float) -> LogBatch:
@@ -163,10 +163,10 @@ class CapturePipeline:
         with self._lock:
             out = LogBatch()
             for state in self._streams.values():
-                text = state.splitter.flush()
-                if text:
+                rest = state.splitter.flush()
+                if rest:
                     self.stats["lines"] += 1
-                self._text(state, text, now, out, final=True)
+                self._text(state, rest, now, out, final=True)
                 state.grouper.flush(out)
             return self._finish(out, now, final=True)
 
@@ -190,13 +190,14 @@ class CapturePipeline:
             self._streams[stream] = state
         return state
 
-    def _text(self, state: _Stream, text: str, now: float, out: LogBatch, final: bool) -> None:
-        text = state.keys.feed(text, now, final)
-        if text:
-            self._lines(state, text, now, out)
+    def _text(self, state: _Stream, data: bytes, now: float, out: LogBatch, final: bool) -> None:
+        data = state.keys.feed(data, now, final)
+        if data:
+            self._lines(state, data, now, out)
 
-    def _lines(self, state: _Stream, text: str, now: float, out: LogBatch) -> None:
-        text = self.redactor.redact(text)
+    def _lines(self, state: _Stream, data: bytes, now: float, out: LogBatch) -> None:
+        text = decode(self.redactor.redact_bytes(data))
+        text = self.redactor.redact_custom(text)
         if not text.endswith("\n"):  # a marker swallowed the final newline (an open key block)
             text += "\n"
         lines, progress = split_lines(text)

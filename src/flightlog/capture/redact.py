@@ -1,13 +1,14 @@
 """Redaction of secrets from text and from structured data, before anything is stored.
 
-``Redactor.redact`` runs over a whole chunk of output (tens of kilobytes) at a time: every
-rule first asks a cheap literal question of the chunk, so output without candidates costs a
-few scans at memory speed rather than a regex per line. Order matters and is fixed:
+``Redactor.redact_bytes`` runs over a whole chunk of output (tens of kilobytes) at a time,
+on the raw bytes: every rule is a regex whose first characters are a literal, so output
+without candidates costs a few scans at memory speed rather than a regex per line. Order
+matters and is fixed:
 
 1. shape families (``families.py``): private keys, cloud and chat tokens, JWTs, URL passwords;
 2. name-based assignments (``assignments.py``): ``password=…``, ``Authorization: …``;
 3. the values of secret-looking environment variables (``names.py``);
-4. the user's own patterns (``patterns.py``).
+4. the user's own patterns (``patterns.py``) — on decoded text, since they are ``str`` regexes.
 
 Earlier rules leave ``[REDACTED:…]`` markers that later rules skip, so a value is counted once.
 """
@@ -18,7 +19,6 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from flightlog.capture.assignments import NEEDLES as _ASSIGNMENT_NEEDLES
 from flightlog.capture.assignments import redact_assignments
 from flightlog.capture.families import FAMILIES, marker
 from flightlog.capture.names import is_secret_key, secret_env_values
@@ -28,6 +28,8 @@ __all__ = ["Redactor"]
 
 _CUSTOM_MARKER = marker("custom")
 _SECRET_MARKER = marker("secret")
+_UTF8 = "utf-8"
+_ROUND_TRIP = "surrogatepass"  # any str survives encode → redact → decode unchanged
 
 
 class Redactor:
@@ -42,7 +44,10 @@ class Redactor:
         self.count = 0
         self._custom = compile_patterns(list(extra_patterns))
         source = os.environ if env is None else env
-        self._env = [(value, marker(f"env:{name}")) for name, value in secret_env_values(source)]
+        self._env = [
+            (value.encode(_UTF8, "surrogateescape"), marker(f"env:{name}").encode())
+            for name, value in secret_env_values(source)
+        ]
 
     # --- text ---------------------------------------------------------------------------
 
@@ -50,24 +55,33 @@ class Redactor:
         """Return ``text`` with every recognised secret replaced by a marker."""
         if not text:
             return text
+        data = text.encode(_UTF8, _ROUND_TRIP)
+        redacted = self.redact_bytes(data)
+        if redacted is not data:
+            text = redacted.decode(_UTF8, _ROUND_TRIP)
+        return self.redact_custom(text)
+
+    def redact_bytes(self, data: bytes) -> bytes:
+        """The built-in rules and environment values, on raw output (not user patterns:
+        apply ``redact_custom`` to the decoded text). Returns ``data`` itself when unchanged."""
         total = 0
         for family in FAMILIES:
-            text, n = family.apply(text)
+            data, n = family.apply(data)
             total += n
-        low: str | None = text.lower()
-        if len(low) != len(text):  # a few non-ASCII letters change length when lower-cased
-            low = None
-        if low is None or any(needle in low for needle in _ASSIGNMENT_NEEDLES):
-            text, n = redact_assignments(text, low)
-            total += n
+        data, n = redact_assignments(data)
+        total += n
         for value, replacement in self._env:
-            if value in text:
-                total += text.count(value)
-                text = text.replace(value, replacement)
+            if value in data:
+                total += data.count(value)
+                data = data.replace(value, replacement)
+        self.count += total
+        return data
+
+    def redact_custom(self, text: str) -> str:
+        """The user's patterns (``--redact``, ``redact.txt``), on decoded text."""
         for pattern in self._custom:
             text, n = pattern.apply(text, _CUSTOM_MARKER)
-            total += n
-        self.count += total
+            self.count += n
         return text
 
     # --- structured data ----------------------------------------------------------------

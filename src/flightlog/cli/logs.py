@@ -87,8 +87,9 @@ class _Printer:
             emit_json(event.to_dict(), lines=True)
             return
         text = event.message
-        if event.stream == "sdk":
-            text = f"{event.level_name.upper():8} {event.component or '-'}: {text}"
+        if event.stream == "sdk":  # recorded by the SDK, not printed by the workload: show its level
+            prefix = f"{event.level_name.upper():8} "
+            text = prefix + (f"{event.component}: {text}" if event.component else text)
         if self.timestamps:
             text = f"{iso(event.time)} {text}"
         if self.color and event.level_name in _LEVEL_STYLE:

@@ -1,6 +1,6 @@
 """Drift: has the data's distribution moved away from a reference?
 
-Every test works on two :class:`~flightlog.data.profile.Profile` objects, so a reference can
+Every test works on two :class:`~flightlog.data.profiling.Profile` objects, so a reference can
 be a profile logged months ago, and comparing two 10-million-row datasets takes milliseconds.
 
 Per column, the test is chosen by kind and sample size (the larger of the two non-null
@@ -38,7 +38,7 @@ import numpy as np
 from scipy import stats as sps
 from scipy.spatial import distance as spd
 
-from flightlog.data.profile import ColumnProfile, Profile, profile
+from flightlog.data.profiling import ColumnProfile, Profile, profile
 from flightlog.data.stats import CategoricalStats, NumericStats
 from flightlog.errors import InvalidInput
 
@@ -68,7 +68,9 @@ class Thresholds:
         known = set(asdict(self))
         bad = [k for k in overrides if k not in known]
         if bad:
-            raise InvalidInput(f"unknown drift threshold {bad[0]!r}: use one of {', '.join(sorted(known))}")
+            raise InvalidInput(
+                f"unknown drift threshold {bad[0]!r}: use one of {', '.join(sorted(known))}"
+            )
         values: dict[str, Any] = {}
         for k, v in overrides.items():
             values[k] = int(v) if k in ("sample_limit", "psi_bins") else float(v)
@@ -167,11 +169,17 @@ def drift(
     the threshold of whatever test a column gets; ``tests`` forces a test per column
     (``{"age": "ks"}``).
     """
-    th = thresholds if isinstance(thresholds, Thresholds) else Thresholds().with_overrides(thresholds)
+    th = (
+        thresholds
+        if isinstance(thresholds, Thresholds)
+        else Thresholds().with_overrides(thresholds)
+    )
     tests = dict(tests or {})
     for col, t in tests.items():
         if t not in TESTS:
-            raise InvalidInput(f"unknown drift test {t!r} for column {col!r}: use one of {', '.join(TESTS)}")
+            raise InvalidInput(
+                f"unknown drift test {t!r} for column {col!r}: use one of {', '.join(TESTS)}"
+            )
     ref, cur = _as_profile(reference), _as_profile(current)
     names = list(columns) if columns else list(ref.columns)
     out: list[ColumnDrift] = []
@@ -181,15 +189,31 @@ def drift(
         cc = cur.columns.get(name)
         if rc is None:
             if columns:
-                raise InvalidInput(f"no column {name!r} in the reference; columns: {list(ref.columns)}")
+                raise InvalidInput(
+                    f"no column {name!r} in the reference; columns: {list(ref.columns)}"
+                )
             continue
         if cc is None:
-            changes.append({"column": name, "change": "removed", "reference": rc.type, "current": None, "drifted": True})
+            changes.append(
+                {
+                    "column": name,
+                    "change": "removed",
+                    "reference": rc.type,
+                    "current": None,
+                    "drifted": True,
+                }
+            )
             continue
         if rc.type != cc.type:
             kind_changed = rc.kind != cc.kind and "null" not in (rc.type, cc.type)
             changes.append(
-                {"column": name, "change": "type", "reference": rc.type, "current": cc.type, "drifted": kind_changed}
+                {
+                    "column": name,
+                    "change": "type",
+                    "reference": rc.type,
+                    "current": cc.type,
+                    "drifted": kind_changed,
+                }
             )
             if kind_changed:
                 continue
@@ -199,18 +223,32 @@ def drift(
     if not columns:
         for name, cc in cur.columns.items():
             if name not in ref.columns:
-                changes.append({"column": name, "change": "added", "reference": None, "current": cc.type, "drifted": False})
+                changes.append(
+                    {
+                        "column": name,
+                        "change": "added",
+                        "reference": None,
+                        "current": cc.type,
+                        "drifted": False,
+                    }
+                )
     return DriftReport(out, changes, th, ref.source, cur.source)
 
 
 def _column_drift(
-    rc: ColumnProfile, cc: ColumnProfile, th: Thresholds, threshold: float | None, forced: str | None
+    rc: ColumnProfile,
+    cc: ColumnProfile,
+    th: Thresholds,
+    threshold: float | None,
+    forced: str | None,
 ) -> ColumnDrift | None:
     if rc.numeric is not None and cc.numeric is not None:
         if rc.numeric.count == 0 or cc.numeric.count == 0:
             return None
         if forced and forced not in _NUMERIC_TESTS:
-            raise InvalidInput(f"test {forced!r} does not apply to numeric column {rc.name!r}: use ks or wasserstein")
+            raise InvalidInput(
+                f"test {forced!r} does not apply to numeric column {rc.name!r}: use ks or wasserstein"
+            )
         return _numeric(rc.name, rc.numeric, cc.numeric, th, threshold, forced)
     if rc.categorical is not None and cc.categorical is not None:
         if rc.categorical.count == 0 or cc.categorical.count == 0:
@@ -241,7 +279,12 @@ def _cdf(values: np.ndarray, weights: np.ndarray, at: np.ndarray) -> np.ndarray:
 
 
 def _numeric(
-    name: str, r: NumericStats, c: NumericStats, th: Thresholds, threshold: float | None, forced: str | None
+    name: str,
+    r: NumericStats,
+    c: NumericStats,
+    th: Thresholds,
+    threshold: float | None,
+    forced: str | None,
 ) -> ColumnDrift:
     rv, rw = _points(r)
     cv, cw = _points(c)
@@ -266,7 +309,16 @@ def _numeric(
             norm = abs(r.mean) if r.mean else 1.0
         stat, p_value = dist / norm, None
         drifted = stat >= limit
-    return ColumnDrift(name, "numeric", test, stat, p_value, limit, _psi_numeric(r, rv, rw, cv, cw, th.psi_bins), drifted)
+    return ColumnDrift(
+        name,
+        "numeric",
+        test,
+        stat,
+        p_value,
+        limit,
+        _psi_numeric(r, rv, rw, cv, cw, th.psi_bins),
+        drifted,
+    )
 
 
 def _psi(ref: np.ndarray, cur: np.ndarray) -> float:
@@ -275,7 +327,9 @@ def _psi(ref: np.ndarray, cur: np.ndarray) -> float:
     return float(np.sum((q - p) * np.log(q / p)))
 
 
-def _psi_numeric(r: NumericStats, rv: np.ndarray, rw: np.ndarray, cv: np.ndarray, cw: np.ndarray, bins: int) -> float:
+def _psi_numeric(
+    r: NumericStats, rv: np.ndarray, rw: np.ndarray, cv: np.ndarray, cw: np.ndarray, bins: int
+) -> float:
     qs = [i / bins for i in range(1, bins)]
     if r.values:
         edges = np.quantile(np.asarray(r.values), qs, method="lower")
@@ -302,7 +356,12 @@ def _aligned(r: CategoricalStats, c: CategoricalStats) -> tuple[list[Any], np.nd
 
 
 def _categorical(
-    name: str, r: CategoricalStats, c: CategoricalStats, th: Thresholds, threshold: float | None, forced: str | None
+    name: str,
+    r: CategoricalStats,
+    c: CategoricalStats,
+    th: Thresholds,
+    threshold: float | None,
+    forced: str | None,
 ) -> ColumnDrift:
     keys, ref, cur = _aligned(r, c)
     small = max(r.count, c.count) <= th.sample_limit

@@ -135,7 +135,9 @@ class Expectation:
 
 def _missing(e: Expectation) -> Result:
     if e.optional:
-        return Result(e.name, e.column, True, e.describe(), f"column {e.column!r} is absent (optional)")
+        return Result(
+            e.name, e.column, True, e.describe(), f"column {e.column!r} is absent (optional)"
+        )
     return Result(e.name, e.column, False, e.describe(), f"column {e.column!r} is missing")
 
 
@@ -167,7 +169,8 @@ class _ColumnCheck(Expectation):
                 idx = pc.indices_nonzero(bad).slice(0, need)
                 values = arr.take(idx).to_pylist()
                 state["examples"].extend(
-                    {"row": offset + int(i), "value": _jsonable(v)} for i, v in zip(idx.to_pylist(), values, strict=True)
+                    {"row": offset + int(i), "value": _jsonable(v)}
+                    for i, v in zip(idx.to_pylist(), values, strict=True)
                 )
 
     def finish(self, state: Any, rows: int) -> Result:
@@ -207,7 +210,13 @@ class ColumnPresent(Expectation):
     def finish(self, state: Any, rows: int) -> Result:
         ok = state["present"]
         seen = ", ".join(state["columns"][:20])
-        return Result(self.name, self.column, ok, self.describe(), "present" if ok else f"missing; columns are: {seen}")
+        return Result(
+            self.name,
+            self.column,
+            ok,
+            self.describe(),
+            "present" if ok else f"missing; columns are: {seen}",
+        )
 
     def describe(self) -> str:
         return f"column {self.column!r} is present"
@@ -274,7 +283,9 @@ class ColumnType(Expectation):
         if not types:
             return Result(self.name, self.column, True, self.describe(), "all values are null")
         names = ", ".join(dict.fromkeys(type_name(t) for t in types))
-        return Result(self.name, self.column, all(self._fits(t) for t in types), self.describe(), names)
+        return Result(
+            self.name, self.column, all(self._fits(t) for t in types), self.describe(), names
+        )
 
     def describe(self) -> str:
         return f"column {self.column!r} has type {self.type}"
@@ -290,7 +301,9 @@ class NotNull(_ColumnCheck):
 
     def __post_init__(self) -> None:
         if not 0 <= self.max_share <= 1:
-            raise InvalidInput(f"max_share for {self.column!r} must be between 0 and 1, got {self.max_share}")
+            raise InvalidInput(
+                f"max_share for {self.column!r} must be between 0 and 1, got {self.max_share}"
+            )
 
     def feed(self, state: Any, batch: pa.RecordBatch, offset: int) -> None:
         arr = self._column(batch)
@@ -372,7 +385,9 @@ class Between(_ColumnCheck):
         elif pa.types.is_decimal(arr.type):
             values = arr.cast(pa.float64())
         numeric = pa.types.is_integer(values.type) or pa.types.is_floating(values.type)
-        if numeric and not all(b is None or (isinstance(b, int | float) and not isinstance(b, bool)) for b in (lo, hi)):
+        if numeric and not all(
+            b is None or (isinstance(b, int | float) and not isinstance(b, bool)) for b in (lo, hi)
+        ):
             raise InvalidInput(
                 f"between bounds for numeric column {self.column!r} must be numbers, got {self.min!r} and {self.max!r}"
             )
@@ -491,12 +506,16 @@ class Unique(_ColumnCheck):
             self.column,
             bad == 0,
             self.describe(),
-            "all values distinct" if bad == 0 else f"{bad:,} repeated values ({dup.size:,} distinct values repeat)",
+            "all values distinct"
+            if bad == 0
+            else f"{bad:,} repeated values ({dup.size:,} distinct values repeat)",
             unexpected_count=bad,
             unexpected_share=bad / seen if seen else 0.0,
         )
 
-    def examples(self, state: Any, batch: pa.RecordBatch, offset: int, out: list[dict[str, Any]]) -> None:
+    def examples(
+        self, state: Any, batch: pa.RecordBatch, offset: int, out: list[dict[str, Any]]
+    ) -> None:
         """Second pass: rows holding a repeated value (called only after a failure)."""
         arr = self._column(batch)
         if arr is None or len(out) >= MAX_EXAMPLES:
@@ -566,7 +585,11 @@ class Freshness(Expectation):
     name: ClassVar[str] = "freshness"
 
     def __post_init__(self) -> None:
-        self._seconds = float(self.max_age) if isinstance(self.max_age, int | float) else parse_duration(str(self.max_age), what="max_age")
+        self._seconds = (
+            float(self.max_age)
+            if isinstance(self.max_age, int | float)
+            else parse_duration(str(self.max_age), what="max_age")
+        )
 
     def start(self) -> Any:
         return {"newest": None, "present": False}

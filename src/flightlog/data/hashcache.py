@@ -51,10 +51,13 @@ class HashCache:
                 lo = root.rstrip("/") + "/"
                 hi = root.rstrip("/") + "0"  # "0" sorts right after "/"
                 rows = self._db.execute(
-                    "SELECT path, size, mtime_ns, sha256 FROM hashes WHERE path >= ? AND path < ?", (lo, hi)
+                    "SELECT path, size, mtime_ns, sha256 FROM hashes WHERE path >= ? AND path < ?",
+                    (lo, hi),
                 )
             else:
-                rows = self._db.execute("SELECT path, size, mtime_ns, sha256 FROM hashes WHERE path = ?", (root,))
+                rows = self._db.execute(
+                    "SELECT path, size, mtime_ns, sha256 FROM hashes WHERE path = ?", (root,)
+                )
             return {p: (s, m, h) for p, s, m, h in rows}
         except sqlite3.Error:
             return {}

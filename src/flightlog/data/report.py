@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from flightlog.data.drift import DriftReport
-from flightlog.data.profile import ColumnProfile, Profile
+from flightlog.data.profiling import ColumnProfile, Profile
 from flightlog.data.stats import CategoricalStats, NumericStats
 from flightlog.timefmt import iso
 
@@ -52,8 +52,12 @@ def _mass(s: NumericStats, edges: np.ndarray) -> np.ndarray:
 
 
 def _numeric_svg(r: NumericStats, c: NumericStats, bins: int = 30) -> str:
-    lows = [q for q in (r.sketch.quantiles([0.01])[0], c.sketch.quantiles([0.01])[0]) if q is not None]
-    highs = [q for q in (r.sketch.quantiles([0.99])[0], c.sketch.quantiles([0.99])[0]) if q is not None]
+    lows = [
+        q for q in (r.sketch.quantiles([0.01])[0], c.sketch.quantiles([0.01])[0]) if q is not None
+    ]
+    highs = [
+        q for q in (r.sketch.quantiles([0.99])[0], c.sketch.quantiles([0.99])[0]) if q is not None
+    ]
     if r.values and c.values:
         lows = [min(r.values), min(c.values)]
         highs = [max(r.values), max(c.values)]
@@ -67,7 +71,9 @@ def _numeric_svg(r: NumericStats, c: NumericStats, bins: int = 30) -> str:
     top = float(max(pr.max(initial=0), pc.max(initial=0))) or 1.0
     inner_w, inner_h = _W - 2 * _PAD, _H - 2 * _PAD
     bw = inner_w / bins
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{_W}" height="{_H}" viewBox="0 0 {_W} {_H}" role="img">']
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{_W}" height="{_H}" viewBox="0 0 {_W} {_H}" role="img">'
+    ]
     for shares, color in ((pr, _REF), (pc, _CUR)):
         for i, share in enumerate(shares):
             h = inner_h * float(share) / top
@@ -110,18 +116,24 @@ def _categorical_svg(r: CategoricalStats, c: CategoricalStats) -> str:
     height = row_h * len(rows) + 10
     top = max(max(x[1], x[2]) for x in rows) or 1.0
     inner = _W - label_w - 60
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{_W}" height="{height}" viewBox="0 0 {_W} {height}" role="img">']
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{_W}" height="{height}" viewBox="0 0 {_W} {height}" role="img">'
+    ]
     for i, (label, a, b) in enumerate(rows):
         y = 5 + i * row_h
         text = label if len(label) <= 24 else label[:23] + "…"
-        parts.append(f'<text x="{label_w - 6}" y="{y + 15}" font-size="11" text-anchor="end">{_e(text)}<title>{_e(label)}</title></text>')
+        parts.append(
+            f'<text x="{label_w - 6}" y="{y + 15}" font-size="11" text-anchor="end">{_e(text)}<title>{_e(label)}</title></text>'
+        )
         for j, (share, color) in enumerate(((a, _REF), (b, _CUR))):
             w = inner * share / top
             parts.append(
                 f'<rect x="{label_w}" y="{y + j * 11}" width="{w:.1f}" height="10" fill="{color}">'
                 f"<title>{'reference' if j == 0 else 'current'}: {share:.1%}</title></rect>"
             )
-        parts.append(f'<text x="{label_w + inner + 6}" y="{y + 15}" font-size="10">{a:.0%} → {b:.0%}</text>')
+        parts.append(
+            f'<text x="{label_w + inner + 6}" y="{y + 15}" font-size="10">{a:.0%} → {b:.0%}</text>'
+        )
     parts.append("</svg>")
     return "".join(parts)
 
@@ -146,7 +158,9 @@ table{border-collapse:collapse;width:100%;font-size:.9rem} th,td{text-align:left
 """
 
 
-def render_drift_html(report: DriftReport, reference: Profile, current: Profile, *, title: str = "Data drift report") -> str:
+def render_drift_html(
+    report: DriftReport, reference: Profile, current: Profile, *, title: str = "Data drift report"
+) -> str:
     """The whole report: verdict, per-column table, schema changes, per-column plots."""
     d = report.to_dict()
     verdict = (
@@ -159,9 +173,13 @@ def render_drift_html(report: DriftReport, reference: Profile, current: Profile,
         f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>",
         f"<h1>{_e(title)}</h1>",
         f'<p class="muted">reference: {_e(reference.source or "–")} ({reference.row_count:,} rows, profiled {_e(iso(reference.created))})<br>'
-        f'current: {_e(current.source or "–")} ({current.row_count:,} rows, profiled {_e(iso(current.created))})</p>',
+        f"current: {_e(current.source or '–')} ({current.row_count:,} rows, profiled {_e(iso(current.created))})</p>",
         f'<p class="verdict">{verdict} (threshold {d["drift_share_threshold"]:.0%})</p>',
-        '<p class="legend"><span style="background:' + _REF + '"></span>reference<span style="background:' + _CUR + '"></span>current</p>',
+        '<p class="legend"><span style="background:'
+        + _REF
+        + '"></span>reference<span style="background:'
+        + _CUR
+        + '"></span>current</p>',
         "<table><tr><th>column</th><th>type</th><th>test</th><th>statistic</th><th>p-value</th><th>threshold</th><th>PSI</th><th>drift</th></tr>",
     ]
     for c in d["columns"]:
@@ -173,7 +191,9 @@ def render_drift_html(report: DriftReport, reference: Profile, current: Profile,
         )
     out.append("</table>")
     if d["schema_changes"]:
-        out.append("<h2>Schema changes</h2><table><tr><th>column</th><th>change</th><th>reference</th><th>current</th></tr>")
+        out.append(
+            "<h2>Schema changes</h2><table><tr><th>column</th><th>change</th><th>reference</th><th>current</th></tr>"
+        )
         for s in d["schema_changes"]:
             out.append(
                 f"<tr><td>{_e(s['column'])}</td><td>{_e(s['change'])}</td><td>{_e(s['reference'] or '–')}</td>"

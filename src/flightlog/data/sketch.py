@@ -227,7 +227,10 @@ class QuantileSketch:
             offset, counts = s
             nz = np.flatnonzero(counts)
             if nz.size * 2 < counts.size:  # sparse: keys and counts of non-empty buckets
-                return {"keys": [int(k) for k in nz + offset], "counts": [int(c) for c in counts[nz]]}
+                return {
+                    "keys": [int(k) for k in nz + offset],
+                    "counts": [int(c) for c in counts[nz]],
+                }
             return {"offset": int(offset), "counts": [int(c) for c in counts]}
 
         return {

@@ -243,7 +243,10 @@ class FileSource(Source):
         self._stream = stream
         try:
             reader = pcsv.open_csv(
-                stream, read_options=read, parse_options=_csv_parse(self.fmt), convert_options=convert
+                stream,
+                read_options=read,
+                parse_options=_csv_parse(self.fmt),
+                convert_options=convert,
             )
             names = reader.schema.names
             while True:
@@ -262,7 +265,9 @@ class FileSource(Source):
             stream.close()
 
     def _widen_csv(self, exc: Exception, names: list[str], schema: pa.Schema) -> None:
-        m = re.search(r"CSV column #(\d+): CSV conversion error to (\S+?): invalid value '(.*)'", str(exc))
+        m = re.search(
+            r"CSV column #(\d+): CSV conversion error to (\S+?): invalid value '(.*)'", str(exc)
+        )
         if not m:
             raise InvalidInput(f"cannot read {self.path} as {self.fmt.upper()}: {exc}") from None
         name = names[int(m.group(1))]
@@ -314,7 +319,9 @@ class FileSource(Source):
         if not strings:
             try:
                 table = pjson.read_json(
-                    io.BytesIO(chunk), read_options=pjson.ReadOptions(use_threads=True), parse_options=parse
+                    io.BytesIO(chunk),
+                    read_options=pjson.ReadOptions(use_threads=True),
+                    parse_options=parse,
                 )
             except pa.ArrowInvalid:
                 table = None
@@ -345,7 +352,9 @@ class FileSource(Source):
                     "file must be one JSON object"
                 ) from None
             if not isinstance(obj, dict):
-                raise InvalidInput(f"{self.path}:{line_no + i}: expected a JSON object, got {type(obj).__name__}")
+                raise InvalidInput(
+                    f"{self.path}:{line_no + i}: expected a JSON object, got {type(obj).__name__}"
+                )
             for k, v in obj.items():
                 if v is not None:
                     kinds.setdefault(k, set()).add(_json_kind(v))
@@ -428,7 +437,11 @@ def _dir_format(path: Path) -> str:
 
 
 def open_source(
-    obj: Any, *, columns: list[str] | None = None, batch_rows: int = BATCH_ROWS, name: str | None = None
+    obj: Any,
+    *,
+    columns: list[str] | None = None,
+    batch_rows: int = BATCH_ROWS,
+    name: str | None = None,
 ) -> Source:
     """Wrap a frame, table, array, file or directory as a :class:`Source`.
 
@@ -457,7 +470,9 @@ def open_source(
     if columns:
         missing = [c for c in columns if c not in table.column_names]
         if missing:
-            raise InvalidInput(f"no column {missing[0]!r} in the data; columns: {table.column_names}")
+            raise InvalidInput(
+                f"no column {missing[0]!r} in the data; columns: {table.column_names}"
+            )
         table = table.select(columns)
     return TableSource(table, name or label, batch_rows)
 
@@ -508,7 +523,9 @@ def _pandas_table(df: Any) -> pa.Table:
             arr = pa.array(series, from_pandas=True)
         except (pa.ArrowException, TypeError, ValueError):
             # Mixed object columns (numbers and strings): profile them as strings.
-            arr = pa.array(series.map(lambda v: None if v is None or v != v else str(v)), pa.string())
+            arr = pa.array(
+                series.map(lambda v: None if v is None or v != v else str(v)), pa.string()
+            )
         arrays.append(arr)
         names.append(str(col))
     return pa.Table.from_arrays(arrays, names=names)

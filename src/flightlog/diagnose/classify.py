@@ -7,7 +7,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from flightlog.diagnose.signals import Signal, combine, exit_signals, line_signals, traceback_signals
+from flightlog.diagnose.signals import (
+    Signal,
+    combine,
+    exit_signals,
+    line_signals,
+    traceback_signals,
+)
 from flightlog.diagnose.tracebacks import find_last_traceback, parse_chain
 
 __all__ = ["classify_failure", "failure_signals"]

@@ -82,6 +82,9 @@ OOM = _re(
     r"|oom-?kill|memory cgroup out of memory|errno 12\]|resourceexhaustederror|failed to allocate memory"
 )
 
+NAN_LOSS = _re(r"\bloss\b[^\n]{0,40}?\b(?:is|became|was|turned|went)\s+(?:nan|inf|-inf|infinite)\b"
+              r"|\bloss\s*[=:]\s*-?(?:nan|inf)\b(?!\s+[a-z]+\b(?!\s*[=:]))|\b(?:nan|infinite|non-?finite) loss\b|\bloss (?:diverged|exploded)\b")
+
 HTTP_STATUS: Final = re.compile(r"\b([1-5]\d\d)\b (?:Client|Server) Error|(?:Client|Server) error '([1-5]\d\d)|HTTP Error ([1-5]\d\d)")
 
 EXCEPTION_RULES: Final[tuple[ExceptionRule, ...]] = (
@@ -169,6 +172,8 @@ EXCEPTION_RULES: Final[tuple[ExceptionRule, ...]] = (
                               r"|mixed types|duplicate (?:keys?|rows?|index)|null values? (?:in|found)|contains nulls?"
                               r"|could not be converted to|can only use \.str accessor")),
     ExceptionRule("data_error", 0.45, "a missing key in a record", classes=("KeyError",)),
+    # ── model behaviour that ends a run ──
+    ExceptionRule("nan_loss", 0.6, "a loss that became NaN or infinite", message=NAN_LOSS),
     ExceptionRule("data_error", 0.5, "malformed JSON input", classes=("JSONDecodeError",)),
 )
 
@@ -194,6 +199,7 @@ LINE_RULES: Final[tuple[LineRule, ...]] = (
              _re(r"\bvalidation failed\b|\bexpectations? failed\b|\bschema (?:mismatch|error|changed)\b|\bmissing columns?\b"
                  r"|\bnone of \[.*\] are in the \[columns\]|\bSchemaError\b|\bParserError\b|\bEmptyDataError\b")),
     LineRule("killed_by_signal", 0.5, "the process was terminated", _re(r"^\s*Terminated\s*$|\b\d+\s+Terminated\s+\S|received (?:signal )?SIG(?:TERM|INT|HUP)|\bpreempt(?:ed|ion)\b")),
+    LineRule("nan_loss", 0.45, "a loss reported as NaN or infinite", NAN_LOSS),
     LineRule("code_error", 0.5, "a crash in native code",
              _re(r"segmentation fault|core dumped|fatal python error|\bSIGSEGV\b|\bSIGABRT\b|bus error|illegal instruction")),
 )

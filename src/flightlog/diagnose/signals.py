@@ -14,7 +14,12 @@ import signal as _signal
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from flightlog.diagnose.patterns import CODE_ERROR_CLASSES, EXCEPTION_RULES, LINE_RULES, exception_matches
+from flightlog.diagnose.patterns import (
+    CODE_ERROR_CLASSES,
+    EXCEPTION_RULES,
+    LINE_RULES,
+    exception_matches,
+)
 from flightlog.diagnose.tracebacks import ParsedException
 
 __all__ = [
@@ -134,9 +139,15 @@ def traceback_signals(chain: Sequence[ParsedException], *, at: float | None = No
                               f"KeyboardInterrupt (SIGINT){where}", at))
             specific = True
             continue
+        seen: set[str] = set()
         for rule in EXCEPTION_RULES:
             if exception_matches(rule, exc.type, exc.message):
-                out.append(Signal(rule.category, rule.weight * factor, rule.label, "traceback", exc.headline()[:300] + where, at))
+                # the class and the message of one exception are not independent: a second rule
+                # of the same category on the same exception adds only half its weight
+                damp = 0.5 if rule.category in seen else 1.0
+                seen.add(rule.category)
+                out.append(Signal(rule.category, rule.weight * factor * damp, rule.label, "traceback",
+                                  exc.headline()[:300] + where, at))
                 specific = True
         if exc.short_type == "KeyError" and any("/pandas/" in f.file.replace("\\", "/") for f in exc.frames):
             out.append(Signal("data_error", 0.4 * factor, "a KeyError from pandas indexing", "traceback",

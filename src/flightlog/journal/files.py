@@ -1,7 +1,10 @@
 """Where journals live and how a writer appends to one.
 
-    FLIGHTLOG_HOME/journal/<run id>/<writer id>.journal   the records
-    FLIGHTLOG_HOME/journal/<run id>/<writer id>.shipped   byte offset shipped to the store
+    FLIGHTLOG_HOME/journal/<run id>+<writer id>.journal   the records
+    FLIGHTLOG_HOME/journal/<run id>+<writer id>.shipped   byte offset shipped to the store
+
+One flat directory ('+' never occurs in ids): creating and removing a directory per run costs
+more than the run's whole ingest on some filesystems.
 
 Each process that writes a run has its own writer (and file), so several processes never
 interleave bytes in one file. Appends go straight to the OS (no user-space buffer): a process
@@ -25,9 +28,9 @@ def journal_root(home: Path) -> Path:
 
 class JournalWriter:
     def __init__(self, home: Path, run_id: str, writer_id: str) -> None:
-        directory = journal_root(home) / run_id
+        directory = journal_root(home)
         directory.mkdir(parents=True, exist_ok=True)
-        self.file = JournalFile(run_id, writer_id, directory / f"{writer_id}.journal")
+        self.file = JournalFile(run_id, writer_id, directory / f"{run_id}+{writer_id}.journal")
         self.path = self.file.path
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         size = os.fstat(self._fd).st_size
@@ -87,21 +90,15 @@ class JournalFile:
                 p.unlink()
             except FileNotFoundError:
                 pass
-        try:
-            self.path.parent.rmdir()
-        except OSError:
-            pass  # another writer of the run still has files here
 
 
 def list_journals(home: Path, run_id: str | None = None) -> list[JournalFile]:
     root = journal_root(home)
     if not root.is_dir():
         return []
-    dirs = [root / run_id] if run_id else sorted(p for p in root.iterdir() if p.is_dir())
+    pattern = f"{run_id}+*.journal" if run_id else "*+*.journal"
     found = []
-    for d in dirs:
-        if not d.is_dir():
-            continue
-        for f in sorted(d.glob("*.journal")):
-            found.append(JournalFile(run_id=d.name, writer_id=f.stem, path=f))
+    for f in sorted(root.glob(pattern)):
+        run, _, writer = f.stem.partition("+")
+        found.append(JournalFile(run_id=run, writer_id=writer, path=f))
     return found

@@ -17,6 +17,7 @@ fields count as zero); sampling never raises for that.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from typing import Any
 
@@ -53,7 +54,7 @@ class ProcessTreeSampler:
         gpu: bool = True,
         cgroup: MemoryLimit | None = None,
         gpu_probe: GpuProbe | None = None,
-        workdir_max_entries: int = 100_000,
+        workdir_max_entries: int = 30_000,
     ) -> None:
         self.root_pid = root_pid
         self.workdir = os.path.abspath(workdir) if workdir is not None else None
@@ -68,6 +69,7 @@ class ProcessTreeSampler:
         self._own_cgroup = None if cgroup is not None else find_memory_cgroup(root_pid)
         self._last_slow: float | None = None
         self._last_mono: float | None = None
+        self._lock = threading.Lock()
         # Baseline, so the first sample already has a CPU percentage (since construction).
         self._read_tree(time.time(), time.monotonic())
 
@@ -148,7 +150,15 @@ class ProcessTreeSampler:
         return {"workdir_bytes": usage.bytes, "workdir_bytes_partial": usage.partial}
 
     def sample(self, now: float | None = None) -> dict[str, Any]:
-        """Read the tree, the host, the cgroup and the GPUs; ``now`` is the sample's wall time."""
+        """Read the tree, the host, the cgroup and the GPUs; ``now`` is the sample's wall time.
+
+        Safe to call from several threads (the sampler thread and a final look at the end):
+        calls are serialized, since each one advances the CPU and I/O bookkeeping.
+        """
+        with self._lock:
+            return self._sample(now)
+
+    def _sample(self, now: float | None) -> dict[str, Any]:
         wall = time.time() if now is None else now
         # The tree's bookkeeping compares process start times, so it runs on the real clock
         # even when the caller stamps the sample with its own ``now``.

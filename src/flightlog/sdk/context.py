@@ -13,11 +13,13 @@ import getpass
 import hashlib
 import os
 import platform
+import re
 import socket
 import subprocess
 import sys
 import threading
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from typing import Any
 
 __all__ = ["process_context", "git_info", "installed_packages", "allowed_env", "ENV_ALLOW", "looks_secret"]
@@ -63,15 +65,19 @@ def looks_secret(name: str) -> bool:
     return any(word in upper for word in _SECRET_WORDS)
 
 
+@lru_cache(maxsize=8)
+def _allow_pattern(extra: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile("|".join(fnmatch.translate(p) for p in (*ENV_ALLOW, *extra)))
+
+
 def allowed_env(environ: Mapping[str, str], extra: Sequence[str] = ()) -> dict[str, str]:
-    patterns = tuple(ENV_ALLOW) + tuple(extra)
-    out = {}
-    for name, value in environ.items():
-        if looks_secret(name):
-            continue
-        if any(fnmatch.fnmatchcase(name, p) for p in patterns):
-            out[name] = value
-    return dict(sorted(out.items()))
+    """The allow-listed variables of ``environ``; secret-looking names never, even if listed."""
+    pattern = _allow_pattern(tuple(extra))
+    return {
+        name: environ[name]
+        for name in sorted(environ)
+        if pattern.match(name) and not looks_secret(name)
+    }
 
 
 def _git(args: list[str], cwd: str) -> str | None:

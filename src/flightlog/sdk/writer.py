@@ -224,11 +224,6 @@ class RunWriter:
                 self.journal.close(remove=shipped and remove_journal_if_shipped and not self.settings.keep_journal)
                 if not shipped and self.online:
                     warn(f"run {self.run_id[:12]}: some records are only in the journal; run `flightlog sync` to ship them")
-            if self._sink is not None:
-                try:
-                    self._sink.close()
-                except Exception:
-                    pass
 
     def reset_after_fork(self) -> None:
         """A forked child must not reuse its parent's writer id, sequence numbers or file."""

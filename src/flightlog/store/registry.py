@@ -1,4 +1,5 @@
-"""Stores chosen by URI scheme: ``sqlite:///path/flightlog.db`` today, ``postgresql://`` later.
+"""Stores chosen by URI scheme: ``sqlite:///path/flightlog.db``, ``http(s)://server`` (a flightlog
+server's API), ``postgresql://`` later.
 
 No ``if backend == ...`` anywhere else: callers ask :func:`open_store` and get a :class:`Store`.
 """
@@ -48,3 +49,13 @@ def _sqlite(uri: str) -> Store:
 
 
 register("sqlite", _sqlite)
+
+
+def _http(uri: str) -> Store:
+    from flightlog.transport.http_store import HttpStore
+
+    return HttpStore(uri)
+
+
+register("http", _http)
+register("https", _http)

@@ -79,7 +79,7 @@ def run_gc(client: Any, plan: GcPlan) -> dict[str, Any]:
     journals = _shipped_finished_journals(client)
     for journal in journals:
         journal.remove()
-    with store.db.write() as conn:
-        conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+    with store.db.read() as conn:  # outside a transaction: give the space back to the file system
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     return {"runs": plan.run_ids, "run_bytes": plan.run_bytes, "blobs": blobs, "blob_bytes": blob_bytes,
             "journals": len(journals)}

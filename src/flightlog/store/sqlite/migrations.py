@@ -187,6 +187,20 @@ MIGRATIONS: list[list[str]] = [
             PRIMARY KEY (run_id, writer)
         ) WITHOUT ROWID""",
     ],
+    # 2: API tokens of the server (flightlog token create|ls|revoke). Only a SHA-256 of each
+    # secret is kept; the secret is shown once, when the token is created.
+    [
+        """CREATE TABLE tokens (
+            id TEXT PRIMARY KEY,       -- public part, shown by `token ls`, used to revoke
+            hash TEXT NOT NULL UNIQUE, -- sha256 hex of the whole token
+            role TEXT NOT NULL,        -- reader | writer | admin
+            project TEXT,              -- NULL: every project
+            name TEXT,
+            created REAL NOT NULL,
+            last_used REAL,
+            revoked REAL
+        ) WITHOUT ROWID""",
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

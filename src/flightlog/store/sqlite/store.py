@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 import sqlite3
 import time
@@ -167,7 +168,7 @@ class SqliteStore:
             f"first_time, last_time FROM metric_series WHERE run_id IN ({marks}) ORDER BY name",
             ids,
         ):
-            by_id[row[0]].metrics[row[1]] = MetricSummary(row[1], *row[2:])
+            by_id[row[0]].metrics[row[1]] = _summary(row[1:])
         for run_id, name, value in conn.execute(
             f"SELECT run_id, name, value FROM counters WHERE run_id IN ({marks}) ORDER BY name", ids
         ):
@@ -281,7 +282,7 @@ class SqliteStore:
                 "FROM metric_series WHERE run_id=? ORDER BY name",
                 (run_id,),
             ).fetchall()
-        return {r[0]: MetricSummary(*r) for r in rows}
+        return {r[0]: _summary(r) for r in rows}
 
     def metric_history(self, run_id: str, name: str) -> MetricHistory:
         import numpy as np
@@ -382,6 +383,134 @@ class SqliteStore:
     def writers(self, run_id: str) -> dict[str, int]:
         with self.db.read() as conn:
             return dict(conn.execute("SELECT writer, last_seq FROM ingested WHERE run_id=?", (run_id,)).fetchall())
+
+    # ── for the server: change feeds, scope checks, API tokens ───────────────
+    def log_events_after(self, run_id: str, after: int, query: LogQuery) -> tuple[list[LogEvent], int]:
+        """Events of the log chunks stored after chunk ``after`` (a cursor), and the new cursor.
+
+        Chunk ids grow in commit order (one writer at a time), so a reader that keeps the
+        cursor sees every chunk exactly once: what live streams (SSE) are built on. One
+        statement reads every new chunk id (the data only of chunks the filters may match),
+        so the cursor never skips a chunk committed meanwhile.
+        """
+        conds, args = ["1"], []
+        if query.since is not None:
+            conds.append("last_time >= ?")
+            args.append(query.since)
+        if query.min_level is not None:
+            conds.append("max_level >= ?")
+            args.append(query.min_level)
+        sql = (
+            f"SELECT id, CASE WHEN {' AND '.join(conds)} THEN data END FROM log_chunks "
+            "WHERE run_id=? AND id > ? ORDER BY id"
+        )
+        pattern = re.compile(query.grep, re.IGNORECASE) if query.grep else None
+        with self.db.read() as conn:
+            rows = conn.execute(sql, [*args, run_id, after]).fetchall()
+        events: list[LogEvent] = []
+        last = after
+        for chunk_id, data in rows:
+            last = chunk_id
+            if data is not None:
+                events.extend(_matching(decode_log_chunk(data), query, pattern))
+        events.sort(key=_event_time)
+        return events, last
+
+    def metric_points_after(
+        self, run_id: str, after: int, names: Sequence[str] | None = None
+    ) -> tuple[dict[str, tuple[bytes, bytes, bytes]], int]:
+        """New points per metric (little-endian steps, times, values) since chunk ``after``, and the new cursor."""
+        with self.db.read() as conn:
+            rows = conn.execute(
+                "SELECT id, name, steps, times, vals FROM metric_chunks WHERE run_id=? AND id > ? ORDER BY id",
+                (run_id, after),
+            ).fetchall()
+        wanted = set(names) if names else None
+        parts: dict[str, list[tuple[bytes, bytes, bytes]]] = {}
+        last = after
+        for chunk_id, name, steps, times, vals in rows:
+            last = chunk_id
+            if wanted is None or name in wanted:
+                parts.setdefault(name, []).append((steps, times, vals))
+        joined = {
+            name: (b"".join(p[0] for p in ps), b"".join(p[1] for p in ps), b"".join(p[2] for p in ps))
+            for name, ps in parts.items()
+        }
+        return joined, last
+
+    def feed_cursors(self, run_id: str) -> tuple[int, int]:
+        """The newest (log chunk, metric chunk) ids of a run: where a live stream starts."""
+        with self.db.read() as conn:
+            logs = conn.execute("SELECT MAX(id) FROM log_chunks WHERE run_id=?", (run_id,)).fetchone()[0]
+            metrics = conn.execute("SELECT MAX(id) FROM metric_chunks WHERE run_id=?", (run_id,)).fetchone()[0]
+        return int(logs or 0), int(metrics or 0)
+
+    def run_projects(self, run_ids: Sequence[str]) -> dict[str, str]:
+        """The project of each existing run among ``run_ids``."""
+        out: dict[str, str] = {}
+        ids = list(dict.fromkeys(run_ids))
+        with self.db.read() as conn:
+            for start in range(0, len(ids), 500):
+                part = ids[start : start + 500]
+                marks = ",".join("?" * len(part))
+                out.update(conn.execute(f"SELECT id, project FROM runs WHERE id IN ({marks})", part).fetchall())
+        return out
+
+    def has_digest(self, sha256: str, project: str | None = None) -> bool:
+        """Whether an artifact with this content is recorded (in ``project``, when given)."""
+        sql = "SELECT 1 FROM artifacts a"
+        args: list[Any] = [sha256]
+        if project is not None:
+            sql += " JOIN runs r ON r.id = a.run_id WHERE a.sha256=? AND r.project=?"
+            args.append(project)
+        else:
+            sql += " WHERE a.sha256=?"
+        with self.db.read() as conn:
+            return conn.execute(sql + " LIMIT 1", args).fetchone() is not None
+
+    def create_token(self, token_id: str, digest: str, role: str, project: str | None, name: str | None) -> None:
+        with self.db.write() as conn:
+            conn.execute(
+                "INSERT INTO tokens(id, hash, role, project, name, created) VALUES(?, ?, ?, ?, ?, ?)",
+                (token_id, digest, role, project, name, time.time()),
+            )
+
+    def token_by_hash(self, digest: str) -> dict[str, Any] | None:
+        with self.db.read() as conn:
+            row = conn.execute(
+                "SELECT id, role, project, name, created, last_used, revoked FROM tokens WHERE hash=?", (digest,)
+            ).fetchone()
+        return None if row is None else _token_row(row)
+
+    def tokens(self) -> list[dict[str, Any]]:
+        with self.db.read() as conn:
+            rows = conn.execute(
+                "SELECT id, role, project, name, created, last_used, revoked FROM tokens ORDER BY created, id"
+            ).fetchall()
+        return [_token_row(r) for r in rows]
+
+    def revoke_token(self, token_id: str) -> bool:
+        """Revoke a token; False when no token has that id (revoking twice is fine)."""
+        with self.db.write() as conn:
+            cur = conn.execute("UPDATE tokens SET revoked=COALESCE(revoked, ?) WHERE id=?", (time.time(), token_id))
+            return cur.rowcount > 0
+
+    def touch_token(self, token_id: str, when: float) -> None:
+        with self.db.write() as conn:
+            conn.execute("UPDATE tokens SET last_used=? WHERE id=?", (when, token_id))
+
+
+def _token_row(row: Any) -> dict[str, Any]:
+    keys = ("id", "role", "project", "name", "created", "last_used", "revoked")
+    return dict(zip(keys, row, strict=True))
+
+
+def _summary(row: Any) -> MetricSummary:
+    """SQLite stores NaN as NULL: a series with points whose last value reads NULL ended on NaN."""
+    summary = MetricSummary(*row)
+    if summary.last is None and summary.count:
+        summary.last = math.nan
+    return summary
 
 
 def _event_time(event: LogEvent) -> float:

@@ -1,0 +1,84 @@
+"""W1: one run logs 5 metrics per step for 100,000 steps with `run.log` in a plain loop.
+
+Prints one JSON object: in-loop cost per point (best of 3), how long `finish()` takes after the
+loop, whether a fresh Client sees all 500,000 points, and the time to read one metric's
+100,000-point history. With --peers, the same workload through MLflow's fastest documented
+APIs in the separate benchmark environment (.bench-venv), and the ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from _common import best_of, emit, fresh_home, machine, run_peer
+
+STEPS = 100_000
+METRICS = 5
+
+
+def one_round() -> dict[str, float]:
+    import flightlog
+
+    run = flightlog.init(project="bench", name="w1", resources=False)
+    log = run.log
+    t0 = time.perf_counter()
+    for i in range(STEPS):
+        x = i * 0.001
+        log({"loss": 1.0 / (i + 1), "acc": x, "lr": 0.1, "grad_norm": x * 2, "throughput": 1000.0 + x})
+    t1 = time.perf_counter()
+    run.finish()
+    t2 = time.perf_counter()
+    client = flightlog.Client()
+    total = sum(m.count for m in client.run(run.id).metrics.values())
+    client.metric_history(run.id, "loss")  # warm numpy and the page cache
+    read = best_of(5, lambda: _read(client, run.id))
+    client.close()
+    return {"loop_s": t1 - t0, "finish_s": t2 - t1, "points_seen": total, "read_s": read}
+
+
+def _read(client: object, run_id: str) -> float:
+    t0 = time.perf_counter()
+    h = client.metric_history(run_id, "acc")  # type: ignore[attr-defined]
+    assert len(h) == STEPS
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--peers", action="store_true", help="also run MLflow in .bench-venv and print ratios")
+    args = parser.parse_args()
+    fresh_home("w1")
+    rounds = [one_round() for _ in range(3)]
+    best = min(rounds, key=lambda r: r["loop_s"])
+    points = STEPS * METRICS
+    result = {
+        "workload": "W1: 100,000 steps x 5 metrics, run.log in a plain loop",
+        "machine": machine(),
+        "in_loop_us_per_point": round(best["loop_s"] / points * 1e6, 3),
+        "in_loop_us_per_point_all_rounds": [round(r["loop_s"] / points * 1e6, 3) for r in rounds],
+        "finish_after_loop_s": round(max(r["finish_s"] for r in rounds), 3),
+        "points_seen_by_fresh_client": best["points_seen"],
+        "read_100k_history_ms": round(min(r["read_s"] for r in rounds) * 1000, 2),
+        "targets": {"in_loop_us_per_point": 2.0, "finish_after_loop_s": 1.5, "read_100k_history_ms": 30},
+    }
+    result["meets_targets"] = (
+        result["in_loop_us_per_point"] <= 2.0
+        and result["finish_after_loop_s"] <= 1.5
+        and result["points_seen_by_fresh_client"] == points
+        and result["read_100k_history_ms"] <= 30
+    )
+    if args.peers:
+        peer = run_peer("peer_mlflow.py", "w1")
+        result["peers"] = {"mlflow": peer}
+        if "error" not in peer:
+            result["ratios"] = {
+                "mlflow_log_metrics_async_vs_flightlog_per_point": round(peer["log_metrics_async_us_per_point"] / result["in_loop_us_per_point"], 1),
+                "mlflow_log_batch_vs_flightlog_per_point": round(peer["log_batch_us_per_point"] / result["in_loop_us_per_point"], 1),
+                "mlflow_vs_flightlog_read_100k": round(peer["read_100k_history_ms"] / result["read_100k_history_ms"], 1),
+            }
+    emit(result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,306 @@
+"""Failure analysis: the exit, the signal, cgroup and OOM facts, the last traceback and the log
+events of a run → findings in the failure categories of the taxonomy.
+
+The same signals as the fast classifier, with more to go on: every event has its time and
+level, resource samples show how close memory came to its limit, and the position of the
+last traceback says whether it is what ended the process or an error handled long before.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import Any
+
+from flightlog.diagnose.evidence import ERROR, WARNING, RunEvidence
+from flightlog.diagnose.findings import Finding
+from flightlog.diagnose.signals import Signal, combine, exit_signals, line_signals, signal_name, traceback_signals
+from flightlog.diagnose.taxonomy import FAILURE_CATEGORIES, TITLE
+from flightlog.diagnose.tracebacks import ParsedException, parse_chain
+from flightlog.models import LogEvent
+from flightlog.timefmt import format_duration, format_size
+
+__all__ = ["analyze_failure", "FailureFacts"]
+
+_HEADER = "Traceback (most recent call last)"
+_ENDED_BADLY = ("failed", "killed", "stopped", "crashed")
+#: a run that succeeded still shows what its log complained about, but never as a lead
+_SUCCESS_FACTOR = 0.35
+_PATH = re.compile(r"""(?:No such file or directory|does not exist|not found|Unable to open file)[^'"\n]*?['"]([^'"\n]+)['"]"""
+                   r"""|['"]([^'"\n]+)['"][^'"\n]{0,20}(?:does not exist|not found)""", re.IGNORECASE)
+_MODULE = re.compile(r"No module named '([\w.]+)'|cannot import name '(\w+)' from '([\w.]+)'")
+_ENDPOINT = re.compile(r"host='([^']+)', port=(\d+)|https?://([\w.-]+)(?::(\d+))?|\b(\d{1,3}(?:\.\d{1,3}){3}|localhost):(\d{2,5})\b")
+_KEY = re.compile(r"^'([^']{1,200})'$|^\"([^\"]{1,200})\"$")
+
+
+class FailureFacts:
+    """What the failure analysis learned that other analyzers and the summary reuse."""
+
+    def __init__(self) -> None:
+        self.chain: list[ParsedException] = []
+        self.traceback_at: float | None = None
+        self.traceback_final = False
+
+
+def analyze_failure(ev: RunEvidence, facts: FailureFacts | None = None) -> list[Finding]:
+    info = ev.info
+    facts = facts or FailureFacts()
+    if info.status not in (*_ENDED_BADLY, "succeeded"):
+        return []  # still running: nothing has ended yet
+    ended = ev.process_end or info.ended
+    signals = exit_signals(exit_code=info.exit_code, signal=info.signal, timed_out=ev.timed_out,
+                           oom_killed=ev.oom_killed, at=ended)
+    if info.status == "crashed":
+        signals.append(Signal("killed_by_signal", 0.35, "the process vanished", "exit",
+                              "the process vanished without recording its end (SIGKILL, a lost host, or the OOM killer)", ended))
+    events = ev.recent
+    signals += _traceback(ev, events, facts)
+    signals += _lines(ev, events, facts)
+    signals += _memory(ev)
+    if info.status == "succeeded":
+        signals = [replace(s, weight=s.weight * _SUCCESS_FACTOR) for s in signals]
+    scores = [s for s in combine(signals) if s.category in FAILURE_CATEGORIES or s.category == "nan_loss"]
+    if info.status in _ENDED_BADLY and not scores and info.exit_code not in (None, 0):
+        unexplained = Signal("code_error", 0.25, "an unexplained exit", "exit",
+                             f"exit code {info.exit_code} with no traceback or known error message in the log", ended)
+        scores = combine([unexplained])
+    findings = []
+    for score in scores:
+        findings.append(Finding(
+            score.category, _summary(score.category, score.signals, ev, facts), score.signals,
+            _next_steps(score.category, score.signals, ev, facts), _kind(score.category, score.signals, facts),
+            _context(score.category, ev),
+        ))
+    return findings
+
+
+# ── signals ──────────────────────────────────────────────────────────────────
+def _traceback(ev: RunEvidence, events: list[LogEvent], facts: FailureFacts) -> list[Signal]:
+    info = ev.info
+    index = next((i for i in range(len(events) - 1, -1, -1) if _HEADER in events[i].message), None)
+    failure = info.failure or {}
+    text, at, after = None, None, []
+    if index is not None:
+        text, at, after = events[index].message, events[index].time, events[index + 1 :]
+    elif failure.get("traceback"):
+        text, at = failure["traceback"], info.ended
+    elif failure.get("exception"):  # a summary without its text (a remote writer, an old run)
+        text = f"{_HEADER}:\n{failure['exception']}: {failure.get('message', '')}"
+        at = info.ended
+    chain = parse_chain(text)
+    if not chain:
+        return []
+    final = _is_final(info.exit_code, info.signal, info.end_reason, after)
+    facts.chain, facts.traceback_at, facts.traceback_final = chain, at, final
+    factor = 1.0 if final else 0.55
+    return [replace(s, weight=s.weight * factor) for s in traceback_signals(chain, at=at)]
+
+
+def _is_final(exit_code: int | None, sig: int | None, end_reason: str | None, after: list[LogEvent]) -> bool:
+    """Is the last traceback what ended the process? An uncaught Python exception exits 1
+    (the SDK records it as end_reason "exception"); a traceback followed by more errors, or by
+    an exit with another code, was handled."""
+    if end_reason == "exception":
+        return True
+    if sig is not None or exit_code != 1:
+        return False
+    later_errors = [e for e in after if e.level >= ERROR and e.stream != "sdk"]
+    return len(later_errors) <= 2 and len(after) <= 50
+
+
+def _lines(ev: RunEvidence, events: list[LogEvent], facts: FailureFacts) -> list[Signal]:
+    rows: list[tuple[str, float | None, float]] = []
+    n = len(events)
+    for i, e in enumerate(events):
+        if _HEADER in e.message:
+            continue
+        level = 1.0 if e.level >= ERROR else 0.8 if e.level >= WARNING else 0.65
+        rows.append((e.message, e.time, level * (0.75 + 0.25 * (i + 1) / n)))
+    if not rows:  # no stored events (pruned logs): the failure summary's last lines
+        last = [str(x) for x in (ev.info.failure or {}).get("last_lines") or []]
+        rows = [(line, ev.info.ended, 0.75 + 0.25 * (i + 1) / len(last)) for i, line in enumerate(last)]
+    return line_signals(rows)
+
+
+def _memory(ev: RunEvidence) -> list[Signal]:
+    """How close memory came to its limit, from the samples and the runner's cgroup facts."""
+    out: list[Signal] = []
+    info = ev.info
+    oom = (info.failure or {}).get("oom") or {}
+    limit = ev.memory_limit
+    peak, peak_at = _peak_memory(ev)
+    if oom.get("peak_bytes"):
+        peak = max(peak or 0, int(oom["peak_bytes"]))
+    if oom.get("oom_kills"):
+        out.append(Signal("oom_killed", 0.4, "the cgroup counted an OOM kill", "resources",
+                          f"the memory cgroup counted {oom['oom_kills']} OOM kill(s)"
+                          + (f" at its limit of {format_size(oom.get('limit_bytes'))}" if oom.get("limit_bytes") else ""),
+                          info.ended))
+    ended_by_kill = info.signal == 9 or info.exit_code == 137 or info.status == "crashed" or ev.oom_killed
+    if limit and peak and ended_by_kill:
+        share = peak / limit
+        if share >= 0.9:
+            out.append(Signal("oom_killed", 0.45 if share >= 0.97 else 0.3, "memory at its limit", "resources",
+                              f"memory peaked at {format_size(peak)}, {share:.0%} of the {format_size(limit)} limit", peak_at))
+    if info.status == "crashed" and peak and not limit:
+        total = max((s.get("host_memory_total") or 0) for s in ev.resources) if ev.resources else 0
+        if total and peak / total >= 0.85:
+            out.append(Signal("oom_killed", 0.4, "memory at the host's size", "resources",
+                              f"memory peaked at {format_size(peak)} of the host's {format_size(total)} before the process vanished",
+                              peak_at))
+    return out
+
+
+def _peak_memory(ev: RunEvidence) -> tuple[int | None, float | None]:
+    best, at = None, None
+    for s in ev.resources:
+        for key in ("rss_bytes", "cgroup_memory_usage"):
+            v = s.get(key)
+            if key == "cgroup_memory_usage" and not s.get("cgroup_memory_limit"):
+                continue  # the usage of an unlimited cgroup is the whole host's business
+            if isinstance(v, (int, float)) and (best is None or v > best):
+                best, at = int(v), s.get("time")
+    for summary in ev.resource_summaries:
+        for key in ("rss_bytes_max", "cgroup_memory_max"):
+            v = summary.get(key)
+            if key == "cgroup_memory_max" and not summary.get("cgroup_memory_limit"):
+                continue
+            if isinstance(v, (int, float)) and (best is None or v > best):
+                best, at = int(v), summary.get("end")
+    return best, at
+
+
+# ── words for a person ───────────────────────────────────────────────────────
+def _headline(signals: list[Signal], facts: FailureFacts) -> str:
+    for s in signals:
+        if s.source == "traceback":
+            return s.detail
+    return signals[0].detail if signals else ""
+
+
+def _summary(category: str, signals: list[Signal], ev: RunEvidence, facts: FailureFacts) -> str:
+    info = ev.info
+    head = _headline(signals, facts)
+    took = format_duration(info.duration) if info.duration is not None else None
+    text = f"{TITLE[category][0].upper()}{TITLE[category][1:]}: {head}."
+    if category == "oom_killed":
+        peak, _ = _peak_memory(ev)
+        limit = ev.memory_limit
+        how = "the kernel killed the process for memory" if ev.oom_killed or info.signal == 9 else head
+        text = f"Killed for exceeding memory: {how}"
+        if peak and limit:
+            text += f"; memory peaked at {format_size(peak)} against a limit of {format_size(limit)}"
+        elif limit:
+            text += f"; the limit was {format_size(limit)}"
+        text += "."
+    elif category == "timeout":
+        limit = ev.runner_config.get("timeout_s")
+        text = "Stopped by the runner's timeout" + (f" of {format_duration(limit)}" if limit else "") + (f" after {took}" if took else "") + "."
+    elif category == "killed_by_signal":
+        sig = signal_name(info.signal) if info.signal else "a signal"
+        if info.status == "crashed":
+            text = "The process vanished without recording its end (killed with SIGKILL, or its host was lost)."
+        else:
+            text = f"Terminated from outside by {sig}" + (f" after {took}" if took else "") + "; nothing in the log points at an error of its own."
+    elif category == "missing_file":
+        path = _path(signals)
+        text = f"A file the run needed does not exist: {path}." if path else text
+    elif category == "dependency_error":
+        module = _module(signals)
+        text = f"Module {module!r} is not installed where the run ran ({head})." if module else text
+    elif category == "service_unavailable":
+        endpoint = _endpoint(signals)
+        text = f"A service the run depends on was unreachable{f' at {endpoint}' if endpoint else ''}: {head}."
+    elif category == "data_error":
+        key = _missing_key(facts)
+        if key is not None:
+            text = f"The data broke an assumption of the code: column or key {key!r} is not in the input ({head})."
+    elif category == "code_error" and facts.chain:
+        own = facts.chain[-1].innermost_own_frame()
+        if own is not None:
+            text = f"The workload's code raised {facts.chain[-1].headline()[:200]} at {own.where()}."
+    if not facts.traceback_final and facts.chain and any(s.source == "traceback" for s in signals):
+        text += " (The last traceback in the log was followed by more output: it may have been handled.)"
+    return text
+
+
+def _next_steps(category: str, signals: list[Signal], ev: RunEvidence, facts: FailureFacts) -> list[str]:
+    steps: list[str] = []
+    cwd = (ev.runner_config.get("cwd") or ((ev.info.failure or {}).get("workload") or {}).get("cwd"))
+    if category == "missing_file" and (path := _path(signals)):
+        where = f" (the run's working directory was {cwd})" if cwd and not path.startswith("/") else ""
+        steps.append(f"Check that {path} exists on the host that ran the job{where}.")
+    elif category == "dependency_error" and (module := _module(signals)):
+        steps.append(f"Install the package that provides {module.split('.')[0]!r} into the run's environment, or fix the import.")
+    elif category == "service_unavailable" and (endpoint := _endpoint(signals)):
+        steps.append(f"Check that {endpoint} is listening and reachable from the run's host.")
+    elif category == "data_error" and (key := _missing_key(facts)) is not None:
+        steps.append(f"List the input's columns and look for {key!r} under another name (a rename upstream?).")
+    elif category == "code_error" and facts.chain and (own := facts.chain[-1].innermost_own_frame()):
+        steps.append(f"Open {own.file}:{own.line} ({own.function}){': ' + own.code if own.code else ''}.")
+    elif category == "oom_killed":
+        steps.append("See the rightsizing section of this report for a memory request with headroom.")
+    return steps
+
+
+def _kind(category: str, signals: list[Signal], facts: FailureFacts) -> str | None:
+    if category == "missing_file":
+        path = _path(signals) or ""
+        if re.search(r"\.(ya?ml|toml|ini|cfg|conf|json|env|py)$", path) or "config" in path.lower():
+            return "software"  # a configuration file, not data
+    return None
+
+
+def _context(category: str, ev: RunEvidence) -> list[dict[str, Any]]:
+    from flightlog.timefmt import iso
+
+    out: list[dict[str, Any]] = []
+    info = ev.info
+    if category == "timeout" and ev.runner_config.get("timeout_s"):
+        out.append({"source": "runner", "detail": f"--timeout {format_duration(ev.runner_config['timeout_s'])}", "at": None})
+    if category in ("timeout", "killed_by_signal") and ev.tail:
+        last = ev.tail[-1]
+        out.append({"source": "log", "detail": f"last line before the end: {last.message.splitlines()[-1][:200]}", "at": iso(last.time)})
+    if category == "oom_killed":
+        oom = (info.failure or {}).get("oom") or {}
+        if oom:
+            out.append({"source": "runner", "detail": "cgroup facts: " + ", ".join(
+                f"{k}={format_size(v) if k.endswith('_bytes') else v}" for k, v in oom.items() if k not in ("cgroup",)), "at": iso(info.ended)})
+    return out
+
+
+def _path(signals: list[Signal]) -> str | None:
+    for s in signals:
+        m = _PATH.search(s.detail)
+        if m:
+            return m.group(1) or m.group(2)
+    return None
+
+
+def _module(signals: list[Signal]) -> str | None:
+    for s in signals:
+        m = _MODULE.search(s.detail)
+        if m:
+            return m.group(1) or m.group(3)
+    return None
+
+
+def _endpoint(signals: list[Signal]) -> str | None:
+    for s in signals:
+        m = _ENDPOINT.search(s.detail)
+        if m:
+            if m.group(1):
+                return f"{m.group(1)}:{m.group(2)}"
+            if m.group(3):
+                return m.group(3) + (f":{m.group(4)}" if m.group(4) else "")
+            return f"{m.group(5)}:{m.group(6)}"
+    return None
+
+
+def _missing_key(facts: FailureFacts) -> str | None:
+    for exc in reversed(facts.chain):
+        if exc.short_type == "KeyError":
+            m = _KEY.match(exc.message.strip())
+            if m:
+                return m.group(1) or m.group(2)
+    return None
