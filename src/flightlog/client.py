@@ -52,7 +52,9 @@ class Client:
             overrides["store_uri"] = store
         self.settings = settings or Settings.from_env(**overrides)
         self.store: Store = open_store(self.settings.store_uri)
-        self.artifact_store = LocalArtifactStore(self.settings.home / "artifacts")
+        # a remote store brings its own (uploads, downloads on demand); else the local directory
+        remote: LocalArtifactStore | None = getattr(self.store, "artifact_store", None)
+        self.artifact_store = remote or LocalArtifactStore(self.settings.home / "artifacts")
 
     def close(self) -> None:
         self.store.close()

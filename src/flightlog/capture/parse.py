@@ -37,6 +37,7 @@ _LEVEL_KEYS = ("level", "levelname", "severity", "lvl", "log.level", "loglevel")
 _COMPONENT_KEYS = ("logger", "name", "component", "module", "logger_name", "log.logger")
 _MESSAGE_KEYS = ("msg", "message", "event", "text")
 _decode_json = msgspec.json.Decoder().decode
+_JSON_LEVELS: dict[str, int] = {}  # "info", "INFO", "warning", … seen so far
 
 
 def _level_of(value: Any) -> int:
@@ -46,7 +47,12 @@ def _level_of(value: Any) -> int:
         # Python's logging numbers; bunyan/pino's 60 ("fatal") and above clamp to critical.
         return max(5, min(CRITICAL, int(value))) if value > 0 else INFO
     if isinstance(value, str):
-        return level_code(value, INFO)
+        level = _JSON_LEVELS.get(value)
+        if level is None:
+            level = level_code(value, INFO)
+            if len(_JSON_LEVELS) < 256:
+                _JSON_LEVELS[value] = level
+        return level
     return INFO
 
 
@@ -117,102 +123,134 @@ def parse_logfmt(line: str) -> Parsed | None:
 
 # --- plain lines --------------------------------------------------------------------------
 #
-# One combined, anchored regex per kind of first character: a line costs one ``match`` call,
-# and ``lastgroup`` says which alternative matched (each ends with its own named group).
+# Most lines are classified with string methods and one dictionary lookup; a regex runs only
+# when a cheap test says it may match. Level words are upper-case, and upper-case runs are rare
+# in a log line, so finding the first run of capitals is both fast and a good anchor.
 
-_WORDS = (
-    r"TRACE|DEBUG|INFO|NOTICE|WARNING|WARN|ERROR|ERR|CRITICAL|CRIT|FATAL|SEVERE|PANIC|EMERG|ALERT|EXCEPTION|DBG"
-)
-_MIXED_WORDS = r"[Ee]rror|[Ww]arning|[Ww]arn|[Ff]atal|[Cc]ritical|[Dd]ebug|[Ii]nfo|[Nn]otice|[Pp]anic"
+_LEVEL_WORDS: dict[str, int] = {
+    word: level_code(word)
+    for word in (
+        "TRACE",
+        "DEBUG",
+        "DBG",
+        "INFO",
+        "NOTICE",
+        "WARNING",
+        "WARN",
+        "ERROR",
+        "ERR",
+        "CRITICAL",
+        "CRIT",
+        "FATAL",
+        "SEVERE",
+        "PANIC",
+        "EMERG",
+        "ALERT",
+        "EXCEPTION",
+    )
+}
+_MIXED_WORDS: dict[str, int] = {
+    word: level_code(word)
+    for word in ("error", "warning", "warn", "fatal", "critical", "debug", "info", "notice", "panic")
+}
+_MIXED_STARTS = tuple(_MIXED_WORDS) + tuple(w.capitalize() for w in _MIXED_WORDS)
 _LETTERS = {"D": 10, "I": 20, "W": 30, "E": 40, "F": 50}
-_CRASHES = (
-    r"Segmentation fault|Aborted|Bus error|Floating point exception|Illegal instruction"
-    r"|terminate called|Killed$|CUDA out of memory|thread '[^']*' panicked at|Caused by: "
+_AFTER_WORD = frozenset(" \t:|]-")
+_ERROR_STARTS = (
+    "Segmentation fault",
+    "Aborted",
+    "Bus error",
+    "Floating point exception",
+    "Illegal instruction",
+    "terminate called",
+    "Killed",
+    "CUDA out of memory",
+    "Caused by: ",
+    "thread '",
 )
-_EXCEPTION = r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt|Fault)(?=:|$)"
+_CRITICAL_STARTS = ("panic: ", "fatal error: ", "Fatal Python error: ")
+_EXCEPTION_HINTS = ("Error", "Exception", "Interrupt", "Fault")
 
-# Lines that start with a letter.
-_WORDY = re.compile(
-    rf"(?P<py_level>{_WORDS}):(?P<py_comp>[^:\s]+):"  # WARNING:root:msg
-    rf"|\[?(?P<word>{_WORDS})\]?(?=[\s:|\]\-]|$)"  # ERROR …, [ERROR] …, SEVERE: …
-    r"|(?P<glog>[IWEF])\d{4} \d\d:\d\d:\d\d\.\d+"  # E1130 12:00:00.123
-    r"|(?P<letter>[DIWEF])[ /]"  # W …, W/Tag (logcat)
-    rf"|(?P<crash>{_CRASHES})"
-    rf"|(?P<exception>{_EXCEPTION})"  # ValueError: …, torch.cuda.OutOfMemoryError: …
-    r"|(?P<fatal>panic: |fatal error: |Fatal Python error: )"
-    rf"|\[?(?P<mixed>{_MIXED_WORDS})\]?(?=:|\]|$)"  # Error: …, warning: …
-)
-# Lines that start with a timestamp (or "[" and a timestamp), and what follows it.
-_TIMESTAMPED = re.compile(
+_CAPITALS = re.compile(r"[A-Z]{3,}")
+_GLOG = re.compile(r"[IWEF]\d{4} \d\d:\d\d:\d\d\.\d")
+_TIMESTAMP = re.compile(
     r"\[?(?:\d{4}-\d\d-\d\d[T ]\d\d:\d\d(?::\d\d)?(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
     r"|\d\d:\d\d:\d\d(?:[.,]\d+)?)\]?"
-    r"(?:"
-    # 2026-11-30 12:00:00,123 - name - INFO - msg
-    rf"\s*-\s*(?P<dash_comp>[\w.\-<>]+)\s+-\s+(?P<dash>{_WORDS})\s+-"
-    # [2026-11-30 12:00:00,123][name][INFO] - msg   (hydra)
-    rf"|\s*\[(?P<hydra_comp>[\w.\-<>]+)\]\s*\[(?P<hydra>{_WORDS})\]"
-    # 2026-11-30 12:00:00.123 | INFO     | module:func:12 - msg   (loguru)
-    rf"|\s*\|\s*(?P<loguru>{_WORDS})\s*\|\s*(?P<loguru_comp>[\w.\-<>]+)"
-    # 2026-11-30 12:00:00,123 INFO name: msg    /    … INFO  [main] com.x.Y - msg
-    rf"|\s+\[?(?P<named>{_WORDS})\]?\s+(?:\[[^\]]*\]\s+)?(?P<named_comp>[\w.\-<>]+)(?::\s| - )"
-    r")?"
 )
-_BRACKETED = re.compile(
-    rf"\[(?P<word>{_WORDS})(?:\|(?P<comp>[^\]:|\s]+)[^\]]*)?\]"  # [INFO|trainer.py:12]
-    rf"|\[?(?P<mixed>{_MIXED_WORDS})\]?(?=:|\]|$)"
-)
-_ANY_WORD = re.compile(rf"\b(?P<level>{_WORDS})\b")
+# After the level word: "| module:func" (loguru), " name: msg", "  [main] com.x.Y - msg" (log4j)
+_COMPONENT_AFTER = re.compile(r"[\]\s|]*(?:\[[^\]]*\]\s+)?(?P<comp>[\w.\-<>]+)(?=:| - )")
+_EXCEPTION = re.compile(r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt|Fault)(?=:|$)")
 _PY_WARNING = re.compile(r"\S+?:\d+: (?P<comp>[A-Z]\w*Warning): ")
-# Lower-case starts worth a regex at all (most lower-case lines are prose or metrics).
-_LOWER_STARTS = (
-    "error",
-    "warn",
-    "fatal",
-    "critical",
-    "debug",
-    "info",
-    "notice",
-    "panic",
-    "terminate called",
-    "thread '",
-    "[",
-)
-_EXCEPTION_HINTS = ("Error", "Exception", "Interrupt", "Fault")
+_BRACKET_WORD = re.compile(r"\[(?P<word>[A-Za-z]+)(?:\|(?P<comp>[^\]:|\s]+)[^\]]*)?\]")
 
 Level = tuple[int, str | None]
 _PLAIN: Level = (INFO, None)
-_LEVEL_OF_WORD: dict[str, int] = {}
-_TIMESTAMP_COMPONENT = {"dash": "dash_comp", "hydra": "hydra_comp", "loguru": "loguru_comp", "named": "named_comp"}
 
 
-def _word_level(word: str) -> int:
-    level = _LEVEL_OF_WORD.get(word)
-    if level is None:
-        level = _LEVEL_OF_WORD[word] = level_code(word, INFO)
-    return level
+def _level_word(line: str, start: int, end: int) -> tuple[int, int, int] | None:
+    """The first level word (in capitals, standing alone) in ``line[start:end]``."""
+    pos = start
+    while True:
+        m = _CAPITALS.search(line, pos, end)
+        if m is None:
+            return None
+        level = _LEVEL_WORDS.get(m.group())
+        s, e = m.span()
+        if level is not None and (s == 0 or not line[s - 1].isalnum()) and (e >= len(line) or not line[e].isalnum()):
+            return level, s, e
+        pos = e
 
 
-def _wordy(m: re.Match[str]) -> Level:
-    kind = m.lastgroup
-    if kind == "py_comp":
-        return _word_level(m.group("py_level")), m.group("py_comp")
-    if kind == "word" or kind == "mixed":
-        return _word_level(m.group(kind)), None
-    if kind == "glog" or kind == "letter":
-        return _LETTERS[m.group(kind)], None
-    if kind == "fatal":
+def _timestamped(line: str, ts_end: int) -> Level:
+    """``<timestamp> … LEVEL …``: the level, and the component around it when the format
+    names one (``- name - INFO -``, ``[name][INFO]``, ``| INFO | module:``, ``INFO name:``)."""
+    found = _level_word(line, ts_end, ts_end + 120)
+    if found is None:
+        return _PLAIN
+    level, s, e = found
+    before = line[ts_end:s].strip(" \t-[]|:")
+    if before:
+        return level, before if " " not in before and "\t" not in before else None
+    m = _COMPONENT_AFTER.match(line, e)
+    return level, m.group("comp") if m is not None else None
+
+
+def _capitalised(line: str) -> Level | None:
+    """Lines that start with a capital letter: level words, glog, crashes, exceptions."""
+    if line[1:2].isdigit():
+        return (_LETTERS[line[0]], None) if _GLOG.match(line) else None
+    if line[1:2] in (" ", "/"):
+        level = _LETTERS.get(line[0])
+        return (level, None) if level is not None else None
+    m = _CAPITALS.match(line)
+    if m is not None:
+        level = _LEVEL_WORDS.get(m.group())
+        end = m.end()
+        if level is not None and (end == len(line) or line[end] in _AFTER_WORD):
+            if line[end : end + 1] == ":":  # Python logging's default: WARNING:root:msg
+                colon = line.find(":", end + 1)
+                name = line[end + 1 : colon] if colon > end + 1 else ""
+                if name and " " not in name:
+                    return level, name
+            return level, None
+    return None
+
+
+def _worded(line: str) -> Level | None:
+    """``Error: …``, ``warning: …``, ``panic: …``, ``Segmentation fault``, ``ValueError: x``."""
+    if line.startswith(_CRITICAL_STARTS):
         return CRITICAL, None
-    return ERROR, None  # crash, exception
-
-
-def _timestamped(line: str, m: re.Match[str]) -> Level:
-    kind = m.lastgroup
-    if kind is not None:
-        if kind.endswith("_comp"):
-            kind = kind[: -len("_comp")]
-        return _word_level(m.group(kind)), m.group(_TIMESTAMP_COMPONENT[kind])
-    found = _ANY_WORD.search(line, m.end(), m.end() + 160)
-    return (_word_level(found.group("level")), None) if found is not None else _PLAIN
+    if line.startswith(_ERROR_STARTS):
+        return ERROR, None
+    if line.startswith(_MIXED_STARTS):
+        word = line[: len(line) - len(line.lstrip("abcdefghijklmnopqrstuvwxyzEWFCDINP"))]
+        level = _MIXED_WORDS.get(word.lower())
+        rest = line[len(word) : len(word) + 1]
+        if level is not None and rest in (":", "]", ""):
+            return level, None
+    if any(hint in line for hint in _EXCEPTION_HINTS) and _EXCEPTION.match(line):
+        return ERROR, None
+    return None
 
 
 def _python_warning(line: str) -> Level | None:
@@ -230,22 +268,22 @@ def classify(line: str) -> Level:
     if not first:
         return _PLAIN
     if first.isdigit() or first == "[":
-        m = _TIMESTAMPED.match(line)
+        m = _TIMESTAMP.match(line)
         if m is not None:
-            return _timestamped(line, m)
+            return _timestamped(line, m.end())
         if first == "[":
-            m = _BRACKETED.match(line)
-            if m is not None:
-                return _word_level(m.group(m.group("word") and "word" or "mixed")), m.group("comp")
+            b = _BRACKET_WORD.match(line)
+            if b is not None:
+                word = b.group("word")
+                level = _LEVEL_WORDS.get(word) or _MIXED_WORDS.get(word.lower())
+                if level is not None:
+                    return level, b.group("comp")
     elif first.isupper():
-        m = _WORDY.match(line)
-        if m is not None:
-            return _wordy(m)
+        found = _capitalised(line) or _worded(line)
+        if found is not None:
+            return found
     elif first.islower():
-        if line.startswith(_LOWER_STARTS) or (
-            any(hint in line for hint in _EXCEPTION_HINTS) and "." in line
-        ):
-            m = _WORDY.match(line)
-            if m is not None:
-                return _wordy(m)
+        found = _worded(line)
+        if found is not None:
+            return found
     return _python_warning(line) or _PLAIN

@@ -28,6 +28,7 @@ __all__ = ["Redactor"]
 
 _CUSTOM_MARKER = marker("custom")
 _SECRET_MARKER = marker("secret")
+_CONTAINERS = (dict, list, tuple)
 _UTF8 = "utf-8"
 _ROUND_TRIP = "surrogatepass"  # any str survives encode → redact → decode unchanged
 
@@ -94,10 +95,14 @@ class Redactor:
         """
         return self._mapping(data, redact_strings=True)
 
-    def redact_keys(self, data: Mapping[str, Any]) -> dict[str, Any]:
+    def redact_keys(self, data: dict[str, Any]) -> dict[str, Any]:
         """Like ``redact_mapping`` but only by key: for fields parsed from text that was
-        already redacted as a whole, so each string need not be scanned twice."""
-        return self._mapping(data, redact_strings=False)
+        already redacted as a whole, so each string need not be scanned twice. Returns
+        ``data`` itself when nothing in it needs hiding (the common case: no copy)."""
+        for key, value in data.items():
+            if type(value) in _CONTAINERS or (isinstance(key, str) and is_secret_key(key)):
+                return self._mapping(data, redact_strings=False)
+        return data
 
     def _mapping(self, data: Mapping[str, Any], redact_strings: bool) -> dict[str, Any]:
         out: dict[str, Any] = {}

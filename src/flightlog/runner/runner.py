@@ -371,7 +371,8 @@ class Runner:
             o = Outcome("stopped", "signal", 130, signal.SIGINT)
         run.finish(o.status, end_reason=o.end_reason, exit_code=o.exit_code, signal=o.signal, failure=last.failure)
         took = format_duration(last.ended - results[0].started)
-        detail = "" if o.succeeded else f" ({o.end_reason}, exit {o.exit_code}, {last.category})"
+        reason = "" if o.end_reason == "exit" else f"{o.end_reason}, "
+        detail = "" if o.succeeded else f" ({reason}exit code {o.exit_code}, looks like {last.category})"
         tries = f" after {len(results)} attempts" if len(results) > 1 else ""
         say(f"run {run.id} {o.status}{detail} in {took}{tries}")
         return o.exit_code

@@ -212,6 +212,7 @@ class RunWriter:
         """Final flush; the journal is removed when everything reached the store (and not asked to keep)."""
         self.add_record("writer_end")
         self.flush(final=True)
+        self._drain()
         with self._flush_lock:
             self.closed = True
             if self._pending and self.journal is None:  # in no journal and in no store: lost
@@ -224,6 +225,20 @@ class RunWriter:
                 self.journal.close(remove=shipped and remove_journal_if_shipped and not self.settings.keep_journal)
                 if not shipped and self.online:
                     warn(f"run {self.run_id[:12]}: some records are only in the journal; run `flightlog sync` to ship them")
+
+    def _drain(self) -> None:
+        """A sink that can wait (a remote server) gets a bounded time to take the last records."""
+        wait = getattr(self._sink, "wait", None)
+        if not self.online or wait is None:
+            return
+        with self._flush_lock:
+            if not self._pending:
+                return
+            patience = float(getattr(self._sink, "patience", 0.0))
+            warn(f"run {self.run_id[:12]}: the server is not taking records; waiting up to {patience:.0f}s for it")
+            deadline = time.monotonic() + patience
+            while self._pending and wait(deadline):
+                self._ship()
 
     def reset_after_fork(self) -> None:
         """A forked child must not reuse its parent's writer id, sequence numbers or file."""

@@ -1,0 +1,75 @@
+"""`make demo`: a realistic small training job on the embedded store, then what flightlog shows.
+
+1. trains a numpy classifier under `flightlog run` (the SDK inside records params, metrics,
+   stages, structured logs, an input manifest, checkpoints and a model);
+2. runs a second job that fails (its data path is wrong), so there is a failure to look at;
+3. prints what the CLI shows about both, and where to look next.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+FLIGHTLOG = str(BIN / "flightlog")
+HOME = Path(os.environ.get("FLIGHTLOG_HOME") or ROOT / ".flightlog")
+WORK = ROOT / ".flightlog-demo"
+
+
+def banner(text: str) -> None:
+    print(f"\n\033[1m── {text} {'─' * max(0, 70 - len(text))}\033[0m", flush=True)
+
+
+def sh(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    print(f"$ flightlog {' '.join(args)}", flush=True)
+    proc = subprocess.run([FLIGHTLOG, *args], env=ENV, cwd=ROOT, text=True)
+    if check and proc.returncode != 0:
+        sys.exit(f"demo step failed: flightlog {' '.join(args)}")
+    return proc
+
+
+def capture(*args: str) -> str:
+    return subprocess.run([FLIGHTLOG, *args], env=ENV, cwd=ROOT, text=True, capture_output=True, check=True).stdout
+
+
+ENV = {**os.environ, "FLIGHTLOG_HOME": str(HOME)}
+
+
+def main() -> None:
+    shutil.rmtree(WORK / "out", ignore_errors=True)
+    shutil.rmtree(WORK / "data-v2", ignore_errors=True)  # the "refreshed" dataset that never arrived
+    train = [sys.executable, "examples/train.py", "--data", str(WORK / "data"), "--out", str(WORK / "out")]
+    banner("1. a training run under `flightlog run`")
+    sh("run", "--project", "demo", "--name", "moons-mlp", "--tag", "owner=demo", "--", *train, "--epochs", "6")
+    good = json.loads(capture("runs", "ls", "--project", "demo", "--limit", "1", "--format", "json"))[0]["id"]
+
+    banner("2. the same job pointed at the wrong data directory: it fails")
+    sh("run", "--project", "demo", "--name", "moons-mlp", "--tag", "owner=demo", "--",
+       *train[:2], "--data", str(WORK / "data-v2"), "--out", str(WORK / "out"), "--no-generate", check=False)
+    bad = json.loads(capture("runs", "ls", "--project", "demo", "--limit", "1", "--format", "json"))[0]["id"]
+
+    banner("3. what flightlog shows")
+    sh("runs", "ls", "--project", "demo", "-c", "params.lr,metrics.val_acc,metrics.loss")
+    sh("runs", "show", good[:8])
+    sh("metrics", good[:8])
+    sh("logs", good[:8], "--tail", "5")
+    sh("logs", bad[:8], "--level", "error")
+    if "diagnose" in capture("--help"):
+        sh("diagnose", bad[:8], check=False)
+
+    banner("where to look")
+    print(f"""  store:        {HOME}   (FLIGHTLOG_HOME)
+  runs:         {FLIGHTLOG} runs ls --project demo
+  the good run: {FLIGHTLOG} runs show {good[:8]}     (metrics: flightlog metrics {good[:8]} val_acc)
+  the failure:  {FLIGHTLOG} runs show {bad[:8]}     (logs: flightlog logs {bad[:8]} --level error)
+  docs:         docs/quickstart.md, docs/cli.md, docs/runner.md""")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,154 @@
+"""``memory_leak``: a steady upward memory trend against steps, with the projected time to the
+memory limit.
+
+The trend is a Theil–Sen fit (the median of pairwise slopes: a few spikes or a garbage
+collection do not move it) of the tree's RSS — and of the GPU memory the run holds, when there
+is any — over the training window. A leak needs a positive slope that is steady (Kendall's
+tau, R² of a least-squares line) and large (growth in bytes and relative to the start).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from flightlog.diagnose.evidence import RunEvidence
+from flightlog.diagnose.findings import Finding
+from flightlog.diagnose.signals import Signal
+from flightlog.diagnose.window import ramp, training_window
+from flightlog.timefmt import format_duration, format_size
+
+__all__ = ["analyze_memory", "Trend", "fit_trend"]
+
+_MAX_POINTS = 400
+
+
+@dataclass(frozen=True)
+class Trend:
+    slope: float  # units per second
+    intercept: float
+    tau: float  # Kendall's tau of value against time, -1..1
+    r2: float
+    n: int
+    start_value: float
+    end_value: float
+
+
+def fit_trend(t: np.ndarray, y: np.ndarray) -> Trend | None:
+    """Theil–Sen slope, Kendall's tau and least-squares R² of ``y`` against ``t``."""
+    mask = np.isfinite(t) & np.isfinite(y)
+    t, y = t[mask].astype(float), y[mask].astype(float)
+    if t.size < 3 or np.ptp(t) <= 0:
+        return None
+    if t.size > _MAX_POINTS:  # pairwise slopes are O(n²): thin evenly
+        idx = np.linspace(0, t.size - 1, _MAX_POINTS).astype(int)
+        t, y = t[idx], y[idx]
+    i, j = np.triu_indices(t.size, k=1)
+    dt, dy = t[j] - t[i], y[j] - y[i]
+    keep = dt > 0
+    slopes = dy[keep] / dt[keep]
+    if slopes.size == 0:
+        return None
+    slope = float(np.median(slopes))
+    intercept = float(np.median(y - slope * t))
+    signs = np.sign(dy[keep])
+    tau = float(signs.sum() / signs.size)
+    a, b = np.polyfit(t, y, 1)
+    residual = y - (a * t + b)
+    total = float(((y - y.mean()) ** 2).sum())
+    r2 = 1.0 - float((residual**2).sum()) / total if total > 0 else 0.0
+    head = float(np.median(y[: max(1, y.size // 10)]))
+    tail = float(np.median(y[-max(1, y.size // 10) :]))
+    return Trend(slope, intercept, tau, r2, int(t.size), head, tail)
+
+
+def analyze_memory(ev: RunEvidence) -> list[Finding]:
+    out = []
+    for label, series in (("RSS", _rss(ev)), ("GPU memory", _gpu_memory(ev))):
+        finding = _leak(ev, label, *series)
+        if finding is not None:
+            out.append(finding)
+    return out
+
+
+def _rss(ev: RunEvidence) -> tuple[np.ndarray, np.ndarray]:
+    rows = [(s["time"], s["rss_bytes"]) for s in ev.resources
+            if isinstance(s.get("time"), (int, float)) and isinstance(s.get("rss_bytes"), (int, float))]
+    arr = np.array(rows, dtype=float).reshape(-1, 2)
+    return arr[:, 0], arr[:, 1]
+
+
+def _gpu_memory(ev: RunEvidence) -> tuple[np.ndarray, np.ndarray]:
+    rows = []
+    for s in ev.resources:
+        gpus = s.get("gpus") or []
+        used = [g.get("process_memory_bytes") for g in gpus if isinstance(g.get("process_memory_bytes"), (int, float))]
+        if isinstance(s.get("time"), (int, float)) and used and sum(used) > 0:
+            rows.append((s["time"], float(sum(used))))
+    arr = np.array(rows, dtype=float).reshape(-1, 2)
+    return arr[:, 0], arr[:, 1]
+
+
+def _leak(ev: RunEvidence, label: str, t: np.ndarray, y: np.ndarray) -> Finding | None:
+    th = ev.thresholds
+    window = training_window(ev)
+    if window is not None and window.duration > 0:
+        inside = (t >= window.start - 0.5) & (t <= window.end + 0.5)
+        if inside.sum() >= th.leak_min_samples:
+            t, y = t[inside], y[inside]
+    if t.size < th.leak_min_samples:
+        return None
+    trend = fit_trend(t, y)
+    if trend is None or trend.slope <= 0:
+        return None
+    span = float(t[-1] - t[0])
+    growth = trend.slope * span
+    relative = growth / max(1.0, trend.start_value)
+    if growth < th.leak_min_growth_bytes or relative < th.leak_min_growth or trend.tau < 0.5:
+        return None
+    signals = [
+        Signal("memory_leak", ramp(trend.tau, 0.5, 0.95, 0.2, 0.45), "a steady upward trend", "resources",
+               f"{label} rose from {format_size(trend.start_value)} to {format_size(trend.end_value)} over "
+               f"{format_duration(span)}: {format_size(trend.slope)}/s (Theil–Sen), Kendall's tau {trend.tau:.2f}, "
+               f"R² {trend.r2:.2f}, {trend.n} samples", float(t[0])),
+    ]
+    if trend.r2 >= th.leak_min_r2:
+        signals.append(Signal("memory_leak", ramp(trend.r2, th.leak_min_r2, 0.99, 0.15, 0.3), "a straight-line fit", "resources",
+                              f"a straight line explains {trend.r2:.0%} of the variation: growth is steady, not a one-off load",
+                              float(t[-1])))
+    signals.append(Signal("memory_leak", ramp(relative, th.leak_min_growth, 2.0, 0.1, 0.3), "size of the growth", "resources",
+                          f"{label} grew by {format_size(growth)} ({relative:+.0%}) during training", float(t[-1])))
+    per_step = _per_step(ev, trend.slope)
+    if per_step is not None:
+        signals.append(Signal("memory_leak", 0.0, "growth per step", "metrics",
+                              f"about {format_size(per_step)} more per training step", float(t[-1])))
+    limit = ev.memory_limit if label == "RSS" else None
+    projection = ""
+    if limit and trend.end_value < limit:
+        seconds = (limit - trend.end_value) / trend.slope
+        projection = f"; at this rate it reaches the {format_size(limit)} limit in {format_duration(seconds)}"
+        if per_step:
+            projection += f" (about {int((limit - trend.end_value) / per_step):,} more steps)"
+        signals.append(Signal("memory_leak", ramp(seconds, 3600 * 24, 60, 0.05, 0.25), "time to the memory limit", "resources",
+                              f"projected to reach the {format_size(limit)} limit in {format_duration(seconds)}", float(t[-1])))
+    elif limit and trend.end_value >= 0.9 * limit:
+        projection = f"; it reached the {format_size(limit)} limit"
+        signals.append(Signal("memory_leak", 0.25, "reached the memory limit", "resources",
+                              f"memory reached {format_size(trend.end_value)} of the {format_size(limit)} limit", float(t[-1])))
+    step_text = f", about {format_size(per_step)} per step" if per_step else ""
+    summary = (f"{label} grows steadily with training: {format_size(trend.start_value)} → {format_size(trend.end_value)} "
+               f"in {format_duration(span)}{step_text}{projection}.")
+    return Finding("memory_leak", summary, signals)
+
+
+def _per_step(ev: RunEvidence, slope: float) -> float | None:
+    series = [m for m in ev.info.metrics.values() if m.count >= 5 and m.first_time and m.last_time and m.last_time > m.first_time]
+    if not series:
+        return None
+    m = max(series, key=lambda s: s.count)
+    steps = (m.last_step or 0) - (m.first_step or 0)
+    if steps <= 0 or m.last_time is None or m.first_time is None:
+        return None
+    rate = steps / (m.last_time - m.first_time)
+    return slope / rate if rate > 0 else None

@@ -1,0 +1,228 @@
+"""Performance analysis over the timeline, the stage spans and the resource samples:
+``queue_wait``, ``slow_startup``, ``data_loader_bottleneck`` and ``slow_completion``.
+
+Every finding needs a phase that is long in absolute terms (thresholds in
+:class:`~.evidence.Thresholds`) *and* a large share of the run; its confidence grows with both
+and with evidence that explains it (a stage that ran in that phase, idle CPU or GPU).
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from flightlog.diagnose.evidence import RunEvidence
+from flightlog.diagnose.findings import Finding
+from flightlog.diagnose.signals import Signal
+from flightlog.diagnose.window import (
+    cpu_percent_between,
+    gpu_percent_between,
+    is_compute_stage,
+    is_data_stage,
+    is_runner_stage,
+    ramp,
+    stage_in,
+    training_window,
+)
+from flightlog.timefmt import format_duration, format_size, iso
+
+__all__ = ["analyze_performance", "queue_wait", "slow_startup", "slow_completion", "data_loader_bottleneck"]
+
+
+def analyze_performance(ev: RunEvidence) -> list[Finding]:
+    out: list[Finding] = []
+    for analyzer in (queue_wait, slow_startup, data_loader_bottleneck, slow_completion):
+        finding = analyzer(ev)
+        if finding is not None:
+            out.append(finding)
+    return out
+
+
+def _end(ev: RunEvidence) -> float | None:
+    end = ev.process_end or ev.info.ended or ev.info.updated
+    if end is None and ev.resources:
+        end = ev.resources[-1].get("time")
+    return end
+
+
+def queue_wait(ev: RunEvidence) -> Finding | None:
+    info = ev.info
+    start = ev.process_start or info.started
+    if info.queued is None or start is None:
+        return None
+    wait = start - info.queued
+    th = ev.thresholds
+    if wait < th.queue_wait_s:
+        return None
+    end = _end(ev) or start
+    share = wait / max(1e-9, wait + (end - start))
+    signals = [
+        Signal("queue_wait", ramp(wait, th.queue_wait_s, 3600.0, 0.3, 0.6), "time in the queue", "timeline",
+               f"queued at {iso(info.queued)}, started at {iso(start)}: {format_duration(wait)} in the queue", info.queued),
+    ]
+    if share >= th.share:
+        signals.append(Signal("queue_wait", ramp(share, th.share, 0.9, 0.2, 0.5), "share of the wall time", "timeline",
+                              f"{share:.0%} of the time from submission to the end was spent waiting to start", start))
+    summary = f"The run waited {format_duration(wait)} in the queue before it started ({share:.0%} of its time from submission to the end)."
+    return Finding("queue_wait", summary, signals)
+
+
+def slow_startup(ev: RunEvidence) -> Finding | None:
+    start = ev.process_start
+    window = training_window(ev)
+    end = _end(ev)
+    if start is None or window is None or end is None:
+        return None
+    startup = window.start - start
+    th = ev.thresholds
+    total = max(1e-9, end - start)
+    share = startup / total
+    if startup < th.startup_s or share < th.share:
+        return None
+    signals = [
+        Signal("slow_startup", ramp(share, th.share, 0.8, 0.3, 0.6), "share before the first step", "timeline",
+               f"the first step came {format_duration(startup)} after the process started: {share:.0%} of the run", window.start),
+    ]
+    if startup >= 60:
+        signals.append(Signal("slow_startup", ramp(startup, 60, 1800, 0.15, 0.45), "absolute startup time", "timeline",
+                              f"{format_duration(startup)} before training began", window.start))
+    explained = _stages_within(ev, start, window.start)
+    if explained:
+        name, seconds = explained[0]
+        if seconds >= 0.3 * startup:
+            signals.append(Signal("slow_startup", ramp(seconds / startup, 0.3, 0.9, 0.15, 0.3), "a stage before the first step",
+                                  "stages", f"stage {name!r} took {format_duration(seconds)} before the first step", start))
+    first_output = ev.info.timeline.get("first_output")
+    if first_output is not None and first_output - start >= 0.5 * startup and first_output < window.start:
+        signals.append(Signal("slow_startup", 0.15, "silence after the start", "timeline",
+                              f"no output for {format_duration(first_output - start)} after the process started (imports, downloads?)",
+                              first_output))
+    context = [{"source": "log", "detail": e.message.splitlines()[0][:200], "at": iso(e.time)}
+               for e in ev.tail if start <= e.time <= window.start][:3]
+    where = f"; {explained[0][0]!r} took {format_duration(explained[0][1])} of it" if explained else ""
+    summary = (f"Slow start: {format_duration(startup)} passed between the process start and the first training step "
+               f"({share:.0%} of the run){where}.")
+    steps = [f"Cache or parallelize stage {explained[0][0]!r}."] if explained else []
+    return Finding("slow_startup", summary, signals, steps, context=context)
+
+
+def slow_completion(ev: RunEvidence) -> Finding | None:
+    info = ev.info
+    if info.status == "failed" and info.end_reason in ("exit", "exception", "oom_killed"):
+        return None  # the tail of a crash is its failure, not a slow completion
+    window = training_window(ev)
+    start = ev.process_start
+    end = _end(ev)
+    if window is None or end is None or start is None:
+        return None
+    tail = end - window.end
+    th = ev.thresholds
+    share = tail / max(1e-9, end - start)
+    if tail < th.completion_s or share < th.share:
+        return None
+    signals = [
+        Signal("slow_completion", ramp(share, th.share, 0.8, 0.3, 0.6), "share after the last step", "timeline",
+               f"the process ended {format_duration(tail)} after the last training step: {share:.0%} of the run", window.end),
+    ]
+    if tail >= 60:
+        signals.append(Signal("slow_completion", ramp(tail, 60, 1800, 0.15, 0.45), "absolute tail", "timeline",
+                              f"{format_duration(tail)} after training ended", window.end))
+    explained = _stages_within(ev, window.end, end)
+    if explained and explained[0][1] >= 0.3 * tail:
+        name, seconds = explained[0]
+        signals.append(Signal("slow_completion", ramp(seconds / tail, 0.3, 0.9, 0.15, 0.3), "a stage after the last step",
+                              "stages", f"stage {name!r} took {format_duration(seconds)} after the last step", window.end))
+    late = [a for a in ev.artifacts if a.time >= window.end and a.role == "output"]
+    if late:
+        size = sum(a.size or 0 for a in late)
+        names = ", ".join(a.path for a in late[:3])
+        signals.append(Signal("slow_completion", 0.15, "artifacts written at the end", "artifacts",
+                              f"{len(late)} artifact(s) written after the last step ({format_size(size)}): {names}", late[0].time))
+    context = [{"source": "log", "detail": e.message.splitlines()[0][:200], "at": iso(e.time)}
+               for e in ev.tail if e.time >= window.end][:3]
+    where = f"; {explained[0][0]!r} took {format_duration(explained[0][1])} of it" if explained else ""
+    summary = (f"Slow completion: the run went on for {format_duration(tail)} after its last training step "
+               f"({share:.0%} of the run){where}.")
+    steps = [f"Make stage {explained[0][0]!r} asynchronous, less frequent or smaller."] if explained else []
+    return Finding("slow_completion", summary, signals, steps, context=context)
+
+
+def data_loader_bottleneck(ev: RunEvidence) -> Finding | None:
+    window = training_window(ev)
+    if window is None or window.duration <= 0:
+        return None
+    th = ev.thresholds
+    signals: list[Signal] = []
+    summary_bits: list[str] = []
+    data = [s for s in ev.stages if is_data_stage(s.name) and s.count >= 3]
+    compute = [s for s in ev.stages if is_compute_stage(s.name) and s.count >= 3]
+    if data:
+        data_total = sum(s.total for s in data)
+        compute_total = sum(s.total for s in compute)
+        denominator = data_total + compute_total if compute else window.duration
+        share = data_total / max(1e-9, denominator)
+        if share >= th.data_share:
+            top = max(data, key=lambda s: s.total)
+            versus = f" against {format_duration(compute_total)} in {', '.join(repr(s.name) for s in compute)}" if compute else " of the training window"
+            signals.append(Signal("data_loader_bottleneck", ramp(share, th.data_share, 0.9, 0.45, 0.8), "data-stage share of step time",
+                                  "stages", f"stage {top.name!r}: {top.count} spans, {format_duration(top.total)} in all "
+                                  f"(mean {format_duration(top.mean)}){versus}: {share:.0%} of step time waits on data",
+                                  top.first_start))
+            summary_bits.append(f"{share:.0%} of step time is spent in data stage {top.name!r}")
+        elif compute:
+            return None  # stages say the loader keeps up
+    cpu, n_cpu = cpu_percent_between(ev, window.start, window.end)
+    gpu, n_gpu = gpu_percent_between(ev, window.start, window.end)
+    idle_bits = []
+    if gpu is not None and gpu < th.idle_gpu_percent:
+        idle_bits.append(f"the GPU averaged {gpu:.0f}% utilization")
+    if cpu is not None and cpu < th.idle_cpu_percent:
+        idle_bits.append(f"the process tree used {cpu:.0f}% of one CPU core")
+    if idle_bits and (gpu is None or gpu < th.idle_gpu_percent):
+        weight = 0.3 if signals else 0.35
+        if gpu is not None:
+            weight += 0.1
+        signals.append(Signal("data_loader_bottleneck", weight, "compute idle while stepping", "resources",
+                              " and ".join(idle_bits) + f" while training steps ran ({format_duration(window.duration)}, "
+                              f"{n_cpu + n_gpu} samples)", window.start))
+        summary_bits.append(" and ".join(idle_bits) + " while it stepped")
+    gaps = _step_gaps(ev)
+    if gaps is not None and signals:
+        median, p90, n = gaps
+        if median > 0 and p90 / median >= 3:
+            signals.append(Signal("data_loader_bottleneck", 0.15, "irregular steps", "metrics",
+                                  f"step intervals: median {format_duration(median)}, 90th percentile {format_duration(p90)} over {n} steps "
+                                  "(periodic stalls)", window.start))
+        elif not data:
+            signals.append(Signal("data_loader_bottleneck", 0.1, "slow steps", "metrics",
+                                  f"steps arrive every {format_duration(median)} (median over {n} steps)", window.start))
+    if not signals:
+        return None
+    summary = "Compute waits on input: " + "; ".join(summary_bits) + "."
+    return Finding("data_loader_bottleneck", summary, signals)
+
+
+def _stages_within(ev: RunEvidence, start: float, end: float) -> list[tuple[str, float]]:
+    """Stages by the seconds they spent inside [start, end], longest first (the runner's own
+    per-attempt stage is left out)."""
+    out = []
+    for s in ev.stages:
+        if is_runner_stage(s.name):
+            continue
+        seconds = stage_in(s, start - 1e-3, end + 1e-3)
+        if seconds > 0:
+            out.append((s.name, seconds))
+    out.sort(key=lambda x: -x[1])
+    return out
+
+
+def _step_gaps(ev: RunEvidence) -> tuple[float, float, int] | None:
+    series = [m for m in ev.info.metrics.values() if m.count >= 5]
+    if not series:
+        return None
+    name = max(series, key=lambda m: m.count).name
+    times = sorted(float(t) for t in ev.history(name).times.tolist())
+    gaps = [b - a for a, b in zip(times, times[1:], strict=False) if b > a]
+    if len(gaps) < 4:
+        return None
+    gaps.sort()
+    return statistics.median(gaps), gaps[int(0.9 * (len(gaps) - 1))], len(gaps) + 1

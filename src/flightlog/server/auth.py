@@ -1,0 +1,112 @@
+"""Who is asking: a bearer token, or the web UI's session cookie, checked against the store.
+
+Roles are ordered (reader < writer < admin) and a token may be limited to one project.
+A missing, unknown or revoked token is 401; a valid token without the role or the project
+is 403. Without ``--auth`` the server only listens on loopback and everyone is an admin.
+
+The session cookie is HttpOnly (scripts in a page cannot read it) and SameSite=Strict (other
+sites cannot make the browser send it); a state-changing request that carries it must also
+come from the server's own origin when the browser says where it comes from.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlparse
+
+import anyio.to_thread
+from starlette.requests import HTTPConnection
+
+from flightlog.errors import Forbidden, Unauthorized
+from flightlog.server.tokens import RANK, hash_token
+
+__all__ = ["Principal", "OPEN", "COOKIE", "authenticate", "TOUCH_EVERY"]
+
+COOKIE = "flightlog_session"
+TOUCH_EVERY = 60.0  # seconds between last_used updates of one token
+_SAFE = frozenset({"GET", "HEAD", "OPTIONS"})
+_NEEDS = {"reader": "read", "writer": "write", "admin": "administer"}
+
+
+@dataclass(frozen=True)
+class Principal:
+    role: str
+    project: str | None = None
+    token_id: str | None = None
+    via: str = "open"  # open | token | cookie
+
+    def require(self, role: str) -> None:
+        if RANK[self.role] < RANK[role]:
+            raise Forbidden(
+                f"this token has the role {self.role!r}, which cannot {_NEEDS[role]} here: it needs {role!r} or above",
+                details={"role": self.role, "needed": role},
+            )
+
+    def allows(self, project: str | None) -> bool:
+        return self.project is None or project == self.project
+
+    def check_project(self, project: str | None) -> None:
+        if not self.allows(project):
+            raise Forbidden(
+                f"this token is limited to project {self.project!r}; this belongs to project {project!r}",
+                details={"project": self.project},
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"role": self.role, "project": self.project, "token_id": self.token_id, "via": self.via}
+
+
+OPEN = Principal("admin")
+
+
+def _presented(conn: HTTPConnection) -> tuple[str | None, str]:
+    header = conn.headers.get("authorization")
+    if header is not None:
+        scheme, _, value = header.partition(" ")
+        if scheme.lower() != "bearer" or not value.strip():
+            raise Unauthorized("send the token as `Authorization: Bearer TOKEN`")
+        return value.strip(), "token"
+    cookie = conn.cookies.get(COOKIE)
+    if cookie:
+        return cookie, "cookie"
+    return None, "none"
+
+
+async def authenticate(conn: HTTPConnection, store: Any, *, enabled: bool) -> Principal:
+    if not enabled:
+        return OPEN
+    token, via = _presented(conn)
+    if token is None:
+        raise Unauthorized(
+            "this server needs a token: send `Authorization: Bearer TOKEN` "
+            "(FLIGHTLOG_TOKEN for the SDK and CLI; `flightlog token create` makes one)"
+        )
+    if len(token) > 512:
+        raise Unauthorized("the token is not valid")
+    row = await anyio.to_thread.run_sync(store.token_by_hash, hash_token(token))
+    if row is None:
+        raise Unauthorized("the token is not valid (unknown, mistyped, or from another server)")
+    if row["revoked"] is not None:
+        raise Unauthorized(f"the token {row['id']} was revoked: ask an admin for a new one")
+    if via == "cookie" and conn.scope.get("method", "GET") not in _SAFE:
+        _same_origin(conn)
+    now = time.time()
+    if row["last_used"] is None or now - row["last_used"] > TOUCH_EVERY:
+        try:
+            await anyio.to_thread.run_sync(store.touch_token, row["id"], now)
+        except Exception:  # noqa: BLE001 - bookkeeping must never refuse a request
+            pass
+    return Principal(row["role"], row["project"], row["id"], via)
+
+
+def _same_origin(conn: HTTPConnection) -> None:
+    origin = conn.headers.get("origin")
+    if origin is None or origin == "null":
+        if origin == "null":
+            raise Forbidden("a request from an opaque origin cannot use the session cookie")
+        return
+    host = conn.headers.get("x-forwarded-host") or conn.headers.get("host") or ""
+    if urlparse(origin).netloc.lower() != host.lower():
+        raise Forbidden(f"a request from {origin} cannot use this server's session cookie")

@@ -1,0 +1,51 @@
+"""The server's settings, declared once, with the defaults `flightlog server` documents."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from flightlog.errors import InvalidInput
+
+__all__ = ["ServerConfig", "LOOPBACK"]
+
+LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    home: Path
+    """Where the store (``flightlog.db``) and the artifact blobs (``artifacts/``) live."""
+    store_uri: str
+    """The store the server serves; default ``sqlite:///HOME/flightlog.db``."""
+    auth: bool = False
+    """Every request needs a token (``Authorization: Bearer`` or the session cookie)."""
+    max_body: int = 32 << 20
+    """Largest request body (ingest batches are measured compressed)."""
+    max_inflated: int = 512 << 20
+    """Largest ingest batch after decompression."""
+    max_upload: int = 64 << 30
+    """Largest artifact upload (uploads are streamed to disk, never held in memory)."""
+    stream_poll: float = 0.25
+    """Seconds between store reads of a live stream (SSE)."""
+    stream_keepalive: float = 15.0
+    """Seconds between keep-alive comments on an idle live stream."""
+    session_days: int = 30
+    """How long the web UI's session cookie lasts."""
+
+    @classmethod
+    def for_home(cls, home: str | os.PathLike[str] | None = None, **overrides: object) -> ServerConfig:
+        """Settings for serving ``home`` (default FLIGHTLOG_HOME or ./.flightlog).
+
+        FLIGHTLOG_STORE may name another store; FLIGHTLOG_URL is ignored — a server serves a
+        store, never another server.
+        """
+        base = Path(os.path.abspath(home or os.environ.get("FLIGHTLOG_HOME", "").strip() or ".flightlog"))
+        store = str(overrides.pop("store_uri", "") or os.environ.get("FLIGHTLOG_STORE", "").strip())
+        if store.startswith(("http://", "https://")):
+            raise InvalidInput(
+                f"FLIGHTLOG_STORE={store!r} names a server: a server serves a store directly "
+                "(sqlite:///PATH, or unset it to use HOME/flightlog.db)"
+            )
+        return cls(home=base, store_uri=store or f"sqlite:///{base / 'flightlog.db'}", **overrides)  # type: ignore[arg-type]

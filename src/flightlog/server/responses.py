@@ -1,0 +1,51 @@
+"""What the server sends: JSON documents (NaN and infinities as strings) and the one error shape."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import msgspec
+from starlette.responses import Response
+
+from flightlog.errors import FlightlogError
+
+__all__ = ["json_response", "error_response", "json_safe", "json_bytes"]
+
+_encoder = msgspec.json.Encoder()
+
+
+def json_safe(value: Any) -> Any:
+    """JSON has no NaN or infinities: they become "NaN", "Infinity", "-Infinity"."""
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return value
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return None  # never part of a JSON document (binary columns travel as msgpack)
+    return value
+
+
+def json_bytes(doc: Any) -> bytes:
+    try:
+        return _encoder.encode(json_safe(doc))
+    except (TypeError, msgspec.EncodeError):
+        import json
+
+        return json.dumps(json_safe(doc), default=repr, allow_nan=False).encode()
+
+
+def json_response(doc: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    return Response(json_bytes(doc), status_code=status, headers=headers, media_type="application/json")
+
+
+def error_response(exc: FlightlogError, headers: dict[str, str] | None = None) -> Response:
+    status = exc.http_status if 400 <= exc.http_status <= 599 else 500
+    extra = dict(headers or {})
+    if status == 401:
+        extra.setdefault("WWW-Authenticate", 'Bearer realm="flightlog"')
+    return json_response(exc.to_dict(), status=status, headers=extra)

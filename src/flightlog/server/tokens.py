@@ -1,0 +1,78 @@
+"""API tokens: made here, kept hashed in the store, checked on every request.
+
+A token reads ``flt_<id>_<secret>``: the id is public (``token ls`` shows it, ``token revoke``
+takes it), the secret is 32 random bytes shown once. The store keeps only the SHA-256 of the
+whole token, so a leaked database does not leak working tokens; a lookup by that hash is an
+indexed equality (no secret is ever compared character by character).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from flightlog.errors import InvalidInput, NotFound
+
+__all__ = ["ROLES", "TokenStore", "NewToken", "create_token", "hash_token", "list_tokens", "revoke_token", "check_role"]
+
+ROLES = ("reader", "writer", "admin")
+RANK = {role: i for i, role in enumerate(ROLES)}
+_PROJECT = re.compile(r"^[^\x00-\x1f]{1,200}$")
+_TOKEN_ID = re.compile(r"^[0-9a-f]{12}$")
+
+
+class TokenStore(Protocol):
+    def create_token(self, token_id: str, digest: str, role: str, project: str | None, name: str | None) -> None: ...
+    def token_by_hash(self, digest: str) -> dict[str, Any] | None: ...
+    def tokens(self) -> list[dict[str, Any]]: ...
+    def revoke_token(self, token_id: str) -> bool: ...
+    def touch_token(self, token_id: str, when: float) -> None: ...
+
+
+@dataclass(frozen=True)
+class NewToken:
+    id: str
+    secret: str  # the whole token: shown once, never stored
+    role: str
+    project: str | None
+    name: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "token": self.secret, "role": self.role, "project": self.project, "name": self.name}
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def check_role(role: Any) -> str:
+    if role not in ROLES:
+        raise InvalidInput(f"role {role!r} is not valid: use one of {', '.join(ROLES)}", details={"choices": list(ROLES)})
+    return str(role)
+
+
+def create_token(store: TokenStore, role: str, project: str | None = None, name: str | None = None) -> NewToken:
+    role = check_role(role)
+    if project is not None and not _PROJECT.match(project):
+        raise InvalidInput(f"project {project!r} is not a valid project name")
+    if name is not None and (len(name) > 200 or not name.isprintable()):
+        raise InvalidInput("a token name is printable text of at most 200 characters")
+    token_id = secrets.token_hex(6)
+    secret = f"flt_{token_id}_{secrets.token_urlsafe(32)}"
+    store.create_token(token_id, hash_token(secret), role, project, name)
+    return NewToken(token_id, secret, role, project, name)
+
+
+def list_tokens(store: TokenStore) -> list[dict[str, Any]]:
+    return store.tokens()
+
+
+def revoke_token(store: TokenStore, token_id: str) -> None:
+    token_id = token_id.strip()
+    if not _TOKEN_ID.match(token_id):
+        raise InvalidInput(f"{token_id!r} is not a token id: use the 12-character id that `flightlog token ls` shows")
+    if not store.revoke_token(token_id):
+        raise NotFound(f"no token with id {token_id!r}: list them with `flightlog token ls`")
