@@ -77,8 +77,8 @@ def w2() -> dict[str, float]:
             mlflow.log_params(params)
             mlflow.log_metrics({"acc": rng.random(), "loss": rng.random(), "f1": rng.random(), "auc": rng.random(), "val_loss": rng.random()})
     create = time.perf_counter() - t0
-    # MLflow compares params as strings only: select lr > 0.01 by listing the values above it
-    query = "params.lr IN ('0.03', '0.1')"
+    # MLflow compares params as strings only: select lr > 0.01 by excluding the values below it
+    query = "params.lr != '0.001' and params.lr != '0.003' and params.lr != '0.01'"
     mlflow.search_runs(filter_string=query, order_by=["metrics.acc DESC"], max_results=50)
     t0 = time.perf_counter()
     rows = mlflow.search_runs(filter_string=query, order_by=["metrics.acc DESC"], max_results=50)

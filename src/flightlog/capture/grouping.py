@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from itertools import chain
 from typing import Any
 
 from flightlog.capture.blocks import END, HOLD, TAKE, Block, PlainBlock, start_block
@@ -103,48 +104,47 @@ class StreamGrouper:
         add = rows.append
         one = self._one
         n = len(lines)
-        i = 0
-        k = 0
-        n_special = len(specials)
-        while i < n:
-            block = self._pending
-            if block is not None and not block.bulk_ends:  # inside a stack trace
-                one(lines[i], i in progress, now, True)
-                i += 1
+        pos = 0  # lines before pos are done
+        for i in chain(specials, (n,)):
+            if i < pos:
                 continue
-            while k < n_special and specials[k] < i:
-                k += 1
-            j = specials[k] if k < n_special else n
-            if j == i:
-                line = lines[i]
-                nxt = i + 1
-                # Hold the line as a block only if the next line could continue it.
-                hold = nxt >= n or (lines[nxt].startswith(_INDENT) and nxt not in progress)
-                if (
-                    block is None
-                    and line[:1] in _DIRECT_FIRST
-                    and i not in progress
-                    and "l=" not in line  # level=, lvl=: logfmt takes the general path
-                    and "y=" not in line  # severity=
-                ):
-                    level, component = classify(line)
-                    if hold:
-                        self._pending = PlainBlock(line, now, level, component)
-                    else:
-                        add((now, level, line, component, None))
+            if pos < i:  # lines[pos:i] are ordinary
+                block = self._pending
+                while pos < i and block is not None and not block.bulk_ends:  # in a stack trace
+                    one(lines[pos], False, now, True)
+                    pos += 1
+                    block = self._pending
+                if pos < i:  # each ordinary line ends what came before; none continues another
+                    if block is not None:
+                        self._pending = None
+                        self._emit(block)
+                    if i - 1 > pos:
+                        self._flush_rows(out)
+                        self._extend_plain(lines[pos : i - 1], now, out)
+                    self._pending = PlainBlock(lines[i - 1], now, INFO)
+                    pos = i
+            if i == n:
+                break
+            line = lines[i]
+            is_progress = i in progress
+            nxt = i + 1
+            # Hold the line as a block only if the next line could continue it.
+            hold = nxt >= n or (lines[nxt].startswith(_INDENT) and nxt not in progress)
+            if (
+                self._pending is None
+                and not is_progress
+                and line[:1] in _DIRECT_FIRST
+                and "l=" not in line  # level=, lvl=: logfmt takes the general path
+                and "y=" not in line  # severity=
+            ):
+                level, component = classify(line)
+                if hold:
+                    self._pending = PlainBlock(line, now, level, component)
                 else:
-                    one(line, i in progress, now, hold)
-                i += 1
-                continue
-            # lines[i:j] are ordinary: each ends what came before and none continues another.
-            if block is not None:
-                self._pending = None
-                self._emit(block)
-            self._flush_rows(out)
-            if j - 1 > i:
-                self._extend_plain(lines[i : j - 1], now, out)
-            self._pending = PlainBlock(lines[j - 1], now, INFO)
-            i = j
+                    add((now, level, line, component, None))
+            else:
+                one(line, is_progress, now, hold)
+            pos = nxt
         self._flush_rows(out)
 
     def _one(self, line: str, is_progress: bool, now: float, hold: bool = True) -> None:

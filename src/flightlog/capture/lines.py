@@ -155,12 +155,11 @@ def split_lines(text: str) -> tuple[list[str], list[int]]:
     if "\r" not in text:
         return lines, []
     progress = []
-    for i, line in enumerate(lines):
-        if "\r" in line:
-            cr = line.find("\r")
-            if cr == len(line) - 1:  # "\r\n": a plain line ending
-                lines[i] = line[:-1]
-                continue
+    for i in [i for i, line in enumerate(lines) if "\r" in line]:
+        line = lines[i]
+        if line.find("\r") == len(line) - 1:  # "\r\n": a plain line ending
+            lines[i] = line[:-1]
+        else:
             lines[i] = collapse_progress(line)
             progress.append(i)
     return lines, progress

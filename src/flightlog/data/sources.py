@@ -41,7 +41,7 @@ __all__ = [
 ]
 
 BATCH_ROWS = 1_000_000
-TEXT_BLOCK_BYTES = 4 << 20
+TEXT_BLOCK_BYTES = 1 << 20
 _ROW_GROUP_BYTES = 512 << 20
 
 FILE_FORMATS: dict[str, str] = {

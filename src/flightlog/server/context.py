@@ -145,6 +145,11 @@ class Query:
                                details={"parameter": name, "min": min, "max": max})
         return value
 
+    def count(self, name: str, *, default: int, max: int) -> int:
+        """A whole number from 0 to ``max`` (``default`` when absent)."""
+        value = self.int(name, min=0, max=max)
+        return default if value is None else value
+
     def bool(self, name: str, *, default: bool = False) -> bool:
         raw = self.str(name, max_len=10)
         if raw is None or raw == "":

@@ -1,0 +1,222 @@
+"""What changed between a run and a baseline: params, code revision, packages, environment,
+input manifests, stage durations, resource peaks and final metrics.
+
+:func:`compare_runs` gives the JSON document of ``flightlog compare`` (and the ``"baseline"``
+part of a diagnosis); :func:`pick_baseline` chooses the most recent successful run of the
+same project and name when the user names none.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+from flightlog.diagnose.evidence import RunEvidence
+from flightlog.diagnose.window import is_runner_stage, training_window
+from flightlog.models import RunInfo
+
+if TYPE_CHECKING:
+    from flightlog.client import Client
+
+__all__ = ["compare_runs", "compare_evidence", "pick_baseline"]
+
+#: relative change from which a stage, a resource peak or a metric counts as changed
+NOTABLE = 0.2
+
+
+def pick_baseline(client: Client, info: RunInfo) -> RunInfo | None:
+    """The most recent successful run of the same project and name, created before ``info``."""
+    if not info.name:
+        return None
+    name = info.name.replace("'", "''")
+    runs = client.runs(project=info.project, filter=f"name = '{name}' and status = 'succeeded'", order_by="-created", limit=20)
+    for r in runs:
+        if r.id != info.id and (info.created is None or r.created is None or r.created <= info.created):
+            return r
+    return None
+
+
+def compare_runs(client: Client, run: str | RunInfo, baseline: str | RunInfo) -> dict[str, Any]:
+    a = RunEvidence(client, client.run(run if isinstance(run, str) else run.id))
+    b = RunEvidence(client, client.run(baseline if isinstance(baseline, str) else baseline.id))
+    return compare_evidence(a, b)
+
+
+def compare_evidence(a: RunEvidence, b: RunEvidence, *, chosen: str = "given") -> dict[str, Any]:
+    ca, cb = a.context, b.context
+    doc: dict[str, Any] = {
+        "run": a.id,
+        "baseline": b.id,
+        "chosen": chosen,
+        "status": {"run": a.info.status, "baseline": b.info.status},
+        "duration": _change(a.info.duration, b.info.duration),
+        "params": _dict_diff(a.info.params, b.info.params),
+        "code": _code(ca.get("git"), cb.get("git")),
+        "packages": _packages(ca.get("packages") or {}, cb.get("packages") or {}),
+        "python": {"run": ca.get("python"), "baseline": cb.get("python"), "changed": ca.get("python") != cb.get("python")},
+        "environment": _environment(ca, cb),
+        "inputs": _inputs(a, b),
+        "stages": _stages(a, b),
+        "resources": _resources(a, b),
+        "metrics": _metrics(a, b),
+    }
+    doc["differences"] = _count(doc)
+    return doc
+
+
+def _change(run: float | None, base: float | None) -> dict[str, Any]:
+    delta = None if run is None or base is None else run - base
+    ratio = None if run is None or not base else run / base
+    return {"run": run, "baseline": base, "delta": delta, "ratio": ratio}
+
+
+def _dict_diff(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    added = {k: a[k] for k in sorted(a.keys() - b.keys())}
+    removed = {k: b[k] for k in sorted(b.keys() - a.keys())}
+    changed = [{"name": k, "run": a[k], "baseline": b[k]} for k in sorted(a.keys() & b.keys()) if a[k] != b[k]]
+    return {"added": added, "removed": removed, "changed": changed}
+
+
+def _code(a: dict[str, Any] | None, b: dict[str, Any] | None) -> dict[str, Any]:
+    def short(g: dict[str, Any] | None) -> dict[str, Any] | None:
+        if not g:
+            return None
+        return {"commit": g.get("commit"), "branch": g.get("branch"), "dirty": bool(g.get("dirty")), "diff_sha256": g.get("diff_sha256")}
+
+    sa, sb = short(a), short(b)
+    changed = None if sa is None or sb is None else (sa["commit"] != sb["commit"] or sa["diff_sha256"] != sb["diff_sha256"])
+    return {"run": sa, "baseline": sb, "changed": changed}
+
+
+def _packages(a: dict[str, str], b: dict[str, str]) -> dict[str, Any]:
+    norm_a = {k.lower().replace("_", "-"): v for k, v in a.items()}
+    norm_b = {k.lower().replace("_", "-"): v for k, v in b.items()}
+    return {
+        "added": [{"name": k, "version": norm_a[k]} for k in sorted(norm_a.keys() - norm_b.keys())],
+        "removed": [{"name": k, "version": norm_b[k]} for k in sorted(norm_b.keys() - norm_a.keys())],
+        "changed": [{"name": k, "run": norm_a[k], "baseline": norm_b[k]} for k in sorted(norm_a.keys() & norm_b.keys())
+                    if norm_a[k] != norm_b[k]],
+    }
+
+
+def _environment(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    out = _dict_diff(a.get("env") or {}, b.get("env") or {})
+    for key in ("host", "cwd", "platform", "container", "cpu_count"):
+        if a.get(key) != b.get(key):
+            out["changed"].append({"name": key, "run": a.get(key), "baseline": b.get(key)})
+    return out
+
+
+def _inputs(a: RunEvidence, b: RunEvidence) -> list[dict[str, Any]]:
+    ma = {e["name"]: e["data"] for e in a.evidence_of("manifest") if isinstance(e.get("data"), dict)}
+    mb = {e["name"]: e["data"] for e in b.evidence_of("manifest") if isinstance(e.get("data"), dict)}
+    out = []
+    for name in sorted(ma.keys() | mb.keys()):
+        x, y = ma.get(name), mb.get(name)
+        if x is None or y is None:
+            out.append({"name": name, "status": "added" if y is None else "removed",
+                        "file_count": _change((x or {}).get("file_count"), (y or {}).get("file_count")),
+                        "total_size": _change((x or {}).get("total_size"), (y or {}).get("total_size"))})
+            continue
+        row: dict[str, Any] = {"name": name, "status": "identical" if x.get("digest") == y.get("digest") else "changed",
+                               "digest": {"run": x.get("digest"), "baseline": y.get("digest")},
+                               "file_count": _change(x.get("file_count"), y.get("file_count")),
+                               "total_size": _change(x.get("total_size"), y.get("total_size"))}
+        if row["status"] == "changed" and "files" in x and "files" in y:
+            try:
+                from flightlog.data.manifest import diff_manifests
+
+                d = diff_manifests(y, x)  # from the baseline's data to this run's
+                row["counts"] = d.get("counts")
+                row["added_files"] = [f["path"] for f in d.get("added", [])[:10]]
+                row["removed_files"] = [f["path"] for f in d.get("removed", [])[:10]]
+                row["changed_files"] = [f["path"] for f in d.get("changed", [])[:10]]
+                row["shifts"] = d.get("shifts")
+            except Exception:  # a manifest of another version: the summary above still holds
+                pass
+        out.append(row)
+    return out
+
+
+def _stages(a: RunEvidence, b: RunEvidence) -> list[dict[str, Any]]:
+    sa = {s.name: s for s in a.stages if not is_runner_stage(s.name)}
+    sb = {s.name: s for s in b.stages if not is_runner_stage(s.name)}
+    rows = []
+    for name in sorted(sa.keys() | sb.keys()):
+        x, y = sa.get(name), sb.get(name)
+        row = _change(x.total if x else None, y.total if y else None)
+        row.update(name=name, count={"run": x.count if x else None, "baseline": y.count if y else None},
+                   mean={"run": x.mean if x else None, "baseline": y.mean if y else None})
+        rows.append(row)
+    for label, ev_a, ev_b in (("startup (start → first step)", a, b), ("tail (last step → end)", a, b)):
+        va, vb = _phase(ev_a, label), _phase(ev_b, label)
+        if va is not None or vb is not None:
+            row = _change(va, vb)
+            row.update(name=label, count=None, mean=None)
+            rows.append(row)
+    rows.sort(key=lambda r: -(r["delta"] if r["delta"] is not None else -math.inf))
+    return rows
+
+
+def _phase(ev: RunEvidence, label: str) -> float | None:
+    w = training_window(ev)
+    if w is None:
+        return None
+    if label.startswith("startup"):
+        return None if ev.process_start is None else max(0.0, w.start - ev.process_start)
+    return None if ev.process_end is None else max(0.0, ev.process_end - w.end)
+
+
+def _peaks(ev: RunEvidence) -> dict[str, float | None]:
+    rss = [s.get("rss_bytes") for s in ev.resources if isinstance(s.get("rss_bytes"), (int, float))]
+    rss += [x.get("rss_bytes_max") for x in ev.resource_summaries if isinstance(x.get("rss_bytes_max"), (int, float))]
+    cpu = [s.get("cpu_percent") for s in ev.resources if isinstance(s.get("cpu_percent"), (int, float))]
+    gpu_mem: list[float] = []
+    gpu_util: list[float] = []
+    for s in ev.resources:
+        for g in s.get("gpus") or []:
+            if isinstance(g.get("memory_used_bytes"), (int, float)):
+                gpu_mem.append(g["memory_used_bytes"])
+            if isinstance(g.get("utilization_percent"), (int, float)):
+                gpu_util.append(g["utilization_percent"])
+    writes = [s.get("disk_write_bytes") for s in ev.resources if isinstance(s.get("disk_write_bytes"), (int, float))]
+    return {
+        "rss_peak_bytes": max(rss) if rss else None,
+        "cpu_percent_peak": max(cpu) if cpu else None,
+        "cpu_percent_avg": sum(cpu) / len(cpu) if cpu else None,
+        "gpu_memory_peak_bytes": max(gpu_mem) if gpu_mem else None,
+        "gpu_utilization_avg": sum(gpu_util) / len(gpu_util) if gpu_util else None,
+        "disk_write_bytes": max(writes) if writes else None,
+    }
+
+
+def _resources(a: RunEvidence, b: RunEvidence) -> dict[str, Any]:
+    pa, pb = _peaks(a), _peaks(b)
+    return {k: _change(pa[k], pb[k]) for k in pa}
+
+
+def _metrics(a: RunEvidence, b: RunEvidence) -> list[dict[str, Any]]:
+    rows = []
+    for name in sorted(a.info.metrics.keys() | b.info.metrics.keys()):
+        x, y = a.info.metrics.get(name), b.info.metrics.get(name)
+        va = x.last if x else None
+        vb = y.last if y else None
+        row: dict[str, Any] = {"name": name, "run": va, "baseline": vb, "delta": None, "relative": None}
+        if va is not None and vb is not None and math.isfinite(va) and math.isfinite(vb):
+            row["delta"] = va - vb
+            row["relative"] = (va - vb) / abs(vb) if vb else None
+        rows.append(row)
+    return rows
+
+
+def _count(doc: dict[str, Any]) -> dict[str, int]:
+    p, k = doc["params"], doc["packages"]
+    return {
+        "params": len(p["added"]) + len(p["removed"]) + len(p["changed"]),
+        "packages": len(k["added"]) + len(k["removed"]) + len(k["changed"]),
+        "environment": len(doc["environment"]["added"]) + len(doc["environment"]["removed"]) + len(doc["environment"]["changed"]),
+        "inputs": sum(1 for i in doc["inputs"] if i.get("status") != "identical"),
+        "stages": sum(1 for s in doc["stages"] if s["ratio"] is not None and abs(s["ratio"] - 1) >= NOTABLE and (s["delta"] or 0) > 0.05),
+        "metrics": sum(1 for m in doc["metrics"] if m["relative"] is not None and abs(m["relative"]) >= 0.01),
+        "code": 1 if doc["code"]["changed"] else 0,
+    }

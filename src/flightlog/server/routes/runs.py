@@ -1,0 +1,262 @@
+"""Projects and runs: search (filter language, cursors), detail, status updates, deletion,
+notes, evidence, context, children and lineage."""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+from starlette.responses import Response
+
+from flightlog.errors import InvalidInput
+from flightlog.ids import new_writer_id
+from flightlog.models import STATUSES
+from flightlog.records import is_json_value
+from flightlog.server.context import Ctx, forbid_other_project
+from flightlog.server.operations import RUN, Operation, Param, json_body, ok, schema_ref
+from flightlog.server.responses import json_response
+from flightlog.server.shapes import decode_cursor, encode_cursor, fingerprint, run_json
+from flightlog.timefmt import iso
+
+__all__ = ["OPERATIONS"]
+
+MAX_PAGE = 1000
+
+
+async def list_projects(ctx: Ctx) -> Response:
+    projects = await ctx.call(ctx.store.projects)
+    visible = [{**p, "last_created": iso(p["last_created"])} for p in projects if ctx.principal.allows(p["name"])]
+    return json_response({"projects": visible})
+
+
+async def search_runs(ctx: Ctx) -> Response:
+    q = ctx.query
+    project = forbid_other_project(ctx.principal, q.str("project", max_len=200))
+    filter_ = q.str("filter", max_len=10_000)
+    order_by = q.str("order_by", max_len=1000)
+    limit = q.count("limit", default=50, max=MAX_PAGE)
+    offset = q.count("offset", default=0, max=10**9)
+    detail = q.bool("detail")
+    cursor = q.str("cursor", max_len=1000)
+    fp = fingerprint(project, filter_, order_by)
+    snapshot = time.time()
+    effective = filter_
+    if cursor is not None:
+        state = decode_cursor(cursor, fp)
+        offset, snapshot = int(state.get("o", 0)), float(state.get("t", snapshot))
+        # runs created after the first page was read never shift later pages
+        bound = f"created <= {snapshot!r}"
+        effective = f"({filter_}) and {bound}" if filter_ and filter_.strip() else bound
+    runs = await ctx.call(
+        ctx.store.search_runs, project=project, filter=effective, order_by=order_by, limit=limit + 1, offset=offset
+    )
+    more = len(runs) > limit
+    runs = runs[:limit]
+    next_cursor = encode_cursor({"o": offset + limit, "t": snapshot, "h": fp}) if more and limit else None
+    return json_response({"runs": [run_json(r, detail=detail) for r in runs], "next_cursor": next_cursor})
+
+
+async def get_run(ctx: Ctx) -> Response:
+    return json_response(run_json(await ctx.run()))
+
+
+_PATCHABLE = ("status", "end_reason", "ended", "exit_code", "signal", "failure")
+
+
+async def patch_run(ctx: Ctx) -> Response:
+    body = await ctx.json()
+    info = await ctx.run()
+    unknown = sorted(set(body) - set(_PATCHABLE))
+    if unknown:
+        raise InvalidInput(f"cannot update run fields {unknown}; allowed: {list(_PATCHABLE)}", details={"allowed": list(_PATCHABLE)})
+    if not body:
+        raise InvalidInput(f"nothing to update: send one or more of {list(_PATCHABLE)}")
+    fields: dict[str, Any] = {}
+    for name, value in body.items():
+        fields[name] = _patch_value(name, value)
+    await ctx.call(ctx.store.update_run, info.id, **fields)
+    return json_response(run_json(await ctx.run(info.id)))
+
+
+def _patch_value(name: str, value: Any) -> Any:
+    if value is None:
+        if name == "status":
+            raise InvalidInput(f"status cannot be null: use one of {', '.join(STATUSES)}")
+        return None
+    if name == "status":
+        if value not in STATUSES:
+            raise InvalidInput(f"status {value!r} is not valid: use one of {', '.join(STATUSES)}")
+        return value
+    if name == "end_reason":
+        if not isinstance(value, str) or len(value) > 100:
+            raise InvalidInput("end_reason must be a short string")
+        return value
+    if name == "ended":
+        from flightlog.transport.decode import epoch
+
+        try:
+            ended = epoch(value)
+        except (ValueError, TypeError):
+            raise InvalidInput(f"ended {value!r} is not a time: use epoch seconds or ISO-8601") from None
+        if ended is None or not math.isfinite(ended):
+            raise InvalidInput(f"ended {value!r} is not a time")
+        return ended
+    if name in ("exit_code", "signal"):
+        if isinstance(value, bool) or not isinstance(value, int) or not -(2**31) <= value < 2**31:
+            raise InvalidInput(f"{name} must be a whole number")
+        return value
+    if not isinstance(value, dict) or not is_json_value(value):
+        raise InvalidInput("failure must be a JSON object")
+    return value
+
+
+async def delete_run(ctx: Ctx) -> Response:
+    ref = ctx.path("run")
+    info = await ctx.run()
+    if info.id != ref:
+        raise InvalidInput(f"deleting needs the whole run id ({ref!r} is a prefix of {info.id})", details={"id": info.id})
+    deleted = await ctx.call(ctx.store.delete_runs, [info.id])
+    return json_response({"deleted": deleted})
+
+
+async def run_children(ctx: Ctx) -> Response:
+    info = await ctx.run()
+    children = await ctx.call(ctx.store.children, info.id)
+    return json_response({"children": await _visible(ctx, children)})
+
+
+async def _visible(ctx: Ctx, run_ids: list[str]) -> list[str]:
+    if ctx.principal.project is None or not run_ids:
+        return run_ids
+    projects = await ctx.call(ctx.store.run_projects, run_ids)
+    return [r for r in run_ids if projects.get(r) == ctx.principal.project]
+
+
+async def run_lineage(ctx: Ctx) -> Response:
+    """Inputs with the runs that produced them; outputs with the runs that used them."""
+    info = await ctx.run()
+    arts = await ctx.call(ctx.store.artifacts, info.id)
+    digests = sorted({a.sha256 for a in arts if a.sha256})
+    related = [a for a in await ctx.call(ctx.store.artifacts_by_digest, digests) if a.run_id != info.id]
+    allowed = set(await _visible(ctx, sorted({a.run_id for a in related})))
+    related = [a for a in related if a.run_id in allowed]
+
+    def linked(sha: str | None, role: str) -> list[str]:
+        return sorted({r.run_id for r in related if r.sha256 == sha and r.role == role})
+
+    return json_response({
+        "run": info.id,
+        "parent": info.parent_id,
+        "children": await _visible(ctx, await ctx.call(ctx.store.children, info.id)),
+        "inputs": [{"artifact": a.to_dict(), "produced_by": linked(a.sha256, "output")} for a in arts if a.role == "input"],
+        "outputs": [{"artifact": a.to_dict(), "used_by": linked(a.sha256, "input")} for a in arts if a.role == "output"],
+    })
+
+
+async def run_context(ctx: Ctx) -> Response:
+    info = await ctx.run()
+    return json_response(await ctx.call(ctx.store.context, info.id))
+
+
+async def list_notes(ctx: Ctx) -> Response:
+    info = await ctx.run()
+    notes = await ctx.call(ctx.store.notes, info.id)
+    return json_response({"notes": [n.to_dict() for n in notes]})
+
+
+async def add_note(ctx: Ctx) -> Response:
+    body = await ctx.json()
+    info = await ctx.run()
+    text, author = body.get("text"), body.get("author")
+    if not isinstance(text, str) or not text.strip():
+        raise InvalidInput("a note needs some text: send {\"text\": \"...\"}")
+    if len(text) > 100_000:
+        raise InvalidInput("a note is at most 100,000 characters")
+    if author is not None and (not isinstance(author, str) or len(author) > 200):
+        raise InvalidInput("author must be a string of at most 200 characters")
+    note = await ctx.call(ctx.store.add_note, info.id, text, author)
+    return json_response(note.to_dict(), status=201)
+
+
+async def list_evidence(ctx: Ctx) -> Response:
+    q = ctx.query
+    kind, name = q.str("kind", max_len=200), q.str("name", max_len=1000)
+    info = await ctx.run()
+    rows = await ctx.call(ctx.store.evidence, info.id, kind, name)
+    return json_response({"evidence": [{**r, "time": iso(r["time"])} for r in rows]})
+
+
+async def add_evidence(ctx: Ctx) -> Response:
+    body = await ctx.json()
+    info = await ctx.run()
+    kind, name, data = body.get("kind"), body.get("name"), body.get("data")
+    for label, value in (("kind", kind), ("name", name)):
+        if not isinstance(value, str) or not value.strip() or len(value) > 1000:
+            raise InvalidInput(f"evidence needs a {label}: a non-empty string")
+    if not isinstance(data, dict):
+        raise InvalidInput("evidence data must be a JSON object")
+    record = {"k": "evidence", "r": info.id, "w": f"api-{new_writer_id()}", "s": 1, "t": time.time(),
+              "kind": kind, "name": name, "data": data}
+    result = await ctx.call(ctx.store.ingest, [record])
+    if result.skipped:
+        raise InvalidInput(f"the store refused the evidence: {result.skipped[0]}")
+    return json_response({"run": info.id, "kind": kind, "name": name}, status=201)
+
+
+_RUN_LIST = {"type": "object", "required": ["runs", "next_cursor"], "properties": {
+    "runs": {"type": "array", "items": schema_ref("Run")},
+    "next_cursor": {"type": ["string", "null"], "description": "Pass as `cursor` for the next page; null on the last."}}}
+
+OPERATIONS = [
+    Operation("GET", "/projects", list_projects, "reader", "Projects with their run counts", "runs",
+              responses={"200": ok("Projects", {"type": "object", "required": ["projects"], "properties": {
+                  "projects": {"type": "array", "items": schema_ref("Project")}}})}),
+    Operation("GET", "/runs", search_runs, "reader", "Search runs with the filter language, newest first", "runs",
+              params=(
+                  Param("project", "query", {"type": "string", "maxLength": 200}, "Only runs of this project."),
+                  Param("filter", "query", {"type": "string", "maxLength": 10000},
+                        "A filter, e.g. `params.lr > 0.01 and status = 'failed'` (docs/filters.md)."),
+                  Param("order_by", "query", {"type": "string", "maxLength": 1000}, "e.g. `-metrics.acc`; default `-created`."),
+                  Param("limit", "query", {"type": "integer", "minimum": 0, "maximum": MAX_PAGE, "default": 50}, "Runs per page."),
+                  Param("offset", "query", {"type": "integer", "minimum": 0}, "Skip this many runs (first page only)."),
+                  Param("cursor", "query", {"type": "string", "maxLength": 1000}, "`next_cursor` of the previous page (opaque)."),
+                  Param("detail", "query", {"type": "boolean", "default": False}, "Each run in full (metric summaries, timeline, failure)."),
+              ),
+              responses={"200": ok("A page of runs", _RUN_LIST)}),
+    Operation("GET", "/runs/{run}", get_run, "reader", "One run in full", "runs", params=(RUN,),
+              responses={"200": ok("The run", schema_ref("Run"))}),
+    Operation("PATCH", "/runs/{run}", patch_run, "writer", "Set a run's status and how it ended", "runs", params=(RUN,),
+              body=json_body({"type": "object", "additionalProperties": False, "minProperties": 1, "properties": {
+                  "status": {"type": "string", "enum": list(STATUSES)},
+                  "end_reason": {"type": ["string", "null"], "maxLength": 100},
+                  "ended": {"type": ["number", "string", "null"], "description": "Epoch seconds or ISO-8601."},
+                  "exit_code": {"type": ["integer", "null"]}, "signal": {"type": ["integer", "null"]},
+                  "failure": {"type": ["object", "null"]}}}),
+              responses={"200": ok("The updated run", schema_ref("Run"))}),
+    Operation("DELETE", "/runs/{run}", delete_run, "writer", "Delete a run and everything recorded on it (whole id only)", "runs",
+              params=(RUN,), responses={"200": ok("How many runs were deleted", {"type": "object", "properties": {"deleted": {"type": "integer"}}})}),
+    Operation("GET", "/runs/{run}/children", run_children, "reader", "Ids of the runs whose parent this run is", "runs", params=(RUN,),
+              responses={"200": ok("Child run ids", {"type": "object", "properties": {"children": {"type": "array", "items": {"type": "string"}}}})}),
+    Operation("GET", "/runs/{run}/lineage", run_lineage, "reader", "Inputs with the runs that produced them, outputs with the runs that used them",
+              "runs", params=(RUN,), responses={"200": ok("Lineage", {"type": "object"})}),
+    Operation("GET", "/runs/{run}/context", run_context, "reader", "Runtime context: code revision, command, host, packages", "runs",
+              params=(RUN,), responses={"200": ok("Context", {"type": "object"})}),
+    Operation("GET", "/runs/{run}/notes", list_notes, "reader", "Notes kept with a run", "runs", params=(RUN,),
+              responses={"200": ok("Notes", {"type": "object", "properties": {"notes": {"type": "array", "items": schema_ref("Note")}}})}),
+    Operation("POST", "/runs/{run}/notes", add_note, "writer", "Keep a note (a hypothesis, a piece of evidence) with a run", "runs",
+              params=(RUN,),
+              body=json_body({"type": "object", "required": ["text"], "properties": {
+                  "text": {"type": "string", "minLength": 1, "maxLength": 100000},
+                  "author": {"type": ["string", "null"], "maxLength": 200}}}),
+              responses={"201": ok("The note", schema_ref("Note"))}),
+    Operation("GET", "/runs/{run}/evidence", list_evidence, "reader", "Evidence kept with a run (profiles, validations, manifests)", "runs",
+              params=(RUN, Param("kind", "query", {"type": "string", "maxLength": 200}, "Only this kind."),
+                      Param("name", "query", {"type": "string", "maxLength": 1000}, "Only this name.")),
+              responses={"200": ok("Evidence", {"type": "object", "properties": {"evidence": {"type": "array", "items": {"type": "object"}}}})}),
+    Operation("POST", "/runs/{run}/evidence", add_evidence, "writer", "Keep a piece of evidence with a run", "runs", params=(RUN,),
+              body=json_body({"type": "object", "required": ["kind", "name", "data"], "properties": {
+                  "kind": {"type": "string", "minLength": 1, "maxLength": 1000},
+                  "name": {"type": "string", "minLength": 1, "maxLength": 1000}, "data": {"type": "object"}}}),
+              responses={"201": ok("Kept", {"type": "object"})}),
+]
