@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint bench clean
+.PHONY: install demo test lint bench bench-peers clean
 
 $(STAMP): requirements.lock pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,6 +27,15 @@ lint: install
 bench: install
 	$(BIN)/python bench/log_throughput.py
 	$(BIN)/python bench/many_runs.py
+	$(BIN)/python bench/capture_throughput.py
+	$(BIN)/python bench/runner_overhead.py
+
+# Peers live in their own environment, never in the project's dependencies.
+bench-peers: install
+	@test -x .bench-venv/bin/python || $(PYTHON) -m venv .bench-venv
+	.bench-venv/bin/python -m pip install -q --disable-pip-version-check mlflow==3.17.2
+	$(BIN)/python bench/log_throughput.py --peers
+	$(BIN)/python bench/many_runs.py --peers
 
 clean:
 	rm -rf $(VENV) .flightlog build *.egg-info

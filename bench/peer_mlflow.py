@@ -83,8 +83,8 @@ def w2() -> dict[str, float]:
     t0 = time.perf_counter()
     rows = mlflow.search_runs(filter_string=query, order_by=["metrics.acc DESC"], max_results=50)
     q = time.perf_counter() - t0
-    code = ("import time; t0=time.perf_counter(); import mlflow; mlflow.set_tracking_uri(%r); "
-            "mlflow.start_run(); print(time.perf_counter()-t0); mlflow.end_run()" % uri)
+    code = (f"import time; t0=time.perf_counter(); import mlflow; mlflow.set_tracking_uri({uri!r}); "
+            "mlflow.start_run(); print(time.perf_counter()-t0); mlflow.end_run()")
     start = min(float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()[-1])
                 for _ in range(3))
     return {"create_1000_runs_s": create, "query_ms": q * 1000, "query_rows": len(rows), "import_and_start_s": start}

@@ -17,7 +17,16 @@ from flightlog.config import Settings
 from flightlog.errors import InvalidInput, NotFound
 from flightlog.ids import new_writer_id
 from flightlog.logevents import level_code
-from flightlog.models import Artifact, LogEvent, LogQuery, MetricHistory, MetricSummary, Note, RunInfo, StageSummary
+from flightlog.models import (
+    Artifact,
+    LogEvent,
+    LogQuery,
+    MetricHistory,
+    MetricSummary,
+    Note,
+    RunInfo,
+    StageSummary,
+)
 from flightlog.store.artifacts import LocalArtifactStore
 from flightlog.store.base import Store
 from flightlog.store.registry import open_store
@@ -219,7 +228,29 @@ class Client:
     def log_evidence(self, run: RunRef, kind: str, name: str, data: dict[str, Any]) -> None:
         self._write(self.run(run).id, "evidence", kind=kind, name=name, data=data)
 
-    def _write(self, run_id: str, kind: str, **payload: Any) -> None:
+    # ── diagnosis ───────────────────────────────────────────────────────────
+    def diagnose(self, run: RunRef, baseline: RunRef | None = None, *, auto_baseline: bool = True) -> dict[str, Any]:
+        """Likely causes of a failed or slow run, with evidence and next steps (docs/troubleshooting.md).
+
+        Without ``baseline`` the most recent successful run of the same project and name is
+        compared (``auto_baseline=False`` turns that off)."""
+        from flightlog.diagnose.engine import diagnose_run
+
+        return diagnose_run(self, _run_id(run), None if baseline is None else _run_id(baseline), auto_baseline=auto_baseline)
+
+    def compare(self, run: RunRef, baseline: RunRef) -> dict[str, Any]:
+        """What changed from ``baseline`` to ``run``: params, code, packages, environment, inputs, stages, peaks, metrics."""
+        from flightlog.diagnose.compare import compare_runs
+
+        return compare_runs(self, _run_id(run), _run_id(baseline))
+
+    def rightsize(self, run_or_name: RunRef, *, project: str | None = None) -> dict[str, Any]:
+        """Memory and CPU requests with headroom from the peaks of a run's attempts or of the runs of one name."""
+        from flightlog.diagnose.rightsize import rightsize
+
+        return rightsize(self, _run_id(run_or_name), project=project)
+
+    def _write(self, run_id: str, kind: str, /, **payload: Any) -> None:
         """A one-record write through the same idempotent ingest as every writer."""
         record = {"k": kind, "r": run_id, "w": f"client-{new_writer_id()}", "s": 1, "t": time.time(), **payload}
         result = self.store.ingest([record])

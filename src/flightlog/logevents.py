@@ -102,7 +102,7 @@ class LogBatch:
         self.stage.append(stage)
 
     def extend(self, other: LogBatch) -> None:
-        for name in self.__slots__:  # type: ignore[attr-defined]
+        for name in self.__slots__:
             getattr(self, name).extend(getattr(other, name))
 
     def split(self, size: int) -> list[LogBatch]:
@@ -114,11 +114,11 @@ class LogBatch:
         return [LogBatch(**{k: v[i : i + size] for k, v in cols.items()}) for i in range(0, n, size)]
 
     def to_columns(self) -> dict[str, list[Any]]:
-        return {name: getattr(self, name) for name in self.__slots__}  # type: ignore[attr-defined]
+        return {name: getattr(self, name) for name in self.__slots__}
 
     @classmethod
     def from_columns(cls, cols: dict[str, list[Any]]) -> LogBatch:
-        return cls(**{k: list(v) for k, v in cols.items() if k in cls.__slots__})  # type: ignore[attr-defined]
+        return cls(**{k: list(v) for k, v in cols.items() if k in cls.__slots__})
 
     def events(self) -> list[dict[str, Any]]:
         """Row view, for small batches and tests."""

@@ -58,14 +58,14 @@ _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder()
 
 
-def _le_bytes(arr: array) -> bytes:  # type: ignore[type-arg]
+def _le_bytes(arr: array) -> bytes:
     if _BIG_ENDIAN:
         arr = array(arr.typecode, arr)
         arr.byteswap()
     return arr.tobytes()
 
 
-def _from_le(typecode: str, data: bytes) -> array:  # type: ignore[type-arg]
+def _from_le(typecode: str, data: bytes) -> array:
     arr = array(typecode)
     arr.frombytes(data)
     if _BIG_ENDIAN:
@@ -73,16 +73,16 @@ def _from_le(typecode: str, data: bytes) -> array:  # type: ignore[type-arg]
     return arr
 
 
-def encode_series(steps: array, times: array, values: array) -> list[bytes]:  # type: ignore[type-arg]
+def encode_series(steps: array, times: array, values: array) -> list[bytes]:
     """int64 steps, float64 times and values → three little-endian byte strings."""
     return [_le_bytes(steps), _le_bytes(times), _le_bytes(values)]
 
 
-def decode_series(encoded: list[bytes]) -> tuple[array, array, array]:  # type: ignore[type-arg]
+def decode_series(encoded: list[bytes]) -> tuple[array, array, array]:
     return _from_le("q", encoded[0]), _from_le("d", encoded[1]), _from_le("d", encoded[2])
 
 
-def series_summary(steps: array, times: array, values: array) -> dict[str, Any]:  # type: ignore[type-arg]
+def series_summary(steps: array, times: array, values: array) -> dict[str, Any]:
     """count, non-finite count, finite min/max, the value at the highest step (last seen wins)."""
     n = len(values)
     isfinite = math.isfinite

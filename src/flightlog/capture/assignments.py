@@ -44,6 +44,8 @@ _PLACEHOLDERS = frozenset(
 _PLACEHOLDER_FIRST = frozenset(b"<[$*={(")
 _AUTH_WORDS = frozenset({"authorization", "auth"})
 _SEPARATOR_CHARS = b":= \t\"'"
+_QUOTES = b"\"'"
+_QUOTE_BYTES = (b'"', b"'")
 
 Replacement = tuple[int, int, bytes]
 
@@ -108,7 +110,10 @@ def _candidates(data: bytes, low: bytes) -> list[Replacement]:
             after = m.end()
             if data[after : after + 1] == b"=":  # a comparison, "token == x"
                 continue
-            quoted_key = name_start > 0 and data[name_start - 1] in b"\"'" and separator.endswith(b":")
+            # "password": … (JSON, a Python dict): the quotes hug the name on both sides.
+            quoted_key = (
+                name_start > 0 and data[name_start - 1] in _QUOTES and data[name_end : name_end + 1] in _QUOTE_BYTES
+            )
             replacement = _value_replacement(data, after, key_words(name), quoted_key)
             if replacement is not None:
                 found.append(replacement)

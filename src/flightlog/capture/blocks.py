@@ -184,6 +184,7 @@ class NativeBlock(Block):
 
     __slots__ = ()
     kind = "native_backtrace"
+    bulk_ends = False  # frames like "./a.out[0x400b3d]" have no special first character
 
     def accept(self, line: str) -> int:
         if line.startswith(_INDENT) or _NATIVE_MORE.match(line):

@@ -67,8 +67,12 @@ class Family:
 
 
 # A line break inside a key block: a real newline, or ``\n`` escaped inside a JSON string.
-_KEY_SEP = r"(?:\r?\n|\\r?\\n)"
-_KEY_BODY_LINE = r"[ \t]*(?:[A-Za-z0-9+/=]+|(?:Proc-Type|DEK-Info|Comment|Version):[^\n\\]*)?[ \t]*"
+_KEY_SEP = r"(?:\r?\n|\\(?:r\\)?n)"
+# A body line is whole: base64 or a header, then the end of the line (or of a JSON string).
+_KEY_BODY_LINE = (
+    r"[ \t]*(?:(?:Proc-Type|DEK-Info|Comment|Version):[^\n\\\"]*|[A-Za-z0-9+/=]+)?[ \t]*"
+    r"(?=\r?\n|\\(?:r\\)?n|\"|\Z)"
+)
 _KEY_HEADER = r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
 _KEY_FOOTER = r"-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
 
@@ -100,7 +104,8 @@ FAMILIES: tuple[Family, ...] = (
         re.compile(rb"A(?:KIA|SIA)[A-Z0-9]{16}(?![A-Z0-9])"),
         accept=_starts_a_word,
     ),
-    Family("github_token", re.compile(rb"gh(?:[pousr]_[A-Za-z0-9]{20,255}|ithub_pat_[A-Za-z0-9_]{20,255})")),
+    Family("github_token", re.compile(rb"gh[pousr]_[A-Za-z0-9]{20,255}")),
+    Family("github_token", re.compile(rb"github_pat_[A-Za-z0-9_]{20,255}")),
     Family("gitlab_token", re.compile(rb"glpat-[A-Za-z0-9_\-]{20,}")),
     Family("slack_token", re.compile(rb"xox[abposr]-[A-Za-z0-9\-]{10,}")),
     Family(

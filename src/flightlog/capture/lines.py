@@ -12,6 +12,8 @@ a child that writes a gigabyte without a newline.
 
 from __future__ import annotations
 
+import re
+
 __all__ = [
     "LineSplitter",
     "decode",
@@ -34,6 +36,9 @@ def decode(data: bytes) -> str:
 def truncation_marker(dropped_bytes: int) -> str:
     """The visible note that replaces the end of an over-long line."""
     return f" … [truncated {dropped_bytes} bytes]"
+
+
+_MARKER = re.compile(r" … \[truncated (\d+) bytes\]$")
 
 
 def utf8_cut(data: bytes, limit: int) -> int:
@@ -177,9 +182,15 @@ def truncate_lines(lines: list[str], max_line_bytes: int, counts: dict[str, int]
     for i, line in enumerate(lines):
         if len(line) <= quarter:
             continue
+        # A line the splitter already cut carries its marker: count on from it, once.
+        earlier = _MARKER.search(line, len(line) - 48)
+        if earlier is not None:
+            line = line[: earlier.start()]
         raw = line.encode(_ENCODING, _ERRORS)
         if len(raw) <= max_line_bytes:
             continue
         cut = utf8_cut(raw, max_line_bytes)
-        lines[i] = raw[:cut].decode(_ENCODING, _ERRORS) + truncation_marker(len(raw) - cut)
-        counts["truncated_lines"] += 1
+        dropped = len(raw) - cut + (int(earlier.group(1)) if earlier is not None else 0)
+        lines[i] = raw[:cut].decode(_ENCODING, _ERRORS) + truncation_marker(dropped)
+        if earlier is None:
+            counts["truncated_lines"] += 1

@@ -54,7 +54,7 @@ def artifacts_cmd(run: str, action: str | None, path: str | None, output: str | 
     console().print(table)
 
 
-def _print_lineage(lineage: dict) -> None:  # type: ignore[type-arg]
+def _print_lineage(lineage: dict) -> None:
     out = console()
     out.print(f"[bold]run {lineage['run'][:8]}[/]" + (f"  parent {lineage['parent'][:8]}" if lineage["parent"] else ""))
     for item in lineage["inputs"]:

@@ -72,9 +72,10 @@ class _Printer:
     def print_all(self, events: list[Any]) -> None:
         for event in events:
             key = (event.time, event.stream, event.message, event.attempt)
-            if self.last_time is not None:
-                if event.time < self.last_time or (event.time == self.last_time and key in self._at_last):
-                    continue
+            if self.last_time is not None and (
+                event.time < self.last_time or (event.time == self.last_time and key in self._at_last)
+            ):
+                continue
             if self.last_time is None or event.time > self.last_time:
                 self.last_time = event.time
                 self._at_last = set()

@@ -43,7 +43,7 @@ from flightlog.timefmt import iso, parse_time
 __all__ = ["Profile", "ColumnProfile", "profile", "merge_profiles", "PROFILE_VERSION"]
 
 PROFILE_VERSION = 1
-_PARALLEL_ROWS = 50_000
+_PARALLEL_ROWS = 200_000
 _MAX_THREADS = 8
 
 

@@ -163,7 +163,8 @@ def data_loader_bottleneck(ev: RunEvidence) -> Finding | None:
         if share >= th.data_share:
             top = max(data, key=lambda s: s.total)
             versus = f" against {format_duration(compute_total)} in {', '.join(repr(s.name) for s in compute)}" if compute else " of the training window"
-            signals.append(Signal("data_loader_bottleneck", ramp(share, th.data_share, 0.9, 0.45, 0.8), "data-stage share of step time",
+            material = ramp(data_total, 0.1, 1.0, 0.6, 1.0)  # a share of milliseconds is not a problem yet
+            signals.append(Signal("data_loader_bottleneck", ramp(share, th.data_share, 0.9, 0.45, 0.8) * material, "data-stage share of step time",
                                   "stages", f"stage {top.name!r}: {top.count} spans, {format_duration(top.total)} in all "
                                   f"(mean {format_duration(top.mean)}){versus}: {share:.0%} of step time waits on data",
                                   top.first_start))

@@ -4,7 +4,7 @@ Built-in entries ship in ``runbook.yaml`` next to this module; a team adds its o
 ``flightlog.runbook.yaml`` (the working directory) or ``$FLIGHTLOG_HOME/runbook.yaml``. An
 entry with the id of an earlier one replaces it (team entries win). An entry matches when
 every condition it gives holds: the report has a finding of one of its ``category`` values
-(confidence 0.3 or more), its ``exception`` regex finds the exception (type and message), its
+(confidence 0.4 or more), its ``exception`` regex finds the exception (type and message), its
 ``log`` regex finds a log line.
 
 A team file that is not valid fails loudly, naming the file, the line and the field.
@@ -30,7 +30,7 @@ TEAM_FILE = "flightlog.runbook.yaml"
 _FIELDS = {"id", "title", "match", "advice", "links"}
 _MATCH_FIELDS = {"category", "exception", "log"}
 #: a finding must be at least this likely for an entry keyed on its category to show
-CATEGORY_FLOOR = 0.3
+CATEGORY_FLOOR = 0.4
 
 
 @dataclass(frozen=True)

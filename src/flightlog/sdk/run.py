@@ -24,7 +24,7 @@ from flightlog.store.artifacts import LocalArtifactStore
 
 if TYPE_CHECKING:
     from flightlog.config import Settings
-    from flightlog.sdk.writer import RunWriter
+    from flightlog.sdk.writer import Writer
 
 __all__ = ["Run", "FlightlogWarning", "flatten"]
 
@@ -84,7 +84,7 @@ class Run:
 
     def __init__(
         self,
-        writer: RunWriter,
+        writer: Writer,
         settings: Settings,
         *,
         run_id: str,
@@ -145,9 +145,8 @@ class Run:
         else:
             values = dict(data)
         metrics = self._metrics
-        if len(metrics) >= self._limit:
-            if self._full():
-                return
+        if len(metrics) >= self._limit and self._full():
+            return
         metrics.append((step, _time(), values))
 
     def _full(self) -> bool:
@@ -203,7 +202,7 @@ class Run:
 
     def _stack(self) -> list[str]:
         try:
-            return self._tls.stack  # type: ignore[no-any-return]
+            return self._tls.stack
         except AttributeError:
             stack: list[str] = []
             self._tls.stack = stack

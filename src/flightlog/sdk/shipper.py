@@ -11,7 +11,7 @@ import os
 import threading
 import traceback
 
-from flightlog.sdk.writer import RunWriter, warn
+from flightlog.sdk.writer import RunWriter, Writer, warn
 
 __all__ = ["Shipper", "shipper"]
 
@@ -34,7 +34,7 @@ class Shipper:
                 self._thread.start()
         self._wake.set()
 
-    def unregister(self, writer: RunWriter) -> None:
+    def unregister(self, writer: Writer) -> None:
         with self._lock:
             if writer in self._writers:
                 self._writers.remove(writer)

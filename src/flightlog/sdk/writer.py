@@ -15,7 +15,7 @@ import threading
 import time
 from array import array
 from collections import deque
-from typing import Any
+from typing import Any, Protocol
 
 from flightlog.config import Settings
 from flightlog.ids import new_writer_id
@@ -26,10 +26,33 @@ from flightlog.sdk.context import process_context
 from flightlog.sdk.sink import Sink, open_sink
 from flightlog.sdk.stages import StageAggregator
 
-__all__ = ["RunWriter"]
+__all__ = ["Writer", "RunWriter", "NullWriter"]
 
 MAX_PENDING_RECORDS = 20_000
 LOG_CHUNK_EVENTS = 50_000  # events per stored log chunk: big enough to be cheap, small enough to skip  # unshipped records kept in memory (the journal keeps the rest)
+
+
+class Writer(Protocol):
+    """What a run needs of its writer: `RunWriter`, or `NullWriter` for a disabled run."""
+
+    settings: Settings
+    run_id: str
+    rank: int | None
+    attempt: int
+    metrics: deque[tuple[int, float, dict[str, float]]]
+    records: deque[dict[str, Any]]
+    resources: deque[dict[str, Any]]
+    stages: StageAggregator
+    stats: dict[str, int]
+
+    def add_record(self, kind: str, /, **payload: Any) -> None: ...
+    def add_logs(self, batch: LogBatch) -> None: ...
+    def add_log(self, **event: Any) -> None: ...
+    def count(self, name: str, value: float = 1) -> None: ...
+    def pending_log_events(self) -> int: ...
+    def flush(self, *, final: bool = False) -> None: ...
+    def close(self, *, remove_journal_if_shipped: bool) -> None: ...
+    def _warn_once(self, key: str, message: str) -> None: ...
 
 
 def warn(message: str) -> None:
@@ -129,7 +152,7 @@ class RunWriter:
 
     def _metrics_record(self, n: int, now: float) -> dict[str, Any]:
         popleft = self.metrics.popleft
-        series: dict[str, tuple[array, array, array]] = {}  # type: ignore[type-arg]
+        series: dict[str, tuple[array, array, array]] = {}
         points = 0
         for _ in range(n):
             step, t, data = popleft()
@@ -281,6 +304,7 @@ class NullWriter:
         self.settings = settings
         self.run_id = run_id
         self.rank: int | None = None
+        self.attempt = settings.attempt
         self.writer_id = "disabled"
         self.metrics: deque[Any] = deque(maxlen=0)
         self.records: deque[Any] = deque(maxlen=0)
@@ -299,6 +323,9 @@ class NullWriter:
 
     def count(self, name: str, value: float = 1) -> None:
         pass
+
+    def pending_log_events(self) -> int:
+        return 0
 
     def flush(self, *, final: bool = False) -> None:
         pass

@@ -11,7 +11,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from flightlog.models import Artifact, LogEvent, LogQuery, MetricHistory, MetricSummary, Note, RunInfo, StageSummary
+from flightlog.models import (
+    Artifact,
+    LogEvent,
+    LogQuery,
+    MetricHistory,
+    MetricSummary,
+    Note,
+    RunInfo,
+    StageSummary,
+)
 
 __all__ = ["IngestResult", "MetadataStore", "EventStore", "Store"]
 

@@ -19,7 +19,16 @@ import msgspec
 import numpy as np
 
 from flightlog.errors import InvalidInput, StoreUnavailable
-from flightlog.models import Artifact, LogEvent, LogQuery, MetricHistory, MetricSummary, Note, RunInfo, StageSummary
+from flightlog.models import (
+    Artifact,
+    LogEvent,
+    LogQuery,
+    MetricHistory,
+    MetricSummary,
+    Note,
+    RunInfo,
+    StageSummary,
+)
 from flightlog.store.base import IngestResult
 from flightlog.transport import decode
 from flightlog.transport.artifacts import RemoteArtifactStore

@@ -256,7 +256,11 @@ class SqliteStore:
                 f"FROM artifacts {where}",
                 args,
             ).fetchall()
-        return [Artifact(*r[:12], meta=json.loads(r[12]) if r[12] else None) for r in rows]
+        return [
+            Artifact(id=r[0], run_id=r[1], role=r[2], kind=r[3], path=r[4], source=r[5], size=r[6], sha256=r[7],
+                     uri=r[8], step=r[9], time=r[10], attempt=r[11], meta=json.loads(r[12]) if r[12] else None)
+            for r in rows
+        ]
 
     def referenced_digests(self) -> set[str]:
         with self.db.read() as conn:

@@ -1,0 +1,63 @@
+"""``flightlog diagnose``, ``flightlog compare`` and ``flightlog rightsize``."""
+
+from __future__ import annotations
+
+import click
+
+from flightlog.cli.common import open_client
+from flightlog.cli.output import console, emit_json, format_option
+
+__all__ = ["diagnose_cmd", "compare_cmd", "rightsize_cmd"]
+
+
+@click.command("diagnose")
+@click.argument("run")
+@click.option("--baseline", "-b", metavar="RUN", help="Compare with this run (default: the most recent successful run of the same project and name).")
+@click.option("--no-baseline", is_flag=True, help="Do not look for a baseline.")
+@format_option
+def diagnose_cmd(run: str, baseline: str | None, no_baseline: bool, fmt: str) -> None:
+    """Name the likely cause of a failed or slow run, with the evidence and what to do next.
+
+    \b
+    flightlog diagnose 3f2a
+    flightlog diagnose 3f2a --baseline 91c0 --format json
+    """
+    client = open_client()
+    report = client.diagnose(run, baseline=baseline, auto_baseline=not no_baseline)
+    if fmt == "json":
+        emit_json(report)
+        return
+    from flightlog.diagnose.render import render_diagnosis
+
+    render_diagnosis(report, console())
+
+
+@click.command("compare")
+@click.argument("run")
+@click.argument("baseline")
+@format_option
+def compare_cmd(run: str, baseline: str, fmt: str) -> None:
+    """What changed from BASELINE to RUN: params, code, packages, environment, inputs, stages,
+    resource peaks and final metrics."""
+    cmp = open_client().compare(run, baseline)
+    if fmt == "json":
+        emit_json(cmp)
+        return
+    from flightlog.diagnose.render import render_comparison
+
+    render_comparison(cmp, console())
+
+
+@click.command("rightsize")
+@click.argument("run_or_name", metavar="RUN|NAME")
+@click.option("--project", "-p", help="With a NAME: only runs of this project.")
+@format_option
+def rightsize_cmd(run_or_name: str, project: str | None, fmt: str) -> None:
+    """Memory and CPU requests from what a run (all its attempts) or the runs of NAME used."""
+    rs = open_client().rightsize(run_or_name, project=project)
+    if fmt == "json":
+        emit_json(rs)
+        return
+    from flightlog.diagnose.render import render_rightsizing
+
+    render_rightsizing(rs, console())

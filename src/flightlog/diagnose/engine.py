@@ -1,0 +1,174 @@
+"""The diagnosis engine: run the analyzers over one run's evidence, merge their findings, and
+assemble the report of DESIGN.md:
+
+    {"run", "status", "kind", "findings": [{"category", "confidence", "summary",
+     "evidence": [{"source", "detail", "at"}], "next_steps"}], "baseline", "runbook", "rightsizing"}
+
+Analyzers are small functions of one :class:`Context`, run in order; adding one never means
+editing the others (``ANALYZERS``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from flightlog.diagnose.baseline import baseline_findings
+from flightlog.diagnose.behaviour import analyze_behaviour
+from flightlog.diagnose.compare import compare_evidence, pick_baseline
+from flightlog.diagnose.datachecks import analyze_data, removed_columns
+from flightlog.diagnose.evidence import RunEvidence, Thresholds
+from flightlog.diagnose.failures import FailureFacts, analyze_failure
+from flightlog.diagnose.findings import Finding, merge_findings
+from flightlog.diagnose.memory import analyze_memory
+from flightlog.diagnose.performance import analyze_performance
+from flightlog.diagnose.rightsize import rightsize_runs
+from flightlog.diagnose.runbook import load_runbook, match_runbook
+from flightlog.diagnose.signals import Signal
+from flightlog.diagnose.taxonomy import FAILURE_CATEGORIES
+from flightlog.errors import InvalidInput
+from flightlog.models import RunInfo
+
+if TYPE_CHECKING:
+    from flightlog.client import Client
+
+__all__ = ["diagnose_run", "Context", "ANALYZERS", "LEAD"]
+
+#: a finding at or above this confidence is a lead; below it, a hint
+LEAD = 0.5
+#: the weight kept by a performance or behaviour signal in a run that failed for another reason
+SECONDARY = 0.6
+
+
+@dataclass
+class Context:
+    run: RunEvidence
+    baseline: RunEvidence | None = None
+    comparison: dict[str, Any] | None = None
+    facts: FailureFacts = field(default_factory=FailureFacts)
+    findings: list[Finding] = field(default_factory=list)
+
+
+def _failures(ctx: Context) -> list[Finding]:
+    return analyze_failure(ctx.run, ctx.facts)
+
+
+def _performance(ctx: Context) -> list[Finding]:
+    return analyze_performance(ctx.run)
+
+
+def _memory(ctx: Context) -> list[Finding]:
+    return analyze_memory(ctx.run)
+
+
+def _behaviour(ctx: Context) -> list[Finding]:
+    return analyze_behaviour(ctx.run)
+
+
+def _data(ctx: Context) -> list[Finding]:
+    return analyze_data(ctx.run, ctx.baseline)
+
+
+def _schema(ctx: Context) -> list[Finding]:
+    """A KeyError on a column that drift evidence saw removed: two sources, one cause."""
+    removed = removed_columns(ctx.run)
+    keys = [e.message.strip("'\"") for e in ctx.facts.chain if e.short_type == "KeyError"]
+    hit = [k for k in keys if k in removed]
+    if not hit:
+        return []
+    signal = Signal("data_error", 0.35, "column removed per the drift report", "evidence",
+                    f"the drift report on this run shows column {hit[0]!r} removed from the input", ctx.facts.traceback_at)
+    return [Finding("data_error", "", [signal], kind="data")]
+
+
+def _from_baseline(ctx: Context) -> list[Finding]:
+    if ctx.comparison is None:
+        return []
+    return baseline_findings(merge_findings(ctx.findings), ctx.comparison)
+
+
+ANALYZERS: tuple[Callable[[Context], list[Finding]], ...] = (
+    _failures, _performance, _memory, _behaviour, _data, _schema, _from_baseline,
+)
+
+
+def diagnose_run(
+    client: Client,
+    run: str | RunInfo,
+    baseline: str | RunInfo | None = None,
+    *,
+    auto_baseline: bool = True,
+    thresholds: Thresholds | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+) -> dict[str, Any]:
+    """The diagnosis report of ``run`` (see the module docstring for its shape)."""
+    info = client.run(run if isinstance(run, str) else run.id)
+    ev = RunEvidence(client, info, thresholds or Thresholds())
+    ctx = Context(ev)
+    if baseline is not None:
+        base = client.run(baseline if isinstance(baseline, str) else baseline.id)
+        if base.id == info.id:
+            raise InvalidInput("a run cannot be its own baseline: pass another run to --baseline")
+        ctx.baseline = RunEvidence(client, base, ev.thresholds)
+        ctx.comparison = compare_evidence(ev, ctx.baseline, chosen="given")
+    elif auto_baseline:
+        picked = pick_baseline(client, info)
+        if picked is not None:
+            ctx.baseline = RunEvidence(client, picked, ev.thresholds)
+            ctx.comparison = compare_evidence(ev, ctx.baseline, chosen="automatic")
+            ctx.comparison["reason"] = (f"the most recent successful run of project {info.project!r} and name "
+                                        f"{info.name!r} (no --baseline given)")
+    for analyzer in ANALYZERS:
+        ctx.findings.extend(analyzer(ctx))
+    findings = _secondary(info, merge_findings(ctx.findings))
+    kind = _kind(info, findings)
+    runbook = _runbook(client, ctx, findings, cwd)
+    return {
+        "run": info.id,
+        "status": info.status,
+        "kind": kind,
+        "findings": [f.to_dict() for f in findings],
+        "baseline": ctx.comparison,
+        "runbook": runbook,
+        "rightsizing": rightsize_runs([ev], {"run": info.id}),
+    }
+
+
+def _secondary(info: RunInfo, findings: list[Finding]) -> list[Finding]:
+    """In a run that failed, what made it fail leads: performance findings and a memory trend
+    are kept, at a lower weight, as context for the failure."""
+    if info.status not in ("failed", "killed", "crashed", "stopped"):
+        return findings
+    failure = [f for f in findings if f.category in FAILURE_CATEGORIES or f.category == "nan_loss"]
+    if not failure or failure[0].confidence < 0.4:
+        return findings
+    out = []
+    for f in findings:
+        if f.category not in FAILURE_CATEGORIES and f.category != "nan_loss":
+            f = replace(f, signals=[replace(s, weight=s.weight * SECONDARY) for s in f.signals])
+        out.append(f)
+    return merge_findings(out)
+
+
+def _kind(info: RunInfo, findings: list[Finding]) -> str:
+    if findings and findings[0].confidence >= LEAD:
+        return findings[0].problem_kind
+    if info.status in ("failed", "killed", "crashed", "stopped") and findings:
+        return findings[0].problem_kind
+    return "none"
+
+
+def _runbook(client: Client, ctx: Context, findings: list[Finding], cwd: str | os.PathLike[str] | None) -> list[dict[str, Any]]:
+    home = getattr(getattr(client, "settings", None), "home", None)
+    entries = load_runbook(home, cwd)
+    chain = ctx.facts.chain
+    exception = "\n".join(e.headline() for e in chain) if chain else None
+    failure = ctx.run.info.failure or {}
+    if exception is None and failure.get("exception"):
+        exception = f"{failure['exception']}: {failure.get('message', '')}"
+    lines = [e.message for e in ctx.run.recent]
+    if exception:
+        lines.append(exception)
+    return match_runbook(entries, findings=[(f.category, f.confidence) for f in findings], exception=exception, log_lines=lines)

@@ -1,0 +1,127 @@
+"""Reports for a person: the diagnosis, the comparison and the right-sizing, through rich.
+
+Every finding quotes its evidence (source, time, the line or figure itself) and ends with
+what to do next; leads (confidence 0.5 or more) come first, hints after them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+
+from flightlog.diagnose.baseline import differences_text
+from flightlog.diagnose.taxonomy import TITLE
+from flightlog.timefmt import format_duration, format_size
+
+__all__ = ["render_diagnosis", "render_comparison", "render_rightsizing"]
+
+_LEAD = 0.5
+
+
+def _t(iso_time: str | None) -> str:
+    return f"{iso_time[11:23]}Z" if iso_time else "—"
+
+
+def _bar(conf: float) -> str:
+    style = "bold red" if conf >= 0.75 else "yellow" if conf >= _LEAD else "dim"
+    return f"[{style}]{conf:.2f}[/]"
+
+
+def render_diagnosis(report: dict[str, Any], out: Console) -> None:
+    status = report["status"]
+    out.print(f"[bold]diagnosis of run {report['run']}[/]  status [bold]{status}[/]  kind [bold]{report['kind']}[/]")
+    base = report.get("baseline")
+    if base:
+        how = base.get("reason") or "given with --baseline"
+        out.print(f"[dim]baseline {base['baseline']} ({how})[/]")
+    else:
+        out.print("[dim]no baseline: no earlier successful run of this project and name (pass --baseline RUN)[/]")
+    findings = report["findings"]
+    leads = [f for f in findings if f["confidence"] >= _LEAD]
+    hints = [f for f in findings if f["confidence"] < _LEAD]
+    if not leads:
+        out.print("\n[green]No likely problem found.[/]" + (" Weaker hints follow." if hints else ""))
+    for i, f in enumerate(leads, 1):
+        _finding(out, i, f, full=True)
+    if hints:
+        out.print("\n[bold]hints[/] [dim](confidence below 0.5)[/]")
+        for i, f in enumerate(hints, len(leads) + 1):
+            _finding(out, i, f, full=False)
+    if base:
+        lines = differences_text(base)
+        out.print(f"\n[bold]changed since the baseline[/] ({len(lines)})")
+        for line in lines[:15] or ["nothing that flightlog compares"]:
+            out.print(f"  {escape(line)}")
+        if len(lines) > 15:
+            out.print(f"  [dim]… {len(lines) - 15} more: flightlog compare {report['run'][:12]} {base['baseline'][:12]}[/]")
+    if report.get("runbook"):
+        out.print("\n[bold]runbook[/]")
+        for e in report["runbook"]:
+            out.print(f"  [bold]{escape(e['title'])}[/] [dim]({e['id']}, {e['source']}; matched {escape('; '.join(e['matched']))})[/]")
+            for advice in e["advice"]:
+                out.print(f"    • {escape(advice)}")
+            for link in e.get("links") or []:
+                out.print(f"    [dim]{escape(link)}[/]")
+    rs = report.get("rightsizing")
+    if rs:
+        out.print("\n[bold]rightsizing[/]")
+        _rightsizing_lines(rs, out)
+
+
+def _finding(out: Console, index: int, f: dict[str, Any], *, full: bool) -> None:
+    out.print(f"\n{index}. [bold]{f['category']}[/] {_bar(f['confidence'])} [dim]{TITLE.get(f['category'], '')}[/]")
+    out.print(f"   {escape(f['summary'])}")
+    evidence = f["evidence"] if full else f["evidence"][:2]
+    for e in evidence:
+        detail = escape(str(e["detail"]).replace("\n", " ⏎ "))
+        out.print(f"   [dim]{e['source']:>9} {_t(e.get('at'))}[/]  {detail}")
+    if full and f["next_steps"]:
+        out.print("   [bold]next[/]")
+        for step in f["next_steps"][:4]:
+            out.print(f"   → {escape(step)}")
+
+
+def render_comparison(cmp: dict[str, Any], out: Console) -> None:
+    out.print(f"[bold]run {cmp['run']}[/] ({cmp['status']['run']}) against baseline [bold]{cmp['baseline']}[/] ({cmp['status']['baseline']})")
+    d = cmp["duration"]
+    if d["run"] is not None and d["baseline"] is not None:
+        out.print(f"duration {format_duration(d['baseline'])} → {format_duration(d['run'])}"
+                  + (f" (×{d['ratio']:.2f})" if d["ratio"] else ""))
+    lines = differences_text(cmp)
+    if not lines:
+        out.print("[green]no differences in params, code, packages, environment, inputs, stages, resources or metrics[/]")
+    for line in lines:
+        out.print(f"  {escape(line)}")
+    counts = ", ".join(f"{k} {v}" for k, v in cmp["differences"].items() if v)
+    if counts:
+        out.print(f"[dim]differences: {counts}[/]")
+
+
+def render_rightsizing(rs: dict[str, Any], out: Console) -> None:
+    subject = rs["subject"]
+    what = f"run {subject['run']}" if "run" in subject else f"{subject['runs']} run(s) named {subject['name']!r}"
+    out.print(f"[bold]rightsizing of {what}[/]")
+    _rightsizing_lines(rs, out)
+    for o in rs["observations"]:
+        out.print(f"  [dim]{o['run'][:12]} attempt {o['attempt']}: {o['status']}, peak {format_size(o['memory_peak_bytes'])}"
+                  + (f" of {format_size(o['memory_limit_bytes'])}" if o["memory_limit_bytes"] else "")
+                  + (f", CPU peak {o['cpu_peak_cores']:.2f} cores" if o.get("cpu_peak_cores") is not None else "") + "[/]")
+
+
+def _rightsizing_lines(rs: dict[str, Any], out: Console) -> None:
+    mem, cpu, req = rs["memory"], rs["cpu"], rs["request"]
+    if mem["recommended_bytes"]:
+        asked = f", limit was {format_size(mem['requested_bytes'])}" if mem["requested_bytes"] else ""
+        out.print(f"  memory: request {req['memory']} ({escape(mem['basis'] or '')}{asked})")
+    else:
+        out.print("  memory: no samples to go on")
+    if cpu["recommended_cores"]:
+        out.print(f"  cpu:    request {req['cpu']} (95th percentile {cpu['p95_cores']:.2f} cores, peak {cpu['peak_cores']:.2f}, "
+                  f"average {cpu['avg_cores']:.2f}, {cpu['samples']} samples)")
+    if rs.get("gpu"):
+        out.print(f"  gpu:    memory peak {format_size(rs['gpu']['memory_peak_bytes'])}")
+    for flag in rs["flags"]:
+        style = "yellow" if flag["kind"] == "over_provisioned" else "red"
+        out.print(f"  [{style}]{flag['kind']}[/]: {escape(flag['detail'])}")

@@ -1,0 +1,104 @@
+"""Building the ASGI application, once: routes from the operations, the error guard outermost.
+
+    ErrorGuard → MetricsMiddleware → Starlette (router → per-operation endpoint: auth, handler)
+
+The app is stateless over its store: whatever a request needs is in the store or in the
+request (cursors, stream positions), so replicas behind a load balancer can share one store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+from starlette.types import ASGIApp
+
+from flightlog.errors import FlightlogError, NotFound
+from flightlog.server.auth import Principal, authenticate
+from flightlog.server.blobs import BlobStore
+from flightlog.server.config import ServerConfig
+from flightlog.server.context import AppState, Ctx
+from flightlog.server.guard import ErrorGuard
+from flightlog.server.openapi import openapi_document
+from flightlog.server.operations import Operation
+from flightlog.server.prometheus import ROUTE_KEY, Metrics, MetricsMiddleware
+from flightlog.server.responses import error_response
+from flightlog.server.routes import OPERATIONS
+from flightlog.store.registry import open_store
+
+__all__ = ["create_app", "FlightlogApp"]
+
+_ANONYMOUS = Principal("reader", via="anonymous")
+
+
+class FlightlogApp:
+    """The ASGI callable uvicorn serves, with the state tests and the CLI reach for."""
+
+    def __init__(self, app: ASGIApp, starlette: Starlette, state: AppState) -> None:
+        self.app = app
+        self.starlette = starlette
+        self.state = state
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        await self.app(scope, receive, send)
+
+    def close(self) -> None:
+        self.state.store.close()
+
+
+def _endpoint(op: Operation, state: AppState) -> Any:
+    route = op.full_path
+
+    async def endpoint(request: Request) -> Response:
+        request.scope[ROUTE_KEY] = route
+        if op.role is None:
+            principal = _ANONYMOUS
+        else:
+            principal = await authenticate(request, state.store, enabled=state.config.auth)
+            principal.require(op.role)
+        return await op.handler(Ctx(request, state, principal))
+
+    endpoint.__name__ = op.operation_id
+    return endpoint
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)  # registered for HTTPException only
+    if exc.status_code == 404:
+        err: FlightlogError = NotFound(
+            f"no API route {request.url.path!r}: the API lives under /api/v1 and is described at /api/v1/openapi.json"
+        )
+    else:
+        err = FlightlogError(exc.detail or f"HTTP {exc.status_code}")
+        err.http_status = exc.status_code
+        err.code = "method_not_allowed" if exc.status_code == 405 else f"http_{exc.status_code}"
+    return error_response(err, headers=dict(exc.headers or {}))
+
+
+def create_app(config: ServerConfig, *, store: Any = None) -> FlightlogApp:
+    store = store if store is not None else open_store(config.store_uri)
+    metrics = Metrics()
+    state = AppState(config=config, store=store, blobs=BlobStore(config.home / "artifacts"), metrics=metrics)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        state.draining.set()
+
+    routes = [
+        Route(op.route_path, _endpoint(op, state), methods=[op.method], name=op.operation_id)
+        for op in OPERATIONS
+    ]
+    starlette = Starlette(routes=routes, exception_handlers={HTTPException: _http_error}, lifespan=lifespan)
+    from flightlog import __version__
+
+    starlette.state.openapi = openapi_document(OPERATIONS, version=__version__)
+    starlette.state.flightlog = state
+    app = ErrorGuard(MetricsMiddleware(starlette, metrics), metrics)
+    return FlightlogApp(app, starlette, state)

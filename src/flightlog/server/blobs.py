@@ -1,0 +1,158 @@
+"""The server's artifact blobs: the same content-addressed layout as the embedded store's,
+written from streamed request bodies, served as downloads that can never run in a page.
+
+An upload is hashed while it is written to a temporary file and renamed into place only when
+its size and SHA-256 are what the client said, so a half-sent or damaged body never sits under
+a real digest. Memory use is one chunk, whatever the size: multi-gigabyte checkpoints stream.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import stat
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import anyio.to_thread
+from starlette.requests import Request
+from starlette.responses import FileResponse
+
+from flightlog.errors import InvalidInput, NotFound
+from flightlog.store.artifacts import LocalArtifactStore
+from flightlog.transport.wire import PayloadTooLarge
+
+__all__ = ["BlobStore", "DigestMismatch", "check_digest", "check_artifact_path", "download_headers"]
+
+_DIGEST = re.compile(r"^[0-9a-f]{64}$")
+_WRITE_EVERY = 1 << 20
+SANDBOX = "default-src 'none'; sandbox"
+
+
+class DigestMismatch(InvalidInput):
+    code = "digest_mismatch"
+
+
+def check_digest(digest: str) -> str:
+    if not _DIGEST.match(digest):
+        raise InvalidInput(f"{digest[:80]!r} is not a SHA-256 digest: 64 lowercase hex characters")
+    return digest
+
+
+def check_artifact_path(path: str) -> str:
+    """An artifact's name under its run: relative, no ``..``, no empty or ``.`` parts, no control characters."""
+    problem = None
+    if not path or len(path) > 1024:
+        problem = "must have 1 to 1024 characters"
+    elif any(ord(c) < 32 or ord(c) == 127 for c in path):
+        problem = "contains control characters"
+    elif "\\" in path:
+        problem = "contains a backslash: use '/' between directories"
+    elif path.startswith("/") or re.match(r"^[A-Za-z]:", path):
+        problem = "is absolute: name it relative to the run"
+    elif any(part in ("", ".", "..") for part in path.split("/")):
+        problem = "has an empty, '.' or '..' part: artifact paths cannot leave their run"
+    if problem:
+        raise InvalidInput(f"artifact path {path[:200]!r} {problem}", details={"path": path[:1024]})
+    return path
+
+
+def download_headers(name: str) -> dict[str, str]:
+    """Served as an attachment, sandboxed and never sniffed: an HTML or SVG artifact cannot run script here."""
+    return {
+        "Content-Security-Policy": SANDBOX,
+        "X-Content-Type-Options": "nosniff",
+        "Cross-Origin-Resource-Policy": "same-origin",
+        "Cache-Control": "private, max-age=0",
+    }
+
+
+class BlobStore(LocalArtifactStore):
+    def blob(self, digest: str) -> Path:
+        return self._blob(check_digest(digest))
+
+    def size_of(self, digest: str) -> int | None:
+        try:
+            st = os.lstat(self.blob(digest))
+        except FileNotFoundError:
+            return None
+        return st.st_size if stat.S_ISREG(st.st_mode) else None
+
+    def response(self, digest: str, filename: str) -> FileResponse:
+        path = self.blob(digest)
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            raise NotFound(f"the content {digest[:12]}… is not on this server (never uploaded, or removed by gc)") from None
+        if not stat.S_ISREG(st.st_mode):  # never follow a link planted in the blob directory
+            raise NotFound(f"the content {digest[:12]}… is not a regular file on this server")
+        return FileResponse(
+            path, media_type="application/octet-stream", filename=filename or digest,
+            content_disposition_type="attachment", headers=download_headers(filename), stat_result=st,
+        )
+
+    async def receive(self, request: Request, *, limit: int, expected: str | None = None) -> tuple[str, int]:
+        """Stream the request body in; returns (sha256, size) once it is safely in place."""
+        declared = request.headers.get("content-length")
+        length = int(declared) if declared is not None and declared.isdigit() else None
+        if length is not None and length > limit:
+            raise PayloadTooLarge(f"the upload is {length} bytes; this server takes at most {limit}", details={"limit": limit})
+        tmp_dir = self.root / "tmp"
+        await anyio.to_thread.run_sync(lambda: tmp_dir.mkdir(parents=True, exist_ok=True))
+        fd, tmp_name = tempfile.mkstemp(dir=tmp_dir, prefix="upload-")
+        digest = hashlib.sha256()
+        size = 0
+        try:
+            with os.fdopen(fd, "wb") as out:
+                pending: list[bytes] = []
+                held = 0
+                async for chunk in request.stream():
+                    size += len(chunk)
+                    if size > limit:
+                        raise PayloadTooLarge(f"the upload is over {limit} bytes, the most this server takes", details={"limit": limit})
+                    digest.update(chunk)
+                    pending.append(chunk)
+                    held += len(chunk)
+                    if held >= _WRITE_EVERY:
+                        await anyio.to_thread.run_sync(out.write, b"".join(pending))
+                        pending, held = [], 0
+                if pending:
+                    await anyio.to_thread.run_sync(out.write, b"".join(pending))
+            if length is not None and size != length:
+                raise InvalidInput(f"the upload ended after {size} of {length} bytes")
+            sha = digest.hexdigest()
+            if expected is not None and sha != expected:
+                raise DigestMismatch(
+                    f"the upload's SHA-256 is {sha}, not {expected}: it was damaged on the way; send it again",
+                    details={"expected": expected, "actual": sha, "size": size},
+                )
+            await anyio.to_thread.run_sync(self._place, tmp_name, sha)
+        except BaseException:
+            _remove(tmp_name)
+            raise
+        return sha, size
+
+    def _place(self, tmp_name: str, sha: str) -> None:
+        blob = self._blob(sha)
+        if blob.exists():
+            _remove(tmp_name)
+            return
+        blob.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(tmp_name, blob)
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def filename_of(path: str) -> str:
+    return path.rsplit("/", 1)[-1]
+
+
+def blob_info(digest: str, size: int) -> dict[str, Any]:
+    return {"sha256": digest, "size": size, "uri": f"cas:sha256/{digest}"}

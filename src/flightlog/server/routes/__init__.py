@@ -1,0 +1,18 @@
+"""The API's operations, one module per resource; ``OPERATIONS`` is all of them, in routing order."""
+
+from __future__ import annotations
+
+from flightlog.server.operations import Operation
+from flightlog.server.routes import access, artifacts, events, ingest, meta, runs, stream
+
+__all__ = ["OPERATIONS"]
+
+OPERATIONS: list[Operation] = [
+    *meta.OPERATIONS,
+    *access.OPERATIONS,
+    *ingest.OPERATIONS,
+    *runs.OPERATIONS,
+    *events.OPERATIONS,
+    *stream.OPERATIONS,
+    *artifacts.OPERATIONS,
+]

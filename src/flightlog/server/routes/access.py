@@ -1,0 +1,103 @@
+"""Signing in (the web UI's session cookie), who am I, and token administration."""
+
+from __future__ import annotations
+
+from starlette.responses import Response
+
+from flightlog.errors import InvalidInput
+from flightlog.server.auth import COOKIE, authenticate
+from flightlog.server.context import Ctx
+from flightlog.server.operations import Operation, Param, json_body, ok
+from flightlog.server.responses import json_response
+from flightlog.server.tokens import ROLES, create_token, list_tokens, revoke_token
+from flightlog.timefmt import iso
+
+__all__ = ["OPERATIONS"]
+
+_PRINCIPAL = {"type": "object", "properties": {
+    "role": {"type": "string", "enum": list(ROLES)}, "project": {"type": ["string", "null"]},
+    "token_id": {"type": ["string", "null"]}, "via": {"type": "string"}, "auth": {"type": "boolean"}}}
+
+
+async def sign_in(ctx: Ctx) -> Response:
+    body = await ctx.json()
+    token = body.get("token")
+    if not isinstance(token, str) or not token.strip() or len(token) > 512:
+        raise InvalidInput('send {"token": "flt_..."}: the token made by `flightlog token create`')
+    if not ctx.state.config.auth:
+        raise InvalidInput("this server runs without --auth: there is nothing to sign in to")
+    request = ctx.request
+    scope = dict(request.scope)
+    scope["headers"] = [(b"authorization", f"Bearer {token.strip()}".encode("latin-1", "replace"))]
+    from starlette.requests import HTTPConnection
+
+    principal = await authenticate(HTTPConnection(scope), ctx.store, enabled=True)
+    response = json_response({**principal.to_dict(), "via": "cookie", "auth": True})
+    secure = request.url.scheme == "https" or request.headers.get("x-forwarded-proto", "").lower() == "https"
+    response.set_cookie(
+        COOKIE, token.strip(), max_age=ctx.state.config.session_days * 86400, path="/",
+        httponly=True, samesite="strict", secure=secure,
+    )
+    return response
+
+
+async def sign_out(ctx: Ctx) -> Response:
+    response = json_response({"signed_out": True})
+    response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
+    return response
+
+
+async def whoami(ctx: Ctx) -> Response:
+    return json_response({**ctx.principal.to_dict(), "auth": ctx.state.config.auth})
+
+
+async def tokens_list(ctx: Ctx) -> Response:
+    rows = await ctx.call(list_tokens, ctx.store)
+    return json_response({"tokens": [
+        {**r, "created": iso(r["created"]), "last_used": iso(r["last_used"]), "revoked": iso(r["revoked"])} for r in rows]})
+
+
+async def tokens_create(ctx: Ctx) -> Response:
+    body = await ctx.json()
+    unknown = sorted(set(body) - {"role", "project", "name"})
+    if unknown:
+        raise InvalidInput(f"unknown fields {unknown}: send role, and optionally project and name")
+    for field in ("project", "name"):
+        if body.get(field) is not None and not isinstance(body[field], str):
+            raise InvalidInput(f"{field} must be a string")
+    new = await ctx.call(create_token, ctx.store, body.get("role"), body.get("project"), body.get("name"))
+    return json_response(new.to_dict(), status=201)
+
+
+async def tokens_revoke(ctx: Ctx) -> Response:
+    token_id = ctx.path("token_id")
+    if token_id == ctx.principal.token_id:
+        raise InvalidInput("a token cannot revoke itself here: use another admin token, or `flightlog token revoke`")
+    await ctx.call(revoke_token, ctx.store, token_id)
+    return json_response({"revoked": token_id})
+
+
+_NEW_TOKEN = {"type": "object", "properties": {
+    "id": {"type": "string"}, "token": {"type": "string", "description": "The secret: shown once."},
+    "role": {"type": "string"}, "project": {"type": ["string", "null"]}, "name": {"type": ["string", "null"]}}}
+
+OPERATIONS = [
+    Operation("POST", "/session", sign_in, None, "Sign in with a token: sets the HttpOnly session cookie", "access",
+              body=json_body({"type": "object", "required": ["token"], "properties": {"token": {"type": "string", "maxLength": 512}}}),
+              responses={"200": ok("Signed in", _PRINCIPAL)}),
+    Operation("DELETE", "/session", sign_out, None, "Sign out: clears the session cookie", "access",
+              responses={"200": ok("Signed out", {"type": "object"})}),
+    Operation("GET", "/whoami", whoami, "reader", "The role and project of the token in use", "access",
+              responses={"200": ok("Who you are", _PRINCIPAL)}),
+    Operation("GET", "/tokens", tokens_list, "admin", "API tokens (never their secrets)", "access",
+              responses={"200": ok("Tokens", {"type": "object", "properties": {"tokens": {"type": "array", "items": {"type": "object"}}}})}),
+    Operation("POST", "/tokens", tokens_create, "admin", "Make a token (its secret is in this answer only)", "access",
+              body=json_body({"type": "object", "required": ["role"], "additionalProperties": False, "properties": {
+                  "role": {"type": "string", "enum": list(ROLES)},
+                  "project": {"type": ["string", "null"], "maxLength": 200},
+                  "name": {"type": ["string", "null"], "maxLength": 200}}}),
+              responses={"201": ok("The new token", _NEW_TOKEN)}),
+    Operation("DELETE", "/tokens/{token_id}", tokens_revoke, "admin", "Revoke a token", "access",
+              params=(Param("token_id", "path", {"type": "string", "pattern": "^[0-9a-f]{12}$"}, "The token's id (`token ls`)."),),
+              responses={"200": ok("Revoked", {"type": "object"})}),
+]

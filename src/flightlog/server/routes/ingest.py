@@ -1,0 +1,110 @@
+"""``POST /api/v1/ingest``: batches of journal records from writers (the SDK, the runner, sync).
+
+Idempotent on (run, writer, sequence): a retried or replayed batch changes nothing. A token
+limited to a project may only write runs of that project: records of a run it cannot write
+are refused with 403 (the whole batch, so the writer keeps them and says why).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.responses import Response
+
+from flightlog.errors import Forbidden
+from flightlog.server.context import Ctx, UnsupportedMediaType
+from flightlog.server.operations import Operation, ok
+from flightlog.server.records import Bad, check_record
+from flightlog.server.responses import json_response
+from flightlog.transport.wire import MEDIA_TYPE, MEDIA_TYPES, decode_batch, inflate
+
+__all__ = ["OPERATIONS"]
+
+MAX_RECORDS = 200_000
+
+
+async def ingest(ctx: Ctx) -> Response:
+    media = ctx.request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media not in MEDIA_TYPES:
+        raise UnsupportedMediaType(
+            f"send journal records as {MEDIA_TYPE} (optionally gzip-compressed), not {media or 'no Content-Type'}",
+            details={"content_type": media},
+        )
+    body = await ctx.body()
+    limit = ctx.state.config.max_inflated
+    raw = await ctx.call(inflate, body, ctx.request.headers.get("content-encoding", ""), limit)
+    records = await ctx.call(decode_batch, raw)
+    if len(records) > MAX_RECORDS:
+        from flightlog.errors import InvalidInput
+
+        raise InvalidInput(f"a batch holds at most {MAX_RECORDS} records, not {len(records)}: send smaller batches")
+    good, skipped = _checked(records)
+    if ctx.principal.project is not None:
+        await _check_scope(ctx, good)
+    result = await ctx.call(ctx.store.ingest, good) if good else None
+    applied = result.applied if result else 0
+    duplicates = result.duplicates if result else 0
+    skipped.extend(result.skipped if result else [])
+    ctx.state.metrics.add_ingest(
+        batches=1, records=len(records), applied=applied, duplicates=duplicates, skipped=len(skipped),
+        points=sum(_points(r) for r in good), log_events=sum(int(r.get("n", 0)) for r in good if r["k"] == "logs"),
+        bytes=len(body),
+    )
+    return json_response({"applied": applied, "duplicates": duplicates, "skipped": skipped})
+
+
+def _checked(records: list[Any]) -> tuple[list[dict[str, Any]], list[str]]:
+    good, skipped = [], []
+    for i, rec in enumerate(records):
+        try:
+            check_record(rec)
+        except Bad as exc:
+            where = f"record {i}"
+            if isinstance(rec, dict):
+                where += f" ({rec.get('k')!r}, run {str(rec.get('r'))[:64]!r}, seq {str(rec.get('s'))[:20]})"
+            skipped.append(f"{where}: {exc}")
+            continue
+        good.append(rec)
+    return good, skipped
+
+
+def _points(rec: dict[str, Any]) -> int:
+    if rec["k"] != "metrics":
+        return 0
+    return sum(len(enc[0]) // 8 for enc in rec["series"].values())
+
+
+async def _check_scope(ctx: Ctx, records: list[dict[str, Any]]) -> None:
+    scope = ctx.principal.project
+    declared: dict[str, str] = {}
+    for rec in records:
+        if rec["k"] == "run" and "project" in rec:
+            declared.setdefault(rec["r"], rec["project"])
+    existing = await ctx.call(ctx.store.run_projects, sorted({r["r"] for r in records}))
+    for run_id in sorted({r["r"] for r in records}):
+        project = existing.get(run_id, declared.get(run_id))
+        if project != scope:
+            what = f"belongs to project {project!r}" if project else "does not exist yet and the batch does not create it"
+            raise Forbidden(
+                f"this token is limited to project {scope!r}; run {run_id} {what}",
+                details={"project": scope, "run": run_id},
+            )
+    for run_id, project in declared.items():
+        if project != scope:
+            raise Forbidden(f"this token is limited to project {scope!r} and cannot move run {run_id} to {project!r}")
+
+
+OPERATIONS = [
+    Operation(
+        "POST", "/ingest", ingest, "writer", "Ingest a batch of journal records (idempotent)", "ingest",
+        description="The body is MessagePack `{\"records\": [...]}` (the journal's records as they are, series and "
+                    "log chunks as bytes), usually with `Content-Encoding: gzip`. Records already applied (same run, "
+                    "writer and sequence number) are counted as duplicates; malformed records are refused one by one "
+                    "and listed in `skipped`.",
+        body={"required": True, "content": {MEDIA_TYPE: {"schema": {
+            "type": "object", "required": ["records"], "properties": {"records": {"type": "array", "items": {"type": "object"}}}}}}},
+        responses={"200": ok("What was applied", {"type": "object", "required": ["applied", "duplicates", "skipped"], "properties": {
+            "applied": {"type": "integer"}, "duplicates": {"type": "integer"},
+            "skipped": {"type": "array", "items": {"type": "string"}}}})},
+    ),
+]
