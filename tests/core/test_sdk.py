@@ -225,3 +225,18 @@ def test_unwritable_home_warns_counts_drops_and_keeps_training(tmp_path: Path, m
     err = capfd.readouterr().err
     assert "cannot write the journal" in err and "could not be saved" in err
     assert run.stats["dropped"] >= 1000
+
+
+def test_client_annotates_an_existing_run(home: Path, tmp_path: Path) -> None:
+    run = flightlog.init(project="p", resources=False)
+    run.finish()
+    report = tmp_path / "report.html"
+    report.write_text("<h1>eval</h1>")
+    client = flightlog.Client()
+    record = client.log_artifact(run.id, report, kind="report")
+    client.add_note(run.id, "looked fine", author="ana")
+    client.log_evidence(run.id, "validation", "train.csv", {"passed": True})
+    assert record["kind"] == "report" and record["size"] == len("<h1>eval</h1>")
+    assert [a.kind for a in client.artifacts(run.id)] == ["report"]
+    assert [(n.author, n.text) for n in client.notes(run.id)] == [("ana", "looked fine")]
+    assert client.evidence(run.id, kind="validation")[0]["data"] == {"passed": True}

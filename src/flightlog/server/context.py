@@ -110,7 +110,7 @@ class Query:
     def __init__(self, request: Request) -> None:
         self.params = request.query_params
 
-    def str(self, name: str, *, default: str | None = None, max_len: int = 2000) -> str | None:
+    def text(self, name: str, *, default: str | None = None, max_len: int = 2000) -> str | None:
         values = self.params.getlist(name)
         if not values:
             return default
@@ -123,7 +123,7 @@ class Query:
             raise InvalidInput(f"query parameter {name} contains a NUL character")
         return value
 
-    def list(self, name: str, *, max_items: int = 1000) -> list[str] | None:
+    def values(self, name: str, *, max_items: int = 1000) -> list[str] | None:
         """Repeated (``?x=a&x=b``) or comma-separated (``?x=a,b``) values."""
         values = [v.strip() for raw in self.params.getlist(name) for v in raw.split(",") if v.strip()]
         if len(values) > max_items:
@@ -132,8 +132,8 @@ class Query:
             raise InvalidInput(f"query parameter {name} contains a NUL character")
         return values or None
 
-    def int(self, name: str, *, default: int | None = None, min: int | None = None, max: int | None = None) -> int | None:
-        raw = self.str(name, max_len=40)
+    def integer(self, name: str, *, default: int | None = None, min: int | None = None, max: int | None = None) -> int | None:
+        raw = self.text(name, max_len=40)
         if raw is None or raw == "":
             return default
         if not re.fullmatch(r"[+-]?\d+", raw.strip()):
@@ -147,11 +147,11 @@ class Query:
 
     def count(self, name: str, *, default: int, max: int) -> int:
         """A whole number from 0 to ``max`` (``default`` when absent)."""
-        value = self.int(name, min=0, max=max)
+        value = self.integer(name, min=0, max=max)
         return default if value is None else value
 
-    def bool(self, name: str, *, default: bool = False) -> bool:
-        raw = self.str(name, max_len=10)
+    def flag(self, name: str, *, default: bool = False) -> bool:
+        raw = self.text(name, max_len=10)
         if raw is None or raw == "":
             return default
         value = raw.strip().lower()
@@ -161,9 +161,9 @@ class Query:
             return False
         raise InvalidInput(f"query parameter {name}={raw!r} is not a boolean: use true or false")
 
-    def time(self, name: str) -> float | None:
+    def when(self, name: str) -> float | None:
         """Epoch seconds, an ISO-8601 time, or a duration ago (``10m``)."""
-        raw = self.str(name, max_len=64)
+        raw = self.text(name, max_len=64)
         if raw is None or raw.strip() == "":
             return None
         try:
@@ -175,7 +175,7 @@ class Query:
         return value
 
     def choice(self, name: str, choices: tuple[str, ...], *, default: str | None = None) -> str | None:
-        raw = self.str(name, max_len=100)
+        raw = self.text(name, max_len=100)
         if raw is None:
             return default
         if raw not in choices:

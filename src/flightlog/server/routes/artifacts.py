@@ -34,7 +34,7 @@ async def list_artifacts(ctx: Ctx) -> Response:
 
 
 async def artifacts_by_digest(ctx: Ctx) -> Response:
-    digests = [check_digest(d) for d in ctx.query.list("sha256", max_items=500) or []]
+    digests = [check_digest(d) for d in ctx.query.values("sha256", max_items=500) or []]
     arts = await ctx.call(ctx.store.artifacts_by_digest, digests)
     if ctx.principal.project is not None:
         projects = await ctx.call(ctx.store.run_projects, sorted({a.run_id for a in arts}))
@@ -60,8 +60,8 @@ async def upload_artifact(ctx: Ctx) -> Response:
     path = check_artifact_path(ctx.path("path"))
     q = ctx.query
     role = q.choice("role", ("input", "output"), default="output")
-    kind = q.str("kind", max_len=100) or "file"
-    step = q.int("step", min=0, max=2**63 - 1)
+    kind = q.text("kind", max_len=100) or "file"
+    step = q.integer("step", min=0, max=2**63 - 1)
     expected = ctx.request.headers.get("x-content-sha256")
     if expected is not None:
         check_digest(expected.strip().lower())

@@ -37,8 +37,8 @@ async def metric_summaries(ctx: Ctx) -> Response:
 
 async def metric_history(ctx: Ctx) -> Response:
     q = ctx.query
-    buckets = q.int("buckets", min=1, max=MAX_BUCKETS)
-    from_step, to_step = q.int("from_step", min=-(2**63), max=2**63 - 1), q.int("to_step", min=-(2**63), max=2**63 - 1)
+    buckets = q.integer("buckets", min=1, max=MAX_BUCKETS)
+    from_step, to_step = q.integer("from_step", min=-(2**63), max=2**63 - 1), q.integer("to_step", min=-(2**63), max=2**63 - 1)
     name = ctx.path("name")
     info = await ctx.run()
     history = await ctx.call(ctx.store.metric_history, info.id, name)
@@ -80,32 +80,32 @@ def _wants_msgpack(ctx: Ctx) -> bool:
 
 def log_query(q: Query, *, limit: int | None = None, tail: bool = False) -> LogQuery:
     """The log filters of a request (shared by the logs listing and the live stream)."""
-    level = q.str("level", max_len=20)
+    level = q.text("level", max_len=20)
     min_level = None
     if level is not None and level.strip():
         min_level = int(level) if level.strip().lstrip("-").isdigit() else level_code(level, default=-1)
         if min_level < 0 or min_level > 1000:
             raise InvalidInput(f"level {level!r} is not a log level: use debug, info, warning, error or critical")
-    grep = q.str("grep", max_len=1000)
+    grep = q.text("grep", max_len=1000)
     if grep is not None:
         try:
             re.compile(grep)
         except re.error as exc:
             raise InvalidInput(f"grep {grep!r} is not a valid regular expression: {exc}") from None
-    streams = q.list("stream", max_items=3)
+    streams = q.values("stream", max_items=3)
     for s in streams or ():
         if s not in STREAMS:
             raise InvalidInput(f"stream {s!r} is not valid: use one of {', '.join(STREAMS)}")
-    since, until = q.time("since"), q.time("until")
+    since, until = q.when("since"), q.when("until")
     return LogQuery(
         min_level=min_level,
         grep=grep or None,
         since=since,
         until=until,
         streams=tuple(streams) if streams else None,
-        component=q.str("component", max_len=500),
-        attempt=q.int("attempt", min=0, max=2**31 - 1),
-        stage=q.str("stage", max_len=500),
+        component=q.text("component", max_len=500),
+        attempt=q.integer("attempt", min=0, max=2**31 - 1),
+        stage=q.text("stage", max_len=500),
         limit=limit,
         tail=tail,
     )
@@ -114,8 +114,8 @@ def log_query(q: Query, *, limit: int | None = None, tail: bool = False) -> LogQ
 async def run_logs(ctx: Ctx) -> Response:
     q = ctx.query
     limit = q.count("limit", default=1000, max=MAX_LOG_PAGE)
-    tail = q.bool("tail")
-    cursor = q.str("cursor", max_len=1000)
+    tail = q.flag("tail")
+    cursor = q.text("cursor", max_len=1000)
     query = log_query(q)
     if tail and cursor is not None:
         raise InvalidInput("tail and cursor do not go together: tail gives the last events, cursors page forwards")
@@ -147,7 +147,7 @@ async def run_logs(ctx: Ctx) -> Response:
 
 
 async def run_resources(ctx: Ctx) -> Response:
-    since = ctx.query.time("since")
+    since = ctx.query.when("since")
     info = await ctx.run()
     samples = await ctx.call(ctx.store.resource_samples, info.id, since)
     return json_response({"samples": samples})

@@ -32,13 +32,13 @@ async def list_projects(ctx: Ctx) -> Response:
 
 async def search_runs(ctx: Ctx) -> Response:
     q = ctx.query
-    project = forbid_other_project(ctx.principal, q.str("project", max_len=200))
-    filter_ = q.str("filter", max_len=10_000)
-    order_by = q.str("order_by", max_len=1000)
+    project = forbid_other_project(ctx.principal, q.text("project", max_len=200))
+    filter_ = q.text("filter", max_len=10_000)
+    order_by = q.text("order_by", max_len=1000)
     limit = q.count("limit", default=50, max=MAX_PAGE)
     offset = q.count("offset", default=0, max=10**9)
-    detail = q.bool("detail")
-    cursor = q.str("cursor", max_len=1000)
+    detail = q.flag("detail")
+    cursor = q.text("cursor", max_len=1000)
     fp = fingerprint(project, filter_, order_by)
     snapshot = time.time()
     effective = filter_
@@ -181,7 +181,7 @@ async def add_note(ctx: Ctx) -> Response:
 
 async def list_evidence(ctx: Ctx) -> Response:
     q = ctx.query
-    kind, name = q.str("kind", max_len=200), q.str("name", max_len=1000)
+    kind, name = q.text("kind", max_len=200), q.text("name", max_len=1000)
     info = await ctx.run()
     rows = await ctx.call(ctx.store.evidence, info.id, kind, name)
     return json_response({"evidence": [{**r, "time": iso(r["time"])} for r in rows]})

@@ -40,12 +40,12 @@ def frame(event: str, data: Any, event_id: str | None = None) -> bytes:
 
 async def run_stream(ctx: Ctx) -> Response:
     q = ctx.query
-    kinds = set(q.list("events", max_items=3) or KINDS)
+    kinds = set(q.values("events", max_items=3) or KINDS)
     unknown = sorted(kinds - set(KINDS))
     if unknown:
         raise InvalidInput(f"events {unknown} are not streamed: use {', '.join(KINDS)}", details={"choices": list(KINDS)})
     query = log_query(q)
-    names = q.list("metric", max_items=200)
+    names = q.values("metric", max_items=200)
     info = await ctx.run()
     last_id = ctx.request.headers.get("last-event-id")
     if last_id:
