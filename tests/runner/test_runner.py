@@ -358,3 +358,39 @@ def test_json_listing_of_runner_runs(home: Path) -> None:
     assert runs[0]["name"] == "listed" and runs[0]["status"] == "succeeded"
     assert json.dumps(runs)  # one valid document
     assert os.environ.get("FLIGHTLOG_RUN_ID") is None
+
+
+@pytest.mark.embedded_only("holds the SQLite file's lock to make the store slow")
+@pytest.mark.parametrize("policy", ["drop", "block"])
+def test_log_policies_under_a_stalled_store(home: Path, tmp_path: Path, policy: str) -> None:
+    import sqlite3
+    import threading
+
+    frun(home, "--", "true", check=True)  # create the store
+    code = script(tmp_path, "burst.py", """
+        import sys, time
+        t0 = time.time()
+        for i in range(200000):
+            print(f"line {i}")
+        print(f"child took {time.time() - t0:.2f}", file=sys.stderr)
+        """)
+    lock = sqlite3.connect(home / "flightlog.db", timeout=5, isolation_level=None, check_same_thread=False)
+    lock.execute("BEGIN EXCLUSIVE")
+    release = threading.Timer(3.0, lambda: lock.execute("COMMIT"))
+    release.start()
+    try:
+        env = child_env(home, FLIGHTLOG_BUFFER_LIMIT="2000")
+        proc = cli(home, "run", "--project", "t", "--log-policy", policy, "--", PY, code, env=env, check=True, timeout=120)
+    finally:
+        release.join()
+        lock.close()
+    child_took = float(proc.stderr.split("child took ")[1].split()[0])
+    info = last_run(home)
+    stored = len(flightlog.Client(home=home).logs(info.id))
+    if policy == "drop":
+        assert child_took < 2.5, "a stalled store must never slow the workload under drop"
+        dropped = info.counters.get("dropped_lines_policy", 0)
+        assert dropped > 0 and stored + dropped == 200001  # every stdout line and the child's stderr line
+    else:
+        assert stored == 200001, "block loses nothing"
+        assert child_took > 1.0, "under block the workload waits for the store"

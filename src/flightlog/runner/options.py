@@ -40,7 +40,6 @@ class RunnerOptions:
     queued_at: float | None = None
     resume: str | None = None
     redact: tuple[str, ...] = ()
-    buffered_events_limit: int = 500_000
 
     def __post_init__(self) -> None:
         if not self.command:

@@ -236,6 +236,7 @@ class Runner:
             FLIGHTLOG_PROJECT=run.project,
             FLIGHTLOG_ATTEMPT=str(attempt),
             FLIGHTLOG_CAPTURED="1",
+            FLIGHTLOG_LOG_POLICY=self.opts.log_policy,
             PYTHONUNBUFFERED="1",
         )
         if resume_from:
@@ -290,7 +291,7 @@ class Runner:
 
     def _store_logs(self, run: flightlog.Run, batch: LogBatch) -> None:
         writer = run._w
-        limit = self.opts.buffered_events_limit
+        limit = run.settings.buffer_limit  # FLIGHTLOG_BUFFER_LIMIT
         if writer.pending_log_events() >= limit:
             if self.opts.log_policy == "drop":
                 writer.count("dropped_lines_policy", len(batch))
