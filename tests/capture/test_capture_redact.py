@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -29,17 +30,37 @@ SECRET_CASES = [
         "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
     ),
     ("github_token", f"git clone https://x:{GITHUB}@github.com/o/r", GITHUB),
-    ("github_token", "token gho_16C7e42F292c6912E7710c838347Ae178B4a ok", "gho_16C7e42F292c6912E7710c838347Ae178B4a"),
-    ("github_token", "ghs_abcdefghijklmnopqrstuvwxyz0123456789", "ghs_abcdefghijklmnopqrstuvwxyz0123456789"),
-    ("github_token", "ghu_abcdefghijklmnopqrstuvwxyz0123456789", "ghu_abcdefghijklmnopqrstuvwxyz0123456789"),
-    ("github_token", "ghr_abcdefghijklmnopqrstuvwxyz0123456789", "ghr_abcdefghijklmnopqrstuvwxyz0123456789"),
+    (
+        "github_token",
+        "token gho_16C7e42F292c6912E7710c838347Ae178B4a ok",
+        "gho_16C7e42F292c6912E7710c838347Ae178B4a",
+    ),
+    (
+        "github_token",
+        "ghs_abcdefghijklmnopqrstuvwxyz0123456789",
+        "ghs_abcdefghijklmnopqrstuvwxyz0123456789",
+    ),
+    (
+        "github_token",
+        "ghu_abcdefghijklmnopqrstuvwxyz0123456789",
+        "ghu_abcdefghijklmnopqrstuvwxyz0123456789",
+    ),
+    (
+        "github_token",
+        "ghr_abcdefghijklmnopqrstuvwxyz0123456789",
+        "ghr_abcdefghijklmnopqrstuvwxyz0123456789",
+    ),
     (
         "github_token",
         "pat github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz",
         "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz",
     ),
     ("gitlab_token", "GITLAB glpat-xYz12345678901234567 pushed", "glpat-xYz12345678901234567"),
-    ("slack_token", "bot xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOp", "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOp"),
+    (
+        "slack_token",
+        "bot xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOp",
+        "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOp",
+    ),
     ("slack_token", "user xoxp-123456789012-abcdefghij", "xoxp-123456789012-abcdefghij"),
     (
         "slack_webhook",
@@ -47,8 +68,16 @@ SECRET_CASES = [
         "T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX",
     ),
     ("jwt", f"session={JWT}", JWT),
-    ("huggingface_token", "login hf_abcdefghijklmnopqrstuvwxyzABCDEFGH", "hf_abcdefghijklmnopqrstuvwxyzABCDEFGH"),
-    ("api_key", "OPENAI sk-proj-abcdefghijklmnopqrstuvwxyz0123456789ABCD", "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789ABCD"),
+    (
+        "huggingface_token",
+        "login hf_abcdefghijklmnopqrstuvwxyzABCDEFGH",
+        "hf_abcdefghijklmnopqrstuvwxyzABCDEFGH",
+    ),
+    (
+        "api_key",
+        "OPENAI sk-proj-abcdefghijklmnopqrstuvwxyz0123456789ABCD",
+        "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789ABCD",
+    ),
     ("secret", "connect password=hunter2 user=bob", "hunter2"),
     ("secret", "passwd: correct-horse", "correct-horse"),
     ("secret", "secret: s3cr3t", "s3cr3t"),
@@ -83,10 +112,19 @@ def test_each_family_is_redacted_with_its_marker(family: str, text: str, secret:
 
 def test_redaction_keeps_what_surrounds_the_secret() -> None:
     r = Redactor(env={})
-    assert r.redact("connect password=hunter2 user=bob") == "connect password=[REDACTED:secret] user=bob"
-    assert r.redact("Authorization: Bearer abc.def") == "Authorization: Bearer [REDACTED:authorization]"
+    assert (
+        r.redact("connect password=hunter2 user=bob")
+        == "connect password=[REDACTED:secret] user=bob"
+    )
+    assert (
+        r.redact("Authorization: Bearer abc.def")
+        == "Authorization: Bearer [REDACTED:authorization]"
+    )
     assert r.redact("https://u:pw@h.io/x") == "https://u:[REDACTED:url_password]@h.io/x"
-    assert r.redact("https://hooks.slack.com/services/T0/B0/XYZ") == "[REDACTED:slack_webhook]"
+    assert (
+        r.redact("https://hooks.slack.com/services/T0/B0/XYZ")
+        == "https://hooks.slack.com/[REDACTED:slack_webhook]"
+    )
 
 
 ORDINARY = [
@@ -125,7 +163,9 @@ def test_ordinary_text_is_kept(text: str) -> None:
 
 def test_json_stays_valid_when_values_are_redacted() -> None:
     r = Redactor(env={})
-    line = '{"msg": "login", "password": "hunter2", "pin_password": 123456, "user": "bob", "ok": true}'
+    line = (
+        '{"msg": "login", "password": "hunter2", "pin_password": 123456, "user": "bob", "ok": true}'
+    )
     out = json.loads(r.redact(line))
     assert out == {
         "msg": "login",
@@ -177,11 +217,24 @@ def test_environment_secret_values_are_redacted_wherever_they_appear() -> None:
         "cfg not-a-ghp-shape-1234 | correct horse battery | 0123456789abcdef0123 | "
         "postgresql://u:dbpw12345@db/x | https://abcdef123456@o1.ingest.sentry.io/1 | flt-abcdefgh"
     )
-    for name in ("GITHUB_TOKEN", "MY_SERVICE_PASSWORD", "WANDB_API_KEY", "SENTRY_DSN", "FLIGHTLOG_TOKEN"):
+    for name in (
+        "GITHUB_TOKEN",
+        "MY_SERVICE_PASSWORD",
+        "WANDB_API_KEY",
+        "SENTRY_DSN",
+        "FLIGHTLOG_TOKEN",
+    ):
         assert f"[REDACTED:env:{name}]" in out
     assert "dbpw12345" not in out and "correct horse" not in out
     kept = "abc /root/.cache/token Grace Hopper false us-international"
     assert r.redact(kept) == kept
+
+
+def test_an_environment_secret_that_is_a_path_to_a_file_is_not_hidden(tmp_path: Path) -> None:
+    key_file = tmp_path / "service-account.json"
+    key_file.write_text("{}")
+    r = Redactor(env={"GOOGLE_APPLICATION_CREDENTIALS": str(key_file)})
+    assert r.redact(f"reading {key_file}") == f"reading {key_file}"
 
 
 def test_redact_mapping_hides_secret_keys_recursively_and_scans_strings() -> None:
@@ -200,7 +253,10 @@ def test_redact_mapping_hides_secret_keys_recursively_and_scans_strings() -> Non
         "lr": 0.1,
         "password": "[REDACTED:secret]",
         "db": {"host": "db", "api_key": "[REDACTED:secret]"},
-        "credentials": {"user": "[REDACTED:secret]", "pins": ["[REDACTED:secret]", "[REDACTED:secret]"]},
+        "credentials": {
+            "user": "[REDACTED:secret]",
+            "pins": ["[REDACTED:secret]", "[REDACTED:secret]"],
+        },
         "runs": [{"secret": "[REDACTED:secret]"}, {"note": "uses [REDACTED:github_token]"}],
         "max_tokens": 1024,
         "enabled": True,
@@ -211,7 +267,10 @@ def test_redact_mapping_hides_secret_keys_recursively_and_scans_strings() -> Non
 
 def test_user_patterns_replace_the_match_or_its_first_group() -> None:
     r = Redactor([r"internal-[0-9]{4}", r"customer=(\w+)"], env={})
-    assert r.redact("host internal-1234 customer=acme ok") == "host [REDACTED:custom] customer=[REDACTED:custom] ok"
+    assert (
+        r.redact("host internal-1234 customer=acme ok")
+        == "host [REDACTED:custom] customer=[REDACTED:custom] ok"
+    )
     assert r.count == 2
 
 

@@ -23,8 +23,7 @@ __all__ = ["redact_assignments"]
 
 _SEP = rb"""["']?[ \t]*[:=]"""
 _KEYWORDS: tuple[re.Pattern[bytes], ...] = (
-    re.compile(rb"pass(?:word|wd|phrase)?" + _SEP),
-    re.compile(rb"pwd" + _SEP),
+    re.compile(rb"p(?:ass(?:word|wd|phrase)?|wd)" + _SEP),
     re.compile(rb"secret" + _SEP),
     re.compile(rb"token" + _SEP),
     re.compile(rb"keys?" + _SEP),
@@ -36,10 +35,24 @@ _BEARER_VALUE = re.compile(rb"[A-Za-z0-9._~+/\-]{8,}=*")
 
 _NAME_TAIL = re.compile(rb"[A-Za-z0-9_.\-]*\Z")
 _VALUE = re.compile(rb"""[ \t]*(?:"((?:[^"\\\n]|\\.)*)"|'([^'\n]*)'|([^\s,;&)}\]"']+))""")
-_SCHEMES = frozenset({b"bearer", b"basic", b"token", b"digest", b"negotiate", b"apikey", b"aws4-hmac-sha256"})
+_SCHEMES = frozenset(
+    {b"bearer", b"basic", b"token", b"digest", b"negotiate", b"apikey", b"aws4-hmac-sha256"}
+)
 # Values that say "there is no secret here" and are more useful kept.
 _PLACEHOLDERS = frozenset(
-    {b"none", b"null", b"nil", b"true", b"false", b"str", b"bytes", b"any", b"secretstr", b"optional", b"required"}
+    {
+        b"none",
+        b"null",
+        b"nil",
+        b"true",
+        b"false",
+        b"str",
+        b"bytes",
+        b"any",
+        b"secretstr",
+        b"optional",
+        b"required",
+    }
 )
 _PLACEHOLDER_FIRST = frozenset(b"<[$*={(")
 _AUTH_WORDS = frozenset({"authorization", "auth"})
@@ -65,7 +78,9 @@ def _marker_for(words: list[str]) -> bytes:
     return marker_bytes("secret")
 
 
-def _value_replacement(data: bytes, pos: int, words: list[str], quoted_key: bool) -> Replacement | None:
+def _value_replacement(
+    data: bytes, pos: int, words: list[str], quoted_key: bool
+) -> Replacement | None:
     """The span of the value that starts at ``pos`` and what replaces it."""
     m = _VALUE.match(data, pos)
     if m is None:
@@ -112,7 +127,9 @@ def _candidates(data: bytes, low: bytes) -> list[Replacement]:
                 continue
             # "password": … (JSON, a Python dict): the quotes hug the name on both sides.
             quoted_key = (
-                name_start > 0 and data[name_start - 1] in _QUOTES and data[name_end : name_end + 1] in _QUOTE_BYTES
+                name_start > 0
+                and data[name_start - 1] in _QUOTES
+                and data[name_end : name_end + 1] in _QUOTE_BYTES
             )
             replacement = _value_replacement(data, after, key_words(name), quoted_key)
             if replacement is not None:

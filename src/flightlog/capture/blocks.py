@@ -31,7 +31,9 @@ _PY_HEADER = "Traceback (most recent call last):"
 _PY_GROUP_HEADER = "+ Exception Group Traceback (most recent call last):"
 _PY_EXCEPTION_LINE = re.compile(r"(?P<type>[A-Za-z_][\w.]*)(?::\s?(?P<message>.*))?$")
 _JAVA_HEAD = re.compile(r'Exception in thread "[^"]*" (?P<type>[\w$.]+)(?::\s?(?P<message>.*))?')
-_NATIVE_START = re.compile(r"#0\s+\S|\*\*\* .* \*\*\*|={5,} Backtrace: =+|Stack trace \(most recent call last\)")
+_NATIVE_START = re.compile(
+    r"#0\s+\S|\*\*\* .* \*\*\*|={5,} Backtrace: =+|Stack trace \(most recent call last\)"
+)
 _NATIVE_MORE = re.compile(
     r"#\d+\s|={5,}|PC: @|@\s+0x|\S*\[0x[0-9a-fA-F]+\]$|[0-9a-f]+-[0-9a-f]+ [r-][w-][x-][ps-] "
 )
@@ -70,10 +72,10 @@ class Block:
     def take(self, line: str, now: float) -> None:
         if self.held:
             self.lines.extend(self.held)
-            self.chars += sum(map(len, self.held))
+            self.chars += sum(map(len, self.held)) + len(self.held)
             self.held = []
         self.lines.append(line)
-        self.chars += len(line)
+        self.chars += len(line) + 1
         self.last = now
 
     def hold(self, line: str, now: float) -> None:
@@ -88,18 +90,38 @@ class Block:
         return self.fields
 
 
-class PlainBlock(Block):
-    """A line and its indented continuation lines; becomes a Java trace on ``at`` frames."""
+def _java_fields(head: str) -> dict[str, Any]:
+    fields: dict[str, Any] = {"block": "java_stacktrace"}
+    m = _JAVA_HEAD.match(head) or _PY_EXCEPTION_LINE.match(head)
+    if m is not None:
+        fields["exception"] = m.group("type")
+        if m.group("message"):
+            fields["exception_message"] = m.group("message")
+    return fields
 
-    __slots__ = ()
+
+class PlainBlock(Block):
+    """A line and its indented continuation lines; becomes a Java trace on ``at`` frames
+    (a logged exception: ``java.lang.X: msg`` then ``\\tat …`` and ``Caused by: …``)."""
+
+    __slots__ = ("java",)
+
+    def __init__(self, line: str, time: float, level: int, component: str | None = None) -> None:
+        super().__init__(line, time, level, component)
+        self.java = False
 
     def accept(self, line: str) -> int:
         if _continues(line):
-            if self.kind == "plain" and _JAVA_FRAME.match(line):
-                self.__class__ = JavaBlock
+            if not self.java and _JAVA_FRAME.match(line):
+                self.java = True
                 self.level = max(self.level, ERROR)
             return TAKE
+        if self.java and line.startswith("Caused by: "):
+            return TAKE
         return END
+
+    def describe(self) -> dict[str, Any] | None:
+        return _java_fields(self.lines[0]) if self.java else None
 
 
 class JavaBlock(Block):
@@ -114,14 +136,7 @@ class JavaBlock(Block):
         return END
 
     def describe(self) -> dict[str, Any] | None:
-        head = self.lines[0]
-        m = _JAVA_HEAD.match(head) or _PY_EXCEPTION_LINE.match(head)
-        fields: dict[str, Any] = {"block": self.kind}
-        if m is not None:
-            fields["exception"] = m.group("type")
-            if m.group("message"):
-                fields["exception_message"] = m.group("message")
-        return fields
+        return _java_fields(self.lines[0])
 
 
 class PythonBlock(Block):
@@ -168,7 +183,12 @@ class PythonBlock(Block):
     def describe(self) -> dict[str, Any] | None:
         fields: dict[str, Any] = {"block": self.kind}
         for line in reversed(self.lines):
-            if line and not line.startswith(_INDENT) and line not in _PY_CHAIN and line != _PY_HEADER:
+            if (
+                line
+                and not line.startswith(_INDENT)
+                and line not in _PY_CHAIN
+                and line != _PY_HEADER
+            ):
                 m = _PY_EXCEPTION_LINE.match(line)
                 if m is not None:
                     fields["exception"] = m.group("type")
@@ -242,7 +262,12 @@ def start_block(line: str, time: float) -> Block | None:
         return JavaBlock(line, time, ERROR)
     if first and first in "#*=S" and _NATIVE_START.match(line):
         return NativeBlock(line, time, ERROR)
-    if first == "p" and line.startswith("panic: ") or first == "f" and line.startswith("fatal error: "):
+    if (
+        first == "p"
+        and line.startswith("panic: ")
+        or first == "f"
+        and line.startswith("fatal error: ")
+    ):
         return GoBlock(line, time, CRITICAL)
     if first == "F" and line.startswith("Fatal Python error: "):
         return FatalPythonBlock(line, time, CRITICAL)

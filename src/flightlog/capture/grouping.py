@@ -1,8 +1,10 @@
 """Turn one stream's lines into events: one per line, one per multi-line block.
 
-Why the last line is always held back: the next line may be an indented continuation of it,
-or a chained exception may follow a traceback, and that is only known when the next line (or
-``group_idle`` of quiet) arrives. Everything else is emitted as soon as it is complete.
+Why a line is sometimes held back: the line after it may be an indented continuation, or a
+chained exception may follow a traceback. When the next line is already in the same chunk the
+question is answered at once; the last line of a chunk, and a traceback that may still go on,
+wait for the next read or for ``group_idle`` of quiet. Everything else is emitted as soon as
+it is complete.
 
 Why two paths: ordinary lines (no special first character, no block open) are appended to the
 batch a whole run at a time with ``list.extend``; only *special* lines — indented, ``{``,
@@ -29,7 +31,9 @@ _INDENT = (" ", "\t")
 SPECIAL_FIRST = frozenset(" \t{[#*=/0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZcefptw")
 # The same set, searched after every newline of a chunk at once: most chunks of plain output
 # have no special line at all, and one regex scan (the engine jumps from "\n" to "\n") says so.
-_SPECIAL_AFTER_NEWLINE = re.compile("\n[" + "".join(re.escape(c) for c in sorted(SPECIAL_FIRST)) + "]")
+_SPECIAL_AFTER_NEWLINE = re.compile(
+    "\n[" + "".join(re.escape(c) for c in sorted(SPECIAL_FIRST)) + "]"
+)
 _LOGFMT_NEEDLES = ("level=", "lvl=", "severity=")
 
 
@@ -37,7 +41,9 @@ def special_lines(text: str, lines: list[str], progress: list[int]) -> list[int]
     """Indices, ascending, of the lines of ``text`` that the grouper must look at one by one:
     a special first character, a logfmt level anywhere, or a collapsed progress line."""
     logfmt = any(needle in text for needle in _LOGFMT_NEEDLES)
-    starts = bool(lines) and (lines[0][:1] in SPECIAL_FIRST or _SPECIAL_AFTER_NEWLINE.search(text) is not None)
+    starts = bool(lines) and (
+        lines[0][:1] in SPECIAL_FIRST or _SPECIAL_AFTER_NEWLINE.search(text) is not None
+    )
     if not starts and not logfmt:
         return progress
     special = SPECIAL_FIRST
@@ -58,7 +64,7 @@ def special_lines(text: str, lines: list[str], progress: list[int]) -> list[int]
 # logfmt level they go straight to ``classify`` (timestamps, level words, glog letters, …).
 _DIRECT_FIRST = frozenset("[/0123456789ABCDGHIJKLMNOPQRUVWXYZcetw")
 
-Row = tuple[float, int, str, "str | None", "dict[str, Any] | None"]
+Row = tuple[float, int, str, str | None, dict[str, Any] | None]
 
 
 class StreamGrouper:
@@ -154,10 +160,13 @@ class StreamGrouper:
         if block is not None:
             verdict = END if is_progress else block.accept(line)
             if verdict == TAKE:
-                block.take(line, now)
-                if block.chars > self.max_block_chars:
-                    self._pending = None
-                    self._emit(block)
+                if block.chars + len(line) + 1 <= self.max_block_chars:
+                    block.take(line, now)
+                    return
+                # Full: store what there is; the line starts the next event.
+                self._pending = None
+                self._emit(block)
+                self._start(line, is_progress, now, hold)
                 return
             if verdict == HOLD:
                 block.hold(line, now)
@@ -178,14 +187,16 @@ class StreamGrouper:
         if line[:1] == "{":
             parsed = parse_json(line)
             if parsed is not None:
-                self._rows.append((now, parsed.level, parsed.message, parsed.component, parsed.fields))
+                level, component, message, fields = parsed
+                self._rows.append((now, level, message, component, fields))
                 return
         block = start_block(line, now)
         if block is None:
             if "level=" in line or "lvl=" in line or "severity=" in line:
                 parsed = parse_logfmt(line)
                 if parsed is not None:
-                    self._rows.append((now, parsed.level, parsed.message, parsed.component, parsed.fields))
+                    level, component, message, fields = parsed
+                    self._rows.append((now, level, message, component, fields))
                     return
             level, component = classify(line)
             if not hold:
@@ -222,7 +233,7 @@ class StreamGrouper:
         if not rows:
             return
         n = len(rows)
-        times, levels, messages, components, fields = zip(*rows)
+        times, levels, messages, components, fields = zip(*rows, strict=True)
         out.time.extend(times)
         out.level.extend(levels)
         out.message.extend(messages)

@@ -89,11 +89,10 @@ class KeyHold:
     @staticmethod
     def _unfinished_block_start(text: bytes) -> int | None:
         """Start of the line holding a key header whose block runs, unfinished, to the end."""
-        last = None
-        for last in _HEADER.finditer(text):
-            pass
-        if last is None:
+        headers = list(_HEADER.finditer(text))
+        if not headers:
             return None
+        last = headers[-1]
         block = PRIVATE_KEY.match(text, last.start())
         if block is None or _FOOTER_TEXT in block.group(0) or text[block.end() :].strip():
             return None

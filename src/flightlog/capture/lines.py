@@ -1,4 +1,4 @@
-"""From raw pipe reads to complete, decoded lines of one stream.
+"""From raw pipe reads to the complete lines of one stream, and from those to text lines.
 
 Why the partial line is kept as *bytes*: a multi-byte UTF-8 character split across two reads
 stays whole, because nothing is decoded until its newline has arrived. Why ``\\r`` is collapsed
@@ -41,7 +41,7 @@ def truncation_marker(dropped_bytes: int) -> str:
 _MARKER = re.compile(r" … \[truncated (\d+) bytes\]$")
 
 
-def utf8_cut(data: bytes, limit: int) -> int:
+def utf8_cut(data: bytes | bytearray, limit: int) -> int:
     """The largest cut ``<= limit`` that does not split a UTF-8 character."""
     if len(data) <= limit:
         return len(data)
@@ -81,7 +81,8 @@ class LineSplitter:
 
     def __init__(self, max_line_bytes: int, counts: dict[str, int]) -> None:
         self._limit = max(1, max_line_bytes)
-        self._pending = b""
+        # A bytearray: a line written a byte at a time grows in amortised constant time.
+        self._pending = bytearray()
         self._dropped = 0
         self._counts = counts
 
@@ -110,6 +111,7 @@ class LineSplitter:
     def _keep(self, tail: bytes) -> None:
         if not tail:
             return
+        pending = self._pending
         if self._dropped:
             cr = tail.rfind(b"\r")
             after = tail[cr + 1 :] if cr >= 0 else b""
@@ -119,23 +121,23 @@ class LineSplitter:
                 return
             # A refresh replaced the over-long segment: start over from the new state.
             self._dropped = 0
-            buf = b"\r" + after
+            pending[:] = b"\r" + after
         else:
-            buf = self._pending + tail
-            if b"\r" in buf[:-1]:
-                buf = _collapse_partial(buf)
-        if len(buf) > self._limit:
-            cut = utf8_cut(buf, self._limit)
-            self._dropped += len(buf) - cut
-            buf = buf[:cut]
-        self._pending = buf
+            refreshed = pending.endswith(b"\r") or b"\r" in tail[:-1]
+            pending += tail
+            if refreshed:  # a "\r" with something after it: keep only the last state
+                pending[:] = _collapse_partial(bytes(pending))
+        if len(pending) > self._limit:
+            cut = utf8_cut(pending, self._limit)
+            self._dropped += len(pending) - cut
+            del pending[cut:]
 
     def _take(self) -> bytes:
-        line = self._pending
+        line = bytes(self._pending)
         if self._dropped:
             line += truncation_marker(self._dropped).encode()
             self._counts["truncated_lines"] += 1
-        self._pending = b""
+        self._pending.clear()
         self._dropped = 0
         return line
 

@@ -8,6 +8,7 @@ the text redactor, the JSON-field redactor and the environment scan agree.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from functools import lru_cache
@@ -62,7 +63,22 @@ _KEY_QUALIFIERS = frozenset(
 _PLAIN_SECRET_WORDS = frozenset({"auth", "authorization", "credentials", "credential"})
 # Tokenizer special tokens are vocabulary, not secrets: ``eos_token=</s>``.
 _VOCABULARY_QUALIFIERS = frozenset(
-    {"eos", "bos", "pad", "unk", "sep", "cls", "mask", "special", "sos", "eot", "sot", "start", "end", "stop"}
+    {
+        "eos",
+        "bos",
+        "pad",
+        "unk",
+        "sep",
+        "cls",
+        "mask",
+        "special",
+        "sos",
+        "eot",
+        "sot",
+        "start",
+        "end",
+        "stop",
+    }
 )
 
 
@@ -88,9 +104,7 @@ def is_secret_key(name: str) -> bool:
     if last in _PLAIN_SECRET_WORDS:
         return True
     if last.endswith(_SECRET_ENDINGS):
-        if last == "token" and len(words) > 1 and words[-2] in _VOCABULARY_QUALIFIERS:
-            return False
-        return True
+        return not (last == "token" and len(words) > 1 and words[-2] in _VOCABULARY_QUALIFIERS)
     return False
 
 
@@ -130,7 +144,9 @@ _ENV_DESCRIPTIVE_LAST = frozenset(
 _ENV_NEVER = frozenset({"PWD", "OLDPWD", "TOKENIZERS_PARALLELISM"})
 _ENV_URL_LAST = frozenset({"URL", "URI", "DSN", "CONNECTION", "CONN"})
 _URL_WITH_PASSWORD = re.compile(r"://[^\s/@:]*:[^\s/@]+@")
-_BORING_VALUES = frozenset({"true", "false", "none", "null", "enabled", "disabled", "required", "optional"})
+_BORING_VALUES = frozenset(
+    {"true", "false", "none", "null", "enabled", "disabled", "required", "optional"}
+)
 
 
 def is_secret_env_name(name: str) -> bool:
@@ -155,6 +171,16 @@ def is_secret_env_name(name: str) -> bool:
     return False
 
 
+def _is_existing_path(value: str) -> bool:
+    """``GOOGLE_APPLICATION_CREDENTIALS=/secrets/key.json`` names a file; the path is no secret."""
+    if not value.startswith(("/", "~/", "./")) or "\n" in value:
+        return False
+    try:
+        return os.path.exists(os.path.expanduser(value))
+    except (OSError, ValueError):
+        return False
+
+
 def secret_env_values(env: Mapping[str, str], min_length: int = 8) -> list[tuple[str, str]]:
     """(name, value) pairs whose values must never be stored, longest value first.
 
@@ -166,12 +192,10 @@ def secret_env_values(env: Mapping[str, str], min_length: int = 8) -> list[tuple
     for name, value in env.items():
         if not isinstance(value, str) or len(value) < min_length:
             continue
-        if value.isdigit() or value.lower() in _BORING_VALUES:
+        if value.isdigit() or value.lower() in _BORING_VALUES or _is_existing_path(value):
             continue
         words = [w for w in re.split(r"[^A-Z0-9]+", name.upper()) if w]
         url_like = bool(words) and words[-1] in _ENV_URL_LAST
-        if url_like and _URL_WITH_PASSWORD.search(value):
-            found.setdefault(value, name)
-        elif is_secret_env_name(name):
+        if (url_like and _URL_WITH_PASSWORD.search(value)) or is_secret_env_name(name):
             found.setdefault(value, name)
     return sorted(((n, v) for v, n in found.items()), key=lambda item: -len(item[1]))

@@ -8,13 +8,22 @@ chosen by that first character, so a plain line costs one or two failed matches.
 from __future__ import annotations
 
 import re
-from typing import Any, NamedTuple
+from typing import Any
 
 import msgspec
 
 from flightlog.logevents import level_code
 
-__all__ = ["Parsed", "classify", "parse_json", "parse_logfmt", "INFO", "ERROR", "WARNING", "CRITICAL"]
+__all__ = [
+    "Parsed",
+    "classify",
+    "parse_json",
+    "parse_logfmt",
+    "INFO",
+    "ERROR",
+    "WARNING",
+    "CRITICAL",
+]
 
 INFO = 20
 WARNING = 30
@@ -22,42 +31,65 @@ ERROR = 40
 CRITICAL = 50
 
 
-class Parsed(NamedTuple):
-    """A structured line: its level, component, message and remaining fields."""
-
-    level: int
-    component: str | None
-    message: str
-    fields: dict[str, Any] | None
+#: A structured line: its level, component, message and remaining fields. A plain tuple,
+#: because a named one costs more to build than the rest of parsing a JSON line.
+Parsed = tuple[int, "str | None", str, "dict[str, Any] | None"]
 
 
 # --- JSON lines ---------------------------------------------------------------------------
 
-_LEVEL_KEYS = ("level", "levelname", "severity", "lvl", "log.level", "loglevel")
-_COMPONENT_KEYS = ("logger", "name", "component", "module", "logger_name", "log.logger")
-_MESSAGE_KEYS = ("msg", "message", "event", "text")
+
+class _Roles:
+    """Which keys of a structured line hold its level, component and message; earlier names
+    win when several are present."""
+
+    __slots__ = ("level", "component", "message")
+
+    def __init__(
+        self, level: tuple[str, ...], component: tuple[str, ...], message: tuple[str, ...]
+    ) -> None:
+        self.level = level
+        self.component = component
+        self.message = message
+
+    def pick(self, obj: dict[str, Any]) -> tuple[str | None, str | None, str | None]:
+        """``(level key, component key, message key)`` of ``obj`` (None where absent)."""
+        chosen: list[str | None] = []
+        for names in (self.level, self.component, self.message):
+            for name in names:
+                if name in obj:
+                    chosen.append(name)
+                    break
+            else:
+                chosen.append(None)
+        return chosen[0], chosen[1], chosen[2]
+
+
+_JSON_ROLES = _Roles(
+    ("level", "levelname", "severity", "lvl", "log.level", "loglevel"),
+    ("logger", "name", "component", "module", "logger_name", "log.logger"),
+    ("msg", "message", "event", "text"),
+)
 _decode_json = msgspec.json.Decoder().decode
 _JSON_LEVELS: dict[str, int] = {}  # "info", "INFO", "warning", … seen so far
 
 
 def _level_of(value: Any) -> int:
-    if isinstance(value, bool):
-        return INFO
-    if isinstance(value, int | float):
-        # Python's logging numbers; bunyan/pino's 60 ("fatal") and above clamp to critical.
-        return max(5, min(CRITICAL, int(value))) if value > 0 else INFO
-    if isinstance(value, str):
+    if type(value) is str:
         level = _JSON_LEVELS.get(value)
         if level is None:
             level = level_code(value, INFO)
             if len(_JSON_LEVELS) < 256:
                 _JSON_LEVELS[value] = level
         return level
+    if type(value) in (int, float):
+        # Python's logging numbers; bunyan/pino's 60 ("fatal") and above clamp to critical.
+        return max(5, min(CRITICAL, int(value))) if value > 0 else INFO
     return INFO
 
 
 def _text_of(value: Any) -> str:
-    if isinstance(value, str):
+    if type(value) is str:
         return value
     return msgspec.json.encode(value).decode()
 
@@ -70,55 +102,52 @@ def parse_json(line: str) -> Parsed | None:
         return None
     if not isinstance(obj, dict):
         return None
-    level = INFO
+    level_key, component_key, message_key = _JSON_ROLES.pick(obj)
+    level = INFO if level_key is None else _level_of(obj.pop(level_key))
     component: str | None = None
-    message: str | None = None
-    for key in _LEVEL_KEYS:
-        if key in obj:
-            level = _level_of(obj.pop(key))
-            break
-    for key in _COMPONENT_KEYS:
-        if key in obj and isinstance(obj[key], str | int):
-            component = str(obj.pop(key))
-            break
-    for key in _MESSAGE_KEYS:
-        if key in obj:
-            message = _text_of(obj.pop(key))
-            break
-    return Parsed(level, component, line if message is None else message, obj or None)
+    if component_key is not None and type(obj[component_key]) in (str, int):
+        component = str(obj.pop(component_key))
+    message = line if message_key is None else _text_of(obj.pop(message_key))
+    return level, component, message, obj or None
 
 
 # --- logfmt -------------------------------------------------------------------------------
 
-_LOGFMT_LEVEL = re.compile(r"(?:^|\s)(?:level|lvl|severity|log\.level)=\"?([A-Za-z]+)")
 _LOGFMT_PAIR = re.compile(r"([A-Za-z_][\w.\-/]*)=(\"(?:[^\"\\]|\\.)*\"|\S*)")
+_LOGFMT_ROLES = _Roles(
+    ("level", "lvl", "severity", "log.level"),
+    ("logger", "component", "module", "logger_name"),
+    ("msg", "message"),
+)
+
+
+def _logfmt_pairs(line: str) -> dict[str, Any]:
+    if '"' not in line:  # no quoted values: splitting on spaces is exact and much cheaper
+        pairs: dict[str, Any] = {}
+        for token in line.split():
+            key, eq, value = token.partition("=")
+            if eq and key:
+                pairs[key] = value
+        return pairs
+    pairs = {}
+    for key, raw in _LOGFMT_PAIR.findall(line):
+        if raw[:1] == '"' and raw[-1:] == '"' and len(raw) >= 2:
+            raw = raw[1:-1].replace('\\"', '"').replace("\\\\", "\\")
+        pairs[key] = raw
+    return pairs
 
 
 def parse_logfmt(line: str) -> Parsed | None:
-    """``time=… level=warn msg="disk slow" disk=sda`` → level, message and fields."""
-    if _LOGFMT_LEVEL.search(line) is None:
+    """``time=… level=warn msg="disk slow" disk=sda`` → level, message and fields; None when
+    the line has no ``level=`` (or ``lvl=``, ``severity=``) pair."""
+    pairs = _logfmt_pairs(line)
+    level_key, component_key, message_key = _LOGFMT_ROLES.pick(pairs)
+    if level_key is None:
         return None
-    pairs: dict[str, Any] = {}
-    for key, raw in _LOGFMT_PAIR.findall(line):
-        if raw.startswith('"') and raw.endswith('"') and len(raw) >= 2:
-            raw = raw[1:-1].replace('\\"', '"').replace("\\\\", "\\")
-        pairs[key] = raw
-    level = INFO
-    for key in ("level", "lvl", "severity", "log.level"):
-        if key in pairs:
-            level = level_code(pairs.pop(key), INFO)
-            break
-    component = None
-    for key in ("logger", "component", "module", "logger_name"):
-        if key in pairs:
-            component = pairs.pop(key)
-            break
-    message = line
-    for key in ("msg", "message"):
-        if key in pairs:
-            message = pairs.pop(key)
-            break
-    return Parsed(level, component, message, pairs or None)
+    level = level_code(pairs.pop(level_key), INFO)
+    component = None if component_key is None else pairs.pop(component_key)
+    message = line if message_key is None else pairs.pop(message_key)
+    return level, component, message, pairs or None
 
 
 # --- plain lines --------------------------------------------------------------------------
@@ -151,7 +180,17 @@ _LEVEL_WORDS: dict[str, int] = {
 }
 _MIXED_WORDS: dict[str, int] = {
     word: level_code(word)
-    for word in ("error", "warning", "warn", "fatal", "critical", "debug", "info", "notice", "panic")
+    for word in (
+        "error",
+        "warning",
+        "warn",
+        "fatal",
+        "critical",
+        "debug",
+        "info",
+        "notice",
+        "panic",
+    )
 }
 _MIXED_STARTS = tuple(_MIXED_WORDS) + tuple(w.capitalize() for w in _MIXED_WORDS)
 _LETTERS = {"D": 10, "I": 20, "W": 30, "E": 40, "F": 50}
@@ -178,6 +217,10 @@ _TIMESTAMP = re.compile(
     r"|\d\d:\d\d:\d\d(?:[.,]\d+)?)\]?"
 )
 # After the level word: "| module:func" (loguru), " name: msg", "  [main] com.x.Y - msg" (log4j)
+# A timestamp, then (before any capital letter) the first run of capitals: usually the level.
+_TIMESTAMP_LEVEL = re.compile(
+    _TIMESTAMP.pattern + r"(?P<gap>[^A-Z\n]{0,120}?)(?P<word>[A-Z]{3,})(?![A-Za-z0-9])"
+)
 _COMPONENT_AFTER = re.compile(r"[\]\s|]*(?:\[[^\]]*\]\s+)?(?P<comp>[\w.\-<>]+)(?=:| - )")
 _EXCEPTION = re.compile(r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt|Fault)(?=:|$)")
 _PY_WARNING = re.compile(r"\S+?:\d+: (?P<comp>[A-Z]\w*Warning): ")
@@ -196,7 +239,11 @@ def _level_word(line: str, start: int, end: int) -> tuple[int, int, int] | None:
             return None
         level = _LEVEL_WORDS.get(m.group())
         s, e = m.span()
-        if level is not None and (s == 0 or not line[s - 1].isalnum()) and (e >= len(line) or not line[e].isalnum()):
+        if (
+            level is not None
+            and (s == 0 or not line[s - 1].isalnum())
+            and (e >= len(line) or not line[e].isalnum())
+        ):
             return level, s, e
         pos = e
 
@@ -268,6 +315,16 @@ def classify(line: str) -> Level:
     if not first:
         return _PLAIN
     if first.isdigit() or first == "[":
+        m = _TIMESTAMP_LEVEL.match(line)  # the common case in one regex call
+        if m is not None:
+            level = _LEVEL_WORDS.get(m.group("word"))
+            gap = m.group("gap")
+            if level is not None and not gap[-1:].isalnum():
+                before = gap.strip(" \t-[]|:")
+                if before:
+                    return level, before if " " not in before and "\t" not in before else None
+                after = _COMPONENT_AFTER.match(line, m.end())
+                return level, after.group("comp") if after is not None else None
         m = _TIMESTAMP.match(line)
         if m is not None:
             return _timestamped(line, m.end())
@@ -279,11 +336,11 @@ def classify(line: str) -> Level:
                 if level is not None:
                     return level, b.group("comp")
     elif first.isupper():
-        found = _capitalised(line) or _worded(line)
-        if found is not None:
-            return found
+        known = _capitalised(line) or _worded(line)
+        if known is not None:
+            return known
     elif first.islower():
-        found = _worded(line)
-        if found is not None:
-            return found
+        known = _worded(line)
+        if known is not None:
+            return known
     return _python_warning(line) or _PLAIN

@@ -16,8 +16,8 @@ Every step works on a whole chunk or batch, never on one line at a time, because
 must store hundreds of thousands of lines per second. Event steps share one signature,
 ``(batch, now, final) -> batch``, so adding one never means editing the others.
 
-The reader threads of the runner (one per stream) call ``feed`` concurrently: a lock makes
-each call atomic, which costs nothing measurable since the work is CPU-bound under the GIL.
+Readers may call ``feed`` from two threads at once (one per stream): a lock makes each call
+atomic, which costs nothing measurable since the work is CPU-bound under the GIL anyway.
 """
 
 from __future__ import annotations
@@ -38,7 +38,15 @@ from flightlog.logevents import LogBatch
 
 __all__ = ["CaptureConfig", "CapturePipeline", "EventStep", "RedactFields", "STAT_KEYS"]
 
-STAT_KEYS = ("lines", "bytes", "dropped_lines", "dropped_bytes", "truncated_lines", "redactions", "events")
+STAT_KEYS = (
+    "lines",
+    "bytes",
+    "dropped_lines",
+    "dropped_bytes",
+    "truncated_lines",
+    "redactions",
+    "events",
+)
 _NO_PROGRESS: frozenset[int] = frozenset()
 
 
@@ -65,7 +73,9 @@ class CaptureConfig:
         if self.max_line_bytes < 16:
             raise InvalidInput(f"max_line_bytes must be at least 16, got {self.max_line_bytes}")
         if self.max_rate is not None and not self.max_rate > 0:
-            raise InvalidInput(f"max_rate must be a positive number of lines per second, got {self.max_rate}")
+            raise InvalidInput(
+                f"max_rate must be a positive number of lines per second, got {self.max_rate}"
+            )
         if not self.rate_interval > 0:
             raise InvalidInput(f"rate_interval must be positive, got {self.rate_interval}")
         if self.group_idle < 0:
@@ -203,7 +213,9 @@ class CapturePipeline:
         lines, progress = split_lines(text)
         truncate_lines(lines, self.config.max_line_bytes, self.stats)
         specials = special_lines(text, lines, progress)
-        state.grouper.feed(lines, specials, frozenset(progress) if progress else _NO_PROGRESS, now, out)
+        state.grouper.feed(
+            lines, specials, frozenset(progress) if progress else _NO_PROGRESS, now, out
+        )
 
     def _finish(self, batch: LogBatch, now: float, final: bool) -> LogBatch:
         for step in self.event_steps:

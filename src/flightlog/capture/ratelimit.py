@@ -53,6 +53,10 @@ def select(batch: LogBatch, keep: list[int]) -> LogBatch:
     return out
 
 
+def _prefix(batch: LogBatch, n: int) -> LogBatch:
+    return LogBatch.from_columns({name: column[:n] for name, column in batch.to_columns().items()})
+
+
 def _format_seconds(seconds: float) -> str:
     return f"{seconds:.0f}s" if seconds >= 10 or seconds == int(seconds) else f"{seconds:.1f}s"
 
@@ -96,15 +100,20 @@ class RateLimiter:
         return batch
 
     def _drop(self, batch: LogBatch, granted: int, now: float) -> LogBatch:
-        keep = list(range(granted))
-        dropped: list[str] = []
         levels = batch.level
         messages = batch.message
-        for i in range(granted, len(batch)):
-            if levels[i] >= ERROR and self._reserve.take(1):
-                keep.append(i)
-            else:
-                dropped.append(messages[i])
+        if max(levels[granted:]) < ERROR:  # a flood of ordinary lines: keep a prefix
+            dropped = messages[granted:]
+            kept = _prefix(batch, granted)
+        else:
+            keep = list(range(granted))
+            dropped = []
+            for i in range(granted, len(batch)):
+                if levels[i] >= ERROR and self._reserve.take(1):
+                    keep.append(i)
+                else:
+                    dropped.append(messages[i])
+            kept = select(batch, keep)
         if dropped:
             joined = "\n".join(dropped)
             lines = joined.count("\n") + 1
@@ -115,7 +124,7 @@ class RateLimiter:
                 self._window_start = now
             self._window_lines += lines
             self._window_bytes += size
-        return select(batch, keep)
+        return kept
 
     def _summarize(self, batch: LogBatch, now: float) -> None:
         start = self._window_start if self._window_start is not None else now

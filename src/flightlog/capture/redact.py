@@ -41,7 +41,9 @@ class Redactor:
     ``extra_patterns`` are user regexes; a bad one raises InvalidInput.
     """
 
-    def __init__(self, extra_patterns: Sequence[str] = (), env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, extra_patterns: Sequence[str] = (), env: Mapping[str, str] | None = None
+    ) -> None:
         self.count = 0
         self._custom = compile_patterns(list(extra_patterns))
         source = os.environ if env is None else env
@@ -133,4 +135,3 @@ class Redactor:
             return value
         self.count += 1
         return _SECRET_MARKER
-
