@@ -113,6 +113,13 @@ def test_usage_is_read_while_running(limit64: MemoryLimit, spawn: Spawn) -> None
     assert child.stdout.readline() == b"ok\n"
     usage = limit64.usage_bytes()
     assert usage is not None and 32 * MiB <= usage <= 64 * MiB
+    # Seen from inside, as in a container: the process's own cgroup and its limit.
+    inside_usage, inside_limit = own_cgroup_memory(child.pid)
+    assert inside_limit == 64 * MiB
+    assert inside_usage is not None and inside_usage >= 32 * MiB
+    sample = ProcessTreeSampler(child.pid, gpu=False).sample()
+    assert sample["cgroup_memory_limit"] == 64 * MiB
+    assert sample["cgroup_memory_usage"] >= 32 * MiB
 
 
 def test_close_is_safe_twice_and_with_a_process_inside(limit64: MemoryLimit, spawn: Spawn) -> None:
@@ -185,3 +192,15 @@ def test_sigkill_at_the_limit_counts_where_the_kernel_does_not(tmp_path: Path) -
     (tmp_path / "memory.events").write_text("max 0\noom_kill 0\n")
     assert not killed_for_memory(limit, -signal.SIGKILL)
     assert not killed_for_memory(None, -signal.SIGKILL)
+
+
+def test_cgroup_path_under_a_mounted_sub_tree() -> None:
+    # Inside some containers the hierarchy is mounted from the container's own cgroup, and
+    # /proc/self/cgroup still names the full path.
+    from flightlog.resources._cgroupfs import Mount, _join
+
+    mount = Mount("/docker/abc", "/sys/fs/cgroup/memory", "cgroup", frozenset({"memory"}))
+    assert _join(mount, "/docker/abc/sub") == "/sys/fs/cgroup/memory/sub"
+    assert _join(mount, "/docker/abc") == "/sys/fs/cgroup/memory/"
+    root = Mount("/", "/sys/fs/cgroup", "cgroup2", frozenset())
+    assert _join(root, "/user.slice/a.scope") == "/sys/fs/cgroup/user.slice/a.scope"

@@ -26,13 +26,15 @@ def _script(tmp_path: Path, name: str, code: str) -> str:
 
 
 def test_grandchild_cpu_and_memory_are_counted(tmp_path: Path, spawn: Spawn) -> None:
-    # A shell (the child) starts python (the grandchild) that holds 200 MB and spins a core.
+    # A shell (the child) starts python (the grandchild) that holds 200 MB, forks a
+    # great-grandchild, and both spin: the tree is three levels deep.
     burner = _script(
         tmp_path,
         "burn.py",
-        "import sys, time\n"
+        "import os, time\n"
         "block = b'x' * (200 * 1024 * 1024)\n"
-        "print('ready', flush=True)\n"
+        "if os.fork():\n"
+        "    print('ready', flush=True)\n"
         "end = time.time() + 30\n"
         "while time.time() < end:\n"
         "    pass\n",
@@ -43,22 +45,27 @@ def test_grandchild_cpu_and_memory_are_counted(tmp_path: Path, spawn: Spawn) -> 
     )
     assert child.stdout is not None
     assert child.stdout.readline().strip() == b"ready"
-    (grandchild,) = psutil.Process(child.pid).children()
+    spinners = psutil.Process(child.pid).children(recursive=True)
+    assert len(spinners) == 2
     sampler = ProcessTreeSampler(child.pid, gpu=False)
-    # One-second windows until the spinning grandchild got at least half a core; on a busy
-    # CI box a window may get less, and the sampler must then agree with the truth.
+    # One-second windows, each checked against the truth (the spinners' own CPU times), until
+    # the spinners got at least 60 % of a core in a window. A machine crowded by other jobs
+    # may never give them that; the agreement in every window still proves they are counted.
+    seen: list[tuple[float, float]] = []
     for _ in range(10):
-        before = sum(grandchild.cpu_times()[:2])
+        before = sum(sum(p.cpu_times()[:2]) for p in spinners)
         time.sleep(1.0)
         sample = sampler.sample()
-        truth = 100 * (sum(grandchild.cpu_times()[:2]) - before)
-        assert abs(sample["cpu_percent"] - truth) <= 15, (sample["cpu_percent"], truth)
-        if sample["cpu_percent"] >= 50:
+        truth = 100 * (sum(sum(p.cpu_times()[:2]) for p in spinners) - before)
+        seen.append((sample["cpu_percent"], round(truth, 1)))
+        assert abs(sample["cpu_percent"] - truth) <= max(5.0, 0.15 * truth), seen
+        if truth >= 60:
+            assert sample["cpu_percent"] >= 50, seen
             break
-    assert sample["procs"] >= 2  # the shell and its python
+    assert max(truth for _, truth in seen) >= 20, f"the spinners barely ran: {seen}"
+    assert sample["procs"] == 3
     assert sample["rss_bytes"] >= 200 * MB
-    assert sample["cpu_percent"] >= 50
-    assert sample["threads"] >= 2
+    assert sample["threads"] >= 3
     assert sample["open_files"] >= 3
     assert 0 < sample["memory_percent"] < 100
     json.dumps(sample)  # one JSON-able dict
@@ -75,7 +82,7 @@ def test_cpu_of_children_that_exited_counts_once(tmp_path: Path, spawn: Spawn) -
     # `read` is a shell builtin: once python exits, the shell is alone in the tree.
     child = spawn(["sh", "-c", f'"{sys.executable}" "{burner}"; read x'], stdin=subprocess.PIPE)
     sampler = ProcessTreeSampler(child.pid, gpu=False)
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 60  # a crowded machine may take a while to give 1 CPU-s
     seen_grandchild = False
     while time.monotonic() < deadline:
         sample = sampler.sample()

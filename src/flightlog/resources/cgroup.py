@@ -23,10 +23,19 @@ import resource
 import signal
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Protocol
 
 from flightlog.errors import FlightlogError, InvalidInput
+from flightlog.resources._cgroupfs import (
+    Mount,
+    find_memory_cgroup,
+    memory_cgroup_dir,
+    read_cgroup_memory,
+    read_int,
+    read_keyed,
+    read_text,
+    write,
+)
 
 __all__ = [
     "MemoryLimit",
@@ -39,9 +48,6 @@ __all__ = [
     "killed_for_memory",
 ]
 
-# The kernel's "no limit" in v1 is PAGE_COUNTER_MAX * page size (9223372036854771712 on x86-64);
-# anything this large is unlimited for our purposes.
-_UNLIMITED = 1 << 62
 _RMDIR_WAIT_S = 1.0
 
 
@@ -88,129 +94,6 @@ class MemoryLimit(Protocol):
         ...
 
 
-# --------------------------------------------------------------------------- discovery
-
-
-@dataclass(frozen=True)
-class _Mount:
-    root: str
-    point: str
-    fstype: str
-    options: frozenset[str]
-
-
-def _unescape(field: str) -> str:
-    # mountinfo escapes space, tab, newline and backslash as \ooo.
-    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
-
-
-def _cgroup_mounts() -> list[_Mount]:
-    mounts: list[_Mount] = []
-    try:
-        with open("/proc/self/mountinfo", encoding="utf-8") as fh:
-            lines = fh.read().splitlines()
-    except OSError:
-        return mounts
-    for line in lines:
-        left, sep, right = line.partition(" - ")
-        if not sep:
-            continue
-        fields, tail = left.split(), right.split()
-        if len(fields) < 5 or len(tail) < 3 or tail[0] not in ("cgroup", "cgroup2"):
-            continue
-        mounts.append(
-            _Mount(
-                root=_unescape(fields[3]),
-                point=_unescape(fields[4]),
-                fstype=tail[0],
-                options=frozenset(tail[2].split(",")),
-            )
-        )
-    return mounts
-
-
-def _proc_cgroups(pid: int | str) -> tuple[str | None, str | None]:
-    """(v1 memory path, v2 path) of a process, as /proc/<pid>/cgroup names them."""
-    v1 = v2 = None
-    try:
-        with open(f"/proc/{pid}/cgroup", encoding="utf-8") as fh:
-            lines = fh.read().splitlines()
-    except OSError:
-        return None, None
-    for line in lines:
-        parts = line.split(":", 2)
-        if len(parts) != 3:
-            continue
-        hid, controllers, path = parts
-        if hid == "0" and controllers == "":
-            v2 = path
-        elif "memory" in controllers.split(","):
-            v1 = path
-    return v1, v2
-
-
-def _join(mount: _Mount, cgroup_path: str) -> str:
-    """Directory of ``cgroup_path`` under ``mount``, allowing for a mount of a sub-tree."""
-    rel = cgroup_path
-    if mount.root != "/" and (rel == mount.root or rel.startswith(mount.root + "/")):
-        rel = rel[len(mount.root) :]
-    return os.path.join(mount.point, rel.lstrip("/"))
-
-
-def _read_text(path: str) -> str | None:
-    try:
-        with open(path, encoding="ascii") as fh:
-            return fh.read()
-    except (OSError, UnicodeDecodeError):
-        return None
-
-
-def _read_int(path: str) -> int | None:
-    text = _read_text(path)
-    if text is None:
-        return None
-    text = text.strip()
-    if text == "max":
-        return None
-    try:
-        return int(text)
-    except ValueError:
-        return None
-
-
-def _read_keyed(path: str) -> dict[str, int]:
-    """Parse flat keyed files: ``memory.events``, ``memory.stat``, ``memory.oom_control``."""
-    out: dict[str, int] = {}
-    for line in (_read_text(path) or "").splitlines():
-        key, _, value = line.partition(" ")
-        with contextlib.suppress(ValueError):
-            out[key] = int(value)
-    return out
-
-
-def _write(path: str, value: str) -> None:
-    fd = os.open(path, os.O_WRONLY)
-    try:
-        os.write(fd, value.encode("ascii"))
-    finally:
-        os.close(fd)
-
-
-def _memory_cgroup_dir(pid: int | str = "self") -> tuple[int, str, _Mount] | None:
-    """(version, directory, mount) of the memory cgroup ``pid`` is in, or None."""
-    mounts = _cgroup_mounts()
-    v1_path, v2_path = _proc_cgroups(pid)
-    for m in mounts:
-        if m.fstype == "cgroup" and "memory" in m.options and v1_path is not None:
-            return 1, _join(m, v1_path), m
-    for m in mounts:
-        if m.fstype == "cgroup2" and v2_path is not None:
-            controllers = (_read_text(os.path.join(m.point, "cgroup.controllers")) or "").split()
-            if "memory" in controllers or _read_text(os.path.join(m.point, "memory.stat")):
-                return 2, _join(m, v2_path), m
-    return None
-
-
 # --------------------------------------------------------------------------- backends
 
 
@@ -234,7 +117,7 @@ class _CgroupMemoryLimit:
         self.close()
 
     def add_pid(self, pid: int) -> None:
-        _write(os.path.join(self.path, "cgroup.procs"), str(pid))
+        write(os.path.join(self.path, "cgroup.procs"), str(pid))
 
     def preexec(self) -> Callable[[], None]:
         # Runs in the forked child before exec: keep it to three syscalls, nothing allocated
@@ -251,7 +134,7 @@ class _CgroupMemoryLimit:
         return _join_cgroup
 
     def pids(self) -> list[int]:
-        text = _read_text(os.path.join(self.path, "cgroup.procs")) or ""
+        text = read_text(os.path.join(self.path, "cgroup.procs")) or ""
         return [int(x) for x in text.split()]
 
     def close(self) -> None:
@@ -278,29 +161,29 @@ class CgroupV1MemoryLimit(_CgroupMemoryLimit):
     version = 1
 
     def configure(self) -> None:
-        _write(os.path.join(self.path, "memory.limit_in_bytes"), str(self.limit_bytes))
+        write(os.path.join(self.path, "memory.limit_in_bytes"), str(self.limit_bytes))
         memsw = os.path.join(self.path, "memory.memsw.limit_in_bytes")
         if os.path.exists(memsw):  # absent when swap accounting is off
             with contextlib.suppress(OSError):
-                _write(memsw, str(self.limit_bytes))
-        actual = _read_int(os.path.join(self.path, "memory.limit_in_bytes"))
+                write(memsw, str(self.limit_bytes))
+        actual = read_int(os.path.join(self.path, "memory.limit_in_bytes"))
         if actual is not None:
             self.limit_bytes = actual  # the kernel rounds down to whole pages
 
     def usage_bytes(self) -> int | None:
-        return _read_int(os.path.join(self.path, "memory.usage_in_bytes"))
+        return read_int(os.path.join(self.path, "memory.usage_in_bytes"))
 
     def peak_bytes(self) -> int | None:
-        return _read_int(os.path.join(self.path, "memory.max_usage_in_bytes"))
+        return read_int(os.path.join(self.path, "memory.max_usage_in_bytes"))
 
     def oom_kills(self) -> int:
         # "oom_kill N" appeared in memory.oom_control with Linux 4.13; older kernels don't
         # count, and the caller falls back to `killed_for_memory` (limit hit + SIGKILL).
-        return _read_keyed(os.path.join(self.path, "memory.oom_control")).get("oom_kill", 0)
+        return read_keyed(os.path.join(self.path, "memory.oom_control")).get("oom_kill", 0)
 
     def limit_hits(self) -> int:
         hits = max(
-            _read_int(os.path.join(self.path, name)) or 0
+            read_int(os.path.join(self.path, name)) or 0
             for name in ("memory.failcnt", "memory.memsw.failcnt")
         )
         # Recent kernels no longer bump failcnt on every charge failure (seen: 6.18 reports 0
@@ -316,26 +199,26 @@ class CgroupV2MemoryLimit(_CgroupMemoryLimit):
     version = 2
 
     def configure(self) -> None:
-        _write(os.path.join(self.path, "memory.max"), str(self.limit_bytes))
+        write(os.path.join(self.path, "memory.max"), str(self.limit_bytes))
         swap = os.path.join(self.path, "memory.swap.max")
         if os.path.exists(swap):
             with contextlib.suppress(OSError):
-                _write(swap, "0")
-        actual = _read_int(os.path.join(self.path, "memory.max"))
+                write(swap, "0")
+        actual = read_int(os.path.join(self.path, "memory.max"))
         if actual is not None:
             self.limit_bytes = actual
 
     def usage_bytes(self) -> int | None:
-        return _read_int(os.path.join(self.path, "memory.current"))
+        return read_int(os.path.join(self.path, "memory.current"))
 
     def peak_bytes(self) -> int | None:
-        return _read_int(os.path.join(self.path, "memory.peak"))  # Linux >= 5.19
+        return read_int(os.path.join(self.path, "memory.peak"))  # Linux >= 5.19
 
     def oom_kills(self) -> int:
-        return _read_keyed(os.path.join(self.path, "memory.events")).get("oom_kill", 0)
+        return read_keyed(os.path.join(self.path, "memory.events")).get("oom_kill", 0)
 
     def limit_hits(self) -> int:
-        hits = _read_keyed(os.path.join(self.path, "memory.events")).get("max", 0)
+        hits = read_keyed(os.path.join(self.path, "memory.events")).get("max", 0)
         if hits == 0 and (self.peak_bytes() or 0) >= self.limit_bytes:
             hits = 1
         return hits
@@ -349,7 +232,7 @@ def _safe_name(name: str) -> str:
     return "flightlog-" + cleaned[:80]
 
 
-def _explain(exc: OSError, where: str, mount: _Mount) -> str:
+def _explain(exc: OSError, where: str, mount: Mount) -> str:
     if exc.errno == errno.EROFS:
         return (
             f"the cgroup filesystem at {mount.point} is read-only (usual inside an unprivileged "
@@ -364,7 +247,7 @@ def _explain(exc: OSError, where: str, mount: _Mount) -> str:
     return f"cannot write {where}: {exc.strerror or exc}"
 
 
-def _mkdir_child(base: str, name: str, mount: _Mount) -> str:
+def _mkdir_child(base: str, name: str, mount: Mount) -> str:
     path = os.path.join(base, _safe_name(name))
     for attempt in range(3):
         try:
@@ -378,18 +261,18 @@ def _mkdir_child(base: str, name: str, mount: _Mount) -> str:
     raise CgroupUnavailable(f"cannot create a cgroup named {name!r} under {base}")
 
 
-def _enable_v2_memory(base: str, mount: _Mount) -> None:
-    controllers = (_read_text(os.path.join(base, "cgroup.controllers")) or "").split()
+def _enable_v2_memory(base: str, mount: Mount) -> None:
+    controllers = (read_text(os.path.join(base, "cgroup.controllers")) or "").split()
     if "memory" not in controllers:
         raise CgroupUnavailable(
             f"cgroup v2: the memory controller is not available in {base} "
             "(the parent cgroup does not delegate it)"
         )
-    subtree = (_read_text(os.path.join(base, "cgroup.subtree_control")) or "").split()
+    subtree = (read_text(os.path.join(base, "cgroup.subtree_control")) or "").split()
     if "memory" in subtree:
         return
     try:
-        _write(os.path.join(base, "cgroup.subtree_control"), "+memory")
+        write(os.path.join(base, "cgroup.subtree_control"), "+memory")
     except OSError as exc:
         if exc.errno == errno.EBUSY:
             raise CgroupUnavailable(
@@ -409,7 +292,7 @@ def create_memory_limit(limit_bytes: int, name: str) -> MemoryLimit:
     """
     if not isinstance(limit_bytes, int) or isinstance(limit_bytes, bool) or limit_bytes <= 0:
         raise InvalidInput(f"memory limit must be a positive number of bytes, got {limit_bytes!r}")
-    found = _memory_cgroup_dir()
+    found = memory_cgroup_dir()
     if found is None:
         raise CgroupUnavailable(
             "no memory cgroup controller is mounted on this machine (neither cgroup v2 with "
@@ -463,42 +346,6 @@ def own_cgroup_memory(pid: int | None = None) -> tuple[int | None, int | None]:
     and None when unlimited or when no memory controller is visible.
     """
     return read_cgroup_memory(find_memory_cgroup(pid))
-
-
-def find_memory_cgroup(pid: int | None = None) -> tuple[int, str, str] | None:
-    """(version, directory, mount point) of a process's memory cgroup, or None.
-
-    Resolved once by the sampler, so each sample costs two small reads, not a mount scan.
-    """
-    found = _memory_cgroup_dir("self" if pid is None else pid)
-    return None if found is None else (found[0], found[1], found[2].point)
-
-
-def read_cgroup_memory(found: tuple[int, str, str] | None) -> tuple[int | None, int | None]:
-    """(usage, effective limit) of a cgroup located by `find_memory_cgroup`."""
-    if found is None:
-        return None, None
-    version, path, mount_point = found
-    if version == 1:
-        usage = _read_int(os.path.join(path, "memory.usage_in_bytes"))
-        limit = _read_keyed(os.path.join(path, "memory.stat")).get("hierarchical_memory_limit")
-        if limit is None:
-            limit = _read_int(os.path.join(path, "memory.limit_in_bytes"))
-    else:
-        usage = _read_int(os.path.join(path, "memory.current"))
-        limit = None
-        cur = os.path.normpath(path)
-        top = os.path.normpath(mount_point)
-        while cur.startswith(top):
-            value = _read_int(os.path.join(cur, "memory.max"))
-            if value is not None:
-                limit = value if limit is None else min(limit, value)
-            if cur == top:
-                break
-            cur = os.path.dirname(cur)
-    if limit is not None and limit >= _UNLIMITED:
-        limit = None
-    return usage, limit
 
 
 def killed_for_memory(limit: MemoryLimit | None, returncode: int | None) -> bool:

@@ -23,8 +23,9 @@ from typing import Any
 
 import psutil
 
+from flightlog.resources._cgroupfs import find_memory_cgroup, read_cgroup_memory
 from flightlog.resources._tree import Reading, TreeAccumulator, TreeWalker
-from flightlog.resources.cgroup import MemoryLimit, find_memory_cgroup, read_cgroup_memory
+from flightlog.resources.cgroup import MemoryLimit
 from flightlog.resources.gpu import GpuProbe, open_gpu_probe
 from flightlog.resources.workdir import disk_usage
 
