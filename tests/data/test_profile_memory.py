@@ -16,18 +16,25 @@ import pytest
 TARGET_BYTES = 300 * 1024 * 1024
 BUDGET_BYTES = 64 * 1024 * 1024
 
+# Peak RSS is read from /proc (VmHWM) after resetting it with clear_refs: ru_maxrss would
+# inherit the parent's peak across exec, and a sampling thread could miss short peaks.
 _PROBE = textwrap.dedent(
     """
-    import json, resource, sys
+    import json, sys
     from flightlog.data import profile
 
-    def peak():
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
+    def status(key):
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1]) * 1024
 
-    profile(sys.argv[2])  # warm up: imports, thread pool, kernels
-    before = peak()
+    profile(sys.argv[2])  # warm up: lazy imports, kernels
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")  # reset VmHWM to the current RSS
+    before = status("VmRSS")
     p = profile(sys.argv[1])
-    after = peak()
+    after = status("VmHWM")
     print(json.dumps({"before": before, "after": after, "rows": p.row_count,
                       "x_mean": p["x"].numeric.mean, "cardinality": p["city"].categorical.cardinality}))
     """
@@ -38,8 +45,19 @@ def _write_csv(path: Path) -> int:
     rng = np.random.default_rng(11)
     cities = np.array(["Berlin", "Paris", "Tokyo", "Lagos", "Lima", "Oslo", "Pune", "Quito"])
     rows = 0
-    with pacsv.CSVWriter(path, pa.schema([("id", pa.int64()), ("x", pa.float64()), ("y", pa.float64()),
-                                          ("n", pa.int64()), ("city", pa.string()), ("note", pa.string())])) as w:
+    with pacsv.CSVWriter(
+        path,
+        pa.schema(
+            [
+                ("id", pa.int64()),
+                ("x", pa.float64()),
+                ("y", pa.float64()),
+                ("n", pa.int64()),
+                ("city", pa.string()),
+                ("note", pa.string()),
+            ]
+        ),
+    ) as w:
         while path.stat().st_size < TARGET_BYTES:
             n = 400_000
             ids = np.arange(rows, rows + n)
@@ -60,6 +78,9 @@ def _write_csv(path: Path) -> int:
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(
+    not Path("/proc/self/clear_refs").exists(), reason="needs Linux /proc to read peak RSS"
+)
 def test_profile_of_a_300_mb_csv_grows_memory_by_at_most_64_mb(tmp_path: Path) -> None:
     big = tmp_path / "big.csv"
     rows = _write_csv(big)
@@ -67,7 +88,11 @@ def test_profile_of_a_300_mb_csv_grows_memory_by_at_most_64_mb(tmp_path: Path) -
     small.write_text("id,x,y,n,city,note\n1,0.5,1.0,3,Oslo,row-1\n")
     assert big.stat().st_size >= TARGET_BYTES
     out = subprocess.run(
-        [sys.executable, "-c", _PROBE, str(big), str(small)], capture_output=True, text=True, check=True, timeout=300
+        [sys.executable, "-c", _PROBE, str(big), str(small)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
     )
     r = json.loads(out.stdout)
     assert r["rows"] == rows

@@ -18,7 +18,9 @@ def _distributions() -> dict[str, np.ndarray]:
         "normal": rng.normal(0, 1, 200_000),
         "lognormal": rng.lognormal(3, 2, 200_000),
         "shifted": rng.normal(1e6, 5, 100_000),
-        "with_zeros": np.concatenate([np.zeros(5000), rng.exponential(1, 50_000), -rng.exponential(3, 20_000)]),
+        "with_zeros": np.concatenate(
+            [np.zeros(5000), rng.exponential(1, 50_000), -rng.exponential(3, 20_000)]
+        ),
         "integers": rng.integers(-1000, 1000, 100_000).astype(float),
     }
 
@@ -129,3 +131,10 @@ def test_hyperloglog_merge_and_round_trip() -> None:
     a.merge(b)
     assert abs(a.estimate() - 7500) <= 0.05 * 7500
     assert HyperLogLog.from_dict(a.to_dict()).estimate() == a.estimate()
+
+
+def test_cdf_is_a_step_function_over_buckets() -> None:
+    s = QuantileSketch()
+    s.update(np.arange(1.0, 101.0))
+    assert s.cdf(np.array([0.0, 1000.0])).tolist() == [0.0, 1.0]
+    assert abs(s.cdf(np.array([50.0]))[0] - 0.5) <= 0.02

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from flightlog.data.cohorts import compare_cohorts, evaluate
-    from flightlog.data.drift import DriftReport, Thresholds, drift
+    from flightlog.data.driftcheck import DriftReport, Thresholds, drift
     from flightlog.data.expectations import (
         Between,
         ColumnPresent,
@@ -83,9 +83,9 @@ _HOME = {
     "MatchesRegex": "expectations",
     "RowCount": "expectations",
     "Freshness": "expectations",
-    "drift": "drift",
-    "DriftReport": "drift",
-    "Thresholds": "drift",
+    "drift": "driftcheck",
+    "DriftReport": "driftcheck",
+    "Thresholds": "driftcheck",
     "render_drift_html": "report",
     "evaluate": "cohorts",
     "compare_cohorts": "cohorts",

@@ -10,15 +10,17 @@ status 1. Gates use the exit status: ``validate`` exits 1 when an expectation fa
 from __future__ import annotations
 
 import json
-import math
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from flightlog.data import resolve, views
+from flightlog.cli.output import emit_json, json_safe
 from flightlog.errors import FlightlogError, InvalidInput
+
+if TYPE_CHECKING:
+    from flightlog.data.resolve import Runs
 
 __all__ = ["data_group", "main"]
 
@@ -30,29 +32,30 @@ _FORMAT = click.option(
     show_default=True,
     help="Output format.",
 )
-_HOME = click.option("--home", envvar="FLIGHTLOG_HOME", default=None, hidden=True)
 
 
-def _clean(obj: Any) -> Any:
-    """JSON has no NaN or infinity: turn them into null."""
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, dict):
-        return {k: _clean(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_clean(v) for v in obj]
-    return obj
+def _runs(ctx: click.Context) -> Runs:
+    """The store for this command, opened on first use: FLIGHTLOG_HOME or the root ``--home``."""
+    from flightlog.data.resolve import Runs
+
+    runs = ctx.meta.get("flightlog.data.runs")
+    if runs is None:
+        root = ctx.find_root()
+        runs = Runs(root.params.get("home"))
+        ctx.meta["flightlog.data.runs"] = runs
+        ctx.call_on_close(runs.close)
+    return runs
 
 
 def _emit(obj: Any) -> None:
-    click.echo(json.dumps(_clean(obj), ensure_ascii=False, default=str))
+    """Exactly one JSON document on stdout, written as every flightlog command writes it."""
+    emit_json(obj)
 
 
 def _write_json(path: Path, obj: Any) -> None:
     try:
-        path.write_text(
-            json.dumps(_clean(obj), ensure_ascii=False, default=str) + "\n", encoding="utf-8"
-        )
+        text = json.dumps(json_safe(obj), ensure_ascii=False, default=str, allow_nan=False)
+        path.write_text(text + "\n", encoding="utf-8")
     except OSError as exc:
         raise InvalidInput(f"cannot write {path}: {exc.strerror or exc}") from None
 
@@ -103,31 +106,32 @@ def data_group() -> None:
     "--run", "run", metavar="RUN", help="Store the manifest on this run (evidence kind manifest)."
 )
 @_FORMAT
-@_HOME
+@click.pass_context
 def manifest_cmd(
+    ctx: click.Context,
     path: Path,
     exclude: tuple[str, ...],
     no_cache: bool,
     out: Path | None,
     run: str | None,
     fmt: str,
-    home: str | None,
 ) -> None:
     """Scan a file or directory: counts, sizes, extensions, content hashes and a digest.
 
     Hashes are cached under FLIGHTLOG_HOME/cache by size and mtime, so re-scanning an unchanged
     tree only stats the files.
     """
+    from flightlog.data import resolve, views
     from flightlog.data.manifest import build_manifest
 
+    runs = _runs(ctx)
     m = build_manifest(
-        path, cache_dir=None if no_cache else resolve.cache_dir(home), exclude=exclude
+        path, cache_dir=None if no_cache else resolve.cache_dir(runs.home), exclude=exclude
     )
     if out is not None:
         _write_json(out, m)
     if run:
-        c = resolve.client(home)
-        c.log_evidence(resolve.run_id(run, home), "manifest", m["path"], m)
+        runs.log_evidence(run, "manifest", Path(m["path"]).name, m)
     if fmt == "json":
         _emit(m)
     else:
@@ -142,18 +146,19 @@ def manifest_cmd(
     "--limit", default=20, show_default=True, help="Files listed per section in text output."
 )
 @_FORMAT
-@_HOME
-def diff_cmd(a: str, b: str, name: str | None, limit: int, fmt: str, home: str | None) -> None:
+@click.pass_context
+def diff_cmd(ctx: click.Context, a: str, b: str, name: str | None, limit: int, fmt: str) -> None:
     """Compare two dataset snapshots: added, removed and changed files, and shifts.
 
     A and B are manifest JSON files, files or directories (scanned now), or run ids whose input
     manifest to use.
     """
+    from flightlog.data import resolve, views
     from flightlog.data.manifest import diff_manifests
 
     d = diff_manifests(
-        resolve.manifest_from(a, name=name, home=home),
-        resolve.manifest_from(b, name=name, home=home),
+        resolve.manifest_from(a, _runs(ctx), name=name),
+        resolve.manifest_from(b, _runs(ctx), name=name),
     )
     if fmt == "json":
         _emit(d)
@@ -176,17 +181,18 @@ def diff_cmd(a: str, b: str, name: str | None, limit: int, fmt: str, home: str |
     "--name", default=None, help="Name of the profile on the run (default: the file name)."
 )
 @_FORMAT
-@_HOME
+@click.pass_context
 def profile_cmd(
+    ctx: click.Context,
     path: Path,
     out: Path | None,
     columns: str | None,
     run: str | None,
     name: str | None,
     fmt: str,
-    home: str | None,
 ) -> None:
     """Profile a CSV / Parquet / JSON Lines file (or a directory of them), streamed in batches."""
+    from flightlog.data import views
     from flightlog.data.profiling import profile
 
     p = profile(path, columns=_columns(columns))
@@ -194,9 +200,7 @@ def profile_cmd(
     if out is not None:
         _write_json(out, d)
     if run:
-        resolve.client(home).log_evidence(
-            resolve.run_id(run, home), "profile", name or path.name, d
-        )
+        _runs(ctx).log_evidence(run, "profile", name or path.name, d)
     if fmt == "json":
         _emit(d)
     else:
@@ -225,7 +229,6 @@ def profile_cmd(
     "--name", default=None, help="Name of the result on the run (default: the file name)."
 )
 @_FORMAT
-@_HOME
 @click.pass_context
 def validate_cmd(
     ctx: click.Context,
@@ -235,13 +238,13 @@ def validate_cmd(
     run: str | None,
     name: str | None,
     fmt: str,
-    home: str | None,
 ) -> None:
     """Check data against expectations; exit status 1 when any expectation fails.
 
     Failed expectations show offending examples (row and value); values of sensitive columns
     are replaced by <redacted>.
     """
+    from flightlog.data import views
     from flightlog.data.expectfile import load_expectations
     from flightlog.data.validation import validate
 
@@ -249,9 +252,7 @@ def validate_cmd(
     v = validate(path, suite, sensitive=sensitive)
     d = v.to_dict()
     if run:
-        resolve.client(home).log_evidence(
-            resolve.run_id(run, home), "validation", name or path.name, d
-        )
+        _runs(ctx).log_evidence(run, "validation", name or path.name, d)
     if fmt == "json":
         _emit(d)
     else:
@@ -304,7 +305,6 @@ def validate_cmd(
 )
 @click.option("--name", default="drift", show_default=True, help="Name of the result on the run.")
 @_FORMAT
-@_HOME
 @click.pass_context
 def drift_cmd(
     ctx: click.Context,
@@ -320,7 +320,6 @@ def drift_cmd(
     run: str | None,
     name: str,
     fmt: str,
-    home: str | None,
 ) -> None:
     """Compare CURRENT with REFERENCE column by column (profile JSON files, data files, or runs).
 
@@ -329,10 +328,12 @@ def drift_cmd(
     values, else Jensen–Shannon distance (≥ 0.1). PSI alongside. The dataset drifts when at
     least half of the columns drifted.
     """
-    from flightlog.data.drift import drift
+    from flightlog.data import resolve, views
+    from flightlog.data.driftcheck import drift
 
-    ref = resolve.profile_from(reference, name=profile_name, home=home)
-    cur = resolve.profile_from(current, name=profile_name, home=home)
+    runs = _runs(ctx)
+    ref = resolve.profile_from(reference, runs, name=profile_name)
+    cur = resolve.profile_from(current, runs, name=profile_name)
     r = drift(
         ref,
         cur,
@@ -350,8 +351,8 @@ def drift_cmd(
 
         page = render_drift_html(r, ref, cur)
         if html_path is None:
-            rid = resolve.run_id(run or "", home)
-            html_path = resolve.cache_dir(home).parent / "reports" / rid / f"{name}.html"
+            rid = runs.run_id(run or "")
+            html_path = resolve.cache_dir(runs.home).parent / "reports" / rid / f"{name}.html"
         try:
             html_path.parent.mkdir(parents=True, exist_ok=True)
             html_path.write_text(page, encoding="utf-8")
@@ -360,11 +361,9 @@ def drift_cmd(
                 f"cannot write the report {html_path}: {exc.strerror or exc}"
             ) from None
     if run:
-        c = resolve.client(home)
-        rid = resolve.run_id(run, home)
-        c.log_evidence(rid, "drift", name, d)
+        runs.log_evidence(run, "drift", name, d)
         if html_path is not None:
-            c.log_artifact(rid, str(html_path), name=f"{name}.html", role="output", kind="report")
+            runs.log_artifact(run, html_path, name=f"{name}.html", kind="report")
     if fmt == "json":
         _emit(d)
     else:
@@ -399,7 +398,6 @@ def drift_cmd(
 )
 @click.option("--fail-on-regression", is_flag=True, help="Exit 1 when a cohort regressed.")
 @_FORMAT
-@_HOME
 @click.pass_context
 def cohorts_cmd(
     ctx: click.Context,
@@ -410,15 +408,17 @@ def cohorts_cmd(
     min_count: int,
     fail_on_regression: bool,
     fmt: str,
-    home: str | None,
 ) -> None:
     """Cohorts of RUN whose metrics regressed against the baseline, even when the aggregate improved."""
+    from flightlog.data import resolve, views
     from flightlog.data.cohorts import compare_cohorts
 
-    cur = resolve.eval_from(run, name=name, home=home)
-    base = resolve.eval_from(baseline, name=name, home=home)
+    cur = resolve.eval_from(run, _runs(ctx), name=name)
+    base = resolve.eval_from(baseline, _runs(ctx), name=name)
     d = compare_cohorts(cur, base, threshold=threshold, min_count=min_count)
-    d = {"run": run, "baseline": baseline, **d}
+    runs = _runs(ctx)
+    label = {x: x if Path(x).expanduser().is_file() else runs.run_id(x) for x in (run, baseline)}
+    d = {"run": label[run], "baseline": label[baseline], **d}
     if fmt == "json":
         _emit(d)
     else:

@@ -166,7 +166,7 @@ def evaluate(
         "task": kind,
         "count": int(yt.shape[0]),
         "positive_label": _plain(positive),
-        "metrics": compute(None),
+        "overall": compute(None),
         "cohorts": out_cohorts,
         "sample": _sample(yt, labels, scores, cols, sample_size, seed),
     }
@@ -247,21 +247,21 @@ def compare_cohorts(
     than ``min_count`` rows on either side are skipped: their metrics are mostly noise.
     """
     for label, ev in (("current", current), ("baseline", baseline)):
-        if not isinstance(ev, Mapping) or "metrics" not in ev or "cohorts" not in ev:
+        if not isinstance(ev, Mapping) or "overall" not in ev or "cohorts" not in ev:
             raise InvalidInput(
-                f"the {label} evaluation is not an eval result: expected metrics and cohorts"
+                f"the {label} evaluation is not an eval result: expected overall and cohorts"
             )
     if current.get("task") != baseline.get("task"):
         raise InvalidInput(
             f"cannot compare a {current.get('task')} evaluation with a {baseline.get('task')} one"
         )
     names = (
-        list(metrics) if metrics else [k for k in current["metrics"] if k in baseline["metrics"]]
+        list(metrics) if metrics else [k for k in current["overall"] if k in baseline["overall"]]
     )
     aggregate = []
     agg_regressed = agg_improved = False
     for name in names:
-        b, c = baseline["metrics"].get(name), current["metrics"].get(name)
+        b, c = baseline["overall"].get(name), current["overall"].get(name)
         if b is None or c is None:
             continue
         worse, delta, rel = _worse(name, b, c, threshold)

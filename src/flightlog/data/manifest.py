@@ -355,5 +355,6 @@ def _shifts(d: dict[str, Any]) -> list[str]:
         elif abs(e["delta"]) >= max(1, 0.1 * e["a"]):
             out.append(f"{e['extension']} files {e['a']:,} → {e['b']:,}")
     if d["counts"]["changed"]:
-        out.append(f"{d['counts']['changed']:,} files changed content")
+        n = d["counts"]["changed"]
+        out.append(f"{n:,} file{'s' if n != 1 else ''} changed content")
     return out

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from flightlog.data.drift import DriftReport
+from flightlog.data.driftcheck import DriftReport
 from flightlog.data.profiling import ColumnProfile, Profile
 from flightlog.data.stats import CategoricalStats, NumericStats
 from flightlog.timefmt import iso

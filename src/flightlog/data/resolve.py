@@ -9,35 +9,78 @@ prefix and the evidence of that run is read through :class:`flightlog.Client`.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from flightlog.data.manifest import build_manifest
-from flightlog.data.profiling import Profile, profile
 from flightlog.errors import FlightlogError, InvalidInput, NotFound
 
+if TYPE_CHECKING:
+    from flightlog.data.profiling import Profile
+
 __all__ = [
-    "client",
+    "Runs",
     "cache_dir",
     "read_json",
     "manifest_from",
     "profile_from",
     "eval_from",
-    "evidence_of",
-    "run_id",
 ]
 
 
-def client(home: str | None = None) -> Any:
-    """A :class:`flightlog.Client` (imported late: plain file commands work without a store)."""
-    try:
-        from flightlog.client import Client
-    except ImportError:  # pragma: no cover - only before the core client exists
-        raise InvalidInput(
-            "reading runs needs flightlog.Client, which this installation lacks"
-        ) from None
-    return Client(home)
+class Runs:
+    """The store, opened on first use (plain file commands never touch it) and closed once."""
+
+    def __init__(self, home: str | None = None) -> None:
+        self.home = home
+        self._client: Any = None
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            from flightlog.client import Client
+
+            self._client = Client(self.home)
+        return self._client
+
+    def run_id(self, arg: str) -> str:
+        """The full id of the run ``arg`` names (id or unique prefix)."""
+        return str(self.client.run(arg).id)
+
+    def evidence(self, arg: str, kind: str, name: str | None, what: str) -> dict[str, Any]:
+        """The latest evidence of ``kind`` (and ``name``) on run ``arg``; errors list what exists."""
+        try:
+            info = self.client.run(arg)
+        except NotFound:
+            raise NotFound(
+                f"{what} {arg!r} is neither an existing file or directory nor a run id"
+            ) from None
+        items = self.client.evidence(info.id, kind=kind, name=name)
+        if not items:
+            others = (
+                sorted({e["name"] for e in self.client.evidence(info.id, kind=kind)})
+                if name
+                else []
+            )
+            hint = f"; names on this run: {', '.join(others)}" if others else ""
+            named = f" named {name!r}" if name else ""
+            raise NotFound(f"run {info.id} has no {kind} evidence{named}{hint}")
+        names = sorted({e["name"] for e in items})
+        if name is None and len(names) > 1:
+            raise InvalidInput(
+                f"run {info.id} has several {kind} records ({', '.join(names)}): choose one with --name"
+            )
+        return dict(items[-1]["data"])
+
+    def log_evidence(self, arg: str, kind: str, name: str, data: dict[str, Any]) -> None:
+        self.client.log_evidence(self.run_id(arg), kind, name, data)
+
+    def log_artifact(self, arg: str, path: Path, *, name: str, kind: str) -> None:
+        self.client.log_artifact(self.run_id(arg), str(path), name=name, role="output", kind=kind)
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
 
 
 def cache_dir(home: str | None = None) -> Path:
@@ -77,55 +120,25 @@ def _json_of_kind(path: Path, keys: tuple[str, ...]) -> dict[str, Any] | None:
     return None
 
 
-def run_id(arg: str, home: str | None = None) -> str:
-    """The full id of the run ``arg`` names (id or unique prefix)."""
-    info = client(home).run(arg)
-    return str(info.id)
-
-
-def evidence_of(
-    arg: str, kind: str, name: str | None, home: str | None, what: str
-) -> dict[str, Any]:
-    """The latest evidence of ``kind`` (and ``name``) on run ``arg``; errors list what exists."""
-    c = client(home)
-    try:
-        info = c.run(arg)
-    except NotFound:
-        raise NotFound(
-            f"{what} {arg!r} is neither an existing file or directory nor a run id"
-        ) from None
-    items = c.evidence(info.id, kind=kind, name=name)
-    if not items:
-        others = sorted({e["name"] for e in c.evidence(info.id, kind=kind)}) if name else []
-        hint = f"; names on this run: {', '.join(others)}" if others else ""
-        raise NotFound(
-            f"run {info.id} has no {kind} evidence" + (f" named {name!r}" if name else "") + hint
-        )
-    names = sorted({e["name"] for e in items})
-    if name is None and len(names) > 1:
-        raise InvalidInput(
-            f"run {info.id} has several {kind} records ({', '.join(names)}): choose one with --name/--profile"
-        )
-    return dict(items[-1]["data"])
-
-
 def manifest_from(
-    arg: str, *, name: str | None = None, home: str | None = None, use_cache: bool = True
+    arg: str, runs: Runs, *, name: str | None = None, use_cache: bool = True
 ) -> dict[str, Any]:
     """A manifest JSON file, a file or directory to scan, or a run's input manifest."""
+    from flightlog.data.manifest import build_manifest
+
     path = Path(arg).expanduser()
     if path.exists():
         data = _json_of_kind(path, ("files", "digest"))
         if data is not None:
             return data
-        return build_manifest(path, cache_dir=cache_dir(home) if use_cache else None)
-    return evidence_of(arg, "manifest", name, home, "manifest argument")
+        return build_manifest(path, cache_dir=cache_dir(runs.home) if use_cache else None)
+    return runs.evidence(arg, "manifest", name, "manifest argument")
 
 
-def profile_from(
-    arg: str, *, name: str | None = None, home: str | None = None, **options: Any
-) -> Profile:
+def profile_from(arg: str, runs: Runs, *, name: str | None = None, **options: Any) -> Profile:
     """A profile JSON file, a data file or directory to profile, or a run's logged profile."""
+    from flightlog.data.profiling import Profile, profile
+
     path = Path(arg).expanduser()
     if path.exists():
         data = _json_of_kind(path, ("row_count", "columns"))
@@ -133,14 +146,14 @@ def profile_from(
             return Profile.from_dict(data)
         return profile(path, **options)
     try:
-        return Profile.from_dict(evidence_of(arg, "profile", name, home, "profile argument"))
+        return Profile.from_dict(runs.evidence(arg, "profile", name, "profile argument"))
     except FlightlogError:
         raise
     except (KeyError, TypeError, ValueError) as exc:
         raise InvalidInput(f"the profile stored on run {arg!r} is damaged: {exc}") from None
 
 
-def eval_from(arg: str, *, name: str | None = "eval", home: str | None = None) -> dict[str, Any]:
+def eval_from(arg: str, runs: Runs, *, name: str | None = "eval") -> dict[str, Any]:
     """An eval JSON file (from ``evaluate``) or a run's eval evidence."""
     path = Path(arg).expanduser()
     if path.is_file():
@@ -150,8 +163,4 @@ def eval_from(arg: str, *, name: str | None = "eval", home: str | None = None) -
                 f"{path} is not an eval result: expected an object with metrics and cohorts"
             )
         return data
-    return evidence_of(arg, "eval", name, home, "run")
-
-
-def exists(arg: str) -> bool:
-    return os.path.exists(os.path.expanduser(arg))
+    return runs.evidence(arg, "eval", name, "run")

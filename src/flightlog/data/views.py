@@ -7,6 +7,7 @@ Values that came from data are passed through :func:`rich.markup.escape`, so a c
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any
 
 from rich.console import Console
@@ -27,7 +28,8 @@ __all__ = [
 
 
 def _console() -> Console:
-    return Console(highlight=False, soft_wrap=False)
+    # Piped output is not cut to 80 columns (as in flightlog.cli.output): scripts get whole rows.
+    return Console(highlight=False, soft_wrap=False, width=None if sys.stdout.isatty() else 200)
 
 
 def _n(x: Any, digits: int = 4) -> str:
@@ -99,6 +101,8 @@ def show_diff(d: dict[str, Any], limit: int = 20) -> None:
         top = max(max(h["a"], h["b"]) for h in hist) or 1
         h = Table("size ≤", "A", "B", "", title="size histogram", title_justify="left")
         for row in hist:
+            if not (row["a"] or row["b"]):
+                continue
             h.add_row(
                 format_size(row["le"]), f"{row['a']:,}", f"{row['b']:,}", _bar(row["b"], top, 20)
             )
@@ -251,10 +255,14 @@ def show_cohorts(c: dict[str, Any]) -> None:
                 f"{x['count']:,}",
             )
         con.print(r)
+    cohorts = len({(x["cohort"], str(x["value"])) for x in c["regressions"]})
+    what = (
+        f"{cohorts} cohort{'s' if cohorts != 1 else ''} regressed ({len(c['regressions'])} metrics)"
+    )
     if c["hidden_regression"]:
-        con.print(f"[red]{len(c['regressions'])} cohort regression(s) hidden by the aggregate[/]")
+        con.print(f"[red]{what} while the aggregate did not[/]")
     elif c["regressions"]:
-        con.print(f"[red]{len(c['regressions'])} cohort regression(s)[/]")
+        con.print(f"[red]{what}, along with the aggregate[/]")
     else:
         con.print(
             f"[green]no cohort regressed by {c['threshold']:g} or more[/] ({c['cohorts_compared']} cohorts compared)"
