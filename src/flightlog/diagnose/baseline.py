@@ -12,6 +12,15 @@ from flightlog.timefmt import format_duration, format_size
 
 __all__ = ["baseline_findings", "differences_text"]
 
+_RESOURCE_LABELS = {
+    "rss_peak_bytes": "memory peak (RSS)",
+    "cpu_percent_peak": "CPU peak (% of a core)",
+    "cpu_percent_avg": "CPU average (% of a core)",
+    "gpu_memory_peak_bytes": "GPU memory peak",
+    "gpu_utilization_avg": "GPU utilization average",
+    "disk_write_bytes": "disk writes",
+}
+
 
 def baseline_findings(findings: list[Finding], cmp: dict[str, Any]) -> list[Finding]:
     present = {f.category for f in findings if f.confidence >= 0.2}
@@ -117,11 +126,18 @@ def differences_text(cmp: dict[str, Any]) -> list[str]:
             text += f" (e.g. {', '.join(changed_files)})"
         lines.append(text)
     for s in cmp["stages"]:
-        if s["ratio"] is not None and s["delta"] is not None and s["ratio"] >= 1.2 and s["delta"] >= 0.05:
+        if s["ratio"] is not None and s["delta"] is not None and s["ratio"] >= 1.25 and s["delta"] >= 0.1:
             lines.append(f"stage {s['name']}: {format_duration(s['baseline'])} → {format_duration(s['run'])} (×{s['ratio']:.1f})")
     for key, row in cmp["resources"].items():
-        if row["ratio"] is not None and abs(row["ratio"] - 1) >= 0.2 and key.endswith("bytes"):
-            lines.append(f"{key.replace('_', ' ')}: {format_size(row['baseline'])} → {format_size(row['run'])}")
+        if row["ratio"] is None or abs(row["ratio"] - 1) < 0.2:
+            continue
+        label = _RESOURCE_LABELS.get(key, key)
+        if key.endswith("bytes"):
+            if abs((row["run"] or 0) - (row["baseline"] or 0)) < 16 << 20:
+                continue  # a few megabytes either way is noise
+            lines.append(f"{label}: {format_size(row['baseline'])} → {format_size(row['run'])}")
+        elif row["run"] is not None and row["baseline"] is not None:
+            lines.append(f"{label}: {row['baseline']:.0f}% → {row['run']:.0f}%")
     for m in cmp["metrics"]:
         if m["relative"] is not None and abs(m["relative"]) >= 0.01:
             lines.append(f"metric {m['name']}: {m['baseline']:.4g} → {m['run']:.4g} ({m['relative']:+.1%})")

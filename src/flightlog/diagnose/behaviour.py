@@ -93,32 +93,42 @@ def loss_plateau(ev: RunEvidence) -> Finding | None:
         return None
     h = ev.history(name)
     finite = np.isfinite(h.values)
-    values, steps, times = h.values[finite], h.steps[finite], h.times[finite]
+    if not finite.all():
+        return None  # a metric that went NaN or infinite is nan_loss's business
+    values, steps, times = h.values, h.steps, h.times
     n = values.size
     if n < th.plateau_min_points:
         return None
     lower = bool(lower_is_better(name))
     v = values if lower else -values
+    if n >= 10:  # a running median: one lucky evaluation is not an improvement
+        pad = np.concatenate([np.full(2, v[0]), v, np.full(2, v[-1])])
+        v = np.median(np.lib.stride_tricks.sliding_window_view(pad, 5), axis=1)
+    # an improvement must beat both the relative threshold and the metric's own noise
+    # (estimated from successive differences: a new best by noise alone is not progress)
+    noise = float(np.median(np.abs(np.diff(v[n // 2 :])))) / 0.6745 / np.sqrt(2) if n >= 4 else 0.0
     best, best_i = float(v[0]), 0
     for i in range(1, n):
-        if v[i] < best - th.plateau_min_delta * max(abs(best), 1e-12):
+        if v[i] < best - max(th.plateau_min_delta * max(abs(best), 1e-12), 2 * noise):
             best, best_i = float(v[i]), i
     stall = n - 1 - best_i
     share = stall / n
     if stall < th.plateau_patience or share < 0.3:
         return None
-    best_value = float(values[best_i])
-    spread = float(np.ptp(values[best_i:]))
-    progress = float(abs(values[0] - best_value))
+    at_best = float(values[best_i])
+    tail = values[best_i + 1 :]
+    lo, hi = float(tail.min()), float(tail.max())
+    spread = hi - lo
+    progress = float(abs(values[0] - at_best))
     signals = [
         Signal("loss_plateau", ramp(share, 0.3, 0.8, 0.35, 0.65), "evaluations without improvement", "metrics",
-               f"best {name} {best_value:.4g} at step {int(steps[best_i])}; the {stall} evaluations since (to step {int(steps[-1])}) "
-               f"did not improve it by {th.plateau_min_delta:.0%}", float(times[best_i])),
+               f"{name} reached {at_best:.4g} at step {int(steps[best_i])}; the {stall} evaluations since (to step {int(steps[-1])}) "
+               f"stayed within {lo:.4g}–{hi:.4g} and did not improve on it by {th.plateau_min_delta:.0%}", float(times[best_i])),
     ]
     if progress > 0 and spread <= 0.5 * progress:
         signals.append(Signal("loss_plateau", 0.2, "a flat tail", "metrics",
                               f"since then {name} moved within {spread:.3g}, against {progress:.3g} of progress before it",
                               float(times[-1])))
-    summary = (f"{name} stopped improving: its best value {best_value:.4g} came at step {int(steps[best_i])}, "
-               f"and the last {stall} of {n} evaluations ({share:.0%}) brought nothing better.")
+    summary = (f"{name} stopped improving after step {int(steps[best_i])} ({at_best:.4g}): the last {stall} of {n} "
+               f"evaluations ({share:.0%}) stayed within {lo:.4g}–{hi:.4g}.")
     return Finding("loss_plateau", summary, signals, kind="software")

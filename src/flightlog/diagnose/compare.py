@@ -16,15 +16,15 @@ from flightlog.diagnose.window import is_runner_stage, training_window
 from flightlog.models import RunInfo
 
 if TYPE_CHECKING:
-    from flightlog.client import Client
+    from flightlog.diagnose.reader import Reader
 
-__all__ = ["compare_runs", "compare_evidence", "pick_baseline"]
+__all__ = ["compare_runs", "compare_evidence", "pick_baseline", "package_changes"]
 
 #: relative change from which a stage, a resource peak or a metric counts as changed
-NOTABLE = 0.2
+NOTABLE = 0.25
 
 
-def pick_baseline(client: Client, info: RunInfo) -> RunInfo | None:
+def pick_baseline(client: Reader, info: RunInfo) -> RunInfo | None:
     """The most recent successful run of the same project and name, created before ``info``."""
     if not info.name:
         return None
@@ -36,7 +36,7 @@ def pick_baseline(client: Client, info: RunInfo) -> RunInfo | None:
     return None
 
 
-def compare_runs(client: Client, run: str | RunInfo, baseline: str | RunInfo) -> dict[str, Any]:
+def compare_runs(client: Reader, run: str | RunInfo, baseline: str | RunInfo) -> dict[str, Any]:
     a = RunEvidence(client, client.run(run if isinstance(run, str) else run.id))
     b = RunEvidence(client, client.run(baseline if isinstance(baseline, str) else baseline.id))
     return compare_evidence(a, b)
@@ -52,7 +52,7 @@ def compare_evidence(a: RunEvidence, b: RunEvidence, *, chosen: str = "given") -
         "duration": _change(a.info.duration, b.info.duration),
         "params": _dict_diff(a.info.params, b.info.params),
         "code": _code(ca.get("git"), cb.get("git")),
-        "packages": _packages(ca.get("packages") or {}, cb.get("packages") or {}),
+        "packages": package_changes(ca.get("packages") or {}, cb.get("packages") or {}),
         "python": {"run": ca.get("python"), "baseline": cb.get("python"), "changed": ca.get("python") != cb.get("python")},
         "environment": _environment(ca, cb),
         "inputs": _inputs(a, b),
@@ -88,7 +88,8 @@ def _code(a: dict[str, Any] | None, b: dict[str, Any] | None) -> dict[str, Any]:
     return {"run": sa, "baseline": sb, "changed": changed}
 
 
-def _packages(a: dict[str, str], b: dict[str, str]) -> dict[str, Any]:
+def package_changes(a: dict[str, str], b: dict[str, str]) -> dict[str, Any]:
+    """Packages added, removed and changed from ``b`` (the baseline's) to ``a`` (names normalized)."""
     norm_a = {k.lower().replace("_", "-"): v for k, v in a.items()}
     norm_b = {k.lower().replace("_", "-"): v for k, v in b.items()}
     return {
@@ -100,7 +101,10 @@ def _packages(a: dict[str, str], b: dict[str, str]) -> dict[str, Any]:
 
 
 def _environment(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-    out = _dict_diff(a.get("env") or {}, b.get("env") or {})
+    def env(ctx: dict[str, Any]) -> dict[str, Any]:  # flightlog's own plumbing is not the workload's environment
+        return {k: v for k, v in (ctx.get("env") or {}).items() if not k.startswith("FLIGHTLOG_")}
+
+    out = _dict_diff(env(a), env(b))
     for key in ("host", "cwd", "platform", "container", "cpu_count"):
         if a.get(key) != b.get(key):
             out["changed"].append({"name": key, "run": a.get(key), "baseline": b.get(key)})
@@ -167,10 +171,13 @@ def _phase(ev: RunEvidence, label: str) -> float | None:
     return None if ev.process_end is None else max(0.0, ev.process_end - w.end)
 
 
+def _numbers(rows: list[dict[str, Any]], key: str) -> list[float]:
+    return [float(r[key]) for r in rows if isinstance(r.get(key), (int, float))]
+
+
 def _peaks(ev: RunEvidence) -> dict[str, float | None]:
-    rss = [s.get("rss_bytes") for s in ev.resources if isinstance(s.get("rss_bytes"), (int, float))]
-    rss += [x.get("rss_bytes_max") for x in ev.resource_summaries if isinstance(x.get("rss_bytes_max"), (int, float))]
-    cpu = [s.get("cpu_percent") for s in ev.resources if isinstance(s.get("cpu_percent"), (int, float))]
+    rss = _numbers(ev.resources, "rss_bytes") + _numbers(ev.resource_summaries, "rss_bytes_max")
+    cpu = _numbers(ev.resources, "cpu_percent")
     gpu_mem: list[float] = []
     gpu_util: list[float] = []
     for s in ev.resources:
@@ -179,7 +186,7 @@ def _peaks(ev: RunEvidence) -> dict[str, float | None]:
                 gpu_mem.append(g["memory_used_bytes"])
             if isinstance(g.get("utilization_percent"), (int, float)):
                 gpu_util.append(g["utilization_percent"])
-    writes = [s.get("disk_write_bytes") for s in ev.resources if isinstance(s.get("disk_write_bytes"), (int, float))]
+    writes = _numbers(ev.resources, "disk_write_bytes")
     return {
         "rss_peak_bytes": max(rss) if rss else None,
         "cpu_percent_peak": max(cpu) if cpu else None,
@@ -216,7 +223,7 @@ def _count(doc: dict[str, Any]) -> dict[str, int]:
         "packages": len(k["added"]) + len(k["removed"]) + len(k["changed"]),
         "environment": len(doc["environment"]["added"]) + len(doc["environment"]["removed"]) + len(doc["environment"]["changed"]),
         "inputs": sum(1 for i in doc["inputs"] if i.get("status") != "identical"),
-        "stages": sum(1 for s in doc["stages"] if s["ratio"] is not None and abs(s["ratio"] - 1) >= NOTABLE and (s["delta"] or 0) > 0.05),
+        "stages": sum(1 for s in doc["stages"] if s["ratio"] is not None and abs(s["ratio"] - 1) >= NOTABLE and abs(s["delta"] or 0) >= 0.1),
         "metrics": sum(1 for m in doc["metrics"] if m["relative"] is not None and abs(m["relative"]) >= 0.01),
         "code": 1 if doc["code"]["changed"] else 0,
     }

@@ -82,14 +82,18 @@ def drift_findings(ev: RunEvidence) -> list[Finding]:
         names = [str(c.get("column")) for c in cols] + [str(s.get("column")) for s in schema]
         drifted_cols += names
         if d.get("dataset_drift"):
-            weight = ramp(share, 0.5, 1.0, 0.6, 0.75)
+            weight = ramp(share, 0.5, 1.0, 0.65, 0.8)
             what = "the dataset drifted"
         else:
             weight = ramp(share, 0.0, 0.5, 0.2, 0.4)
             what = "some columns drifted"
-        ref = f" from {d['reference']}" if d.get("reference") else ""
+        ref = f" from {d['reference']}" if d.get("reference") and not str(d["reference"]).startswith("<") else ""
         signals.append(Signal("data_drift", weight, f"drift report {item.get('name')}", "evidence",
                               f"{what}{ref}: {len(names)} column(s), {share:.0%} of those compared ({', '.join(names[:6])})", _at(item)))
+        psis = [c["psi"] for c in cols if isinstance(c.get("psi"), (int, float))]
+        if psis and max(psis) >= 0.25:  # the usual reading of PSI: above 0.25 is a major shift
+            signals.append(Signal("data_drift", ramp(max(psis), 0.25, 1.0, 0.15, 0.3), "a major shift (PSI)", "evidence",
+                                  f"population stability index up to {max(psis):.2f} (above 0.25 is a major shift)", _at(item)))
         for c in sorted(cols, key=lambda c: -(c.get("psi") or 0))[:3]:
             psi = f", PSI {c['psi']:.2f}" if isinstance(c.get("psi"), (int, float)) else ""
             stat = c.get("statistic")

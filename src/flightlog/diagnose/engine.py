@@ -20,10 +20,11 @@ from flightlog.diagnose.behaviour import analyze_behaviour
 from flightlog.diagnose.compare import compare_evidence, pick_baseline
 from flightlog.diagnose.datachecks import analyze_data, removed_columns
 from flightlog.diagnose.evidence import RunEvidence, Thresholds
-from flightlog.diagnose.failures import FailureFacts, analyze_failure
+from flightlog.diagnose.failures import FailureFacts, analyze_failure, missing_key
 from flightlog.diagnose.findings import Finding, merge_findings
 from flightlog.diagnose.memory import analyze_memory
 from flightlog.diagnose.performance import analyze_performance
+from flightlog.diagnose.reader import reader_home
 from flightlog.diagnose.rightsize import rightsize_runs
 from flightlog.diagnose.runbook import load_runbook, match_runbook
 from flightlog.diagnose.signals import Signal
@@ -32,7 +33,7 @@ from flightlog.errors import InvalidInput
 from flightlog.models import RunInfo
 
 if TYPE_CHECKING:
-    from flightlog.client import Client
+    from flightlog.diagnose.reader import Reader
 
 __all__ = ["diagnose_run", "Context", "ANALYZERS", "LEAD"]
 
@@ -74,8 +75,8 @@ def _data(ctx: Context) -> list[Finding]:
 def _schema(ctx: Context) -> list[Finding]:
     """A KeyError on a column that drift evidence saw removed: two sources, one cause."""
     removed = removed_columns(ctx.run)
-    keys = [e.message.strip("'\"") for e in ctx.facts.chain if e.short_type == "KeyError"]
-    hit = [k for k in keys if k in removed]
+    key = missing_key(ctx.facts)
+    hit = [key] if key is not None and key in removed else []
     if not hit:
         return []
     signal = Signal("data_error", 0.35, "column removed per the drift report", "evidence",
@@ -95,7 +96,7 @@ ANALYZERS: tuple[Callable[[Context], list[Finding]], ...] = (
 
 
 def diagnose_run(
-    client: Client,
+    client: Reader,
     run: str | RunInfo,
     baseline: str | RunInfo | None = None,
     *,
@@ -118,8 +119,8 @@ def diagnose_run(
         if picked is not None:
             ctx.baseline = RunEvidence(client, picked, ev.thresholds)
             ctx.comparison = compare_evidence(ev, ctx.baseline, chosen="automatic")
-            ctx.comparison["reason"] = (f"the most recent successful run of project {info.project!r} and name "
-                                        f"{info.name!r} (no --baseline given)")
+            ctx.comparison["reason"] = (f"picked automatically: the most recent successful run of project "
+                                        f"{info.project!r} and name {info.name!r}")
     for analyzer in ANALYZERS:
         ctx.findings.extend(analyzer(ctx))
     findings = _secondary(info, merge_findings(ctx.findings))
@@ -160,9 +161,8 @@ def _kind(info: RunInfo, findings: list[Finding]) -> str:
     return "none"
 
 
-def _runbook(client: Client, ctx: Context, findings: list[Finding], cwd: str | os.PathLike[str] | None) -> list[dict[str, Any]]:
-    home = getattr(getattr(client, "settings", None), "home", None)
-    entries = load_runbook(home, cwd)
+def _runbook(client: Reader, ctx: Context, findings: list[Finding], cwd: str | os.PathLike[str] | None) -> list[dict[str, Any]]:
+    entries = load_runbook(reader_home(client), cwd)
     chain = ctx.facts.chain
     exception = "\n".join(e.headline() for e in chain) if chain else None
     failure = ctx.run.info.failure or {}

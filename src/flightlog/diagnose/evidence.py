@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from flightlog.models import LogEvent, MetricHistory, RunInfo, StageSummary
 
 if TYPE_CHECKING:
-    from flightlog.client import Client
+    from flightlog.diagnose.reader import Reader
 
 __all__ = ["RunEvidence", "Thresholds", "ERROR", "WARNING"]
 
@@ -30,7 +30,8 @@ class Thresholds:
     """The knobs of the performance and model-behaviour analyzers (docs/troubleshooting.md)."""
 
     queue_wait_s: float = 60.0  # below this a queue wait is never reported
-    startup_s: float = 1.0  # below this a startup is never reported
+    startup_s: float = 1.0  # the workload's own setup before its first step, below this never reported
+    import_s: float = 10.0  # time before the program's first output (interpreter, imports)
     completion_s: float = 1.0  # below this a tail after the last step is never reported
     share: float = 0.3  # a phase is worth reporting from this share of the run's time
     data_share: float = 0.4  # data-stage share of step time that makes a loader the bottleneck
@@ -47,7 +48,7 @@ class Thresholds:
 
 @dataclass
 class RunEvidence:
-    client: Client
+    client: Reader
     info: RunInfo
     thresholds: Thresholds = field(default_factory=Thresholds)
     _histories: dict[str, MetricHistory] = field(default_factory=dict, repr=False)
@@ -154,7 +155,7 @@ class RunEvidence:
         oom = (self.info.failure or {}).get("oom") or {}
         limit = limit or oom.get("limit_bytes")
         if not limit:
-            limits = [s.get("cgroup_memory_limit") for s in self.resources if s.get("cgroup_memory_limit")]
+            limits = [int(s["cgroup_memory_limit"]) for s in self.resources if s.get("cgroup_memory_limit")]
             limit = min(limits) if limits else None
         return int(limit) if limit else None
 

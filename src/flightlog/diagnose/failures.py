@@ -14,23 +14,39 @@ from typing import Any
 
 from flightlog.diagnose.evidence import ERROR, WARNING, RunEvidence
 from flightlog.diagnose.findings import Finding
-from flightlog.diagnose.signals import Signal, combine, exit_signals, line_signals, signal_name, traceback_signals
+from flightlog.diagnose.signals import (
+    Signal,
+    combine,
+    exit_signals,
+    line_signals,
+    signal_name,
+    traceback_signals,
+)
 from flightlog.diagnose.taxonomy import FAILURE_CATEGORIES, TITLE
 from flightlog.diagnose.tracebacks import ParsedException, parse_chain
 from flightlog.models import LogEvent
 from flightlog.timefmt import format_duration, format_size
 
-__all__ = ["analyze_failure", "FailureFacts"]
+__all__ = ["analyze_failure", "FailureFacts", "missing_key"]
 
 _HEADER = "Traceback (most recent call last)"
 _ENDED_BADLY = ("failed", "killed", "stopped", "crashed")
 #: a run that succeeded still shows what its log complained about, but never as a lead
 _SUCCESS_FACTOR = 0.35
-_PATH = re.compile(r"""(?:No such file or directory|does not exist|not found|Unable to open file)[^'"\n]*?['"]([^'"\n]+)['"]"""
-                   r"""|['"]([^'"\n]+)['"][^'"\n]{0,20}(?:does not exist|not found)""", re.IGNORECASE)
+_NEAR_END = 5
+_PATHS = (
+    re.compile(r"""(?:No such file or directory|does not exist|not found|Unable to open file)[^'"\n]*?['"]([^'"\n]+)['"]""", re.I),
+    re.compile(r"""['"]([^'"\n]+)['"][^'"\n]{0,20}(?:does not exist|not found|\[Errno 2\])""", re.I),
+    re.compile(r"""can't open file ['"]([^'"\n]+)['"]""", re.I),
+)
 _MODULE = re.compile(r"No module named '([\w.]+)'|cannot import name '(\w+)' from '([\w.]+)'")
 _ENDPOINT = re.compile(r"host='([^']+)', port=(\d+)|https?://([\w.-]+)(?::(\d+))?|\b(\d{1,3}(?:\.\d{1,3}){3}|localhost):(\d{2,5})\b")
-_KEY = re.compile(r"^'([^']{1,200})'$|^\"([^\"]{1,200})\"$")
+_KEYS = (
+    re.compile(r"^['\"]?Column not found: ([^'\"]{1,200})['\"]?$"),  # pandas groupby
+    re.compile(r"None of \[Index\(\[['\"]([^'\"]{1,200})['\"]"),  # pandas df[[...]]
+    re.compile(r"^['\"]?\[['\"]([^'\"]{1,200})['\"]\] not in index"),
+    re.compile(r"^'([^']{1,200})'$|^\"([^\"]{1,200})\"$"),
+)
 
 
 class FailureFacts:
@@ -57,6 +73,10 @@ def analyze_failure(ev: RunEvidence, facts: FailureFacts | None = None) -> list[
     signals += _traceback(ev, events, facts)
     signals += _lines(ev, events, facts)
     signals += _memory(ev)
+    if ev.timed_out:
+        signals += _timeout(ev)
+    if any(s.label == "memory far from its limit" for s in signals):
+        signals = [s for s in signals if not (s.category == "oom_killed" and s.label == "SIGKILL")]
     if info.status == "succeeded":
         signals = [replace(s, weight=s.weight * _SUCCESS_FACTOR) for s in signals]
     scores = [s for s in combine(signals) if s.category in FAILURE_CATEGORIES or s.category == "nan_loss"]
@@ -88,6 +108,12 @@ def _traceback(ev: RunEvidence, events: list[LogEvent], facts: FailureFacts) -> 
         text = f"{_HEADER}:\n{failure['exception']}: {failure.get('message', '')}"
         at = info.ended
     chain = parse_chain(text)
+    recorded = str(failure.get("exception") or "").rsplit(".", 1)[-1]
+    if recorded and (not chain or chain[-1].short_type != recorded):
+        # the failure summary (the SDK's exception, the runner's last traceback) names another
+        # exception than the log's last traceback event: trust the summary
+        text = failure.get("traceback") or f"{_HEADER}:\n{failure['exception']}: {failure.get('message', '')}"
+        chain, at, after = parse_chain(text), info.ended, []
     if not chain:
         return []
     final = _is_final(info.exit_code, info.signal, info.end_reason, after)
@@ -114,12 +140,24 @@ def _lines(ev: RunEvidence, events: list[LogEvent], facts: FailureFacts) -> list
     for i, e in enumerate(events):
         if _HEADER in e.message:
             continue
-        level = 1.0 if e.level >= ERROR else 0.8 if e.level >= WARNING else 0.65
+        level = 1.0 if e.level >= ERROR else 0.8 if e.level >= WARNING or e.stream == "stderr" else 0.65
         rows.append((e.message, e.time, level * (0.75 + 0.25 * (i + 1) / n)))
     if not rows:  # no stored events (pruned logs): the failure summary's last lines
         last = [str(x) for x in (ev.info.failure or {}).get("last_lines") or []]
         rows = [(line, ev.info.ended, 0.75 + 0.25 * (i + 1) / len(last)) for i, line in enumerate(last)]
-    return line_signals(rows)
+    signals = line_signals(rows)
+    if ev.info.status in ("failed", "crashed") and not facts.chain:
+        # with no traceback, an error line among the very last ones before a failing exit is
+        # most likely what ended it: position is a second, independent signal
+        last_texts = {text for text, _, _ in rows[-_NEAR_END:]}
+        near: dict[str, Signal] = {}
+        for s in signals:
+            if s.category not in near and any(s.detail in text for text in last_texts):
+                near[s.category] = s
+        for category, s in near.items():
+            signals.append(Signal(category, 0.25, "just before the failing exit", "log",
+                                  f"among the last {_NEAR_END} lines before exit code {ev.info.exit_code}: {s.detail}", s.at))
+    return signals
 
 
 def _memory(ev: RunEvidence) -> list[Signal]:
@@ -136,12 +174,18 @@ def _memory(ev: RunEvidence) -> list[Signal]:
                           f"the memory cgroup counted {oom['oom_kills']} OOM kill(s)"
                           + (f" at its limit of {format_size(oom.get('limit_bytes'))}" if oom.get("limit_bytes") else ""),
                           info.ended))
-    ended_by_kill = info.signal == 9 or info.exit_code == 137 or info.status == "crashed" or ev.oom_killed
+    ended_by_kill = (info.signal == 9 or info.exit_code == 137 or info.status == "crashed" or ev.oom_killed) and not ev.timed_out
     if limit and peak and ended_by_kill:
         share = peak / limit
         if share >= 0.9:
             out.append(Signal("oom_killed", 0.45 if share >= 0.97 else 0.3, "memory at its limit", "resources",
                               f"memory peaked at {format_size(peak)}, {share:.0%} of the {format_size(limit)} limit", peak_at))
+    if ended_by_kill and not ev.oom_killed and peak:
+        ceiling = limit or max((s.get("host_memory_total") or 0 for s in ev.resources), default=0)
+        if ceiling and peak < 0.5 * ceiling:
+            out.append(Signal("killed_by_signal", 0.3, "memory far from its limit", "resources",
+                              f"memory peaked at only {format_size(peak)}, {peak / ceiling:.0%} of the "
+                              f"{'limit' if limit else 'host'} ({format_size(ceiling)}): not an out-of-memory kill", peak_at))
     if info.status == "crashed" and peak and not limit:
         total = max((s.get("host_memory_total") or 0) for s in ev.resources) if ev.resources else 0
         if total and peak / total >= 0.85:
@@ -149,6 +193,32 @@ def _memory(ev: RunEvidence) -> list[Signal]:
                               f"memory peaked at {format_size(peak)} of the host's {format_size(total)} before the process vanished",
                               peak_at))
     return out
+
+
+def _timeout(ev: RunEvidence) -> list[Signal]:
+    """Was a run that timed out still working (it needs more time) or silent (it hung)?"""
+    end = ev.process_end or ev.info.ended
+    start = ev.process_start
+    if end is None or start is None or end <= start:
+        return []
+    times = [e.time for e in ev.tail]
+    last_step = ev.last_step
+    if last_step is not None:
+        times.append(last_step)
+    last = max(times) if times else None
+    quiet = end - last if last is not None else end - start
+    limit = ev.runner_config.get("timeout_s") or (end - start)
+    if quiet >= 0.5 * limit:
+        return [Signal("timeout", 0.3, "silent before the timeout", "log",
+                       f"nothing was logged in the last {format_duration(quiet)} before the timeout: it looks hung", last or start)]
+    if quiet <= 0.25 * limit:
+        if last_step is not None and end - last_step <= 0.35 * limit:
+            return [Signal("timeout", 0.2, "still stepping at the timeout", "metrics",
+                           f"training steps continued until {format_duration(end - last_step)} before the timeout: "
+                           "it needs more time", last_step)]
+        return [Signal("timeout", 0.15, "still busy at the timeout", "log",
+                       f"it was still writing output {format_duration(quiet)} before the timeout", last)]
+    return []
 
 
 def _peak_memory(ev: RunEvidence) -> tuple[int | None, float | None]:
@@ -172,9 +242,9 @@ def _peak_memory(ev: RunEvidence) -> tuple[int | None, float | None]:
 
 # ── words for a person ───────────────────────────────────────────────────────
 def _headline(signals: list[Signal], facts: FailureFacts) -> str:
-    for s in signals:
-        if s.source == "traceback":
-            return s.detail
+    """The exception when the traceback is among the signals, else the strongest line."""
+    if facts.chain and any(s.source == "traceback" for s in signals):
+        return facts.chain[-1].headline()[:300]
     return signals[0].detail if signals else ""
 
 
@@ -182,9 +252,11 @@ def _summary(category: str, signals: list[Signal], ev: RunEvidence, facts: Failu
     info = ev.info
     head = _headline(signals, facts)
     took = format_duration(info.duration) if info.duration is not None else None
-    text = f"{TITLE[category][0].upper()}{TITLE[category][1:]}: {head}."
+    text = f"{TITLE[category][0].upper()}{TITLE[category][1:]}: {head.rstrip('.')}."
     if category == "oom_killed":
         peak, _ = _peak_memory(ev)
+        oom_peak = ((info.failure or {}).get("oom") or {}).get("peak_bytes")
+        peak = max(peak or 0, oom_peak or 0) or None
         limit = ev.memory_limit
         how = "the kernel killed the process for memory" if ev.oom_killed or info.signal == 9 else head
         text = f"Killed for exceeding memory: {how}"
@@ -195,7 +267,15 @@ def _summary(category: str, signals: list[Signal], ev: RunEvidence, facts: Failu
         text += "."
     elif category == "timeout":
         limit = ev.runner_config.get("timeout_s")
-        text = "Stopped by the runner's timeout" + (f" of {format_duration(limit)}" if limit else "") + (f" after {took}" if took else "") + "."
+        text = "Stopped by the runner's timeout" + (f" of {format_duration(limit)}" if limit else "") + (f" after {took}" if took else "")
+        labels = {x.label for x in signals}
+        if "silent before the timeout" in labels:
+            text += "; it had gone silent before: it looks hung, not slow"
+        elif "still stepping at the timeout" in labels:
+            text += "; it was still making progress: it needs more time than the limit"
+        elif "still busy at the timeout" in labels:
+            text += "; it was still writing output when it was stopped"
+        text += "."
     elif category == "killed_by_signal":
         sig = signal_name(info.signal) if info.signal else "a signal"
         if info.status == "crashed":
@@ -212,7 +292,7 @@ def _summary(category: str, signals: list[Signal], ev: RunEvidence, facts: Failu
         endpoint = _endpoint(signals)
         text = f"A service the run depends on was unreachable{f' at {endpoint}' if endpoint else ''}: {head}."
     elif category == "data_error":
-        key = _missing_key(facts)
+        key = missing_key(facts)
         if key is not None:
             text = f"The data broke an assumption of the code: column or key {key!r} is not in the input ({head})."
     elif category == "code_error" and facts.chain:
@@ -234,7 +314,7 @@ def _next_steps(category: str, signals: list[Signal], ev: RunEvidence, facts: Fa
         steps.append(f"Install the package that provides {module.split('.')[0]!r} into the run's environment, or fix the import.")
     elif category == "service_unavailable" and (endpoint := _endpoint(signals)):
         steps.append(f"Check that {endpoint} is listening and reachable from the run's host.")
-    elif category == "data_error" and (key := _missing_key(facts)) is not None:
+    elif category == "data_error" and (key := missing_key(facts)) is not None:
         steps.append(f"List the input's columns and look for {key!r} under another name (a rename upstream?).")
     elif category == "code_error" and facts.chain and (own := facts.chain[-1].innermost_own_frame()):
         steps.append(f"Open {own.file}:{own.line} ({own.function}){': ' + own.code if own.code else ''}.")
@@ -271,9 +351,10 @@ def _context(category: str, ev: RunEvidence) -> list[dict[str, Any]]:
 
 def _path(signals: list[Signal]) -> str | None:
     for s in signals:
-        m = _PATH.search(s.detail)
-        if m:
-            return m.group(1) or m.group(2)
+        for pattern in _PATHS:
+            m = pattern.search(s.detail)
+            if m:
+                return m.group(1)
     return None
 
 
@@ -297,10 +378,12 @@ def _endpoint(signals: list[Signal]) -> str | None:
     return None
 
 
-def _missing_key(facts: FailureFacts) -> str | None:
+def missing_key(facts: FailureFacts) -> str | None:
+    """The column or key a KeyError names (plain, or in pandas' own words)."""
     for exc in reversed(facts.chain):
         if exc.short_type == "KeyError":
-            m = _KEY.match(exc.message.strip())
-            if m:
-                return m.group(1) or m.group(2)
+            for pattern in _KEYS:
+                m = pattern.search(exc.message.strip())
+                if m:
+                    return next(g for g in m.groups() if g)
     return None

@@ -94,7 +94,7 @@ def _leak(ev: RunEvidence, label: str, t: np.ndarray, y: np.ndarray) -> Finding 
     th = ev.thresholds
     window = training_window(ev)
     if window is not None and window.duration > 0:
-        inside = (t >= window.start - 0.5) & (t <= window.end + 0.5)
+        inside = (t >= window.start - 0.05) & (t <= window.end + 0.05)
         if inside.sum() >= th.leak_min_samples:
             t, y = t[inside], y[inside]
     if t.size < th.leak_min_samples:
@@ -103,7 +103,7 @@ def _leak(ev: RunEvidence, label: str, t: np.ndarray, y: np.ndarray) -> Finding 
     if trend is None or trend.slope <= 0:
         return None
     span = float(t[-1] - t[0])
-    growth = trend.slope * span
+    growth = trend.end_value - trend.start_value
     relative = growth / max(1.0, trend.start_value)
     if growth < th.leak_min_growth_bytes or relative < th.leak_min_growth or trend.tau < 0.5:
         return None

@@ -146,7 +146,7 @@ EXCEPTION_RULES: Final[tuple[ExceptionRule, ...]] = (
                   classes=("ValueError", "AssertionError", "TypeError", "KeyError", "RuntimeError", "Exception"),
                   message=_re(r"\b(?:invalid|unknown|unsupported|unrecognized|illegal|bad)\b (?:value|parameter|param|argument|option|"
                               r"choice|config\w*|setting|learning rate|lr|optimizer|scheduler|model|activation|loss|"
-                              r"batch.?size|mode|device|backend)"
+                              r"batch.?size|mode|device|backend|solver|method|frequency|strategy|metric|kernel|criterion|penalty|scheduler|precision|seed)"
                               r"|\bparameter\b.{0,60}\bmust be\b|\bmust be (?:a |an )?(?:positive|non-?negative|> ?0|>= ?0|greater than|"
                               r"less than|at least|at most|between|one of|in the range|in \[|an? (?:int|float|str))"
                               r"|expected one of|got an unexpected keyword argument|should be (?:one of|positive|between|> ?0)"

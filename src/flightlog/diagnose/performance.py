@@ -76,7 +76,12 @@ def slow_startup(ev: RunEvidence) -> Finding | None:
     th = ev.thresholds
     total = max(1e-9, end - start)
     share = startup / total
-    if startup < th.startup_s or share < th.share:
+    # the interpreter and its imports come first (until the first output, or until the SDK's
+    # init in a run without the runner); the workload's own setup (downloads, indexing) after
+    began = _program_began(ev, start, window.start)
+    setup = window.start - began
+    imports = began - start
+    if share < th.share or (setup < th.startup_s and imports < th.import_s):
         return None
     signals = [
         Signal("slow_startup", ramp(share, th.share, 0.8, 0.3, 0.6), "share before the first step", "timeline",
@@ -91,11 +96,14 @@ def slow_startup(ev: RunEvidence) -> Finding | None:
         if seconds >= 0.3 * startup:
             signals.append(Signal("slow_startup", ramp(seconds / startup, 0.3, 0.9, 0.15, 0.3), "a stage before the first step",
                                   "stages", f"stage {name!r} took {format_duration(seconds)} before the first step", start))
-    first_output = ev.info.timeline.get("first_output")
-    if first_output is not None and first_output - start >= 0.5 * startup and first_output < window.start:
-        signals.append(Signal("slow_startup", 0.15, "silence after the start", "timeline",
-                              f"no output for {format_duration(first_output - start)} after the process started (imports, downloads?)",
-                              first_output))
+    if imports >= th.import_s:
+        signals.append(Signal("slow_startup", ramp(imports, th.import_s, 300, 0.2, 0.4), "silence after the start", "timeline",
+                              f"{format_duration(imports)} passed before the program's first output or SDK call (interpreter, imports)",
+                              began))
+    elif setup >= th.startup_s:
+        signals.append(Signal("slow_startup", ramp(setup, th.startup_s, 300, 0.1, 0.3), "setup before the first step", "timeline",
+                              f"the program's own setup took {format_duration(setup)} between its first output and its first step",
+                              began))
     context = [{"source": "log", "detail": e.message.splitlines()[0][:200], "at": iso(e.time)}
                for e in ev.tail if start <= e.time <= window.start][:3]
     where = f"; {explained[0][0]!r} took {format_duration(explained[0][1])} of it" if explained else ""
@@ -193,13 +201,21 @@ def data_loader_bottleneck(ev: RunEvidence) -> Finding | None:
             signals.append(Signal("data_loader_bottleneck", 0.15, "irregular steps", "metrics",
                                   f"step intervals: median {format_duration(median)}, 90th percentile {format_duration(p90)} over {n} steps "
                                   "(periodic stalls)", window.start))
-        elif not data:
-            signals.append(Signal("data_loader_bottleneck", 0.1, "slow steps", "metrics",
+        elif not data:  # context: how slowly the steps came, not a signal of its own
+            signals.append(Signal("data_loader_bottleneck", 0.0, "slow steps", "metrics",
                                   f"steps arrive every {format_duration(median)} (median over {n} steps)", window.start))
     if not signals:
         return None
     summary = "Compute waits on input: " + "; ".join(summary_bits) + "."
     return Finding("data_loader_bottleneck", summary, signals)
+
+
+def _program_began(ev: RunEvidence, start: float, first_step: float) -> float:
+    """When the workload's own code started working: its first output, or the SDK's init."""
+    candidates = [t for t in (ev.info.timeline.get("first_output"), ev.info.started)
+                  if t is not None and start + 0.01 < t <= first_step + 0.05]
+    # silent until its first step: all of it counts as interpreter and imports
+    return min(min(candidates), first_step) if candidates else first_step
 
 
 def _stages_within(ev: RunEvidence, start: float, end: float) -> list[tuple[str, float]]:

@@ -17,7 +17,7 @@ from flightlog.models import RunInfo
 from flightlog.timefmt import format_size
 
 if TYPE_CHECKING:
-    from flightlog.client import Client
+    from flightlog.diagnose.reader import Reader
 
 __all__ = ["rightsize", "rightsize_runs", "HEADROOM", "OOM_HEADROOM", "OVER_PROVISIONED"]
 
@@ -28,7 +28,7 @@ OVER_PROVISIONED = 0.5  # a peak below this share of the limit wastes the rest
 _MIB = 1 << 20
 
 
-def rightsize(client: Client, ref: str | RunInfo, *, project: str | None = None, limit: int = 50) -> dict[str, Any]:
+def rightsize(client: Reader, ref: str | RunInfo, *, project: str | None = None, limit: int = 50) -> dict[str, Any]:
     """Recommendations for one run (by id or prefix) or for the runs named ``ref``."""
     if isinstance(ref, RunInfo):
         return rightsize_runs([RunEvidence(client, ref)], {"run": ref.id})

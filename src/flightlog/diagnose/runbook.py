@@ -117,7 +117,8 @@ def parse_runbook(text: str, path: str) -> list[RunbookEntry]:
         seen.add(entry.id)
         entries.append(entry)
     if ctx.errors:
-        raise InvalidInput("invalid runbook:\n" + "\n".join(ctx.errors))
+        ordered = sorted(ctx.errors, key=lambda e: int(e[len(path) + 1 :].split(":", 1)[0] or 0))
+        raise InvalidInput("invalid runbook:\n" + "\n".join(ordered))
     return entries
 
 
@@ -133,15 +134,17 @@ def _entry(ctx: _Ctx, node: yaml.Node, index: int) -> RunbookEntry | None:
         ctx.fail(node, f"entry {index}: expected a mapping with id, title, match and advice")
         return None
     data: dict[str, yaml.Node] = {}
+    keys: dict[str, yaml.Node] = {}
     for k, v in node.value:
         name = k.value if isinstance(k, yaml.ScalarNode) else str(k)
-        if name not in _FIELDS:
-            ctx.fail(k, f"entry {index}: unknown field {name!r} (fields: {', '.join(sorted(_FIELDS))})")
-        data[name] = v
+        data[name], keys[name] = v, k
     label = f"entry {index}"
     ident = _scalar(ctx, data.get("id"), f"{label}: id", node)
     if ident:
         label = f"entry {ident!r}"
+    for name, k in keys.items():
+        if name not in _FIELDS:
+            ctx.fail(k, f"{label}: unknown field {name!r} (fields: {', '.join(sorted(_FIELDS))})")
     title = _scalar(ctx, data.get("title"), f"{label}: title", node)
     advice = _strings(ctx, data.get("advice"), f"{label}: advice", node, required=True)
     links = _strings(ctx, data.get("links"), f"{label}: links", node, required=False)

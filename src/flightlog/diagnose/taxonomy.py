@@ -83,8 +83,8 @@ TITLE: Final[dict[str, str]] = {
 #: generic first steps per category; findings add specific ones in front of these
 NEXT_STEPS: Final[dict[str, tuple[str, ...]]] = {
     "oom_killed": (
-        "Compare the memory peak with the limit (`flightlog rightsize RUN`) and raise the limit, or",
-        "reduce memory per step: smaller batch size, fewer data-loader workers, streaming instead of loading whole files.",
+        "Compare the memory peak with the limit (`flightlog rightsize RUN`) and raise the limit.",
+        "Reduce memory per step: a smaller batch size, fewer data-loader workers, streaming instead of loading whole files.",
     ),
     "memory_leak": (
         "Look for objects kept across steps (lists of losses as tensors, caches, growing history); log `.item()` values, not tensors.",

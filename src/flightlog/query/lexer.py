@@ -62,7 +62,7 @@ def tokenize(text: str) -> list[Token]:
         elif c.isdigit() or (c in "-." and _NUMBER.match(text, i)):
             tokens.append(_read_number(text, i))
             i = start + len(tokens[-1].text)
-        elif c.isalpha() or c == "_":
+        elif (c.isascii() and c.isalpha()) or c == "_":  # what _WORD reads; other letters are refused below
             token = _read_word(text, i)
             tokens.append(token)
             i = start + len(token.text)

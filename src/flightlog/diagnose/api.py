@@ -1,0 +1,75 @@
+"""The diagnosis in the HTTP API: ``GET /api/v1/runs/{run}/diagnosis``, ``.../comparison`` and
+``.../rightsizing``, declared as server operations (``flightlog.server.operations``).
+
+The server lists them with its own operations (``*flightlog.diagnose.api.OPERATIONS`` in
+``flightlog.server.routes.OPERATIONS``); the handlers run the same engine as the CLI, over
+the server's store through :class:`~flightlog.diagnose.reader.StoreReader`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.responses import Response
+
+from flightlog.diagnose.reader import StoreReader
+from flightlog.errors import InvalidInput
+from flightlog.server.context import Ctx
+from flightlog.server.operations import RUN, Operation, Param, ok
+from flightlog.server.responses import json_response
+
+__all__ = ["OPERATIONS"]
+
+_REPORT = {"type": "object", "required": ["run", "status", "kind", "findings", "baseline", "runbook", "rightsizing"]}
+_BASELINE = Param("baseline", "query", {"type": "string", "maxLength": 64}, "A baseline run (id or unique prefix).")
+
+
+def _reader(ctx: Ctx) -> StoreReader:
+    home = getattr(ctx.state.config, "home", None)
+    return StoreReader(ctx.store, home)
+
+
+async def get_diagnosis(ctx: Ctx) -> Response:
+    from flightlog.diagnose.engine import diagnose_run
+
+    info = await ctx.run()
+    baseline = ctx.query.text("baseline", max_len=64)
+    if baseline is not None:
+        await ctx.run(baseline)  # the baseline's project must be visible too
+    auto = ctx.query.flag("auto_baseline", default=True)
+    report: dict[str, Any] = await ctx.call(diagnose_run, _reader(ctx), info.id, baseline, auto_baseline=auto)
+    return json_response(report)
+
+
+async def get_comparison(ctx: Ctx) -> Response:
+    from flightlog.diagnose.compare import compare_runs
+
+    info = await ctx.run()
+    baseline = ctx.query.text("baseline", max_len=64)
+    if not baseline:
+        raise InvalidInput("baseline is required: GET /api/v1/runs/{run}/comparison?baseline=RUN")
+    base = await ctx.run(baseline)
+    return json_response(await ctx.call(compare_runs, _reader(ctx), info.id, base.id))
+
+
+async def get_rightsizing(ctx: Ctx) -> Response:
+    from flightlog.diagnose.rightsize import rightsize
+
+    info = await ctx.run()
+    return json_response(await ctx.call(rightsize, _reader(ctx), info))
+
+
+OPERATIONS: list[Operation] = [
+    Operation("GET", "/runs/{run}/diagnosis", get_diagnosis, "reader",
+              "Likely causes of a failed or slow run, with evidence and next steps", "diagnosis",
+              params=(RUN, _BASELINE, Param("auto_baseline", "query", {"type": "boolean", "default": True},
+                                            "Without baseline: compare with the most recent successful run of the same project and name.")),
+              responses={"200": ok("The diagnosis (docs/troubleshooting.md)", _REPORT)}),
+    Operation("GET", "/runs/{run}/comparison", get_comparison, "reader",
+              "What changed from a baseline run: params, code, packages, environment, inputs, stages, peaks, metrics",
+              "diagnosis", params=(RUN, Param("baseline", "query", {"type": "string", "maxLength": 64}, "The baseline run.", required=True)),
+              responses={"200": ok("The comparison", {"type": "object"})}),
+    Operation("GET", "/runs/{run}/rightsizing", get_rightsizing, "reader",
+              "Memory and CPU requests with headroom from the run's observed peaks", "diagnosis", params=(RUN,),
+              responses={"200": ok("Right-sizing", {"type": "object"})}),
+]

@@ -1,0 +1,103 @@
+"""`flightlog diagnose | compare | rightsize` as users run them: real processes, real runs."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+from tests.helpers import cli, cli_json
+
+ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+FAIL = """
+import pandas as pd
+df = pd.DataFrame({"price_usd": [1.0, 2.0]})
+print("rows", len(df))
+df["price"].mean()
+"""
+
+
+def _run(home: Path, code: str, *args: str) -> str:
+    script = home.parent / "job.py"
+    script.write_text(code)
+    proc = cli(home, "run", "--project", "shop", "--name", "prices", *args, "--", sys.executable, str(script), check=False)
+    m = re.search(r"flightlog: run ([0-9a-f]{32}) started", proc.stderr)
+    assert m, proc.stderr
+    return m[1]
+
+
+def test_diagnose_json_is_one_document_in_the_design_shape(home: Path) -> None:
+    run = _run(home, FAIL)
+    proc = cli(home, "diagnose", run[:8], "--format", "json")
+    report = json.loads(proc.stdout)  # exactly one document: json.loads would refuse two
+    assert set(report) == {"run", "status", "kind", "findings", "baseline", "runbook", "rightsizing"}
+    assert report["run"] == run and report["status"] == "failed" and report["kind"] == "data"
+    assert report["findings"], report
+    confidences = [f["confidence"] for f in report["findings"]]
+    assert confidences == sorted(confidences, reverse=True)
+    for f in report["findings"]:
+        assert set(f) == {"category", "confidence", "summary", "evidence", "next_steps"}
+        assert 0 <= f["confidence"] <= 1
+        for e in f["evidence"]:
+            assert set(e) == {"source", "detail", "at"}
+            assert e["at"] is None or ISO.match(e["at"])
+    top = report["findings"][0]
+    assert top["category"] == "data_error"
+    assert "'price'" in top["summary"]
+    assert any("KeyError: 'price'" in e["detail"] for e in top["evidence"])
+    assert report["runbook"][0]["id"] == "renamed-column"
+    assert report["rightsizing"]["memory"]["recommended_bytes"] > 0
+
+
+def test_diagnose_text_quotes_evidence_and_next_steps(home: Path) -> None:
+    run = _run(home, FAIL)
+    out = cli(home, "diagnose", run).stdout
+    assert f"diagnosis of run {run}" in out, out
+    assert "1. data_error" in out, out
+    assert "KeyError: 'price'" in out
+    assert "next" in out and "→" in out
+    assert "runbook" in out and "rightsizing" in out
+
+
+def test_team_runbook_from_the_working_directory(home: Path) -> None:
+    run = _run(home, FAIL)
+    (home.parent / "flightlog.runbook.yaml").write_text(
+        "- id: prices-schema\n"
+        "  title: The prices table changed its schema\n"
+        "  match: {category: data_error, exception: price}\n"
+        "  advice: ['Ask #data-platform which migration renamed the column']\n"
+    )
+    report = cli_json(home, "diagnose", run)
+    assert report["runbook"][0]["id"] == "prices-schema"
+    assert report["runbook"][0]["source"].endswith("flightlog.runbook.yaml:1")
+    (home.parent / "flightlog.runbook.yaml").write_text("- id: x\n  title: y\n  mach: {}\n  advice: z\n")
+    proc = cli(home, "diagnose", run, check=False)
+    assert proc.returncode == 1
+    assert "error: invalid runbook:" in proc.stderr
+    assert "flightlog.runbook.yaml:3: entry 'x': unknown field 'mach'" in proc.stderr
+
+
+def test_compare_and_rightsize_commands(home: Path) -> None:
+    ok = _run(home, "print('fine')", "--memory-limit", "1G")
+    bad = _run(home, FAIL, "--param", "threshold=3")
+    cmp = cli_json(home, "compare", bad, ok)
+    assert cmp["run"] == bad and cmp["baseline"] == ok
+    assert cmp["params"]["added"] == {"threshold": 3}
+    text = cli(home, "compare", bad, ok).stdout
+    assert "param threshold added: 3" in text
+    rs = cli_json(home, "rightsize", "prices")
+    assert rs["subject"] == {"name": "prices", "project": None, "runs": 2}
+    assert [f["kind"] for f in rs["flags"]] == ["over_provisioned"]
+    assert "rightsizing of 2 run(s) named 'prices'" in cli(home, "rightsize", "prices").stdout
+    report = cli_json(home, "diagnose", bad)
+    assert report["baseline"]["baseline"] == ok and report["baseline"]["chosen"] == "automatic"
+
+
+def test_errors_are_one_line_and_exit_1(home: Path) -> None:
+    _run(home, "print('x')")
+    for args in (("diagnose", "nosuchrun"), ("compare", "nosuchrun", "other"), ("rightsize", "nosuchname")):
+        proc = cli(home, *args, check=False)
+        assert proc.returncode == 1, proc
+        assert proc.stderr.startswith("error: "), proc.stderr
+        assert proc.stdout == ""

@@ -1,0 +1,102 @@
+"""Comparing a run with its baseline, on real runs recorded by the SDK in child processes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from flightlog.client import Client
+from flightlog.diagnose.compare import package_changes
+from tests.helpers import run_script
+
+TRAIN = """
+import sys, time
+import flightlog
+
+lr, load_s, tag = float(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
+run = flightlog.init(project="vision", name="resnet", params={"lr": lr, "batch": 32}, tags={"v": tag})
+run.log_input("data")
+for step in range(12):
+    with run.stage("data_loading"):
+        time.sleep(load_s)
+    with run.stage("train_step"):
+        time.sleep(0.002)
+    run.log({"loss": 1.0 / (step + 1) * (2 if lr > 0.5 else 1)}, step=step)
+run.finish()
+print(run.id)
+"""
+
+
+def _train(home: Path, lr: float, load_s: float, tag: str) -> str:
+    script = home.parent / "train.py"
+    script.write_text(TRAIN)
+    import subprocess
+    import sys
+
+    from tests.helpers import child_env
+
+    proc = subprocess.run([sys.executable, str(script), str(lr), str(load_s), tag], env=child_env(home),
+                          cwd=home.parent, capture_output=True, text=True, timeout=60, check=True)
+    return proc.stdout.strip().splitlines()[-1]
+
+
+def _data(home: Path, files: dict[str, str]) -> None:
+    d = home.parent / "data"
+    d.mkdir(exist_ok=True)
+    for name, text in files.items():
+        (d / name).write_text(text)
+
+
+def test_compare_and_automatic_baseline(home: Path) -> None:
+    _data(home, {"a.csv": "x\n1\n", "b.csv": "x\n2\n", "c.csv": "x\n3\n"})
+    base = _train(home, 0.1, 0.002, "good")
+    _data(home, {"b.csv": "x\n2\n2\n", "d.csv": "x\n4\n"})
+    run = _train(home, 1.0, 0.06, "bad")
+    with Client(home) as c:
+        cmp = c.compare(run, base)
+        assert cmp["run"] == run and cmp["baseline"] == base and cmp["chosen"] == "given"
+        assert cmp["params"]["changed"] == [{"name": "lr", "run": 1.0, "baseline": 0.1}]
+        (inputs,) = cmp["inputs"]
+        assert inputs["status"] == "changed"
+        assert inputs["file_count"] == {"run": 4, "baseline": 3, "delta": 1, "ratio": 4 / 3}
+        assert inputs["counts"]["added"] == 1 and inputs["counts"]["changed"] == 1
+        assert inputs["added_files"] == ["d.csv"] and inputs["changed_files"] == ["b.csv"]
+        stages = {s["name"]: s for s in cmp["stages"]}
+        assert stages["data_loading"]["ratio"] > 5
+        assert cmp["stages"][0]["name"] == "data_loading"  # the stage that grew most comes first
+        loss = next(m for m in cmp["metrics"] if m["name"] == "loss")
+        assert loss["run"] == 2 * loss["baseline"] and loss["relative"] == 1.0
+        assert cmp["packages"] == {"added": [], "removed": [], "changed": []}
+        assert cmp["differences"]["params"] == 1 and cmp["differences"]["inputs"] == 1
+
+        report = c.diagnose(run)
+        assert report["baseline"]["baseline"] == base
+        assert report["baseline"]["chosen"] == "automatic"
+        assert "most recent successful run of project 'vision' and name 'resnet'" in report["baseline"]["reason"]
+        top = report["findings"][0]
+        assert top["category"] == "data_loader_bottleneck"
+        assert any(e["source"] == "baseline" and "data_loading" in e["detail"] for e in top["evidence"])
+
+        alone = c.diagnose(run, auto_baseline=False)
+        assert alone["baseline"] is None
+        assert top["confidence"] > alone["findings"][0]["confidence"]  # the baseline's evidence adds to it
+
+
+def test_package_changes() -> None:
+    got = package_changes({"NumPy": "2.1.0", "pandas": "2.2.0", "torch": "2.4"}, {"numpy": "1.26.4", "pandas": "2.2.0", "scipy": "1.13"})
+    assert got == {
+        "added": [{"name": "torch", "version": "2.4"}],
+        "removed": [{"name": "scipy", "version": "1.13"}],
+        "changed": [{"name": "numpy", "run": "2.1.0", "baseline": "1.26.4"}],
+    }
+
+
+def test_same_run_is_not_its_own_baseline(home: Path) -> None:
+    run_script(home, "import flightlog; r = flightlog.init(project='p', name='n'); r.finish()")
+    import pytest
+
+    from flightlog.errors import InvalidInput
+
+    with Client(home) as c:
+        rid = c.runs()[0].id
+        with pytest.raises(InvalidInput, match="its own baseline"):
+            c.diagnose(rid, baseline=rid)
