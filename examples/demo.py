@@ -3,7 +3,9 @@
 1. trains a numpy classifier under `flightlog run` (the SDK inside records params, metrics,
    stages, structured logs, an input manifest, checkpoints and a model);
 2. runs a second job that fails (its data path is wrong), so there is a failure to look at;
-3. prints what the CLI shows about both, and where to look next.
+3. prints what the CLI shows about both, and where to look next;
+4. at a terminal, serves the web UI on these runs until Ctrl-C (`flightlog ui`); from a script,
+   prints that command instead.
 """
 
 from __future__ import annotations
@@ -68,7 +70,19 @@ def main() -> None:
   runs:         {FLIGHTLOG} runs ls --project demo
   the good run: {FLIGHTLOG} runs show {good[:8]}     (metrics: flightlog metrics {good[:8]} val_acc)
   the failure:  {FLIGHTLOG} runs show {bad[:8]}     (logs: flightlog logs {bad[:8]} --level error)
-  docs:         docs/quickstart.md, docs/cli.md, docs/runner.md""")
+  docs:         docs/quickstart.md, docs/cli.md, docs/runner.md, docs/ui.md""")
+
+    serve = [FLIGHTLOG, "ui", "--home", str(HOME), "--project", "demo"]
+    if not sys.stdin.isatty():  # a script or CI: say how, and finish
+        print(f"  web UI:       {' '.join(serve)}")
+        return
+    banner("4. the web UI on these runs (Ctrl-C stops it)")
+    server = subprocess.Popen(serve, env=ENV, cwd=ROOT)
+    while server.poll() is None:
+        try:
+            server.wait()
+        except KeyboardInterrupt:
+            pass  # the server got the same Ctrl-C and is stopping; the demo ends with it
 
 
 if __name__ == "__main__":

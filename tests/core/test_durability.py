@@ -242,6 +242,7 @@ def test_full_disk_warns_counts_drops_and_training_continues(tiny_disk: Path) ->
     assert "could not be saved" in proc.stderr
 
 
+@pytest.mark.embedded_only("it breaks the local SQLite store; a server that is down is tests/server/test_outage.py")
 def test_journal_is_written_before_the_store(home: Path) -> None:
     """With a store that cannot be opened, records stay in the journal and sync ships them later."""
     env = child_env(home, FLIGHTLOG_STORE=f"sqlite:///{home}/no-such-dir-file/x.db")

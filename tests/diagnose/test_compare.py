@@ -50,7 +50,7 @@ def test_compare_and_automatic_baseline(home: Path) -> None:
     _data(home, {"a.csv": "x\n1\n", "b.csv": "x\n2\n", "c.csv": "x\n3\n"})
     base = _train(home, 0.1, 0.002, "good")
     _data(home, {"b.csv": "x\n2\n2\n", "d.csv": "x\n4\n"})
-    run = _train(home, 1.0, 0.06, "bad")
+    run = _train(home, 1.0, 0.25, "bad")
     with Client(home) as c:
         cmp = c.compare(run, base)
         assert cmp["run"] == run and cmp["baseline"] == base and cmp["chosen"] == "given"

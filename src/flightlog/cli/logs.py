@@ -47,7 +47,13 @@ def logs_cmd(
     seen.print_all(events)
     if not follow:
         return
+    remote = getattr(client.store, "follow_logs", None)
     try:
+        if remote is not None:  # remote mode: the server pushes new events (SSE) until the run ends
+            start = seen.last_time if seen.last_time is not None else (time.time() if tail == 0 else since)
+            for batch in remote(info.id, since=start, **filters):
+                seen.print_all(batch)
+            return
         while True:
             finished = client.run(info.id).is_finished
             new = client.logs(info.id, since=seen.last_time, **filters)

@@ -44,9 +44,11 @@ def _register() -> None:
         ("flightlog.data.cli", "data_group"),
         ("flightlog.server.cli", "server_cmd"),
         ("flightlog.server.cli", "token_group"),
+        ("flightlog.server.ui", "ui_cmd"),
         ("flightlog.diagnose.cli", "diagnose_cmd"),
         ("flightlog.diagnose.cli", "compare_cmd"),
         ("flightlog.diagnose.cli", "rightsize_cmd"),
+        ("flightlog.alerts.cli", "alerts_group"),
     ):
         try:
             if importlib.util.find_spec(module) is None:

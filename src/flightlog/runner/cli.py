@@ -35,12 +35,13 @@ __all__ = ["run_cmd"]
 @click.option("--queued-at", metavar="TIME", envvar="FLIGHTLOG_QUEUED_AT", help="When a scheduler queued this job (ISO-8601 or epoch seconds), for queue wait.")
 @click.option("--resume", metavar="RUN", help="Start a new attempt of RUN with FLIGHTLOG_RESUME_FROM set to its last checkpoint.")
 @click.option("--redact", multiple=True, metavar="REGEX", help="Also redact what matches this pattern from stored logs; repeatable.")
+@click.option("--alerts", "alerts", metavar="FILE", help="Alert rules to evaluate live (default: ./flightlog.alerts.yaml, else FLIGHTLOG_HOME/alerts.yaml; docs/alerting.md).")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def run_cmd(project: str | None, name: str | None, params: tuple[str, ...], tags: tuple[str, ...], timeout: str | None,
             kill_grace: str, retries: int, retry_on: tuple[str, ...], retry_delay: str, memory_limit: str | None,
             memory_limit_mode: str, sample_interval: str, log_policy: str, max_log_rate: float | None,
             max_line_bytes: int, queued_at: str | None, resume: str | None, redact: tuple[str, ...],
-            command: tuple[str, ...]) -> None:
+            alerts: str | None, command: tuple[str, ...]) -> None:
     """Run CMD and attach its logs, resources, exit and failure to a run.
 
     \b
@@ -57,6 +58,10 @@ def run_cmd(project: str | None, name: str | None, params: tuple[str, ...], tags
             re.compile(pattern)
         except re.error as exc:
             raise InvalidInput(f"--redact {pattern!r} is not a valid regular expression: {exc}") from None
+    if alerts is not None:  # a file asked for by name must be usable before anything starts
+        from flightlog.alerts.config import load_config
+
+        load_config(alerts)
     options = RunnerOptions(
         command=cmd,
         project=project,
@@ -77,6 +82,7 @@ def run_cmd(project: str | None, name: str | None, params: tuple[str, ...], tags
         queued_at=_queued(queued_at),
         resume=resume,
         redact=redact,
+        alerts=alerts,
     )
     from flightlog.runner.runner import Runner
 

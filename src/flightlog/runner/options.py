@@ -40,6 +40,7 @@ class RunnerOptions:
     queued_at: float | None = None
     resume: str | None = None
     redact: tuple[str, ...] = ()
+    alerts: str | None = None  # a rules file (else flightlog.alerts.yaml, else FLIGHTLOG_HOME/alerts.yaml)
 
     def __post_init__(self) -> None:
         if not self.command:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import flightlog
+from flightlog.alerts.monitor import start_monitor
 from flightlog.failure import parse_python_traceback
 from flightlog.logevents import LogBatch
 from flightlog.runner.options import RunnerOptions
@@ -96,6 +97,7 @@ class Runner:
             run._w.add_record("run", queued=opts.queued_at)
         run._w.add_record("evidence", kind="runner", name="config", data=self._config_evidence())
         say(f"run {run.id} started" + (f" (resuming from {resume_from})" if resume_from else ""))
+        monitor = start_monitor(run, opts.alerts)
         results: list[AttemptResult] = []
         attempt = run.attempt
         while True:
@@ -113,7 +115,9 @@ class Runner:
             run._w.attempt = attempt
             run._w.stages.attempt = attempt
             run._w.add_record("run", attempt=attempt, status="running")
-        return self._finish(run, results)
+        exit_code = self._finish(run, results)
+        monitor.stop(final=True)
+        return exit_code
 
     def _resume_point(self, ref: str) -> tuple[str, str | None]:
         client = flightlog.Client()
@@ -169,9 +173,11 @@ class Runner:
             max_line_bytes=opts.max_line_bytes, max_rate=opts.max_log_rate, extra_patterns=patterns,
             env=env, attempt=attempt, rank=_rank(env),
         ))
+        started = time.time()
+        if self._received is not None:  # asked to stop before the workload even started
+            return self._not_started(run, attempt, started, self._received)
         limit, notes = self._memory_limit(run, attempt)
         preexec = _preexec(limit, opts)
-        started = time.time()
         try:
             child = subprocess.Popen(
                 opts.command, stdin=_stdin(),
@@ -182,6 +188,8 @@ class Runner:
                 limit.close()
             return self._spawn_failed(run, attempt, started, exc)
         self._child = child
+        if self._received is not None:  # a signal landed while the child was being spawned
+            _kill_group(child.pid, self._received)
         assert child.stdout is not None and child.stderr is not None
         out_fd, err_fd = child.stdout.fileno(), child.stderr.fileno()
         enlarge_pipe(out_fd)
@@ -364,6 +372,13 @@ class Runner:
         failure = {"exception": type(exc).__name__, "message": message, "frames": [], "category": "dependency_error",
                    "last_lines": [message], "workload": {"command": self.opts.command, "cwd": os.getcwd()}}
         return AttemptResult(attempt, outcome, "dependency_error", 0.9, started, time.time(), failure)
+
+    def _not_started(self, run: flightlog.Run, attempt: int, started: float, signum: int) -> AttemptResult:
+        outcome = outcome_of(-signum)
+        message = f"received {signal.Signals(signum).name} before the workload started; not starting it"
+        say(message)
+        run.log_event(message, level="warning", component="flightlog")
+        return AttemptResult(attempt, outcome, "killed_by_signal", 0.9, started, time.time())
 
     def _finish(self, run: flightlog.Run, results: list[AttemptResult]) -> int:
         last = results[-1]

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from flightlog.config import Settings
 from flightlog.ids import new_writer_id
 from flightlog.journal import JournalWriter, encode_records
+from flightlog.journal.format import MAGIC, read_records
 from flightlog.logevents import LogBatch
 from flightlog.records import encode_series, log_chunk_payload
 from flightlog.sdk.context import process_context
@@ -29,6 +30,7 @@ from flightlog.sdk.stages import StageAggregator
 __all__ = ["Writer", "RunWriter", "NullWriter"]
 
 MAX_PENDING_RECORDS = 20_000
+SPILL_BATCH_BYTES = 4 << 20  # journal bytes read back and shipped at a time when catching up
 LOG_CHUNK_EVENTS = 50_000  # events per stored log chunk: big enough to be cheap, small enough to skip  # unshipped records kept in memory (the journal keeps the rest)
 
 
@@ -82,6 +84,7 @@ class RunWriter:
         self._seq = 0
         self._pending: list[dict[str, Any]] = []
         self._pending_end: int | None = None
+        self._spilled = False  # more unshipped records than MAX_PENDING_RECORDS: ship from the journal
         self._context_sent = False
         self.closed = False
         self.stats = {"records": 0, "points": 0, "dropped": 0, "journal_errors": 0, "ship_errors": 0}
@@ -185,8 +188,9 @@ class RunWriter:
                     rec["s"] = self._seq
                 self.stats["records"] += len(records)
                 self._journal_append(records)
-                self._pending.extend(records)
-            if self.online and self._pending:
+                if not (self._spilled and self.journal is not None):
+                    self._pending.extend(records)
+            if self.online and (self._pending or self._spilled):
                 self._ship()
             self._trim_pending()
 
@@ -202,6 +206,9 @@ class RunWriter:
             self.journal = None
 
     def _ship(self) -> None:
+        if self._spilled:
+            self._ship_spilled()
+            return
         try:
             if self._sink is None:
                 self._sink = open_sink(self.settings)
@@ -220,9 +227,51 @@ class RunWriter:
             except OSError:
                 pass
 
+    def _ship_spilled(self) -> None:
+        """Catch up from the journal (the memory buffer overflowed while the store was away):
+        every record once, in sequence order, in bounded batches, the shipped mark kept as it goes."""
+        journal = self.journal
+        if journal is None:
+            self._spilled = False
+            return
+        try:
+            if self._sink is None:
+                self._sink = open_sink(self.settings)
+            start = max(journal.file.shipped_offset(), len(MAGIC))
+            with open(journal.path, "rb") as f:
+                while start < journal.size:
+                    f.seek(start)
+                    data = f.read(min(SPILL_BATCH_BYTES, journal.size - start))
+                    found = read_records(data, header=False).records
+                    if not found and len(data) >= 8:  # one record bigger than a batch: read all of it
+                        data += f.read(8 + int.from_bytes(data[:4], "little") - len(data))
+                        found = read_records(data, header=False).records
+                    if not found:
+                        self._warn_once("spill-read", f"cannot read the journal {journal.path} back at byte {start}; "
+                                                      "`flightlog sync` will ship the rest")
+                        return
+                    result = self._sink.ingest([rec for _, rec in found])
+                    for reason in result.skipped:
+                        self._warn_once(f"skip:{reason[:40]}", f"the store skipped a record: {reason}")
+                    start += found[-1][0]
+                    journal.mark_shipped(start)
+        except Exception as exc:  # the store is still away: the journal keeps everything
+            self.stats["ship_errors"] += 1
+            self._warn_once("ship", f"cannot ship records to the store ({exc}); the journal keeps them for the next try")
+            return
+        self._spilled = False
+        self._pending = []
+
     def _trim_pending(self) -> None:
         excess = len(self._pending) - MAX_PENDING_RECORDS
         if excess <= 0:
+            return
+        if self.online and self.journal is not None:
+            # keep none in memory from now on: the journal has them all, in order, and the next
+            # ships read it back (dropping the oldest here would let newer records overtake them,
+            # and the store's high-water mark would then refuse them for good)
+            self._spilled = True
+            self._pending = []
             return
         dropped, self._pending = self._pending[:excess], self._pending[excess:]
         if self.journal is None:  # nowhere else holds them
@@ -244,7 +293,7 @@ class RunWriter:
             if self.stats["dropped"]:
                 warn(f"run {self.run_id[:12]}: {self.stats['dropped']} records could not be saved (see the warnings above)")
             if self.journal is not None:
-                shipped = self.online and not self._pending
+                shipped = self.online and not self._pending and not self._spilled
                 self.journal.close(remove=shipped and remove_journal_if_shipped and not self.settings.keep_journal)
                 if not shipped and self.online:
                     warn(f"run {self.run_id[:12]}: some records are only in the journal; run `flightlog sync` to ship them")
@@ -255,12 +304,12 @@ class RunWriter:
         if not self.online or wait is None:
             return
         with self._flush_lock:
-            if not self._pending:
+            if not (self._pending or self._spilled) or not getattr(self._sink, "away", False):
                 return
             patience = float(getattr(self._sink, "patience", 0.0))
             warn(f"run {self.run_id[:12]}: the server is not taking records; waiting up to {patience:.0f}s for it")
             deadline = time.monotonic() + patience
-            while self._pending and wait(deadline):
+            while (self._pending or self._spilled) and wait(deadline):
                 self._ship()
 
     def reset_after_fork(self) -> None:
@@ -269,6 +318,7 @@ class RunWriter:
         self._seq = 0
         self._pending = []
         self._pending_end = None
+        self._spilled = False
         self.metrics.clear()
         self.records.clear()
         self._logs = LogBatch()

@@ -8,7 +8,26 @@ do what; ``blobs`` streams artifacts; ``prometheus`` counts; ``serve`` runs uvic
 the command line; ``testing`` runs a real server in a thread for tests.
 """
 
-from flightlog.server.app import FlightlogApp, create_app
-from flightlog.server.config import ServerConfig
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from flightlog.server.app import FlightlogApp, create_app
+    from flightlog.server.config import ServerConfig
 
 __all__ = ["FlightlogApp", "ServerConfig", "create_app"]
+
+
+def __getattr__(name: str) -> Any:
+    # Loaded on first use: every `flightlog` command imports flightlog.server.cli, and only
+    # `flightlog server` needs the application (Starlette, the routes, the alert engine).
+    if name in ("FlightlogApp", "create_app"):
+        from flightlog.server import app
+
+        return getattr(app, name)
+    if name == "ServerConfig":
+        from flightlog.server.config import ServerConfig
+
+        return ServerConfig
+    raise AttributeError(f"module 'flightlog.server' has no attribute {name!r}")

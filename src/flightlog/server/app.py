@@ -10,26 +10,29 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, cast
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp
 
 from flightlog.errors import FlightlogError, NotFound
+from flightlog.server import alerts_routes
 from flightlog.server.auth import Principal, authenticate
 from flightlog.server.blobs import BlobStore
 from flightlog.server.config import ServerConfig
 from flightlog.server.context import AppState, Ctx
-from flightlog.server.guard import ErrorGuard
+from flightlog.server.guard import ErrorGuard, render_exception
 from flightlog.server.openapi import openapi_document
 from flightlog.server.operations import Operation
 from flightlog.server.prometheus import ROUTE_KEY, Metrics, MetricsMiddleware
 from flightlog.server.responses import error_response
 from flightlog.server.routes import OPERATIONS
+from flightlog.server.storeapi import ServerStore
+from flightlog.server.ui import routes as ui_routes
 from flightlog.store.registry import open_store
 
 __all__ = ["create_app", "FlightlogApp"]
@@ -57,19 +60,24 @@ def _endpoint(op: Operation, state: AppState) -> Any:
 
     async def endpoint(request: Request) -> Response:
         request.scope[ROUTE_KEY] = route
-        if op.role is None:
-            principal = _ANONYMOUS
-        else:
-            principal = await authenticate(request, state.store, enabled=state.config.auth)
-            principal.require(op.role)
-        return await op.handler(Ctx(request, state, principal))
+        try:
+            if op.role is None:
+                principal = _ANONYMOUS
+            else:
+                principal = await authenticate(request, state.store, enabled=state.config.auth)
+                principal.require(op.role)
+            return await op.handler(Ctx(request, state, principal))
+        except ClientDisconnect:
+            raise
+        except Exception as exc:  # noqa: BLE001 - every error becomes the one JSON shape
+            return render_exception(exc, request.scope)
 
     endpoint.__name__ = op.operation_id
     return endpoint
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, HTTPException)  # registered for HTTPException only
+    exc = cast(HTTPException, exc)  # registered for HTTPException only
     if exc.status_code == 404:
         err: FlightlogError = NotFound(
             f"no API route {request.url.path!r}: the API lives under /api/v1 and is described at /api/v1/openapi.json"
@@ -81,20 +89,26 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return error_response(err, headers=dict(exc.headers or {}))
 
 
-def create_app(config: ServerConfig, *, store: Any = None) -> FlightlogApp:
-    store = store if store is not None else open_store(config.store_uri)
+def create_app(config: ServerConfig, *, store: ServerStore | None = None) -> FlightlogApp:
+    """The app serving ``config.store_uri`` (or ``store``); the store must have the server's extras."""
+    if store is None:
+        store = cast(ServerStore, open_store(config.store_uri))
     metrics = Metrics()
     state = AppState(config=config, store=store, blobs=BlobStore(config.home / "artifacts"), metrics=metrics)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        alerts = alerts_routes.start_alert_service(state)  # background alert evaluation, when rules exist
         yield
         state.draining.set()
+        if alerts is not None:
+            alerts.stop()
 
     routes = [
         Route(op.route_path, _endpoint(op, state), methods=[op.method], name=op.operation_id)
         for op in OPERATIONS
     ]
+    routes += ui_routes()  # the web UI at / (after the API, so /api/... keeps its own answers)
     starlette = Starlette(routes=routes, exception_handlers={HTTPException: _http_error}, lifespan=lifespan)
     from flightlog import __version__
 

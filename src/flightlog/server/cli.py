@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 import click
 
 from flightlog.cli.output import console, emit_json, format_option
 from flightlog.timefmt import iso, parse_size
+
+if TYPE_CHECKING:
+    from flightlog.server.storeapi import ServerStore
 
 __all__ = ["server_cmd", "token_group"]
 
@@ -30,9 +33,11 @@ def _home(ctx: click.Context, home: str | None) -> str | None:
 @click.option("--forwarded-allow-ips", default="127.0.0.1", show_default=True, metavar="IPS",
               help="Proxies whose X-Forwarded-For/-Proto headers are trusted (comma-separated, or *).")
 @click.option("--log-level", type=click.Choice(["critical", "error", "warning", "info", "debug"]), default="warning", show_default=True)
+@click.option("--alerts", metavar="FILE", help="Alert rules to evaluate for every run (default: ./flightlog.alerts.yaml, else HOME/alerts.yaml; docs/alerting.md).")
 @click.pass_context
 def server_cmd(ctx: click.Context, host: str, port: int, home: str | None, auth: bool, insecure: bool, max_body: str,
-               max_upload: str, grace: float, root_path: str, forwarded_allow_ips: str, log_level: str) -> None:
+               max_upload: str, grace: float, root_path: str, forwarded_allow_ips: str, log_level: str,
+               alerts: str | None) -> None:
     """Serve runs to a team: the HTTP API (and the web UI) over this machine's store.
 
     \b
@@ -47,8 +52,12 @@ def server_cmd(ctx: click.Context, host: str, port: int, home: str | None, auth:
     from flightlog.server.serve import Server, address, bind, check_host, uvicorn_config
 
     check_host(host, auth=auth, insecure=insecure)
+    if alerts is not None:  # a file asked for by name must be valid before the server starts
+        from flightlog.alerts.config import load_config
+
+        load_config(alerts)
     config = ServerConfig.for_home(
-        _home(ctx, home), auth=auth,
+        _home(ctx, home), auth=auth, alerts=alerts,
         max_body=parse_size(max_body, what="--max-body"), max_upload=parse_size(max_upload, what="--max-upload"),
     )
     app = create_app(config)
@@ -74,11 +83,11 @@ def token_group() -> None:
     """API tokens of a server: made, listed and revoked on its store directly (run these on the server's host)."""
 
 
-def _store(ctx: click.Context, home: str | None) -> Any:
+def _store(ctx: click.Context, home: str | None) -> ServerStore:
     from flightlog.server.config import ServerConfig
     from flightlog.store.registry import open_store
 
-    store = open_store(ServerConfig.for_home(_home(ctx, home)).store_uri)
+    store = cast("ServerStore", open_store(ServerConfig.for_home(_home(ctx, home)).store_uri))
     ctx.call_on_close(store.close)
     return store
 

@@ -33,6 +33,8 @@ class ServerConfig:
     """Seconds between keep-alive comments on an idle live stream."""
     session_days: int = 30
     """How long the web UI's session cookie lasts."""
+    alerts: str | None = None
+    """Alert rules evaluated in the background (else ./flightlog.alerts.yaml, else HOME/alerts.yaml)."""
 
     @classmethod
     def for_home(cls, home: str | os.PathLike[str] | None = None, **overrides: object) -> ServerConfig:

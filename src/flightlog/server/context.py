@@ -20,7 +20,7 @@ from flightlog.models import RunInfo
 from flightlog.server.auth import Principal
 from flightlog.server.config import ServerConfig
 from flightlog.server.prometheus import Metrics
-from flightlog.store.base import Store
+from flightlog.server.storeapi import ServerStore
 from flightlog.timefmt import parse_time
 from flightlog.transport.wire import PayloadTooLarge
 
@@ -40,7 +40,7 @@ class AppState:
     """Per process, shared by every request: the store (stateless over it) and counters."""
 
     config: ServerConfig
-    store: Store
+    store: ServerStore
     blobs: Any  # flightlog.server.blobs.BlobStore
     metrics: Metrics
     draining: threading.Event = field(default_factory=threading.Event)
@@ -53,7 +53,7 @@ class Ctx:
     principal: Principal
 
     @property
-    def store(self) -> Any:
+    def store(self) -> ServerStore:
         return self.state.store
 
     @property
@@ -99,6 +99,8 @@ class Ctx:
             doc = _json.decode(raw)
         except msgspec.DecodeError as exc:
             raise InvalidInput(f"the body is not valid JSON: {exc}") from None
+        except RecursionError:
+            raise InvalidInput("the body is nested too deeply") from None
         if not isinstance(doc, dict):
             raise InvalidInput("the body must be a JSON object")
         return doc

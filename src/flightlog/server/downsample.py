@@ -34,15 +34,19 @@ def downsample(steps: np.ndarray, times: np.ndarray, values: np.ndarray, buckets
     ends = np.r_[starts[1:], n]
     counts = ends - starts
     finite = np.isfinite(values)
-    low = np.where(finite, values, np.inf)
-    high = np.where(finite, values, -np.inf)
+    if finite.all():  # the common case: no masked copies
+        low = high = values
+        nfinite = counts
+        total = np.add.reduceat(values, starts)
+    else:
+        low = np.where(finite, values, np.inf)
+        high = np.where(finite, values, -np.inf)
+        nfinite = np.add.reduceat(finite.astype(np.int64), starts)
+        total = np.add.reduceat(np.where(finite, values, 0.0), starts)
     bmin = np.minimum.reduceat(low, starts)
     bmax = np.maximum.reduceat(high, starts)
-    nfinite = np.add.reduceat(finite.astype(np.int64), starts)
-    total = np.add.reduceat(np.where(finite, values, 0.0), starts)
-    bucket_of = np.repeat(np.arange(len(starts)), counts)
-    min_at = _first_true_per_bucket(low == bmin[bucket_of], bucket_of)
-    max_at = _first_true_per_bucket(high == bmax[bucket_of], bucket_of)
+    min_at = _first_per_bucket(np.flatnonzero(low == np.repeat(bmin, counts)), starts)
+    max_at = _first_per_bucket(np.flatnonzero(high == np.repeat(bmax, counts)), starts)
     has = nfinite > 0
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = np.where(has, total / np.maximum(nfinite, 1), np.nan)
@@ -64,11 +68,10 @@ def downsample(steps: np.ndarray, times: np.ndarray, values: np.ndarray, buckets
     }
 
 
-def _first_true_per_bucket(mask: np.ndarray, bucket_of: np.ndarray) -> np.ndarray:
-    """Index of the first True of each bucket (every bucket has one: its own extreme)."""
-    idx = np.flatnonzero(mask)
-    keep = np.r_[True, bucket_of[idx[1:]] != bucket_of[idx[:-1]]]
-    return idx[keep]
+def _first_per_bucket(idx: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """The first of the (sorted) indices ``idx`` in each bucket; every bucket has one (its own extreme)."""
+    bucket = np.searchsorted(starts, idx, side="right") - 1
+    return idx[np.r_[True, bucket[1:] != bucket[:-1]]]
 
 
 def _or_none(column: np.ndarray, has: np.ndarray) -> list[Any]:

@@ -10,13 +10,14 @@ from __future__ import annotations
 import logging
 
 from starlette.requests import ClientDisconnect
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from flightlog.errors import FlightlogError
 from flightlog.server.prometheus import ROUTE_KEY, Metrics
 from flightlog.server.responses import error_response
 
-__all__ = ["ErrorGuard"]
+__all__ = ["ErrorGuard", "render_exception"]
 
 log = logging.getLogger("flightlog.server")
 
@@ -49,14 +50,16 @@ class ErrorGuard:
             if started:  # the answer is on its way: nothing better to do than to log
                 log.exception("error while streaming %s %s", scope.get("method"), scope.get("path"))
                 return
-            if not isinstance(exc, FlightlogError):
-                log.exception("internal error on %s %s", scope.get("method"), scope.get("path"))
-                exc = FlightlogError(
-                    "internal server error: the server's log has the details (this is a bug; please report it)"
-                )
-                exc.code = "internal_error"
-            response = error_response(exc)
-            await response(scope, receive, send_wrapper)
+            await render_exception(exc, scope)(scope, receive, send_wrapper)
+
+
+def render_exception(exc: Exception, scope: Scope) -> Response:
+    """Our errors keep their status and words; anything else is a logged 500 that says so."""
+    if not isinstance(exc, FlightlogError):
+        log.error("internal error on %s %s", scope.get("method"), scope.get("path"), exc_info=exc)
+        exc = FlightlogError("internal server error: the server's log has the details (this is a bug; please report it)")
+        exc.code = "internal_error"
+    return error_response(exc)
 
 
 def _code_for(status: int) -> str:

@@ -23,6 +23,7 @@ from flightlog.server.blobs import check_artifact_path
 __all__ = ["check_record", "Bad"]
 
 _I64 = 2**63
+_LOG_COLUMNS = ("time", "stream", "level", "component", "message", "fields", "rank", "attempt", "stage")
 _decoder = msgspec.msgpack.Decoder()
 
 
@@ -137,20 +138,28 @@ def _logs(rec: dict[str, Any]) -> None:
         raise Bad("data must be the encoded log chunk (bytes)")
     try:
         cols = _decoder.decode(data)
-    except msgspec.DecodeError as exc:
+    except (msgspec.DecodeError, RecursionError) as exc:
         raise Bad(f"the log chunk does not decode: {exc}") from None
     if not isinstance(cols, dict):
         raise Bad("the log chunk must be a map of columns")
-    lengths = {len(v) for v in cols.values() if isinstance(v, list)}
-    required = ("time", "stream", "level", "message")
-    if any(not isinstance(cols.get(k), list) for k in required) or len(lengths) != 1:
-        raise Bad("the log chunk needs time, stream, level and message columns of one length")
+    if any(not isinstance(cols.get(k), list) for k in _LOG_COLUMNS) or len({len(cols[k]) for k in _LOG_COLUMNS}) != 1:
+        raise Bad(f"the log chunk needs the columns {', '.join(_LOG_COLUMNS)}, all of one length")
     for t in cols["time"]:
         _num(t, "log time")
-    for lvl in cols["level"]:
-        _int(lvl, "log level")
-    if not all(isinstance(m, str) for m in cols["message"]) or not all(isinstance(s, str) for s in cols["stream"]):
-        raise Bad("log messages and streams must be strings")
+    for name in ("level", "attempt"):
+        for value in cols[name]:
+            _int(value, f"log {name}")
+    for value in cols["rank"]:
+        _int(value, "log rank", none=True)
+    for name in ("message", "stream"):
+        if not all(isinstance(v, str) for v in cols[name]):
+            raise Bad(f"log {name}s must be strings")
+    for name in ("component", "stage"):
+        if not all(v is None or isinstance(v, str) for v in cols[name]):
+            raise Bad(f"log {name}s must be strings or null")
+    for value in cols["fields"]:
+        if value is not None:
+            _plain(_map(value, "log fields"), "log fields")
 
 
 def _spans(rec: dict[str, Any]) -> None:

@@ -52,8 +52,12 @@ register("sqlite", _sqlite)
 
 
 def _http(uri: str) -> Store:
-    from flightlog.transport.http_store import HttpStore
-
+    try:
+        from flightlog.transport.http_store import HttpStore
+    except ImportError as exc:
+        raise InvalidInput(
+            f"talking to a flightlog server needs httpx ({exc}): pip install 'flightlog[server]'"
+        ) from None
     return HttpStore(uri)
 
 

@@ -29,7 +29,8 @@ __all__ = ["RemoteSink", "open_remote_sink"]
 BASE_DELAY = 0.25
 MAX_DELAY = 5.0
 PATIENCE = 30.0
-_RETRYABLE_STATUS = frozenset({401, 403, 408, 425, 429})
+_AWAY_STATUS = frozenset({408, 425, 429})
+_REFUSED_STATUS = frozenset({401, 403})  # retried (a token can be fixed), but not waited for at the end
 
 
 class RemoteSink:
@@ -39,6 +40,7 @@ class RemoteSink:
         self.store = HttpStore(settings.url, token=settings.token, home=settings.home)
         self.patience = patience
         self.failures = 0
+        self.away = False  # the last failure was the server being away (worth waiting for at the end)
         self._next_try = 0.0
         self._random = random.Random()
 
@@ -52,10 +54,13 @@ class RemoteSink:
         try:
             result = self.store.ingest(records)
         except FlightlogError as exc:
-            if isinstance(exc, StoreUnavailable) or exc.http_status >= 500 or exc.http_status in _RETRYABLE_STATUS:
+            away = isinstance(exc, StoreUnavailable) or exc.http_status >= 500 or exc.http_status in _AWAY_STATUS
+            if away or exc.http_status in _REFUSED_STATUS:
+                self.away = away
                 self._backoff(now)
             raise
         self.failures = 0
+        self.away = False
         self._next_try = 0.0
         return result
 
@@ -67,7 +72,7 @@ class RemoteSink:
     def wait(self, deadline: float) -> bool:
         """Sleep until the next try is due (at the latest ``deadline``, monotonic); False once it passed."""
         now = time.monotonic()
-        if now >= deadline:
+        if now >= deadline or not self.away:
             return False
         until = min(self._next_try, deadline)
         if until > now:

@@ -17,7 +17,8 @@ class ServerEvent:
 
 def parse_events(lines: Iterable[str]) -> Iterator[ServerEvent]:
     """Events as the SSE specification frames them: fields until a blank line; comments skipped."""
-    event, data, last_id = "", [], None
+    event, last_id = "", None
+    data: list[str] = []
     for raw in lines:
         line = raw.rstrip("\r\n")
         if not line:

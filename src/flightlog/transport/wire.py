@@ -96,6 +96,8 @@ def decode_batch(data: bytes) -> list[Any]:
         doc = _decoder.decode(data)
     except msgspec.DecodeError as exc:
         raise InvalidInput(f"the body is not valid MessagePack: {exc}") from None
+    except RecursionError:
+        raise InvalidInput("the body is nested too deeply") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("records"), list):
         raise InvalidInput('the body must be a MessagePack map {"records": [record, ...]}')
     records: list[Any] = doc["records"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from flightlog.diagnose import api as diagnose_api
+from flightlog.server import alerts_routes
 from flightlog.server.operations import Operation
 from flightlog.server.routes import access, artifacts, events, ingest, meta, runs, stream
 
@@ -15,4 +17,6 @@ OPERATIONS: list[Operation] = [
     *events.OPERATIONS,
     *stream.OPERATIONS,
     *artifacts.OPERATIONS,
+    *diagnose_api.OPERATIONS,
+    *alerts_routes.OPERATIONS,
 ]

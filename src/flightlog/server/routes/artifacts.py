@@ -53,7 +53,7 @@ async def download_artifact(ctx: Ctx) -> Response:
     if digest is None:
         where = f" (it stays at {art.uri} on the machine that logged it)" if art.uri else ""
         raise NotFound(f"artifact {path!r} was recorded without its content{where}")
-    return ctx.state.blobs.response(digest, filename_of(path))  # type: ignore[no-any-return]
+    return ctx.state.blobs.response(digest, filename_of(path))
 
 
 async def upload_artifact(ctx: Ctx) -> Response:
@@ -90,7 +90,7 @@ async def get_blob(ctx: Ctx) -> Response:
     digest = check_digest(ctx.path("digest"))
     if ctx.principal.project is not None and not await ctx.call(ctx.store.has_digest, digest, ctx.principal.project):
         raise NotFound(f"no artifact of project {ctx.principal.project!r} has the content {digest[:12]}…")
-    return ctx.state.blobs.response(digest, digest)  # type: ignore[no-any-return]
+    return ctx.state.blobs.response(digest, digest)
 
 
 async def put_blob(ctx: Ctx) -> Response:

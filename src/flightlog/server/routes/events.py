@@ -24,7 +24,7 @@ from flightlog.transport.wire import MEDIA_TYPE, MEDIA_TYPES
 __all__ = ["OPERATIONS", "log_query", "LOG_FILTERS"]
 
 MAX_BUCKETS = 10_000
-MAX_JSON_POINTS = 200_000
+MAX_JSON_POINTS = 50_000
 MAX_LOG_PAGE = 10_000
 _msgpack = msgspec.msgpack.Encoder()
 

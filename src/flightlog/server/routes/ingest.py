@@ -11,7 +11,7 @@ from typing import Any
 
 from starlette.responses import Response
 
-from flightlog.errors import Forbidden
+from flightlog.errors import Forbidden, InvalidInput
 from flightlog.server.context import Ctx, UnsupportedMediaType
 from flightlog.server.operations import Operation, ok
 from flightlog.server.records import Bad, check_record
@@ -35,8 +35,6 @@ async def ingest(ctx: Ctx) -> Response:
     raw = await ctx.call(inflate, body, ctx.request.headers.get("content-encoding", ""), limit)
     records = await ctx.call(decode_batch, raw)
     if len(records) > MAX_RECORDS:
-        from flightlog.errors import InvalidInput
-
         raise InvalidInput(f"a batch holds at most {MAX_RECORDS} records, not {len(records)}: send smaller batches")
     good, skipped = _checked(records)
     if ctx.principal.project is not None:

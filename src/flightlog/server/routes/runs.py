@@ -53,7 +53,12 @@ async def search_runs(ctx: Ctx) -> Response:
     )
     more = len(runs) > limit
     runs = runs[:limit]
-    next_cursor = encode_cursor({"o": offset + limit, "t": snapshot, "h": fp}) if more and limit else None
+    next_cursor = None
+    if more and limit:
+        if cursor is None:  # the bound of later pages: now, or a newer run written by a clock ahead of ours
+            newest = await ctx.call(ctx.store.search_runs, project=project, filter=None, order_by="-created", limit=1)
+            snapshot = max([snapshot, *(r.created for r in newest if r.created is not None)])
+        next_cursor = encode_cursor({"o": offset + limit, "t": snapshot, "h": fp})
     return json_response({"runs": [run_json(r, detail=detail) for r in runs], "next_cursor": next_cursor})
 
 

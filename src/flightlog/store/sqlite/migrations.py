@@ -201,6 +201,56 @@ MIGRATIONS: list[list[str]] = [
             revoked REAL
         ) WITHOUT ROWID""",
     ],
+    # 3: alerts (flightlog.alerts). One row per episode of an alert (pending → firing →
+    # resolved); at most one open episode per identity (rule + labels), which is what makes
+    # concurrent evaluators agree on who fires and who notifies. Events keep the history.
+    [
+        """CREATE TABLE alerts (
+            id TEXT PRIMARY KEY,
+            fingerprint TEXT NOT NULL,  -- sha256 of rule + labels: the alert's identity
+            rule TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            severity TEXT NOT NULL,
+            labels TEXT NOT NULL,       -- JSON
+            run_id TEXT,                -- the run it is about (the latest run, for a group)
+            project TEXT,
+            state TEXT NOT NULL,        -- pending | firing | resolved
+            value REAL,
+            summary TEXT NOT NULL DEFAULT '',
+            evidence TEXT,              -- JSON
+            active_since REAL,
+            fired_at REAL,
+            resolved_at REAL,
+            resolved_reason TEXT,
+            notified_at REAL,           -- last firing notification claimed (repeats count from it)
+            resolved_notified_at REAL,
+            silenced_by TEXT,
+            updated REAL NOT NULL
+        )""",
+        "CREATE UNIQUE INDEX alerts_open ON alerts(fingerprint) WHERE state IN ('pending', 'firing')",
+        "CREATE INDEX alerts_fingerprint ON alerts(fingerprint)",
+        "CREATE INDEX alerts_run ON alerts(run_id, updated)",
+        "CREATE INDEX alerts_state ON alerts(state, updated)",
+        """CREATE TABLE alert_events (
+            id INTEGER PRIMARY KEY,
+            alert_id TEXT NOT NULL,
+            time REAL NOT NULL,
+            event TEXT NOT NULL,        -- pending | firing | resolved | notified | notify_failed | silenced
+            detail TEXT                 -- JSON
+        )""",
+        "CREATE INDEX alert_events_alert ON alert_events(alert_id, time)",
+        """CREATE TABLE alert_silences (
+            id TEXT PRIMARY KEY,
+            rule TEXT NOT NULL,         -- a rule name or a glob
+            matchers TEXT NOT NULL,     -- JSON: label -> value (globs allowed)
+            starts REAL NOT NULL,
+            ends REAL NOT NULL,
+            created REAL NOT NULL,
+            author TEXT,
+            comment TEXT
+        )""",
+        "CREATE INDEX alert_silences_ends ON alert_silences(ends)",
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

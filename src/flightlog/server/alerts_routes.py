@@ -1,0 +1,200 @@
+"""Alerts on the server: the API (``/api/v1/alerts``, silences, rule checks) and the background
+evaluation of every run that reports to this server (docs/alerting.md).
+
+The evaluation runs in one thread per server process, over the server's own store, with the
+rules of ``ServerConfig.alerts`` (when the config has it) else ``./flightlog.alerts.yaml``, else
+``HOME/alerts.yaml``. Several replicas on one store agree through the store's compare-and-set
+transitions: each alert fires, and is notified, once.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from starlette.responses import Response
+
+from flightlog.alerts.config import discover, load_config, parse_config
+from flightlog.alerts.silences import new_silence
+from flightlog.alerts.stores import open_alert_store
+from flightlog.alerts.yamlsource import RulesFileError
+from flightlog.errors import FlightlogError, InvalidInput, NotFound
+from flightlog.server.context import AppState, Ctx, forbid_other_project
+from flightlog.server.operations import Operation, Param, json_body, ok
+from flightlog.server.responses import json_response
+from flightlog.timefmt import parse_duration
+
+__all__ = ["OPERATIONS", "AlertService", "start_alert_service"]
+
+log = logging.getLogger("flightlog.server.alerts")
+_MAX_SILENCE = 10 * 365 * 86400.0
+
+
+def _store(ctx: Ctx) -> Any:
+    return open_alert_store(ctx.store)
+
+
+async def list_alerts(ctx: Ctx) -> Response:
+    q = ctx.query
+    project = forbid_other_project(ctx.principal, q.text("project", max_len=200))
+    state = q.choice("state", ("pending", "firing", "resolved"))
+    run_ref = q.text("run", max_len=200)
+    run_id = (await ctx.run(run_ref)).id if run_ref else None
+    alerts = await ctx.call(_store(ctx).alerts, state=state, run_id=run_id, project=project,
+                            rule=q.text("rule", max_len=200), limit=q.count("limit", default=100, max=10_000))
+    return json_response({"alerts": [a.to_dict() for a in alerts if ctx.principal.allows(a.project)]})
+
+
+async def alert_history(ctx: Ctx) -> Response:
+    q = ctx.query
+    run_ref = q.text("run", max_len=200)
+    run_id = (await ctx.run(run_ref)).id if run_ref else None
+    events = await ctx.call(_store(ctx).events, run_id=run_id, limit=q.count("limit", default=200, max=10_000))
+    visible = [e for e in events if ctx.principal.allows((e.get("labels") or {}).get("project"))]
+    return json_response({"events": visible})
+
+
+async def list_silences(ctx: Ctx) -> Response:
+    now = time.time()
+    silences = await ctx.call(_store(ctx).silences, include_expired=ctx.query.flag("all"), now=now)
+    return json_response({"silences": [s.to_dict(now) for s in silences
+                                       if ctx.principal.allows(s.matchers.get("project", ctx.principal.project))]})
+
+
+async def add_silence(ctx: Ctx) -> Response:
+    body = await ctx.json()
+    rule, duration = body.get("rule"), body.get("for")
+    if not isinstance(rule, str) or not rule.strip():
+        raise InvalidInput('a silence needs a rule: send {"rule": "gpu-idle", "for": "2h"}')
+    if isinstance(duration, (int, float)) and not isinstance(duration, bool):
+        seconds = float(duration)
+    elif isinstance(duration, str):
+        seconds = parse_duration(duration, what="for")
+    else:
+        raise InvalidInput('a silence needs "for": a duration such as "2h" (or seconds)')
+    if not 0 < seconds <= _MAX_SILENCE:
+        raise InvalidInput(f'"for" must be longer than 0s and at most {_MAX_SILENCE // 86400:.0f} days')
+    labels = body.get("labels") or {}
+    if not isinstance(labels, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in labels.items()):
+        raise InvalidInput('"labels" must be an object of text to text, e.g. {"run": "3f2a9c"}')
+    for name in ("comment", "author"):
+        if body.get(name) is not None and not isinstance(body.get(name), str):
+            raise InvalidInput(f'"{name}" must be text')
+    if ctx.principal.project is not None:  # a token of one project silences that project only
+        labels = {**labels, "project": ctx.principal.project}
+    silence = new_silence(rule, seconds, labels, author=body.get("author"), comment=body.get("comment"))
+    await ctx.call(_store(ctx).add_silence, silence)
+    return json_response(silence.to_dict(), status=201)
+
+
+async def end_silence(ctx: Ctx) -> Response:
+    silence_id = ctx.path("silence")
+    store = _store(ctx)
+    known = {s.id: s for s in await ctx.call(store.silences, include_expired=True)}
+    silence = known.get(silence_id)
+    if silence is None or not ctx.principal.allows(silence.matchers.get("project", ctx.principal.project)):
+        raise NotFound(f"no silence {silence_id!r}")
+    await ctx.call(store.expire_silence, silence_id)
+    return json_response({"id": silence_id, "ended": True})
+
+
+async def check_rules(ctx: Ctx) -> Response:
+    body = await ctx.json()
+    text = body.get("text")
+    if not isinstance(text, str):
+        raise InvalidInput('send the rules file as {"text": "..."}')
+    try:
+        config = parse_config(text, str(body.get("name") or "rules.yaml"))
+    except RulesFileError as exc:
+        return json_response({"ok": False, "problems": exc.details["problems"], "rules": []})
+    return json_response({"ok": True, "problems": [], "rules": [r.to_dict() for r in config.rules],
+                          "notifiers": [{"name": n.name, "kind": n.kind} for n in config.notifiers]})
+
+
+_LIST = {"type": "array", "items": {"type": "object"}}
+OPERATIONS = [
+    Operation("GET", "/alerts", list_alerts, "reader", "Alerts, newest first (pending, firing, resolved)", "alerts",
+              params=(
+                  Param("state", "query", {"type": "string", "enum": ["pending", "firing", "resolved"]}, "Only this state."),
+                  Param("run", "query", {"type": "string"}, "Only alerts about this run (id or prefix)."),
+                  Param("project", "query", {"type": "string"}, "Only this project."),
+                  Param("rule", "query", {"type": "string"}, "Only this rule."),
+                  Param("limit", "query", {"type": "integer", "minimum": 0, "maximum": 10000, "default": 100}, "At most."),
+              ),
+              responses={"200": ok("Alerts", {"type": "object", "properties": {"alerts": _LIST}})}),
+    Operation("GET", "/alerts/history", alert_history, "reader", "What happened to alerts, oldest first", "alerts",
+              params=(Param("run", "query", {"type": "string"}, "Only alerts about this run."),
+                      Param("limit", "query", {"type": "integer", "minimum": 0, "maximum": 10000}, "The latest events.")),
+              responses={"200": ok("Events", {"type": "object", "properties": {"events": _LIST}})}),
+    Operation("GET", "/alerts/silences", list_silences, "reader", "Silences in effect (all=true: also ended ones)", "alerts",
+              params=(Param("all", "query", {"type": "boolean", "default": False}, "Also the silences that ended."),),
+              responses={"200": ok("Silences", {"type": "object", "properties": {"silences": _LIST}})}),
+    Operation("POST", "/alerts/silences", add_silence, "writer", "Hold back the notifications of a rule for a while",
+              "alerts", body=json_body({"type": "object", "required": ["rule", "for"], "properties": {
+                  "rule": {"type": "string", "description": "A rule name or a glob."},
+                  "for": {"type": ["string", "number"], "description": "A duration (2h) or seconds."},
+                  "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+                  "comment": {"type": "string"}, "author": {"type": "string"}}}),
+              responses={"201": ok("The silence", {"type": "object"})}),
+    Operation("DELETE", "/alerts/silences/{silence}", end_silence, "writer", "End a silence now", "alerts",
+              params=(Param("silence", "path", {"type": "string"}, "The silence's id."),),
+              responses={"200": ok("Ended", {"type": "object"})}),
+    Operation("POST", "/alerts/rules/check", check_rules, "reader", "Check a rules file: every problem with its line",
+              "alerts", body=json_body({"type": "object", "required": ["text"], "properties": {
+                  "text": {"type": "string"}, "name": {"type": "string"}}}),
+              responses={"200": ok("The check", {"type": "object"})}),
+]
+
+
+class AlertService:
+    """Evaluates the rules over every run of the server's store, every ``settings.interval``."""
+
+    def __init__(self, state: AppState, path: Path) -> None:
+        from flightlog.alerts.service import build_engine
+        from flightlog.client import Client
+
+        self.path = path
+        self.config = load_config(path)
+        self.client = Client(home=state.config.home, store=state.config.store_uri)
+        self.engine, self.dispatcher = build_engine(self.client, self.config, say=log.warning)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="flightlog-alerts", daemon=True)
+
+    def start(self) -> AlertService:
+        log.info("evaluating %d alert rules from %s", len(self.config.rules), self.path)
+        self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.config.settings.interval):
+            try:
+                self.engine.cycle()
+            except Exception:  # noqa: BLE001 - alerting never takes the server down
+                log.exception("alert evaluation failed")
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self._stop.set()
+        self._thread.join(timeout=timeout)
+        self.dispatcher.close(timeout)
+        self.client.close()
+
+
+def start_alert_service(state: AppState) -> AlertService | None:
+    """The background evaluation, when a rules file is there; never fails the server."""
+    try:
+        path = discover(getattr(state.config, "alerts", None), home=state.config.home)
+        if path is None:
+            return None
+        service = AlertService(state, path)
+        if not service.config.rules:
+            service.stop(0)
+            return None
+        return service.start()
+    except FlightlogError as exc:
+        log.error("alerts are off: %s", exc.message)
+    except Exception:  # noqa: BLE001
+        log.exception("alerts are off")
+    return None

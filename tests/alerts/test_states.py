@@ -1,0 +1,106 @@
+"""The state machine and the router on the real embedded store: two evaluators on one store
+(a runner and a server sharing FLIGHTLOG_HOME) notify each alert once; repeats follow the
+repeat interval of the clock; a silence holds notifications back until it ends."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import flightlog
+from flightlog.alerts.config import parse_config
+from flightlog.alerts.dispatch import Dispatcher
+from flightlog.alerts.engine import AlertEngine
+from flightlog.alerts.feeds.sqlite import SqliteFeed
+from flightlog.alerts.lookup import Lookup
+from flightlog.alerts.silences import new_silence
+from flightlog.alerts.stores import open_alert_store
+from tests.alerts.conftest import Webhook
+from tests.alerts.test_kinds import sdk_run
+
+RULES = """
+settings:
+  repeat_interval: 60s
+rules:
+  - name: keeps-failing
+    kind: consecutive_failures
+    count: 2
+    severity: critical
+notifiers:
+  - kind: webhook
+    url: {url}
+    retries: 0
+"""
+
+
+def engine(home: Path, url: str, started: float) -> tuple[AlertEngine, Any]:
+    client = flightlog.Client(home=home)
+    config = parse_config(RULES.format(url=url), "rules.yaml")
+    store = open_alert_store(client.store)
+    eng = AlertEngine(config, SqliteFeed(client.store, started=started), store, Lookup(client.store),
+                      Dispatcher(store, threaded=False), load_run=None)
+    return eng, client
+
+
+def fail(home: Path) -> str:
+    return sdk_run(home, "run.finish('failed')", project="p", name="job")
+
+
+def test_two_evaluators_on_one_store_notify_once(ahome: Path, webhook: Webhook) -> None:
+    started = time.time()
+    a, client_a = engine(ahome, webhook.url, started)
+    b, client_b = engine(ahome, webhook.url, started)
+    a.cycle(), b.cycle()
+    fail(ahome)
+    second = fail(ahome)
+    changes_a, changes_b = a.cycle().changes, b.cycle().changes
+    assert [(c.new, c.alert.run_id) for c in changes_a + changes_b] == [("firing", second)]
+    assert webhook.alerts() == [("keeps-failing", "firing", "new")]
+    fail(ahome)  # a third failure: still the same alert, firing
+    a.cycle(), b.cycle()
+    assert len(webhook.payloads) == 1
+    sdk_run(ahome, "pass", project="p", name="job")  # a success ends the streak
+    resolved = b.cycle().changes + a.cycle().changes
+    assert [c.new for c in resolved] == ["resolved"]
+    assert webhook.alerts() == [("keeps-failing", "firing", "new"), ("keeps-failing", "resolved", "resolved")]
+    [alert] = open_alert_store(client_a.store).alerts()
+    assert alert.state == "resolved" and alert.resolved_reason == "succeeded" and alert.labels == {"project": "p", "name": "job"}
+    client_a.close()
+    client_b.close()
+
+
+def test_repeats_follow_the_repeat_interval(ahome: Path, webhook: Webhook) -> None:
+    started = time.time()
+    eng, client = engine(ahome, webhook.url, started)
+    fail(ahome)
+    fail(ahome)
+    now = time.time()
+    eng.cycle(now)
+    for offset, expected in ((10, 1), (59, 1), (61, 2), (62, 2), (100, 2), (122, 3)):
+        eng.cycle(now + offset)
+        assert len(webhook.payloads) == expected, offset
+    assert [reason for _, _, reason in webhook.alerts()] == ["new", "repeat", "repeat"]
+    assert webhook.payloads[1]["title"] == "[FIRING:1] (still firing) keeps-failing · p/job"
+    client.close()
+
+
+def test_a_silence_holds_notifications_until_it_ends(ahome: Path, webhook: Webhook) -> None:
+    started = time.time()
+    eng, client = engine(ahome, webhook.url, started)
+    store = open_alert_store(client.store)
+    silence = new_silence("keeps-*", 30, {"project": "p"})
+    store.add_silence(silence)
+    fail(ahome)
+    fail(ahome)
+    now = time.time()
+    assert [c.new for c in eng.cycle(now).changes] == ["firing"]
+    eng.cycle(now + 10)
+    assert webhook.payloads == []
+    [alert] = store.alerts()
+    assert alert.silenced_by == silence.id and alert.state == "firing"
+    eng.cycle(silence.ends + 1)  # the silence ended, the alert still fires: it is notified now
+    assert webhook.alerts() == [("keeps-failing", "firing", "new")]
+    events = [e["event"] for e in store.events()]
+    assert events == ["firing", "silenced", "notified"]
+    client.close()
