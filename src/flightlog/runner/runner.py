@@ -45,6 +45,15 @@ def say(message: str) -> None:
 
 
 @dataclass
+class _Sampling:
+    """One attempt's resource sampling: the thread, its sampler, and the running summary."""
+
+    thread: Any
+    sampler: Any
+    summary: Any
+
+
+@dataclass
 class AttemptResult:
     attempt: int
     outcome: Outcome
@@ -63,6 +72,7 @@ class Runner:
         self._received: int | None = None  # a signal sent to us, forwarded to the workload
         self._child: subprocess.Popen[bytes] | None = None
         self._first_start: float | None = None
+        self._noted: set[str] = set()
 
     # ── signals ─────────────────────────────────────────────────────────────
     def _install_signals(self) -> None:
@@ -200,7 +210,7 @@ class Runner:
         ).start()
         child.stdout.close()
         child.stderr.close()
-        sampler = self._start_sampler(run, child.pid, limit)
+        sampling = self._start_sampler(run, child.pid, limit)
         if self._first_start is None:
             self._first_start = started
             run._w.add_record("timeline", data={"process_start": started})
@@ -214,9 +224,9 @@ class Runner:
         else:
             _kill_group(child.pid, signal.SIGKILL)  # leftovers die with the entrypoint, as in a container
         self._child = None
-        if sampler is not None:
-            sampler.stop()
-            self._sample_summary(run, sampler)
+        if sampling is not None:
+            sampling.thread.stop()
+            self._sample_summary(run, sampling)
         oom_killed, oom = self._oom_facts(limit, returncode)
         if limit is not None:
             limit.close()
@@ -266,7 +276,7 @@ class Runner:
             say(message)
             return None, [message]
 
-    def _start_sampler(self, run: flightlog.Run, pid: int, limit: Any) -> Any:
+    def _start_sampler(self, run: flightlog.Run, pid: int, limit: Any) -> _Sampling | None:
         from flightlog.resources import ProcessTreeSampler, ResourceSummary, SamplerThread
 
         summary = ResourceSummary()
@@ -281,20 +291,18 @@ class Runner:
         except Exception as exc:
             say(f"resource sampling is off for this attempt: {exc}")
             return None
-        thread.summary = summary  # type: ignore[attr-defined]
-        thread.tree_sampler = sampler  # type: ignore[attr-defined]
-        return thread
+        return _Sampling(thread, sampler, summary)
 
-    def _sample_summary(self, run: flightlog.Run, thread: Any) -> None:
+    def _sample_summary(self, run: flightlog.Run, sampling: _Sampling) -> None:
         try:
-            thread.summary.add(thread.tree_sampler.sample())  # one last look at the end
+            sampling.summary.add(sampling.sampler.sample())  # one last look at the end
         except Exception:
             pass
-        data = thread.summary.to_dict()
+        data = sampling.summary.to_dict()
         run._w.add_record("evidence", kind="resources", name=f"summary-attempt-{run.attempt}", data=data)
-        for note in getattr(thread.tree_sampler, "notes", []):
-            if note not in getattr(self, "_noted", set()):
-                self._noted = getattr(self, "_noted", set()) | {note}
+        for note in sampling.sampler.notes:
+            if note not in self._noted:
+                self._noted.add(note)
                 run.note(note, author="flightlog")
 
     def _store_logs(self, run: flightlog.Run, batch: LogBatch) -> None:

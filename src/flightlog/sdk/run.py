@@ -267,13 +267,14 @@ class Run:
             return {"path": base, "kind": kind or "dir", "files": results, **summary}
         return results[0]
 
-    def _put(self, source: Path, rel: str, role: str, kind: str) -> dict[str, Any]:
+    def _put(self, source: Path, rel: str, role: str, kind: str, **extra: Any) -> dict[str, Any]:
         try:
             sha, size, uri = self._artifact_store().put_file(source)
         except OSError as exc:
             self._w._warn_once("artifact", f"cannot copy {source} into the artifact store ({exc}); recorded without content")
             sha, size, uri = None, source.stat().st_size, None
-        record = {"role": role, "kind": kind, "path": rel, "source": str(source), "size": size, "sha256": sha, "uri": uri}
+        record = {"role": role, "kind": kind, "path": rel, "source": str(source), "size": size, "sha256": sha,
+                  "uri": uri, **extra}
         self._w.add_record("artifact", attempt=self.attempt, **record)
         return record
 
@@ -309,8 +310,7 @@ class Run:
             raise FileNotFoundError(f"checkpoint: {path} does not exist")
         step = _check_step(step)
         if copy and source.is_file():
-            rec = self._put(source, source.name, "output", "checkpoint")
-            self._patch_last_artifact(step=step)
+            rec = self._put(source, source.name, "output", "checkpoint", step=step)
         else:
             size = source.stat().st_size if source.is_file() else sum(
                 p.stat().st_size for p in source.rglob("*") if p.is_file()
@@ -320,12 +320,6 @@ class Run:
             self._w.add_record("artifact", attempt=self.attempt, **rec)
         self._w.add_record("timeline", data={"last_checkpoint": _time()})
         return {**rec, "step": step}
-
-    def _patch_last_artifact(self, **fields: Any) -> None:
-        for rec in reversed(self._w.records):
-            if rec.get("k") == "artifact":
-                rec.update(fields)
-                return
 
     @property
     def resume_from(self) -> str | None:
