@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint bench bench-peers clean
+.PHONY: install ui demo test lint bench bench-peers clean
 
 $(STAMP): requirements.lock pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -12,12 +12,17 @@ $(STAMP): requirements.lock pyproject.toml
 	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
 	@touch $(STAMP)
 
-install: $(STAMP)
+install: $(STAMP) ui
+
+# the web UI, built into the package's static files (npm ci + vite; skipped when up to date)
+ui:
+	@scripts/setup-ui.sh
 
 demo: install
 	$(BIN)/python examples/demo.py
 
 test: install
+	@scripts/setup-ui.sh --browser
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 lint: install
@@ -29,6 +34,7 @@ bench: install
 	$(BIN)/python bench/many_runs.py
 	$(BIN)/python bench/capture_throughput.py
 	$(BIN)/python bench/runner_overhead.py
+	$(BIN)/python bench/ui_perf.py
 
 # Peers live in their own environment, never in the project's dependencies.
 bench-peers: install

@@ -56,6 +56,8 @@ def api_schema(fuzzed: tuple[RunningServer, str]) -> Any:
 
 def error_shape(ctx: Any, response: Any, case: Any) -> bool | None:
     """Every 4xx/5xx answer is {"error": {"code", "message", "details"}} with a message people can read."""
+    if response.status_code == 400 and response.content.startswith(b"Invalid HTTP request"):
+        return None  # uvicorn refused a malformed request (e.g. a header value HTTP forbids): it never reached the app
     if response.status_code < 400 or case.method.upper() == "HEAD":
         return None
     try:

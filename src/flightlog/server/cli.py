@@ -72,6 +72,8 @@ def server_cmd(ctx: click.Context, host: str, port: int, home: str | None, auth:
                                        proxy_headers=True, forwarded_allow_ips=forwarded_allow_ips), app)
         try:
             server.run(sockets=[sock])
+        except KeyboardInterrupt:
+            pass  # Ctrl-C is how a foreground server ends (uvicorn re-raises the signal once it has drained)
         finally:
             sock.close()
     finally:

@@ -1,0 +1,333 @@
+// Overview: how the run went (times, exit, the failure card, diagnosis findings), what it was
+// given (params, tags, inputs, runtime context) and what people noted about it.
+import { useState } from "preact/hooks";
+import { ApiError, get, send } from "../../api";
+import { RunAlerts } from "../../components/Alerts";
+import { Card, Empty, ErrorBox, FINISHED, KV, Loading } from "../../components/ui";
+import { fmtBytes, fmtDuration, fmtTime, fmtValue, shellJoin, shortId, signalName } from "../../format";
+import { useAsync, useStored } from "../../hooks";
+import { Link, paths } from "../../router";
+import type { Context, Diagnosis, Lineage, Note, Run } from "../../types";
+
+export function Overview({ run }: { run: Run }) {
+  return (
+    <div class="overview">
+      <div class="grid-2">
+        <Summary run={run} />
+        {run.failure ? <FailureCard run={run} /> : <Outcome run={run} />}
+      </div>
+      <DiagnosisCard run={run} />
+      <RunAlerts runId={run.id} />
+      <div class="grid-2">
+        <Params run={run} />
+        <NotesCard run={run} />
+      </div>
+      <div class="grid-2">
+        <InputsOutputs run={run} />
+        <ContextCard run={run} />
+      </div>
+    </div>
+  );
+}
+
+function Summary({ run }: { run: Run }) {
+  const tl = run.timeline ?? {};
+  const rows: [string, string][] = [
+    ["Created", fmtTime(run.created, { millis: true })],
+    ["Queued", fmtTime(run.queued, { millis: true })],
+    ["Started", fmtTime(run.started, { millis: true })],
+    ["First step", fmtTime(tl.first_metric, { millis: true })],
+    ["Ended", fmtTime(run.ended, { millis: true })],
+    ["Duration", fmtDuration(run.duration)],
+  ];
+  if (run.queue_wait !== null) rows.push(["Queue wait", fmtDuration(run.queue_wait)]);
+  rows.push(["Exit", exitText(run)]);
+  if (run.attempt > 1) rows.push(["Attempt", String(run.attempt)]);
+  if (run.host) rows.push(["Host", `${run.host}${run.pid ? ` (pid ${run.pid})` : ""}`]);
+  const c = run.counters ?? {};
+  const dropped = Object.entries(c).filter(([k, v]) => /drop/.test(k) && v > 0);
+  for (const [k, v] of dropped) rows.push([k.replace(/_/g, " "), String(v)]);
+  return (
+    <Card title="Run" class="summary-card">
+      <KV rows={rows} />
+      {Object.keys(run.tags).length ? (
+        <div class="tags">
+          {Object.entries(run.tags).map(([k, v]) => (
+            <Link key={k} class="tag" to={paths.runs(run.project, { filter: `tags.${/^[\w./-]+$/.test(k) ? k : "`" + k + "`"} = '${v.replace(/\\/g, "\\\\").replace(/'/g, "\\'")}'` })}
+              title="runs with this tag">{k}={v}</Link>
+          ))}
+        </div>
+      ) : null}
+    </Card>
+  );
+}
+
+function exitText(run: Run): string {
+  const parts: string[] = [];
+  if (run.exit_code !== null) parts.push(`exit code ${run.exit_code}`);
+  if (run.signal !== null) parts.push(signalName(run.signal));
+  if (run.end_reason) parts.push(`(${run.end_reason.replace(/_/g, " ")})`);
+  return parts.join(" ") || (FINISHED.has(run.status) ? "—" : "still running");
+}
+
+function Outcome({ run }: { run: Run }) {
+  const ms = run.metric_summaries ?? {};
+  const names = Object.keys(ms).slice(0, 8);
+  return (
+    <Card title="Latest metrics">
+      {names.length ? (
+        <KV rows={names.map((n) => [n, fmtValue(ms[n].last as number)])} />
+      ) : <Empty>No metrics logged.</Empty>}
+      {names.length ? <p><Link to={paths.run(run.project, run.id, "metrics")}>All charts →</Link></p> : null}
+    </Card>
+  );
+}
+
+function FailureCard({ run }: { run: Run }) {
+  const f = run.failure!;
+  const frames = (f.frames ?? []).slice(-4).reverse();
+  const lines = f.last_lines ?? [];
+  return (
+    <Card title="Failure" class="failure-card" id="failure">
+      <div class="failure-head">
+        <span class="exception" id="failure-exception">{f.exception || "The run failed"}</span>
+        {f.category ? <span class="chip chip-danger">{f.category.replace(/_/g, " ")}</span> : null}
+      </div>
+      {f.message ? <pre class="failure-message" id="failure-message">{f.message}</pre> : null}
+      {frames.length ? (
+        <div class="frames">
+          <div class="muted small">Innermost frames (innermost first)</div>
+          <ol class="frame-list">
+            {frames.map((fr, i) => (
+              <li key={i} class="frame">
+                <span class="mono">{fr.file}:{fr.line ?? "?"}</span> <span class="muted">in</span> <span class="mono strong">{fr.function}</span>
+                {fr.code ? <pre class="frame-code">{fr.code}</pre> : null}
+              </li>
+            ))}
+          </ol>
+        </div>
+      ) : null}
+      {f.traceback ? (
+        <details class="traceback">
+          <summary>Full traceback</summary>
+          <pre id="failure-traceback">{f.traceback}</pre>
+        </details>
+      ) : null}
+      {lines.length ? (
+        <details class="last-lines" open={!frames.length}>
+          <summary>Last log lines</summary>
+          <pre>{lines.join("\n")}</pre>
+        </details>
+      ) : null}
+      <p class="small">
+        <Link to={paths.run(run.project, run.id, "logs", { level: "warning" })}>Warnings and errors in the logs →</Link>
+      </p>
+    </Card>
+  );
+}
+
+function DiagnosisCard({ run }: { run: Run }) {
+  const finished = FINISHED.has(run.status);
+  const diag = useAsync((signal) => get<Diagnosis>(`runs/${run.id}/diagnosis`, undefined, signal), [run.id, run.status]);
+  if (diag.error instanceof ApiError && diag.error.noRoute) return null; // this server has no diagnosis
+  if (!finished && !diag.data) return null;
+  const findings = (diag.data?.findings ?? []).filter((f) => f.confidence >= 0.3);
+  return (
+    <Card title="Diagnosis" id="diagnosis" actions={diag.data ? (
+      <span class="muted small">
+        kind: {diag.data.kind}
+        {baselineOf(diag.data) ? <> · <Link to={paths.compare(run.project, [baselineOf(diag.data)!, run.id])}>compare with its baseline</Link></> : null}
+      </span>
+    ) : null}>
+      {diag.error ? <ErrorBox error={diag.error} what="the diagnosis" /> : null}
+      {diag.loading && !diag.data ? <Loading what="the diagnosis" /> : null}
+      {diag.data && !findings.length ? <p class="muted">No likely problem found.</p> : null}
+      <ol class="findings">
+        {findings.map((f, i) => (
+          <li key={i} class="finding" data-category={f.category}>
+            <div class="finding-head">
+              <span class={`chip ${f.confidence >= 0.5 ? "chip-danger" : ""}`}>{f.category.replace(/_/g, " ")}</span>
+              <span class="confidence" title="confidence">
+                <span class="bar"><span style={{ width: `${Math.round(f.confidence * 100)}%` }} /></span>
+                {Math.round(f.confidence * 100)}%
+              </span>
+            </div>
+            <p class="finding-summary">{f.summary}</p>
+            {f.evidence?.length ? (
+              <ul class="evidence">
+                {f.evidence.slice(0, 6).map((e, j) => (
+                  <li key={j}><span class="chip">{e.source}</span> {e.detail}{e.at ? <span class="muted small"> · {fmtTime(e.at, { millis: true })}</span> : null}</li>
+                ))}
+              </ul>
+            ) : null}
+            {f.next_steps?.length ? (
+              <div class="next-steps">
+                <div class="muted small">Next steps</div>
+                <ul>{f.next_steps.map((s, j) => <li key={j}>{s}</li>)}</ul>
+              </div>
+            ) : null}
+          </li>
+        ))}
+      </ol>
+    </Card>
+  );
+}
+
+function baselineOf(d: Diagnosis): string | null {
+  const b = d.baseline as { baseline?: unknown } | string | null | undefined;
+  const id = typeof b === "string" ? b : b && typeof b.baseline === "string" ? b.baseline : null;
+  return id && id !== d.run ? id : null;
+}
+
+function Params({ run }: { run: Run }) {
+  const [search, setSearch] = useState("");
+  const entries = Object.entries(run.params).sort((a, b) => a[0].localeCompare(b[0]));
+  const shown = entries.filter(([k, v]) => !search || k.toLowerCase().includes(search.toLowerCase()) || fmtValue(v).toLowerCase().includes(search.toLowerCase()));
+  return (
+    <Card title={`Params (${entries.length})`} id="params" actions={entries.length > 12 ? (
+      <input type="search" class="small-input" placeholder="Find" value={search} onInput={(e) => setSearch((e.target as HTMLInputElement).value)} />
+    ) : null}>
+      {entries.length ? (
+        <table class="table compact params-table">
+          <tbody>
+            {shown.map(([k, v]) => (
+              <tr key={k}><th class="mono">{k}</th><td class="mono">{fmtValue(v)}</td></tr>
+            ))}
+          </tbody>
+        </table>
+      ) : <Empty>No params logged.</Empty>}
+    </Card>
+  );
+}
+
+function NotesCard({ run }: { run: Run }) {
+  const notes = useAsync((signal) => get<{ notes: Note[] }>(`runs/${run.id}/notes`, undefined, signal), [run.id]);
+  const [text, setText] = useState("");
+  const [author, setAuthor] = useStored("flightlog.author", "");
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const add = async (e: Event) => {
+    e.preventDefault();
+    if (!text.trim()) return;
+    setBusy(true);
+    setError(null);
+    try {
+      const note = await send<Note>("POST", `runs/${run.id}/notes`, { text, author: author.trim() || null });
+      notes.set({ notes: [...(notes.data?.notes ?? []), note] });
+      setText("");
+    } catch (err) {
+      setError(err instanceof Error ? err.message : String(err));
+    } finally {
+      setBusy(false);
+    }
+  };
+  const list = notes.data?.notes ?? [];
+  return (
+    <Card title={`Notes (${list.length})`} id="notes">
+      {notes.error ? <ErrorBox error={notes.error} what="notes" /> : null}
+      <ul class="notes">
+        {list.map((n) => (
+          <li key={n.id} class="note">
+            <div class="note-meta muted small">{n.author || "anonymous"} · {fmtTime(n.time)}</div>
+            <div class="note-text">{n.text}</div>
+          </li>
+        ))}
+      </ul>
+      {!list.length && notes.data ? <p class="muted">No notes yet: keep hypotheses and evidence with the run.</p> : null}
+      <form class="note-form" onSubmit={add}>
+        <textarea name="note" placeholder="Add a note (a hypothesis, what you tried, what you found)" value={text} rows={3}
+          onInput={(e) => setText((e.target as HTMLTextAreaElement).value)} />
+        <div class="note-form-row">
+          <input name="author" placeholder="Your name (optional)" value={author} onInput={(e) => setAuthor((e.target as HTMLInputElement).value)} />
+          <button class="btn btn-primary" type="submit" disabled={busy || !text.trim()}>Add note</button>
+        </div>
+        {error ? <p class="form-error" role="alert">{error}</p> : null}
+      </form>
+    </Card>
+  );
+}
+
+function InputsOutputs({ run }: { run: Run }) {
+  const lin = useAsync((signal) => get<Lineage>(`runs/${run.id}/lineage`, undefined, signal), [run.id, run.status]);
+  const runLinks = (ids: string[], label: string) => ids.length ? (
+    <span class="small"> · {label} {ids.slice(0, 5).map((id, i) => <span key={id}>{i ? ", " : ""}<Link to={`runs/${id}`}>{shortId(id)}</Link></span>)}{ids.length > 5 ? ` and ${ids.length - 5} more` : ""}</span>
+  ) : null;
+  return (
+    <Card title="Inputs and outputs" id="io" actions={<Link to={paths.run(run.project, run.id, "artifacts")} class="small">Artifacts and lineage →</Link>}>
+      {lin.error ? <ErrorBox error={lin.error} what="lineage" /> : null}
+      {!lin.data && !lin.error ? <Loading /> : null}
+      {lin.data ? (
+        <>
+          <h3 class="sub">Inputs</h3>
+          {lin.data.inputs.length ? (
+            <ul class="io-list">
+              {lin.data.inputs.map(({ artifact: a, produced_by }) => (
+                <li key={a.id}><span class="mono">{a.path}</span> <span class="muted small">{a.kind ?? ""} {fmtBytes(a.size)} {a.sha256 ? shortId(a.sha256) : ""}</span>
+                  {runLinks(produced_by, "made by")}</li>
+              ))}
+            </ul>
+          ) : <p class="muted">No inputs recorded.</p>}
+          <h3 class="sub">Outputs</h3>
+          {lin.data.outputs.length ? (
+            <ul class="io-list">
+              {lin.data.outputs.slice(0, 30).map(({ artifact: a, used_by }) => (
+                <li key={a.id}><span class="mono">{a.path}</span> <span class="muted small">{a.kind ?? ""} {fmtBytes(a.size)}{a.step !== null ? ` · step ${a.step}` : ""}</span>
+                  {runLinks(used_by, "used by")}</li>
+              ))}
+              {lin.data.outputs.length > 30 ? <li class="muted">and {lin.data.outputs.length - 30} more</li> : null}
+            </ul>
+          ) : <p class="muted">No outputs recorded.</p>}
+        </>
+      ) : null}
+    </Card>
+  );
+}
+
+function ContextCard({ run }: { run: Run }) {
+  const ctx = useAsync((signal) => get<Context>(`runs/${run.id}/context`, undefined, signal), [run.id]);
+  const [pkgSearch, setPkgSearch] = useState("");
+  const c = ctx.data;
+  return (
+    <Card title="Runtime context" id="context">
+      {ctx.error ? <ErrorBox error={ctx.error} what="the context" /> : null}
+      {!c && !ctx.error ? <Loading /> : null}
+      {c && !Object.keys(c).length ? <p class="muted">No runtime context was recorded.</p> : null}
+      {c && Object.keys(c).length ? (
+        <>
+          <KV rows={[
+            ["Commit", c.git?.commit ? (
+              <span class="mono" title={c.git.commit}>{c.git.commit.slice(0, 12)}{c.git.dirty ? <span class="chip chip-warn" title={c.git.diff_sha256 ? `diff ${c.git.diff_sha256}` : ""}>dirty</span> : null}{c.git.branch ? <span class="muted"> on {c.git.branch}</span> : null}</span>
+            ) : "—"],
+            ["Command", c.command ? <code class="mono wrap">{shellJoin(c.command)}</code> : "—"],
+            ["Working dir", c.cwd ? <span class="mono">{c.cwd}</span> : "—"],
+            ["Host", `${c.host ?? "—"}${c.user ? ` (user ${c.user})` : ""}${c.cpu_count ? ` · ${c.cpu_count} CPUs` : ""}`],
+            ["Python", `${c.python ?? "—"}${c.python_executable ? ` · ${c.python_executable}` : ""}`],
+            ["Platform", c.platform ?? "—"],
+            ...(c.container && Object.keys(c.container).length ? [["Container", <span class="mono">{JSON.stringify(c.container)}</span>] as [string, preact.ComponentChildren]] : []),
+            ...(c.env && Object.keys(c.env).length ? [["Environment", <span class="mono small wrap">{Object.entries(c.env).map(([k, v]) => `${k}=${v}`).join("  ")}</span>] as [string, preact.ComponentChildren]] : []),
+          ]} />
+          {c.git?.changed_files?.length ? (
+            <details class="changed-files">
+              <summary>{c.git.changed_files.length} uncommitted file{c.git.changed_files.length === 1 ? "" : "s"}</summary>
+              <ul class="mono small">{c.git.changed_files.slice(0, 200).map((f) => <li key={f}>{f}</li>)}</ul>
+            </details>
+          ) : null}
+          {c.packages && Object.keys(c.packages).length ? (
+            <details class="packages">
+              <summary>{Object.keys(c.packages).length} installed packages</summary>
+              <input type="search" class="small-input" placeholder="Find a package" value={pkgSearch}
+                onInput={(e) => setPkgSearch((e.target as HTMLInputElement).value)} />
+              <table class="table compact mono small">
+                <tbody>
+                  {Object.entries(c.packages).filter(([k]) => k.toLowerCase().includes(pkgSearch.toLowerCase())).map(([k, v]) => (
+                    <tr key={k}><td>{k}</td><td>{v}</td></tr>
+                  ))}
+                </tbody>
+              </table>
+            </details>
+          ) : null}
+        </>
+      ) : null}
+    </Card>
+  );
+}

@@ -1,0 +1,287 @@
+// The JSON shapes of flightlog's HTTP API v1 (docs/server.md, /api/v1/openapi.json).
+
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+/** Numbers that were NaN or infinite arrive as the strings "NaN", "Infinity", "-Infinity". */
+export type JsonNumber = number | string | null;
+
+export interface Project {
+  name: string;
+  runs: number;
+  last_created: string | null;
+  running: number;
+  failed: number;
+}
+
+export interface Frame {
+  file: string;
+  line: number | null;
+  function: string;
+  code?: string | null;
+}
+
+export interface Failure {
+  exception?: string | null;
+  message?: string | null;
+  frames?: Frame[];
+  traceback?: string | null;
+  category?: string | null;
+  exit_code?: number | null;
+  signal?: number | null;
+  end_reason?: string | null;
+  last_lines?: string[];
+  [key: string]: unknown;
+}
+
+export interface MetricSummary {
+  name: string;
+  count: number;
+  nonfinite: number;
+  min: JsonNumber;
+  max: JsonNumber;
+  last: JsonNumber;
+  last_step: number | null;
+  first_step: number | null;
+  first_time: string | null;
+  last_time: string | null;
+}
+
+export interface Run {
+  id: string;
+  project: string;
+  name: string | null;
+  status: string;
+  end_reason: string | null;
+  parent_id: string | null;
+  attempt: number;
+  exit_code: number | null;
+  signal: number | null;
+  duration: number | null;
+  queue_wait: number | null;
+  created: string | null;
+  queued: string | null;
+  started: string | null;
+  ended: string | null;
+  params: Record<string, Json>;
+  tags: Record<string, string>;
+  metrics: Record<string, JsonNumber>;
+  host?: string | null;
+  pid?: number | null;
+  updated?: string | null;
+  failure?: Failure | null;
+  timeline?: Record<string, string>;
+  metric_summaries?: Record<string, MetricSummary>;
+  counters?: Record<string, number>;
+}
+
+export interface RunPage {
+  runs: Run[];
+  next_cursor: string | null;
+}
+
+export interface LogEvent {
+  time: string;
+  stream: string;
+  level: string;
+  level_no?: number;
+  component: string | null;
+  message: string;
+  fields: Record<string, Json> | null;
+  rank: number | null;
+  attempt: number;
+  stage: string | null;
+}
+
+export interface LogPage {
+  events: LogEvent[];
+  next_cursor: string | null;
+}
+
+export interface Buckets {
+  name: string;
+  points: number;
+  buckets: number;
+  step: number[];
+  step_end: number[];
+  time: string[];
+  count: number[];
+  nonfinite: number[];
+  min: JsonNumber[];
+  min_step: (number | null)[];
+  max: JsonNumber[];
+  max_step: (number | null)[];
+  mean: JsonNumber[];
+  first: JsonNumber[];
+  last: JsonNumber[];
+}
+
+export interface Gpu {
+  index: number;
+  name?: string | null;
+  utilization_percent?: number | null;
+  memory_used_bytes?: number | null;
+  memory_total_bytes?: number | null;
+  power_watts?: number | null;
+  temperature_c?: number | null;
+  process_memory_bytes?: number | null;
+}
+
+export interface ResourceSample {
+  time: number;
+  cpu_percent?: number | null;
+  cpu_seconds?: number | null;
+  rss_bytes?: number | null;
+  threads?: number | null;
+  cpu_count?: number | null;
+  disk_read_bytes?: number | null;
+  disk_write_bytes?: number | null;
+  net_sent_bytes?: number | null;
+  net_recv_bytes?: number | null;
+  host_memory_total?: number | null;
+  cgroup_memory_usage?: number | null;
+  cgroup_memory_limit?: number | null;
+  gpus?: Gpu[];
+  [key: string]: unknown;
+}
+
+export interface Span {
+  name: string;
+  start: string;
+  end: string;
+  duration: number;
+  attempt: number;
+  sampled: boolean;
+  attrs: Record<string, Json> | null;
+}
+
+export interface Stage {
+  name: string;
+  count: number;
+  total: number;
+  mean: number;
+  min: number;
+  max: number;
+  first_start: string | null;
+  last_end: string | null;
+  hist: number[];
+  spans: Span[];
+}
+
+export interface Artifact {
+  id: string;
+  run_id: string;
+  role: "input" | "output" | string;
+  kind: string | null;
+  path: string;
+  source: string | null;
+  size: number | null;
+  sha256: string | null;
+  uri: string | null;
+  step: number | null;
+  time: string;
+  attempt: number;
+  meta: Record<string, Json> | null;
+}
+
+export interface Lineage {
+  run: string;
+  parent: string | null;
+  children: string[];
+  inputs: { artifact: Artifact; produced_by: string[] }[];
+  outputs: { artifact: Artifact; used_by: string[] }[];
+}
+
+export interface Note {
+  id: string;
+  run_id: string;
+  time: string;
+  author: string | null;
+  text: string;
+}
+
+export interface Evidence {
+  kind: string;
+  name: string;
+  time: string;
+  data: Record<string, Json>;
+}
+
+export interface Context {
+  python?: string;
+  python_executable?: string;
+  platform?: string;
+  host?: string;
+  user?: string;
+  cpu_count?: number;
+  packages?: Record<string, string>;
+  container?: Record<string, Json> | null;
+  git?: {
+    commit?: string;
+    dirty?: boolean;
+    branch?: string;
+    root?: string;
+    diff_sha256?: string;
+    changed_files?: string[];
+    remote?: string;
+  } | null;
+  command?: string[];
+  cwd?: string;
+  pid?: number;
+  env?: Record<string, string>;
+  [key: string]: unknown;
+}
+
+export interface Finding {
+  category: string;
+  confidence: number;
+  summary: string;
+  evidence?: { source: string; detail: string; at?: string | null }[];
+  next_steps?: string[];
+  [key: string]: unknown;
+}
+
+export interface Diagnosis {
+  run: string;
+  status: string;
+  kind: string;
+  findings: Finding[];
+  baseline?: unknown;
+  [key: string]: unknown;
+}
+
+export interface Principal {
+  role: string;
+  project: string | null;
+  token_id: string | null;
+  via: string;
+  auth: boolean;
+}
+
+/** An alert (docs/alerting.md: GET api/v1/alerts). */
+export interface Alert {
+  id: string;
+  rule: string;
+  kind: string;
+  severity: string;
+  state: "pending" | "firing" | "resolved" | string;
+  labels: Record<string, string>;
+  run_id: string | null;
+  project: string | null;
+  value: JsonNumber;
+  summary: string;
+  active_since: string | null;
+  fired_at: string | null;
+  resolved_at: string | null;
+  resolved_reason: string | null;
+  silenced_by: string | null;
+}
+
+/** What happened to an alert (GET api/v1/alerts/history). */
+export interface AlertEvent {
+  alert_id: string;
+  time: string;
+  event: string;
+  detail: Record<string, Json>;
+  rule: string | null;
+  run_id: string | null;
+}

@@ -1,0 +1,129 @@
+"""Browser tests of the web UI: Playwright driving Debian's headless Chromium against a real
+flightlog server (uvicorn in a thread) over runs made by the SDK and `flightlog run`.
+
+The runs are made once per test process (``seeded``); each test gets a fresh browser context
+(``page``), fails on any uncaught JavaScript error, and may save screenshots with ``shot`` into
+test-artifacts/ui/. `make test` installs chromium and builds the UI (scripts/setup-ui.sh).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flightlog.server import ui
+from tests.ui.workloads import ROOT, Seeded, seed
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
+ARTIFACTS = ROOT / "test-artifacts" / "ui"
+TIMEOUT_MS = 15_000
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    if not os.path.exists(CHROMIUM):
+        skip = pytest.mark.skip(reason=f"{CHROMIUM} is missing: scripts/setup-ui.sh --browser installs it")
+        for item in items:
+            if "ui" in item.nodeid.split("/"):
+                item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def built_ui() -> Path:
+    """The built UI; built here when it is missing (scripts/setup-ui.sh is idempotent)."""
+    if not (ui.STATIC / "index.html").exists():
+        subprocess.run([str(ROOT / "scripts" / "setup-ui.sh")], check=False, timeout=600)
+    if not (ui.STATIC / "index.html").exists():
+        pytest.fail("the web UI is not built and could not be: run scripts/setup-ui.sh (it needs Node.js and npm)")
+    return ui.STATIC
+
+
+@pytest.fixture(scope="session")
+def clean_env() -> Iterator[None]:
+    with pytest.MonkeyPatch.context() as mp:
+        for name in [n for n in os.environ if n.startswith("FLIGHTLOG_")]:
+            mp.delenv(name)
+        yield
+
+
+@pytest.fixture(scope="session")
+def seeded(tmp_path_factory: pytest.TempPathFactory, clean_env: None, built_ui: Path) -> Seeded:
+    return seed(tmp_path_factory.mktemp("ui"))
+
+
+ALERT_RULES = """\
+settings:
+  interval: 1s
+  lookback: 1d
+rules:
+  - name: sweep-failed
+    kind: consecutive_failures
+    count: 1
+    project: sweep
+    severity: critical
+  - name: broken-environment
+    kind: diagnosis
+    categories: [missing_file]
+    project: vision
+"""
+
+
+@pytest.fixture(scope="session")
+def server(seeded: Seeded) -> Iterator[Any]:
+    """The server over the seeded store; it evaluates ALERT_RULES in the background (docs/alerting.md)."""
+    from flightlog.server.testing import serve_in_thread
+
+    (seeded.home / "alerts.yaml").write_text(ALERT_RULES)
+    with serve_in_thread(seeded.home) as running:
+        yield running
+
+
+@pytest.fixture(scope="package")
+def browser() -> Iterator[Any]:
+    """Chromium, closed when this package's tests are done (its processes would otherwise count
+    as children of the test process in other packages' tests)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser: Any, server: Any) -> Iterator[Any]:
+    """A fresh browser context on the server; any uncaught script error fails the test."""
+    context = browser.new_context(viewport={"width": 1400, "height": 900}, base_url=server.url, accept_downloads=True)
+    context.set_default_timeout(TIMEOUT_MS)
+    pg = context.new_page()
+    errors: list[str] = []
+    dialogs: list[str] = []
+    pg.on("pageerror", lambda exc: errors.append(str(exc)))
+    pg.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    yield pg
+    context.close()
+    assert not errors, f"uncaught errors in the page: {errors}"
+    assert not dialogs, f"a dialog was opened (script ran from a workload value?): {dialogs}"
+
+
+@pytest.fixture
+def shot() -> Callable[[Any, str], Path]:
+    """Save a screenshot of the page (or an element) as a test artifact."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+
+    def take(target: Any, name: str, full_page: bool = True) -> Path:
+        path = ARTIFACTS / f"{name}.png"
+        if hasattr(target, "goto"):
+            target.screenshot(path=str(path), full_page=full_page)
+        else:
+            target.screenshot(path=str(path))
+        return path
+
+    return take
+
