@@ -10,6 +10,7 @@ which counts offending values and keeps the first few rows; table checks live in
 
 from __future__ import annotations
 
+import abc
 import datetime as dt
 import math
 from collections.abc import Iterable
@@ -80,7 +81,7 @@ def jsonable(v: Any) -> Any:
     return str(v)
 
 
-class Expectation:
+class Expectation(abc.ABC):
     """Base: one assumption. Subclasses set ``name`` and implement the three steps."""
 
     name: ClassVar[str] = "expectation"
@@ -91,14 +92,17 @@ class Expectation:
     def start(self) -> Any:
         return {"bad": 0, "seen": 0, "examples": []}
 
+    @abc.abstractmethod
     def feed(self, state: Any, batch: pa.RecordBatch, offset: int) -> None:
-        raise NotImplementedError
+        """Implemented by each subclass."""
 
+    @abc.abstractmethod
     def finish(self, state: Any, rows: int) -> Result:
-        raise NotImplementedError
+        """Implemented by each subclass."""
 
+    @abc.abstractmethod
     def describe(self) -> str:
-        raise NotImplementedError
+        """Implemented by each subclass."""
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.describe()}>"
@@ -120,7 +124,8 @@ class ColumnCheck(Expectation):
         return batch.column(i) if i >= 0 else None
 
     def bad_mask(self, arr: pa.Array) -> pa.Array:
-        raise NotImplementedError
+        """Which values offend (true: bad); checks that look at whole batches override `feed` instead."""
+        raise TypeError(f"{type(self).__name__} defines neither bad_mask nor feed")
 
     def feed(self, state: Any, batch: pa.RecordBatch, offset: int) -> None:
         arr = self._column(batch)

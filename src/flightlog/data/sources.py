@@ -15,6 +15,7 @@ failing.
 
 from __future__ import annotations
 
+import abc
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -79,15 +80,16 @@ def type_name(t: pa.DataType) -> str:
     return str(t)
 
 
-class Source:
+class Source(abc.ABC):
     """A named, re-iterable stream of record batches."""
 
     name: str = "<data>"
     #: Total size in bytes when known (files), for progress and for reports.
     size_bytes: int | None = None
 
+    @abc.abstractmethod
     def batches(self) -> Iterator[pa.RecordBatch]:
-        raise NotImplementedError
+        """Implemented by each subclass."""
 
     def force_type(self, column: str, t: pa.DataType) -> bool:
         """Read ``column`` as ``t`` from now on; False when this source cannot do that."""

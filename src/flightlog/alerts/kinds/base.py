@@ -7,6 +7,7 @@ threshold evaluator computes each window aggregate once for every rule that shar
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -56,7 +57,7 @@ class Evaluator(Protocol):
     def forget(self, run_id: str) -> None: ...
 
 
-class PerRun:
+class PerRun(abc.ABC):
     """Base of the kinds that judge runs one by one (their cost is per run, not per point)."""
 
     rules: list[Rule]
@@ -69,8 +70,9 @@ class PerRun:
                 out.extend(self.evaluate_run(delta, env))
         return out
 
+    @abc.abstractmethod
     def evaluate_run(self, delta: RunDelta, env: EvalEnv) -> list[Signal]:
-        raise NotImplementedError
+        """Implemented by each subclass."""
 
 
 @dataclass(frozen=True)
