@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from flightlog.cli.output import emit_json, json_safe
+from flightlog.cli.output import emit_json, format_option, json_safe
 from flightlog.errors import FlightlogError, InvalidInput
 
 if TYPE_CHECKING:
@@ -24,14 +24,6 @@ if TYPE_CHECKING:
 
 __all__ = ["data_group", "main"]
 
-_FORMAT = click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="Output format.",
-)
 
 
 def _runs(ctx: click.Context) -> Runs:
@@ -105,7 +97,7 @@ def data_group() -> None:
 @click.option(
     "--run", "run", metavar="RUN", help="Store the manifest on this run (evidence kind manifest)."
 )
-@_FORMAT
+@format_option
 @click.pass_context
 def manifest_cmd(
     ctx: click.Context,
@@ -145,7 +137,7 @@ def manifest_cmd(
 @click.option(
     "--limit", default=20, show_default=True, help="Files listed per section in text output."
 )
-@_FORMAT
+@format_option
 @click.pass_context
 def diff_cmd(ctx: click.Context, a: str, b: str, name: str | None, limit: int, fmt: str) -> None:
     """Compare two dataset snapshots: added, removed and changed files, and shifts.
@@ -180,7 +172,7 @@ def diff_cmd(ctx: click.Context, a: str, b: str, name: str | None, limit: int, f
 @click.option(
     "--name", default=None, help="Name of the profile on the run (default: the file name)."
 )
-@_FORMAT
+@format_option
 @click.pass_context
 def profile_cmd(
     ctx: click.Context,
@@ -228,7 +220,7 @@ def profile_cmd(
 @click.option(
     "--name", default=None, help="Name of the result on the run (default: the file name)."
 )
-@_FORMAT
+@format_option
 @click.pass_context
 def validate_cmd(
     ctx: click.Context,
@@ -304,7 +296,7 @@ def validate_cmd(
     "--run", "run", metavar="RUN", help="Store the result (and the HTML report) on this run."
 )
 @click.option("--name", default="drift", show_default=True, help="Name of the result on the run.")
-@_FORMAT
+@format_option
 @click.pass_context
 def drift_cmd(
     ctx: click.Context,
@@ -397,7 +389,7 @@ def drift_cmd(
     help="Ignore cohorts with fewer rows on either side.",
 )
 @click.option("--fail-on-regression", is_flag=True, help="Exit 1 when a cohort regressed.")
-@_FORMAT
+@format_option
 @click.pass_context
 def cohorts_cmd(
     ctx: click.Context,

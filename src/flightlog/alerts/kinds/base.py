@@ -60,7 +60,15 @@ class Evaluator(Protocol):
 class PerRun(abc.ABC):
     """Base of the kinds that judge runs one by one (their cost is per run, not per point)."""
 
-    rules: list[Rule]
+    def __init__(self, rules: Sequence[Rule]) -> None:
+        self.rules = list(rules)
+
+    def needs(self) -> Needs:
+        """By default a per-run kind judges finished runs only."""
+        return Needs(finish=True)
+
+    def forget(self, run_id: str) -> None:  # noqa: B027 - a no-op default, overridden by stateful kinds
+        """Kinds that keep per-run state drop it here."""
 
     def evaluate(self, cycle: Cycle, env: EvalEnv) -> list[Signal]:
         names = {r.name for r in self.rules}

@@ -12,12 +12,10 @@ evidence and next steps travel in the alert's evidence.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
-from flightlog.alerts.delta import Needs, RunDelta
+from flightlog.alerts.delta import RunDelta
 from flightlog.alerts.kinds.base import EvalEnv, Kind, PerRun, run_labels
-from flightlog.alerts.rules import Rule
 from flightlog.alerts.schema import Fields
 from flightlog.alerts.types import Signal
 
@@ -53,15 +51,6 @@ def parse(f: Fields) -> DiagnosisSpec | None:
 
 
 class DiagnosisEvaluator(PerRun):
-    def __init__(self, rules: Sequence[Rule]) -> None:
-        self.rules = list(rules)
-
-    def needs(self) -> Needs:
-        return Needs(finish=True)
-
-    def forget(self, run_id: str) -> None:
-        pass
-
     def evaluate_run(self, delta: RunDelta, env: EvalEnv) -> list[Signal]:
         rules = [r for r in self.rules if r.name in delta.rules]
         if not delta.finished or not rules:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from flightlog.alerts.delta import Needs, RunDelta
+from flightlog.alerts.delta import RunDelta
 from flightlog.alerts.kinds.base import EvalEnv, Kind, PerRun, run_labels
 from flightlog.alerts.lookup import median
 from flightlog.alerts.rules import Rule
@@ -50,12 +50,9 @@ def parse(f: Fields) -> DurationSpec | None:
 
 class DurationEvaluator(PerRun):
     def __init__(self, rules: Sequence[Rule]) -> None:
-        self.rules = list(rules)
+        super().__init__(rules)
         self._fired: set[tuple[str, str]] = set()
         self._checked: dict[tuple[str, str], float] = {}
-
-    def needs(self) -> Needs:
-        return Needs(finish=True)
 
     def forget(self, run_id: str) -> None:
         self._fired = {k for k in self._fired if k[1] != run_id}

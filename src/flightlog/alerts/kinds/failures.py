@@ -15,13 +15,11 @@ nor break a streak.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
-from flightlog.alerts.delta import Needs, RunDelta
+from flightlog.alerts.delta import RunDelta
 from flightlog.alerts.kinds.base import EvalEnv, Kind, PerRun
 from flightlog.alerts.lookup import FAILED_STATUSES
-from flightlog.alerts.rules import Rule
 from flightlog.alerts.schema import Fields
 from flightlog.alerts.types import Signal
 
@@ -45,15 +43,6 @@ def parse(f: Fields) -> FailuresSpec | None:
 
 
 class FailuresEvaluator(PerRun):
-    def __init__(self, rules: Sequence[Rule]) -> None:
-        self.rules = list(rules)
-
-    def needs(self) -> Needs:
-        return Needs(finish=True)
-
-    def forget(self, run_id: str) -> None:
-        pass
-
     def evaluate_run(self, delta: RunDelta, env: EvalEnv) -> list[Signal]:
         if not delta.finished:
             return []

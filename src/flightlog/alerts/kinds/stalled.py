@@ -66,7 +66,7 @@ class _Life:
 
 class StalledEvaluator(PerRun):
     def __init__(self, rules: Sequence[Rule]) -> None:
-        self.rules = list(rules)
+        super().__init__(rules)
         self._life: dict[str, _Life] = {}
         self._firing: dict[tuple[str, str], float] = {}  # → the last sign of life before the silence
 
