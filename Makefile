@@ -21,12 +21,12 @@ ui:
 demo: install
 	$(BIN)/python examples/demo.py
 
-test: install
+test: install lint
 	@scripts/setup-ui.sh --browser
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 lint: install
-	$(BIN)/ruff check src tests bench examples
+	$(BIN)/ruff check src tests bench examples scripts
 	$(BIN)/mypy
 
 bench: install
