@@ -15,7 +15,6 @@ from typing import Any
 
 from flightlog.config import Settings
 from flightlog.errors import InvalidInput, NotFound
-from flightlog.ids import new_writer_id
 from flightlog.logevents import level_code
 from flightlog.models import (
     Artifact,
@@ -28,7 +27,7 @@ from flightlog.models import (
     StageSummary,
 )
 from flightlog.store.artifacts import LocalArtifactStore
-from flightlog.store.base import Store
+from flightlog.store.base import Store, ingest_one
 from flightlog.store.registry import open_store
 from flightlog.timefmt import parse_time
 
@@ -251,11 +250,7 @@ class Client:
         return rightsize(self, _run_id(run_or_name), project=project)
 
     def _write(self, run_id: str, kind: str, /, **payload: Any) -> None:
-        """A one-record write through the same idempotent ingest as every writer."""
-        record = {"k": kind, "r": run_id, "w": f"client-{new_writer_id()}", "s": 1, "t": time.time(), **payload}
-        result = self.store.ingest([record])
-        if result.skipped:
-            raise InvalidInput(f"the store refused the {kind}: {result.skipped[0]}")
+        ingest_one(self.store, run_id, kind, origin="client", **payload)
 
 
 def _level(level: str | int | None) -> int | None:

@@ -26,11 +26,20 @@ __all__ = [
 ]
 
 
+# code → class, filled as classes are defined, so a server's error comes back as the same type
+_BY_CODE: dict[str, type[FlightlogError]] = {}
+
+
 class FlightlogError(Exception):
     """Base of every error flightlog raises on purpose."""
 
     code = "flightlog_error"
     http_status = 500
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "code" in cls.__dict__ and "__init__" not in cls.__dict__:
+            _BY_CODE.setdefault(cls.code, cls)
 
     def __init__(self, message: str, *, details: dict[str, Any] | None = None) -> None:
         super().__init__(message)
@@ -109,21 +118,7 @@ class Forbidden(FlightlogError):
     http_status = 403
 
 
-_BY_CODE: dict[str, type[FlightlogError]] = {
-    cls.code: cls
-    for cls in (
-        FlightlogError,
-        InvalidInput,
-        NotFound,
-        AmbiguousId,
-        Conflict,
-        SchemaTooOld,
-        SchemaTooNew,
-        StoreUnavailable,
-        Unauthorized,
-        Forbidden,
-    )
-}
+_BY_CODE[FlightlogError.code] = FlightlogError
 
 
 def error_from_dict(body: dict[str, Any], status: int = 500) -> FlightlogError:

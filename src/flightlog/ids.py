@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import secrets
 
-__all__ = ["new_run_id", "new_writer_id", "RUN_ID_RE", "short"]
+__all__ = ["new_run_id", "new_writer_id", "RUN_ID_RE"]
 
 RUN_ID_RE = re.compile(r"^[0-9a-zA-Z][0-9a-zA-Z_.-]{0,63}$")
 
@@ -20,7 +20,3 @@ def new_run_id() -> str:
 
 def new_writer_id() -> str:
     return secrets.token_hex(8)
-
-
-def short(run_id: str) -> str:
-    return run_id[:8]

@@ -51,9 +51,6 @@ class JournalWriter:
     def mark_shipped(self, offset: int) -> None:
         self.file.mark_shipped(offset)
 
-    def sync(self) -> None:
-        os.fsync(self._fd)
-
     def close(self, *, remove: bool = False) -> None:
         try:
             os.close(self._fd)

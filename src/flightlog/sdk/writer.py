@@ -114,9 +114,6 @@ class RunWriter:
     def count(self, name: str, value: float = 1) -> None:
         self._counters[name] = self._counters.get(name, 0) + value
 
-    def pending_points(self) -> int:
-        return len(self.metrics)
-
     def pending_log_events(self) -> int:
         return len(self._logs)
 

@@ -22,7 +22,7 @@ from flightlog.models import (
     StageSummary,
 )
 
-__all__ = ["IngestResult", "MetadataStore", "EventStore", "Store"]
+__all__ = ["IngestResult", "MetadataStore", "EventStore", "Store", "ingest_one"]
 
 
 @dataclass
@@ -69,3 +69,17 @@ class EventStore(Protocol):
 
 class Store(MetadataStore, EventStore, Protocol):
     """Both halves; what a backend gives the client."""
+
+
+def ingest_one(store: MetadataStore, run_id: str, kind: str, /, *, origin: str, **payload: Any) -> None:
+    """Write one record (a note, evidence, an artifact added later) through the same idempotent
+    ingest as every writer: a fresh writer id of its ``origin`` (client, api), sequence 1."""
+    import time
+
+    from flightlog.errors import InvalidInput
+    from flightlog.ids import new_writer_id
+
+    record = {"k": kind, "r": run_id, "w": f"{origin}-{new_writer_id()}", "s": 1, "t": time.time(), **payload}
+    result = store.ingest([record])
+    if result.skipped:
+        raise InvalidInput(f"the store refused the {kind}: {result.skipped[0]}")

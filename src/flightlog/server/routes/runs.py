@@ -10,13 +10,13 @@ from typing import Any
 from starlette.responses import Response
 
 from flightlog.errors import InvalidInput
-from flightlog.ids import new_writer_id
 from flightlog.models import STATUSES
 from flightlog.records import is_json_value
 from flightlog.server.context import Ctx, forbid_other_project
 from flightlog.server.operations import RUN, Operation, Param, json_body, ok, schema_ref
 from flightlog.server.responses import json_response
 from flightlog.server.shapes import decode_cursor, encode_cursor, fingerprint, run_json
+from flightlog.store.base import ingest_one
 from flightlog.timefmt import iso
 
 __all__ = ["OPERATIONS"]
@@ -201,11 +201,7 @@ async def add_evidence(ctx: Ctx) -> Response:
             raise InvalidInput(f"evidence needs a {label}: a non-empty string")
     if not isinstance(data, dict):
         raise InvalidInput("evidence data must be a JSON object")
-    record = {"k": "evidence", "r": info.id, "w": f"api-{new_writer_id()}", "s": 1, "t": time.time(),
-              "kind": kind, "name": name, "data": data}
-    result = await ctx.call(ctx.store.ingest, [record])
-    if result.skipped:
-        raise InvalidInput(f"the store refused the evidence: {result.skipped[0]}")
+    await ctx.call(ingest_one, ctx.store, info.id, "evidence", origin="api", kind=kind, name=name, data=data)
     return json_response({"run": info.id, "kind": kind, "name": name}, status=201)
 
 

@@ -68,13 +68,6 @@ class SqliteStore:
             note_id = cur.lastrowid or 0
         return Note(note_id, run_id, now, author, text)
 
-    def add_evidence(self, run_id: str, kind: str, name: str, data: dict[str, Any]) -> None:
-        with self.db.write() as conn:
-            conn.execute(
-                "INSERT INTO evidence(run_id, kind, name, time, data) VALUES(?, ?, ?, ?, ?)",
-                (run_id, kind, name, time.time(), json.dumps(data, default=repr)),
-            )
-
     def delete_runs(self, run_ids: Sequence[str]) -> int:
         tables = (
             "params", "tags", "notes", "context", "metric_series", "metric_chunks", "log_chunks",
@@ -186,22 +179,6 @@ class SqliteStore:
         return [
             {"name": r[0], "runs": r[1], "last_created": r[2], "running": r[3], "failed": r[4]} for r in rows
         ]
-
-    def running_runs(self) -> list[RunInfo]:
-        with self.db.read() as conn:
-            rows = conn.execute(
-                f"SELECT {_RUN_COLUMNS} FROM runs WHERE status IN ('created','queued','running')"
-            ).fetchall()
-            return self._hydrate(conn, rows)
-
-    def finished_runs_before(self, when: float) -> list[str]:
-        with self.db.read() as conn:
-            rows = conn.execute(
-                "SELECT id FROM runs WHERE status NOT IN ('created','queued','running') "
-                "AND COALESCE(ended, updated, created) < ? ORDER BY COALESCE(ended, updated, created)",
-                (when,),
-            ).fetchall()
-        return [r[0] for r in rows]
 
     def run_sizes(self) -> list[tuple[str, float, int]]:
         """(run id, end time, bytes it holds in the store and artifacts), oldest first, finished runs only."""
@@ -383,10 +360,6 @@ class SqliteStore:
                 (run_id, since if since is not None else float("-inf")),
             ).fetchall()
         return [json.loads(r[0]) for r in rows]
-
-    def writers(self, run_id: str) -> dict[str, int]:
-        with self.db.read() as conn:
-            return dict(conn.execute("SELECT writer, last_seq FROM ingested WHERE run_id=?", (run_id,)).fetchall())
 
     # ── for the server: change feeds, scope checks, API tokens ───────────────
     def log_events_after(self, run_id: str, after: int, query: LogQuery) -> tuple[list[LogEvent], int]:

@@ -6,9 +6,9 @@ import flightlog
 
 run = flightlog.init()
 history = []
-for step in range(60):
+for step in range(90):
     activations = bytearray(3 * 1024 * 1024)
     activations[::4096] = b"x" * len(activations[::4096])
     history.append(activations)
     run.log({"loss": 1.0 / (step + 1)}, step=step)
-    time.sleep(0.02)
+    time.sleep(0.03)

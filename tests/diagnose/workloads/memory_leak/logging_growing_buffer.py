@@ -9,9 +9,9 @@ logging.basicConfig(level=logging.INFO)
 log = logging.getLogger("serve")
 run = flightlog.init()
 buffer = []
-for step in range(60):
+for step in range(90):
     buffer.append("x" * (3 * 1024 * 1024))
     if step % 20 == 0:
         log.info("step %d, %d requests buffered", step, len(buffer))
     run.log({"latency_ms": 12.0}, step=step)
-    time.sleep(0.02)
+    time.sleep(0.03)
