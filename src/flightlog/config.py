@@ -8,13 +8,14 @@ and tools can point different runs at different homes without resetting global s
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from flightlog.errors import InvalidInput
 
-__all__ = ["Variable", "VARIABLES", "Settings", "MODES", "LOG_POLICIES"]
+__all__ = ["Variable", "VARIABLES", "Settings", "MODES", "LOG_POLICIES", "rank_from_env"]
 
 MODES = ("online", "offline", "disabled")
 LOG_POLICIES = ("block", "drop")
@@ -107,6 +108,20 @@ class Settings:
         )
         values.update(overrides)
         return cls(**values)  # type: ignore[arg-type]
+
+
+def rank_from_env(environ: Mapping[str, str] | None = None) -> int | None:
+    """The distributed rank a launcher gave this process (``RANK``, else ``LOCAL_RANK``), if any.
+
+    Only ASCII integers count: ``str.isdigit`` also accepts digits such as ``'\u00b9'`` that
+    ``int`` rejects, and a malformed variable must never stop a run from starting.
+    """
+    env = os.environ if environ is None else environ
+    for name in ("RANK", "LOCAL_RANK"):
+        value = env.get(name, "").strip()
+        if re.fullmatch(r"-?[0-9]+", value):
+            return int(value)
+    return None
 
 
 def _int(env: Mapping[str, str], name: str, default: int) -> int:

@@ -6,22 +6,37 @@ HTTP API) times are ISO-8601 UTC with milliseconds, e.g. ``2026-11-30T12:00:00.1
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from datetime import UTC, datetime
 
 from flightlog.errors import InvalidInput
 
-__all__ = ["iso", "parse_time", "parse_duration", "format_duration", "parse_size", "format_size"]
+__all__ = ["iso", "is_epoch", "parse_time", "parse_duration", "format_duration", "parse_size", "format_size"]
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)?", re.IGNORECASE)
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0, None: 1.0}
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(i?b?)\s*$", re.IGNORECASE)
 
 
+# the times a datetime can show: years 1 to 9999
+_EARLIEST, _LATEST = -62135596800.0, 253402300799.0
+
+
+def is_epoch(ts: float) -> bool:
+    """A finite time between the years 1 and 9999: one that can be stored, compared and shown."""
+    return math.isfinite(ts) and _EARLIEST <= ts <= _LATEST
+
+
 def iso(ts: float | None) -> str | None:
-    """Epoch seconds to ``YYYY-MM-DDTHH:MM:SS.mmmZ`` (None stays None)."""
-    if ts is None:
+    """Epoch seconds to ``YYYY-MM-DDTHH:MM:SS.mmmZ``.
+
+    None stays None, and so does a time no calendar can show (NaN, ±inf, beyond year 9999):
+    such a value can still sit in a series a client wrote, and one bad point must not make a
+    whole answer fail.
+    """
+    if ts is None or not is_epoch(ts):
         return None
     dt = datetime.fromtimestamp(ts, UTC)
     return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
@@ -50,9 +65,11 @@ def parse_time(text: str, *, now: float | None = None, what: str = "time") -> fl
     """An ISO-8601 time (``2026-11-30T12:00:00Z``, a date) or a duration ago (``10m``) → epoch."""
     s = str(text).strip()
     try:
-        return (now if now is not None else time.time()) - parse_duration(s, what=what)
+        ago = parse_duration(s, what=what)
     except InvalidInput:
         pass
+    else:
+        return _in_range((now if now is not None else time.time()) - ago, s, what)
     try:
         dt = datetime.fromisoformat(s.replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError:
@@ -61,7 +78,13 @@ def parse_time(text: str, *, now: float | None = None, what: str = "time") -> fl
         ) from None
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=UTC)
-    return dt.timestamp()
+    return _in_range(dt.timestamp(), s, what)
+
+
+def _in_range(ts: float, text: str, what: str) -> float:
+    if not is_epoch(ts):
+        raise InvalidInput(f"invalid {what} {text!r}: it is outside the years 1 to 9999")
+    return ts
 
 
 def format_duration(seconds: float | None) -> str:

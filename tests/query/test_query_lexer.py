@@ -92,6 +92,8 @@ def test_operators_and_punctuation() -> None:
         ("x = -5m", 4, "invalid number or duration '-5m'"),
         ("x = 1.2.3", 4, "invalid number"),
         ("x = @", 4, "unexpected character '@'"),
+        ("x = \u00b96", 4, "unexpected character '\u00b9'"),  # a digit to str.isdigit, not to a number
+        ("x = 1\u0663", 5, "unexpected character"),  # Arabic-Indic digits are not numbers here either
     ],
 )
 def test_lexical_errors_point_at_the_token(text: str, position: int, fragment: str) -> None:

@@ -358,6 +358,17 @@ def test_exit_code_passes_through_and_queue_wait_is_recorded(home: Path) -> None
     assert info.queue_wait is not None and 29 < info.queue_wait < 60
 
 
+def test_rank_comes_from_ascii_digits_only(home: Path) -> None:
+    """A launcher's malformed RANK never stops the run; LOCAL_RANK is used instead."""
+    code = "import flightlog; r = flightlog.init(); r.log_event('from the sdk'); r.finish()"
+    proc = frun(home, "--", PY, "-c", f"print('from stdout'); {code}",
+                env=child_env(home, RANK="\u00b9", LOCAL_RANK="3"))
+    assert proc.returncode == 0, proc.stderr
+    events = flightlog.Client(home=home).logs(last_run(home).id)
+    assert {e.message for e in events} >= {"from stdout", "from the sdk"}
+    assert {e.rank for e in events} == {3}
+
+
 def test_json_listing_of_runner_runs(home: Path) -> None:
     frun(home, "--name", "listed", "--", "true", check=True)
     runs = cli_json(home, "runs", "ls", "--project", "t")

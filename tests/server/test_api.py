@@ -166,7 +166,9 @@ def test_logs_filters_cursor_pages_and_tail(api: httpx.Client, store: HttpStore)
     assert [e["message"] for e in tail] == ["event 148", "event 149"]
     since = api.get("/runs/logrun/logs", params={"since": str(t0 + 40), "until": str(t0 + 41)}).json()["events"]
     assert {e["message"] for e in since} == {f"event {120 + i}" for i in range(6)}
-    for params in ({"level": "loud"}, {"grep": "("}, {"stream": "stdin"}, {"since": "last tuesday"}, {"attempt": "x"},
+    by_number = api.get("/runs/logrun/logs", params={"level": " 40 "}).json()["events"]
+    assert by_number == api.get("/runs/logrun/logs", params={"level": "error"}).json()["events"] and by_number
+    for params in ({"level": "loud"}, {"level": "\u00b96"}, {"level": "\u0666"}, {"grep": "("}, {"stream": "stdin"}, {"since": "last tuesday"}, {"attempt": "x"},
                    {"tail": "true", "cursor": "abc"}):
         r = api.get("/runs/logrun/logs", params=params)
         assert r.status_code == 400, params

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+from array import array
 from collections.abc import Callable
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import httpx
 import msgspec
 import pytest
 
+from flightlog.records import encode_series
 from flightlog.server.testing import RunningServer
 from flightlog.transport import HttpStore
 from flightlog.transport.wire import encode_batches
@@ -73,17 +75,26 @@ def test_malformed_records_are_refused_one_by_one(live: RunningServer, token: Ca
         {"k": "params", "r": "shapes", "w": "w1", "s": 7, "t": 1.0, "data": {"b": b"bytes"}},
         {"k": "spans", "r": "shapes", "w": "w1", "s": 8, "t": 1.0, "spans": [["x", "start", 2.0, 1, False, None]]},
         {"k": "counters", "r": "shapes", "w": "w1", "s": 9, "t": 1.0, "data": {"c": float("nan")}},
+        {"k": "run", "r": "shapes", "w": "w1", "s": 10, "t": 1.0, "ended": 1e300},  # no calendar shows it
+        {"k": "run", "r": "shapes", "w": "w1", "s": 11, "t": 1.0, "created": float("nan")},
+        {"k": "run", "r": "shapes", "w": "w1", "s": 12, "t": float("inf")},
     ]
     good = w.run("p")
-    body = gzip.compress(msgspec.msgpack.encode({"records": [good, *bad]}))
+    # a series' times are raw float64 columns, stored as sent: one that no calendar shows reads back as null
+    odd_times = w.record("metrics", attempt=1, series={"x": encode_series(
+        array("q", [0, 1]), array("d", [1e300, 1_700_000_000.0]), array("d", [1.0, 2.0]))})
+    body = gzip.compress(msgspec.msgpack.encode({"records": [good, *bad, odd_times]}))
     r = httpx.post(live.url + "/api/v1/ingest", content=body, headers={**MSGPACK, **auth(token("writer"))})
     assert r.status_code == 200
     doc = r.json()
-    assert doc["applied"] == 1 and len(doc["skipped"]) == len(bad)
+    assert doc["applied"] == 2 and len(doc["skipped"]) == len(bad)
     assert all(reason.startswith("record ") for reason in doc["skipped"])
+    assert any("not a time" in reason and "ended" in reason for reason in doc["skipped"])
     # what did land reads back fine: nothing broken got into the store
     assert api.get("/runs/shapes").status_code == 200
     assert api.get("/runs/shapes/logs").json()["events"] == []
+    history = api.get("/runs/shapes/metrics/x").json()
+    assert history["values"] == [1.0, 2.0] and history["times"][0] is None and history["times"][1].startswith("2023-")
 
 
 @pytest.mark.parametrize(("headers", "body", "status"), [

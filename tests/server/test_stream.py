@@ -6,13 +6,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
 
-from flightlog.server.testing import RunningServer
+from flightlog.server.testing import RunningServer, serve_in_thread
 from flightlog.transport import HttpStore
 from flightlog.transport.sse import ServerEvent, parse_events
 from tests.helpers import child_env, cli
@@ -82,3 +83,36 @@ run.finish()
     assert [json.loads(line)["message"] for line in follow.stdout.splitlines()] == ["tick 1", "tick 3", "tick 5"]
     text = httpx.get(server.url + "/metrics").text
     assert 'route="/api/v1/runs/{run}/stream",status="200"' in text, "--follow went through the live stream"
+
+
+def test_an_old_stream_asks_its_client_to_reconnect_and_it_resumes_without_a_gap(tmp_path: Path) -> None:
+    """`stream_max_age` bounds one connection; the client resumes with Last-Event-ID: each event once, in order."""
+    with serve_in_thread(tmp_path / "srv", auth=True, stream_max_age=0.4, stream_poll=0.05) as srv:
+        store = HttpStore(srv.url, token=srv.token("writer"), home=tmp_path / "c")
+        w = Writer("longrun")
+        store.ingest([w.run("p")])
+        first_seen = threading.Event()
+
+        def write() -> None:
+            first_seen.wait(30)
+            for i in range(1, 12):
+                store.ingest([w.logs([(float(i), "stdout", "info", f"line {i}")])])
+                time.sleep(0.1)
+            store.ingest([w.record("run", status="succeeded", ended=20.0)])
+
+        store.ingest([w.logs([(0.0, "stdout", "info", "line 0")])])
+        writer = threading.Thread(target=write)
+        writer.start()
+        reader = HttpStore(srv.url, token=srv.token("reader"), home=tmp_path / "r")
+        seen: list[str] = []
+        for batch in reader.follow_logs("longrun", reconnect_for=30):
+            seen += [e.message for e in batch]
+            first_seen.set()
+        writer.join(30)
+        assert seen == [f"line {i}" for i in range(12)]
+        counter = 'flightlog_http_requests_total{method="GET",route="/api/v1/runs/{run}/stream",status="200"} '
+        opened = [float(line.removeprefix(counter)) for line in httpx.get(srv.url + "/metrics").text.splitlines()
+                  if line.startswith(counter)]
+        assert opened and opened[0] >= 2, f"the 1.2 s stream was cut into several connections: {opened}"
+        store.close()
+        reader.close()

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from flightlog.cli.common import open_client
+from flightlog.cli.common import open_client, short_time
 from flightlog.cli.output import console, emit_json, format_option
 from flightlog.errors import InvalidInput
 from flightlog.timefmt import parse_duration
@@ -184,7 +184,7 @@ def alerts_silence(rule: str, duration: str, labels: tuple[str, ...], comment: s
         emit_json(silence.to_dict())
         return
     shown = f" with {', '.join(f'{k}={v}' for k, v in silence.matchers.items())}" if silence.matchers else ""
-    console().print(f"silence {silence.id}: {silence.rule}{shown} until {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(silence.ends))}"
+    console().print(f"silence {silence.id}: {silence.rule}{shown} until {short_time(silence.ends)}"
                     f" (end it early: flightlog alerts unsilence {silence.id})")
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from flightlog.timefmt import format_duration
+from flightlog.timefmt import format_duration, is_epoch
 
 __all__ = ["open_client", "STATUS_STYLE", "status_text", "duration_text", "short_time"]
 
@@ -47,7 +47,8 @@ def duration_text(seconds: float | None) -> str:
 
 
 def short_time(ts: float | None) -> str:
-    if ts is None:
+    """Local time to the second, for tables; ``-`` for no time or one no calendar can show."""
+    if ts is None or not is_epoch(ts):
         return "-"
     import time
 

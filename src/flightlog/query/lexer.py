@@ -21,10 +21,10 @@ TokenKind = Literal[
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SEGMENT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_/\-]*")
-_NUMBER = re.compile(r"-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+_NUMBER = re.compile(r"-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
 _ALNUM_RUN = re.compile(r"[A-Za-z0-9_.]+")
-_DURATION = re.compile(r"(?:\d+(?:\.\d+)?(?:ms|s|m|h|d|w))+", re.IGNORECASE)
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)", re.IGNORECASE)
+_DURATION = re.compile(r"(?:\d+(?:\.\d+)?(?:ms|s|m|h|d|w))+", re.IGNORECASE | re.ASCII)
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)", re.IGNORECASE | re.ASCII)
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
 _OPERATORS = ("==", "!=", "<>", "<=", ">=", "!~", "=", "<", ">", "~")
 _STRING_ESCAPES = {"\\": "\\", "'": "'", '"': '"', "`": "`", "n": "\n", "t": "\t", "r": "\r"}
@@ -59,7 +59,7 @@ def tokenize(text: str) -> list[Token]:
             key, i = _read_quoted(text, i)
             _need_key(text, key, start)
             tokens.append(Token("path", ("", key), text[start:i], start))
-        elif c.isdigit() or (c in "-." and _NUMBER.match(text, i)):
+        elif (c.isdigit() or c in "-.") and _NUMBER.match(text, i):  # ASCII digits only: "¹".isdigit() too
             tokens.append(_read_number(text, i))
             i = start + len(tokens[-1].text)
         elif (c.isascii() and c.isalpha()) or c == "_":  # what _WORD reads; other letters are refused below

@@ -20,6 +20,7 @@ from typing import Any
 
 import flightlog
 from flightlog.alerts.monitor import start_monitor
+from flightlog.config import rank_from_env
 from flightlog.failure import parse_python_traceback
 from flightlog.logevents import LogBatch
 from flightlog.runner.options import RunnerOptions
@@ -181,7 +182,7 @@ class Runner:
         patterns = [*load_patterns(pattern_files(run.settings.home)), *opts.redact]
         pipeline = CapturePipeline(CaptureConfig(
             max_line_bytes=opts.max_line_bytes, max_rate=opts.max_log_rate, extra_patterns=patterns,
-            env=env, attempt=attempt, rank=_rank(env),
+            env=env, attempt=attempt, rank=rank_from_env(env),
         ))
         started = time.time()
         if self._received is not None:  # asked to stop before the workload even started
@@ -446,14 +447,6 @@ def _kill_group(pid: int, sig: int) -> None:
         os.killpg(pid, sig)
     except (ProcessLookupError, PermissionError):
         pass
-
-
-def _rank(env: dict[str, str]) -> int | None:
-    for name in ("RANK", "LOCAL_RANK"):
-        value = env.get(name, "")
-        if value.lstrip("-").isdigit():
-            return int(value)
-    return None
 
 
 def _default_name(command: list[str]) -> str:

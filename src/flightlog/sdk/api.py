@@ -18,7 +18,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from flightlog.config import Settings
+from flightlog.config import Settings, rank_from_env
 from flightlog.errors import Conflict, FlightlogError, InvalidInput, NotFound
 from flightlog.ids import RUN_ID_RE, new_run_id
 from flightlog.sdk.run import Run
@@ -61,7 +61,7 @@ def init(
     settings = Settings.from_env(**overrides)
     if settings.mode not in ("online", "offline", "disabled"):
         raise InvalidInput(f"mode {settings.mode!r} is not valid: use online, offline or disabled")
-    rank = _rank()
+    rank = rank_from_env()
     env_run = settings.run_id
     attach = env_run is not None and (id is None or id == env_run)
     run_id = env_run if attach else (id or new_run_id())
@@ -146,14 +146,6 @@ def _start_sampler(run: Run) -> None:
         run._sampler = start_run_sampler(run)
     except Exception as exc:  # resource evidence is optional, the run is not
         warn(f"resource sampling is off for this run: {exc}")
-
-
-def _rank() -> int | None:
-    for name in ("RANK", "LOCAL_RANK"):
-        value = os.environ.get(name)
-        if value and value.lstrip("-").isdigit():
-            return int(value)
-    return None
 
 
 def _queued_at(text: str) -> float | None:

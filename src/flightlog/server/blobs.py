@@ -96,7 +96,7 @@ class BlobStore(LocalArtifactStore):
     async def receive(self, request: Request, *, limit: int, expected: str | None = None) -> tuple[str, int]:
         """Stream the request body in; returns (sha256, size) once it is safely in place."""
         declared = request.headers.get("content-length")
-        length = int(declared) if declared is not None and declared.isdigit() else None
+        length = int(declared) if declared is not None and declared.isascii() and declared.isdigit() else None
         if length is not None and length > limit:
             raise PayloadTooLarge(f"the upload is {length} bytes; this server takes at most {limit}", details={"limit": limit})
         tmp_dir = self.root / "tmp"

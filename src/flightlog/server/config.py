@@ -31,6 +31,12 @@ class ServerConfig:
     """Seconds between store reads of a live stream (SSE)."""
     stream_keepalive: float = 15.0
     """Seconds between keep-alive comments on an idle live stream."""
+    stream_max_age: float = 1800.0
+    """Seconds one live-stream connection lasts before the server asks its client to reconnect.
+
+    Clients resume with ``Last-Event-ID`` without a gap, so this costs nothing; it bounds how
+    long one connection pins a worker and lets a load balancer spread long-lived viewers again.
+    """
     session_days: int = 30
     """How long the web UI's session cookie lasts."""
     alerts: str | None = None

@@ -76,7 +76,7 @@ class Ctx:
     async def body(self, limit: int | None = None) -> bytes:
         limit = self.state.config.max_body if limit is None else limit
         declared = self.request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > limit:
+        if declared is not None and declared.isascii() and declared.isdigit() and int(declared) > limit:
             raise PayloadTooLarge(f"the body is {declared} bytes; this server takes at most {limit}", details={"limit": limit})
         chunks, size = [], 0
         async for chunk in self.request.stream():

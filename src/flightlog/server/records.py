@@ -19,6 +19,7 @@ from flightlog.ids import RUN_ID_RE
 from flightlog.models import STATUSES
 from flightlog.records import KINDS
 from flightlog.server.blobs import check_artifact_path
+from flightlog.timefmt import is_epoch
 
 __all__ = ["check_record", "Bad"]
 
@@ -38,6 +39,13 @@ def _num(value: Any, what: str, *, none: bool = False) -> None:
         raise Bad(f"{what} must be a number")
     if isinstance(value, int) and not -_I64 <= value < _I64:
         raise Bad(f"{what} is out of range")
+
+
+def _time(value: Any, what: str, *, none: bool = False) -> None:
+    """Epoch seconds that every reader can compare and show (finite, years 1 to 9999)."""
+    _num(value, what, none=none)
+    if value is not None and not is_epoch(value):
+        raise Bad(f"{what} {value!r} is not a time: use epoch seconds between the years 1 and 9999")
 
 
 def _int(value: Any, what: str, *, none: bool = False, low: int = -_I64) -> None:
@@ -94,7 +102,7 @@ def _run(rec: dict[str, Any]) -> None:
         raise Bad(f"status {rec['status']!r} is not one of {', '.join(STATUSES)}")
     for name in ("created", "queued", "started", "ended"):
         if name in rec:
-            _num(rec[name], name, none=True)
+            _time(rec[name], name, none=True)
     for name in ("exit_code", "signal", "attempt", "pid"):
         if name in rec:
             _int(rec[name], name, none=True)
@@ -106,7 +114,7 @@ def _run(rec: dict[str, Any]) -> None:
 
 def _timeline(value: Any) -> None:
     for key, t in _map(value, "timeline").items():
-        _num(t, f"timeline {key}")
+        _time(t, f"timeline {key}")
 
 
 def _data(rec: dict[str, Any]) -> None:
@@ -129,8 +137,8 @@ def _metrics(rec: dict[str, Any]) -> None:
 
 def _logs(rec: dict[str, Any]) -> None:
     _int(rec.get("n"), "n", low=0)
-    _num(rec.get("t0"), "t0")
-    _num(rec.get("t1"), "t1")
+    _time(rec.get("t0"), "t0")
+    _time(rec.get("t1"), "t1")
     _int(rec.get("maxlvl"), "maxlvl")
     _str(rec.get("attempts"), "attempts", max_len=10_000)
     data = rec.get("data")
@@ -145,7 +153,7 @@ def _logs(rec: dict[str, Any]) -> None:
     if any(not isinstance(cols.get(k), list) for k in _LOG_COLUMNS) or len({len(cols[k]) for k in _LOG_COLUMNS}) != 1:
         raise Bad(f"the log chunk needs the columns {', '.join(_LOG_COLUMNS)}, all of one length")
     for t in cols["time"]:
-        _num(t, "log time")
+        _time(t, "log time")
     for name in ("level", "attempt"):
         for value in cols[name]:
             _int(value, f"log {name}")
@@ -170,8 +178,8 @@ def _spans(rec: dict[str, Any]) -> None:
         if not isinstance(span, list) or len(span) != 6:
             raise Bad("a span is [name, start, end, attempt, sampled, attrs]")
         _str(span[0], "span name", max_len=1000)
-        _num(span[1], "span start")
-        _num(span[2], "span end")
+        _time(span[1], "span start")
+        _time(span[2], "span end")
         _int(span[3], "span attempt")
         if not isinstance(span[4], (bool, int)):
             raise Bad("span sampled must be a boolean")
@@ -186,7 +194,7 @@ def _stage_stats(rec: dict[str, Any]) -> None:
         for key in ("total", "min", "max"):
             _num(st.get(key), key)
         for key in ("first_start", "last_end"):
-            _num(st.get(key), key, none=True)
+            _time(st.get(key), key, none=True)
         hist = st.get("hist")
         if not isinstance(hist, list):
             raise Bad("hist must be a list of counts")
@@ -201,7 +209,7 @@ def _resources(rec: dict[str, Any]) -> None:
     for sample in samples:
         _plain(_map(sample, "sample"), "sample")
         if "time" in sample:
-            _num(sample["time"], "sample time")
+            _time(sample["time"], "sample time")
 
 
 def _artifact(rec: dict[str, Any]) -> None:
@@ -279,5 +287,5 @@ def check_record(rec: Any) -> None:
     if not isinstance(writer, str) or not 0 < len(writer) <= 128:
         raise Bad("w (the writer id) must be a string of 1 to 128 characters")
     _int(seq, "s (the sequence number)", low=1)
-    _num(rec.get("t"), "t (the time)")
+    _time(rec.get("t"), "t (the time)")
     _CHECKS[kind](rec)

@@ -5,7 +5,7 @@ chunk sent), carried in each event's ``id``. A client that reconnects — to thi
 another — sends it back as ``Last-Event-ID`` and continues exactly where it stopped: no
 event twice, none lost. The stream reads the store every ``stream_poll`` seconds, ends with
 an ``end`` event once the run has finished, and asks clients to reconnect when the server
-is shutting down.
+is shutting down or the connection is older than ``stream_max_age``.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ async def _events(
     metrics.streams_open += 1
     try:
         yield b"retry: 2000\n\n"
-        quiet_since = time.monotonic()
+        quiet_since = opened = time.monotonic()
         while True:
             run = await ctx.call(store.get_run, info.id)  # first: once it has ended, its events are in
             out: list[bytes] = []
@@ -87,15 +87,18 @@ async def _events(
             if "status" in kinds and status != last_status:
                 out.append(frame("status", run_json(run, detail=False), f"{log_at}.{metric_at}"))
             last_status = status
+            now = time.monotonic()
+            reconnect = ("the server is shutting down" if ctx.state.draining.is_set()
+                         else "this connection reached its maximum age" if now - opened >= config.stream_max_age
+                         else None)
             if run.is_finished:
                 out.append(frame("end", {"status": run.status}, f"{log_at}.{metric_at}"))
-            elif ctx.state.draining.is_set():
-                out.append(frame("reconnect", {"reason": "the server is shutting down"}, f"{log_at}.{metric_at}"))
+            elif reconnect:
+                out.append(frame("reconnect", {"reason": reconnect}, f"{log_at}.{metric_at}"))
             for chunk in out:
                 yield chunk
-            if run.is_finished or ctx.state.draining.is_set():
+            if run.is_finished or reconnect:
                 return
-            now = time.monotonic()
             if out:
                 quiet_since = now
             elif now - quiet_since >= config.stream_keepalive:
@@ -123,7 +126,7 @@ OPERATIONS = [
         "live",
         description="Events: `logs` ({events: [...]}), `metrics` ({metrics: {name: {steps, values, times}}}), `status` "
                     "(the run), `end` (the run has finished; the stream closes), `reconnect` (the server is shutting "
-                    "down). Log events start from the run's first (within the filters; `since` skips older ones), metric "
+                    "down, or the connection reached the server's maximum stream age: resume with `Last-Event-ID`). Log events start from the run's first (within the filters; `since` skips older ones), metric "
                     "points from the moment of connecting. Reconnect with `Last-Event-ID` to resume without gaps.",
         params=(RUN, *LOG_FILTERS,
                 Param("events", "query", {"type": "array", "items": {"type": "string", "enum": list(KINDS)}},
