@@ -16,6 +16,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# Property tests run a fixed (derandomized) example set, so a red `make test` always reproduces;
+# FLIGHTLOG_FUZZ_EXAMPLES=N (see tests/server/test_fuzz.py) switches every one to fresh random examples.
+settings.register_profile("fixed", derandomize=True, database=None)
+settings.register_profile("soak", derandomize=False, database=None)
+settings.load_profile("soak" if os.environ.get("FLIGHTLOG_FUZZ_EXAMPLES") else "fixed")
 
 FLIGHTLOG_ENV = [name for name in os.environ if name.startswith("FLIGHTLOG_")]
 TRANSPORTS = ("embedded", "http")

@@ -23,8 +23,9 @@ from flightlog.transport import HttpStore
 from tests.server.journal import Writer
 
 # Per operation. `make test` runs a fixed, derandomized set (30 each: the file takes well under a
-# minute, and a red CI is always reproducible); FLIGHTLOG_FUZZ_EXAMPLES=N soaks with N fresh
-# random examples per operation, e.g. FLIGHTLOG_FUZZ_EXAMPLES=1000 pytest tests/server/test_fuzz.py
+# minute, and a red CI is always reproducible: see the profiles in tests/conftest.py);
+# FLIGHTLOG_FUZZ_EXAMPLES=N soaks with N fresh random examples per operation, e.g.
+# FLIGHTLOG_FUZZ_EXAMPLES=1000 pytest tests/server/test_fuzz.py
 SOAK = int(os.environ.get("FLIGHTLOG_FUZZ_EXAMPLES") or 0)
 EXAMPLES = SOAK or 30
 
@@ -102,8 +103,8 @@ def test_no_request_gets_a_5xx_and_every_error_says_what_was_wrong(
     cases = operation.as_strategy(GenerationMode.POSITIVE) | operation.as_strategy(GenerationMode.NEGATIVE)
 
     @given(case=cases)
-    @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), database=None,
-              derandomize=not SOAK, phases=[Phase.explicit, Phase.generate])
+    @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck),
+              phases=[Phase.explicit, Phase.generate])
     def fuzz(case: Any) -> None:
         try:
             response = case.call(headers={"Authorization": f"Bearer {admin}"}, timeout=30)
