@@ -40,12 +40,14 @@ STREAMS = ("stdout", "stderr", "sdk")
 
 
 def level_code(name: str | int | None, default: int = 20) -> int:
-    """``"WARN"``, ``"warning"``, ``30`` → 30; unknown names give ``default``."""
+    """``"WARN"``, ``"warning"``, ``30``, ``"30"`` → 30; unknown names give ``default``."""
     if name is None:
         return default
     if isinstance(name, int):
         return name
     key = str(name).strip().lower()
+    if key.isascii() and key.isdigit():  # ASCII only: "¹".isdigit() is true too, and int() refuses it
+        return int(key)
     key = _ALIASES.get(key, key)
     return LEVELS.get(key, default)
 

@@ -63,6 +63,16 @@ def test_logfmt_lines_give_level_message_and_fields() -> None:
     assert parse_logfmt("loss=0.1 lr=0.01") is None
 
 
+@pytest.mark.parametrize(("value", "level"), [
+    ("40", 40), ("60", 50), ("0", 20), ("\u00b96", 20), ("-3", 20), ("trace", 5),
+])
+def test_numeric_levels_written_as_text_read_like_numbers(value: str, level: int) -> None:
+    """`level=40` in logfmt or `"level": "40"` in JSON is Python's 40; pino's 60 clamps to critical;
+    anything no number reads as (`¹6`) is info, never an error."""
+    assert parse_logfmt(f"level={value} msg=hi") == (level, None, "hi", None)
+    assert parse_json(f'{{"level": "{value}", "msg": "hi"}}') == (level, None, "hi", None)
+
+
 @pytest.mark.parametrize(
     ("line", "level", "component"),
     [

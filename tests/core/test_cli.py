@@ -67,6 +67,7 @@ def test_logs_filters(home: Path, filled: dict[str, str]) -> None:
     assert lines == ["INFO     data: loading data", "WARNING  io: disk almost full", "ERROR    data: could not open shard 7"]
     warn = cli(home, "logs", run, "--level", "warning").stdout
     assert "disk almost full" in warn and "could not open" in warn and "loading data" not in warn
+    assert cli(home, "logs", run, "--level", "30").stdout == warn, "a level by number, as the API takes it"
     assert "shard 7" in cli(home, "logs", run, "--grep", "SHARD").stdout
     assert cli(home, "logs", run, "--tail", "1").stdout.count("\n") == 1
     stamped = cli(home, "logs", run, "--timestamps", "--component", "data").stdout.splitlines()
@@ -78,6 +79,8 @@ def test_logs_filters(home: Path, filled: dict[str, str]) -> None:
     assert cli(home, "logs", run, "--since", "2999-01-01").stdout == ""
     bad = cli(home, "logs", run, "--level", "loud", check=False)
     assert bad.returncode == 1 and "unknown log level 'loud'" in bad.stderr
+    far = cli(home, "logs", run, "--since", "99999999999w", check=False)
+    assert far.returncode == 1 and "outside the years 1 to 9999" in far.stderr
 
 
 def test_logs_follow_streams_a_running_run(home: Path) -> None:

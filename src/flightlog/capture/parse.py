@@ -78,14 +78,18 @@ def _level_of(value: Any) -> int:
     if type(value) is str:
         level = _JSON_LEVELS.get(value)
         if level is None:
-            level = level_code(value, INFO)
+            level = _clamped(level_code(value, INFO))
             if len(_JSON_LEVELS) < 256:
                 _JSON_LEVELS[value] = level
         return level
     if type(value) in (int, float):
-        # Python's logging numbers; bunyan/pino's 60 ("fatal") and above clamp to critical.
-        return max(5, min(CRITICAL, int(value))) if value > 0 else INFO
+        return _clamped(int(value))
     return INFO
+
+
+def _clamped(level: int) -> int:
+    """Python's logging numbers; bunyan/pino's 60 ("fatal") and above clamp to critical."""
+    return max(5, min(CRITICAL, level)) if level > 0 else INFO
 
 
 def _text_of(value: Any) -> str:
@@ -144,7 +148,7 @@ def parse_logfmt(line: str) -> Parsed | None:
     level_key, component_key, message_key = _LOGFMT_ROLES.pick(pairs)
     if level_key is None:
         return None
-    level = level_code(pairs.pop(level_key), INFO)
+    level = _level_of(pairs.pop(level_key))
     component = None if component_key is None else pairs.pop(component_key)
     message = line if message_key is None else pairs.pop(message_key)
     return level, component, message, pairs or None

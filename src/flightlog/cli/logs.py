@@ -25,7 +25,7 @@ _LEVEL_STYLE = {"warning": "\x1b[33m", "error": "\x1b[31m", "critical": "\x1b[1;
 @click.option("--since", metavar="TIME", help="Events after a time: 10m, 2h, or 2026-11-30T12:00:00Z.")
 @click.option("--until", metavar="TIME", help="Events before a time (same forms as --since).")
 @click.option("--timestamps", "-t", is_flag=True, help="Prefix each event with its time.")
-@click.option("--level", "-l", metavar="LEVEL", help="This level and above: debug, info, warning, error, critical.")
+@click.option("--level", "-l", metavar="LEVEL", help="This level and above: debug, info, warning, error, critical, or a number (30 = warning).")
 @click.option("--grep", "-g", metavar="REGEX", help="Only events whose message matches (case-insensitive).")
 @click.option("--component", metavar="NAME", help="Only events of this component (logger name).")
 @click.option("--stream", type=click.Choice(["stdout", "stderr", "sdk"]), multiple=True, help="Only these streams.")

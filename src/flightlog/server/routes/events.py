@@ -83,7 +83,7 @@ def log_query(q: Query, *, limit: int | None = None, tail: bool = False) -> LogQ
     level = q.text("level", max_len=20)
     min_level = None
     if level is not None and level.strip():
-        min_level = int(level) if re.fullmatch(r"\s*-?[0-9]+\s*", level) else level_code(level, default=-1)
+        min_level = level_code(level, default=-1)
         if min_level < 0 or min_level > 1000:
             raise InvalidInput(f"level {level!r} is not a log level: use debug, info, warning, error or critical")
     grep = q.text("grep", max_len=1000)
