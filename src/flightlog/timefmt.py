@@ -21,7 +21,7 @@ _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(i?b?)\s*$", re.IGNORECASE)
 
 
 # the times a datetime can show: years 1 to 9999
-_EARLIEST, _LATEST = -62135596800.0, 253402300799.0
+_EARLIEST, _LATEST = -62135596800.0, 253402300799.999
 
 
 def is_epoch(ts: float) -> bool:
@@ -38,8 +38,8 @@ def iso(ts: float | None) -> str | None:
     """
     if ts is None or not is_epoch(ts):
         return None
-    dt = datetime.fromtimestamp(ts, UTC)
-    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
+    # isoformat, not strftime: faster, and it writes the year 1 as 0001 where glibc writes 1
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds")[:-6] + "Z"
 
 
 def parse_duration(text: str, *, what: str = "duration") -> float:

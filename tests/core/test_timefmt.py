@@ -13,6 +13,7 @@ from flightlog.timefmt import is_epoch, iso, parse_time
 def test_iso_shows_milliseconds_in_utc() -> None:
     assert iso(1_780_000_000.1234) == "2026-05-28T20:26:40.123Z"
     assert iso(None) is None
+    assert (iso(-62135596800.0), iso(253402300799.5)) == ("0001-01-01T00:00:00.000Z", "9999-12-31T23:59:59.500Z")
 
 
 @pytest.mark.parametrize("ts", [math.nan, math.inf, -math.inf, 1e300, -1e300, 253402300800.0])

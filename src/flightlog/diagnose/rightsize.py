@@ -9,7 +9,6 @@ recommendation adds more than the usual headroom on top of it.
 from __future__ import annotations
 
 import math
-import re
 from typing import TYPE_CHECKING, Any
 
 from flightlog.diagnose.evidence import RunEvidence
@@ -107,7 +106,8 @@ def _observe(ev: RunEvidence) -> list[dict[str, Any]]:
         for i, e in enumerate(summaries, 1):
             d = e["data"]
             name = str(e.get("name") or "")
-            attempt = int(name.rsplit("-", 1)[-1]) if re.fullmatch(r"[0-9]+", name.rsplit("-", 1)[-1]) else i
+            suffix = name.rsplit("-", 1)[-1]
+            attempt = int(suffix) if suffix.isascii() and suffix.isdigit() else i
             peak = max((v for v in (d.get("rss_bytes_max"), d.get("cgroup_memory_max") if d.get("cgroup_memory_limit") else None)
                         if isinstance(v, (int, float))), default=None)
             last = attempt == info.attempt

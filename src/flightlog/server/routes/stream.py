@@ -126,8 +126,9 @@ OPERATIONS = [
         "live",
         description="Events: `logs` ({events: [...]}), `metrics` ({metrics: {name: {steps, values, times}}}), `status` "
                     "(the run), `end` (the run has finished; the stream closes), `reconnect` (the server is shutting "
-                    "down, or the connection reached the server's maximum stream age: resume with `Last-Event-ID`). Log events start from the run's first (within the filters; `since` skips older ones), metric "
-                    "points from the moment of connecting. Reconnect with `Last-Event-ID` to resume without gaps.",
+                    "down, or the connection reached the server's maximum stream age). Log events start from the "
+                    "run's first (within the filters; `since` skips older ones), metric points from the moment of "
+                    "connecting. Reconnect with `Last-Event-ID` to resume without gaps.",
         params=(RUN, *LOG_FILTERS,
                 Param("events", "query", {"type": "array", "items": {"type": "string", "enum": list(KINDS)}},
                       "Which events: logs, metrics, status (default all)."),
