@@ -180,7 +180,7 @@ def show_validation(v: dict[str, Any]) -> None:
         )
         t.add_row(
             mark,
-            r["expectation"],
+            escape(r["expectation"]),
             escape(r["column"] or ""),
             escape(r["expected"]),
             escape(r["observed"]),
@@ -225,7 +225,7 @@ def show_cohorts(c: dict[str, Any]) -> None:
     for a in c["aggregate"]:
         colour = {"improved": "green", "regressed": "red"}.get(a["change"], "white")
         t.add_row(
-            a["metric"],
+            escape(a["metric"]),
             _n(a["baseline"]),
             _n(a["current"]),
             _n(a["delta"]),
@@ -248,7 +248,7 @@ def show_cohorts(c: dict[str, Any]) -> None:
             r.add_row(
                 escape(x["cohort"]),
                 escape(str(x["value"])),
-                x["metric"],
+                escape(x["metric"]),
                 _n(x["baseline"]),
                 _n(x["current"]),
                 _n(x["delta"]),

@@ -31,11 +31,11 @@ def _bar(conf: float) -> str:
 
 def render_diagnosis(report: dict[str, Any], out: Console) -> None:
     status = report["status"]
-    out.print(f"[bold]diagnosis of run {report['run']}[/]  status [bold]{status}[/]  kind [bold]{report['kind']}[/]")
+    out.print(f"[bold]diagnosis of run {escape(report['run'])}[/]  status [bold]{escape(status)}[/]  kind [bold]{report['kind']}[/]")
     base = report.get("baseline")
     if base:
         how = base.get("reason") or "given with --baseline"
-        out.print(f"[dim]baseline {base['baseline']} ({how})[/]")
+        out.print(f"[dim]baseline {escape(base['baseline'])} ({escape(how)})[/]")
     else:
         out.print("[dim]no baseline: no earlier successful run of this project and name (pass --baseline RUN)[/]")
     findings = report["findings"]
@@ -59,7 +59,7 @@ def render_diagnosis(report: dict[str, Any], out: Console) -> None:
     if report.get("runbook"):
         out.print("\n[bold]runbook[/]")
         for e in report["runbook"]:
-            out.print(f"  [bold]{escape(e['title'])}[/] [dim]({e['id']}, {e['source']}; matched {escape('; '.join(e['matched']))})[/]")
+            out.print(f"  [bold]{escape(e['title'])}[/] [dim]({escape(e['id'])}, {escape(e['source'])}; matched {escape('; '.join(e['matched']))})[/]")
             for advice in e["advice"]:
                 out.print(f"    • {escape(advice)}")
             for link in e.get("links") or []:
@@ -84,7 +84,8 @@ def _finding(out: Console, index: int, f: dict[str, Any], *, full: bool) -> None
 
 
 def render_comparison(cmp: dict[str, Any], out: Console) -> None:
-    out.print(f"[bold]run {cmp['run']}[/] ({cmp['status']['run']}) against baseline [bold]{cmp['baseline']}[/] ({cmp['status']['baseline']})")
+    out.print(f"[bold]run {escape(cmp['run'])}[/] ({escape(cmp['status']['run'])}) against baseline "
+              f"[bold]{escape(cmp['baseline'])}[/] ({escape(cmp['status']['baseline'])})")
     d = cmp["duration"]
     if d["run"] is not None and d["baseline"] is not None:
         out.print(f"duration {format_duration(d['baseline'])} → {format_duration(d['run'])}"
@@ -102,10 +103,10 @@ def render_comparison(cmp: dict[str, Any], out: Console) -> None:
 def render_rightsizing(rs: dict[str, Any], out: Console) -> None:
     subject = rs["subject"]
     what = f"run {subject['run']}" if "run" in subject else f"{subject['runs']} run(s) named {subject['name']!r}"
-    out.print(f"[bold]rightsizing of {what}[/]")
+    out.print(f"[bold]rightsizing of {escape(what)}[/]")
     _rightsizing_lines(rs, out)
     for o in rs["observations"]:
-        out.print(f"  [dim]{o['run'][:12]} attempt {o['attempt']}: {o['status']}, peak {format_size(o['memory_peak_bytes'])}"
+        out.print(f"  [dim]{escape(o['run'][:12])} attempt {o['attempt']}: {escape(o['status'])}, peak {format_size(o['memory_peak_bytes'])}"
                   + (f" of {format_size(o['memory_limit_bytes'])}" if o["memory_limit_bytes"] else "")
                   + (f", CPU peak {o['cpu_peak_cores']:.2f} cores" if o.get("cpu_peak_cores") is not None else "") + "[/]")
 
