@@ -18,7 +18,7 @@ import math
 import re
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import IO, Any, TypeVar, cast
 
 import click
 
@@ -104,7 +104,7 @@ def console() -> Any:
         return Console(highlight=False, soft_wrap=False)
     # piped output is not cut to 80 columns, so a script or a pager gets whole rows, and it
     # carries no padding to the right of a table's last column
-    return Console(highlight=False, soft_wrap=False, width=PIPED_WIDTH, file=_Unpadded(sys.stdout))
+    return Console(highlight=False, soft_wrap=False, width=PIPED_WIDTH, file=cast(IO[str], _Unpadded(sys.stdout)))
 
 
 class _Unpadded:
@@ -114,7 +114,10 @@ class _Unpadded:
 
     def __init__(self, stream: Any) -> None:
         self._stream = stream
-        self.encoding = getattr(stream, "encoding", None) or "utf-8"
+
+    @property
+    def encoding(self) -> str:
+        return getattr(self._stream, "encoding", None) or "utf-8"
 
     def write(self, text: str) -> int:
         self._stream.write(self._PADDING.sub("", text))
