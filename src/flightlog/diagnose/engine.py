@@ -1,5 +1,5 @@
 """The diagnosis engine: run the analyzers over one run's evidence, merge their findings, and
-assemble the report of DESIGN.md:
+assemble the report of docs/architecture.md:
 
     {"run", "status", "kind", "findings": [{"category", "confidence", "summary",
      "evidence": [{"source", "detail", "at"}], "next_steps"}], "baseline", "runbook", "rightsizing"}

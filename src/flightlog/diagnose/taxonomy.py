@@ -1,4 +1,4 @@
-"""The diagnosis taxonomy of DESIGN.md: category names, the kind of problem each one is, and
+"""The diagnosis taxonomy of docs/architecture.md: category names, the kind of problem each one is, and
 what a person should do first. Every other module of the package speaks these names."""
 
 from __future__ import annotations
