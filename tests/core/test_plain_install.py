@@ -152,6 +152,12 @@ def test_every_command_that_needs_no_extra_works_on_a_plain_install(plain: Plain
     assert sdk_run in plain.ok("runs", "show", sdk_run)
     report = json.loads(plain.ok("diagnose", wrapped, "--format", "json"))
     assert report["run"] == wrapped and report["kind"] == "none"
+    assert json.loads(plain.ok("compare", wrapped, sdk_run, "--format", "json"))["run"] == wrapped
+    assert "memory" in json.loads(plain.ok("rightsize", wrapped, "--format", "json"))
+    assert json.loads(plain.ok("sync", "--format", "json"))["journals"] >= 0
+    assert json.loads(plain.ok("version", "--format", "json"))["version"]
+    assert json.loads(plain.ok("projects", "--format", "json"))[0]["name"] == "plain"
+    assert json.loads(plain.ok("alerts", "rules", "ls", "--format", "json"))["rules"] == []
 
 
 @pytest.mark.slow
