@@ -46,6 +46,8 @@ def test_text_that_looks_like_markup_prints_as_itself_everywhere(home: Path, tmp
             summary: "{MARKUP} is {{value}}"
     """))
 
+    cli(home, "alerts", "silence", "loss" + MARKUP, "--for", "1h", "--labels", f"gpu={MARKUP}", "--comment", MARKUP)
+
     outputs = {
         args: cli(home, *args).stdout
         for args in (
@@ -61,6 +63,7 @@ def test_text_that_looks_like_markup_prints_as_itself_everywhere(home: Path, tmp
             ("diagnose", crashed),
             ("compare", crashed, rid),
             ("alerts", "test", str(rules), "--run", rid, "--interval", "0.05s"),
+            ("alerts", "silences"),
         )
     }
     for args, out in outputs.items():  # each command ran (no MarkupError) and shows the text as it is
