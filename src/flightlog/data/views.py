@@ -1,19 +1,19 @@
 """Human output of the data commands: rich tables on stdout.
 
-Values that came from data are passed through :func:`rich.markup.escape`, so a category named
-``[bold]`` prints as itself.
+Values that came from data are passed through :func:`flightlog.cli.output.esc`, so a category
+named ``[bold]`` prints as itself and an escape sequence in a value is shown, not obeyed.
 """
 
 from __future__ import annotations
 
 import math
-import sys
-from typing import Any
+from typing import Any, cast
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
+from flightlog.cli.output import console
+from flightlog.cli.output import esc as escape
 from flightlog.data.profiling import Profile
 from flightlog.timefmt import format_size
 
@@ -28,8 +28,7 @@ __all__ = [
 
 
 def _console() -> Console:
-    # Piped output is not cut to 80 columns (as in flightlog.cli.output): scripts get whole rows.
-    return Console(highlight=False, soft_wrap=False, width=None if sys.stdout.isatty() else 200)
+    return cast(Console, console())  # the CLI's console: piped output is 200 columns, unpadded
 
 
 def _n(x: Any, digits: int = 4) -> str:

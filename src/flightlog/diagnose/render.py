@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 
+from flightlog.cli.output import esc as escape  # markup escaped, control characters made visible
 from flightlog.diagnose.baseline import differences_text
 from flightlog.diagnose.taxonomy import TITLE
 from flightlog.timefmt import format_duration, format_size
