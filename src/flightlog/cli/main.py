@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from flightlog.errors import FlightlogError
+from flightlog.errors import FlightlogError, MissingExtra
 from flightlog.extras import install_line, missing_extra
 
 __all__ = ["cli", "main"]
@@ -73,16 +73,16 @@ def _register() -> None:
             command = getattr(importlib.import_module(module), attr)
         except ModuleNotFoundError as exc:
             # a plain install lacks the extras: the command stays listed and says what to install
-            if missing_extra(exc) is None:
+            name = attr.removesuffix("_cmd").removesuffix("_group")
+            error = missing_extra(exc, f"`flightlog {name}`")
+            if error is None:
                 raise
-            command = _needs_extra(attr.removesuffix("_cmd").removesuffix("_group"), exc)
+            command = _needs_extra(name, error)
         cli.add_command(command)
 
 
-def _needs_extra(name: str, exc: ModuleNotFoundError) -> click.Command:
+def _needs_extra(name: str, error: MissingExtra) -> click.Command:
     """A stand-in for a command whose module needs an extra that is not installed."""
-    error = missing_extra(exc, f"`flightlog {name}`")
-    assert error is not None  # the caller checked that exc names an extra's module
 
     def fail(args: tuple[str, ...]) -> None:
         raise error
