@@ -158,6 +158,8 @@ def test_every_command_that_needs_no_extra_works_on_a_plain_install(plain: Plain
     assert json.loads(plain.ok("version", "--format", "json"))["version"]
     assert json.loads(plain.ok("projects", "--format", "json"))[0]["name"] == "plain"
     assert json.loads(plain.ok("alerts", "rules", "ls", "--format", "json"))["rules"] == []
+    assert json.loads(plain.ok("gc", "--older-than", "30d", "--dry-run", "--format", "json"))["dry_run"] is True
+    assert json.loads(plain.ok("token", "ls", "--format", "json")) == []  # tokens live in the store
 
 
 @pytest.mark.slow
