@@ -136,6 +136,17 @@ def test_logs_text_shows_the_fields_of_a_logging_handler_event(home: Path) -> No
         assert re.search(r"step failed  step=7\nTraceback \(most recent call last\):\n(.*\n)*ZeroDivisionError: division by zero\n", text), text
 
 
+def test_logs_text_does_not_repeat_what_a_logfmt_line_says(home: Path) -> None:
+    code = ("print('level=info msg=\"epoch done\" epoch=3 loss=0.25'); "
+            "print('time=2026-01-01T00:00:00Z level=warn component=io disk=90%')")
+    cli(home, "run", "--project", "logfmt", "--", sys.executable, "-c", code)
+    run = cli_json(home, "runs", "ls", "--project", "logfmt")[0]["id"]
+    assert cli(home, "logs", run).stdout.splitlines() == [
+        "epoch done  epoch=3 loss=0.25",  # msg= became the message, the rest its fields
+        "time=2026-01-01T00:00:00Z level=warn component=io disk=90%",  # kept whole: its fields are in it
+    ]
+
+
 def test_metrics_of_a_run_without_metrics(home: Path) -> None:
     run = flightlog.init(project="quiet", resources=False)
     run.finish()

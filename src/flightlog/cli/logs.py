@@ -116,14 +116,20 @@ class _Printer:
     def _fields(self, event: Any) -> str:
         """The event's fields as `` key=value ...``, and a recorded traceback on its own lines.
 
-        A field that only repeats what the event already says (the envelope a JSON logging
-        handler writes: its run, project, attempt, rank, stage; its time, shown by -t) is left out."""
+        A field that only repeats what the event already says is left out: the envelope a JSON
+        logging handler writes (its run, project, attempt, rank, stage; its time, shown by -t),
+        and a ``key=value`` the message itself holds (a logfmt line kept whole)."""
         fields = dict(event.fields or {})
         traceback = fields.pop("exception", None)
         known = {"run_id": self.run_id, "project": self.project, "attempt": event.attempt, "rank": event.rank,
                  "stage": event.stage, "level": event.level_name, "component": event.component, "message": event.message}
-        shown = [f"{key}={_value(value)}" for key, value in fields.items()
-                 if key != "timestamp" and not (key in known and known[key] == value)]
+        shown = []
+        for key, value in fields.items():
+            if key == "timestamp" or (key in known and known[key] == value):
+                continue
+            pair = f"{key}={_value(value)}"
+            if pair not in event.message and f"{key}={value}" not in event.message:
+                shown.append(pair)
         text = ("  " + " ".join(shown)) if shown else ""
         if isinstance(traceback, str) and traceback:
             text += "\n" + traceback
