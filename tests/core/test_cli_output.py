@@ -170,6 +170,9 @@ def test_runs_show_neither_pads_nor_cuts_silently(home: Path, tmp_path: Path) ->
     artifact = next(line for line in lines if line.endswith(".bin  1B"))
     assert "…" in artifact and "zzz.bin" in artifact and artifact.startswith("  output")
     assert next(line for line in lines if line.startswith("project")) == "project     wide"
+    for args in (("runs", "ls"), ("metrics", run.id), ("artifacts", run.id), ("projects",)):
+        listing = cli(home, *args).stdout.splitlines()
+        assert [line for line in listing if line != line.rstrip()] == [], args
 
 
 def test_clip_and_printable() -> None:
