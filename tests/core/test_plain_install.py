@@ -160,6 +160,11 @@ def test_every_command_that_needs_no_extra_works_on_a_plain_install(plain: Plain
     assert json.loads(plain.ok("alerts", "rules", "ls", "--format", "json"))["rules"] == []
     assert json.loads(plain.ok("gc", "--older-than", "30d", "--dry-run", "--format", "json"))["dry_run"] is True
     assert json.loads(plain.ok("token", "ls", "--format", "json")) == []  # tokens live in the store
+    # a manifest is files, sizes and hashes: no data extra needed
+    (plain.cwd / "data").mkdir()
+    (plain.cwd / "data" / "a.csv").write_text("a,b\n1,2\n")
+    assert json.loads(plain.ok("data", "manifest", "data", "--format", "json"))["file_count"] == 1
+    assert ".csv" in plain.ok("data", "manifest", "data")
 
 
 @pytest.mark.slow

@@ -7,15 +7,17 @@ named ``[bold]`` prints as itself and an escape sequence in a value is shown, no
 from __future__ import annotations
 
 import math
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from rich.console import Console
 from rich.table import Table
 
 from flightlog.cli.output import console
 from flightlog.cli.output import esc as escape
-from flightlog.data.profiling import Profile
 from flightlog.timefmt import format_size
+
+if TYPE_CHECKING:  # profiling needs the data extra; manifests and diffs do not
+    from flightlog.data.profiling import Profile
 
 __all__ = [
     "show_manifest",
