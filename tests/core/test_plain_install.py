@@ -165,6 +165,9 @@ def test_every_command_that_needs_no_extra_works_on_a_plain_install(plain: Plain
     (plain.cwd / "data" / "a.csv").write_text("a,b\n1,2\n")
     assert json.loads(plain.ok("data", "manifest", "data", "--format", "json"))["file_count"] == 1
     assert ".csv" in plain.ok("data", "manifest", "data")
+    (plain.cwd / "data2").mkdir()
+    (plain.cwd / "data2" / "a.csv").write_text("a,b\n1,3\n")
+    assert json.loads(plain.ok("data", "diff", "data", "data2", "--format", "json"))["counts"]["changed"] == 1
 
 
 @pytest.mark.slow
