@@ -6,12 +6,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-import pytest
+from playwright.sync_api import expect
 
 from tests.ui.workloads import Seeded
-
-pytest.importorskip("playwright.sync_api")
-from playwright.sync_api import expect  # noqa: E402
 
 
 def test_artifacts_browse_and_preview_each_kind(page: Any, seeded: Seeded, shot: Any) -> None:
