@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from flightlog.server import ui
-from tests.ui.workloads import ROOT, Seeded, seed
+from tests.ui.workloads import ROOT, Seeded, make_edges, make_oom, make_resumed, seed
 
 CHROMIUM = os.environ.get("FLIGHTLOG_TEST_CHROMIUM", "/usr/bin/chromium")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
@@ -61,6 +61,24 @@ def clean_env() -> Iterator[None]:
 @pytest.fixture(scope="session")
 def seeded(tmp_path_factory: pytest.TempPathFactory, clean_env: None, built_ui: Path) -> Seeded:
     return seed(tmp_path_factory.mktemp("ui"))
+
+
+@pytest.fixture(scope="session")
+def edges(seeded: Seeded) -> list[str]:
+    """Three runs with long names, a one-point metric and a metric up to 1e195 (project "edges")."""
+    return make_edges(seeded.home, seeded.work)
+
+
+@pytest.fixture(scope="session")
+def resumed(seeded: Seeded) -> str:
+    """A run resumed with `flightlog run --resume` after its first attempt failed (project "resume")."""
+    return make_resumed(seeded.home, seeded.work)
+
+
+@pytest.fixture(scope="session")
+def oom(seeded: Seeded) -> str:
+    """A run killed at its memory limit (project "oom")."""
+    return make_oom(seeded.home, seeded.work)
 
 
 ALERT_RULES = """\
