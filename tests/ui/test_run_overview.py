@@ -130,3 +130,33 @@ def test_firing_alerts_show_on_the_runs_table_and_the_run(page: Any, seeded: See
     page.goto(f"/projects/vision/runs/{seeded.good}")
     expect(page.locator("#params")).to_be_visible()
     expect(page.locator("#alerts")).to_have_count(0)  # no alert about this run: no card
+
+
+def test_the_diagnosis_shows_the_runbook_and_the_rightsizing_its_next_step_points_to(page: Any, oom: str, server: Any,
+                                                                                      shot: Any) -> None:
+    report = httpx.get(f"{server.url}/api/v1/runs/{oom}/diagnosis", timeout=60).json()
+    assert report["findings"][0]["category"] == "oom_killed"
+    page.goto(f"/projects/oom/runs/{oom}")
+    card = page.locator("#diagnosis")
+    finding = card.locator(".finding").first
+    expect(finding).to_have_attribute("data-category", "oom_killed")
+    step = finding.locator(".next-steps li", has_text="rightsizing section")
+    expect(step).to_be_visible()
+    entry = card.locator("#runbook [data-entry=killed-at-memory-limit]")
+    expect(entry).to_contain_text("Killed at the memory limit")
+    expect(entry).to_contain_text("matched category oom_killed")
+    expect(entry.locator("li").first).to_contain_text(report["runbook"][0]["advice"][0])
+    step.get_by_role("button", name="rightsizing ↓").click()
+    rightsizing = card.locator("#rightsizing")
+    expect(rightsizing).to_be_in_viewport()
+    expect(rightsizing).to_contain_text(f"request {report['rightsizing']['request']['memory']}")
+    expect(rightsizing).to_contain_text("the limit was 128 MiB")
+    expect(rightsizing.locator("[data-flag=killed_at_limit]")).to_contain_text("killed for memory")
+    shot(card, "diagnosis-runbook-rightsizing")
+
+
+def test_a_healthy_run_shows_its_rightsizing_too(page: Any, seeded: Seeded) -> None:
+    page.goto(f"/projects/vision/runs/{seeded.good}")  # ran with --memory-limit 1G and used a few dozen MiB
+    rightsizing = page.locator("#diagnosis #rightsizing")
+    expect(rightsizing.locator("[data-flag=over_provisioned]")).to_contain_text("asked for 1.0GiB")
+    expect(rightsizing).to_contain_text("the limit was 1.00 GiB")
