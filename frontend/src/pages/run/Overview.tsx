@@ -7,7 +7,8 @@ import { Card, Empty, ErrorBox, FINISHED, KV, Loading } from "../../components/u
 import { fmtBytes, fmtDuration, fmtTime, fmtValue, shellJoin, shortId, signalName } from "../../format";
 import { useAsync, useStored } from "../../hooks";
 import { Link, paths } from "../../router";
-import type { Context, Diagnosis, Lineage, Note, Rightsizing, Run, RunbookEntry } from "../../types";
+import type { Context, Diagnosis, Lineage, Note, Rightsizing, Run, RunbookEntry, Stage } from "../../types";
+import { attemptAt, attemptsOf, sec } from "./attempts";
 
 export function Overview({ run }: { run: Run }) {
   return (
@@ -32,17 +33,37 @@ export function Overview({ run }: { run: Run }) {
 
 function Summary({ run }: { run: Run }) {
   const tl = run.timeline ?? {};
-  const rows: [string, string][] = [
+  const stages = useAsync((signal) => (run.attempt > 1 ? get<{ stages: Stage[] }>(`runs/${run.id}/stages`, undefined, signal) : Promise.resolve({ stages: [] })),
+    [run.id, run.status, run.attempt]);
+  const attempts = attemptsOf(run, stages.data?.stages ?? []);
+  const firstIn = attempts.length > 1 ? attemptAt(attempts, sec(tl.first_metric)) : null;
+  // a resumed run's start (and so its duration) is its last attempt's: say so
+  const started = sec(run.started);
+  const startedIn = attempts.length > 1 && started !== null ? attempts.find((a) => a.end >= started) ?? null : null;
+  const of = (a: { n: number } | null) => (a ? ` (attempt ${a.n})` : "");
+  const rows: [string, preact.ComponentChildren][] = [
     ["Created", fmtTime(run.created, { millis: true })],
     ["Queued", fmtTime(run.queued, { millis: true })],
-    ["Started", fmtTime(run.started, { millis: true })],
-    ["First step", fmtTime(tl.first_metric, { millis: true })],
+    ["Started", fmtTime(run.started, { millis: true }) + of(startedIn)],
+    ["First step", fmtTime(tl.first_metric, { millis: true }) + of(firstIn)],
     ["Ended", fmtTime(run.ended, { millis: true })],
-    ["Duration", fmtDuration(run.duration)],
+    ["Duration", fmtDuration(run.duration) + (startedIn && startedIn.n > 1 ? ` (since attempt ${startedIn.n} started)` : "")],
   ];
   if (run.queue_wait !== null) rows.push(["Queue wait", fmtDuration(run.queue_wait)]);
   rows.push(["Exit", exitText(run)]);
   if (run.attempt > 1) rows.push(["Attempt", String(run.attempt)]);
+  if (attempts.length > 1) {
+    rows.push(["Attempts", (
+      <ol class="attempt-list">
+        {attempts.map((a) => (
+          <li key={a.n} data-attempt={a.n}>
+            <span class="strong">{a.n}</span> {fmtTime(a.start * 1000, { millis: true, date: false })} – {a.running ? "running" : fmtTime(a.end * 1000, { millis: true, date: false })}
+            <span class="muted"> · {fmtDuration(a.end - a.start)}{a.exit !== undefined && a.exit !== null ? ` · exit ${a.exit}` : ""}</span>
+          </li>
+        ))}
+      </ol>
+    )]);
+  }
   if (run.host) rows.push(["Host", `${run.host}${run.pid ? ` (pid ${run.pid})` : ""}`]);
   const c = run.counters ?? {};
   const dropped = Object.entries(c).filter(([k, v]) => /drop/.test(k) && v > 0);
