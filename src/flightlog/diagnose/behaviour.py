@@ -69,7 +69,7 @@ def nan_loss(ev: RunEvidence) -> Finding | None:
                 lead += f", up from a median of {float(np.median(before)):.4g} (it diverged first)"
         text = "NaN" if math.isnan(value) else ("+inf" if value > 0 else "-inf")
         is_loss = bool(_LOSS.search(m.name))
-        signals.append(Signal("nan_loss", 0.85 if is_loss else 0.6, f"non-finite {m.name}", "metrics",
+        signals.append(Signal("nan_loss", 0.85 if is_loss else 0.6, f"non_finite:{m.name}", "metrics",
                               f"{m.name} became {text} at step {step} ({int(mask.sum())} of {mask.size} points non-finite){lead}", at))
         firsts.append((step, m.name, at, text))
     if not signals:
@@ -79,7 +79,7 @@ def nan_loss(ev: RunEvidence) -> Finding | None:
     log_hits = [e for e in ev.recent if re.search(r"\b(?:nan|inf)\b", e.message, re.I) and e.level >= 30]
     if log_hits:
         e = log_hits[0]
-        signals.append(Signal("nan_loss", 0.2, "the log reports non-finite values", "log", e.message.splitlines()[-1][:200], e.time))
+        signals.append(Signal("nan_loss", 0.2, "the_log_reports_non_finite_values", "log", e.message.splitlines()[-1][:200], e.time))
     others = f" (also: {', '.join(n for _, n, _, _ in firsts[1:4])})" if len(firsts) > 1 else ""
     summary = f"{name} became {text} at step {step}{others}; every step after it trains on garbage."
     steps = [f"Inspect the batch and the gradients at step {step}: replay from the checkpoint before it with anomaly detection on."]
@@ -121,12 +121,12 @@ def loss_plateau(ev: RunEvidence) -> Finding | None:
     spread = hi - lo
     progress = float(abs(values[0] - at_best))
     signals = [
-        Signal("loss_plateau", ramp(share, 0.3, 0.8, 0.35, 0.65), "evaluations without improvement", "metrics",
+        Signal("loss_plateau", ramp(share, 0.3, 0.8, 0.35, 0.65), "evaluations_without_improvement", "metrics",
                f"{name} reached {at_best:.4g} at step {int(steps[best_i])}; the {stall} evaluations since (to step {int(steps[-1])}) "
                f"stayed within {lo:.4g}–{hi:.4g} and did not improve on it by {th.plateau_min_delta:.0%}", float(times[best_i])),
     ]
     if progress > 0 and spread <= 0.5 * progress:
-        signals.append(Signal("loss_plateau", 0.2, "a flat tail", "metrics",
+        signals.append(Signal("loss_plateau", 0.2, "a_flat_tail", "metrics",
                               f"since then {name} moved within {spread:.3g}, against {progress:.3g} of progress before it",
                               float(times[-1])))
     summary = (f"{name} stopped improving after step {int(steps[best_i])} ({at_best:.4g}): the last {stall} of {n} "

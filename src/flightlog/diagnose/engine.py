@@ -79,7 +79,7 @@ def _schema(ctx: Context) -> list[Finding]:
     hit = [key] if key is not None and key in removed else []
     if not hit:
         return []
-    signal = Signal("data_error", 0.35, "column removed per the drift report", "evidence",
+    signal = Signal("data_error", 0.35, "column_removed_per_the_drift_report", "evidence",
                     f"the drift report on this run shows column {hit[0]!r} removed from the input", ctx.facts.traceback_at)
     return [Finding("data_error", "", [signal], kind="data")]
 

@@ -15,6 +15,7 @@ from typing import Any
 from flightlog.diagnose.evidence import ERROR, WARNING, RunEvidence
 from flightlog.diagnose.findings import Finding
 from flightlog.diagnose.signals import (
+    SIGKILL,
     Signal,
     combine,
     exit_signals,
@@ -34,6 +35,11 @@ _ENDED_BADLY = ("failed", "killed", "stopped", "crashed")
 #: a run that succeeded still shows what its log complained about, but never as a lead
 _SUCCESS_FACTOR = 0.35
 _NEAR_END = 5
+# signal ids this module decides on
+MEMORY_FAR_FROM_LIMIT = "memory_far_from_its_limit"
+SILENT_BEFORE_TIMEOUT = "silent_before_the_timeout"
+STEPPING_AT_TIMEOUT = "still_stepping_at_the_timeout"
+BUSY_AT_TIMEOUT = "still_busy_at_the_timeout"
 _PATHS = (
     re.compile(r"""(?:No such file or directory|does not exist|not found|Unable to open file)[^'"\n]*?['"]([^'"\n]+)['"]""", re.I),
     re.compile(r"""['"]([^'"\n]+)['"][^'"\n]{0,20}(?:does not exist|not found|\[Errno 2\])""", re.I),
@@ -67,7 +73,7 @@ def analyze_failure(ev: RunEvidence, facts: FailureFacts | None = None) -> list[
     signals = exit_signals(exit_code=info.exit_code, signal=info.signal, timed_out=ev.timed_out,
                            oom_killed=ev.oom_killed, at=ended)
     if info.status == "crashed":
-        signals.append(Signal("killed_by_signal", 0.35, "the process vanished", "exit",
+        signals.append(Signal("killed_by_signal", 0.35, "the_process_vanished", "exit",
                               "the process vanished without recording its end (SIGKILL, a lost host, or the OOM killer)", ended))
     events = ev.recent
     signals += _traceback(ev, events, facts)
@@ -75,13 +81,14 @@ def analyze_failure(ev: RunEvidence, facts: FailureFacts | None = None) -> list[
     signals += _memory(ev)
     if ev.timed_out:
         signals += _timeout(ev)
-    if any(s.label == "memory far from its limit" for s in signals):
-        signals = [s for s in signals if not (s.category == "oom_killed" and s.label == "SIGKILL")]
+    if any(s.id == MEMORY_FAR_FROM_LIMIT for s in signals):
+        # a SIGKILL far below any memory limit was not the OOM killer's
+        signals = [s for s in signals if not (s.category == "oom_killed" and s.id == SIGKILL)]
     if info.status == "succeeded":
         signals = [replace(s, weight=s.weight * _SUCCESS_FACTOR) for s in signals]
     scores = [s for s in combine(signals) if s.category in FAILURE_CATEGORIES or s.category == "nan_loss"]
     if info.status in _ENDED_BADLY and not scores and info.exit_code not in (None, 0):
-        unexplained = Signal("code_error", 0.25, "an unexplained exit", "exit",
+        unexplained = Signal("code_error", 0.25, "an_unexplained_exit", "exit",
                              f"exit code {info.exit_code} with no traceback or known error message in the log", ended)
         scores = combine([unexplained])
     findings = []
@@ -155,7 +162,7 @@ def _lines(ev: RunEvidence, events: list[LogEvent], facts: FailureFacts) -> list
             if s.category not in near and any(s.detail in text for text in last_texts):
                 near[s.category] = s
         for category, s in near.items():
-            signals.append(Signal(category, 0.25, "just before the failing exit", "log",
+            signals.append(Signal(category, 0.25, "just_before_the_failing_exit", "log",
                                   f"among the last {_NEAR_END} lines before exit code {ev.info.exit_code}: {s.detail}", s.at))
     return signals
 
@@ -170,7 +177,7 @@ def _memory(ev: RunEvidence) -> list[Signal]:
     if oom.get("peak_bytes"):
         peak = max(peak or 0, int(oom["peak_bytes"]))
     if oom.get("oom_kills"):
-        out.append(Signal("oom_killed", 0.4, "the cgroup counted an OOM kill", "resources",
+        out.append(Signal("oom_killed", 0.4, "the_cgroup_counted_an_oom_kill", "resources",
                           f"the memory cgroup counted {oom['oom_kills']} OOM kill(s)"
                           + (f" at its limit of {format_size(oom.get('limit_bytes'))}" if oom.get("limit_bytes") else ""),
                           info.ended))
@@ -178,18 +185,18 @@ def _memory(ev: RunEvidence) -> list[Signal]:
     if limit and peak and ended_by_kill:
         share = peak / limit
         if share >= 0.9:
-            out.append(Signal("oom_killed", 0.45 if share >= 0.97 else 0.3, "memory at its limit", "resources",
+            out.append(Signal("oom_killed", 0.45 if share >= 0.97 else 0.3, "memory_at_its_limit", "resources",
                               f"memory peaked at {format_size(peak)}, {share:.0%} of the {format_size(limit)} limit", peak_at))
     if ended_by_kill and not ev.oom_killed and peak:
         ceiling = limit or max((s.get("host_memory_total") or 0 for s in ev.resources), default=0)
         if ceiling and peak < 0.5 * ceiling:
-            out.append(Signal("killed_by_signal", 0.3, "memory far from its limit", "resources",
+            out.append(Signal("killed_by_signal", 0.3, MEMORY_FAR_FROM_LIMIT, "resources",
                               f"memory peaked at only {format_size(peak)}, {peak / ceiling:.0%} of the "
                               f"{'limit' if limit else 'host'} ({format_size(ceiling)}): not an out-of-memory kill", peak_at))
     if info.status == "crashed" and peak and not limit:
         total = max((s.get("host_memory_total") or 0) for s in ev.resources) if ev.resources else 0
         if total and peak / total >= 0.85:
-            out.append(Signal("oom_killed", 0.4, "memory at the host's size", "resources",
+            out.append(Signal("oom_killed", 0.4, "memory_at_the_host_s_size", "resources",
                               f"memory peaked at {format_size(peak)} of the host's {format_size(total)} before the process vanished",
                               peak_at))
     return out
@@ -209,14 +216,14 @@ def _timeout(ev: RunEvidence) -> list[Signal]:
     quiet = end - last if last is not None else end - start
     limit = ev.runner_config.get("timeout_s") or (end - start)
     if quiet >= 0.5 * limit:
-        return [Signal("timeout", 0.3, "silent before the timeout", "log",
+        return [Signal("timeout", 0.3, SILENT_BEFORE_TIMEOUT, "log",
                        f"nothing was logged in the last {format_duration(quiet)} before the timeout: it looks hung", last or start)]
     if quiet <= 0.25 * limit:
         if last_step is not None and end - last_step <= 0.35 * limit:
-            return [Signal("timeout", 0.2, "still stepping at the timeout", "metrics",
+            return [Signal("timeout", 0.2, STEPPING_AT_TIMEOUT, "metrics",
                            f"training steps continued until {format_duration(end - last_step)} before the timeout: "
                            "it needs more time", last_step)]
-        return [Signal("timeout", 0.15, "still busy at the timeout", "log",
+        return [Signal("timeout", 0.15, BUSY_AT_TIMEOUT, "log",
                        f"it was still writing output {format_duration(quiet)} before the timeout", last)]
     return []
 
@@ -268,12 +275,12 @@ def _summary(category: str, signals: list[Signal], ev: RunEvidence, facts: Failu
     elif category == "timeout":
         limit = ev.runner_config.get("timeout_s")
         text = "Stopped by the runner's timeout" + (f" of {format_duration(limit)}" if limit else "") + (f" after {took}" if took else "")
-        labels = {x.label for x in signals}
-        if "silent before the timeout" in labels:
+        ids = {x.id for x in signals}
+        if SILENT_BEFORE_TIMEOUT in ids:
             text += "; it had gone silent before: it looks hung, not slow"
-        elif "still stepping at the timeout" in labels:
+        elif STEPPING_AT_TIMEOUT in ids:
             text += "; it was still making progress: it needs more time than the limit"
-        elif "still busy at the timeout" in labels:
+        elif BUSY_AT_TIMEOUT in ids:
             text += "; it was still writing output when it was stopped"
         text += "."
     elif category == "killed_by_signal":

@@ -108,20 +108,20 @@ def _leak(ev: RunEvidence, label: str, t: np.ndarray, y: np.ndarray) -> Finding 
     if growth < th.leak_min_growth_bytes or relative < th.leak_min_growth or trend.tau < 0.5:
         return None
     signals = [
-        Signal("memory_leak", ramp(trend.tau, 0.5, 0.95, 0.2, 0.45), "a steady upward trend", "resources",
+        Signal("memory_leak", ramp(trend.tau, 0.5, 0.95, 0.2, 0.45), "a_steady_upward_trend", "resources",
                f"{label} rose from {format_size(trend.start_value)} to {format_size(trend.end_value)} over "
                f"{format_duration(span)}: {format_size(trend.slope)}/s (Theil–Sen), Kendall's tau {trend.tau:.2f}, "
                f"R² {trend.r2:.2f}, {trend.n} samples", float(t[0])),
     ]
     if trend.r2 >= th.leak_min_r2:
-        signals.append(Signal("memory_leak", ramp(trend.r2, th.leak_min_r2, 0.99, 0.15, 0.3), "a straight-line fit", "resources",
+        signals.append(Signal("memory_leak", ramp(trend.r2, th.leak_min_r2, 0.99, 0.15, 0.3), "a_straight_line_fit", "resources",
                               f"a straight line explains {trend.r2:.0%} of the variation: growth is steady, not a one-off load",
                               float(t[-1])))
-    signals.append(Signal("memory_leak", ramp(relative, th.leak_min_growth, 2.0, 0.1, 0.3), "size of the growth", "resources",
+    signals.append(Signal("memory_leak", ramp(relative, th.leak_min_growth, 2.0, 0.1, 0.3), "size_of_the_growth", "resources",
                           f"{label} grew by {format_size(growth)} ({relative:+.0%}) during training", float(t[-1])))
     per_step = _per_step(ev, trend.slope)
     if per_step is not None:
-        signals.append(Signal("memory_leak", 0.0, "growth per step", "metrics",
+        signals.append(Signal("memory_leak", 0.0, "growth_per_step", "metrics",
                               f"about {format_size(per_step)} more per training step", float(t[-1])))
     limit = ev.memory_limit if label == "RSS" else None
     projection = ""
@@ -130,11 +130,11 @@ def _leak(ev: RunEvidence, label: str, t: np.ndarray, y: np.ndarray) -> Finding 
         projection = f"; at this rate it reaches the {format_size(limit)} limit in {format_duration(seconds)}"
         if per_step:
             projection += f" (about {int((limit - trend.end_value) / per_step):,} more steps)"
-        signals.append(Signal("memory_leak", ramp(seconds, 3600 * 24, 60, 0.05, 0.25), "time to the memory limit", "resources",
+        signals.append(Signal("memory_leak", ramp(seconds, 3600 * 24, 60, 0.05, 0.25), "time_to_the_memory_limit", "resources",
                               f"projected to reach the {format_size(limit)} limit in {format_duration(seconds)}", float(t[-1])))
     elif limit and trend.end_value >= 0.9 * limit:
         projection = f"; it reached the {format_size(limit)} limit"
-        signals.append(Signal("memory_leak", 0.25, "reached the memory limit", "resources",
+        signals.append(Signal("memory_leak", 0.25, "reached_the_memory_limit", "resources",
                               f"memory reached {format_size(trend.end_value)} of the {format_size(limit)} limit", float(t[-1])))
     step_text = f", about {format_size(per_step)} per step" if per_step else ""
     summary = (f"{label} grows steadily with training: {format_size(trend.start_value)} → {format_size(trend.end_value)} "

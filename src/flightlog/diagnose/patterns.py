@@ -32,7 +32,7 @@ class ExceptionRule:
 
     category: str
     weight: float
-    label: str
+    id: str  # the stable id of the signals it gives
     classes: tuple[str, ...] = ()
     message: re.Pattern[str] | None = None
 
@@ -43,7 +43,7 @@ class LineRule:
 
     category: str
     weight: float
-    label: str
+    id: str
     pattern: re.Pattern[str]
 
 
@@ -89,60 +89,60 @@ HTTP_STATUS: Final = re.compile(r"\b([1-5]\d\d)\b (?:Client|Server) Error|(?:Cli
 
 EXCEPTION_RULES: Final[tuple[ExceptionRule, ...]] = (
     # ── memory ──
-    ExceptionRule("oom_killed", 0.8, "Python MemoryError", classes=("MemoryError", "_ArrayMemoryError")),
-    ExceptionRule("oom_killed", 0.85, "CUDA out of memory", classes=("OutOfMemoryError",)),
-    ExceptionRule("oom_killed", 0.75, "an out-of-memory message", message=OOM),
+    ExceptionRule("oom_killed", 0.8, "python_memoryerror", classes=("MemoryError", "_ArrayMemoryError")),
+    ExceptionRule("oom_killed", 0.85, "cuda_out_of_memory", classes=("OutOfMemoryError",)),
+    ExceptionRule("oom_killed", 0.75, "an_out_of_memory_message", message=OOM),
     # ── disk ──
-    ExceptionRule("disk_full", 0.85, "no space left on device (ENOSPC)", message=ENOSPC),
+    ExceptionRule("disk_full", 0.85, "no_space_left_on_device_enospc", message=ENOSPC),
     # ── files ──
-    ExceptionRule("missing_file", 0.7, "FileNotFoundError", classes=("FileNotFoundError", "NotADirectoryError")),
-    ExceptionRule("missing_file", 0.45, "ENOENT: no such file or directory", message=_re(r"no such file or directory|\bENOENT\b|errno 2\]")),
-    ExceptionRule("missing_file", 0.55, "an object that does not exist (NoSuchKey / 404)",
+    ExceptionRule("missing_file", 0.7, "filenotfounderror", classes=("FileNotFoundError", "NotADirectoryError")),
+    ExceptionRule("missing_file", 0.45, "enoent_no_such_file_or_directory", message=_re(r"no such file or directory|\bENOENT\b|errno 2\]")),
+    ExceptionRule("missing_file", 0.55, "an_object_that_does_not_exist_nosuchkey_404",
                   message=_re(r"\bNoSuchKey\b|\bNoSuchBucket\b|\(404\)|\b404 client error|client error '404|http error 404|\bnot found\b.*\b(?:s3|gs)://")),
-    ExceptionRule("missing_file", 0.45, "a path that does not exist",
+    ExceptionRule("missing_file", 0.45, "a_path_that_does_not_exist",
                   classes=("OSError", "IOError", "ValueError", "RuntimeError"),
                   message=_re(r"(?:file|path|directory|checkpoint)\b.{0,80}\b(?:does not exist|not found|doesn't exist)|unable to open file")),
     # ── dependencies ──
-    ExceptionRule("dependency_error", 0.8, "a missing module", classes=("ModuleNotFoundError",)),
-    ExceptionRule("dependency_error", 0.7, "an import failure", classes=("ImportError",)),
-    ExceptionRule("dependency_error", 0.7, "a package version conflict",
+    ExceptionRule("dependency_error", 0.8, "a_missing_module", classes=("ModuleNotFoundError",)),
+    ExceptionRule("dependency_error", 0.7, "an_import_failure", classes=("ImportError",)),
+    ExceptionRule("dependency_error", 0.7, "a_package_version_conflict",
                   classes=("VersionConflict", "DistributionNotFound", "PackageNotFoundError", "ContextualVersionConflict")),
-    ExceptionRule("dependency_error", 0.6, "a binary incompatibility between packages",
+    ExceptionRule("dependency_error", 0.6, "a_binary_incompatibility_between_packages",
                   message=_re(r"binary incompatibility|compiled using numpy 1\.x|cannot be run in numpy 2|undefined symbol"
                               r"|cannot open shared object file|dll load failed|requires .{1,40}(?:>=|==|<).{0,20} but you have"
                               r"|cuda driver version is insufficient|no kernel image is available")),
-    ExceptionRule("dependency_error", 0.55, "an API that the installed version of a module lacks",
+    ExceptionRule("dependency_error", 0.55, "an_api_that_the_installed_version_of_a_module_lacks",
                   classes=("AttributeError",), message=_re(r"^module '[\w.]+' has no attribute")),
     # ── network services ──
-    ExceptionRule("service_unavailable", 0.8, "a refused or reset connection",
+    ExceptionRule("service_unavailable", 0.8, "a_refused_or_reset_connection",
                   classes=("ConnectionRefusedError", "ConnectionResetError", "ConnectionAbortedError", "ConnectError",
                            "NewConnectionError", "EndpointConnectionError", "ConnectTimeout", "ConnectTimeoutError",
                            "ServerSelectionTimeoutError", "RemoteProtocolError", "RemoteDisconnected")),
-    ExceptionRule("service_unavailable", 0.65, "a connection error",
+    ExceptionRule("service_unavailable", 0.65, "a_connection_error",
                   classes=("ConnectionError", "MaxRetryError", "ProtocolError", "ReadTimeout", "ReadTimeoutError",
                            "ReadError", "NetworkError", "TransportError",
                            "ServiceUnavailable", "ServiceUnavailableError", "gaierror", "URLError")),
-    ExceptionRule("service_unavailable", 0.6, "a connection refused, reset or timed out", message=CONN),
-    ExceptionRule("service_unavailable", 0.7, "a DNS failure", message=DNS),
-    ExceptionRule("service_unavailable", 0.7, "an HTTP 5xx answer from a dependency", message=HTTP_5XX),
-    ExceptionRule("service_unavailable", 0.4, "a network timeout", classes=("TimeoutError", "timeout", "Timeout", "TimeoutException")),
+    ExceptionRule("service_unavailable", 0.6, "a_connection_refused_reset_or_timed_out", message=CONN),
+    ExceptionRule("service_unavailable", 0.7, "a_dns_failure", message=DNS),
+    ExceptionRule("service_unavailable", 0.7, "an_http_5xx_answer_from_a_dependency", message=HTTP_5XX),
+    ExceptionRule("service_unavailable", 0.4, "a_network_timeout", classes=("TimeoutError", "timeout", "Timeout", "TimeoutException")),
     # ── credentials and permissions ──
-    ExceptionRule("credentials_error", 0.75, "permission denied", classes=("PermissionError",)),
-    ExceptionRule("credentials_error", 0.5, "EACCES / EPERM", message=EACCES),
-    ExceptionRule("credentials_error", 0.85, "missing cloud credentials",
+    ExceptionRule("credentials_error", 0.75, "permission_denied", classes=("PermissionError",)),
+    ExceptionRule("credentials_error", 0.5, "eacces_eperm", message=EACCES),
+    ExceptionRule("credentials_error", 0.85, "missing_cloud_credentials",
                   classes=("NoCredentialsError", "PartialCredentialsError", "CredentialRetrievalError",
                            "DefaultCredentialsError", "RefreshError", "TokenRetrievalError", "UnauthorizedSSOTokenError",
                            "ExpiredTokenException", "AuthenticationError", "Unauthorized", "Forbidden", "AccessDenied",
                            "AccessDeniedException", "AuthorizationError")),
-    ExceptionRule("credentials_error", 0.7, "HTTP 401/403", message=HTTP_AUTH),
-    ExceptionRule("credentials_error", 0.65, "an authentication or authorization error", message=CREDENTIALS),
+    ExceptionRule("credentials_error", 0.7, "http_401_403", message=HTTP_AUTH),
+    ExceptionRule("credentials_error", 0.65, "an_authentication_or_authorization_error", message=CREDENTIALS),
     # ── parameters ──
-    ExceptionRule("bad_parameter", 0.8, "an invalid parameter (scikit-learn)", classes=("InvalidParameterError",)),
-    ExceptionRule("bad_parameter", 0.65, "an invalid configuration",
+    ExceptionRule("bad_parameter", 0.8, "an_invalid_parameter_scikit_learn", classes=("InvalidParameterError",)),
+    ExceptionRule("bad_parameter", 0.65, "an_invalid_configuration",
                   classes=("ConfigError", "ConfigurationError", "ConfigAttributeError", "ConfigKeyError",
                            "MissingMandatoryValue", "InterpolationError", "ArgumentError", "ArgumentTypeError",
                            "BadParameter", "UsageError", "ImproperlyConfigured")),
-    ExceptionRule("bad_parameter", 0.55, "a value outside its valid range",
+    ExceptionRule("bad_parameter", 0.55, "a_value_outside_its_valid_range",
                   classes=("ValueError", "AssertionError", "TypeError", "KeyError", "RuntimeError", "Exception"),
                   message=_re(r"\b(?:invalid|unknown|unsupported|unrecognized|illegal|bad)\b (?:value|parameter|param|argument|option|"
                               r"choice|config\w*|setting|learning rate|lr|optimizer|scheduler|model|activation|loss|"
@@ -152,16 +152,16 @@ EXCEPTION_RULES: Final[tuple[ExceptionRule, ...]] = (
                               r"|expected one of|got an unexpected keyword argument|should be (?:one of|positive|between|> ?0)"
                               r"|not a valid (?:choice|value|option)|out of range for (?:param|arg|option)")),
     # ── data ──
-    ExceptionRule("data_error", 0.75, "a data validation failure",
+    ExceptionRule("data_error", 0.75, "a_data_validation_failure",
                   classes=("SchemaError", "SchemaErrors", "DataValidationError", "ValidationFailure", "ExpectationFailed",
                            "ParserError", "EmptyDataError", "DtypeWarning", "ArrowInvalid", "ArrowTypeError",
                            "UnicodeDecodeError", "IntCastingNaNError", "OutOfBoundsDatetime", "DateParseError",
                            "MergeError", "InvalidIndexError")),
-    ExceptionRule("data_error", 0.7, "a missing column",
+    ExceptionRule("data_error", 0.7, "a_missing_column",
                   message=_re(r"none of \[.*\] are in the \[(?:columns|index)\]|not in index|\bcolumns?\b.{0,60}"
                               r"\b(?:not found|missing|not in|does not exist|doesn't exist|are missing|is missing)"
                               r"|missing (?:required )?columns?|no column named|unknown column|column .{1,60} not found")),
-    ExceptionRule("data_error", 0.65, "a value the code could not parse or use",
+    ExceptionRule("data_error", 0.65, "a_value_the_code_could_not_parse_or_use",
                   message=_re(r"could not convert (?:string|str)|invalid literal for (?:int|float)\(\)|input (?:x |y )?contains nan"
                               r"|input contains (?:nan|infinity)|contains nan|inconsistent numbers of samples|found array with 0 sample"
                               r"|has \d+ features?, but .{1,80} expecting \d+ features|previously unseen labels|unknown label type"
@@ -171,36 +171,36 @@ EXCEPTION_RULES: Final[tuple[ExceptionRule, ...]] = (
                               r"|data ?frame is empty|empty (?:dataset|dataframe|input)|validation failed|failed validation|expectations? failed"
                               r"|mixed types|duplicate (?:keys?|rows?|index)|null values? (?:in|found)|contains nulls?"
                               r"|could not be converted to|can only use \.str accessor")),
-    ExceptionRule("data_error", 0.45, "a missing key in a record", classes=("KeyError",)),
+    ExceptionRule("data_error", 0.45, "a_missing_key_in_a_record", classes=("KeyError",)),
     # ── model behaviour that ends a run ──
-    ExceptionRule("nan_loss", 0.6, "a loss that became NaN or infinite", message=NAN_LOSS),
-    ExceptionRule("data_error", 0.5, "malformed JSON input", classes=("JSONDecodeError",)),
+    ExceptionRule("nan_loss", 0.6, "a_loss_that_became_nan_or_infinite", message=NAN_LOSS),
+    ExceptionRule("data_error", 0.5, "malformed_json_input", classes=("JSONDecodeError",)),
 )
 
 LINE_RULES: Final[tuple[LineRule, ...]] = (
-    LineRule("oom_killed", 0.55, "the shell reported the process Killed",
+    LineRule("oom_killed", 0.55, "the_shell_reported_the_process_killed",
              _re(r"^\s*Killed\s*$|\b\d+\s+Killed\s+\S|^/bin/\w*sh: line \d+: +\d+ Killed", 0)),
-    LineRule("oom_killed", 0.6, "an out-of-memory message", OOM),
-    LineRule("disk_full", 0.6, "no space left on device", ENOSPC),
-    LineRule("dependency_error", 0.65, "the shell could not find a command",
+    LineRule("oom_killed", 0.6, "an_out_of_memory_message", OOM),
+    LineRule("disk_full", 0.6, "no_space_left_on_device", ENOSPC),
+    LineRule("dependency_error", 0.65, "the_shell_could_not_find_a_command",
              _re(r"\bcommand not found\b|: not found$|^\S+: No such file or directory$|executable file not found")),
-    LineRule("dependency_error", 0.45, "a missing module",
+    LineRule("dependency_error", 0.45, "a_missing_module",
              _re(r"\bModuleNotFoundError\b|\bNo module named\b|\bImportError\b|\bcannot import name\b", 0)),
-    LineRule("missing_file", 0.4, "no such file or directory", _re(r"no such file or directory|\bENOENT\b|file not found|\bNoSuchKey\b")),
-    LineRule("service_unavailable", 0.4, "a refused, reset or timed-out connection", CONN),
-    LineRule("service_unavailable", 0.45, "a DNS failure", DNS),
-    LineRule("service_unavailable", 0.4, "an HTTP 5xx answer", HTTP_5XX),
-    LineRule("credentials_error", 0.4, "permission denied", EACCES),
-    LineRule("credentials_error", 0.45, "an authentication failure", _re(HTTP_AUTH.pattern + "|" + CREDENTIALS.pattern)),
-    LineRule("bad_parameter", 0.6, "a command-line usage error",
+    LineRule("missing_file", 0.4, "no_such_file_or_directory", _re(r"no such file or directory|\bENOENT\b|file not found|\bNoSuchKey\b")),
+    LineRule("service_unavailable", 0.4, "a_refused_reset_or_timed_out_connection", CONN),
+    LineRule("service_unavailable", 0.45, "a_dns_failure", DNS),
+    LineRule("service_unavailable", 0.4, "an_http_5xx_answer", HTTP_5XX),
+    LineRule("credentials_error", 0.4, "permission_denied", EACCES),
+    LineRule("credentials_error", 0.45, "an_authentication_failure", _re(HTTP_AUTH.pattern + "|" + CREDENTIALS.pattern)),
+    LineRule("bad_parameter", 0.6, "a_command_line_usage_error",
              _re(r"error: (?:argument|unrecognized arguments|the following arguments are required|invalid choice)"
                  r"|^Error: (?:Invalid value|No such option|Missing (?:option|argument)|Got unexpected extra argument)|^usage: ")),
-    LineRule("data_error", 0.45, "a data validation failure",
+    LineRule("data_error", 0.45, "a_data_validation_failure",
              _re(r"\bvalidation failed\b|\bexpectations? failed\b|\bschema (?:mismatch|error|changed)\b|\bmissing columns?\b"
                  r"|\bnone of \[.*\] are in the \[columns\]|\bSchemaError\b|\bParserError\b|\bEmptyDataError\b")),
-    LineRule("killed_by_signal", 0.5, "the process was terminated", _re(r"^\s*Terminated\s*$|\b\d+\s+Terminated\s+\S|received (?:signal )?SIG(?:TERM|INT|HUP)|\bpreempt(?:ed|ion)\b")),
-    LineRule("nan_loss", 0.45, "a loss reported as NaN or infinite", NAN_LOSS),
-    LineRule("code_error", 0.5, "a crash in native code",
+    LineRule("killed_by_signal", 0.5, "the_process_was_terminated", _re(r"^\s*Terminated\s*$|\b\d+\s+Terminated\s+\S|received (?:signal )?SIG(?:TERM|INT|HUP)|\bpreempt(?:ed|ion)\b")),
+    LineRule("nan_loss", 0.45, "a_loss_reported_as_nan_or_infinite", NAN_LOSS),
+    LineRule("code_error", 0.5, "a_crash_in_native_code",
              _re(r"segmentation fault|core dumped|fatal python error|\bSIGSEGV\b|\bSIGABRT\b|bus error|illegal instruction")),
 )
 
