@@ -10,6 +10,7 @@ import numpy as np
 
 from flightlog.diagnose.evidence import RunEvidence
 from flightlog.diagnose.findings import Finding
+from flightlog.diagnose.nanlog import nan_in_log
 from flightlog.diagnose.signals import Signal
 from flightlog.diagnose.window import ramp
 
@@ -23,7 +24,7 @@ _IGNORE = re.compile(r"^(?:lr|learning_rate|epoch|step|time|throughput|samples|b
 
 def analyze_behaviour(ev: RunEvidence) -> list[Finding]:
     out = []
-    for analyzer in (nan_loss, loss_plateau):
+    for analyzer in (nan_loss, nan_in_log, loss_plateau):
         finding = analyzer(ev)
         if finding is not None:
             out.append(finding)

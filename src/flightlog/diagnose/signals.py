@@ -10,6 +10,7 @@ counts once.
 
 from __future__ import annotations
 
+import re
 import signal as _signal
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -180,9 +181,48 @@ def line_signals(lines: Sequence[tuple[str, float | None, float]]) -> list[Signa
             line = raw.strip()
             if not line or len(line) > 2000:
                 continue
-            for rule in LINE_RULES:
-                if rule.pattern.search(line):
-                    out.append(Signal(rule.category, rule.weight * factor, rule.id, "log", line[:300], at))
+            found = [Signal(rule.category, rule.weight * factor, rule.id, "log", line[:300], at)
+                     for rule in LINE_RULES if rule.pattern.search(line)]
+            out += _strongest_per_category(found, _exception_line(line, at, factor))
+    return out
+
+
+def _strongest_per_category(by_line: list[Signal], by_exception: list[Signal]) -> list[Signal]:
+    """One line is one piece of evidence: where the line rules and the exception it names point
+    at the same category, only the stronger reading of the line counts."""
+    out = list(by_line)
+    for category in {s.category for s in by_exception}:
+        mine = [s for s in by_exception if s.category == category]
+        theirs = [s for s in by_line if s.category == category]
+        if max(s.weight for s in mine) > max((s.weight for s in theirs), default=0.0):
+            out = [s for s in out if s.category != category] + mine
+    return out
+
+
+#: an exception as a launcher, a worker pool or a logger prints it outside a traceback
+#: (``botocore.exceptions.NoCredentialsError: Unable to locate credentials``,
+#: ``ray.exceptions.RayTaskError(ValueError): ...``, ``Caused by: ml.dmlc...XGBoostError: ...``)
+_EXCEPTION_LINE = re.compile(
+    r"(?:^|[\s:>\]|])(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Timeout|Forbidden|Unavailable|NotFound))"
+    r"(?:\([\w.]*\))?:\s*(?P<message>\S.*)$"
+)
+#: an exception line outside a traceback counts a little less than the traceback itself
+_EXCEPTION_LINE_FACTOR = 0.8
+
+
+def _exception_line(line: str, at: float | None, factor: float) -> list[Signal]:
+    """The exception rules on a line that names an exception (``Type: message``)."""
+    m = _EXCEPTION_LINE.search(line)
+    if m is None:
+        return []
+    out: list[Signal] = []
+    seen: set[str] = set()
+    for rule in EXCEPTION_RULES:
+        if not exception_matches(rule, m["type"], m["message"]):
+            continue
+        damp = 0.5 if rule.category in seen else 1.0
+        seen.add(rule.category)
+        out.append(Signal(rule.category, rule.weight * factor * damp * _EXCEPTION_LINE_FACTOR, rule.id, "log", line[:300], at))
     return out
 
 
