@@ -20,7 +20,7 @@ from flightlog.diagnose.behaviour import analyze_behaviour
 from flightlog.diagnose.compare import compare_evidence, pick_baseline
 from flightlog.diagnose.datachecks import analyze_data, removed_columns
 from flightlog.diagnose.evidence import RunEvidence, Thresholds
-from flightlog.diagnose.failures import FailureFacts, analyze_failure, missing_key
+from flightlog.diagnose.failures import FailureFacts, analyze_failure, missing_keys
 from flightlog.diagnose.findings import Finding, merge_findings
 from flightlog.diagnose.memory import analyze_memory
 from flightlog.diagnose.performance import analyze_performance
@@ -75,12 +75,12 @@ def _data(ctx: Context) -> list[Finding]:
 def _schema(ctx: Context) -> list[Finding]:
     """A KeyError on a column that drift evidence saw removed: two sources, one cause."""
     removed = removed_columns(ctx.run)
-    key = missing_key(ctx.facts)
-    hit = [key] if key is not None and key in removed else []
+    hit = [key for key in missing_keys(ctx.facts) if key in removed]
     if not hit:
         return []
+    what = f"column {hit[0]!r}" if len(hit) == 1 else "columns " + ", ".join(repr(k) for k in hit[:6])
     signal = Signal("data_error", 0.35, "column_removed_per_the_drift_report", "evidence",
-                    f"the drift report on this run shows column {hit[0]!r} removed from the input", ctx.facts.traceback_at)
+                    f"the drift report on this run shows {what} removed from the input", ctx.facts.traceback_at)
     return [Finding("data_error", "", [signal], kind="data")]
 
 

@@ -9,6 +9,7 @@ last traceback says whether it is what ended the process or an error handled lon
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
@@ -28,7 +29,7 @@ from flightlog.diagnose.tracebacks import ParsedException, parse_chain
 from flightlog.models import LogEvent
 from flightlog.timefmt import format_duration, format_size
 
-__all__ = ["analyze_failure", "FailureFacts", "missing_key"]
+__all__ = ["analyze_failure", "FailureFacts", "missing_keys"]
 
 _HEADER = "Traceback (most recent call last)"
 _ENDED_BADLY = ("failed", "killed", "stopped", "crashed")
@@ -47,12 +48,16 @@ _PATHS = (
 )
 _MODULE = re.compile(r"No module named '([\w.]+)'|cannot import name '(\w+)' from '([\w.]+)'")
 _ENDPOINT = re.compile(r"host='([^']+)', port=(\d+)|https?://([\w.-]+)(?::(\d+))?|\b(\d{1,3}(?:\.\d{1,3}){3}|localhost):(\d{2,5})\b")
-_KEYS = (
-    re.compile(r"^['\"]?Column not found: ([^'\"]{1,200})['\"]?$"),  # pandas groupby
-    re.compile(r"None of \[Index\(\[['\"]([^'\"]{1,200})['\"]"),  # pandas df[[...]]
-    re.compile(r"^['\"]?\[['\"]([^'\"]{1,200})['\"]\] not in index"),
-    re.compile(r"^'([^']{1,200})'$|^\"([^\"]{1,200})\"$"),
+#: how a KeyError names the keys it could not find: a pandas list (``"['tenure', 'amount'] not in
+#: index"``, ``None of [Index(['a', 'b'], dtype='object')] are in the [columns]``), a groupby
+#: (``Column not found: price``, ``Columns not found: 'a', 'b'``), or one plain key (``'price'``)
+_KEY_LIST = (
+    re.compile(r"^['\"]?(\[.{1,2000}?\]) not in index"),
+    re.compile(r"None of \[Index\((\[.{1,2000}?\])"),
 )
+_KEY_GROUPBY = re.compile(r"^['\"]?Columns? not found: (.{1,2000}?)['\"]?$")
+_KEY_PLAIN = re.compile(r"^'([^']{1,200})'$|^\"([^\"]{1,200})\"$")
+_QUOTED = re.compile(r"'([^']{1,200})'|\"([^\"]{1,200})\"")
 
 
 class FailureFacts:
@@ -299,9 +304,12 @@ def _summary(category: str, signals: list[Signal], ev: RunEvidence, facts: Failu
         endpoint = _endpoint(signals)
         text = f"A service the run depends on was unreachable{f' at {endpoint}' if endpoint else ''}: {head}."
     elif category == "data_error":
-        key = missing_key(facts)
-        if key is not None:
-            text = f"The data broke an assumption of the code: column or key {key!r} is not in the input ({head})."
+        keys = missing_keys(facts)
+        if len(keys) == 1:
+            text = f"The data broke an assumption of the code: column or key {keys[0]!r} is not in the input ({head})."
+        elif keys:
+            text = (f"The data broke an assumption of the code: {len(keys)} columns or keys are not in the input: "
+                    f"{_keys_text(keys)} ({head}).")
     elif category == "code_error" and facts.chain:
         own = facts.chain[-1].innermost_own_frame()
         if own is not None:
@@ -321,8 +329,8 @@ def _next_steps(category: str, signals: list[Signal], ev: RunEvidence, facts: Fa
         steps.append(f"Install the package that provides {module.split('.')[0]!r} into the run's environment, or fix the import.")
     elif category == "service_unavailable" and (endpoint := _endpoint(signals)):
         steps.append(f"Check that {endpoint} is listening and reachable from the run's host.")
-    elif category == "data_error" and (key := missing_key(facts)) is not None:
-        steps.append(f"List the input's columns and look for {key!r} under another name (a rename upstream?).")
+    elif category == "data_error" and (keys := missing_keys(facts)):
+        steps.append(f"List the input's columns and look for {_keys_text(keys)} under another name (a rename upstream?).")
     elif category == "code_error" and facts.chain and (own := facts.chain[-1].innermost_own_frame()):
         steps.append(f"Open {own.file}:{own.line} ({own.function}){': ' + own.code if own.code else ''}.")
     elif category == "oom_killed":
@@ -385,12 +393,41 @@ def _endpoint(signals: list[Signal]) -> str | None:
     return None
 
 
-def missing_key(facts: FailureFacts) -> str | None:
-    """The column or key a KeyError names (plain, or in pandas' own words)."""
+def missing_keys(facts: FailureFacts) -> list[str]:
+    """The columns or keys a KeyError names, each one (plain, or in pandas' own words)."""
     for exc in reversed(facts.chain):
         if exc.short_type == "KeyError":
-            for pattern in _KEYS:
-                m = pattern.search(exc.message.strip())
-                if m:
-                    return next(g for g in m.groups() if g)
-    return None
+            keys = parse_missing_keys(exc.message)
+            if keys:
+                return keys
+    return []
+
+
+def parse_missing_keys(message: str) -> list[str]:
+    """The keys of one KeyError message: ``"['tenure', 'amount'] not in index"`` → both columns."""
+    text = message.strip()
+    for pattern in _KEY_LIST:
+        m = pattern.search(text)
+        if m:
+            return _unique_keys(q[0] or q[1] for q in _QUOTED.findall(m[1]))
+    m = _KEY_GROUPBY.search(text)
+    if m:
+        quoted = [q[0] or q[1] for q in _QUOTED.findall(m[1])]
+        return _unique_keys(quoted or [m[1]])
+    m = _KEY_PLAIN.search(text)
+    if m:
+        return [m[1] or m[2]]
+    return []
+
+
+def _unique_keys(keys: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(k.strip() for k in keys if k.strip()))
+
+
+def _keys_text(keys: list[str]) -> str:
+    """``'a'``, ``'a' and 'b'``, ``'a', 'b' and 'c'`` (at most six, then how many more)."""
+    shown = [repr(k) for k in keys[:6]]
+    more = len(keys) - len(shown)
+    if more:
+        shown.append(f"{more} more")
+    return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]
