@@ -27,6 +27,7 @@ from flightlog.diagnose.performance import analyze_performance
 from flightlog.diagnose.reader import reader_home
 from flightlog.diagnose.rightsize import rightsize_runs
 from flightlog.diagnose.runbook import load_runbook, match_runbook
+from flightlog.diagnose.settings import thresholds_for
 from flightlog.diagnose.signals import Signal
 from flightlog.diagnose.taxonomy import FAILURE_CATEGORIES
 from flightlog.errors import InvalidInput
@@ -106,7 +107,7 @@ def diagnose_run(
 ) -> dict[str, Any]:
     """The diagnosis report of ``run`` (see the module docstring for its shape)."""
     info = client.run(run if isinstance(run, str) else run.id)
-    ev = RunEvidence(client, info, thresholds or Thresholds())
+    ev = RunEvidence(client, info, thresholds or thresholds_for(client, info.project, cwd))
     ctx = Context(ev)
     if baseline is not None:
         base = client.run(baseline if isinstance(baseline, str) else baseline.id)
