@@ -10,17 +10,7 @@ from flightlog.diagnose.findings import Finding
 from flightlog.diagnose.signals import Signal
 from flightlog.timefmt import format_duration, format_size
 
-__all__ = ["baseline_findings", "differences_text"]
-
-_RESOURCE_LABELS = {
-    "rss_peak_bytes": "memory peak (RSS)",
-    "cpu_percent_peak": "CPU peak (% of a core)",
-    "cpu_percent_avg": "CPU average (% of a core)",
-    "gpu_memory_peak_bytes": "GPU memory peak",
-    "gpu_utilization_avg": "GPU utilization average",
-    "disk_write_bytes": "disk writes",
-}
-
+__all__ = ["baseline_findings"]
 
 def baseline_findings(findings: list[Finding], cmp: dict[str, Any]) -> list[Finding]:
     present = {f.category for f in findings if f.confidence >= 0.2}
@@ -82,65 +72,3 @@ def baseline_findings(findings: list[Finding], cmp: dict[str, Any]) -> list[Find
         add("memory_leak", 0.15, "memory_peak_grew", detail)
         add("oom_killed", 0.15, "memory_peak_grew", detail)
     return out
-
-
-def differences_text(cmp: dict[str, Any]) -> list[str]:
-    """The notable differences, one line each, for a person."""
-    lines: list[str] = []
-    p = cmp["params"]
-    for row in p["changed"]:
-        lines.append(f"param {row['name']}: {row['baseline']!r} → {row['run']!r}")
-    for k, v in p["added"].items():
-        lines.append(f"param {k} added: {v!r}")
-    for k, v in p["removed"].items():
-        lines.append(f"param {k} removed (was {v!r})")
-    code = cmp["code"]
-    if code["changed"]:
-        lines.append(f"code: {(code['baseline'] or {}).get('commit', '?')[:10]} → {(code['run'] or {}).get('commit', '?')[:10]}"
-                     + (" (dirty)" if (code["run"] or {}).get("dirty") else ""))
-    if cmp["python"]["changed"]:
-        lines.append(f"python: {cmp['python']['baseline']} → {cmp['python']['run']}")
-    k = cmp["packages"]
-    for row in k["changed"][:10]:
-        lines.append(f"package {row['name']}: {row['baseline']} → {row['run']}")
-    for row in k["added"][:5]:
-        lines.append(f"package {row['name']} {row['version']} added")
-    for row in k["removed"][:5]:
-        lines.append(f"package {row['name']} {row['version']} removed")
-    env = cmp["environment"]
-    for row in env["changed"][:5]:
-        lines.append(f"environment {row['name']}: {row['baseline']!r} → {row['run']!r}")
-    for name in list(env["added"])[:3]:
-        lines.append(f"environment {name} added")
-    for name in list(env["removed"])[:3]:
-        lines.append(f"environment {name} removed")
-    for i in cmp["inputs"]:
-        if i.get("status") == "identical":
-            continue
-        fc, ts = i.get("file_count") or {}, i.get("total_size") or {}
-        text = f"input {i['name']!r} {i['status']}"
-        if fc.get("run") is not None and fc.get("baseline") is not None:
-            text += f": {fc['baseline']} → {fc['run']} files, {format_size(ts.get('baseline'))} → {format_size(ts.get('run'))}"
-        changed_files = [*i.get("removed_files", [])[:2], *i.get("changed_files", [])[:2]]
-        if changed_files:
-            text += f" (e.g. {', '.join(changed_files)})"
-        lines.append(text)
-    for s in cmp["stages"]:
-        if s["ratio"] is not None and s["delta"] is not None and s["ratio"] >= 1.25 and s["delta"] >= 0.1:
-            lines.append(f"stage {s['name']}: {format_duration(s['baseline'])} → {format_duration(s['run'])} (×{s['ratio']:.1f})")
-    for key, row in cmp["resources"].items():
-        if row["ratio"] is None or abs(row["ratio"] - 1) < 0.2:
-            continue
-        label = _RESOURCE_LABELS.get(key, key)
-        if key.endswith("bytes"):
-            if abs((row["run"] or 0) - (row["baseline"] or 0)) < 16 << 20:
-                continue  # a few megabytes either way is noise
-            lines.append(f"{label}: {format_size(row['baseline'])} → {format_size(row['run'])}")
-        elif row["run"] is not None and row["baseline"] is not None:
-            lines.append(f"{label}: {row['baseline']:.0f}% → {row['run']:.0f}%")
-    for m in cmp["metrics"]:
-        if m["relative"] is not None and abs(m["relative"]) >= 0.01:
-            lines.append(f"metric {m['name']}: {m['baseline']:.4g} → {m['run']:.4g} ({m['relative']:+.1%})")
-        elif m["run"] is None or m["baseline"] is None:
-            lines.append(f"metric {m['name']} only in the {'baseline' if m['run'] is None else 'run'}")
-    return lines

@@ -11,7 +11,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from flightlog.diagnose.baseline import differences_text
+from flightlog.diagnose.differences import differences_text
 from flightlog.diagnose.taxonomy import TITLE
 from flightlog.timefmt import format_duration, format_size
 
