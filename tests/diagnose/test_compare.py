@@ -129,15 +129,16 @@ def test_compare_prints_every_difference_it_counts(home: Path) -> None:
         proc = cli(home, "run", "--project", "vision", "--name", "resnet", "--", sys.executable, str(script), *args)
         return re.search(r"run ([0-9a-f]{32}) started", proc.stderr)[1]  # type: ignore[index]
 
-    base = run("--lr=0.1", "0.12")
+    base = run("--lr=0.1", "0.12", "--password=hunter2")
     faster = run("--lr=1.0", "0.02")  # the stage got faster: a difference too
     cmp = json.loads(cli(home, "compare", faster, base, "--format", "json").stdout)
     assert cmp["command"]["changed"] is True
-    assert cmp["command"]["baseline"].endswith("train.py --lr=0.1 0.12")
+    assert cmp["command"]["baseline"].endswith("train.py --lr=0.1 0.12 --password=[REDACTED:secret]")
     assert cmp["command"]["run"].endswith("train.py --lr=1.0 0.02")
     assert cmp["differences"]["command"] == 1 and cmp["differences"]["stages"] >= 1
     text = cli(home, "compare", faster, base).stdout
-    assert "command: " in text and "--lr=0.1 0.12 → " in text
+    assert "command: " in text and "--lr=0.1 0.12 --password=[REDACTED:secret] → " in text
+    assert "hunter2" not in text and "hunter2" not in json.dumps(cmp)
     assert re.search(r"stage data_loading: [\d.]+m?s → [\d.]+m?s \(×0\.", text), text
     from flightlog.diagnose.differences import difference_lines
 
