@@ -8,16 +8,15 @@ import re
 
 import numpy as np
 
-from flightlog.diagnose.evidence import RunEvidence
+from flightlog.diagnose.evidence import RunEvidence, Thresholds
 from flightlog.diagnose.findings import Finding
+from flightlog.diagnose.metricnames import LOSS_LIKE, metric_direction
 from flightlog.diagnose.nanlog import nan_in_log
 from flightlog.diagnose.signals import Signal
 from flightlog.diagnose.window import ramp
 
 __all__ = ["analyze_behaviour", "nan_loss", "loss_plateau", "monitored_metric", "lower_is_better"]
 
-_LOSS = re.compile(r"loss|error|\bmse\b|\bmae\b|rmse|perplexity|\bppl\b|nll|cross.?entropy|objective", re.I)
-_HIGHER = re.compile(r"acc|auc|f1|precision|recall|score|map\b|ndcg|bleu|rouge|r2|iou|dice|reward|return", re.I)
 _VALIDATION = re.compile(r"^(?:val|valid|validation|eval|test|dev)[_./-]|[_./-](?:val|valid|validation|eval|test|dev)$", re.I)
 _IGNORE = re.compile(r"^(?:lr|learning_rate|epoch|step|time|throughput|samples|batch|grad_norm)|_lr$|\blr\b", re.I)
 
@@ -31,20 +30,17 @@ def analyze_behaviour(ev: RunEvidence) -> list[Finding]:
     return out
 
 
-def lower_is_better(name: str) -> bool | None:
-    if _LOSS.search(name):
-        return True
-    if _HIGHER.search(name):
-        return False
-    return None
+def lower_is_better(name: str, th: Thresholds | None = None) -> bool | None:
+    direction = metric_direction(name, th)
+    return None if direction is None else direction == "lower"
 
 
-def monitored_metric(names: list[str]) -> str | None:
+def monitored_metric(names: list[str], th: Thresholds | None = None) -> str | None:
     """The metric a person would watch: a validation loss, else a loss, else a validation score."""
-    candidates = [n for n in names if not _IGNORE.search(n) and lower_is_better(n) is not None]
+    candidates = [n for n in names if not _IGNORE.search(n) and lower_is_better(n, th) is not None]
 
     def rank(n: str) -> tuple[int, int, str]:
-        return (0 if _VALIDATION.search(n) else 1, 0 if lower_is_better(n) else 1, n)
+        return (0 if _VALIDATION.search(n) else 1, 0 if lower_is_better(n, th) else 1, n)
 
     return min(candidates, key=rank) if candidates else None
 
@@ -69,7 +65,7 @@ def nan_loss(ev: RunEvidence) -> Finding | None:
             if before.size >= 4 and abs(before[-1]) > 10 * max(1e-12, float(np.median(np.abs(before)))):
                 lead += f", up from a median of {float(np.median(before)):.4g} (it diverged first)"
         text = "NaN" if math.isnan(value) else ("+inf" if value > 0 else "-inf")
-        is_loss = bool(_LOSS.search(m.name))
+        is_loss = bool(LOSS_LIKE.search(m.name))
         signals.append(Signal("nan_loss", 0.85 if is_loss else 0.6, f"non_finite:{m.name}", "metrics",
                               f"{m.name} became {text} at step {step} ({int(mask.sum())} of {mask.size} points non-finite){lead}", at))
         firsts.append((step, m.name, at, text))
@@ -89,7 +85,7 @@ def nan_loss(ev: RunEvidence) -> Finding | None:
 
 def loss_plateau(ev: RunEvidence) -> Finding | None:
     th = ev.thresholds
-    name = monitored_metric([m.name for m in ev.info.metrics.values() if m.count >= th.plateau_min_points])
+    name = monitored_metric([m.name for m in ev.info.metrics.values() if m.count >= th.plateau_min_points], th)
     if name is None:
         return None
     h = ev.history(name)
@@ -100,7 +96,7 @@ def loss_plateau(ev: RunEvidence) -> Finding | None:
     n = values.size
     if n < th.plateau_min_points:
         return None
-    lower = bool(lower_is_better(name))
+    lower = bool(lower_is_better(name, th))
     v = values if lower else -values
     if n >= 10:  # a running median: one lucky evaluation is not an improvement
         pad = np.concatenate([np.full(2, v[0]), v, np.full(2, v[-1])])

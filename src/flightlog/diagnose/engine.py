@@ -25,6 +25,7 @@ from flightlog.diagnose.findings import Finding, merge_findings
 from flightlog.diagnose.memory import analyze_memory
 from flightlog.diagnose.performance import analyze_performance
 from flightlog.diagnose.reader import reader_home
+from flightlog.diagnose.regression import analyze_regression
 from flightlog.diagnose.rightsize import rightsize_runs
 from flightlog.diagnose.runbook import load_runbook, match_runbook
 from flightlog.diagnose.settings import thresholds_for
@@ -73,6 +74,10 @@ def _data(ctx: Context) -> list[Finding]:
     return analyze_data(ctx.run, ctx.baseline)
 
 
+def _regression(ctx: Context) -> list[Finding]:
+    return analyze_regression(ctx.run, ctx.baseline, ctx.comparison)
+
+
 def _schema(ctx: Context) -> list[Finding]:
     """A KeyError on a column that drift evidence saw removed: two sources, one cause."""
     removed = removed_columns(ctx.run)
@@ -92,7 +97,7 @@ def _from_baseline(ctx: Context) -> list[Finding]:
 
 
 ANALYZERS: tuple[Callable[[Context], list[Finding]], ...] = (
-    _failures, _performance, _memory, _behaviour, _data, _schema, _from_baseline,
+    _failures, _performance, _memory, _behaviour, _data, _schema, _regression, _from_baseline,
 )
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from flightlog.diagnose.evidence import RunEvidence
 from flightlog.diagnose.findings import Finding
+from flightlog.diagnose.metricnames import LOSS_LIKE
 from flightlog.diagnose.signals import Signal
 from flightlog.models import LogEvent
 
@@ -43,7 +44,6 @@ _PHRASE = re.compile(
     re.IGNORECASE,
 )
 _STEP = re.compile(r"""\b(?:global_step|step|iter(?:ation)?)["']?\s*[=: ]\s*(\d+)""", re.IGNORECASE)
-_LOSS = re.compile(r"loss|error|\bmse\b|\bmae\b|rmse|perplexity|\bppl\b|nll|cross.?entropy|objective", re.IGNORECASE)
 #: keys whose non-finite values are routine: mixed precision skips steps with an infinite
 #: gradient norm or loss scale by design
 _IGNORE = re.compile(r"^(?:lr|learning_rate|step|epoch|time|eta|speed|throughput|samples|batch|scale|loss_scale"
@@ -90,7 +90,7 @@ def nan_in_log(ev: RunEvidence) -> Finding | None:
     hits = [_Hit(e, k, v, _line_of(e, k)) for e in ordered for k, v in nonfinite_values(e).items()]
     if not hits:
         return None
-    losses = [h for h in hits if _LOSS.search(h.key)]
+    losses = [h for h in hits if LOSS_LIKE.search(h.key)]
     lead = losses or hits
     first = lead[0]
     is_loss = bool(losses)
