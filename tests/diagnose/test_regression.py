@@ -56,14 +56,16 @@ def test_a_project_states_the_direction() -> None:
 
 
 def test_better_or_slightly_worse_is_not_a_regression() -> None:
-    rows = [{"name": "val_loss", "run": 0.2, "baseline": 0.3}, {"name": "val_acc", "run": 0.88, "baseline": 0.9},
+    # seed-to-seed noise: the workload's val_loss moves up to 23 % between seeds (notes), val_acc up to 6 %
+    rows = [{"name": "val_loss", "run": 0.2, "baseline": 0.3}, {"name": "val_acc", "run": 0.85, "baseline": 0.9},
+            {"name": "val_loss_b", "run": 0.34, "baseline": 0.28},
             {"name": "val_f1", "run": float("nan"), "baseline": 0.9}]
     assert regressed_metrics({"metrics": rows}, Thresholds()) == []
 
 
 def test_worse_final_metrics_with_a_given_and_an_automatic_baseline(home: Path) -> None:
     base = _train(home, val_loss=0.30, val_acc=0.90, kappa_custom=0.80)
-    run = _train(home, val_loss=0.45, val_acc=0.72, kappa_custom=0.40)
+    run = _train(home, val_loss=0.45, val_acc=0.60, kappa_custom=0.40)
     with Client(home) as c:
         given = c.diagnose(run, baseline=base)
         automatic = c.diagnose(run)
@@ -74,7 +76,7 @@ def test_worse_final_metrics_with_a_given_and_an_automatic_baseline(home: Path) 
         assert report["kind"] == "software"
         assert "val_loss ended at 0.45, 50% worse than the baseline's 0.3 (lower is better)" in top["summary"]
         details = " ".join(e["detail"] for e in top["evidence"])
-        assert "final val_acc 0.9 → 0.72: 20% worse (higher is better" in details
+        assert "final val_acc 0.9 → 0.6: 33% worse (higher is better" in details
         assert "kappa_custom" not in details  # its direction is unknown: never judged
         assert top["next_steps"]
     assert automatic["baseline"]["chosen"] == "automatic"

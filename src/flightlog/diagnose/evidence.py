@@ -47,7 +47,7 @@ class Thresholds:
     plateau_min_points: int = 12
     rightsize_min_samples: int = 3  # resource samples an attempt needs before its peak is a request
     rightsize_min_duration_s: float = 60.0  # a failed attempt counts only when it ran this long
-    metric_regression: float = 0.1  # a final metric this much worse (relative) than the baseline's is reported
+    metric_regression: float = 0.25  # a final metric this much worse (relative) than the baseline's is reported
     higher_is_better: tuple[str, ...] = ()  # metric names or globs, besides the known patterns (acc, f1, auc, ...)
     lower_is_better: tuple[str, ...] = ()  # (loss, error, mse, perplexity, ... are known)
 

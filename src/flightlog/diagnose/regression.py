@@ -57,7 +57,7 @@ def analyze_regression(ev: RunEvidence, baseline: RunEvidence | None, comparison
     base_id = baseline.id[:12]
     signals: list[Signal] = []
     for r in worse[:5]:
-        weight = ramp(r["worse"], th.metric_regression, 4 * th.metric_regression, 0.5, 0.75)
+        weight = ramp(r["worse"], th.metric_regression, 3 * th.metric_regression, 0.45, 0.75)
         signals.append(Signal("metric_regressed", weight, f"{FINAL_METRIC_WORSE}:{r['name']}", "baseline", _detail(r, base_id),
                               _last_time(ev, r["name"])))
     top = worse[0]
