@@ -76,3 +76,18 @@ def test_a_project_setting_changes_a_real_diagnosis(home: Path) -> None:
     (home / "diagnose.yaml").write_text("projects:\n  patient:\n    startup_seconds: 60\n")
     failed = cli(home, "diagnose", runs["patient"], check=False)
     assert failed.returncode != 0 and "projects.patient.startup_seconds: unknown setting" in failed.stderr
+
+
+def test_every_setting_is_documented() -> None:
+    """docs/troubleshooting.md lists every setting with its default: a new knob cannot hide."""
+    import dataclasses
+
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "troubleshooting.md").read_text()
+    for field in dataclasses.fields(Thresholds):
+        row = re.search(rf"^\| `{field.name}` \| ([^|]+) \|", docs, re.M)
+        assert row, f"setting {field.name} is not in the settings table of docs/troubleshooting.md"
+        shown = row[1].strip()
+        if isinstance(field.default, tuple):
+            assert shown == "—"
+        else:
+            assert float(shown) == float(field.default), (field.name, shown, field.default)

@@ -97,7 +97,8 @@ def _stage_line(s: dict[str, Any]) -> str | None:
     ratio, delta = s.get("ratio"), s.get("delta")
     if ratio is None or delta is None or abs(ratio - 1) < STAGE_CHANGE or abs(delta) < STAGE_MIN_DELTA_S:
         return None
-    return f"stage {s['name']}: {format_duration(base)} → {format_duration(run)} (×{ratio:.2g})"
+    return f"stage {s['name']}: {format_duration(base)} → {format_duration(run)} (×{ratio:.1f})" if ratio >= 1 else \
+        f"stage {s['name']}: {format_duration(base)} → {format_duration(run)} (×{ratio:.2f})"
 
 
 def _resource_line(key: str, row: dict[str, Any]) -> str | None:
