@@ -22,6 +22,8 @@ from flightlog.timefmt import format_duration, format_size
 __all__ = ["analyze_memory", "Trend", "fit_trend"]
 
 _MAX_POINTS = 400
+#: the weight a trend keeps when the run recorded no training steps to measure it against
+_NO_STEPS = 0.5
 
 
 @dataclass(frozen=True)
@@ -93,10 +95,11 @@ def _gpu_memory(ev: RunEvidence) -> tuple[np.ndarray, np.ndarray]:
 def _leak(ev: RunEvidence, label: str, t: np.ndarray, y: np.ndarray) -> Finding | None:
     th = ev.thresholds
     window = training_window(ev)
+    stepped = False
     if window is not None and window.duration > 0:
         inside = (t >= window.start - 0.05) & (t <= window.end + 0.05)
         if inside.sum() >= th.leak_min_samples:
-            t, y = t[inside], y[inside]
+            t, y, stepped = t[inside], y[inside], True
     if t.size < th.leak_min_samples:
         return None
     trend = fit_trend(t, y)
@@ -139,6 +142,13 @@ def _leak(ev: RunEvidence, label: str, t: np.ndarray, y: np.ndarray) -> Finding 
     step_text = f", about {format_size(per_step)} per step" if per_step else ""
     summary = (f"{label} grows steadily with training: {format_size(trend.start_value)} → {format_size(trend.end_value)} "
                f"in {format_duration(span)}{step_text}{projection}.")
+    if not stepped:
+        # no training steps to grow with: the trend spans the whole run, imports and loading
+        # included (a slow start on a busy machine looks like steady growth), so it counts half
+        signals = [Signal(x.category, x.weight * _NO_STEPS, x.id, x.source, x.detail, x.at) for x in signals]
+        summary = (f"{label} grew steadily over the whole run: {format_size(trend.start_value)} → "
+                   f"{format_size(trend.end_value)} in {format_duration(span)}{projection} (no training steps were "
+                   "recorded, so start-up is part of the trend).")
     return Finding("memory_leak", summary, signals)
 
 
