@@ -3,10 +3,16 @@
 
 from __future__ import annotations
 
+import re
+import sys
+from pathlib import Path
+
 import pytest
 
+from flightlog.client import Client
 from flightlog.diagnose.nanlog import nonfinite_values
 from flightlog.models import LogEvent
+from tests.helpers import cli
 
 
 def _event(text: str, fields: dict | None = None) -> LogEvent:
@@ -46,3 +52,20 @@ def test_ordinary_lines_print_no_nonfinite_value(line: str) -> None:
 
 def test_parsed_fields_count_too() -> None:
     assert nonfinite_values(_event("epoch done", {"loss": float("nan"), "acc": 0.5})) == {"loss": "nan"}
+
+
+@pytest.mark.embedded_only("the same evidence over either transport")
+def test_silent_divergence_under_flightlog_run(home: Path) -> None:
+    """A script that only prints ``step N loss=… ppl=…``, diverges at step 300 and exits 0."""
+    script = Path(__file__).parent / "workloads" / "nan_loss" / "silent_divergence_exit0.py"
+    proc = cli(home, "run", "--project", "lm", "--", sys.executable, str(script))
+    assert proc.returncode == 0 and "step 300 loss=nan ppl=nan" in proc.stdout
+    run = re.search(r"run ([0-9a-f]{32}) started", proc.stderr)[1]  # type: ignore[index]
+    with Client(home) as c:
+        assert c.run(run).status == "succeeded"
+        report = c.diagnose(run)
+    top = report["findings"][0]
+    assert top["category"] == "nan_loss" and top["confidence"] >= 0.8, report["findings"]
+    assert report["kind"] == "software"
+    assert "loss=nan at step 300" in top["summary"]
+    assert any("loss printed as nan at step 300" in e["detail"] for e in top["evidence"])
