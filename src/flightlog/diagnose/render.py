@@ -11,7 +11,7 @@ from typing import Any
 from rich.console import Console
 
 from flightlog.cli.output import esc as escape  # markup escaped, control characters made visible
-from flightlog.diagnose.baseline import differences_text
+from flightlog.diagnose.differences import differences_text
 from flightlog.diagnose.taxonomy import TITLE
 from flightlog.timefmt import format_duration, format_size
 
@@ -108,16 +108,23 @@ def render_rightsizing(rs: dict[str, Any], out: Console) -> None:
     for o in rs["observations"]:
         out.print(f"  [dim]{escape(o['run'][:12])} attempt {o['attempt']}: {escape(o['status'])}, peak {format_size(o['memory_peak_bytes'])}"
                   + (f" of {format_size(o['memory_limit_bytes'])}" if o["memory_limit_bytes"] else "")
-                  + (f", CPU peak {o['cpu_peak_cores']:.2f} cores" if o.get("cpu_peak_cores") is not None else "") + "[/]")
+                  + (f", CPU peak {o['cpu_peak_cores']:.2f} cores" if o.get("cpu_peak_cores") is not None else "")
+                  + f", {o.get('samples', 0)} samples"
+                  + ("" if o.get("used", True) else f" (not used: {escape(o.get('why') or '')})") + "[/]")
 
 
 def _rightsizing_lines(rs: dict[str, Any], out: Console) -> None:
     mem, cpu, req = rs["memory"], rs["cpu"], rs["request"]
+    evidence = rs.get("evidence") or {}
     if mem["recommended_bytes"]:
         asked = f", limit was {format_size(mem['requested_bytes'])}" if mem["requested_bytes"] else ""
         out.print(f"  memory: request {req['memory']} ({escape(mem['basis'] or '')}{asked})")
+    elif evidence.get("reason"):
+        out.print(f"  memory: no recommendation: {escape(evidence['reason'])}")
     else:
         out.print("  memory: no samples to go on")
+    if not cpu["recommended_cores"] and evidence and not evidence.get("sufficient"):
+        out.print(f"  cpu:    no recommendation: fewer than {evidence.get('min_samples')} samples from attempts that count")
     if cpu["recommended_cores"]:
         out.print(f"  cpu:    request {req['cpu']} (95th percentile {cpu['p95_cores']:.2f} cores, peak {cpu['peak_cores']:.2f}, "
                   f"average {cpu['avg_cores']:.2f}, {cpu['samples']} samples)")
