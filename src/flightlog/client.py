@@ -265,12 +265,9 @@ def _level(level: str | int | None) -> int | None:
 def _grep(pattern: str | None) -> str | None:
     if pattern is None:
         return None
-    import re
+    from flightlog.query.regex import compile_grep
 
-    try:
-        re.compile(pattern)
-    except re.error as exc:
-        raise InvalidInput(f"--grep {pattern!r} is not a valid regular expression: {exc}") from None
+    compile_grep(pattern, what="--grep")
     return pattern
 
 

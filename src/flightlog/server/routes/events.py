@@ -3,7 +3,6 @@ cursors, resource samples and stage spans."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import msgspec
@@ -13,6 +12,7 @@ from starlette.responses import Response
 from flightlog.errors import InvalidInput
 from flightlog.logevents import STREAMS, level_code
 from flightlog.models import LogQuery
+from flightlog.query.regex import MAX_PATTERN, compile_grep
 from flightlog.server.context import Ctx, Query
 from flightlog.server.downsample import downsample
 from flightlog.server.operations import RUN, Operation, Param, ok, schema_ref
@@ -86,12 +86,9 @@ def log_query(q: Query, *, limit: int | None = None, tail: bool = False) -> LogQ
         min_level = level_code(level, default=-1)
         if min_level < 0 or min_level > 1000:
             raise InvalidInput(f"level {level!r} is not a log level: use debug, info, warning, error or critical")
-    grep = q.text("grep", max_len=1000)
-    if grep is not None:
-        try:
-            re.compile(grep)
-        except re.error as exc:
-            raise InvalidInput(f"grep {grep!r} is not a valid regular expression: {exc}") from None
+    grep = q.text("grep", max_len=MAX_PATTERN)
+    if grep:
+        compile_grep(grep)  # a 400 naming what is wrong (or unsupported) before any store work
     streams = q.values("stream", max_items=3)
     for s in streams or ():
         if s not in STREAMS:
@@ -161,7 +158,9 @@ async def run_stages(ctx: Ctx) -> Response:
 
 LOG_FILTERS = (
     Param("level", "query", {"type": "string", "maxLength": 20}, "This level and above: debug, info, warning, error, critical (or a number)."),
-    Param("grep", "query", {"type": "string", "maxLength": 1000}, "Only events whose message matches this regular expression (case-insensitive)."),
+    Param("grep", "query", {"type": "string", "maxLength": MAX_PATTERN},
+          "Only events whose message matches this regular expression (case-insensitive; RE2 syntax: "
+          "no backreferences or lookaround)."),
     Param("since", "query", {"type": "string", "maxLength": 64}, "Events at or after: epoch seconds, ISO-8601, or a duration ago (10m)."),
     Param("until", "query", {"type": "string", "maxLength": 64}, "Events at or before (same forms as since)."),
     Param("stream", "query", {"type": "array", "items": {"type": "string", "enum": list(STREAMS)}, "maxItems": 3},

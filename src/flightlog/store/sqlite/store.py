@@ -23,6 +23,7 @@ from flightlog.models import (
     Span,
     StageSummary,
 )
+from flightlog.query.regex import GrepPattern, compile_grep
 from flightlog.records import decode_log_chunk, param_value
 from flightlog.store.base import IngestResult
 from flightlog.store.sqlite.connection import Database
@@ -304,7 +305,7 @@ class SqliteStore:
         limit = query.limit
         backwards = bool(query.tail and limit)
         sql += " ORDER BY last_time DESC, id DESC" if backwards else " ORDER BY first_time, id"
-        pattern = re.compile(query.grep, re.IGNORECASE) if query.grep else None
+        pattern = compile_grep(query.grep) if query.grep else None
         events: list[LogEvent] = []
         with self.db.read() as conn:
             for first_time, last_time, data in conn.execute(sql, args):
@@ -381,7 +382,7 @@ class SqliteStore:
             f"SELECT id, CASE WHEN {' AND '.join(conds)} THEN data END FROM log_chunks "
             "WHERE run_id=? AND id > ? ORDER BY id"
         )
-        pattern = re.compile(query.grep, re.IGNORECASE) if query.grep else None
+        pattern = compile_grep(query.grep) if query.grep else None
         with self.db.read() as conn:
             rows = conn.execute(sql, [*args, run_id, after]).fetchall()
         events: list[LogEvent] = []
@@ -494,7 +495,7 @@ def _event_time(event: LogEvent) -> float:
     return event.time
 
 
-def _matching(batch: Any, query: LogQuery, pattern: re.Pattern[str] | None) -> list[LogEvent]:
+def _matching(batch: Any, query: LogQuery, pattern: GrepPattern | None) -> list[LogEvent]:
     out = []
     cols = batch
     for i in range(len(cols.time)):
