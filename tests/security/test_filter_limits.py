@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from flightlog.query.parser import MAX_DEPTH, MAX_TERMS
-from tests.helpers import cli, child_env
+from tests.helpers import child_env, cli
 from tests.server.conftest import error_of
 
 DEEP = {

@@ -93,6 +93,7 @@ def create_app(config: ServerConfig, *, store: ServerStore | None = None) -> Fli
     """The app serving ``config.store_uri`` (or ``store``); the store must have the server's extras."""
     if store is None:
         store = cast(ServerStore, open_store(config.store_uri))
+    store.query_timeout = config.query_timeout
     metrics = Metrics()
     state = AppState(config=config, store=store, blobs=BlobStore(config.home / "artifacts"), metrics=metrics)
 

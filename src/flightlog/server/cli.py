@@ -28,6 +28,8 @@ def _home(ctx: click.Context, home: str | None) -> str | None:
 @click.option("--insecure", is_flag=True, help="Allow a non-loopback address without --auth (a trusted network only).")
 @click.option("--max-body", default="32M", show_default=True, metavar="SIZE", help="Largest request body (ingest batches count compressed).")
 @click.option("--max-upload", default="64G", show_default=True, metavar="SIZE", help="Largest artifact upload (streamed to disk).")
+@click.option("--query-timeout", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
+              help="Longest one search (runs by filter, logs by grep) may run; 0: no limit. [default: FLIGHTLOG_QUERY_TIMEOUT, else 10]")
 @click.option("--grace", type=click.FloatRange(min=0), default=30.0, show_default=True, help="Seconds to let requests finish on shutdown.")
 @click.option("--root-path", default="", metavar="PATH", help="The path prefix when a proxy serves this under a sub-path (e.g. /flightlog).")
 @click.option("--forwarded-allow-ips", default="127.0.0.1", show_default=True, metavar="IPS",
@@ -36,8 +38,8 @@ def _home(ctx: click.Context, home: str | None) -> str | None:
 @click.option("--alerts", metavar="FILE", help="Alert rules to evaluate for every run (default: ./flightlog.alerts.yaml, else HOME/alerts.yaml; docs/alerting.md).")
 @click.pass_context
 def server_cmd(ctx: click.Context, host: str, port: int, home: str | None, auth: bool, insecure: bool, max_body: str,
-               max_upload: str, grace: float, root_path: str, forwarded_allow_ips: str, log_level: str,
-               alerts: str | None) -> None:
+               max_upload: str, query_timeout: float | None, grace: float, root_path: str, forwarded_allow_ips: str,
+               log_level: str, alerts: str | None) -> None:
     """Serve runs to a team: the HTTP API (and the web UI) over this machine's store.
 
     \b
@@ -50,6 +52,7 @@ def server_cmd(ctx: click.Context, host: str, port: int, home: str | None, auth:
     from flightlog.server.app import create_app
     from flightlog.server.config import ServerConfig
     from flightlog.server.serve import Server, address, bind, check_host, uvicorn_config
+    from flightlog.store.budget import query_timeout_from_env
 
     check_host(host, auth=auth, insecure=insecure)
     if alerts is not None:  # a file asked for by name must be valid before the server starts
@@ -59,6 +62,7 @@ def server_cmd(ctx: click.Context, host: str, port: int, home: str | None, auth:
     config = ServerConfig.for_home(
         _home(ctx, home), auth=auth, alerts=alerts,
         max_body=parse_size(max_body, what="--max-body"), max_upload=parse_size(max_upload, what="--max-upload"),
+        query_timeout=query_timeout_from_env() if query_timeout is None else (query_timeout or None),
     )
     app = create_app(config)
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from flightlog.errors import InvalidInput
+from flightlog.store.budget import DEFAULT_QUERY_TIMEOUT
 
 __all__ = ["ServerConfig", "LOOPBACK"]
 
@@ -39,6 +40,9 @@ class ServerConfig:
     """
     session_days: int = 30
     """How long the web UI's session cookie lasts."""
+    query_timeout: float | None = DEFAULT_QUERY_TIMEOUT
+    """Seconds one search (runs by filter, logs by grep) may take before it is stopped with a
+    422 ``query_timeout``; None: no limit. Bounds how long one request holds the store."""
     alerts: str | None = None
     """Alert rules evaluated in the background (else ./flightlog.alerts.yaml, else HOME/alerts.yaml)."""
 

@@ -14,6 +14,9 @@ __all__ = ["ServerStore"]
 
 
 class ServerStore(Store, TokenStore, Protocol):
+    query_timeout: float | None
+    """Seconds a search may take before it raises QueryTimeout (None: no limit)."""
+
     def log_events_after(self, run_id: str, after: int, query: LogQuery) -> tuple[list[LogEvent], int]: ...
     def metric_points_after(
         self, run_id: str, after: int, names: Sequence[str] | None = None

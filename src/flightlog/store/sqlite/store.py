@@ -26,6 +26,7 @@ from flightlog.models import (
 from flightlog.query.regex import GrepPattern, compile_grep
 from flightlog.records import decode_log_chunk, param_value
 from flightlog.store.base import IngestResult
+from flightlog.store.budget import Deadline, query_timeout_from_env
 from flightlog.store.sqlite.connection import Database
 from flightlog.store.sqlite.ingest import apply_records
 
@@ -41,6 +42,26 @@ class SqliteStore:
     def __init__(self, path: str | Path) -> None:
         self.db = Database(path)
         self.path = self.db.path
+        self._query_timeout: float | None = None
+        self._query_timeout_read = False
+
+    @property
+    def query_timeout(self) -> float | None:
+        """Seconds a search (runs by filter, logs by grep) may take; None: no limit.
+
+        FLIGHTLOG_QUERY_TIMEOUT by default (read on the first search, so a writer never fails
+        over a reader's setting); the server sets it from ``--query-timeout``.
+        """
+        if not self._query_timeout_read:
+            self._query_timeout, self._query_timeout_read = query_timeout_from_env(), True
+        return self._query_timeout
+
+    @query_timeout.setter
+    def query_timeout(self, seconds: float | None) -> None:
+        self._query_timeout, self._query_timeout_read = seconds or None, True
+
+    def _deadline(self) -> Deadline:
+        return Deadline(self.query_timeout)
 
     # ── writes ──────────────────────────────────────────────────────────────
     def ingest(self, records: Sequence[dict[str, Any]]) -> IngestResult:
@@ -130,8 +151,9 @@ class SqliteStore:
             project=project, filter=filter, order_by=order_by, limit=limit, offset=offset, now=time.time()
         )
         sql = sql.replace("SELECT r.*", "SELECT " + ", ".join(f"r.{c.strip()}" for c in _RUN_COLUMNS.split(",")), 1)
-        with self.db.read() as conn:
+        with self.db.budgeted_read(self._deadline()) as conn:
             rows = conn.execute(sql, args).fetchall()
+        with self.db.read() as conn:
             return self._hydrate(conn, rows)
 
     def _hydrate(self, conn: sqlite3.Connection, rows: list[Any]) -> list[RunInfo]:
@@ -307,8 +329,10 @@ class SqliteStore:
         sql += " ORDER BY last_time DESC, id DESC" if backwards else " ORDER BY first_time, id"
         pattern = compile_grep(query.grep) if query.grep else None
         events: list[LogEvent] = []
-        with self.db.read() as conn:
+        deadline = self._deadline()
+        with self.db.budgeted_read(deadline) as conn:
             for first_time, last_time, data in conn.execute(sql, args):
+                deadline.check()
                 if limit and len(events) >= limit:
                     # chunks of several writers overlap in time: stop once no later chunk can
                     # hold an event that belongs in the first (or last) `limit` events
@@ -383,11 +407,13 @@ class SqliteStore:
             "WHERE run_id=? AND id > ? ORDER BY id"
         )
         pattern = compile_grep(query.grep) if query.grep else None
-        with self.db.read() as conn:
+        deadline = self._deadline()
+        with self.db.budgeted_read(deadline) as conn:
             rows = conn.execute(sql, [*args, run_id, after]).fetchall()
         events: list[LogEvent] = []
         last = after
         for chunk_id, data in rows:
+            deadline.check()
             last = chunk_id
             if data is not None:
                 events.extend(_matching(decode_log_chunk(data), query, pattern))
