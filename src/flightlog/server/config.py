@@ -24,8 +24,9 @@ class ServerConfig:
     """Every request needs a token (``Authorization: Bearer`` or the session cookie)."""
     max_body: int = 32 << 20
     """Largest request body (ingest batches are measured compressed)."""
-    max_inflated: int = 512 << 20
-    """Largest ingest batch after decompression."""
+    max_inflated: int | None = None
+    """Largest ingest batch after decompression; None: ``max_body`` (a compressed body may not
+    hold more than an uncompressed one could)."""
     max_upload: int = 64 << 30
     """Largest artifact upload (uploads are streamed to disk, never held in memory)."""
     stream_poll: float = 0.25

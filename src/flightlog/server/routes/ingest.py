@@ -31,7 +31,8 @@ async def ingest(ctx: Ctx) -> Response:
             details={"content_type": media},
         )
     body = await ctx.body()
-    limit = ctx.state.config.max_inflated
+    config = ctx.state.config
+    limit = config.max_body if config.max_inflated is None else config.max_inflated
     raw = await ctx.call(inflate, body, ctx.request.headers.get("content-encoding", ""), limit)
     records = await ctx.call(decode_batch, raw)
     if len(records) > MAX_RECORDS:
