@@ -27,6 +27,7 @@ from flightlog.query.regex import GrepPattern, compile_grep
 from flightlog.records import decode_log_chunk, param_value
 from flightlog.store.base import IngestResult
 from flightlog.store.budget import Deadline, query_timeout_from_env
+from flightlog.store.sqlite.access import AccessRecords
 from flightlog.store.sqlite.connection import Database
 from flightlog.store.sqlite.ingest import apply_records
 
@@ -38,7 +39,7 @@ _RUN_COLUMNS = (
 )
 
 
-class SqliteStore:
+class SqliteStore(AccessRecords):
     def __init__(self, path: str | Path) -> None:
         self.db = Database(path)
         self.path = self.db.path
@@ -459,18 +460,6 @@ class SqliteStore:
                 marks = ",".join("?" * len(part))
                 out.update(conn.execute(f"SELECT id, project FROM runs WHERE id IN ({marks})", part).fetchall())
         return out
-
-    def has_digest(self, sha256: str, project: str | None = None) -> bool:
-        """Whether an artifact with this content is recorded (in ``project``, when given)."""
-        sql = "SELECT 1 FROM artifacts a"
-        args: list[Any] = [sha256]
-        if project is not None:
-            sql += " JOIN runs r ON r.id = a.run_id WHERE a.sha256=? AND r.project=?"
-            args.append(project)
-        else:
-            sql += " WHERE a.sha256=?"
-        with self.db.read() as conn:
-            return conn.execute(sql + " LIMIT 1", args).fetchone() is not None
 
     def create_token(self, token_id: str, digest: str, role: str, project: str | None, name: str | None) -> None:
         with self.db.write() as conn:
