@@ -28,8 +28,7 @@ _BINARY = {"application/octet-stream": {"schema": {"type": "string", "format": "
 
 
 async def list_artifacts(ctx: Ctx) -> Response:
-    info = await ctx.run()
-    arts = await ctx.call(ctx.store.artifacts, info.id)
+    arts = await ctx.call(ctx.store.artifacts, await ctx.run_id())
     return json_response({"artifacts": [a.to_dict() for a in arts]})
 
 

@@ -30,8 +30,7 @@ _msgpack = msgspec.msgpack.Encoder()
 
 
 async def metric_summaries(ctx: Ctx) -> Response:
-    info = await ctx.run()
-    summaries = await ctx.call(ctx.store.metric_summaries, info.id)
+    summaries = await ctx.call(ctx.store.metric_summaries, await ctx.run_id())
     return json_response({"metrics": [s.to_dict() for s in summaries.values()]})
 
 
@@ -40,8 +39,7 @@ async def metric_history(ctx: Ctx) -> Response:
     buckets = q.integer("buckets", min=1, max=MAX_BUCKETS)
     from_step, to_step = q.integer("from_step", min=-(2**63), max=2**63 - 1), q.integer("to_step", min=-(2**63), max=2**63 - 1)
     name = ctx.path("name")
-    info = await ctx.run()
-    history = await ctx.call(ctx.store.metric_history, info.id, name)
+    history = await ctx.call(ctx.store.metric_history, await ctx.run_id(), name)
     steps, values, times = history.steps, history.values, history.times
     if from_step is not None or to_step is not None:
         lo = 0 if from_step is None else int(np.searchsorted(steps, from_step, side="left"))
@@ -116,14 +114,14 @@ async def run_logs(ctx: Ctx) -> Response:
     query = log_query(q)
     if tail and cursor is not None:
         raise InvalidInput("tail and cursor do not go together: tail gives the last events, cursors page forwards")
-    info = await ctx.run()
+    run_id = await ctx.run_id()
     if limit == 0:
         return json_response({"events": [], "next_cursor": None})
     if tail:
         query.limit, query.tail = limit, True
-        events = await ctx.call(ctx.store.logs, info.id, query)
+        events = await ctx.call(ctx.store.logs, run_id, query)
         return json_response({"events": [event_json(e) for e in events], "next_cursor": None})
-    fp = fingerprint(info.id, query.__dict__)
+    fp = fingerprint(run_id, query.__dict__)
     skip = 0
     at: float | None = None
     if cursor is not None:
@@ -131,7 +129,7 @@ async def run_logs(ctx: Ctx) -> Response:
         at, skip = float(state["t"]), int(state["k"])
         query.since = at if query.since is None else max(query.since, at)
     query.limit = limit + skip + 1
-    found = await ctx.call(ctx.store.logs, info.id, query)
+    found = await ctx.call(ctx.store.logs, run_id, query)
     if at is not None:  # drop the events at the cursor's time that earlier pages already gave
         found = [e for i, e in enumerate(found) if not (i < skip and e.time == at)]
     page, more = found[:limit], len(found) > limit
@@ -145,14 +143,12 @@ async def run_logs(ctx: Ctx) -> Response:
 
 async def run_resources(ctx: Ctx) -> Response:
     since = ctx.query.when("since")
-    info = await ctx.run()
-    samples = await ctx.call(ctx.store.resource_samples, info.id, since)
+    samples = await ctx.call(ctx.store.resource_samples, await ctx.run_id(), since)
     return json_response({"samples": samples})
 
 
 async def run_stages(ctx: Ctx) -> Response:
-    info = await ctx.run()
-    stages = await ctx.call(ctx.store.stages, info.id)
+    stages = await ctx.call(ctx.store.stages, await ctx.run_id())
     return json_response({"stages": [s.to_dict() for s in stages]})
 
 
