@@ -1,5 +1,5 @@
-"""A run with very many metric names (10,000 by default): `flightlog metrics`, `runs ls` and
-`runs show` (JSON output), each as the real command in its own process, over the embedded
+"""A run with very many metric names (10,000 by default): `flightlog metrics` (JSON, and the
+table with a sparkline per metric), `runs ls` and `runs show` (JSON), each as the real command in its own process, over the embedded
 store and over a server (`flightlog server` in a thread of this process, loopback, no auth).
 
 Each metric has 2 points. Reading a run's summaries must cost once per run, not once per
@@ -43,9 +43,9 @@ def fill(home: Path, names: int) -> None:
     store.close()
 
 
-def timed_command(env: dict[str, str], *args: str) -> float:
+def timed_command(env: dict[str, str], *args: str, fmt: str = "json") -> float:
     t0 = time.perf_counter()
-    proc = subprocess.run([FLIGHTLOG, *args, "--format", "json"], env=env, capture_output=True, text=True, timeout=3600)
+    proc = subprocess.run([FLIGHTLOG, *args, "--format", fmt], env=env, capture_output=True, text=True, timeout=3600)
     elapsed = time.perf_counter() - t0
     if proc.returncode != 0:
         raise SystemExit(f"flightlog {' '.join(args)} failed: {proc.stderr[-2000:]}")
@@ -55,6 +55,7 @@ def timed_command(env: dict[str, str], *args: str) -> float:
 def commands(env: dict[str, str]) -> dict[str, float]:
     return {
         "metrics": timed_command(env, "metrics", RUN[:8]),
+        "metrics_table": timed_command(env, "metrics", RUN[:8], fmt="text"),  # a sparkline per metric: one history each
         "runs_ls": timed_command(env, "runs", "ls"),
         "runs_show": timed_command(env, "runs", "show", RUN[:8]),
     }
