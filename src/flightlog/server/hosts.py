@@ -151,8 +151,7 @@ class ForwardedHeaders:
         self.trusted = trusted
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] in ("http", "websocket"):
-            scope = dict(scope)
+        if scope["type"] in ("http", "websocket"):  # in place: outer layers read what inner ones note in scope
             client = scope.get("client")
             found = {name.decode(): value.decode("latin-1") for name, value in scope["headers"] if name in _FORWARDED}
             headers = [(n, v) for n, v in scope["headers"] if n not in _FORWARDED]
