@@ -6,7 +6,8 @@ decides only what is *stored*. A chunk goes through small steps, each in its own
     chunk steps (per stream, whole chunks)        event steps (on the batch)
     --------------------------------------        --------------------------
     LineSplitter   bytes → complete lines          RedactFields   secret JSON fields
-    KeyHold        hold an unfinished key block    RateLimiter    bound the volume
+    strip_ansi     terminal colours and moves out  RateLimiter    bound the volume
+    KeyHold        hold an unfinished key block
     Redactor       secrets → markers (bytes), then decode, then user patterns (text)
     split_lines    lines, ``\\r`` collapsed
     truncate_lines over-long lines cut
@@ -30,7 +31,7 @@ from typing import Protocol
 
 from flightlog.capture.grouping import StreamGrouper, special_lines
 from flightlog.capture.keyhold import KeyHold
-from flightlog.capture.lines import LineSplitter, decode, split_lines, truncate_lines
+from flightlog.capture.lines import LineSplitter, decode, split_lines, strip_ansi, truncate_lines
 from flightlog.capture.ratelimit import RateLimiter
 from flightlog.capture.redact import Redactor
 from flightlog.errors import InvalidInput
@@ -201,7 +202,7 @@ class CapturePipeline:
         return state
 
     def _text(self, state: _Stream, data: bytes, now: float, out: LogBatch, final: bool) -> None:
-        data = state.keys.feed(data, now, final)
+        data = state.keys.feed(strip_ansi(data), now, final)
         if data:
             self._lines(state, data, now, out)
 
