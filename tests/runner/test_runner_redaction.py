@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
 import pytest
 
 import flightlog
-from tests.helpers import cli
+from tests.helpers import child_env, cli
 from tests.runner.test_runner import last_run, script
 
 PY = sys.executable
@@ -41,3 +42,44 @@ def test_prefixed_private_keys_interleaved_on_both_streams_are_stored_redacted(h
     redacted = sorted(e.stream for e in stored if "[REDACTED:private_key]" in e.message)
     assert redacted == ["stderr", "stderr", "stdout", "stdout"]
     assert stored[-1].message == "done" or any(e.message == "done" for e in stored)
+
+
+def test_secrets_in_the_command_line_params_tags_and_notes_are_stored_redacted(home: Path, tmp_path: Path) -> None:
+    """Each way a user string reaches the store (issue 15): the recorded command lines (the
+    runner's and the workload's), params by name and by value, tags, notes from the SDK and
+    from the CLI, the failure summary and the runner's configuration evidence."""
+    ghp = "ghp_" + "Z" * 36
+    env_secret = "value-of-my-env-token-123"
+    leaks = [ghp, "rawtokenvalue9", "apikeyvalue77", "s3cr3tpw", "bobsecretuser", env_secret, "hunter2pass"]
+    code = script(tmp_path, "job.py", f"""
+        import sys
+        import flightlog
+        run = flightlog.init()
+        run.log_params({{"nested": {{"password": "hunter2pass"}}, "batch": 32}})
+        run.set_tags(auth="rawtokenvalue9")
+        run.note("cloned with {ghp}")
+        print("args", len(sys.argv))
+        sys.exit(3)
+        """)
+    env = child_env(home, MY_SERVICE_TOKEN=env_secret)
+    proc = cli(home, "run", "--project", "t", "--name", f"job {ghp}",
+               "--param", "api_key=apikeyvalue77", "--param", "credentials.user=bobsecretuser",
+               "--param", "db=postgresql://u:s3cr3tpw@db/x", "--param", f"from_env={env_secret}", "--param", "lr=0.1",
+               "--tag", "token=rawtokenvalue9", "--tag", "team=vision",
+               "--", PY, code, "--token", "rawtokenvalue9", "--api-key=apikeyvalue77", f"--repo=https://x:{ghp}@github.com/o/r",
+               check=False, env=env)
+    assert proc.returncode == 3, proc.stderr
+    info = last_run(home)
+    cli(home, "runs", "note", info.id, "password=hunter2pass for the replica", env=env)
+    client = flightlog.Client(home=home)
+    info = client.run(info.id)
+    stored = json.dumps({
+        "run": info.to_dict(), "context": client.context(info.id),
+        "notes": [n.to_dict() for n in client.notes(info.id)], "evidence": client.evidence(info.id),
+    }, default=str)
+    for leak in leaks:
+        assert leak not in stored, leak
+    assert info.params["lr"] == 0.1 and info.params["batch"] == 32 and info.tags["team"] == "vision"
+    assert info.params["db"] == "postgresql://u:[REDACTED:url_password]@db/x"
+    assert info.params["api_key"] == info.params["credentials.user"] == "[REDACTED:secret]"
+    assert "--token" in stored and "[REDACTED" in stored

@@ -22,6 +22,8 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
+from flightlog.sdk.redaction import redact_user_strings
+
 __all__ = ["process_context", "git_info", "installed_packages", "allowed_env", "ENV_ALLOW", "looks_secret"]
 
 ENV_ALLOW = (
@@ -54,15 +56,17 @@ ENV_ALLOW = (
     "FLIGHTLOG_QUEUED_AT",
     "FLIGHTLOG_RESUME_FROM",
 )
-_SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "CREDENTIAL", "AUTH", "PRIVATE", "DSN", "COOKIE", "SESSION")
 
 _lock = threading.Lock()
 _cached: dict[str, Any] | None = None
 
 
 def looks_secret(name: str) -> bool:
-    upper = name.upper()
-    return any(word in upper for word in _SECRET_WORDS)
+    """The project's one policy for secret names (``flightlog.capture.names``; imported when
+    first needed, so ``import flightlog`` stays light)."""
+    from flightlog.capture.names import is_secret_name
+
+    return is_secret_name(name)
 
 
 @lru_cache(maxsize=8)
@@ -161,4 +165,4 @@ def process_context(extra_env: Sequence[str] = ()) -> dict[str, Any]:
     base["cwd"] = os.getcwd()
     base["pid"] = os.getpid()
     base["env"] = allowed_env(os.environ, extra_env)
-    return base
+    return redact_user_strings({"k": "context", "data": base})["data"]  # --token …, URL passwords

@@ -24,6 +24,7 @@ from flightlog.journal.format import MAGIC, read_records
 from flightlog.logevents import LogBatch
 from flightlog.records import encode_series, log_chunk_payload
 from flightlog.sdk.context import process_context
+from flightlog.sdk.redaction import redact_user_strings
 from flightlog.sdk.sink import Sink, open_sink
 from flightlog.sdk.stages import StageAggregator
 
@@ -101,6 +102,7 @@ class RunWriter:
     def add_record(self, kind: str, /, **payload: Any) -> None:
         payload["k"] = kind
         payload.setdefault("t", time.time())
+        redact_user_strings(payload, self.settings.home)  # params, tags, notes, names, commands
         self.records.append(payload)
 
     def add_logs(self, batch: LogBatch) -> None:

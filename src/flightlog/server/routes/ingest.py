@@ -12,6 +12,7 @@ from typing import Any
 from starlette.responses import Response
 
 from flightlog.errors import Forbidden, InvalidInput
+from flightlog.sdk.redaction import redact_user_strings
 from flightlog.server.context import Ctx, UnsupportedMediaType
 from flightlog.server.operations import Operation, ok
 from flightlog.server.records import Bad, check_record
@@ -62,7 +63,7 @@ def _checked(records: list[Any]) -> tuple[list[dict[str, Any]], list[str]]:
                 where += f" ({rec.get('k')!r}, run {str(rec.get('r'))[:64]!r}, seq {str(rec.get('s'))[:20]})"
             skipped.append(f"{where}: {exc}")
             continue
-        good.append(rec)
+        good.append(redact_user_strings(rec))  # whatever the writer: no secrets in the store
     return good, skipped
 
 
