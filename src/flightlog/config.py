@@ -44,6 +44,7 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("FLIGHTLOG_BUFFER_LIMIT", "1000000", "Records buffered in memory per run before the log policy applies."),
     Variable("FLIGHTLOG_LOG_POLICY", "block", "`block` (never lose a record; may slow the caller) or `drop` (never slow it; drops are counted)."),
     Variable("FLIGHTLOG_KEEP_JOURNAL", "", "`1` keeps journals after they were shipped (default: removed when a writer finished cleanly)."),
+    Variable("FLIGHTLOG_LOG_METRICS", "1", "`0` stops `flightlog run` from reading metrics from the workload's progress lines (`step=10 loss=0.5`)."),
     Variable("FLIGHTLOG_ENV_ALLOW", "", "Extra environment variable names (comma-separated, `*` globs) recorded in a run's context."),
 )
 
@@ -70,6 +71,7 @@ class Settings:
     log_policy: str
     keep_journal: bool
     env_allow: tuple[str, ...]
+    log_metrics: bool = True
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> Settings:
@@ -102,6 +104,7 @@ class Settings:
             buffer_limit=_int(env, "FLIGHTLOG_BUFFER_LIMIT", 1_000_000),
             log_policy=policy,
             keep_journal=_env(env, "FLIGHTLOG_KEEP_JOURNAL") == "1",
+            log_metrics=_env(env, "FLIGHTLOG_LOG_METRICS").lower() not in ("0", "false", "no", "off"),
             env_allow=tuple(
                 n.strip() for n in _env(env, "FLIGHTLOG_ENV_ALLOW").split(",") if n.strip()
             ),

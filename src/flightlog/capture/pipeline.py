@@ -6,7 +6,8 @@ decides only what is *stored*. A chunk goes through small steps, each in its own
     chunk steps (per stream, whole chunks)        event steps (on the batch)
     --------------------------------------        --------------------------
     LineSplitter   bytes → complete lines          RedactFields   secret JSON fields
-    strip_ansi     terminal colours and moves out  RateLimiter    bound the volume
+    strip_ansi     terminal colours and moves out  LineMetrics    metrics from lines (optional)
+                                                   RateLimiter    bound the volume
     KeyHold        hold an unfinished key block
     Redactor       secrets → markers (bytes), then decode, then user patterns (text)
     split_lines    lines, ``\\r`` collapsed
@@ -123,16 +124,19 @@ class CapturePipeline:
     """Feed it what a child wrote; get back the ``LogBatch`` to store.
 
     ``stats`` counts lines and bytes read, dropped lines and bytes, truncated lines,
-    redactions and events returned.
+    redactions and events returned. ``metrics`` is an optional step that reads metrics from
+    the stored lines (``linemetrics.LineMetrics``).
     """
 
-    def __init__(self, config: CaptureConfig) -> None:
+    def __init__(self, config: CaptureConfig, metrics: EventStep | None = None) -> None:
         self.config = config
         self.stats: dict[str, int] = dict.fromkeys(STAT_KEYS, 0)
         self.redactor = Redactor(config.extra_patterns, config.env)
         self._streams: dict[str, _Stream] = {}
         self._lock = threading.Lock()
         self.event_steps: list[EventStep] = [RedactFields(self.redactor)]
+        if metrics is not None:  # reads every redacted event, dropped by the rate limit or not
+            self.event_steps.append(metrics)
         if config.max_rate is not None:
             self.event_steps.append(
                 RateLimiter(

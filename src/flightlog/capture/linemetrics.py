@@ -1,0 +1,245 @@
+"""Metrics read from captured lines: ``step=120 loss=0.43 lr=1e-4`` becomes three points.
+
+A script that only prints its progress still gets NaN detection, plateau alerts and charts
+under ``flightlog run``. Only lines that look like training progress count, so ordinary text
+with a number in it (``retrying in 5 s``, ``port: 8080``) makes no metric:
+
+* a step key (below) and at least one other numeric ``key=value`` / ``key: value`` pair,
+* two or more numeric pairs on a plain line, or
+* one pair whose key names a training quantity (``loss``, ``val_loss``, ``acc``, ``lr``, …).
+
+JSON and logfmt lines count only with a step key or a training quantity among their fields.
+
+A ``step``/``global_step``/``iter``/``iteration`` key (else ``epoch``) gives the step and is not
+a metric itself; without one, each progress line is the next step. Structured lines (JSON,
+logfmt) give their numeric fields. Never from: multi-line events (tracebacks and other
+blocks), values that were redacted, keys that name a secret. Names keep what the line says,
+cut to 64 characters; at most ``max_names`` distinct names per run (the rest are counted in
+``stats["line_metric_names_dropped"]``, never stored).
+
+Cost: lines without ``=`` or ``:`` are skipped by one ``in`` test each, and the pairs of the
+others are found by one regex scan over the batch; the work is a few list operations per
+candidate line.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+from collections.abc import Callable, Collection
+from typing import Any
+
+from flightlog.capture.names import is_secret_name
+from flightlog.logevents import LogBatch
+
+__all__ = ["LineMetrics", "MAX_NAMES", "parse_pairs"]
+
+MAX_NAMES = 200
+MAX_HELD = 100_000  # points waiting to be taken (the runner takes them at least once a second)
+_NAME_CHARS = 64
+_NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|NaN|NAN|inf|Inf|INF|infinity|Infinity)"
+# key, separator, number; the number must end the token (``v1.2.3``, ``10:30``, ``3/10`` are not).
+# A quote may close the key: Python dicts (``{'loss': 0.5, 'epoch': 1}``, Hugging Face's Trainer).
+_PAIR = re.compile(
+    rf"(?<![\w./\-])([A-Za-z][\w./\-]{{0,127}})['\"]?[ \t]*(?:=|:[ \t])[ \t]*({_NUMBER})(?![\w.:/\-])"
+)
+_STEP_KEYS = ("step", "global_step", "iter", "iteration", "train_step")
+_EPOCH_KEYS = ("epoch",)
+# A lone pair counts when its key names one of these (the last word, any prefix: ``val_loss``).
+_TRAINING_WORDS = re.compile(
+    r"(?:^|[_./\-])(?:loss|acc|accuracy|lr|learning_rate|ppl|perplexity|grad_norm|reward|f1|auc|"
+    r"mse|mae|rmse|bleu|wer|cer|nll|top1|top5)$",
+    re.I,
+)
+_REDACTED = "[REDACTED"
+
+
+def parse_pairs(line: str) -> list[tuple[str, str]]:
+    """The ``(key, number)`` pairs of a line, in order."""
+    return _PAIR.findall(line)
+
+
+class LineMetrics:
+    """An event step (``(batch, now, final) -> batch``) that leaves the batch as it is and
+    collects the metrics its lines carry; ``take(now)`` hands over the points to store.
+
+    A new name's points are held ``hold`` seconds, then the name is handed over only if the
+    run does not have it already from the workload's own SDK calls (``take``'s ``claimed``):
+    a metric the script logs with the SDK and also prints is the SDK's alone. Points of names
+    already handed over go out at the next ``take``.
+    """
+
+    def __init__(self, stats: dict[str, int] | None = None, *, max_names: int = MAX_NAMES,
+                 hold: float = 2.0) -> None:
+        self.stats = stats if stats is not None else {}
+        self.stats.setdefault("line_metrics", 0)
+        self.stats.setdefault("line_metric_names_dropped", 0)
+        self.stats.setdefault("line_metric_names_sdk", 0)
+        self.stats.setdefault("line_metrics_dropped", 0)
+        self.max_names = max_names
+        self.hold = hold
+        self.names: set[str] = set()
+        self._refused: set[str] = set()
+        self._next_step = 0
+        self._held: list[tuple[int, float, dict[str, float]]] = []
+        self._handed: set[str] = set()  # names written from lines
+        self._ceded: set[str] = set()  # names the SDK logs: never written from lines
+        self._lock = threading.Lock()  # the pump thread adds; the runner's threads take
+        self._take_lock = threading.Lock()
+
+    # --- the event step -----------------------------------------------------------------
+
+    def __call__(self, batch: LogBatch, now: float, final: bool) -> LogBatch:
+        if len(batch):
+            with self._lock:
+                self._scan(batch)
+        return batch
+
+    def _scan(self, batch: LogBatch) -> None:
+        messages = batch.message
+        fields = batch.fields
+        times = batch.time
+        for i, message in enumerate(messages):
+            extra = fields[i]
+            if extra:
+                if "block" in extra:
+                    continue  # a traceback or another stack dump
+                pairs = [(k, v) for k, v in extra.items() if isinstance(k, str) and _numeric(v)]
+                if pairs:
+                    self._line(pairs, times[i], structured=True)
+                continue
+            if ("=" not in message and ": " not in message) or "\n" in message:
+                continue
+            pairs = _PAIR.findall(message)
+            if pairs:
+                self._line(pairs, times[i])
+
+    def _line(self, pairs: list[tuple[str, Any]], time: float, structured: bool = False) -> None:
+        step: int | None = None
+        step_key: str | None = None
+        for keys in (_STEP_KEYS, _EPOCH_KEYS):
+            for key, value in pairs:
+                if key.lower() in keys:
+                    as_int = _as_step(value)
+                    if as_int is not None:
+                        step, step_key = as_int, key
+                        break
+            if step is not None:
+                break
+        values: dict[str, float] = {}
+        for key, value in pairs:
+            if key == step_key or is_secret_name(key):
+                continue
+            if isinstance(value, str) and value.startswith(_REDACTED):
+                continue
+            values[key[:_NAME_CHARS]] = float(value)
+        if not values:
+            return
+        # Not clearly progress: one number in a sentence ("retrying in: 5"), or a structured log
+        # line's numeric fields ({"pid": 12, "port": 8080}).
+        if (
+            step is None
+            and (structured or len(values) < 2)
+            and not any(_TRAINING_WORDS.search(k) for k in values)
+        ):
+            return
+        if step is None:
+            step = self._next_step
+        self._next_step = max(self._next_step, step + 1)
+        values = self._admit(values)
+        if values:
+            if len(self._held) >= MAX_HELD:  # nobody takes them: keep memory bounded, count
+                self.stats["line_metrics_dropped"] += len(values)
+                return
+            self._held.append((step, time, values))
+            self.stats["line_metrics"] += len(values)
+
+    def _admit(self, values: dict[str, float]) -> dict[str, float]:
+        names = self.names
+        if all(name in names for name in values):
+            return values
+        out: dict[str, float] = {}
+        for name, value in values.items():
+            if name not in names:
+                if len(names) >= self.max_names:
+                    if name not in self._refused:
+                        self._refused.add(name)
+                        self.stats["line_metric_names_dropped"] += 1
+                    continue
+                names.add(name)
+            out[name] = value
+        return out
+
+    # --- handing over ---------------------------------------------------------------------
+
+    def take(
+        self, now: float, final: bool = False, claimed: Callable[[], Collection[str]] | None = None
+    ) -> list[tuple[int, float, dict[str, float]]]:
+        """The points to store now, oldest first: those whose names are all known already,
+        and the others once they are ``hold`` seconds old (all of them with ``final``).
+
+        ``claimed`` returns the names the run already has from elsewhere (the workload's own
+        SDK calls); it is asked once per call, and only when a name is handed over for the
+        first time. A claimed name is never written from lines (``line_metric_names_sdk``)."""
+        with self._take_lock:
+            with self._lock:
+                held = self._held
+                if not held:
+                    return []
+                known = self._handed
+                limit = now - self.hold
+                ready: list[tuple[int, float, dict[str, float]]] = []
+                waiting: list[tuple[int, float, dict[str, float]]] = []
+                for point in held:
+                    if final or point[1] <= limit or known.issuperset(point[2]):
+                        ready.append(point)
+                    else:
+                        waiting.append(point)
+                self._held = waiting
+            return self._unclaimed(ready, claimed)
+
+    def _unclaimed(
+        self, ready: list[tuple[int, float, dict[str, float]]], claimed: Callable[[], Collection[str]] | None
+    ) -> list[tuple[int, float, dict[str, float]]]:
+        fresh = {name for _, _, values in ready for name in values} - self._handed - self._ceded
+        if fresh:
+            taken: Collection[str] = ()
+            if claimed is not None:
+                try:
+                    taken = claimed()
+                except Exception:  # the store is away: nothing is known to be claimed
+                    taken = ()
+            for name in fresh:
+                if name in taken:
+                    self._ceded.add(name)
+                    self.stats["line_metric_names_sdk"] += 1
+                else:
+                    self._handed.add(name)
+        if not self._ceded:
+            return ready
+        out = []
+        for step, time, values in ready:
+            kept = {k: v for k, v in values.items() if k not in self._ceded}
+            if kept:
+                out.append((step, time, kept))
+        return out
+
+
+def _numeric(value: Any) -> bool:
+    kind = type(value)
+    if kind is int or kind is float:
+        return True
+    if kind is str and value and (value[0].isdigit() or value[0] in "-+.nNiI"):
+        return _PAIR.fullmatch(f"x={value}") is not None
+    return False
+
+
+def _as_step(value: Any) -> int | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    if not math.isfinite(number) or number != int(number) or number < 0:
+        return None
+    return int(number)
