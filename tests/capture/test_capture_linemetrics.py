@@ -82,3 +82,13 @@ def test_points_are_held_and_names_the_sdk_claims_are_never_handed_over() -> Non
     assert metrics.take(20.0, final=True, claimed=claimed) == [(2, 10.6, {"acc": 0.2})]
     assert len(asked) == 1  # asked once, when the names were new
     assert metrics.stats["line_metric_names_sdk"] == 1
+
+
+def test_a_flood_of_progress_lines_is_sampled_but_every_nan_is_read() -> None:
+    lines = [f"step={i} loss=0.5\n".encode() for i in range(5000)]
+    lines[4321] = b"step=4321 loss=nan\n"
+    got, metrics = points(b"".join(lines), max_rate=100)  # all 5000 lines within one second
+    steps = [step for step, _ in got]
+    assert 100 < len(steps) < 1500 and steps[:100] == list(range(100))
+    assert 4321 in steps and math.isnan(dict(got)[4321]["loss"])
+    assert metrics.stats["line_metrics_sampled_out"] == 5000 - len(steps)

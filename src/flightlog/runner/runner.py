@@ -355,7 +355,8 @@ class Runner:
             stored += len(point[2])
         if stored:
             writer.count("line_metrics", stored)
-        for key in ("line_metric_names_dropped", "line_metric_names_sdk", "line_metrics_dropped"):
+        for key in ("line_metric_names_dropped", "line_metric_names_sdk", "line_metrics_dropped",
+                    "line_metrics_sampled_out"):
             new = metrics.stats[key] - self._counted.get(key, 0)
             if new:
                 self._counted[key] = metrics.stats[key]
