@@ -97,6 +97,7 @@ class LineMetrics:
         self.stats.setdefault("line_metrics_dropped", 0)
         self.stats.setdefault("line_metrics_sampled_out", 0)
         self.max_names = max_names
+        self.broken: str | None = None  # why reading stopped, after an internal error
         self.max_rate = max_rate
         self._window = -math.inf
         self._seen = 0
@@ -114,9 +115,12 @@ class LineMetrics:
     # --- the event step -----------------------------------------------------------------
 
     def __call__(self, batch: LogBatch, now: float, final: bool) -> LogBatch:
-        if len(batch):
+        if len(batch) and not self.broken:
             with self._lock:
-                self._scan(batch)
+                try:
+                    self._scan(batch)
+                except Exception as exc:  # a bug here must never cost the logs: stop reading
+                    self.broken = repr(exc)
         return batch
 
     def _scan(self, batch: LogBatch) -> None:

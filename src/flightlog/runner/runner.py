@@ -340,10 +340,18 @@ class Runner:
 
     def _store_line_metrics(self, run: flightlog.Run, final: bool = False) -> None:
         """Hand the metrics read from lines to the writer — except names the workload logs
-        with the SDK itself, so that no metric is written by both."""
+        with the SDK itself, so that no metric is written by both. Called from the output
+        pump too: it must never raise (the pump would stop passing output through)."""
         metrics = self._line_metrics
         if metrics is None:
             return
+        try:
+            self._hand_over_line_metrics(run, metrics, final)
+        except Exception as exc:
+            self._line_metrics = None
+            say(f"metrics are no longer read from output lines: {exc!r}")
+
+    def _hand_over_line_metrics(self, run: flightlog.Run, metrics: Any, final: bool) -> None:
         writer = run._w
         limit = run.settings.buffer_limit
         stored = 0
@@ -355,6 +363,9 @@ class Runner:
             stored += len(point[2])
         if stored:
             writer.count("line_metrics", stored)
+        if metrics.broken:
+            self._line_metrics = None
+            say(f"metrics are no longer read from output lines: {metrics.broken}")
         for key in ("line_metric_names_dropped", "line_metric_names_sdk", "line_metrics_dropped",
                     "line_metrics_sampled_out"):
             new = metrics.stats[key] - self._counted.get(key, 0)

@@ -23,7 +23,8 @@ def pattern_files(home: Path) -> list[Path]:
 
 @lru_cache(maxsize=4)
 def _build(home: str) -> Any:
-    from flightlog.capture import Redactor, load_patterns
+    from flightlog.capture.patterns import load_patterns
+    from flightlog.capture.redact import Redactor
     from flightlog.errors import FlightlogError
 
     try:

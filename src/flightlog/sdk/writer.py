@@ -102,7 +102,6 @@ class RunWriter:
     def add_record(self, kind: str, /, **payload: Any) -> None:
         payload["k"] = kind
         payload.setdefault("t", time.time())
-        redact_user_strings(payload, self.settings.home)  # params, tags, notes, names, commands
         self.records.append(payload)
 
     def add_logs(self, batch: LogBatch) -> None:
@@ -130,8 +129,8 @@ class RunWriter:
             except Exception as exc:  # context is evidence, never a reason to fail
                 ctx = {"error": repr(exc)}
             out.append({"k": "context", "t": now, "data": ctx})
-        while self.records:
-            out.append(self.records.popleft())
+        while self.records:  # params, tags, notes, names, command lines: secrets out, here
+            out.append(redact_user_strings(self.records.popleft(), self.settings.home))
         n = len(self.metrics)
         if n:
             out.append(self._metrics_record(n, now))
