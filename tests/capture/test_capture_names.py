@@ -19,12 +19,14 @@ SECRET = [
     "secret_key", "private_key", "ssh_key", "DEPLOY_KEY", "encryption_key", "auth", "Authorization",
     "proxy-authorization", "credentials", "SENTRY_DSN", "cookie", "session_token",
     "AZURE_STORAGE_CONNECTION_STRING", "webhook_signature", "credentials.user", "db.password",
+    "API_KEY_2", "DB_PASSWORD_PROD", "GITHUB_TOKEN_V2", "client_secret_staging",
 ]
 NOT_SECRET = [
     "token_count", "max_tokens", "tokens", "num_tokens", "secret_name", "private_key_path",
     "password_file", "HF_TOKEN_PATH", "sort_key", "cache_key", "rng_key", "PWD", "OLDPWD",
     "TOKENIZERS_PARALLELISM", "KEYBOARD_LAYOUT", "GIT_AUTHOR_NAME", "eos_token", "pad_token",
     "author", "keyboard", "MASTER_PORT", "lr", "SSH_AUTH_SOCK", "session_id", "model.name",
+    "token_count_2", "secret_name_prod", "max_tokens_v2",
 ]
 TABLE = [(name, True) for name in SECRET] + [(name, False) for name in NOT_SECRET]
 VALUE = "s3cr3t-value-123"

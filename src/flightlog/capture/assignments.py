@@ -17,11 +17,13 @@ from __future__ import annotations
 import re
 
 from flightlog.capture.families import marker_bytes
-from flightlog.capture.names import is_secret_name, key_words
+from flightlog.capture.names import VARIANT_WORDS, is_secret_name, key_words
 
 __all__ = ["redact_assignments"]
 
-_SEP = rb"""["']?[ \t]*[:=]"""
+# A variant suffix may follow the keyword (``api_key_2=``, ``DB_PASSWORD_PROD=``; names.py).
+_VARIANTS = "|".join(sorted(VARIANT_WORDS, key=len, reverse=True)).encode()
+_SEP = rb"(?:[_.\-](?:v?\d+|" + _VARIANTS + rb"))*" + rb"""["']?[ \t]*[:=]"""
 _KEYWORDS: tuple[re.Pattern[bytes], ...] = (
     re.compile(rb"p(?:ass(?:word|wd|phrase)?|wd)" + _SEP),
     re.compile(rb"secret" + _SEP),

@@ -11,7 +11,8 @@ The rule looks at the *last word* of a name, because that word says what the val
 ``token_count``, ``max_tokens``, ``secret_name``, ``HF_TOKEN_PATH`` and ``private_key_path`` only
 talk about them. ``key`` alone is too common (``sort_key``, ``rng_key``) and is a secret only
 after words such as ``api``, ``secret``, ``private``. Connection strings
-(``AZURE_STORAGE_CONNECTION_STRING``) hold account keys.
+(``AZURE_STORAGE_CONNECTION_STRING``) hold account keys. A trailing number or variant word is
+skipped first (``API_KEY_2``, ``DB_PASSWORD_PROD``, ``GITHUB_TOKEN_V2``).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import re
 from collections.abc import Mapping
 from functools import lru_cache
 
-__all__ = ["is_secret_name", "is_secret_url_param", "key_words", "secret_env_values"]
+__all__ = ["VARIANT_WORDS", "is_secret_name", "is_secret_url_param", "key_words", "secret_env_values"]
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _SPLIT = re.compile(r"[^a-z0-9]+")
@@ -80,6 +81,15 @@ _KEY_QUALIFIERS = frozenset(
 _PLAIN_SECRET_WORDS = frozenset(
     {"auth", "authorization", "credentials", "credential", "dsn", "cookie", "cookies", "signature"}
 )
+# Trailing words that name a variant of the same thing, not what it is.
+VARIANT_WORDS = frozenset(
+    {
+        "prod", "production", "dev", "development", "staging", "stage", "test", "testing", "qa",
+        "uat", "local", "old", "new", "primary", "secondary", "backup", "readonly", "ro", "rw",
+        "default", "main", "alt",
+    }
+)
+_NUMBERED = re.compile(r"v?\d+")
 # ``connection_string``, ``conn_str``: connection strings carry account keys and passwords.
 _CONNECTION_WORDS = frozenset({"connection", "conn"})
 # Tokenizer special tokens are vocabulary, not secrets: ``eos_token=</s>``.
@@ -122,6 +132,8 @@ def is_secret_name(name: str) -> bool:
 
 
 def _is_secret_words(words: list[str]) -> bool:
+    while len(words) > 1 and (words[-1] in VARIANT_WORDS or _NUMBERED.fullmatch(words[-1])):
+        words = words[:-1]  # API_KEY_2, DB_PASSWORD_PROD: the word before the variant decides
     if not words:
         return False
     last = words[-1]
