@@ -40,8 +40,9 @@ def test_structured_lines_give_their_numeric_fields() -> None:
         b'{"level": "info", "msg": "train", "step": 3, "loss": 0.7, "tag": "x"}\n',
         b"level=info msg=eval step=4 val_acc=0.81\n",
         b'{"level": "info", "msg": "listening", "pid": 12, "port": 8080}\n',  # not progress
+        '{"step": 5, "loss (train)": 0.5, "époché → x": 1}\n'.encode(),
     )
-    assert got == [(3, {"loss": 0.7}), (4, {"val_acc": 0.81})]
+    assert got == [(3, {"loss": 0.7}), (4, {"val_acc": 0.81}), (5, {"loss_train_": 0.5, "époché_x": 1.0})]
 
 
 def test_ordinary_text_tracebacks_secrets_and_redacted_values_make_no_metric() -> None:

@@ -13,8 +13,9 @@ JSON and logfmt lines count only with a step key or a training quantity among th
 A ``step``/``global_step``/``iter``/``iteration`` key (else ``epoch``) gives the step and is not
 a metric itself; without one, each progress line is the next step. Structured lines (JSON,
 logfmt) give their numeric fields. Never from: multi-line events (tracebacks and other
-blocks), values that were redacted, keys that name a secret. Names keep what the line says,
-cut to 64 characters; at most ``max_names`` distinct names per run (the rest are counted in
+blocks), values that were redacted, keys that name a secret. Names keep what the line says
+(a JSON key's other characters become ``_``: ``"loss (train)"`` → ``loss_train_``), cut to 64
+characters; at most ``max_names`` distinct names per run (the rest are counted in
 ``stats["line_metric_names_dropped"]``, never stored).
 
 Cost: lines without ``=`` or ``: `` are skipped by an ``in`` test, the others are matched
@@ -58,6 +59,7 @@ _TRAINING_WORDS = re.compile(
     re.I,
 )
 _NONFINITE = re.compile(r"[=:][ \t]*[-+]?(?:nan|inf)", re.I)
+_UNSAFE = re.compile(r"[^\w./\-]+")  # in a name; structured keys may hold anything
 _MAX_PLANS = 4096  # shapes of progress line remembered
 
 
@@ -203,9 +205,9 @@ class LineMetrics:
         """``(index, metric name)`` of the pairs to store when ``step_index`` gave the step
         (-1: none did); empty when the line is not progress."""
         wanted = [
-            (i, key[:_NAME_CHARS])
+            (i, _UNSAFE.sub("_", key.strip())[:_NAME_CHARS])
             for i, key in enumerate(names)
-            if i != step_index and not is_secret_name(key)
+            if i != step_index and not is_secret_name(key) and key.strip()
         ]
         # Not clearly progress: one number in a sentence ("retrying in: 5"), or a structured log
         # line's numeric fields ({"pid": 12, "port": 8080}).
