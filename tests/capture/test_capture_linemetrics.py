@@ -48,6 +48,8 @@ def test_structured_lines_give_their_numeric_fields() -> None:
 def test_ordinary_text_tracebacks_secrets_and_redacted_values_make_no_metric() -> None:
     got, _ = points(
         b"retrying in: 5\n",
+        b"loss=NaN guard enabled; will skip batches with NaN inputs\n",
+        b"checked 1000 rows: 0 NaN values\n",
         b"listening on port: 8080\n",
         b"version=1.2.3 built at 10:30:00\n",
         b"epoch 3/10 done\n",

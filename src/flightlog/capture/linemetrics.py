@@ -6,7 +6,8 @@ with a number in it (``retrying in 5 s``, ``port: 8080``) makes no metric:
 
 * a step key (below) and at least one other numeric ``key=value`` / ``key: value`` pair,
 * two or more numeric pairs on a plain line, or
-* one pair whose key names a training quantity (``loss``, ``val_loss``, ``acc``, ``lr``, …).
+* one pair whose key names a training quantity (``loss``, ``val_loss``, ``acc``, ``lr``, …),
+  at the end of the line (``step 5 loss=0.3``; not ``loss=NaN guard enabled, skipping …``).
 
 JSON and logfmt lines count only with a step key or a training quantity among their fields.
 
@@ -60,6 +61,7 @@ _TRAINING_WORDS = re.compile(
 )
 _NONFINITE = re.compile(r"[=:][ \t]*[-+]?(?:nan|inf)", re.I)
 _UNSAFE = re.compile(r"[^\w./\-]+")  # in a name; structured keys may hold anything
+_TRAILING = " \t,;)]}|'\""
 _MAX_PLANS = 4096  # shapes of progress line remembered
 
 
@@ -156,7 +158,7 @@ class LineMetrics:
                 skipped += 1
                 continue
             pairs = find(message)
-            if pairs:
+            if pairs and (len(pairs) > 1 or _ends_line(message, pairs[0][1])):
                 self._line(pairs, t)
         self._window, self._seen = window, seen
         if skipped:
@@ -285,6 +287,13 @@ class LineMetrics:
             if kept:
                 out.append((step, time, kept))
         return out
+
+
+def _ends_line(message: str, value: str) -> bool:
+    """A lone pair counts only at the end of its line (``step 5 loss=0.3``, tqdm's ``loss=0.1]``),
+    not inside a sentence (``loss=NaN guard enabled; will skip batches``)."""
+    end = message.rfind(value) + len(value)
+    return not message[end:].strip(_TRAILING)
 
 
 def _numeric(value: Any) -> bool:
