@@ -9,11 +9,10 @@ with a number in it (``retrying in 5 s``, ``port: 8080``) makes no metric:
 * one pair whose key names a training quantity (``loss``, ``val_loss``, ``acc``, ``lr``, …),
   at the end of the line (``step 5 loss=0.3``; not ``loss=NaN guard enabled, skipping …``).
 
-JSON and logfmt lines count only with a step key or a training quantity among their fields.
-
-A ``step``/``global_step``/``iter``/``iteration`` key (else ``epoch``) gives the step and is not
-a metric itself; without one, each progress line is the next step. Structured lines (JSON,
-logfmt) give their numeric fields. Never from: multi-line events (tracebacks and other
+JSON and logfmt lines give their numeric fields, and count only with a step key or a training
+quantity among them. A ``step``/``global_step``/``iter``/``iteration``/``train_step`` key (else
+``epoch``) gives the step and is not a metric itself; without one, each progress line is the
+next step. Never from: multi-line events (tracebacks and other
 blocks), values that were redacted, keys that name a secret. Names keep what the line says
 (a JSON key's other characters become ``_``: ``"loss (train)"`` → ``loss_train_``), cut to 64
 characters; at most ``max_names`` distinct names per run (the rest are counted in
@@ -39,7 +38,7 @@ from typing import Any
 from flightlog.capture.names import is_secret_name
 from flightlog.logevents import LogBatch
 
-__all__ = ["LineMetrics", "MAX_NAMES", "parse_pairs"]
+__all__ = ["LineMetrics", "MAX_NAMES", "MAX_RATE"]
 
 MAX_NAMES = 200
 MAX_RATE = 1000  # candidate lines read in full per second before sampling starts
@@ -75,11 +74,6 @@ class _Plan:
         self.names = names
         self.steps = steps
         self.keep: dict[int, list[tuple[int, str]]] = {}
-
-
-def parse_pairs(line: str) -> list[tuple[str, str]]:
-    """The ``(key, number)`` pairs of a line, in order."""
-    return _PAIR.findall(line)
 
 
 class LineMetrics:
