@@ -129,8 +129,8 @@ class RunWriter:
             except Exception as exc:  # context is evidence, never a reason to fail
                 ctx = {"error": repr(exc)}
             out.append({"k": "context", "t": now, "data": ctx})
-        while self.records:  # params, tags, notes, names, command lines: secrets out, here
-            out.append(redact_user_strings(self.records.popleft(), self.settings.home))
+        while self.records:
+            out.append(self.records.popleft())
         n = len(self.metrics)
         if n:
             out.append(self._metrics_record(n, now))
@@ -180,6 +180,7 @@ class RunWriter:
             records = self._collect(final)
             if records:
                 for rec in records:
+                    redact_user_strings(rec, self.settings.home)  # params, tags, notes, commands
                     self._seq += 1
                     rec["r"] = self.run_id
                     rec["w"] = self.writer_id

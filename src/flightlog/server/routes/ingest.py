@@ -12,7 +12,6 @@ from typing import Any
 from starlette.responses import Response
 
 from flightlog.errors import Forbidden, InvalidInput
-from flightlog.sdk.redaction import redact_user_strings
 from flightlog.server.context import Ctx, UnsupportedMediaType
 from flightlog.server.operations import Operation, ok
 from flightlog.server.records import Bad, check_record
@@ -53,6 +52,8 @@ async def ingest(ctx: Ctx) -> Response:
 
 
 def _checked(records: list[Any]) -> tuple[list[dict[str, Any]], list[str]]:
+    from flightlog.sdk.redaction import redact_user_strings
+
     good, skipped = [], []
     for i, rec in enumerate(records):
         try:
