@@ -40,10 +40,10 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("FLIGHTLOG_RESUME_FROM", "", "Set by `flightlog run --resume` for the child: the last checkpoint's path."),
     Variable("FLIGHTLOG_ATTEMPT", "1", "Attempt number of the run this process belongs to (set by `flightlog run`)."),
     Variable("FLIGHTLOG_CAPTURED", "", "`1` when `flightlog run` captures this process's output (the logging handler then only prints)."),
+    Variable("FLIGHTLOG_LOG_METRICS", "1", "`0` stops `flightlog run` from reading metrics from the workload's progress lines (`step=10 loss=0.5`)."),
     Variable("FLIGHTLOG_FLUSH_INTERVAL", "0.5", "Seconds between background flushes to the journal and the store (at most 1 s is recommended)."),
     Variable("FLIGHTLOG_BUFFER_LIMIT", "1000000", "Records buffered in memory per run before the log policy applies."),
     Variable("FLIGHTLOG_LOG_POLICY", "block", "`block` (never lose a record; may slow the caller) or `drop` (never slow it; drops are counted)."),
-    Variable("FLIGHTLOG_LOG_METRICS", "1", "`0` stops `flightlog run` from reading metrics from the workload's progress lines (`step=10 loss=0.5`)."),
     Variable("FLIGHTLOG_KEEP_JOURNAL", "", "`1` keeps journals after they were shipped (default: removed when a writer finished cleanly)."),
     Variable("FLIGHTLOG_ENV_ALLOW", "", "Extra environment variable names (comma-separated, `*` globs) recorded in a run's context."),
 )
