@@ -55,6 +55,8 @@ async def ingest(ctx: Ctx) -> Response:
 
 
 def _checked(records: list[Any]) -> tuple[list[dict[str, Any]], list[str]]:
+    from flightlog.sdk.redaction import redact_user_strings
+
     good, skipped = [], []
     for i, rec in enumerate(records):
         try:
@@ -65,7 +67,7 @@ def _checked(records: list[Any]) -> tuple[list[dict[str, Any]], list[str]]:
                 where += f" ({rec.get('k')!r}, run {str(rec.get('r'))[:64]!r}, seq {str(rec.get('s'))[:20]})"
             skipped.append(f"{where}: {exc}")
             continue
-        good.append(rec)
+        good.append(redact_user_strings(rec))  # whatever the writer: no secrets in the store
     return good, skipped
 
 
