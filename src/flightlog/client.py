@@ -60,6 +60,9 @@ class Client:
             overrides["store_uri"] = store
         self.settings = settings or Settings.from_env(**overrides)
         self.store: Store = open_store(self.settings.store_uri)
+        # metric histories come back as numpy arrays: import numpy with the Client (as the HTTP
+        # transport's module does) rather than inside the first read, which it would make ~40 ms
+        import numpy  # noqa: F401
         # a remote store brings its own (uploads, downloads on demand); else the local directory
         remote: LocalArtifactStore | None = getattr(self.store, "artifact_store", None)
         self.artifact_store = remote or LocalArtifactStore(self.settings.home / "artifacts")

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from flightlog.config import Settings
 from flightlog.ids import new_writer_id
-from flightlog.journal import JournalWriter, encode_records
+from flightlog.journal import JournalWriter, encode_record, encode_records
 from flightlog.journal.format import MAGIC, read_records
 from flightlog.logevents import LogBatch
 from flightlog.records import encode_series, log_chunk_payload
@@ -217,13 +217,34 @@ class RunWriter:
                 self._ship()
             self._trim_pending()
 
+    def _encode(self, records: list[dict[str, Any]]) -> bytes:
+        """The records framed for the journal; one that cannot be encoded is dropped alone
+        (removed from ``records``, counted, reported), never the batch around it."""
+        try:
+            return encode_records(records)
+        except (TypeError, ValueError, OverflowError):
+            pass
+        parts, kept = [], []
+        for rec in records:
+            try:
+                parts.append(encode_record(rec))
+            except (TypeError, ValueError, OverflowError) as exc:
+                self.stats["dropped"] += 1
+                self._warn_once(f"encode:{rec.get('k')}", f"run {self.run_id[:12]}: a {rec.get('k')} record "
+                                                          f"could not be encoded and was dropped ({exc})")
+            else:
+                kept.append(rec)
+        records[:] = kept
+        return b"".join(parts)
+
     def _journal_append(self, records: list[dict[str, Any]]) -> None:
         if self._journal_due:
             self._open_journal()
+        data = self._encode(records)
         if self.journal is None:
             return
         try:
-            self._pending_end = self.journal.append(encode_records(records))
+            self._pending_end = self.journal.append(data)
         except OSError as exc:
             self.stats["journal_errors"] += 1
             self._warn_once("journal-write", f"cannot append to the journal {self.journal.path} ({exc})")

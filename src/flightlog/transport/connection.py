@@ -56,8 +56,11 @@ class Connection:
             timeout=httpx.Timeout(timeout, connect=5.0),
             follow_redirects=False,
         )
-        # a Client that is never closed must not leave sockets behind for the GC to warn about
+        # a Client that is never closed must not leave sockets behind for the GC to warn about;
+        # but not at interpreter exit: the SDK's at-exit hook (registered earlier, so run later)
+        # still ships a run's last records through this connection, and the OS closes the sockets
         self._finalizer = weakref.finalize(self, self.client.close)
+        self._finalizer.atexit = False
 
     def close(self) -> None:
         self._finalizer()
