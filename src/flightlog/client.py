@@ -109,10 +109,11 @@ class Client:
     def _reconcile(self, runs: list[RunInfo]) -> list[RunInfo]:
         """A run still 'running' whose owner process on this host is gone crashed (end_reason lost).
 
-        What its journals still hold is shipped first (they may hold its real end), the way
-        ``flightlog sync`` does for that run; a journal that cannot be shipped now leaves the
-        run as it is, for ``flightlog sync`` to settle.
+        Its journals are synced first, the way ``flightlog sync`` does for that run: they may
+        hold its real end, and spent ones are removed. A journal that cannot be shipped now
+        leaves the run as it is, for ``flightlog sync`` to settle.
         """
+        from flightlog.journal import list_journals
         from flightlog.journal.liveness import process_alive
 
         host = socket.gethostname()
@@ -121,7 +122,7 @@ class Client:
                 continue
             if process_alive(run.pid, run.started or run.created):
                 continue
-            if _has_unshipped_journal(self.settings.home, run.id) and not self._settle(run):
+            if list_journals(self.settings.home, run.id) and not self._settle(run):
                 continue
             if run.status not in ("running", "created"):
                 continue
