@@ -213,17 +213,6 @@ def test_ctrl_c_marks_stopped(home: Path) -> None:
     assert info.status == "stopped" and info.end_reason == "signal" and info.signal == 2
 
 
-@pytest.fixture
-def tiny_disk(tmp_path: Path) -> Path:
-    mount = tmp_path / "tiny"
-    mount.mkdir()
-    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount)], capture_output=True, text=True)
-    if proc.returncode != 0:
-        pytest.skip(f"cannot mount a tiny tmpfs here: {proc.stderr.strip()}")
-    yield mount
-    subprocess.run(["umount", "-l", str(mount)], check=False)
-
-
 def test_full_disk_warns_counts_drops_and_training_continues(tiny_disk: Path) -> None:
     home = tiny_disk / "home"
     proc = run_script(home, """
