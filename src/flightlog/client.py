@@ -127,7 +127,10 @@ class Client:
             if run.status not in ("running", "created"):
                 continue
             ended = run.updated or time.time()
-            self.store.update_run(run.id, status="crashed", end_reason="lost", ended=ended)
+            try:
+                self.store.update_run(run.id, status="crashed", end_reason="lost", ended=ended)
+            except FlightlogError:  # e.g. a reader's token may not write: report, don't record
+                pass
             run.status, run.end_reason, run.ended = "crashed", "lost", ended
         return runs
 
