@@ -245,11 +245,15 @@ def _snapshot() -> list[Run]:
 
 
 def _at_exit() -> None:
+    """Finish what is still active (shipping its last records), then close the transports."""
     for run in _snapshot():
         try:
             run.finish()
         except Exception as exc:
             warn(f"could not finish run {run.id[:12]} at exit: {exc}")
+    from flightlog.sdk.sink import close_sinks
+
+    close_sinks()
 
 
 def _on_sigterm(signum: int, frame: Any) -> None:
