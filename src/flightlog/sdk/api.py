@@ -264,3 +264,17 @@ def _on_sigterm(signum: int, frame: Any) -> None:
             pass
     _signal.signal(_signal.SIGTERM, _signal.SIG_DFL)
     os.kill(os.getpid(), _signal.SIGTERM)
+
+
+def _after_fork_in_child() -> None:
+    """A forked child (a data-loader worker, a plain ``os.fork()``) only *attaches* to the
+    runs of its parent: what it logs lands on them through its own writer, its ``finish()`` (or
+    its exit) flushes that writer, and the parent alone sets their status."""
+    global _active_lock
+    _active_lock = threading.Lock()
+    for run in _active:
+        run.owner = False
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)

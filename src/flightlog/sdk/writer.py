@@ -96,6 +96,7 @@ class RunWriter:
         self._preamble: list[dict[str, Any]] = []
         self.journal: JournalWriter | None = None
         self._journal_due = True  # opened on the first append: a writer that records nothing leaves no file
+        self._forked_from: int | None = None  # the parent's pid, in a forked child
 
     def _open_journal(self) -> None:
         self._journal_due = False
@@ -155,13 +156,21 @@ class RunWriter:
             first, self._preamble = self._preamble, []
             if not self._context_sent:
                 self._context_sent = True
-                try:
-                    ctx = process_context(self.settings.env_allow)
-                except Exception as exc:  # context is evidence, never a reason to fail
-                    ctx = {"error": repr(exc)}
-                first.append({"k": "context", "t": now, "data": ctx})
+                first.append({"k": "context", "t": now, "data": self._context()})
             out[:0] = first
         return out
+
+    def _context(self) -> dict[str, Any]:
+        if self._forked_from is not None:
+            # a forked child shares its parent's packages, code and host (the parent's writer
+            # records them); computing them here could deadlock on a lock or an import that a
+            # parent thread held at the fork
+            return {"forked_from": self._forked_from, "pid": os.getpid(), "command": list(sys.argv),
+                    "cwd": os.getcwd()}
+        try:
+            return process_context(self.settings.env_allow)
+        except Exception as exc:  # context is evidence, never a reason to fail
+            return {"error": repr(exc)}
 
     def _metrics_record(self, n: int, now: float) -> dict[str, Any]:
         popleft = self.metrics.popleft
@@ -381,6 +390,7 @@ class RunWriter:
         self.resources.clear()
         self.stages = StageAggregator(self.attempt)
         self._counters = {}
+        self.stats = dict.fromkeys(self.stats, 0)
         self._logs = LogBatch()
         self._logs_lock = threading.Lock()
         self._flush_lock = threading.RLock()
@@ -388,6 +398,7 @@ class RunWriter:
         self._context_sent = False
         self.journal = None  # the parent's descriptor stays the parent's
         self._journal_due = True
+        self._forked_from = os.getppid()
         self._preamble = [{"k": "writer", "t": time.time(), "host": socket.gethostname(), "pid": os.getpid(),
                            "owner": False, "attempt": self.attempt, "forked": True}]
 
