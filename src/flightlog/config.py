@@ -36,6 +36,8 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("FLIGHTLOG_RUN_ID", "", "Attach to this existing run (set by `flightlog run` for its child)."),
     Variable("FLIGHTLOG_MODE", "online", "`online`, `offline` (journal only; `flightlog sync` later) or `disabled`."),
     Variable("FLIGHTLOG_STORE", "", "Store URI; default `sqlite:///` + `FLIGHTLOG_HOME/flightlog.db`."),
+    Variable("FLIGHTLOG_QUERY_TIMEOUT", "10", "Seconds one search (runs by filter, logs by grep) may run before it is stopped with a clear error; `0`: no limit. The server's `--query-timeout` overrides it."),
+    Variable("FLIGHTLOG_ALLOWED_HOSTS", "", "Host names `flightlog server` and `flightlog ui` answer for (comma-separated, `*.domain`, `*`); the default protects against DNS rebinding (docs/server.md)."),
     Variable("FLIGHTLOG_QUEUED_AT", "", "Submission time set by a scheduler (ISO-8601 or epoch seconds), for queue wait."),
     Variable("FLIGHTLOG_RESUME_FROM", "", "Set by `flightlog run --resume` for the child: the last checkpoint's path."),
     Variable("FLIGHTLOG_ATTEMPT", "1", "Attempt number of the run this process belongs to (set by `flightlog run`)."),

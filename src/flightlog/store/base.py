@@ -35,6 +35,10 @@ class IngestResult:
 @runtime_checkable
 class MetadataStore(Protocol):
     def ingest(self, records: Sequence[dict[str, Any]]) -> IngestResult: ...
+    def resolve(self, ref: str) -> str:
+        """The id of the run named by an id or a unique prefix, without reading the run itself
+        (a store that resolves references on every call may return ``ref`` unchanged)."""
+        ...
     def get_run(self, ref: str) -> RunInfo: ...
     def search_runs(
         self,

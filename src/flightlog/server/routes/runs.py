@@ -126,8 +126,7 @@ async def delete_run(ctx: Ctx) -> Response:
 
 
 async def run_children(ctx: Ctx) -> Response:
-    info = await ctx.run()
-    children = await ctx.call(ctx.store.children, info.id)
+    children = await ctx.call(ctx.store.children, await ctx.run_id())
     return json_response({"children": await _visible(ctx, children)})
 
 
@@ -160,13 +159,11 @@ async def run_lineage(ctx: Ctx) -> Response:
 
 
 async def run_context(ctx: Ctx) -> Response:
-    info = await ctx.run()
-    return json_response(await ctx.call(ctx.store.context, info.id))
+    return json_response(await ctx.call(ctx.store.context, await ctx.run_id()))
 
 
 async def list_notes(ctx: Ctx) -> Response:
-    info = await ctx.run()
-    notes = await ctx.call(ctx.store.notes, info.id)
+    notes = await ctx.call(ctx.store.notes, await ctx.run_id())
     return json_response({"notes": [n.to_dict() for n in notes]})
 
 
@@ -187,8 +184,7 @@ async def add_note(ctx: Ctx) -> Response:
 async def list_evidence(ctx: Ctx) -> Response:
     q = ctx.query
     kind, name = q.text("kind", max_len=200), q.text("name", max_len=1000)
-    info = await ctx.run()
-    rows = await ctx.call(ctx.store.evidence, info.id, kind, name)
+    rows = await ctx.call(ctx.store.evidence, await ctx.run_id(), kind, name)
     return json_response({"evidence": [{**r, "time": iso(r["time"])} for r in rows]})
 
 
