@@ -119,5 +119,7 @@ def _settle(client: Any, run: RunInfo, steps: dict[str, StepState]) -> None:
             else:
                 state.status = "crashed"
                 state.reason = "the pipeline's controller was lost while this step ran"
+            if state.attempts and state.attempts[-1].get("status") in ("running", None):
+                state.attempts[-1] = {**state.attempts[-1], "status": state.status, "ended": state.ended}
         elif state.status in ("pending",) and run.status in ("crashed", "killed", "stopped"):
             state.reason = f"never ran: the pipeline was {run.status}"
