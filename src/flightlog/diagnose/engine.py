@@ -106,6 +106,14 @@ def diagnose_run(
 ) -> dict[str, Any]:
     """The diagnosis report of ``run`` (see the module docstring for its shape)."""
     info = client.run(run if isinstance(run, str) else run.id)
+    if info.parent_id is None and "pipeline" in info.tags and baseline is None:
+        from flightlog.pipeline.diagnosis import (
+            diagnose_pipeline,  # a pipeline: its failing step's cause
+        )
+
+        pipeline_report = diagnose_pipeline(client, info.id)
+        if pipeline_report is not None:
+            return pipeline_report
     ev = RunEvidence(client, info, thresholds or Thresholds())
     ctx = Context(ev)
     if baseline is not None:

@@ -457,6 +457,8 @@ def _reason(step: StepSpec, failure: dict[str, Any], status: str) -> str:
         return f"the step was {status}"
     message = failure.get("message") or ""
     exception = failure.get("exception")
+    if exception in ("ExpectationFailed", "GateFailed"):  # a gate's own words say it all
+        exception = None
     text = f"{exception}: {message}" if exception and message else message or exception or ""
     if not text and failure.get("last_lines"):
         text = str(failure["last_lines"][-1])
