@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import sys
 import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.helpers import cli
 
 import flightlog
 from flightlog.pipeline import load_pipeline_file, run_pipeline
@@ -127,8 +129,11 @@ if name == "train":
     assert lineage["parent"] == third.run_id
     assert lineage["inputs"][0]["produced_by"] == [third.steps["prepare"].run]
 
-    forced = run_file(path, use_cache=False)
-    assert all(s.status == "succeeded" for s in forced.steps.values())
+    listing = json.loads(cli(home, "pipeline", "ls", "--name", "cached", "--format", "json").stdout)
+    assert [r["id"] for r in listing] == [third.run_id, second.run_id, first.run_id]
+    assert listing[0]["counts"] == {"cached": 1, "succeeded": 2} and listing[0]["status"] == "succeeded"
+    shown = cli(home, "pipeline", "show", second.run_id[:12]).stdout
+    assert f"cache hit: run {first.steps['train'].run[:12]}" in shown and "3 of 3 steps reused from cache" in shown
 
 
 @pytest.mark.embedded_only("runs several processes; the transports are covered by the cache test")
