@@ -318,6 +318,8 @@ class Controller:
 
     def _body(self, step: StepSpec, env: dict[str, str]) -> list[str]:
         if step.command is not None:
+            if step.command[0] in ("python", "python3"):  # the controller's interpreter: the same environment
+                return [sys.executable, *step.command[1:]]
             return list(step.command)
         if step.function is not None:
             return [sys.executable, "-m", "flightlog.pipeline.stepmain", step.function]
