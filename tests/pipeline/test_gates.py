@@ -48,15 +48,20 @@ def test_a_failed_validation_gate_stops_training_and_diagnose_names_it(home: Pat
 
 @pytest.mark.embedded_only("runs several processes; the transports are covered by the cache test")
 def test_a_metric_gate_reads_the_upstream_steps_metric(home: Path, tmp_path: Path) -> None:
-    (tmp_path / "evaluate.py").write_text("import flightlog\nflightlog.init().log({'accuracy': 0.71})\n")
+    evaluate = tmp_path / "evaluate.py"
     pipe = flightlog.Pipeline("quality", workdir=tmp_path)
     pipe.add("evaluate", [PY, "evaluate.py"])
     pipe.add("quality", gate=[{"metric": "accuracy", "step": "evaluate", "min": 0.8}], needs=["evaluate"])
-    pipe.add("publish", [PY, "-c", "open('published', 'w')"], needs=["quality"])
+    pipe.add("publish", [PY, "-c", "open('published', 'a').write('x')"], needs=["quality"])
+    evaluate.write_text("import flightlog\nflightlog.init().log({'accuracy': 0.91})\n")
+    good = pipe.run(quiet=True)
+    assert good.status == "succeeded" and (tmp_path / "published").read_text() == "x"
+
+    evaluate.write_text("import flightlog\nflightlog.init().log({'accuracy': 0.71})\n")  # a worse model
     result = pipe.run(quiet=True)
-    assert result.status == "failed"
+    assert result.status == "failed"  # the gate read the new metric: never a cache hit on an old one
     assert result.steps["quality"].reason == "gate failed: metric accuracy of step evaluate is 0.71, below min 0.8"
-    assert result.steps["publish"].status == "skipped" and not (tmp_path / "published").exists()
+    assert result.steps["publish"].status == "skipped" and (tmp_path / "published").read_text() == "x"
     report = flightlog.Client().diagnose(result.run_id)
     assert report["pipeline"]["gate"] == "quality"
     assert "below min 0.8" in report["findings"][0]["evidence"][0]["detail"]

@@ -11,11 +11,14 @@ or ``flightlog pipeline run pipeline.yaml``. See docs/pipelines.md.
 
 from __future__ import annotations
 
-from flightlog.pipeline.controller import PipelineResult, resume_pipeline, run_pipeline
-from flightlog.pipeline.define import Pipeline, StepFunction, step
-from flightlog.pipeline.spec import GateCheck, PipelineSpec, StepSpec, validate
-from flightlog.pipeline.state import StepState, load_view
-from flightlog.pipeline.yamlfile import load_pipeline_file, parse_pipeline
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from flightlog.pipeline.controller import PipelineResult, resume_pipeline, run_pipeline
+    from flightlog.pipeline.define import Pipeline, StepFunction, step
+    from flightlog.pipeline.spec import GateCheck, PipelineSpec, StepSpec, validate
+    from flightlog.pipeline.state import StepState, load_view
+    from flightlog.pipeline.yamlfile import load_pipeline_file, parse_pipeline
 
 __all__ = [
     "GateCheck",
@@ -33,3 +36,22 @@ __all__ = [
     "step",
     "validate",
 ]
+
+# where each name lives: imported on first use, so `flightlog --help` (which registers the
+# pipeline commands) does not load the controller
+_HOMES = {
+    "PipelineResult": "controller", "resume_pipeline": "controller", "run_pipeline": "controller",
+    "Pipeline": "define", "StepFunction": "define", "step": "define",
+    "GateCheck": "spec", "PipelineSpec": "spec", "StepSpec": "spec", "validate": "spec",
+    "StepState": "state", "load_view": "state",
+    "load_pipeline_file": "yamlfile", "parse_pipeline": "yamlfile",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'flightlog.pipeline' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"flightlog.pipeline.{home}"), name)

@@ -36,7 +36,8 @@ __all__ = ["run_pipeline", "resume_pipeline", "PipelineResult", "Controller"]
 _RUN_SCOPED = ("FLIGHTLOG_RUN_ID", "FLIGHTLOG_ATTEMPT", "FLIGHTLOG_CAPTURED", "FLIGHTLOG_RESUME_FROM",
                "FLIGHTLOG_STEP_PARAMS", "FLIGHTLOG_GATE")
 _RETRY_MAX_DELAY = 300.0
-_POLL = 0.02
+# the loop polls quickly right after something happened, then backs off while steps run long
+_POLL_MIN, _POLL_MAX = 0.002, 0.05
 
 
 @dataclass
@@ -86,6 +87,8 @@ class Controller:
         self._signal: int | None = None
         self._running: dict[str, _Running] = {}
         self._retry_at: dict[str, float] = {}
+        self._steps = {s.name: s for s in self.spec.steps}
+        self._changes = 0  # step state changes so far: the loop polls fast while they happen
 
     # ── output ──────────────────────────────────────────────────────────────
     def say(self, message: str) -> None:
@@ -182,7 +185,9 @@ class Controller:
     # ── the loop ────────────────────────────────────────────────────────────
     def _loop(self) -> None:
         order = self.spec.order()
+        pause = _POLL_MIN
         while True:
+            before = self._changes
             self._reap()
             if self._signal is None:
                 self._skip_blocked(order)
@@ -195,7 +200,8 @@ class Controller:
                 self._skip_blocked(order)  # nothing runs and nothing can: every step left is blocked
                 if all(self.states[n].status in FINAL for n in order):
                     return
-            time.sleep(_POLL)
+            pause = _POLL_MIN if self._changes != before or self._signal is not None else min(_POLL_MAX, pause * 1.5)
+            time.sleep(pause)
 
     def _ready(self, order: list[str]) -> list[str]:
         now = time.time()
@@ -206,7 +212,7 @@ class Controller:
                 continue
             if state.status == "retrying" and self._retry_at.get(name, 0) > now:
                 continue
-            if all(self.states[d].status in DONE for d in self.spec.step(name).needs):
+            if all(self.states[d].status in DONE for d in self._steps[name].needs):
                 out.append(name)
         return out
 
@@ -215,11 +221,11 @@ class Controller:
             state = self.states[name]
             if state.status != "pending":
                 continue
-            for dep in self.spec.step(name).needs:
+            for dep in self._steps[name].needs:
                 dep_state = self.states[dep]
                 if dep_state.status in FINAL and dep_state.status not in DONE:
                     origin = dep_state.reason if dep_state.status == "skipped" and dep_state.reason else None
-                    what = "gate" if self.spec.step(dep).kind == "gate" else "step"
+                    what = "gate" if self._steps[dep].kind == "gate" else "step"
                     reason = origin or f"upstream {what} {dep!r} {dep_state.status}" + (
                         f": {dep_state.reason}" if dep_state.reason else "")
                     self._update(name, status="skipped", reason=reason, ended=time.time())
@@ -236,7 +242,7 @@ class Controller:
         for name in self._ready(order):
             if len(self._running) >= self.options.max_parallel:
                 return
-            self._start(self.spec.step(name))
+            self._start(self._steps[name])
 
     def _start(self, step: StepSpec) -> None:
         state = self.states[step.name]
@@ -249,7 +255,9 @@ class Controller:
             self.say(f"  x {step.name} failed: {message}")
             return
         state.cache_key = key
-        if self.options.use_cache and step.cache and state.status == "pending":
+        # a metric gate reads another run's metric, which its key cannot see: it always runs (it is cheap)
+        cacheable = step.cache and not any(c.metric for c in step.gate)
+        if self.options.use_cache and cacheable and state.status == "pending":
             hit = self._cached(step, key)
             if hit is not None:
                 run_id, outputs = hit
@@ -288,13 +296,13 @@ class Controller:
     def _launch(self, step: StepSpec, key: str, body: dict[str, Any]) -> None:
         state = self.states[step.name]
         run_id = new_run_id()
-        argv = [sys.executable, "-m", "flightlog", "run", "--project", self.run.project,
+        argv = [sys.executable, "-m", "flightlog.runner", "--project", self.run.project,
                 "--name", f"{self.spec.name}.{step.name}", "--parent", self.run.id, "--run-id", run_id,
                 "--tag", f"pipeline={self.spec.name}", "--tag", f"pipeline_step={step.name}", "--tag", f"cache_key={key}"]
         for k, v in step.params.items():
             argv += ["--param", f"{k}={json.dumps(v)}"]
         if step.timeout is not None:
-            argv += ["--timeout", f"{step.timeout:g}s"]
+            argv += ["--timeout", f"{step.timeout}s"]
         if step.memory_limit is not None:
             argv += ["--memory-limit", str(step.memory_limit)]
         previous_runs = [a["run"] for a in state.attempts if a.get("run")]
@@ -341,7 +349,7 @@ class Controller:
             if code is None:
                 continue
             del self._running[name]
-            self._ended(self.spec.step(name), running, code)
+            self._ended(self._steps[name], running, code)
 
     def _step_run(self, run_id: str) -> Any:
         deadline = time.monotonic() + 10
@@ -415,6 +423,7 @@ class Controller:
         for k, v in changes.items():
             setattr(state, k, v)
         state.pipeline_attempt = self.run.attempt
+        self._changes += 1
         self.run.log_evidence(EVIDENCE_KIND, f"step:{name}", state.to_dict())
         if state.status in FINAL:
             level = "info" if state.status in DONE else "error" if state.status == "failed" else "warning"
@@ -443,7 +452,7 @@ class Controller:
                      + (f" ({cached} of {len(states)} steps reused from cache)" if cached else ""))
             return "succeeded"
         first = states[failed[0]]
-        step = self.spec.step(first.name)
+        step = self._steps[first.name]
         failure = {"category": first.category or ("data_error" if step.kind == "gate" else "code_error"),
                    "step": first.name, "step_run": first.run, "gate": step.kind == "gate",
                    "message": f"{'gate' if step.kind == 'gate' else 'step'} {first.name} {first.status}: {first.reason or ''}".strip(),
