@@ -1,18 +1,21 @@
 """A 50-step pipeline of no-op steps: what flightlog adds per step beyond starting the process.
 
-Four timings of the same 50 no-op processes (``python -c pass``), one after another:
+Three ways to run the same no-op processes (``python -c pass``) one after another:
 
 - ``plain``: a plain script starting them with ``subprocess.run`` (the floor);
-- ``wrapped``: each under ``flightlog run`` (the runner: a run, capture, sampling, the end);
-- ``pipeline``: a 50-step chain run by the pipeline controller (``--max-parallel 1``, no
-  cache): each step a child run under ``flightlog run``, plus cache keys, state records,
-  lineage and the polling loop;
-- ``cached``: the same pipeline again, every step a cache hit (no process at all).
+- ``wrapped``: each under the runner, exactly as a pipeline starts a step
+  (``python -m flightlog.runner``: a run, capture, sampling, the end);
+- ``pipeline``: a chain of steps run by the pipeline controller (``max_parallel=1``, no
+  cache): each step a child run under the runner, plus cache keys, state records, lineage and
+  the polling loop.
 
-Per step: ``(pipeline - plain) / 50`` is everything flightlog adds; ``(pipeline - wrapped) / 50``
-is the controller's share (the part this benchmark is about: the runner's own cost is
-``bench/runner_overhead.py``'s). With ``--peers`` and Prefect installed in ``.bench-venv``, the
-same 50 steps as Prefect tasks run by a flow (``bench/peer_prefect.py``). Prints one JSON object.
+The machine this runs on may be busy, so the three are interleaved in rounds (``--rounds`` of
+``--steps / --rounds`` each) and summed: a change of load hits all three alike. Per step:
+``(pipeline - plain) / steps`` is everything flightlog adds; ``(pipeline - wrapped) / steps`` is
+the controller's share (the runner's own cost is ``bench/runner_overhead.py``'s subject). Then
+the 50-step chain once more, every step a cache hit, and 50 independent steps with
+``max_parallel=4``. With ``--peers`` and Prefect installed in ``.bench-venv``, the same steps
+as Prefect tasks (``bench/peer_prefect.py``). Prints one JSON object.
 """
 
 from __future__ import annotations
@@ -37,18 +40,17 @@ def plain(n: int) -> float:
 
 
 def wrapped(n: int, env: dict[str, str]) -> float:
-    exe = str(Path(sys.executable).with_name("flightlog"))
     t0 = time.perf_counter()
     for i in range(n):
-        subprocess.run([exe, "run", "--project", "bench-wrapped", "--name", f"s{i}", "--", *NOOP], env=env, check=True,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run([sys.executable, "-m", "flightlog.runner", "--project", "bench-wrapped", "--name", f"s{i}",
+                        "--", *NOOP], env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return time.perf_counter() - t0
 
 
-def pipeline(n: int, workdir: Path, *, chain: bool, max_parallel: int, use_cache: bool) -> float:
+def pipeline(n: int, workdir: Path, *, chain: bool, max_parallel: int, use_cache: bool, name: str) -> float:
     from flightlog.pipeline import Pipeline
 
-    pipe = Pipeline("bench-chain" if chain else "bench-fan", project="bench", workdir=workdir)
+    pipe = Pipeline(name, project="bench", workdir=workdir)
     for i in range(n):
         pipe.add(f"s{i}", NOOP, needs=[f"s{i - 1}"] if chain and i else [])
     t0 = time.perf_counter()
@@ -62,24 +64,32 @@ def pipeline(n: int, workdir: Path, *, chain: bool, max_parallel: int, use_cache
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--steps", type=int, default=50)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--peers", action="store_true", help="also Prefect, from .bench-venv")
     args = parser.parse_args()
     n = args.steps
+    per_round = n // args.rounds
     home = fresh_home("pipeline")
     env = {**os.environ, "FLIGHTLOG_HOME": str(home)}
     load_before = os.getloadavg()[0]
-    t_plain = plain(n)
-    t_wrapped = wrapped(n, env)
-    t_pipe = pipeline(n, home, chain=True, max_parallel=1, use_cache=False)
-    t_cached = pipeline(n, home, chain=True, max_parallel=1, use_cache=True)
-    t_fan = pipeline(n, home, chain=False, max_parallel=4, use_cache=False)
+    t_plain = t_wrapped = t_pipe = 0.0
+    for r in range(args.rounds):
+        t_plain += plain(per_round)
+        t_wrapped += wrapped(per_round, env)
+        t_pipe += pipeline(per_round, home, chain=True, max_parallel=1, use_cache=False, name=f"bench-chain-{r}")
+    n = per_round * args.rounds
+    t_full = pipeline(n, home, chain=True, max_parallel=1, use_cache=False, name="bench-chain")
+    t_cached = pipeline(n, home, chain=True, max_parallel=1, use_cache=True, name="bench-chain")
+    t_fan = pipeline(n, home, chain=False, max_parallel=4, use_cache=False, name="bench-fan")
     result = {
-        "workload": f"{n} no-op steps (python -c pass), sequential chain",
+        "workload": f"{n} no-op steps (python -c pass) in a sequential chain, {args.rounds} interleaved rounds",
         "machine": machine(),
         "load_average_at_start": round(load_before, 2),
+        "load_average_at_end": round(os.getloadavg()[0], 2),
         "plain_script_s": round(t_plain, 3),
-        "flightlog_run_each_s": round(t_wrapped, 3),
+        "runner_each_s": round(t_wrapped, 3),
         "pipeline_s": round(t_pipe, 3),
+        "pipeline_one_run_of_all_steps_s": round(t_full, 3),
         "pipeline_all_cached_s": round(t_cached, 3),
         "pipeline_independent_max_parallel_4_s": round(t_fan, 3),
         "overhead_per_step_ms": round((t_pipe - t_plain) / n * 1000, 1),

@@ -97,7 +97,6 @@ def test_resume_after_the_controller_is_killed_reruns_only_unfinished_steps(home
     wait_for(lambda: step_status(client, "b") not in (None, "running"), "step b's run to end with its controller")
     assert step_status(client, "b") == "killed"  # the step died with its controller, and says so
 
-    cli(home, "sync")
     pipeline_id = client.runs(filter="tags.pipeline = 'chain' and parent is null")[0].id
     shown = json.loads(cli(home, "pipeline", "show", pipeline_id, "--format", "json").stdout)
     assert shown["status"] == "crashed"  # a lost controller: detected, its pipeline marked lost

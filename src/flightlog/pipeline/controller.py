@@ -15,6 +15,7 @@ import json
 import os
 import random
 import signal
+import socket
 import sys
 import time
 from dataclasses import dataclass, field
@@ -30,7 +31,7 @@ from flightlog.pipeline.spec import PipelineSpec, StepSpec
 from flightlog.pipeline.state import DONE, EVIDENCE_KIND, FINAL, StepState, load_view
 from flightlog.timefmt import format_duration
 
-__all__ = ["run_pipeline", "resume_pipeline", "PipelineResult", "Controller"]
+__all__ = ["run_pipeline", "resume_pipeline", "ship_lost_journal", "PipelineResult", "Controller"]
 
 # variables of an enclosing run that must not leak into the steps' own runs
 _RUN_SCOPED = ("FLIGHTLOG_RUN_ID", "FLIGHTLOG_ATTEMPT", "FLIGHTLOG_CAPTURED", "FLIGHTLOG_RESUME_FROM",
@@ -494,7 +495,7 @@ def resume_pipeline(ref: str, *, max_parallel: int | None = None, executor: str 
     """Run again only the steps of a pipeline run that failed or never ran, as its next attempt."""
     client = flightlog.Client()
     try:
-        _sync(client, ref)
+        ship_lost_journal(client, ref)
         view = load_view(client, ref)
     finally:
         client.close()
@@ -509,12 +510,19 @@ def resume_pipeline(ref: str, *, max_parallel: int | None = None, executor: str 
     return Controller(view.spec, options, resume=view).execute()
 
 
-def _sync(client: Any, ref: str) -> None:
-    """Ship what a crashed controller left in its journal, so its last states are read."""
+def ship_lost_journal(client: Any, ref: str) -> None:
+    """Ship what a dead controller left in its journal, so its last states are read (and its
+    run can be seen as crashed). Nothing to do for a live or finished pipeline."""
     try:
+        info = client.store.get_run(ref)
+        if info.status not in ("running", "created") or info.host != socket.gethostname() or not info.pid:
+            return
+        import psutil
+
+        if psutil.pid_exists(info.pid):
+            return
         from flightlog.journal.sync import sync
 
-        run_id = client.store.get_run(ref).id
-        sync(client.settings.home, client.store, run_id=run_id)
-    except Exception:
+        sync(client.settings.home, client.store, run_id=info.id)
+    except Exception:  # reading must work even when the journal cannot be shipped
         pass
