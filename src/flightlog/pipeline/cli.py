@@ -49,7 +49,7 @@ def _report(result: Any, fmt: str) -> None:
 @click.option("--executor", type=click.Choice(sorted(EXECUTORS)), default="local", show_default=True,
               help="Where steps run: local processes, or Ray tasks (RAY_ADDRESS; pip install 'flightlog[ray]').")
 @click.option("--no-cache", is_flag=True, help="Run every step, even one whose inputs, params and code match a succeeded earlier run.")
-@click.option("--project", "-p", envvar="FLIGHTLOG_PROJECT", help="Project of the runs (default: the file's project).")
+@click.option("--project", "-p", help="Project of the runs (default: the file's project, else FLIGHTLOG_PROJECT).")
 @_run_options
 @format_option
 def run_cmd(file: Path, max_parallel: int, executor: str, no_cache: bool, project: str | None, verbose: bool,
