@@ -183,3 +183,13 @@ def test_function_steps_run_as_child_runs_with_their_params(home: Path, tmp_path
     client = flightlog.Client()
     assert client.run(result.steps["make"].run).params == {"n": 3}
     assert client.metrics(result.steps["total"].run)["total"].last == 3
+
+
+@pytest.mark.embedded_only("nothing runs: the check happens before any run exists")
+def test_an_unknown_executor_is_an_error_before_any_run_exists(home: Path, tmp_path: Path) -> None:
+    from flightlog.errors import InvalidInput
+
+    pipe = flightlog.Pipeline("nowhere", workdir=tmp_path).add("a", [PY, "-c", "pass"])
+    with pytest.raises(InvalidInput, match="unknown executor 'kubernetes': use one of local, ray"):
+        pipe.run(executor="kubernetes", quiet=True)
+    assert not (home / "flightlog.db").exists() or flightlog.Client().runs() == []

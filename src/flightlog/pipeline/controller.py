@@ -103,12 +103,18 @@ class Controller:
     # ── the run ─────────────────────────────────────────────────────────────
     def execute(self) -> PipelineResult:
         spec = self.spec
+        # the executor first: one that cannot start (Ray missing) fails before any run exists
+        executor = open_executor(self.options.executor, max_parallel=self.options.max_parallel)
+        self.executor = executor
         run_id = self.resume.run.id if self.resume else new_run_id()
         saved = {k: os.environ.pop(k) for k in _RUN_SCOPED if k in os.environ}  # the pipeline is its own run
         try:
             run = flightlog.init(project=spec.project or (self.resume.run.project if self.resume else None), name=spec.name,
                                  id=run_id, resume=self.resume is not None, tags={"pipeline": spec.name},
                                  params={s.name: s.params for s in spec.steps if s.params} or None, resources=False)
+        except BaseException:
+            executor.close()
+            raise
         finally:
             os.environ.update(saved)
         self.run = run
@@ -122,17 +128,13 @@ class Controller:
         self.say(f"pipeline {spec.name} run {run.id} {verb}: {len(spec.steps)} steps, "
                  f"up to {self.options.max_parallel} in parallel on {self.options.executor}")
         previous = self._install_signals()
-        executor = None
         try:
-            executor = open_executor(self.options.executor, max_parallel=self.options.max_parallel)
-            self.executor = executor
             self._loop()
         except BaseException as exc:
             self._abort(exc)
             raise
         finally:
-            if executor is not None:
-                executor.close()
+            executor.close()
             self._restore_signals(previous)
         status = self._finish()
         self.client.close()
@@ -432,11 +434,18 @@ class Controller:
                                level=level, component="pipeline")
 
     def _abort(self, exc: BaseException) -> None:
+        """The controller itself failed: stop the steps, and end the pipeline run with the error
+        (never left for the exit hook to call succeeded)."""
         for running in self._running.values():
             try:
                 self.executor.stop(running.handle, signal.SIGTERM)
             except Exception:
                 pass
+        try:
+            self.run.fail(exc)
+            self.client.close()
+        except Exception:
+            pass
 
     def _finish(self) -> str:
         states = self.states
