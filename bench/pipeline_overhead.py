@@ -12,7 +12,9 @@ Three ways to run the same no-op processes (``python -c pass``) one after anothe
 The machine this runs on may be busy, so the three are interleaved in rounds (``--rounds`` of
 ``--steps / --rounds`` each) and summed: a change of load hits all three alike. Per step:
 ``(pipeline - plain) / steps`` is everything flightlog adds; ``(pipeline - wrapped) / steps`` is
-the controller's share (the runner's own cost is ``bench/runner_overhead.py``'s subject). Then
+the controller's share (the runner's own cost is ``bench/runner_overhead.py``'s subject).
+Wall time on a busy machine is noisy, so CPU seconds are reported too: the controller's own
+(this process) and its children's (runners and workloads), which load does not inflate. Then
 the 50-step chain once more, every step a cache hit, and 50 independent steps with
 ``max_parallel=4``. With ``--peers`` and Prefect installed in ``.bench-venv``, the same steps
 as Prefect tasks (``bench/peer_prefect.py``). Prints one JSON object.
@@ -22,10 +24,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from _common import PEER_PYTHON, emit, fresh_home, machine, run_peer
 
@@ -61,6 +65,18 @@ def pipeline(n: int, workdir: Path, *, chain: bool, max_parallel: int, use_cache
     return took
 
 
+def measured(fn: Any) -> tuple[float, float, float]:
+    """Wall seconds, this process's CPU seconds and its children's CPU seconds spent in ``fn``."""
+    def cpu(who: int) -> float:
+        r = resource.getrusage(who)
+        return r.ru_utime + r.ru_stime
+
+    own, children = cpu(resource.RUSAGE_SELF), cpu(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    fn()
+    return (time.perf_counter() - t0, cpu(resource.RUSAGE_SELF) - own, cpu(resource.RUSAGE_CHILDREN) - children)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--steps", type=int, default=50)
@@ -72,11 +88,16 @@ def main() -> None:
     home = fresh_home("pipeline")
     env = {**os.environ, "FLIGHTLOG_HOME": str(home)}
     load_before = os.getloadavg()[0]
-    t_plain = t_wrapped = t_pipe = 0.0
+    totals = {"plain": [0.0, 0.0, 0.0], "wrapped": [0.0, 0.0, 0.0], "pipeline": [0.0, 0.0, 0.0]}
     for r in range(args.rounds):
-        t_plain += plain(per_round)
-        t_wrapped += wrapped(per_round, env)
-        t_pipe += pipeline(per_round, home, chain=True, max_parallel=1, use_cache=False, name=f"bench-chain-{r}")
+        for name, fn in (("plain", lambda: plain(per_round)), ("wrapped", lambda: wrapped(per_round, env)),
+                         ("pipeline", lambda r=r: pipeline(per_round, home, chain=True, max_parallel=1,
+                                                           use_cache=False, name=f"bench-chain-{r}"))):
+            wall, own, children = measured(fn)
+            totals[name][0] += wall
+            totals[name][1] += own
+            totals[name][2] += children
+    t_plain, t_wrapped, t_pipe = totals["plain"][0], totals["wrapped"][0], totals["pipeline"][0]
     n = per_round * args.rounds
     t_full = pipeline(n, home, chain=True, max_parallel=1, use_cache=False, name="bench-chain")
     t_cached = pipeline(n, home, chain=True, max_parallel=1, use_cache=True, name="bench-chain")
@@ -96,6 +117,9 @@ def main() -> None:
         "runner_share_per_step_ms": round((t_wrapped - t_plain) / n * 1000, 1),
         "controller_overhead_per_step_ms": round((t_pipe - t_wrapped) / n * 1000, 1),
         "cache_hit_per_step_ms": round(t_cached / n * 1000, 1),
+        "controller_cpu_per_step_ms": round(totals["pipeline"][1] / n * 1000, 1),
+        "runner_cpu_per_step_ms": round((totals["wrapped"][2] - totals["plain"][2]) / n * 1000, 1),
+        "pipeline_children_cpu_per_step_ms": round((totals["pipeline"][2] - totals["plain"][2]) / n * 1000, 1),
         "target_controller_overhead_per_step_ms": 50,
     }
     if args.peers:
