@@ -43,11 +43,13 @@ def plain(n: int) -> float:
     return time.perf_counter() - t0
 
 
-def wrapped(n: int, env: dict[str, str]) -> float:
+def wrapped(n: int, env: dict[str, str], cwd: Path) -> float:
+    # in the directory the pipeline's steps run in: the runner looks at its working directory's size
     t0 = time.perf_counter()
     for i in range(n):
         subprocess.run([sys.executable, "-m", "flightlog.runner", "--project", "bench-wrapped", "--name", f"s{i}",
-                        "--", *NOOP], env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                        "--", *NOOP], env=env, cwd=cwd, check=True, stdin=subprocess.DEVNULL,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return time.perf_counter() - t0
 
 
@@ -90,7 +92,7 @@ def main() -> None:
     load_before = os.getloadavg()[0]
     totals = {"plain": [0.0, 0.0, 0.0], "wrapped": [0.0, 0.0, 0.0], "pipeline": [0.0, 0.0, 0.0]}
     for r in range(args.rounds):
-        for name, fn in (("plain", lambda: plain(per_round)), ("wrapped", lambda: wrapped(per_round, env)),
+        for name, fn in (("plain", lambda: plain(per_round)), ("wrapped", lambda: wrapped(per_round, env, home)),
                          ("pipeline", lambda r=r: pipeline(per_round, home, chain=True, max_parallel=1,
                                                            use_cache=False, name=f"bench-chain-{r}"))):
             wall, own, children = measured(fn)
