@@ -38,7 +38,8 @@ _RUN_SCOPED = ("FLIGHTLOG_RUN_ID", "FLIGHTLOG_ATTEMPT", "FLIGHTLOG_CAPTURED", "F
                "FLIGHTLOG_STEP_PARAMS", "FLIGHTLOG_GATE")
 _RETRY_MAX_DELAY = 300.0
 # the loop polls quickly right after something happened, then backs off while steps run long
-_POLL_MIN, _POLL_MAX = 0.002, 0.05
+# (a local step's end wakes it at once: SIGCHLD)
+_POLL_MIN, _POLL_MAX = 0.002, 0.1
 
 
 @dataclass
@@ -90,6 +91,7 @@ class Controller:
         self._retry_at: dict[str, float] = {}
         self._steps = {s.name: s for s in self.spec.steps}
         self._changes = 0  # step state changes so far: the loop polls fast while they happen
+        self._wake: tuple[int, int] | None = None  # the signal wakeup pipe (read, write), while installed
 
     # ── output ──────────────────────────────────────────────────────────────
     def say(self, message: str) -> None:
@@ -161,12 +163,21 @@ class Controller:
 
     # ── signals ─────────────────────────────────────────────────────────────
     def _install_signals(self) -> dict[int, Any]:
+        """SIGINT / SIGTERM stop the pipeline; SIGCHLD (a step process ended) and those two wake
+        the loop at once through a wakeup pipe, so it can wait long without reacting late."""
         previous: dict[int, Any] = {}
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        handlers = ((signal.SIGINT, self._on_signal), (signal.SIGTERM, self._on_signal),
+                    (signal.SIGCHLD, lambda signum, frame: None))
+        for sig, handler in handlers:
             try:
-                previous[sig] = signal.signal(sig, self._on_signal)
+                previous[sig] = signal.signal(sig, handler)
             except ValueError:  # not the main thread: the caller handles signals
-                pass
+                return previous
+        wake = os.pipe()
+        for fd in wake:
+            os.set_blocking(fd, False)
+        self._old_wakeup = signal.set_wakeup_fd(wake[1], warn_on_full_buffer=False)
+        self._wake = wake
         return previous
 
     def _restore_signals(self, previous: dict[int, Any]) -> None:
@@ -174,6 +185,26 @@ class Controller:
             try:
                 signal.signal(sig, handler)
             except (ValueError, TypeError):
+                pass
+        if self._wake is not None:
+            signal.set_wakeup_fd(self._old_wakeup)
+            for fd in self._wake:
+                os.close(fd)
+            self._wake = None
+
+    def _wait(self, seconds: float) -> None:
+        """Sleep up to ``seconds``, less when a signal (a step ending, Ctrl-C) arrives."""
+        if self._wake is None:
+            time.sleep(seconds)
+            return
+        import select
+
+        ready, _, _ = select.select([self._wake[0]], [], [], seconds)
+        if ready:
+            try:
+                while os.read(self._wake[0], 512):
+                    pass
+            except BlockingIOError:
                 pass
 
     def _on_signal(self, signum: int, frame: Any) -> None:
@@ -204,7 +235,7 @@ class Controller:
                 if all(self.states[n].status in FINAL for n in order):
                     return
             pause = _POLL_MIN if self._changes != before or self._signal is not None else min(_POLL_MAX, pause * 1.5)
-            time.sleep(pause)
+            self._wait(pause)
 
     def _ready(self, order: list[str]) -> list[str]:
         now = time.time()
