@@ -75,6 +75,16 @@ def test_missing_command_is_an_error(tmp_path: Path) -> None:
         load_pipeline_file(path)
 
 
+def test_a_function_step_whose_module_does_not_exist_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(InvalidInput, match=r"step 'train': function module 'no_such_steps_module' was not found"):
+        parse_pipeline({"steps": {"train": {"function": "no_such_steps_module:train"}}}, workdir=str(tmp_path))
+    with pytest.raises(InvalidInput, match=r"function file 'steps.py' does not exist"):
+        parse_pipeline({"steps": {"train": {"function": "steps.py:train"}}}, workdir=str(tmp_path))
+    (tmp_path / "my_steps.py").write_text("def train():\n    pass\n")
+    spec = parse_pipeline({"steps": {"train": {"function": "my_steps:train"}}}, workdir=str(tmp_path))
+    assert spec.step("train").kind == "function"
+
+
 def test_gate_naming_an_unknown_suite_is_an_error(tmp_path: Path) -> None:
     path = write(tmp_path, f"""
         steps:

@@ -177,6 +177,7 @@ def _check_step(spec: PipelineSpec, s: StepSpec, where: str) -> None:
         module, sep, func = s.function.rpartition(":")
         if not sep or not module or not func.isidentifier():
             raise InvalidInput(f"{where}: function {s.function!r} must be 'module:function' or 'file.py:function'")
+        _check_module(module, spec.workdir, where)
     for check in s.gate:
         _check_gate(spec, s, check, where)
     if s.retries < 0:
@@ -203,6 +204,33 @@ def _check_executable(program: str, workdir: str | None, where: str) -> None:
             raise InvalidInput(f"{where}: command {program!r} does not exist (looked in {path.parent})")
     elif shutil.which(program) is None:
         raise InvalidInput(f"{where}: command {program!r} was not found on PATH")
+
+
+def _check_module(module: str, workdir: str | None, where: str) -> None:
+    """The step's module exists (found, not imported: importing would run its code here)."""
+    if module.endswith(".py"):
+        path = Path(module) if Path(module).is_absolute() else Path(workdir or ".") / module
+        if not path.is_file():
+            raise InvalidInput(f"{where}: function file {module!r} does not exist (looked for {path})")
+        return
+    import importlib.util
+    import sys
+
+    base = str(Path(workdir or ".").resolve())
+    added = base not in sys.path
+    if added:
+        sys.path.insert(0, base)  # the step runs there, and imports from there
+    importlib.invalidate_caches()  # a module written since the last import is found too
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        found = False
+    finally:
+        if added:
+            sys.path.remove(base)
+    if not found:
+        raise InvalidInput(f"{where}: function module {module!r} was not found (from {base}); "
+                           "is it installed, or in the pipeline's directory?")
 
 
 def _check_gate(spec: PipelineSpec, s: StepSpec, check: GateCheck, where: str) -> None:
