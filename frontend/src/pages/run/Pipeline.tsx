@@ -29,7 +29,7 @@ export interface PipelineView {
   steps: PipelineStep[];
 }
 
-const W = 180;
+const W = 210;
 const H = 54;
 const GAP_X = 70;
 const GAP_Y = 22;
