@@ -117,6 +117,8 @@ if name == "train":
     assert second.status == "succeeded"
     assert {n: s.status for n, s in second.steps.items()} == {"prepare": "cached", "lint": "cached", "train": "cached"}
     assert second.steps["train"].cached_from == first.steps["train"].run
+    reused = {i["artifact"]["path"]: i["produced_by"] for i in flightlog.Client().lineage(second.run_id)["inputs"]}
+    assert reused["train/model.txt"] == [first.steps["train"].run]  # the reuse, as lineage
     assert sorted(produced(tmp_path)) == ["lint", "prepare", "train"]  # nothing ran again
 
     (tmp_path / "raw.csv").write_text("a,b\n1,3\n")

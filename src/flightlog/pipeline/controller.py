@@ -299,6 +299,10 @@ class Controller:
                 self._update(step.name, status="cached", run=run_id, cached_from=run_id, outputs=outputs,
                              started=now, ended=now, reason=None)
                 self.run.log_event(f"step {step.name} reused run {run_id} (cache key {key[:12]})", component="pipeline")
+                for rel, digest in outputs.items():  # lineage: the pipeline used what that run produced
+                    self.run._w.add_record("artifact", role="input", kind="cached-step-output", path=f"{step.name}/{rel}",
+                                           source=str(self.workdir / rel), size=None, sha256=digest, uri=None,
+                                           attempt=self.run.attempt, meta={"step": step.name, "reused_run": run_id})
                 self.say(f"  = {step.name} cached: reused run {run_id[:12]}")
                 return
         self._launch(step, key, body)
