@@ -269,8 +269,11 @@ class Controller:
     def _mark_unstarted(self, order: list[str]) -> None:
         status = "stopped" if self._signal == signal.SIGINT else "killed"
         for name in order:
-            if self.states[name].status in ("pending", "retrying"):
+            if self.states[name].status == "pending":
                 self._update(name, status="skipped", reason=f"never started: the pipeline was {status}", ended=time.time())
+            elif self.states[name].status == "retrying":  # its failed attempt stands; the retry never came
+                self._update(name, status="failed", ended=time.time(),
+                             reason=f"{self.states[name].reason} (not retried: the pipeline was {status})")
 
     def _start_ready(self, order: list[str]) -> None:
         for name in self._ready(order):
