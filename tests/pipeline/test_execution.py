@@ -195,3 +195,15 @@ def test_an_unknown_executor_is_an_error_before_any_run_exists(home: Path, tmp_p
     with pytest.raises(InvalidInput, match="unknown executor 'kubernetes': use one of local, ray"):
         pipe.run(executor="kubernetes", quiet=True)
     assert not (home / "flightlog.db").exists() or flightlog.Client().runs() == []
+
+
+@pytest.mark.embedded_only("runs several processes; the transports are covered by the cache test")
+def test_a_step_past_its_timeout_is_stopped_by_the_runner_and_named_so(home: Path, tmp_path: Path) -> None:
+    pipe = flightlog.Pipeline("slow", workdir=tmp_path)
+    pipe.add("hang", [PY, "-c", "import time; time.sleep(60)"], timeout="1s")
+    result = pipe.run(quiet=True)
+    hang = result.steps["hang"]
+    assert result.status == "failed" and hang.status == "failed" and hang.category == "timeout"
+    assert hang.reason is not None and hang.reason.startswith("timeout")
+    run = flightlog.Client().run(hang.run)
+    assert run.end_reason == "timeout" and run.exit_code == 124

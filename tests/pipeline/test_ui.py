@@ -42,6 +42,7 @@ def test_the_api_returns_the_pipeline_and_refuses_a_plain_run(home: Path, tmp_pa
         assert view["steps"][2]["needs"] == ["prepare", "lint"]
         plain = httpx.get(f"{server.url}/api/v1/runs/{step_run}/pipeline")
         assert plain.status_code == 400 and "is not a pipeline run" in plain.json()["error"]["message"]
+        assert f"it is a step of pipeline run {result.run_id[:12]}" in plain.json()["error"]["message"]
 
         if not os.path.exists(CHROMIUM) or not (ui.STATIC / "index.html").exists():
             pytest.skip("the browser part needs /usr/bin/chromium and the built UI (scripts/setup-ui.sh --browser)")

@@ -90,8 +90,9 @@ def load_view(client: Any, ref: str) -> PipelineView:
     run = client.run(ref)
     definition = client.evidence(run.id, EVIDENCE_KIND, "definition")
     if not definition:
-        raise InvalidInput(f"run {run.id[:12]} is not a pipeline run (no pipeline definition recorded on it); "
-                           "list pipelines with `flightlog pipeline ls`")
+        hint = (f"it is a step of pipeline run {run.parent_id[:12]}: flightlog pipeline show {run.parent_id[:12]}"
+                if run.parent_id else "list pipelines with `flightlog pipeline ls`")
+        raise InvalidInput(f"run {run.id[:12]} is not a pipeline run (no pipeline definition recorded on it); {hint}")
     data = definition[-1]["data"]
     spec = PipelineSpec.from_dict(data["spec"])
     steps = {s.name: StepState(s.name, kind=s.kind) for s in spec.steps}
