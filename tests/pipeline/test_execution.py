@@ -160,6 +160,11 @@ def test_independent_steps_run_in_parallel_up_to_max_parallel(home: Path, tmp_pa
     """)
     result = run_file(path, max_parallel=2)
     assert result.status == "succeeded"
+    for name in ("left", "right"):
+        (tmp_path / f"{name}.started").unlink()
+    again = json.loads(cli(home, "pipeline", "run", str(path), "--no-cache", "-j", "2", "--format", "json").stdout)
+    assert [s["status"] for s in again["steps"]] == ["succeeded", "succeeded"]  # --no-cache: both ran again
+    assert (tmp_path / "left.started").exists() and (tmp_path / "right.started").exists()
 
 
 @pytest.mark.embedded_only("runs several processes; the transports are covered by the cache test")
