@@ -75,7 +75,8 @@ def main() -> None:
   runs:         {FLIGHTLOG} runs ls --project demo
   the good run: {FLIGHTLOG} runs show {good[:8]}     (metrics: flightlog metrics {good[:8]} val_acc)
   the failure:  {FLIGHTLOG} runs show {bad[:8]}     (logs: flightlog logs {bad[:8]} --level error)
-  a pipeline:   {FLIGHTLOG} pipeline show {pipe_run[:8]}   (its re-run, all cache hits: {cached_run[:8]})
+  a pipeline:   {FLIGHTLOG} pipeline show {pipe_run[:8]}   (its re-run, all cache hits: {cached_run[:8]};
+                in the web UI: project pipeline-demo, the run's Pipeline tab)
   docs:         docs/quickstart.md, docs/cli.md, docs/runner.md, docs/pipelines.md, docs/ui.md""")
 
     serve = [FLIGHTLOG, "ui", "--home", str(HOME), "--project", "demo"]
