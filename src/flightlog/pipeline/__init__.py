@@ -14,8 +14,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from flightlog.pipeline.controller import PipelineResult, resume_pipeline, run_pipeline
+    from flightlog.pipeline.controller import PipelineResult, run_pipeline
     from flightlog.pipeline.define import Pipeline, StepFunction, step
+    from flightlog.pipeline.resume import resume_pipeline
     from flightlog.pipeline.spec import GateCheck, PipelineSpec, StepSpec, validate
     from flightlog.pipeline.state import StepState, load_view
     from flightlog.pipeline.yamlfile import load_pipeline_file, parse_pipeline
@@ -40,7 +41,7 @@ __all__ = [
 # where each name lives: imported on first use, so `flightlog --help` (which registers the
 # pipeline commands) does not load the controller
 _HOMES = {
-    "PipelineResult": "controller", "resume_pipeline": "controller", "run_pipeline": "controller",
+    "PipelineResult": "controller", "resume_pipeline": "resume", "run_pipeline": "controller",
     "Pipeline": "define", "StepFunction": "define", "step": "define",
     "GateCheck": "spec", "PipelineSpec": "spec", "StepSpec": "spec", "validate": "spec",
     "StepState": "state", "load_view": "state",

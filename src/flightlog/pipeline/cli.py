@@ -79,7 +79,7 @@ def run_cmd(file: Path, max_parallel: int, executor: str, no_cache: bool, projec
 def resume_cmd(run: str, max_parallel: int | None, executor: str | None, verbose: bool, quiet: bool, fmt: str) -> None:
     """Run again only the steps of RUN that failed or never ran (a retried step gets its last
     checkpoint in FLIGHTLOG_RESUME_FROM); steps that succeeded are kept."""
-    from flightlog.pipeline.controller import resume_pipeline
+    from flightlog.pipeline.resume import resume_pipeline
 
     result = resume_pipeline(run, max_parallel=max_parallel, executor=executor, quiet=quiet or fmt == "json",
                              verbose=verbose)
@@ -131,8 +131,8 @@ def ls_cmd(project: str | None, name: str | None, limit: int, fmt: str) -> None:
 @format_option
 def show_cmd(run: str, fmt: str) -> None:
     """The DAG of pipeline RUN as a tree: each step's status, attempts, duration and cache hit."""
-    from flightlog.pipeline.controller import ship_lost_journal
     from flightlog.pipeline.render import render_pipeline
+    from flightlog.pipeline.resume import ship_lost_journal
     from flightlog.pipeline.state import load_view
 
     client = open_client()

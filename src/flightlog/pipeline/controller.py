@@ -15,7 +15,6 @@ import json
 import os
 import random
 import signal
-import socket
 import sys
 import time
 from dataclasses import dataclass, field
@@ -23,15 +22,16 @@ from pathlib import Path
 from typing import Any
 
 import flightlog
-from flightlog.errors import Conflict, FlightlogError
+from flightlog.errors import FlightlogError
 from flightlog.ids import new_run_id
 from flightlog.pipeline.cachekey import MissingInput, cache_key, digest_of
 from flightlog.pipeline.executors import StepLaunch, open_executor
 from flightlog.pipeline.spec import PipelineSpec, StepSpec
-from flightlog.pipeline.state import DONE, EVIDENCE_KIND, FINAL, StepState, load_view
+from flightlog.pipeline.state import DONE, EVIDENCE_KIND, FINAL, StepState
+from flightlog.pipeline.wakeup import SignalWakeup
 from flightlog.timefmt import format_duration
 
-__all__ = ["run_pipeline", "resume_pipeline", "ship_lost_journal", "PipelineResult", "Controller"]
+__all__ = ["run_pipeline", "PipelineResult", "Controller", "Options"]
 
 # variables of an enclosing run that must not leak into the steps' own runs
 _RUN_SCOPED = ("FLIGHTLOG_RUN_ID", "FLIGHTLOG_ATTEMPT", "FLIGHTLOG_CAPTURED", "FLIGHTLOG_RESUME_FROM",
@@ -68,7 +68,7 @@ class _Running:
 
 
 @dataclass
-class _Options:
+class Options:
     max_parallel: int = 4
     executor: str = "local"
     use_cache: bool = True
@@ -79,7 +79,7 @@ class _Options:
 @dataclass
 class Controller:
     spec: PipelineSpec
-    options: _Options
+    options: Options
     resume: Any = None  # the PipelineView of the run being resumed
     states: dict[str, StepState] = field(default_factory=dict)
 
@@ -91,7 +91,6 @@ class Controller:
         self._retry_at: dict[str, float] = {}
         self._steps = {s.name: s for s in self.spec.steps}
         self._changes = 0  # step state changes so far: the loop polls fast while they happen
-        self._wake: tuple[int, int] | None = None  # the signal wakeup pipe (read, write), while installed
 
     # ── output ──────────────────────────────────────────────────────────────
     def say(self, message: str) -> None:
@@ -129,7 +128,7 @@ class Controller:
         verb = f"resumed (attempt {run.attempt})" if self.resume else "started"
         self.say(f"pipeline {spec.name} run {run.id} {verb}: {len(spec.steps)} steps, "
                  f"up to {self.options.max_parallel} in parallel on {self.options.executor}")
-        previous = self._install_signals()
+        self._wakeup = SignalWakeup(self._on_signal).install()
         try:
             self._loop()
         except BaseException as exc:
@@ -137,7 +136,7 @@ class Controller:
             raise
         finally:
             executor.close()
-            self._restore_signals(previous)
+            self._wakeup.restore()
         status = self._finish()
         self.client.close()
         return PipelineResult(run.id, spec.name, status, self.states)
@@ -162,51 +161,6 @@ class Controller:
                     self.states[s.name].run = old.run
 
     # ── signals ─────────────────────────────────────────────────────────────
-    def _install_signals(self) -> dict[int, Any]:
-        """SIGINT / SIGTERM stop the pipeline; SIGCHLD (a step process ended) and those two wake
-        the loop at once through a wakeup pipe, so it can wait long without reacting late."""
-        previous: dict[int, Any] = {}
-        handlers = ((signal.SIGINT, self._on_signal), (signal.SIGTERM, self._on_signal),
-                    (signal.SIGCHLD, lambda signum, frame: None))
-        for sig, handler in handlers:
-            try:
-                previous[sig] = signal.signal(sig, handler)
-            except ValueError:  # not the main thread: the caller handles signals
-                return previous
-        wake = os.pipe()
-        for fd in wake:
-            os.set_blocking(fd, False)
-        self._old_wakeup = signal.set_wakeup_fd(wake[1], warn_on_full_buffer=False)
-        self._wake = wake
-        return previous
-
-    def _restore_signals(self, previous: dict[int, Any]) -> None:
-        for sig, handler in previous.items():
-            try:
-                signal.signal(sig, handler)
-            except (ValueError, TypeError):
-                pass
-        if self._wake is not None:
-            signal.set_wakeup_fd(self._old_wakeup)
-            for fd in self._wake:
-                os.close(fd)
-            self._wake = None
-
-    def _wait(self, seconds: float) -> None:
-        """Sleep up to ``seconds``, less when a signal (a step ending, Ctrl-C) arrives."""
-        if self._wake is None:
-            time.sleep(seconds)
-            return
-        import select
-
-        ready, _, _ = select.select([self._wake[0]], [], [], seconds)
-        if ready:
-            try:
-                while os.read(self._wake[0], 512):
-                    pass
-            except BlockingIOError:
-                pass
-
     def _on_signal(self, signum: int, frame: Any) -> None:
         first = self._signal is None
         self._signal = signum
@@ -235,7 +189,7 @@ class Controller:
                 if all(self.states[n].status in FINAL for n in order):
                     return
             pause = _POLL_MIN if self._changes != before or self._signal is not None else min(_POLL_MAX, pause * 1.5)
-            self._wait(pause)
+            self._wakeup.wait(pause)
 
     def _ready(self, order: list[str]) -> list[str]:
         now = time.time()
@@ -534,42 +488,4 @@ def run_pipeline(spec: PipelineSpec, *, max_parallel: int = 4, executor: str = "
         from flightlog.errors import InvalidInput
 
         raise InvalidInput("--max-parallel must be 1 or more")
-    return Controller(spec, _Options(max_parallel, executor, use_cache, quiet, verbose)).execute()
-
-
-def resume_pipeline(ref: str, *, max_parallel: int | None = None, executor: str | None = None,
-                    quiet: bool = False, verbose: bool = False) -> PipelineResult:
-    """Run again only the steps of a pipeline run that failed or never ran, as its next attempt."""
-    client = flightlog.Client()
-    try:
-        ship_lost_journal(client, ref)
-        view = load_view(client, ref)
-    finally:
-        client.close()
-    if not view.run.is_finished:
-        raise Conflict(f"pipeline run {view.run.id[:12]} is still running (controller pid {view.run.pid} on "
-                       f"{view.run.host}); stop it first (Ctrl-C or kill {view.run.pid})")
-    if view.run.status == "succeeded":
-        raise Conflict(f"pipeline run {view.run.id[:12]} succeeded: nothing to resume")
-    opts = view.options
-    options = _Options(max_parallel or int(opts.get("max_parallel") or 4), executor or str(opts.get("executor") or "local"),
-                       bool(opts.get("use_cache", True)), quiet, verbose)
-    return Controller(view.spec, options, resume=view).execute()
-
-
-def ship_lost_journal(client: Any, ref: str) -> None:
-    """Ship what a dead controller left in its journal, so its last states are read (and its
-    run can be seen as crashed). Nothing to do for a live or finished pipeline."""
-    try:
-        info = client.store.get_run(ref)
-        if info.status not in ("running", "created") or info.host != socket.gethostname() or not info.pid:
-            return
-        import psutil
-
-        if psutil.pid_exists(info.pid):
-            return
-        from flightlog.journal.sync import sync
-
-        sync(client.settings.home, client.store, run_id=info.id)
-    except Exception:  # reading must work even when the journal cannot be shipped
-        pass
+    return Controller(spec, Options(max_parallel, executor, use_cache, quiet, verbose)).execute()
