@@ -64,4 +64,5 @@ def test_a_metric_gate_reads_the_upstream_steps_metric(home: Path, tmp_path: Pat
     assert result.steps["publish"].status == "skipped" and (tmp_path / "published").read_text() == "x"
     report = flightlog.Client().diagnose(result.run_id)
     assert report["pipeline"]["gate"] == "quality"
+    assert report["baseline"] is not None  # the gate's own last success, as for any run
     assert "below min 0.8" in report["findings"][0]["evidence"][0]["detail"]

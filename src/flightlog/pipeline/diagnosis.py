@@ -59,6 +59,7 @@ def diagnose_pipeline(client: Any, run_id: str) -> dict[str, Any] | None:
                          "next_steps": [*f["next_steps"], f"Fix it, then `flightlog pipeline resume {info.id[:12]}` "
                                                            "re-runs only this step and what it stopped."]})
     report.update(kind=step_report["kind"], findings=findings, runbook=step_report.get("runbook") or [],
+                  baseline=step_report.get("baseline"),  # the failing step's comparison with its last success
                   step_diagnosis={"run": state.run, "status": step_report["status"]})
     return report
 
