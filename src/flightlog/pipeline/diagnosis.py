@@ -17,7 +17,7 @@ __all__ = ["diagnose_pipeline"]
 
 
 def diagnose_pipeline(client: Any, run_id: str) -> dict[str, Any] | None:
-    """The report of DESIGN.md for a pipeline run, or None when ``run_id`` is not a pipeline."""
+    """The diagnosis report (docs/troubleshooting.md) of a pipeline run, or None when ``run_id`` is not a pipeline."""
     info = client.run(run_id)
     if not is_pipeline(client, info):
         return None
