@@ -188,8 +188,8 @@ def test_slow_probe_runs_only_every_slow_interval(tmp_path: Path) -> None:
 
 def test_first_workdir_walk_waits_for_slow_delay(tmp_path: Path) -> None:
     (tmp_path / "a.bin").write_bytes(b"x" * 100_000)
-    sampler = ProcessTreeSampler(os.getpid(), workdir=str(tmp_path), gpu=False, slow_delay=0.3)
     created = time.monotonic()
+    sampler = ProcessTreeSampler(os.getpid(), workdir=str(tmp_path), gpu=False, slow_delay=0.3)
     assert "workdir_bytes" not in sampler.sample()  # a workload that ended at once: no walk
     deadline = created + 10
     while time.monotonic() < deadline:
