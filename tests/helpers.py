@@ -14,7 +14,7 @@ from typing import Any
 def child_env(home: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("FLIGHTLOG_")}
     env["FLIGHTLOG_HOME"] = str(home)
-    for name in ("FLIGHTLOG_URL", "FLIGHTLOG_TOKEN"):  # set by the `home` fixture's http transport
+    for name in ("FLIGHTLOG_URL", "FLIGHTLOG_TOKEN", "FLIGHTLOG_STORE"):  # set by the `home` fixture (http, postgres)
         if name in os.environ:
             env[name] = os.environ[name]
     env["PYTHONUNBUFFERED"] = "1"

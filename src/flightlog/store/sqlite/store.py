@@ -332,26 +332,7 @@ class SqliteStore:
                 "SELECT name, start, end, attempt, sampled, attrs FROM spans WHERE run_id=? ORDER BY start",
                 (run_id,),
             ).fetchall()
-        merged: dict[str, StageSummary] = {}
-        for name, count, total, mn, mx, first, last, hist in stats:
-            h = json.loads(hist)
-            cur = merged.get(name)
-            if cur is None:
-                merged[name] = StageSummary(name, count, total, mn, mx, first, last, h)
-                continue
-            cur.count += count
-            cur.total += total
-            cur.min, cur.max = min(cur.min, mn), max(cur.max, mx)
-            cur.first_start = _min_opt(cur.first_start, first)
-            cur.last_end = _max_opt(cur.last_end, last)
-            cur.hist = [a + b for a, b in zip(cur.hist, h, strict=False)]
-        for name, start, end, attempt, sampled, attrs in spans:
-            span = Span(name, start, end, attempt, bool(sampled), json.loads(attrs) if attrs else None)
-            if name not in merged:  # a span logged without stats (e.g. by the runner)
-                d = end - start
-                merged[name] = StageSummary(name, 1, d, d, d, start, end, [])
-            merged[name].spans.append(span)
-        return sorted(merged.values(), key=lambda s: (s.first_start or 0.0, s.name))
+        return merge_stages(stats, spans)
 
     def resource_samples(self, run_id: str, since: float | None = None) -> list[dict[str, Any]]:
         with self.db.read() as conn:
@@ -475,6 +456,30 @@ class SqliteStore:
     def touch_token(self, token_id: str, when: float) -> None:
         with self.db.write() as conn:
             conn.execute("UPDATE tokens SET last_used=? WHERE id=?", (when, token_id))
+
+
+def merge_stages(stats: Sequence[Any], spans: Sequence[Any]) -> list[StageSummary]:
+    """Stage statistics of every writer merged per stage, with their sampled spans (any SQL store)."""
+    merged: dict[str, StageSummary] = {}
+    for name, count, total, mn, mx, first, last, hist in stats:
+        h = json.loads(hist)
+        cur = merged.get(name)
+        if cur is None:
+            merged[name] = StageSummary(name, count, total, mn, mx, first, last, h)
+            continue
+        cur.count += count
+        cur.total += total
+        cur.min, cur.max = min(cur.min, mn), max(cur.max, mx)
+        cur.first_start = _min_opt(cur.first_start, first)
+        cur.last_end = _max_opt(cur.last_end, last)
+        cur.hist = [a + b for a, b in zip(cur.hist, h, strict=False)]
+    for name, start, end, attempt, sampled, attrs in spans:
+        span = Span(name, start, end, attempt, bool(sampled), json.loads(attrs) if attrs else None)
+        if name not in merged:  # a span logged without stats (e.g. by the runner)
+            d = end - start
+            merged[name] = StageSummary(name, 1, d, d, d, start, end, [])
+        merged[name].spans.append(span)
+    return sorted(merged.values(), key=lambda s: (s.first_start or 0.0, s.name))
 
 
 def _token_row(row: Any) -> dict[str, Any]:
