@@ -135,12 +135,16 @@ class PostgresStore:
 
         sql, args = compile_runs_query(project=project, filter=filter, order_by=order_by, limit=limit, offset=offset,
                                        now=time.time(), placeholder="%s")
+        return self.query_runs(sql, args)
+
+    def query_runs(self, sql: str, args: Sequence[Any]) -> list[RunInfo]:
+        """The runs a compiled ``SELECT r.* FROM runs r …`` (the filter compiler's output) selects."""
         sql = sql.replace("SELECT r.*", "SELECT " + ", ".join(f"r.{c.strip()}" for c in _RUN_COLUMNS.split(",")), 1)
         with self.db.read() as conn:
             cur = conn.cursor()
             cur.adapters.register_dumper(int, self._filter_adapters.get_dumper(int, "s"))
             cur.adapters.register_dumper(float, self._filter_adapters.get_dumper(float, "s"))
-            rows = cur.execute(sql, args).fetchall()
+            rows = cur.execute(sql, list(args)).fetchall()
             return self._hydrate(conn, rows)
 
     def _hydrate(self, conn: Any, rows: list[Any]) -> list[RunInfo]:
