@@ -28,9 +28,17 @@ from flightlog.models import (
 )
 from flightlog.records import decode_log_chunk, param_value
 from flightlog.store.base import IngestResult
+from flightlog.store.changes import FEED_TABLES, Changes, Cursor
 from flightlog.store.postgres.connection import PgDatabase
 from flightlog.store.postgres.ingest import apply_records
-from flightlog.store.sqlite.store import _event_time, _matching, _summary, _token_row, merge_stages
+from flightlog.store.sqlite.store import (
+    _event_time,
+    _matching,
+    _summary,
+    _token_row,
+    merge_stages,
+    run_row,
+)
 
 __all__ = ["PostgresStore"]
 
@@ -148,13 +156,7 @@ class PostgresStore:
             return self._hydrate(conn, rows)
 
     def _hydrate(self, conn: Any, rows: list[Any]) -> list[RunInfo]:
-        runs = [
-            RunInfo(id=r[0], project=r[1], name=r[2], parent_id=r[3], status=r[4], end_reason=r[5], created=r[6],
-                    queued=r[7], started=r[8], ended=r[9], exit_code=r[10], signal=r[11], attempt=r[12], host=r[13],
-                    pid=r[14], failure=json.loads(r[15]) if r[15] else None,
-                    timeline=json.loads(r[16]) if r[16] else {}, updated=r[17])
-            for r in rows
-        ]
+        runs = [run_row(r) for r in rows]
         if not runs:
             return runs
         by_id = {r.id: r for r in runs}
@@ -421,3 +423,66 @@ class PostgresStore:
     def touch_token(self, token_id: str, when: float) -> None:
         with self.db.write() as conn:
             conn.execute("UPDATE tokens SET last_used=%s WHERE id=%s", (when, token_id))
+
+    # ── changes since a cursor (store/changes.py): the alert feed ─────────────
+    def change_cursor(self) -> dict[str, int]:
+        with self.db.read() as conn:
+            return self._cursor(conn)
+
+    @staticmethod
+    def _cursor(conn: Any) -> dict[str, int]:
+        return {t: int(conn.execute(f"SELECT COALESCE(MAX(id), 0) FROM {t}").fetchone()[0]) for t in FEED_TABLES}
+
+    def changes(self, after: Cursor, upto: Cursor | None = None, *, run_id: str | None = None,
+                metrics: bool = True, samples: bool = True, activity: bool = True,
+                samples_since: float | None = None) -> Changes:
+        with self.db.read() as conn:
+            hi = dict(upto) if upto is not None else self._cursor(conn)
+
+            def where(table: str) -> tuple[str, list[Any]]:
+                sql = "id > %s AND id <= %s"
+                args: list[Any] = [after[table], hi[table]]
+                if run_id is not None:
+                    sql, args = "run_id = %s AND " + sql, [run_id, *args]
+                return sql, args
+
+            out = Changes(hi)
+            if metrics:
+                w, a = where("metric_chunks")
+                out.metric_chunks = conn.execute(
+                    f"SELECT run_id, name, steps, times, vals FROM metric_chunks WHERE {w} ORDER BY id", a).fetchall()
+            w, a = where("resource_samples")
+            if samples_since is not None:
+                w, a = w + " AND time >= %s", [*a, samples_since]
+            if samples:
+                out.samples = conn.execute(f"SELECT run_id, id, data FROM resource_samples WHERE {w}", a).fetchall()
+            if activity:
+                out.fresh = dict(conn.execute(
+                    f"SELECT run_id, MAX(time) FROM resource_samples WHERE {w} GROUP BY run_id", a).fetchall())
+                w, a = where("log_chunks")
+                out.last_log = dict(conn.execute(
+                    f"SELECT run_id, MAX(last_time) FROM log_chunks WHERE {w} GROUP BY run_id", a).fetchall())
+        return out
+
+    def feed_runs(self, *, run_id: str | None = None, updated_since: float | None = None) -> list[RunInfo]:
+        with self.db.read() as conn:
+            if run_id is not None:
+                rows = conn.execute(f"SELECT {_RUN_COLUMNS} FROM runs WHERE id = %s", (run_id,)).fetchall()
+            elif updated_since is None:
+                rows = conn.execute(f"SELECT {_RUN_COLUMNS} FROM runs").fetchall()
+            else:
+                rows = conn.execute(
+                    f"SELECT {_RUN_COLUMNS} FROM runs WHERE status IN ('created','queued','running') OR updated >= %s",
+                    (updated_since,)).fetchall()
+        return [run_row(r) for r in rows]
+
+    def run_labels(self, run_ids: Sequence[str]) -> dict[str, tuple[dict[str, Any], dict[str, str]]]:
+        out: dict[str, tuple[dict[str, Any], dict[str, str]]] = {rid: ({}, {}) for rid in run_ids}
+        ids = list(out)
+        with self.db.read() as conn:
+            for rid, key, value, kind in conn.execute(
+                    "SELECT run_id, key, value, kind FROM params WHERE run_id = ANY(%s)", (ids,)):
+                out[rid][0][key] = param_value(value, kind)
+            for rid, key, value in conn.execute("SELECT run_id, key, value FROM tags WHERE run_id = ANY(%s)", (ids,)):
+                out[rid][1][key] = value
+        return out
