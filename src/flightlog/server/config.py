@@ -41,6 +41,8 @@ class ServerConfig:
     """How long the web UI's session cookie lasts."""
     alerts: str | None = None
     """Alert rules evaluated in the background (else ./flightlog.alerts.yaml, else HOME/alerts.yaml)."""
+    artifacts: str | None = None
+    """Where artifact blobs live: ``s3://BUCKET/PREFIX`` (FLIGHTLOG_ARTIFACTS), else HOME/artifacts."""
 
     @classmethod
     def for_home(cls, home: str | os.PathLike[str] | None = None, **overrides: object) -> ServerConfig:
@@ -56,4 +58,6 @@ class ServerConfig:
                 f"FLIGHTLOG_STORE={store!r} names a server: a server serves a store directly "
                 "(sqlite:///PATH, or unset it to use HOME/flightlog.db)"
             )
+        if "artifacts" not in overrides:
+            overrides["artifacts"] = os.environ.get("FLIGHTLOG_ARTIFACTS", "").strip() or None
         return cls(home=base, store_uri=store or f"sqlite:///{base / 'flightlog.db'}", **overrides)  # type: ignore[arg-type]

@@ -53,7 +53,7 @@ async def download_artifact(ctx: Ctx) -> Response:
     if digest is None:
         where = f" (it stays at {art.uri} on the machine that logged it)" if art.uri else ""
         raise NotFound(f"artifact {path!r} was recorded without its content{where}")
-    return ctx.state.blobs.response(digest, filename_of(path))
+    return await ctx.call(ctx.state.blobs.response, digest, filename_of(path))  # off the loop: may download
 
 
 async def upload_artifact(ctx: Ctx) -> Response:
@@ -80,7 +80,7 @@ async def upload_artifact(ctx: Ctx) -> Response:
 
 
 async def head_blob(ctx: Ctx) -> Response:
-    size = ctx.state.blobs.size_of(check_digest(ctx.path("digest")))
+    size = await ctx.call(ctx.state.blobs.size_of, check_digest(ctx.path("digest")))
     if size is None:
         return Response(status_code=404)
     return Response(status_code=200, headers={"Content-Length": str(size)})
@@ -90,12 +90,12 @@ async def get_blob(ctx: Ctx) -> Response:
     digest = check_digest(ctx.path("digest"))
     if ctx.principal.project is not None and not await ctx.call(ctx.store.has_digest, digest, ctx.principal.project):
         raise NotFound(f"no artifact of project {ctx.principal.project!r} has the content {digest[:12]}…")
-    return ctx.state.blobs.response(digest, digest)
+    return await ctx.call(ctx.state.blobs.response, digest, digest)
 
 
 async def put_blob(ctx: Ctx) -> Response:
     digest = check_digest(ctx.path("digest"))
-    size = ctx.state.blobs.size_of(digest)
+    size = await ctx.call(ctx.state.blobs.size_of, digest)
     if size is not None:
         return json_response({**blob_info(digest, size), "created": False})
     sha, size = await ctx.state.blobs.receive(ctx.request, limit=ctx.state.config.max_upload, expected=digest)
