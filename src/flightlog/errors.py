@@ -22,6 +22,7 @@ __all__ = [
     "StoreUnavailable",
     "Unauthorized",
     "Forbidden",
+    "MissingExtra",
     "error_from_dict",
 ]
 
@@ -116,6 +117,13 @@ class Unauthorized(FlightlogError):
 class Forbidden(FlightlogError):
     code = "forbidden"
     http_status = 403
+
+
+class MissingExtra(FlightlogError):
+    """A feature needs an optional extra that this installation lacks (see ``flightlog.extras``)."""
+
+    code = "missing_extra"
+    http_status = 501
 
 
 _BY_CODE[FlightlogError.code] = FlightlogError

@@ -15,7 +15,7 @@ __all__ = ["run_cmd"]
 
 @click.command("run", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option("--project", "-p", envvar="FLIGHTLOG_PROJECT", help="Project of the run (FLIGHTLOG_PROJECT).")
-@click.option("--name", "-n", help="Run name (default: the script's name).")
+@click.option("--name", "-n", help="Run name (default: the script's name; with --resume, the run's own).")
 @click.option("--param", "params", multiple=True, metavar="KEY=VALUE", help="A parameter; repeatable. Values are parsed as JSON when they can be (0.1, true, [1,2]).")
 @click.option("--tag", "tags", multiple=True, metavar="KEY=VALUE", help="A tag; repeatable.")
 @click.option("--timeout", metavar="DURATION", help="Stop the workload after this long (SIGTERM, then SIGKILL after --kill-grace): 90s, 30m, 2h.")

@@ -99,8 +99,10 @@ class Runner:
         run_id = None
         if opts.resume:
             run_id, resume_from = self._resume_point(opts.resume)
+        # a resumed run keeps its name (diagnose finds its baseline by it) unless --name renames it
+        name = opts.name if run_id else (opts.name or _default_name(opts.command))
         run = flightlog.init(
-            project=opts.project, name=opts.name or _default_name(opts.command), params=opts.params or None,
+            project=opts.project, name=name, params=opts.params or None,
             tags=opts.tags or None, id=run_id, resume=bool(run_id), resources=False,
         )
         self.run = run

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, cast
 
 import click
 
-from flightlog.cli.output import console, emit_json, format_option
+from flightlog.cli.output import console, emit_json, esc, format_option
 from flightlog.timefmt import iso, parse_size
 
 if TYPE_CHECKING:
@@ -135,7 +135,7 @@ def token_ls(ctx: click.Context, home: str | None, fmt: str) -> None:
     for head in ("ID", "ROLE", "PROJECT", "NAME", "CREATED", "LAST USED", "STATUS"):
         table.add_column(head, no_wrap=True)
     for r in rows:
-        table.add_row(r["id"], r["role"], r["project"] or "(all)", r["name"] or "-", short_time(r["created"]),
+        table.add_row(esc(r["id"]), esc(r["role"]), esc(r["project"] or "(all)"), esc(r["name"] or "-"), short_time(r["created"]),
                       short_time(r["last_used"]), "[red]revoked[/]" if r["revoked"] else "active")
     console().print(table)
 
