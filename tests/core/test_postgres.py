@@ -3,6 +3,7 @@ ingest from several servers at once. (The behaviour suites run on it through ``h
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import threading
@@ -20,7 +21,7 @@ from flightlog.store.postgres.migrations import MIGRATIONS, SCHEMA_VERSION
 from flightlog.store.postgres.store import PostgresStore
 from flightlog.store.postgres.testing import TemporaryPostgres
 from flightlog.store.registry import open_store
-from tests.helpers import child_env, cli
+from tests.helpers import child_env, cli, run_script
 
 pytestmark = pytest.mark.embedded_only("about the PostgreSQL store itself")
 
@@ -175,3 +176,47 @@ def test_postgres_restarted_mid_run_loses_nothing(tmp_path: Path) -> None:
             assert store.get_run(run_id).status == "succeeded"
         finally:
             store.close()
+
+
+def test_migrate_store_copies_a_sqlite_home_losslessly(tmp_path: Path, postgres_uri: str) -> None:
+    home = tmp_path / "home"
+    run_script(home, """
+        import math, flightlog
+        for name in ("base", "fast"):
+            run = flightlog.init(project="vision", name=name, params={"lr": 0.1, "opt": {"name": "adam"}},
+                                 tags={"team": "cv"}, resources=False)
+            for i in range(300):
+                run.log({"loss": 1.0 / (i + 1), "acc": i / 300}, step=i)
+            run.log({"loss": math.nan}, step=300)
+            run.log_event("could not open shard 7", level="error", component="data")
+            with run.stage("train"):
+                pass
+            run.note("lr too high?")
+            run.finish()
+    """)
+    cli(home, "alerts", "silence", "loss-*", "--for", "1h")
+    env = child_env(home)
+    before = {args: cli(home, *args, "--format", "json", env=env).stdout for args in _views(home)}
+    copied = json.loads(cli(home, "migrate-store", str(home), postgres_uri, "--format", "json").stdout)
+    assert copied["runs"] == 2 and copied["rows"]["metric_chunks"] >= 4 and copied["rows"]["alert_silences"] == 1
+    on_pg = {**env, "FLIGHTLOG_STORE": postgres_uri}
+    after = {args: cli(home, *args, "--format", "json", env=on_pg).stdout for args in _views(home)}
+    assert after == before
+    again = cli(home, "migrate-store", str(home), postgres_uri, check=False)
+    assert again.returncode != 0 and "already holds data" in again.stderr
+    # the copy goes on where the original left off: new chunks get new ids after the copied ones
+    run_script(home, """
+        import flightlog
+        run = flightlog.init(project="vision", name="after", resources=False)
+        run.log({"loss": 0.5}, step=0)
+        run.finish()
+    """, env=on_pg)
+    assert len(json.loads(cli(home, "runs", "ls", "--format", "json", env=on_pg).stdout)) == 3
+
+
+def _views(home: Path) -> list[tuple[str, ...]]:
+    ids = [r["id"] for r in json.loads(cli(home, "runs", "ls", "--format", "json").stdout)]
+    views: list[tuple[str, ...]] = [("runs", "ls"), ("projects",), ("alerts", "silences")]
+    for run_id in ids:
+        views += [("runs", "show", run_id), ("logs", run_id), ("metrics", run_id, "loss")]
+    return views
