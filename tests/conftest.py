@@ -35,13 +35,16 @@ POSTGRES_SUITES = frozenset({"core", "runner", "server", "alerts", "diagnose"})
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "embedded_only(reason): runs against the embedded store only (the reason says why)")
+    config.addinivalue_line("markers", "embedded_only(reason, postgres=False): runs against the embedded store only "
+                            "(and PostgreSQL with postgres=True), never through a server (the reason says why)")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "transport" in metafunc.fixturenames:
         only = metafunc.definition.get_closest_marker("embedded_only")
-        choices = ["embedded"] if only else [t for t in TRANSPORTS if t != "postgres" or on_postgres(metafunc.definition.path)]
+        choices = [t for t in TRANSPORTS if t != "postgres" or on_postgres(metafunc.definition.path)]
+        if only:  # embedded_only(why, postgres=True): every store read directly, never through a server
+            choices = [t for t in choices if t == "embedded" or (t == "postgres" and only.kwargs.get("postgres"))]
         metafunc.parametrize("transport", choices, indirect=True)
 
 

@@ -246,6 +246,14 @@ class PostgresStore:
         with self.db.read() as conn:
             return {r[0] for r in conn.execute("SELECT DISTINCT sha256 FROM artifacts WHERE uri LIKE 'cas:%'")}
 
+    def kept_digests(self) -> list[tuple[str, str]]:
+        """(run id, sha256) of every artifact whose content the store keeps (for gc)."""
+        with self.db.read() as conn:
+            return [(r[0], r[1]) for r in conn.execute("SELECT run_id, sha256 FROM artifacts WHERE uri LIKE 'cas:%'")]
+
+    def reclaim_space(self) -> None:
+        """Nothing to do: PostgreSQL's autovacuum reuses the space of deleted rows."""
+
     def evidence(self, run_id: str, kind: str | None = None, name: str | None = None) -> list[dict[str, Any]]:
         sql, args = "SELECT kind, name, time, data FROM evidence WHERE run_id=%s", [run_id]
         for column, value in (("kind", kind), ("name", name)):

@@ -236,6 +236,16 @@ class SqliteStore:
         with self.db.read() as conn:
             return {r[0] for r in conn.execute("SELECT DISTINCT sha256 FROM artifacts WHERE uri LIKE 'cas:%'")}
 
+    def kept_digests(self) -> list[tuple[str, str]]:
+        """(run id, sha256) of every artifact whose content the store keeps (for gc)."""
+        with self.db.read() as conn:
+            return conn.execute("SELECT run_id, sha256 FROM artifacts WHERE uri LIKE 'cas:%'").fetchall()
+
+    def reclaim_space(self) -> None:
+        """After deletions: give the space back to the file system (outside a transaction)."""
+        with self.db.read() as conn:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
     def evidence(self, run_id: str, kind: str | None = None, name: str | None = None) -> list[dict[str, Any]]:
         sql, args = "SELECT kind, name, time, data FROM evidence WHERE run_id=?", [run_id]
         if kind is not None:
