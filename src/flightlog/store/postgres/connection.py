@@ -26,7 +26,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from flightlog.errors import SchemaTooNew, StoreUnavailable
 from flightlog.store.postgres.migrations import MIGRATIONS, SCHEMA_VERSION
 
-__all__ = ["PgDatabase", "redact_uri", "INGEST_LOCK", "MIGRATE_LOCK"]
+__all__ = ["PgDatabase", "PgLeadership", "redact_uri", "INGEST_LOCK", "MIGRATE_LOCK"]
 
 #: pg_advisory_xact_lock key serialising appends to the chunk tables (see the module doc)
 INGEST_LOCK = 0x666C_6967_6874_01  # "flight" 1
@@ -157,3 +157,46 @@ class PgDatabase:
 
     def close(self) -> None:
         self.pool.close()
+
+
+class PgLeadership:
+    """Who runs a cluster-wide job (alert evaluation) among the servers sharing one database:
+    the holder of a session advisory lock, on a connection of its own.
+
+    Why a session lock: it lives exactly as long as the holder's connection, so a server that
+    dies, hangs up or loses the network gives the job away without any timeout to tune; the
+    others try to take it at each of their cycles. :meth:`held` checks the connection each time
+    and reports a lost one, so a holder never keeps working on a lock it no longer has.
+    """
+
+    def __init__(self, db: PgDatabase, name: str) -> None:
+        import hashlib
+
+        self.db = db
+        self.key = int.from_bytes(hashlib.sha256(f"flightlog-lead:{name}".encode()).digest()[:8], "big", signed=True)
+        self._conn: Any = None
+        self._holding = False
+
+    def held(self) -> bool:
+        """Whether this process leads now (taking the lead when nobody has it)."""
+        psycopg = self.db._psycopg
+        try:
+            if self._conn is None or self._conn.closed:
+                self._holding = False
+                self._conn = psycopg.connect(self.db.uri, autocommit=True, connect_timeout=5)
+            if self._holding:
+                self._conn.execute("SELECT 1")
+            else:
+                self._holding = bool(self._conn.execute("SELECT pg_try_advisory_lock(%s)", (self.key,)).fetchone()[0])
+        except psycopg.Error:
+            self.release()
+        return self._holding
+
+    def release(self) -> None:
+        self._holding = False
+        if self._conn is not None:
+            try:
+                self._conn.close()  # the session ends: the lock goes with it
+            except Exception:  # noqa: BLE001 - already gone
+                pass
+            self._conn = None

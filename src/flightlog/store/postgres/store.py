@@ -29,7 +29,7 @@ from flightlog.models import (
 from flightlog.records import decode_log_chunk, param_value
 from flightlog.store.base import IngestResult
 from flightlog.store.changes import FEED_TABLES, Changes, Cursor
-from flightlog.store.postgres.connection import PgDatabase
+from flightlog.store.postgres.connection import PgDatabase, PgLeadership
 from flightlog.store.postgres.ingest import apply_records
 from flightlog.store.sqlite.store import (
     _event_time,
@@ -108,6 +108,10 @@ class PostgresStore:
 
     def close(self) -> None:
         self.db.close()
+
+    def leadership(self, name: str) -> PgLeadership:
+        """The lead of a job that one server of several runs at a time (see PgLeadership)."""
+        return PgLeadership(self.db, name)
 
     # ── runs ────────────────────────────────────────────────────────────────
     def resolve(self, ref: str) -> str:

@@ -85,6 +85,10 @@ class SqliteStore:
     def close(self) -> None:
         self.db.close()
 
+    def leadership(self, name: str) -> SoleLeader:
+        """One machine's file: whoever serves it leads (several evaluators agree by compare-and-set)."""
+        return SoleLeader()
+
     # ── runs ────────────────────────────────────────────────────────────────
     def resolve(self, ref: str) -> str:
         ref = ref.strip()
@@ -544,6 +548,14 @@ def merge_stages(stats: Sequence[Any], spans: Sequence[Any]) -> list[StageSummar
             merged[name] = StageSummary(name, 1, d, d, d, start, end, [])
         merged[name].spans.append(span)
     return sorted(merged.values(), key=lambda s: (s.first_start or 0.0, s.name))
+
+
+class SoleLeader:
+    def held(self) -> bool:
+        return True
+
+    def release(self) -> None:
+        pass
 
 
 def run_row(r: Any) -> RunInfo:
