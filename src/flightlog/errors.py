@@ -20,6 +20,7 @@ __all__ = [
     "SchemaTooOld",
     "SchemaTooNew",
     "StoreUnavailable",
+    "QueryTimeout",
     "Unauthorized",
     "Forbidden",
     "MissingExtra",
@@ -107,6 +108,16 @@ class SchemaTooNew(FlightlogError):
 class StoreUnavailable(FlightlogError):
     code = "store_unavailable"
     http_status = 503
+
+
+class QueryTimeout(FlightlogError):
+    """A query ran past its time budget and was stopped, so that it cannot hold up other readers.
+
+    A 4xx, not a 503: retrying the same query would cost the same; a narrower one succeeds.
+    """
+
+    code = "query_timeout"
+    http_status = 422
 
 
 class Unauthorized(FlightlogError):

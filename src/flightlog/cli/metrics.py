@@ -35,7 +35,7 @@ def metrics_cmd(run: str, name: str | None, points: int, fmt: str) -> None:
             out.print(f"  {step:>10}  {value:.6g}")
         return
     summaries = client.metrics(info.id)
-    histories = {n: client.metric_history(info.id, n).values.tolist() for n in summaries}
+    histories = {n: client.metric_history(info.id, n).values.tolist() for n in summaries} if fmt != "json" else {}
     if fmt == "json":
         emit_json([{**s.to_dict()} for s in summaries.values()])
         return

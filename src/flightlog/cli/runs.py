@@ -51,12 +51,13 @@ def runs_ls(project: str | None, filter_: str | None, order_by: str | None, limi
 
 
 def _default_columns(runs: list[Any]) -> list[str]:
-    names: list[str] = []
+    names: dict[str, None] = {}  # ordered, and a set: a run may have thousands of metrics
     for r in runs[:50]:
         for name in r.metrics:
-            if f"metrics.{name}" not in names:
-                names.append(f"metrics.{name}")
-    return names[:4]
+            names.setdefault(f"metrics.{name}")
+            if len(names) == 4:
+                return list(names)
+    return list(names)
 
 
 def _column(run: Any, key: str) -> str:

@@ -36,8 +36,10 @@ __all__ = ["run_cmd"]
 @click.option("--resume", metavar="RUN", help="Start a new attempt of RUN with FLIGHTLOG_RESUME_FROM set to its last checkpoint.")
 @click.option("--redact", multiple=True, metavar="REGEX", help="Also redact what matches this pattern from stored logs; repeatable.")
 @click.option("--alerts", "alerts", metavar="FILE", help="Alert rules to evaluate live (default: ./flightlog.alerts.yaml, else FLIGHTLOG_HOME/alerts.yaml; docs/alerting.md).")
+@click.option("--log-metrics/--no-log-metrics", "log_metrics", default=True, show_default=True,
+              help="Read metrics from progress lines (step=10 loss=0.5; FLIGHTLOG_LOG_METRICS=0 also turns it off). A name the workload logs with the SDK is never read from lines.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
-def run_cmd(project: str | None, name: str | None, params: tuple[str, ...], tags: tuple[str, ...], timeout: str | None,
+def run_cmd(log_metrics: bool, project: str | None, name: str | None, params: tuple[str, ...], tags: tuple[str, ...], timeout: str | None,
             kill_grace: str, retries: int, retry_on: tuple[str, ...], retry_delay: str, memory_limit: str | None,
             memory_limit_mode: str, sample_interval: str, log_policy: str, max_log_rate: float | None,
             max_line_bytes: int, queued_at: str | None, resume: str | None, redact: tuple[str, ...],
@@ -83,6 +85,7 @@ def run_cmd(project: str | None, name: str | None, params: tuple[str, ...], tags
         resume=resume,
         redact=redact,
         alerts=alerts,
+        log_metrics=log_metrics,
     )
     from flightlog.runner.runner import Runner
 

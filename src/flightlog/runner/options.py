@@ -41,6 +41,7 @@ class RunnerOptions:
     resume: str | None = None
     redact: tuple[str, ...] = ()
     alerts: str | None = None  # a rules file (else flightlog.alerts.yaml, else FLIGHTLOG_HOME/alerts.yaml)
+    log_metrics: bool = True  # read metrics from progress lines (FLIGHTLOG_LOG_METRICS=0 also turns it off)
 
     def __post_init__(self) -> None:
         if not self.command:

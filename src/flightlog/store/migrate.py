@@ -24,7 +24,7 @@ __all__ = ["TABLES", "copy_sqlite_to_postgres", "sqlite_path_of"]
 #: every table of the schema but ``meta``, parents before what refers to them
 TABLES = ("projects", "runs", "params", "tags", "notes", "context", "metric_series", "metric_chunks", "log_chunks",
           "spans", "stage_stats", "resource_samples", "artifacts", "counters", "evidence", "ingested", "tokens",
-          "alerts", "alert_events", "alert_silences")
+          "alerts", "alert_events", "alert_silences", "blob_projects", "sessions")
 _BATCH = 1000
 
 

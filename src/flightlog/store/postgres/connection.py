@@ -18,12 +18,14 @@ The password of the URI never appears in a message: errors name :func:`redact_ur
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from flightlog.errors import SchemaTooNew, StoreUnavailable
+from flightlog.store.budget import Deadline
 from flightlog.store.postgres.migrations import MIGRATIONS, SCHEMA_VERSION
 
 __all__ = ["PgDatabase", "PgLeadership", "redact_uri", "INGEST_LOCK", "MIGRATE_LOCK"]
@@ -143,6 +145,22 @@ class PgDatabase:
     def read(self) -> Iterator[Any]:
         with self._connection() as conn:
             yield conn
+
+    @contextmanager
+    def budgeted_read(self, deadline: Deadline) -> Iterator[Any]:
+        """A read that PostgreSQL cancels once ``deadline`` passes (``statement_timeout`` for
+        this transaction only), raising :class:`~flightlog.errors.QueryTimeout`."""
+        if deadline.at is None:
+            with self.read() as conn:
+                yield conn
+            return
+        with self._connection() as conn, conn.transaction():
+            left = max(1, int((deadline.at - time.monotonic()) * 1000))
+            conn.execute(f"SET LOCAL statement_timeout = {left}")
+            try:
+                yield conn
+            except self._psycopg.errors.QueryCanceled:
+                raise deadline.error() from None
 
     @contextmanager
     def _connection(self) -> Iterator[Any]:

@@ -249,6 +249,21 @@ MIGRATIONS: list[list[str]] = [
         )""",
         "CREATE INDEX alert_silences_ends ON alert_silences(ends)",
     ],
+    # 4: the server's security bookkeeping: which projects hold which blobs; web UI sessions.
+    [
+        """CREATE TABLE blob_projects (
+            sha256 TEXT NOT NULL,
+            project TEXT NOT NULL,
+            PRIMARY KEY (sha256, project)
+        )""",
+        """CREATE TABLE sessions (
+            hash TEXT PRIMARY KEY,
+            token_id TEXT NOT NULL,
+            created DOUBLE PRECISION NOT NULL,
+            expires DOUBLE PRECISION NOT NULL
+        )""",
+        "CREATE INDEX sessions_token ON sessions(token_id)",
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -26,8 +26,10 @@ from flightlog.models import (
     RunInfo,
     StageSummary,
 )
+from flightlog.query.regex import compile_grep
 from flightlog.records import decode_log_chunk, param_value
 from flightlog.store.base import IngestResult
+from flightlog.store.budget import Deadline, query_timeout_from_env
 from flightlog.store.changes import FEED_TABLES, Changes, Cursor
 from flightlog.store.postgres.connection import PgDatabase, PgLeadership
 from flightlog.store.postgres.ingest import apply_records
@@ -44,6 +46,7 @@ __all__ = ["PostgresStore"]
 
 _RUN_COLUMNS = ("id, project, name, parent_id, status, end_reason, created, queued, started, ended, "
                 "exit_code, signal, attempt, host, pid, failure, timeline, updated")
+_TOKEN_KEYS = ("id", "role", "project", "name", "created", "last_used", "revoked")
 _RUN_TABLES = ("params", "tags", "notes", "context", "metric_series", "metric_chunks", "log_chunks", "spans",
                "stage_stats", "resource_samples", "artifacts", "counters", "evidence", "ingested")
 
@@ -71,6 +74,23 @@ class PostgresStore:
         self.db = PgDatabase(uri)
         self.uri = self.db.safe_uri
         self._filter_adapters = _untyped_adapters()
+        self._query_timeout: float | None = None
+        self._query_timeout_read = False
+
+    @property
+    def query_timeout(self) -> float | None:
+        """Seconds a search (runs by filter, logs by grep) may take; None: no limit
+        (FLIGHTLOG_QUERY_TIMEOUT by default, read on the first search; the server sets it)."""
+        if not self._query_timeout_read:
+            self._query_timeout, self._query_timeout_read = query_timeout_from_env(), True
+        return self._query_timeout
+
+    @query_timeout.setter
+    def query_timeout(self, seconds: float | None) -> None:
+        self._query_timeout, self._query_timeout_read = seconds or None, True
+
+    def _deadline(self) -> Deadline:
+        return Deadline(self.query_timeout)
 
     # ── writes ──────────────────────────────────────────────────────────────
     def ingest(self, records: Sequence[dict[str, Any]]) -> IngestResult:
@@ -152,11 +172,12 @@ class PostgresStore:
     def query_runs(self, sql: str, args: Sequence[Any]) -> list[RunInfo]:
         """The runs a compiled ``SELECT r.* FROM runs r …`` (the filter compiler's output) selects."""
         sql = sql.replace("SELECT r.*", "SELECT " + ", ".join(f"r.{c.strip()}" for c in _RUN_COLUMNS.split(",")), 1)
-        with self.db.read() as conn:
+        with self.db.budgeted_read(self._deadline()) as conn:
             cur = conn.cursor()
             cur.adapters.register_dumper(int, self._filter_adapters.get_dumper(int, "s"))
             cur.adapters.register_dumper(float, self._filter_adapters.get_dumper(float, "s"))
             rows = cur.execute(sql, list(args)).fetchall()
+        with self.db.read() as conn:
             return self._hydrate(conn, rows)
 
     def _hydrate(self, conn: Any, rows: list[Any]) -> list[RunInfo]:
@@ -313,10 +334,12 @@ class PostgresStore:
         limit = query.limit
         backwards = bool(query.tail and limit)
         sql += " ORDER BY last_time DESC, id DESC" if backwards else " ORDER BY first_time, id"
-        pattern = re.compile(query.grep, re.IGNORECASE) if query.grep else None
+        pattern = compile_grep(query.grep) if query.grep else None
         events: list[LogEvent] = []
-        with self.db.read() as conn:
+        deadline = self._deadline()
+        with self.db.budgeted_read(deadline) as conn:
             for first_time, last_time, data in conn.execute(sql, args):
+                deadline.check()
                 if limit and len(events) >= limit:
                     events.sort(key=_event_time)
                     if backwards and last_time < events[-limit].time:
@@ -359,12 +382,14 @@ class PostgresStore:
             args.append(query.min_level)
         sql = (f"SELECT id, CASE WHEN {' AND '.join(conds)} THEN data END FROM log_chunks "
                "WHERE run_id=%s AND id > %s ORDER BY id")
-        pattern = re.compile(query.grep, re.IGNORECASE) if query.grep else None
-        with self.db.read() as conn:
+        pattern = compile_grep(query.grep) if query.grep else None
+        deadline = self._deadline()
+        with self.db.budgeted_read(deadline) as conn:
             rows = conn.execute(sql, [*args, run_id, after]).fetchall()
         events: list[LogEvent] = []
         last = after
         for chunk_id, data in rows:
+            deadline.check()
             last = chunk_id
             if data is not None:
                 events.extend(_matching(decode_log_chunk(data), query, pattern))
@@ -401,14 +426,43 @@ class PostgresStore:
             return dict(conn.execute("SELECT id, project FROM runs WHERE id = ANY(%s)", (ids,)).fetchall())
 
     def has_digest(self, sha256: str, project: str | None = None) -> bool:
-        args: tuple[str, ...] = (sha256,)
-        if project is None:
-            sql = "SELECT 1 FROM artifacts WHERE sha256=%s LIMIT 1"
-        else:
-            sql = "SELECT 1 FROM artifacts a JOIN runs r ON r.id = a.run_id WHERE a.sha256=%s AND r.project=%s LIMIT 1"
-            args = (sha256, project)
+        """Whether content with this digest is recorded (in ``project``, when given: an artifact
+        of the project whose content is that uploaded blob, or an upload made for the project)."""
         with self.db.read() as conn:
-            return conn.execute(sql, args).fetchone() is not None
+            if project is None:
+                return conn.execute("SELECT 1 FROM artifacts WHERE sha256=%s LIMIT 1", (sha256,)).fetchone() is not None
+            if conn.execute("SELECT 1 FROM blob_projects WHERE sha256=%s AND project=%s", (sha256, project)).fetchone():
+                return True
+            return conn.execute(
+                "SELECT 1 FROM artifacts a JOIN runs r ON r.id = a.run_id WHERE a.sha256=%s AND a.uri=%s AND r.project=%s "
+                "LIMIT 1", (sha256, f"cas:sha256/{sha256}", project)).fetchone() is not None
+
+    def grant_blob(self, sha256: str, project: str) -> None:
+        """Record that ``project`` holds this content (its token uploaded it, hash checked)."""
+        with self.db.write() as conn:
+            conn.execute("INSERT INTO blob_projects(sha256, project) VALUES(%s, %s) ON CONFLICT DO NOTHING",
+                         (sha256, project))
+
+    def create_session(self, digest: str, token_id: str, expires: float) -> None:
+        """Keep a web UI session (by the SHA-256 of its id); expired sessions are swept on the way."""
+        now = time.time()
+        with self.db.write() as conn:
+            conn.execute("DELETE FROM sessions WHERE expires < %s", (now,))
+            conn.execute("INSERT INTO sessions(hash, token_id, created, expires) VALUES(%s, %s, %s, %s)",
+                         (digest, token_id, now, expires))
+
+    def session_by_hash(self, digest: str) -> dict[str, Any] | None:
+        """The token behind a live session (its row, plus the session's ``expires``), or None."""
+        with self.db.read() as conn:
+            row = conn.execute(f"SELECT {', '.join('t.' + c for c in _TOKEN_KEYS)}, s.expires FROM sessions s "
+                               "JOIN tokens t ON t.id = s.token_id WHERE s.hash=%s", (digest,)).fetchone()
+        if row is None:
+            return None
+        return {**_token_row(row[:-1]), "expires": row[-1]}
+
+    def delete_session(self, digest: str) -> bool:
+        with self.db.write() as conn:
+            return int(conn.execute("DELETE FROM sessions WHERE hash=%s", (digest,)).rowcount) > 0
 
     def create_token(self, token_id: str, digest: str, role: str, project: str | None, name: str | None) -> None:
         with self.db.write() as conn:
