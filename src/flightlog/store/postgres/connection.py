@@ -17,7 +17,6 @@ The password of the URI never appears in a message: errors name :func:`redact_ur
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -88,7 +87,6 @@ class PgDatabase:
         except Exception as exc:  # noqa: BLE001 - PoolTimeout and psycopg errors alike
             self.pool.close()
             raise self.unavailable(exc) from None
-        self._closed = threading.Event()
 
     def unavailable(self, exc: BaseException) -> StoreUnavailable:
         """A clear error that names the store (never its password) and what went wrong."""
