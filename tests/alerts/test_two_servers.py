@@ -101,3 +101,55 @@ def test_two_servers_share_one_store_and_notify_once(pair: tuple[RunningServer, 
         assert len(api.get("/alerts").json()["alerts"]) == 2, "one episode per run, not one per server"
     delivered = [(a["labels"]["run"], a["status"]) for p in webhook.payloads for a in p["alerts"]]
     assert sorted(delivered) == sorted((run_id, "firing") for run_id in ids), "each alert delivered once"
+
+
+def test_the_other_server_takes_over_alert_evaluation_when_the_leader_stops(
+        tmp_path: Path, postgres_uri: str, webhook: Webhook, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in FLIGHTLOG_ENV:
+        monkeypatch.delenv(name, raising=False)
+    rules = rules_file(tmp_path, f"""
+settings:
+  interval: 0.2s
+rules:
+  - name: loss-high
+    kind: threshold
+    metric: loss
+    op: ">"
+    value: 10
+notifiers:
+  - kind: webhook
+    url: {webhook.url}
+""")
+    import psycopg
+
+    def leads() -> bool:  # an advisory lock is granted: the only server up so far leads
+        with psycopg.connect(postgres_uri) as conn:
+            return bool(conn.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted").fetchone()[0])
+
+    leader = serve_in_thread(tmp_path / "a", auth=True, store_uri=postgres_uri, alerts=str(rules))
+    a = leader.__enter__()
+    try:
+        wait_until(leads, what="server A to take the lead")
+        with serve_in_thread(tmp_path / "b", auth=True, store_uri=postgres_uri, alerts=str(rules)) as b:
+            token = a.token("admin")
+            first = _write(tmp_path / "one", a, token)
+            wait_until(lambda: len(webhook.payloads) >= 1, timeout=60, what="the first alert, from the leader")
+            leader.__exit__(None, None, None)  # the leader stops; B is left
+            leader = None
+            second = _write(tmp_path / "two", b, token)
+            wait_until(lambda: {a["labels"]["run"] for p in webhook.payloads for a in p["alerts"]} == {first, second},
+                       timeout=60, what="the second run's alert from the server that took over")
+    finally:
+        if leader is not None:
+            leader.__exit__(None, None, None)
+    delivered = sorted(a["labels"]["run"] for p in webhook.payloads for a in p["alerts"])
+    assert delivered == sorted([first, second])
+
+
+def _write(home: Path, server: RunningServer, token: str) -> str:
+    env = child_env(home, FLIGHTLOG_URL=server.url, FLIGHTLOG_TOKEN=token)
+    script = textwrap.dedent(_WRITE.format(name=home.name))
+    done = subprocess.run([sys.executable, "-c", script], env=env, input="\n", capture_output=True, text=True,
+                          timeout=120, cwd=home.parent)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split()[0]
