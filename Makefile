@@ -23,6 +23,7 @@ demo: install
 
 test: install lint
 	@scripts/setup-ui.sh --browser
+	@scripts/setup-postgres.sh
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 lint: install

@@ -1,20 +1,24 @@
 """Fixtures shared by every test package: a fresh FLIGHTLOG_HOME, and helpers to run real
 processes (scripts, the CLI) against it.
 
-Every test that takes ``home`` runs twice, once per transport (docs/architecture.md: one Client, two
-transports): ``embedded`` writes and reads the SQLite store under ``home``; ``http`` starts a
-real server (uvicorn on a free loopback port, with --auth, over a separate server home) and
-sets FLIGHTLOG_URL and an admin FLIGHTLOG_TOKEN, so the SDK, the CLI and child processes all
-go through the API. A test about the local store itself is marked
+Every test that takes ``home`` runs once per transport (docs/architecture.md: one Client, two
+transports, several stores): ``embedded`` writes and reads the SQLite store under ``home``;
+``http`` starts a real server (uvicorn on a free loopback port, with --auth, over a separate
+server home) and sets FLIGHTLOG_URL and an admin FLIGHTLOG_TOKEN, so the SDK, the CLI and child
+processes all go through the API; ``postgres`` (the core, runner, server, alerts and diagnosis
+suites) sets FLIGHTLOG_STORE to a fresh database of a real PostgreSQL server that this test
+session started (see ``postgres_server``). A test about the local store itself is marked
 ``@pytest.mark.embedded_only("why")`` and runs once.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -26,17 +30,53 @@ settings.register_profile("soak", derandomize=False, database=None)
 settings.load_profile("soak" if os.environ.get("FLIGHTLOG_FUZZ_EXAMPLES") else "fixed")
 
 FLIGHTLOG_ENV = [name for name in os.environ if name.startswith("FLIGHTLOG_")]
-TRANSPORTS = ("embedded", "http")
+TRANSPORTS = ("embedded", "http", "postgres")
+# the behaviour suites that also run against PostgreSQL (issue 13); others stay on two transports
+POSTGRES_SUITES = frozenset({"core", "runner", "server", "alerts", "diagnose"})
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "embedded_only(reason): runs against the embedded store only (the reason says why)")
+    config.addinivalue_line("markers", "embedded_only(reason, postgres=False): runs against the embedded store only "
+                            "(and PostgreSQL with postgres=True), never through a server (the reason says why)")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "transport" in metafunc.fixturenames:
         only = metafunc.definition.get_closest_marker("embedded_only")
-        metafunc.parametrize("transport", ["embedded"] if only else list(TRANSPORTS), indirect=True)
+        choices = [t for t in TRANSPORTS if t != "postgres" or on_postgres(metafunc.definition.path)]
+        if only:  # embedded_only(why, postgres=True): every store read directly, never through a server
+            choices = [t for t in choices if t == "embedded" or (t == "postgres" and only.kwargs.get("postgres"))]
+        metafunc.parametrize("transport", choices, indirect=True)
+
+
+def on_postgres(path: Path) -> bool:
+    """Whether a test file belongs to a suite that also runs against PostgreSQL."""
+    parts = path.relative_to(Path(__file__).parent).parts
+    return len(parts) > 1 and parts[0] in POSTGRES_SUITES
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[Any]:
+    """One PostgreSQL server per test session (per xdist worker), from the system's binaries,
+    with a migrated template database that each test copies (CREATE DATABASE … TEMPLATE)."""
+    from flightlog.store.postgres.testing import TemporaryPostgres
+    from flightlog.store.registry import open_store
+
+    with TemporaryPostgres() as pg:
+        open_store(pg.create_database("flightlog_template")).close()
+        yield pg
+
+
+@pytest.fixture
+def postgres_uri(postgres_server: Any) -> Iterator[str]:
+    """A fresh, migrated, empty database of the session's PostgreSQL server, dropped afterwards."""
+    name = f"t{next(_DATABASES)}"
+    uri = postgres_server.create_database(name, template="flightlog_template")
+    yield uri
+    postgres_server.drop_database(name)
+
+
+_DATABASES = itertools.count(1)
 
 
 @pytest.fixture
@@ -45,7 +85,7 @@ def transport(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, transport: str) -> Iterator[Path]:
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, transport: str, request: pytest.FixtureRequest) -> Iterator[Path]:
     """An empty FLIGHTLOG_HOME for this test, with every other FLIGHTLOG_ variable cleared
     (and, for the http transport, FLIGHTLOG_URL and FLIGHTLOG_TOKEN of a running server)."""
     for name in FLIGHTLOG_ENV:
@@ -53,6 +93,8 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, transport: str) -> Ite
     h = tmp_path / "home"
     monkeypatch.setenv("FLIGHTLOG_HOME", str(h))
     monkeypatch.chdir(tmp_path)
+    if transport == "postgres":
+        monkeypatch.setenv("FLIGHTLOG_STORE", request.getfixturevalue("postgres_uri"))
     if transport == "http":
         from flightlog.server.testing import serve_in_thread
 

@@ -26,7 +26,7 @@ from flightlog.models import (
     RunInfo,
     StageSummary,
 )
-from flightlog.store.artifacts import LocalArtifactStore
+from flightlog.store.artifacts import LocalArtifactStore, open_artifact_store
 from flightlog.store.base import Store, ingest_one
 from flightlog.store.registry import open_store
 from flightlog.timefmt import parse_time
@@ -65,7 +65,7 @@ class Client:
         import numpy  # noqa: F401
         # a remote store brings its own (uploads, downloads on demand); else the local directory
         remote: LocalArtifactStore | None = getattr(self.store, "artifact_store", None)
-        self.artifact_store = remote or LocalArtifactStore(self.settings.home / "artifacts")
+        self.artifact_store = remote or open_artifact_store(self.settings.home, self.settings.artifacts)
 
     def close(self) -> None:
         self.store.close()

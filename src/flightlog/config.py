@@ -35,7 +35,8 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("FLIGHTLOG_PROJECT", "default", "Default project for new runs and listings."),
     Variable("FLIGHTLOG_RUN_ID", "", "Attach to this existing run (set by `flightlog run` for its child)."),
     Variable("FLIGHTLOG_MODE", "online", "`online`, `offline` (journal only; `flightlog sync` later) or `disabled`."),
-    Variable("FLIGHTLOG_STORE", "", "Store URI; default `sqlite:///` + `FLIGHTLOG_HOME/flightlog.db`."),
+    Variable("FLIGHTLOG_STORE", "", "Store URI; default `sqlite:///` + `FLIGHTLOG_HOME/flightlog.db`; `postgresql://USER:PASSWORD@HOST:5432/DB` for a shared PostgreSQL."),
+    Variable("FLIGHTLOG_ARTIFACTS", "", "Where artifact files are kept: `s3://BUCKET/PREFIX` (S3-compatible object storage; `AWS_ENDPOINT_URL` for MinIO and others); default `FLIGHTLOG_HOME/artifacts`."),
     Variable("FLIGHTLOG_QUERY_TIMEOUT", "10", "Seconds one search (runs by filter, logs by grep) may run before it is stopped with a clear error; `0`: no limit. The server's `--query-timeout` overrides it."),
     Variable("FLIGHTLOG_ALLOWED_HOSTS", "", "Host names `flightlog server` and `flightlog ui` answer for (comma-separated, `*.domain`, `*`); the default protects against DNS rebinding (docs/server.md)."),
     Variable("FLIGHTLOG_QUEUED_AT", "", "Submission time set by a scheduler (ISO-8601 or epoch seconds), for queue wait."),
@@ -76,6 +77,7 @@ class Settings:
     log_policy: str
     keep_journal: bool
     env_allow: tuple[str, ...]
+    artifacts: str | None = None
     log_metrics: bool = True
 
     @classmethod
@@ -109,6 +111,7 @@ class Settings:
             buffer_limit=_int(env, "FLIGHTLOG_BUFFER_LIMIT", 1_000_000),
             log_policy=policy,
             keep_journal=_env(env, "FLIGHTLOG_KEEP_JOURNAL") == "1",
+            artifacts=_env(env, "FLIGHTLOG_ARTIFACTS") or None,
             log_metrics=_env(env, "FLIGHTLOG_LOG_METRICS").lower() not in ("0", "false", "no", "off"),
             env_allow=tuple(
                 n.strip() for n in _env(env, "FLIGHTLOG_ENV_ALLOW").split(",") if n.strip()

@@ -1,6 +1,6 @@
 """Real receivers for alert notifications: an HTTP webhook and an SMTP server on 127.0.0.1,
-each in a thread of the test process; and a FLIGHTLOG_HOME of the embedded store (alerts are
-kept beside it; the server's evaluation is tested against a real server separately)."""
+each in a thread of the test process; and a FLIGHTLOG_HOME whose store (embedded, or a fresh
+PostgreSQL database) keeps the alerts; the server's evaluation is tested against a real server separately."""
 
 from __future__ import annotations
 
@@ -21,13 +21,16 @@ import pytest
 FLIGHTLOG_ENV = [name for name in os.environ if name.startswith("FLIGHTLOG_")]
 
 
-@pytest.fixture
-def ahome(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """An empty FLIGHTLOG_HOME (embedded store) with every other FLIGHTLOG_ variable cleared."""
+@pytest.fixture(params=["embedded", "postgres"])
+def ahome(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> Iterator[Path]:
+    """An empty FLIGHTLOG_HOME with every other FLIGHTLOG_ variable cleared; alerts live in its
+    embedded store, or (``postgres``) in a fresh PostgreSQL database named by FLIGHTLOG_STORE."""
     for name in FLIGHTLOG_ENV:
         monkeypatch.delenv(name, raising=False)
     h = tmp_path / "home"
     monkeypatch.setenv("FLIGHTLOG_HOME", str(h))
+    if request.param == "postgres":
+        monkeypatch.setenv("FLIGHTLOG_STORE", request.getfixturevalue("postgres_uri"))
     monkeypatch.chdir(tmp_path)
     yield h
 

@@ -12,7 +12,7 @@ import flightlog
 from flightlog.alerts.config import parse_config
 from flightlog.alerts.dispatch import Dispatcher
 from flightlog.alerts.engine import AlertEngine
-from flightlog.alerts.feeds.sqlite import SqliteFeed
+from flightlog.alerts.feeds.store import StoreFeed
 from flightlog.alerts.lookup import Lookup
 from flightlog.alerts.silences import new_silence
 from flightlog.alerts.stores import open_alert_store
@@ -38,7 +38,7 @@ def engine(home: Path, url: str, started: float) -> tuple[AlertEngine, Any]:
     client = flightlog.Client(home=home)
     config = parse_config(RULES.format(url=url), "rules.yaml")
     store = open_alert_store(client.store)
-    eng = AlertEngine(config, SqliteFeed(client.store, started=started), store, Lookup(client.store),
+    eng = AlertEngine(config, StoreFeed(client.store, started=started), store, Lookup(client.store),
                       Dispatcher(store, threaded=False), load_run=None)
     return eng, client
 

@@ -136,7 +136,8 @@ def test_rm_needs_yes_without_a_terminal(home: Path, filled: dict[str, str]) -> 
     assert [r["name"] for r in cli_json(home, "runs", "ls")] == ["fast"]
 
 
-@pytest.mark.embedded_only("retention works on the store directly, on the server's host (a remote client is refused)")
+@pytest.mark.embedded_only("retention works on the store directly, on the server's host (a remote client is refused)",
+                           postgres=True)
 def test_gc_by_age_and_size_with_dry_run(home: Path, filled: dict[str, str]) -> None:
     dry = cli_json(home, "gc", "--max-size", "1", "--dry-run")
     assert dry["dry_run"] and len(dry["runs"]) == 2

@@ -37,73 +37,74 @@ def db(store: sqlite3.Connection) -> sqlite3.Connection:
     return store
 
 
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ("params.lr > 0.01", {"r1"}),
-        ("params.lr >= 0.01", {"r1", "r2"}),
-        ("params.lr > '0.01'", {"r1"}),
-        ("params.lr = '0.5'", {"r3"}),  # text compares the display text
-        ("params.lr = 0.5", set()),  # a string param is not a number
-        ("params.lr != 0.1", {"r2"}),  # needs a numeric lr
-        ("not params.lr = 0.1", {"r2", "r3", "r4", "r5"}),
-        ("params.optimizer.lr < 0.01", {"r1"}),
-        ("params.optimizer.name = 'adam'", {"r1"}),
-        ("params.`batch size` in (64, 128)", {"r2"}),
-        ("params.`batch size` not in (64)", {"r1"}),
-        ("params.use_amp = true", {"r1"}),
-        ("params.use_amp = false", {"r2"}),
-        ("params.layers = '[1, 2]'", {"r1"}),
-        ("params.seed is null", {"r1", "r2", "r3", "r4", "r5"}),  # logged as None = missing
-        ("params.lr is null", {"r4", "r5"}),
-        ("params.lr = null", {"r4", "r5"}),
-        ("params.lr is not null", {"r1", "r2", "r3"}),
-        ("params.optimizer.name ~ 'AD'", {"r1"}),
-        ("params.optimizer.name like 's%'", {"r2"}),
-        ("params.lr in (0.1, '0.5')", {"r1", "r3"}),
-        ("status = 'failed'", {"r1"}),
-        ("status in ('failed', 'killed')", {"r1", "r4"}),
-        ("status not in ('failed', 'killed')", {"r2", "r3", "r5"}),
-        ("status != 'running' and status != 'queued'", {"r1", "r2", "r4"}),
-        ("end_reason = 'signal'", {"r4"}),
-        ("name like 'bert%'", {"r4", "r5"}),
-        ("name like 'BERT_2'", {"r5"}),
-        ("name not like 'bert%'", {"r1", "r2"}),  # a run without a name has nothing to match
-        ("name ~ 'vit'", {"r2"}),
-        ("name !~ 'vit'", {"r1", "r4", "r5"}),
-        ("name is null", {"r3"}),
-        ("host = 'gpu-1' or host = 'gpu-2'", {"r1", "r2"}),
-        ("parent = 'r2'", {"r4"}),
-        ("id in ('r1', 'r5')", {"r1", "r5"}),
-        ("project = 'other'", {"r4"}),
-        ("exit_code != 0", {"r1"}),
-        ("not exit_code = 0", {"r1", "r3", "r4", "r5"}),
-        ("exit_code is null", {"r3", "r4", "r5"}),
-        ("signal = 'SIGTERM'", {"r4"}),
-        ("attempt > 1", {"r4"}),
-        ("duration > 1h", {"r2", "r3"}),  # r3 is still running: until now
-        ("duration < 5m", {"r4"}),
-        ("duration <= 300", {"r1", "r4"}),
-        ("not duration > 0", {"r5"}),
-        ("created >= 300", {"r3", "r4", "r5"}),
-        ("created > '1970-01-01T00:05:00Z'", {"r4", "r5"}),
-        ("created > 80m", {"r3", "r4", "r5"}),  # within 4800 s before NOW = 5000
-        ("ended is not null and ended < 1000", {"r1", "r4"}),
-        ("queued is not null", {"r5"}),
-        ("tags.team = 'vision'", {"r1"}),
-        ("tags.team ~ 'VISION'", {"r1", "r4"}),
-        ("tags.team != 'vision'", {"r2", "r4"}),
-        ("tags.priority = 1", {"r2"}),
-        ("tags.priority is null", {"r1", "r3", "r4", "r5"}),
-        ("metrics.acc > 0.75", {"r2", "r4"}),
-        ("metrics.acc in (0.7, 0.9)", {"r1", "r2"}),
-        ("metrics.acc is null", {"r3", "r5"}),  # NaN is stored as NULL: no value
-        ("metrics.val/loss < 0.5", {"r2"}),
-        ("metrics.`val/loss` >= 0.5", {"r1"}),
-        ("not (metrics.acc > 0.75 or status = 'failed')", {"r3", "r5"}),
-        ("(status = 'failed' or status = 'killed') and not tags.team = 'vision'", {"r4"}),
-    ],
-)
+# every filter and the runs it selects (tests/query/test_query_postgres.py runs them on PostgreSQL too)
+FILTER_CASES: list[tuple[str, set[str]]] = [
+    ("params.lr > 0.01", {"r1"}),
+    ("params.lr >= 0.01", {"r1", "r2"}),
+    ("params.lr > '0.01'", {"r1"}),
+    ("params.lr = '0.5'", {"r3"}),  # text compares the display text
+    ("params.lr = 0.5", set()),  # a string param is not a number
+    ("params.lr != 0.1", {"r2"}),  # needs a numeric lr
+    ("not params.lr = 0.1", {"r2", "r3", "r4", "r5"}),
+    ("params.optimizer.lr < 0.01", {"r1"}),
+    ("params.optimizer.name = 'adam'", {"r1"}),
+    ("params.`batch size` in (64, 128)", {"r2"}),
+    ("params.`batch size` not in (64)", {"r1"}),
+    ("params.use_amp = true", {"r1"}),
+    ("params.use_amp = false", {"r2"}),
+    ("params.layers = '[1, 2]'", {"r1"}),
+    ("params.seed is null", {"r1", "r2", "r3", "r4", "r5"}),  # logged as None = missing
+    ("params.lr is null", {"r4", "r5"}),
+    ("params.lr = null", {"r4", "r5"}),
+    ("params.lr is not null", {"r1", "r2", "r3"}),
+    ("params.optimizer.name ~ 'AD'", {"r1"}),
+    ("params.optimizer.name like 's%'", {"r2"}),
+    ("params.lr in (0.1, '0.5')", {"r1", "r3"}),
+    ("status = 'failed'", {"r1"}),
+    ("status in ('failed', 'killed')", {"r1", "r4"}),
+    ("status not in ('failed', 'killed')", {"r2", "r3", "r5"}),
+    ("status != 'running' and status != 'queued'", {"r1", "r2", "r4"}),
+    ("end_reason = 'signal'", {"r4"}),
+    ("name like 'bert%'", {"r4", "r5"}),
+    ("name like 'BERT_2'", {"r5"}),
+    ("name not like 'bert%'", {"r1", "r2"}),  # a run without a name has nothing to match
+    ("name ~ 'vit'", {"r2"}),
+    ("name !~ 'vit'", {"r1", "r4", "r5"}),
+    ("name is null", {"r3"}),
+    ("host = 'gpu-1' or host = 'gpu-2'", {"r1", "r2"}),
+    ("parent = 'r2'", {"r4"}),
+    ("id in ('r1', 'r5')", {"r1", "r5"}),
+    ("project = 'other'", {"r4"}),
+    ("exit_code != 0", {"r1"}),
+    ("not exit_code = 0", {"r1", "r3", "r4", "r5"}),
+    ("exit_code is null", {"r3", "r4", "r5"}),
+    ("signal = 'SIGTERM'", {"r4"}),
+    ("attempt > 1", {"r4"}),
+    ("duration > 1h", {"r2", "r3"}),  # r3 is still running: until now
+    ("duration < 5m", {"r4"}),
+    ("duration <= 300", {"r1", "r4"}),
+    ("not duration > 0", {"r5"}),
+    ("created >= 300", {"r3", "r4", "r5"}),
+    ("created > '1970-01-01T00:05:00Z'", {"r4", "r5"}),
+    ("created > 80m", {"r3", "r4", "r5"}),  # within 4800 s before NOW = 5000
+    ("ended is not null and ended < 1000", {"r1", "r4"}),
+    ("queued is not null", {"r5"}),
+    ("tags.team = 'vision'", {"r1"}),
+    ("tags.team ~ 'VISION'", {"r1", "r4"}),
+    ("tags.team != 'vision'", {"r2", "r4"}),
+    ("tags.priority = 1", {"r2"}),
+    ("tags.priority is null", {"r1", "r3", "r4", "r5"}),
+    ("metrics.acc > 0.75", {"r2", "r4"}),
+    ("metrics.acc in (0.7, 0.9)", {"r1", "r2"}),
+    ("metrics.acc is null", {"r3", "r5"}),  # NaN is stored as NULL: no value
+    ("metrics.val/loss < 0.5", {"r2"}),
+    ("metrics.`val/loss` >= 0.5", {"r1"}),
+    ("not (metrics.acc > 0.75 or status = 'failed')", {"r3", "r5"}),
+    ("(status = 'failed' or status = 'killed') and not tags.team = 'vision'", {"r4"}),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), FILTER_CASES)
 def test_filters_select_the_right_runs(
     db: sqlite3.Connection, text: str, expected: set[str]
 ) -> None:
@@ -111,25 +112,25 @@ def test_filters_select_the_right_runs(
     assert {r["id"] for r in RUNS if matches(text, r, now=NOW)} == expected
 
 
-@pytest.mark.parametrize(
-    ("order", "expected"),
-    [
-        (None, ["r5", "r4", "r3", "r2", "r1"]),
-        ("created", ["r1", "r2", "r3", "r4", "r5"]),
-        ("-metrics.acc", ["r2", "r4", "r1", "r5", "r3"]),  # missing last, ties newest first
-        ("metrics.acc", ["r1", "r4", "r2", "r5", "r3"]),
-        ("params.lr", ["r2", "r1", "r3", "r5", "r4"]),  # numbers, then text, then missing
-        ("-params.lr", ["r1", "r2", "r3", "r5", "r4"]),
-        ("-ended", ["r2", "r4", "r1", "r5", "r3"]),
-        ("ended", ["r1", "r4", "r2", "r5", "r3"]),
-        ("-duration", ["r3", "r2", "r1", "r4", "r5"]),
-        ("tags.team", ["r4", "r2", "r1", "r5", "r3"]),
-        ("-tags.team", ["r1", "r2", "r4", "r5", "r3"]),
-        ("status,-created", ["r1", "r4", "r5", "r3", "r2"]),
-        ("-params.`batch size`,metrics.acc", ["r2", "r1", "r4", "r5", "r3"]),
-        ("exit_code desc, metrics.val/loss", ["r1", "r2", "r5", "r4", "r3"]),
-    ],
-)
+ORDER_CASES: list[tuple[str | None, list[str]]] = [
+    (None, ["r5", "r4", "r3", "r2", "r1"]),
+    ("created", ["r1", "r2", "r3", "r4", "r5"]),
+    ("-metrics.acc", ["r2", "r4", "r1", "r5", "r3"]),  # missing last, ties newest first
+    ("metrics.acc", ["r1", "r4", "r2", "r5", "r3"]),
+    ("params.lr", ["r2", "r1", "r3", "r5", "r4"]),  # numbers, then text, then missing
+    ("-params.lr", ["r1", "r2", "r3", "r5", "r4"]),
+    ("-ended", ["r2", "r4", "r1", "r5", "r3"]),
+    ("ended", ["r1", "r4", "r2", "r5", "r3"]),
+    ("-duration", ["r3", "r2", "r1", "r4", "r5"]),
+    ("tags.team", ["r4", "r2", "r1", "r5", "r3"]),
+    ("-tags.team", ["r1", "r2", "r4", "r5", "r3"]),
+    ("status,-created", ["r1", "r4", "r5", "r3", "r2"]),
+    ("-params.`batch size`,metrics.acc", ["r2", "r1", "r4", "r5", "r3"]),
+    ("exit_code desc, metrics.val/loss", ["r1", "r2", "r5", "r4", "r3"]),
+]
+
+
+@pytest.mark.parametrize(("order", "expected"), ORDER_CASES)
 def test_ordering_puts_missing_values_last(
     db: sqlite3.Connection, order: str | None, expected: list[str]
 ) -> None:

@@ -32,10 +32,17 @@ def clean_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return client_home
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+def server_store(request: pytest.FixtureRequest) -> str:
+    """The store a test server serves: its home's SQLite file, or a fresh PostgreSQL database."""
+    return str(request.getfixturevalue("postgres_uri")) if request.param == "postgres" else ""
+
+
 @pytest.fixture
-def live(tmp_path: Path) -> Iterator[RunningServer]:
+def live(tmp_path: Path, server_store: str) -> Iterator[RunningServer]:
     """A real server with --auth and small limits (1 MiB bodies, 4 MiB inflated, 8 MiB uploads), on a loopback port."""
-    with serve_in_thread(tmp_path / "srv", auth=True, max_body=1 << 20, max_inflated=4 << 20, max_upload=8 << 20) as running:
+    with serve_in_thread(tmp_path / "srv", auth=True, max_body=1 << 20, max_inflated=4 << 20, max_upload=8 << 20,
+                         store_uri=server_store) as running:
         yield running
 
 
@@ -55,9 +62,9 @@ def api(live: RunningServer, token: Callable[..., str]) -> Iterator[httpx.Client
 
 
 @pytest.fixture
-def server(tmp_path: Path, clean_env: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[RunningServer]:
+def server(tmp_path: Path, clean_env: Path, monkeypatch: pytest.MonkeyPatch, server_store: str) -> Iterator[RunningServer]:
     """A real server (auth on) on a loopback port; FLIGHTLOG_URL and an admin token are set for the SDK and CLI."""
-    with serve_in_thread(tmp_path / "srv", auth=True) as running:
+    with serve_in_thread(tmp_path / "srv", auth=True, store_uri=server_store) as running:
         monkeypatch.setenv("FLIGHTLOG_URL", running.url)
         monkeypatch.setenv("FLIGHTLOG_TOKEN", running.token("admin"))
         yield running

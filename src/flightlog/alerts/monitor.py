@@ -116,7 +116,7 @@ def _start(run: Any, alerts: str | Path | None, say: Callable[[str], None]) -> M
         return NullMonitor()
     from flightlog.alerts.dispatch import Dispatcher
     from flightlog.alerts.engine import AlertEngine
-    from flightlog.alerts.feeds.sqlite import SqliteFeed
+    from flightlog.alerts.feeds.store import StoreFeed
     from flightlog.alerts.lookup import Lookup
     from flightlog.alerts.stores import open_alert_store
     from flightlog.client import Client
@@ -124,7 +124,7 @@ def _start(run: Any, alerts: str | Path | None, say: Callable[[str], None]) -> M
     client = Client(settings=settings)
     try:
         alert_store = open_alert_store(client.store)
-        feed = SqliteFeed(client.store, run_id=run.id)
+        feed = StoreFeed(client.store, run_id=run.id)
     except Exception:
         client.close()
         raise

@@ -1,4 +1,4 @@
-"""An engine over every run of an embedded store: what ``flightlog alerts watch`` and the
+"""An engine over every run of a store (embedded SQLite or PostgreSQL): what ``flightlog alerts watch`` and the
 server's background evaluation run."""
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ __all__ = ["build_engine"]
 def build_engine(client: Any, config: AlertConfig, *, say: Callable[[str], None],
                  started: float | None = None) -> tuple[AlertEngine, Dispatcher]:
     """An engine (and its dispatcher) over every run of ``client``'s store."""
-    from flightlog.alerts.feeds.sqlite import SqliteFeed
+    from flightlog.alerts.feeds.store import StoreFeed, feeds_changes
 
     store = client.store
-    if getattr(store, "db", None) is None:
-        raise InvalidInput("live evaluation of every run needs the embedded store; "
+    if not feeds_changes(store):
+        raise InvalidInput("live evaluation of every run needs a store (the embedded one or PostgreSQL); "
                            "a flightlog server evaluates the runs that report to it")
     alert_store = open_alert_store(store)
 
@@ -32,7 +32,7 @@ def build_engine(client: Any, config: AlertConfig, *, say: Callable[[str], None]
         say(f"alerts: notifier {o.notifier} failed after {o.attempts} attempt{'s' if o.attempts != 1 else ''}: {o.error}")
 
     dispatcher = Dispatcher(alert_store, on_failure=failed)
-    feed = SqliteFeed(store, lookback=config.settings.lookback, started=started)
+    feed = StoreFeed(store, lookback=config.settings.lookback, started=started)
     engine = AlertEngine(config, feed, alert_store, Lookup(store, diagnose=client.diagnose), dispatcher,
                          on_error=lambda m: say(f"alerts: {m}"), load_run=None)
     return engine, dispatcher

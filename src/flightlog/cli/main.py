@@ -46,11 +46,12 @@ def cli(ctx: click.Context, home: str | None) -> None:
 def _register() -> None:
     from flightlog.cli.artifacts import artifacts_cmd
     from flightlog.cli.logs import logs_cmd
-    from flightlog.cli.maintenance import gc_cmd, sync_cmd, version_cmd
+    from flightlog.cli.maintenance import gc_cmd, migrate_store_cmd, sync_cmd, version_cmd
     from flightlog.cli.metrics import metrics_cmd
     from flightlog.cli.runs import projects_cmd, runs_group
 
-    for command in (runs_group, projects_cmd, logs_cmd, metrics_cmd, artifacts_cmd, sync_cmd, gc_cmd, version_cmd):
+    for command in (runs_group, projects_cmd, logs_cmd, metrics_cmd, artifacts_cmd, sync_cmd, gc_cmd, version_cmd,
+                    migrate_store_cmd):
         cli.add_command(command)
     # features that live in their own sub-packages plug their commands in here
     for module, attr in (

@@ -14,7 +14,7 @@ from flightlog.cli.output import emit_json, format_option
 from flightlog.errors import InvalidInput
 from flightlog.timefmt import format_size, parse_duration, parse_size
 
-__all__ = ["sync_cmd", "gc_cmd", "version_cmd"]
+__all__ = ["sync_cmd", "gc_cmd", "version_cmd", "migrate_store_cmd"]
 
 
 @click.command("sync")
@@ -106,3 +106,27 @@ def version_cmd(fmt: str) -> None:
         emit_json(doc)
     else:
         click.echo(f"flightlog {__version__} (python {doc['python']}, store schema {SCHEMA_VERSION})")
+
+
+@click.command("migrate-store")
+@click.argument("source", metavar="SRC")
+@click.argument("target", metavar="DST")
+@format_option
+def migrate_store_cmd(source: str, target: str, fmt: str) -> None:
+    """Copy an embedded store (a FLIGHTLOG_HOME, its flightlog.db or sqlite:///PATH) into an empty
+    PostgreSQL store (postgresql://USER:PASSWORD@HOST:5432/DB), every row, in one transaction.
+
+    Artifact files stay under the home's artifacts/ directory (see docs/deploy.md)."""
+    from flightlog.store.migrate import copy_sqlite_to_postgres
+    from flightlog.store.postgres.connection import redact_uri
+
+    def say(table: str, rows: int) -> None:
+        if fmt != "json":
+            click.echo(f"  {table}: {rows} row(s)", err=True)
+
+    counts = copy_sqlite_to_postgres(source, target, progress=say)
+    doc = {"source": source, "target": redact_uri(target), "rows": counts, "runs": counts.get("runs", 0)}
+    if fmt == "json":
+        emit_json(doc)
+    else:
+        click.echo(f"copied {doc['runs']} run(s), {sum(counts.values())} row(s) into {doc['target']}", err=True)

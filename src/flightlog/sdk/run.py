@@ -13,13 +13,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from flightlog.errors import InvalidInput
+from flightlog.errors import FlightlogError, InvalidInput
 from flightlog.failure import failure_from_exception
 from flightlog.logevents import level_code
 from flightlog.models import STATUSES
 from flightlog.records import is_json_value
 from flightlog.sdk.stages import StageTimer
-from flightlog.store.artifacts import LocalArtifactStore
+from flightlog.store.artifacts import LocalArtifactStore, open_artifact_store
 
 if TYPE_CHECKING:
     from flightlog.config import Settings
@@ -259,7 +259,14 @@ class Run:
 
     # ── artifacts, inputs, checkpoints, evidence ─────────────────────────────
     def _artifact_store(self) -> LocalArtifactStore:
-        return LocalArtifactStore(self.settings.home / "artifacts")
+        store: LocalArtifactStore | None = getattr(self, "_artifacts", None)
+        if store is None:
+            if self.settings.url:  # the journal's artifact records carry local blobs to the server
+                store = LocalArtifactStore(self.settings.home / "artifacts")
+            else:
+                store = open_artifact_store(self.settings.home, self.settings.artifacts)
+            self._artifacts = store
+        return store
 
     def log_artifact(
         self, path: str | os.PathLike[str], role: str = "output", kind: str | None = None, name: str | None = None
@@ -289,8 +296,9 @@ class Run:
     def _put(self, source: Path, rel: str, role: str, kind: str, **extra: Any) -> dict[str, Any]:
         try:
             sha, size, uri = self._artifact_store().put_file(source)
-        except OSError as exc:
-            self._w._warn_once("artifact", f"cannot copy {source} into the artifact store ({exc}); recorded without content")
+        except (OSError, FlightlogError) as exc:  # a full disk, an unreachable bucket: never the workload's problem
+            reason = exc.message if isinstance(exc, FlightlogError) else str(exc)
+            self._w._warn_once("artifact", f"cannot copy {source} into the artifact store ({reason}); recorded without content")
             sha, size, uri = None, source.stat().st_size, None
         record = {"role": role, "kind": kind, "path": rel, "source": str(source), "size": size, "sha256": sha,
                   "uri": uri, **extra}

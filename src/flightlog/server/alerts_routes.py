@@ -150,7 +150,9 @@ OPERATIONS = [
 
 
 class AlertService:
-    """Evaluates the rules over every run of the server's store, every ``settings.interval``."""
+    """Evaluates the rules over every run of the server's store, every ``settings.interval``,
+    while this server leads: of several servers sharing one PostgreSQL, one evaluates at a time
+    (``store.leadership``), and another takes over, adopting the open alerts, when it stops."""
 
     def __init__(self, state: AppState, path: Path) -> None:
         from flightlog.alerts.service import build_engine
@@ -159,6 +161,10 @@ class AlertService:
         self.path = path
         self.config = load_config(path)
         self.client = Client(home=state.config.home, store=state.config.store_uri)
+        self.lead = self.client.store.leadership("alerts")  # type: ignore[attr-defined]
+        # built now so that a broken setup is reported at start; rebuilt when the lead comes back
+        self.engine: Any = None
+        self.dispatcher: Any = None
         self.engine, self.dispatcher = build_engine(self.client, self.config, say=log.warning)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="flightlog-alerts", daemon=True)
@@ -171,14 +177,27 @@ class AlertService:
     def _loop(self) -> None:
         while not self._stop.wait(self.config.settings.interval):
             try:
+                if not self.lead.held():
+                    self._step_down()
+                    continue
+                if self.engine is None:
+                    from flightlog.alerts.service import build_engine
+
+                    self.engine, self.dispatcher = build_engine(self.client, self.config, say=log.warning)
                 self.engine.cycle()
             except Exception:  # noqa: BLE001 - alerting never takes the server down
                 log.exception("alert evaluation failed")
 
+    def _step_down(self, timeout: float = 10.0) -> None:
+        if self.dispatcher is not None:
+            self.dispatcher.close(timeout)
+        self.engine = self.dispatcher = None
+
     def stop(self, timeout: float = 10.0) -> None:
         self._stop.set()
         self._thread.join(timeout=timeout)
-        self.dispatcher.close(timeout)
+        self._step_down(timeout)
+        self.lead.release()
         self.client.close()
 
 

@@ -22,7 +22,7 @@ from starlette.types import ASGIApp
 from flightlog.errors import FlightlogError, NotFound
 from flightlog.server import alerts_routes
 from flightlog.server.auth import Principal, authenticate
-from flightlog.server.blobs import BlobStore
+from flightlog.server.blobs import open_blob_store
 from flightlog.server.config import ServerConfig
 from flightlog.server.context import AppState, Ctx
 from flightlog.server.guard import ErrorGuard, render_exception
@@ -102,7 +102,12 @@ def create_app(config: ServerConfig, *, store: ServerStore | None = None) -> Fli
         store = cast(ServerStore, open_store(config.store_uri))
     store.query_timeout = config.query_timeout
     metrics = Metrics()
-    state = AppState(config=config, store=store, blobs=BlobStore(config.home / "artifacts"), metrics=metrics)
+    try:
+        blobs = open_blob_store(config.home, config.artifacts)
+    except BaseException:
+        store.close()
+        raise
+    state = AppState(config=config, store=store, blobs=blobs, metrics=metrics)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

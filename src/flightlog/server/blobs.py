@@ -24,7 +24,8 @@ from flightlog.errors import InvalidInput, NotFound
 from flightlog.store.artifacts import LocalArtifactStore, check_artifact_path
 from flightlog.transport.wire import PayloadTooLarge
 
-__all__ = ["BlobStore", "DigestMismatch", "check_digest", "check_artifact_path", "download_headers"]
+__all__ = ["BlobStore", "S3BlobStore", "open_blob_store", "DigestMismatch", "check_digest", "check_artifact_path",
+           "download_headers"]
 
 _DIGEST = re.compile(r"^[0-9a-f]{64}$")
 _WRITE_EVERY = 1 << 20
@@ -123,6 +124,46 @@ class BlobStore(LocalArtifactStore):
             return
         blob.parent.mkdir(parents=True, exist_ok=True)
         os.replace(tmp_name, blob)
+
+
+class S3BlobStore(BlobStore):
+    """Blobs in S3-compatible object storage: an upload is received and checked on local disk
+    as above, then sent to the bucket (multipart when large: visible only once complete) and
+    removed locally; a download is fetched once into the local cache, verified, then served."""
+
+    def __init__(self, root: Path, objects: Any) -> None:
+        super().__init__(root)
+        self.objects = objects  # flightlog.store.objectstore.S3ArtifactStore over the same cache root
+
+    def size_of(self, digest: str) -> int | None:
+        size: int | None = self.objects.size_of(check_digest(digest))
+        return size
+
+    def response(self, digest: str, filename: str) -> FileResponse:
+        self.objects.path_of(f"cas:sha256/{check_digest(digest)}")  # NotFound when the bucket lacks it
+        return super().response(digest, filename)
+
+    def _place(self, tmp_name: str, sha: str) -> None:
+        try:
+            self.objects.put_verified(tmp_name, sha)
+        finally:
+            _remove(tmp_name)
+
+    def remove_unreferenced(self, referenced: set[str], *, dry_run: bool = False) -> tuple[int, int]:
+        result: tuple[int, int] = self.objects.remove_unreferenced(referenced, dry_run=dry_run)
+        return result
+
+
+def open_blob_store(home: Path, artifacts: str | None) -> BlobStore:
+    """The server's blobs: in ``artifacts`` (an s3:// URI, checked now so a missing bucket or
+    denied access stops the server with a clear error) or under ``home/artifacts``."""
+    if not artifacts:
+        return BlobStore(home / "artifacts")
+    from flightlog.store.artifacts import open_artifact_store
+
+    objects: Any = open_artifact_store(home, artifacts)
+    objects.check()
+    return S3BlobStore(home / "artifacts", objects)
 
 
 def _remove(path: str) -> None:

@@ -52,6 +52,8 @@ class ServerConfig:
     422 ``query_timeout``; None: no limit. Bounds how long one request holds the store."""
     alerts: str | None = None
     """Alert rules evaluated in the background (else ./flightlog.alerts.yaml, else HOME/alerts.yaml)."""
+    artifacts: str | None = None
+    """Where artifact blobs live: ``s3://BUCKET/PREFIX`` (FLIGHTLOG_ARTIFACTS), else HOME/artifacts."""
 
     @classmethod
     def for_home(cls, home: str | os.PathLike[str] | None = None, **overrides: object) -> ServerConfig:
@@ -67,6 +69,8 @@ class ServerConfig:
                 f"FLIGHTLOG_STORE={store!r} names a server: a server serves a store directly "
                 "(sqlite:///PATH, or unset it to use HOME/flightlog.db)"
             )
+        if "artifacts" not in overrides:
+            overrides["artifacts"] = os.environ.get("FLIGHTLOG_ARTIFACTS", "").strip() or None
         if overrides.get("allowed_hosts") is None:
             from flightlog.server.hosts import env_allowed_hosts
 

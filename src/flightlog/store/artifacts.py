@@ -17,7 +17,7 @@ from pathlib import Path
 
 from flightlog.errors import InvalidInput, NotFound
 
-__all__ = ["LocalArtifactStore", "check_artifact_path", "hash_file"]
+__all__ = ["LocalArtifactStore", "check_artifact_path", "hash_file", "open_artifact_store"]
 
 _CHUNK = 1 << 20
 
@@ -127,3 +127,18 @@ class LocalArtifactStore:
             if not dry_run:
                 blob.unlink(missing_ok=True)
         return files, size
+
+
+def open_artifact_store(home: Path, uri: str | None = None) -> LocalArtifactStore:
+    """The artifact store ``FLIGHTLOG_ARTIFACTS`` names: ``s3://bucket/prefix`` (object storage,
+    cached under ``home/artifacts``), or by default the directory ``home/artifacts``."""
+    if not uri:
+        return LocalArtifactStore(home / "artifacts")
+    if uri.startswith("s3://"):
+        from flightlog.store.objectstore import S3ArtifactStore
+
+        return S3ArtifactStore(uri, home / "artifacts")
+    from flightlog.errors import InvalidInput
+
+    raise InvalidInput(f"FLIGHTLOG_ARTIFACTS={uri!r} is not an artifact store: use s3://BUCKET/PREFIX, or unset it "
+                       "to keep artifacts under FLIGHTLOG_HOME/artifacts")

@@ -1,5 +1,5 @@
 """Stores chosen by URI scheme: ``sqlite:///path/flightlog.db``, ``http(s)://server`` (a flightlog
-server's API), ``postgresql://`` later.
+server's API), ``postgresql://user:password@host:5432/db`` (a shared PostgreSQL database).
 
 No ``if backend == ...`` anywhere else: callers ask :func:`open_store` and get a :class:`Store`.
 """
@@ -63,3 +63,17 @@ def _http(uri: str) -> Store:
 
 register("http", _http)
 register("https", _http)
+
+
+def _postgres(uri: str) -> Store:
+    try:
+        from flightlog.store.postgres.store import PostgresStore
+    except ImportError as exc:
+        raise InvalidInput(
+            f"a PostgreSQL store needs psycopg 3 and psycopg-pool ({exc}): pip install 'flightlog[postgres]'"
+        ) from None
+    return PostgresStore(uri)
+
+
+register("postgresql", _postgres)
+register("postgres", _postgres)

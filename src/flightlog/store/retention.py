@@ -52,9 +52,7 @@ def plan_gc(client: Any, *, older_than: float | None, max_size: int | None, now:
 
 
 def _digests_after(store: Any, deleted: set[str]) -> set[str]:
-    with store.db.read() as conn:
-        rows = conn.execute("SELECT run_id, sha256 FROM artifacts WHERE uri LIKE 'cas:%'").fetchall()
-    return {sha for run_id, sha in rows if run_id not in deleted}
+    return {sha for run_id, sha in store.kept_digests() if run_id not in deleted}
 
 
 def _shipped_finished_journals(client: Any) -> list[Any]:
@@ -79,7 +77,6 @@ def run_gc(client: Any, plan: GcPlan) -> dict[str, Any]:
     journals = _shipped_finished_journals(client)
     for journal in journals:
         journal.remove()
-    with store.db.read() as conn:  # outside a transaction: give the space back to the file system
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    store.reclaim_space()
     return {"runs": plan.run_ids, "run_bytes": plan.run_bytes, "blobs": blobs, "blob_bytes": blob_bytes,
             "journals": len(journals)}

@@ -24,7 +24,7 @@ def open_alert_store(store: Any) -> AlertStore:
         if accepts(store):
             return build(store)
     raise InvalidInput(
-        f"alerts are kept in the embedded store or by a flightlog server; {type(store).__name__} keeps none "
+        f"alerts are kept in the embedded store, in PostgreSQL or by a flightlog server; {type(store).__name__} keeps none "
         "(unset FLIGHTLOG_STORE, or point FLIGHTLOG_URL at a server)"
     )
 
@@ -42,6 +42,23 @@ def _sqlite(store: Any) -> AlertStore:
 
 
 register(_is_sqlite, _sqlite)
+
+
+def _is_postgres(store: Any) -> bool:
+    try:
+        from flightlog.store.postgres.connection import PgDatabase
+    except ImportError:  # psycopg is not installed: no store can be a PostgreSQL one
+        return False
+    return isinstance(getattr(store, "db", None), PgDatabase)
+
+
+def _postgres(store: Any) -> AlertStore:
+    from flightlog.alerts.stores.postgres import PostgresAlertStore
+
+    return PostgresAlertStore(store.db)
+
+
+register(_is_postgres, _postgres)
 
 
 def _is_http(store: Any) -> bool:

@@ -52,7 +52,7 @@ async def download_artifact(ctx: Ctx) -> Response:
     if digest is None:
         where = f" (it stays at {art.uri} on the machine that logged it)" if art.uri else ""
         raise NotFound(f"artifact {path!r} was recorded without its content{where}")
-    return ctx.state.blobs.response(digest, filename_of(path))
+    return await ctx.call(ctx.state.blobs.response, digest, filename_of(path))  # off the loop: may download
 
 
 async def upload_artifact(ctx: Ctx) -> Response:
@@ -87,7 +87,7 @@ async def _visible_blob(ctx: Ctx, digest: str) -> bool:
 
 async def head_blob(ctx: Ctx) -> Response:
     digest = check_digest(ctx.path("digest"))
-    size = ctx.state.blobs.size_of(digest)
+    size = await ctx.call(ctx.state.blobs.size_of, digest)
     if size is None or not await _visible_blob(ctx, digest):
         return Response(status_code=404)
     return Response(status_code=200, headers={"Content-Length": str(size)})
@@ -97,7 +97,7 @@ async def get_blob(ctx: Ctx) -> Response:
     digest = check_digest(ctx.path("digest"))
     if ctx.principal.project is not None and not await ctx.call(ctx.store.has_digest, digest, ctx.principal.project):
         raise NotFound(f"no artifact of project {ctx.principal.project!r} has the content {digest[:12]}…")
-    return ctx.state.blobs.response(digest, digest)
+    return await ctx.call(ctx.state.blobs.response, digest, digest)
 
 
 async def put_blob(ctx: Ctx) -> Response:
@@ -105,7 +105,7 @@ async def put_blob(ctx: Ctx) -> Response:
     yet must send all of it (the hash is checked) even when the server has it: that upload is
     what lets its project's artifacts point at the content."""
     digest = check_digest(ctx.path("digest"))
-    size = ctx.state.blobs.size_of(digest)
+    size = await ctx.call(ctx.state.blobs.size_of, digest)
     if size is not None and await _visible_blob(ctx, digest):
         return json_response({**blob_info(digest, size), "created": False})
     existed = size is not None

@@ -27,6 +27,7 @@ from flightlog.query.regex import GrepPattern, compile_grep
 from flightlog.records import decode_log_chunk, param_value
 from flightlog.store.base import IngestResult
 from flightlog.store.budget import Deadline, query_timeout_from_env
+from flightlog.store.changes import FEED_TABLES, Changes, Cursor
 from flightlog.store.sqlite.access import AccessRecords
 from flightlog.store.sqlite.connection import Database
 from flightlog.store.sqlite.ingest import apply_records
@@ -107,6 +108,10 @@ class SqliteStore(AccessRecords):
     def close(self) -> None:
         self.db.close()
 
+    def leadership(self, name: str) -> SoleLeader:
+        """One machine's file: whoever serves it leads (several evaluators agree by compare-and-set)."""
+        return SoleLeader()
+
     # ── runs ────────────────────────────────────────────────────────────────
     def resolve(self, ref: str) -> str:
         ref = ref.strip()
@@ -158,15 +163,7 @@ class SqliteStore(AccessRecords):
             return self._hydrate(conn, rows)
 
     def _hydrate(self, conn: sqlite3.Connection, rows: list[Any]) -> list[RunInfo]:
-        runs = [
-            RunInfo(
-                id=r[0], project=r[1], name=r[2], parent_id=r[3], status=r[4], end_reason=r[5],
-                created=r[6], queued=r[7], started=r[8], ended=r[9], exit_code=r[10], signal=r[11],
-                attempt=r[12], host=r[13], pid=r[14], failure=json.loads(r[15]) if r[15] else None,
-                timeline=json.loads(r[16]) if r[16] else {}, updated=r[17],
-            )
-            for r in rows
-        ]
+        runs = [run_row(r) for r in rows]
         if not runs:
             return runs
         by_id = {r.id: r for r in runs}
@@ -267,6 +264,16 @@ class SqliteStore(AccessRecords):
         with self.db.read() as conn:
             return {r[0] for r in conn.execute("SELECT DISTINCT sha256 FROM artifacts WHERE uri LIKE 'cas:%'")}
 
+    def kept_digests(self) -> list[tuple[str, str]]:
+        """(run id, sha256) of every artifact whose content the store keeps (for gc)."""
+        with self.db.read() as conn:
+            return conn.execute("SELECT run_id, sha256 FROM artifacts WHERE uri LIKE 'cas:%'").fetchall()
+
+    def reclaim_space(self) -> None:
+        """After deletions: give the space back to the file system (outside a transaction)."""
+        with self.db.read() as conn:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
     def evidence(self, run_id: str, kind: str | None = None, name: str | None = None) -> list[dict[str, Any]]:
         sql, args = "SELECT kind, name, time, data FROM evidence WHERE run_id=?", [run_id]
         if kind is not None:
@@ -358,26 +365,7 @@ class SqliteStore(AccessRecords):
                 "SELECT name, start, end, attempt, sampled, attrs FROM spans WHERE run_id=? ORDER BY start",
                 (run_id,),
             ).fetchall()
-        merged: dict[str, StageSummary] = {}
-        for name, count, total, mn, mx, first, last, hist in stats:
-            h = json.loads(hist)
-            cur = merged.get(name)
-            if cur is None:
-                merged[name] = StageSummary(name, count, total, mn, mx, first, last, h)
-                continue
-            cur.count += count
-            cur.total += total
-            cur.min, cur.max = min(cur.min, mn), max(cur.max, mx)
-            cur.first_start = _min_opt(cur.first_start, first)
-            cur.last_end = _max_opt(cur.last_end, last)
-            cur.hist = [a + b for a, b in zip(cur.hist, h, strict=False)]
-        for name, start, end, attempt, sampled, attrs in spans:
-            span = Span(name, start, end, attempt, bool(sampled), json.loads(attrs) if attrs else None)
-            if name not in merged:  # a span logged without stats (e.g. by the runner)
-                d = end - start
-                merged[name] = StageSummary(name, 1, d, d, d, start, end, [])
-            merged[name].spans.append(span)
-        return sorted(merged.values(), key=lambda s: (s.first_start or 0.0, s.name))
+        return merge_stages(stats, spans)
 
     def resource_samples(self, run_id: str, since: float | None = None) -> list[dict[str, Any]]:
         with self.db.read() as conn:
@@ -491,6 +479,109 @@ class SqliteStore(AccessRecords):
     def touch_token(self, token_id: str, when: float) -> None:
         with self.db.write() as conn:
             conn.execute("UPDATE tokens SET last_used=? WHERE id=?", (when, token_id))
+
+    # ── changes since a cursor (store/changes.py): the alert feed ─────────────
+    def change_cursor(self) -> dict[str, int]:
+        with self.db.read() as conn:
+            return {t: int(conn.execute(f"SELECT COALESCE(MAX(id), 0) FROM {t}").fetchone()[0]) for t in FEED_TABLES}
+
+    def changes(self, after: Cursor, upto: Cursor | None = None, *, run_id: str | None = None,
+                metrics: bool = True, samples: bool = True, activity: bool = True,
+                samples_since: float | None = None) -> Changes:
+        with self.db.read() as conn:  # one lock: the cursor and the rows agree
+            hi = dict(upto) if upto is not None else self.change_cursor()
+
+            def where(table: str) -> tuple[str, list[Any]]:
+                sql = "id > ? AND id <= ?"
+                args: list[Any] = [after[table], hi[table]]
+                if run_id is not None:
+                    sql, args = "run_id = ? AND " + sql, [run_id, *args]
+                return sql, args
+
+            out = Changes(hi)
+            if metrics:
+                w, a = where("metric_chunks")
+                out.metric_chunks = conn.execute(
+                    f"SELECT run_id, name, steps, times, vals FROM metric_chunks WHERE {w} ORDER BY id", a).fetchall()
+            w, a = where("resource_samples")
+            if samples_since is not None:
+                w, a = w + " AND time >= ?", [*a, samples_since]
+            if samples:
+                out.samples = conn.execute(f"SELECT run_id, id, data FROM resource_samples WHERE {w}", a).fetchall()
+            if activity:
+                out.fresh = dict(conn.execute(
+                    f"SELECT run_id, MAX(time) FROM resource_samples WHERE {w} GROUP BY run_id", a).fetchall())
+                w, a = where("log_chunks")
+                out.last_log = dict(conn.execute(
+                    f"SELECT run_id, MAX(last_time) FROM log_chunks WHERE {w} GROUP BY run_id", a).fetchall())
+        return out
+
+    def feed_runs(self, *, run_id: str | None = None, updated_since: float | None = None) -> list[RunInfo]:
+        with self.db.read() as conn:
+            if run_id is not None:
+                rows = conn.execute(f"SELECT {_RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchall()
+            else:
+                rows = conn.execute(
+                    f"SELECT {_RUN_COLUMNS} FROM runs WHERE status IN ('created','queued','running') OR updated >= ?",
+                    (updated_since if updated_since is not None else float("-inf"),)).fetchall()
+        return [run_row(r) for r in rows]
+
+    def run_labels(self, run_ids: Sequence[str]) -> dict[str, tuple[dict[str, Any], dict[str, str]]]:
+        out: dict[str, tuple[dict[str, Any], dict[str, str]]] = {rid: ({}, {}) for rid in run_ids}
+        ids = list(out)
+        with self.db.read() as conn:
+            for start in range(0, len(ids), 500):
+                part = ids[start : start + 500]
+                marks = ",".join("?" * len(part))
+                for rid, key, value, kind in conn.execute(
+                        f"SELECT run_id, key, value, kind FROM params WHERE run_id IN ({marks})", part):
+                    out[rid][0][key] = param_value(value, kind)
+                for rid, key, value in conn.execute(
+                        f"SELECT run_id, key, value FROM tags WHERE run_id IN ({marks})", part):
+                    out[rid][1][key] = value
+        return out
+
+
+def merge_stages(stats: Sequence[Any], spans: Sequence[Any]) -> list[StageSummary]:
+    """Stage statistics of every writer merged per stage, with their sampled spans (any SQL store)."""
+    merged: dict[str, StageSummary] = {}
+    for name, count, total, mn, mx, first, last, hist in stats:
+        h = json.loads(hist)
+        cur = merged.get(name)
+        if cur is None:
+            merged[name] = StageSummary(name, count, total, mn, mx, first, last, h)
+            continue
+        cur.count += count
+        cur.total += total
+        cur.min, cur.max = min(cur.min, mn), max(cur.max, mx)
+        cur.first_start = _min_opt(cur.first_start, first)
+        cur.last_end = _max_opt(cur.last_end, last)
+        cur.hist = [a + b for a, b in zip(cur.hist, h, strict=False)]
+    for name, start, end, attempt, sampled, attrs in spans:
+        span = Span(name, start, end, attempt, bool(sampled), json.loads(attrs) if attrs else None)
+        if name not in merged:  # a span logged without stats (e.g. by the runner)
+            d = end - start
+            merged[name] = StageSummary(name, 1, d, d, d, start, end, [])
+        merged[name].spans.append(span)
+    return sorted(merged.values(), key=lambda s: (s.first_start or 0.0, s.name))
+
+
+class SoleLeader:
+    def held(self) -> bool:
+        return True
+
+    def release(self) -> None:
+        pass
+
+
+def run_row(r: Any) -> RunInfo:
+    """A row of ``_RUN_COLUMNS`` (any SQL store) → RunInfo without params, tags or metrics."""
+    return RunInfo(
+        id=r[0], project=r[1], name=r[2], parent_id=r[3], status=r[4], end_reason=r[5],
+        created=r[6], queued=r[7], started=r[8], ended=r[9], exit_code=r[10], signal=r[11],
+        attempt=r[12], host=r[13], pid=r[14], failure=json.loads(r[15]) if r[15] else None,
+        timeline=json.loads(r[16]) if r[16] else {}, updated=r[17],
+    )
 
 
 def _token_row(row: Any) -> dict[str, Any]:

@@ -1,0 +1,296 @@
+"""Load test of the scaled setup: many writers and readers, two servers, one PostgreSQL.
+
+W writers (async clients, spread over --procs processes) each own one run and, every
+--interval seconds, POST one ingest batch (a metrics record of --points points and a logs
+record of --lines lines, in the wire format the SDK's shipper uses) to one of two
+`flightlog server` processes sharing one PostgreSQL store. A writer whose server fails
+(refused, reset, 5xx, timeout) sends the same batch — same sequence numbers — to the other
+server: that is the failover the SDK's journal gives (a replay is idempotent). Meanwhile R
+readers list runs and tail logs on both servers. With --kill-at F, server A is killed
+(SIGKILL) after F of the duration.
+
+At the end every run is read back from PostgreSQL: each point and each log line the writers
+had acknowledged must be there exactly once (no gap, no duplicate). Prints one JSON object:
+points/s, ingest latency p50/p99, read latencies, failovers, and the check.
+
+    python bench/load.py                                   # 200 writers, 5 minutes, kill at half time
+    python bench/load.py --writers 50 --duration 60        # a smaller run
+    python bench/load.py --store postgresql://…            # an existing, empty database
+
+Without --store it starts a throw-away PostgreSQL (flightlog.store.postgres.testing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import multiprocessing
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from array import array
+from pathlib import Path
+from typing import Any
+
+import httpx
+from _common import emit, machine
+
+FLIGHTLOG = str(Path(sys.executable).with_name("flightlog"))
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+# ── writers ──────────────────────────────────────────────────────────────────
+def _records(run_id: str, seq: int, step: int, points: int, lines: int, batch_no: int) -> list[dict[str, Any]]:
+    from flightlog.logevents import LogBatch
+    from flightlog.records import encode_series, log_chunk_payload
+
+    now = time.time()
+    steps = array("q", range(step, step + points))
+    times = array("d", (now + i * 1e-6 for i in range(points)))
+    values = array("d", (1.0 / (s + 1) for s in steps))
+    logs = LogBatch()
+    for i in range(lines):
+        logs.append(now + i * 1e-6, "stdout", 20, f"batch {batch_no} line {i} step {step}")
+    base = {"r": run_id, "w": "w1", "t": now}
+    return [{**base, "k": "metrics", "s": seq, "attempt": 1, "series": {"loss": encode_series(steps, times, values)}},
+            {**base, "k": "logs", "s": seq + 1, **log_chunk_payload(logs)}]
+
+
+async def _writer(servers: list[str], token: str, args: Any, deadline: float, out: dict[str, Any]) -> None:
+    from flightlog.transport.wire import MEDIA_TYPE, encode_batches
+
+    run_id = uuid.uuid4().hex
+    which = random.randrange(len(servers))
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": MEDIA_TYPE, "Content-Encoding": "gzip"}
+    latencies: list[float] = []
+    failovers = 0
+    seq, step, batch_no = 1, 0, 0
+    now = time.time()
+    first = [{"k": "run", "r": run_id, "w": "w1", "s": seq, "t": now, "project": "load", "name": run_id[:8],
+              "status": "running", "created": now, "started": now}]
+    async with httpx.AsyncClient(timeout=30) as client:
+
+        async def send(records: list[dict[str, Any]]) -> None:
+            nonlocal which, failovers
+            body = encode_batches(records)[0][1]
+            while True:
+                t0 = time.perf_counter()
+                try:
+                    r = await client.post(f"{servers[which]}/api/v1/ingest", content=body, headers=headers)
+                    if r.status_code < 500:
+                        r.raise_for_status()
+                        latencies.append(time.perf_counter() - t0)
+                        return
+                except (httpx.TransportError, httpx.HTTPStatusError) as exc:
+                    if isinstance(exc, httpx.HTTPStatusError) and exc.response.status_code < 500:
+                        raise
+                which = (which + 1) % len(servers)  # the other server: same records, same sequence numbers
+                failovers += 1
+                await asyncio.sleep(0.2)
+
+        await send(first)
+        seq += 1
+        await asyncio.sleep(random.random() * args.interval)
+        while time.time() < deadline:
+            await send(_records(run_id, seq, step, args.points, args.lines, batch_no))
+            seq, step, batch_no = seq + 2, step + args.points, batch_no + 1
+            await asyncio.sleep(args.interval)
+        end = time.time()
+        await send([{"k": "run", "r": run_id, "w": "w1", "s": seq, "t": end, "status": "succeeded", "ended": end,
+                     "exit_code": 0}])
+    out["runs"].append({"id": run_id, "points": step, "lines": batch_no * args.lines})
+    out["latencies"].extend(latencies)
+    out["failovers"] += failovers
+
+
+def _writer_process(servers: list[str], token: str, args: Any, count: int, deadline: float, queue: Any) -> None:
+    out: dict[str, Any] = {"runs": [], "latencies": [], "failovers": 0}
+
+    async def main() -> None:
+        await asyncio.gather(*(_writer(servers, token, args, deadline, out) for _ in range(count)))
+
+    asyncio.run(main())
+    queue.put(out)
+
+
+# ── readers ──────────────────────────────────────────────────────────────────
+async def _reader(servers: list[str], token: str, deadline: float, lists: list[float], tails: list[float],
+                  errors: list[str]) -> None:
+    headers = {"Authorization": f"Bearer {token}"}
+    async with httpx.AsyncClient(timeout=30, headers=headers) as client:
+        while time.time() < deadline:
+            server = random.choice(servers)
+            try:
+                t0 = time.perf_counter()
+                r = await client.get(f"{server}/api/v1/runs", params={"project": "load", "limit": 50})
+                r.raise_for_status()
+                lists.append(time.perf_counter() - t0)
+                runs = r.json()["runs"]
+                if runs:
+                    t0 = time.perf_counter()
+                    r = await client.get(f"{server}/api/v1/runs/{random.choice(runs)['id']}/logs",
+                                         params={"tail": "true", "limit": 50})
+                    r.raise_for_status()
+                    tails.append(time.perf_counter() - t0)
+            except httpx.HTTPError as exc:
+                errors.append(f"{type(exc).__name__}: {exc}"[:200])  # the killed server: expected, counted
+            await asyncio.sleep(0.5)
+
+
+# ── servers ──────────────────────────────────────────────────────────────────
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _start_server(store: str, home: Path) -> tuple[subprocess.Popen[bytes], str]:
+    port = _free_port()
+    env = {**os.environ, "FLIGHTLOG_STORE": store, "FLIGHTLOG_HOME": str(home)}
+    proc = subprocess.Popen([FLIGHTLOG, "server", "--port", str(port), "--auth", "--home", str(home)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=open(home.with_suffix(".log"), "wb"))  # noqa: SIM115
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+                return proc, url
+        except httpx.HTTPError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"the server did not start: {home.with_suffix('.log').read_text()[-2000:]}")
+        time.sleep(0.2)
+
+
+def _check(store_uri: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Every acknowledged point and line stored exactly once."""
+    from flightlog.models import LogQuery
+    from flightlog.store.postgres.store import PostgresStore
+
+    store = PostgresStore(store_uri)
+    store.query_timeout = None
+    bad: list[dict[str, Any]] = []
+    stored_points = stored_lines = 0
+    try:
+        for run in runs:
+            steps = list(store.metric_history(run["id"], "loss").steps) if run["points"] else []
+            lines = len(store.logs(run["id"], LogQuery()))
+            stored_points += len(steps)
+            stored_lines += lines
+            if steps != list(range(run["points"])) or lines != run["lines"]:
+                bad.append({"run": run["id"], "sent_points": run["points"], "stored_points": len(steps),
+                            "distinct_points": len(set(steps)), "sent_lines": run["lines"], "stored_lines": lines})
+        statuses = {r.status for r in store.search_runs(project="load")}
+    finally:
+        store.close()
+    return {"runs": len(runs), "stored_points": stored_points, "stored_lines": stored_lines,
+            "runs_with_gaps_or_duplicates": bad[:20], "exactly_once": not bad, "statuses": sorted(statuses)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--writers", type=int, default=200)
+    parser.add_argument("--procs", type=int, default=4, help="processes the writers are spread over")
+    parser.add_argument("--readers", type=int, default=4)
+    parser.add_argument("--duration", type=float, default=300.0, help="seconds of writing")
+    parser.add_argument("--interval", type=float, default=1.0, help="seconds between one writer's batches")
+    parser.add_argument("--points", type=int, default=100, help="metric points per batch")
+    parser.add_argument("--lines", type=int, default=20, help="log lines per batch")
+    parser.add_argument("--kill-at", type=float, default=0.5, help="kill server A after this fraction (0: never)")
+    parser.add_argument("--store", help="an empty PostgreSQL database (default: a throw-away server)")
+    args = parser.parse_args()
+
+    pg = None
+    store_uri = args.store
+    if store_uri is None:
+        from flightlog.store.postgres.testing import TemporaryPostgres
+
+        pg = TemporaryPostgres(max_connections=300).start()
+        store_uri = pg.create_database("load")
+    work = Path(tempfile.mkdtemp(prefix="flightlog-load-"))
+    from flightlog.server.tokens import create_token
+    from flightlog.store.registry import open_store
+
+    seed: Any = open_store(store_uri)
+    token = create_token(seed, "admin", None, "load").secret
+    seed.close()
+    servers = [_start_server(store_uri, work / name) for name in ("a", "b")]
+    urls = [url for _, url in servers]
+    result: dict[str, Any] = {"machine": machine(), "config": {k: v for k, v in vars(args).items() if k != "store"}}
+    try:
+        start = time.time()
+        deadline = start + args.duration
+        queue: Any = multiprocessing.Queue()
+        per = [args.writers // args.procs + (1 if i < args.writers % args.procs else 0) for i in range(args.procs)]
+        procs = [multiprocessing.Process(target=_writer_process, args=(urls, token, args, n, deadline, queue))
+                 for n in per if n]
+        for p in procs:
+            p.start()
+        lists: list[float] = []
+        tails: list[float] = []
+        read_errors: list[str] = []
+        killed_at = None
+
+        async def readers_and_killer() -> float | None:
+            async def killer() -> float | None:
+                if not args.kill_at:
+                    return None
+                await asyncio.sleep(args.duration * args.kill_at)
+                servers[0][0].send_signal(signal.SIGKILL)
+                return time.time() - start
+
+            tasks = [_reader(urls, token, deadline, lists, tails, read_errors) for _ in range(args.readers)]
+            got = await asyncio.gather(killer(), *tasks)
+            return got[0]
+
+        killed_at = asyncio.run(readers_and_killer())
+        outs = [queue.get(timeout=args.duration + 600) for _ in procs]
+        for p in procs:
+            p.join()
+        elapsed = time.time() - start
+        runs = [r for o in outs for r in o["runs"]]
+        latencies = [x for o in outs for x in o["latencies"]]
+        points = sum(r["points"] for r in runs)
+        result.update({
+            "elapsed_s": round(elapsed, 1),
+            "points": points,
+            "log_lines": sum(r["lines"] for r in runs),
+            "points_per_s": round(points / elapsed),
+            "ingest_requests": len(latencies),
+            "ingest_p50_ms": round(1000 * (percentile(latencies, 0.5) or 0), 1),
+            "ingest_p99_ms": round(1000 * (percentile(latencies, 0.99) or 0), 1),
+            "list_runs_p50_ms": round(1000 * (percentile(lists, 0.5) or 0), 1),
+            "list_runs_p99_ms": round(1000 * (percentile(lists, 0.99) or 0), 1),
+            "tail_logs_p50_ms": round(1000 * (percentile(tails, 0.5) or 0), 1),
+            "tail_logs_p99_ms": round(1000 * (percentile(tails, 0.99) or 0), 1),
+            "reads": len(lists) + len(tails),
+            "read_errors": len(read_errors),
+            "failovers": sum(o["failovers"] for o in outs),
+            "server_a_killed_at_s": None if killed_at is None else round(killed_at, 1),
+            "check": _check(store_uri, runs),
+        })
+    finally:
+        for proc, _ in servers:
+            if proc.poll() is None:
+                proc.terminate()
+                proc.wait(timeout=60)
+        if pg is not None:
+            pg.cleanup()
+    emit(result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,218 @@
+"""Opening a PostgreSQL store on purpose: a connection pool, a schema check, clear refusals.
+
+Why a pool: a server answers many requests at once and the SDK ships from a background
+thread; each borrows a connection for one transaction and gives it back. Connections run in
+autocommit, so a read is one statement and a write is an explicit ``BEGIN … COMMIT``.
+
+Why one ingest lock: readers of change feeds (live streams, the alert feed) keep a cursor on
+row ids and read ``id > cursor``. Ids come from sequences, handed out at insert time, not at
+commit, so two concurrent ingests could commit out of order and a reader could step over a
+row committed late. Every transaction that appends chunk rows first takes one transaction
+advisory lock (:data:`INGEST_LOCK`): appends commit in id order, as in SQLite, and the
+(run, writer, sequence) check of idempotent ingest cannot race either. A pool of servers
+then writes one batch at a time, which is what SQLite did per file; the batches are large.
+
+The password of the URI never appears in a message: errors name :func:`redact_uri`'s form.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from flightlog.errors import SchemaTooNew, StoreUnavailable
+from flightlog.store.budget import Deadline
+from flightlog.store.postgres.migrations import MIGRATIONS, SCHEMA_VERSION
+
+__all__ = ["PgDatabase", "PgLeadership", "redact_uri", "INGEST_LOCK", "MIGRATE_LOCK"]
+
+#: pg_advisory_xact_lock key serialising appends to the chunk tables (see the module doc)
+INGEST_LOCK = 0x666C_6967_6874_01  # "flight" 1
+#: pg_advisory_lock key held while the schema is migrated (several servers start at once)
+MIGRATE_LOCK = 0x666C_6967_6874_02
+_SECRET_PARAMS = {"password", "passfile", "sslpassword", "sslkey"}
+
+
+def redact_uri(uri: str) -> str:
+    """The URI without its password (in the netloc or as a query parameter): safe to print."""
+    try:
+        parts = urlsplit(uri)
+    except ValueError:
+        return "postgresql://…"
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, host = netloc.rsplit("@", 1)
+        user = userinfo.split(":", 1)[0]
+        netloc = f"{user}:***@{host}" if ":" in userinfo else f"{user}@{host}"
+    query = [(k, "***" if k.lower() in _SECRET_PARAMS else v) for k, v in parse_qsl(parts.query, keep_blank_values=True)]
+    return urlunsplit((parts.scheme, netloc, parts.path, urlencode(query, safe="*"), ""))
+
+
+def _password(uri: str) -> str | None:
+    try:
+        parts = urlsplit(uri)
+    except ValueError:
+        return None
+    if parts.password:
+        return parts.password
+    return dict(parse_qsl(parts.query)).get("password")
+
+
+class PgDatabase:
+    """A pool of connections to one PostgreSQL database, migrated to this code's schema."""
+
+    def __init__(self, uri: str, *, max_size: int = 8, connect_timeout: float = 10.0) -> None:
+        import psycopg
+        from psycopg_pool import ConnectionPool
+
+        self.uri = uri
+        self.safe_uri = redact_uri(uri)
+        self._secret = _password(uri)
+        self._psycopg = psycopg
+        try:
+            with psycopg.connect(uri, autocommit=True, connect_timeout=max(1, int(connect_timeout))) as conn:
+                self._migrate(conn)
+        except psycopg.Error as exc:
+            raise self.unavailable(exc) from None
+        self.pool = ConnectionPool(
+            uri, min_size=1, max_size=max_size, open=False, timeout=30.0, name="flightlog",
+            kwargs={"autocommit": True, "connect_timeout": max(1, int(connect_timeout))},
+            check=ConnectionPool.check_connection,
+        )
+        try:
+            self.pool.open(wait=True, timeout=connect_timeout + 5)
+        except Exception as exc:  # noqa: BLE001 - PoolTimeout and psycopg errors alike
+            self.pool.close()
+            raise self.unavailable(exc) from None
+
+    def unavailable(self, exc: BaseException) -> StoreUnavailable:
+        """A clear error that names the store (never its password) and what went wrong."""
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if self._secret:
+            text = text.replace(self._secret, "***")
+        return StoreUnavailable(
+            f"cannot reach the PostgreSQL store at {self.safe_uri}: {text} "
+            "(is the server running and does the URI name the right host, port, database and user?)",
+            details={"store": self.safe_uri},
+        )
+
+    def _migrate(self, conn: Any) -> None:
+        version = self._version(conn)
+        if version == SCHEMA_VERSION:
+            return
+        if version > SCHEMA_VERSION:
+            raise SchemaTooNew(
+                f"the PostgreSQL store at {self.safe_uri} has schema version {version}, newer than this "
+                f"flightlog understands ({SCHEMA_VERSION}): upgrade flightlog (pip install -U flightlog)",
+                details={"store_version": version, "code_version": SCHEMA_VERSION},
+            )
+        conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATE_LOCK,))
+        try:
+            with conn.transaction():
+                version = self._version(conn)  # another server may have migrated meanwhile
+                for number in range(version, SCHEMA_VERSION):
+                    for statement in MIGRATIONS[number]:
+                        conn.execute(statement)
+                conn.execute(
+                    "INSERT INTO meta(key, value) VALUES('schema_version', %s) "
+                    "ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+                    (str(SCHEMA_VERSION),),
+                )
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATE_LOCK,))
+
+    @staticmethod
+    def _version(conn: Any) -> int:
+        if conn.execute("SELECT to_regclass('meta')").fetchone()[0] is None:
+            return 0
+        row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        return int(row[0]) if row else 0
+
+    @contextmanager
+    def write(self, *, append: bool = False) -> Iterator[Any]:
+        """One transaction; ``append=True`` for one that inserts chunk rows (takes INGEST_LOCK)."""
+        with self._connection() as conn, conn.transaction():
+            if append:
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (INGEST_LOCK,))
+            yield conn
+
+    @contextmanager
+    def read(self) -> Iterator[Any]:
+        with self._connection() as conn:
+            yield conn
+
+    @contextmanager
+    def budgeted_read(self, deadline: Deadline) -> Iterator[Any]:
+        """A read that PostgreSQL cancels once ``deadline`` passes (``statement_timeout`` for
+        this transaction only), raising :class:`~flightlog.errors.QueryTimeout`."""
+        if deadline.at is None:
+            with self.read() as conn:
+                yield conn
+            return
+        with self._connection() as conn, conn.transaction():
+            left = max(1, int((deadline.at - time.monotonic()) * 1000))
+            conn.execute(f"SET LOCAL statement_timeout = {left}")
+            try:
+                yield conn
+            except self._psycopg.errors.QueryCanceled:
+                raise deadline.error() from None
+
+    @contextmanager
+    def _connection(self) -> Iterator[Any]:
+        """A pooled connection; a lost server becomes StoreUnavailable (writers keep journaling)."""
+        from psycopg_pool import PoolTimeout
+
+        try:
+            with self.pool.connection() as conn:
+                yield conn
+        except (self._psycopg.OperationalError, PoolTimeout) as exc:
+            raise self.unavailable(exc) from None
+
+    def close(self) -> None:
+        self.pool.close()
+
+
+class PgLeadership:
+    """Who runs a cluster-wide job (alert evaluation) among the servers sharing one database:
+    the holder of a session advisory lock, on a connection of its own.
+
+    Why a session lock: it lives exactly as long as the holder's connection, so a server that
+    dies, hangs up or loses the network gives the job away without any timeout to tune; the
+    others try to take it at each of their cycles. :meth:`held` checks the connection each time
+    and reports a lost one, so a holder never keeps working on a lock it no longer has.
+    """
+
+    def __init__(self, db: PgDatabase, name: str) -> None:
+        import hashlib
+
+        self.db = db
+        self.key = int.from_bytes(hashlib.sha256(f"flightlog-lead:{name}".encode()).digest()[:8], "big", signed=True)
+        self._conn: Any = None
+        self._holding = False
+
+    def held(self) -> bool:
+        """Whether this process leads now (taking the lead when nobody has it)."""
+        psycopg = self.db._psycopg
+        try:
+            if self._conn is None or self._conn.closed:
+                self._holding = False
+                self._conn = psycopg.connect(self.db.uri, autocommit=True, connect_timeout=5)
+            if self._holding:
+                self._conn.execute("SELECT 1")
+            else:
+                self._holding = bool(self._conn.execute("SELECT pg_try_advisory_lock(%s)", (self.key,)).fetchone()[0])
+        except psycopg.Error:
+            self.release()
+        return self._holding
+
+    def release(self) -> None:
+        self._holding = False
+        if self._conn is not None:
+            try:
+                self._conn.close()  # the session ends: the lock goes with it
+            except Exception:  # noqa: BLE001 - already gone
+                pass
+            self._conn = None
