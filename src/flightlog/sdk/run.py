@@ -200,6 +200,16 @@ class Run:
         """``with run.stage("data_loading"):`` — cheap enough to wrap every batch."""
         return StageTimer(self._w.stages, self._stack(), name, attrs or None, self._offset)
 
+    def record_stage(self, name: str, start: float, end: float, **attrs: Any) -> None:
+        """Record one finished span given its wall-clock start and end (``time.time()``).
+
+        For framework callbacks that see a span's start and end in different hooks (a batch
+        begins in one callback and ends in another), where a ``with`` block cannot wrap it.
+        """
+        if end < start:
+            raise InvalidInput(f"stage {name!r}: end {end} is before start {start}")
+        self._w.stages.record(name, start, end, attrs or None)
+
     def _stack(self) -> list[str]:
         try:
             return self._tls.stack
