@@ -45,6 +45,7 @@ class RunHolder:
 
     @property
     def run(self) -> Run:
+        """The run (started on first use when there is none to record into)."""
         import flightlog
 
         if self._run is None:
@@ -54,19 +55,22 @@ class RunHolder:
             else:
                 self._run = flightlog.init(**self._init_kwargs)
                 self.owned = True
-        elif self.owned and self._run._finished:  # ours, finished by an earlier fit: a new attempt
-            kwargs = {k: v for k, v in self._init_kwargs.items() if k not in ("params", "tags", "name", "id")}
-            self._run = flightlog.init(id=self._run.id, resume=True, **kwargs)
         return self._run
+
+    def recording(self) -> Run:
+        """The run for a hook about to record: a run this holder started and an earlier
+        ``fit`` finished is continued as a new attempt (``trainer.test`` after ``fit``)."""
+        import flightlog
+
+        run = self.run
+        if self.owned and run._finished:
+            kwargs = {k: v for k, v in self._init_kwargs.items() if k not in ("params", "tags", "name", "id")}
+            self._run = run = flightlog.init(id=run.id, resume=True, **kwargs)
+        return run
 
     @property
     def started(self) -> bool:
         return self._run is not None
-
-    @property
-    def run_id(self) -> str:
-        """The run's id without starting (or resuming) anything once there is one."""
-        return self._run.id if self._run is not None else self.run.id
 
     def finish(self, status: str | None = None) -> None:
         if self.owned and self._run is not None and not self._run._finished:

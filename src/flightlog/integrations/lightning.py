@@ -63,7 +63,7 @@ class FlightlogLogger(Logger):
 
     @property
     def version(self) -> str:
-        return self._holder.run_id
+        return self._holder.run.id
 
     @property
     @rank_zero_experiment
@@ -77,14 +77,14 @@ class FlightlogLogger(Logger):
         data = vars(params) if isinstance(params, Namespace) else dict(params or {})
         cleaned = clean_params(data)
         if cleaned:
-            self.experiment.log_params(cleaned)
+            self._holder.recording().log_params(cleaned)
 
     @rank_zero_only
     @never_raise
     def log_metrics(self, metrics: dict[str, Any], step: int | None = None) -> None:
         values = numeric_metrics(metrics)
         if values:
-            self.experiment.log(values, step=step)
+            self._holder.recording().log(values, step=step)
 
     @rank_zero_only
     @never_raise
@@ -100,7 +100,7 @@ class FlightlogLogger(Logger):
             if key in self._recorded:
                 continue
             self._recorded.add(key)
-            self.experiment.checkpoint(path, step=step)
+            self._holder.recording().checkpoint(path, step=step)
 
     @rank_zero_only
     @never_raise
@@ -124,7 +124,8 @@ class FlightlogStages(Callback):
         self._validation_start: float | None = None
 
     def _run(self) -> Run:
-        return self._logger.experiment if self._logger is not None else self._holder.run
+        holder = self._logger._holder if self._logger is not None else self._holder
+        return holder.recording()
 
     @never_raise
     def on_train_epoch_start(self, trainer: Any, pl_module: Any) -> None:
