@@ -49,6 +49,7 @@ def _register() -> None:
         ("flightlog.diagnose.cli", "compare_cmd"),
         ("flightlog.diagnose.cli", "rightsize_cmd"),
         ("flightlog.alerts.cli", "alerts_group"),
+        ("flightlog.importers.cli", "import_group"),
     ):
         try:
             if importlib.util.find_spec(module) is None:
