@@ -115,6 +115,12 @@ class Run:
     def __repr__(self) -> str:
         return f"<flightlog.Run {self.id[:12]} project={self.project!r} name={self.name!r}>"
 
+    def _repr_html_(self) -> str:
+        """In a notebook: a small summary (status, params, last metric values)."""
+        from flightlog.sdk.notebook import run_html
+
+        return run_html(self)
+
     def __enter__(self) -> Run:
         return self
 
