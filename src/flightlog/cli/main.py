@@ -38,6 +38,9 @@ def _register() -> None:
 
     for command in (runs_group, projects_cmd, logs_cmd, metrics_cmd, artifacts_cmd, sync_cmd, gc_cmd, version_cmd):
         cli.add_command(command)
+    from flightlog.cli.edit import runs_edit
+
+    runs_group.add_command(runs_edit)
     # features that live in their own sub-packages plug their commands in here
     for module, attr in (
         ("flightlog.runner.cli", "run_cmd"),

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from flightlog.config import Settings
     from flightlog.sdk.writer import Writer
 
-__all__ = ["Run", "FlightlogWarning", "flatten"]
+__all__ = ["Run", "FlightlogWarning", "flatten", "check_name", "DESCRIPTION_TAG"]
 
 _time = time.time
 _SECRET_PARAM = re.compile(
@@ -194,6 +194,26 @@ class Run:
         data = {str(k): str(v) for k, v in {**(tags or {}), **kwargs}.items()}
         if data:
             self._w.add_record("tags", data=data)
+
+    def remove_tags(self, *keys: str) -> None:
+        """Remove tags by key (a key the run does not have is ignored)."""
+        if keys:
+            self._w.add_record("tags", data=dict.fromkeys(map(str, keys)))
+
+    def rename(self, name: str) -> None:
+        """Give the run a new name (shown in listings, the UI, notifications)."""
+        self.name = check_name(name)
+        self._w.add_record("run", name=self.name)
+
+    def set_description(self, text: str) -> None:
+        """What this run is for, in a sentence or a paragraph; kept as the ``description`` tag
+        (so ``tags.description ~ 'baseline'`` finds it). Empty text removes it."""
+        if not isinstance(text, str):
+            raise TypeError(f"a description is text, got {type(text).__name__}")
+        if text.strip():
+            self._w.add_record("tags", data={DESCRIPTION_TAG: text.strip()})
+        else:
+            self.remove_tags(DESCRIPTION_TAG)
 
     def note(self, text: str, author: str | None = None) -> None:
         """Keep a hypothesis or a piece of evidence with the run."""
@@ -417,6 +437,21 @@ class Run:
         finally:
             if self._on_finish is not None:
                 self._on_finish(self)
+
+
+#: the tag that holds a run's description (as MLflow keeps it in a tag, mlflow.note.content)
+DESCRIPTION_TAG = "description"
+MAX_NAME = 200
+
+
+def check_name(name: Any) -> str:
+    """A run name: non-empty text of at most MAX_NAME characters, on one line."""
+    if not isinstance(name, str) or not name.strip():
+        raise InvalidInput("a run name needs some text")
+    name = name.strip()
+    if len(name) > MAX_NAME or "\n" in name:
+        raise InvalidInput(f"a run name is one line of at most {MAX_NAME} characters (got {len(name)})")
+    return name
 
 
 def _check_step(step: Any) -> int:
