@@ -34,10 +34,12 @@ def _home(ctx: click.Context, home: str | None) -> str | None:
               help="Proxies whose X-Forwarded-For/-Proto headers are trusted (comma-separated, or *).")
 @click.option("--log-level", type=click.Choice(["critical", "error", "warning", "info", "debug"]), default="warning", show_default=True)
 @click.option("--alerts", metavar="FILE", help="Alert rules to evaluate for every run (default: ./flightlog.alerts.yaml, else HOME/alerts.yaml; docs/alerting.md).")
+@click.option("--export-run-metrics", is_flag=True,
+              help="Also put the last value of each metric of every running run on /metrics (per-run gauges; docs/integrations.md).")
 @click.pass_context
 def server_cmd(ctx: click.Context, host: str, port: int, home: str | None, auth: bool, insecure: bool, max_body: str,
                max_upload: str, grace: float, root_path: str, forwarded_allow_ips: str, log_level: str,
-               alerts: str | None) -> None:
+               alerts: str | None, export_run_metrics: bool) -> None:
     """Serve runs to a team: the HTTP API (and the web UI) over this machine's store.
 
     \b
@@ -57,7 +59,7 @@ def server_cmd(ctx: click.Context, host: str, port: int, home: str | None, auth:
 
         load_config(alerts)
     config = ServerConfig.for_home(
-        _home(ctx, home), auth=auth, alerts=alerts,
+        _home(ctx, home), auth=auth, alerts=alerts, export_run_metrics=export_run_metrics,
         max_body=parse_size(max_body, what="--max-body"), max_upload=parse_size(max_upload, what="--max-upload"),
     )
     app = create_app(config)

@@ -41,6 +41,8 @@ class ServerConfig:
     """How long the web UI's session cookie lasts."""
     alerts: str | None = None
     """Alert rules evaluated in the background (else ./flightlog.alerts.yaml, else HOME/alerts.yaml)."""
+    export_run_metrics: bool = False
+    """Add per-run gauges (the last value of each metric of every running run) to ``/metrics``."""
 
     @classmethod
     def for_home(cls, home: str | os.PathLike[str] | None = None, **overrides: object) -> ServerConfig:
