@@ -53,6 +53,7 @@ def _register() -> None:
         ("flightlog.diagnose.cli", "rightsize_cmd"),
         ("flightlog.alerts.cli", "alerts_group"),
         ("flightlog.importers.cli", "import_group"),
+        ("flightlog.sweeps.cli", "sweep_cmd"),
     ):
         try:
             if importlib.util.find_spec(module) is None:

@@ -36,12 +36,13 @@ __all__ = ["run_cmd"]
 @click.option("--resume", metavar="RUN", help="Start a new attempt of RUN with FLIGHTLOG_RESUME_FROM set to its last checkpoint.")
 @click.option("--redact", multiple=True, metavar="REGEX", help="Also redact what matches this pattern from stored logs; repeatable.")
 @click.option("--alerts", "alerts", metavar="FILE", help="Alert rules to evaluate live (default: ./flightlog.alerts.yaml, else FLIGHTLOG_HOME/alerts.yaml; docs/alerting.md).")
+@click.option("--parent", metavar="RUN", help="Make this run a child of RUN (full id): a sweep's trial, a pipeline's step.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def run_cmd(project: str | None, name: str | None, params: tuple[str, ...], tags: tuple[str, ...], timeout: str | None,
             kill_grace: str, retries: int, retry_on: tuple[str, ...], retry_delay: str, memory_limit: str | None,
             memory_limit_mode: str, sample_interval: str, log_policy: str, max_log_rate: float | None,
             max_line_bytes: int, queued_at: str | None, resume: str | None, redact: tuple[str, ...],
-            alerts: str | None, command: tuple[str, ...]) -> None:
+            alerts: str | None, parent: str | None, command: tuple[str, ...]) -> None:
     """Run CMD and attach its logs, resources, exit and failure to a run.
 
     \b
@@ -83,6 +84,7 @@ def run_cmd(project: str | None, name: str | None, params: tuple[str, ...], tags
         resume=resume,
         redact=redact,
         alerts=alerts,
+        parent=parent,
     )
     from flightlog.runner.runner import Runner
 

@@ -41,6 +41,7 @@ class RunnerOptions:
     resume: str | None = None
     redact: tuple[str, ...] = ()
     alerts: str | None = None  # a rules file (else flightlog.alerts.yaml, else FLIGHTLOG_HOME/alerts.yaml)
+    parent: str | None = None  # the run this one is a child of (a sweep, a pipeline)
 
     def __post_init__(self) -> None:
         if not self.command:

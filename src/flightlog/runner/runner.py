@@ -101,7 +101,7 @@ class Runner:
             run_id, resume_from = self._resume_point(opts.resume)
         run = flightlog.init(
             project=opts.project, name=opts.name or _default_name(opts.command), params=opts.params or None,
-            tags=opts.tags or None, id=run_id, resume=bool(run_id), resources=False,
+            tags=opts.tags or None, id=run_id, resume=bool(run_id), resources=False, parent=opts.parent,
         )
         self.run = run
         if opts.queued_at is not None:
