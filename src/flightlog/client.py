@@ -186,21 +186,11 @@ class Client:
         """Rename, retag or describe a run after the fact (any status); returns the run as it now is.
 
         ``description=""`` removes the description; ``remove_tags`` keys the run lacks are ignored."""
-        from flightlog.sdk.run import DESCRIPTION_TAG, check_name
+        from flightlog.store.edits import edit_run
 
         run_id = self.run(run).id
-        if name is None and description is None and not tags and not remove_tags:
-            raise InvalidInput("nothing to change: give a name, a description, tags to set or tags to remove")
-        if name is not None:
-            self._write(run_id, "run", name=check_name(name))
-        changes: dict[str, Any] = {str(k): None for k in remove_tags}
-        changes.update({str(k): str(v) for k, v in (tags or {}).items()})
-        if description is not None:
-            changes[DESCRIPTION_TAG] = description.strip() or None
-        if any(not k.strip() for k in changes):
-            raise InvalidInput("a tag key needs some text")
-        if changes:
-            self._write(run_id, "tags", data=changes)
+        edit_run(self.store, run_id, origin="client", name=name, description=description, tags=tags,
+                 remove_tags=remove_tags)
         return self.run(run_id, exact=True)
 
     def artifacts(self, run: RunRef) -> list[Artifact]:

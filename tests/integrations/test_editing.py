@@ -40,3 +40,30 @@ def test_cli_and_client_edit_a_finished_run_and_filters_see_it(home: Path) -> No
     assert bad.returncode != 0 and "KEY=VALUE" in bad.stderr
     missing = cli(home, "runs", "edit", "zzzzzz", "--name", "x", check=False)
     assert missing.returncode != 0 and "zzzzzz" in missing.stderr
+
+
+@pytest.mark.embedded_only("talks to its own server with tokens of several roles")
+def test_http_edit_endpoint_checks_roles_and_input(home: Path, tmp_path: Path) -> None:
+    import httpx
+
+    from flightlog.server.testing import serve_in_thread
+
+    with serve_in_thread(tmp_path / "srv", auth=True) as server:
+        writer, reader = server.token("writer"), server.token("reader")
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("FLIGHTLOG_URL", server.url)
+            mp.setenv("FLIGHTLOG_TOKEN", writer)
+            with flightlog.init(project="p", name="draft", tags={"tmp": "1"}, resources=False) as run:
+                pass
+        with httpx.Client(base_url=f"{server.url}/api/v1") as api:
+            edited = api.post(f"/runs/{run.id}/edit", headers={"Authorization": f"Bearer {writer}"},
+                              json={"name": "final", "description": "why", "tags": {"team": "cv"}, "remove_tags": ["tmp"]})
+            assert edited.status_code == 200, edited.text
+            assert edited.json()["name"] == "final" and edited.json()["tags"] == {"team": "cv", "description": "why"}
+            denied = api.post(f"/runs/{run.id}/edit", headers={"Authorization": f"Bearer {reader}"}, json={"name": "x"})
+            assert denied.status_code == 403
+            for body, message in (({}, "nothing to change"), ({"name": " "}, "name needs some text"),
+                                  ({"color": "red"}, "cannot edit"), ({"tags": ["a"]}, "tags must be an object"),
+                                  ({"name": 3}, "name must be a string")):
+                bad = api.post(f"/runs/{run.id}/edit", headers={"Authorization": f"Bearer {writer}"}, json=body)
+                assert bad.status_code == 400 and message in bad.json()["error"]["message"], (body, bad.text)

@@ -21,6 +21,7 @@ from flightlog.models import STATUSES
 from flightlog.records import is_json_value
 from flightlog.sdk.stages import StageTimer
 from flightlog.store.artifacts import LocalArtifactStore
+from flightlog.store.edits import DESCRIPTION_TAG
 
 if TYPE_CHECKING:
     from flightlog.config import Settings
@@ -439,8 +440,6 @@ class Run:
                 self._on_finish(self)
 
 
-#: the tag that holds a run's description (as MLflow keeps it in a tag, mlflow.note.content)
-DESCRIPTION_TAG = "description"
 MAX_NAME = 200
 
 
