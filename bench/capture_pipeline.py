@@ -28,7 +28,7 @@ import random
 import sys
 import time
 
-from flightlog.capture import CaptureConfig, CapturePipeline
+from flightlog.capture import CaptureConfig, CapturePipeline, LineMetrics
 
 CHUNK = 65536
 ENV = {
@@ -127,22 +127,26 @@ def secrets(n: int) -> bytes:
     return "".join(shapes[i % len(shapes)] for i in range(n)).encode()
 
 
-def run(data: bytes, repeat: int, chunk: int = CHUNK) -> dict[str, float | int]:
+def run(data: bytes, repeat: int, chunk: int = CHUNK, line_metrics: bool = True) -> dict[str, float | int]:
     lines = data.count(b"\n")
     chunks = [data[i : i + chunk] for i in range(0, len(data), chunk)]
     best_wall = best_cpu = float("inf")
     stats: dict[str, int] = {}
     for _ in range(repeat):
-        pipeline = CapturePipeline(CaptureConfig(env=ENV))
+        metrics = LineMetrics(hold=0.0) if line_metrics else None
+        pipeline = CapturePipeline(CaptureConfig(env=ENV), metrics=metrics)
         now = 1000.0
         start, start_cpu = time.perf_counter(), time.process_time()
         for chunk in chunks:
             pipeline.feed("stdout", chunk, now)
+            if metrics is not None:
+                metrics.take(now)  # as the runner does after each batch
             now += 0.001
         pipeline.close(now)
         best_wall = min(best_wall, time.perf_counter() - start)
         best_cpu = min(best_cpu, time.process_time() - start_cpu)
         stats = pipeline.stats
+        points = metrics.stats["line_metrics"] if metrics is not None else 0
     return {
         "lines_per_s": round(lines / best_wall),
         "cpu_lines_per_s": round(lines / best_cpu),  # immune to other processes on the machine
@@ -151,6 +155,7 @@ def run(data: bytes, repeat: int, chunk: int = CHUNK) -> dict[str, float | int]:
         "bytes": len(data),
         "events": stats["events"],
         "redactions": stats["redactions"],
+        "line_metric_points": points,
     }
 
 
@@ -161,16 +166,22 @@ def main() -> None:
     parser.add_argument(
         "--chunk", type=int, default=CHUNK, help="bytes per read (the runner reads up to 1 MiB)"
     )
+    parser.add_argument(
+        "--no-line-metrics", action="store_true",
+        help="leave out reading metrics from lines (on in `flightlog run` by default)",
+    )
     args = parser.parse_args()
+    on = not args.no_line_metrics
     results = {
-        "simple": run(simple(args.lines), args.repeat, args.chunk),
-        "mixed": run(mixed(args.lines // 3), args.repeat, args.chunk),
-        "secrets": run(secrets(args.lines // 10), args.repeat, args.chunk),
+        "simple": run(simple(args.lines), args.repeat, args.chunk, on),
+        "mixed": run(mixed(args.lines // 3), args.repeat, args.chunk, on),
+        "secrets": run(secrets(args.lines // 10), args.repeat, args.chunk, on),
     }
     report = {
         "bench": "capture_pipeline",
         "chunk_bytes": args.chunk,
         "repeat": args.repeat,
+        "line_metrics": on,
         "python": platform.python_version(),
         "load_average_1m": round(os.getloadavg()[0], 2),
         "simple_lines_per_s": results["simple"]["lines_per_s"],

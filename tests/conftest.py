@@ -1,7 +1,7 @@
 """Fixtures shared by every test package: a fresh FLIGHTLOG_HOME, and helpers to run real
 processes (scripts, the CLI) against it.
 
-Every test that takes ``home`` runs twice, once per transport (DESIGN.md: one Client, two
+Every test that takes ``home`` runs twice, once per transport (docs/architecture.md: one Client, two
 transports): ``embedded`` writes and reads the SQLite store under ``home``; ``http`` starts a
 real server (uvicorn on a free loopback port, with --auth, over a separate server home) and
 sets FLIGHTLOG_URL and an admin FLIGHTLOG_TOKEN, so the SDK, the CLI and child processes all

@@ -37,3 +37,20 @@ def test_every_docs_link_resolves() -> None:
             if not (page.parent / target).exists():
                 broken.append(f"{page.relative_to(ROOT)} → {target}")
     assert broken == []
+
+
+def test_every_page_the_code_cites_exists() -> None:
+    """A docstring, comment or message that names a page (docs/cli.md, README.md) names one that
+    is in the repository: the code once cited a design page that was never there."""
+    import re
+
+    cited = re.compile(r"[A-Za-z0-9_./-]+\.md\b")
+    missing = []
+    for folder in ("src", "tests", "scripts", "bench", "examples"):
+        for path in sorted((ROOT / folder).rglob("*")):
+            if path.suffix not in (".py", ".yaml", ".sh") or "node_modules" in path.parts:
+                continue
+            for name in set(cited.findall(path.read_text(errors="replace"))):
+                if not any((base / name).exists() for base in (ROOT, ROOT / "docs")):
+                    missing.append(f"{path.relative_to(ROOT)} → {name}")
+    assert missing == []

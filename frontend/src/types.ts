@@ -246,7 +246,28 @@ export interface Diagnosis {
   kind: string;
   findings: Finding[];
   baseline?: unknown;
+  runbook?: RunbookEntry[];
+  rightsizing?: Rightsizing | null;
   [key: string]: unknown;
+}
+
+/** A runbook entry the diagnosis matched (docs/troubleshooting.md: runbook). */
+export interface RunbookEntry {
+  id: string;
+  title: string;
+  advice: string[];
+  links?: string[];
+  source: string;
+  matched: string[];
+}
+
+/** Requests with headroom from observed peaks (GET api/v1/runs/RUN/rightsizing). */
+export interface Rightsizing {
+  memory: { peak_bytes: number | null; requested_bytes: number | null; recommended_bytes: number | null; headroom?: number; basis: string | null };
+  cpu: { peak_cores: number | null; p95_cores: number | null; avg_cores: number | null; recommended_cores: number | null; samples: number };
+  gpu: { memory_peak_bytes: number | null } | null;
+  request: { memory?: string | null; cpu?: string | null };
+  flags: { kind: string; run: string; attempt: number; detail: string }[];
 }
 
 export interface Principal {

@@ -120,11 +120,11 @@ class Client:
 
     # ── events ──────────────────────────────────────────────────────────────
     def metrics(self, run: RunRef) -> dict[str, MetricSummary]:
-        return self.store.metric_summaries(self.run(run).id)
+        return self.store.metric_summaries(self._ref(run))
 
     def metric_history(self, run: RunRef, name: str) -> MetricHistory:
         """Every point of one metric, in step order, as numpy arrays ``steps``, ``values``, ``times``."""
-        return self.store.metric_history(self.run(run).id, name)
+        return self.store.metric_history(self._ref(run), name)
 
     def logs(
         self,
@@ -154,20 +154,20 @@ class Client:
             limit=limit,
             tail=tail,
         )
-        return self.store.logs(self.run(run).id, query)
+        return self.store.logs(self._ref(run), query)
 
     def stages(self, run: RunRef) -> list[StageSummary]:
-        return self.store.stages(self.run(run).id)
+        return self.store.stages(self._ref(run))
 
     def resources(self, run: RunRef, since: float | None = None) -> list[dict[str, Any]]:
-        return self.store.resource_samples(self.run(run).id, since)
+        return self.store.resource_samples(self._ref(run), since)
 
     # ── metadata ────────────────────────────────────────────────────────────
     def context(self, run: RunRef) -> dict[str, Any]:
-        return self.store.context(self.run(run).id)
+        return self.store.context(self._ref(run))
 
     def notes(self, run: RunRef) -> list[Note]:
-        return self.store.notes(self.run(run).id)
+        return self.store.notes(self._ref(run))
 
     def add_note(self, run: RunRef, text: str, author: str | None = None) -> None:
         if not text.strip():
@@ -194,7 +194,7 @@ class Client:
         return self.run(run_id, exact=True)
 
     def artifacts(self, run: RunRef) -> list[Artifact]:
-        return self.store.artifacts(self.run(run).id)
+        return self.store.artifacts(self._ref(run))
 
     def artifact_file(self, artifact: Artifact) -> Path:
         if not artifact.uri:
@@ -212,7 +212,7 @@ class Client:
         self, run: RunRef, path: str | os.PathLike[str], *, name: str | None = None, role: str = "output", kind: str | None = None
     ) -> dict[str, Any]:
         """Attach a file to an existing run (e.g. a report made after it ended)."""
-        run_id = self.run(run).id
+        run_id = self.run(run).id  # a record needs the whole id
         source = Path(path).resolve()
         if not source.is_file():
             raise InvalidInput(f"{path} is not a file")
@@ -241,7 +241,7 @@ class Client:
         }
 
     def evidence(self, run: RunRef, kind: str | None = None, name: str | None = None) -> list[dict[str, Any]]:
-        return self.store.evidence(self.run(run).id, kind, name)
+        return self.store.evidence(self._ref(run), kind, name)
 
     def log_evidence(self, run: RunRef, kind: str, name: str, data: dict[str, Any]) -> None:
         self._write(self.run(run).id, "evidence", kind=kind, name=name, data=data)
@@ -268,6 +268,14 @@ class Client:
 
         return rightsize(self, _run_id(run_or_name), project=project)
 
+    def _ref(self, run: RunRef) -> str:
+        """A run's id for a store call, without reading the run: a run object already knows it,
+        and the store resolves a prefix cheaply (reading the whole run, every metric summary
+        included, once per call made reading N metrics cost N² summaries)."""
+        if isinstance(run, str):
+            return self.store.resolve(run)
+        return _run_id(run)
+
     def _write(self, run_id: str, kind: str, /, **payload: Any) -> None:
         ingest_one(self.store, run_id, kind, origin="client", **payload)
 
@@ -284,12 +292,9 @@ def _level(level: str | int | None) -> int | None:
 def _grep(pattern: str | None) -> str | None:
     if pattern is None:
         return None
-    import re
+    from flightlog.query.regex import compile_grep
 
-    try:
-        re.compile(pattern)
-    except re.error as exc:
-        raise InvalidInput(f"--grep {pattern!r} is not a valid regular expression: {exc}") from None
+    compile_grep(pattern, what="--grep")
     return pattern
 
 

@@ -36,10 +36,13 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("FLIGHTLOG_RUN_ID", "", "Attach to this existing run (set by `flightlog run` for its child)."),
     Variable("FLIGHTLOG_MODE", "online", "`online`, `offline` (journal only; `flightlog sync` later) or `disabled`."),
     Variable("FLIGHTLOG_STORE", "", "Store URI; default `sqlite:///` + `FLIGHTLOG_HOME/flightlog.db`."),
+    Variable("FLIGHTLOG_QUERY_TIMEOUT", "10", "Seconds one search (runs by filter, logs by grep) may run before it is stopped with a clear error; `0`: no limit. The server's `--query-timeout` overrides it."),
+    Variable("FLIGHTLOG_ALLOWED_HOSTS", "", "Host names `flightlog server` and `flightlog ui` answer for (comma-separated, `*.domain`, `*`); the default protects against DNS rebinding (docs/server.md)."),
     Variable("FLIGHTLOG_QUEUED_AT", "", "Submission time set by a scheduler (ISO-8601 or epoch seconds), for queue wait."),
     Variable("FLIGHTLOG_RESUME_FROM", "", "Set by `flightlog run --resume` for the child: the last checkpoint's path."),
     Variable("FLIGHTLOG_ATTEMPT", "1", "Attempt number of the run this process belongs to (set by `flightlog run`)."),
     Variable("FLIGHTLOG_CAPTURED", "", "`1` when `flightlog run` captures this process's output (the logging handler then only prints)."),
+    Variable("FLIGHTLOG_LOG_METRICS", "1", "`0` stops `flightlog run` from reading metrics from the workload's progress lines (`step=10 loss=0.5`)."),
     Variable("FLIGHTLOG_FLUSH_INTERVAL", "0.5", "Seconds between background flushes to the journal and the store (at most 1 s is recommended)."),
     Variable("FLIGHTLOG_BUFFER_LIMIT", "1000000", "Records buffered in memory per run before the log policy applies."),
     Variable("FLIGHTLOG_LOG_POLICY", "block", "`block` (never lose a record; may slow the caller) or `drop` (never slow it; drops are counted)."),
@@ -70,6 +73,7 @@ class Settings:
     log_policy: str
     keep_journal: bool
     env_allow: tuple[str, ...]
+    log_metrics: bool = True
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> Settings:
@@ -102,6 +106,7 @@ class Settings:
             buffer_limit=_int(env, "FLIGHTLOG_BUFFER_LIMIT", 1_000_000),
             log_policy=policy,
             keep_journal=_env(env, "FLIGHTLOG_KEEP_JOURNAL") == "1",
+            log_metrics=_env(env, "FLIGHTLOG_LOG_METRICS").lower() not in ("0", "false", "no", "off"),
             env_allow=tuple(
                 n.strip() for n in _env(env, "FLIGHTLOG_ENV_ALLOW").split(",") if n.strip()
             ),

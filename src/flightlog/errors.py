@@ -20,8 +20,10 @@ __all__ = [
     "SchemaTooOld",
     "SchemaTooNew",
     "StoreUnavailable",
+    "QueryTimeout",
     "Unauthorized",
     "Forbidden",
+    "MissingExtra",
     "error_from_dict",
 ]
 
@@ -108,6 +110,16 @@ class StoreUnavailable(FlightlogError):
     http_status = 503
 
 
+class QueryTimeout(FlightlogError):
+    """A query ran past its time budget and was stopped, so that it cannot hold up other readers.
+
+    A 4xx, not a 503: retrying the same query would cost the same; a narrower one succeeds.
+    """
+
+    code = "query_timeout"
+    http_status = 422
+
+
 class Unauthorized(FlightlogError):
     code = "unauthorized"
     http_status = 401
@@ -116,6 +128,13 @@ class Unauthorized(FlightlogError):
 class Forbidden(FlightlogError):
     code = "forbidden"
     http_status = 403
+
+
+class MissingExtra(FlightlogError):
+    """A feature needs an optional extra that this installation lacks (see ``flightlog.extras``)."""
+
+    code = "missing_extra"
+    http_status = 501
 
 
 _BY_CODE[FlightlogError.code] = FlightlogError

@@ -114,3 +114,29 @@ def test_secrets_inside_a_traceback_are_redacted_and_the_block_kept_whole() -> N
     assert "s3cret" not in event["message"]
     assert event["message"].count("\n") == 3 and event["level"] == 40
     assert pipeline.stats["redactions"] == 2
+
+
+def test_terminal_colours_are_stripped_so_levels_are_found() -> None:
+    output = (
+        b"\x1b[31mERROR\x1b[0m: disk full\n"
+        b"\x1b[1;33mWARNING\x1b[0m:root:slow batch\n"
+        b"\x1b[32m2026-12-01 10:00:00,123\x1b[0m | \x1b[1mERROR\x1b[0m | train:step - boom\n"
+        b'\x1b[36m{"level": "critical", "msg": "gone"}\x1b[0m\n'
+        b"\x1b]8;;https://example.com\x07link\x1b]8;;\x07 \xe2\x9c\x9b kept\n"
+        b"\x1b[2K\rEpoch 1:  50%|\xe2\x96\x88\xe2\x96\x88 | 5/10\r\x1b[2KEpoch 1: 100%|\n"
+    )
+    events, _ = run_pipeline([output])
+    assert [(e["message"], e["level"]) for e in events] == [
+        ("ERROR: disk full", 40),
+        ("WARNING:root:slow batch", 30),
+        ("2026-12-01 10:00:00,123 | ERROR | train:step - boom", 40),
+        ("gone", 50),
+        ("link ✛ kept", 20),
+        ("Epoch 1: 100%|", 20),
+    ]
+    assert not any("\x1b" in e["message"] for e in events)
+
+
+def test_a_secret_split_by_colour_codes_is_still_redacted() -> None:
+    events, _ = run_pipeline([b"password=\x1b[1mhunter2-long\x1b[0m token ghp_\x1b[0m" + b"a" * 36 + b"\n"])
+    assert "hunter2" not in events[0]["message"] and "aaaa" not in events[0]["message"]

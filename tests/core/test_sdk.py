@@ -87,7 +87,7 @@ def test_param_json_cannot_hold_is_stored_as_repr_with_warning(home: Path) -> No
     run.finish()
     params = flightlog.Client().run(run.id).params
     assert params["model"] == "Cfg(depth=3)" and params["ok"] == 1
-    assert params["db_password"] == "[REDACTED]"
+    assert params["db_password"] == "[REDACTED:secret]"
 
 
 def test_stage_aggregation_keeps_coarse_whole_and_samples_fine(home: Path) -> None:

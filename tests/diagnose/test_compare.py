@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from flightlog.client import Client
 from flightlog.diagnose.compare import package_changes
 from tests.helpers import run_script
@@ -92,11 +94,57 @@ def test_package_changes() -> None:
 
 def test_same_run_is_not_its_own_baseline(home: Path) -> None:
     run_script(home, "import flightlog; r = flightlog.init(project='p', name='n'); r.finish()")
-    import pytest
-
     from flightlog.errors import InvalidInput
 
     with Client(home) as c:
         rid = c.runs()[0].id
         with pytest.raises(InvalidInput, match="its own baseline"):
             c.diagnose(rid, baseline=rid)
+
+
+STAGES = """
+import sys, time
+import flightlog
+
+run = flightlog.init()
+for step in range(6):
+    with run.stage("data_loading"):
+        time.sleep(float(sys.argv[2]))
+    run.log({"loss": 1.0 / (step + 1)}, step=step)
+"""
+
+
+@pytest.mark.embedded_only("the comparison is one document over either transport (test_compare_and_automatic_baseline runs both)")
+def test_compare_prints_every_difference_it_counts(home: Path) -> None:
+    import json
+    import re
+    import sys
+
+    from tests.helpers import cli
+
+    script = home.parent / "train.py"
+    script.write_text(STAGES)
+
+    def run(*args: str) -> str:
+        proc = cli(home, "run", "--project", "vision", "--name", "resnet", "--", sys.executable, str(script), *args)
+        return re.search(r"run ([0-9a-f]{32}) started", proc.stderr)[1]  # type: ignore[index]
+
+    base = run("--lr=0.1", "0.12", "--password=hunter2")
+    faster = run("--lr=1.0", "0.02")  # the stage got faster: a difference too
+    cmp = json.loads(cli(home, "compare", faster, base, "--format", "json").stdout)
+    assert cmp["command"]["changed"] is True
+    assert cmp["command"]["baseline"].endswith("train.py --lr=0.1 0.12 --password=[REDACTED:secret]")
+    assert cmp["command"]["run"].endswith("train.py --lr=1.0 0.02")
+    assert cmp["differences"]["command"] == 1 and cmp["differences"]["stages"] >= 1
+    text = cli(home, "compare", faster, base).stdout
+    assert "command: " in text and "--lr=0.1 0.12 --password=[REDACTED:secret] → " in text
+    assert "hunter2" not in text and "hunter2" not in json.dumps(cmp)
+    assert re.search(r"stage data_loading: [\d.]+m?s → [\d.]+m?s \(×0\.", text), text
+    from flightlog.diagnose.differences import difference_lines
+
+    lines = difference_lines(cmp)
+    for section, count in cmp["differences"].items():
+        printed = [line for s, line in lines if s == section]
+        assert len(printed) == count, (section, printed)
+        for line in printed:
+            assert line.replace("\n", " ")[:60] in " ".join(text.split()), (section, line)

@@ -61,3 +61,24 @@ def test_by_name_across_runs(home: Path) -> None:
     assert rs["subject"] == {"name": "daily", "project": "etl", "runs": 2}
     assert len(rs["observations"]) == 2
     assert rs["cpu"]["samples"] > 0 and rs["cpu"]["recommended_cores"] >= 0.1
+
+
+CRASH = "import sys, time\nblob = bytearray(40 * 1024 * 1024)\ntime.sleep(0.3)\nsys.exit(3)\n"
+
+
+@pytest.mark.embedded_only("the same evidence through either transport; test_by_name_across_runs covers http")
+def test_a_run_that_failed_in_a_second_is_too_little_evidence(home: Path) -> None:
+    run = _run(home, CRASH, "--memory-limit", "1G")
+    with Client(home) as c:
+        assert c.run(run).status == "failed"
+        rs = c.rightsize(run)
+        report = c.diagnose(run)
+    assert rs["memory"]["recommended_bytes"] is None and rs["request"] == {"memory": None, "cpu": None}
+    evidence = rs["evidence"]
+    assert evidence["sufficient"] is False and evidence["attempts_used"] == 0
+    assert "too little evidence" in evidence["reason"] and "failed after" in evidence["reason"]
+    assert rs["observations"][0]["used"] is False
+    assert rs["flags"] == []  # one sample of a dying process cannot call 1 GiB too much
+    assert report["rightsizing"]["evidence"]["sufficient"] is False
+    text = cli(home, "rightsize", run).stdout
+    assert "no recommendation: too little evidence" in text

@@ -84,3 +84,18 @@ def test_not_yaml_or_not_a_list() -> None:
     with pytest.raises(InvalidInput, match="expected a list of entries"):
         parse_runbook("just text", "team.yaml")
     assert parse_runbook("", "team.yaml") == []
+
+
+def test_builtin_entries_for_the_ml_stacks_match_real_messages(tmp_path: Path) -> None:
+    """Each ML-stack entry matches a real message of the corpus (as a log line, with its category)."""
+    import yaml
+
+    corpus = yaml.safe_load((Path(__file__).parent / "corpus" / "real_failures.yaml").read_text())["failures"]
+    entries = load_runbook(tmp_path, tmp_path)
+    wanted = {"nccl-collective-timeout", "rendezvous-unreachable", "hugging-face-hub-unreachable", "gated-model",
+              "experiment-tracker-unreachable", "dataloader-worker-killed", "gpu-driver-mismatch", "labels-do-not-fit-the-objective"}
+    hit: set[str] = set()
+    for entry in corpus:
+        matched = match_runbook(entries, findings=[(entry["expected"], 0.9)], exception=None, log_lines=entry["message"].splitlines())
+        hit |= {m["id"] for m in matched} & wanted
+    assert hit == wanted

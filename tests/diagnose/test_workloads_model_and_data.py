@@ -1,4 +1,4 @@
-"""Real workloads under `flightlog run` (and the SDK alone), diagnosed: nan_loss, loss_plateau, data_drift, cohort_regression, healthy."""
+"""Real workloads under `flightlog run` (and the SDK alone), diagnosed: nan_loss, loss_plateau, data_drift, cohort_regression, metric_regressed, healthy."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from tests.diagnose._workload_checks import check, outcomes_for
 from tests.diagnose.harness import Outcome, discover
 
-WORKLOADS = discover("nan_loss", "loss_plateau", "data_drift", "cohort_regression", "healthy")
+WORKLOADS = discover("nan_loss", "loss_plateau", "data_drift", "cohort_regression", "metric_regressed", "healthy")
 
 
 @pytest.fixture(scope="module")

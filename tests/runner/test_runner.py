@@ -339,6 +339,20 @@ def test_resume_gets_the_last_checkpoint(home: Path, tmp_path: Path) -> None:
     assert info.status == "succeeded" and info.attempt == 2
 
 
+def test_resume_keeps_the_runs_name_and_project(home: Path, tmp_path: Path) -> None:
+    first = script(tmp_path, "first.py", "import sys; sys.exit(3)")
+    assert cli(home, "run", "--project", "nightly", "--name", "train-big", "--", PY, first, check=False).returncode == 3
+    client = flightlog.Client(home=home)
+    run = client.runs(project="nightly")[0]
+    other = script(tmp_path, "other.py", "print('resumed')")  # its script name is not the run's name
+    cli(home, "run", "--resume", run.id[:8], "--", PY, other)
+    info = client.run(run.id)
+    assert (info.name, info.project, info.attempt, info.status) == ("train-big", "nightly", 2, "succeeded")
+    # --name still renames on purpose
+    cli(home, "run", "--resume", run.id[:8], "--name", "renamed", "--", PY, other)
+    assert client.run(run.id).name == "renamed"
+
+
 def test_missing_command_and_bad_options(home: Path) -> None:
     proc = frun(home, "--", "definitely-not-a-command-xyz")
     assert proc.returncode == 127 and "cannot start" in proc.stderr

@@ -4,6 +4,9 @@ flightlog server (uvicorn in a thread) over runs made by the SDK and `flightlog 
 The runs are made once per test process (``seeded``); each test gets a fresh browser context
 (``page``), fails on any uncaught JavaScript error, and may save screenshots with ``shot`` into
 test-artifacts/ui/. `make test` installs chromium and builds the UI (scripts/setup-ui.sh).
+
+Without Chromium a browser test fails (never skips: a skipped UI suite looks like a green one)
+and says how to install it. FLIGHTLOG_TEST_CHROMIUM names another Chromium binary.
 """
 
 from __future__ import annotations
@@ -17,21 +20,24 @@ from typing import Any
 import pytest
 
 from flightlog.server import ui
-from tests.ui.workloads import ROOT, Seeded, seed
+from tests.ui.workloads import ROOT, Seeded, make_edges, make_oom, make_resumed, seed
 
-CHROMIUM = "/usr/bin/chromium"
+CHROMIUM = os.environ.get("FLIGHTLOG_TEST_CHROMIUM", "/usr/bin/chromium")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
 ARTIFACTS = ROOT / "test-artifacts" / "ui"
 TIMEOUT_MS = 15_000
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    if not os.path.exists(CHROMIUM):
-        skip = pytest.mark.skip(reason=f"{CHROMIUM} is missing: scripts/setup-ui.sh --browser installs it")
-        for item in items:
-            if "ui" in item.nodeid.split("/"):
-                item.add_marker(skip)
+NO_CHROMIUM = (f"the browser tests need Chromium at {CHROMIUM} and it is missing: install it with "
+               "`sudo apt-get install chromium` (Debian/Ubuntu) or `scripts/setup-ui.sh --browser`, "
+               "or leave these tests out with `pytest --ignore=tests/ui`")
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Fail a browser test before its fixtures make runs and start servers for nothing."""
+    if {"browser", "page"} & set(getattr(item, "fixturenames", ())) and not os.access(CHROMIUM, os.X_OK):
+        pytest.fail(NO_CHROMIUM, pytrace=False)
 
 
 @pytest.fixture(scope="session")
@@ -55,6 +61,24 @@ def clean_env() -> Iterator[None]:
 @pytest.fixture(scope="session")
 def seeded(tmp_path_factory: pytest.TempPathFactory, clean_env: None, built_ui: Path) -> Seeded:
     return seed(tmp_path_factory.mktemp("ui"))
+
+
+@pytest.fixture(scope="session")
+def edges(seeded: Seeded) -> list[str]:
+    """Three runs with long names, a one-point metric and a metric up to 1e195 (project "edges")."""
+    return make_edges(seeded.home, seeded.work)
+
+
+@pytest.fixture(scope="session")
+def resumed(seeded: Seeded) -> str:
+    """A run resumed with `flightlog run --resume` after its first attempt failed (project "resume")."""
+    return make_resumed(seeded.home, seeded.work)
+
+
+@pytest.fixture(scope="session")
+def oom(seeded: Seeded) -> str:
+    """A run killed at its memory limit (project "oom")."""
+    return make_oom(seeded.home, seeded.work)
 
 
 ALERT_RULES = """\

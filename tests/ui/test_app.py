@@ -7,11 +7,9 @@ import re
 from typing import Any
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.ui.workloads import Seeded
-
-pytest.importorskip("playwright.sync_api")
-from playwright.sync_api import expect  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -7,11 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.ui.workloads import Seeded
-
-pytest.importorskip("playwright.sync_api")
-from playwright.sync_api import expect  # noqa: E402
 
 
 def test_artifacts_browse_and_preview_each_kind(page: Any, seeded: Seeded, shot: Any) -> None:
@@ -103,3 +101,68 @@ def test_compare_page_highlights_what_differs(page: Any, seeded: Seeded, shot: A
     expect(page.locator("#compare-params tr[data-param=lr] td.changed")).to_have_text(["0.5", "0.5"])
     page.locator(".compare-run", has_text=seeded.failed[:8]).get_by_role("button", name=re.compile("remove")).click()
     expect(page.locator(".compare-run")).to_have_count(2)
+
+
+OVERFLOWING = """() => {
+    const out = [];
+    const doc = document.documentElement;
+    if (doc.scrollWidth > doc.clientWidth) out.push(`the page scrolls sideways: ${doc.scrollWidth} > ${doc.clientWidth}`);
+    for (const el of document.querySelectorAll(".compare-page .card, .compare-page .table-wrap, .compare-page .chart-card")) {
+        const box = el.getBoundingClientRect();
+        const name = el.id || el.closest(".card")?.id || el.className;
+        if (el.scrollWidth > el.clientWidth + 1) out.push(`${name}: content ${el.scrollWidth}px wide in ${el.clientWidth}px`);
+        if (box.right > doc.clientWidth) out.push(`${name}: ends at ${box.right}px, past ${doc.clientWidth}px`);
+    }
+    return out;
+}"""
+
+
+@pytest.mark.parametrize("which", ["vision", "edges"])
+def test_compare_panels_fit_three_runs_at_1280_pixels(page: Any, seeded: Seeded, edges: list[str], which: str) -> None:
+    runs = [seeded.good, seeded.other, seeded.failed] if which == "vision" else edges
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(f"/projects/{which}/compare?runs={','.join(runs)}")
+    expect(page.locator(".compare-run")).to_have_count(3)
+    expect(page.locator("#compare-context tr[data-context=command]")).to_be_visible()
+    expect(page.locator("#compare-metrics .metric-chart canvas").first).to_be_visible()
+    assert page.evaluate(OVERFLOWING) == []
+
+
+def series_pixels(chart: Any, color: str) -> int:
+    """Pixels of the chart's canvas in a series' color (the color of its swatch)."""
+    return int(chart.locator("canvas").evaluate("""(canvas, color) => {
+        const [r, g, b] = color.match(/\\d+/g).map(Number);
+        const px = canvas.getContext("2d").getImageData(0, 0, canvas.width, canvas.height).data;
+        let n = 0;
+        for (let i = 0; i < px.length; i += 4)
+            if (px[i + 3] > 200 && Math.abs(px[i] - r) < 8 && Math.abs(px[i + 1] - g) < 8 && Math.abs(px[i + 2] - b) < 8) n++;
+        return n;
+    }""", color))
+
+
+def test_a_metric_logged_once_per_run_is_drawn_as_points_in_compare(page: Any, edges: list[str], shot: Any) -> None:
+    page.goto(f"/projects/edges/compare?runs={','.join(edges)}")
+    chart = page.locator(".metric-chart[data-metric=final_acc]")
+    expect(chart).to_contain_text("3 points")
+    expect(chart.locator("canvas")).to_be_visible()
+    page.wait_for_timeout(300)  # the chart draws on the next animation frame
+    for i in range(3):
+        color = page.locator(".compare-run .swatch").nth(i).evaluate("el => getComputedStyle(el).backgroundColor")
+        assert series_pixels(chart, color) > 20, f"run {i}'s only point is not drawn ({color})"
+    shot(chart, "compare-single-point")
+
+
+def test_a_metric_up_to_1e195_has_y_labels(page: Any, edges: list[str], shot: Any) -> None:
+    for url in (f"/projects/edges/runs/{edges[0]}/metrics", f"/projects/edges/compare?runs={','.join(edges)}",
+                f"/projects/edges/runs/{edges[0]}/metrics?log=1"):
+        page.goto(url)
+        chart = page.locator(".metric-chart[data-metric=huge]")
+        expect(chart.locator("canvas")).to_be_visible()
+        expect(chart.locator(".uplot")).to_have_attribute("data-y-ticks", re.compile(r"e\+1\d\d"))
+        ticks = chart.locator(".uplot").get_attribute("data-y-ticks").split(" | ")
+        assert len([t for t in ticks if t]) >= 3, ticks
+        expect(chart).to_contain_text("log scale")
+        # an ordinary metric keeps its linear axis and plain labels
+        loss = page.locator(".metric-chart[data-metric=loss] .uplot")
+        expect(loss).to_have_attribute("data-y-ticks", re.compile(r"0\.\d"))
+    shot(page.locator(".metric-chart[data-metric=huge]"), "huge-metric")

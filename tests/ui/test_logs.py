@@ -10,12 +10,9 @@ from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 import httpx
-import pytest
+from playwright.sync_api import expect
 
 from tests.ui.workloads import Seeded, start_live
-
-pytest.importorskip("playwright.sync_api")
-from playwright.sync_api import expect  # noqa: E402
 
 ROWS = ".log-list .log-row"
 

@@ -8,12 +8,9 @@ import time
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-import pytest
+from playwright.sync_api import expect
 
 from tests.ui.workloads import Seeded
-
-pytest.importorskip("playwright.sync_api")
-from playwright.sync_api import expect  # noqa: E402
 
 
 def query(page: Any) -> dict[str, list[str]]:
@@ -168,3 +165,41 @@ def test_gpu_utilization_and_memory_are_charted_per_gpu(page: Any, server: Any) 
     box = box_of(page.locator("[data-panel=gpu-util] .u-over"))
     page.mouse.move(box["x"] + box["width"] * 0.5, box["y"] + box["height"] / 2)
     expect(page.locator("[data-panel=gpu-util] .u-legend")).to_contain_text("%")
+
+
+def test_a_resumed_runs_timeline_keeps_each_attempt_apart(page: Any, resumed: str, shot: Any) -> None:
+    """`flightlog run --resume`: attempt 1 failed after a checkpoint, attempt 2 ran from it. The
+    first step happened in attempt 1, long before attempt 2 started: each row sits in its attempt."""
+    page.goto(f"/projects/resume/runs/{resumed}/timeline")
+    gantt = page.locator("svg.gantt")
+    expect(gantt.locator("[data-row='attempt 2']")).to_have_count(1)
+    rows = gantt.locator("g.gantt-row").evaluate_all("els => els.map(e => [e.dataset.row, e.dataset.attempt])")
+    assert rows == [["attempt 1", "1"], ["startup", "1"], ["data_loading", "1"], ["checkpoints", "1"],
+                    ["attempt 2", "2"], ["data_loading", "2"], ["completion tail", "2"]]
+    expect(gantt.locator("[data-row='attempt 1']")).to_contain_text("exit 1")
+    expect(gantt.locator("[data-row='attempt 2']")).to_contain_text("exit 0")
+    bands = {n: box_of(gantt.locator(f".gantt-attempt-band[data-attempt='{n}'] rect").first) for n in ("1", "2")}
+    assert bands["1"]["x"] + bands["1"]["width"] < bands["2"]["x"]
+    for row, attempt in rows:
+        band = bands[attempt]
+        for shape in gantt.locator(f"g.gantt-row[data-row='{row}'][data-attempt='{attempt}']").locator(".gantt-bar, .gantt-marker").all():
+            box = box_of(shape)
+            centre = box["x"] + box["width"] / 2
+            assert band["x"] - 1 <= centre <= band["x"] + band["width"] + 1, (row, attempt, box, band)
+            if not box["width"] < 14:  # a marker is centred on its instant; a bar lies inside its attempt
+                assert band["x"] - 1 <= box["x"] and box["x"] + box["width"] <= band["x"] + band["width"] + 1, (row, attempt, box, band)
+    expect(page.locator(".card", has_text="Where the time went")).to_contain_text("2 attempts over")
+    shot(page, "timeline-resumed", full_page=False)
+
+    page.get_by_role("tab", name="Overview").click()
+    summary = page.locator(".summary-card")
+
+    def row(label: str) -> Any:
+        return summary.locator(".kv-row", has=page.locator("dt", has_text=re.compile(f"^{label}$")))
+
+    expect(row("First step")).to_contain_text("(attempt 1)")
+    expect(row("Started")).to_contain_text("(attempt 2)")
+    attempts = summary.locator(".attempt-list li")
+    expect(attempts).to_have_count(2)
+    expect(attempts.nth(0)).to_contain_text("exit 1")
+    expect(attempts.nth(1)).to_contain_text("exit 0")

@@ -8,12 +8,9 @@ import time
 from typing import Any
 
 import httpx
-import pytest
+from playwright.sync_api import expect
 
 from tests.ui.workloads import Seeded
-
-pytest.importorskip("playwright.sync_api")
-from playwright.sync_api import expect  # noqa: E402
 
 
 def test_a_failed_run_shows_its_traceback(page: Any, seeded: Seeded, shot: Any) -> None:
@@ -87,11 +84,7 @@ def test_add_a_note_from_the_ui(page: Any, seeded: Seeded, server: Any) -> None:
 
 def test_diagnosis_findings_show_on_the_overview(page: Any, seeded: Seeded, server: Any) -> None:
     answer = httpx.get(f"{server.url}/api/v1/runs/{seeded.failed}/diagnosis", timeout=60)
-    if answer.status_code == 404 and "no API route" in answer.text:
-        page.goto(f"/projects/vision/runs/{seeded.failed}")
-        expect(page.locator("#failure")).to_be_visible()
-        expect(page.locator("#diagnosis")).to_have_count(0)  # no diagnosis API on this server: no empty card
-        pytest.skip("this server has no diagnosis API (GET /api/v1/runs/{run}/diagnosis) yet")
+    assert answer.status_code == 200, answer.text
     report = answer.json()
     top = report["findings"][0]["category"]
     page.goto(f"/projects/vision/runs/{seeded.failed}")
@@ -137,3 +130,33 @@ def test_firing_alerts_show_on_the_runs_table_and_the_run(page: Any, seeded: See
     page.goto(f"/projects/vision/runs/{seeded.good}")
     expect(page.locator("#params")).to_be_visible()
     expect(page.locator("#alerts")).to_have_count(0)  # no alert about this run: no card
+
+
+def test_the_diagnosis_shows_the_runbook_and_the_rightsizing_its_next_step_points_to(page: Any, oom: str, server: Any,
+                                                                                      shot: Any) -> None:
+    report = httpx.get(f"{server.url}/api/v1/runs/{oom}/diagnosis", timeout=60).json()
+    assert report["findings"][0]["category"] == "oom_killed"
+    page.goto(f"/projects/oom/runs/{oom}")
+    card = page.locator("#diagnosis")
+    finding = card.locator(".finding").first
+    expect(finding).to_have_attribute("data-category", "oom_killed")
+    step = finding.locator(".next-steps li", has_text="rightsizing section")
+    expect(step).to_be_visible()
+    entry = card.locator("#runbook [data-entry=killed-at-memory-limit]")
+    expect(entry).to_contain_text("Killed at the memory limit")
+    expect(entry).to_contain_text("matched category oom_killed")
+    expect(entry.locator("li").first).to_contain_text(report["runbook"][0]["advice"][0])
+    step.get_by_role("button", name="rightsizing ↓").click()
+    rightsizing = card.locator("#rightsizing")
+    expect(rightsizing).to_be_in_viewport()
+    expect(rightsizing).to_contain_text(f"request {report['rightsizing']['request']['memory']}")
+    expect(rightsizing).to_contain_text("the limit was 128 MiB")
+    expect(rightsizing.locator("[data-flag=killed_at_limit]")).to_contain_text("killed for memory")
+    shot(card, "diagnosis-runbook-rightsizing")
+
+
+def test_a_healthy_run_shows_its_rightsizing_too(page: Any, seeded: Seeded) -> None:
+    page.goto(f"/projects/vision/runs/{seeded.good}")  # ran with --memory-limit 1G and used a few dozen MiB
+    rightsizing = page.locator("#diagnosis #rightsizing")
+    expect(rightsizing.locator("[data-flag=over_provisioned]")).to_contain_text("asked for 1.0GiB")
+    expect(rightsizing).to_contain_text("the limit was 1.00 GiB")

@@ -9,12 +9,9 @@ import time
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-import pytest
+from playwright.sync_api import expect
 
 from tests.ui.workloads import Seeded
-
-pytest.importorskip("playwright.sync_api")
-from playwright.sync_api import expect  # noqa: E402
 
 
 def names(page: Any) -> list[str]:

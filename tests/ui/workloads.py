@@ -114,6 +114,79 @@ for i in range(5000):
 '''
 
 
+# Three runs for the compare page's edge cases: long names and values, a metric logged once
+# (one point per run), and one that ranges from 5e3 to 1e195 (past what a linear axis can label).
+EDGES = r'''
+import flightlog
+for i in range(3):
+    run = flightlog.init(project="edges", name=f"a-rather-long-run-name-for-the-layout-{i}", resources=False,
+                         params={"lr": 0.1 * (i + 1), "a_long_parameter_name.with.nesting": "x" * 40})
+    run.log({"final_acc": 0.8 + 0.05 * i}, step=0)
+    for s in range(20):
+        run.log({"huge": 5e3 * 10 ** (10 * s) if s < 19 else 1e195, "loss": 1.0 / (s + 1 + i)}, step=s)
+    run.finish()
+'''
+
+# A training script that checkpoints and can resume: the first attempt fails after its
+# checkpoint, `flightlog run --resume` runs the second from it.
+RESUMABLE = r'''
+import os, sys, time
+import flightlog
+run = flightlog.init()
+resume = os.environ.get("FLIGHTLOG_RESUME_FROM")
+start = int(open(resume).read()) if resume else 0
+with run.stage("data_loading"):
+    time.sleep(0.2)
+for i in range(start, start + 10):
+    run.log({"loss": 1.0 / (i + 1)}, step=i)
+    time.sleep(0.03)
+    if i == 5 and not resume:
+        path = os.path.join(sys.argv[1], "ckpt.txt")
+        with open(path, "w") as f:
+            f.write(str(i + 1))
+        run.checkpoint(path, step=i + 1)
+if not resume:
+    sys.exit("lost the node")
+'''
+
+# Takes memory until `flightlog run --memory-limit` kills it.
+GREEDY = r'''
+chunks = []
+while True:
+    chunks.append(bytearray(16 * 1024 * 1024))
+    chunks[-1][::4096] = b"x" * len(chunks[-1][::4096])
+'''
+
+
+def make_edges(home: Path, work: Path) -> list[str]:
+    """The three runs of EDGES (project "edges"), oldest first."""
+    script = work / "edges.py"
+    script.write_text(textwrap.dedent(EDGES))
+    subprocess.run([sys.executable, str(script)], env=env_for(home), cwd=work, check=True, capture_output=True, timeout=120)
+    runs = json.loads(flightlog(home, "runs", "ls", "--project", "edges", "--format", "json").stdout)
+    return [str(r["id"]) for r in reversed(runs)]
+
+
+def make_resumed(home: Path, work: Path) -> str:
+    """A run whose first attempt failed and whose second ran with `flightlog run --resume`."""
+    script = work / "resumable.py"
+    script.write_text(textwrap.dedent(RESUMABLE))
+    cmd = ["--", sys.executable, str(script), str(work)]
+    flightlog(home, "run", "--project", "resume", "--name", "resumable", *cmd, check=False)
+    run_id = last_run(home, "resume")
+    flightlog(home, "run", "--resume", run_id, *cmd)
+    return run_id
+
+
+def make_oom(home: Path, work: Path) -> str:
+    """A run killed at its memory limit (`flightlog run --memory-limit 128M`)."""
+    script = work / "greedy.py"
+    script.write_text(textwrap.dedent(GREEDY))
+    flightlog(home, "run", "--project", "oom", "--name", "greedy", "--memory-limit", "128M", "--sample-interval", "0.1s",
+              "--", sys.executable, str(script), check=False)
+    return last_run(home, "oom")
+
+
 @dataclass
 class Seeded:
     home: Path

@@ -93,9 +93,40 @@ export function yAxis(format: (v: number) => string = fmtNum): uPlot.Axis {
     stroke: c.fg,
     grid: { stroke: c.grid, width: 1 },
     ticks: { stroke: c.grid, width: 1 },
-    values: (_u, splits) => splits.map((v) => (v === null || v === undefined ? "" : format(v))),
+    values: (u, splits) => {
+      const labels = splits.map((v) => (v === null || v === undefined ? "" : format(v)));
+      // the canvas holds the drawn labels; the page keeps them as text too (tests, assistive tools)
+      u.root.dataset.yTicks = labels.join(" | ");
+      return labels;
+    },
     size: (u, values) => labelSize(u, values),
   };
+}
+
+/** Beyond this magnitude uPlot draws no y labels at all (it gives up past 17 integer digits),
+ *  so a metric that reaches it is drawn on a log scale of our own (see `magnitude`). */
+export const HUGE = 1e15;
+
+/** A signed log10 that keeps 0 and the sign: the y value a `magnitude` chart draws. */
+export function slog(v: number): number {
+  return Math.sign(v) * Math.log10(1 + Math.abs(v));
+}
+
+/** The label of a `slog` tick: about the value it stands for ("1e+195", "-3.2e+20", "100"); from
+ *  10 up the "+1" of `slog` is left out, so a whole tick reads as a power of ten. */
+export function fmtSlog(t: number): string {
+  const a = Math.abs(t);
+  const v = Math.sign(t) * (a < 1 ? Math.pow(10, a) - 1 : Math.pow(10, a));
+  if (!Number.isFinite(v)) return t > 0 ? "∞" : "-∞";
+  if (Math.abs(v) < 1e6) return fmtNum(Number(v.toPrecision(3)));
+  return v.toExponential(Math.abs(a - Math.round(a)) < 1e-9 ? 0 : 1);
+}
+
+/** An x range with room around a single x value: uPlot would stretch it to [v, v + 100] and put
+ *  the lone point on the axis. */
+export function padSingle(u: uPlot, min: number | null, max: number | null): uPlot.Range.MinMax {
+  const xs = u.data[0];
+  return xs.length === 1 && typeof xs[0] === "number" ? [xs[0] - 1, xs[0] + 1] : [min, max];
 }
 
 export interface Band {

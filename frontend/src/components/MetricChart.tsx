@@ -6,7 +6,7 @@ import { get, num, pathSegments } from "../api";
 import { fmtNum } from "../format";
 import { colorOf } from "../theme";
 import type { Buckets } from "../types";
-import { Chart, envelope, hover, markers, uPlot, xAxis, yAxis, type XKind } from "./Chart";
+import { Chart, envelope, fmtSlog, HUGE, hover, markers, padSingle, slog, uPlot, xAxis, yAxis, type XKind } from "./Chart";
 import { ErrorBox, Spinner } from "./ui";
 
 export interface Series {
@@ -50,6 +50,28 @@ function ema(values: (number | null)[], w: number): (number | null)[] {
     n++;
     return last / (1 - Math.pow(w, n));
   });
+}
+
+/** Whether any value reaches HUGE: then the chart draws `slog` of the values (uPlot can label
+ *  no linear or log axis past 1e17, and a linear one would flatten everything else anyway). */
+function reachesHuge(ps: (Prepared | null)[]): boolean {
+  return ps.some((p) => p && [p.raw, p.lo, p.hi].some((vs) => vs.some((v) => v !== null && Math.abs(v) >= HUGE)));
+}
+
+function toMagnitude(p: Prepared): Prepared {
+  const f = (vs: (number | null)[]) => vs.map((v) => (v === null ? null : slog(v)));
+  return { ...p, raw: f(p.raw), y: f(p.y), lo: f(p.lo), hi: f(p.hi) };
+}
+
+function smoothedText(v: number | null | undefined, magnitude: boolean): string {
+  return v === null || v === undefined ? "—" : magnitude ? `≈${fmtSlog(v)}` : fmtNum(v);
+}
+
+/** Points drawn on their own: a series with a single value has no line to draw. */
+function lonely(vs: (number | null)[]): boolean {
+  let n = 0;
+  for (const v of vs) if (v !== null && ++n > 1) return false;
+  return n === 1;
 }
 
 function prepare(b: Buckets, s: Series, x: XKind, smooth: number, log: boolean): Prepared {
@@ -108,7 +130,11 @@ export function MetricChart(props: MetricChartProps) {
     return () => ctrl.abort();
   }, [name, runs.map((r) => r.id).join(","), stepZoom?.[0], stepZoom?.[1], props.refresh, nb]);
 
-  const prepared = useMemo(() => data?.map((b, i) => (b ? prepare(b, runs[i], x, smooth, log) : null)) ?? null, [data, x, smooth, log]);
+  const [prepared, magnitude] = useMemo((): [(Prepared | null)[] | null, boolean] => {
+    const ps = data?.map((b, i) => (b ? prepare(b, runs[i], x, smooth, log) : null)) ?? null;
+    if (!ps || !reachesHuge(ps)) return [ps, false];
+    return [ps.map((p) => (p ? toMagnitude(p) : null)), true];
+  }, [data, x, smooth, log]);
   const single = runs.length === 1;
   const aligned: uPlot.AlignedData | null = useMemo(() => {
     if (!prepared) return null;
@@ -122,8 +148,8 @@ export function MetricChart(props: MetricChartProps) {
     return uPlot.join(tables);
   }, [prepared]);
 
-  const ref = useRef({ prepared, zoom, onZoom: props.onZoom });
-  ref.current = { prepared, zoom, onZoom: props.onZoom };
+  const ref = useRef({ prepared, magnitude, zoom, onZoom: props.onZoom });
+  ref.current = { prepared, magnitude, zoom, onZoom: props.onZoom };
 
   const points = data?.reduce((a, b) => a + (b?.points ?? 0), 0) ?? 0;
   const nonfinite = data?.reduce((a, b) => a + (b ? b.nonfinite.reduce((s, v) => s + v, 0) : 0), 0) ?? 0;
@@ -134,11 +160,14 @@ export function MetricChart(props: MetricChartProps) {
     if (single) {
       const c = runs[0].color ?? colorOf(0);
       if (smooth > 0) series.push({ label: name + " (raw)", stroke: c, width: 1, alpha: 0.3, spanGaps: false, points: { show: false } });
-      series.push({ label: name, stroke: c, width: 1.6, spanGaps: false });
+      const alone = !!prepared?.[0] && lonely(prepared[0].y);
+      series.push({ label: name, stroke: c, width: 1.6, spanGaps: false, points: alone ? { show: true, size: 8, fill: c } : undefined });
     } else {
       present.forEach((r) => {
         const idx = runs.indexOf(r);
-        series.push({ label: r.label, stroke: r.color ?? colorOf(idx), width: 1.6, spanGaps: true, points: { show: false } });
+        const color = r.color ?? colorOf(idx);
+        const alone = !!prepared?.[idx] && lonely(prepared[idx]!.y);
+        series.push({ label: r.label, stroke: color, width: 1.6, spanGaps: true, points: alone ? { show: true, size: 8, fill: color } : { show: false } });
       });
     }
     const plugins: uPlot.Plugin[] = [
@@ -156,7 +185,7 @@ export function MetricChart(props: MetricChartProps) {
         const span = b.step[i] === b.step_end[i] ? `step ${b.step[i]}` : `steps ${b.step[i]}–${b.step_end[i]}`;
         const extra = b.count[i] > 1 ? ` · min ${fmtNum(b.min[i])} (step ${b.min_step[i]}) · max ${fmtNum(b.max[i])} (step ${b.max_step[i]}) · ${b.count[i]} points` : "";
         const bad = b.nonfinite[i] ? ` · ${b.nonfinite[i]} NaN/inf` : "";
-        el.textContent = `${span} · ${b.count[i] > 1 ? "mean" : "value"} ${fmtNum(b.count[i] > 1 ? b.mean[i] : b.first[i])}${smooth > 0 ? ` · smoothed ${fmtNum(u.data[2]?.[idx] ?? null)}` : ""}${extra}${bad}`;
+        el.textContent = `${span} · ${b.count[i] > 1 ? "mean" : "value"} ${fmtNum(b.count[i] > 1 ? b.mean[i] : b.first[i])}${smooth > 0 ? ` · smoothed ${smoothedText(u.data[2]?.[idx] ?? null, ref.current.magnitude)}` : ""}${extra}${bad}`;
       }),
     ];
     if (single) {
@@ -180,10 +209,10 @@ export function MetricChart(props: MetricChartProps) {
         bind: { dblclick: () => () => { ref.current.onZoom(null); return null; } },
       },
       scales: {
-        x: { time: x === "time", range: zoom ? () => [zoom[0], zoom[1]] : undefined },
-        y: log ? { distr: 3 } : {},
+        x: { time: x === "time", range: zoom ? () => [zoom[0], zoom[1]] : padSingle },
+        y: log && !magnitude ? { distr: 3 } : {},
       },
-      axes: [xAxis(x), yAxis()],
+      axes: [xAxis(x), magnitude ? yAxis(fmtSlog) : yAxis()],
       plugins,
       hooks: {
         setSelect: [(u: uPlot) => {
@@ -202,15 +231,16 @@ export function MetricChart(props: MetricChartProps) {
       <div class="metric-head">
         <h3 class="metric-name" title={name}>{name}</h3>
         <span class="muted small">
-          {points ? `${points.toLocaleString()} points` : ""}
+          {points ? `${points.toLocaleString()} point${points === 1 ? "" : "s"}` : ""}
           {nonfinite ? <span class="text-danger"> · {nonfinite} NaN/inf</span> : null}
         </span>
+        {magnitude ? <span class="chip" title="Values reach 1e15 or more: the y axis is logarithmic (sign kept), or nothing else would show">log scale (huge values)</span> : null}
         {!data && !error ? <Spinner /> : null}
       </div>
       {error ? <ErrorBox error={error} what={name} /> : null}
       {aligned && aligned[0].length ? (
         <Chart label={`chart of ${name}`} data={aligned} build={build}
-          rebuildKey={`${x}|${log}|${smooth > 0}|${present.map((r) => r.id).join(",")}|${zoom?.join(",") ?? ""}|${single}`} />
+          rebuildKey={`${x}|${log}|${magnitude}|${smooth > 0}|${present.map((r) => r.id).join(",")}|${zoom?.join(",") ?? ""}|${single}`} />
       ) : data && !error ? <div class="chart-empty muted">No points{zoom ? " in this range" : ""}.</div> : <div class="chart-placeholder" />}
       <div class="readout small mono" ref={readout} aria-live="off" />
     </div>

@@ -217,7 +217,7 @@ export function Compare({ project, query }: { project: string | null; query: URL
         ) : <p class="muted">None of these runs logged metrics.</p>}
       </Card>
 
-      <div class="grid-2">
+      <div class="grid-2 compare-panels" style={{ "--runs": runs.length }}>
         <Card title="Stage times" id="compare-stages">
           {stageNames.length ? (
             <div class="table-wrap">
@@ -258,7 +258,7 @@ export function Compare({ project, query }: { project: string | null; query: URL
         </Card>
       </div>
 
-      <div class="grid-2">
+      <div class="grid-2 compare-panels" style={{ "--runs": runs.length }}>
         <Card title="Inputs" id="compare-inputs">
           {inputNames.length ? (
             <div class="table-wrap">

@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from flightlog.cli.common import open_client, short_time
-from flightlog.cli.output import console, emit_json, format_option
+from flightlog.cli.output import console, emit_json, esc, format_option
 from flightlog.errors import InvalidInput
 from flightlog.timefmt import parse_duration
 
@@ -105,17 +105,17 @@ def rules_check(file: str, fmt: str) -> None:
         emit_json(doc)
         return
     out = console()
-    out.print(f"[green]ok[/] {file}: {len(config.rules)} rule{'s' if len(config.rules) != 1 else ''}, "
+    out.print(f"[green]ok[/] {esc(file)}: {len(config.rules)} rule{'s' if len(config.rules) != 1 else ''}, "
               f"{len(config.notifiers)} notifier{'s' if len(config.notifiers) != 1 else ''}")
     for r in config.rules:
         scope = f" (project {', '.join(r.projects)})" if r.projects else ""
-        out.print(f"  {r.name}: {r.kind}, {r.severity}{scope}")
+        out.print(esc(f"  {r.name}: {r.kind}, {r.severity}{scope}"))
     for n in config.notifiers:
-        out.print(f"  notifier {n.name}: {n.describe()}")
+        out.print(esc(f"  notifier {n.name}: {n.describe()}"))
     for w in config.warnings:
-        out.print(f"[yellow]warning:[/] {w.render(file)}")
+        out.print(f"[yellow]warning:[/] {esc(w.render(file))}")
     if missing:
-        out.print(f"[yellow]note:[/] not set here (needed where alerts are sent): {', '.join(missing)}")
+        out.print(f"[yellow]note:[/] not set here (needed where alerts are sent): {esc(', '.join(missing))}")
 
 
 @rules_group.command("ls")
@@ -134,9 +134,9 @@ def rules_ls(file: str | None, fmt: str) -> None:
     if config is None:
         out.print("[dim]no rules file: write flightlog.alerts.yaml here or FLIGHTLOG_HOME/alerts.yaml (docs/alerting.md)[/]")
         return
-    out.print(f"rules from {path}:")
+    out.print(esc(f"rules from {path}:"))
     for r in config.rules:
-        out.print(f"  {r.name}: {r.kind}, {r.severity} — {r.summary.text}")
+        out.print(esc(f"  {r.name}: {r.kind}, {r.severity} — {r.summary.text}"))
 
 
 @alerts_group.command("test")
@@ -184,8 +184,8 @@ def alerts_silence(rule: str, duration: str, labels: tuple[str, ...], comment: s
         emit_json(silence.to_dict())
         return
     shown = f" with {', '.join(f'{k}={v}' for k, v in silence.matchers.items())}" if silence.matchers else ""
-    console().print(f"silence {silence.id}: {silence.rule}{shown} until {short_time(silence.ends)}"
-                    f" (end it early: flightlog alerts unsilence {silence.id})")
+    console().print(esc(f"silence {silence.id}: {silence.rule}{shown} until {short_time(silence.ends)}"
+                        f" (end it early: flightlog alerts unsilence {silence.id})"))
 
 
 @alerts_group.command("silences")
@@ -211,7 +211,7 @@ def alerts_unsilence(silence_id: str) -> None:
 
     if not _alert_store().expire_silence(silence_id):
         raise NotFound(f"no silence {silence_id!r}: list them with `flightlog alerts silences --all`")
-    console().print(f"silence {silence_id} ended")
+    console().print(esc(f"silence {silence_id} ended"))
 
 
 @alerts_group.command("watch")

@@ -8,7 +8,7 @@ from typing import Any
 from flightlog.alerts.silences import Silence
 from flightlog.alerts.types import Alert
 from flightlog.cli.common import short_time
-from flightlog.cli.output import console
+from flightlog.cli.output import console, esc, styled
 
 __all__ = ["alerts_table", "silences_table", "replay_table", "events_table", "STATE_STYLE"]
 
@@ -26,7 +26,7 @@ def _value(v: Any) -> str:
 
 def _labels(labels: dict[str, str], skip: Sequence[str] = ("run", "project", "pipeline")) -> str:
     shown = [f"{k}={v}" for k, v in sorted(labels.items()) if k not in skip]
-    return ",".join(shown) or "-"
+    return esc(",".join(shown) or "-")
 
 
 def alerts_table(alerts: Sequence[Alert], *, empty: str = "no alerts") -> None:
@@ -37,9 +37,9 @@ def alerts_table(alerts: Sequence[Alert], *, empty: str = "no alerts") -> None:
         table.add_column(head, no_wrap=head != "SUMMARY")
     for a in alerts:
         table.add_row(
-            f"[{STATE_STYLE.get(a.state, '')}]{a.state}[/]", f"[{SEVERITY_STYLE.get(a.severity, '')}]{a.severity}[/]",
-            a.rule, (a.run_id or "-")[:8], _labels(a.labels), short_time(a.fired_at or a.active_since),
-            short_time(a.resolved_at), _value(a.value), a.summary,
+            styled(a.state, STATE_STYLE.get(a.state)), styled(a.severity, SEVERITY_STYLE.get(a.severity)),
+            esc(a.rule), esc((a.run_id or "-")[:8]), _labels(a.labels), short_time(a.fired_at or a.active_since),
+            short_time(a.resolved_at), esc(_value(a.value)), esc(a.summary),
         )
     out = console()
     out.print(table)
@@ -57,8 +57,8 @@ def events_table(events: Sequence[dict[str, Any]]) -> None:
         detail = e.get("detail") or {}
         text = detail.get("summary") or detail.get("error") or ", ".join(
             f"{k}={v}" for k, v in detail.items() if k in ("notifier", "attempts", "reason", "silence", "value"))
-        table.add_row(e["time"], e["event"], e.get("rule") or "-", (e.get("run_id") or "-")[:8],
-                      _labels(e.get("labels") or {}), str(text))
+        table.add_row(esc(e["time"]), esc(e["event"]), esc(e.get("rule") or "-"), esc((e.get("run_id") or "-")[:8]),
+                      _labels(e.get("labels") or {}), esc(text))
     out = console()
     out.print(table)
     if not events:
@@ -72,8 +72,8 @@ def silences_table(silences: Sequence[Silence], now: float) -> None:
     for head in ("ID", "RULE", "LABELS", "UNTIL", "ACTIVE", "BY", "COMMENT"):
         table.add_column(head, no_wrap=head != "COMMENT")
     for s in silences:
-        table.add_row(s.id, s.rule, _labels(s.matchers, ()), short_time(s.ends), "yes" if s.active(now) else "no",
-                      s.author or "-", s.comment or "")
+        table.add_row(esc(s.id), esc(s.rule), _labels(s.matchers, ()), short_time(s.ends), "yes" if s.active(now) else "no",
+                      esc(s.author or "-"), esc(s.comment or ""))
     out = console()
     out.print(table)
     if not silences:
@@ -85,19 +85,19 @@ def replay_table(result: Any) -> None:
 
     out = console()
     run = result.run
-    out.print(f"[bold]alerts test[/] run {run.id} ({run.project}/{run.name or '-'}, {run.status}): "
+    out.print(f"[bold]alerts test[/] run {run.id} ({esc(run.project)}/{esc(run.name or '-')}, {esc(run.status)}): "
               f"{len(result.rules)} rules applied, {result.evaluations} evaluations every {result.interval:g}s")
     table = Table(box=None, header_style="bold", pad_edge=False)
     for head in ("RULE", "SEVERITY", "STATE", "PENDING", "FIRED", "RESOLVED", "VALUE", "SUMMARY"):
         table.add_column(head, no_wrap=head != "SUMMARY")
     for a in result.alerts:
-        table.add_row(a.rule, f"[{SEVERITY_STYLE.get(a.severity, '')}]{a.severity}[/]",
-                      f"[{STATE_STYLE.get(a.state, '')}]{a.state}[/]" + (f" ({a.resolved_reason})" if a.resolved_reason else ""),
-                      short_time(a.active_since), short_time(a.fired_at), short_time(a.resolved_at), _value(a.value),
-                      a.summary)
+        table.add_row(esc(a.rule), styled(a.severity, SEVERITY_STYLE.get(a.severity)),
+                      styled(a.state, STATE_STYLE.get(a.state)) + (f" ({esc(a.resolved_reason)})" if a.resolved_reason else ""),
+                      short_time(a.active_since), short_time(a.fired_at), short_time(a.resolved_at), esc(_value(a.value)),
+                      esc(a.summary))
     if result.alerts:
         out.print(table)
     else:
         out.print("[dim]no alert would have fired[/]")
     for error in result.errors:
-        out.print(f"[yellow]warning:[/] {error}")
+        out.print(f"[yellow]warning:[/] {esc(error)}")

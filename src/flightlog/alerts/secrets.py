@@ -14,6 +14,7 @@ import re
 from collections.abc import Mapping
 from urllib.parse import parse_qsl, urlsplit
 
+from flightlog.capture.names import is_secret_url_param
 from flightlog.errors import InvalidInput
 
 __all__ = [
@@ -26,11 +27,6 @@ __all__ = [
 ]
 
 _REF = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$\{[^}]*\}?")
-_SECRET_KEY = re.compile(
-    r"(^|[._-])(password|passwd|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|secret[_-]?key|private[_-]?key|"
-    r"credentials?|auth|authorization|signature|sig|key)$|^(x-)?(api-key|auth-token|access-token)$",
-    re.IGNORECASE,
-)
 _TOKENISH = re.compile(r"[A-Za-z0-9_+/=-]{20,}")
 
 
@@ -69,8 +65,9 @@ def resolve(text: str, environ: Mapping[str, str] | None = None) -> str:
 
 
 def secret_key(name: str) -> bool:
-    """Whether a field, header or variable name looks like it holds a secret."""
-    return bool(_SECRET_KEY.search(name.strip()))
+    """Whether a field, header or URL query parameter name holds a secret: the project's one
+    policy (``flightlog.capture.names``), which also knows that a bare ``?key=`` in a URL is one."""
+    return is_secret_url_param(name.strip())
 
 
 def _literal(text: str) -> str:

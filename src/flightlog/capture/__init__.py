@@ -3,11 +3,37 @@
 ``CapturePipeline`` turns the bytes read from a child's stdout and stderr into ``LogBatch``
 events: one per line or multi-line block (tracebacks, stack traces, indented continuations),
 with levels and structure parsed, progress bars collapsed, long lines cut, secrets redacted
-and the volume bounded. ``Redactor`` is also used on SDK log events and on params.
+and the volume bounded; ``LineMetrics`` reads training progress from the lines as metrics.
+``Redactor`` is also used on SDK log events, params, tags, notes and command lines.
+
+The names are imported on first use: the SDK needs only the redactor (``redact``,
+``userstrings``), and ``flightlog.init()`` should not pay for the whole pipeline.
 """
 
-from flightlog.capture.patterns import load_patterns
-from flightlog.capture.pipeline import CaptureConfig, CapturePipeline
-from flightlog.capture.redact import Redactor
+from __future__ import annotations
 
-__all__ = ["CaptureConfig", "CapturePipeline", "Redactor", "load_patterns"]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from flightlog.capture.linemetrics import LineMetrics
+    from flightlog.capture.patterns import load_patterns
+    from flightlog.capture.pipeline import CaptureConfig, CapturePipeline
+    from flightlog.capture.redact import Redactor
+
+__all__ = ["CaptureConfig", "CapturePipeline", "LineMetrics", "Redactor", "load_patterns"]
+
+_HOMES = {
+    "CaptureConfig": "flightlog.capture.pipeline",
+    "CapturePipeline": "flightlog.capture.pipeline",
+    "LineMetrics": "flightlog.capture.linemetrics",
+    "Redactor": "flightlog.capture.redact",
+    "load_patterns": "flightlog.capture.patterns",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'flightlog.capture' has no attribute {name!r}")
+    return getattr(importlib.import_module(home), name)

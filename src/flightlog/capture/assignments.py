@@ -6,7 +6,7 @@ only, so positions do not move — and searched for a handful of keywords (``pas
 with a literal, so the regex engine skips straight to candidates; ``tokens=123`` and
 ``max_tokens=1024`` never match because the keyword must end the name. Only the few
 candidates are examined in Python: the whole name is read backwards from the keyword and
-judged by ``names.is_secret_key``, then the value after the separator is replaced.
+judged by ``names.is_secret_name``, then the value after the separator is replaced.
 
 JSON stays valid: a quoted value keeps its quotes, and an unquoted value of a quoted key
 (``"password": 12345``) becomes a quoted marker.
@@ -17,11 +17,13 @@ from __future__ import annotations
 import re
 
 from flightlog.capture.families import marker_bytes
-from flightlog.capture.names import is_secret_key, key_words
+from flightlog.capture.names import VARIANT_WORDS, is_secret_name, key_words
 
 __all__ = ["redact_assignments"]
 
-_SEP = rb"""["']?[ \t]*[:=]"""
+# A variant suffix may follow the keyword (``api_key_2=``, ``DB_PASSWORD_PROD=``; names.py).
+_VARIANTS = "|".join(sorted(VARIANT_WORDS, key=len, reverse=True)).encode()
+_SEP = rb"(?:[_.\-](?:v?\d+|" + _VARIANTS + rb"))*" + rb"""["']?[ \t]*[:=]"""
 _KEYWORDS: tuple[re.Pattern[bytes], ...] = (
     re.compile(rb"p(?:ass(?:word|wd|phrase)?|wd)" + _SEP),
     re.compile(rb"secret" + _SEP),
@@ -29,6 +31,10 @@ _KEYWORDS: tuple[re.Pattern[bytes], ...] = (
     re.compile(rb"keys?" + _SEP),
     re.compile(rb"credentials?" + _SEP),
     re.compile(rb"auth(?:orization)?" + _SEP),
+    re.compile(rb"dsn" + _SEP),
+    re.compile(rb"cookies?" + _SEP),
+    re.compile(rb"signature" + _SEP),
+    re.compile(rb"str(?:ing)?" + _SEP),  # connection_string=…
 )
 _BEARER = re.compile(rb"bearer[ \t]+")
 _BEARER_VALUE = re.compile(rb"[A-Za-z0-9._~+/\-]{8,}=*")
@@ -120,7 +126,7 @@ def _candidates(data: bytes, low: bytes) -> list[Replacement]:
             separator = m.group(0)
             name_end = start + len(separator.rstrip(_SEPARATOR_CHARS))
             name = data[name_start:name_end].decode("ascii", "replace")
-            if not is_secret_key(name):
+            if not is_secret_name(name):
                 continue
             after = m.end()
             if data[after : after + 1] == b"=":  # a comparison, "token == x"

@@ -19,6 +19,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from flightlog.capture.keyblocks import HEADER, PRIVATE_KEY, KeyBlock, key_block
+
 __all__ = ["Family", "FAMILIES", "PRIVATE_KEY", "marker", "marker_bytes"]
 
 
@@ -50,8 +52,13 @@ class Family:
     name: str
     pattern: re.Pattern[bytes]
     accept: Callable[[re.Match[bytes]], bool] | None = None
+    block: Callable[[bytes, int], KeyBlock] | None = None
+    """For secrets over several lines whose extent a regex cannot say (a private key whose
+    every line has a prefix): ``pattern`` finds the start, this says which spans to hide."""
 
     def apply(self, data: bytes) -> tuple[bytes, int]:
+        if self.block is not None:
+            return self._apply_blocks(data, self.block)
         if not self.pattern.groupindex and self.accept is None:
             return self.pattern.subn(marker_bytes(self.name), data)
         count = 0
@@ -78,30 +85,44 @@ class Family:
 
         return self.pattern.sub(replace, data), count
 
+    def _apply_blocks(
+        self, data: bytes, find: Callable[[bytes, int], KeyBlock]
+    ) -> tuple[bytes, int]:
+        """The first span of each block becomes the marker; its other spans are removed."""
+        cuts: list[tuple[int, int, bytes]] = []
+        hidden_to = 0
+        for m in self.pattern.finditer(data):
+            start = m.start()
+            if start < hidden_to or any(s <= start < e for s, e, _ in cuts):
+                continue  # inside a block already hidden
+            spans = find(data, start).spans
+            first_start, first_end = spans[0]
+            cuts.append((first_start, max(first_end, m.end()), marker_bytes(self.name)))
+            cuts.extend((s, e, b"") for s, e in spans[1:])
+            hidden_to = max(first_end, m.end())
+        if not cuts:
+            return data, 0
+        cuts.sort()
+        parts: list[bytes] = []
+        pos = 0
+        count = 0
+        for start, end, replacement in cuts:
+            if start < pos:  # the same line claimed by two blocks
+                pos = max(pos, end)
+                continue
+            parts.append(data[pos:start])
+            parts.append(replacement)
+            count += bool(replacement)
+            pos = end
+        parts.append(data[pos:])
+        return b"".join(parts), count
+
     def names(self) -> list[str]:
         """The families this pattern covers (its named groups, or its name).
 
         A group named ``family__variant`` is another shape of ``family`` (group names must be
         unique in a pattern, marker names need not be)."""
         return list(self.pattern.groupindex) or [self.name]
-
-
-# A line break inside a key block: a real newline, or ``\n`` escaped inside a JSON string.
-_KEY_SEP = r"(?:\r?\n|\\(?:r\\)?n)"
-# A body line is whole: base64 or a header, then the end of the line (or of a JSON string).
-_KEY_BODY_LINE = (
-    r"[ \t]*(?:(?:Proc-Type|DEK-Info|Comment|Version):[^\n\\\"]*|[A-Za-z0-9+/=]+)?[ \t]*"
-    r"(?=\r?\n|\\(?:r\\)?n|\"|\Z)"
-)
-_KEY_HEADER = r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
-_KEY_FOOTER = r"-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
-
-#: A private key block: the header, the base64 body lines, and the footer when it is there.
-#: Without a footer the block ends at the first line that is not base64, so an unterminated
-#: key is still hidden while ordinary text after it is not.
-PRIVATE_KEY = re.compile(
-    rf"{_KEY_HEADER}(?:{_KEY_SEP}{_KEY_BODY_LINE})*(?:{_KEY_SEP}?[ \t]*{_KEY_FOOTER})?".encode()
-)
 
 
 _WORD_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
@@ -118,7 +139,7 @@ def _key_like(m: re.Match[bytes]) -> bool:
 
 
 FAMILIES: tuple[Family, ...] = (
-    Family("private_key", PRIVATE_KEY),
+    Family("private_key", HEADER, block=key_block),
     Family(
         "aws_access_key_id",
         re.compile(

@@ -17,6 +17,7 @@ import re
 __all__ = [
     "LineSplitter",
     "decode",
+    "strip_ansi",
     "collapse_progress",
     "split_lines",
     "truncate_lines",
@@ -31,6 +32,23 @@ _ERRORS = "backslashreplace"
 def decode(data: bytes) -> str:
     """Complete lines to text; invalid UTF-8 bytes become visible ``\\xNN`` escapes."""
     return data.decode(_ENCODING, _ERRORS)
+
+
+# Terminal escape sequences: CSI (colours ``\x1b[31m``, cursor moves ``\x1b[2K``), OSC (titles,
+# hyperlinks; ended by BEL or ST) and the two-byte escapes. Colours around a level word
+# (``\x1b[31mERROR\x1b[0m: disk full``) would otherwise hide it from level detection.
+_ANSI = re.compile(
+    rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b\n]*(?:\x07|\x1b\\)?|[@-Z\\^_]|[ -/]+[0-~])"
+)  # (not the 8-bit CSI 0x9b: in UTF-8 that byte is part of ordinary characters)
+
+
+def strip_ansi(data: bytes) -> bytes:
+    """``data`` without terminal escape sequences; ``data`` itself when it has none (one scan).
+
+    Applied to what is stored and parsed only: the terminal still gets the raw bytes."""
+    if b"\x1b" not in data:
+        return data
+    return _ANSI.sub(b"", data)
 
 
 def truncation_marker(dropped_bytes: int) -> str:

@@ -1,9 +1,18 @@
-"""Which *names* hold secrets: mapping keys, ``key=value`` assignments, environment variables.
+"""The one policy for which *names* hold secrets: mapping keys, params, ``key=value``
+assignments, environment variables, HTTP headers and query parameters.
+
+Every place that asks "is this name a secret?" calls :func:`is_secret_name` — the text
+redactor, the JSON-field redactor, the environment scan, params and the run context in the SDK,
+and the alert notifiers' checks — so they cannot disagree (``tests/capture/test_capture_names.py``
+holds the table they all agree on).
 
 The rule looks at the *last word* of a name, because that word says what the value is:
-``access_token`` and ``client_secret`` hold secrets, while ``token_count``, ``max_tokens``,
-``secret_name`` and ``private_key_path`` only talk about them. Keeping this in one place means
-the text redactor, the JSON-field redactor and the environment scan agree.
+``access_token``, ``client_secret``, ``GITHUB_TOKEN`` and ``X-Api-Key`` hold secrets, while
+``token_count``, ``max_tokens``, ``secret_name``, ``HF_TOKEN_PATH`` and ``private_key_path`` only
+talk about them. ``key`` alone is too common (``sort_key``, ``rng_key``) and is a secret only
+after words such as ``api``, ``secret``, ``private``. Connection strings
+(``AZURE_STORAGE_CONNECTION_STRING``) hold account keys. A trailing number or variant word is
+skipped first (``API_KEY_2``, ``DB_PASSWORD_PROD``, ``GITHUB_TOKEN_V2``).
 """
 
 from __future__ import annotations
@@ -13,7 +22,7 @@ import re
 from collections.abc import Mapping
 from functools import lru_cache
 
-__all__ = ["is_secret_key", "key_words", "secret_env_values", "is_secret_env_name"]
+__all__ = ["VARIANT_WORDS", "is_secret_name", "is_secret_url_param", "key_words", "secret_env_values"]
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _SPLIT = re.compile(r"[^a-z0-9]+")
@@ -45,10 +54,14 @@ _KEY_QUALIFIERS = frozenset(
         "private",
         "signing",
         "encryption",
+        "decryption",
         "client",
         "master",
         "account",
         "ssh",
+        "gpg",
+        "pgp",
+        "deploy",
         "subscription",
         "service",
         "auth",
@@ -58,9 +71,27 @@ _KEY_QUALIFIERS = frozenset(
         "shared",
         "hmac",
         "session",
+        "webhook",
+        "jwt",
+        "sas",
+        "consumer",
     }
 )
-_PLAIN_SECRET_WORDS = frozenset({"auth", "authorization", "credentials", "credential"})
+# Words that hold a secret on their own, wherever they are the last word.
+_PLAIN_SECRET_WORDS = frozenset(
+    {"auth", "authorization", "credentials", "credential", "dsn", "cookie", "cookies", "signature"}
+)
+# Trailing words that name a variant of the same thing, not what it is.
+VARIANT_WORDS = frozenset(
+    {
+        "prod", "production", "dev", "development", "staging", "stage", "test", "testing", "qa",
+        "uat", "local", "old", "new", "primary", "secondary", "backup", "readonly", "ro", "rw",
+        "default", "main", "alt",
+    }
+)
+_NUMBERED = re.compile(r"v?\d+")
+# ``connection_string``, ``conn_str``: connection strings carry account keys and passwords.
+_CONNECTION_WORDS = frozenset({"connection", "conn"})
 # Tokenizer special tokens are vocabulary, not secrets: ``eos_token=</s>``.
 _VOCABULARY_QUALIFIERS = frozenset(
     {
@@ -89,14 +120,25 @@ def key_words(name: str) -> list[str]:
 
 
 @lru_cache(maxsize=4096)
-def is_secret_key(name: str) -> bool:
-    """Whether the value stored under ``name`` should be treated as a secret.
+def is_secret_name(name: str) -> bool:
+    """Whether the value stored under ``name`` (a key, param, variable or header) is a secret.
 
-    Cached: structured logs repeat the same few keys millions of times."""
-    words = key_words(name)
+    A dotted name is a path into nested data (params are flattened: ``credentials.user``):
+    everything under a secret-named part is secret. Cached: structured logs repeat the same
+    few keys millions of times."""
+    if "." in name:
+        return any(_is_secret_words(key_words(part)) for part in name.split("."))
+    return _is_secret_words(key_words(name))
+
+
+def _is_secret_words(words: list[str]) -> bool:
+    while len(words) > 1 and (words[-1] in VARIANT_WORDS or _NUMBERED.fullmatch(words[-1])):
+        words = words[:-1]  # API_KEY_2, DB_PASSWORD_PROD: the word before the variant decides
     if not words:
         return False
     last = words[-1]
+    if last in ("string", "str"):
+        return len(words) > 1 and words[-2] in _CONNECTION_WORDS
     if last in ("key", "keys"):
         return len(words) > 1 and words[-2] in _KEY_QUALIFIERS
     if last in _QUALIFIED_ONLY:
@@ -108,67 +150,23 @@ def is_secret_key(name: str) -> bool:
     return False
 
 
+_URL_ONLY = frozenset({"key", "sig"})
+
+
+def is_secret_url_param(name: str) -> bool:
+    """A URL query parameter or header: the same policy, and a bare ``key`` or ``sig``
+    (``?key=AIza…``, an Azure SAS ``&sig=…``), which in a URL are credentials though as a
+    param or in a log line they usually are not (``sort key``, gdb's ``sig=6``)."""
+    return is_secret_name(name) or name.lower() in _URL_ONLY
+
+
 # --- environment variables -------------------------------------------------------------
 
-_ENV_SECRET_PARTS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "PRIVATE")
-# Names whose value describes where or how a secret is, not the secret itself.
-_ENV_DESCRIPTIVE_LAST = frozenset(
-    {
-        "PATH",
-        "FILE",
-        "FILES",
-        "DIR",
-        "DIRS",
-        "MODE",
-        "TYPE",
-        "METHOD",
-        "ENABLED",
-        "DISABLED",
-        "HOST",
-        "PORT",
-        "USER",
-        "USERNAME",
-        "NAME",
-        "REGION",
-        "ID",
-        "PROVIDER",
-        "EXPIRY",
-        "EXPIRATION",
-        "TTL",
-        "LENGTH",
-        "VERSION",
-        "SOCK",
-        "SOCKET",
-    }
-)
-_ENV_NEVER = frozenset({"PWD", "OLDPWD", "TOKENIZERS_PARALLELISM"})
 _ENV_URL_LAST = frozenset({"URL", "URI", "DSN", "CONNECTION", "CONN"})
 _URL_WITH_PASSWORD = re.compile(r"://[^\s/@:]*:[^\s/@]+@")
 _BORING_VALUES = frozenset(
     {"true", "false", "none", "null", "enabled", "disabled", "required", "optional"}
 )
-
-
-def is_secret_env_name(name: str) -> bool:
-    """``GITHUB_TOKEN``, ``AWS_SECRET_ACCESS_KEY``, ``SENTRY_DSN`` yes; ``KEYBOARD_LAYOUT`` no."""
-    upper = name.upper()
-    if upper in _ENV_NEVER:
-        return False
-    words = [w for w in re.split(r"[^A-Z0-9]+", upper) if w]
-    if not words or words[-1] in _ENV_DESCRIPTIVE_LAST:
-        return False
-    if words[-1] == "DSN":
-        return True
-    for word in words:
-        if word.startswith("TOKENIZER"):
-            continue
-        if any(part in word for part in _ENV_SECRET_PARTS):
-            return True
-        if word.startswith("AUTH") and not word.startswith("AUTHOR"):
-            return True
-        if word in ("KEY", "KEYS") or (word.endswith("KEY") and len(word) > 3):
-            return True
-    return False
 
 
 def _is_existing_path(value: str) -> bool:
@@ -196,6 +194,6 @@ def secret_env_values(env: Mapping[str, str], min_length: int = 8) -> list[tuple
             continue
         words = [w for w in re.split(r"[^A-Z0-9]+", name.upper()) if w]
         url_like = bool(words) and words[-1] in _ENV_URL_LAST
-        if (url_like and _URL_WITH_PASSWORD.search(value)) or is_secret_env_name(name):
+        if (url_like and _URL_WITH_PASSWORD.search(value)) or is_secret_name(name):
             found.setdefault(value, name)
     return sorted(((n, v) for v, n in found.items()), key=lambda item: -len(item[1]))

@@ -76,7 +76,7 @@ def load_patterns(paths: Iterable[Path]) -> list[str]:
         path = Path(path)
         try:
             text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             continue
         except IsADirectoryError:
             raise InvalidInput(

@@ -6,7 +6,9 @@ decides only what is *stored*. A chunk goes through small steps, each in its own
     chunk steps (per stream, whole chunks)        event steps (on the batch)
     --------------------------------------        --------------------------
     LineSplitter   bytes → complete lines          RedactFields   secret JSON fields
-    KeyHold        hold an unfinished key block    RateLimiter    bound the volume
+    strip_ansi     terminal colours and moves out  LineMetrics    metrics from lines (optional)
+                                                   RateLimiter    bound the volume
+    KeyHold        hold an unfinished key block
     Redactor       secrets → markers (bytes), then decode, then user patterns (text)
     split_lines    lines, ``\\r`` collapsed
     truncate_lines over-long lines cut
@@ -30,7 +32,7 @@ from typing import Protocol
 
 from flightlog.capture.grouping import StreamGrouper, special_lines
 from flightlog.capture.keyhold import KeyHold
-from flightlog.capture.lines import LineSplitter, decode, split_lines, truncate_lines
+from flightlog.capture.lines import LineSplitter, decode, split_lines, strip_ansi, truncate_lines
 from flightlog.capture.ratelimit import RateLimiter
 from flightlog.capture.redact import Redactor
 from flightlog.errors import InvalidInput
@@ -122,16 +124,19 @@ class CapturePipeline:
     """Feed it what a child wrote; get back the ``LogBatch`` to store.
 
     ``stats`` counts lines and bytes read, dropped lines and bytes, truncated lines,
-    redactions and events returned.
+    redactions and events returned. ``metrics`` is an optional step that reads metrics from
+    the stored lines (``linemetrics.LineMetrics``).
     """
 
-    def __init__(self, config: CaptureConfig) -> None:
+    def __init__(self, config: CaptureConfig, metrics: EventStep | None = None) -> None:
         self.config = config
         self.stats: dict[str, int] = dict.fromkeys(STAT_KEYS, 0)
         self.redactor = Redactor(config.extra_patterns, config.env)
         self._streams: dict[str, _Stream] = {}
         self._lock = threading.Lock()
         self.event_steps: list[EventStep] = [RedactFields(self.redactor)]
+        if metrics is not None:  # reads every redacted event, dropped by the rate limit or not
+            self.event_steps.append(metrics)
         if config.max_rate is not None:
             self.event_steps.append(
                 RateLimiter(
@@ -201,7 +206,7 @@ class CapturePipeline:
         return state
 
     def _text(self, state: _Stream, data: bytes, now: float, out: LogBatch, final: bool) -> None:
-        data = state.keys.feed(data, now, final)
+        data = state.keys.feed(strip_ansi(data), now, final)
         if data:
             self._lines(state, data, now, out)
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from flightlog.capture.assignments import redact_assignments
 from flightlog.capture.families import FAMILIES, marker
-from flightlog.capture.names import is_secret_key, secret_env_values
+from flightlog.capture.names import is_secret_name, secret_env_values
 from flightlog.capture.patterns import compile_patterns
 
 __all__ = ["Redactor"]
@@ -102,14 +102,53 @@ class Redactor:
         already redacted as a whole, so each string need not be scanned twice. Returns
         ``data`` itself when nothing in it needs hiding (the common case: no copy)."""
         for key, value in data.items():
-            if type(value) in _CONTAINERS or (isinstance(key, str) and is_secret_key(key)):
+            if type(value) in _CONTAINERS or (isinstance(key, str) and is_secret_name(key)):
                 return self._mapping(data, redact_strings=False)
         return data
+
+    def redact_strings(self, value: Any) -> Any:
+        """``value`` with every string in it redacted, recursively; keys are not judged (for
+        data whose keys are not names of values, such as a traceback's frames)."""
+        if isinstance(value, str):
+            return self.redact(value)
+        if isinstance(value, Mapping):
+            return {k: self.redact_strings(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [self.redact_strings(item) for item in value]
+        return value
+
+    def redact_argv(self, argv: Sequence[Any]) -> list[Any]:
+        """A command line with its secrets hidden: each argument is redacted as text, and the
+        value of a secret-named option is hidden whatever it looks like — ``--token abc``,
+        ``--api-key=abc``, ``api_key=abc``, ``credentials.user=bob``."""
+        out: list[Any] = []
+        hide_next = False
+        for arg in argv:
+            if not isinstance(arg, str):
+                out.append(arg)
+                hide_next = False
+                continue
+            if hide_next and not arg.startswith("-"):
+                out.append(self._hide(arg))
+                hide_next = False
+                continue
+            hide_next = False
+            name, eq, value = arg.partition("=")
+            option = name.startswith("-")
+            if option or eq:
+                name = name.lstrip("-")
+                if name and is_secret_name(name):
+                    if eq:
+                        out.append(f"{arg[: len(arg) - len(value)]}{self._hide(value) if value else ''}")
+                        continue
+                    hide_next = option
+            out.append(self.redact(arg))
+        return out
 
     def _mapping(self, data: Mapping[str, Any], redact_strings: bool) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for key, value in data.items():
-            if isinstance(key, str) and is_secret_key(key):
+            if isinstance(key, str) and is_secret_name(key):
                 out[key] = self._hide(value)
             else:
                 out[key] = self._value(value, redact_strings)

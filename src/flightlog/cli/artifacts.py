@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from flightlog.cli.common import open_client
-from flightlog.cli.output import console, emit_json, format_option
+from flightlog.cli.output import console, emit_json, esc, format_option
 from flightlog.errors import InvalidInput
 from flightlog.timefmt import format_size
 
@@ -49,7 +49,7 @@ def artifacts_cmd(run: str, action: str | None, path: str | None, output: str | 
     for head in ("ROLE", "KIND", "PATH", "SIZE", "SHA256", "STEP", "KEPT"):
         table.add_column(head, no_wrap=True)
     for a in artifacts:
-        table.add_row(a.role, a.kind or "-", a.path, format_size(a.size), (a.sha256 or "-")[:12],
+        table.add_row(esc(a.role), esc(a.kind or "-"), esc(a.path), format_size(a.size), (a.sha256 or "-")[:12],
                       "-" if a.step is None else str(a.step), "yes" if (a.uri or "").startswith("cas:") else "path only")
     console().print(table)
 
@@ -60,10 +60,10 @@ def _print_lineage(lineage: dict) -> None:
     for item in lineage["inputs"]:
         a = item["artifact"]
         src = ", ".join(r[:8] for r in item["produced_by"]) or "-"
-        out.print(f"  input  {a['path']}  ({(a['sha256'] or '')[:12]})  produced by {src}")
+        out.print(f"  input  {esc(a['path'])}  ({(a['sha256'] or '')[:12]})  produced by {src}")
     for item in lineage["outputs"]:
         a = item["artifact"]
         dst = ", ".join(r[:8] for r in item["used_by"]) or "-"
-        out.print(f"  output {a['path']}  ({(a['sha256'] or '')[:12]})  used by {dst}")
+        out.print(f"  output {esc(a['path'])}  ({(a['sha256'] or '')[:12]})  used by {dst}")
     if lineage["children"]:
         out.print("  children " + ", ".join(c[:8] for c in lineage["children"]))

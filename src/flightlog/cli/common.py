@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from flightlog.cli.output import styled
 from flightlog.timefmt import format_duration, is_epoch
 
 __all__ = ["open_client", "STATUS_STYLE", "status_text", "duration_text", "short_time"]
@@ -39,7 +40,8 @@ def open_client(ctx: click.Context | None = None) -> Any:
 
 
 def status_text(status: str) -> str:
-    return f"[{STATUS_STYLE.get(status, '')}]{status}[/]"
+    """The status as rich markup, in its colour (a status this version does not know: plain)."""
+    return styled(status, STATUS_STYLE.get(status))
 
 
 def duration_text(seconds: float | None) -> str:

@@ -1,7 +1,15 @@
-"""``flightlog logs RUN``: the run's log events, with the habits of ``docker logs``."""
+"""``flightlog logs RUN``: the run's log events, with the habits of ``docker logs``.
+
+Text output is one event per line: the message, then its structured fields as ``key=value``
+(what a logging handler or ``run.log_event(fields=...)`` recorded), then a recorded traceback on
+the lines below. Everything stored is passed through :func:`~flightlog.cli.output.printable`
+on its way to the terminal, so a workload's escape sequences are shown, not obeyed.
+"""
 
 from __future__ import annotations
 
+import json
+import re
 import sys
 import time
 from typing import Any
@@ -9,7 +17,7 @@ from typing import Any
 import click
 
 from flightlog.cli.common import open_client
-from flightlog.cli.output import emit_json
+from flightlog.cli.output import emit_json, printable
 from flightlog.timefmt import iso
 
 __all__ = ["logs_cmd"]
@@ -43,7 +51,7 @@ def logs_cmd(
     color = fmt == "text" and sys.stdout.isatty()
     filters: dict[str, Any] = dict(level=level, grep=grep, component=component, stream=stream or None, attempt=attempt, stage=stage)
     events = client.logs(info.id, since=since, until=until, limit=tail, tail=tail is not None, **filters)
-    seen = _Printer(fmt, timestamps, color)
+    seen = _Printer(fmt, timestamps, color, run_id=info.id, project=info.project)
     seen.print_all(events)
     if not follow:
         return
@@ -70,8 +78,9 @@ def logs_cmd(
 class _Printer:
     """Prints events once, even when a poll returns events already printed (same timestamp)."""
 
-    def __init__(self, fmt: str, timestamps: bool, color: bool) -> None:
+    def __init__(self, fmt: str, timestamps: bool, color: bool, *, run_id: str, project: str) -> None:
         self.fmt, self.timestamps, self.color = fmt, timestamps, color
+        self.run_id, self.project = run_id, project
         self.last_time: float | None = None
         self._at_last: set[tuple[Any, ...]] = set()
 
@@ -99,6 +108,41 @@ class _Printer:
             text = prefix + (f"{event.component}: {text}" if event.component else text)
         if self.timestamps:
             text = f"{iso(event.time)} {text}"
+        text = printable(text + self._fields(event))
         if self.color and event.level_name in _LEVEL_STYLE:
             text = f"{_LEVEL_STYLE[event.level_name]}{text}\x1b[0m"
         sys.stdout.write(text + "\n")
+
+    def _fields(self, event: Any) -> str:
+        """The event's fields as `` key=value ...``, and a recorded traceback on its own lines.
+
+        A field that only repeats what the event already says is left out: the envelope a JSON
+        logging handler writes (its run, project, attempt, rank, stage; its time, shown by -t),
+        and a ``key=value`` the message itself holds (a logfmt line kept whole)."""
+        fields = dict(event.fields or {})
+        traceback = fields.pop("exception", None)
+        known = {"run_id": self.run_id, "project": self.project, "attempt": event.attempt, "rank": event.rank,
+                 "stage": event.stage, "level": event.level_name, "component": event.component, "message": event.message}
+        shown = []
+        for key, value in fields.items():
+            if key == "timestamp" or (key in known and known[key] == value):
+                continue
+            pair = f"{key}={_value(value)}"
+            if pair not in event.message and f"{key}={value}" not in event.message:
+                shown.append(pair)
+        text = ("  " + " ".join(shown)) if shown else ""
+        if isinstance(traceback, str) and traceback:
+            text += "\n" + traceback
+        elif traceback is not None:
+            text += f" exception={_value(traceback)}"
+        return text
+
+
+_BARE = re.compile(r'[^\s="\\]+')
+
+
+def _value(value: Any) -> str:
+    """A field value as logfmt writes it: bare when it can be, else as JSON (quoted, escaped)."""
+    if isinstance(value, str) and _BARE.fullmatch(value):
+        return value
+    return json.dumps(value, ensure_ascii=False, default=str)

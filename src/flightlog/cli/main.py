@@ -9,12 +9,26 @@ from typing import Any
 
 import click
 
-from flightlog.errors import FlightlogError
+from flightlog.errors import FlightlogError, MissingExtra
+from flightlog.extras import install_line, missing_extra
 
 __all__ = ["cli", "main"]
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class _Flightlog(click.Group):
+    """The root group: a command that needs an extra this install lacks says what to install."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except ModuleNotFoundError as exc:
+            missing = missing_extra(exc, f"`flightlog {ctx.invoked_subcommand}`")
+            if missing is None:
+                raise
+            raise missing from None
+
+
+@click.group(cls=_Flightlog, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.option("--home", envvar="FLIGHTLOG_HOME", metavar="DIR", help="Embedded store directory (FLIGHTLOG_HOME; default ./.flightlog).")
 @click.version_option(package_name="flightlog", message="flightlog %(version)s")
 @click.pass_context
@@ -60,7 +74,30 @@ def _register() -> None:
                 continue
         except ModuleNotFoundError:
             continue  # that feature's package is not installed in this build
-        cli.add_command(getattr(importlib.import_module(module), attr))
+        try:
+            command = getattr(importlib.import_module(module), attr)
+        except ModuleNotFoundError as exc:
+            # a plain install lacks the extras: the command stays listed and says what to install
+            name = attr.removesuffix("_cmd").removesuffix("_group")
+            error = missing_extra(exc, f"`flightlog {name}`")
+            if error is None:
+                raise
+            command = _needs_extra(name, error)
+        cli.add_command(command)
+
+
+def _needs_extra(name: str, error: MissingExtra) -> click.Command:
+    """A stand-in for a command whose module needs an extra that is not installed."""
+
+    def fail(args: tuple[str, ...]) -> None:
+        raise error
+
+    return click.Command(
+        name, callback=fail,
+        params=[click.Argument(["args"], nargs=-1, type=click.UNPROCESSED)],
+        context_settings={"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": []},
+        help=error.message, short_help=f"(needs {install_line(error.details['extra'])})",
+    )
 
 
 _register()

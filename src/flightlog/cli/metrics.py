@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from flightlog.cli.common import open_client
-from flightlog.cli.output import console, emit_json, format_option, sparkline
+from flightlog.cli.output import console, emit_json, esc, format_option, sparkline
 
 __all__ = ["metrics_cmd"]
 
@@ -26,7 +26,7 @@ def metrics_cmd(run: str, name: str | None, points: int, fmt: str) -> None:
             return
         summary = info.metrics.get(name)
         out = console()
-        out.print(f"[bold]{name}[/]  {len(history)} points  {sparkline(history.values.tolist(), 60)}")
+        out.print(f"[bold]{esc(name)}[/]  {len(history)} points  {sparkline(history.values.tolist(), 60)}")
         if summary is not None:
             out.print(f"min {summary.min}  max {summary.max}  last {summary.last} (step {summary.last_step})"
                       + (f"  [red]{summary.nonfinite} non-finite[/]" if summary.nonfinite else ""))
@@ -35,9 +35,12 @@ def metrics_cmd(run: str, name: str | None, points: int, fmt: str) -> None:
             out.print(f"  {step:>10}  {value:.6g}")
         return
     summaries = client.metrics(info.id)
-    histories = {n: client.metric_history(info.id, n).values.tolist() for n in summaries}
+    histories = {n: client.metric_history(info.id, n).values.tolist() for n in summaries} if fmt != "json" else {}
     if fmt == "json":
         emit_json([{**s.to_dict()} for s in summaries.values()])
+        return
+    if not summaries:
+        click.echo(f"run {info.id[:8]} has no metrics (record some with run.log({{\"loss\": value}}, step=i))")
         return
     from rich.table import Table
 
@@ -46,7 +49,7 @@ def metrics_cmd(run: str, name: str | None, points: int, fmt: str) -> None:
         table.add_column(head, no_wrap=True)
     for n, s in summaries.items():
         flag = f" [red]({s.nonfinite} NaN/inf)[/]" if s.nonfinite else ""
-        table.add_row(n, f"{s.count}{flag}", _num(s.min), _num(s.max), _num(s.last), str(s.last_step), sparkline(histories[n]))
+        table.add_row(esc(n), f"{s.count}{flag}", _num(s.min), _num(s.max), _num(s.last), str(s.last_step), sparkline(histories[n]))
     console().print(table)
 
 

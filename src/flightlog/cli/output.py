@@ -2,19 +2,27 @@
 
 JSON has stable snake_case fields, ids as strings and ISO-8601 UTC times; NaN and infinities
 (not valid JSON) are written as the strings "NaN", "Infinity", "-Infinity".
+
+Human output is rich markup, so every piece of text that came from a run or a user (names,
+params, tags, notes, paths, messages, rule names, labels) goes through :func:`esc` on its way
+into a markup string or a table cell: ``[/x]`` would otherwise raise ``MarkupError`` and
+``[bold]`` would vanish. Piped output is at most 200 columns wide, with no trailing padding;
+a value too long for its line is cut in the middle with "…" (:func:`clip`); ``--format json``
+has every value whole.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import IO, Any, TypeVar, cast
 
 import click
 
-__all__ = ["format_option", "emit_json", "console", "err_console", "sparkline", "json_safe"]
+__all__ = ["format_option", "emit_json", "console", "err_console", "sparkline", "json_safe", "esc", "styled", "clip", "printable"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -47,12 +55,79 @@ def emit_json(obj: Any, *, lines: bool = False) -> None:
         sys.stdout.flush()
 
 
+# C0 controls but tab and newline, DEL, C1 controls (ESC starts a terminal's escape sequences)
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _escaped(match: re.Match[str]) -> str:
+    char = match.group()
+    return "\\r" if char == "\r" else f"\\x{ord(char):02x}"
+
+
+def printable(text: str) -> str:
+    """``text`` safe to write to a terminal: control characters become visible escapes
+    (``\\x1b``, ``\\r``), so a stored line can neither move the cursor, recolour, retitle
+    nor clear the screen. Tabs and newlines stay (a traceback keeps its lines)."""
+    return _CONTROL.sub(_escaped, text)
+
+
+def esc(value: Any) -> str:
+    """``value`` as text that rich prints as itself, for a markup string or a table cell:
+    markup escaped, control characters made visible (:func:`printable`)."""
+    from rich.markup import escape
+
+    return escape(printable(str(value)))
+
+
+def styled(text: Any, style: str | None) -> str:
+    """``text`` escaped and wrapped in ``style`` (no style: just escaped), as rich markup."""
+    return f"[{style}]{esc(text)}[/]" if style else esc(text)
+
+
+def clip(text: str, width: int) -> str:
+    """``text`` in at most ``width`` characters, cut in the middle with "…" (a path keeps its
+    file name, a command its last arguments). Clip first, then :func:`esc`."""
+    if width < 1 or len(text) <= width:
+        return text
+    head = (width - 1) // 2
+    tail = width - 1 - head
+    return text[:head] + "…" + (text[-tail:] if tail else "")
+
+
+PIPED_WIDTH = 200
+
+
 def console() -> Any:
     from rich.console import Console
 
-    # piped output is not cut to 80 columns: a script or a pager gets whole rows
-    width = None if sys.stdout.isatty() else 200
-    return Console(highlight=False, soft_wrap=False, width=width)
+    if sys.stdout.isatty():
+        return Console(highlight=False, soft_wrap=False)
+    # piped output is not cut to 80 columns, so a script or a pager gets whole rows, and it
+    # carries no padding to the right of a table's last column
+    return Console(highlight=False, soft_wrap=False, width=PIPED_WIDTH, file=cast(IO[str], _Unpadded(sys.stdout)))
+
+
+class _Unpadded:
+    """A text stream that drops the spaces rich pads before each line end (not a terminal)."""
+
+    _PADDING = re.compile(r" +(?=\n)")
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    @property
+    def encoding(self) -> str:
+        return getattr(self._stream, "encoding", None) or "utf-8"
+
+    def write(self, text: str) -> int:
+        self._stream.write(self._PADDING.sub("", text))
+        return len(text)
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+    def isatty(self) -> bool:
+        return False
 
 
 def err_console() -> Any:

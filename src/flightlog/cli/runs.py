@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from flightlog.cli.common import duration_text, open_client, short_time, status_text
-from flightlog.cli.output import console, emit_json, format_option
+from flightlog.cli.output import clip, console, emit_json, esc, format_option
 from flightlog.errors import InvalidInput
 from flightlog.timefmt import format_size, iso
 
@@ -38,11 +38,11 @@ def runs_ls(project: str | None, filter_: str | None, order_by: str | None, limi
     extra = [c.strip() for c in columns.split(",") if c.strip()] if columns else _default_columns(runs)
     table = Table(box=None, header_style="bold", pad_edge=False)
     for head in ("ID", "PROJECT", "NAME", "STATUS", "STARTED", "DURATION", *extra):
-        table.add_column(head, no_wrap=True)
+        table.add_column(esc(head), no_wrap=True)
     for r in runs:
         table.add_row(
-            r.id[:8], r.project, r.name or "-", status_text(r.status), short_time(r.started or r.created),
-            duration_text(r.duration), *(_column(r, c) for c in extra),
+            r.id[:8], esc(r.project), esc(r.name or "-"), status_text(r.status), short_time(r.started or r.created),
+            duration_text(r.duration), *(esc(_column(r, c)) for c in extra),
         )
     out = console()
     out.print(table)
@@ -51,12 +51,13 @@ def runs_ls(project: str | None, filter_: str | None, order_by: str | None, limi
 
 
 def _default_columns(runs: list[Any]) -> list[str]:
-    names: list[str] = []
+    names: dict[str, None] = {}  # ordered, and a set: a run may have thousands of metrics
     for r in runs[:50]:
         for name in r.metrics:
-            if f"metrics.{name}" not in names:
-                names.append(f"metrics.{name}")
-    return names[:4]
+            names.setdefault(f"metrics.{name}")
+            if len(names) == 4:
+                return list(names)
+    return list(names)
 
 
 def _column(run: Any, key: str) -> str:
@@ -90,14 +91,16 @@ def runs_show(run: str, fmt: str) -> None:
         doc["context"] = context
         emit_json(doc)
         return
+    _print_run(info, notes, stages, artifacts, context)
+
+
+def _print_run(info: Any, notes: list[Any], stages: list[Any], artifacts: list[Any], context: dict[str, Any]) -> None:
     from rich.table import Table
 
     out = console()
-    out.print(f"[bold]run {info.id}[/]  {status_text(info.status)}" + (f" ({info.end_reason})" if info.end_reason else ""))
-    facts = Table.grid(padding=(0, 2))
-    facts.add_column(style="dim")
-    facts.add_column()
-    for label, value in (
+    room = max(20, out.width - 14)  # what is left of a line after the label or the indent
+    out.print(f"[bold]run {info.id}[/]  {status_text(info.status)}" + (f" ({esc(info.end_reason)})" if info.end_reason else ""))
+    facts = [
         ("project", info.project),
         ("name", info.name or "-"),
         ("parent", info.parent_id or "-"),
@@ -111,33 +114,37 @@ def runs_show(run: str, fmt: str) -> None:
         ("exit code", "-" if info.exit_code is None else str(info.exit_code)),
         ("signal", "-" if info.signal is None else str(info.signal)),
         ("host", f"{info.host or '-'} (pid {info.pid})"),
-    ):
-        facts.add_row(label, value)
+    ]
     git = context.get("git") or {}
     if git:
-        facts.add_row("commit", f"{git.get('commit', '')[:12]}{' (dirty)' if git.get('dirty') else ''}")
+        facts.append(("commit", f"{str(git.get('commit') or '')[:12]}{' (dirty)' if git.get('dirty') else ''}"))
     if context.get("command"):
-        facts.add_row("command", " ".join(map(str, context["command"]))[:200])
+        facts.append(("command", " ".join(map(str, context["command"]))))
     if context.get("python"):
-        facts.add_row("python", str(context["python"]))
-    out.print(facts)
+        facts.append(("python", str(context["python"])))
+    # label and value on one line each, no grid: a long value neither pads the other lines
+    # nor wraps into the next one; it is cut in the middle with "…" (--format json has it whole)
+    for label, value in facts:
+        out.print(f"[dim]{label:<12}[/]{esc(clip(value, room))}")
     if info.failure:
         f = info.failure
-        out.print(f"\n[bold red]failure[/] {f.get('exception', '')}: {f.get('message', '')}")
+        summary = f"{f.get('exception', '')}: {f.get('message', '')}"
+        out.print(f"\n[bold red]failure[/] {esc(clip(summary, room))}")
         for frame in (f.get("frames") or [])[-5:]:
-            out.print(f"  [dim]{frame.get('file')}:{frame.get('line')} in {frame.get('function')}[/]")
+            where = f"{frame.get('file')}:{frame.get('line')} in {frame.get('function')}"
+            out.print(f"  [dim]{esc(clip(where, room))}[/]")
     if info.params:
         out.print("\n[bold]params[/]")
         for k, v in info.params.items():
-            out.print(f"  {k} = {v!r}")
+            out.print(f"  {esc(clip(f'{k} = {v!r}', room))}")
     if info.tags:
-        out.print("\n[bold]tags[/]  " + "  ".join(f"{k}={v}" for k, v in info.tags.items()))
+        out.print("\n[bold]tags[/]  " + "  ".join(esc(clip(f"{k}={v}", room)) for k, v in info.tags.items()))
     if info.metrics:
         table = Table(box=None, header_style="bold", title=None)
         for head in ("METRIC", "LAST", "MIN", "MAX", "POINTS", "LAST STEP"):
             table.add_column(head)
         for name, m in info.metrics.items():
-            table.add_row(name, _num(m.last), _num(m.min), _num(m.max), f"{m.count}" + (f" ({m.nonfinite} non-finite)" if m.nonfinite else ""), str(m.last_step))
+            table.add_row(esc(name), _num(m.last), _num(m.min), _num(m.max), f"{m.count}" + (f" ({m.nonfinite} non-finite)" if m.nonfinite else ""), str(m.last_step))
         out.print()
         out.print(table)
     if stages:
@@ -145,19 +152,23 @@ def runs_show(run: str, fmt: str) -> None:
         for head in ("STAGE", "COUNT", "TOTAL", "MEAN", "MAX"):
             table.add_column(head)
         for s in stages:
-            table.add_row(s.name, str(s.count), duration_text(s.total), duration_text(s.mean), duration_text(s.max))
+            table.add_row(esc(s.name), str(s.count), duration_text(s.total), duration_text(s.mean), duration_text(s.max))
         out.print()
         out.print(table)
     if artifacts:
         out.print(f"\n[bold]artifacts[/] ({len(artifacts)})")
         for a in artifacts[:20]:
-            out.print(f"  {a.role:6} {a.kind or '-':10} {a.path}  {format_size(a.size)}" + (f"  step {a.step}" if a.step is not None else ""))
+            tail = f"  {format_size(a.size)}" + (f"  step {a.step}" if a.step is not None else "")
+            head = f"{a.role:6} {a.kind or '-':10} "
+            out.print(f"  {esc(head)}{esc(clip(a.path, room - len(head) - len(tail)))}{tail}")
+        if len(artifacts) > 20:
+            out.print(f"  [dim]… {len(artifacts) - 20} more: flightlog artifacts {info.id[:8]}[/]")
     if info.counters:
-        out.print("\n[bold]counters[/]  " + "  ".join(f"{k}={v:g}" for k, v in info.counters.items()))
+        out.print("\n[bold]counters[/]  " + "  ".join(f"{esc(k)}={v:g}" for k, v in info.counters.items()))
     if notes:
         out.print("\n[bold]notes[/]")
         for n in notes:
-            out.print(f"  [dim]{short_time(n.time)} {n.author or ''}[/] {n.text}")
+            out.print(f"  [dim]{short_time(n.time)} {esc(n.author or '')}[/] {esc(n.text)}")
 
 
 def _num(value: float | None) -> str:
@@ -212,5 +223,5 @@ def projects_cmd(fmt: str) -> None:
     for head in ("PROJECT", "RUNS", "RUNNING", "FAILED", "LAST RUN"):
         table.add_column(head)
     for p in projects:
-        table.add_row(p["name"], str(p["runs"]), str(p["running"]), str(p["failed"]), short_time(p["last_created"]))
+        table.add_row(esc(p["name"]), str(p["runs"]), str(p["running"]), str(p["failed"]), short_time(p["last_created"]))
     console().print(table)

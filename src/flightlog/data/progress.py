@@ -49,7 +49,7 @@ def task(
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     columns = [
-        TextColumn("{task.description}"),
+        TextColumn("{task.description}", markup=False),  # a file name is not markup
         BarColumn(),
         TextColumn("{task.percentage:>3.0f}%" if total else ""),
         TextColumn("{task.fields[rows]:,} rows" if description.startswith("profil") else ""),

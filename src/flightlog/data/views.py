@@ -1,21 +1,23 @@
 """Human output of the data commands: rich tables on stdout.
 
-Values that came from data are passed through :func:`rich.markup.escape`, so a category named
-``[bold]`` prints as itself.
+Values that came from data are passed through :func:`flightlog.cli.output.esc`, so a category
+named ``[bold]`` prints as itself and an escape sequence in a value is shown, not obeyed.
 """
 
 from __future__ import annotations
 
 import math
-import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
-from flightlog.data.profiling import Profile
+from flightlog.cli.output import console
+from flightlog.cli.output import esc as escape
 from flightlog.timefmt import format_size
+
+if TYPE_CHECKING:  # profiling needs the data extra; manifests and diffs do not
+    from flightlog.data.profiling import Profile
 
 __all__ = [
     "show_manifest",
@@ -28,8 +30,7 @@ __all__ = [
 
 
 def _console() -> Console:
-    # Piped output is not cut to 80 columns (as in flightlog.cli.output): scripts get whole rows.
-    return Console(highlight=False, soft_wrap=False, width=None if sys.stdout.isatty() else 200)
+    return cast(Console, console())  # the CLI's console: piped output is 200 columns, unpadded
 
 
 def _n(x: Any, digits: int = 4) -> str:
@@ -180,7 +181,7 @@ def show_validation(v: dict[str, Any]) -> None:
         )
         t.add_row(
             mark,
-            r["expectation"],
+            escape(r["expectation"]),
             escape(r["column"] or ""),
             escape(r["expected"]),
             escape(r["observed"]),
@@ -225,7 +226,7 @@ def show_cohorts(c: dict[str, Any]) -> None:
     for a in c["aggregate"]:
         colour = {"improved": "green", "regressed": "red"}.get(a["change"], "white")
         t.add_row(
-            a["metric"],
+            escape(a["metric"]),
             _n(a["baseline"]),
             _n(a["current"]),
             _n(a["delta"]),
@@ -248,7 +249,7 @@ def show_cohorts(c: dict[str, Any]) -> None:
             r.add_row(
                 escape(x["cohort"]),
                 escape(str(x["value"])),
-                x["metric"],
+                escape(x["metric"]),
                 _n(x["baseline"]),
                 _n(x["current"]),
                 _n(x["delta"]),

@@ -1,7 +1,7 @@
 """Diagnosis: from a symptom to its likely cause, with the evidence and what to do next.
 
     from flightlog.diagnose import classify_failure          # fast, pure: exit + traceback + lines
-    report = flightlog.Client().diagnose("RUN", baseline=None)   # the full report (DESIGN.md shape)
+    report = flightlog.Client().diagnose("RUN", baseline=None)   # the full report (docs/architecture.md shape)
 
 The taxonomy lives in :mod:`.taxonomy`; what real programs leave behind when they fail lives,
 as data, in :mod:`.patterns` and the runbook (``runbook.yaml``).

@@ -10,37 +10,27 @@ from flightlog.diagnose.findings import Finding
 from flightlog.diagnose.signals import Signal
 from flightlog.timefmt import format_duration, format_size
 
-__all__ = ["baseline_findings", "differences_text"]
-
-_RESOURCE_LABELS = {
-    "rss_peak_bytes": "memory peak (RSS)",
-    "cpu_percent_peak": "CPU peak (% of a core)",
-    "cpu_percent_avg": "CPU average (% of a core)",
-    "gpu_memory_peak_bytes": "GPU memory peak",
-    "gpu_utilization_avg": "GPU utilization average",
-    "disk_write_bytes": "disk writes",
-}
-
+__all__ = ["baseline_findings"]
 
 def baseline_findings(findings: list[Finding], cmp: dict[str, Any]) -> list[Finding]:
     present = {f.category for f in findings if f.confidence >= 0.2}
     base = str(cmp.get("baseline", ""))[:12]
     out: list[Finding] = []
 
-    def add(category: str, weight: float, label: str, detail: str) -> None:
+    def add(category: str, weight: float, signal_id: str, detail: str) -> None:
         if category in present:
-            out.append(Finding(category, "", [Signal(category, weight, label, "baseline", f"{detail} (baseline {base})")]))
+            out.append(Finding(category, "", [Signal(category, weight, signal_id, "baseline", f"{detail} (baseline {base})")]))
 
     pk = cmp.get("packages") or {}
     changed_pk = [f"{p['name']} {p['baseline']} → {p['run']}" for p in pk.get("changed", [])]
     removed_pk = [f"{p['name']} {p['version']} removed" for p in pk.get("removed", [])]
     if changed_pk or removed_pk:
-        add("dependency_error", 0.3, "packages changed since the baseline",
+        add("dependency_error", 0.3, "packages_changed_since_the_baseline",
             f"packages changed since the last good run: {', '.join([*removed_pk, *changed_pk][:6])}")
-        add("code_error", 0.1, "packages changed since the baseline",
+        add("code_error", 0.1, "packages_changed_since_the_baseline",
             f"{len(changed_pk) + len(removed_pk)} package(s) changed since the last good run")
     if (cmp.get("python") or {}).get("changed"):
-        add("dependency_error", 0.2, "Python changed", f"Python {cmp['python']['baseline']} → {cmp['python']['run']}")
+        add("dependency_error", 0.2, "python_changed", f"Python {cmp['python']['baseline']} → {cmp['python']['run']}")
     inputs = [i for i in cmp.get("inputs") or [] if i.get("status") != "identical"]
     if inputs:
         i = inputs[0]
@@ -52,95 +42,33 @@ def baseline_findings(findings: list[Finding], cmp: dict[str, Any]) -> list[Find
         if counts:
             detail += f" ({counts.get('added', 0)} added, {counts.get('removed', 0)} removed, {counts.get('changed', 0)} changed)"
         for category, weight in (("data_error", 0.3), ("missing_file", 0.25), ("data_drift", 0.2), ("data_loader_bottleneck", 0.1)):
-            add(category, weight, "input changed since the baseline", detail)
+            add(category, weight, "input_changed_since_the_baseline", detail)
     params = cmp.get("params") or {}
     changed = [f"{p['name']}: {p['baseline']!r} → {p['run']!r}" for p in params.get("changed", [])]
     changed += [f"{k} added ({v!r})" for k, v in (params.get("added") or {}).items()]
     if changed:
-        add("bad_parameter", 0.3, "params changed since the baseline", f"params changed: {'; '.join(changed[:5])}")
-        add("nan_loss", 0.15, "params changed since the baseline", f"params changed: {'; '.join(changed[:5])}")
+        add("bad_parameter", 0.3, "params_changed_since_the_baseline", f"params changed: {'; '.join(changed[:5])}")
+        add("nan_loss", 0.15, "params_changed_since_the_baseline", f"params changed: {'; '.join(changed[:5])}")
     if (cmp.get("code") or {}).get("changed"):
         code = cmp["code"]
         a = (code.get("baseline") or {}).get("commit") or "?"
         b = (code.get("run") or {}).get("commit") or "?"
-        add("code_error", 0.2, "code changed since the baseline", f"code changed: commit {a[:10]} → {b[:10]}")
+        add("code_error", 0.2, "code_changed_since_the_baseline", f"code changed: commit {a[:10]} → {b[:10]}")
     for s in cmp.get("stages") or []:
         ratio, delta = s.get("ratio"), s.get("delta")
         if ratio is None or delta is None or ratio < 1.5 or delta < 0.5:
             continue
         detail = f"stage {s['name']!r} took {format_duration(s['run'])} against {format_duration(s['baseline'])} in the baseline (×{ratio:.1f})"
         if s["name"].startswith("startup"):
-            add("slow_startup", 0.2, "startup grew since the baseline", detail)
+            add("slow_startup", 0.2, "startup_grew_since_the_baseline", detail)
         elif s["name"].startswith("tail"):
-            add("slow_completion", 0.2, "tail grew since the baseline", detail)
+            add("slow_completion", 0.2, "tail_grew_since_the_baseline", detail)
         else:
             for category in ("data_loader_bottleneck", "slow_startup", "slow_completion", "timeout"):
-                add(category, 0.15, f"stage {s['name']} grew", detail)
+                add(category, 0.15, f"stage_grew:{s['name']}", detail)
     rss = (cmp.get("resources") or {}).get("rss_peak_bytes") or {}
     if rss.get("ratio") and rss["ratio"] >= 1.5:
         detail = f"memory peak {format_size(rss['run'])} against {format_size(rss['baseline'])} in the baseline (×{rss['ratio']:.1f})"
-        add("memory_leak", 0.15, "memory peak grew", detail)
-        add("oom_killed", 0.15, "memory peak grew", detail)
+        add("memory_leak", 0.15, "memory_peak_grew", detail)
+        add("oom_killed", 0.15, "memory_peak_grew", detail)
     return out
-
-
-def differences_text(cmp: dict[str, Any]) -> list[str]:
-    """The notable differences, one line each, for a person."""
-    lines: list[str] = []
-    p = cmp["params"]
-    for row in p["changed"]:
-        lines.append(f"param {row['name']}: {row['baseline']!r} → {row['run']!r}")
-    for k, v in p["added"].items():
-        lines.append(f"param {k} added: {v!r}")
-    for k, v in p["removed"].items():
-        lines.append(f"param {k} removed (was {v!r})")
-    code = cmp["code"]
-    if code["changed"]:
-        lines.append(f"code: {(code['baseline'] or {}).get('commit', '?')[:10]} → {(code['run'] or {}).get('commit', '?')[:10]}"
-                     + (" (dirty)" if (code["run"] or {}).get("dirty") else ""))
-    if cmp["python"]["changed"]:
-        lines.append(f"python: {cmp['python']['baseline']} → {cmp['python']['run']}")
-    k = cmp["packages"]
-    for row in k["changed"][:10]:
-        lines.append(f"package {row['name']}: {row['baseline']} → {row['run']}")
-    for row in k["added"][:5]:
-        lines.append(f"package {row['name']} {row['version']} added")
-    for row in k["removed"][:5]:
-        lines.append(f"package {row['name']} {row['version']} removed")
-    env = cmp["environment"]
-    for row in env["changed"][:5]:
-        lines.append(f"environment {row['name']}: {row['baseline']!r} → {row['run']!r}")
-    for name in list(env["added"])[:3]:
-        lines.append(f"environment {name} added")
-    for name in list(env["removed"])[:3]:
-        lines.append(f"environment {name} removed")
-    for i in cmp["inputs"]:
-        if i.get("status") == "identical":
-            continue
-        fc, ts = i.get("file_count") or {}, i.get("total_size") or {}
-        text = f"input {i['name']!r} {i['status']}"
-        if fc.get("run") is not None and fc.get("baseline") is not None:
-            text += f": {fc['baseline']} → {fc['run']} files, {format_size(ts.get('baseline'))} → {format_size(ts.get('run'))}"
-        changed_files = [*i.get("removed_files", [])[:2], *i.get("changed_files", [])[:2]]
-        if changed_files:
-            text += f" (e.g. {', '.join(changed_files)})"
-        lines.append(text)
-    for s in cmp["stages"]:
-        if s["ratio"] is not None and s["delta"] is not None and s["ratio"] >= 1.25 and s["delta"] >= 0.1:
-            lines.append(f"stage {s['name']}: {format_duration(s['baseline'])} → {format_duration(s['run'])} (×{s['ratio']:.1f})")
-    for key, row in cmp["resources"].items():
-        if row["ratio"] is None or abs(row["ratio"] - 1) < 0.2:
-            continue
-        label = _RESOURCE_LABELS.get(key, key)
-        if key.endswith("bytes"):
-            if abs((row["run"] or 0) - (row["baseline"] or 0)) < 16 << 20:
-                continue  # a few megabytes either way is noise
-            lines.append(f"{label}: {format_size(row['baseline'])} → {format_size(row['run'])}")
-        elif row["run"] is not None and row["baseline"] is not None:
-            lines.append(f"{label}: {row['baseline']:.0f}% → {row['run']:.0f}%")
-    for m in cmp["metrics"]:
-        if m["relative"] is not None and abs(m["relative"]) >= 0.01:
-            lines.append(f"metric {m['name']}: {m['baseline']:.4g} → {m['run']:.4g} ({m['relative']:+.1%})")
-        elif m["run"] is None or m["baseline"] is None:
-            lines.append(f"metric {m['name']} only in the {'baseline' if m['run'] is None else 'run'}")
-    return lines

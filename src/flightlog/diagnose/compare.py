@@ -1,5 +1,5 @@
-"""What changed between a run and a baseline: params, code revision, packages, environment,
-input manifests, stage durations, resource peaks and final metrics.
+"""What changed between a run and a baseline: the command line, params, code revision, packages,
+environment, input manifests, stage durations, resource peaks and final metrics.
 
 :func:`compare_runs` gives the JSON document of ``flightlog compare`` (and the ``"baseline"``
 part of a diagnosis); :func:`pick_baseline` chooses the most recent successful run of the
@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from flightlog.diagnose.differences import count_differences
 from flightlog.diagnose.evidence import RunEvidence
 from flightlog.diagnose.window import is_runner_stage, training_window
 from flightlog.models import RunInfo
@@ -18,10 +19,7 @@ from flightlog.models import RunInfo
 if TYPE_CHECKING:
     from flightlog.diagnose.reader import Reader
 
-__all__ = ["compare_runs", "compare_evidence", "pick_baseline", "package_changes"]
-
-#: relative change from which a stage, a resource peak or a metric counts as changed
-NOTABLE = 0.25
+__all__ = ["compare_runs", "compare_evidence", "pick_baseline", "package_changes", "command_line"]
 
 
 def pick_baseline(client: Reader, info: RunInfo) -> RunInfo | None:
@@ -50,6 +48,7 @@ def compare_evidence(a: RunEvidence, b: RunEvidence, *, chosen: str = "given") -
         "chosen": chosen,
         "status": {"run": a.info.status, "baseline": b.info.status},
         "duration": _change(a.info.duration, b.info.duration),
+        "command": _command(a, b),
         "params": _dict_diff(a.info.params, b.info.params),
         "code": _code(ca.get("git"), cb.get("git")),
         "packages": package_changes(ca.get("packages") or {}, cb.get("packages") or {}),
@@ -60,8 +59,29 @@ def compare_evidence(a: RunEvidence, b: RunEvidence, *, chosen: str = "given") -
         "resources": _resources(a, b),
         "metrics": _metrics(a, b),
     }
-    doc["differences"] = _count(doc)
+    doc["differences"] = count_differences(doc)
     return doc
+
+
+def _command(a: RunEvidence, b: RunEvidence) -> dict[str, Any]:
+    """The command lines, as stored (the workload's under ``flightlog run``, else the SDK's argv)."""
+    ra, rb = command_line(a), command_line(b)
+    return {"run": ra, "baseline": rb, "changed": None if ra is None or rb is None else ra != rb}
+
+
+def command_line(ev: RunEvidence) -> str | None:
+    """The run's command line as one shell-quoted string, secrets redacted (they are redacted
+    when stored; this holds for runs recorded before that, too)."""
+    import shlex
+
+    from flightlog.capture.redact import Redactor
+
+    argv = ev.runner_config.get("command") or ev.context.get("command")
+    if isinstance(argv, str):
+        argv = [argv]
+    if not isinstance(argv, list) or not argv:
+        return None
+    return Redactor(env={}).redact(shlex.join(str(x) for x in argv))
 
 
 def _change(run: float | None, base: float | None) -> dict[str, Any]:
@@ -214,16 +234,3 @@ def _metrics(a: RunEvidence, b: RunEvidence) -> list[dict[str, Any]]:
             row["relative"] = (va - vb) / abs(vb) if vb else None
         rows.append(row)
     return rows
-
-
-def _count(doc: dict[str, Any]) -> dict[str, int]:
-    p, k = doc["params"], doc["packages"]
-    return {
-        "params": len(p["added"]) + len(p["removed"]) + len(p["changed"]),
-        "packages": len(k["added"]) + len(k["removed"]) + len(k["changed"]),
-        "environment": len(doc["environment"]["added"]) + len(doc["environment"]["removed"]) + len(doc["environment"]["changed"]),
-        "inputs": sum(1 for i in doc["inputs"] if i.get("status") != "identical"),
-        "stages": sum(1 for s in doc["stages"] if s["ratio"] is not None and abs(s["ratio"] - 1) >= NOTABLE and abs(s["delta"] or 0) >= 0.1),
-        "metrics": sum(1 for m in doc["metrics"] if m["relative"] is not None and abs(m["relative"]) >= 0.01),
-        "code": 1 if doc["code"]["changed"] else 0,
-    }

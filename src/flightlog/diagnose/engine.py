@@ -1,5 +1,5 @@
 """The diagnosis engine: run the analyzers over one run's evidence, merge their findings, and
-assemble the report of DESIGN.md:
+assemble the report of docs/architecture.md:
 
     {"run", "status", "kind", "findings": [{"category", "confidence", "summary",
      "evidence": [{"source", "detail", "at"}], "next_steps"}], "baseline", "runbook", "rightsizing"}
@@ -20,13 +20,15 @@ from flightlog.diagnose.behaviour import analyze_behaviour
 from flightlog.diagnose.compare import compare_evidence, pick_baseline
 from flightlog.diagnose.datachecks import analyze_data, removed_columns
 from flightlog.diagnose.evidence import RunEvidence, Thresholds
-from flightlog.diagnose.failures import FailureFacts, analyze_failure, missing_key
+from flightlog.diagnose.failures import FailureFacts, analyze_failure, missing_keys
 from flightlog.diagnose.findings import Finding, merge_findings
 from flightlog.diagnose.memory import analyze_memory
 from flightlog.diagnose.performance import analyze_performance
 from flightlog.diagnose.reader import reader_home
+from flightlog.diagnose.regression import analyze_regression
 from flightlog.diagnose.rightsize import rightsize_runs
 from flightlog.diagnose.runbook import load_runbook, match_runbook
+from flightlog.diagnose.settings import thresholds_for
 from flightlog.diagnose.signals import Signal
 from flightlog.diagnose.taxonomy import FAILURE_CATEGORIES
 from flightlog.errors import InvalidInput
@@ -72,15 +74,19 @@ def _data(ctx: Context) -> list[Finding]:
     return analyze_data(ctx.run, ctx.baseline)
 
 
+def _regression(ctx: Context) -> list[Finding]:
+    return analyze_regression(ctx.run, ctx.baseline, ctx.comparison)
+
+
 def _schema(ctx: Context) -> list[Finding]:
     """A KeyError on a column that drift evidence saw removed: two sources, one cause."""
     removed = removed_columns(ctx.run)
-    key = missing_key(ctx.facts)
-    hit = [key] if key is not None and key in removed else []
+    hit = [key for key in missing_keys(ctx.facts) if key in removed]
     if not hit:
         return []
-    signal = Signal("data_error", 0.35, "column removed per the drift report", "evidence",
-                    f"the drift report on this run shows column {hit[0]!r} removed from the input", ctx.facts.traceback_at)
+    what = f"column {hit[0]!r}" if len(hit) == 1 else "columns " + ", ".join(repr(k) for k in hit[:6])
+    signal = Signal("data_error", 0.35, "column_removed_per_the_drift_report", "evidence",
+                    f"the drift report on this run shows {what} removed from the input", ctx.facts.traceback_at)
     return [Finding("data_error", "", [signal], kind="data")]
 
 
@@ -91,7 +97,7 @@ def _from_baseline(ctx: Context) -> list[Finding]:
 
 
 ANALYZERS: tuple[Callable[[Context], list[Finding]], ...] = (
-    _failures, _performance, _memory, _behaviour, _data, _schema, _from_baseline,
+    _failures, _performance, _memory, _behaviour, _data, _schema, _regression, _from_baseline,
 )
 
 
@@ -106,7 +112,7 @@ def diagnose_run(
 ) -> dict[str, Any]:
     """The diagnosis report of ``run`` (see the module docstring for its shape)."""
     info = client.run(run if isinstance(run, str) else run.id)
-    ev = RunEvidence(client, info, thresholds or Thresholds())
+    ev = RunEvidence(client, info, thresholds or thresholds_for(client, info.project, cwd))
     ctx = Context(ev)
     if baseline is not None:
         base = client.run(baseline if isinstance(baseline, str) else baseline.id)

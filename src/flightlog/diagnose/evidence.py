@@ -27,7 +27,8 @@ _ERRORS = 200
 
 @dataclass(frozen=True)
 class Thresholds:
-    """The knobs of the performance and model-behaviour analyzers (docs/troubleshooting.md)."""
+    """The knobs of the analyzers, set per project in the diagnosis settings (:mod:`.settings`,
+    docs/troubleshooting.md)."""
 
     queue_wait_s: float = 60.0  # below this a queue wait is never reported
     startup_s: float = 1.0  # the workload's own setup before its first step, below this never reported
@@ -44,6 +45,11 @@ class Thresholds:
     plateau_patience: int = 10  # evaluations without improvement
     plateau_min_delta: float = 0.01  # relative to the best value
     plateau_min_points: int = 12
+    rightsize_min_samples: int = 3  # resource samples an attempt needs before its peak is a request
+    rightsize_min_duration_s: float = 60.0  # a failed attempt counts only when it ran this long
+    metric_regression: float = 0.25  # a final metric this much worse (relative) than the baseline's is reported
+    higher_is_better: tuple[str, ...] = ()  # metric names or globs, besides the known patterns (acc, f1, auc, ...)
+    lower_is_better: tuple[str, ...] = ()  # (loss, error, mse, perplexity, ... are known)
 
 
 @dataclass

@@ -9,12 +9,14 @@ last traceback says whether it is what ended the process or an error handled lon
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
 from flightlog.diagnose.evidence import ERROR, WARNING, RunEvidence
 from flightlog.diagnose.findings import Finding
 from flightlog.diagnose.signals import (
+    SIGKILL,
     Signal,
     combine,
     exit_signals,
@@ -27,13 +29,18 @@ from flightlog.diagnose.tracebacks import ParsedException, parse_chain
 from flightlog.models import LogEvent
 from flightlog.timefmt import format_duration, format_size
 
-__all__ = ["analyze_failure", "FailureFacts", "missing_key"]
+__all__ = ["analyze_failure", "FailureFacts", "missing_keys"]
 
 _HEADER = "Traceback (most recent call last)"
 _ENDED_BADLY = ("failed", "killed", "stopped", "crashed")
 #: a run that succeeded still shows what its log complained about, but never as a lead
 _SUCCESS_FACTOR = 0.35
 _NEAR_END = 5
+# signal ids this module decides on
+MEMORY_FAR_FROM_LIMIT = "memory_far_from_its_limit"
+SILENT_BEFORE_TIMEOUT = "silent_before_the_timeout"
+STEPPING_AT_TIMEOUT = "still_stepping_at_the_timeout"
+BUSY_AT_TIMEOUT = "still_busy_at_the_timeout"
 _PATHS = (
     re.compile(r"""(?:No such file or directory|does not exist|not found|Unable to open file)[^'"\n]*?['"]([^'"\n]+)['"]""", re.I),
     re.compile(r"""['"]([^'"\n]+)['"][^'"\n]{0,20}(?:does not exist|not found|\[Errno 2\])""", re.I),
@@ -41,12 +48,16 @@ _PATHS = (
 )
 _MODULE = re.compile(r"No module named '([\w.]+)'|cannot import name '(\w+)' from '([\w.]+)'")
 _ENDPOINT = re.compile(r"host='([^']+)', port=(\d+)|https?://([\w.-]+)(?::(\d+))?|\b(\d{1,3}(?:\.\d{1,3}){3}|localhost):(\d{2,5})\b")
-_KEYS = (
-    re.compile(r"^['\"]?Column not found: ([^'\"]{1,200})['\"]?$"),  # pandas groupby
-    re.compile(r"None of \[Index\(\[['\"]([^'\"]{1,200})['\"]"),  # pandas df[[...]]
-    re.compile(r"^['\"]?\[['\"]([^'\"]{1,200})['\"]\] not in index"),
-    re.compile(r"^'([^']{1,200})'$|^\"([^\"]{1,200})\"$"),
+#: how a KeyError names the keys it could not find: a pandas list (``"['tenure', 'amount'] not in
+#: index"``, ``None of [Index(['a', 'b'], dtype='object')] are in the [columns]``), a groupby
+#: (``Column not found: price``, ``Columns not found: 'a', 'b'``), or one plain key (``'price'``)
+_KEY_LIST = (
+    re.compile(r"^['\"]?(\[.{1,2000}?\]) not in index"),
+    re.compile(r"None of \[Index\((\[.{1,2000}?\])"),
 )
+_KEY_GROUPBY = re.compile(r"^['\"]?Columns? not found: (.{1,2000}?)['\"]?$")
+_KEY_PLAIN = re.compile(r"^'([^']{1,200})'$|^\"([^\"]{1,200})\"$")
+_QUOTED = re.compile(r"'([^']{1,200})'|\"([^\"]{1,200})\"")
 
 
 class FailureFacts:
@@ -67,7 +78,7 @@ def analyze_failure(ev: RunEvidence, facts: FailureFacts | None = None) -> list[
     signals = exit_signals(exit_code=info.exit_code, signal=info.signal, timed_out=ev.timed_out,
                            oom_killed=ev.oom_killed, at=ended)
     if info.status == "crashed":
-        signals.append(Signal("killed_by_signal", 0.35, "the process vanished", "exit",
+        signals.append(Signal("killed_by_signal", 0.35, "the_process_vanished", "exit",
                               "the process vanished without recording its end (SIGKILL, a lost host, or the OOM killer)", ended))
     events = ev.recent
     signals += _traceback(ev, events, facts)
@@ -75,13 +86,14 @@ def analyze_failure(ev: RunEvidence, facts: FailureFacts | None = None) -> list[
     signals += _memory(ev)
     if ev.timed_out:
         signals += _timeout(ev)
-    if any(s.label == "memory far from its limit" for s in signals):
-        signals = [s for s in signals if not (s.category == "oom_killed" and s.label == "SIGKILL")]
+    if any(s.id == MEMORY_FAR_FROM_LIMIT for s in signals):
+        # a SIGKILL far below any memory limit was not the OOM killer's
+        signals = [s for s in signals if not (s.category == "oom_killed" and s.id == SIGKILL)]
     if info.status == "succeeded":
         signals = [replace(s, weight=s.weight * _SUCCESS_FACTOR) for s in signals]
     scores = [s for s in combine(signals) if s.category in FAILURE_CATEGORIES or s.category == "nan_loss"]
     if info.status in _ENDED_BADLY and not scores and info.exit_code not in (None, 0):
-        unexplained = Signal("code_error", 0.25, "an unexplained exit", "exit",
+        unexplained = Signal("code_error", 0.25, "an_unexplained_exit", "exit",
                              f"exit code {info.exit_code} with no traceback or known error message in the log", ended)
         scores = combine([unexplained])
     findings = []
@@ -155,7 +167,7 @@ def _lines(ev: RunEvidence, events: list[LogEvent], facts: FailureFacts) -> list
             if s.category not in near and any(s.detail in text for text in last_texts):
                 near[s.category] = s
         for category, s in near.items():
-            signals.append(Signal(category, 0.25, "just before the failing exit", "log",
+            signals.append(Signal(category, 0.25, "just_before_the_failing_exit", "log",
                                   f"among the last {_NEAR_END} lines before exit code {ev.info.exit_code}: {s.detail}", s.at))
     return signals
 
@@ -170,7 +182,7 @@ def _memory(ev: RunEvidence) -> list[Signal]:
     if oom.get("peak_bytes"):
         peak = max(peak or 0, int(oom["peak_bytes"]))
     if oom.get("oom_kills"):
-        out.append(Signal("oom_killed", 0.4, "the cgroup counted an OOM kill", "resources",
+        out.append(Signal("oom_killed", 0.4, "the_cgroup_counted_an_oom_kill", "resources",
                           f"the memory cgroup counted {oom['oom_kills']} OOM kill(s)"
                           + (f" at its limit of {format_size(oom.get('limit_bytes'))}" if oom.get("limit_bytes") else ""),
                           info.ended))
@@ -178,18 +190,18 @@ def _memory(ev: RunEvidence) -> list[Signal]:
     if limit and peak and ended_by_kill:
         share = peak / limit
         if share >= 0.9:
-            out.append(Signal("oom_killed", 0.45 if share >= 0.97 else 0.3, "memory at its limit", "resources",
+            out.append(Signal("oom_killed", 0.45 if share >= 0.97 else 0.3, "memory_at_its_limit", "resources",
                               f"memory peaked at {format_size(peak)}, {share:.0%} of the {format_size(limit)} limit", peak_at))
     if ended_by_kill and not ev.oom_killed and peak:
         ceiling = limit or max((s.get("host_memory_total") or 0 for s in ev.resources), default=0)
         if ceiling and peak < 0.5 * ceiling:
-            out.append(Signal("killed_by_signal", 0.3, "memory far from its limit", "resources",
+            out.append(Signal("killed_by_signal", 0.3, MEMORY_FAR_FROM_LIMIT, "resources",
                               f"memory peaked at only {format_size(peak)}, {peak / ceiling:.0%} of the "
                               f"{'limit' if limit else 'host'} ({format_size(ceiling)}): not an out-of-memory kill", peak_at))
     if info.status == "crashed" and peak and not limit:
         total = max((s.get("host_memory_total") or 0) for s in ev.resources) if ev.resources else 0
         if total and peak / total >= 0.85:
-            out.append(Signal("oom_killed", 0.4, "memory at the host's size", "resources",
+            out.append(Signal("oom_killed", 0.4, "memory_at_the_host_s_size", "resources",
                               f"memory peaked at {format_size(peak)} of the host's {format_size(total)} before the process vanished",
                               peak_at))
     return out
@@ -209,14 +221,14 @@ def _timeout(ev: RunEvidence) -> list[Signal]:
     quiet = end - last if last is not None else end - start
     limit = ev.runner_config.get("timeout_s") or (end - start)
     if quiet >= 0.5 * limit:
-        return [Signal("timeout", 0.3, "silent before the timeout", "log",
+        return [Signal("timeout", 0.3, SILENT_BEFORE_TIMEOUT, "log",
                        f"nothing was logged in the last {format_duration(quiet)} before the timeout: it looks hung", last or start)]
     if quiet <= 0.25 * limit:
         if last_step is not None and end - last_step <= 0.35 * limit:
-            return [Signal("timeout", 0.2, "still stepping at the timeout", "metrics",
+            return [Signal("timeout", 0.2, STEPPING_AT_TIMEOUT, "metrics",
                            f"training steps continued until {format_duration(end - last_step)} before the timeout: "
                            "it needs more time", last_step)]
-        return [Signal("timeout", 0.15, "still busy at the timeout", "log",
+        return [Signal("timeout", 0.15, BUSY_AT_TIMEOUT, "log",
                        f"it was still writing output {format_duration(quiet)} before the timeout", last)]
     return []
 
@@ -268,12 +280,12 @@ def _summary(category: str, signals: list[Signal], ev: RunEvidence, facts: Failu
     elif category == "timeout":
         limit = ev.runner_config.get("timeout_s")
         text = "Stopped by the runner's timeout" + (f" of {format_duration(limit)}" if limit else "") + (f" after {took}" if took else "")
-        labels = {x.label for x in signals}
-        if "silent before the timeout" in labels:
+        ids = {x.id for x in signals}
+        if SILENT_BEFORE_TIMEOUT in ids:
             text += "; it had gone silent before: it looks hung, not slow"
-        elif "still stepping at the timeout" in labels:
+        elif STEPPING_AT_TIMEOUT in ids:
             text += "; it was still making progress: it needs more time than the limit"
-        elif "still busy at the timeout" in labels:
+        elif BUSY_AT_TIMEOUT in ids:
             text += "; it was still writing output when it was stopped"
         text += "."
     elif category == "killed_by_signal":
@@ -292,9 +304,12 @@ def _summary(category: str, signals: list[Signal], ev: RunEvidence, facts: Failu
         endpoint = _endpoint(signals)
         text = f"A service the run depends on was unreachable{f' at {endpoint}' if endpoint else ''}: {head}."
     elif category == "data_error":
-        key = missing_key(facts)
-        if key is not None:
-            text = f"The data broke an assumption of the code: column or key {key!r} is not in the input ({head})."
+        keys = missing_keys(facts)
+        if len(keys) == 1:
+            text = f"The data broke an assumption of the code: column or key {keys[0]!r} is not in the input ({head})."
+        elif keys:
+            text = (f"The data broke an assumption of the code: {len(keys)} columns or keys are not in the input: "
+                    f"{_keys_text(keys)} ({head}).")
     elif category == "code_error" and facts.chain:
         own = facts.chain[-1].innermost_own_frame()
         if own is not None:
@@ -314,8 +329,8 @@ def _next_steps(category: str, signals: list[Signal], ev: RunEvidence, facts: Fa
         steps.append(f"Install the package that provides {module.split('.')[0]!r} into the run's environment, or fix the import.")
     elif category == "service_unavailable" and (endpoint := _endpoint(signals)):
         steps.append(f"Check that {endpoint} is listening and reachable from the run's host.")
-    elif category == "data_error" and (key := missing_key(facts)) is not None:
-        steps.append(f"List the input's columns and look for {key!r} under another name (a rename upstream?).")
+    elif category == "data_error" and (keys := missing_keys(facts)):
+        steps.append(f"List the input's columns and look for {_keys_text(keys)} under another name (a rename upstream?).")
     elif category == "code_error" and facts.chain and (own := facts.chain[-1].innermost_own_frame()):
         steps.append(f"Open {own.file}:{own.line} ({own.function}){': ' + own.code if own.code else ''}.")
     elif category == "oom_killed":
@@ -378,12 +393,41 @@ def _endpoint(signals: list[Signal]) -> str | None:
     return None
 
 
-def missing_key(facts: FailureFacts) -> str | None:
-    """The column or key a KeyError names (plain, or in pandas' own words)."""
+def missing_keys(facts: FailureFacts) -> list[str]:
+    """The columns or keys a KeyError names, each one (plain, or in pandas' own words)."""
     for exc in reversed(facts.chain):
         if exc.short_type == "KeyError":
-            for pattern in _KEYS:
-                m = pattern.search(exc.message.strip())
-                if m:
-                    return next(g for g in m.groups() if g)
-    return None
+            keys = parse_missing_keys(exc.message)
+            if keys:
+                return keys
+    return []
+
+
+def parse_missing_keys(message: str) -> list[str]:
+    """The keys of one KeyError message: ``"['tenure', 'amount'] not in index"`` → both columns."""
+    text = message.strip()
+    for pattern in _KEY_LIST:
+        m = pattern.search(text)
+        if m:
+            return _unique_keys(q[0] or q[1] for q in _QUOTED.findall(m[1]))
+    m = _KEY_GROUPBY.search(text)
+    if m:
+        quoted = [q[0] or q[1] for q in _QUOTED.findall(m[1])]
+        return _unique_keys(quoted or [m[1]])
+    m = _KEY_PLAIN.search(text)
+    if m:
+        return [m[1] or m[2]]
+    return []
+
+
+def _unique_keys(keys: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(k.strip() for k in keys if k.strip()))
+
+
+def _keys_text(keys: list[str]) -> str:
+    """``'a'``, ``'a' and 'b'``, ``'a', 'b' and 'c'`` (at most six, then how many more)."""
+    shown = [repr(k) for k in keys[:6]]
+    more = len(keys) - len(shown)
+    if more:
+        shown.append(f"{more} more")
+    return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]

@@ -22,6 +22,8 @@ from flightlog.timefmt import format_duration, format_size
 __all__ = ["analyze_memory", "Trend", "fit_trend"]
 
 _MAX_POINTS = 400
+#: the weight a trend keeps when the run recorded no training steps to measure it against
+_NO_STEPS = 0.5
 
 
 @dataclass(frozen=True)
@@ -93,10 +95,11 @@ def _gpu_memory(ev: RunEvidence) -> tuple[np.ndarray, np.ndarray]:
 def _leak(ev: RunEvidence, label: str, t: np.ndarray, y: np.ndarray) -> Finding | None:
     th = ev.thresholds
     window = training_window(ev)
+    stepped = False
     if window is not None and window.duration > 0:
         inside = (t >= window.start - 0.05) & (t <= window.end + 0.05)
         if inside.sum() >= th.leak_min_samples:
-            t, y = t[inside], y[inside]
+            t, y, stepped = t[inside], y[inside], True
     if t.size < th.leak_min_samples:
         return None
     trend = fit_trend(t, y)
@@ -108,20 +111,20 @@ def _leak(ev: RunEvidence, label: str, t: np.ndarray, y: np.ndarray) -> Finding 
     if growth < th.leak_min_growth_bytes or relative < th.leak_min_growth or trend.tau < 0.5:
         return None
     signals = [
-        Signal("memory_leak", ramp(trend.tau, 0.5, 0.95, 0.2, 0.45), "a steady upward trend", "resources",
+        Signal("memory_leak", ramp(trend.tau, 0.5, 0.95, 0.2, 0.45), "a_steady_upward_trend", "resources",
                f"{label} rose from {format_size(trend.start_value)} to {format_size(trend.end_value)} over "
                f"{format_duration(span)}: {format_size(trend.slope)}/s (Theil–Sen), Kendall's tau {trend.tau:.2f}, "
                f"R² {trend.r2:.2f}, {trend.n} samples", float(t[0])),
     ]
     if trend.r2 >= th.leak_min_r2:
-        signals.append(Signal("memory_leak", ramp(trend.r2, th.leak_min_r2, 0.99, 0.15, 0.3), "a straight-line fit", "resources",
+        signals.append(Signal("memory_leak", ramp(trend.r2, th.leak_min_r2, 0.99, 0.15, 0.3), "a_straight_line_fit", "resources",
                               f"a straight line explains {trend.r2:.0%} of the variation: growth is steady, not a one-off load",
                               float(t[-1])))
-    signals.append(Signal("memory_leak", ramp(relative, th.leak_min_growth, 2.0, 0.1, 0.3), "size of the growth", "resources",
+    signals.append(Signal("memory_leak", ramp(relative, th.leak_min_growth, 2.0, 0.1, 0.3), "size_of_the_growth", "resources",
                           f"{label} grew by {format_size(growth)} ({relative:+.0%}) during training", float(t[-1])))
     per_step = _per_step(ev, trend.slope)
     if per_step is not None:
-        signals.append(Signal("memory_leak", 0.0, "growth per step", "metrics",
+        signals.append(Signal("memory_leak", 0.0, "growth_per_step", "metrics",
                               f"about {format_size(per_step)} more per training step", float(t[-1])))
     limit = ev.memory_limit if label == "RSS" else None
     projection = ""
@@ -130,15 +133,22 @@ def _leak(ev: RunEvidence, label: str, t: np.ndarray, y: np.ndarray) -> Finding 
         projection = f"; at this rate it reaches the {format_size(limit)} limit in {format_duration(seconds)}"
         if per_step:
             projection += f" (about {int((limit - trend.end_value) / per_step):,} more steps)"
-        signals.append(Signal("memory_leak", ramp(seconds, 3600 * 24, 60, 0.05, 0.25), "time to the memory limit", "resources",
+        signals.append(Signal("memory_leak", ramp(seconds, 3600 * 24, 60, 0.05, 0.25), "time_to_the_memory_limit", "resources",
                               f"projected to reach the {format_size(limit)} limit in {format_duration(seconds)}", float(t[-1])))
     elif limit and trend.end_value >= 0.9 * limit:
         projection = f"; it reached the {format_size(limit)} limit"
-        signals.append(Signal("memory_leak", 0.25, "reached the memory limit", "resources",
+        signals.append(Signal("memory_leak", 0.25, "reached_the_memory_limit", "resources",
                               f"memory reached {format_size(trend.end_value)} of the {format_size(limit)} limit", float(t[-1])))
     step_text = f", about {format_size(per_step)} per step" if per_step else ""
     summary = (f"{label} grows steadily with training: {format_size(trend.start_value)} → {format_size(trend.end_value)} "
                f"in {format_duration(span)}{step_text}{projection}.")
+    if not stepped:
+        # no training steps to grow with: the trend spans the whole run, imports and loading
+        # included (a slow start on a busy machine looks like steady growth), so it counts half
+        signals = [Signal(x.category, x.weight * _NO_STEPS, x.id, x.source, x.detail, x.at) for x in signals]
+        summary = (f"{label} grew steadily over the whole run: {format_size(trend.start_value)} → "
+                   f"{format_size(trend.end_value)} in {format_duration(span)}{projection} (no training steps were "
+                   "recorded, so start-up is part of the trend).")
     return Finding("memory_leak", summary, signals)
 
 

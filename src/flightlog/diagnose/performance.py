@@ -56,11 +56,11 @@ def queue_wait(ev: RunEvidence) -> Finding | None:
     end = _end(ev) or start
     share = wait / max(1e-9, wait + (end - start))
     signals = [
-        Signal("queue_wait", ramp(wait, th.queue_wait_s, 3600.0, 0.3, 0.6), "time in the queue", "timeline",
+        Signal("queue_wait", ramp(wait, th.queue_wait_s, 3600.0, 0.3, 0.6), "time_in_the_queue", "timeline",
                f"queued at {iso(info.queued)}, started at {iso(start)}: {format_duration(wait)} in the queue", info.queued),
     ]
     if share >= th.share:
-        signals.append(Signal("queue_wait", ramp(share, th.share, 0.9, 0.2, 0.5), "share of the wall time", "timeline",
+        signals.append(Signal("queue_wait", ramp(share, th.share, 0.9, 0.2, 0.5), "share_of_the_wall_time", "timeline",
                               f"{share:.0%} of the time from submission to the end was spent waiting to start", start))
     summary = f"The run waited {format_duration(wait)} in the queue before it started ({share:.0%} of its time from submission to the end)."
     return Finding("queue_wait", summary, signals)
@@ -84,24 +84,24 @@ def slow_startup(ev: RunEvidence) -> Finding | None:
     if share < th.share or (setup < th.startup_s and imports < th.import_s):
         return None
     signals = [
-        Signal("slow_startup", ramp(share, th.share, 0.8, 0.3, 0.6), "share before the first step", "timeline",
+        Signal("slow_startup", ramp(share, th.share, 0.8, 0.3, 0.6), "share_before_the_first_step", "timeline",
                f"the first step came {format_duration(startup)} after the process started: {share:.0%} of the run", window.start),
     ]
     if startup >= 60:
-        signals.append(Signal("slow_startup", ramp(startup, 60, 1800, 0.15, 0.45), "absolute startup time", "timeline",
+        signals.append(Signal("slow_startup", ramp(startup, 60, 1800, 0.15, 0.45), "absolute_startup_time", "timeline",
                               f"{format_duration(startup)} before training began", window.start))
     explained = _stages_within(ev, start, window.start)
     if explained:
         name, seconds = explained[0]
         if seconds >= 0.3 * startup:
-            signals.append(Signal("slow_startup", ramp(seconds / startup, 0.3, 0.9, 0.15, 0.3), "a stage before the first step",
+            signals.append(Signal("slow_startup", ramp(seconds / startup, 0.3, 0.9, 0.15, 0.3), "a_stage_before_the_first_step",
                                   "stages", f"stage {name!r} took {format_duration(seconds)} before the first step", start))
     if imports >= th.import_s:
-        signals.append(Signal("slow_startup", ramp(imports, th.import_s, 300, 0.2, 0.4), "silence after the start", "timeline",
+        signals.append(Signal("slow_startup", ramp(imports, th.import_s, 300, 0.2, 0.4), "silence_after_the_start", "timeline",
                               f"{format_duration(imports)} passed before the program's first output or SDK call (interpreter, imports)",
                               began))
     elif setup >= th.startup_s:
-        signals.append(Signal("slow_startup", ramp(setup, th.startup_s, 300, 0.1, 0.3), "setup before the first step", "timeline",
+        signals.append(Signal("slow_startup", ramp(setup, th.startup_s, 300, 0.1, 0.3), "setup_before_the_first_step", "timeline",
                               f"the program's own setup took {format_duration(setup)} between its first output and its first step",
                               began))
     context = [{"source": "log", "detail": e.message.splitlines()[0][:200], "at": iso(e.time)}
@@ -128,22 +128,22 @@ def slow_completion(ev: RunEvidence) -> Finding | None:
     if tail < th.completion_s or share < th.share:
         return None
     signals = [
-        Signal("slow_completion", ramp(share, th.share, 0.8, 0.3, 0.6), "share after the last step", "timeline",
+        Signal("slow_completion", ramp(share, th.share, 0.8, 0.3, 0.6), "share_after_the_last_step", "timeline",
                f"the process ended {format_duration(tail)} after the last training step: {share:.0%} of the run", window.end),
     ]
     if tail >= 60:
-        signals.append(Signal("slow_completion", ramp(tail, 60, 1800, 0.15, 0.45), "absolute tail", "timeline",
+        signals.append(Signal("slow_completion", ramp(tail, 60, 1800, 0.15, 0.45), "absolute_tail", "timeline",
                               f"{format_duration(tail)} after training ended", window.end))
     explained = _stages_within(ev, window.end, end)
     if explained and explained[0][1] >= 0.3 * tail:
         name, seconds = explained[0]
-        signals.append(Signal("slow_completion", ramp(seconds / tail, 0.3, 0.9, 0.15, 0.3), "a stage after the last step",
+        signals.append(Signal("slow_completion", ramp(seconds / tail, 0.3, 0.9, 0.15, 0.3), "a_stage_after_the_last_step",
                               "stages", f"stage {name!r} took {format_duration(seconds)} after the last step", window.end))
     late = [a for a in ev.artifacts if a.time >= window.end and a.role == "output"]
     if late:
         size = sum(a.size or 0 for a in late)
         names = ", ".join(a.path for a in late[:3])
-        signals.append(Signal("slow_completion", 0.15, "artifacts written at the end", "artifacts",
+        signals.append(Signal("slow_completion", 0.15, "artifacts_written_at_the_end", "artifacts",
                               f"{len(late)} artifact(s) written after the last step ({format_size(size)}): {names}", late[0].time))
     context = [{"source": "log", "detail": e.message.splitlines()[0][:200], "at": iso(e.time)}
                for e in ev.tail if e.time >= window.end][:3]
@@ -172,7 +172,7 @@ def data_loader_bottleneck(ev: RunEvidence) -> Finding | None:
             top = max(data, key=lambda s: s.total)
             versus = f" against {format_duration(compute_total)} in {', '.join(repr(s.name) for s in compute)}" if compute else " of the training window"
             material = ramp(data_total, 0.1, 1.0, 0.6, 1.0)  # a share of milliseconds is not a problem yet
-            signals.append(Signal("data_loader_bottleneck", ramp(share, th.data_share, 0.9, 0.45, 0.8) * material, "data-stage share of step time",
+            signals.append(Signal("data_loader_bottleneck", ramp(share, th.data_share, 0.9, 0.45, 0.8) * material, "data_stage_share_of_step_time",
                                   "stages", f"stage {top.name!r}: {top.count} spans, {format_duration(top.total)} in all "
                                   f"(mean {format_duration(top.mean)}){versus}: {share:.0%} of step time waits on data",
                                   top.first_start))
@@ -190,7 +190,7 @@ def data_loader_bottleneck(ev: RunEvidence) -> Finding | None:
         weight = 0.3 if signals else 0.35
         if gpu is not None:
             weight += 0.1
-        signals.append(Signal("data_loader_bottleneck", weight, "compute idle while stepping", "resources",
+        signals.append(Signal("data_loader_bottleneck", weight, "compute_idle_while_stepping", "resources",
                               " and ".join(idle_bits) + f" while training steps ran ({format_duration(window.duration)}, "
                               f"{n_cpu + n_gpu} samples)", window.start))
         summary_bits.append(" and ".join(idle_bits) + " while it stepped")
@@ -198,11 +198,11 @@ def data_loader_bottleneck(ev: RunEvidence) -> Finding | None:
     if gaps is not None and signals:
         median, p90, n = gaps
         if median > 0 and p90 / median >= 3:
-            signals.append(Signal("data_loader_bottleneck", 0.15, "irregular steps", "metrics",
+            signals.append(Signal("data_loader_bottleneck", 0.15, "irregular_steps", "metrics",
                                   f"step intervals: median {format_duration(median)}, 90th percentile {format_duration(p90)} over {n} steps "
                                   "(periodic stalls)", window.start))
         elif not data:  # context: how slowly the steps came, not a signal of its own
-            signals.append(Signal("data_loader_bottleneck", 0.0, "slow steps", "metrics",
+            signals.append(Signal("data_loader_bottleneck", 0.0, "slow_steps", "metrics",
                                   f"steps arrive every {format_duration(median)} (median over {n} steps)", window.start))
     if not signals:
         return None

@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 
-from flightlog.diagnose.baseline import differences_text
+from flightlog.cli.output import esc as escape  # markup escaped, control characters made visible
+from flightlog.diagnose.differences import differences_text
 from flightlog.diagnose.taxonomy import TITLE
 from flightlog.timefmt import format_duration, format_size
 
@@ -31,11 +31,11 @@ def _bar(conf: float) -> str:
 
 def render_diagnosis(report: dict[str, Any], out: Console) -> None:
     status = report["status"]
-    out.print(f"[bold]diagnosis of run {report['run']}[/]  status [bold]{status}[/]  kind [bold]{report['kind']}[/]")
+    out.print(f"[bold]diagnosis of run {escape(report['run'])}[/]  status [bold]{escape(status)}[/]  kind [bold]{report['kind']}[/]")
     base = report.get("baseline")
     if base:
         how = base.get("reason") or "given with --baseline"
-        out.print(f"[dim]baseline {base['baseline']} ({how})[/]")
+        out.print(f"[dim]baseline {escape(base['baseline'])} ({escape(how)})[/]")
     else:
         out.print("[dim]no baseline: no earlier successful run of this project and name (pass --baseline RUN)[/]")
     findings = report["findings"]
@@ -59,7 +59,7 @@ def render_diagnosis(report: dict[str, Any], out: Console) -> None:
     if report.get("runbook"):
         out.print("\n[bold]runbook[/]")
         for e in report["runbook"]:
-            out.print(f"  [bold]{escape(e['title'])}[/] [dim]({e['id']}, {e['source']}; matched {escape('; '.join(e['matched']))})[/]")
+            out.print(f"  [bold]{escape(e['title'])}[/] [dim]({escape(e['id'])}, {escape(e['source'])}; matched {escape('; '.join(e['matched']))})[/]")
             for advice in e["advice"]:
                 out.print(f"    • {escape(advice)}")
             for link in e.get("links") or []:
@@ -84,7 +84,8 @@ def _finding(out: Console, index: int, f: dict[str, Any], *, full: bool) -> None
 
 
 def render_comparison(cmp: dict[str, Any], out: Console) -> None:
-    out.print(f"[bold]run {cmp['run']}[/] ({cmp['status']['run']}) against baseline [bold]{cmp['baseline']}[/] ({cmp['status']['baseline']})")
+    out.print(f"[bold]run {escape(cmp['run'])}[/] ({escape(cmp['status']['run'])}) against baseline "
+              f"[bold]{escape(cmp['baseline'])}[/] ({escape(cmp['status']['baseline'])})")
     d = cmp["duration"]
     if d["run"] is not None and d["baseline"] is not None:
         out.print(f"duration {format_duration(d['baseline'])} → {format_duration(d['run'])}"
@@ -102,21 +103,28 @@ def render_comparison(cmp: dict[str, Any], out: Console) -> None:
 def render_rightsizing(rs: dict[str, Any], out: Console) -> None:
     subject = rs["subject"]
     what = f"run {subject['run']}" if "run" in subject else f"{subject['runs']} run(s) named {subject['name']!r}"
-    out.print(f"[bold]rightsizing of {what}[/]")
+    out.print(f"[bold]rightsizing of {escape(what)}[/]")
     _rightsizing_lines(rs, out)
     for o in rs["observations"]:
-        out.print(f"  [dim]{o['run'][:12]} attempt {o['attempt']}: {o['status']}, peak {format_size(o['memory_peak_bytes'])}"
+        out.print(f"  [dim]{escape(o['run'][:12])} attempt {o['attempt']}: {escape(o['status'])}, peak {format_size(o['memory_peak_bytes'])}"
                   + (f" of {format_size(o['memory_limit_bytes'])}" if o["memory_limit_bytes"] else "")
-                  + (f", CPU peak {o['cpu_peak_cores']:.2f} cores" if o.get("cpu_peak_cores") is not None else "") + "[/]")
+                  + (f", CPU peak {o['cpu_peak_cores']:.2f} cores" if o.get("cpu_peak_cores") is not None else "")
+                  + f", {o.get('samples', 0)} samples"
+                  + ("" if o.get("used", True) else f" (not used: {escape(o.get('why') or '')})") + "[/]")
 
 
 def _rightsizing_lines(rs: dict[str, Any], out: Console) -> None:
     mem, cpu, req = rs["memory"], rs["cpu"], rs["request"]
+    evidence = rs.get("evidence") or {}
     if mem["recommended_bytes"]:
         asked = f", limit was {format_size(mem['requested_bytes'])}" if mem["requested_bytes"] else ""
         out.print(f"  memory: request {req['memory']} ({escape(mem['basis'] or '')}{asked})")
+    elif evidence.get("reason"):
+        out.print(f"  memory: no recommendation: {escape(evidence['reason'])}")
     else:
         out.print("  memory: no samples to go on")
+    if not cpu["recommended_cores"] and evidence and not evidence.get("sufficient"):
+        out.print(f"  cpu:    no recommendation: fewer than {evidence.get('min_samples')} samples from attempts that count")
     if cpu["recommended_cores"]:
         out.print(f"  cpu:    request {req['cpu']} (95th percentile {cpu['p95_cores']:.2f} cores, peak {cpu['peak_cores']:.2f}, "
                   f"average {cpu['avg_cores']:.2f}, {cpu['samples']} samples)")

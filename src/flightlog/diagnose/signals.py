@@ -10,6 +10,7 @@ counts once.
 
 from __future__ import annotations
 
+import re
 import signal as _signal
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -31,9 +32,12 @@ __all__ = [
     "line_signals",
     "signal_name",
     "MAX_CONFIDENCE",
+    "SIGKILL",
 ]
 
 MAX_CONFIDENCE = 0.99
+#: the id of the exit signals of a SIGKILL (sent from outside, or by the kernel's OOM killer)
+SIGKILL = "sigkill"
 _TERMINATING = {1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 15: "SIGTERM"}
 _CRASHING = {4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 11: "SIGSEGV"}
 
@@ -42,7 +46,8 @@ _CRASHING = {4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 11: "SIGSEGV"}
 class Signal:
     category: str
     weight: float
-    label: str  # what was recognized ("a refused or reset connection"); signals dedupe on it
+    id: str  # what was recognized, as a stable id ("sigkill", "memory_far_from_its_limit"): signals
+    # dedupe on it and code decides on it; the words a person reads are in ``detail``
     source: str  # exit | traceback | log | resources | stages | metrics | timeline | evidence | baseline
     detail: str  # the evidence itself, quoted for a person
     at: float | None = None  # unix time of the evidence, when it has one
@@ -61,10 +66,10 @@ class Score:
 
 
 def combine(signals: Iterable[Signal]) -> list[Score]:
-    """Scores per category, highest first: noisy-OR over distinct labels (max weight per label)."""
+    """Scores per category, highest first: noisy-OR over distinct ids (max weight per id)."""
     best: dict[tuple[str, str], Signal] = {}
     for s in signals:
-        key = (s.category, s.label)
+        key = (s.category, s.id)
         if key not in best or s.weight > best[key].weight:
             best[key] = s
     by_cat: dict[str, list[Signal]] = {}
@@ -94,10 +99,10 @@ def exit_signals(
     """What the exit facts alone say."""
     out: list[Signal] = []
     if oom_killed:
-        out.append(Signal("oom_killed", 0.9, "an OOM kill recorded by the runner", "exit",
+        out.append(Signal("oom_killed", 0.9, "an_oom_kill_recorded_by_the_runner", "exit",
                           "the runner detected an out-of-memory kill (cgroup OOM event or SIGKILL at the memory limit)", at))
     if timed_out:
-        out.append(Signal("timeout", 0.93, "the runner's timeout", "exit", "stopped by the runner's --timeout", at))
+        out.append(Signal("timeout", 0.93, "the_runner_s_timeout", "exit", "stopped by the runner's --timeout", at))
     sig, inferred = signal, False
     if sig is None and exit_code is not None and 128 < exit_code < 160:
         sig, inferred = exit_code - 128, True  # a shell reports a child killed by N as 128+N
@@ -105,21 +110,21 @@ def exit_signals(
         how = f"exit code {exit_code} (128 + {sig}: {signal_name(sig)})" if inferred else f"killed by {signal_name(sig)} ({sig})"
         factor = 0.85 if inferred else 1.0
         if sig == 9 and not oom_killed:
-            out.append(Signal("killed_by_signal", 0.45 * factor, "SIGKILL", "exit", f"{how}: sent from outside, or by the kernel OOM killer", at))
-            out.append(Signal("oom_killed", 0.3 * factor, "SIGKILL", "exit", f"{how}: the kernel's OOM killer sends SIGKILL", at))
+            out.append(Signal("killed_by_signal", 0.45 * factor, SIGKILL, "exit", f"{how}: sent from outside, or by the kernel OOM killer", at))
+            out.append(Signal("oom_killed", 0.3 * factor, SIGKILL, "exit", f"{how}: the kernel's OOM killer sends SIGKILL", at))
         elif sig in _TERMINATING:
-            out.append(Signal("killed_by_signal", 0.75 * factor, "a terminating signal", "exit", how, at))
+            out.append(Signal("killed_by_signal", 0.75 * factor, "a_terminating_signal", "exit", how, at))
         elif sig in _CRASHING:
-            out.append(Signal("code_error", 0.55 * factor, "a crash signal", "exit", f"{how}: a crash in native code", at))
+            out.append(Signal("code_error", 0.55 * factor, "a_crash_signal", "exit", f"{how}: a crash in native code", at))
     if signal is None and exit_code is not None:
         if exit_code == 127:
-            out.append(Signal("dependency_error", 0.5, "exit 127", "exit", "exit code 127: the shell could not find the command", at))
+            out.append(Signal("dependency_error", 0.5, "exit_127", "exit", "exit code 127: the shell could not find the command", at))
         elif exit_code == 126:
-            out.append(Signal("credentials_error", 0.45, "exit 126", "exit", "exit code 126: the command is not executable (permission)", at))
+            out.append(Signal("credentials_error", 0.45, "exit_126", "exit", "exit code 126: the command is not executable (permission)", at))
         elif exit_code == 124 and not timed_out:
-            out.append(Signal("timeout", 0.5, "exit 124", "exit", "exit code 124: the convention of `timeout` for a command that ran out of time", at))
+            out.append(Signal("timeout", 0.5, "exit_124", "exit", "exit code 124: the convention of `timeout` for a command that ran out of time", at))
         elif exit_code == 2:
-            out.append(Signal("bad_parameter", 0.3, "exit 2", "exit", "exit code 2: the convention for a command-line usage error (argparse, click)", at))
+            out.append(Signal("bad_parameter", 0.3, "exit_2", "exit", "exit code 2: the convention for a command-line usage error (argparse, click)", at))
     return out
 
 
@@ -135,7 +140,7 @@ def traceback_signals(chain: Sequence[ParsedException], *, at: float | None = No
         factor = 1.0 if index == len(chain) - 1 else 0.85
         where = _where(exc)
         if exc.short_type == "KeyboardInterrupt":
-            out.append(Signal("killed_by_signal", 0.7 * factor, "KeyboardInterrupt", "traceback",
+            out.append(Signal("killed_by_signal", 0.7 * factor, "keyboardinterrupt", "traceback",
                               f"KeyboardInterrupt (SIGINT){where}", at))
             specific = True
             continue
@@ -146,21 +151,21 @@ def traceback_signals(chain: Sequence[ParsedException], *, at: float | None = No
                 # of the same category on the same exception adds only half its weight
                 damp = 0.5 if rule.category in seen else 1.0
                 seen.add(rule.category)
-                out.append(Signal(rule.category, rule.weight * factor * damp, rule.label, "traceback",
+                out.append(Signal(rule.category, rule.weight * factor * damp, rule.id, "traceback",
                                   exc.headline()[:300] + where, at))
                 specific = True
         if exc.short_type == "KeyError" and any("/pandas/" in f.file.replace("\\", "/") for f in exc.frames):
-            out.append(Signal("data_error", 0.4 * factor, "a KeyError from pandas indexing", "traceback",
+            out.append(Signal("data_error", 0.4 * factor, "a_keyerror_from_pandas_indexing", "traceback",
                               f"{exc.headline()[:200]} raised inside pandas (a column or index label that is not in the data)", at))
     strongly_code = CODE_ERROR_CLASSES.get(final.short_type, 0.0) >= 0.6 and not any(
         s.category == "dependency_error" and s.detail.startswith(final.type) for s in out
     )
     if not specific or strongly_code:
         weight = CODE_ERROR_CLASSES.get(final.short_type, 0.45)
-        out.append(Signal("code_error", weight, f"{final.short_type} in the code", "traceback", final.headline()[:300] + _where(final), at))
+        out.append(Signal("code_error", weight, f"code_error_class:{final.short_type}", "traceback", final.headline()[:300] + _where(final), at))
         own = final.innermost_own_frame()
         if own is not None and final.frames and final.frames[-1] is own:
-            out.append(Signal("code_error", 0.25, "raised in the workload's own code", "traceback",
+            out.append(Signal("code_error", 0.25, "raised_in_the_workload_s_own_code", "traceback",
                               f"raised directly in the workload's code at {own.where()}" + (f": {own.code}" if own.code else ""), at))
     return out
 
@@ -176,9 +181,48 @@ def line_signals(lines: Sequence[tuple[str, float | None, float]]) -> list[Signa
             line = raw.strip()
             if not line or len(line) > 2000:
                 continue
-            for rule in LINE_RULES:
-                if rule.pattern.search(line):
-                    out.append(Signal(rule.category, rule.weight * factor, rule.label, "log", line[:300], at))
+            found = [Signal(rule.category, rule.weight * factor, rule.id, "log", line[:300], at)
+                     for rule in LINE_RULES if rule.pattern.search(line)]
+            out += _strongest_per_category(found, _exception_line(line, at, factor))
+    return out
+
+
+def _strongest_per_category(by_line: list[Signal], by_exception: list[Signal]) -> list[Signal]:
+    """One line is one piece of evidence: where the line rules and the exception it names point
+    at the same category, only the stronger reading of the line counts."""
+    out = list(by_line)
+    for category in {s.category for s in by_exception}:
+        mine = [s for s in by_exception if s.category == category]
+        theirs = [s for s in by_line if s.category == category]
+        if max(s.weight for s in mine) > max((s.weight for s in theirs), default=0.0):
+            out = [s for s in out if s.category != category] + mine
+    return out
+
+
+#: an exception as a launcher, a worker pool or a logger prints it outside a traceback
+#: (``botocore.exceptions.NoCredentialsError: Unable to locate credentials``,
+#: ``ray.exceptions.RayTaskError(ValueError): ...``, ``Caused by: ml.dmlc...XGBoostError: ...``)
+_EXCEPTION_LINE = re.compile(
+    r"(?:^|[\s:>\]|])(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Timeout|Forbidden|Unavailable|NotFound))"
+    r"(?:\([\w.]*\))?:\s*(?P<message>\S.*)$"
+)
+#: an exception line outside a traceback counts a little less than the traceback itself
+_EXCEPTION_LINE_FACTOR = 0.8
+
+
+def _exception_line(line: str, at: float | None, factor: float) -> list[Signal]:
+    """The exception rules on a line that names an exception (``Type: message``)."""
+    m = _EXCEPTION_LINE.search(line)
+    if m is None:
+        return []
+    out: list[Signal] = []
+    seen: set[str] = set()
+    for rule in EXCEPTION_RULES:
+        if not exception_matches(rule, m["type"], m["message"]):
+            continue
+        damp = 0.5 if rule.category in seen else 1.0
+        seen.add(rule.category)
+        out.append(Signal(rule.category, rule.weight * factor * damp * _EXCEPTION_LINE_FACTOR, rule.id, "log", line[:300], at))
     return out
 
 

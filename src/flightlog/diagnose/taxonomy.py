@@ -1,5 +1,8 @@
-"""The diagnosis taxonomy of DESIGN.md: category names, the kind of problem each one is, and
-what a person should do first. Every other module of the package speaks these names."""
+"""The diagnosis taxonomy of docs/architecture.md: category names, the kind of problem each one is, and
+what a person should do first. Every other module of the package speaks these names.
+
+That list is fixed; flightlog's own extensions (``EXTENSIONS``: ``metric_regressed``)
+come after it and are documented in docs/troubleshooting.md."""
 
 from __future__ import annotations
 
@@ -7,6 +10,7 @@ from typing import Final
 
 __all__ = [
     "CATEGORIES",
+    "EXTENSIONS",
     "FAILURE_CATEGORIES",
     "KINDS",
     "KIND_OF",
@@ -38,7 +42,12 @@ KIND_OF: Final[dict[str, str]] = {
     "slow_completion": "performance",
     "data_drift": "data",
     "cohort_regression": "data",
+    # extensions of the list in docs/architecture.md
+    "metric_regressed": "software",
 }
+
+#: categories flightlog adds to the taxonomy of docs/architecture.md
+EXTENSIONS: Final = ("metric_regressed",)
 
 CATEGORIES: Final = tuple(KIND_OF)
 
@@ -78,6 +87,7 @@ TITLE: Final[dict[str, str]] = {
     "slow_completion": "long tail after the last step",
     "data_drift": "the input data drifted from the reference",
     "cohort_regression": "a cohort got worse while the aggregate improved",
+    "metric_regressed": "a final metric is much worse than the baseline's",
 }
 
 #: generic first steps per category; findings add specific ones in front of these
@@ -155,5 +165,9 @@ NEXT_STEPS: Final[dict[str, tuple[str, ...]]] = {
     ),
     "cohort_regression": (
         "Look at the cohort's examples; add it to the evaluation gate so an aggregate gain cannot hide it.",
+    ),
+    "metric_regressed": (
+        "Find the change that cost quality: params, code, packages and inputs that differ from the baseline are listed in this report.",
+        "Re-run the baseline's configuration on the same data to rule out noise before bisecting the changes.",
     ),
 }

@@ -57,6 +57,10 @@ _NUMERIC = re.compile(r"\s*-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*")
 _ORDERING = {"<", "<=", ">", ">="}
 _PATTERN_OPS = {"like", "not like", "~", "!~"}
 VALID_FIELDS = ", ".join(COLUMNS) + ", params.<key>, tags.<key>, metrics.<name>"
+MAX_NEEDLE = 200
+"""Longest ``~`` text or ``like`` pattern: matching costs its length times every value's length."""
+MAX_WILDCARDS = 10
+"""Most ``%`` in one ``like`` pattern (each one multiplies what SQLite may try)."""
 
 
 def resolve_field(token: Token, text: str) -> Field:
@@ -102,6 +106,12 @@ def convert(field: Field, op: str, token: Token, text: str) -> Value:
         if token.kind != "string":
             _fail(text, token, f"{op} needs a quoted pattern", "a string, e.g. 'resnet%'")
         pattern = str(token.value)
+        if len(pattern) > MAX_NEEDLE:
+            _fail(text, token, f"the {op} pattern is too long ({len(pattern)} characters; at most {MAX_NEEDLE})",
+                  "a shorter pattern")  # fmt: skip
+        if op in ("like", "not like") and pattern.count("%") > MAX_WILDCARDS:
+            _fail(text, token, f"the like pattern has {pattern.count('%')} % wildcards (at most {MAX_WILDCARDS})",
+                  "fewer % wildcards")  # fmt: skip
         if op in ("like", "not like") and re.search(r"(?<!\\)(?:\\\\)*\\$", pattern):
             _fail(text, token, "like pattern ends with a lone backslash", "\\\\ for a backslash")
         return pattern

@@ -16,6 +16,8 @@ fits on one screen.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import lru_cache
 from typing import NoReturn
 
@@ -44,6 +46,11 @@ _OPS: dict[str, CompareOp] = {
 }  # fmt: skip
 _KEYWORDS = {"and", "or", "not", "in", "like", "is", "null", "true", "false", "asc", "desc"}
 _AFTER_FIELD = "an operator: = != < <= > >= in, not in, like, ~, is null"
+MAX_DEPTH = 24
+"""How deeply parentheses and ``not`` may nest: far beyond any filter a person writes, far below
+what the recursive parser, the SQL compiler and SQLite's expression depth limit can hold."""
+MAX_TERMS = 500
+"""How many conditions one filter may join with and/or (SQLite nests each in its parse tree)."""
 
 
 @lru_cache(maxsize=512)
@@ -91,6 +98,8 @@ class _Parser:
         self.text = text
         self.tokens = tokenize(text)
         self.i = 0
+        self.depth = 0
+        self.terms = 0
 
     def peek(self) -> Token:
         return self.tokens[self.i]
@@ -135,19 +144,37 @@ class _Parser:
         return items[0] if len(items) == 1 else And(tuple(items))
 
     def not_expr(self) -> Expr:
-        if self.keyword("not"):
-            return Not(self.not_expr())
         token = self.peek()
+        if self.keyword("not"):
+            with self.nested(token):
+                return Not(self.not_expr())
         if token.kind == "(":
             self.next()
-            expr = self.or_expr()
+            with self.nested(token):
+                expr = self.or_expr()
             close = self.peek()
             if close.kind != ")":
                 opened = f"the '(' at offset {token.position} is not closed"
                 self.fail(close, f"unbalanced parentheses ({opened})", "')', and, or")
             self.next()
             return expr
+        self.terms += 1
+        if self.terms > MAX_TERMS:
+            self.fail(token, f"too many conditions (at most {MAX_TERMS} in one filter)",
+                      "fewer conditions: `field in (a, b, ...)` matches a list in one")  # fmt: skip
         return self.predicate()
+
+    @contextmanager
+    def nested(self, token: Token) -> Iterator[None]:
+        """One more level of parentheses or ``not``, refused past :data:`MAX_DEPTH`."""
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            self.fail(token, f"the filter nests parentheses and 'not' too deeply (at most {MAX_DEPTH} levels)",
+                      "fewer nested parentheses")  # fmt: skip
+        try:
+            yield
+        finally:
+            self.depth -= 1
 
     def field(self) -> Field:
         token = self.next()

@@ -15,7 +15,7 @@ __all__ = ["run_cmd"]
 
 @click.command("run", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option("--project", "-p", envvar="FLIGHTLOG_PROJECT", help="Project of the run (FLIGHTLOG_PROJECT).")
-@click.option("--name", "-n", help="Run name (default: the script's name).")
+@click.option("--name", "-n", help="Run name (default: the script's name; with --resume, the run's own).")
 @click.option("--param", "params", multiple=True, metavar="KEY=VALUE", help="A parameter; repeatable. Values are parsed as JSON when they can be (0.1, true, [1,2]).")
 @click.option("--tag", "tags", multiple=True, metavar="KEY=VALUE", help="A tag; repeatable.")
 @click.option("--timeout", metavar="DURATION", help="Stop the workload after this long (SIGTERM, then SIGKILL after --kill-grace): 90s, 30m, 2h.")
@@ -37,8 +37,10 @@ __all__ = ["run_cmd"]
 @click.option("--redact", multiple=True, metavar="REGEX", help="Also redact what matches this pattern from stored logs; repeatable.")
 @click.option("--alerts", "alerts", metavar="FILE", help="Alert rules to evaluate live (default: ./flightlog.alerts.yaml, else FLIGHTLOG_HOME/alerts.yaml; docs/alerting.md).")
 @click.option("--parent", metavar="RUN", help="Make this run a child of RUN (full id): a sweep's trial, a pipeline's step.")
+@click.option("--log-metrics/--no-log-metrics", "log_metrics", default=True, show_default=True,
+              help="Read metrics from progress lines (step=10 loss=0.5; FLIGHTLOG_LOG_METRICS=0 also turns it off). A name the workload logs with the SDK is never read from lines.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
-def run_cmd(project: str | None, name: str | None, params: tuple[str, ...], tags: tuple[str, ...], timeout: str | None,
+def run_cmd(log_metrics: bool, project: str | None, name: str | None, params: tuple[str, ...], tags: tuple[str, ...], timeout: str | None,
             kill_grace: str, retries: int, retry_on: tuple[str, ...], retry_delay: str, memory_limit: str | None,
             memory_limit_mode: str, sample_interval: str, log_policy: str, max_log_rate: float | None,
             max_line_bytes: int, queued_at: str | None, resume: str | None, redact: tuple[str, ...],
@@ -85,6 +87,7 @@ def run_cmd(project: str | None, name: str | None, params: tuple[str, ...], tags
         redact=redact,
         alerts=alerts,
         parent=parent,
+        log_metrics=log_metrics,
     )
     from flightlog.runner.runner import Runner
 

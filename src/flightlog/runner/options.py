@@ -42,6 +42,7 @@ class RunnerOptions:
     redact: tuple[str, ...] = ()
     alerts: str | None = None  # a rules file (else flightlog.alerts.yaml, else FLIGHTLOG_HOME/alerts.yaml)
     parent: str | None = None  # the run this one is a child of (a sweep, a pipeline)
+    log_metrics: bool = True  # read metrics from progress lines (FLIGHTLOG_LOG_METRICS=0 also turns it off)
 
     def __post_init__(self) -> None:
         if not self.command:

@@ -1,4 +1,4 @@
-"""How a workload ended → status, end reason and exit code: the table in DESIGN.md, in one place.
+"""How a workload ended → status, end reason and exit code: the table in docs/architecture.md ("How a run ends"), in one place.
 
 | how it ended                      | status    | end_reason  | exit code |
 | exit 0                            | succeeded | exit        | 0         |

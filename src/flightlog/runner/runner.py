@@ -26,6 +26,7 @@ from flightlog.logevents import LogBatch
 from flightlog.runner.options import RunnerOptions
 from flightlog.runner.outcome import Outcome, outcome_of
 from flightlog.runner.pump import OutputPump, enlarge_pipe
+from flightlog.runner.reaper import Reaper, become_subreaper
 from flightlog.sdk.context import allowed_env, process_context
 from flightlog.sdk.redaction import pattern_files
 from flightlog.sdk.shipper import shipper
@@ -34,6 +35,7 @@ from flightlog.timefmt import format_duration
 __all__ = ["Runner", "AttemptResult"]
 
 _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+_ADOPT_INTERVAL = 1.0  # seconds between looks for the workload's orphans while it runs
 
 
 def say(message: str) -> None:
@@ -74,6 +76,11 @@ class Runner:
         self._child: subprocess.Popen[bytes] | None = None
         self._first_start: float | None = None
         self._noted: set[str] = set()
+        self._reaper: Reaper | None = None
+        self._subreaper = False
+        self._line_metrics: Any = None  # capture.LineMetrics, for the whole run
+        self._counted: dict[str, int] = {}
+        self._client: Any = None  # a reader of the store, for names the SDK logged
 
     # ── signals ─────────────────────────────────────────────────────────────
     def _install_signals(self) -> None:
@@ -94,16 +101,23 @@ class Runner:
     # ── the run ─────────────────────────────────────────────────────────────
     def execute(self) -> int:
         self._install_signals()
+        self._subreaper = become_subreaper()  # the workload's orphans come to us, not to init
         opts = self.opts
         resume_from = None
         run_id = None
         if opts.resume:
             run_id, resume_from = self._resume_point(opts.resume)
+        # a resumed run keeps its name (diagnose finds its baseline by it) unless --name renames it
+        name = opts.name if run_id else (opts.name or _default_name(opts.command))
         run = flightlog.init(
-            project=opts.project, name=opts.name or _default_name(opts.command), params=opts.params or None,
+            project=opts.project, name=name, params=opts.params or None,
             tags=opts.tags or None, id=run_id, resume=bool(run_id), resources=False, parent=opts.parent,
         )
         self.run = run
+        if opts.log_metrics and run.settings.log_metrics:
+            from flightlog.capture import LineMetrics
+
+            self._line_metrics = LineMetrics()
         if opts.queued_at is not None:
             run._w.add_record("run", queued=opts.queued_at)
         run._w.add_record("evidence", kind="runner", name="config", data=self._config_evidence())
@@ -128,6 +142,8 @@ class Runner:
             run._w.add_record("run", attempt=attempt, status="running")
         exit_code = self._finish(run, results)
         monitor.stop(final=True)
+        if self._client is not None:
+            self._client.close()
         return exit_code
 
     def _resume_point(self, ref: str) -> tuple[str, str | None]:
@@ -183,7 +199,7 @@ class Runner:
         pipeline = CapturePipeline(CaptureConfig(
             max_line_bytes=opts.max_line_bytes, max_rate=opts.max_log_rate, extra_patterns=patterns,
             env=env, attempt=attempt, rank=rank_from_env(env),
-        ))
+        ), metrics=self._line_metrics)
         started = time.time()
         if self._received is not None:  # asked to stop before the workload even started
             return self._not_started(run, attempt, started, self._received)
@@ -199,6 +215,7 @@ class Runner:
                 limit.close()
             return self._spawn_failed(run, attempt, started, exc)
         self._child = child
+        reaper = self._reaper = Reaper(child.pid, limit.pids if limit is not None else None)
         if self._received is not None:  # a signal landed while the child was being spawned
             _kill_group(child.pid, self._received)
         assert child.stdout is not None and child.stderr is not None
@@ -217,14 +234,18 @@ class Runner:
             run._w.add_record("timeline", data={"process_start": started})
         returncode, timed_out = self._wait(child)
         ended = time.time()
+        # Leftovers die with the entrypoint, as in a container: its process group, its cgroup,
+        # and (as their subreaper) daemons that left both with setsid.
         if not pump.join(2.0):  # something in the tree still holds the pipes open
-            _kill_group(child.pid, signal.SIGTERM)
-            if not pump.join(2.0):
-                _kill_group(child.pid, signal.SIGKILL)
-                pump.join(5.0)
-        else:
-            _kill_group(child.pid, signal.SIGKILL)  # leftovers die with the entrypoint, as in a container
+            reaper.terminate()
+            pump.join(2.0)
+        killed = reaper.sweep()
+        pump.join(5.0)
+        if killed:
+            run._w.count("leftover_processes_killed", killed)
+        self._store_line_metrics(run, final=True)
         self._child = None
+        self._reaper = None
         if sampling is not None:
             sampling.thread.stop()
             self._sample_summary(run, sampling)
@@ -317,6 +338,49 @@ class Runner:
                 shipper.poke()
                 time.sleep(0.005)
         writer.add_logs(batch)
+        self._store_line_metrics(run)
+
+    def _store_line_metrics(self, run: flightlog.Run, final: bool = False) -> None:
+        """Hand the metrics read from lines to the writer — except names the workload logs
+        with the SDK itself, so that no metric is written by both. Called from the output
+        pump too: it must never raise (the pump would stop passing output through)."""
+        metrics = self._line_metrics
+        if metrics is None:
+            return
+        try:
+            self._hand_over_line_metrics(run, metrics, final)
+        except Exception as exc:
+            self._line_metrics = None
+            say(f"metrics are no longer read from output lines: {exc!r}")
+
+    def _hand_over_line_metrics(self, run: flightlog.Run, metrics: Any, final: bool) -> None:
+        writer = run._w
+        limit = run.settings.buffer_limit
+        stored = 0
+        for point in metrics.take(time.time(), final=final, claimed=lambda: self._claimed_names(run)):
+            if len(writer.metrics) >= limit:  # never hold up the workload for a derived metric
+                writer.count("dropped_line_metrics", len(point[2]))
+                continue
+            writer.metrics.append(point)
+            stored += len(point[2])
+        if stored:
+            writer.count("line_metrics", stored)
+        if metrics.broken:
+            self._line_metrics = None
+            say(f"metrics are no longer read from output lines: {metrics.broken}")
+        for key in ("line_metric_names_dropped", "line_metric_names_sdk", "line_metrics_dropped",
+                    "line_metrics_sampled_out"):
+            new = metrics.stats[key] - self._counted.get(key, 0)
+            if new:
+                self._counted[key] = metrics.stats[key]
+                writer.count(key, new)
+
+    def _claimed_names(self, run: flightlog.Run) -> set[str]:
+        """Metric names the run has in the store now: the SDK's (names read from lines are
+        asked about before their first point is written)."""
+        if self._client is None:
+            self._client = flightlog.Client()
+        return set(self._client.metrics(run.id))
 
     def _count_capture(self, run: flightlog.Run, stats: dict[str, int]) -> None:
         names = {"lines": "log_lines", "bytes": "log_bytes", "dropped_lines": "dropped_lines",
@@ -329,11 +393,17 @@ class Runner:
     def _wait(self, child: subprocess.Popen[bytes]) -> tuple[int, bool]:
         timeout = self.opts.timeout
         deadline = time.monotonic() + timeout if timeout else None
+        next_adopt = time.monotonic() + _ADOPT_INTERVAL
         while True:
             try:
                 return child.wait(timeout=0.1), False
             except subprocess.TimeoutExpired:
                 pass
+            if time.monotonic() >= next_adopt:
+                next_adopt = time.monotonic() + _ADOPT_INTERVAL
+                if self._subreaper and self._reaper is not None:
+                    self._reaper.adopt()  # orphans that exit are reaped, not left as zombies
+                self._store_line_metrics(self.run)
             if deadline is not None and time.monotonic() >= deadline:
                 say(f"timeout after {format_duration(timeout)}: sending SIGTERM, SIGKILL in {self.opts.kill_grace:g}s")
                 _kill_group(child.pid, signal.SIGTERM)

@@ -54,15 +54,17 @@ ENV_ALLOW = (
     "FLIGHTLOG_QUEUED_AT",
     "FLIGHTLOG_RESUME_FROM",
 )
-_SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "CREDENTIAL", "AUTH", "PRIVATE", "DSN", "COOKIE", "SESSION")
 
 _lock = threading.Lock()
 _cached: dict[str, Any] | None = None
 
 
 def looks_secret(name: str) -> bool:
-    upper = name.upper()
-    return any(word in upper for word in _SECRET_WORDS)
+    """The project's one policy for secret names (``flightlog.capture.names``; imported when
+    first needed, so ``import flightlog`` stays light)."""
+    from flightlog.capture.names import is_secret_name
+
+    return is_secret_name(name)
 
 
 @lru_cache(maxsize=8)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import getpass
 import os
-import re
 import threading
 import time
 import warnings
@@ -30,10 +29,6 @@ if TYPE_CHECKING:
 __all__ = ["Run", "FlightlogWarning", "flatten", "check_name", "DESCRIPTION_TAG"]
 
 _time = time.time
-_SECRET_PARAM = re.compile(
-    r"(^|[._-])(password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|secret[_-]?key|private[_-]?key|credentials?|auth)$",
-    re.IGNORECASE,
-)
 
 
 class FlightlogWarning(UserWarning):
@@ -172,15 +167,17 @@ class Run:
 
     # ── params, tags, notes ──────────────────────────────────────────────────
     def log_params(self, params: Any = None, **kwargs: Any) -> None:
-        """Record parameters; nested dicts are flattened with dots (``optim.lr``)."""
+        """Record parameters; nested dicts are flattened with dots (``optim.lr``).
+
+        Secrets are hidden before they are recorded (``docs/redaction.md``): values of
+        secret-named params (``api_key``, everything under ``credentials``), and secrets found
+        in any value (a URL's password, a token, the value of a secret environment variable)."""
         data = flatten({**_as_mapping(params or {}), **kwargs})
         clean: dict[str, Any] = {}
         for key, value in data.items():
             if isinstance(value, tuple):
                 value = list(value)
-            if _SECRET_PARAM.search(key) and value not in (None, ""):
-                value = "[REDACTED]"
-            elif not is_json_value(value):
+            if not is_json_value(value):
                 warnings.warn(
                     f"param {key!r}: {type(value).__name__} cannot be stored as JSON; stored as its repr",
                     FlightlogWarning,

@@ -24,6 +24,7 @@ from flightlog.journal.format import MAGIC, read_records
 from flightlog.logevents import LogBatch
 from flightlog.records import encode_series, log_chunk_payload
 from flightlog.sdk.context import process_context
+from flightlog.sdk.redaction import redact_user_strings
 from flightlog.sdk.sink import Sink, open_sink
 from flightlog.sdk.stages import StageAggregator
 
@@ -179,6 +180,7 @@ class RunWriter:
             records = self._collect(final)
             if records:
                 for rec in records:
+                    redact_user_strings(rec, self.settings.home)  # params, tags, notes, commands
                     self._seq += 1
                     rec["r"] = self.run_id
                     rec["w"] = self.writer_id

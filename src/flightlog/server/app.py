@@ -1,6 +1,6 @@
 """Building the ASGI application, once: routes from the operations, the error guard outermost.
 
-    ErrorGuard → MetricsMiddleware → Starlette (router → per-operation endpoint: auth, handler)
+    ErrorGuard → ForwardedHeaders → HostGuard → MetricsMiddleware → Starlette (router → endpoint: auth, handler)
 
 The app is stateless over its store: whatever a request needs is in the store or in the
 request (cursors, stream positions), so replicas behind a load balancer can share one store.
@@ -26,6 +26,13 @@ from flightlog.server.blobs import BlobStore
 from flightlog.server.config import ServerConfig
 from flightlog.server.context import AppState, Ctx
 from flightlog.server.guard import ErrorGuard, render_exception
+from flightlog.server.hosts import (
+    ForwardedHeaders,
+    HostGuard,
+    HostPolicy,
+    TrustedProxies,
+    default_allowed_hosts,
+)
 from flightlog.server.openapi import openapi_document
 from flightlog.server.operations import Operation
 from flightlog.server.prometheus import ROUTE_KEY, Metrics, MetricsMiddleware
@@ -93,6 +100,7 @@ def create_app(config: ServerConfig, *, store: ServerStore | None = None) -> Fli
     """The app serving ``config.store_uri`` (or ``store``); the store must have the server's extras."""
     if store is None:
         store = cast(ServerStore, open_store(config.store_uri))
+    store.query_timeout = config.query_timeout
     metrics = Metrics()
     state = AppState(config=config, store=store, blobs=BlobStore(config.home / "artifacts"), metrics=metrics)
 
@@ -114,5 +122,7 @@ def create_app(config: ServerConfig, *, store: ServerStore | None = None) -> Fli
 
     starlette.state.openapi = openapi_document(OPERATIONS, version=__version__)
     starlette.state.flightlog = state
-    app = ErrorGuard(MetricsMiddleware(starlette, metrics), metrics)
+    hosts = config.allowed_hosts if config.allowed_hosts is not None else default_allowed_hosts(auth=config.auth)
+    inner = HostGuard(MetricsMiddleware(starlette, metrics), HostPolicy(hosts))
+    app = ErrorGuard(ForwardedHeaders(inner, TrustedProxies(config.trusted_proxies)), metrics)
     return FlightlogApp(app, starlette, state)

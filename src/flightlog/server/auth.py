@@ -4,13 +4,18 @@ Roles are ordered (reader < writer < admin) and a token may be limited to one pr
 A missing, unknown or revoked token is 401; a valid token without the role or the project
 is 403. Without ``--auth`` the server only listens on loopback and everyone is an admin.
 
-The session cookie is HttpOnly (scripts in a page cannot read it) and SameSite=Strict (other
-sites cannot make the browser send it); a state-changing request that carries it must also
-come from the server's own origin when the browser says where it comes from.
+The session cookie holds a random session id, never the API token: the store keeps only its
+SHA-256, with the token it was made from and when it expires (``--session-hours``, 12 by
+default). Signing out deletes the session; revoking the token ends all of its sessions. The
+cookie is HttpOnly (scripts in a page cannot read it) and SameSite=Strict (other sites cannot
+make the browser send it); a state-changing request that carries it must also come from the
+server's own origin when the browser says where it comes from (the Host header: a proxy's
+X-Forwarded-Host counts only from a trusted proxy, see hosts.py).
 """
 
 from __future__ import annotations
 
+import secrets
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +27,7 @@ from starlette.requests import HTTPConnection
 from flightlog.errors import Forbidden, Unauthorized
 from flightlog.server.tokens import RANK, hash_token
 
-__all__ = ["Principal", "OPEN", "COOKIE", "authenticate", "TOUCH_EVERY"]
+__all__ = ["Principal", "OPEN", "COOKIE", "authenticate", "TOUCH_EVERY", "new_session"]
 
 COOKIE = "flightlog_session"
 TOUCH_EVERY = 60.0  # seconds between last_used updates of one token
@@ -85,14 +90,19 @@ async def authenticate(conn: HTTPConnection, store: Any, *, enabled: bool) -> Pr
         )
     if len(token) > 512:
         raise Unauthorized("the token is not valid")
-    row = await anyio.to_thread.run_sync(store.token_by_hash, hash_token(token))
+    now = time.time()
+    if via == "cookie":
+        row = await anyio.to_thread.run_sync(store.session_by_hash, hash_token(token))
+        if row is None or row["expires"] < now:
+            raise Unauthorized("the session has ended (signed out, expired, or from before an upgrade): sign in again")
+    else:
+        row = await anyio.to_thread.run_sync(store.token_by_hash, hash_token(token))
     if row is None:
         raise Unauthorized("the token is not valid (unknown, mistyped, or from another server)")
     if row["revoked"] is not None:
         raise Unauthorized(f"the token {row['id']} was revoked: ask an admin for a new one")
     if via == "cookie" and conn.scope.get("method", "GET") not in _SAFE:
         _same_origin(conn)
-    now = time.time()
     if row["last_used"] is None or now - row["last_used"] > TOUCH_EVERY:
         try:
             await anyio.to_thread.run_sync(store.touch_token, row["id"], now)
@@ -101,12 +111,18 @@ async def authenticate(conn: HTTPConnection, store: Any, *, enabled: bool) -> Pr
     return Principal(row["role"], row["project"], row["id"], via)
 
 
+def new_session() -> tuple[str, str]:
+    """A fresh session id for the cookie, and the SHA-256 the store keeps of it."""
+    session = f"fls_{secrets.token_urlsafe(32)}"
+    return session, hash_token(session)
+
+
 def _same_origin(conn: HTTPConnection) -> None:
     origin = conn.headers.get("origin")
     if origin is None or origin == "null":
         if origin == "null":
             raise Forbidden("a request from an opaque origin cannot use the session cookie")
         return
-    host = conn.headers.get("x-forwarded-host") or conn.headers.get("host") or ""
+    host = conn.headers.get("host") or ""  # a trusted proxy's X-Forwarded-Host is already here (hosts.py)
     if urlparse(origin).netloc.lower() != host.lower():
         raise Forbidden(f"a request from {origin} cannot use this server's session cookie")

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, cast
 
 import click
 
-from flightlog.cli.output import console, emit_json, format_option
+from flightlog.cli.output import console, emit_json, esc, format_option
 from flightlog.timefmt import iso, parse_size
 
 if TYPE_CHECKING:
@@ -28,18 +28,23 @@ def _home(ctx: click.Context, home: str | None) -> str | None:
 @click.option("--insecure", is_flag=True, help="Allow a non-loopback address without --auth (a trusted network only).")
 @click.option("--max-body", default="32M", show_default=True, metavar="SIZE", help="Largest request body (ingest batches count compressed).")
 @click.option("--max-upload", default="64G", show_default=True, metavar="SIZE", help="Largest artifact upload (streamed to disk).")
+@click.option("--query-timeout", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
+              help="Longest one search (runs by filter, logs by grep) may run; 0: no limit. [default: FLIGHTLOG_QUERY_TIMEOUT, else 10]")
 @click.option("--grace", type=click.FloatRange(min=0), default=30.0, show_default=True, help="Seconds to let requests finish on shutdown.")
 @click.option("--root-path", default="", metavar="PATH", help="The path prefix when a proxy serves this under a sub-path (e.g. /flightlog).")
-@click.option("--forwarded-allow-ips", default="127.0.0.1", show_default=True, metavar="IPS",
-              help="Proxies whose X-Forwarded-For/-Proto headers are trusted (comma-separated, or *).")
+@click.option("--trusted-proxies", "--forwarded-allow-ips", "forwarded_allow_ips", default="127.0.0.1", show_default=True, metavar="IPS",
+              help="Proxies (addresses or networks, comma-separated, or *) whose X-Forwarded-For/-Proto/-Host headers are believed.")
+@click.option("--allowed-hosts", metavar="NAMES",
+              help="Host names the server answers for (comma-separated; *.domain, or * for any). "
+                   "[default: FLIGHTLOG_ALLOWED_HOSTS, else any with --auth, loopback names and --host without]")
 @click.option("--log-level", type=click.Choice(["critical", "error", "warning", "info", "debug"]), default="warning", show_default=True)
 @click.option("--alerts", metavar="FILE", help="Alert rules to evaluate for every run (default: ./flightlog.alerts.yaml, else HOME/alerts.yaml; docs/alerting.md).")
 @click.option("--export-run-metrics", is_flag=True,
               help="Also put the last value of each metric of every running run on /metrics (per-run gauges; docs/integrations.md).")
 @click.pass_context
 def server_cmd(ctx: click.Context, host: str, port: int, home: str | None, auth: bool, insecure: bool, max_body: str,
-               max_upload: str, grace: float, root_path: str, forwarded_allow_ips: str, log_level: str,
-               alerts: str | None, export_run_metrics: bool) -> None:
+               max_upload: str, query_timeout: float | None, grace: float, root_path: str, forwarded_allow_ips: str,
+               allowed_hosts: str | None, log_level: str, alerts: str | None, export_run_metrics: bool) -> None:
     """Serve runs to a team: the HTTP API (and the web UI) over this machine's store.
 
     \b
@@ -51,7 +56,9 @@ def server_cmd(ctx: click.Context, host: str, port: int, home: str | None, auth:
 
     from flightlog.server.app import create_app
     from flightlog.server.config import ServerConfig
+    from flightlog.server.hosts import default_allowed_hosts, env_allowed_hosts, parse_list
     from flightlog.server.serve import Server, address, bind, check_host, uvicorn_config
+    from flightlog.store.budget import query_timeout_from_env
 
     check_host(host, auth=auth, insecure=insecure)
     if alerts is not None:  # a file asked for by name must be valid before the server starts
@@ -61,6 +68,10 @@ def server_cmd(ctx: click.Context, host: str, port: int, home: str | None, auth:
     config = ServerConfig.for_home(
         _home(ctx, home), auth=auth, alerts=alerts, export_run_metrics=export_run_metrics,
         max_body=parse_size(max_body, what="--max-body"), max_upload=parse_size(max_upload, what="--max-upload"),
+        query_timeout=query_timeout_from_env() if query_timeout is None else (query_timeout or None),
+        allowed_hosts=(parse_list(allowed_hosts, what="--allowed-hosts") if allowed_hosts is not None
+                       else env_allowed_hosts() or default_allowed_hosts(auth=auth, bind=host)),
+        trusted_proxies=parse_list(forwarded_allow_ips, what="--trusted-proxies"),
     )
     app = create_app(config)
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -70,8 +81,7 @@ def server_cmd(ctx: click.Context, host: str, port: int, home: str | None, auth:
         sock = bind(host, port)
         click.echo(f"flightlog server listening on {address(sock)}{root_path} (store {config.store_uri}, auth {'on' if auth else 'off'})")
         sys.stdout.flush()
-        server = Server(uvicorn_config(app, grace=grace, log_level=log_level, root_path=root_path,
-                                       proxy_headers=True, forwarded_allow_ips=forwarded_allow_ips), app)
+        server = Server(uvicorn_config(app, grace=grace, log_level=log_level, root_path=root_path), app)
         try:
             server.run(sockets=[sock])
         except KeyboardInterrupt:
@@ -137,7 +147,7 @@ def token_ls(ctx: click.Context, home: str | None, fmt: str) -> None:
     for head in ("ID", "ROLE", "PROJECT", "NAME", "CREATED", "LAST USED", "STATUS"):
         table.add_column(head, no_wrap=True)
     for r in rows:
-        table.add_row(r["id"], r["role"], r["project"] or "(all)", r["name"] or "-", short_time(r["created"]),
+        table.add_row(esc(r["id"]), esc(r["role"]), esc(r["project"] or "(all)"), esc(r["name"] or "-"), short_time(r["created"]),
                       short_time(r["last_used"]), "[red]revoked[/]" if r["revoked"] else "active")
     console().print(table)
 

@@ -7,8 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from flightlog.errors import InvalidInput
+from flightlog.store.budget import DEFAULT_QUERY_TIMEOUT
 
 __all__ = ["ServerConfig", "LOOPBACK"]
+
 
 LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
 
@@ -23,8 +25,9 @@ class ServerConfig:
     """Every request needs a token (``Authorization: Bearer`` or the session cookie)."""
     max_body: int = 32 << 20
     """Largest request body (ingest batches are measured compressed)."""
-    max_inflated: int = 512 << 20
-    """Largest ingest batch after decompression."""
+    max_inflated: int | None = None
+    """Largest ingest batch after decompression; None: ``max_body`` (a compressed body may not
+    hold more than an uncompressed one could)."""
     max_upload: int = 64 << 30
     """Largest artifact upload (uploads are streamed to disk, never held in memory)."""
     stream_poll: float = 0.25
@@ -37,8 +40,16 @@ class ServerConfig:
     Clients resume with ``Last-Event-ID`` without a gap, so this costs nothing; it bounds how
     long one connection pins a worker and lets a load balancer spread long-lived viewers again.
     """
-    session_days: int = 30
-    """How long the web UI's session cookie lasts."""
+    session_hours: float = 12.0
+    """How long a web UI session lasts (its cookie holds a session id, never the token)."""
+    allowed_hosts: tuple[str, ...] | None = None
+    """Host names the server answers for (``*.domain``, ``*``); None: the default of
+    :func:`flightlog.server.hosts.default_allowed_hosts` (any with auth, loopback without)."""
+    trusted_proxies: tuple[str, ...] = ()
+    """Peers (addresses, networks, ``*``) whose X-Forwarded-For/-Proto/-Host are believed."""
+    query_timeout: float | None = DEFAULT_QUERY_TIMEOUT
+    """Seconds one search (runs by filter, logs by grep) may take before it is stopped with a
+    422 ``query_timeout``; None: no limit. Bounds how long one request holds the store."""
     alerts: str | None = None
     """Alert rules evaluated in the background (else ./flightlog.alerts.yaml, else HOME/alerts.yaml)."""
     export_run_metrics: bool = False
@@ -58,4 +69,8 @@ class ServerConfig:
                 f"FLIGHTLOG_STORE={store!r} names a server: a server serves a store directly "
                 "(sqlite:///PATH, or unset it to use HOME/flightlog.db)"
             )
+        if overrides.get("allowed_hosts") is None:
+            from flightlog.server.hosts import env_allowed_hosts
+
+            overrides["allowed_hosts"] = env_allowed_hosts()
         return cls(home=base, store_uri=store or f"sqlite:///{base / 'flightlog.db'}", **overrides)  # type: ignore[arg-type]

@@ -73,6 +73,14 @@ class Ctx:
         self.principal.check_project(info.project)
         return info
 
+    async def run_id(self) -> str:
+        """The id of the run named by the path, if this principal may see its project, without
+        reading the run (its params and every metric summary) when only the id is needed."""
+        run_id = await self.call(self.store.resolve, self.path("run"))
+        project = (await self.call(self.store.run_projects, [run_id])).get(run_id)
+        self.principal.check_project(project)
+        return run_id
+
     async def body(self, limit: int | None = None) -> bytes:
         limit = self.state.config.max_body if limit is None else limit
         declared = self.request.headers.get("content-length")

@@ -64,4 +64,4 @@ def render_exception(exc: Exception, scope: Scope) -> Response:
 
 def _code_for(status: int) -> str:
     return {400: "invalid_input", 401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed",
-            409: "conflict", 413: "payload_too_large", 415: "unsupported_media_type"}.get(status, str(status))
+            409: "conflict", 413: "payload_too_large", 415: "unsupported_media_type", 422: "query_timeout"}.get(status, str(status))

@@ -71,6 +71,7 @@ def uvicorn_config(app: FlightlogApp, *, grace: float = 30.0, log_level: str = "
         timeout_graceful_shutdown=int(grace),
         timeout_keep_alive=30,
         server_header=False,
+        proxy_headers=False,  # the app's ForwardedHeaders decides whom to believe (hosts.py)
         **extra,
     )
 

@@ -4,7 +4,7 @@ scope lookups. The embedded SQLite store provides all of it; a PostgreSQL store 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from flightlog.models import LogEvent, LogQuery
 from flightlog.server.tokens import TokenStore
@@ -14,6 +14,9 @@ __all__ = ["ServerStore"]
 
 
 class ServerStore(Store, TokenStore, Protocol):
+    query_timeout: float | None
+    """Seconds a search may take before it raises QueryTimeout (None: no limit)."""
+
     def log_events_after(self, run_id: str, after: int, query: LogQuery) -> tuple[list[LogEvent], int]: ...
     def metric_points_after(
         self, run_id: str, after: int, names: Sequence[str] | None = None
@@ -21,3 +24,7 @@ class ServerStore(Store, TokenStore, Protocol):
     def feed_cursors(self, run_id: str) -> tuple[int, int]: ...
     def run_projects(self, run_ids: Sequence[str]) -> dict[str, str]: ...
     def has_digest(self, sha256: str, project: str | None = None) -> bool: ...
+    def grant_blob(self, sha256: str, project: str) -> None: ...
+    def create_session(self, digest: str, token_id: str, expires: float) -> None: ...
+    def session_by_hash(self, digest: str) -> dict[str, Any] | None: ...
+    def delete_session(self, digest: str) -> bool: ...

@@ -35,6 +35,10 @@ class IngestResult:
 @runtime_checkable
 class MetadataStore(Protocol):
     def ingest(self, records: Sequence[dict[str, Any]]) -> IngestResult: ...
+    def resolve(self, ref: str) -> str:
+        """The id of the run named by an id or a unique prefix, without reading the run itself
+        (a store that resolves references on every call may return ``ref`` unchanged)."""
+        ...
     def get_run(self, ref: str) -> RunInfo: ...
     def search_runs(
         self,
@@ -78,8 +82,10 @@ def ingest_one(store: MetadataStore, run_id: str, kind: str, /, *, origin: str, 
 
     from flightlog.errors import InvalidInput
     from flightlog.ids import new_writer_id
+    from flightlog.sdk.redaction import redact_user_strings
 
     record = {"k": kind, "r": run_id, "w": f"{origin}-{new_writer_id()}", "s": 1, "t": time.time(), **payload}
+    redact_user_strings(record)  # a note or tag typed at the CLI: secrets out, as from the SDK
     result = store.ingest([record])
     if result.skipped:
         raise InvalidInput(f"the store refused the {kind}: {result.skipped[0]}")

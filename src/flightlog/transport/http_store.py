@@ -109,6 +109,13 @@ class HttpStore:
         return decode.note_from_dict(self.http.json("POST", _runs_path(run_id, "notes"), json={"text": text, "author": author}))
 
     # ── runs ────────────────────────────────────────────────────────────────
+    def resolve(self, ref: str) -> str:
+        """The server resolves ids and prefixes on every run route (and says 404 or 409 there),
+        so a reference goes as it is: no round trip, no copy of the run fetched to learn its id."""
+        if not ref.strip():
+            raise InvalidInput(f"{ref!r} is not a run id: use an id or a unique prefix (hex characters)")
+        return ref.strip()
+
     def get_run(self, ref: str) -> RunInfo:
         if not ref.strip():
             raise InvalidInput(f"{ref!r} is not a run id: use an id or a unique prefix (hex characters)")

@@ -64,8 +64,15 @@ def _pack(group: list[msgspec.Raw]) -> bytes:
     return gzip.compress(_encoder.encode({"records": group}), compresslevel=1, mtime=0)
 
 
-def inflate(body: bytes, encoding: str, limit: int) -> bytes:
-    """Undo ``Content-Encoding`` (gzip, deflate or none), refusing output over ``limit`` bytes."""
+_INFLATE_STEP = 1 << 20  # output bytes per step: a bomb is refused after at most limit + 1 MiB
+
+
+def inflate(body: bytes, encoding: str, limit: int) -> bytes | bytearray:
+    """Undo ``Content-Encoding`` (gzip, deflate or none), refusing output over ``limit`` bytes.
+
+    Inflated in bounded steps, so memory grows with what is kept (never past ``limit`` plus
+    one step), whatever the compressed body claims to hold.
+    """
     encoding = encoding.strip().lower()
     if encoding in ("", "identity"):
         return body
@@ -76,21 +83,25 @@ def inflate(body: bytes, encoding: str, limit: int) -> bytes:
         )
     wbits = 16 + zlib.MAX_WBITS if "gzip" in encoding else zlib.MAX_WBITS
     inflater = zlib.decompressobj(wbits)
+    out = bytearray()
+    pending = body
     try:
-        out = inflater.decompress(body, limit + 1)
+        while pending and not inflater.eof:
+            out += inflater.decompress(pending, _INFLATE_STEP)
+            pending = inflater.unconsumed_tail
+            if len(out) > limit:
+                raise PayloadTooLarge(
+                    f"the body inflates to more than {limit} bytes, the most this server takes: send smaller batches",
+                    details={"limit": limit},
+                )
     except zlib.error as exc:
         raise InvalidInput(f"the body is not valid {encoding} data: {exc}") from None
-    if len(out) > limit or inflater.unconsumed_tail:
-        raise PayloadTooLarge(
-            f"the body inflates to more than {limit} bytes: send smaller batches",
-            details={"limit": limit},
-        )
     if not inflater.eof:
         raise InvalidInput(f"the {encoding} body is truncated")
-    return out
+    return out  # no copy: the decoder reads a bytearray as well
 
 
-def decode_batch(data: bytes) -> list[Any]:
+def decode_batch(data: bytes | bytearray) -> list[Any]:
     """A msgpack ingest body → its list of records (items are checked one by one later)."""
     try:
         doc = _decoder.decode(data)

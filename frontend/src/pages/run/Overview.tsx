@@ -7,7 +7,8 @@ import { Card, Empty, ErrorBox, FINISHED, KV, Loading } from "../../components/u
 import { fmtBytes, fmtDuration, fmtTime, fmtValue, shellJoin, shortId, signalName } from "../../format";
 import { useAsync, useStored } from "../../hooks";
 import { Link, paths } from "../../router";
-import type { Context, Diagnosis, Lineage, Note, Run } from "../../types";
+import type { Context, Diagnosis, Lineage, Note, Rightsizing, Run, RunbookEntry, Stage } from "../../types";
+import { attemptAt, attemptsOf, sec } from "./attempts";
 
 export function Overview({ run }: { run: Run }) {
   return (
@@ -32,17 +33,37 @@ export function Overview({ run }: { run: Run }) {
 
 function Summary({ run }: { run: Run }) {
   const tl = run.timeline ?? {};
-  const rows: [string, string][] = [
+  const stages = useAsync((signal) => (run.attempt > 1 ? get<{ stages: Stage[] }>(`runs/${run.id}/stages`, undefined, signal) : Promise.resolve({ stages: [] })),
+    [run.id, run.status, run.attempt]);
+  const attempts = attemptsOf(run, stages.data?.stages ?? []);
+  const firstIn = attempts.length > 1 ? attemptAt(attempts, sec(tl.first_metric)) : null;
+  // a resumed run's start (and so its duration) is its last attempt's: say so
+  const started = sec(run.started);
+  const startedIn = attempts.length > 1 && started !== null ? attempts.find((a) => a.end >= started) ?? null : null;
+  const of = (a: { n: number } | null) => (a ? ` (attempt ${a.n})` : "");
+  const rows: [string, preact.ComponentChildren][] = [
     ["Created", fmtTime(run.created, { millis: true })],
     ["Queued", fmtTime(run.queued, { millis: true })],
-    ["Started", fmtTime(run.started, { millis: true })],
-    ["First step", fmtTime(tl.first_metric, { millis: true })],
+    ["Started", fmtTime(run.started, { millis: true }) + of(startedIn)],
+    ["First step", fmtTime(tl.first_metric, { millis: true }) + of(firstIn)],
     ["Ended", fmtTime(run.ended, { millis: true })],
-    ["Duration", fmtDuration(run.duration)],
+    ["Duration", fmtDuration(run.duration) + (startedIn && startedIn.n > 1 ? ` (since attempt ${startedIn.n} started)` : "")],
   ];
   if (run.queue_wait !== null) rows.push(["Queue wait", fmtDuration(run.queue_wait)]);
   rows.push(["Exit", exitText(run)]);
   if (run.attempt > 1) rows.push(["Attempt", String(run.attempt)]);
+  if (attempts.length > 1) {
+    rows.push(["Attempts", (
+      <ol class="attempt-list">
+        {attempts.map((a) => (
+          <li key={a.n} data-attempt={a.n}>
+            <span class="strong">{a.n}</span> {fmtTime(a.start * 1000, { millis: true, date: false })} – {a.running ? "running" : fmtTime(a.end * 1000, { millis: true, date: false })}
+            <span class="muted"> · {fmtDuration(a.end - a.start)}{a.exit !== undefined && a.exit !== null ? ` · exit ${a.exit}` : ""}</span>
+          </li>
+        ))}
+      </ol>
+    )]);
+  }
   if (run.host) rows.push(["Host", `${run.host}${run.pid ? ` (pid ${run.pid})` : ""}`]);
   const c = run.counters ?? {};
   const dropped = Object.entries(c).filter(([k, v]) => /drop/.test(k) && v > 0);
@@ -163,13 +184,71 @@ function DiagnosisCard({ run }: { run: Run }) {
             {f.next_steps?.length ? (
               <div class="next-steps">
                 <div class="muted small">Next steps</div>
-                <ul>{f.next_steps.map((s, j) => <li key={j}>{s}</li>)}</ul>
+                <ul>{f.next_steps.map((s, j) => <li key={j}>{s}{pointsTo(s, diag.data!)}</li>)}</ul>
               </div>
             ) : null}
           </li>
         ))}
       </ol>
+      {diag.data?.runbook?.length ? <Runbook entries={diag.data.runbook} /> : null}
+      {diag.data?.rightsizing ? <RightsizingSection rs={diag.data.rightsizing} /> : null}
     </Card>
+  );
+}
+
+/** A next step that names a section of this report ("See the rightsizing section …") links to it. */
+function pointsTo(step: string, d: Diagnosis): preact.ComponentChildren {
+  const target = /rightsiz/i.test(step) && d.rightsizing ? "rightsizing" : /runbook/i.test(step) && d.runbook?.length ? "runbook" : null;
+  if (!target) return null;
+  return (
+    <> <button type="button" class="link-button small" onClick={() => document.getElementById(target)?.scrollIntoView({ block: "start" })}>
+      {target} ↓</button></>
+  );
+}
+
+function Runbook({ entries }: { entries: RunbookEntry[] }) {
+  return (
+    <section class="runbook" id="runbook">
+      <h3 class="sub">Runbook</h3>
+      <ul class="runbook-list">
+        {entries.map((e) => (
+          <li key={e.id} class="runbook-entry" data-entry={e.id}>
+            <div><span class="strong">{e.title}</span> <span class="muted small">({e.source}; matched {e.matched.join("; ")})</span></div>
+            <ul>{e.advice.map((a, j) => <li key={j}>{a}</li>)}</ul>
+            {e.links?.length ? (
+              <div class="small">{e.links.map((l, j) => (/^https?:\/\//.test(l)
+                ? <a key={j} href={l} target="_blank" rel="noopener noreferrer" class="mono">{l}</a>
+                : <span key={j} class="mono">{l}</span>))}</div>
+            ) : null}
+          </li>
+        ))}
+      </ul>
+    </section>
+  );
+}
+
+function RightsizingSection({ rs }: { rs: Rightsizing }) {
+  const { memory: mem, cpu, request: req } = rs;
+  const rows: [string, preact.ComponentChildren][] = [];
+  rows.push(["Memory", mem.recommended_bytes ? (
+    <span><span class="mono strong">request {req.memory ?? fmtBytes(mem.recommended_bytes)}</span> <span class="muted">({mem.basis}{mem.requested_bytes ? `; the limit was ${fmtBytes(mem.requested_bytes)}` : ""})</span></span>
+  ) : <span class="muted">no samples to go on</span>]);
+  if (cpu.recommended_cores) {
+    rows.push(["CPU", <span><span class="mono strong">request {req.cpu ?? cpu.recommended_cores}</span> <span class="muted">(95th percentile {cpu.p95_cores?.toFixed(2)} cores, peak {cpu.peak_cores?.toFixed(2)}, average {cpu.avg_cores?.toFixed(2)}; {cpu.samples} samples)</span></span>]);
+  }
+  if (rs.gpu?.memory_peak_bytes) rows.push(["GPU memory", `peak ${fmtBytes(rs.gpu.memory_peak_bytes)}`]);
+  return (
+    <section class="rightsizing" id="rightsizing">
+      <h3 class="sub">Rightsizing</h3>
+      <KV rows={rows} />
+      {rs.flags.length ? (
+        <ul class="rightsizing-flags">
+          {rs.flags.map((f, i) => (
+            <li key={i} data-flag={f.kind}><span class={`chip ${f.kind === "over_provisioned" ? "chip-warn" : "chip-danger"}`}>{f.kind.replace(/_/g, " ")}</span> {f.detail}</li>
+          ))}
+        </ul>
+      ) : null}
+    </section>
   );
 }
 

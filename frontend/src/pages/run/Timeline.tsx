@@ -6,7 +6,8 @@ import { Card, Empty, ErrorBox, FINISHED, Loading } from "../../components/ui";
 import { fmtDuration, fmtTime } from "../../format";
 import { useAsync, useWidth } from "../../hooks";
 import { stageColors } from "../../theme";
-import type { Artifact, Run, Stage } from "../../types";
+import type { Artifact, Run, Span, Stage } from "../../types";
+import { type Attempt, attemptAt, attemptsOf, isAttemptStage, sec, spanAttempt } from "./attempts";
 
 const PER_BATCH = 50;
 const LABEL_W = 190;
@@ -28,42 +29,103 @@ interface Row {
   detail: string;
   bars: Bar[];
   kind: string;
+  attempt?: number; // the attempt the row belongs to, when the run had several
 }
 
-const t = (iso: string | null | undefined) => (iso ? Date.parse(iso) / 1000 : null);
+const t = sec;
 
+/** The rows of the Gantt chart. A run with several attempts gets one group per attempt (its
+ *  band, startup, stages and checkpoints), in attempt order, so nothing of attempt 1 is drawn as
+ *  if it happened in attempt 2. */
 export function buildRows(run: Run, stages: Stage[], artifacts: Artifact[]): Row[] {
   const tl = run.timeline ?? {};
   const rows: Row[] = [];
   const queued = t(run.queued);
-  const started = t(run.started);
-  const procStart = t(tl.process_start) ?? started;
-  const firstStep = t(tl.first_metric);
+  const attempts = attemptsOf(run, stages);
+  const firstStart = attempts.length > 1 ? attempts[0].start : t(run.started);
   const ended = t(run.ended) ?? t(tl.process_end) ?? (FINISHED.has(run.status) ? t(run.updated) : Date.now() / 1000);
-  if (queued !== null && started !== null && started > queued) {
-    rows.push({ label: "queue wait", kind: "queue", detail: fmtDuration(started - queued), bars: [{ start: queued, end: started, color: "#94a3b8", title: `queued ${fmtDuration(started - queued)} before starting` }] });
-  }
-  if (procStart !== null && firstStep !== null && firstStep >= procStart) {
-    rows.push({ label: "startup", kind: "startup", detail: fmtDuration(firstStep - procStart), bars: [{ start: procStart, end: firstStep, color: "#a78bfa", title: `startup: ${fmtDuration(firstStep - procStart)} from process start to the first step` }] });
+  if (queued !== null && firstStart !== null && firstStart > queued) {
+    rows.push({ label: "queue wait", kind: "queue", detail: fmtDuration(firstStart - queued), bars: [{ start: queued, end: firstStart, color: "#94a3b8", title: `queued ${fmtDuration(firstStart - queued)} before starting` }] });
   }
   const stageColor = stageColors(stages.map((s) => s.name));
-  const sorted = stages.slice().sort((a, b) => (t(a.first_start) ?? 0) - (t(b.first_start) ?? 0));
+  const ckpts = artifacts.filter((a) => a.kind === "checkpoint" && a.role === "output");
+  const checkpointStage = stages.some((s) => /checkpoint/i.test(s.name));
+  const work = stages.filter((s) => !isAttemptStage(s.name) && !/checkpoint|eval|save|upload/i.test(s.name));
+  const firstStep = t(tl.first_metric);
+
+  if (attempts.length <= 1) {
+    const procStart = t(tl.process_start) ?? t(run.started);
+    if (procStart !== null && firstStep !== null && firstStep >= procStart) rows.push(startupRow(procStart, firstStep));
+    rows.push(...stageRows(stages, stageColor, () => true, undefined, true));
+    if (ckpts.length && !checkpointStage) rows.push(checkpointRow(ckpts, stageColor));
+    const lastWork = Math.max(t(tl.last_metric) ?? -Infinity, ...work.map((s) => t(s.last_end) ?? -Infinity));
+    const tailEnd = t(tl.process_end) ?? ended;
+    if (Number.isFinite(lastWork) && tailEnd !== null && FINISHED.has(run.status) && tailEnd > lastWork) rows.push(tailRow(lastWork, tailEnd));
+    return rows;
+  }
+
+  for (const a of attempts) {
+    const group: Row[] = [];
+    const exit = a.exit !== undefined && a.exit !== null ? ` · exit ${a.exit}` : a.running ? " · running" : "";
+    group.push({
+      label: `attempt ${a.n}`, kind: "attempt", detail: `${fmtDuration(a.end - a.start)}${exit}`,
+      bars: [{ start: a.start, end: a.end, color: stageColor(`attempt ${a.n}`), title: `attempt ${a.n}: ${fmtTime(a.start * 1000, { millis: true, date: false })} – ${fmtTime(a.end * 1000, { millis: true, date: false })}, ${fmtDuration(a.end - a.start)}${exit}` }],
+    });
+    if (firstStep !== null && attemptAt(attempts, firstStep) === a) group.push(startupRow(a.start, firstStep, a.n));
+    group.push(...stageRows(stages, stageColor, (sp) => spanAttempt(sp) === a.n, a));
+    const mine = ckpts.filter((c) => attemptAt(attempts, t(c.time)) === a);
+    if (mine.length && !checkpointStage) group.push(checkpointRow(mine, stageColor));
+    const last = a === attempts[attempts.length - 1];
+    if (last && FINISHED.has(run.status)) {
+      const inside = (v: number | null) => (v !== null && attemptAt(attempts, v) === a ? v : -Infinity);
+      const lastWork = Math.max(inside(t(tl.last_metric)), ...work.flatMap((s) => s.spans.filter((sp) => spanAttempt(sp) === a.n).map((sp) => Date.parse(sp.end) / 1000)));
+      if (Number.isFinite(lastWork) && a.end > lastWork) group.push(tailRow(lastWork, a.end));
+    }
+    rows.push(...group.map((r) => ({ ...r, attempt: a.n })));
+  }
+  return rows;
+}
+
+function startupRow(from: number, firstStep: number, attempt?: number): Row {
+  const where = attempt ? `the start of attempt ${attempt}` : "process start";
+  return { label: "startup", kind: "startup", detail: fmtDuration(firstStep - from), bars: [{ start: from, end: firstStep, color: "#a78bfa", title: `startup: ${fmtDuration(firstStep - from)} from ${where} to the first step` }] };
+}
+
+function checkpointRow(ckpts: Artifact[], stageColor: (n: string) => string): Row {
+  return {
+    label: "checkpoints", kind: "checkpoint", detail: `${ckpts.length}`,
+    bars: ckpts.map((a) => ({ start: Date.parse(a.time) / 1000, end: Date.parse(a.time) / 1000, color: stageColor("checkpoint"), marker: true, title: `checkpoint ${a.path}${a.step !== null ? ` at step ${a.step}` : ""}` })),
+  };
+}
+
+function tailRow(lastWork: number, end: number): Row {
+  return { label: "completion tail", kind: "tail", detail: fmtDuration(end - lastWork), bars: [{ start: lastWork, end, color: "#f59e0b", title: `completion tail: ${fmtDuration(end - lastWork)} from the last training step to the end (checkpoints, evaluation, uploads, exit)` }] };
+}
+
+/** A row per stage, over the spans `keep` accepts; `within` (an attempt) limits a per-batch stage's
+ *  bar to its kept spans in that attempt (its counts cover every attempt, so no share is drawn). */
+function stageRows(stages: Stage[], stageColor: (n: string) => string, keep: (sp: Span) => boolean, within?: Attempt,
+                   withAttempts = false): Row[] {
+  const rows: Row[] = [];
+  const sorted = stages.filter((s) => withAttempts || !isAttemptStage(s.name)).sort((a, b) => (t(a.first_start) ?? 0) - (t(b.first_start) ?? 0));
   for (const s of sorted) {
     const color = stageColor(s.name);
     const fs = t(s.first_start);
     const le = t(s.last_end);
     if (fs === null || le === null) continue;
-    const attempt = /^attempt \d+$/.test(s.name);
+    const spans = s.spans.filter(keep);
     if (s.count <= PER_BATCH && s.spans.length >= s.count) {
+      if (!spans.length) continue;
+      const total = spans.reduce((sum, sp) => sum + sp.duration, 0);
       rows.push({
-        label: s.name, kind: attempt ? "attempt" : "stage",
-        detail: s.count > 1 ? `${s.count}× · ${fmtDuration(s.total)}` : fmtDuration(s.total),
-        bars: s.spans.map((sp) => ({
+        label: s.name, kind: isAttemptStage(s.name) ? "attempt" : "stage",
+        detail: spans.length > 1 ? `${spans.length}× · ${fmtDuration(total)}` : fmtDuration(total),
+        bars: spans.map((sp) => ({
           start: Date.parse(sp.start) / 1000, end: Date.parse(sp.end) / 1000, color,
-          title: `${s.name}: ${fmtDuration(sp.duration)} (${fmtTime(sp.start, { millis: true, date: false })} – ${fmtTime(sp.end, { millis: true, date: false })})${sp.attrs ? " " + JSON.stringify(sp.attrs) : ""}`,
+          title: `${s.name}${within ? ` (attempt ${within.n})` : ""}: ${fmtDuration(sp.duration)} (${fmtTime(sp.start, { millis: true, date: false })} – ${fmtTime(sp.end, { millis: true, date: false })})${sp.attrs ? " " + JSON.stringify(sp.attrs) : ""}`,
         })),
       });
-    } else {
+    } else if (!within) {
       const window = Math.max(1e-9, le - fs);
       const share = Math.min(1, s.total / window);
       rows.push({
@@ -75,20 +137,19 @@ export function buildRows(run: Run, stages: Stage[], artifacts: Artifact[]): Row
           title: `${s.name}: ${s.count.toLocaleString()} times, ${fmtDuration(s.total)} in all (mean ${fmtDuration(s.mean)}, max ${fmtDuration(s.max)}): ${Math.round(share * 100)}% of the ${fmtDuration(window)} between its first start and last end`,
         }],
       });
+    } else if (spans.length) {
+      const lo = Math.max(within.start, Math.min(...spans.map((sp) => Date.parse(sp.start) / 1000), fs >= within.start ? fs : Infinity));
+      const hi = Math.min(within.end, Math.max(...spans.map((sp) => Date.parse(sp.end) / 1000), le <= within.end ? le : -Infinity));
+      rows.push({
+        label: s.name, kind: "aggregated",
+        detail: `${spans.length.toLocaleString()} kept of ${s.count.toLocaleString()}×`,
+        bars: [{
+          start: lo, end: hi, color, share: 0,
+          ticks: spans.map((sp) => [Date.parse(sp.start) / 1000, Date.parse(sp.end) / 1000]),
+          title: `${s.name} in attempt ${within.n}: ${spans.length} kept spans; ${s.count.toLocaleString()} times, ${fmtDuration(s.total)} over all attempts (the Stages table)`,
+        }],
+      });
     }
-  }
-  const ckpts = artifacts.filter((a) => a.kind === "checkpoint" && a.role === "output");
-  if (ckpts.length && !stages.some((s) => /checkpoint/i.test(s.name))) {
-    rows.push({
-      label: "checkpoints", kind: "checkpoint", detail: `${ckpts.length}`,
-      bars: ckpts.map((a) => ({ start: Date.parse(a.time) / 1000, end: Date.parse(a.time) / 1000, color: stageColor("checkpoint"), marker: true, title: `checkpoint ${a.path}${a.step !== null ? ` at step ${a.step}` : ""}` })),
-    });
-  }
-  const work = stages.filter((s) => !/^attempt \d+$/.test(s.name) && !/checkpoint|eval|save|upload/i.test(s.name));
-  const lastWork = Math.max(t(tl.last_metric) ?? -Infinity, ...work.map((s) => t(s.last_end) ?? -Infinity));
-  const tailEnd = t(tl.process_end) ?? ended;
-  if (Number.isFinite(lastWork) && tailEnd !== null && FINISHED.has(run.status) && tailEnd > lastWork) {
-    rows.push({ label: "completion tail", kind: "tail", detail: fmtDuration(tailEnd - lastWork), bars: [{ start: lastWork, end: tailEnd, color: "#f59e0b", title: `completion tail: ${fmtDuration(tailEnd - lastWork)} from the last training step to the end (checkpoints, evaluation, uploads, exit)` }] });
   }
   return rows;
 }
@@ -127,10 +188,18 @@ function TimelineBody({ run, stages, artifacts, width }: { run: Run; stages: Sta
   const height = AXIS_H + rows.length * ROW_H + 8;
   const total = FINISHED.has(run.status) ? run.duration : null;
   const stageColor = stageColors(stages.map((s) => s.name));
+  const attempts = attemptsOf(run, stages);
+  // with several attempts, the table's shares are of the time from the first start to the last end
+  const whole = attempts.length > 1 ? attempts[attempts.length - 1].end - attempts[0].start : run.duration;
+  // one band per attempt behind its rows, from its start to its end
+  const bands = attempts.length > 1 ? attempts.map((a) => {
+    const mine = rows.map((r, i) => (r.attempt === a.n ? i : -1)).filter((i) => i >= 0);
+    return mine.length ? { a, first: mine[0], last: mine[mine.length - 1] } : null;
+  }).filter((b) => b !== null) : [];
   return (
     <>
       {!rows.length ? <Empty>No stages or timings recorded. Mark phases with <code>with run.stage("data_loading"):</code>.</Empty> : (
-        <Card title="Where the time went" actions={<span class="muted small">{total !== null ? `run took ${fmtDuration(total)}` : "running"} · hover a bar for details</span>}>
+        <Card title="Where the time went" actions={<span class="muted small">{attempts.length > 1 ? `${attempts.length} attempts over ${fmtDuration(whole)} · ` : ""}{total !== null ? `run took ${fmtDuration(total)}` : "running"} · hover a bar for details</span>}>
           <svg class="gantt" width={LABEL_W + plotW + 12} height={height} role="img" aria-label="timeline of the run">
             {ticks(lo, hi, Math.max(2, Math.floor(plotW / 110))).map((v) => (
               <g key={v}>
@@ -138,13 +207,22 @@ function TimelineBody({ run, stages, artifacts, width }: { run: Run; stages: Sta
                 {x(lo + v) < LABEL_W + plotW - 30 ? <text x={x(lo + v) + 3} y={AXIS_H - 10} class="gantt-tick">{v === 0 ? "0" : `+${fmtDuration(v)}`}</text> : null}
               </g>
             ))}
+            {rows.map((_r, i) => (i % 2 ? <rect key={`s${i}`} x={0} y={AXIS_H + i * ROW_H} width={LABEL_W + plotW + 8} height={ROW_H} class="gantt-stripe" /> : null))}
+            {bands.map(({ a, first, last }) => (
+              <g key={`band${a.n}`} class="gantt-attempt-band" data-attempt={a.n}>
+                <rect x={x(a.start)} y={AXIS_H + first * ROW_H + 1} width={Math.max(2, x(a.end) - x(a.start))} height={(last - first + 1) * ROW_H - 2}
+                  rx={4} fill={stageColor(`attempt ${a.n}`)} opacity={0.09} />
+                <rect x={2} y={AXIS_H + first * ROW_H + 3} width={3} height={(last - first + 1) * ROW_H - 6} rx={1.5} fill={stageColor(`attempt ${a.n}`)} />
+              </g>
+            ))}
             {rows.map((r, i) => {
               const y = AXIS_H + i * ROW_H;
+              const indent = r.attempt !== undefined && r.kind !== "attempt" ? 20 : 10;
+              const label = indent > 10 ? 22 : 24; // characters that fit before the bars
               return (
-                <g key={r.label + i} class={`gantt-row gantt-${r.kind}`} data-row={r.label}>
-                  {i % 2 ? <rect x={0} y={y} width={LABEL_W + plotW + 8} height={ROW_H} class="gantt-stripe" /> : null}
-                  <text x={6} y={y + 12} class="gantt-label">{r.label.length > 24 ? r.label.slice(0, 23) + "…" : r.label}</text>
-                  <text x={6} y={y + 24} class="gantt-detail">{r.detail}</text>
+                <g key={r.label + i} class={`gantt-row gantt-${r.kind}`} data-row={r.label} data-attempt={r.attempt}>
+                  <text x={r.attempt !== undefined ? indent : 6} y={y + 12} class="gantt-label">{r.label.length > label ? r.label.slice(0, label - 1) + "…" : r.label}</text>
+                  <text x={r.attempt !== undefined ? indent : 6} y={y + 24} class="gantt-detail">{r.detail}</text>
                   {r.bars.map((b, j) => {
                     const x0 = x(b.start);
                     const w = Math.max(b.marker ? 0 : 2, x(b.end) - x0);
@@ -187,7 +265,7 @@ function TimelineBody({ run, stages, artifacts, width }: { run: Run; stages: Sta
                   <td class="num">{fmtDuration(s.mean)}</td>
                   <td class="num">{fmtDuration(s.min)}</td>
                   <td class="num">{fmtDuration(s.max)}</td>
-                  <td class="num">{run.duration ? `${((s.total / run.duration) * 100).toFixed(1)}%` : "—"}</td>
+                  <td class="num">{whole ? `${((s.total / whole) * 100).toFixed(1)}%` : "—"}</td>
                 </tr>
               ))}
             </tbody>

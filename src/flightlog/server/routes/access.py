@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import time
+
 from starlette.responses import Response
 
 from flightlog.errors import InvalidInput
-from flightlog.server.auth import COOKIE, authenticate
+from flightlog.server.auth import COOKIE, authenticate, new_session
 from flightlog.server.context import Ctx
 from flightlog.server.operations import Operation, Param, json_body, ok
 from flightlog.server.responses import json_response
-from flightlog.server.tokens import ROLES, create_token, list_tokens, revoke_token
+from flightlog.server.tokens import ROLES, create_token, hash_token, list_tokens, revoke_token
 from flightlog.timefmt import iso
 
 __all__ = ["OPERATIONS"]
@@ -32,16 +34,23 @@ async def sign_in(ctx: Ctx) -> Response:
     from starlette.requests import HTTPConnection
 
     principal = await authenticate(HTTPConnection(scope), ctx.store, enabled=True)
+    lifetime = ctx.state.config.session_hours * 3600
+    session, digest = new_session()
+    await ctx.call(ctx.store.create_session, digest, str(principal.token_id), time.time() + lifetime)
     response = json_response({**principal.to_dict(), "via": "cookie", "auth": True})
-    secure = request.url.scheme == "https" or request.headers.get("x-forwarded-proto", "").lower() == "https"
+    # the scheme is https behind a trusted proxy that says so (hosts.ForwardedHeaders), never on a client's word
     response.set_cookie(
-        COOKIE, token.strip(), max_age=ctx.state.config.session_days * 86400, path="/",
-        httponly=True, samesite="strict", secure=secure,
+        COOKIE, session, max_age=int(lifetime), path="/", httponly=True, samesite="strict",
+        secure=request.url.scheme == "https",
     )
     return response
 
 
 async def sign_out(ctx: Ctx) -> Response:
+    """Ends the session on the server too: a copied cookie is worthless from now on."""
+    session = ctx.request.cookies.get(COOKIE)
+    if session and len(session) <= 512:
+        await ctx.call(ctx.store.delete_session, hash_token(session))
     response = json_response({"signed_out": True})
     response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
     return response

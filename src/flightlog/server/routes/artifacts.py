@@ -28,8 +28,7 @@ _BINARY = {"application/octet-stream": {"schema": {"type": "string", "format": "
 
 
 async def list_artifacts(ctx: Ctx) -> Response:
-    info = await ctx.run()
-    arts = await ctx.call(ctx.store.artifacts, info.id)
+    arts = await ctx.call(ctx.store.artifacts, await ctx.run_id())
     return json_response({"artifacts": [a.to_dict() for a in arts]})
 
 
@@ -79,9 +78,17 @@ async def upload_artifact(ctx: Ctx) -> Response:
     return json_response({"run": info.id, "path": path, "role": role, "kind": kind, **blob_info(sha, size)}, status=201)
 
 
+async def _visible_blob(ctx: Ctx, digest: str) -> bool:
+    """Whether this principal may know the server holds this content: a token limited to a
+    project sees only its project's content (digests are public, so existence would leak)."""
+    project = ctx.principal.project
+    return project is None or await ctx.call(ctx.store.has_digest, digest, project)
+
+
 async def head_blob(ctx: Ctx) -> Response:
-    size = ctx.state.blobs.size_of(check_digest(ctx.path("digest")))
-    if size is None:
+    digest = check_digest(ctx.path("digest"))
+    size = ctx.state.blobs.size_of(digest)
+    if size is None or not await _visible_blob(ctx, digest):
         return Response(status_code=404)
     return Response(status_code=200, headers={"Content-Length": str(size)})
 
@@ -94,13 +101,19 @@ async def get_blob(ctx: Ctx) -> Response:
 
 
 async def put_blob(ctx: Ctx) -> Response:
+    """Store content by its digest. A token limited to a project that does not hold the content
+    yet must send all of it (the hash is checked) even when the server has it: that upload is
+    what lets its project's artifacts point at the content."""
     digest = check_digest(ctx.path("digest"))
     size = ctx.state.blobs.size_of(digest)
-    if size is not None:
+    if size is not None and await _visible_blob(ctx, digest):
         return json_response({**blob_info(digest, size), "created": False})
+    existed = size is not None
     sha, size = await ctx.state.blobs.receive(ctx.request, limit=ctx.state.config.max_upload, expected=digest)
+    if ctx.principal.project is not None:
+        await ctx.call(ctx.store.grant_blob, sha, ctx.principal.project)
     ctx.state.metrics.add_ingest(upload_bytes=size)
-    return json_response({**blob_info(sha, size), "created": True}, status=201)
+    return json_response({**blob_info(sha, size), "created": not existed}, status=200 if existed else 201)
 
 
 _ART_LIST = {"type": "object", "required": ["artifacts"], "properties": {"artifacts": {"type": "array", "items": schema_ref("Artifact")}}}

@@ -3,7 +3,6 @@ cursors, resource samples and stage spans."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import msgspec
@@ -13,6 +12,7 @@ from starlette.responses import Response
 from flightlog.errors import InvalidInput
 from flightlog.logevents import STREAMS, level_code
 from flightlog.models import LogQuery
+from flightlog.query.regex import MAX_PATTERN, compile_grep
 from flightlog.server.context import Ctx, Query
 from flightlog.server.downsample import downsample
 from flightlog.server.operations import RUN, Operation, Param, ok, schema_ref
@@ -30,8 +30,7 @@ _msgpack = msgspec.msgpack.Encoder()
 
 
 async def metric_summaries(ctx: Ctx) -> Response:
-    info = await ctx.run()
-    summaries = await ctx.call(ctx.store.metric_summaries, info.id)
+    summaries = await ctx.call(ctx.store.metric_summaries, await ctx.run_id())
     return json_response({"metrics": [s.to_dict() for s in summaries.values()]})
 
 
@@ -40,8 +39,7 @@ async def metric_history(ctx: Ctx) -> Response:
     buckets = q.integer("buckets", min=1, max=MAX_BUCKETS)
     from_step, to_step = q.integer("from_step", min=-(2**63), max=2**63 - 1), q.integer("to_step", min=-(2**63), max=2**63 - 1)
     name = ctx.path("name")
-    info = await ctx.run()
-    history = await ctx.call(ctx.store.metric_history, info.id, name)
+    history = await ctx.call(ctx.store.metric_history, await ctx.run_id(), name)
     steps, values, times = history.steps, history.values, history.times
     if from_step is not None or to_step is not None:
         lo = 0 if from_step is None else int(np.searchsorted(steps, from_step, side="left"))
@@ -86,12 +84,9 @@ def log_query(q: Query, *, limit: int | None = None, tail: bool = False) -> LogQ
         min_level = level_code(level, default=-1)
         if min_level < 0 or min_level > 1000:
             raise InvalidInput(f"level {level!r} is not a log level: use debug, info, warning, error or critical")
-    grep = q.text("grep", max_len=1000)
-    if grep is not None:
-        try:
-            re.compile(grep)
-        except re.error as exc:
-            raise InvalidInput(f"grep {grep!r} is not a valid regular expression: {exc}") from None
+    grep = q.text("grep", max_len=MAX_PATTERN)
+    if grep:
+        compile_grep(grep)  # a 400 naming what is wrong (or unsupported) before any store work
     streams = q.values("stream", max_items=3)
     for s in streams or ():
         if s not in STREAMS:
@@ -119,14 +114,14 @@ async def run_logs(ctx: Ctx) -> Response:
     query = log_query(q)
     if tail and cursor is not None:
         raise InvalidInput("tail and cursor do not go together: tail gives the last events, cursors page forwards")
-    info = await ctx.run()
+    run_id = await ctx.run_id()
     if limit == 0:
         return json_response({"events": [], "next_cursor": None})
     if tail:
         query.limit, query.tail = limit, True
-        events = await ctx.call(ctx.store.logs, info.id, query)
+        events = await ctx.call(ctx.store.logs, run_id, query)
         return json_response({"events": [event_json(e) for e in events], "next_cursor": None})
-    fp = fingerprint(info.id, query.__dict__)
+    fp = fingerprint(run_id, query.__dict__)
     skip = 0
     at: float | None = None
     if cursor is not None:
@@ -134,7 +129,7 @@ async def run_logs(ctx: Ctx) -> Response:
         at, skip = float(state["t"]), int(state["k"])
         query.since = at if query.since is None else max(query.since, at)
     query.limit = limit + skip + 1
-    found = await ctx.call(ctx.store.logs, info.id, query)
+    found = await ctx.call(ctx.store.logs, run_id, query)
     if at is not None:  # drop the events at the cursor's time that earlier pages already gave
         found = [e for i, e in enumerate(found) if not (i < skip and e.time == at)]
     page, more = found[:limit], len(found) > limit
@@ -148,20 +143,20 @@ async def run_logs(ctx: Ctx) -> Response:
 
 async def run_resources(ctx: Ctx) -> Response:
     since = ctx.query.when("since")
-    info = await ctx.run()
-    samples = await ctx.call(ctx.store.resource_samples, info.id, since)
+    samples = await ctx.call(ctx.store.resource_samples, await ctx.run_id(), since)
     return json_response({"samples": samples})
 
 
 async def run_stages(ctx: Ctx) -> Response:
-    info = await ctx.run()
-    stages = await ctx.call(ctx.store.stages, info.id)
+    stages = await ctx.call(ctx.store.stages, await ctx.run_id())
     return json_response({"stages": [s.to_dict() for s in stages]})
 
 
 LOG_FILTERS = (
     Param("level", "query", {"type": "string", "maxLength": 20}, "This level and above: debug, info, warning, error, critical (or a number)."),
-    Param("grep", "query", {"type": "string", "maxLength": 1000}, "Only events whose message matches this regular expression (case-insensitive)."),
+    Param("grep", "query", {"type": "string", "maxLength": MAX_PATTERN},
+          "Only events whose message matches this regular expression (case-insensitive; RE2 syntax: "
+          "no backreferences or lookaround)."),
     Param("since", "query", {"type": "string", "maxLength": 64}, "Events at or after: epoch seconds, ISO-8601, or a duration ago (10m)."),
     Param("until", "query", {"type": "string", "maxLength": 64}, "Events at or before (same forms as since)."),
     Param("stream", "query", {"type": "array", "items": {"type": "string", "enum": list(STREAMS)}, "maxItems": 3},

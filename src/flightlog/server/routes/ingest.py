@@ -16,6 +16,7 @@ from flightlog.server.context import Ctx, UnsupportedMediaType
 from flightlog.server.operations import Operation, ok
 from flightlog.server.records import Bad, check_record
 from flightlog.server.responses import json_response
+from flightlog.transport.artifacts import blob_digest
 from flightlog.transport.wire import MEDIA_TYPE, MEDIA_TYPES, decode_batch, inflate
 
 __all__ = ["OPERATIONS"]
@@ -31,7 +32,8 @@ async def ingest(ctx: Ctx) -> Response:
             details={"content_type": media},
         )
     body = await ctx.body()
-    limit = ctx.state.config.max_inflated
+    config = ctx.state.config
+    limit = config.max_body if config.max_inflated is None else config.max_inflated
     raw = await ctx.call(inflate, body, ctx.request.headers.get("content-encoding", ""), limit)
     records = await ctx.call(decode_batch, raw)
     if len(records) > MAX_RECORDS:
@@ -39,6 +41,7 @@ async def ingest(ctx: Ctx) -> Response:
     good, skipped = _checked(records)
     if ctx.principal.project is not None:
         await _check_scope(ctx, good)
+        good = await _own_content_only(ctx, good, skipped)
     result = await ctx.call(ctx.store.ingest, good) if good else None
     applied = result.applied if result else 0
     duplicates = result.duplicates if result else 0
@@ -52,6 +55,8 @@ async def ingest(ctx: Ctx) -> Response:
 
 
 def _checked(records: list[Any]) -> tuple[list[dict[str, Any]], list[str]]:
+    from flightlog.sdk.redaction import redact_user_strings
+
     good, skipped = [], []
     for i, rec in enumerate(records):
         try:
@@ -62,7 +67,7 @@ def _checked(records: list[Any]) -> tuple[list[dict[str, Any]], list[str]]:
                 where += f" ({rec.get('k')!r}, run {str(rec.get('r'))[:64]!r}, seq {str(rec.get('s'))[:20]})"
             skipped.append(f"{where}: {exc}")
             continue
-        good.append(rec)
+        good.append(redact_user_strings(rec))  # whatever the writer: no secrets in the store
     return good, skipped
 
 
@@ -90,6 +95,23 @@ async def _check_scope(ctx: Ctx, records: list[dict[str, Any]]) -> None:
     for run_id, project in declared.items():
         if project != scope:
             raise Forbidden(f"this token is limited to project {scope!r} and cannot move run {run_id} to {project!r}")
+
+
+async def _own_content_only(ctx: Ctx, records: list[dict[str, Any]], skipped: list[str]) -> list[dict[str, Any]]:
+    """Artifact records of a project-limited token may only point at content its project holds
+    (uploaded by it, hash checked): a digest seen in another project's listing is not enough."""
+    project = str(ctx.principal.project)
+    kept = []
+    for rec in records:
+        digest = blob_digest(rec.get("uri")) if rec["k"] == "artifact" else None  # the content it serves
+        if digest is not None and not await ctx.call(ctx.store.has_digest, digest, project):
+            skipped.append(
+                f"artifact {str(rec.get('path'))[:200]!r} of run {rec['r'][:64]!r}: project {project!r} has no content "
+                f"{digest}: upload it first (PUT /api/v1/blobs/sha256/{digest})"
+            )
+            continue
+        kept.append(rec)
+    return kept
 
 
 OPERATIONS = [

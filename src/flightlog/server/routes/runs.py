@@ -12,6 +12,7 @@ from starlette.responses import Response
 from flightlog.errors import InvalidInput
 from flightlog.models import STATUSES
 from flightlog.records import is_json_value
+from flightlog.sdk.redaction import redact_user_strings
 from flightlog.server.context import Ctx, forbid_other_project
 from flightlog.server.operations import RUN, Operation, Param, json_body, ok, schema_ref
 from flightlog.server.responses import json_response
@@ -126,8 +127,7 @@ async def delete_run(ctx: Ctx) -> Response:
 
 
 async def run_children(ctx: Ctx) -> Response:
-    info = await ctx.run()
-    children = await ctx.call(ctx.store.children, info.id)
+    children = await ctx.call(ctx.store.children, await ctx.run_id())
     return json_response({"children": await _visible(ctx, children)})
 
 
@@ -160,13 +160,11 @@ async def run_lineage(ctx: Ctx) -> Response:
 
 
 async def run_context(ctx: Ctx) -> Response:
-    info = await ctx.run()
-    return json_response(await ctx.call(ctx.store.context, info.id))
+    return json_response(await ctx.call(ctx.store.context, await ctx.run_id()))
 
 
 async def list_notes(ctx: Ctx) -> Response:
-    info = await ctx.run()
-    notes = await ctx.call(ctx.store.notes, info.id)
+    notes = await ctx.call(ctx.store.notes, await ctx.run_id())
     return json_response({"notes": [n.to_dict() for n in notes]})
 
 
@@ -180,6 +178,7 @@ async def add_note(ctx: Ctx) -> Response:
         raise InvalidInput("a note is at most 100,000 characters")
     if author is not None and (not isinstance(author, str) or len(author) > 200):
         raise InvalidInput("author must be a string of at most 200 characters")
+    text = redact_user_strings({"k": "note", "text": text})["text"]
     note = await ctx.call(ctx.store.add_note, info.id, text, author)
     return json_response(note.to_dict(), status=201)
 
@@ -187,8 +186,7 @@ async def add_note(ctx: Ctx) -> Response:
 async def list_evidence(ctx: Ctx) -> Response:
     q = ctx.query
     kind, name = q.text("kind", max_len=200), q.text("name", max_len=1000)
-    info = await ctx.run()
-    rows = await ctx.call(ctx.store.evidence, info.id, kind, name)
+    rows = await ctx.call(ctx.store.evidence, await ctx.run_id(), kind, name)
     return json_response({"evidence": [{**r, "time": iso(r["time"])} for r in rows]})
 
 

@@ -15,9 +15,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from flightlog.errors import SchemaTooNew, StoreUnavailable
+from flightlog.store.budget import Deadline
 from flightlog.store.sqlite.migrations import MIGRATIONS, SCHEMA_VERSION
 
 __all__ = ["Database", "schema_version"]
+
+_PROGRESS_EVERY = 100  # SQLite VM steps between deadline checks: a few µs, so even slow rows (LIKE over long text) stop soon
 
 _PRAGMAS = (
     "PRAGMA synchronous=NORMAL",
@@ -108,6 +111,24 @@ class Database:
     def read(self) -> Iterator[sqlite3.Connection]:
         with self.lock:
             yield self.conn
+
+    @contextmanager
+    def budgeted_read(self, deadline: Deadline) -> Iterator[sqlite3.Connection]:
+        """A read that SQLite stops once ``deadline`` passes (a progress handler), raising
+        :class:`QueryTimeout`: one expensive search cannot hold the connection for minutes."""
+        with self.lock:
+            if deadline.at is None:
+                yield self.conn
+                return
+            self.conn.set_progress_handler(deadline.passed, _PROGRESS_EVERY)
+            try:
+                yield self.conn
+            except sqlite3.OperationalError as exc:
+                if "interrupted" in str(exc) and deadline.passed():
+                    raise deadline.error() from None
+                raise
+            finally:
+                self.conn.set_progress_handler(None, 0)
 
     def close(self) -> None:
         with self.lock:

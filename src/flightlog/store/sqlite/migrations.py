@@ -251,6 +251,25 @@ MIGRATIONS: list[list[str]] = [
         )""",
         "CREATE INDEX alert_silences_ends ON alert_silences(ends)",
     ],
+    # 4: the server's security bookkeeping. Which projects have shown they hold a blob (by
+    # uploading it, or by an artifact of theirs pointing at it): a token limited to a project
+    # may only see and reference content of its own project. Web UI sessions: the cookie holds
+    # a random session id (only its SHA-256 is kept), never the API token; signing out deletes
+    # the row, revoking the token ends every session made with it.
+    [
+        """CREATE TABLE blob_projects (
+            sha256 TEXT NOT NULL,
+            project TEXT NOT NULL,
+            PRIMARY KEY (sha256, project)
+        ) WITHOUT ROWID""",
+        """CREATE TABLE sessions (
+            hash TEXT PRIMARY KEY,     -- sha256 hex of the session id in the cookie
+            token_id TEXT NOT NULL,    -- the token that signed in (its role and project apply)
+            created REAL NOT NULL,
+            expires REAL NOT NULL
+        ) WITHOUT ROWID""",
+        "CREATE INDEX sessions_token ON sessions(token_id)",
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -23,8 +23,11 @@ from flightlog.models import (
     Span,
     StageSummary,
 )
+from flightlog.query.regex import GrepPattern, compile_grep
 from flightlog.records import decode_log_chunk, param_value
 from flightlog.store.base import IngestResult
+from flightlog.store.budget import Deadline, query_timeout_from_env
+from flightlog.store.sqlite.access import AccessRecords
 from flightlog.store.sqlite.connection import Database
 from flightlog.store.sqlite.ingest import apply_records
 
@@ -36,10 +39,30 @@ _RUN_COLUMNS = (
 )
 
 
-class SqliteStore:
+class SqliteStore(AccessRecords):
     def __init__(self, path: str | Path) -> None:
         self.db = Database(path)
         self.path = self.db.path
+        self._query_timeout: float | None = None
+        self._query_timeout_read = False
+
+    @property
+    def query_timeout(self) -> float | None:
+        """Seconds a search (runs by filter, logs by grep) may take; None: no limit.
+
+        FLIGHTLOG_QUERY_TIMEOUT by default (read on the first search, so a writer never fails
+        over a reader's setting); the server sets it from ``--query-timeout``.
+        """
+        if not self._query_timeout_read:
+            self._query_timeout, self._query_timeout_read = query_timeout_from_env(), True
+        return self._query_timeout
+
+    @query_timeout.setter
+    def query_timeout(self, seconds: float | None) -> None:
+        self._query_timeout, self._query_timeout_read = seconds or None, True
+
+    def _deadline(self) -> Deadline:
+        return Deadline(self.query_timeout)
 
     # ── writes ──────────────────────────────────────────────────────────────
     def ingest(self, records: Sequence[dict[str, Any]]) -> IngestResult:
@@ -129,8 +152,9 @@ class SqliteStore:
             project=project, filter=filter, order_by=order_by, limit=limit, offset=offset, now=time.time()
         )
         sql = sql.replace("SELECT r.*", "SELECT " + ", ".join(f"r.{c.strip()}" for c in _RUN_COLUMNS.split(",")), 1)
-        with self.db.read() as conn:
+        with self.db.budgeted_read(self._deadline()) as conn:
             rows = conn.execute(sql, args).fetchall()
+        with self.db.read() as conn:
             return self._hydrate(conn, rows)
 
     def _hydrate(self, conn: sqlite3.Connection, rows: list[Any]) -> list[RunInfo]:
@@ -304,10 +328,12 @@ class SqliteStore:
         limit = query.limit
         backwards = bool(query.tail and limit)
         sql += " ORDER BY last_time DESC, id DESC" if backwards else " ORDER BY first_time, id"
-        pattern = re.compile(query.grep, re.IGNORECASE) if query.grep else None
+        pattern = compile_grep(query.grep) if query.grep else None
         events: list[LogEvent] = []
-        with self.db.read() as conn:
+        deadline = self._deadline()
+        with self.db.budgeted_read(deadline) as conn:
             for first_time, last_time, data in conn.execute(sql, args):
+                deadline.check()
                 if limit and len(events) >= limit:
                     # chunks of several writers overlap in time: stop once no later chunk can
                     # hold an event that belongs in the first (or last) `limit` events
@@ -381,12 +407,14 @@ class SqliteStore:
             f"SELECT id, CASE WHEN {' AND '.join(conds)} THEN data END FROM log_chunks "
             "WHERE run_id=? AND id > ? ORDER BY id"
         )
-        pattern = re.compile(query.grep, re.IGNORECASE) if query.grep else None
-        with self.db.read() as conn:
+        pattern = compile_grep(query.grep) if query.grep else None
+        deadline = self._deadline()
+        with self.db.budgeted_read(deadline) as conn:
             rows = conn.execute(sql, [*args, run_id, after]).fetchall()
         events: list[LogEvent] = []
         last = after
         for chunk_id, data in rows:
+            deadline.check()
             last = chunk_id
             if data is not None:
                 events.extend(_matching(decode_log_chunk(data), query, pattern))
@@ -432,18 +460,6 @@ class SqliteStore:
                 marks = ",".join("?" * len(part))
                 out.update(conn.execute(f"SELECT id, project FROM runs WHERE id IN ({marks})", part).fetchall())
         return out
-
-    def has_digest(self, sha256: str, project: str | None = None) -> bool:
-        """Whether an artifact with this content is recorded (in ``project``, when given)."""
-        sql = "SELECT 1 FROM artifacts a"
-        args: list[Any] = [sha256]
-        if project is not None:
-            sql += " JOIN runs r ON r.id = a.run_id WHERE a.sha256=? AND r.project=?"
-            args.append(project)
-        else:
-            sql += " WHERE a.sha256=?"
-        with self.db.read() as conn:
-            return conn.execute(sql + " LIMIT 1", args).fetchone() is not None
 
     def create_token(self, token_id: str, digest: str, role: str, project: str | None, name: str | None) -> None:
         with self.db.write() as conn:
@@ -494,7 +510,7 @@ def _event_time(event: LogEvent) -> float:
     return event.time
 
 
-def _matching(batch: Any, query: LogQuery, pattern: re.Pattern[str] | None) -> list[LogEvent]:
+def _matching(batch: Any, query: LogQuery, pattern: GrepPattern | None) -> list[LogEvent]:
     out = []
     cols = batch
     for i in range(len(cols.time)):

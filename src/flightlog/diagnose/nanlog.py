@@ -1,0 +1,141 @@
+"""``nan_loss`` from the log text alone: a script that prints ``step 300 loss=nan ppl=nan`` (or
+``{'loss': nan}``, ``"val_loss": "NaN"``, ``loss: inf``) has diverged even when it never calls
+the SDK and exits 0 — silent divergence.
+
+This reads the words, not the metrics, so it holds whether or not someone turned the
+``key=value`` lines into metrics: a value that is NaN or infinite under a loss-like key is a
+strong signal, the same on many lines or still there at the end a stronger one, and a loss that
+printed finite values again afterwards (one bad batch skipped) a weak one.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from flightlog.diagnose.evidence import RunEvidence
+from flightlog.diagnose.findings import Finding
+from flightlog.diagnose.metricnames import LOSS_LIKE
+from flightlog.diagnose.signals import Signal
+from flightlog.models import LogEvent
+
+__all__ = ["nan_in_log", "nonfinite_values", "NONFINITE_LINE", "NONFINITE_REPEATED", "NONFINITE_AT_END"]
+
+# signal ids
+NONFINITE_LINE = "nonfinite_value_in_the_log"
+NONFINITE_REPEATED = "nonfinite_on_many_lines"
+NONFINITE_AT_END = "nonfinite_until_the_end"
+
+#: a store-side prefilter: only events that mention a non-finite number are read in full
+GREP = r"\b(?:nan|inf|infinity)\b"
+_VALUE = r"[+-]?(?:nan|inf(?:inity)?)"
+#: ``key=nan``, ``key: inf``, ``'key': nan``, ``"key": "NaN"`` — followed by the end of the
+#: line, punctuation or another ``key=``; not by a plain word ("loss=NaN guard enabled")
+_PAIR = re.compile(
+    rf"""(?P<key>[A-Za-z_][\w./-]{{0,80}})["']?\s*[=:]\s*["']?(?P<value>{_VALUE})["']?"""
+    r"""(?=\s*$|\s*[,;|)\]}]|\s+[-–]\s|\s+["']?[A-Za-z_][\w./-]*["']?\s*[=:])""",
+    re.IGNORECASE,
+)
+#: ``loss is nan``, ``nan loss``, ``loss became inf``
+_PHRASE = re.compile(
+    rf"\b(?P<key>\w*loss)\b[^\n]{{0,40}}?\b(?:is|became|was|turned|went)\s+(?P<value>{_VALUE})\b"
+    rf"|\b(?P<value2>nan|infinite|non-?finite) (?P<key2>loss)\b",
+    re.IGNORECASE,
+)
+_STEP = re.compile(r"""\b(?:global_step|step|iter(?:ation)?)["']?\s*[=: ]\s*(\d+)""", re.IGNORECASE)
+#: keys whose non-finite values are routine: mixed precision skips steps with an infinite
+#: gradient norm or loss scale by design
+_IGNORE = re.compile(r"^(?:lr|learning_rate|step|epoch|time|eta|speed|throughput|samples|batch|scale|loss_scale"
+                     r"|grad_?norm|gnorm|grad-norm|overflow)$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class _Hit:
+    event: LogEvent
+    key: str
+    value: str
+    line: str
+
+
+def nonfinite_values(event: LogEvent) -> dict[str, str]:
+    """``{key: value}`` for every NaN or infinite value the event prints (text or parsed fields)."""
+    out: dict[str, str] = {}
+    for raw in event.message.splitlines()[:50]:
+        for m in _PAIR.finditer(raw):
+            out.setdefault(m["key"], m["value"])
+        for m in _PHRASE.finditer(raw):
+            out.setdefault(m["key"] or m["key2"], m["value"] or m["value2"])
+    for key, value in (event.fields or {}).items():
+        if isinstance(value, float) and not math.isfinite(value):
+            out.setdefault(str(key), str(value))
+        elif isinstance(value, str) and re.fullmatch(_VALUE, value.strip(), re.IGNORECASE):
+            out.setdefault(str(key), value.strip())
+    return {k: v for k, v in out.items() if not _IGNORE.match(k.rsplit("/", 1)[-1])}
+
+
+def _finite_again(events: list[LogEvent], key: str, after: float) -> bool:
+    """Does a later event print a finite number under ``key``?"""
+    pattern = re.compile(rf"""(?<![\w./-]){re.escape(key)}["']?\s*[=:]\s*["']?[+-]?\d""")
+    return any(e.time > after and pattern.search(e.message) for e in events)
+
+
+def nan_in_log(ev: RunEvidence) -> Finding | None:
+    recent = ev.recent
+    if not any(nonfinite_values(e) for e in recent):
+        return None  # a healthy run costs no scan of its whole log
+    # where did it start? the first events that print a non-finite value, from the store
+    events = {(e.time, e.stream, e.message): e for e in [*ev.grep(GREP, limit=50), *recent]}
+    ordered = sorted(events.values(), key=lambda e: e.time)
+    hits = [_Hit(e, k, v, _line_of(e, k)) for e in ordered for k, v in nonfinite_values(e).items()]
+    if not hits:
+        return None
+    losses = [h for h in hits if LOSS_LIKE.search(h.key)]
+    lead = losses or hits
+    first = lead[0]
+    is_loss = bool(losses)
+    signals = [Signal("nan_loss", 0.7 if is_loss else 0.3, NONFINITE_LINE, "log",
+                      f"{first.key} printed as {first.value}{_step_text(first)}: {first.line[:200]}", first.event.time)]
+    same_key = [h for h in lead if h.key == first.key]
+    lines = {(h.event.time, h.line) for h in same_key}
+    recovered = _finite_again(ordered, first.key, max(h.event.time for h in same_key))
+    if len(lines) >= 3:
+        signals.append(Signal("nan_loss", 0.4 if is_loss else 0.15, NONFINITE_REPEATED, "log",
+                              f"{len(lines)} log lines print a non-finite {first.key}", same_key[-1].event.time))
+    if not recovered and (len(lines) >= 2 or _near_end(ev, same_key[-1].event)):
+        signals.append(Signal("nan_loss", 0.35 if is_loss else 0.1, NONFINITE_AT_END, "log",
+                              f"{first.key} never printed a finite value again (last: {same_key[-1].line[:160]})",
+                              same_key[-1].event.time))
+    if recovered:
+        signals = [Signal(s.category, s.weight * 0.5, s.id, s.source, s.detail + " (it printed finite values again later)", s.at)
+                   for s in signals]
+    others = sorted({h.key for h in hits} - {first.key})
+    also = f" (also: {', '.join(others[:4])})" if others else ""
+    summary = (f"The log prints {first.key}={first.value}{_step_text(first)}{also}"
+               + ("; it printed finite values again later." if recovered else f"; training went on with a non-finite {first.key}."))
+    step = _step(first)
+    steps = [f"Inspect the batch and the gradients{f' at step {step}' if step else ''}: replay it with anomaly detection on."]
+    return Finding("nan_loss", summary, signals, steps, kind="software")
+
+
+def _line_of(event: LogEvent, key: str) -> str:
+    for raw in event.message.splitlines():
+        if key in raw:
+            return raw.strip()
+    return event.message.splitlines()[0].strip() if event.message else ""
+
+
+def _step(hit: _Hit) -> str | None:
+    m = _STEP.search(hit.line)
+    return m[1] if m else None
+
+
+def _step_text(hit: _Hit) -> str:
+    step = _step(hit)
+    return f" at step {step}" if step else ""
+
+
+def _near_end(ev: RunEvidence, event: LogEvent) -> bool:
+    """Is ``event`` among the last lines of the run (nothing after it said otherwise)?"""
+    tail = ev.tail[-5:]
+    return any(e.time == event.time and e.message == event.message for e in tail)

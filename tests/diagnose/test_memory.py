@@ -1,0 +1,36 @@
+"""A memory trend without training steps (a run that records no metrics or compute stages)
+spans start-up too: it is a hint, never a lead, and says so."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from flightlog.client import Client
+from tests.helpers import cli
+
+GROWS_WITHOUT_STEPS = """
+import time
+chunks = []
+for _ in range(25):
+    chunks.append(bytearray(6 * 1024 * 1024))
+    chunks[-1][::4096] = b"x" * len(chunks[-1][::4096])
+    time.sleep(0.1)
+"""
+
+
+@pytest.mark.embedded_only("the same evidence over either transport")
+def test_growth_without_steps_is_a_hint(home: Path) -> None:
+    script = home.parent / "load.py"
+    script.write_text(GROWS_WITHOUT_STEPS)
+    proc = cli(home, "run", "--project", "etl", "--sample-interval", "0.1s", "--", sys.executable, str(script))
+    run = re.search(r"run ([0-9a-f]{32}) started", proc.stderr)[1]  # type: ignore[index]
+    with Client(home) as c:
+        report = c.diagnose(run)
+    leak = next(f for f in report["findings"] if f["category"] == "memory_leak")
+    assert leak["confidence"] < 0.5, leak
+    assert "no training steps were recorded" in leak["summary"]
+    assert report["kind"] == "none"

@@ -1,0 +1,71 @@
+"""Non-finite values read from the log text (``nan_loss`` without metrics); whole runs under
+``flightlog run`` are in workloads/nan_loss (silent_divergence_exit0.py, val_loss_nan_keras_style.py)."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from flightlog.client import Client
+from flightlog.diagnose.nanlog import nonfinite_values
+from flightlog.models import LogEvent
+from tests.helpers import cli
+
+
+def _event(text: str, fields: dict | None = None) -> LogEvent:
+    return LogEvent(0.0, "stdout", 20, text, fields=fields)
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("step 300 loss=nan ppl=nan", {"loss": "nan", "ppl": "nan"}),
+        ("epoch 2 val_loss=nan", {"val_loss": "nan"}),
+        ("{'loss': nan, 'grad_norm': nan, 'learning_rate': 1e-05}", {"loss": "nan"}),
+        ('{"level": "info", "step": 24, "loss": "NaN"}', {"loss": "NaN"}),
+        ("1875/1875 [====] - 3s 2ms/step - loss: nan - accuracy: 0.0987", {"loss": "nan"}),
+        ("step 3 train/loss=-inf", {"train/loss": "-inf"}),
+        ("Loss is NaN at step 12, stopping", {"Loss": "NaN"}),
+    ],
+)
+def test_nonfinite_values_in_metric_lines(line: str, expected: dict[str, str]) -> None:
+    assert nonfinite_values(_event(line)) == expected
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "loss=NaN guard enabled; will skip batches with NaN inputs",
+        "checked 1000 rows: 0 NaN values",
+        "NaN guard: loss=nan skipped",
+        "loss_scale: inf",  # mixed precision: routine
+        "grad_norm=inf, skipping step",  # mixed precision: routine
+        "step 12 loss=0.4213 val_loss=0.5120 lr=3e-4",
+    ],
+)
+def test_ordinary_lines_print_no_nonfinite_value(line: str) -> None:
+    assert nonfinite_values(_event(line)) == {}
+
+
+def test_parsed_fields_count_too() -> None:
+    assert nonfinite_values(_event("epoch done", {"loss": float("nan"), "acc": 0.5})) == {"loss": "nan"}
+
+
+@pytest.mark.embedded_only("the same evidence over either transport")
+def test_silent_divergence_under_flightlog_run(home: Path) -> None:
+    """A script that only prints ``step N loss=… ppl=…``, diverges at step 300 and exits 0."""
+    script = Path(__file__).parent / "workloads" / "nan_loss" / "silent_divergence_exit0.py"
+    proc = cli(home, "run", "--project", "lm", "--", sys.executable, str(script))
+    assert proc.returncode == 0 and "step 300 loss=nan ppl=nan" in proc.stdout
+    run = re.search(r"run ([0-9a-f]{32}) started", proc.stderr)[1]  # type: ignore[index]
+    with Client(home) as c:
+        assert c.run(run).status == "succeeded"
+        report = c.diagnose(run)
+    top = report["findings"][0]
+    assert top["category"] == "nan_loss" and top["confidence"] >= 0.8, report["findings"]
+    assert report["kind"] == "software"
+    assert "loss=nan at step 300" in top["summary"]
+    assert any("loss printed as nan at step 300" in e["detail"] for e in top["evidence"])
