@@ -42,3 +42,21 @@ def test_keras_callback_records_params_epoch_metrics_checkpoints_and_stages(home
     stages = {s.name: s for s in client.stages(info.id)}
     assert stages["train_step"].count == 12 and stages["data_loading"].count == 12
     assert stages["validation"].count == 3
+
+
+def test_trouble_inside_a_callback_never_stops_training(home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where the checkpoint directory should go")
+    x = np.ones((16, 2), dtype="float32")
+    model = keras.Sequential([keras.Input(shape=(2,)), keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+    callback = FlightlogKerasCallback(project="tab", checkpoint_dir=blocker / "ckpt", resources=False)
+    history = model.fit(x, x[:, :1], epochs=2, batch_size=8, verbose=0, callbacks=[callback])
+    assert len(history.history["loss"]) == 2  # both epochs ran
+    assert "flightlog: FlightlogKerasCallback.on_epoch_end" in capsys.readouterr().err
+    client = flightlog.Client()
+    assert client.metric_history(callback.run.id, "loss").steps.tolist() == [0, 1]  # recorded before the failing save
+    from flightlog.integrations._common import numeric_metrics
+
+    logs = {"loss": np.float32(0.5), "schedule": "cosine", "vector": np.array([1.0, 2.0]), "flag": True}
+    assert numeric_metrics(logs) == {"loss": 0.5}  # what frameworks mix in is left out, never a TypeError
