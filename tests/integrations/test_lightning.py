@@ -30,6 +30,10 @@ class TinyRegressor(L.LightningModule):
         self.log("train_loss", loss)
         return loss
 
+    def test_step(self, batch, batch_idx):  # type: ignore[no-untyped-def]
+        x, y = batch
+        self.log("test_loss", torch.nn.functional.mse_loss(self.net(x), y))
+
     def validation_step(self, batch, batch_idx):  # type: ignore[no-untyped-def]
         x, y = batch
         self.log("val_loss", torch.nn.functional.mse_loss(self.net(x), y))
@@ -72,3 +76,16 @@ def test_lightning_logger_records_params_metrics_checkpoints_and_stages(home: Pa
     assert stages["train_step"].count == 8
     assert stages["data_loading"].count == 8
     assert stages["validation"].count == 2
+
+
+def test_testing_after_fit_continues_the_loggers_run_as_a_new_attempt(home: Path) -> None:
+    logger = FlightlogLogger(project="lit", resources=False)
+    trainer = L.Trainer(max_epochs=1, logger=logger, accelerator="cpu", devices=1, enable_progress_bar=False, log_every_n_steps=1,
+                        enable_model_summary=False, enable_checkpointing=False, num_sanity_val_steps=0)
+    model = TinyRegressor()
+    trainer.fit(model, _loader())
+    assert flightlog.Client().run(logger.version).status == "succeeded"
+    trainer.test(model, _loader(8))
+    info = flightlog.Client().run(logger.version)
+    assert info.status == "succeeded" and info.attempt == 2 and "test_loss" in info.metrics
+    assert "train_loss" in info.metrics  # the same run: fit's metrics are still there

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 
 import flightlog
-from tests.helpers import run_script
+from tests.helpers import cli, run_script
 
 MLFLOW_STYLE = """
 import flightlog.mlflow_compat as mlflow
@@ -76,3 +77,18 @@ def test_status_mapping_misuse_and_the_unsupported_subset(home: Path) -> None:
     auto = mlflow.active_run()
     assert auto is not None and auto.info.experiment_id == "p"
     mlflow.end_run()
+
+
+def test_under_flightlog_run_start_run_is_the_runners_run(home: Path, tmp_path: Path) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import flightlog.mlflow_compat as mlflow\n"
+        "with mlflow.start_run(run_name='ignored') as run:\n"
+        "    mlflow.log_param('lr', 0.1)\n"
+        "    mlflow.log_metric('loss', 0.5, step=0)\n"
+        "print(run.info.run_id)\n")
+    proc = cli(home, "run", "--project", "wrapped", "--", sys.executable, str(script))
+    run_id = proc.stdout.split()[-1]
+    [info] = flightlog.Client().runs(project="wrapped")
+    assert info.id == run_id and info.status == "succeeded"  # the runner set the status, once
+    assert info.params == {"lr": 0.1} and info.metrics["loss"].last == 0.5
