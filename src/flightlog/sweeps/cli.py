@@ -37,7 +37,7 @@ def sweep_cmd(params: tuple[str, ...], metric: str, goal: str, method: str, tria
     Each trial runs under `flightlog run` as a child run of the sweep's run, with the trial's
     params. The UI's sweep view (a run's "Sweep" tab, or Explore) plots params against the metric.
     """
-    from flightlog.sweeps.driver import CommandTarget, run_sweep
+    from flightlog.sweeps.driver import CommandTarget, Trial, run_sweep
     from flightlog.sweeps.space import parse_param
 
     cmd = list(command)
@@ -50,11 +50,11 @@ def sweep_cmd(params: tuple[str, ...], metric: str, goal: str, method: str, tria
         load_config(alerts)
     out = console()
 
-    def progress(trial: object) -> None:
+    def progress(trial: Trial) -> None:
         if fmt == "text":
-            t = trial  # a Trial
-            value = "-" if t.value is None else f"{t.value:.6g}"  # type: ignore[attr-defined]
-            click.echo(f"trial {t.number}: {t.state} {metric}={value} {t.params}", err=True)  # type: ignore[attr-defined]
+            value = "-" if trial.value is None else f"{trial.value:.6g}"
+            stopped = f" (stopped by {trial.stopped_by})" if trial.stopped_by else ""
+            click.echo(f"trial {trial.number}: {trial.state}{stopped} {metric}={value} {trial.params}", err=True)
 
     result = run_sweep(CommandTarget(cmd), space, metric=metric, goal=goal, method=method, trials=trials,
                        project=project, name=name, alerts=alerts, seed=seed, client=open_client(), on_trial=progress)
