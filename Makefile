@@ -35,6 +35,7 @@ bench: install
 	$(BIN)/python bench/capture_throughput.py
 	$(BIN)/python bench/runner_overhead.py
 	$(BIN)/python bench/ui_perf.py
+	$(BIN)/python bench/pipeline_overhead.py
 
 # Peers live in their own environment, never in the project's dependencies. The MLflow
 # import test (tests/integrations/test_mlflow_import.py) makes its stores with it too.
@@ -50,6 +51,9 @@ $(BENCH_VENV_STAMP):
 bench-peers: install bench-venv
 	$(BIN)/python bench/log_throughput.py --peers
 	$(BIN)/python bench/many_runs.py --peers
+	@# Prefect after the MLflow figures (its dependencies may move theirs); optional: skipped when it does not install
+	-.bench-venv/bin/python -m pip install -q --disable-pip-version-check prefect==3.9.1
+	$(BIN)/python bench/pipeline_overhead.py --peers
 
 clean:
 	rm -rf $(VENV) .flightlog build *.egg-info

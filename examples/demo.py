@@ -3,8 +3,11 @@
 1. trains a numpy classifier under `flightlog run` (the SDK inside records params, metrics,
    stages, structured logs, an input manifest, checkpoints and a model);
 2. runs a second job that fails (its data path is wrong), so there is a failure to look at;
-3. prints what the CLI shows about both, and where to look next;
-4. at a terminal, serves the web UI on these runs until Ctrl-C (`flightlog ui`); from a script,
+3. prints what the CLI shows about both;
+4. runs a pipeline (examples/pipeline: prepare -> validate -> train -> evaluate -> publish) whose
+   train step loses its connection once and is retried from its checkpoint, then runs it again:
+   every step is a cache hit; then where to look next;
+5. at a terminal, serves the web UI on these runs until Ctrl-C (`flightlog ui`); from a script,
    prints that command instead.
 """
 
@@ -65,24 +68,48 @@ def main() -> None:
     if "diagnose" in capture("--help"):
         sh("diagnose", bad[:8], check=False)
 
+    pipe_run, cached_run = pipeline_part()
+
     banner("where to look")
     print(f"""  store:        {HOME}   (FLIGHTLOG_HOME)
   runs:         {FLIGHTLOG} runs ls --project demo
   the good run: {FLIGHTLOG} runs show {good[:8]}     (metrics: flightlog metrics {good[:8]} val_acc)
   the failure:  {FLIGHTLOG} runs show {bad[:8]}     (logs: flightlog logs {bad[:8]} --level error)
-  docs:         docs/quickstart.md, docs/cli.md, docs/runner.md, docs/ui.md""")
+  a pipeline:   {FLIGHTLOG} pipeline show {pipe_run[:8]}   (its re-run, all cache hits: {cached_run[:8]};
+                in the web UI: project pipeline-demo, the run's Pipeline tab)
+  docs:         docs/quickstart.md, docs/cli.md, docs/runner.md, docs/pipelines.md, docs/ui.md""")
 
     serve = [FLIGHTLOG, "ui", "--home", str(HOME), "--project", "demo"]
     if not sys.stdin.isatty():  # a script or CI: say how, and finish
         print(f"  web UI:       {' '.join(serve)}")
         return
-    banner("4. the web UI on these runs (Ctrl-C stops it)")
+    banner("5. the web UI on these runs (Ctrl-C stops it)")
     server = subprocess.Popen(serve, env=ENV, cwd=ROOT)
     while server.poll() is None:
         try:
             server.wait()
         except KeyboardInterrupt:
             pass  # the server got the same Ctrl-C and is stopping; the demo ends with it
+
+
+def pipeline_part() -> tuple[str, str]:
+    """Run the example pipeline twice in a fresh copy: a retried step, then all cache hits."""
+    work = WORK / "pipeline"
+    shutil.rmtree(work, ignore_errors=True)
+    shutil.copytree(ROOT / "examples" / "pipeline", work, ignore=shutil.ignore_patterns("data", "model", "published"))
+    flaky = work / ".flaky-once"  # the train step fails once (a lost connection) while this file is missing
+    spec = str(work / "pipeline.yaml")
+    banner("4. a pipeline: train loses its connection once and is retried from its checkpoint")
+    print(f"$ flightlog pipeline run {spec}", flush=True)
+    subprocess.run([FLIGHTLOG, "pipeline", "run", spec], env={**ENV, "FLIGHTLOG_DEMO_FLAKY": str(flaky)}, cwd=ROOT, check=True)
+    runs = json.loads(capture("pipeline", "ls", "--name", "moons", "--limit", "1", "--format", "json"))
+    first = runs[0]["id"]
+    sh("pipeline", "show", first[:8])
+    print("\n  the same pipeline again: nothing changed, so every step is reused", flush=True)
+    sh("pipeline", "run", spec)
+    second = json.loads(capture("pipeline", "ls", "--name", "moons", "--limit", "1", "--format", "json"))[0]["id"]
+    sh("pipeline", "show", second[:8])
+    return first, second
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ go through the API. A test about the local store itself is marked
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -61,3 +62,15 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, transport: str) -> Ite
             yield h
         return
     yield h
+
+
+@pytest.fixture
+def tiny_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 256 KiB tmpfs: a disk that fills up (skips where mounting is not allowed)."""
+    mount = tmp_path / "tiny"
+    mount.mkdir()
+    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        pytest.skip(f"cannot mount a tiny tmpfs here: {proc.stderr.strip()}")
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], check=False)

@@ -12,7 +12,7 @@ export type Route =
   | { page: "signin" }
   | { page: "notfound"; path: string };
 
-export const TABS = ["overview", "metrics", "logs", "resources", "timeline", "artifacts"] as const;
+export const TABS = ["overview", "metrics", "logs", "resources", "timeline", "artifacts", "pipeline"] as const;
 
 function basePath(): string {
   const p = new URL(document.baseURI).pathname;

@@ -17,6 +17,7 @@ from flightlog.sdk import FlightlogWarning, Run, active_run, finish, init, log
 
 if TYPE_CHECKING:
     from flightlog.client import Client
+    from flightlog.pipeline import Pipeline, step
     from flightlog.sdk.logging import FlightlogHandler, logging_handler
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "FlightlogError",
     "FlightlogHandler",
     "FlightlogWarning",
+    "Pipeline",
     "Run",
     "__version__",
     "active_run",
@@ -31,6 +33,7 @@ __all__ = [
     "init",
     "log",
     "logging_handler",
+    "step",
 ]
 
 
@@ -40,6 +43,10 @@ def __getattr__(name: str) -> Any:
         from flightlog.client import Client
 
         return Client
+    if name in ("step", "Pipeline"):  # pipelines: imported only by programs that define one
+        from flightlog import pipeline as _pipeline
+
+        return getattr(_pipeline, name)
     if name in ("logging_handler", "FlightlogHandler"):
         from flightlog.sdk import logging as _logging
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from flightlog.config import Settings
-from flightlog.errors import InvalidInput, NotFound
+from flightlog.errors import FlightlogError, InvalidInput, NotFound
 from flightlog.logevents import level_code
 from flightlog.models import (
     Artifact,
@@ -60,6 +60,9 @@ class Client:
             overrides["store_uri"] = store
         self.settings = settings or Settings.from_env(**overrides)
         self.store: Store = open_store(self.settings.store_uri)
+        # metric histories come back as numpy arrays: import numpy with the Client (as the HTTP
+        # transport's module does) rather than inside the first read, which it would make ~40 ms
+        import numpy  # noqa: F401
         # a remote store brings its own (uploads, downloads on demand); else the local directory
         remote: LocalArtifactStore | None = getattr(self.store, "artifact_store", None)
         self.artifact_store = remote or LocalArtifactStore(self.settings.home / "artifacts")
@@ -104,19 +107,44 @@ class Client:
         return self.store.delete_runs(ids)
 
     def _reconcile(self, runs: list[RunInfo]) -> list[RunInfo]:
-        """A run still 'running' whose owner process on this host is gone crashed (end_reason lost)."""
+        """A run still 'running' whose owner process on this host is gone crashed (end_reason lost).
+
+        Its journals are synced first, the way ``flightlog sync`` does for that run: they may
+        hold its real end, and spent ones are removed. A journal that cannot be shipped now
+        leaves the run as it is, for ``flightlog sync`` to settle.
+        """
+        from flightlog.journal import list_journals
+        from flightlog.journal.liveness import process_alive
+
         host = socket.gethostname()
         for run in runs:
             if run.status not in ("running", "created") or run.host != host or not run.pid:
                 continue
-            if _alive(run.pid, run.started or run.created):
+            if process_alive(run.pid, run.started or run.created):
                 continue
-            if _has_unshipped_journal(self.settings.home, run.id):
-                continue  # `flightlog sync` first: the journal may hold its end
+            if list_journals(self.settings.home, run.id) and not self._settle(run):
+                continue
+            if run.status not in ("running", "created"):
+                continue
             ended = run.updated or time.time()
-            self.store.update_run(run.id, status="crashed", end_reason="lost", ended=ended)
+            try:
+                self.store.update_run(run.id, status="crashed", end_reason="lost", ended=ended)
+            except FlightlogError:  # e.g. a reader's token may not write: report, don't record
+                pass
             run.status, run.end_reason, run.ended = "crashed", "lost", ended
         return runs
+
+    def _settle(self, run: RunInfo) -> bool:
+        """Ship a dead owner's journals; True when nothing is left unshipped (``run`` refreshed)."""
+        from flightlog.journal.sync import sync
+
+        try:
+            sync(self.settings.home, self.store, run_id=run.id)
+            fresh = self.store.get_run(run.id)
+        except (FlightlogError, OSError):
+            return False
+        run.status, run.end_reason, run.ended = fresh.status, fresh.end_reason, fresh.ended
+        return not _has_unshipped_journal(self.settings.home, run.id)
 
     # ── events ──────────────────────────────────────────────────────────────
     def metrics(self, run: RunRef) -> dict[str, MetricSummary]:
@@ -306,19 +334,15 @@ def _time_arg(value: str | float | None, what: str) -> float | None:
     return parse_time(value, what=what)
 
 
-def _alive(pid: int, started: float | None) -> bool:
-    import psutil
-
-    try:
-        proc = psutil.Process(pid)
-        if started is not None and proc.create_time() > started + 1:
-            return False  # the pid was reused by a newer process
-        return proc.status() != psutil.STATUS_ZOMBIE
-    except (psutil.NoSuchProcess, psutil.AccessDenied):
-        return False
-
-
 def _has_unshipped_journal(home: Path, run_id: str) -> bool:
-    from flightlog.journal import list_journals
+    """Some journal of the run holds records past its shipped mark (a bare header holds none)."""
+    from flightlog.journal import MAGIC, list_journals
 
-    return any(j.path.stat().st_size > j.shipped_offset() for j in list_journals(home, run_id) if j.path.exists())
+    for journal in list_journals(home, run_id):
+        try:
+            size = journal.path.stat().st_size
+        except FileNotFoundError:
+            continue
+        if size > max(journal.shipped_offset(), len(MAGIC)):
+            return True
+    return False

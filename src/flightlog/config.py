@@ -46,7 +46,10 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("FLIGHTLOG_FLUSH_INTERVAL", "0.5", "Seconds between background flushes to the journal and the store (at most 1 s is recommended)."),
     Variable("FLIGHTLOG_BUFFER_LIMIT", "1000000", "Records buffered in memory per run before the log policy applies."),
     Variable("FLIGHTLOG_LOG_POLICY", "block", "`block` (never lose a record; may slow the caller) or `drop` (never slow it; drops are counted)."),
-    Variable("FLIGHTLOG_KEEP_JOURNAL", "", "`1` keeps journals after they were shipped (default: removed when a writer finished cleanly)."),
+    Variable("FLIGHTLOG_KEEP_JOURNAL", "", "`1` keeps journals after they were shipped (default: removed when a writer finished cleanly; `flightlog sync` also removes those of writers that are gone once everything was shipped, unless `--keep`)."),
+    Variable("FLIGHTLOG_STEP", "", "Set by a pipeline for each step's process: the step's name (docs/pipelines.md)."),
+    Variable("FLIGHTLOG_STEP_PARAMS", "", "Set by a pipeline for each step's process: the step's params as JSON."),
+    Variable("FLIGHTLOG_PIPELINE_RUN_ID", "", "Set by a pipeline for each step's process: the id of the pipeline run."),
     Variable("FLIGHTLOG_ENV_ALLOW", "", "Extra environment variable names (comma-separated, `*` globs) recorded in a run's context."),
 )
 

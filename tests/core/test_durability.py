@@ -213,17 +213,6 @@ def test_ctrl_c_marks_stopped(home: Path) -> None:
     assert info.status == "stopped" and info.end_reason == "signal" and info.signal == 2
 
 
-@pytest.fixture
-def tiny_disk(tmp_path: Path) -> Path:
-    mount = tmp_path / "tiny"
-    mount.mkdir()
-    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount)], capture_output=True, text=True)
-    if proc.returncode != 0:
-        pytest.skip(f"cannot mount a tiny tmpfs here: {proc.stderr.strip()}")
-    yield mount
-    subprocess.run(["umount", "-l", str(mount)], check=False)
-
-
 def test_full_disk_warns_counts_drops_and_training_continues(tiny_disk: Path) -> None:
     home = tiny_disk / "home"
     proc = run_script(home, """
@@ -257,3 +246,32 @@ def test_journal_is_written_before_the_store(home: Path) -> None:
     info = flightlog.Client(store=env["FLIGHTLOG_STORE"]).run(run_id)
     assert info.status == "succeeded" and info.metrics["loss"].count == 1000
     os.unlink(home / "moved")
+
+
+FORKS = """
+import os, flightlog
+run = flightlog.init(project="p", resources=False)
+run.log({"parent": 1.0})
+quiet = os.fork()
+if quiet == 0:
+    os._exit(0)  # records nothing: leaves nothing
+os.waitpid(quiet, 0)
+busy = os.fork()
+if busy == 0:
+    run.log({"child": 2.0})
+    run.finish()  # flushes the child's writer; the run is the parent's to end
+    os._exit(0)
+os.waitpid(busy, 0)
+print(flightlog.Client().run(run.id).status)
+run.finish()
+print(run.id)
+"""
+
+
+def test_a_forked_child_attaches_and_writes_a_journal_only_when_it_records(home: Path) -> None:
+    status_after_child, run_id = run_script(home, FORKS).stdout.split()
+    assert status_after_child in ("created", "running"), "the child's finish() did not end the parent's run"
+    info = _read(home).run(run_id)
+    assert info.status == "succeeded"
+    assert info.metrics["parent"].count == 1 and info.metrics["child"].count == 1
+    assert list_journals(home) == [], "the quiet child left none; the busy child and the parent removed theirs"

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import threading
+import time
 import warnings
 from pathlib import Path
 
@@ -10,7 +12,8 @@ import numpy as np
 import pytest
 
 import flightlog
-from flightlog.errors import Conflict, FilterSyntaxError
+from flightlog.errors import Conflict, FilterSyntaxError, NotFound
+from flightlog.journal import list_journals
 
 
 def test_params_metrics_tags_notes_round_trip(home: Path) -> None:
@@ -240,3 +243,80 @@ def test_client_annotates_an_existing_run(home: Path, tmp_path: Path) -> None:
     assert [a.kind for a in client.artifacts(run.id)] == ["report"]
     assert [(n.author, n.text) for n in client.notes(run.id)] == [("ana", "looked fine")]
     assert client.evidence(run.id, kind="validation")[0]["data"] == {"passed": True}
+
+
+def test_one_element_arrays_count_as_their_element(home: Path) -> None:
+    run = flightlog.init(project="p", resources=False)
+    run.log({"vec": np.array([0.5]), "zero_d": np.array(2.0), "nested": np.array([[3]]), "f32": np.float32(1.5)})
+    with pytest.raises(TypeError, match=r"'pair'.*shape \(2,\)"):
+        run.log({"pair": np.array([1.0, 2.0])})
+    with pytest.raises(TypeError, match="'empty'"):
+        run.log({"empty": np.array([])})
+    run.finish()
+    m = flightlog.Client().run(run.id).metrics
+    assert (m["vec"].last, m["zero_d"].last, m["nested"].last, m["f32"].last) == (0.5, 2.0, 3.0, 1.5)
+    assert "pair" not in m and "empty" not in m
+
+
+def test_steps_and_values_beyond_64_bits_are_refused_at_the_call(home: Path) -> None:
+    run = flightlog.init(project="p", resources=False)
+    run.log({"m": 1.0}, step=1)
+    with pytest.raises(ValueError, match="step"):
+        run.log({"m": 1.0}, step=2**63)
+    with pytest.raises(ValueError, match="step"):
+        run.log({"m": 1.0}, step=np.uint64(2**63))
+    with pytest.raises(ValueError, match="'m'"):
+        run.log({"m": -(10**400)})
+    run.log({"m": 2.0, "big": 2**70})  # a big int that a float holds is fine
+    run.log({"m": 3.0})
+    run.finish()
+    info = flightlog.Client().run(run.id)
+    assert info.status == "succeeded"
+    assert flightlog.Client().metric_history(run.id, "m").steps.tolist() == [1, 2, 3]  # refused calls moved nothing
+    assert info.metrics["big"].last == float(2**70)
+    assert run.stats["dropped"] == 0
+
+
+def test_a_bad_point_or_record_past_the_call_is_dropped_alone(home: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """What reaches the writer's buffers unchecked never costs the records around it, nor the run's end."""
+    run = flightlog.init(project="p", resources=False)
+    run.log({"m": 1.0}, step=1)
+    run._w.metrics.append((2**63, 0.0, {"m": 2.0}))  # as a caller that skipped Run.log's checks would
+    run._w.add_record("evidence", kind="x", name="unencodable", data={"v": object()})
+    run.log({"m": 3.0}, step=3)
+    run.log_params(lr=0.1)
+    run.finish()
+    info = flightlog.Client().run(run.id)
+    assert info.status == "succeeded" and info.params == {"lr": 0.1}
+    assert flightlog.Client().metric_history(run.id, "m").steps.tolist() == [1, 3]
+    assert run.stats["dropped"] == 2
+    err = capfd.readouterr().err
+    assert "1 metric point(s)" in err and "could not be encoded" in err
+    assert list_journals(home, run.id) == []
+
+
+def test_the_resource_sampler_outlives_a_run_and_serves_the_next(home: Path) -> None:
+    """finish() pauses the process's sampler instead of stopping (and joining) it; the next run resumes it."""
+    client = flightlog.Client()
+    first = flightlog.init(project="p")
+    _wait_for_samples(client, first)
+    first.finish()
+    samplers = [t for t in threading.enumerate() if t.name == "flightlog-resources"]
+    assert len(samplers) == 1 and samplers[0].is_alive()
+    second = flightlog.init(project="p")
+    _wait_for_samples(client, second)
+    second.finish()
+    assert [t for t in threading.enumerate() if t.name == "flightlog-resources"] == samplers
+    assert client.run(first.id).status == client.run(second.id).status == "succeeded"
+
+
+def _wait_for_samples(client: flightlog.Client, run: flightlog.Run) -> None:
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            if client.resources(run.id):
+                return
+        except NotFound:  # not shipped yet
+            pass
+        assert time.monotonic() < deadline, "no resource sample reached the store"
+        time.sleep(0.05)

@@ -97,3 +97,42 @@ def test_is_a_daemon_with_its_name() -> None:
 def test_interval_must_be_positive() -> None:
     with pytest.raises(ValueError):
         SamplerThread(Counting(), lambda s: None, interval=0)
+
+
+def test_pause_and_resume_keep_one_thread_and_resume_samples_at_once() -> None:
+    thread = SamplerThread(Counting(), lambda s: None, interval=60.0).start()
+    _wait_until(lambda: thread.samples == 1)
+    thread.pause()  # returns without waiting for anything
+    assert thread.paused and thread.running
+    thread.resume()
+    _wait_until(lambda: thread.samples == 2)  # not a minute later: right away
+    assert not thread.paused
+    assert thread.stop() is True
+
+
+def test_a_paused_thread_takes_no_samples_until_resumed() -> None:
+    got: list[dict[str, Any]] = []
+    thread = SamplerThread(Counting(), got.append, interval=0.01).start()
+    _wait_until(lambda: len(got) >= 3)
+    thread.pause()
+    time.sleep(0.05)  # a sample in flight when pausing may still land
+    paused_at = len(got)
+    time.sleep(0.3)
+    assert len(got) == paused_at
+    thread.resume()
+    _wait_until(lambda: len(got) > paused_at)
+    assert thread.stop() is True
+    assert thread.stop() is True  # stopping twice is harmless
+
+
+def test_stop_ends_a_paused_thread() -> None:
+    thread = SamplerThread(Counting(), lambda s: None, interval=0.01).start()
+    thread.pause()
+    assert thread.stop(timeout=2.0) is True and not thread.running
+
+
+def _wait_until(condition: Any, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.005)

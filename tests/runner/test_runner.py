@@ -425,3 +425,17 @@ def test_log_policies_under_a_stalled_store(home: Path, tmp_path: Path, policy: 
     else:
         assert stored == 200001, "block loses nothing"
         assert child_took > 3.0, "under block the workload waits for the store"
+
+
+def test_a_new_run_with_a_parent_an_id_and_a_checkpoint_to_resume_from(home: Path, tmp_path: Path) -> None:
+    parent = flightlog.init(project="t", name="pipeline")
+    parent.finish()
+    ckpt = tmp_path / "ckpt.bin"
+    ckpt.write_text("state")
+    code = "import os; print(os.environ['FLIGHTLOG_RESUME_FROM'])"
+    proc = frun(home, "--parent", parent.id, "--run-id", "step-run-1", "--resume-from", str(ckpt), "--", PY, "-c", code)
+    assert proc.returncode == 0 and proc.stdout.strip() == str(ckpt)
+    run = flightlog.Client().run("step-run-1", exact=True)
+    assert run.parent_id == parent.id and run.status == "succeeded"
+    bad = frun(home, "--resume", "step-run-1", "--run-id", "other", "--", PY, "-c", "pass")
+    assert bad.returncode == 1 and "cannot be combined with --run-id or --resume-from" in bad.stderr

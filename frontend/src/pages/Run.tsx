@@ -11,12 +11,17 @@ import { Artifacts } from "./run/Artifacts";
 import { Logs } from "./run/Logs";
 import { Metrics } from "./run/Metrics";
 import { Overview } from "./run/Overview";
+import { Pipeline } from "./run/Pipeline";
 import { Resources } from "./run/Resources";
 import { Timeline } from "./run/Timeline";
 
 const LABELS: Record<string, string> = {
   overview: "Overview", metrics: "Metrics", logs: "Logs", resources: "Resources", timeline: "Timeline", artifacts: "Artifacts",
+  pipeline: "Pipeline",
 };
+
+/** A pipeline run (a parent run the pipeline controller made) also has the pipeline tab. */
+const isPipeline = (run: Run) => !run.parent_id && run.tags?.pipeline !== undefined;
 
 export function RunPage({ route, query }: { route: Route & { page: "run" }; query: URLSearchParams }) {
   const [run, setRun] = useState<Run | null>(null);
@@ -89,7 +94,7 @@ export function RunPage({ route, query }: { route: Route & { page: "run" }; quer
         </div>
       </div>
       <nav class="tabs" role="tablist" aria-label="run views">
-        {TABS.map((t) => (
+        {TABS.filter((t) => t !== "pipeline" || isPipeline(run)).map((t) => (
           <Link key={t} to={paths.run(run.project, run.id, t)} class={`tab ${t === tab ? "on" : ""}`} role="tab"
             aria-selected={t === tab} data-tab={t}>{LABELS[t]}</Link>
         ))}
@@ -101,6 +106,7 @@ export function RunPage({ route, query }: { route: Route & { page: "run" }; quer
         {tab === "resources" ? <Resources run={run} /> : null}
         {tab === "timeline" ? <Timeline run={run} /> : null}
         {tab === "artifacts" ? <Artifacts run={run} query={query} /> : null}
+        {tab === "pipeline" ? <Pipeline run={run} /> : null}
         {tab === "notfound" ? <p>No such tab. Pick one above.</p> : null}
       </div>
     </div>

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from flightlog.alerts.discovery import FILE_NAME, HOME_FILE_NAME, discover
 from flightlog.alerts.kinds import KINDS
 from flightlog.alerts.notifiers import NOTIFIER_KINDS, Notifier
 from flightlog.alerts.rules import NAME_RE, RESERVED_LABELS, Rule
@@ -31,8 +32,6 @@ from flightlog.query import parse_filter
 
 __all__ = ["Settings", "AlertConfig", "load_config", "parse_config", "discover", "FILE_NAME", "HOME_FILE_NAME"]
 
-FILE_NAME = "flightlog.alerts.yaml"
-HOME_FILE_NAME = "alerts.yaml"
 
 
 @dataclass(frozen=True)
@@ -69,25 +68,6 @@ def load_config(path: str | os.PathLike[str]) -> AlertConfig:
     except (OSError, UnicodeDecodeError) as exc:
         raise InvalidInput(f"cannot read the rules file {p}: {exc}") from None
     return parse_config(text, str(path))
-
-
-def discover(explicit: str | os.PathLike[str] | None = None, *, cwd: Path | None = None,
-             home: Path | None = None) -> Path | None:
-    """The rules file to use: ``explicit``, else ./flightlog.alerts.yaml, else FLIGHTLOG_HOME/alerts.yaml."""
-    if explicit is not None:
-        p = Path(explicit)
-        if not p.is_file():
-            raise NotFound(f"no rules file at {p}")
-        return p
-    here = (cwd or Path.cwd()) / FILE_NAME
-    if here.is_file():
-        return here
-    if home is None:
-        from flightlog.config import Settings as FlightlogSettings
-
-        home = FlightlogSettings.from_env().home
-    at_home = home / HOME_FILE_NAME
-    return at_home if at_home.is_file() else None
 
 
 def parse_config(text: str, source: str = "<rules>") -> AlertConfig:

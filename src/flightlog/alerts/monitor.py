@@ -98,12 +98,14 @@ def start_monitor(run: Any, alerts: str | Path | None = None, *, say: Callable[[
 
 
 def _start(run: Any, alerts: str | Path | None, say: Callable[[str], None]) -> Monitor:
-    from flightlog.alerts.config import discover, load_config
+    from flightlog.alerts.discovery import discover
 
     settings = run.settings
     path = discover(alerts, home=settings.home)
     if path is None:
         return NullMonitor()
+    from flightlog.alerts.config import load_config  # the rule kinds: loaded only with a rules file
+
     config = load_config(path)
     if not config.rules:
         return NullMonitor()

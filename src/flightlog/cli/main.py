@@ -68,6 +68,7 @@ def _register() -> None:
         ("flightlog.alerts.cli", "alerts_group"),
         ("flightlog.importers.cli", "import_group"),
         ("flightlog.sweeps.cli", "sweep_cmd"),
+        ("flightlog.pipeline.cli", "pipeline_group"),
     ):
         try:
             if importlib.util.find_spec(module) is None:

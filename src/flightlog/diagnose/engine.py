@@ -112,6 +112,12 @@ def diagnose_run(
 ) -> dict[str, Any]:
     """The diagnosis report of ``run`` (see the module docstring for its shape)."""
     info = client.run(run if isinstance(run, str) else run.id)
+    if info.parent_id is None and "pipeline" in info.tags and baseline is None:  # a pipeline: its failing step's cause
+        from flightlog.pipeline.diagnosis import diagnose_pipeline
+
+        pipeline_report = diagnose_pipeline(client, info.id)
+        if pipeline_report is not None:
+            return pipeline_report
     ev = RunEvidence(client, info, thresholds or thresholds_for(client, info.project, cwd))
     ctx = Context(ev)
     if baseline is not None:

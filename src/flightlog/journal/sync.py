@@ -2,27 +2,37 @@
 
 Safe to run at any time and any number of times: ingest is idempotent on (run, writer, seq),
 so records shipped twice are counted once. A damaged tail is reported and skipped; every
-record before it is shipped. A writer that ended cleanly and is fully shipped has its journal
-removed; the owner's journal of a run whose process died without an end record marks the run
-``crashed`` (``end_reason: lost``).
+record before it is shipped. Each record passes the same check as the server's ingest
+(`flightlog.recordcheck`): a bad one is skipped and reported, never the batch around it.
+
+A journal is removed once it has nothing left to give: its writer ended cleanly, or its
+process is gone, and every record was shipped; or it holds no record at all. The owner's
+journal of a run whose process died without an end record marks the run ``crashed``
+(``end_reason: lost``) first. A store that cannot take the records (a full disk) stops the
+sync with that error; what was shipped before it is marked, and the rest stays in the journal.
 """
 
 from __future__ import annotations
 
-import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from flightlog.errors import StoreUnavailable
 from flightlog.journal.files import JournalFile, list_journals
 from flightlog.journal.format import read_records
+from flightlog.journal.liveness import process_alive
+from flightlog.recordcheck import Bad, check_record
 from flightlog.store.base import Store
 
 __all__ = ["SyncReport", "sync"]
 
 BATCH_RECORDS = 2000
+# a journal with no record yet is left alone this long: its writer may be between creating
+# the file and its first append
+EMPTY_GRACE_S = 10.0
 
 
 @dataclass
@@ -76,38 +86,61 @@ def _sync_one(journal: JournalFile, store: Store, report: SyncReport, *, keep: b
     result = read_records(data)
     if result.damage is not None:
         report.damaged.append(result.damage.describe(str(journal.path)))
+    if not result.records:
+        if result.damage is None and not keep and _idle(journal, EMPTY_GRACE_S):
+            journal.remove()  # nothing to ship, and no writer is coming back to it
+            report.removed += 1
+        return
     offset = journal.shipped_offset()
     todo = [(end, rec) for end, rec in result.records if end > offset]
     for start in range(0, len(todo), BATCH_RECORDS):
         batch = todo[start : start + BATCH_RECORDS]
-        outcome = store.ingest([rec for _, rec in batch])
-        report.records_shipped += outcome.applied
-        report.duplicates += outcome.duplicates
-        report.skipped.extend(outcome.skipped)
-        journal.mark_shipped(batch[-1][0])
+        _ship(journal, store, [rec for _, rec in batch], report)
+        _mark_shipped(journal, batch[-1][0])
     records = [rec for _, rec in result.records]
     ended = any(r.get("k") == "writer_end" for r in records)
     header = next((r for r in records if r.get("k") == "writer"), None)
-    alive = header is not None and _writer_alive(header)
-    if ended and result.damage is None and not keep:
+    alive = not ended and header is not None and process_alive(header.get("pid"), header.get("t"), header.get("host"))
+    if alive:
+        report.active += 1
+        return
+    if not ended and header is not None and header.get("owner"):
+        _mark_lost(store, journal.run_id, records, report)
+    if result.damage is None and not keep:
         journal.remove()
         report.removed += 1
-    elif alive:
-        report.active += 1
-    elif header is not None and header.get("owner") and not ended:
-        _mark_lost(store, journal.run_id, records, report)
 
 
-def _writer_alive(header: dict[str, Any]) -> bool:
-    if header.get("host") != socket.gethostname():
-        return True  # another machine's process: we cannot tell, so assume it lives
-    import psutil
+def _ship(journal: JournalFile, store: Store, records: list[dict[str, Any]], report: SyncReport) -> None:
+    good = []
+    for rec in records:
+        try:
+            check_record(rec)
+        except Bad as exc:
+            seq = rec.get("s") if isinstance(rec, dict) else None
+            report.skipped.append(f"{journal.path.name}: record {seq!r}: {exc}")
+            continue
+        good.append(rec)
+    outcome = store.ingest(good)
+    report.records_shipped += outcome.applied
+    report.duplicates += outcome.duplicates
+    report.skipped.extend(outcome.skipped)
 
-    pid, started = header.get("pid"), header.get("t")
+
+def _mark_shipped(journal: JournalFile, offset: int) -> None:
     try:
-        proc = psutil.Process(int(pid or 0))
-        return not (started is not None and proc.create_time() > float(started) + 1)
-    except (psutil.NoSuchProcess, psutil.AccessDenied, ValueError):
+        journal.mark_shipped(offset)
+    except OSError as exc:  # the records are in the store; a later sync re-sends them, counted once
+        raise StoreUnavailable(
+            f"cannot record what was shipped from {journal.path} ({exc.strerror or exc}); "
+            "free space on that disk and run `flightlog sync` again (records already shipped are not duplicated)"
+        ) from exc
+
+
+def _idle(journal: JournalFile, seconds: float) -> bool:
+    try:
+        return journal.path.stat().st_mtime < time.time() - seconds
+    except FileNotFoundError:
         return False
 
 
@@ -118,6 +151,6 @@ def _mark_lost(store: Store, run_id: str, records: list[dict[str, Any]], report:
         return
     if run.is_finished:
         return
-    last = max((float(r.get("t", 0)) for r in records), default=time.time())
+    last = max((float(r["t"]) for r in records if isinstance(r.get("t"), (int, float))), default=time.time())
     store.update_run(run_id, status="crashed", end_reason="lost", ended=last)
     report.crashed_runs.append(run_id)

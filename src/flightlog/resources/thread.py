@@ -5,6 +5,10 @@ Why these rules: the thread lives inside the runner and inside training processe
 daemon; it waits on an Event so `stop` returns at once rather than after a sleep; it ticks on
 a fixed schedule (no drift, missed ticks skipped rather than bunched); and any exception from
 sampling or from the callback is caught, counted, and reported once on stderr.
+
+`pause` and `resume` let one thread serve many short-lived consumers (the SDK's runs): a
+paused thread waits without sampling and without a timer, and resuming it costs no new
+thread, no new sampler and no join, which a sweep of a thousand short runs would feel.
 """
 
 from __future__ import annotations
@@ -43,6 +47,8 @@ class SamplerThread:
         self.errors = 0
         self.last_error: BaseException | None = None
         self._stop = threading.Event()
+        self._wake = threading.Event()  # stop, pause or resume asked: look at the flags again
+        self._paused = False
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
 
     @property
@@ -56,9 +62,25 @@ class SamplerThread:
     def stop(self, timeout: float = 2.0) -> bool:
         """Ask the thread to end and wait up to ``timeout`` s; True when it has ended."""
         self._stop.set()
+        self._wake.set()
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout)
         return not self._thread.is_alive()
+
+    @property
+    def paused(self) -> bool:
+        return self._paused
+
+    def pause(self) -> None:
+        """Stop sampling until `resume`, without waiting: a sample in flight still completes."""
+        self._paused = True
+        self._wake.set()
+
+    def resume(self) -> None:
+        """Sample again, the first sample right away; a no-op when not paused."""
+        if self._paused:
+            self._paused = False
+            self._wake.set()
 
     def __enter__(self) -> SamplerThread:
         return self.start()
@@ -86,12 +108,23 @@ class SamplerThread:
                     pass
 
     def _run(self) -> None:
+        # The flags are set before `_wake` and read after it is cleared, so no request is lost.
+        while True:
+            self._wake.clear()
+            if self._stop.is_set():
+                return
+            if self._paused:
+                self._wake.wait()
+            else:
+                self._sample_until_woken()
+
+    def _sample_until_woken(self) -> None:
         start = time.monotonic()
         tick = 0
-        while not self._stop.is_set():
+        while True:
             self._tick()
             # Next tick on the fixed grid start + k*interval; skip ticks already missed.
             elapsed = time.monotonic() - start
             tick = max(tick + 1, int(elapsed / self.interval) + 1)
-            if self._stop.wait(max(0.0, start + tick * self.interval - time.monotonic())):
+            if self._wake.wait(max(0.0, start + tick * self.interval - time.monotonic())):
                 return

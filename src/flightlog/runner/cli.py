@@ -34,17 +34,20 @@ __all__ = ["run_cmd"]
 @click.option("--max-line-bytes", type=click.IntRange(min=256), default=65536, show_default=True, help="Longer lines are stored truncated (with a marker).")
 @click.option("--queued-at", metavar="TIME", envvar="FLIGHTLOG_QUEUED_AT", help="When a scheduler queued this job (ISO-8601 or epoch seconds), for queue wait.")
 @click.option("--resume", metavar="RUN", help="Start a new attempt of RUN with FLIGHTLOG_RESUME_FROM set to its last checkpoint.")
+@click.option("--resume-from", "resume_from", metavar="PATH", help="Start a new run with FLIGHTLOG_RESUME_FROM set to this checkpoint.")
+@click.option("--parent", metavar="RUN", help="Record the run as a child of RUN (a pipeline's steps, a sweep's trials).")
+@click.option("--run-id", "run_id", metavar="ID", help="The new run's id (default: a fresh one); a caller that must know it beforehand sets it.")
 @click.option("--redact", multiple=True, metavar="REGEX", help="Also redact what matches this pattern from stored logs; repeatable.")
 @click.option("--alerts", "alerts", metavar="FILE", help="Alert rules to evaluate live (default: ./flightlog.alerts.yaml, else FLIGHTLOG_HOME/alerts.yaml; docs/alerting.md).")
-@click.option("--parent", metavar="RUN", help="Make this run a child of RUN (full id): a sweep's trial, a pipeline's step.")
 @click.option("--log-metrics/--no-log-metrics", "log_metrics", default=True, show_default=True,
               help="Read metrics from progress lines (step=10 loss=0.5; FLIGHTLOG_LOG_METRICS=0 also turns it off). A name the workload logs with the SDK is never read from lines.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def run_cmd(log_metrics: bool, project: str | None, name: str | None, params: tuple[str, ...], tags: tuple[str, ...], timeout: str | None,
             kill_grace: str, retries: int, retry_on: tuple[str, ...], retry_delay: str, memory_limit: str | None,
             memory_limit_mode: str, sample_interval: str, log_policy: str, max_log_rate: float | None,
-            max_line_bytes: int, queued_at: str | None, resume: str | None, redact: tuple[str, ...],
-            alerts: str | None, parent: str | None, command: tuple[str, ...]) -> None:
+            max_line_bytes: int, queued_at: str | None, resume: str | None, resume_from: str | None,
+            parent: str | None, run_id: str | None, redact: tuple[str, ...],
+            alerts: str | None, command: tuple[str, ...]) -> None:
     """Run CMD and attach its logs, resources, exit and failure to a run.
 
     \b
@@ -84,9 +87,11 @@ def run_cmd(log_metrics: bool, project: str | None, name: str | None, params: tu
         max_line_bytes=max_line_bytes,
         queued_at=_queued(queued_at),
         resume=resume,
+        resume_from=resume_from,
+        parent=parent,
+        run_id=run_id,
         redact=redact,
         alerts=alerts,
-        parent=parent,
         log_metrics=log_metrics,
     )
     from flightlog.runner.runner import Runner

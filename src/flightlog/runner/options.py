@@ -39,9 +39,11 @@ class RunnerOptions:
     max_line_bytes: int = 65536
     queued_at: float | None = None
     resume: str | None = None
+    resume_from: str | None = None  # a checkpoint path handed to the workload (pipelines' retries)
+    parent: str | None = None  # the parent run (a pipeline's step runs under the pipeline run)
+    run_id: str | None = None  # the id of the new run, chosen by the caller (a pipeline controller)
     redact: tuple[str, ...] = ()
     alerts: str | None = None  # a rules file (else flightlog.alerts.yaml, else FLIGHTLOG_HOME/alerts.yaml)
-    parent: str | None = None  # the run this one is a child of (a sweep, a pipeline)
     log_metrics: bool = True  # read metrics from progress lines (FLIGHTLOG_LOG_METRICS=0 also turns it off)
 
     def __post_init__(self) -> None:
@@ -60,6 +62,8 @@ class RunnerOptions:
             raise InvalidInput("--sample-interval must be greater than 0")
         if self.timeout is not None and self.timeout <= 0:
             raise InvalidInput("--timeout must be greater than 0")
+        if self.resume and (self.run_id or self.resume_from):
+            raise InvalidInput("--resume continues RUN itself: it cannot be combined with --run-id or --resume-from")
         if self.max_log_rate is not None and self.max_log_rate <= 0:
             raise InvalidInput("--max-log-rate must be greater than 0 lines per second")
 

@@ -32,7 +32,7 @@ from flightlog.sdk.redaction import pattern_files
 from flightlog.sdk.shipper import shipper
 from flightlog.timefmt import format_duration
 
-__all__ = ["Runner", "AttemptResult"]
+__all__ = ["Runner", "AttemptResult", "last_checkpoint"]
 
 _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _ADOPT_INTERVAL = 1.0  # seconds between looks for the workload's orphans while it runs
@@ -103,15 +103,15 @@ class Runner:
         self._install_signals()
         self._subreaper = become_subreaper()  # the workload's orphans come to us, not to init
         opts = self.opts
-        resume_from = None
-        run_id = None
+        resume_from = opts.resume_from
+        run_id = opts.run_id
         if opts.resume:
             run_id, resume_from = self._resume_point(opts.resume)
         # a resumed run keeps its name (diagnose finds its baseline by it) unless --name renames it
-        name = opts.name if run_id else (opts.name or _default_name(opts.command))
+        name = opts.name if opts.resume else (opts.name or _default_name(opts.command))
         run = flightlog.init(
             project=opts.project, name=name, params=opts.params or None,
-            tags=opts.tags or None, id=run_id, resume=bool(run_id), resources=False, parent=opts.parent,
+            tags=opts.tags or None, id=run_id, resume=bool(opts.resume), resources=False, parent=opts.parent,
         )
         self.run = run
         if opts.log_metrics and run.settings.log_metrics:
@@ -150,16 +150,11 @@ class Runner:
         client = flightlog.Client()
         try:
             info = client.run(ref)
-            checkpoints = [a for a in client.artifacts(info.id) if a.kind == "checkpoint"]
+            path = last_checkpoint(client, [info.id])
         finally:
             client.close()
-        if not checkpoints:
+        if path is None:
             say(f"run {info.id[:12]} has no checkpoint recorded; the new attempt starts from scratch")
-            return info.id, None
-        last = max(checkpoints, key=lambda a: (a.step if a.step is not None else -1, a.time))
-        path = last.source or ""
-        if last.uri and last.uri.startswith("cas:"):
-            path = str(flightlog.Client().artifact_store.path_of(last.uri))
         return info.id, path
 
     def _config_evidence(self) -> dict[str, Any]:
@@ -471,6 +466,19 @@ class Runner:
         tries = f" after {len(results)} attempts" if len(results) > 1 else ""
         say(f"run {run.id} {o.status}{detail} in {took}{tries}")
         return o.exit_code
+
+
+def last_checkpoint(client: Any, run_ids: list[str]) -> str | None:
+    """The path of the latest checkpoint recorded on these runs (highest step, then latest), or None.
+
+    ``flightlog run --resume`` hands it to the new attempt; a pipeline hands it to a step's retry."""
+    checkpoints = [a for run_id in run_ids for a in client.artifacts(run_id) if a.kind == "checkpoint"]
+    if not checkpoints:
+        return None
+    last = max(checkpoints, key=lambda a: (a.step if a.step is not None else -1, a.time))
+    if last.uri and last.uri.startswith("cas:"):
+        return str(client.artifact_store.path_of(last.uri))
+    return str(last.source or "")
 
 
 def _classify(outcome: Outcome, returncode: int, timed_out: bool, oom_killed: bool,

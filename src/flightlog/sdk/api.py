@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from flightlog.config import Settings, rank_from_env
-from flightlog.errors import Conflict, FlightlogError, InvalidInput, NotFound
+from flightlog.errors import Conflict, FlightlogError, InvalidInput, NotFound, StoreUnavailable
 from flightlog.ids import RUN_ID_RE, new_run_id
 from flightlog.sdk.run import Run
 from flightlog.sdk.shipper import shipper
@@ -77,8 +77,15 @@ def init(
 
     attempt = settings.attempt
     existing = None
+    unknown = False  # the store could not say whether the run exists: journal now, ship later
     if not attach and id is not None:
-        existing = _existing_run(settings, run_id)
+        try:
+            existing = _existing_run(settings, run_id)
+        except StoreUnavailable as exc:
+            unknown = True
+            warn(f"cannot look run {run_id} up in the store ({exc}); recording it anyway: its records are "
+                 "journaled and shipped when the store is back (or by `flightlog sync`)"
+                 + ("; its attempt number is kept as the store has it" if resume else ""))
         if existing is not None and not resume:
             raise Conflict(
                 f"run {run_id} already exists (status {existing.status}): pass resume=True to continue it, "
@@ -100,7 +107,9 @@ def init(
             "host": socket.gethostname(), "pid": os.getpid(), "owner": writer.writer_id,
             "ended": None, "end_reason": None, "exit_code": None, "signal": None,
         }
-        if existing is None:
+        if unknown:
+            del fields["attempt"]  # the store's attempt stands: this process cannot know it
+        elif existing is None:
             fields["created"] = now
         if parent_id:
             fields["parent_id"] = parent_id
@@ -139,6 +148,8 @@ def _existing_run(settings: Settings, run_id: str) -> Any:
 
     try:
         client = Client(settings=settings)
+    except StoreUnavailable:
+        raise
     except FlightlogError:
         return None
     try:
@@ -172,13 +183,20 @@ def _queued_at(text: str) -> float | None:
         return None
 
 
-def _process_start() -> float:
-    try:
-        import psutil
+_started: tuple[int, float] | None = None  # (pid, start time): one lookup per process, not per run
 
-        return float(psutil.Process().create_time())
-    except Exception:
-        return time.time()
+
+def _process_start() -> float:
+    global _started
+    pid = os.getpid()
+    if _started is None or _started[0] != pid:
+        try:
+            import psutil
+
+            _started = (pid, float(psutil.Process().create_time()))
+        except Exception:
+            return time.time()
+    return _started[1]
 
 
 def _forget(run: Run) -> None:
@@ -239,11 +257,15 @@ def _snapshot() -> list[Run]:
 
 
 def _at_exit() -> None:
+    """Finish what is still active (shipping its last records), then close the transports."""
     for run in _snapshot():
         try:
             run.finish()
         except Exception as exc:
             warn(f"could not finish run {run.id[:12]} at exit: {exc}")
+    from flightlog.sdk.sink import close_sinks
+
+    close_sinks()
 
 
 def _on_sigterm(signum: int, frame: Any) -> None:
@@ -254,3 +276,17 @@ def _on_sigterm(signum: int, frame: Any) -> None:
             pass
     _signal.signal(_signal.SIGTERM, _signal.SIG_DFL)
     os.kill(os.getpid(), _signal.SIGTERM)
+
+
+def _after_fork_in_child() -> None:
+    """A forked child (a data-loader worker, a plain ``os.fork()``) only *attaches* to the
+    runs of its parent: what it logs lands on them through its own writer, its ``finish()`` (or
+    its exit) flushes that writer, and the parent alone sets their status."""
+    global _active_lock
+    _active_lock = threading.Lock()
+    for run in _active:
+        run.owner = False
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -55,24 +55,46 @@ def _as_mapping(params: Any) -> Mapping[str, Any]:
     raise TypeError(f"params must be a mapping (dict, argparse.Namespace), got {type(params).__name__}")
 
 
+# Steps are stored as int64; the top value is kept free so the automatic next step fits too.
+_STEP_MIN = -(2**63)
+_STEP_MAX = 2**63 - 2
+
+
 def _coerce_metrics(data: Mapping[str, Any]) -> dict[str, float]:
+    """The slow path of ``log``: names checked, every value made a float the store can hold."""
     out: dict[str, float] = {}
     for key, value in data.items():
         if not isinstance(key, str):
             raise TypeError(f"metric names must be strings, got {key!r} ({type(key).__name__})")
-        kind = type(value)
-        if kind is float or kind is int:
+        if type(value) is float:
             out[key] = value
-            continue
-        if value is None or isinstance(value, (str, bytes, bytearray)):
-            raise TypeError(f"metric {key!r} must be a number, got {kind.__name__}: {value!r:.60}")
-        try:
-            out[key] = float(value)  # bool, numpy scalars, 0-d tensors, Decimal
-        except Exception:
-            raise TypeError(
-                f"metric {key!r} must be a number (or a one-element array/tensor), got {kind.__name__}: {value!r:.60}"
-            ) from None
+        else:
+            out[key] = _metric_value(key, value)
     return out
+
+
+def _metric_value(key: str, value: Any) -> float:
+    kind = type(value).__name__
+    if value is None or isinstance(value, (str, bytes, bytearray)):
+        raise TypeError(f"metric {key!r} must be a number, got {kind}: {value!r:.60}")
+    if getattr(value, "ndim", 0):  # a numpy array or a tensor: its one element, if it has one
+        try:
+            value = value.item()
+        except Exception:
+            shape = tuple(getattr(value, "shape", ()))
+            raise TypeError(
+                f"metric {key!r} must be a number or a one-element array/tensor, got {kind} of shape {shape}"
+            ) from None
+    try:
+        return float(value)  # int, bool, numpy scalars and 0-d arrays, 0-d tensors, Decimal, Fraction
+    except OverflowError:
+        raise ValueError(
+            f"metric {key!r} is too large for a 64-bit float: {value!r:.60}; log it scaled or as a log value"
+        ) from None
+    except Exception:
+        raise TypeError(
+            f"metric {key!r} must be a number or a one-element array/tensor, got {kind}: {value!r:.60}"
+        ) from None
 
 
 class Run:
@@ -130,22 +152,22 @@ class Run:
     def log(self, data: Mapping[str, Any], step: int | None = None) -> None:
         """Record metric values at a step (default: one past the last step). Costs ~1 µs.
 
-        Raises TypeError at the call site for a value that is not a number; NaN and ±inf
-        are stored (and flagged on read).
+        Raises TypeError (ValueError for a number out of range) at the call site, naming the
+        key, for a value that is not a number; a numpy array or tensor of one element counts as
+        its element. NaN and ±inf are stored (and flagged on read). Steps are 64-bit integers.
         """
         if step is None:
             step = self._step
-        elif type(step) is not int:
+        elif type(step) is not int or not _STEP_MIN <= step <= _STEP_MAX:
             step = _check_step(step)
-        if step >= self._step:
-            self._step = step + 1
         for value in data.values():
-            kind = type(value)
-            if kind is not float and kind is not int:
+            if type(value) is not float:  # ints too: one that overflows a float must fail here
                 values = _coerce_metrics(data)
                 break
         else:
             values = dict(data)
+        if step >= self._step:
+            self._step = step + 1
         metrics = self._metrics
         if len(metrics) >= self._limit and self._full():
             return
@@ -453,7 +475,10 @@ def check_name(name: Any) -> str:
 def _check_step(step: Any) -> int:
     if isinstance(step, bool) or not hasattr(step, "__index__"):
         raise TypeError(f"step must be an integer, got {type(step).__name__}: {step!r:.40}")
-    return int(step.__index__())
+    value = int(step.__index__())
+    if not _STEP_MIN <= value <= _STEP_MAX:
+        raise ValueError(f"step {value} is out of range: steps are 64-bit integers, from {_STEP_MIN} to {_STEP_MAX}")
+    return value
 
 
 def _user() -> str | None:

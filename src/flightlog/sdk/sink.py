@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from flightlog.config import Settings
 from flightlog.store.base import IngestResult
 
-__all__ = ["Sink", "open_sink"]
+__all__ = ["Sink", "open_sink", "close_sinks"]
 
 
 class Sink(Protocol):
@@ -34,6 +34,18 @@ def open_sink(settings: Settings) -> Sink:
         if sink is None:
             sink = _sinks[key] = _build(settings)
         return sink
+
+
+def close_sinks() -> None:
+    """Close every sink of this process (at exit, once the runs' last records are shipped)."""
+    with _lock:
+        sinks = list(_sinks.values())
+        _sinks.clear()
+    for sink in sinks:
+        try:
+            sink.close()
+        except Exception:
+            pass
 
 
 def _build(settings: Settings) -> Sink:

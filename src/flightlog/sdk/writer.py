@@ -10,6 +10,8 @@ for the next flush or ``flightlog sync``; what reaches neither is dropped, count
 
 from __future__ import annotations
 
+import os
+import socket
 import sys
 import threading
 import time
@@ -19,7 +21,7 @@ from typing import Any, Protocol
 
 from flightlog.config import Settings
 from flightlog.ids import new_writer_id
-from flightlog.journal import JournalWriter, encode_records
+from flightlog.journal import JournalWriter, encode_record, encode_records
 from flightlog.journal.format import MAGIC, read_records
 from flightlog.logevents import LogBatch
 from flightlog.records import encode_series, log_chunk_payload
@@ -91,11 +93,18 @@ class RunWriter:
         self.stats = {"records": 0, "points": 0, "dropped": 0, "journal_errors": 0, "ship_errors": 0}
         self._warned: set[str] = set()
         self._sink: Sink | None = None
+        # records written only together with records of this writer's own (see `_collect`)
+        self._preamble: list[dict[str, Any]] = []
         self.journal: JournalWriter | None = None
+        self._journal_due = True  # opened on the first append: a writer that records nothing leaves no file
+        self._forked_from: int | None = None  # the parent's pid, in a forked child
+
+    def _open_journal(self) -> None:
+        self._journal_due = False
         try:
-            self.journal = JournalWriter(settings.home, run_id, self.writer_id)
+            self.journal = JournalWriter(self.settings.home, self.run_id, self.writer_id)
         except OSError as exc:
-            self._warn_once("journal", f"cannot write the journal under {settings.home} ({exc}); "
+            self._warn_once("journal", f"cannot write the journal under {self.settings.home} ({exc}); "
                             "records go straight to the store when it can be reached, else they are dropped and counted")
 
     # ── buffers (any thread) ─────────────────────────────────────────────────
@@ -122,13 +131,6 @@ class RunWriter:
     def _collect(self, final: bool) -> list[dict[str, Any]]:
         now = time.time()
         out: list[dict[str, Any]] = []
-        if not self._context_sent:
-            self._context_sent = True
-            try:
-                ctx = process_context(self.settings.env_allow)
-            except Exception as exc:  # context is evidence, never a reason to fail
-                ctx = {"error": repr(exc)}
-            out.append({"k": "context", "t": now, "data": ctx})
         while self.records:
             out.append(self.records.popleft())
         n = len(self.metrics)
@@ -149,23 +151,56 @@ class RunWriter:
         if self._counters:
             counters, self._counters = self._counters, {}
             out.append({"k": "counters", "t": now, "data": counters})
+        if out and (self._preamble or not self._context_sent):
+            # the writer's header and its process's context go with its first records, never
+            # alone: a process forked only to exec another program writes nothing at all
+            first, self._preamble = self._preamble, []
+            if not self._context_sent:
+                self._context_sent = True
+                first.append({"k": "context", "t": now, "data": self._context()})
+            out[:0] = first
         return out
+
+    def _context(self) -> dict[str, Any]:
+        if self._forked_from is not None:
+            # a forked child shares its parent's packages, code and host (the parent's writer
+            # records them); computing them here could deadlock on a lock or an import that a
+            # parent thread held at the fork
+            return {"forked_from": self._forked_from, "pid": os.getpid(), "command": list(sys.argv),
+                    "cwd": os.getcwd()}
+        try:
+            return process_context(self.settings.env_allow)
+        except Exception as exc:  # context is evidence, never a reason to fail
+            return {"error": repr(exc)}
 
     def _metrics_record(self, n: int, now: float) -> dict[str, Any]:
         popleft = self.metrics.popleft
         series: dict[str, tuple[array, array, array]] = {}
         points = 0
+        refused = 0
         for _ in range(n):
             step, t, data = popleft()
             for name, value in data.items():
                 cols = series.get(name)
                 if cols is None:
                     cols = series[name] = (array("q"), array("d"), array("d"))
-                cols[0].append(step)
-                cols[1].append(t)
-                cols[2].append(value)
+                try:
+                    cols[2].append(value)
+                    cols[1].append(t)
+                    cols[0].append(step)
+                except (OverflowError, TypeError):
+                    # `Run.log` refuses these at the call; a point that got past it (another
+                    # caller of the buffer) is dropped alone, never the batch around it
+                    del cols[2][len(cols[0]):], cols[1][len(cols[0]):]
+                    refused += 1
             points += len(data)
+        points -= refused
         self.stats["points"] += points
+        if refused:
+            self.stats["dropped"] += refused
+            self.count("dropped_bad_points", refused)
+            self._warn_once("bad-point", f"run {self.run_id[:12]}: {refused} metric point(s) with a step or value "
+                                         "that does not fit 64 bits were dropped")
         return {
             "k": "metrics",
             "t": now,
@@ -193,11 +228,34 @@ class RunWriter:
                 self._ship()
             self._trim_pending()
 
+    def _encode(self, records: list[dict[str, Any]]) -> bytes:
+        """The records framed for the journal; one that cannot be encoded is dropped alone
+        (removed from ``records``, counted, reported), never the batch around it."""
+        try:
+            return encode_records(records)
+        except (TypeError, ValueError, OverflowError):
+            pass
+        parts, kept = [], []
+        for rec in records:
+            try:
+                parts.append(encode_record(rec))
+            except (TypeError, ValueError, OverflowError) as exc:
+                self.stats["dropped"] += 1
+                self._warn_once(f"encode:{rec.get('k')}", f"run {self.run_id[:12]}: a {rec.get('k')} record "
+                                                          f"could not be encoded and was dropped ({exc})")
+            else:
+                kept.append(rec)
+        records[:] = kept
+        return b"".join(parts)
+
     def _journal_append(self, records: list[dict[str, Any]]) -> None:
+        if self._journal_due:
+            self._open_journal()
+        data = self._encode(records)
         if self.journal is None:
             return
         try:
-            self._pending_end = self.journal.append(encode_records(records))
+            self._pending_end = self.journal.append(data)
         except OSError as exc:
             self.stats["journal_errors"] += 1
             self._warn_once("journal-write", f"cannot append to the journal {self.journal.path} ({exc})")
@@ -282,8 +340,14 @@ class RunWriter:
     def close(self, *, remove_journal_if_shipped: bool) -> None:
         """Final flush; the journal is removed when everything reached the store (and not asked to keep)."""
         self.add_record("writer_end")
-        self.flush(final=True)
-        self._drain()
+        try:
+            self.flush(final=True)
+            self._drain()
+            clean = True
+        except Exception as exc:  # an internal error: keep the journal, `flightlog sync` retries it
+            clean = False
+            warn(f"run {self.run_id[:12]}: internal error while saving the last records ({exc!r}); "
+                 "the journal is kept for `flightlog sync`")
         with self._flush_lock:
             self.closed = True
             if self._pending and self.journal is None:  # in no journal and in no store: lost
@@ -293,7 +357,7 @@ class RunWriter:
                 warn(f"run {self.run_id[:12]}: {self.stats['dropped']} records could not be saved (see the warnings above)")
             if self.journal is not None:
                 shipped = self.online and not self._pending and not self._spilled
-                self.journal.close(remove=shipped and remove_journal_if_shipped and not self.settings.keep_journal)
+                self.journal.close(remove=clean and shipped and remove_journal_if_shipped and not self.settings.keep_journal)
                 if not shipped and self.online:
                     warn(f"run {self.run_id[:12]}: some records are only in the journal; run `flightlog sync` to ship them")
 
@@ -312,7 +376,12 @@ class RunWriter:
                 self._ship()
 
     def reset_after_fork(self) -> None:
-        """A forked child must not reuse its parent's writer id, sequence numbers or file."""
+        """A forked child must not reuse its parent's writer id, sequence numbers, buffers or file.
+
+        Nothing is written here: this also runs in a child that ``subprocess`` forks only to
+        exec another program (``preexec_fn``, as ``flightlog run`` does). The child's journal is
+        opened, and its header written, with the first records the child makes itself.
+        """
         self.writer_id = new_writer_id()
         self._seq = 0
         self._pending = []
@@ -320,15 +389,20 @@ class RunWriter:
         self._spilled = False
         self.metrics.clear()
         self.records.clear()
+        self.resources.clear()
+        self.stages = StageAggregator(self.attempt)
+        self._counters = {}
+        self.stats = dict.fromkeys(self.stats, 0)
         self._logs = LogBatch()
         self._logs_lock = threading.Lock()
         self._flush_lock = threading.RLock()
         self._sink = None
         self._context_sent = False
-        try:
-            self.journal = JournalWriter(self.settings.home, self.run_id, self.writer_id)
-        except OSError:
-            self.journal = None
+        self.journal = None  # the parent's descriptor stays the parent's
+        self._journal_due = True
+        self._forked_from = os.getppid()
+        self._preamble = [{"k": "writer", "t": time.time(), "host": socket.gethostname(), "pid": os.getpid(),
+                           "owner": False, "attempt": self.attempt, "forked": True}]
 
     def _warn_once(self, key: str, message: str) -> None:
         if key not in self._warned:

@@ -21,7 +21,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse
 
 from flightlog.errors import InvalidInput, NotFound
-from flightlog.store.artifacts import LocalArtifactStore
+from flightlog.store.artifacts import LocalArtifactStore, check_artifact_path
 from flightlog.transport.wire import PayloadTooLarge
 
 __all__ = ["BlobStore", "DigestMismatch", "check_digest", "check_artifact_path", "download_headers"]
@@ -39,24 +39,6 @@ def check_digest(digest: str) -> str:
     if not _DIGEST.match(digest):
         raise InvalidInput(f"{digest[:80]!r} is not a SHA-256 digest: 64 lowercase hex characters")
     return digest
-
-
-def check_artifact_path(path: str) -> str:
-    """An artifact's name under its run: relative, no ``..``, no empty or ``.`` parts, no control characters."""
-    problem = None
-    if not path or len(path) > 1024:
-        problem = "must have 1 to 1024 characters"
-    elif any(ord(c) < 32 or ord(c) == 127 for c in path):
-        problem = "contains control characters"
-    elif "\\" in path:
-        problem = "contains a backslash: use '/' between directories"
-    elif path.startswith("/") or re.match(r"^[A-Za-z]:", path):
-        problem = "is absolute: name it relative to the run"
-    elif any(part in ("", ".", "..") for part in path.split("/")):
-        problem = "has an empty, '.' or '..' part: artifact paths cannot leave their run"
-    if problem:
-        raise InvalidInput(f"artifact path {path[:200]!r} {problem}", details={"path": path[:1024]})
-    return path
 
 
 def download_headers(name: str) -> dict[str, str]:

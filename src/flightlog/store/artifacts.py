@@ -9,16 +9,38 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from flightlog.errors import NotFound
+from flightlog.errors import InvalidInput, NotFound
 
-__all__ = ["LocalArtifactStore", "hash_file"]
+__all__ = ["LocalArtifactStore", "check_artifact_path", "hash_file"]
 
 _CHUNK = 1 << 20
+
+
+def check_artifact_path(path: str) -> str:
+    """An artifact's name under its run: relative, no ``..``, no empty or ``.`` parts, no control characters.
+
+    Here, not in the server, because every path into a store passes it: the server's routes,
+    its ingest and ``flightlog sync`` (through `flightlog.recordcheck`)."""
+    problem = None
+    if not path or len(path) > 1024:
+        problem = "must have 1 to 1024 characters"
+    elif any(ord(c) < 32 or ord(c) == 127 for c in path):
+        problem = "contains control characters"
+    elif "\\" in path:
+        problem = "contains a backslash: use '/' between directories"
+    elif path.startswith("/") or re.match(r"^[A-Za-z]:", path):
+        problem = "is absolute: name it relative to the run"
+    elif any(part in ("", ".", "..") for part in path.split("/")):
+        problem = "has an empty, '.' or '..' part: artifact paths cannot leave their run"
+    if problem:
+        raise InvalidInput(f"artifact path {path[:200]!r} {problem}", details={"path": path[:1024]})
+    return path
 
 
 def hash_file(path: str | os.PathLike[str]) -> tuple[str, int]:

@@ -38,7 +38,9 @@ def _version() -> str:
 
 
 class Connection:
-    def __init__(self, url: str, token: str | None, *, timeout: float = 60.0, retries: int = 2) -> None:
+    def __init__(
+        self, url: str, token: str | None, *, timeout: float = 60.0, retries: int = 2, close_at_exit: bool = True
+    ) -> None:
         parsed = urlparse(url)
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
             raise InvalidInput(
@@ -56,8 +58,12 @@ class Connection:
             timeout=httpx.Timeout(timeout, connect=5.0),
             follow_redirects=False,
         )
-        # a Client that is never closed must not leave sockets behind for the GC to warn about
+        # a Client that is never closed must not leave sockets behind for the GC to warn about.
+        # ``close_at_exit=False`` (the SDK's shipping connection): not at interpreter exit either,
+        # where finalizers run before the SDK's at-exit hook, which still ships a run's last
+        # records through it and then closes it
         self._finalizer = weakref.finalize(self, self.client.close)
+        self._finalizer.atexit = close_at_exit
 
     def close(self) -> None:
         self._finalizer()

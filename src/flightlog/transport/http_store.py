@@ -51,7 +51,9 @@ def _runs_path(run_id: str, *rest: str) -> str:
 class HttpStore:
     """A :class:`~flightlog.store.base.Store` backed by ``flightlog server`` at ``url``."""
 
-    def __init__(self, url: str, *, token: str | None = None, home: Path | None = None) -> None:
+    def __init__(
+        self, url: str, *, token: str | None = None, home: Path | None = None, close_at_exit: bool = True
+    ) -> None:
         if token is None or home is None:
             from flightlog.config import Settings
 
@@ -59,7 +61,7 @@ class HttpStore:
             token = settings.token if token is None else token
             home = settings.home if home is None else home
         self.url = url.rstrip("/")
-        self.http = Connection(self.url, token)
+        self.http = Connection(self.url, token, close_at_exit=close_at_exit)
         self.home = home
         self.artifact_store = RemoteArtifactStore(home / "artifacts", self.http)
         self.max_batch_bytes = MAX_BATCH_BYTES

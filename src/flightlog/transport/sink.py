@@ -37,7 +37,8 @@ class RemoteSink:
     def __init__(self, settings: Settings, *, patience: float = PATIENCE) -> None:
         if not settings.url:
             raise StoreUnavailable("remote shipping needs FLIGHTLOG_URL")
-        self.store = HttpStore(settings.url, token=settings.token, home=settings.home)
+        # kept open at interpreter exit until the SDK has shipped the last records (it closes it)
+        self.store = HttpStore(settings.url, token=settings.token, home=settings.home, close_at_exit=False)
         self.patience = patience
         self.failures = 0
         self.away = False  # the last failure was the server being away (worth waiting for at the end)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from flightlog.diagnose import api as diagnose_api
+from flightlog.pipeline import api as pipeline_api
 from flightlog.server import alerts_routes
 from flightlog.server.operations import Operation
 from flightlog.server.routes import access, artifacts, edits, events, ingest, meta, runs, stream
@@ -19,5 +20,6 @@ OPERATIONS: list[Operation] = [
     *stream.OPERATIONS,
     *artifacts.OPERATIONS,
     *diagnose_api.OPERATIONS,
+    *pipeline_api.OPERATIONS,
     *alerts_routes.OPERATIONS,
 ]

@@ -12,9 +12,9 @@ from typing import Any
 from starlette.responses import Response
 
 from flightlog.errors import Forbidden, InvalidInput
+from flightlog.recordcheck import Bad, check_record
 from flightlog.server.context import Ctx, UnsupportedMediaType
 from flightlog.server.operations import Operation, ok
-from flightlog.server.records import Bad, check_record
 from flightlog.server.responses import json_response
 from flightlog.transport.artifacts import blob_digest
 from flightlog.transport.wire import MEDIA_TYPE, MEDIA_TYPES, decode_batch, inflate

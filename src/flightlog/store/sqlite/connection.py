@@ -101,11 +101,19 @@ class Database:
                     time.sleep(0.01)
             try:
                 yield self.conn
-            except BaseException:
-                self.conn.execute("ROLLBACK")
-                raise
-            else:
                 self.conn.execute("COMMIT")
+            except BaseException as exc:
+                try:
+                    self.conn.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass  # SQLite already rolled back (a full disk does that)
+                if isinstance(exc, sqlite3.OperationalError) and "full" in str(exc):
+                    raise StoreUnavailable(
+                        f"the store at {self.path} cannot take writes: {exc} (the disk is full); "
+                        "free space on that disk, or move the store, and try again",
+                        details={"path": str(self.path)},
+                    ) from exc
+                raise
 
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:

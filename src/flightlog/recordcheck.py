@@ -1,7 +1,7 @@
-"""Checking journal records that arrive over the network, before the store sees them.
+"""Checking journal records before a store sees them: the server's ingest and `flightlog sync`.
 
 The SDK writes well-formed records; a server also meets old clients, broken scripts and
-fuzzers. Each record is checked against its kind's shape here — types, ranges, that encoded
+fuzzers, and ``sync`` meets journals written by older versions or damaged on disk. Each record is checked against its kind's shape here — types, ranges, that encoded
 series and log chunks decode — and a bad one is refused alone, with the reason, so that it
 neither fails the batch nor lands in the store where it would break every later read.
 """
@@ -18,7 +18,7 @@ from flightlog.errors import InvalidInput
 from flightlog.ids import RUN_ID_RE
 from flightlog.models import STATUSES
 from flightlog.records import KINDS
-from flightlog.server.blobs import check_artifact_path
+from flightlog.store.artifacts import check_artifact_path
 from flightlog.timefmt import is_epoch
 
 __all__ = ["check_record", "Bad"]

@@ -1,0 +1,117 @@
+// A pipeline run's DAG: steps in columns by depth, coloured by status, edges for dependencies.
+// A click on a step opens its run (the latest attempt, or the run a cache hit reused).
+import { useEffect, useState } from "preact/hooks";
+import { get } from "../../api";
+import { ErrorBox, FINISHED, Loading } from "../../components/ui";
+import { fmtDuration, shortId } from "../../format";
+import { useInterval } from "../../hooks";
+import { navigate, paths } from "../../router";
+import type { Run } from "../../types";
+
+export interface PipelineStep {
+  name: string;
+  status: string;
+  kind: string;
+  run: string | null;
+  cached_from: string | null;
+  reason: string | null;
+  duration: number | null;
+  needs: string[];
+  attempts: { run: string; status: string; pipeline_attempt?: number }[];
+  pipeline_attempt: number;
+}
+
+export interface PipelineView {
+  run: string;
+  name: string;
+  status: string;
+  attempt: number;
+  steps: PipelineStep[];
+}
+
+const W = 210;
+const H = 54;
+const GAP_X = 70;
+const GAP_Y = 22;
+
+/** Column of each step: the longest chain of dependencies before it. */
+function depths(steps: PipelineStep[]): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const s of steps) { // steps arrive in dependency order
+    out.set(s.name, s.needs.length ? Math.max(...s.needs.map((n) => (out.get(n) ?? 0) + 1)) : 0);
+  }
+  return out;
+}
+
+export function Pipeline({ run }: { run: Run }) {
+  const [view, setView] = useState<PipelineView | null>(null);
+  const [error, setError] = useState<Error | null>(null);
+  const [tick, setTick] = useState(0);
+  const running = !FINISHED.has(run.status);
+  useInterval(() => setTick((t) => t + 1), running ? 2000 : null);
+  useEffect(() => {
+    const ctrl = new AbortController();
+    get<PipelineView>(`runs/${encodeURIComponent(run.id)}/pipeline`, undefined, ctrl.signal).then(setView, (err: Error) => {
+      if (err.name !== "AbortError") setError(err);
+    });
+    return () => ctrl.abort();
+  }, [run.id, run.status, tick]);
+
+  if (error) return <ErrorBox error={error} what="the pipeline" />;
+  if (!view) return <Loading what="the pipeline" />;
+
+  const depth = depths(view.steps);
+  const rows = new Map<number, number>();
+  const pos = new Map<string, { x: number; y: number }>();
+  for (const s of view.steps) {
+    const d = depth.get(s.name) ?? 0;
+    const r = rows.get(d) ?? 0;
+    rows.set(d, r + 1);
+    pos.set(s.name, { x: 10 + d * (W + GAP_X), y: 10 + r * (H + GAP_Y) });
+  }
+  const width = 20 + (Math.max(0, ...depth.values()) + 1) * (W + GAP_X) - GAP_X;
+  const height = 20 + Math.max(1, ...rows.values()) * (H + GAP_Y) - GAP_Y;
+  const open = (s: PipelineStep) => s.run && navigate(paths.run(run.project, s.run));
+  const cached = view.steps.filter((s) => s.status === "cached").length;
+
+  return (
+    <div class="pipeline-view">
+      <p class="muted">
+        {view.steps.length} steps · attempt {view.attempt}
+        {cached ? ` · ${cached} reused from cache` : ""} · click a step to open its run
+      </p>
+      <svg class="pipeline-dag" width={width} height={height} role="img" aria-label={`pipeline ${view.name}`}>
+        {view.steps.flatMap((s) =>
+          s.needs.map((n) => {
+            const a = pos.get(n)!;
+            const b = pos.get(s.name)!;
+            const x1 = a.x + W, y1 = a.y + H / 2, x2 = b.x, y2 = b.y + H / 2;
+            return <path key={`${n}-${s.name}`} class="pipeline-edge" d={`M${x1},${y1} C${x1 + GAP_X / 2},${y1} ${x2 - GAP_X / 2},${y2} ${x2},${y2}`} />;
+          }),
+        )}
+        {view.steps.map((s) => {
+          const p = pos.get(s.name)!;
+          const attempts = s.attempts.filter((a) => a.pipeline_attempt === s.pipeline_attempt).length;
+          const detail = s.cached_from
+            ? `cache hit · ${shortId(s.cached_from)}`
+            : [s.duration !== null ? fmtDuration(s.duration) : null, attempts > 1 ? `${attempts} attempts` : null, s.kind === "gate" ? "gate" : null]
+                .filter(Boolean).join(" · ");
+          return (
+            <g key={s.name} class={`pipeline-step step-${s.status} ${s.run ? "clickable" : ""}`} data-step={s.name}
+              data-status={s.status} transform={`translate(${p.x},${p.y})`} onClick={() => open(s)}
+              role={s.run ? "link" : undefined} tabIndex={s.run ? 0 : undefined}
+              onKeyDown={(e: KeyboardEvent) => e.key === "Enter" && open(s)}>
+              <title>{`${s.name}: ${s.status}${s.reason ? ` — ${s.reason}` : ""}`}</title>
+              <rect width={W} height={H} rx={8} />
+              <text x={12} y={22} class="step-name">{s.name}</text>
+              <text x={12} y={42} class="step-detail">{`${s.status}${detail ? ` · ${detail}` : ""}`}</text>
+            </g>
+          );
+        })}
+      </svg>
+      {view.steps.filter((s) => s.reason && !["succeeded", "cached"].includes(s.status)).map((s) => (
+        <p key={s.name} class="pipeline-reason"><strong>{s.name}</strong> {s.status}: {s.reason}</p>
+      ))}
+    </div>
+  );
+}

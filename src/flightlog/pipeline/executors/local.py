@@ -1,0 +1,68 @@
+"""Steps as child processes of the controller.
+
+Each step's ``flightlog run`` gets its own session, so a Ctrl-C at the terminal reaches the
+controller alone and is forwarded once (a second SIGINT would mean "kill now" to the runner).
+On Linux each one also asks the kernel for SIGTERM when the controller dies
+(``PR_SET_PDEATHSIG``): a controller killed with SIGKILL takes its steps down with it and they
+are recorded as killed, instead of running on unwatched. Processes are started from the
+controller's main thread, which lives as long as the controller (the death signal follows
+the thread that forked).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from typing import Any
+
+from flightlog.pipeline.executors.base import StepLaunch
+
+__all__ = ["LocalExecutor", "parent_death_signal"]
+
+
+def parent_death_signal() -> Any:
+    """A preexec function that sets PR_SET_PDEATHSIG to SIGTERM (None where unsupported)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    except OSError:
+        return None
+    prctl = libc.prctl
+
+    def setup() -> None:
+        prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
+
+    return setup
+
+
+class LocalExecutor:
+    name = "local"
+
+    def __init__(self, max_parallel: int = 4) -> None:
+        self.max_parallel = max_parallel
+        self._preexec = parent_death_signal()
+
+    def start(self, launch: StepLaunch) -> subprocess.Popen[bytes]:
+        output = None if launch.verbose else subprocess.DEVNULL
+        return subprocess.Popen(
+            launch.argv, env=launch.env, cwd=launch.cwd, stdin=subprocess.DEVNULL, stdout=output, stderr=output,
+            start_new_session=True, preexec_fn=self._preexec, close_fds=True,
+        )
+
+    def poll(self, handle: subprocess.Popen[bytes]) -> int | None:
+        return handle.poll()
+
+    def stop(self, handle: subprocess.Popen[bytes], signum: int) -> None:
+        if handle.poll() is None:
+            try:
+                os.kill(handle.pid, signum)
+            except ProcessLookupError:
+                pass
+
+    def close(self) -> None:
+        pass

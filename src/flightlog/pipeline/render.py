@@ -1,0 +1,65 @@
+"""``flightlog pipeline show``: the DAG as a tree, each step with status, attempts, time, cache.
+
+A step that needs several others is drawn under the first of them and says what else it
+waits for, so the tree stays a tree and every edge is still visible.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flightlog.cli.common import STATUS_STYLE, duration_text
+
+__all__ = ["render_pipeline", "STEP_MARK"]
+
+STEP_MARK = {"succeeded": "✓", "cached": "=", "failed": "✗", "skipped": "-", "running": ">", "retrying": "↻",
+             "pending": "·", "stopped": "■", "killed": "■", "crashed": "!"}
+_STYLE = {**STATUS_STYLE, "cached": "blue", "skipped": "dim", "pending": "dim", "retrying": "yellow"}
+
+
+def _label(step: dict[str, Any]) -> str:
+    status = step["status"]
+    parts = [f"[{_STYLE.get(status, '')}]{STEP_MARK.get(status, '?')} {step['name']}[/]",
+             f"[{_STYLE.get(status, '')}]{status}[/]"]
+    if step.get("kind") == "gate":
+        parts.append("[magenta]gate[/]")
+    n = len([a for a in step.get("attempts") or [] if a.get("pipeline_attempt") == step.get("pipeline_attempt")])
+    if n > 1:
+        parts.append(f"{n} attempts")
+    if step.get("duration") is not None and status != "cached":
+        parts.append(duration_text(step["duration"]))
+    if step.get("cached_from"):
+        parts.append(f"[blue]cache hit: run {step['cached_from'][:12]}[/]")
+    elif step.get("run"):
+        parts.append(f"run {step['run'][:12]}")
+    text = "  ".join(parts)
+    if step.get("reason") and status not in ("succeeded", "cached"):
+        text += f"\n[dim]{step['reason']}[/]"
+    return text
+
+
+def render_pipeline(view: dict[str, Any], console: Any) -> None:
+    from rich.tree import Tree
+
+    status = view["status"]
+    title = (f"[bold]pipeline {view['name']}[/]  run {view['run'][:12]}  "
+             f"[{_STYLE.get(status, '')}]{status}[/]  attempt {view['attempt']}  {duration_text(view.get('duration'))}")
+    tree = Tree(title)
+    steps = {s["name"]: s for s in view["steps"]}
+    nodes: dict[str, Any] = {}
+    for step in view["steps"]:
+        needs = step.get("needs") or []
+        parent = nodes.get(needs[0]) if needs else tree
+        label = _label(step)
+        if len(needs) > 1:
+            label += f"  [dim](also needs {', '.join(needs[1:])})[/]"
+        nodes[step["name"]] = (parent or tree).add(label)
+    console.print(tree)
+    failure = view.get("failure") or {}
+    if status == "failed" and failure.get("message"):
+        console.print(f"[bold red]failed:[/] {failure['message']}")
+        if failure.get("step_run"):
+            console.print(f"[dim]next: flightlog diagnose {view['run'][:12]}   flightlog logs {failure['step_run'][:12]}[/]")
+    cached = sum(1 for s in steps.values() if s["status"] == "cached")
+    if cached:
+        console.print(f"[blue]{cached} of {len(steps)} steps reused from cache[/]")

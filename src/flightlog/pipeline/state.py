@@ -1,0 +1,126 @@
+"""A pipeline's state as recorded on its run, and read back by show, resume and diagnosis.
+
+The controller appends evidence to the pipeline run: kind ``pipeline``, name ``definition``
+(the spec and the options it ran with) once, and name ``step:NAME`` at every change of a
+step's state; the latest record of each step wins. A step recorded as running whose
+controller is gone is read from its own run (stopped, killed, crashed) — that is how a
+crashed controller's pipeline still shows where each step got to.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from flightlog.errors import InvalidInput
+from flightlog.models import RunInfo
+from flightlog.pipeline.spec import PipelineSpec
+
+__all__ = ["StepState", "PipelineView", "load_view", "EVIDENCE_KIND", "DONE", "FINAL", "is_pipeline"]
+
+EVIDENCE_KIND = "pipeline"
+#: states a step ends in that let its downstream steps run
+DONE = frozenset({"succeeded", "cached"})
+#: states a step does not leave (in one attempt of the pipeline)
+FINAL = frozenset({"succeeded", "cached", "failed", "skipped", "stopped", "killed", "crashed"})
+
+
+@dataclass
+class StepState:
+    name: str
+    status: str = "pending"  # pending, running, retrying, succeeded, cached, failed, skipped, stopped, killed, crashed
+    kind: str = "command"
+    run: str | None = None  # the run of the latest attempt (or the reused run, for a cache hit)
+    attempts: list[dict[str, Any]] = field(default_factory=list)
+    cached_from: str | None = None
+    cache_key: str | None = None
+    reason: str | None = None
+    category: str | None = None
+    started: float | None = None
+    ended: float | None = None
+    outputs: dict[str, str] = field(default_factory=dict)
+    pipeline_attempt: int = 1
+
+    @property
+    def duration(self) -> float | None:
+        if self.started is None or self.ended is None:
+            return None
+        return max(0.0, self.ended - self.started)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "duration": self.duration}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> StepState:
+        known = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
+        return cls(**known)
+
+
+@dataclass
+class PipelineView:
+    """Everything show, resume and diagnosis need: the run, its spec, options and step states."""
+
+    run: RunInfo
+    spec: PipelineSpec
+    options: dict[str, Any]
+    steps: dict[str, StepState]
+
+    def to_dict(self) -> dict[str, Any]:
+        order = self.spec.order()
+        return {
+            "run": self.run.id,
+            "name": self.spec.name,
+            "project": self.run.project,
+            "status": self.run.status,
+            "attempt": self.run.attempt,
+            "started": self.run.to_dict()["started"],
+            "ended": self.run.to_dict()["ended"],
+            "duration": self.run.duration,
+            "options": self.options,
+            "failure": self.run.failure,
+            "steps": [{**self.steps[n].to_dict(), "needs": self.spec.step(n).needs} for n in order],
+        }
+
+
+def is_pipeline(client: Any, run: RunInfo) -> bool:
+    return run.parent_id is None and "pipeline" in run.tags and bool(client.evidence(run.id, EVIDENCE_KIND, "definition"))
+
+
+def load_view(client: Any, ref: str) -> PipelineView:
+    run = client.run(ref)
+    definition = client.evidence(run.id, EVIDENCE_KIND, "definition")
+    if not definition:
+        hint = (f"it is a step of pipeline run {run.parent_id[:12]}: flightlog pipeline show {run.parent_id[:12]}"
+                if run.parent_id else "list pipelines with `flightlog pipeline ls`")
+        raise InvalidInput(f"run {run.id[:12]} is not a pipeline run (no pipeline definition recorded on it); {hint}")
+    data = definition[-1]["data"]
+    spec = PipelineSpec.from_dict(data["spec"])
+    steps = {s.name: StepState(s.name, kind=s.kind) for s in spec.steps}
+    for item in client.evidence(run.id, EVIDENCE_KIND):
+        name = str(item.get("name") or "")
+        if name.startswith("step:") and name[5:] in steps:
+            steps[name[5:]] = StepState.from_dict(item["data"])
+    if run.status != "running":
+        _settle(client, run, steps)
+    return PipelineView(run, spec, data.get("options") or {}, steps)
+
+
+def _settle(client: Any, run: RunInfo, steps: dict[str, StepState]) -> None:
+    """Steps left running or pending by a controller that is gone: read their own runs."""
+    for state in steps.values():
+        if state.status in ("running", "retrying") and state.run:
+            try:
+                child = client.run(state.run)
+            except Exception:
+                child = None
+            if child is not None and child.is_finished:
+                state.status = child.status
+                state.ended = child.ended
+                state.reason = state.reason or f"its run ended {child.status} while the controller was gone"
+            else:
+                state.status = "crashed"
+                state.reason = "the pipeline's controller was lost while this step ran"
+            if state.attempts and state.attempts[-1].get("status") in ("running", None):
+                state.attempts[-1] = {**state.attempts[-1], "status": state.status, "ended": state.ended}
+        elif state.status in ("pending",) and run.status in ("crashed", "killed", "stopped"):
+            state.reason = f"never ran: the pipeline was {run.status}"
