@@ -6,9 +6,11 @@ STAMP := $(VENV)/.installed
 
 .PHONY: install ui demo test lint bench bench-peers bench-venv clean
 
-$(STAMP): requirements.lock pyproject.toml
+$(STAMP): requirements.lock requirements-torch.lock pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --disable-pip-version-check -r requirements.lock
+	# torch and what needs it, fully pinned, without resolution (why: the file's header)
+	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps -r requirements-torch.lock
 	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
 	@touch $(STAMP)
 
