@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import flightlog
-from flightlog.errors import InvalidInput
+from flightlog.errors import InvalidInput, NotFound
 from flightlog.sweeps.samplers import open_sampler
 from flightlog.sweeps.space import Param
 
@@ -138,8 +138,12 @@ class CommandTarget:
     def run(self, trial: Trial, ctx: SweepContext) -> None:
         import json
 
+        from flightlog.ids import new_run_id
+
+        trial.run_id = new_run_id()  # chosen here, so the watch knows the trial's run from the start
         cmd = [sys.executable, "-m", "flightlog", "run", "--project", ctx.project, "--name", f"{ctx.name}-{trial.number}",
-               "--parent", ctx.sweep_id, "--tag", f"sweep={ctx.sweep_id}", "--tag", f"trial={trial.number}"]
+               "--parent", ctx.sweep_id, "--run-id", trial.run_id,
+               "--tag", f"sweep={ctx.sweep_id}", "--tag", f"trial={trial.number}"]
         for key, value in trial.params.items():
             cmd += ["--param", f"{key}={json.dumps(value)}"]
         if ctx.watch is not None:
@@ -152,9 +156,7 @@ class CommandTarget:
         try:
             while proc.poll() is None:
                 time.sleep(POLL)
-                if trial.run_id is None:
-                    trial.run_id = _find_trial(ctx, trial.number)
-                elif ctx.watch is not None and trial.stopped_by is None:
+                if ctx.watch is not None and trial.stopped_by is None:
                     trial.stopped_by = ctx.watch.firing(trial.run_id)
                     if trial.stopped_by is not None:
                         proc.send_signal(signal.SIGINT)  # the runner forwards it: the run ends "stopped"
@@ -162,8 +164,6 @@ class CommandTarget:
             proc.send_signal(signal.SIGINT)
             proc.wait()
             raise
-        if trial.run_id is None:
-            trial.run_id = _find_trial(ctx, trial.number)
 
 
 class FunctionTarget:
@@ -192,11 +192,6 @@ class FunctionTarget:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             trial.value = float(value)
         run.finish("stopped" if trial.stopped_by else "succeeded")
-
-
-def _find_trial(ctx: SweepContext, number: int) -> str | None:
-    runs = ctx.client.runs(project=ctx.project, filter=f"tags.sweep = '{ctx.sweep_id}' and tags.trial = '{number}'", limit=1)
-    return runs[0].id if runs else None
 
 
 def _text(value: Any) -> str:
@@ -267,7 +262,11 @@ def _score(trial: Trial, client: Any, metric: str) -> None:
     if trial.run_id is None:
         trial.state = "failed"
         return
-    info = client.run(trial.run_id, exact=True)
+    try:
+        info = client.run(trial.run_id, exact=True)
+    except NotFound:  # the trial never started (flightlog run refused its options)
+        trial.state = "failed"
+        return
     trial.status = info.status
     if trial.value is None:
         summary = info.metrics.get(metric)
