@@ -4,11 +4,13 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install ui demo test lint bench bench-peers clean
+.PHONY: install ui demo test lint bench bench-peers bench-venv clean
 
-$(STAMP): requirements.lock pyproject.toml
+$(STAMP): requirements.lock requirements-torch.lock pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --disable-pip-version-check -r requirements.lock
+	# torch and what needs it, fully pinned, without resolution (why: the file's header)
+	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps -r requirements-torch.lock
 	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
 	@touch $(STAMP)
 
@@ -38,10 +40,18 @@ bench: install
 	$(BIN)/python bench/ui_perf.py
 	$(BIN)/python bench/pipeline_overhead.py
 
-# Peers live in their own environment, never in the project's dependencies.
-bench-peers: install
+# Peers live in their own environment, never in the project's dependencies. The MLflow
+# import test (tests/integrations/test_mlflow_import.py) makes its stores with it too.
+BENCH_VENV_STAMP := .bench-venv/.mlflow-3.17.2
+
+bench-venv: $(BENCH_VENV_STAMP)
+
+$(BENCH_VENV_STAMP):
 	@test -x .bench-venv/bin/python || $(PYTHON) -m venv .bench-venv
 	.bench-venv/bin/python -m pip install -q --disable-pip-version-check mlflow==3.17.2
+	@touch $(BENCH_VENV_STAMP)
+
+bench-peers: install bench-venv
 	$(BIN)/python bench/log_throughput.py --peers
 	$(BIN)/python bench/many_runs.py --peers
 	@# Prefect after the MLflow figures (its dependencies may move theirs); optional: skipped when it does not install

@@ -153,11 +153,12 @@ def main() -> None:
     parser.add_argument("--cycles", type=int, default=12)
     args = parser.parse_args()
     home = fresh_home("alerts")
+    from flightlog.alerts.feeds.sqlite import SqliteFeed
+
     import flightlog
     from flightlog.alerts.config import parse_config
     from flightlog.alerts.dispatch import Dispatcher
     from flightlog.alerts.engine import AlertEngine
-    from flightlog.alerts.feeds.sqlite import SqliteFeed
     from flightlog.alerts.lookup import Lookup
     from flightlog.alerts.stores import open_alert_store
 

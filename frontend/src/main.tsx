@@ -2,6 +2,7 @@ import { render } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { get, onUnauthorized, send } from "./api";
 import { Compare } from "./pages/Compare";
+import { Explore } from "./pages/Explore";
 import { Projects } from "./pages/Projects";
 import { RunPage } from "./pages/Run";
 import { Runs } from "./pages/Runs";
@@ -59,6 +60,7 @@ function App() {
   else if (route.page === "runs") page = <Runs project={route.project} query={loc.query} />;
   else if (route.page === "run") page = <RunPage route={route} query={loc.query} />;
   else if (route.page === "compare") page = <Compare project={route.project} query={loc.query} />;
+  else if (route.page === "explore") page = <Explore project={route.project} query={loc.query} />;
   else page = <NotFound path={route.path} />;
 
   return (
@@ -76,6 +78,7 @@ function App() {
           ) : null}
           {route.page === "run" ? (<><span class="sep">/</span><span class="crumb mono">{route.run.slice(0, 8)}</span></>) : null}
           {route.page === "compare" ? (<><span class="sep">/</span><span class="crumb">compare</span></>) : null}
+          {route.page === "explore" ? (<><span class="sep">/</span><span class="crumb">explore</span></>) : null}
         </nav>
         <div class="topbar-right">
           {me && me.auth ? (

@@ -8,6 +8,7 @@ export type Route =
   | { page: "runs"; project: string }
   | { page: "run"; project: string | null; run: string; tab: string }
   | { page: "compare"; project: string | null }
+  | { page: "explore"; project: string }
   | { page: "signin" }
   | { page: "notfound"; path: string };
 
@@ -37,6 +38,7 @@ export function parse(path: string): Route {
     const project = parts[1];
     if (parts.length === 2) return { page: "runs", project };
     if (parts[2] === "compare" && parts.length === 3) return { page: "compare", project };
+    if (parts[2] === "explore" && parts.length === 3) return { page: "explore", project };
     if (parts[2] === "runs" && parts.length >= 4 && parts.length <= 5) {
       return { page: "run", project, run: parts[3], tab: tabOf(parts[4]) };
     }
@@ -56,6 +58,7 @@ export const paths = {
     `projects/${enc(project)}/runs/${enc(run)}` + (tab === "overview" ? "" : `/${tab}`) + qs(query),
   compare: (project: string | null, runs: string[]) =>
     (project ? `projects/${enc(project)}/compare` : "compare") + qs({ runs: runs.join(",") }),
+  explore: (project: string, query?: Record<string, string>) => `projects/${enc(project)}/explore` + qs(query),
   signin: (next?: string) => "signin" + qs(next ? { next } : undefined),
 };
 

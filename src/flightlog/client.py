@@ -202,6 +202,25 @@ class Client:
             raise InvalidInput("a note needs some text")
         self._write(self.run(run).id, "note", text=text, author=author)
 
+    def edit_run(
+        self,
+        run: RunRef,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        tags: dict[str, Any] | None = None,
+        remove_tags: Sequence[str] = (),
+    ) -> RunInfo:
+        """Rename, retag or describe a run after the fact (any status); returns the run as it now is.
+
+        ``description=""`` removes the description; ``remove_tags`` keys the run lacks are ignored."""
+        from flightlog.store.edits import edit_run
+
+        run_id = self.run(run).id
+        edit_run(self.store, run_id, origin="client", name=name, description=description, tags=tags,
+                 remove_tags=remove_tags)
+        return self.run(run_id, exact=True)
+
     def artifacts(self, run: RunRef) -> list[Artifact]:
         return self.store.artifacts(self._ref(run))
 

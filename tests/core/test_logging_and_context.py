@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import os
 import subprocess
 from pathlib import Path
 
@@ -116,6 +117,35 @@ def test_runtime_context_has_git_packages_and_allowed_env_only(home: Path, tmp_p
     assert ctx["env"]["CUDA_VISIBLE_DEVICES"] == "0,1" and ctx["env"]["TEAM_NAME"] == "vision"
     assert "AWS_SECRET_ACCESS_KEY" not in ctx["env"] and "MY_API_TOKEN" not in ctx["env"]
     assert "x" * 40 not in json.dumps(ctx) and "t" * 20 not in json.dumps(ctx)
+
+
+def test_the_package_list_is_cached_in_home_until_a_package_is_installed(home: Path, tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    env = child_env(home, PYTHONPATH=os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]))
+    code = """
+        import flightlog
+        run = flightlog.init(project="p", resources=False)
+        run.finish()
+        print(run.id)
+        """
+
+    def packages() -> dict[str, str]:
+        run_id = run_script(home, code, env=env).stdout.strip()
+        return dict(flightlog.Client().context(run_id)["packages"])
+
+    first = packages()
+    assert first["numpy"]
+    [cache] = (home / "cache").glob("packages-*.json")
+    # the next process reads the cached list rather than the installed metadata
+    cache.write_text(json.dumps({**first, "only-in-the-cache": "9.9"}))
+    assert packages()["only-in-the-cache"] == "9.9"
+    # installing a package (a new dist-info on the import path) is seen at once
+    dist = site / "freshly_installed-1.2.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: freshly-installed\nVersion: 1.2\n")
+    after = packages()
+    assert after["freshly-installed"] == "1.2" and "only-in-the-cache" not in after
 
 
 def test_many_runs_in_one_process_share_one_shipper_and_stay_cheap(home: Path) -> None:

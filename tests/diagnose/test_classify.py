@@ -4,7 +4,6 @@ texts that libraries not installed here really print (PyTorch, boto3, scikit-lea
 from __future__ import annotations
 
 import socket
-import time
 import traceback
 from collections.abc import Callable
 
@@ -190,13 +189,11 @@ def test_only_the_last_traceback_chain_counts() -> None:
     assert classify(earlier + "\nretrying...\n" + last)[0] == "dependency_error"
 
 
-def test_fast() -> None:
+def test_progress_lines_do_not_change_what_a_traceback_says() -> None:
+    """Ordinary progress lines (what bench/diagnose_classify.py times) add no evidence."""
     tb = _tb(_pandas_column)
     lines = [f"epoch {i} loss=0.{i}" for i in range(50)]
-    start = time.perf_counter()
-    for _ in range(100):
-        classify(tb, lines)
-    assert (time.perf_counter() - start) / 100 < 0.01
+    assert classify(tb, lines) == classify(tb)
 
 
 def test_every_failure_category_is_reachable() -> None:

@@ -34,3 +34,30 @@ def test_growth_without_steps_is_a_hint(home: Path) -> None:
     assert leak["confidence"] < 0.5, leak
     assert "no training steps were recorded" in leak["summary"]
     assert report["kind"] == "none"
+
+
+LOADS_WHILE_STEPPING_THEN_FLAT = """
+import time
+import flightlog
+run = flightlog.init()
+chunks = []
+for step in range(60):
+    if step < 20:  # reads its data in over the first second of training, then holds it
+        chunks.append(bytearray(4 * 1024 * 1024))
+        chunks[-1][::4096] = b"x" * len(chunks[-1][::4096])
+    run.log({"loss": 1.0 / (step + 1)}, step=step)
+    time.sleep(0.05)
+"""
+
+
+@pytest.mark.embedded_only("the same evidence over either transport")
+def test_a_load_that_stops_growing_is_not_a_leak(home: Path) -> None:
+    """Regression: a load phase inside the training window, then flat memory, read as a
+    steady trend (a straight line through a ramp and a plateau); a leak grows in both halves."""
+    script = home.parent / "load_then_flat.py"
+    script.write_text(LOADS_WHILE_STEPPING_THEN_FLAT)
+    proc = cli(home, "run", "--project", "etl", "--sample-interval", "0.1s", "--", sys.executable, str(script))
+    run = re.search(r"run ([0-9a-f]{32}) started", proc.stderr)[1]  # type: ignore[index]
+    with Client(home) as c:
+        report = c.diagnose(run)
+    assert [f for f in report["findings"] if f["category"] == "memory_leak"] == [], report["findings"]

@@ -8,6 +8,8 @@ machines without a GPU.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from types import SimpleNamespace
 from typing import Any
 
@@ -91,6 +93,24 @@ def test_no_driver_on_this_machine_is_a_clean_no_op() -> None:
     assert probe.read([os.getpid()]) == []
     assert len(probe.notes) == 1
     assert probe.notes[0].startswith("GPU sampling off: ")
+
+
+def test_without_a_driver_nvml_is_not_even_loaded() -> None:
+    if not sys.platform.startswith("linux") or any(
+        os.path.exists(p) for p in ("/proc/driver/nvidia", "/dev/nvidiactl", "/dev/dxg")
+    ):
+        pytest.skip("this machine has an NVIDIA driver (or is not Linux)")
+    code = (
+        "import sys\n"
+        "from flightlog.resources import open_gpu_probe\n"
+        "probe = open_gpu_probe()\n"
+        "print(probe.notes[0], 'pynvml' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == (
+        "GPU sampling off: no NVIDIA driver loaded "
+        "(none of /proc/driver/nvidia, /dev/nvidiactl, /dev/dxg exists) False"
+    )
 
 
 def test_library_not_found_reads_as_a_note() -> None:

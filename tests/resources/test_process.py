@@ -186,6 +186,21 @@ def test_slow_probe_runs_only_every_slow_interval(tmp_path: Path) -> None:
     assert probed == [True, False, False, True, False, True]
 
 
+def test_first_workdir_walk_waits_for_slow_delay(tmp_path: Path) -> None:
+    (tmp_path / "a.bin").write_bytes(b"x" * 100_000)
+    created = time.monotonic()
+    sampler = ProcessTreeSampler(os.getpid(), workdir=str(tmp_path), gpu=False, slow_delay=0.3)
+    assert "workdir_bytes" not in sampler.sample()  # a workload that ended at once: no walk
+    deadline = created + 10
+    while time.monotonic() < deadline:
+        sample = sampler.sample()
+        if "workdir_bytes" in sample:
+            break
+        time.sleep(0.02)
+    assert time.monotonic() - created >= 0.3
+    assert sample["workdir_bytes"] >= 100_000 and sample["workdir_bytes_partial"] is False
+
+
 def test_workdir_walk_is_bounded_and_marked_partial(tmp_path: Path) -> None:
     for i in range(50):
         (tmp_path / f"f{i}").write_bytes(b"x" * 5000)

@@ -73,3 +73,38 @@ def test_a_runner_killed_with_sigkill_is_marked_crashed_by_the_next_reader(home:
                 os.killpg(proc.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
+
+
+def test_everything_of_a_short_run_is_stored_when_the_runner_returns(home: Path, tmp_path: Path) -> None:
+    """A pipeline step reads its run the moment `flightlog run` exits: the final status, the
+    context, the resource evidence and every count are there, and no journal is left to sync."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "data.bin").write_bytes(b"x" * 200_000)
+    _run_in(home, work, "true")
+    assert list_journals(home) == []
+    client = flightlog.Client()
+    [run] = client.runs(project="t")
+    assert (run.status, run.exit_code) == ("succeeded", 0)
+    context = client.context(run.id)
+    assert context["packages"]["numpy"] and context["cwd"] == str(work)
+    [summary] = client.evidence(run.id, kind="resources", name="summary-attempt-1")
+    assert summary["data"]["cpu_seconds"] is not None
+    assert client.evidence(run.id, kind="runner", name="config")
+
+
+def test_the_working_directory_is_measured_once_the_workload_runs_a_while(home: Path, tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "data.bin").write_bytes(b"x" * 200_000)
+    _run_in(home, work, "sleep", "1.6", options=("--sample-interval", "0.2s"))
+    client = flightlog.Client()
+    [run] = client.runs(project="t")
+    [summary] = client.evidence(run.id, kind="resources", name="summary-attempt-1")
+    assert summary["data"]["workdir_bytes_max"] >= 200_000
+
+
+def _run_in(home: Path, cwd: Path, *command: str, options: tuple[str, ...] = ()) -> None:
+    exe = Path(sys.executable).with_name("flightlog")
+    subprocess.run([str(exe), "run", "--project", "t", *options, "--", *command], env=child_env(home), cwd=cwd,
+                   check=True, capture_output=True, timeout=120)

@@ -1,6 +1,7 @@
 // A run's page: a header that stays live while the run runs, and one tab per kind of evidence.
 import { useEffect, useState } from "preact/hooks";
 import { ApiError, get, stream } from "../api";
+import { EditRun } from "../components/EditRun";
 import { CopyButton, ErrorBox, FINISHED, Loading, StatusBadge } from "../components/ui";
 import { fmtDuration, fmtTime, shortId } from "../format";
 import { useInterval } from "../hooks";
@@ -78,7 +79,9 @@ export function RunPage({ route, query }: { route: Route & { page: "run" }; quer
           <h1 id="run-name">{run.name || "(unnamed run)"}</h1>
           <StatusBadge status={run.status} reason={run.end_reason} />
           {running ? <span class="live" title="updates live">● live</span> : null}
+          <EditRun run={run} onSaved={(r) => setRun((cur) => (cur ? { ...cur, name: r.name, tags: r.tags } : cur))} />
         </div>
+        {run.tags.description ? <p class="run-description muted" id="run-description">{run.tags.description}</p> : null}
         <div class="run-meta muted">
           <span class="mono" title={run.id}>{shortId(run.id)}</span> <CopyButton text={run.id} label="Copy id" />
           <span>· project <Link to={paths.runs(run.project)}>{run.project}</Link></span>
@@ -87,6 +90,7 @@ export function RunPage({ route, query }: { route: Route & { page: "run" }; quer
           {run.attempt > 1 ? <span>· attempt {run.attempt}</span> : null}
           {run.host ? <span>· on {run.host}</span> : null}
           {run.parent_id ? <span>· step of <Link to={paths.run(run.project, run.parent_id)}>{shortId(run.parent_id)}</Link></span> : null}
+          {run.tags.kind === "sweep" ? <span>· <Link to={paths.explore(run.project, { sweep: run.id })} id="sweep-link">sweep view</Link></span> : null}
         </div>
       </div>
       <nav class="tabs" role="tablist" aria-label="run views">

@@ -268,6 +268,8 @@ export function Runs({ project, query }: { project: string; query: URLSearchPara
           onClick={() => navigate(paths.compare(project, selected))}>
           Compare{selected.length ? ` (${selected.length})` : ""}
         </button>
+        <Link to={paths.explore(project, filter.trim() ? { filter } : undefined)} class="btn" id="explore-link"
+          title="Params against a metric for the runs of this filter">Explore</Link>
       </form>
       {firing.size ? (
         <p class="alert-banner" role="status">

@@ -53,6 +53,9 @@ def _register() -> None:
     for command in (runs_group, projects_cmd, logs_cmd, metrics_cmd, artifacts_cmd, sync_cmd, gc_cmd, version_cmd,
                     migrate_store_cmd):
         cli.add_command(command)
+    from flightlog.cli.edit import runs_edit
+
+    runs_group.add_command(runs_edit)
     # features that live in their own sub-packages plug their commands in here
     for module, attr in (
         ("flightlog.runner.cli", "run_cmd"),
@@ -64,6 +67,8 @@ def _register() -> None:
         ("flightlog.diagnose.cli", "compare_cmd"),
         ("flightlog.diagnose.cli", "rightsize_cmd"),
         ("flightlog.alerts.cli", "alerts_group"),
+        ("flightlog.importers.cli", "import_group"),
+        ("flightlog.sweeps.cli", "sweep_cmd"),
         ("flightlog.pipeline.cli", "pipeline_group"),
     ):
         try:

@@ -42,6 +42,7 @@ class Thresholds:
     leak_min_growth: float = 0.15  # relative RSS growth over the window
     leak_min_growth_bytes: int = 16 << 20
     leak_min_r2: float = 0.8
+    leak_min_seconds: float = 2.0  # a shorter trend (few samples, often start-up) counts half
     plateau_patience: int = 10  # evaluations without improvement
     plateau_min_delta: float = 0.01  # relative to the best value
     plateau_min_points: int = 12

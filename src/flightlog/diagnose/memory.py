@@ -24,6 +24,10 @@ __all__ = ["analyze_memory", "Trend", "fit_trend"]
 _MAX_POINTS = 400
 #: the weight a trend keeps when the run recorded no training steps to measure it against
 _NO_STEPS = 0.5
+#: the weight a trend keeps when it spans less than ``leak_min_seconds``
+_SHORT = 0.5
+#: the share of the overall rate each half of the window must rise at to be one steady growth
+_HALF_SHARE = 0.25
 
 
 @dataclass(frozen=True)
@@ -110,6 +114,8 @@ def _leak(ev: RunEvidence, label: str, t: np.ndarray, y: np.ndarray) -> Finding 
     relative = growth / max(1.0, trend.start_value)
     if growth < th.leak_min_growth_bytes or relative < th.leak_min_growth or trend.tau < 0.5:
         return None
+    if not _grows_throughout(t, y, trend):
+        return None
     signals = [
         Signal("memory_leak", ramp(trend.tau, 0.5, 0.95, 0.2, 0.45), "a_steady_upward_trend", "resources",
                f"{label} rose from {format_size(trend.start_value)} to {format_size(trend.end_value)} over "
@@ -149,7 +155,24 @@ def _leak(ev: RunEvidence, label: str, t: np.ndarray, y: np.ndarray) -> Finding 
         summary = (f"{label} grew steadily over the whole run: {format_size(trend.start_value)} → "
                    f"{format_size(trend.end_value)} in {format_duration(span)}{projection} (no training steps were "
                    "recorded, so start-up is part of the trend).")
+    elif span < th.leak_min_seconds:
+        # a few samples over a second or two: a load that the sampler caught half-way looks
+        # like a steady line; it takes a longer trend to be the lead
+        signals = [Signal(x.category, x.weight * _SHORT, x.id, x.source, x.detail, x.at) for x in signals]
+        summary = summary[:-1] + f" (only {format_duration(span)} of samples: too short to be sure)."
     return Finding("memory_leak", summary, signals)
+
+
+def _grows_throughout(t: np.ndarray, y: np.ndarray, trend: Trend) -> bool:
+    """A leak keeps growing: each half of the window rises at a fair share of the overall
+    rate. A one-off load (data read in, a cache warmed, a model moved) rises in one half and
+    is flat in the other, however straight a line through both looks."""
+    middle = (t[0] + t[-1]) / 2
+    for half in (t <= middle, t >= middle):
+        part = fit_trend(t[half], y[half])
+        if part is None or part.slope < _HALF_SHARE * trend.slope:
+            return False
+    return True
 
 
 def _per_step(ev: RunEvidence, slope: float) -> float | None:

@@ -51,7 +51,7 @@ PREFIXES: dict[str, FieldKind] = {
     "metrics": "metric", "metric": "metric",
 }  # fmt: skip
 STATUSES = ("created", "queued", "running", "succeeded", "failed", "stopped", "killed", "crashed")
-END_REASONS = ("exit", "exception", "oom_killed", "timeout", "signal", "lost")
+END_REASONS = ("exit", "exception", "oom_killed", "timeout", "signal", "lost", "rerun")
 _ENUMS = {"status": STATUSES, "end_reason": END_REASONS}
 _NUMERIC = re.compile(r"\s*-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*")
 _ORDERING = {"<", "<=", ">", ">="}

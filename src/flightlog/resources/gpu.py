@@ -13,6 +13,8 @@ again, so a sample stays a handful of cheap driver calls.
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 from collections.abc import Callable, Collection
 from typing import Any, Protocol
@@ -171,6 +173,20 @@ class NvmlProbe:
         return out
 
 
+# Where a loaded NVIDIA driver shows itself on Linux: its procfs entry and control device (both
+# also inside containers given GPUs), or WSL2's GPU paravirtualization device.
+_DRIVER_PATHS = ("/proc/driver/nvidia", "/dev/nvidiactl", "/dev/dxg")
+
+
+def _no_driver() -> str | None:
+    """Why NVML cannot work here, when that is plain without loading it: on Linux, no NVIDIA
+    driver is loaded. Importing ``pynvml`` and failing to load libnvidia-ml costs ~30 ms, which
+    every short ``flightlog run`` (a pipeline step) would pay on a machine without GPUs."""
+    if not sys.platform.startswith("linux") or any(os.path.exists(path) for path in _DRIVER_PATHS):
+        return None
+    return "no NVIDIA driver loaded (none of /proc/driver/nvidia, /dev/nvidiactl, /dev/dxg exists)"
+
+
 def open_gpu_probe(enabled: bool = True, *, nvml: Any = None) -> GpuProbe:
     """The NVML probe when a driver and at least one GPU are there, else `NoGpu` with the reason.
 
@@ -180,6 +196,9 @@ def open_gpu_probe(enabled: bool = True, *, nvml: Any = None) -> GpuProbe:
     if not enabled:
         return NoGpu("turned off by the caller")
     if nvml is None:
+        missing = _no_driver()
+        if missing is not None:
+            return NoGpu(missing)
         try:
             import pynvml
         except ImportError:

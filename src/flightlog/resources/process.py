@@ -39,7 +39,10 @@ _MIN_CPU_WINDOW_S = 0.05
 class ProcessTreeSampler:
     """Samples ``root_pid`` and all its descendants; one JSON-able dict per `sample` call.
 
-    ``workdir``: measured every ``slow_interval`` seconds (bounded walk, see `disk_usage`).
+    ``workdir``: measured every ``slow_interval`` seconds (bounded walk, see `disk_usage`), the
+    first time once ``slow_delay`` seconds have passed since construction: ``flightlog run``
+    waits a second, so a workload that ends within milliseconds (a pipeline step) is not held
+    up by a walk of a large directory that it had no time to change.
     ``gpu``: read GPUs through NVML when a driver is there (a note says why not otherwise).
     ``cgroup``: the `MemoryLimit` the workload runs in; without one, the cgroup fields report
     the root process's own cgroup (a container's limit), None where there is no limit.
@@ -56,6 +59,7 @@ class ProcessTreeSampler:
         cgroup: MemoryLimit | None = None,
         gpu_probe: GpuProbe | None = None,
         workdir_max_entries: int = 30_000,
+        slow_delay: float = 0.0,
     ) -> None:
         self.root_pid = root_pid
         self.workdir = os.path.abspath(workdir) if workdir is not None else None
@@ -69,6 +73,7 @@ class ProcessTreeSampler:
         self._own_notes: list[str] = []
         self._own_cgroup = None if cgroup is not None else find_memory_cgroup(root_pid)
         self._last_slow: float | None = None
+        self._slow_from = time.monotonic() + slow_delay
         self._last_mono: float | None = None
         self._lock = threading.Lock()
         # Baseline, so the first sample already has a CPU percentage (since construction).
@@ -139,7 +144,9 @@ class ProcessTreeSampler:
         return {"cgroup_memory_usage": usage, "cgroup_memory_limit": limit}
 
     def _slow_due(self, now: float) -> bool:
-        return self._last_slow is None or now - self._last_slow >= self.slow_interval
+        if self._last_slow is None:
+            return time.monotonic() >= self._slow_from
+        return now - self._last_slow >= self.slow_interval
 
     def _slow_fields(self) -> dict[str, Any]:
         if self.workdir is None:

@@ -35,7 +35,7 @@ __all__ = ["run_cmd"]
 @click.option("--queued-at", metavar="TIME", envvar="FLIGHTLOG_QUEUED_AT", help="When a scheduler queued this job (ISO-8601 or epoch seconds), for queue wait.")
 @click.option("--resume", metavar="RUN", help="Start a new attempt of RUN with FLIGHTLOG_RESUME_FROM set to its last checkpoint.")
 @click.option("--resume-from", "resume_from", metavar="PATH", help="Start a new run with FLIGHTLOG_RESUME_FROM set to this checkpoint.")
-@click.option("--parent", metavar="RUN", help="Record the run as a child of RUN (a pipeline's steps run under the pipeline run).")
+@click.option("--parent", metavar="RUN", help="Record the run as a child of RUN (a pipeline's steps, a sweep's trials).")
 @click.option("--run-id", "run_id", metavar="ID", help="The new run's id (default: a fresh one); a caller that must know it beforehand sets it.")
 @click.option("--redact", multiple=True, metavar="REGEX", help="Also redact what matches this pattern from stored logs; repeatable.")
 @click.option("--alerts", "alerts", metavar="FILE", help="Alert rules to evaluate live (default: ./flightlog.alerts.yaml, else FLIGHTLOG_HOME/alerts.yaml; docs/alerting.md).")

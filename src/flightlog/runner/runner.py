@@ -36,6 +36,8 @@ __all__ = ["Runner", "AttemptResult", "last_checkpoint"]
 
 _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _ADOPT_INTERVAL = 1.0  # seconds between looks for the workload's orphans while it runs
+_WORKDIR_SLOW_DELAY = 1.0  # first walk of the working directory this long after the start (a step that
+# ends within milliseconds cannot have changed its size, and must not wait ~0.1 s for the walk)
 
 
 def say(message: str) -> None:
@@ -303,7 +305,7 @@ class Runner:
             run._w.resources.append(sample)
 
         try:
-            sampler = ProcessTreeSampler(pid, workdir=os.getcwd(), cgroup=limit)
+            sampler = ProcessTreeSampler(pid, workdir=os.getcwd(), cgroup=limit, slow_delay=_WORKDIR_SLOW_DELAY)
             thread = SamplerThread(sampler, on_sample, interval=self.opts.sample_interval).start()
         except Exception as exc:
             say(f"resource sampling is off for this attempt: {exc}")

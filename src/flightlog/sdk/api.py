@@ -123,10 +123,22 @@ def init(
     with _active_lock:
         _active.append(run)
     _install_hooks()
+    _notebook(run, parent_id)
     shipper.register(writer)
     if resources:
         _start_sampler(run)
     return run
+
+
+def _notebook(run: Run, parent_id: str | None) -> None:
+    if "IPython" not in sys.modules:
+        return  # not in a notebook: nothing to import
+    from flightlog.sdk.notebook import on_init
+
+    try:
+        on_init(run, parent_id)
+    except Exception as exc:
+        warn(f"notebook support is off for this run: {exc}")
 
 
 def _existing_run(settings: Settings, run_id: str) -> Any:

@@ -1,7 +1,11 @@
 """Runtime context of a run: code revision, interpreter, packages, host, command, allow-listed env.
 
 Computed once per process and cached (packages and git are the slow parts, ~50–150 ms), on the
-background thread, so ``flightlog.init()`` stays fast and creating many runs stays cheap.
+background thread, so ``flightlog.init()`` stays fast and creating many runs stays cheap. The
+package list is also cached on disk under FLIGHTLOG_HOME, keyed by the interpreter and the
+modification times of its import path's directories (installing or removing a package changes
+them), because every short process — each step of a pipeline is a ``flightlog run`` — would
+otherwise spend ~0.1 s reading hundreds of package metadata files before its run can end.
 The environment is never recorded whole: only names on an allow-list (plus
 FLIGHTLOG_ENV_ALLOW), and values whose names look secret are left out even then.
 """
@@ -11,6 +15,7 @@ from __future__ import annotations
 import fnmatch
 import getpass
 import hashlib
+import json
 import os
 import platform
 import re
@@ -20,6 +25,7 @@ import sys
 import threading
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 __all__ = ["process_context", "git_info", "installed_packages", "allowed_env", "ENV_ALLOW", "looks_secret"]
@@ -113,7 +119,45 @@ def git_info(cwd: str) -> dict[str, Any] | None:
     return info
 
 
-def installed_packages() -> dict[str, str]:
+def installed_packages(cache_dir: Path | None = None) -> dict[str, str]:
+    """Installed distributions, name → version; read through a cache file in ``cache_dir`` when
+    given (see the module docstring). The cache is only a shortcut: any problem with it falls
+    back to reading the metadata, and a cache that cannot be written is silently skipped."""
+    if cache_dir is None:
+        return _read_packages()
+    path = cache_dir / f"packages-{_packages_key()}.json"
+    try:
+        cached = json.loads(path.read_text("utf-8"))
+        if isinstance(cached, dict) and all(isinstance(v, str) for v in cached.values()):
+            return cached
+    except (OSError, ValueError):
+        pass
+    packages = _read_packages()
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(packages), "utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        pass
+    return packages
+
+
+def _packages_key() -> str:
+    """Changes when a package is installed, upgraded or removed anywhere on the import path:
+    each of those adds or removes a ``*.dist-info`` entry, which changes its directory's mtime.
+    ``sys.path[0]`` (the script's directory, or the working directory) is left out: a workload
+    writes its outputs there, and it holds no installed packages."""
+    parts = [sys.executable, sys.version]
+    for entry in sys.path[1:]:
+        try:
+            parts.append(f"{entry}:{os.stat(entry or '.').st_mtime_ns}")
+        except OSError:
+            parts.append(f"{entry}:-")
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:24]
+
+
+def _read_packages() -> dict[str, str]:
     from importlib import metadata
 
     packages: dict[str, str] = {}
@@ -138,8 +182,10 @@ def _container() -> dict[str, Any] | None:
     return info or None
 
 
-def process_context(extra_env: Sequence[str] = ()) -> dict[str, Any]:
-    """The context of this process (cached after the first call; argv and cwd read each time)."""
+def process_context(extra_env: Sequence[str] = (), *, home: Path | None = None) -> dict[str, Any]:
+    """The context of this process (cached after the first call; argv and cwd read each time).
+
+    ``home``: FLIGHTLOG_HOME, where the package list is cached between processes."""
     global _cached
     with _lock:
         if _cached is None:
@@ -154,7 +200,7 @@ def process_context(extra_env: Sequence[str] = ()) -> dict[str, Any]:
                 "host": socket.gethostname(),
                 "user": user,
                 "cpu_count": os.cpu_count(),
-                "packages": installed_packages(),
+                "packages": installed_packages(home / "cache" if home is not None else None),
                 "container": _container(),
                 "git": git_info(os.getcwd()),
             }

@@ -20,12 +20,13 @@ from flightlog.models import STATUSES
 from flightlog.records import is_json_value
 from flightlog.sdk.stages import StageTimer
 from flightlog.store.artifacts import LocalArtifactStore, open_artifact_store
+from flightlog.store.edits import DESCRIPTION_TAG
 
 if TYPE_CHECKING:
     from flightlog.config import Settings
     from flightlog.sdk.writer import Writer
 
-__all__ = ["Run", "FlightlogWarning", "flatten"]
+__all__ = ["Run", "FlightlogWarning", "flatten", "check_name", "DESCRIPTION_TAG"]
 
 _time = time.time
 
@@ -132,6 +133,12 @@ class Run:
     def __repr__(self) -> str:
         return f"<flightlog.Run {self.id[:12]} project={self.project!r} name={self.name!r}>"
 
+    def _repr_html_(self) -> str:
+        """In a notebook: a small summary (status, params, last metric values)."""
+        from flightlog.sdk.notebook import run_html
+
+        return run_html(self)
+
     def __enter__(self) -> Run:
         return self
 
@@ -208,6 +215,26 @@ class Run:
         if data:
             self._w.add_record("tags", data=data)
 
+    def remove_tags(self, *keys: str) -> None:
+        """Remove tags by key (a key the run does not have is ignored)."""
+        if keys:
+            self._w.add_record("tags", data=dict.fromkeys(map(str, keys)))
+
+    def rename(self, name: str) -> None:
+        """Give the run a new name (shown in listings, the UI, notifications)."""
+        self.name = check_name(name)
+        self._w.add_record("run", name=self.name)
+
+    def set_description(self, text: str) -> None:
+        """What this run is for, in a sentence or a paragraph; kept as the ``description`` tag
+        (so ``tags.description ~ 'baseline'`` finds it). Empty text removes it."""
+        if not isinstance(text, str):
+            raise TypeError(f"a description is text, got {type(text).__name__}")
+        if text.strip():
+            self._w.add_record("tags", data={DESCRIPTION_TAG: text.strip()})
+        else:
+            self.remove_tags(DESCRIPTION_TAG)
+
     def note(self, text: str, author: str | None = None) -> None:
         """Keep a hypothesis or a piece of evidence with the run."""
         if not isinstance(text, str) or not text.strip():
@@ -218,6 +245,16 @@ class Run:
     def stage(self, name: str, **attrs: Any) -> StageTimer:
         """``with run.stage("data_loading"):`` — cheap enough to wrap every batch."""
         return StageTimer(self._w.stages, self._stack(), name, attrs or None, self._offset)
+
+    def record_stage(self, name: str, start: float, end: float, **attrs: Any) -> None:
+        """Record one finished span given its wall-clock start and end (``time.time()``).
+
+        For framework callbacks that see a span's start and end in different hooks (a batch
+        begins in one callback and ends in another), where a ``with`` block cannot wrap it.
+        """
+        if end < start:
+            raise InvalidInput(f"stage {name!r}: end {end} is before start {start}")
+        self._w.stages.record(name, start, end, attrs or None)
 
     def _stack(self) -> list[str]:
         try:
@@ -428,6 +465,19 @@ class Run:
         finally:
             if self._on_finish is not None:
                 self._on_finish(self)
+
+
+MAX_NAME = 200
+
+
+def check_name(name: Any) -> str:
+    """A run name: non-empty text of at most MAX_NAME characters, on one line."""
+    if not isinstance(name, str) or not name.strip():
+        raise InvalidInput("a run name needs some text")
+    name = name.strip()
+    if len(name) > MAX_NAME or "\n" in name:
+        raise InvalidInput(f"a run name is one line of at most {MAX_NAME} characters (got {len(name)})")
+    return name
 
 
 def _check_step(step: Any) -> int:

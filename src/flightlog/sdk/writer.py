@@ -169,7 +169,7 @@ class RunWriter:
             return {"forked_from": self._forked_from, "pid": os.getpid(), "command": list(sys.argv),
                     "cwd": os.getcwd()}
         try:
-            return process_context(self.settings.env_allow)
+            return process_context(self.settings.env_allow, home=self.settings.home)
         except Exception as exc:  # context is evidence, never a reason to fail
             return {"error": repr(exc)}
 

@@ -39,10 +39,12 @@ def _home(ctx: click.Context, home: str | None) -> str | None:
                    "[default: FLIGHTLOG_ALLOWED_HOSTS, else any with --auth, loopback names and --host without]")
 @click.option("--log-level", type=click.Choice(["critical", "error", "warning", "info", "debug"]), default="warning", show_default=True)
 @click.option("--alerts", metavar="FILE", help="Alert rules to evaluate for every run (default: ./flightlog.alerts.yaml, else HOME/alerts.yaml; docs/alerting.md).")
+@click.option("--export-run-metrics", is_flag=True,
+              help="Also put the last value of each metric of every running run on /metrics (per-run gauges; docs/integrations.md).")
 @click.pass_context
 def server_cmd(ctx: click.Context, host: str, port: int, home: str | None, auth: bool, insecure: bool, max_body: str,
                max_upload: str, query_timeout: float | None, grace: float, root_path: str, forwarded_allow_ips: str,
-               allowed_hosts: str | None, log_level: str, alerts: str | None) -> None:
+               allowed_hosts: str | None, log_level: str, alerts: str | None, export_run_metrics: bool) -> None:
     """Serve runs to a team: the HTTP API (and the web UI) over this machine's store.
 
     \b
@@ -64,7 +66,7 @@ def server_cmd(ctx: click.Context, host: str, port: int, home: str | None, auth:
 
         load_config(alerts)
     config = ServerConfig.for_home(
-        _home(ctx, home), auth=auth, alerts=alerts,
+        _home(ctx, home), auth=auth, alerts=alerts, export_run_metrics=export_run_metrics,
         max_body=parse_size(max_body, what="--max-body"), max_upload=parse_size(max_upload, what="--max-upload"),
         query_timeout=query_timeout_from_env() if query_timeout is None else (query_timeout or None),
         allowed_hosts=(parse_list(allowed_hosts, what="--allowed-hosts") if allowed_hosts is not None

@@ -54,6 +54,8 @@ class ServerConfig:
     """Alert rules evaluated in the background (else ./flightlog.alerts.yaml, else HOME/alerts.yaml)."""
     artifacts: str | None = None
     """Where artifact blobs live: ``s3://BUCKET/PREFIX`` (FLIGHTLOG_ARTIFACTS), else HOME/artifacts."""
+    export_run_metrics: bool = False
+    """Add per-run gauges (the last value of each metric of every running run) to ``/metrics``."""
 
     @classmethod
     def for_home(cls, home: str | os.PathLike[str] | None = None, **overrides: object) -> ServerConfig:

@@ -21,11 +21,15 @@ import os
 import socket
 from collections.abc import Iterable
 from dataclasses import dataclass
-
-from starlette.types import ASGIApp, Receive, Scope, Send
+from typing import TYPE_CHECKING
 
 from flightlog.errors import InvalidInput
-from flightlog.server.responses import error_response
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp, Receive, Scope, Send
+
+# Host lists are parsed by ServerConfig, which the store-side commands (`flightlog token`) use on
+# a plain install: only the ASGI middlewares below need the server extra (starlette), at run time.
 
 __all__ = [
     "LOOPBACK_HOSTS",
@@ -200,6 +204,8 @@ class HostGuard:
                     details={"host": name, "allowed": list(self.policy.patterns)},
                 )
                 if scope["type"] == "http":
+                    from flightlog.server.responses import error_response  # the server extra
+
                     await error_response(err)(scope, receive, send)
                 return
         await self.app(scope, receive, send)

@@ -27,6 +27,10 @@ from flightlog.timefmt import format_duration
 __all__ = ["KIND", "StalledSpec", "WATCHABLE"]
 
 WATCHABLE = ("metrics", "logs", "heartbeat")
+#: seconds a run's first data may take to reach the store (a few flush intervals)
+_FIRST_DATA_GRACE = 2.0
+#: seconds the capture may hold a stream's last line before storing it (its ``group_idle``)
+_LOG_HOLD = 0.5
 
 
 @dataclass(frozen=True)
@@ -53,11 +57,22 @@ class _Life:
     heartbeat: float | None = None
     fresh: float | None = None  # how far the run's data has reached the store (any kind of data)
 
-    def judged_at(self, now: float, after: float) -> float:
+    def judged_at(self, now: float, after: float, watch: Sequence[str]) -> float:
         """The moment a silence is measured to: now, less what the data is known to lag behind
-        (a log line on its way to the store is no silence), by at most ``after``."""
+        (a log line on its way to the store is no silence), by at most ``after``. Before any of
+        the run's data has reached the store, its lag is not known yet: the first flush may
+        still be on its way (start-up, the flush interval, a loaded machine), so up to
+        ``_FIRST_DATA_GRACE`` of it is not counted as silence. Captured log lines lag the
+        resource samples that tell how current the data is: the capture holds a stream's last
+        line up to ``_LOG_HOLD`` for a continuation, so that much of a log silence is not
+        counted either."""
+        if self.fresh is None and self.metrics is None and self.logs is None and self.heartbeat is None:
+            return max(self.start, now - min(after, _FIRST_DATA_GRACE))
         newest = max(t for t in (self.fresh, self.metrics, self.logs, self.heartbeat, self.start) if t is not None)
-        return max(now - after, min(now, newest)) if self.fresh is not None else now
+        if self.fresh is None:
+            return now
+        hold = _LOG_HOLD if "logs" in watch else 0.0
+        return max(now - after, min(now, newest - hold))
 
     def last(self, watch: Sequence[str]) -> float:
         seen = [t for t in (getattr(self, w) for w in watch) if t is not None]
@@ -115,7 +130,7 @@ class StalledEvaluator(PerRun):
         for rule in rules:
             spec: StalledSpec = rule.spec
             last = life.last(spec.watch)
-            silent = life.judged_at(env.now, spec.after) - last
+            silent = life.judged_at(env.now, spec.after, spec.watch) - last
             key = (rule.name, delta.run.id)
             if silent >= spec.after and key not in self._firing:
                 self._firing[key] = last

@@ -6,7 +6,7 @@ from flightlog.diagnose import api as diagnose_api
 from flightlog.pipeline import api as pipeline_api
 from flightlog.server import alerts_routes
 from flightlog.server.operations import Operation
-from flightlog.server.routes import access, artifacts, events, ingest, meta, runs, stream
+from flightlog.server.routes import access, artifacts, edits, events, ingest, meta, runs, stream
 
 __all__ = ["OPERATIONS"]
 
@@ -15,6 +15,7 @@ OPERATIONS: list[Operation] = [
     *access.OPERATIONS,
     *ingest.OPERATIONS,
     *runs.OPERATIONS,
+    *edits.OPERATIONS,
     *events.OPERATIONS,
     *stream.OPERATIONS,
     *artifacts.OPERATIONS,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from starlette.responses import PlainTextResponse, Response
 
-from flightlog.errors import StoreUnavailable
+from flightlog.errors import FlightlogError, StoreUnavailable
 from flightlog.server.context import Ctx
 from flightlog.server.operations import Operation, ok
 from flightlog.server.responses import json_response
@@ -25,7 +25,27 @@ async def healthz(ctx: Ctx) -> Response:
 
 
 async def prometheus(ctx: Ctx) -> Response:
-    return PlainTextResponse(ctx.state.metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
+    text = ctx.state.metrics.render()
+    if ctx.state.config.export_run_metrics:
+        text += await _run_gauges(ctx)
+    return PlainTextResponse(text, media_type="text/plain; version=0.0.4; charset=utf-8")
+
+
+async def _run_gauges(ctx: Ctx) -> str:
+    """Per-run gauges (opt-in). They name runs and show their numbers, so under --auth only a
+    request with a reader token gets them, limited to its token's project."""
+    from flightlog.export.prometheus import render_run_gauges, running_runs
+    from flightlog.server.auth import authenticate
+
+    project = None
+    if ctx.state.config.auth:
+        try:
+            principal = await authenticate(ctx.request, ctx.store, enabled=True)
+        except FlightlogError:
+            return "# per-run gauges (flightlog_run_*) need a reader token: scrape with an Authorization header\n"
+        project = principal.project
+    runs = await ctx.call(running_runs, ctx.store, project)
+    return render_run_gauges(runs)
 
 
 OPERATIONS = [

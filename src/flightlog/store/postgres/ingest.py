@@ -90,11 +90,16 @@ def _apply_params(conn: Any, rec: dict[str, Any]) -> None:
 
 
 def _apply_tags(conn: Any, rec: dict[str, Any]) -> None:
-    conn.cursor().executemany(
-        "INSERT INTO tags(run_id, key, value) VALUES(%s, %s, %s) "
-        "ON CONFLICT(run_id, key) DO UPDATE SET value=excluded.value",
-        [(rec["r"], key, str(value)) for key, value in rec["data"].items()],
-    )
+    upserts = [(rec["r"], key, str(value)) for key, value in rec["data"].items() if value is not None]
+    removals = [(rec["r"], key) for key, value in rec["data"].items() if value is None]
+    if upserts:
+        conn.cursor().executemany(
+            "INSERT INTO tags(run_id, key, value) VALUES(%s, %s, %s) "
+            "ON CONFLICT(run_id, key) DO UPDATE SET value=excluded.value",
+            upserts,
+        )
+    if removals:  # a tag set to null is removed (``flightlog runs edit --untag``, ``run.remove_tags``)
+        conn.cursor().executemany("DELETE FROM tags WHERE run_id=%s AND key=%s", removals)
 
 
 def _apply_note(conn: Any, rec: dict[str, Any]) -> None:

@@ -99,8 +99,11 @@ def _apply_tags(conn: sqlite3.Connection, rec: dict[str, Any]) -> None:
     conn.executemany(
         "INSERT INTO tags(run_id, key, value) VALUES(?, ?, ?) "
         "ON CONFLICT(run_id, key) DO UPDATE SET value=excluded.value",
-        [(rec["r"], key, str(value)) for key, value in rec["data"].items()],
+        [(rec["r"], key, str(value)) for key, value in rec["data"].items() if value is not None],
     )
+    # a tag set to null is removed (``flightlog runs edit --untag``, ``run.remove_tags``)
+    conn.executemany("DELETE FROM tags WHERE run_id=? AND key=?",
+                     [(rec["r"], key) for key, value in rec["data"].items() if value is None])
 
 
 def _apply_note(conn: sqlite3.Connection, rec: dict[str, Any]) -> None:

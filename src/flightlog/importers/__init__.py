@@ -1,0 +1,1 @@
+"""Bringing runs recorded by other tools into flightlog (``flightlog import ...``)."""

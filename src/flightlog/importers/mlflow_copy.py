@@ -1,0 +1,149 @@
+"""Copying MLflow runs into flightlog: params, tags, metric histories, artifacts, status and
+times, through the same idempotent ingest every writer uses.
+
+Each MLflow run keeps its id, and its records are written by one writer whose id is derived
+from it (``mlflow-<run id>``) with sequence numbers from 1, so importing the same store twice
+changes nothing: the second time every run is counted as already imported.
+"""
+
+from __future__ import annotations
+
+import time
+from array import array
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from flightlog.errors import InvalidInput
+from flightlog.ids import RUN_ID_RE
+from flightlog.importers.mlflow_sources import MlflowRun, MlflowSource, artifact_dir
+from flightlog.records import encode_series
+
+__all__ = ["ImportSummary", "import_runs", "STATUS_MAP"]
+
+#: MLflow status → (flightlog status, end_reason, exit code); see DESIGN's table of endings
+STATUS_MAP: dict[str, tuple[str, str | None, int | None]] = {
+    "FINISHED": ("succeeded", "exit", 0),
+    "FAILED": ("failed", "exit", None),
+    "KILLED": ("killed", "signal", None),
+    "RUNNING": ("running", None, None),
+    "SCHEDULED": ("queued", None, None),
+}
+
+
+@dataclass
+class ImportSummary:
+    experiments: int = 0
+    runs: int = 0
+    already_imported: int = 0
+    params: int = 0
+    tags: int = 0
+    metric_points: int = 0
+    artifacts: int = 0
+    artifact_bytes: int = 0
+    warnings: list[str] = field(default_factory=list)
+    run_ids: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items()}
+
+
+def import_runs(
+    client: Any,
+    source: MlflowSource,
+    *,
+    experiment: str | None = None,
+    project: str | None = None,
+    artifacts: bool = True,
+    progress: Callable[[MlflowRun], None] | None = None,
+) -> ImportSummary:
+    """Copy every active run of the store (or of one experiment, by name or id) into ``client``'s store."""
+    experiments = source.experiments()
+    if experiment is not None:
+        chosen = [e for e in experiments if experiment in (e.name, e.id)]
+        if not chosen:
+            names = ", ".join(repr(e.name) for e in experiments) or "none"
+            raise InvalidInput(f"no MLflow experiment named {experiment!r}; the store has: {names}")
+        experiments = chosen
+    summary = ImportSummary()
+    for exp in experiments:
+        seen = False
+        for run in source.runs(exp):
+            if not seen:
+                summary.experiments += 1  # an experiment with runs (MLflow's empty "Default" is not counted)
+                seen = True
+            _import_one(client, run, project or exp.name, artifacts, summary)
+            if progress is not None:
+                progress(run)
+    return summary
+
+
+def _import_one(client: Any, run: MlflowRun, project: str, with_artifacts: bool, summary: ImportSummary) -> None:
+    if not RUN_ID_RE.match(run.id):
+        summary.warnings.append(f"run {run.id!r} skipped: not a valid run id")
+        return
+    status, end_reason, exit_code = STATUS_MAP.get(run.status, ("crashed", "lost", None))
+    started = run.start_time / 1000 if run.start_time is not None else time.time()
+    ended = run.end_time / 1000 if run.end_time is not None else None
+    fields: dict[str, Any] = {
+        "project": project, "name": run.name or run.tags.get("mlflow.runName"), "status": status,
+        "created": started, "started": started, "ended": ended, "end_reason": end_reason, "attempt": 1,
+    }
+    if exit_code is not None:
+        fields["exit_code"] = exit_code
+    parent = run.tags.get("mlflow.parentRunId")
+    if parent:
+        fields["parent_id"] = parent
+    at = ended or started
+    records: list[dict[str, Any]] = [{"k": "run", "t": started, **fields}]
+    records.append({"k": "context", "t": started, "data": {
+        "imported_from": "mlflow", "mlflow_run_id": run.id, "mlflow_experiment_id": run.experiment.id,
+        "mlflow_experiment": run.experiment.name, "mlflow_artifact_uri": run.artifact_uri}})
+    if run.params:
+        records.append({"k": "params", "t": started, "data": dict(run.params)})
+    if run.tags:
+        records.append({"k": "tags", "t": started, "data": dict(run.tags)})
+    if run.metrics:
+        series = {}
+        for name, points in run.metrics.items():
+            steps, times, values = array("q"), array("d"), array("d")
+            for step, timestamp, value in points:
+                steps.append(step)
+                times.append(timestamp / 1000)
+                values.append(value)
+            series[name] = encode_series(steps, times, values)
+        records.append({"k": "metrics", "t": at, "attempt": 1, "series": series})
+    files = _artifact_files(run, summary) if with_artifacts else []
+    for rel, path in files:
+        sha, size, uri = client.artifact_store.put_file(path)
+        records.append({"k": "artifact", "t": at, "role": "output", "kind": "file", "path": rel, "source": str(path),
+                        "size": size, "sha256": sha, "uri": uri, "attempt": 1})
+    writer = f"mlflow-{run.id}"
+    for seq, rec in enumerate(records, start=1):
+        rec.update(r=run.id, w=writer, s=seq)
+    result = client.store.ingest(records)
+    if result.skipped:
+        summary.warnings.append(f"run {run.id}: the store refused {len(result.skipped)} record(s): {result.skipped[0]}")
+    if result.applied == 0 and result.duplicates:
+        summary.already_imported += 1
+        return
+    summary.runs += 1
+    summary.run_ids.append(run.id)
+    summary.params += len(run.params)
+    summary.tags += len(run.tags)
+    summary.metric_points += sum(len(p) for p in run.metrics.values())
+    summary.artifacts += len(files)
+    summary.artifact_bytes += sum(p.stat().st_size for _, p in files)
+
+
+def _artifact_files(run: MlflowRun, summary: ImportSummary) -> list[tuple[str, Path]]:
+    folder = artifact_dir(run)
+    if folder is None:
+        if run.artifact_uri:
+            summary.warnings.append(
+                f"run {run.id}: artifacts at {run.artifact_uri} are not on a local path; copied without them")
+        return []
+    if not folder.is_dir():
+        return []
+    return [(p.relative_to(folder).as_posix(), p) for p in sorted(folder.rglob("*")) if p.is_file()]

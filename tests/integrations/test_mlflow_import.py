@@ -1,0 +1,122 @@
+"""`flightlog import mlflow` against stores made by the real `mlflow` package.
+
+MLflow is never a dependency of flightlog: it lives in .bench-venv (`make bench-venv`, the
+same install `make bench-peers` uses), which the `mlflow_python` fixture creates when it is
+missing. The truth each test compares against is what MLflow's own client reads back.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import flightlog
+from tests.helpers import cli, cli_json
+
+ROOT = Path(__file__).resolve().parents[2]
+MAKE_STORE = Path(__file__).with_name("mlflow_fixtures") / "make_store.py"
+N_RUNS = 100
+
+
+@pytest.fixture(scope="module")
+def mlflow_python() -> Path:
+    python = ROOT / ".bench-venv" / "bin" / "python"
+    proc = subprocess.run(["make", "-s", "bench-venv"], cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, f"make bench-venv failed:\n{proc.stdout}\n{proc.stderr}"
+    return python
+
+
+def _make_store(python: Path, uri: str, artifacts: Path, n: int, **env: str) -> list[dict[str, Any]]:
+    proc = subprocess.run([str(python), str(MAKE_STORE), uri, str(artifacts), str(n)], capture_output=True, text=True,
+                          timeout=600, env={"PATH": "/usr/bin:/bin", "MLFLOW_ENABLE_ASYNC_LOGGING": "false", **env})
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return json.loads(proc.stdout)
+
+
+@pytest.fixture(scope="module")
+def sqlite_store(mlflow_python: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, list[dict[str, Any]]]:
+    base = tmp_path_factory.mktemp("mlflow-sqlite")
+    uri = f"sqlite:///{base}/mlflow.db"
+    return uri, _make_store(mlflow_python, uri, base / "artifacts", N_RUNS)
+
+
+STATUS = {"FINISHED": "succeeded", "FAILED": "failed", "KILLED": "killed"}
+
+
+def _assert_same_runs(expected: list[dict[str, Any]], client: flightlog.Client) -> None:
+    for want in expected:
+        got = client.run(want["id"], exact=True)
+        assert got.project == want["experiment"] and got.name == want["name"]
+        assert got.status == STATUS[want["status"]]
+        assert got.started == pytest.approx(want["start_time"] / 1000) and got.ended == pytest.approx(want["end_time"] / 1000)
+        assert got.params == want["params"]
+        assert got.tags == want["tags"]
+        assert got.parent_id == want["tags"].get("mlflow.parentRunId")
+        assert sorted(got.metrics) == sorted(want["metrics"])
+        for name, points in want["metrics"].items():
+            history = client.metric_history(got.id, name)
+            assert history.steps.tolist() == [p[0] for p in points]
+            assert history.times.tolist() == pytest.approx([p[1] / 1000 for p in points])
+            values = [None if math.isnan(v) else v for v in history.values.tolist()]
+            assert values == [p[2] for p in points]
+        artifacts = client.artifacts(got.id)
+        assert sorted([a.path, a.size] for a in artifacts) == want["artifacts"]
+        for artifact in artifacts:
+            assert hashlib.sha256(client.artifact_file(artifact).read_bytes()).hexdigest() == artifact.sha256
+
+
+def test_import_copies_100_runs_exactly_and_a_second_import_changes_nothing(
+    home: Path, sqlite_store: tuple[str, list[dict[str, Any]]]
+) -> None:
+    uri, expected = sqlite_store
+    assert len(expected) == N_RUNS
+    summary = cli_json(home, "import", "mlflow", "--tracking-uri", uri)
+    assert summary["runs"] == N_RUNS and summary["experiments"] == 2 and summary["already_imported"] == 0
+    assert summary["params"] == sum(len(r["params"]) for r in expected)
+    assert summary["tags"] == sum(len(r["tags"]) for r in expected)
+    assert summary["metric_points"] == sum(len(p) for r in expected for p in r["metrics"].values())
+    assert summary["artifacts"] == sum(len(r["artifacts"]) for r in expected)
+    assert summary["warnings"] == []
+
+    client = flightlog.Client()
+    assert len(client.runs(limit=1000)) == N_RUNS  # the deleted run and the empty Default experiment stay behind
+    _assert_same_runs(expected, client)
+
+    again = cli_json(home, "import", "mlflow", "--tracking-uri", uri)
+    assert again["runs"] == 0 and again["already_imported"] == N_RUNS
+    assert len(client.runs(limit=1000)) == N_RUNS
+    assert client.metric_history(expected[0]["id"], "loss").steps.size == 6
+
+
+@pytest.mark.embedded_only("selection and errors are the CLI's; the copy itself is covered over both transports")
+def test_import_one_experiment_into_a_chosen_project_and_clear_errors(
+    home: Path, sqlite_store: tuple[str, list[dict[str, Any]]]
+) -> None:
+    uri, expected = sqlite_store
+    summary = cli_json(home, "import", "mlflow", "--tracking-uri", uri, "--experiment", "nlp", "--project", "moved",
+                       "--no-artifacts")
+    assert summary["runs"] == sum(1 for r in expected if r["experiment"] == "nlp") and summary["artifacts"] == 0
+    assert {r.project for r in flightlog.Client().runs(limit=1000)} == {"moved"}
+
+    missing = cli(home, "import", "mlflow", "--tracking-uri", uri, "--experiment", "audio", check=False)
+    assert missing.returncode != 0 and "no MLflow experiment named 'audio'" in missing.stderr and "'vision'" in missing.stderr
+    nowhere = cli(home, "import", "mlflow", "--tracking-uri", f"sqlite:///{home}/nope.db", check=False)
+    assert nowhere.returncode != 0 and "no MLflow database" in nowhere.stderr
+    remote = cli(home, "import", "mlflow", "--tracking-uri", "http://127.0.0.1:5000", check=False)
+    assert remote.returncode != 0 and "sqlite://" in remote.stderr
+
+
+@pytest.mark.embedded_only("the file store reader differs from the database reader, not the transport")
+def test_import_from_an_mlflow_file_store(home: Path, mlflow_python: Path, tmp_path: Path) -> None:
+    uri = (tmp_path / "mlruns").as_uri()
+    # MLflow 3 keeps the file store for existing users only (it calls it maintenance mode)
+    expected = _make_store(mlflow_python, uri, tmp_path / "artifacts", 6, MLFLOW_ALLOW_FILE_STORE="true")
+    summary = cli_json(home, "import", "mlflow", "--tracking-uri", uri)
+    assert summary["runs"] == 6
+    _assert_same_runs(expected, flightlog.Client())
