@@ -483,7 +483,8 @@ class SqliteStore(AccessRecords):
     # ── changes since a cursor (store/changes.py): the alert feed ─────────────
     def change_cursor(self) -> dict[str, int]:
         with self.db.read() as conn:
-            return {t: int(conn.execute(f"SELECT COALESCE(MAX(id), 0) FROM {t}").fetchone()[0]) for t in FEED_TABLES}
+            row = conn.execute("SELECT " + ", ".join(f"(SELECT COALESCE(MAX(id), 0) FROM {t})" for t in FEED_TABLES)).fetchone()  # one statement: one snapshot
+            return {t: int(v) for t, v in zip(FEED_TABLES, row, strict=True)}
 
     def changes(self, after: Cursor, upto: Cursor | None = None, *, run_id: str | None = None,
                 metrics: bool = True, samples: bool = True, activity: bool = True,
