@@ -119,8 +119,9 @@ def test_root_that_never_existed_is_an_empty_tree() -> None:
     assert sample["host_memory_total"] > 0
 
 
-def test_sample_fields_and_host_wide_values() -> None:
-    sampler = ProcessTreeSampler(os.getpid(), gpu=False)
+def test_sample_fields_and_host_wide_values(spawn: Spawn) -> None:
+    # a child of our own: the test process may have children of other fixtures (a PostgreSQL server)
+    sampler = ProcessTreeSampler(spawn([sys.executable, "-c", "import time; time.sleep(60)"]).pid, gpu=False)
     sample = sampler.sample(now=1234.5)
     assert sample["time"] == 1234.5
     for key in (

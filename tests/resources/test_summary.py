@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
+import sys
 import time
 from typing import Any
 
 from flightlog.resources import ProcessTreeSampler, ResourceSummary
+from tests.resources.conftest import Spawn
 
 
 def _sample(t: float, **fields: Any) -> dict[str, Any]:
@@ -142,8 +143,9 @@ def test_merge_of_two_attempts_sums_counters_and_keeps_peaks() -> None:
     assert merged == whole.to_dict()
 
 
-def test_real_samples_summarize() -> None:
-    sampler = ProcessTreeSampler(os.getpid(), gpu=False)
+def test_real_samples_summarize(spawn: Spawn) -> None:
+    # a child of our own: the test process may have children of other fixtures (a PostgreSQL server)
+    sampler = ProcessTreeSampler(spawn([sys.executable, "-c", "import time; time.sleep(60)"]).pid, gpu=False)
     summary = ResourceSummary()
     for _ in range(3):
         time.sleep(0.06)

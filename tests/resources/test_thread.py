@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import os
+import sys
 import threading
 import time
 from typing import Any
@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from flightlog.resources import ProcessTreeSampler, SamplerThread
+from tests.resources.conftest import Spawn
 
 
 class Counting:
@@ -21,9 +22,11 @@ class Counting:
         return {"time": time.time(), "n": self.n}
 
 
-def test_samples_on_schedule_with_a_real_sampler() -> None:
+def test_samples_on_schedule_with_a_real_sampler(spawn: Spawn) -> None:
     got: list[dict[str, Any]] = []
-    thread = SamplerThread(ProcessTreeSampler(os.getpid(), gpu=False), got.append, interval=0.05)
+    # a child of our own: the test process may have children of other fixtures (a PostgreSQL server)
+    child = spawn([sys.executable, "-c", "import time; time.sleep(60)"])
+    thread = SamplerThread(ProcessTreeSampler(child.pid, gpu=False), got.append, interval=0.05)
     thread.start()
     time.sleep(0.5)
     assert thread.stop() is True

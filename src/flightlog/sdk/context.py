@@ -146,10 +146,14 @@ def installed_packages(cache_dir: Path | None = None) -> dict[str, str]:
 def _packages_key() -> str:
     """Changes when a package is installed, upgraded or removed anywhere on the import path:
     each of those adds or removes a ``*.dist-info`` entry, which changes its directory's mtime.
-    ``sys.path[0]`` (the script's directory, or the working directory) is left out: a workload
-    writes its outputs there, and it holds no installed packages."""
+    ``sys.path[0]`` (the script's directory, or the working directory) and any other entry
+    naming the working directory (an empty entry, as a trailing ``:`` in PYTHONPATH gives) are
+    left out: a workload writes its outputs there, and it holds no installed packages."""
     parts = [sys.executable, sys.version]
+    cwd = os.getcwd()
     for entry in sys.path[1:]:
+        if not entry or os.path.abspath(entry) == cwd:
+            continue
         try:
             parts.append(f"{entry}:{os.stat(entry or '.').st_mtime_ns}")
         except OSError:
