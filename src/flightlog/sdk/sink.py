@@ -59,17 +59,10 @@ def _build(settings: Settings) -> Sink:
     return open_store(settings.store_uri)
 
 
-_inherited: list[Sink] = []
-
-
 def _forget_after_fork() -> None:
-    """A child must not use its parent's connections, nor close them: closing a pooled
-    PostgreSQL connection sends the server a goodbye on the socket the parent still uses. So the
-    child keeps them referenced, unused, and opens its own."""
     global _lock
     _lock = threading.Lock()
-    _inherited.extend(_sinks.values())
-    _sinks.clear()
+    _sinks.clear()  # a child must not share its parent's connections
 
 
 if hasattr(os, "register_at_fork"):
