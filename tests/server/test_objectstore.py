@@ -195,3 +195,21 @@ def wait_for(check: Any, what: str, timeout: float = 30.0) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.02)
+
+
+def test_gc_removes_only_unreferenced_objects_from_the_bucket(bucket: Any, tmp_path: Path) -> None:
+    from flightlog.store.artifacts import open_artifact_store
+
+    client, name = bucket
+    store = open_artifact_store(tmp_path / "home", f"s3://{name}/gc")
+    digests = []
+    for i, body in enumerate((b"kept", b"dropped!")):
+        path = tmp_path / f"f{i}"
+        path.write_bytes(body)
+        digests.append(hashlib.sha256(body).hexdigest())
+        store.put_verified(path, digests[-1])
+    kept, dropped = digests
+    assert store.remove_unreferenced({kept}, dry_run=True) == (1, len(b"dropped!"))
+    assert len(_keys(client, name)) == 2, "a dry run removes nothing"
+    assert store.remove_unreferenced({kept}) == (1, len(b"dropped!"))
+    assert set(_keys(client, name)) == {f"gc/sha256/{kept[:2]}/{kept[2:]}"}

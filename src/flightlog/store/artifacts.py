@@ -12,7 +12,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterator
 from pathlib import Path
 
 from flightlog.errors import InvalidInput, NotFound
@@ -108,25 +108,25 @@ class LocalArtifactStore:
         shutil.copyfile(src, dest_path)
         return dest_path
 
-    def blobs(self) -> Iterable[tuple[str, Path]]:
+    def stored_blobs(self) -> Iterator[tuple[str, int]]:
+        """(sha256, size) of every blob kept."""
         base = self.root / "sha256"
         if not base.is_dir():
             return
         for prefix in base.iterdir():
             for blob in prefix.iterdir():
-                yield prefix.name + blob.name, blob
+                yield prefix.name + blob.name, blob.stat().st_size
+
+    def remove_blobs(self, digests: list[str]) -> None:
+        for sha in digests:
+            self._blob(sha).unlink(missing_ok=True)
 
     def remove_unreferenced(self, referenced: set[str], *, dry_run: bool = False) -> tuple[int, int]:
         """Delete blobs no artifact row points at; returns (files, bytes)."""
-        files = size = 0
-        for sha, blob in list(self.blobs()):
-            if sha in referenced:
-                continue
-            files += 1
-            size += blob.stat().st_size
-            if not dry_run:
-                blob.unlink(missing_ok=True)
-        return files, size
+        doomed = [(sha, size) for sha, size in list(self.stored_blobs()) if sha not in referenced]
+        if not dry_run:
+            self.remove_blobs([sha for sha, _ in doomed])
+        return len(doomed), sum(size for _, size in doomed)
 
 
 def open_artifact_store(home: Path, uri: str | None = None) -> LocalArtifactStore:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -181,10 +181,7 @@ class S3ArtifactStore(LocalArtifactStore):
             raise
         return blob
 
-    def blobs(self) -> Iterable[tuple[str, Path]]:
-        raise NotImplementedError("objects in a bucket have no local path: use objects()")
-
-    def objects(self) -> Iterator[tuple[str, int]]:
+    def stored_blobs(self) -> Iterator[tuple[str, int]]:
         """(sha256, size) of every blob under the prefix."""
         self.check()
         start = f"{self.prefix}sha256/"
@@ -195,14 +192,10 @@ class S3ArtifactStore(LocalArtifactStore):
                     if len(rest) == 64:
                         yield rest, int(obj["Size"])
 
-    def remove_unreferenced(self, referenced: set[str], *, dry_run: bool = False) -> tuple[int, int]:
-        doomed = [(sha, size) for sha, size in self.objects() if sha not in referenced]
-        if not dry_run:
-            with self._errors("remove unreferenced artifacts"):
-                for start in range(0, len(doomed), 1000):
-                    part = doomed[start : start + 1000]
-                    self.client.delete_objects(Bucket=self.bucket, Delete={
-                        "Objects": [{"Key": self.key(sha)} for sha, _ in part], "Quiet": True})
-            for sha, _ in doomed:
-                self._blob(sha).unlink(missing_ok=True)
-        return len(doomed), sum(size for _, size in doomed)
+    def remove_blobs(self, digests: list[str]) -> None:
+        """Delete the objects (1,000 a request) and their cached copies."""
+        with self._errors("remove unreferenced artifacts"):
+            for start in range(0, len(digests), 1000):
+                self.client.delete_objects(Bucket=self.bucket, Delete={
+                    "Objects": [{"Key": self.key(sha)} for sha in digests[start : start + 1000]], "Quiet": True})
+        super().remove_blobs(digests)
