@@ -5,6 +5,7 @@ import { useEffect, useMemo, useState } from "preact/hooks";
 import { get } from "../api";
 import { type Axis, makeAxis, ParallelCoordinates, Scatter } from "../components/SweepPlots";
 import { Empty, ErrorBox, Loading } from "../components/ui";
+import { useAsync } from "../hooks";
 import { navigate, paths, setQuery } from "../router";
 import type { Run, RunPage } from "../types";
 import "../explore.css";
@@ -15,24 +16,16 @@ const MAX_AXES = 12;
 export function Explore({ project, query }: { project: string; query: URLSearchParams }) {
   const sweep = query.get("sweep");
   const filter = query.get("filter") ?? "";
-  const [sweepRun, setSweepRun] = useState<Run | null>(null);
-  const [runs, setRuns] = useState<Run[] | null>(null);
-  const [error, setError] = useState<Error | null>(null);
   const [draft, setDraft] = useState(filter);
   useEffect(() => setDraft(filter), [filter]);
 
-  useEffect(() => {
-    const ctrl = new AbortController();
-    setRuns(null);
-    setError(null);
+  const sweepRun = useAsync((signal) => (sweep ? get<Run>(`runs/${encodeURIComponent(sweep)}`, undefined, signal).catch(() => null) : Promise.resolve(null)),
+    [sweep]).data ?? null;
+  const page = useAsync((signal) => {
     const effective = sweep ? `tags.sweep = '${sweep.replace(/'/g, "\\'")}'` : filter.trim() || undefined;
-    if (sweep) get<Run>(`runs/${encodeURIComponent(sweep)}`, undefined, ctrl.signal).then(setSweepRun, () => setSweepRun(null));
-    get<RunPage>("runs", { project, filter: effective, limit: MAX_RUNS }, ctrl.signal).then(
-      (page) => setRuns(page.runs),
-      (err: Error) => err.name !== "AbortError" && setError(err),
-    );
-    return () => ctrl.abort();
+    return get<RunPage>("runs", { project, filter: effective, limit: MAX_RUNS }, signal);
   }, [project, sweep, filter]);
+  const runs = page.loading ? null : page.data?.runs ?? null;
 
   const metricNames = useMemo(() => [...new Set((runs ?? []).flatMap((r) => Object.keys(r.metrics)))].sort(), [runs]);
   const paramNames = useMemo(
@@ -78,8 +71,8 @@ export function Explore({ project, query }: { project: string; query: URLSearchP
           </select>
         </label>
       </form>
-      {error ? <ErrorBox error={error} what="the runs" /> : null}
-      {!runs && !error ? <Loading what="the runs" /> : null}
+      {page.error ? <ErrorBox error={page.error} what="the runs" /> : null}
+      {!runs && !page.error ? <Loading what="the runs" /> : null}
       {runs && (!metricAxis || !axes.length) ? (
         <Empty>No runs with both params that vary and the metric {metric ? `“${metric}”` : ""}: nothing to plot.</Empty>
       ) : null}

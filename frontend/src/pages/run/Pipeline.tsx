@@ -1,10 +1,9 @@
 // A pipeline run's DAG: steps in columns by depth, coloured by status, edges for dependencies.
 // A click on a step opens its run (the latest attempt, or the run a cache hit reused).
-import { useEffect, useState } from "preact/hooks";
 import { get } from "../../api";
 import { ErrorBox, FINISHED, Loading } from "../../components/ui";
 import { fmtDuration, shortId } from "../../format";
-import { useInterval } from "../../hooks";
+import { useAsync, useInterval } from "../../hooks";
 import { navigate, paths } from "../../router";
 import type { Run } from "../../types";
 
@@ -44,20 +43,11 @@ function depths(steps: PipelineStep[]): Map<string, number> {
 }
 
 export function Pipeline({ run }: { run: Run }) {
-  const [view, setView] = useState<PipelineView | null>(null);
-  const [error, setError] = useState<Error | null>(null);
-  const [tick, setTick] = useState(0);
-  const running = !FINISHED.has(run.status);
-  useInterval(() => setTick((t) => t + 1), running ? 2000 : null);
-  useEffect(() => {
-    const ctrl = new AbortController();
-    get<PipelineView>(`runs/${encodeURIComponent(run.id)}/pipeline`, undefined, ctrl.signal).then(setView, (err: Error) => {
-      if (err.name !== "AbortError") setError(err);
-    });
-    return () => ctrl.abort();
-  }, [run.id, run.status, tick]);
+  const pipeline = useAsync((signal) => get<PipelineView>(`runs/${encodeURIComponent(run.id)}/pipeline`, undefined, signal), [run.id, run.status]);
+  useInterval(() => pipeline.reload(), FINISHED.has(run.status) ? null : 2000);
 
-  if (error) return <ErrorBox error={error} what="the pipeline" />;
+  if (pipeline.error) return <ErrorBox error={pipeline.error} what="the pipeline" />;
+  const view = pipeline.data;
   if (!view) return <Loading what="the pipeline" />;
 
   const depth = depths(view.steps);
