@@ -12,23 +12,23 @@ function tagText(tags: Record<string, string>): string {
 
 export function EditRun({ run, onSaved }: { run: Run; onSaved: (run: Run) => void }) {
   const [open, setOpen] = useState(false);
+  if (!open) {
+    return (
+      <button type="button" class="btn btn-ghost" id="edit-run" title="Rename, retag or describe this run"
+        onClick={() => setOpen(true)}>✎ Edit</button>
+    );
+  }
+  return <EditForm run={run} onClose={() => setOpen(false)} onSaved={onSaved} />;
+}
+
+/** The form, mounted on each opening: its fields start from the run as it is then. */
+function EditForm({ run, onClose, onSaved }: { run: Run; onClose: () => void; onSaved: (run: Run) => void }) {
   const [name, setName] = useState(run.name ?? "");
   const [description, setDescription] = useState(run.tags[DESCRIPTION] ?? "");
   const [tags, setTags] = useState(tagText(run.tags));
   const [error, setError] = useState<Error | null>(null);
   const [busy, setBusy] = useState(false);
 
-  if (!open) {
-    return (
-      <button type="button" class="btn btn-ghost" id="edit-run" title="Rename, retag or describe this run" onClick={() => {
-        setName(run.name ?? "");
-        setDescription(run.tags[DESCRIPTION] ?? "");
-        setTags(tagText(run.tags));
-        setError(null);
-        setOpen(true);
-      }}>✎ Edit</button>
-    );
-  }
   const save = async (e: Event) => {
     e.preventDefault();
     const wanted: Record<string, string> = {};
@@ -46,12 +46,10 @@ export function EditRun({ run, onSaved }: { run: Run; onSaved: (run: Run) => voi
     setBusy(true);
     try {
       const updated = await send<Run>("POST", `runs/${encodeURIComponent(run.id)}/edit`, body);
-      setOpen(false);
-      setError(null);
+      onClose();
       onSaved(updated);
     } catch (err) {
       setError(err as Error);
-    } finally {
       setBusy(false);
     }
   };
@@ -65,7 +63,7 @@ export function EditRun({ run, onSaved }: { run: Run; onSaved: (run: Run) => voi
       {error ? <ErrorBox error={error} what="the edit" /> : null}
       <div class="actions">
         <button type="submit" class="btn btn-primary" id="edit-save" disabled={busy}>Save</button>
-        <button type="button" class="btn" onClick={() => setOpen(false)}>Cancel</button>
+        <button type="button" class="btn" onClick={onClose}>Cancel</button>
       </div>
     </form>
   );
