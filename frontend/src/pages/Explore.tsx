@@ -8,7 +8,6 @@ import { Empty, ErrorBox, Loading } from "../components/ui";
 import { useAsync } from "../hooks";
 import { navigate, paths, setQuery } from "../router";
 import type { Run, RunPage } from "../types";
-import "../explore.css";
 
 const MAX_RUNS = 1000;
 const MAX_AXES = 12;
