@@ -8,7 +8,7 @@ import { fmtBytes, fmtDuration, fmtTime, fmtValue, shellJoin, shortId, signalNam
 import { useAsync, useStored } from "../../hooks";
 import { Link, paths } from "../../router";
 import type { Context, Diagnosis, Lineage, Note, Rightsizing, Run, RunbookEntry, Stage } from "../../types";
-import { attemptAt, attemptsOf, sec } from "./attempts";
+import { attemptAt, attemptsOf, clock, exitNote, sec } from "./attempts";
 
 export function Overview({ run }: { run: Run }) {
   return (
@@ -57,8 +57,8 @@ function Summary({ run }: { run: Run }) {
       <ol class="attempt-list">
         {attempts.map((a) => (
           <li key={a.n} data-attempt={a.n}>
-            <span class="strong">{a.n}</span> {fmtTime(a.start * 1000, { millis: true, date: false })} – {a.running ? "running" : fmtTime(a.end * 1000, { millis: true, date: false })}
-            <span class="muted"> · {fmtDuration(a.end - a.start)}{a.exit !== undefined && a.exit !== null ? ` · exit ${a.exit}` : ""}</span>
+            <span class="strong">{a.n}</span> {clock(a.start)} – {a.running ? "running" : clock(a.end)}
+            <span class="muted"> · {fmtDuration(a.end - a.start)}{exitNote(a)}</span>
           </li>
         ))}
       </ol>

@@ -6,8 +6,8 @@ import { Card, Empty, ErrorBox, FINISHED, Loading } from "../../components/ui";
 import { fmtDuration, fmtTime } from "../../format";
 import { useAsync, useWidth } from "../../hooks";
 import { stageColors } from "../../theme";
-import type { Artifact, Run, Span, Stage } from "../../types";
-import { type Attempt, attemptAt, attemptsOf, isAttemptStage, sec, spanAttempt } from "./attempts";
+import type { Artifact, Run, Stage } from "../../types";
+import { type Attempt, attemptAt, attemptsOf, clock, exitNote, isAttemptStage, sec, spanAttempt, spanTimes } from "./attempts";
 
 const PER_BATCH = 50;
 const LABEL_W = 190;
@@ -48,6 +48,7 @@ export function buildRows(run: Run, stages: Stage[], artifacts: Artifact[]): Row
     rows.push({ label: "queue wait", kind: "queue", detail: fmtDuration(firstStart - queued), bars: [{ start: queued, end: firstStart, color: "#94a3b8", title: `queued ${fmtDuration(firstStart - queued)} before starting` }] });
   }
   const stageColor = stageColors(stages.map((s) => s.name));
+  const sorted = stages.slice().sort((a, b) => (t(a.first_start) ?? 0) - (t(b.first_start) ?? 0));
   const ckpts = artifacts.filter((a) => a.kind === "checkpoint" && a.role === "output");
   const checkpointStage = stages.some((s) => /checkpoint/i.test(s.name));
   const work = stages.filter((s) => !isAttemptStage(s.name) && !/checkpoint|eval|save|upload/i.test(s.name));
@@ -56,7 +57,7 @@ export function buildRows(run: Run, stages: Stage[], artifacts: Artifact[]): Row
   if (attempts.length <= 1) {
     const procStart = t(tl.process_start) ?? t(run.started);
     if (procStart !== null && firstStep !== null && firstStep >= procStart) rows.push(startupRow(procStart, firstStep));
-    rows.push(...stageRows(stages, stageColor, () => true, undefined, true));
+    rows.push(...stageRows(sorted, stageColor));
     if (ckpts.length && !checkpointStage) rows.push(checkpointRow(ckpts, stageColor));
     const lastWork = Math.max(t(tl.last_metric) ?? -Infinity, ...work.map((s) => t(s.last_end) ?? -Infinity));
     const tailEnd = t(tl.process_end) ?? ended;
@@ -64,15 +65,16 @@ export function buildRows(run: Run, stages: Stage[], artifacts: Artifact[]): Row
     return rows;
   }
 
+  const inAttempts = sorted.filter((s) => !isAttemptStage(s.name)); // each attempt has its own row instead
   for (const a of attempts) {
     const group: Row[] = [];
-    const exit = a.exit !== undefined && a.exit !== null ? ` · exit ${a.exit}` : a.running ? " · running" : "";
+    const exit = exitNote(a) || (a.running ? " · running" : "");
     group.push({
       label: `attempt ${a.n}`, kind: "attempt", detail: `${fmtDuration(a.end - a.start)}${exit}`,
-      bars: [{ start: a.start, end: a.end, color: stageColor(`attempt ${a.n}`), title: `attempt ${a.n}: ${fmtTime(a.start * 1000, { millis: true, date: false })} – ${fmtTime(a.end * 1000, { millis: true, date: false })}, ${fmtDuration(a.end - a.start)}${exit}` }],
+      bars: [{ start: a.start, end: a.end, color: stageColor(`attempt ${a.n}`), title: `attempt ${a.n}: ${clock(a.start)} – ${clock(a.end)}, ${fmtDuration(a.end - a.start)}${exit}` }],
     });
     if (firstStep !== null && attemptAt(attempts, firstStep) === a) group.push(startupRow(a.start, firstStep, a.n));
-    group.push(...stageRows(stages, stageColor, (sp) => spanAttempt(sp) === a.n, a));
+    group.push(...stageRows(inAttempts, stageColor, a));
     const mine = ckpts.filter((c) => attemptAt(attempts, t(c.time)) === a);
     if (mine.length && !checkpointStage) group.push(checkpointRow(mine, stageColor));
     const last = a === attempts[attempts.length - 1];
@@ -102,18 +104,16 @@ function tailRow(lastWork: number, end: number): Row {
   return { label: "completion tail", kind: "tail", detail: fmtDuration(end - lastWork), bars: [{ start: lastWork, end, color: "#f59e0b", title: `completion tail: ${fmtDuration(end - lastWork)} from the last training step to the end (checkpoints, evaluation, uploads, exit)` }] };
 }
 
-/** A row per stage, over the spans `keep` accepts; `within` (an attempt) limits a per-batch stage's
- *  bar to its kept spans in that attempt (its counts cover every attempt, so no share is drawn). */
-function stageRows(stages: Stage[], stageColor: (n: string) => string, keep: (sp: Span) => boolean, within?: Attempt,
-                   withAttempts = false): Row[] {
+/** A row per stage, in the order given; `within` (an attempt) keeps only the spans of that attempt,
+ *  and limits a per-batch stage's bar to them (its counts cover every attempt, so no share is drawn). */
+function stageRows(stages: Stage[], stageColor: (n: string) => string, within?: Attempt): Row[] {
   const rows: Row[] = [];
-  const sorted = stages.filter((s) => withAttempts || !isAttemptStage(s.name)).sort((a, b) => (t(a.first_start) ?? 0) - (t(b.first_start) ?? 0));
-  for (const s of sorted) {
+  for (const s of stages) {
     const color = stageColor(s.name);
     const fs = t(s.first_start);
     const le = t(s.last_end);
     if (fs === null || le === null) continue;
-    const spans = s.spans.filter(keep);
+    const spans = within ? s.spans.filter((sp) => spanAttempt(sp) === within.n) : s.spans;
     if (s.count <= PER_BATCH && s.spans.length >= s.count) {
       if (!spans.length) continue;
       const total = spans.reduce((sum, sp) => sum + sp.duration, 0);
@@ -133,19 +133,20 @@ function stageRows(stages: Stage[], stageColor: (n: string) => string, keep: (sp
         detail: `${s.count.toLocaleString()}× · ${fmtDuration(s.total)} · ${Math.round(share * 100)}%`,
         bars: [{
           start: fs, end: le, color, share,
-          ticks: s.spans.map((sp) => [Date.parse(sp.start) / 1000, Date.parse(sp.end) / 1000]),
+          ticks: s.spans.map(spanTimes),
           title: `${s.name}: ${s.count.toLocaleString()} times, ${fmtDuration(s.total)} in all (mean ${fmtDuration(s.mean)}, max ${fmtDuration(s.max)}): ${Math.round(share * 100)}% of the ${fmtDuration(window)} between its first start and last end`,
         }],
       });
     } else if (spans.length) {
-      const lo = Math.max(within.start, Math.min(...spans.map((sp) => Date.parse(sp.start) / 1000), fs >= within.start ? fs : Infinity));
-      const hi = Math.min(within.end, Math.max(...spans.map((sp) => Date.parse(sp.end) / 1000), le <= within.end ? le : -Infinity));
+      const kept = spans.map(spanTimes);
+      const lo = Math.max(within.start, Math.min(...kept.map(([start]) => start), fs >= within.start ? fs : Infinity));
+      const hi = Math.min(within.end, Math.max(...kept.map(([, end]) => end), le <= within.end ? le : -Infinity));
       rows.push({
         label: s.name, kind: "aggregated",
         detail: `${spans.length.toLocaleString()} kept of ${s.count.toLocaleString()}×`,
         bars: [{
           start: lo, end: hi, color, share: 0,
-          ticks: spans.map((sp) => [Date.parse(sp.start) / 1000, Date.parse(sp.end) / 1000]),
+          ticks: kept,
           title: `${s.name} in attempt ${within.n}: ${spans.length} kept spans; ${s.count.toLocaleString()} times, ${fmtDuration(s.total)} over all attempts (the Stages table)`,
         }],
       });
@@ -191,11 +192,9 @@ function TimelineBody({ run, stages, artifacts, width }: { run: Run; stages: Sta
   const attempts = attemptsOf(run, stages);
   // with several attempts, the table's shares are of the time from the first start to the last end
   const whole = attempts.length > 1 ? attempts[attempts.length - 1].end - attempts[0].start : run.duration;
-  // one band per attempt behind its rows, from its start to its end
-  const bands = attempts.length > 1 ? attempts.map((a) => {
-    const mine = rows.map((r, i) => (r.attempt === a.n ? i : -1)).filter((i) => i >= 0);
-    return mine.length ? { a, first: mine[0], last: mine[mine.length - 1] } : null;
-  }).filter((b) => b !== null) : [];
+  // one band per attempt behind its rows (rows carry an attempt only when there are several)
+  const bands = attempts.map((a) => ({ a, first: rows.findIndex((r) => r.attempt === a.n), last: rows.findLastIndex((r) => r.attempt === a.n) }))
+    .filter((b) => b.first >= 0);
   return (
     <>
       {!rows.length ? <Empty>No stages or timings recorded. Mark phases with <code>with run.stage("data_loading"):</code>.</Empty> : (
@@ -217,12 +216,12 @@ function TimelineBody({ run, stages, artifacts, width }: { run: Run; stages: Sta
             ))}
             {rows.map((r, i) => {
               const y = AXIS_H + i * ROW_H;
-              const indent = r.attempt !== undefined && r.kind !== "attempt" ? 20 : 10;
+              const indent = r.attempt === undefined ? 6 : r.kind === "attempt" ? 10 : 20;
               const label = indent > 10 ? 22 : 24; // characters that fit before the bars
               return (
                 <g key={r.label + i} class={`gantt-row gantt-${r.kind}`} data-row={r.label} data-attempt={r.attempt}>
-                  <text x={r.attempt !== undefined ? indent : 6} y={y + 12} class="gantt-label">{r.label.length > label ? r.label.slice(0, label - 1) + "…" : r.label}</text>
-                  <text x={r.attempt !== undefined ? indent : 6} y={y + 24} class="gantt-detail">{r.detail}</text>
+                  <text x={indent} y={y + 12} class="gantt-label">{r.label.length > label ? r.label.slice(0, label - 1) + "…" : r.label}</text>
+                  <text x={indent} y={y + 24} class="gantt-detail">{r.detail}</text>
                   {r.bars.map((b, j) => {
                     const x0 = x(b.start);
                     const w = Math.max(b.marker ? 0 : 2, x(b.end) - x0);

@@ -3,6 +3,7 @@
 // to instead of mixing them: a resumed run's first step happened in attempt 1, before attempt 2
 // even started.
 import { FINISHED } from "../../components/ui";
+import { fmtTime } from "../../format";
 import type { Json, Run, Span, Stage } from "../../types";
 
 export interface Attempt {
@@ -15,6 +16,15 @@ export interface Attempt {
 
 export const sec = (iso: string | null | undefined): number | null => (iso ? Date.parse(iso) / 1000 : null);
 
+/** A span's start and end, in epoch seconds. */
+export const spanTimes = (sp: { start: string; end: string }): [number, number] => [Date.parse(sp.start) / 1000, Date.parse(sp.end) / 1000];
+
+/** An instant in epoch seconds as a clock time to the millisecond. */
+export const clock = (ts: number): string => fmtTime(ts * 1000, { millis: true, date: false });
+
+/** " · exit N" when the runner recorded the attempt's exit code, else "". */
+export const exitNote = (a: Attempt): string => (a.exit !== undefined && a.exit !== null ? ` · exit ${a.exit}` : "");
+
 export const isAttemptStage = (name: string): boolean => /^attempt \d+$/.test(name);
 
 /** The attempts, ordered: from the runner's `attempt N` spans, else from the attempt every span
@@ -25,7 +35,8 @@ export function attemptsOf(run: Run, stages: Stage[]): Attempt[] {
     if (!isAttemptStage(s.name)) continue;
     const n = Number(s.name.slice("attempt ".length));
     for (const sp of s.spans) {
-      found.set(n, { n, start: Date.parse(sp.start) / 1000, end: Date.parse(sp.end) / 1000, exit: sp.attrs?.exit, running: false });
+      const [start, end] = spanTimes(sp);
+      found.set(n, { n, start, end, exit: sp.attrs?.exit, running: false });
     }
   }
   const exact = new Set(found.keys()); // the runner's own windows; other spans do not widen them
@@ -34,8 +45,7 @@ export function attemptsOf(run: Run, stages: Stage[]): Attempt[] {
     for (const sp of s.spans) {
       const n = spanAttempt(sp);
       if (exact.has(n)) continue;
-      const start = Date.parse(sp.start) / 1000;
-      const end = Date.parse(sp.end) / 1000;
+      const [start, end] = spanTimes(sp);
       const a = found.get(n);
       if (!a) found.set(n, { n, start, end, exit: undefined, running: false });
       else {
