@@ -74,6 +74,11 @@ function lonely(vs: (number | null)[]): boolean {
   return n === 1;
 }
 
+/** The points of a series with a single value, drawn large enough to see; undefined otherwise. */
+function loneDot(p: Prepared | null | undefined, color: string): uPlot.Series.Points | undefined {
+  return p && lonely(p.y) ? { show: true, size: 8, fill: color } : undefined;
+}
+
 function prepare(b: Buckets, s: Series, x: XKind, smooth: number, log: boolean): Prepared {
   const n = b.step.length;
   const xs = new Array<number>(n);
@@ -160,14 +165,12 @@ export function MetricChart(props: MetricChartProps) {
     if (single) {
       const c = runs[0].color ?? colorOf(0);
       if (smooth > 0) series.push({ label: name + " (raw)", stroke: c, width: 1, alpha: 0.3, spanGaps: false, points: { show: false } });
-      const alone = !!prepared?.[0] && lonely(prepared[0].y);
-      series.push({ label: name, stroke: c, width: 1.6, spanGaps: false, points: alone ? { show: true, size: 8, fill: c } : undefined });
+      series.push({ label: name, stroke: c, width: 1.6, spanGaps: false, points: loneDot(prepared?.[0], c) });
     } else {
       present.forEach((r) => {
         const idx = runs.indexOf(r);
         const color = r.color ?? colorOf(idx);
-        const alone = !!prepared?.[idx] && lonely(prepared[idx]!.y);
-        series.push({ label: r.label, stroke: color, width: 1.6, spanGaps: true, points: alone ? { show: true, size: 8, fill: color } : { show: false } });
+        series.push({ label: r.label, stroke: color, width: 1.6, spanGaps: true, points: loneDot(prepared?.[idx], color) ?? { show: false } });
       });
     }
     const plugins: uPlot.Plugin[] = [
@@ -212,7 +215,7 @@ export function MetricChart(props: MetricChartProps) {
         x: { time: x === "time", range: zoom ? () => [zoom[0], zoom[1]] : padSingle },
         y: log && !magnitude ? { distr: 3 } : {},
       },
-      axes: [xAxis(x), magnitude ? yAxis(fmtSlog) : yAxis()],
+      axes: [xAxis(x), yAxis(magnitude ? fmtSlog : fmtNum)],
       plugins,
       hooks: {
         setSelect: [(u: uPlot) => {
