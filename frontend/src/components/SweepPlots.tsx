@@ -4,7 +4,7 @@
 import type { JSX } from "preact";
 import { useState } from "preact/hooks";
 import { num } from "../api";
-import { fmtNum } from "../format";
+import { fmtNum, fmtValue } from "../format";
 import type { Run } from "../types";
 
 export interface Axis {
@@ -25,8 +25,7 @@ export function valueOf(run: Run, key: string): number | string | null {
   if (raw === undefined || raw === null) return null;
   if (kind === "metrics") return num(raw);
   if (typeof raw === "number") return Number.isFinite(raw) ? raw : null;
-  if (typeof raw === "boolean") return String(raw);
-  return typeof raw === "string" ? raw : JSON.stringify(raw);
+  return fmtValue(raw);
 }
 
 export function makeAxis(runs: Run[], key: string): Axis | null {
