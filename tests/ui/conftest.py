@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import subprocess
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -120,10 +121,10 @@ def browser() -> Iterator[Any]:
         b.close()
 
 
-@pytest.fixture
-def page(browser: Any, server: Any) -> Iterator[Any]:
-    """A fresh browser context on the server; any uncaught script error fails the test."""
-    context = browser.new_context(viewport={"width": 1400, "height": 900}, base_url=server.url, accept_downloads=True)
+@contextmanager
+def open_page(browser: Any, base_url: str, **options: Any) -> Iterator[Any]:
+    """A page in a fresh browser context on a server; any uncaught script error or dialog fails the test."""
+    context = browser.new_context(viewport={"width": 1400, "height": 900}, base_url=base_url, **options)
     context.set_default_timeout(TIMEOUT_MS)
     pg = context.new_page()
     errors: list[str] = []
@@ -134,6 +135,13 @@ def page(browser: Any, server: Any) -> Iterator[Any]:
     context.close()
     assert not errors, f"uncaught errors in the page: {errors}"
     assert not dialogs, f"a dialog was opened (script ran from a workload value?): {dialogs}"
+
+
+@pytest.fixture
+def page(browser: Any, server: Any) -> Iterator[Any]:
+    """A fresh browser context on the server (open_page)."""
+    with open_page(browser, server.url, accept_downloads=True) as pg:
+        yield pg
 
 
 @pytest.fixture

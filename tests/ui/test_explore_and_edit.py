@@ -10,13 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright.sync_api import expect
 
 import flightlog
 from flightlog.sweeps import LogUniform, SweepResult, Trial, sweep
-from tests.ui.conftest import TIMEOUT_MS
-
-pytest.importorskip("playwright.sync_api")
-from playwright.sync_api import expect  # noqa: E402
+from tests.ui.conftest import open_page
 
 
 def _train(trial: Trial) -> None:
@@ -41,14 +39,8 @@ def explore(tmp_path_factory: pytest.TempPathFactory, clean_env: None, built_ui:
 @pytest.fixture
 def tab(browser: Any, explore: tuple[Any, SweepResult]) -> Iterator[Any]:
     server, _ = explore
-    context = browser.new_context(viewport={"width": 1400, "height": 900}, base_url=server.url)
-    context.set_default_timeout(TIMEOUT_MS)
-    pg = context.new_page()
-    errors: list[str] = []
-    pg.on("pageerror", lambda exc: errors.append(str(exc)))
-    yield pg
-    context.close()
-    assert not errors, f"uncaught errors in the page: {errors}"
+    with open_page(browser, server.url) as pg:
+        yield pg
 
 
 def test_a_sweep_run_links_to_its_parallel_coordinates_and_scatter(tab: Any, explore: tuple[Any, SweepResult], shot: Any) -> None:
