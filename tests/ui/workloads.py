@@ -160,18 +160,14 @@ while True:
 
 def make_edges(home: Path, work: Path) -> list[str]:
     """The three runs of EDGES (project "edges"), oldest first."""
-    script = work / "edges.py"
-    script.write_text(textwrap.dedent(EDGES))
-    subprocess.run([sys.executable, str(script)], env=env_for(home), cwd=work, check=True, capture_output=True, timeout=120)
+    run_script(home, script(work, "edges.py", EDGES))
     runs = json.loads(flightlog(home, "runs", "ls", "--project", "edges", "--format", "json").stdout)
     return [str(r["id"]) for r in reversed(runs)]
 
 
 def make_resumed(home: Path, work: Path) -> str:
     """A run whose first attempt failed and whose second ran with `flightlog run --resume`."""
-    script = work / "resumable.py"
-    script.write_text(textwrap.dedent(RESUMABLE))
-    cmd = ["--", sys.executable, str(script), str(work)]
+    cmd = ["--", sys.executable, script(work, "resumable.py", RESUMABLE), str(work)]
     flightlog(home, "run", "--project", "resume", "--name", "resumable", *cmd, check=False)
     run_id = last_run(home, "resume")
     flightlog(home, "run", "--resume", run_id, *cmd)
@@ -180,10 +176,8 @@ def make_resumed(home: Path, work: Path) -> str:
 
 def make_oom(home: Path, work: Path) -> str:
     """A run killed at its memory limit (`flightlog run --memory-limit 128M`)."""
-    script = work / "greedy.py"
-    script.write_text(textwrap.dedent(GREEDY))
     flightlog(home, "run", "--project", "oom", "--name", "greedy", "--memory-limit", "128M", "--sample-interval", "0.1s",
-              "--", sys.executable, str(script), check=False)
+              "--", sys.executable, script(work, "greedy.py", GREEDY), check=False)
     return last_run(home, "oom")
 
 
@@ -213,6 +207,18 @@ def flightlog(home: Path, *args: str, check: bool = True, env: dict[str, str] | 
     return proc
 
 
+def script(work: Path, name: str, source: str) -> str:
+    """Write a workload's source to ``work/name``; its path, for a command line."""
+    path = work / name
+    path.write_text(textwrap.dedent(source))
+    return str(path)
+
+
+def run_script(home: Path, path: str) -> None:
+    """Run an SDK script (no `flightlog run` around it) in its folder, on the store in ``home``."""
+    subprocess.run([sys.executable, path], env=env_for(home), cwd=Path(path).parent, check=True, capture_output=True, timeout=120)
+
+
 def last_run(home: Path, project: str) -> str:
     out = flightlog(home, "runs", "ls", "--project", project, "--limit", "1", "--format", "json").stdout
     return str(json.loads(out)[0]["id"])
@@ -234,30 +240,23 @@ def seed(work: Path) -> Seeded:
     flightlog(home, "run", "--project", "vision", "--name", "moons-mlp", "--tag", "owner=ci", "--",
               *train[:2], "--data", str(work / "data-v2"), "--no-generate", "--out", str(work / "out-bad"), check=False)
     failed = last_run(home, "vision")
-    script = work / "report.py"
-    script.write_text(textwrap.dedent(REPORT))
     flightlog(home, "run", "--project", "vision", "--name", "eval-report", "--retries", "1", "--retry-delay", "0.1s",
-              "--", sys.executable, str(script), str(work / "out-0.5" / "model.json"),
+              "--", sys.executable, script(work, "report.py", REPORT), str(work / "out-0.5" / "model.json"),
               env=env_for(home, OUT_DIR=str(work)))
     report = last_run(home, "vision")
-    chatty = work / "chatty.py"
-    chatty.write_text(textwrap.dedent(CHATTY))
-    flightlog(home, "run", "--project", "vision", "--name", "chatty", "--", sys.executable, str(chatty))
+    flightlog(home, "run", "--project", "vision", "--name", "chatty", "--", sys.executable, script(work, "chatty.py", CHATTY))
     chatty_id = last_run(home, "vision")
-    many = work / "many.py"
-    many.write_text(textwrap.dedent(MANY))
-    subprocess.run([sys.executable, str(many)], env=env_for(home), cwd=work, check=True, capture_output=True, timeout=120)
+    run_script(home, script(work, "many.py", MANY))
     return Seeded(home=home, work=work, good=ids[0], other=ids[1], failed=failed, report=report, chatty=chatty_id)
 
 
 def start_live(home: Path, work: Path, url: str | None = None) -> tuple[subprocess.Popen[str], Path]:
     """`flightlog run` around a script that prints a line every 50 ms until ``stop`` exists;
     with ``url``, it ships to that server (remote mode) instead of writing the store itself."""
-    script = work / "live.py"
-    script.write_text(textwrap.dedent(LIVE))
+    path = script(work, "live.py", LIVE)
     stop = work / f"stop-{time.time_ns()}"
     env = env_for(home, FLIGHTLOG_URL=url) if url else env_for(home)
-    proc = subprocess.Popen([FLIGHTLOG, "run", "--project", "live", "--name", "ticker", "--", sys.executable, str(script), str(stop)],
+    proc = subprocess.Popen([FLIGHTLOG, "run", "--project", "live", "--name", "ticker", "--", sys.executable, path, str(stop)],
                             env=env, cwd=work, text=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return proc, stop
 
