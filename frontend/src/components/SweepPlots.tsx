@@ -4,7 +4,7 @@
 import type { JSX } from "preact";
 import { useState } from "preact/hooks";
 import { num } from "../api";
-import { fmtNum, fmtValue } from "../format";
+import { fmtNum, fmtValue, shortId } from "../format";
 import type { Run } from "../types";
 
 export interface Axis {
@@ -18,7 +18,7 @@ export interface Axis {
 }
 
 /** The value of a run on an axis key, as a number or a category text (null when missing). */
-export function valueOf(run: Run, key: string): number | string | null {
+function valueOf(run: Run, key: string): number | string | null {
   const [kind, ...rest] = key.split(".");
   const name = rest.join(".");
   const raw = kind === "metrics" ? run.metrics[name] : run.params[name];
@@ -44,7 +44,7 @@ export function makeAxis(runs: Run[], key: string): Axis | null {
 }
 
 /** 0 (bottom) .. 1 (top) along an axis, or null when the run has no value there. */
-export function position(axis: Axis, run: Run): number | null {
+function position(axis: Axis, run: Run): number | null {
   const v = valueOf(run, axis.key);
   if (v === null) return null;
   if (axis.kind === "category") {
@@ -69,6 +69,12 @@ function ticks(axis: Axis): [number, string][] {
   if (axis.kind === "category") return axis.categories.map((c, i) => [axis.categories.length > 1 ? i / (axis.categories.length - 1) : 0.5, c]);
   if (axis.min === axis.max) return [[0.5, fmtNum(axis.min)]];
   return [[0, fmtNum(axis.min)], [0.5, fmtNum(axis.log ? Math.sqrt(axis.min * axis.max) : (axis.min + axis.max) / 2)], [1, fmtNum(axis.max)]];
+}
+
+/** A line's or a dot's tooltip: the run, its x value (the scatter's), its metric. */
+function tip(r: Run, metric: Axis, x?: Axis): string {
+  const at = x ? `${x.label} = ${String(valueOf(r, x.key))}, ` : "";
+  return `${r.name ?? shortId(r.id)}: ${at}${metric.label} = ${fmtNum(valueOf(r, metric.key))}`;
 }
 
 const W = 960;
@@ -97,7 +103,7 @@ export function ParallelCoordinates({ runs, axes, metric, goal, onPick }: {
           <polyline key={r.id} class={`pc-line ${on ? "on" : ""}`} data-run={r.id} points={points.join(" ")}
             stroke={colour(position(metric, r), goal)} onMouseEnter={() => setHover(r.id)} onMouseLeave={() => setHover(null)}
             onClick={() => onPick?.(r)}>
-            <title>{`${r.name ?? r.id.slice(0, 8)}: ${metric.label} = ${fmtNum(valueOf(r, metric.key) as number)}`}</title>
+            <title>{tip(r, metric)}</title>
           </polyline>
         );
       })}
@@ -138,7 +144,7 @@ export function Scatter({ runs, xAxis, metric, goal, onPick }: {
       </text>
       {dots.map(({ r, tx, ty }) => (
         <circle key={r.id} class="sc-dot" data-run={r.id} cx={px(tx)} cy={py(ty)} r={5} fill={colour(ty, goal)} onClick={() => onPick?.(r)}>
-          <title>{`${r.name ?? r.id.slice(0, 8)}: ${xAxis.label} = ${String(valueOf(r, xAxis.key))}, ${metric.label} = ${fmtNum(valueOf(r, metric.key) as number)}`}</title>
+          <title>{tip(r, metric, xAxis)}</title>
         </circle>
       ))}
     </svg>
