@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import random
 from dataclasses import dataclass, field
 from typing import Any
 
 from flightlog.errors import InvalidInput
 
-__all__ = ["RunnerOptions", "parse_assignments", "DEFAULT_RETRY_ON", "RETRYABLE"]
+__all__ = ["RunnerOptions", "parse_assignments", "retry_backoff", "DEFAULT_RETRY_ON", "RETRYABLE", "RETRY_MAX_DELAY"]
 
 DEFAULT_RETRY_ON = ("service_unavailable", "oom_killed", "killed_by_signal")
 RETRYABLE = (
@@ -16,6 +17,13 @@ RETRYABLE = (
     "credentials_error", "bad_parameter", "data_error", "disk_full", "timeout", "killed_by_signal",
     "code_error", "nan_loss",
 )
+RETRY_MAX_DELAY = 300.0  # seconds: the backoff stops doubling here
+
+
+def retry_backoff(first: float, retry: int, max_delay: float = RETRY_MAX_DELAY) -> float:
+    """The wait before retry number ``retry`` (1, 2, ...): ``first`` doubling each time, at most
+    ``max_delay``, with jitter (x0.5 to x1.5). A run's retries and a pipeline step's use it."""
+    return min(max_delay, first * (2 ** (retry - 1))) * random.uniform(0.5, 1.5)
 
 
 @dataclass
@@ -30,7 +38,7 @@ class RunnerOptions:
     retries: int = 0
     retry_on: tuple[str, ...] = DEFAULT_RETRY_ON
     retry_delay: float = 1.0
-    retry_max_delay: float = 300.0
+    retry_max_delay: float = RETRY_MAX_DELAY
     memory_limit: int | None = None
     memory_limit_mode: str = "cgroup"
     sample_interval: float = 1.0
