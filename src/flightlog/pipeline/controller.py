@@ -267,13 +267,15 @@ class Controller:
         """The latest succeeded run with this key whose outputs are still on disk, unchanged."""
         candidates = self.client.runs(self.run.project, filter=f"tags.cache_key = '{key}' and status = 'succeeded'",
                                       order_by="-created", limit=5)
+        if not candidates:
+            return None
+        try:
+            current = self._output_digests(step)  # once: the files on disk are the same for every candidate
+        except MissingInput:
+            return None
         for candidate in candidates:
             recorded = {a.path: a.sha256 for a in self.client.artifacts(candidate.id) if a.role == "output"
                         and a.kind == "step-output"}
-            try:
-                current = self._output_digests(step)
-            except MissingInput:
-                return None
             if all(recorded.get(rel) == digest for rel, digest in current.items()):
                 return candidate.id, current
         return None
