@@ -9,7 +9,7 @@ from typing import Any
 
 from flightlog.errors import InvalidInput
 
-__all__ = ["RunnerOptions", "parse_assignments", "retry_backoff", "DEFAULT_RETRY_ON", "RETRYABLE", "RETRY_MAX_DELAY"]
+__all__ = ["RunnerOptions", "parse_assignments", "parse_value", "retry_backoff", "DEFAULT_RETRY_ON", "RETRYABLE", "RETRY_MAX_DELAY"]
 
 DEFAULT_RETRY_ON = ("service_unavailable", "oom_killed", "killed_by_signal")
 RETRYABLE = (
@@ -76,7 +76,7 @@ class RunnerOptions:
             raise InvalidInput("--max-log-rate must be greater than 0 lines per second")
 
 
-def _value(text: str) -> Any:
+def parse_value(text: str) -> Any:
     """``0.1`` → 0.1, ``3`` → 3, ``true`` → True, ``[1,2]`` → [1, 2], anything else stays text."""
     try:
         return json.loads(text)
@@ -90,5 +90,5 @@ def parse_assignments(items: tuple[str, ...], option: str, *, typed: bool) -> di
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise InvalidInput(f"{option} {item!r}: write KEY=VALUE, e.g. {option} lr=0.01")
-        out[key.strip()] = _value(value) if typed else value
+        out[key.strip()] = parse_value(value) if typed else value
     return out
