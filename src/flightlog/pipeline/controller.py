@@ -28,7 +28,7 @@ from flightlog.pipeline.executors import StepLaunch, open_executor
 from flightlog.pipeline.spec import PipelineSpec, StepSpec
 from flightlog.pipeline.state import DONE, EVIDENCE_KIND, FINAL, StepState
 from flightlog.pipeline.wakeup import SignalWakeup
-from flightlog.runner.options import retry_backoff
+from flightlog.runner.options import child_run_argv, retry_backoff
 from flightlog.timefmt import format_duration
 
 __all__ = ["run_pipeline", "PipelineResult", "Controller", "Options"]
@@ -292,11 +292,9 @@ class Controller:
     def _launch(self, step: StepSpec, key: str, body: dict[str, Any]) -> None:
         state = self.states[step.name]
         run_id = new_run_id()
-        argv = [sys.executable, "-m", "flightlog.runner", "--project", self.run.project,
-                "--name", f"{self.spec.name}.{step.name}", "--parent", self.run.id, "--run-id", run_id,
-                "--tag", f"pipeline={self.spec.name}", "--tag", f"pipeline_step={step.name}", "--tag", f"cache_key={key}"]
-        for k, v in step.params.items():
-            argv += ["--param", f"{k}={json.dumps(v)}"]
+        argv = child_run_argv(project=self.run.project, name=f"{self.spec.name}.{step.name}", parent=self.run.id,
+                              run_id=run_id, params=step.params,
+                              tags={"pipeline": self.spec.name, "pipeline_step": step.name, "cache_key": key})
         if step.timeout is not None:
             argv += ["--timeout", f"{step.timeout}s"]
         if step.memory_limit is not None:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import random
+import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from flightlog.errors import InvalidInput
 
-__all__ = ["RunnerOptions", "parse_assignments", "parse_value", "retry_backoff", "DEFAULT_RETRY_ON", "RETRYABLE", "RETRY_MAX_DELAY"]
+__all__ = ["RunnerOptions", "child_run_argv", "parse_assignments", "parse_value", "retry_backoff", "DEFAULT_RETRY_ON", "RETRYABLE", "RETRY_MAX_DELAY"]
 
 DEFAULT_RETRY_ON = ("service_unavailable", "oom_killed", "killed_by_signal")
 RETRYABLE = (
@@ -24,6 +26,19 @@ def retry_backoff(first: float, retry: int, max_delay: float = RETRY_MAX_DELAY) 
     """The wait before retry number ``retry`` (1, 2, ...): ``first`` doubling each time, at most
     ``max_delay``, with jitter (x0.5 to x1.5). A run's retries and a pipeline step's use it."""
     return min(max_delay, first * (2 ** (retry - 1))) * random.uniform(0.5, 1.5)
+
+
+def child_run_argv(*, project: str, name: str, parent: str, run_id: str, tags: Mapping[str, str],
+                   params: Mapping[str, Any]) -> list[str]:
+    """``python -m flightlog.runner`` for a child run (a pipeline step, a sweep trial) whose id the
+    caller chose; the caller adds its own options, then ``--`` and the command."""
+    argv = [sys.executable, "-m", "flightlog.runner", "--project", project, "--name", name, "--parent", parent,
+            "--run-id", run_id]
+    for key, value in tags.items():
+        argv += ["--tag", f"{key}={value}"]
+    for key, value in params.items():
+        argv += ["--param", f"{key}={json.dumps(value)}"]
+    return argv
 
 
 @dataclass
