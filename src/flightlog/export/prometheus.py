@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from flightlog.models import RunInfo
+from flightlog.server.prometheus import _esc  # the label escaping of the server's own /metrics
 
 __all__ = ["render_run_gauges", "running_runs", "MAX_RUNS", "MAX_METRICS"]
 
@@ -68,7 +69,3 @@ def _number(value: float) -> str:
     if math.isinf(value):
         return "+Inf" if value > 0 else "-Inf"
     return repr(float(value))
-
-
-def _esc(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")

@@ -43,7 +43,7 @@ def import_mlflow_cmd(tracking_uri: str, experiment: str | None, project: str | 
     for line in summary.warnings:
         click.echo(f"warning: {line}", err=True)
     if fmt == "json":
-        emit_json({k: v for k, v in summary.to_dict().items() if k != "warnings"} | {"warnings": summary.warnings})
+        emit_json(summary.to_dict())
         return
     click.echo(
         f"imported {summary.runs} run(s) from {summary.experiments} experiment(s): {summary.params} params, "

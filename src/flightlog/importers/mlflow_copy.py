@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import time
 from array import array
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,11 +41,11 @@ class ImportSummary:
     metric_points: int = 0
     artifacts: int = 0
     artifact_bytes: int = 0
-    warnings: list[str] = field(default_factory=list)
     run_ids: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items()}
+        return asdict(self)
 
 
 def import_runs(
@@ -56,7 +55,6 @@ def import_runs(
     experiment: str | None = None,
     project: str | None = None,
     artifacts: bool = True,
-    progress: Callable[[MlflowRun], None] | None = None,
 ) -> ImportSummary:
     """Copy every active run of the store (or of one experiment, by name or id) into ``client``'s store."""
     experiments = source.experiments()
@@ -74,8 +72,6 @@ def import_runs(
                 summary.experiments += 1  # an experiment with runs (MLflow's empty "Default" is not counted)
                 seen = True
             _import_one(client, run, project or exp.name, artifacts, summary)
-            if progress is not None:
-                progress(run)
     return summary
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import inspect
 import json
 import subprocess
 from pathlib import Path
@@ -61,14 +60,16 @@ def _file_hash(path: Path) -> str | None:
 def source_of(step: StepSpec, workdir: Path) -> dict[str, Any]:
     """What identifies the step's code: its function's source, or the files its command names."""
     if step.function is not None:
-        if step.source_hash:
-            return {"function": step.source_hash}
-        try:
+        digest = step.source_hash
+        if not digest:  # a spec from YAML or a stored run: hash the function it names
+            from flightlog.pipeline.define import source_hash
             from flightlog.pipeline.stepmain import load_function
 
-            return {"function": hashlib.sha256(inspect.getsource(load_function(step.function)).encode()).hexdigest()}
-        except Exception:
-            return {"function": step.function}
+            try:
+                digest = source_hash(load_function(step.function))
+            except Exception:
+                digest = None
+        return {"function": digest or step.function}
     files: dict[str, str] = {}
     for arg in step.command or []:
         path = Path(arg) if Path(arg).is_absolute() else workdir / arg

@@ -132,12 +132,10 @@ def ls_cmd(project: str | None, name: str | None, limit: int, fmt: str) -> None:
 def show_cmd(run: str, fmt: str) -> None:
     """The DAG of pipeline RUN as a tree: each step's status, attempts, duration and cache hit."""
     from flightlog.pipeline.render import render_pipeline
-    from flightlog.pipeline.resume import ship_lost_journal
     from flightlog.pipeline.state import load_view
 
-    client = open_client()
-    ship_lost_journal(client, run)  # a controller that died: its last step states, and its end
-    view = load_view(client, run).to_dict()
+    # a controller that died: reading its run ships its journal (its last step states, its end)
+    view = load_view(open_client(), run).to_dict()
     if fmt == "json":
         emit_json(view)
         return

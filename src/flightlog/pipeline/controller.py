@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import signal
 import sys
 import time
@@ -29,6 +28,7 @@ from flightlog.pipeline.executors import StepLaunch, open_executor
 from flightlog.pipeline.spec import PipelineSpec, StepSpec
 from flightlog.pipeline.state import DONE, EVIDENCE_KIND, FINAL, StepState
 from flightlog.pipeline.wakeup import SignalWakeup
+from flightlog.runner.options import child_run_argv, retry_backoff
 from flightlog.timefmt import format_duration
 
 __all__ = ["run_pipeline", "PipelineResult", "Controller", "Options"]
@@ -36,7 +36,6 @@ __all__ = ["run_pipeline", "PipelineResult", "Controller", "Options"]
 # variables of an enclosing run that must not leak into the steps' own runs
 _RUN_SCOPED = ("FLIGHTLOG_RUN_ID", "FLIGHTLOG_ATTEMPT", "FLIGHTLOG_CAPTURED", "FLIGHTLOG_RESUME_FROM",
                "FLIGHTLOG_STEP_PARAMS", "FLIGHTLOG_GATE")
-_RETRY_MAX_DELAY = 300.0
 # the loop polls quickly right after something happened, then backs off while steps run long
 # (a local step's end wakes it at once: SIGCHLD)
 _POLL_MIN, _POLL_MAX = 0.002, 0.1
@@ -268,13 +267,15 @@ class Controller:
         """The latest succeeded run with this key whose outputs are still on disk, unchanged."""
         candidates = self.client.runs(self.run.project, filter=f"tags.cache_key = '{key}' and status = 'succeeded'",
                                       order_by="-created", limit=5)
+        if not candidates:
+            return None
+        try:
+            current = self._output_digests(step)  # once: the files on disk are the same for every candidate
+        except MissingInput:
+            return None
         for candidate in candidates:
             recorded = {a.path: a.sha256 for a in self.client.artifacts(candidate.id) if a.role == "output"
                         and a.kind == "step-output"}
-            try:
-                current = self._output_digests(step)
-            except MissingInput:
-                return None
             if all(recorded.get(rel) == digest for rel, digest in current.items()):
                 return candidate.id, current
         return None
@@ -291,11 +292,9 @@ class Controller:
     def _launch(self, step: StepSpec, key: str, body: dict[str, Any]) -> None:
         state = self.states[step.name]
         run_id = new_run_id()
-        argv = [sys.executable, "-m", "flightlog.runner", "--project", self.run.project,
-                "--name", f"{self.spec.name}.{step.name}", "--parent", self.run.id, "--run-id", run_id,
-                "--tag", f"pipeline={self.spec.name}", "--tag", f"pipeline_step={step.name}", "--tag", f"cache_key={key}"]
-        for k, v in step.params.items():
-            argv += ["--param", f"{k}={json.dumps(v)}"]
+        argv = child_run_argv(project=self.run.project, name=f"{self.spec.name}.{step.name}", parent=self.run.id,
+                              run_id=run_id, params=step.params,
+                              tags={"pipeline": self.spec.name, "pipeline_step": step.name, "cache_key": key})
         if step.timeout is not None:
             argv += ["--timeout", f"{step.timeout}s"]
         if step.memory_limit is not None:
@@ -386,7 +385,7 @@ class Controller:
         retries_used = len([a for a in attempts if a.get("pipeline_attempt") == self.run.attempt]) - 1
         if (status == "failed" and self._signal is None and retries_used < step.retries
                 and category in step.retry_on):
-            delay = min(_RETRY_MAX_DELAY, step.retry_delay * (2 ** retries_used)) * random.uniform(0.5, 1.5)
+            delay = retry_backoff(step.retry_delay, retries_used + 1)
             self._retry_at[step.name] = time.time() + delay
             self._update(step.name, status="retrying", attempts=attempts, reason=reason, category=category)
             self.say(f"  ↻ {step.name} failed ({category}); retry {retries_used + 1}/{step.retries} in {delay:.1f}s")

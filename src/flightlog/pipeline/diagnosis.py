@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from flightlog.pipeline.state import DONE, is_pipeline, load_view
+from flightlog.errors import InvalidInput
+from flightlog.pipeline.state import DONE, load_view
 from flightlog.timefmt import iso
 
 __all__ = ["diagnose_pipeline"]
@@ -18,12 +19,15 @@ __all__ = ["diagnose_pipeline"]
 
 def diagnose_pipeline(client: Any, run_id: str) -> dict[str, Any] | None:
     """The diagnosis report (docs/troubleshooting.md) of a pipeline run, or None when ``run_id`` is not a pipeline."""
-    info = client.run(run_id)
-    if not is_pipeline(client, info):
+    try:
+        view = load_view(client, run_id)
+    except InvalidInput:  # no pipeline definition recorded on the run
+        return None
+    info = view.run
+    if info.parent_id is not None or "pipeline" not in info.tags:
         return None
     from flightlog.diagnose.engine import diagnose_run
 
-    view = load_view(client, info.id)
     order = view.spec.order()
     failing = next((n for n in order if view.steps[n].status in ("failed", "killed", "crashed", "stopped")), None)
     skipped = [n for n in order if view.steps[n].status == "skipped"]

@@ -1,20 +1,18 @@
 """``flightlog pipeline resume``: the same pipeline run, again, for only what did not finish.
 
 A controller that died (kill -9, a lost machine) leaves its last step states in its journal:
-they are shipped first, so the resumed attempt knows exactly which steps succeeded.
+reading its run through the Client ships them first (``Client.run`` settles a dead owner's
+journals), so the resumed attempt knows exactly which steps succeeded.
 """
 
 from __future__ import annotations
-
-import socket
-from typing import Any
 
 import flightlog
 from flightlog.errors import Conflict
 from flightlog.pipeline.controller import Controller, Options, PipelineResult
 from flightlog.pipeline.state import load_view
 
-__all__ = ["resume_pipeline", "ship_lost_journal"]
+__all__ = ["resume_pipeline"]
 
 
 def resume_pipeline(ref: str, *, max_parallel: int | None = None, executor: str | None = None,
@@ -22,8 +20,7 @@ def resume_pipeline(ref: str, *, max_parallel: int | None = None, executor: str 
     """Run again only the steps of a pipeline run that failed or never ran, as its next attempt."""
     client = flightlog.Client()
     try:
-        ship_lost_journal(client, ref)
-        view = load_view(client, ref)
+        view = load_view(client, ref)  # Client.run ships a dead controller's journal first (its last states)
     finally:
         client.close()
     if not view.run.is_finished:
@@ -36,20 +33,3 @@ def resume_pipeline(ref: str, *, max_parallel: int | None = None, executor: str 
                       bool(opts.get("use_cache", True)), quiet, verbose)
     return Controller(view.spec, options, resume=view).execute()
 
-
-def ship_lost_journal(client: Any, ref: str) -> None:
-    """Ship what a dead controller left in its journal, so its last states are read (and its
-    run can be seen as crashed). Nothing to do for a live or finished pipeline."""
-    try:
-        info = client.store.get_run(ref)
-        if info.status not in ("running", "created") or info.host != socket.gethostname() or not info.pid:
-            return
-        import psutil
-
-        if psutil.pid_exists(info.pid):
-            return
-        from flightlog.journal.sync import sync
-
-        sync(client.settings.home, client.store, run_id=info.id)
-    except Exception:  # reading must work even when the journal cannot be shipped
-        pass

@@ -23,12 +23,10 @@ from typing import Any
 
 from flightlog.errors import InvalidInput
 from flightlog.pipeline.dag import topological_order
-from flightlog.runner.options import RETRYABLE
+from flightlog.runner.options import DEFAULT_RETRY_ON, RETRYABLE
 
 __all__ = ["StepSpec", "GateCheck", "PipelineSpec", "validate", "DEFAULT_RETRY_ON", "STEP_NAME_RE"]
 
-#: what a step retries on unless told otherwise: failures that a second try can fix
-DEFAULT_RETRY_ON = ("service_unavailable", "oom_killed", "killed_by_signal")
 STEP_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _BOUNDS = ("min", "max")
 

@@ -16,7 +16,7 @@ from flightlog.errors import InvalidInput
 from flightlog.models import RunInfo
 from flightlog.pipeline.spec import PipelineSpec
 
-__all__ = ["StepState", "PipelineView", "load_view", "EVIDENCE_KIND", "DONE", "FINAL", "is_pipeline"]
+__all__ = ["StepState", "PipelineView", "load_view", "EVIDENCE_KIND", "DONE", "FINAL"]
 
 EVIDENCE_KIND = "pipeline"
 #: states a step ends in that let its downstream steps run
@@ -67,23 +67,20 @@ class PipelineView:
 
     def to_dict(self) -> dict[str, Any]:
         order = self.spec.order()
+        run = self.run.to_dict()
         return {
             "run": self.run.id,
             "name": self.spec.name,
             "project": self.run.project,
             "status": self.run.status,
             "attempt": self.run.attempt,
-            "started": self.run.to_dict()["started"],
-            "ended": self.run.to_dict()["ended"],
+            "started": run["started"],
+            "ended": run["ended"],
             "duration": self.run.duration,
             "options": self.options,
             "failure": self.run.failure,
             "steps": [{**self.steps[n].to_dict(), "needs": self.spec.step(n).needs} for n in order],
         }
-
-
-def is_pipeline(client: Any, run: RunInfo) -> bool:
-    return run.parent_id is None and "pipeline" in run.tags and bool(client.evidence(run.id, EVIDENCE_KIND, "definition"))
 
 
 def load_view(client: Any, ref: str) -> PipelineView:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import random
+import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from flightlog.errors import InvalidInput
 
-__all__ = ["RunnerOptions", "parse_assignments", "DEFAULT_RETRY_ON", "RETRYABLE"]
+__all__ = ["RunnerOptions", "child_run_argv", "parse_assignments", "parse_value", "retry_backoff", "DEFAULT_RETRY_ON", "RETRYABLE", "RETRY_MAX_DELAY"]
 
 DEFAULT_RETRY_ON = ("service_unavailable", "oom_killed", "killed_by_signal")
 RETRYABLE = (
@@ -16,6 +19,26 @@ RETRYABLE = (
     "credentials_error", "bad_parameter", "data_error", "disk_full", "timeout", "killed_by_signal",
     "code_error", "nan_loss",
 )
+RETRY_MAX_DELAY = 300.0  # seconds: the backoff stops doubling here
+
+
+def retry_backoff(first: float, retry: int, max_delay: float = RETRY_MAX_DELAY) -> float:
+    """The wait before retry number ``retry`` (1, 2, ...): ``first`` doubling each time, at most
+    ``max_delay``, with jitter (x0.5 to x1.5). A run's retries and a pipeline step's use it."""
+    return min(max_delay, first * (2 ** (retry - 1))) * random.uniform(0.5, 1.5)
+
+
+def child_run_argv(*, project: str, name: str, parent: str, run_id: str, tags: Mapping[str, str],
+                   params: Mapping[str, Any]) -> list[str]:
+    """``python -m flightlog.runner`` for a child run (a pipeline step, a sweep trial) whose id the
+    caller chose; the caller adds its own options, then ``--`` and the command."""
+    argv = [sys.executable, "-m", "flightlog.runner", "--project", project, "--name", name, "--parent", parent,
+            "--run-id", run_id]
+    for key, value in tags.items():
+        argv += ["--tag", f"{key}={value}"]
+    for key, value in params.items():
+        argv += ["--param", f"{key}={json.dumps(value)}"]
+    return argv
 
 
 @dataclass
@@ -30,7 +53,7 @@ class RunnerOptions:
     retries: int = 0
     retry_on: tuple[str, ...] = DEFAULT_RETRY_ON
     retry_delay: float = 1.0
-    retry_max_delay: float = 300.0
+    retry_max_delay: float = RETRY_MAX_DELAY
     memory_limit: int | None = None
     memory_limit_mode: str = "cgroup"
     sample_interval: float = 1.0
@@ -68,7 +91,7 @@ class RunnerOptions:
             raise InvalidInput("--max-log-rate must be greater than 0 lines per second")
 
 
-def _value(text: str) -> Any:
+def parse_value(text: str) -> Any:
     """``0.1`` → 0.1, ``3`` → 3, ``true`` → True, ``[1,2]`` → [1, 2], anything else stays text."""
     try:
         return json.loads(text)
@@ -82,5 +105,5 @@ def parse_assignments(items: tuple[str, ...], option: str, *, typed: bool) -> di
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise InvalidInput(f"{option} {item!r}: write KEY=VALUE, e.g. {option} lr=0.01")
-        out[key.strip()] = _value(value) if typed else value
+        out[key.strip()] = parse_value(value) if typed else value
     return out

@@ -10,7 +10,6 @@ final status; an SDK inside the workload attaches to the same run (``FLIGHTLOG_R
 from __future__ import annotations
 
 import os
-import random
 import signal
 import subprocess
 import sys
@@ -23,7 +22,7 @@ from flightlog.alerts.monitor import start_monitor
 from flightlog.config import rank_from_env
 from flightlog.failure import parse_python_traceback
 from flightlog.logevents import LogBatch
-from flightlog.runner.options import RunnerOptions
+from flightlog.runner.options import RunnerOptions, retry_backoff
 from flightlog.runner.outcome import Outcome, outcome_of
 from flightlog.runner.pump import OutputPump, enlarge_pipe
 from flightlog.runner.reaper import Reaper, become_subreaper
@@ -175,8 +174,7 @@ class Runner:
         return result.category in self.opts.retry_on
 
     def _backoff(self, retry: int) -> float:
-        base = min(self.opts.retry_max_delay, self.opts.retry_delay * (2 ** (retry - 1)))
-        return base * random.uniform(0.5, 1.5)
+        return retry_backoff(self.opts.retry_delay, retry, self.opts.retry_max_delay)
 
     def _sleep_interruptibly(self, seconds: float) -> bool:
         deadline = time.monotonic() + seconds

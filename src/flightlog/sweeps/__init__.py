@@ -45,7 +45,7 @@ def sweep(
     """
     parsed: dict[str, Param] = {}
     for key, value in space.items():
-        if isinstance(value, (Choice, Uniform, LogUniform, IntUniform)):
+        if isinstance(value, Param):
             parsed[key] = value
         elif isinstance(value, str):
             parsed[key] = parse_param(f"{key}={value}")[1]

@@ -44,10 +44,6 @@ def sweep_cmd(params: tuple[str, ...], metric: str, goal: str, method: str, tria
     if cmd and cmd[0] == "--":
         cmd = cmd[1:]
     space = dict(parse_param(p) for p in params)
-    if alerts is not None:
-        from flightlog.alerts.config import load_config
-
-        load_config(alerts)
     out = console()
 
     def progress(trial: Trial) -> None:

@@ -17,7 +17,6 @@ import math
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -136,16 +135,13 @@ class CommandTarget:
         return out
 
     def run(self, trial: Trial, ctx: SweepContext) -> None:
-        import json
-
         from flightlog.ids import new_run_id
+        from flightlog.runner.options import child_run_argv
 
         trial.run_id = new_run_id()  # chosen here, so the watch knows the trial's run from the start
-        cmd = [sys.executable, "-m", "flightlog", "run", "--project", ctx.project, "--name", f"{ctx.name}-{trial.number}",
-               "--parent", ctx.sweep_id, "--run-id", trial.run_id,
-               "--tag", f"sweep={ctx.sweep_id}", "--tag", f"trial={trial.number}"]
-        for key, value in trial.params.items():
-            cmd += ["--param", f"{key}={json.dumps(value)}"]
+        cmd = child_run_argv(project=ctx.project, name=f"{ctx.name}-{trial.number}", parent=ctx.sweep_id,
+                             run_id=trial.run_id, tags={"sweep": ctx.sweep_id, "trial": str(trial.number)},
+                             params=trial.params)
         if ctx.watch is not None:
             cmd += ["--alerts", ctx.watch.path]
         cmd += ["--", *self.argv(trial.params)]

@@ -11,13 +11,13 @@ On the command line (``flightlog sweep --param NAME=SPEC``):
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import random
 from dataclasses import dataclass
 from typing import Any
 
 from flightlog.errors import InvalidInput
+from flightlog.runner.options import parse_value
 
 __all__ = ["Choice", "Uniform", "LogUniform", "IntUniform", "Param", "parse_param", "grid", "sample"]
 
@@ -67,15 +67,8 @@ def parse_param(text: str) -> tuple[str, Param]:
                 raise InvalidInput(f"--param {text!r}: a log range needs LOW > 0")
             return name, LogUniform(low, high)
         return name, (IntUniform(int(low), int(high)) if kind == "int" else Uniform(low, high))
-    values = tuple(_value(v) for v in spec.split(","))
+    values = tuple(parse_value(v) for v in spec.split(","))
     return name, Choice(values)
-
-
-def _value(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
 
 
 def grid(space: dict[str, Param]) -> list[dict[str, Any]]:
