@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,14 +23,19 @@ for _ in range(25):
 """
 
 
-@pytest.mark.embedded_only("the same evidence over either transport")
-def test_growth_without_steps_is_a_hint(home: Path) -> None:
+def _diagnose(home: Path, code: str) -> dict[str, Any]:
+    """Run ``code`` under ``flightlog run`` (resources sampled every 0.1 s); its diagnosis."""
     script = home.parent / "load.py"
-    script.write_text(GROWS_WITHOUT_STEPS)
+    script.write_text(code)
     proc = cli(home, "run", "--project", "etl", "--sample-interval", "0.1s", "--", sys.executable, str(script))
     run = re.search(r"run ([0-9a-f]{32}) started", proc.stderr)[1]  # type: ignore[index]
     with Client(home) as c:
-        report = c.diagnose(run)
+        return c.diagnose(run)
+
+
+@pytest.mark.embedded_only("the same evidence over either transport")
+def test_growth_without_steps_is_a_hint(home: Path) -> None:
+    report = _diagnose(home, GROWS_WITHOUT_STEPS)
     leak = next(f for f in report["findings"] if f["category"] == "memory_leak")
     assert leak["confidence"] < 0.5, leak
     assert "no training steps were recorded" in leak["summary"]
@@ -54,10 +60,5 @@ for step in range(60):
 def test_a_load_that_stops_growing_is_not_a_leak(home: Path) -> None:
     """Regression: a load phase inside the training window, then flat memory, read as a
     steady trend (a straight line through a ramp and a plateau); a leak grows in both halves."""
-    script = home.parent / "load_then_flat.py"
-    script.write_text(LOADS_WHILE_STEPPING_THEN_FLAT)
-    proc = cli(home, "run", "--project", "etl", "--sample-interval", "0.1s", "--", sys.executable, str(script))
-    run = re.search(r"run ([0-9a-f]{32}) started", proc.stderr)[1]  # type: ignore[index]
-    with Client(home) as c:
-        report = c.diagnose(run)
+    report = _diagnose(home, LOADS_WHILE_STEPPING_THEN_FLAT)
     assert [f for f in report["findings"] if f["category"] == "memory_leak"] == [], report["findings"]

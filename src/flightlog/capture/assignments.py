@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from flightlog.capture.families import marker_bytes
+from flightlog.capture.families import marker_bytes, splice
 from flightlog.capture.names import VARIANT_WORDS, is_secret_name, key_words
 
 __all__ = ["redact_assignments"]
@@ -149,19 +149,4 @@ def _candidates(data: bytes, low: bytes) -> list[Replacement]:
 
 def redact_assignments(data: bytes) -> tuple[bytes, int]:
     """Replace values assigned to secret-looking names; return the data and the count."""
-    found = _candidates(data, data.lower())
-    if not found:
-        return data, 0
-    found.sort()
-    parts: list[bytes] = []
-    pos = 0
-    count = 0
-    for start, end, replacement in found:
-        if start < pos:  # overlaps one already replaced (the header rule and "bearer" rule)
-            continue
-        parts.append(data[pos:start])
-        parts.append(replacement)
-        pos = end
-        count += 1
-    parts.append(data[pos:])
-    return b"".join(parts), count
+    return splice(data, _candidates(data, data.lower()))

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from flightlog.capture.keyblocks import HEADER, PRIVATE_KEY, KeyBlock, key_block
 
-__all__ = ["Family", "FAMILIES", "PRIVATE_KEY", "marker", "marker_bytes"]
+__all__ = ["Family", "FAMILIES", "PRIVATE_KEY", "marker", "marker_bytes", "splice"]
 
 
 def marker(name: str) -> str:
@@ -31,6 +31,30 @@ def marker(name: str) -> str:
 
 def marker_bytes(name: str) -> bytes:
     return marker(name).encode()
+
+
+def splice(data: bytes, cuts: list[tuple[int, int, bytes]]) -> tuple[bytes, int]:
+    """``data`` with each span ``(start, end, replacement)`` replaced (``b""`` removes it), and
+    the number of non-empty replacements. A span that starts inside one already replaced (the
+    same line claimed by two key blocks, a bearer token inside a header's value) adds nothing
+    but hides whatever of it lies past that one. ``cuts`` is sorted in place. Returns ``data``
+    itself when there is nothing to cut."""
+    if not cuts:
+        return data, 0
+    cuts.sort()
+    parts: list[bytes] = []
+    pos = 0
+    count = 0
+    for start, end, replacement in cuts:
+        if start < pos:
+            pos = max(pos, end)
+            continue
+        parts.append(data[pos:start])
+        parts.append(replacement)
+        count += bool(replacement)
+        pos = end
+    parts.append(data[pos:])
+    return b"".join(parts), count
 
 
 _REDACTED = b"[REDACTED"
@@ -100,22 +124,7 @@ class Family:
             cuts.append((first_start, max(first_end, m.end()), marker_bytes(self.name)))
             cuts.extend((s, e, b"") for s, e in spans[1:])
             hidden_to = max(first_end, m.end())
-        if not cuts:
-            return data, 0
-        cuts.sort()
-        parts: list[bytes] = []
-        pos = 0
-        count = 0
-        for start, end, replacement in cuts:
-            if start < pos:  # the same line claimed by two blocks
-                pos = max(pos, end)
-                continue
-            parts.append(data[pos:start])
-            parts.append(replacement)
-            count += bool(replacement)
-            pos = end
-        parts.append(data[pos:])
-        return b"".join(parts), count
+        return splice(data, cuts)
 
     def names(self) -> list[str]:
         """The families this pattern covers (its named groups, or its name).

@@ -8,7 +8,7 @@ clear. So the text before the header on its line is taken as the block's prefix 
 following line may repeat it — literally, or with different numbers (timestamps tick, ranks
 differ), since digit runs in the prefix match any digit run.
 
-``key_block_end`` is shared by the redaction family (``families.py``) and by the hold on an
+``key_block`` is shared by the redaction family (``families.py``) and by the hold on an
 unfinished block (``keyhold.py``), so the two always agree on where a block ends.
 """
 
@@ -17,15 +17,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-__all__ = [
-    "HEADER",
-    "PRIVATE_KEY",
-    "KeyBlock",
-    "key_block",
-    "key_block_end",
-    "line_prefix",
-    "prefix_pattern",
-]
+__all__ = ["HEADER", "PRIVATE_KEY", "KeyBlock", "key_block", "line_prefix", "prefix_pattern"]
 
 # A line break inside a key block: a real newline, or ``\n`` escaped inside a JSON string.
 _KEY_SEP = r"(?:\r?\n|\\(?:r\\)?n)"
@@ -73,11 +65,10 @@ def line_prefix(data: bytes, header_start: int) -> bytes:
 
 class KeyBlock(NamedTuple):
     """Where a key block lies: ``spans`` to hide, in order — the first (from the header) gets
-    the marker, the others are removed (a prefixed body line with its newline) — whether its
-    footer was seen, and whether it ran to the end of the data (it may go on in the next read)."""
+    the marker, the others are removed (a prefixed body line with its newline) — and whether
+    it ran, without its footer, to the end of the data (it may go on in the next read)."""
 
     spans: list[tuple[int, int]]
-    footer: bool
     open_end: bool
 
 
@@ -95,57 +86,51 @@ def key_block(data: bytes, header_start: int) -> KeyBlock:
     """
     bare = PRIVATE_KEY.match(data, header_start)
     if bare is None:  # not a header after all
-        return KeyBlock([(header_start, header_start)], False, False)
+        return KeyBlock([(header_start, header_start)], False)
     end = bare.end()
     if _FOOTER_TEXT in bare.group(0):
-        return KeyBlock([(header_start, end)], True, False)
+        return KeyBlock([(header_start, end)], False)
     prefix = line_prefix(data, header_start)
     if not prefix.strip():
-        return KeyBlock([(header_start, end)], False, not data[end:].strip())
-    spans, footer, open_end = _prefixed_lines(data, end, prefix_pattern(prefix))
+        return KeyBlock([(header_start, end)], not data[end:].strip())
+    spans, open_end = _prefixed_lines(data, end, prefix_pattern(prefix))
     first = (header_start, end)
     if spans and spans[0][0] == end:  # the body follows the header directly: one span
         first = (header_start, spans.pop(0)[1])
-    return KeyBlock([first, *spans], footer, open_end)
-
-
-def key_block_end(data: bytes, header_start: int) -> tuple[int, bool]:
-    """End of the block's last span, and whether it has a footer."""
-    block = key_block(data, header_start)
-    return block.spans[-1][1], block.footer
+    return KeyBlock([first, *spans], open_end)
 
 
 def _prefixed_lines(
     data: bytes, pos: int, prefix: re.Pattern[bytes]
-) -> tuple[list[tuple[int, int]], bool, bool]:
+) -> tuple[list[tuple[int, int]], bool]:
     """From ``pos`` (the end of the header or of a body line): the spans ``(newline, end of
-    line)`` of the following lines that are the block's prefix and then body or footer;
-    whether the footer was found; whether the data ran out first."""
+    line)`` of the following lines that are the block's prefix and then body or footer, and
+    whether the data ran out before the footer."""
     spans: list[tuple[int, int]] = []
     foreign = 0
     nl = data.find(b"\n", pos)
     if nl < 0 or data[pos:nl].strip():  # text after the header on its line: no block
-        return spans, False, nl < 0 and not data[pos:].strip()
+        return spans, nl < 0 and not data[pos:].strip()
     while True:
         start = nl + 1
         if start >= len(data):
-            return spans, False, True
+            return spans, True
         nl = data.find(b"\n", start)
         line_end = len(data) if nl < 0 else nl
         m = prefix.match(data, start, line_end)
         if m is None:
             foreign += 1
             if foreign > MAX_FOREIGN_LINES:
-                return spans, False, False
+                return spans, False
         else:
             foreign = 0
             rest = m.end()
             footer = _PREFIXED_FOOTER.match(data, rest, line_end)
             if footer is not None:
                 spans.append((start - 1, footer.end()))
-                return spans, True, False
+                return spans, False
             if _PREFIXED_BODY.fullmatch(data, rest, line_end) is None:
-                return spans, False, False
+                return spans, False
             spans.append((start - 1, line_end))
         if nl < 0:
-            return spans, False, True
+            return spans, True

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from flightlog.diagnose.evidence import RunEvidence, Thresholds
 from flightlog.errors import NotFound
 from flightlog.models import RunInfo
-from flightlog.timefmt import format_size
+from flightlog.timefmt import format_duration, format_size
 
 if TYPE_CHECKING:
     from flightlog.diagnose.reader import Reader
@@ -159,8 +159,6 @@ def _evidence(observations: list[dict[str, Any]], used: list[dict[str, Any]], th
 
 
 def _seconds(value: float | None) -> str:
-    from flightlog.timefmt import format_duration
-
     return format_duration(value) if value is not None else "an unknown time"
 
 

@@ -59,15 +59,22 @@ class _Ctx:
         self.errors.append(f"{self.path}:{node.start_mark.line + 1}: {message}")
 
 
-def runbook_files(home: str | os.PathLike[str] | None = None, cwd: str | os.PathLike[str] | None = None) -> list[Path]:
-    """Team runbooks that exist, in the order they apply (later wins)."""
+def config_files(home_name: str, local_name: str, home: str | os.PathLike[str] | None = None,
+                 cwd: str | os.PathLike[str] | None = None) -> list[Path]:
+    """``FLIGHTLOG_HOME/<home_name>`` and ``<cwd>/<local_name>``, those that exist, in the order
+    they apply (later wins): where the team's runbook and the diagnosis settings are found."""
     out = []
-    if home is not None and (Path(home) / "runbook.yaml").is_file():
-        out.append(Path(home) / "runbook.yaml")
-    local = Path(cwd or os.getcwd()) / TEAM_FILE
+    if home is not None and (Path(home) / home_name).is_file():
+        out.append(Path(home) / home_name)
+    local = Path(cwd or os.getcwd()) / local_name
     if local.is_file() and local not in out:
         out.append(local)
     return out
+
+
+def runbook_files(home: str | os.PathLike[str] | None = None, cwd: str | os.PathLike[str] | None = None) -> list[Path]:
+    """Team runbooks that exist, in the order they apply (later wins)."""
+    return config_files("runbook.yaml", TEAM_FILE, home, cwd)
 
 
 def load_runbook(home: str | os.PathLike[str] | None = None, cwd: str | os.PathLike[str] | None = None) -> list[RunbookEntry]:

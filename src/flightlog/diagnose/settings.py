@@ -30,6 +30,7 @@ from typing import Any
 import yaml
 
 from flightlog.diagnose.evidence import Thresholds
+from flightlog.diagnose.runbook import config_files
 from flightlog.errors import InvalidInput
 
 __all__ = ["FILE_NAME", "HOME_FILE_NAME", "settings_files", "load_thresholds", "thresholds_for", "parse_settings"]
@@ -42,13 +43,7 @@ _SECTIONS = {"defaults", "projects"}
 
 def settings_files(home: str | os.PathLike[str] | None = None, cwd: str | os.PathLike[str] | None = None) -> list[Path]:
     """The settings files that exist, in the order they apply (later wins)."""
-    out: list[Path] = []
-    if home is not None and (Path(home) / HOME_FILE_NAME).is_file():
-        out.append(Path(home) / HOME_FILE_NAME)
-    local = Path(cwd or os.getcwd()) / FILE_NAME
-    if local.is_file() and local not in out:
-        out.append(local)
-    return out
+    return config_files(HOME_FILE_NAME, FILE_NAME, home, cwd)
 
 
 def load_thresholds(project: str | None, home: str | os.PathLike[str] | None = None,
