@@ -39,7 +39,7 @@ def artifacts_cmd(run: str, action: str | None, path: str | None, output: str | 
     if action == "lineage":
         emit_json(client.lineage(info.id)) if fmt == "json" else _print_lineage(client.lineage(info.id))
         return
-    artifacts = client.artifacts(info.id)
+    artifacts = client.artifacts(info)
     if fmt == "json":
         emit_json([a.to_dict() for a in artifacts])
         return

@@ -50,7 +50,7 @@ def logs_cmd(
     info = client.run(run)
     color = fmt == "text" and sys.stdout.isatty()
     filters: dict[str, Any] = dict(level=level, grep=grep, component=component, stream=stream or None, attempt=attempt, stage=stage)
-    events = client.logs(info.id, since=since, until=until, limit=tail, tail=tail is not None, **filters)
+    events = client.logs(info, since=since, until=until, limit=tail, tail=tail is not None, **filters)
     seen = _Printer(fmt, timestamps, color, run_id=info.id, project=info.project)
     seen.print_all(events)
     if not follow:
@@ -64,11 +64,11 @@ def logs_cmd(
             return
         while True:
             finished = client.run(info.id).is_finished
-            new = client.logs(info.id, since=seen.last_time, **filters)
+            new = client.logs(info, since=seen.last_time, **filters)
             seen.print_all(new)
             if finished:
                 # one last read: the end record may have landed just before the last events
-                seen.print_all(client.logs(info.id, since=seen.last_time, **filters))
+                seen.print_all(client.logs(info, since=seen.last_time, **filters))
                 return
             time.sleep(POLL_INTERVAL)
     except KeyboardInterrupt:

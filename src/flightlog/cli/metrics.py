@@ -20,7 +20,7 @@ def metrics_cmd(run: str, name: str | None, points: int, fmt: str) -> None:
     client = open_client()
     info = client.run(run)
     if name is not None:
-        history = client.metric_history(info.id, name)
+        history = client.metric_history(info, name)
         if fmt == "json":
             emit_json(history.to_dict())
             return
@@ -34,10 +34,10 @@ def metrics_cmd(run: str, name: str | None, points: int, fmt: str) -> None:
         for step, value in zip(history.steps[start:].tolist(), history.values[start:].tolist(), strict=True):
             out.print(f"  {step:>10}  {value:.6g}")
         return
-    summaries = client.metrics(info.id)
-    histories = {n: client.metric_history(info.id, n).values.tolist() for n in summaries} if fmt != "json" else {}
+    summaries = info.metrics  # the run read above holds every summary: no second read
+    histories = {n: client.metric_history(info, n).values.tolist() for n in summaries} if fmt != "json" else {}
     if fmt == "json":
-        emit_json([{**s.to_dict()} for s in summaries.values()])
+        emit_json([s.to_dict() for s in summaries.values()])
         return
     if not summaries:
         click.echo(f"run {info.id[:8]} has no metrics (record some with run.log({{\"loss\": value}}, step=i))")

@@ -79,10 +79,10 @@ def runs_show(run: str, fmt: str) -> None:
     """Everything about one run: status, times, failure, params, metrics, stages, artifacts."""
     client = open_client()
     info = client.run(run)
-    notes = client.notes(info.id)
-    stages = client.stages(info.id)
-    artifacts = client.artifacts(info.id)
-    context = client.context(info.id)
+    notes = client.notes(info)  # the run, not its id: nothing to resolve again
+    stages = client.stages(info)
+    artifacts = client.artifacts(info)
+    context = client.context(info)
     if fmt == "json":
         doc = info.to_dict()
         doc["notes"] = [n.to_dict() for n in notes]

@@ -12,8 +12,7 @@ from typing import TYPE_CHECKING, Any, cast
 from rich.console import Console
 from rich.table import Table
 
-from flightlog.cli.output import console
-from flightlog.cli.output import esc as escape
+from flightlog.cli.output import console, esc
 from flightlog.timefmt import format_size
 
 if TYPE_CHECKING:  # profiling needs the data extra; manifests and diffs do not
@@ -46,7 +45,7 @@ def _n(x: Any, digits: int = 4) -> str:
         if x != 0 and (abs(x) < 1e-3 or abs(x) >= 1e7):
             return f"{x:.{digits - 1}e}"
         return f"{x:.{digits}g}"
-    return escape(str(x))
+    return esc(x)
 
 
 def _bar(count: int, top: int, width: int = 30) -> str:
@@ -55,7 +54,7 @@ def _bar(count: int, top: int, width: int = 30) -> str:
 
 def show_manifest(m: dict[str, Any]) -> None:
     con = _console()
-    con.print(f"[bold]{escape(m['path'])}[/] ({m['kind']})")
+    con.print(f"[bold]{esc(m['path'])}[/] ({m['kind']})")
     con.print(
         f"{m['file_count']:,} files, {format_size(m['total_size'])}, median {format_size(m.get('median_size'))}"
         f" · digest {m['digest']}"
@@ -64,7 +63,7 @@ def show_manifest(m: dict[str, Any]) -> None:
         con.print(f"[yellow]{m['skipped']:,} entries skipped (unreadable or dangling links)[/]")
     ext = Table("extension", "files", title="extensions", title_justify="left")
     for e, n in list(m["extensions"].items())[:20]:
-        ext.add_row(escape(e), f"{n:,}")
+        ext.add_row(esc(e), f"{n:,}")
     con.print(ext)
     hist = m.get("size_histogram") or []
     top = max((h["count"] for h in hist), default=0)
@@ -96,7 +95,7 @@ def show_diff(d: dict[str, Any], limit: int = 20) -> None:
     if d["shifts"]:
         con.print("[bold]shifts[/]")
         for s in d["shifts"]:
-            con.print(f"  • {escape(s)}")
+            con.print(f"  • {esc(s)}")
     hist = d["size_histogram"]
     if hist and not d["identical"]:
         top = max(max(h["a"], h["b"]) for h in hist) or 1
@@ -119,7 +118,7 @@ def show_diff(d: dict[str, Any], limit: int = 20) -> None:
                 if key == "changed"
                 else format_size(r["size"])
             )
-            t.add_row(escape(r["path"]), size)
+            t.add_row(esc(r["path"]), size)
         if len(rows) > limit:
             t.add_row(f"… {len(rows) - limit:,} more (--format json lists all)", "")
         con.print(t)
@@ -127,7 +126,7 @@ def show_diff(d: dict[str, Any], limit: int = 20) -> None:
 
 def show_profile(p: Profile) -> None:
     con = _console()
-    con.print(f"[bold]{escape(p.source or '–')}[/]: {p.row_count:,} rows, {len(p):,} columns")
+    con.print(f"[bold]{esc(p.source or '–')}[/]: {p.row_count:,} rows, {len(p):,} columns")
     t = Table(
         "column", "type", "nulls", "mean", "std", "min", "p50", "max", "distinct / top values"
     )
@@ -137,7 +136,7 @@ def show_profile(p: Profile) -> None:
             s = c.numeric
             q = s.quantiles((0.5,))
             t.add_row(
-                escape(c.name),
+                esc(c.name),
                 c.type,
                 nulls,
                 _n(s.mean),
@@ -149,10 +148,10 @@ def show_profile(p: Profile) -> None:
             )
         elif c.categorical is not None and c.categorical.count:
             s2 = c.categorical
-            top = ", ".join(f"{escape(str(v['value']))[:24]} ({v['share']:.0%})" for v in s2.top(3))
+            top = ", ".join(f"{esc(v['value'])[:24]} ({v['share']:.0%})" for v in s2.top(3))
             approx = "" if s2.exact else "≈"
             t.add_row(
-                escape(c.name),
+                esc(c.name),
                 c.type,
                 nulls,
                 "",
@@ -164,9 +163,9 @@ def show_profile(p: Profile) -> None:
             )
         elif c.datetime is not None and c.datetime.count:
             d = c.datetime.to_dict()
-            t.add_row(escape(c.name), c.type, nulls, "", "", d["min"], "", d["max"], "")
+            t.add_row(esc(c.name), c.type, nulls, "", "", d["min"], "", d["max"], "")
         else:
-            t.add_row(escape(c.name), c.type, nulls, "", "", "", "", "", "")
+            t.add_row(esc(c.name), c.type, nulls, "", "", "", "", "", "")
     con.print(t)
 
 
@@ -176,21 +175,21 @@ def show_validation(v: dict[str, Any]) -> None:
     for r in v["results"]:
         mark = "[green]✓[/]" if r["success"] else "[red]✗[/]"
         ex = ", ".join(
-            f"row {e['row']}: {escape(repr(e['value']) if not isinstance(e['value'], str) else e['value'])[:40]}"
+            f"row {e['row']}: {esc(repr(e['value']) if not isinstance(e['value'], str) else e['value'])[:40]}"
             for e in r["examples"][:3]
         )
         t.add_row(
             mark,
-            escape(r["expectation"]),
-            escape(r["column"] or ""),
-            escape(r["expected"]),
-            escape(r["observed"]),
+            esc(r["expectation"]),
+            esc(r["column"] or ""),
+            esc(r["expected"]),
+            esc(r["observed"]),
             ex,
         )
     con.print(t)
     verdict = "[green]passed[/]" if v["success"] else "[red]FAILED[/]"
     con.print(
-        f"{verdict}: {v['passed']} of {v['evaluated']} expectations met on {escape(v['source'])} ({v['row_count']:,} rows)"
+        f"{verdict}: {v['passed']} of {v['evaluated']} expectations met on {esc(v['source'])} ({v['row_count']:,} rows)"
     )
 
 
@@ -199,7 +198,7 @@ def show_drift(d: dict[str, Any]) -> None:
     t = Table("column", "type", "test", "statistic", "p-value", "threshold", "PSI", "drift")
     for c in d["columns"]:
         t.add_row(
-            escape(c["column"]),
+            esc(c["column"]),
             c["type"],
             c["test"],
             _n(c["statistic"]),
@@ -211,8 +210,8 @@ def show_drift(d: dict[str, Any]) -> None:
     con.print(t)
     for s in d["schema_changes"]:
         con.print(
-            f"[yellow]schema[/] {escape(s['column'])}: {s['change']} "
-            f"({escape(str(s['reference'] or '–'))} → {escape(str(s['current'] or '–'))})"
+            f"[yellow]schema[/] {esc(s['column'])}: {s['change']} "
+            f"({esc(s['reference'] or '–')} → {esc(s['current'] or '–')})"
         )
     verdict = "[red]dataset drift[/]" if d["dataset_drift"] else "[green]no dataset drift[/]"
     con.print(
@@ -226,7 +225,7 @@ def show_cohorts(c: dict[str, Any]) -> None:
     for a in c["aggregate"]:
         colour = {"improved": "green", "regressed": "red"}.get(a["change"], "white")
         t.add_row(
-            escape(a["metric"]),
+            esc(a["metric"]),
             _n(a["baseline"]),
             _n(a["current"]),
             _n(a["delta"]),
@@ -247,9 +246,9 @@ def show_cohorts(c: dict[str, Any]) -> None:
         )
         for x in c["regressions"]:
             r.add_row(
-                escape(x["cohort"]),
-                escape(str(x["value"])),
-                escape(x["metric"]),
+                esc(x["cohort"]),
+                esc(x["value"]),
+                esc(x["metric"]),
                 _n(x["baseline"]),
                 _n(x["current"]),
                 _n(x["delta"]),

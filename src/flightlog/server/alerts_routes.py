@@ -155,7 +155,6 @@ class AlertService:
     (``store.leadership``), and another takes over, adopting the open alerts, when it stops."""
 
     def __init__(self, state: AppState, path: Path) -> None:
-        from flightlog.alerts.service import build_engine
         from flightlog.client import Client
 
         self.path = path
@@ -165,7 +164,7 @@ class AlertService:
         # built now so that a broken setup is reported at start; rebuilt when the lead comes back
         self.engine: Any = None
         self.dispatcher: Any = None
-        self.engine, self.dispatcher = build_engine(self.client, self.config, say=log.warning)
+        self._build()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="flightlog-alerts", daemon=True)
 
@@ -181,12 +180,15 @@ class AlertService:
                     self._step_down()
                     continue
                 if self.engine is None:
-                    from flightlog.alerts.service import build_engine
-
-                    self.engine, self.dispatcher = build_engine(self.client, self.config, say=log.warning)
+                    self._build()
                 self.engine.cycle()
             except Exception:  # noqa: BLE001 - alerting never takes the server down
                 log.exception("alert evaluation failed")
+
+    def _build(self) -> None:
+        from flightlog.alerts.service import build_engine
+
+        self.engine, self.dispatcher = build_engine(self.client, self.config, say=log.warning)
 
     def _step_down(self, timeout: float = 10.0) -> None:
         if self.dispatcher is not None:

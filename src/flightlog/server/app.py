@@ -127,7 +127,7 @@ def create_app(config: ServerConfig, *, store: ServerStore | None = None) -> Fli
 
     starlette.state.openapi = openapi_document(OPERATIONS, version=__version__)
     starlette.state.flightlog = state
-    hosts = config.allowed_hosts if config.allowed_hosts is not None else default_allowed_hosts(auth=config.auth)
+    hosts = config.allowed_hosts if config.allowed_hosts is not None else default_allowed_hosts(auth=config.auth, bind=config.bind)
     inner = HostGuard(MetricsMiddleware(starlette, metrics), HostPolicy(hosts))
     app = ErrorGuard(ForwardedHeaders(inner, TrustedProxies(config.trusted_proxies)), metrics)
     return FlightlogApp(app, starlette, state)

@@ -56,7 +56,7 @@ def server_cmd(ctx: click.Context, host: str, port: int, home: str | None, auth:
 
     from flightlog.server.app import create_app
     from flightlog.server.config import ServerConfig
-    from flightlog.server.hosts import default_allowed_hosts, env_allowed_hosts, parse_list
+    from flightlog.server.hosts import parse_list
     from flightlog.server.serve import Server, address, bind, check_host, uvicorn_config
     from flightlog.store.budget import query_timeout_from_env
 
@@ -69,8 +69,7 @@ def server_cmd(ctx: click.Context, host: str, port: int, home: str | None, auth:
         _home(ctx, home), auth=auth, alerts=alerts, export_run_metrics=export_run_metrics,
         max_body=parse_size(max_body, what="--max-body"), max_upload=parse_size(max_upload, what="--max-upload"),
         query_timeout=query_timeout_from_env() if query_timeout is None else (query_timeout or None),
-        allowed_hosts=(parse_list(allowed_hosts, what="--allowed-hosts") if allowed_hosts is not None
-                       else env_allowed_hosts() or default_allowed_hosts(auth=auth, bind=host)),
+        bind=host, allowed_hosts=None if allowed_hosts is None else parse_list(allowed_hosts, what="--allowed-hosts"),
         trusted_proxies=parse_list(forwarded_allow_ips, what="--trusted-proxies"),
     )
     app = create_app(config)

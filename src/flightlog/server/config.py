@@ -42,9 +42,12 @@ class ServerConfig:
     """
     session_hours: float = 12.0
     """How long a web UI session lasts (its cookie holds a session id, never the token)."""
+    bind: str = "127.0.0.1"
+    """The address the server listens on (without auth, a default allowed Host name)."""
     allowed_hosts: tuple[str, ...] | None = None
-    """Host names the server answers for (``*.domain``, ``*``); None: the default of
-    :func:`flightlog.server.hosts.default_allowed_hosts` (any with auth, loopback without)."""
+    """Host names the server answers for (``*.domain``, ``*``); None: FLIGHTLOG_ALLOWED_HOSTS
+    (read by :meth:`for_home`), else :func:`flightlog.server.hosts.default_allowed_hosts`
+    (any with auth; loopback names and ``bind`` without)."""
     trusted_proxies: tuple[str, ...] = ()
     """Peers (addresses, networks, ``*``) whose X-Forwarded-For/-Proto/-Host are believed."""
     query_timeout: float | None = DEFAULT_QUERY_TIMEOUT

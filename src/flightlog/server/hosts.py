@@ -70,7 +70,7 @@ def _is_network(value: str) -> bool:
         return False
 
 
-def default_allowed_hosts(*, auth: bool, bind: str = "127.0.0.1") -> tuple[str, ...]:
+def default_allowed_hosts(*, auth: bool, bind: str) -> tuple[str, ...]:
     """The Host names accepted when ``--allowed-hosts`` is not given.
 
     With ``--auth``: any (tokens are what protect the server). Without: loopback names, plus
@@ -88,9 +88,8 @@ def default_allowed_hosts(*, auth: bool, bind: str = "127.0.0.1") -> tuple[str, 
 
 
 def env_allowed_hosts() -> tuple[str, ...] | None:
-    """FLIGHTLOG_ALLOWED_HOSTS, when set."""
-    raw = os.environ.get("FLIGHTLOG_ALLOWED_HOSTS", "").strip()
-    return parse_list(raw, what="FLIGHTLOG_ALLOWED_HOSTS") if raw else None
+    """FLIGHTLOG_ALLOWED_HOSTS, when it names any host."""
+    return parse_list(os.environ.get("FLIGHTLOG_ALLOWED_HOSTS", ""), what="FLIGHTLOG_ALLOWED_HOSTS") or None
 
 
 @dataclass(frozen=True)

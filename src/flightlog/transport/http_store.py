@@ -119,9 +119,7 @@ class HttpStore:
         return ref.strip()
 
     def get_run(self, ref: str) -> RunInfo:
-        if not ref.strip():
-            raise InvalidInput(f"{ref!r} is not a run id: use an id or a unique prefix (hex characters)")
-        return decode.run_from_dict(self.http.json("GET", _runs_path(ref.strip())))
+        return decode.run_from_dict(self.http.json("GET", _runs_path(self.resolve(ref))))
 
     def search_runs(
         self,

@@ -43,10 +43,10 @@ async def artifacts_by_digest(ctx: Ctx) -> Response:
 
 async def download_artifact(ctx: Ctx) -> Response:
     path = check_artifact_path(ctx.path("path"))
-    info = await ctx.run()
-    arts = [a for a in await ctx.call(ctx.store.artifacts, info.id) if a.path == path]
+    run_id = await ctx.run_id()
+    arts = [a for a in await ctx.call(ctx.store.artifacts, run_id) if a.path == path]
     if not arts:
-        raise NotFound(f"run {info.id[:12]} has no artifact {path!r}: list them at /api/v1/runs/{info.id}/artifacts")
+        raise NotFound(f"run {run_id[:12]} has no artifact {path!r}: list them at /api/v1/runs/{run_id}/artifacts")
     art = arts[-1]
     digest = blob_digest(art.uri)
     if digest is None:

@@ -20,7 +20,7 @@ _FIELDS = ("name", "description", "tags", "remove_tags")
 
 async def edit(ctx: Ctx) -> Response:
     body = await ctx.json()
-    info = await ctx.run()
+    run_id = await ctx.run_id()
     unknown = sorted(set(body) - set(_FIELDS))
     if unknown:
         raise InvalidInput(f"cannot edit {unknown}; send any of {list(_FIELDS)}", details={"allowed": list(_FIELDS)})
@@ -35,9 +35,9 @@ async def edit(ctx: Ctx) -> Response:
         raise InvalidInput('tags must be an object of strings, e.g. {"team": "cv"}')
     if not isinstance(remove, list) or not all(isinstance(k, str) for k in remove):
         raise InvalidInput('remove_tags must be a list of tag keys, e.g. ["tmp"]')
-    await ctx.call(edit_run, ctx.store, info.id, origin="api", name=name, description=description, tags=tags,
+    await ctx.call(edit_run, ctx.store, run_id, origin="api", name=name, description=description, tags=tags,
                    remove_tags=remove)
-    return json_response(run_json(await ctx.run(info.id)))
+    return json_response(run_json(await ctx.run(run_id)))
 
 
 OPERATIONS = [

@@ -72,7 +72,7 @@ _PATCHABLE = ("status", "end_reason", "ended", "exit_code", "signal", "failure")
 
 async def patch_run(ctx: Ctx) -> Response:
     body = await ctx.json()
-    info = await ctx.run()
+    run_id = await ctx.run_id()
     unknown = sorted(set(body) - set(_PATCHABLE))
     if unknown:
         raise InvalidInput(f"cannot update run fields {unknown}; allowed: {list(_PATCHABLE)}", details={"allowed": list(_PATCHABLE)})
@@ -81,8 +81,8 @@ async def patch_run(ctx: Ctx) -> Response:
     fields: dict[str, Any] = {}
     for name, value in body.items():
         fields[name] = _patch_value(name, value)
-    await ctx.call(ctx.store.update_run, info.id, **fields)
-    return json_response(run_json(await ctx.run(info.id)))
+    await ctx.call(ctx.store.update_run, run_id, **fields)
+    return json_response(run_json(await ctx.run(run_id)))
 
 
 def _patch_value(name: str, value: Any) -> Any:
@@ -119,10 +119,10 @@ def _patch_value(name: str, value: Any) -> Any:
 
 async def delete_run(ctx: Ctx) -> Response:
     ref = ctx.path("run")
-    info = await ctx.run()
-    if info.id != ref:
-        raise InvalidInput(f"deleting needs the whole run id ({ref!r} is a prefix of {info.id})", details={"id": info.id})
-    deleted = await ctx.call(ctx.store.delete_runs, [info.id])
+    run_id = await ctx.run_id()
+    if run_id != ref:
+        raise InvalidInput(f"deleting needs the whole run id ({ref!r} is a prefix of {run_id})", details={"id": run_id})
+    deleted = await ctx.call(ctx.store.delete_runs, [run_id])
     return json_response({"deleted": deleted})
 
 
@@ -170,7 +170,7 @@ async def list_notes(ctx: Ctx) -> Response:
 
 async def add_note(ctx: Ctx) -> Response:
     body = await ctx.json()
-    info = await ctx.run()
+    run_id = await ctx.run_id()
     text, author = body.get("text"), body.get("author")
     if not isinstance(text, str) or not text.strip():
         raise InvalidInput("a note needs some text: send {\"text\": \"...\"}")
@@ -179,7 +179,7 @@ async def add_note(ctx: Ctx) -> Response:
     if author is not None and (not isinstance(author, str) or len(author) > 200):
         raise InvalidInput("author must be a string of at most 200 characters")
     text = redact_user_strings({"k": "note", "text": text})["text"]
-    note = await ctx.call(ctx.store.add_note, info.id, text, author)
+    note = await ctx.call(ctx.store.add_note, run_id, text, author)
     return json_response(note.to_dict(), status=201)
 
 
@@ -192,15 +192,15 @@ async def list_evidence(ctx: Ctx) -> Response:
 
 async def add_evidence(ctx: Ctx) -> Response:
     body = await ctx.json()
-    info = await ctx.run()
+    run_id = await ctx.run_id()
     kind, name, data = body.get("kind"), body.get("name"), body.get("data")
     for label, value in (("kind", kind), ("name", name)):
         if not isinstance(value, str) or not value.strip() or len(value) > 1000:
             raise InvalidInput(f"evidence needs a {label}: a non-empty string")
     if not isinstance(data, dict):
         raise InvalidInput("evidence data must be a JSON object")
-    await ctx.call(ingest_one, ctx.store, info.id, "evidence", origin="api", kind=kind, name=name, data=data)
-    return json_response({"run": info.id, "kind": kind, "name": name}, status=201)
+    await ctx.call(ingest_one, ctx.store, run_id, "evidence", origin="api", kind=kind, name=name, data=data)
+    return json_response({"run": run_id, "kind": kind, "name": name}, status=201)
 
 
 _RUN_LIST = {"type": "object", "required": ["runs", "next_cursor"], "properties": {
