@@ -22,6 +22,8 @@ from tests.helpers import cli, cli_json
 ROOT = Path(__file__).resolve().parents[2]
 MAKE_STORE = Path(__file__).with_name("mlflow_fixtures") / "make_store.py"
 N_RUNS = 100
+# the module's fixtures run the real mlflow to write 100 runs: about 30 s alone, minutes on two busy cores
+pytestmark = pytest.mark.timeout(900)
 
 
 @pytest.fixture(scope="module")
