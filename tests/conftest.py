@@ -38,7 +38,6 @@ POSTGRES_SUITES = frozenset({"core", "runner", "server", "alerts", "diagnose"})
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "embedded_only(reason, postgres=False): runs against the embedded store only "
                             "(and PostgreSQL with postgres=True), never through a server (the reason says why)")
-    config.addinivalue_line("markers", "not_on_postgres(reason): a known PostgreSQL-only defect keeps this test off that store")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -47,8 +46,6 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         choices = [t for t in TRANSPORTS if t != "postgres" or on_postgres(metafunc.definition.path)]
         if only:  # embedded_only(why, postgres=True): every store read directly, never through a server
             choices = [t for t in choices if t == "embedded" or (t == "postgres" and only.kwargs.get("postgres"))]
-        if metafunc.definition.get_closest_marker("not_on_postgres"):
-            choices = [t for t in choices if t != "postgres"]
         metafunc.parametrize("transport", choices, indirect=True)
 
 

@@ -268,7 +268,6 @@ print(run.id)
 """
 
 
-@pytest.mark.not_on_postgres("known defect: a child forked after init() on a PostgreSQL store hangs in about 1 run of 3 (in the CHANGELOG's known issues)")
 def test_a_forked_child_attaches_and_writes_a_journal_only_when_it_records(home: Path) -> None:
     status_after_child, run_id = run_script(home, FORKS).stdout.split()
     assert status_after_child in ("created", "running"), "the child's finish() did not end the parent's run"

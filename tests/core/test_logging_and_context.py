@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import logging
 import os
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,11 +18,18 @@ from tests.helpers import child_env, run_script
 
 
 @pytest.fixture
-def logger() -> logging.Logger:
-    log = logging.getLogger(f"test.{id(object())}")
+def logger() -> Iterator[logging.Logger]:
+    """A logger of this test alone: its handlers go with it (loggers live as long as the process,
+    and a name made from a reused ``id()`` handed one test the handler of another)."""
+    log = logging.getLogger(f"test.{next(_LOGGERS)}")
     log.setLevel(logging.DEBUG)
     log.propagate = False
-    return log
+    yield log
+    for handler in list(log.handlers):
+        log.removeHandler(handler)
+
+
+_LOGGERS = itertools.count(1)
 
 
 def test_handler_writes_json_lines_and_records_events_with_stage(home: Path, logger: logging.Logger) -> None:

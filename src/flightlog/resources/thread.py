@@ -19,6 +19,8 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from flightlog.forksafe import no_fork
+
 __all__ = ["Sampler", "SamplerThread"]
 
 
@@ -90,8 +92,8 @@ class SamplerThread:
 
     def _tick(self) -> None:
         try:
-            sample = self.sampler.sample()
-            self.on_sample(sample)
+            with no_fork():  # local reads whose first use imports code: see flightlog.forksafe
+                self.on_sample(self.sampler.sample())
             self.samples += 1
         except Exception as exc:
             self.errors += 1

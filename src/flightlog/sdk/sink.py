@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, cast
 
 from flightlog.config import Settings
+from flightlog.forksafe import no_fork
 from flightlog.store.base import IngestResult
 
 __all__ = ["Sink", "open_sink", "close_sinks"]
@@ -49,14 +50,24 @@ def close_sinks() -> None:
 
 
 def _build(settings: Settings) -> Sink:
+    with no_fork():  # the shipper thread loads this code while the workload may be forking
+        open_with = _load(settings)
+    return open_with(settings)
+
+
+def _load(settings: Settings) -> Callable[[Settings], Sink]:
+    """The code that opens the sink for ``settings``, imported in full (its driver or HTTP client,
+    and the codec ``getaddrinfo`` imports on its first host name); nothing connects yet."""
+    import encodings.idna  # noqa: F401
+
     if settings.url:
         from flightlog.transport import open_remote_sink  # type: ignore[import-not-found,unused-ignore]
 
-        remote: Sink = open_remote_sink(settings)
-        return remote
-    from flightlog.store.registry import open_store
+        return cast(Callable[[Settings], Sink], open_remote_sink)
+    from flightlog.store.registry import load_opener
 
-    return open_store(settings.store_uri)
+    open_store = load_opener(settings.store_uri)
+    return lambda s: open_store(s.store_uri)
 
 
 def _forget_after_fork() -> None:

@@ -20,6 +20,7 @@ from collections import deque
 from typing import Any, Protocol
 
 from flightlog.config import Settings
+from flightlog.forksafe import no_fork
 from flightlog.ids import new_writer_id
 from flightlog.journal import JournalWriter, encode_record, encode_records
 from flightlog.journal.format import MAGIC, read_records
@@ -212,21 +213,27 @@ class RunWriter:
         with self._flush_lock:
             if self.closed:
                 return
-            records = self._collect(final)
-            if records:
-                for rec in records:
-                    redact_user_strings(rec, self.settings.home)  # params, tags, notes, commands
-                    self._seq += 1
-                    rec["r"] = self.run_id
-                    rec["w"] = self.writer_id
-                    rec["s"] = self._seq
-                self.stats["records"] += len(records)
-                self._journal_append(records)
-                if not (self._spilled and self.journal is not None):
-                    self._pending.extend(records)
+            with no_fork():  # local work whose first use imports code (context, redaction): see forksafe
+                self._prepare(final)
             if self.online and (self._pending or self._spilled):
                 self._ship()
             self._trim_pending()
+
+    def _prepare(self, final: bool) -> None:
+        """The records collected since the last flush, redacted, numbered and journaled."""
+        records = self._collect(final)
+        if not records:
+            return
+        for rec in records:
+            redact_user_strings(rec, self.settings.home)  # params, tags, notes, commands
+            self._seq += 1
+            rec["r"] = self.run_id
+            rec["w"] = self.writer_id
+            rec["s"] = self._seq
+        self.stats["records"] += len(records)
+        self._journal_append(records)
+        if not (self._spilled and self.journal is not None):
+            self._pending.extend(records)
 
     def _encode(self, records: list[dict[str, Any]]) -> bytes:
         """The records framed for the journal; one that cannot be encoded is dropped alone

@@ -2,6 +2,10 @@
 server's API), ``postgresql://user:password@host:5432/db`` (a shared PostgreSQL database).
 
 No ``if backend == ...`` anywhere else: callers ask :func:`open_store` and get a :class:`Store`.
+Each scheme registers a *loader*: it imports the backend's code (its driver included) and returns
+the function that opens a store from a URI. Loading and opening are two steps so that a caller
+can load with nothing on the network yet, e.g. where a fork must not split an import
+(:mod:`flightlog.forksafe`).
 """
 
 from __future__ import annotations
@@ -12,67 +16,79 @@ from urllib.parse import urlparse
 from flightlog.errors import InvalidInput
 from flightlog.store.base import Store
 
-__all__ = ["register", "open_store", "schemes"]
+__all__ = ["register", "open_store", "load_opener", "schemes"]
 
-_BUILDERS: dict[str, Callable[[str], Store]] = {}
+Opener = Callable[[str], Store]
+
+_LOADERS: dict[str, Callable[[], Opener]] = {}
 
 
-def register(scheme: str, builder: Callable[[str], Store]) -> None:
-    _BUILDERS[scheme] = builder
+def register(scheme: str, load: Callable[[], Opener]) -> None:
+    _LOADERS[scheme] = load
 
 
 def schemes() -> list[str]:
-    return sorted(_BUILDERS)
+    return sorted(_LOADERS)
 
 
-def open_store(uri: str) -> Store:
-    scheme = urlparse(uri).scheme
-    builder = _BUILDERS.get(scheme)
-    if builder is None:
+def load_opener(uri: str) -> Opener:
+    """The function that opens ``uri``'s store, its backend's code imported; nothing connects yet."""
+    load = _LOADERS.get(urlparse(uri).scheme)
+    if load is None:
         raise InvalidInput(
             f"unsupported store URI {uri!r}: the scheme must be one of {', '.join(schemes())}",
             details={"uri": uri},
         )
-    return builder(uri)
+    return load()
 
 
-def _sqlite(uri: str) -> Store:
+def open_store(uri: str) -> Store:
+    return load_opener(uri)(uri)
+
+
+def _sqlite() -> Opener:
     from flightlog.store.sqlite.store import SqliteStore
 
-    path = uri[len("sqlite:///") :] if uri.startswith("sqlite:///") else ""
-    if not path:
-        raise InvalidInput(
-            f"store URI {uri!r} names no file: write sqlite:/// then the path, "
-            "e.g. sqlite:////srv/flightlog/flightlog.db for an absolute path"
-        )
-    return SqliteStore(path)
+    def open_sqlite(uri: str) -> Store:
+        path = uri[len("sqlite:///") :] if uri.startswith("sqlite:///") else ""
+        if not path:
+            raise InvalidInput(
+                f"store URI {uri!r} names no file: write sqlite:/// then the path, "
+                "e.g. sqlite:////srv/flightlog/flightlog.db for an absolute path"
+            )
+        return SqliteStore(path)
+
+    return open_sqlite
 
 
 register("sqlite", _sqlite)
 
 
-def _http(uri: str) -> Store:
+def _http() -> Opener:
     try:
         from flightlog.transport.http_store import HttpStore
     except ImportError as exc:
         raise InvalidInput(
             f"talking to a flightlog server needs httpx ({exc}): pip install 'flightlog[server]'"
         ) from None
-    return HttpStore(uri)
+    return HttpStore
 
 
 register("http", _http)
 register("https", _http)
 
 
-def _postgres(uri: str) -> Store:
+def _postgres() -> Opener:
     try:
+        import psycopg  # noqa: F401 - the driver is part of the code a load brings (the store imports it when it connects)
+        import psycopg_pool  # noqa: F401
+
         from flightlog.store.postgres.store import PostgresStore
     except ImportError as exc:
         raise InvalidInput(
             f"a PostgreSQL store needs psycopg 3 and psycopg-pool ({exc}): pip install 'flightlog[postgres]'"
         ) from None
-    return PostgresStore(uri)
+    return PostgresStore
 
 
 register("postgresql", _postgres)

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote, urlparse
 
+import httpcore  # noqa: F401 - httpx imports it when a first Client is made; here it loads with this module (see flightlog.forksafe)
 import httpx
 
 from flightlog.errors import FlightlogError, InvalidInput, StoreUnavailable, error_from_dict
