@@ -12,8 +12,8 @@ from test_query_sql import FILTER_CASES, NOW, ORDER_CASES, RUNS
 from flightlog.query import compile_runs_query
 from flightlog.query.evaluate import flatten_params
 from flightlog.records import param_columns
-from flightlog.store.postgres.ingest import finite_or_none
 from flightlog.store.postgres.store import PostgresStore
+from flightlog.store.sql.ingest import finite_or_none
 
 _COLUMNS = ("id", "project", "name", "parent_id", "status", "end_reason", "created", "queued", "started", "ended",
             "exit_code", "signal", "attempt", "host")

@@ -12,11 +12,15 @@ advisory lock (:data:`INGEST_LOCK`): appends commit in id order, as in SQLite, a
 (run, writer, sequence) check of idempotent ingest cannot race either. A pool of servers
 then writes one batch at a time, which is what SQLite did per file; the batches are large.
 
+The connections take ``?`` placeholders too (:func:`qmarks`): the queries shared with the
+SQLite store (``store/sql/``) are written once, in its style.
+
 The password of the URI never appears in a message: errors name :func:`redact_uri`'s form.
 """
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -27,7 +31,7 @@ from flightlog.errors import SchemaTooNew, StoreUnavailable
 from flightlog.store.budget import Deadline
 from flightlog.store.postgres.migrations import MIGRATIONS, SCHEMA_VERSION
 
-__all__ = ["PgDatabase", "PgLeadership", "redact_uri", "INGEST_LOCK", "MIGRATE_LOCK"]
+__all__ = ["PgDatabase", "PgLeadership", "redact_uri", "qmarks", "INGEST_LOCK", "MIGRATE_LOCK"]
 
 #: pg_advisory_xact_lock key serialising appends to the chunk tables (see the module doc)
 INGEST_LOCK = 0x666C_6967_6874_01  # "flight" 1
@@ -49,6 +53,31 @@ def redact_uri(uri: str) -> str:
         netloc = f"{user}:***@{host}" if ":" in userinfo else f"{user}@{host}"
     query = [(k, "***" if k.lower() in _SECRET_PARAMS else v) for k, v in parse_qsl(parts.query, keep_blank_values=True)]
     return urlunsplit((parts.scheme, netloc, parts.path, urlencode(query, safe="*"), ""))
+
+
+@functools.lru_cache(maxsize=1024)
+def qmarks(query: str) -> str:
+    """A query written with ``?`` placeholders (SQLite's style) in psycopg's: ``?`` → ``%s``,
+    a literal ``%`` → ``%%``. A query without ``?`` (psycopg's own style) is left as it is, so
+    a ``?`` must not appear in the text of a shared query other than as a placeholder."""
+    return query.replace("%", "%%").replace("?", "%s") if "?" in query else query
+
+
+@functools.cache
+def _cursor_class() -> type:
+    """psycopg's cursor, taking ``?`` placeholders too (see :func:`qmarks`)."""
+    from psycopg import Cursor
+
+    class QmarkCursor(Cursor[Any]):
+        def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
+            if params is not None and isinstance(query, str):
+                query = qmarks(query)
+            return super().execute(query, params, **kwargs)
+
+        def executemany(self, query: Any, params_seq: Any, **kwargs: Any) -> None:
+            super().executemany(qmarks(query) if isinstance(query, str) else query, params_seq, **kwargs)
+
+    return QmarkCursor
 
 
 def _password(uri: str) -> str | None:
@@ -79,7 +108,8 @@ class PgDatabase:
             raise self.unavailable(exc) from None
         self.pool = ConnectionPool(
             uri, min_size=1, max_size=max_size, open=False, timeout=30.0, name="flightlog",
-            kwargs={"autocommit": True, "connect_timeout": max(1, int(connect_timeout))},
+            kwargs={"autocommit": True, "connect_timeout": max(1, int(connect_timeout)),
+                    "cursor_factory": _cursor_class()},
             check=ConnectionPool.check_connection,
         )
         try:

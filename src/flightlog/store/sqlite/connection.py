@@ -87,8 +87,11 @@ class Database:
             )
 
     @contextmanager
-    def write(self) -> Iterator[sqlite3.Connection]:
-        """A write transaction (BEGIN IMMEDIATE … COMMIT), retried while the file is locked."""
+    def write(self, *, append: bool = False) -> Iterator[sqlite3.Connection]:
+        """A write transaction (BEGIN IMMEDIATE … COMMIT), retried while the file is locked.
+
+        ``append`` (a transaction that adds chunk rows) changes nothing here: SQLite has one
+        writer at a time, so ids always commit in order (PostgreSQL needs a lock for that)."""
         with self.lock:
             deadline = time.monotonic() + 60
             while True:

@@ -1,43 +1,36 @@
-"""Applying journal records to the SQLite schema, one small function per record kind.
+"""Applying journal records to the SQL stores' schema, one small function per record kind.
 
 Called inside one write transaction per batch. Idempotency: a record whose sequence number is
 not above the (run, writer) high-water mark in ``ingested`` was applied before and is skipped;
 writers ship their records in order, so a replay (``flightlog sync``, an HTTP retry) changes
-nothing. A record of an unknown kind is skipped and reported, never fatal, so that one bad
-record cannot block the ones after it.
+nothing. On PostgreSQL the batch runs under the ingest lock (``postgres/connection.py``), so two
+servers given the same batch at once apply it once: the second sees the first's high-water mark.
+A record of an unknown kind, or a broken one (rolled back to a savepoint), is skipped and
+reported, never fatal, so that one bad record cannot block the ones after it.
+
+NaN is stored as NULL in the summary columns (``params.num``, ``metric_series.last_value``), as
+SQLite does by itself, so a filter such as ``metric.loss > 1`` answers the same on both stores.
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
+import math
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from flightlog.records import decode_series, param_columns, series_summary
 from flightlog.store.base import IngestResult
+from flightlog.store.sql.dialect import Dialect
 
-__all__ = ["apply_records"]
+__all__ = ["apply_records", "finite_or_none"]
 
-Apply = Callable[[sqlite3.Connection, dict[str, Any]], None]
+Apply = Callable[[Any, dict[str, Any], Dialect], None]
 
 _RUN_FIELDS = (
-    "project",
-    "name",
-    "parent_id",
-    "status",
-    "end_reason",
-    "created",
-    "queued",
-    "started",
-    "ended",
-    "exit_code",
-    "signal",
-    "attempt",
-    "host",
-    "pid",
-    "owner",
+    "project", "name", "parent_id", "status", "end_reason", "created", "queued", "started", "ended",
+    "exit_code", "signal", "attempt", "host", "pid", "owner",
 )
 
 
@@ -45,19 +38,22 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), default=repr, allow_nan=True)
 
 
-def _ensure_run(conn: sqlite3.Connection, run_id: str, rec: dict[str, Any]) -> None:
+def finite_or_none(value: float | None) -> float | None:
+    """NaN → NULL (see the module doc)."""
+    return None if value is None or (isinstance(value, float) and math.isnan(value)) else value
+
+
+def _ensure_run(conn: Any, run_id: str, rec: dict[str, Any], d: Dialect) -> None:
     conn.execute(
-        "INSERT OR IGNORE INTO runs(id, project, status, created, updated) VALUES(?, ?, 'created', ?, ?)",
+        d.or_ignore("INSERT INTO runs(id, project, status, created, updated) VALUES(?, ?, 'created', ?, ?)"),
         (run_id, rec.get("project") or "default", rec.get("t"), rec.get("t")),
     )
 
 
-def _apply_run(conn: sqlite3.Connection, rec: dict[str, Any]) -> None:
+def _apply_run(conn: Any, rec: dict[str, Any], d: Dialect) -> None:
     fields = {k: rec[k] for k in _RUN_FIELDS if k in rec}
     if "project" in fields:
-        conn.execute(
-            "INSERT OR IGNORE INTO projects(name, created) VALUES(?, ?)", (fields["project"], rec["t"])
-        )
+        conn.execute(d.or_ignore("INSERT INTO projects(name, created) VALUES(?, ?)"), (fields["project"], rec["t"]))
     if "failure" in rec:
         fields["failure"] = _dumps(rec["failure"]) if rec["failure"] is not None else None
     if fields:
@@ -67,7 +63,7 @@ def _apply_run(conn: sqlite3.Connection, rec: dict[str, Any]) -> None:
         _merge_timeline(conn, rec["r"], rec["timeline"])
 
 
-def _merge_timeline(conn: sqlite3.Connection, run_id: str, instants: dict[str, float]) -> None:
+def _merge_timeline(conn: Any, run_id: str, instants: dict[str, float]) -> None:
     row = conn.execute("SELECT timeline FROM runs WHERE id=?", (run_id,)).fetchone()
     current: dict[str, float] = json.loads(row[0]) if row and row[0] else {}
     for key, value in instants.items():
@@ -83,37 +79,43 @@ def _merge_timeline(conn: sqlite3.Connection, run_id: str, instants: dict[str, f
     conn.execute("UPDATE runs SET timeline=? WHERE id=?", (_dumps(current), run_id))
 
 
-def _apply_timeline(conn: sqlite3.Connection, rec: dict[str, Any]) -> None:
+def _apply_timeline(conn: Any, rec: dict[str, Any], d: Dialect) -> None:
     _merge_timeline(conn, rec["r"], rec["data"])
 
 
-def _apply_params(conn: sqlite3.Connection, rec: dict[str, Any]) -> None:
-    conn.executemany(
+def _apply_params(conn: Any, rec: dict[str, Any], d: Dialect) -> None:
+    rows = []
+    for key, value in rec["data"].items():
+        text, num, kind = param_columns(value)
+        rows.append((rec["r"], key, text, finite_or_none(num), kind))
+    conn.cursor().executemany(
         "INSERT INTO params(run_id, key, value, num, kind) VALUES(?, ?, ?, ?, ?) "
         "ON CONFLICT(run_id, key) DO UPDATE SET value=excluded.value, num=excluded.num, kind=excluded.kind",
-        [(rec["r"], key, *param_columns(value)) for key, value in rec["data"].items()],
+        rows,
     )
 
 
-def _apply_tags(conn: sqlite3.Connection, rec: dict[str, Any]) -> None:
-    conn.executemany(
-        "INSERT INTO tags(run_id, key, value) VALUES(?, ?, ?) "
-        "ON CONFLICT(run_id, key) DO UPDATE SET value=excluded.value",
-        [(rec["r"], key, str(value)) for key, value in rec["data"].items() if value is not None],
-    )
-    # a tag set to null is removed (``flightlog runs edit --untag``, ``run.remove_tags``)
-    conn.executemany("DELETE FROM tags WHERE run_id=? AND key=?",
-                     [(rec["r"], key) for key, value in rec["data"].items() if value is None])
+def _apply_tags(conn: Any, rec: dict[str, Any], d: Dialect) -> None:
+    upserts = [(rec["r"], key, str(value)) for key, value in rec["data"].items() if value is not None]
+    removals = [(rec["r"], key) for key, value in rec["data"].items() if value is None]
+    if upserts:
+        conn.cursor().executemany(
+            "INSERT INTO tags(run_id, key, value) VALUES(?, ?, ?) "
+            "ON CONFLICT(run_id, key) DO UPDATE SET value=excluded.value",
+            upserts,
+        )
+    if removals:  # a tag set to null is removed (``flightlog runs edit --untag``, ``run.remove_tags``)
+        conn.cursor().executemany("DELETE FROM tags WHERE run_id=? AND key=?", removals)
 
 
-def _apply_note(conn: sqlite3.Connection, rec: dict[str, Any]) -> None:
+def _apply_note(conn: Any, rec: dict[str, Any], d: Dialect) -> None:
     conn.execute(
         "INSERT INTO notes(run_id, time, author, text) VALUES(?, ?, ?, ?)",
         (rec["r"], rec["t"], rec.get("author"), rec["text"]),
     )
 
 
-def _apply_context(conn: sqlite3.Connection, rec: dict[str, Any]) -> None:
+def _apply_context(conn: Any, rec: dict[str, Any], d: Dialect) -> None:
     conn.execute(
         "INSERT INTO context(run_id, writer, data) VALUES(?, ?, ?) "
         "ON CONFLICT(run_id, writer) DO UPDATE SET data=excluded.data",
@@ -121,27 +123,7 @@ def _apply_context(conn: sqlite3.Connection, rec: dict[str, Any]) -> None:
     )
 
 
-_SERIES_UPSERT = """
-INSERT INTO metric_series(run_id, name, count, nonfinite, min, max, first_step, last_step,
-                          last_value, first_time, last_time)
-VALUES(:run, :name, :count, :nonfinite, :min, :max, :first_step, :last_step, :last_value,
-       :first_time, :last_time)
-ON CONFLICT(run_id, name) DO UPDATE SET
-  count = count + excluded.count,
-  nonfinite = nonfinite + excluded.nonfinite,
-  min = CASE WHEN min IS NULL THEN excluded.min WHEN excluded.min IS NULL THEN min
-             ELSE MIN(min, excluded.min) END,
-  max = CASE WHEN max IS NULL THEN excluded.max WHEN excluded.max IS NULL THEN max
-             ELSE MAX(max, excluded.max) END,
-  first_step = MIN(first_step, excluded.first_step),
-  last_value = CASE WHEN excluded.last_step >= last_step THEN excluded.last_value ELSE last_value END,
-  last_step = MAX(last_step, excluded.last_step),
-  first_time = MIN(first_time, excluded.first_time),
-  last_time = MAX(last_time, excluded.last_time)
-"""
-
-
-def _apply_metrics(conn: sqlite3.Connection, rec: dict[str, Any]) -> None:
+def _apply_metrics(conn: Any, rec: dict[str, Any], d: Dialect) -> None:
     run_id, writer, attempt = rec["r"], rec["w"], rec.get("attempt", 1)
     chunks, summaries = [], []
     first_time = last_time = None
@@ -150,43 +132,41 @@ def _apply_metrics(conn: sqlite3.Connection, rec: dict[str, Any]) -> None:
         if not len(steps):
             continue
         summary = series_summary(steps, times, values)
-        chunks.append(
-            (run_id, name, writer, attempt, len(steps), summary["first_step"], summary["last_step"], *encoded)
-        )
+        summary["last_value"] = finite_or_none(summary["last_value"])
+        chunks.append((run_id, name, writer, attempt, len(steps), summary["first_step"], summary["last_step"],
+                       *(bytes(part) for part in encoded)))
         summaries.append({"run": run_id, "name": name, **summary})
         first_time = summary["first_time"] if first_time is None else min(first_time, summary["first_time"])
         last_time = summary["last_time"] if last_time is None else max(last_time, summary["last_time"])
-    conn.executemany(
+    cur = conn.cursor()
+    cur.executemany(
         "INSERT INTO metric_chunks(run_id, name, writer, attempt, n, first_step, last_step, steps, times, vals) "
         "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         chunks,
     )
-    conn.executemany(_SERIES_UPSERT, summaries)
+    cur.executemany(d.series_upsert, summaries)
     if first_time is not None and last_time is not None:
         _merge_timeline(conn, run_id, {"first_metric": first_time, "last_metric": last_time})
 
 
-def _apply_logs(conn: sqlite3.Connection, rec: dict[str, Any]) -> None:
+def _apply_logs(conn: Any, rec: dict[str, Any], d: Dialect) -> None:
     conn.execute(
         "INSERT INTO log_chunks(run_id, writer, n, first_time, last_time, max_level, attempts, data) "
         "VALUES(?, ?, ?, ?, ?, ?, ?, ?)",
-        (rec["r"], rec["w"], rec["n"], rec["t0"], rec["t1"], rec["maxlvl"], rec["attempts"], rec["data"]),
+        (rec["r"], rec["w"], rec["n"], rec["t0"], rec["t1"], rec["maxlvl"], rec["attempts"], bytes(rec["data"])),
     )
 
 
-def _apply_spans(conn: sqlite3.Connection, rec: dict[str, Any]) -> None:
-    conn.executemany(
-        "INSERT INTO spans(run_id, name, start, end, attempt, writer, sampled, attrs) VALUES(?, ?, ?, ?, ?, ?, ?, ?)",
-        [
-            (rec["r"], s[0], s[1], s[2], s[3], rec["w"], int(s[4]), _dumps(s[5]) if s[5] else None)
-            for s in rec["spans"]
-        ],
+def _apply_spans(conn: Any, rec: dict[str, Any], d: Dialect) -> None:
+    conn.cursor().executemany(
+        'INSERT INTO spans(run_id, name, start, "end", attempt, writer, sampled, attrs) VALUES(?, ?, ?, ?, ?, ?, ?, ?)',
+        [(rec["r"], s[0], s[1], s[2], s[3], rec["w"], int(s[4]), _dumps(s[5]) if s[5] else None) for s in rec["spans"]],
     )
 
 
-def _apply_stage_stats(conn: sqlite3.Connection, rec: dict[str, Any]) -> None:
+def _apply_stage_stats(conn: Any, rec: dict[str, Any], d: Dialect) -> None:
     # cumulative per writer: the newest record replaces the previous totals
-    conn.executemany(
+    conn.cursor().executemany(
         "INSERT INTO stage_stats(run_id, name, writer, count, total, min, max, first_start, last_end, hist) "
         "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
         "ON CONFLICT(run_id, name, writer) DO UPDATE SET count=excluded.count, total=excluded.total, "
@@ -200,14 +180,14 @@ def _apply_stage_stats(conn: sqlite3.Connection, rec: dict[str, Any]) -> None:
     )
 
 
-def _apply_resources(conn: sqlite3.Connection, rec: dict[str, Any]) -> None:
-    conn.executemany(
+def _apply_resources(conn: Any, rec: dict[str, Any], d: Dialect) -> None:
+    conn.cursor().executemany(
         "INSERT INTO resource_samples(run_id, writer, time, data) VALUES(?, ?, ?, ?)",
         [(rec["r"], rec["w"], s.get("time", rec["t"]), _dumps(s)) for s in rec["samples"]],
     )
 
 
-def _apply_artifact(conn: sqlite3.Connection, rec: dict[str, Any]) -> None:
+def _apply_artifact(conn: Any, rec: dict[str, Any], d: Dialect) -> None:
     conn.execute(
         "INSERT INTO artifacts(run_id, role, kind, path, source, size, sha256, uri, step, time, attempt, meta) "
         "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -219,22 +199,22 @@ def _apply_artifact(conn: sqlite3.Connection, rec: dict[str, Any]) -> None:
     )
 
 
-def _apply_counters(conn: sqlite3.Connection, rec: dict[str, Any]) -> None:
-    conn.executemany(
-        "INSERT INTO counters(run_id, name, value) VALUES(?, ?, ?) "
-        "ON CONFLICT(run_id, name) DO UPDATE SET value = value + excluded.value",
+def _apply_counters(conn: Any, rec: dict[str, Any], d: Dialect) -> None:
+    conn.cursor().executemany(
+        "INSERT INTO counters AS c (run_id, name, value) VALUES(?, ?, ?) "
+        "ON CONFLICT(run_id, name) DO UPDATE SET value = c.value + excluded.value",
         [(rec["r"], name, value) for name, value in rec["data"].items()],
     )
 
 
-def _apply_evidence(conn: sqlite3.Connection, rec: dict[str, Any]) -> None:
+def _apply_evidence(conn: Any, rec: dict[str, Any], d: Dialect) -> None:
     conn.execute(
         "INSERT INTO evidence(run_id, kind, name, time, data) VALUES(?, ?, ?, ?, ?)",
         (rec["r"], rec["kind"], rec["name"], rec["t"], _dumps(rec["data"])),
     )
 
 
-def _apply_nothing(conn: sqlite3.Connection, rec: dict[str, Any]) -> None:
+def _apply_nothing(conn: Any, rec: dict[str, Any], d: Dialect) -> None:
     """writer / writer_end records matter to the journal (crash detection), not to the store."""
 
 
@@ -258,7 +238,9 @@ _APPLY: dict[str, Apply] = {
 }
 
 
-def apply_records(conn: sqlite3.Connection, records: Sequence[dict[str, Any]]) -> IngestResult:
+def apply_records(conn: Any, records: Sequence[dict[str, Any]], d: Dialect) -> IngestResult:
+    """Apply a batch inside the caller's write transaction."""
+    bad_record: tuple[type[Exception], ...] = (KeyError, TypeError, ValueError, IndexError, *d.record_errors)
     result = IngestResult()
     marks: dict[tuple[str, str], int] = {}
     touched: set[str] = set()
@@ -270,9 +252,7 @@ def apply_records(conn: sqlite3.Connection, records: Sequence[dict[str, Any]]) -
             continue
         key = (run_id, writer)
         if key not in marks:
-            row = conn.execute(
-                "SELECT last_seq FROM ingested WHERE run_id=? AND writer=?", key
-            ).fetchone()
+            row = conn.execute("SELECT last_seq FROM ingested WHERE run_id=? AND writer=?", key).fetchone()
             marks[key] = row[0] if row else 0
         if seq <= marks[key]:
             result.duplicates += 1
@@ -283,23 +263,23 @@ def apply_records(conn: sqlite3.Connection, records: Sequence[dict[str, Any]]) -
             result.skipped.append(f"unknown record kind {rec.get('k')!r} (run {run_id}, seq {seq})")
             continue
         if run_id not in touched:
-            _ensure_run(conn, run_id, rec)
+            _ensure_run(conn, run_id, rec, d)
             touched.add(run_id)
-        conn.execute("SAVEPOINT rec")
+        conn.execute("SAVEPOINT rec")  # one bad record rolls back alone
         try:
-            apply(conn, rec)
-        except (KeyError, TypeError, ValueError, IndexError, sqlite3.IntegrityError) as exc:
-            conn.execute("ROLLBACK TO rec")
+            apply(conn, rec, d)
+        except bad_record as exc:
+            conn.execute("ROLLBACK TO SAVEPOINT rec")
             result.skipped.append(f"bad {rec.get('k')} record (run {run_id}, seq {seq}): {exc!r}")
         else:
             result.applied += 1
-        conn.execute("RELEASE rec")
+        conn.execute("RELEASE SAVEPOINT rec")
     now = time.time()
-    conn.executemany(
-        "INSERT INTO ingested(run_id, writer, last_seq, updated) VALUES(?, ?, ?, ?) "
-        "ON CONFLICT(run_id, writer) DO UPDATE SET last_seq=MAX(last_seq, excluded.last_seq), updated=excluded.updated",
+    conn.cursor().executemany(
+        "INSERT INTO ingested AS i (run_id, writer, last_seq, updated) VALUES(?, ?, ?, ?) "
+        "ON CONFLICT(run_id, writer) DO UPDATE SET updated=excluded.updated, "
+        "last_seq=CASE WHEN excluded.last_seq > i.last_seq THEN excluded.last_seq ELSE i.last_seq END",
         [(r, w, s, now) for (r, w), s in marks.items()],
     )
-    conn.executemany("UPDATE runs SET updated=? WHERE id=?", [(now, r) for r in touched])
+    conn.cursor().executemany("UPDATE runs SET updated=? WHERE id=?", [(now, r) for r in touched])
     return result
-

@@ -1,0 +1,75 @@
+"""The PostgreSQL spellings of the shared SQL (see ``store/sql/dialect.py``); its connections
+take the shared SQL's ``?`` placeholders as ``%s`` (see connection.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["PgDialect"]
+
+
+class PgDialect:
+    placeholder = "%s"
+    collate = ' COLLATE "C"'  # the database's collation may not be code point order
+    series_upsert = """
+INSERT INTO metric_series AS m (run_id, name, count, nonfinite, min, max, first_step, last_step,
+                                last_value, first_time, last_time)
+VALUES(%(run)s, %(name)s, %(count)s, %(nonfinite)s, %(min)s, %(max)s, %(first_step)s, %(last_step)s,
+       %(last_value)s, %(first_time)s, %(last_time)s)
+ON CONFLICT(run_id, name) DO UPDATE SET
+  count = m.count + excluded.count,
+  nonfinite = m.nonfinite + excluded.nonfinite,
+  min = LEAST(m.min, excluded.min),
+  max = GREATEST(m.max, excluded.max),
+  first_step = LEAST(m.first_step, excluded.first_step),
+  last_value = CASE WHEN excluded.last_step >= m.last_step THEN excluded.last_value ELSE m.last_value END,
+  last_step = GREATEST(m.last_step, excluded.last_step),
+  first_time = LEAST(m.first_time, excluded.first_time),
+  last_time = GREATEST(m.last_time, excluded.last_time)
+"""
+
+    def __init__(self) -> None:
+        import psycopg
+
+        self.record_errors: tuple[type[Exception], ...] = (
+            psycopg.DataError, psycopg.IntegrityError, psycopg.ProgrammingError,
+        )
+        self._untyped = _untyped_adapters()
+
+    def any_of(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
+        return f"{column} = ANY(?)", [list(values)]
+
+    def prefix(self, column: str, text: str) -> tuple[str, list[Any]]:
+        return f"{column} LIKE ?", [text.replace("_", "\\_") + "%"]
+
+    def insert_id(self, conn: Any, sql: str, args: Sequence[Any]) -> int:
+        return int(conn.execute(sql + " RETURNING id", args).fetchone()[0])
+
+    def or_ignore(self, sql: str) -> str:
+        return sql + " ON CONFLICT DO NOTHING"
+
+    def filter_cursor(self, conn: Any) -> Any:
+        """A cursor that sends numbers without a type, so PostgreSQL infers it from the column
+        they meet, as SQLite does: ``tag.x > 3`` compares text, ``param.lr > 3`` a double."""
+        cur = conn.cursor()
+        cur.adapters.register_dumper(int, self._untyped.get_dumper(int, "s"))
+        cur.adapters.register_dumper(float, self._untyped.get_dumper(float, "s"))
+        return cur
+
+
+def _untyped_adapters() -> Any:
+    """Numbers sent without a type (``LIMIT`` then reads a bigint)."""
+    from psycopg.adapt import AdaptersMap, Dumper
+    from psycopg.postgres import adapters
+
+    class Untyped(Dumper):
+        oid = 0
+
+        def dump(self, obj: Any) -> bytes:
+            return repr(obj).encode() if isinstance(obj, float) else str(obj).encode()
+
+    amap = AdaptersMap(adapters)
+    amap.register_dumper(int, Untyped)
+    amap.register_dumper(float, Untyped)
+    return amap

@@ -1,0 +1,43 @@
+"""What differs between the SQL of the SQLite and the PostgreSQL store, beyond the placeholder.
+
+The shared queries (``store/sql/store.py``, ``store/sql/ingest.py``) are written once, with
+``?`` placeholders; each backend gives one :class:`Dialect` for the few spellings that differ.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+__all__ = ["Dialect"]
+
+
+class Dialect(Protocol):
+    #: the placeholder of the filter compiler's SQL (``flightlog.query.compile_runs_query``)
+    placeholder: str
+    #: after ``ORDER BY`` a text column: order by code point on either store
+    collate: str
+    #: the metric_series upsert of one series summary (named parameters: run, name, count, …)
+    series_upsert: str
+    #: errors of one broken journal record, besides KeyError, TypeError, ValueError, IndexError
+    record_errors: tuple[type[Exception], ...]
+
+    def any_of(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
+        """``column`` equal to one of ``values``: the condition and its arguments."""
+        ...
+
+    def prefix(self, column: str, text: str) -> tuple[str, list[Any]]:
+        """``column`` starting with ``text`` (letters, digits, ``_.-``): the condition and its arguments."""
+        ...
+
+    def insert_id(self, conn: Any, sql: str, args: Sequence[Any]) -> int:
+        """Run an INSERT into a table keyed by ``id``; the id of the new row."""
+        ...
+
+    def or_ignore(self, sql: str) -> str:
+        """An ``INSERT INTO …`` that does nothing where the row exists (or a constraint says no)."""
+        ...
+
+    def filter_cursor(self, conn: Any) -> Any:
+        """What runs the filter compiler's query (its numbers typed as the store needs)."""
+        ...
