@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import httpx
@@ -32,11 +33,12 @@ _WRITE = """
 
 
 @pytest.fixture
-def pair(tmp_path: Path, postgres_uri: str, webhook: Webhook, monkeypatch: pytest.MonkeyPatch
-         ) -> Iterator[tuple[RunningServer, RunningServer]]:
+def rules(tmp_path: Path, webhook: Webhook, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The rules both servers evaluate (loss above 10, sent to the webhook), with the
+    FLIGHTLOG_ variables cleared."""
     for name in FLIGHTLOG_ENV:
         monkeypatch.delenv(name, raising=False)
-    rules = rules_file(tmp_path, f"""
+    return rules_file(tmp_path, f"""
 settings:
   interval: 0.2s
 rules:
@@ -49,8 +51,15 @@ notifiers:
   - kind: webhook
     url: {webhook.url}
 """)
-    with serve_in_thread(tmp_path / "a", auth=True, store_uri=postgres_uri, alerts=str(rules)) as a, \
-            serve_in_thread(tmp_path / "b", auth=True, store_uri=postgres_uri, alerts=str(rules)) as b:
+
+
+def _serve(home: Path, postgres_uri: str, rules: Path) -> AbstractContextManager[RunningServer]:
+    return serve_in_thread(home, auth=True, store_uri=postgres_uri, alerts=str(rules))
+
+
+@pytest.fixture
+def pair(tmp_path: Path, postgres_uri: str, rules: Path) -> Iterator[tuple[RunningServer, RunningServer]]:
+    with _serve(tmp_path / "a", postgres_uri, rules) as a, _serve(tmp_path / "b", postgres_uri, rules) as b:
         yield a, b
 
 
@@ -104,33 +113,18 @@ def test_two_servers_share_one_store_and_notify_once(pair: tuple[RunningServer, 
 
 
 def test_the_other_server_takes_over_alert_evaluation_when_the_leader_stops(
-        tmp_path: Path, postgres_uri: str, webhook: Webhook, monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in FLIGHTLOG_ENV:
-        monkeypatch.delenv(name, raising=False)
-    rules = rules_file(tmp_path, f"""
-settings:
-  interval: 0.2s
-rules:
-  - name: loss-high
-    kind: threshold
-    metric: loss
-    op: ">"
-    value: 10
-notifiers:
-  - kind: webhook
-    url: {webhook.url}
-""")
+        tmp_path: Path, postgres_uri: str, webhook: Webhook, rules: Path) -> None:
     import psycopg
 
     def leads() -> bool:  # an advisory lock is granted: the only server up so far leads
         with psycopg.connect(postgres_uri) as conn:
             return bool(conn.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted").fetchone()[0])
 
-    leader = serve_in_thread(tmp_path / "a", auth=True, store_uri=postgres_uri, alerts=str(rules))
+    leader = _serve(tmp_path / "a", postgres_uri, rules)
     a = leader.__enter__()
     try:
         wait_until(leads, what="server A to take the lead")
-        with serve_in_thread(tmp_path / "b", auth=True, store_uri=postgres_uri, alerts=str(rules)) as b:
+        with _serve(tmp_path / "b", postgres_uri, rules) as b:
             token = a.token("admin")
             first = _write(tmp_path / "one", a, token)
             wait_until(lambda: len(webhook.payloads) >= 1, timeout=60, what="the first alert, from the leader")

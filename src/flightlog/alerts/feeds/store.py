@@ -25,7 +25,7 @@ from flightlog.errors import InvalidInput
 from flightlog.models import TERMINAL_STATUSES, RunInfo
 from flightlog.store.changes import FEED_TABLES, ChangeFeedStore
 
-__all__ = ["StoreFeed", "SqliteFeed", "feeds_changes"]
+__all__ = ["StoreFeed", "feeds_changes"]
 
 
 def feeds_changes(store: Any) -> bool:
@@ -192,8 +192,3 @@ class StoreFeed:
                 b = builders[name] = ColumnBuilder()
             b.add((rid, ()), times, vals, steps)
         cycle.metrics = {name: b.build(with_steps=True) for name, b in builders.items()}
-
-
-
-#: the name this feed had when it read SQLite's tables directly
-SqliteFeed = StoreFeed

@@ -66,11 +66,11 @@ class _Life:
         resource samples that tell how current the data is: the capture holds a stream's last
         line up to ``_LOG_HOLD`` for a continuation, so that much of a log silence is not
         counted either."""
-        if self.fresh is None and self.metrics is None and self.logs is None and self.heartbeat is None:
-            return max(self.start, now - min(after, _FIRST_DATA_GRACE))
-        newest = max(t for t in (self.fresh, self.metrics, self.logs, self.heartbeat, self.start) if t is not None)
         if self.fresh is None:
+            if self.metrics is None and self.logs is None and self.heartbeat is None:
+                return max(self.start, now - min(after, _FIRST_DATA_GRACE))
             return now
+        newest = max(t for t in (self.fresh, self.metrics, self.logs, self.heartbeat, self.start) if t is not None)
         hold = _LOG_HOLD if "logs" in watch else 0.0
         return max(now - after, min(now, newest - hold))
 
