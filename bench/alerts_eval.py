@@ -153,12 +153,11 @@ def main() -> None:
     parser.add_argument("--cycles", type=int, default=12)
     args = parser.parse_args()
     home = fresh_home("alerts")
-    from flightlog.alerts.feeds.sqlite import SqliteFeed
-
     import flightlog
     from flightlog.alerts.config import parse_config
     from flightlog.alerts.dispatch import Dispatcher
     from flightlog.alerts.engine import AlertEngine
+    from flightlog.alerts.feeds.store import StoreFeed
     from flightlog.alerts.lookup import Lookup
     from flightlog.alerts.stores import open_alert_store
 
@@ -168,7 +167,7 @@ def main() -> None:
     now = time.time()
     work.advance(now)  # history before the engine starts
     store = open_alert_store(client.store)
-    engine = AlertEngine(config, SqliteFeed(client.store, started=now), store, Lookup(client.store),
+    engine = AlertEngine(config, StoreFeed(client.store, started=now), store, Lookup(client.store),
                          Dispatcher(store, threaded=False), load_run=None)
     first = engine.cycle(now)
     cycles = []
