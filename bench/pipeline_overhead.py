@@ -1,23 +1,22 @@
 """A 50-step pipeline of no-op steps: what flightlog adds per step beyond starting the process.
 
-Three ways to run the same no-op processes (``python -c pass``) one after another:
+The same no-op processes (``python -c pass``) run one after another, three ways:
 
 - ``plain``: a plain script starting them with ``subprocess.run`` (the floor);
-- ``wrapped``: each under the runner, exactly as a pipeline starts a step
-  (``python -m flightlog.runner``: a run, capture, sampling, the end);
-- ``pipeline``: a chain of steps run by the pipeline controller (``max_parallel=1``, no
-  cache): each step a child run under the runner, plus cache keys, state records, lineage and
-  the polling loop.
+- ``pipeline``: a chain of steps run by the pipeline controller (``max_parallel=1``, no cache),
+  each step a child run under ``flightlog run`` (forked from the local executor's warm runner),
+  plus cache keys, state records, lineage and the polling loop;
+- ``cold``: each under ``python -m flightlog.runner`` started afresh, as a step starts when the
+  warm runner is unavailable (and as one ``flightlog run`` costs), on fewer steps.
 
-The machine this runs on may be busy, so the three are interleaved in rounds (``--rounds`` of
-``--steps / --rounds`` each) and summed: a change of load hits all three alike. Per step:
-``(pipeline - plain) / steps`` is everything flightlog adds; ``(pipeline - wrapped) / steps`` is
-the controller's share (the runner's own cost is ``bench/runner_overhead.py``'s subject).
-Wall time on a busy machine is noisy, so CPU seconds are reported too: the controller's own
-(this process) and its children's (runners and workloads), which load does not inflate. Then
-the 50-step chain once more, every step a cache hit, and 50 independent steps with
-``max_parallel=4``. With ``--peers`` and Prefect installed in ``.bench-venv``, the same steps
-as Prefect tasks (``bench/peer_prefect.py``). Prints one JSON object.
+The machine this runs on may be busy, so the whole plain loop and the whole pipeline alternate
+for ``--rounds`` rounds and are summed: a change of load hits both alike. Per step,
+``(pipeline - plain) / steps`` is everything flightlog adds, the warm runner's start included.
+CPU seconds are reported too (load does not inflate them): the controller's own (this process)
+and its children's (warm runner, runners and workloads). Then the chain once more with every
+step a cache hit, and the steps independent with ``max_parallel=4``. With ``--peers`` and
+Prefect installed in ``.bench-venv``, the same steps as Prefect tasks (``bench/peer_prefect.py``).
+Prints one JSON object.
 """
 
 from __future__ import annotations
@@ -43,7 +42,7 @@ def plain(n: int) -> float:
     return time.perf_counter() - t0
 
 
-def wrapped(n: int, env: dict[str, str], cwd: Path) -> float:
+def cold(n: int, env: dict[str, str], cwd: Path) -> float:
     # in the directory the pipeline's steps run in: the runner looks at its working directory's size
     t0 = time.perf_counter()
     for i in range(n):
@@ -82,47 +81,46 @@ def measured(fn: Any) -> tuple[float, float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--steps", type=int, default=50)
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--cold-steps", type=int, default=10, help="steps run under a fresh runner process each")
     parser.add_argument("--peers", action="store_true", help="also Prefect, from .bench-venv")
     args = parser.parse_args()
     n = args.steps
-    per_round = n // args.rounds
     home = fresh_home("pipeline")
     env = {**os.environ, "FLIGHTLOG_HOME": str(home)}
     load_before = os.getloadavg()[0]
-    totals = {"plain": [0.0, 0.0, 0.0], "wrapped": [0.0, 0.0, 0.0], "pipeline": [0.0, 0.0, 0.0]}
+    totals = {"plain": [0.0, 0.0, 0.0], "pipeline": [0.0, 0.0, 0.0]}
     for r in range(args.rounds):
-        for name, fn in (("plain", lambda: plain(per_round)), ("wrapped", lambda: wrapped(per_round, env, home)),
-                         ("pipeline", lambda r=r: pipeline(per_round, home, chain=True, max_parallel=1,
+        for name, fn in (("plain", lambda: plain(n)),
+                         ("pipeline", lambda r=r: pipeline(n, home, chain=True, max_parallel=1,
                                                            use_cache=False, name=f"bench-chain-{r}"))):
             wall, own, children = measured(fn)
             totals[name][0] += wall
             totals[name][1] += own
             totals[name][2] += children
-    t_plain, t_wrapped, t_pipe = totals["plain"][0], totals["wrapped"][0], totals["pipeline"][0]
-    n = per_round * args.rounds
-    t_full = pipeline(n, home, chain=True, max_parallel=1, use_cache=False, name="bench-chain")
-    t_cached = pipeline(n, home, chain=True, max_parallel=1, use_cache=True, name="bench-chain")
+    steps = n * args.rounds
+    t_plain, t_pipe = totals["plain"][0], totals["pipeline"][0]
+    _, _, cold_plain_cpu = measured(lambda: plain(args.cold_steps))
+    t_cold, _, cold_cpu = measured(lambda: cold(args.cold_steps, env, home))
+    t_cold_plain = plain(args.cold_steps)
+    t_cached = pipeline(n, home, chain=True, max_parallel=1, use_cache=True, name="bench-chain-0")
     t_fan = pipeline(n, home, chain=False, max_parallel=4, use_cache=False, name="bench-fan")
     result = {
-        "workload": f"{n} no-op steps (python -c pass) in a sequential chain, {args.rounds} interleaved rounds",
+        "workload": f"a {n}-step chain of no-op steps (python -c pass), {args.rounds} rounds alternating with a plain loop",
         "machine": machine(),
         "load_average_at_start": round(load_before, 2),
         "load_average_at_end": round(os.getloadavg()[0], 2),
         "plain_script_s": round(t_plain, 3),
-        "runner_each_s": round(t_wrapped, 3),
         "pipeline_s": round(t_pipe, 3),
-        "pipeline_one_run_of_all_steps_s": round(t_full, 3),
         "pipeline_all_cached_s": round(t_cached, 3),
         "pipeline_independent_max_parallel_4_s": round(t_fan, 3),
-        "overhead_per_step_ms": round((t_pipe - t_plain) / n * 1000, 1),
-        "runner_share_per_step_ms": round((t_wrapped - t_plain) / n * 1000, 1),
-        "controller_overhead_per_step_ms": round((t_pipe - t_wrapped) / n * 1000, 1),
+        "overhead_per_step_ms": round((t_pipe - t_plain) / steps * 1000, 1),
+        "controller_cpu_per_step_ms": round(totals["pipeline"][1] / steps * 1000, 1),
+        "runner_cpu_per_step_ms": round((totals["pipeline"][2] - totals["plain"][2]) / steps * 1000, 1),
+        "cold_runner_overhead_per_step_ms": round((t_cold - t_cold_plain) / args.cold_steps * 1000, 1),
+        "cold_runner_cpu_per_step_ms": round((cold_cpu - cold_plain_cpu) / args.cold_steps * 1000, 1),
         "cache_hit_per_step_ms": round(t_cached / n * 1000, 1),
-        "controller_cpu_per_step_ms": round(totals["pipeline"][1] / n * 1000, 1),
-        "runner_cpu_per_step_ms": round((totals["wrapped"][2] - totals["plain"][2]) / n * 1000, 1),
-        "pipeline_children_cpu_per_step_ms": round((totals["pipeline"][2] - totals["plain"][2]) / n * 1000, 1),
-        "target_controller_overhead_per_step_ms": 50,
+        "target_overhead_per_step_ms": 50,
     }
     if args.peers:
         if PEER_PYTHON.exists() and subprocess.run([str(PEER_PYTHON), "-c", "import prefect"],

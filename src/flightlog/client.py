@@ -58,14 +58,25 @@ class Client:
             overrides["home"] = home  # the store follows unless FLIGHTLOG_STORE names another
         if store is not None:
             overrides["store_uri"] = store
-        self.settings = settings or Settings.from_env(**overrides)
-        self.store: Store = open_store(self.settings.store_uri)
+        self._open(settings or Settings.from_env(**overrides))
         # metric histories come back as numpy arrays: import numpy with the Client (as the HTTP
         # transport's module does) rather than inside the first read, which it would make ~40 ms
         import numpy  # noqa: F401
+
+    @classmethod
+    def for_lookups(cls, settings: Settings) -> Client:
+        """A Client for looking runs up (the SDK's ``init(id=...)``, each pipeline step's runner):
+        without the numpy import that makes the first metric read fast and costs 0.1–0.2 s."""
+        client = cls.__new__(cls)
+        client._open(settings)
+        return client
+
+    def _open(self, settings: Settings) -> None:
+        self.settings = settings
+        self.store: Store = open_store(settings.store_uri)
         # a remote store brings its own (uploads, downloads on demand); else the local directory
         remote: LocalArtifactStore | None = getattr(self.store, "artifact_store", None)
-        self.artifact_store = remote or open_artifact_store(self.settings.home, self.settings.artifacts)
+        self.artifact_store = remote or open_artifact_store(settings.home, settings.artifacts)
 
     def close(self) -> None:
         self.store.close()

@@ -120,6 +120,7 @@ class Controller:
         self.run = run
         self.client = flightlog.Client()
         self.env = self._child_env()
+        executor.prepare(self.env)
         self._init_states(run.attempt)
         run.log_evidence(EVIDENCE_KIND, "definition", {"spec": spec.to_dict(), "options": {
             "max_parallel": self.options.max_parallel, "executor": self.options.executor,
@@ -188,7 +189,7 @@ class Controller:
                 if all(self.states[n].status in FINAL for n in order):
                     return
             pause = _POLL_MIN if self._changes != before or self._signal is not None else min(_POLL_MAX, pause * 1.5)
-            self._wakeup.wait(pause)
+            self._wakeup.wait(pause, self.executor.wakeup_fds())
 
     def _ready(self, order: list[str]) -> list[str]:
         now = time.time()

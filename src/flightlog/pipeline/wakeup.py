@@ -50,13 +50,15 @@ class SignalWakeup:
                 os.close(fd)
             self._pipe = None
 
-    def wait(self, seconds: float) -> None:
-        """Sleep up to ``seconds``, less when a signal (a step ending, Ctrl-C) arrives."""
-        if self._pipe is None:
+    def wait(self, seconds: float, also: list[int] | tuple[int, ...] = ()) -> None:
+        """Sleep up to ``seconds``, less when a signal (a step ending, Ctrl-C) arrives or one of
+        the descriptors ``also`` turns readable (its owner reads it)."""
+        fds = [*([self._pipe[0]] if self._pipe is not None else []), *also]
+        if not fds:
             time.sleep(seconds)
             return
-        ready, _, _ = select.select([self._pipe[0]], [], [], seconds)
-        if ready:
+        ready, _, _ = select.select(fds, [], [], seconds)
+        if self._pipe is not None and self._pipe[0] in ready:
             try:
                 while os.read(self._pipe[0], 512):
                     pass

@@ -35,12 +35,19 @@ MARK = ("FLIGHTLOG_CAPTURED", "1")
 _MARK_BYTES = f"{MARK[0]}={MARK[1]}".encode()
 
 
+def _libc() -> ctypes.CDLL:
+    try:
+        return ctypes.CDLL("libc.so.6", use_errno=True)  # glibc's name: no `ldconfig -p` run (~10 ms) to find it
+    except OSError:
+        return ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+
+
 def become_subreaper() -> bool:
     """Make this process the subreaper of its descendants; False where that is not possible."""
     if not sys.platform.startswith("linux"):
         return False
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc = _libc()
         return bool(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
     except (OSError, AttributeError):
         return False

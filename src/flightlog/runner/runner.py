@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -203,7 +204,7 @@ class Runner:
         try:
             child = subprocess.Popen(
                 opts.command, stdin=_stdin(),
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, preexec_fn=preexec, close_fds=True,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, preexec_fn=preexec, process_group=0, close_fds=True,
             )
         except OSError as exc:
             if limit is not None:
@@ -491,22 +492,26 @@ def _classify(outcome: Outcome, returncode: int, timed_out: bool, oom_killed: bo
                             oom_killed=oom_killed, traceback_text=traceback_text, last_lines=last_lines)
 
 
-def _preexec(limit: Any, opts: RunnerOptions) -> Any:
+def _preexec(limit: Any, opts: RunnerOptions) -> Callable[[], None] | None:
+    """What must run in the child between fork and exec (joining the memory cgroup, setting an
+    rlimit), or None. Without it the child is spawned without running Python in between: faster,
+    and the spawn waits for none of the runner's threads (:mod:`flightlog.forksafe`). Its own
+    process group is Popen's ``process_group=0``; the handlers of forwarded signals revert to
+    the default at exec by themselves."""
     join = limit.preexec() if limit is not None else None
     rlimit = None
     if opts.memory_limit is not None and opts.memory_limit_mode == "rlimit":
         from flightlog.resources import rlimit_preexec
 
         rlimit = rlimit_preexec(opts.memory_limit)
+    if join is None and rlimit is None:
+        return None
 
     def setup() -> None:  # runs in the child between fork and exec: only async-signal-safe work
-        os.setpgid(0, 0)
         if join is not None:
             join()
         if rlimit is not None:
             rlimit()
-        for sig in _FORWARDED:
-            signal.signal(sig, signal.SIG_DFL)
 
     return setup
 

@@ -147,7 +147,7 @@ def _existing_run(settings: Settings, run_id: str) -> Any:
     from flightlog.client import Client
 
     try:
-        client = Client(settings=settings)
+        client = Client.for_lookups(settings)
     except StoreUnavailable:
         raise
     except FlightlogError:

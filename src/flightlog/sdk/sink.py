@@ -16,7 +16,7 @@ from flightlog.config import Settings
 from flightlog.forksafe import no_fork
 from flightlog.store.base import IngestResult
 
-__all__ = ["Sink", "open_sink", "close_sinks"]
+__all__ = ["Sink", "open_sink", "close_sinks", "load_sink_code"]
 
 
 class Sink(Protocol):
@@ -51,11 +51,11 @@ def close_sinks() -> None:
 
 def _build(settings: Settings) -> Sink:
     with no_fork():  # the shipper thread loads this code while the workload may be forking
-        open_with = _load(settings)
+        open_with = load_sink_code(settings)
     return open_with(settings)
 
 
-def _load(settings: Settings) -> Callable[[Settings], Sink]:
+def load_sink_code(settings: Settings) -> Callable[[Settings], Sink]:
     """The code that opens the sink for ``settings``, imported in full (its driver or HTTP client,
     and the codec ``getaddrinfo`` imports on its first host name); nothing connects yet."""
     import encodings.idna  # noqa: F401

@@ -1,4 +1,4 @@
-"""The executor protocol: start a step's command, ask whether it ended, stop it."""
+"""The executor protocol: get ready, start a step's command, ask whether it ended, stop it."""
 
 from __future__ import annotations
 
@@ -23,6 +23,9 @@ class StepLaunch:
 class Executor(Protocol):
     name: str
 
+    def prepare(self, env: dict[str, str]) -> None:
+        """Called once, with the steps' environment, before the first step: get ready to start them."""
+
     def start(self, launch: StepLaunch) -> Any:
         """Start the attempt; return a handle for :meth:`poll` and :meth:`stop`."""
 
@@ -31,6 +34,10 @@ class Executor(Protocol):
 
     def stop(self, handle: Any, signum: int) -> None:
         """Ask the attempt to stop (its runner records it as stopped or killed)."""
+
+    def wakeup_fds(self) -> list[int]:
+        """Descriptors that turn readable when an attempt may have ended: the controller's loop
+        waits on them, so it learns of an end at once instead of at its next look."""
 
     def close(self) -> None:
         """Release what the executor holds (processes are already stopped)."""

@@ -83,6 +83,12 @@ class RayExecutor:
         except Exception:
             pass
 
+    def prepare(self, env: dict[str, str]) -> None:
+        pass  # the cluster is already there (__init__ connected to it)
+
+    def wakeup_fds(self) -> list[int]:
+        return []  # Ray says nothing when a task ends: the controller's loop looks at each in turn
+
     def close(self) -> None:
         if self._owned:
             self._ray.shutdown()

@@ -1,0 +1,265 @@
+"""A warm runner for the local executor: one process that has loaded ``flightlog run``'s code and
+forks a fresh runner for each step attempt.
+
+Every step attempt still gets a ``flightlog run`` process of its own: its own run, capture,
+sampling and end, in its own session, taken down when the controller dies. What it no longer
+pays is a new interpreter importing the runner, about 0.2–0.3 s of CPU per step, more than a
+small step itself. Forked from this warm process, a runner starts with its code loaded.
+
+The protocol, with :class:`ForkServer` on the controller's side: one JSON line per attempt on
+this process's stdin (``{"args": the runner's arguments, "env", "cwd", "verbose"}``); answers on
+the reply descriptor: ``started PID`` at once, ``ended PID STATUS`` when that runner ends
+(STATUS as :attr:`subprocess.Popen.returncode` has it: negative for a signal). When stdin
+closes, the server waits for its runners and exits. It runs no thread and opens no store or
+connection, so a fork copies nothing half done (see :mod:`flightlog.forksafe`).
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, NoReturn
+
+from flightlog.errors import FlightlogError
+from flightlog.pipeline.executors.base import StepLaunch
+
+__all__ = ["ForkServer", "ForkedRunner", "ForkServerError", "RUNNER_MODULE"]
+
+RUNNER_MODULE = "flightlog.runner"  # a launch whose argv is `python -m flightlog.runner ...` can be forked
+_START_TIMEOUT = 60.0  # seconds for the server to load its code and answer the first request
+
+
+class ForkServerError(FlightlogError):
+    """The warm runner could not start or stopped answering; steps start as new processes instead."""
+
+
+@dataclass
+class ForkedRunner:
+    """The handle of one forked runner: its pid, and its exit status once the server reported it."""
+
+    pid: int
+    returncode: int | None = None
+
+
+@dataclass
+class ForkServer:
+    """The controller's side: starts the server, asks it for runners, and learns when they end."""
+
+    process: subprocess.Popen[bytes]
+    replies: int  # the read end of the reply pipe
+    runners: dict[int, ForkedRunner] = field(default_factory=dict)
+    _buffer: bytes = b""
+
+    @classmethod
+    def start(cls, env: dict[str, str], preexec: Any) -> ForkServer:
+        read_end, write_end = os.pipe()
+        try:
+            process = subprocess.Popen(
+                [sys.executable, "-m", __name__, str(write_end)], env=env, stdin=subprocess.PIPE,
+                start_new_session=True, preexec_fn=preexec, pass_fds=(write_end,), close_fds=True,
+            )
+        except OSError as exc:
+            os.close(read_end)
+            raise ForkServerError(f"cannot start the warm runner: {exc}") from None
+        finally:
+            os.close(write_end)
+        os.set_blocking(read_end, False)
+        return cls(process, read_end)
+
+    @staticmethod
+    def accepts(launch: StepLaunch) -> bool:
+        return launch.argv[:3] == [sys.executable, "-m", RUNNER_MODULE]
+
+    def launch(self, launch: StepLaunch) -> ForkedRunner:
+        request = {"args": launch.argv[3:], "env": launch.env, "cwd": launch.cwd, "verbose": launch.verbose}
+        try:
+            assert self.process.stdin is not None
+            self.process.stdin.write(json.dumps(request).encode() + b"\n")
+            self.process.stdin.flush()
+        except (OSError, ValueError) as exc:
+            raise ForkServerError(f"the warm runner stopped taking requests ({exc})") from None
+        deadline = time.monotonic() + _START_TIMEOUT
+        while True:
+            for kind, pid, _ in self._read():
+                if kind == "started":
+                    runner = self.runners[pid] = ForkedRunner(pid)
+                    return runner
+            left = deadline - time.monotonic()
+            if left <= 0 or self.process.poll() is not None:
+                raise ForkServerError("the warm runner did not start the step (it exited or stopped answering)")
+            select.select([self.replies], [], [], left)
+
+    def poll(self, runner: ForkedRunner) -> int | None:
+        self._read()
+        return runner.returncode
+
+    def close(self) -> None:
+        if self.process.stdin is not None:
+            try:
+                self.process.stdin.close()
+            except OSError:
+                pass
+        try:
+            self.process.wait(10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        os.close(self.replies)
+
+    def _read(self) -> list[tuple[str, int, int]]:
+        """Every reply that has arrived; an ``ended`` one sets its runner's status as it is read."""
+        try:
+            while chunk := os.read(self.replies, 65536):
+                self._buffer += chunk
+        except BlockingIOError:
+            pass
+        *lines, self._buffer = self._buffer.split(b"\n")
+        replies = []
+        for line in lines:
+            kind, pid, *rest = line.decode().split()
+            status = int(rest[0]) if rest else 0
+            if kind == "ended" and int(pid) in self.runners:
+                self.runners.pop(int(pid)).returncode = status
+            replies.append((kind, int(pid), status))
+        return replies
+
+
+# ── the server's side ──────────────────────────────────────────────────────
+def serve(reply_fd: int) -> None:
+    from flightlog.pipeline.executors.local import parent_death_signal
+
+    _load_runner_code()
+    die_with_parent = parent_death_signal()  # libc found once, here, not in each runner
+    server_pid = os.getpid()
+    wake_read, wake_write = os.pipe()
+    for fd in (wake_read, wake_write):
+        os.set_blocking(fd, False)
+    signal.set_wakeup_fd(wake_write, warn_on_full_buffer=False)
+    signal.signal(signal.SIGCHLD, lambda signum, frame: None)  # wakes the select below through the pipe
+    running: set[int] = set()
+    pending = b""
+    taking = True
+    while taking or running:
+        readable, _, _ = select.select([0, wake_read] if taking else [wake_read], [], [], 1.0)
+        if wake_read in readable:
+            _drain(wake_read)
+        for pid, status in _reap():
+            running.discard(pid)
+            _reply(reply_fd, f"ended {pid} {status}")
+        if 0 not in readable:
+            continue
+        data = os.read(0, 65536)
+        if not data:  # the controller closed its end: finish with the runners still going
+            taking = False
+            continue
+        *lines, pending = (pending + data).split(b"\n")
+        for line in lines:
+            request = json.loads(line)
+            pid = os.fork()
+            if pid == 0:
+                _become_runner(request, server_pid, die_with_parent, (0, reply_fd, wake_read, wake_write))
+            running.add(pid)
+            _reply(reply_fd, f"started {pid}")
+
+
+def _load_runner_code() -> None:
+    """Import what a runner uses, here once, so that each forked runner finds it loaded."""
+    import encodings.ascii  # noqa: F401 - the sampler reads cgroup files as ASCII
+
+    import flightlog.alerts.discovery  # noqa: F401
+    import flightlog.alerts.monitor  # noqa: F401
+    import flightlog.capture.userstrings  # noqa: F401
+    import flightlog.client  # noqa: F401 - init(id=...) looks the run up
+    import flightlog.runner.__main__  # noqa: F401
+    import flightlog.runner.runner  # noqa: F401
+    from flightlog.capture import CaptureConfig, CapturePipeline, LineMetrics, load_patterns  # noqa: F401
+    from flightlog.config import Settings
+    from flightlog.resources import ProcessTreeSampler, ResourceSummary, SamplerThread  # noqa: F401
+    from flightlog.sdk.sink import load_sink_code
+
+    try:
+        load_sink_code(Settings.from_env())
+    except FlightlogError:
+        pass  # each runner reports a store it cannot use, as a runner started afresh does
+
+
+def _reap() -> list[tuple[int, int]]:
+    ended: list[tuple[int, int]] = []
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return ended
+        if pid == 0:
+            return ended
+        ended.append((pid, os.waitstatus_to_exitcode(status)))
+
+
+def _drain(fd: int) -> None:
+    try:
+        while os.read(fd, 512):
+            pass
+    except BlockingIOError:
+        pass
+
+
+def _reply(fd: int, line: str) -> None:
+    try:
+        os.write(fd, line.encode() + b"\n")
+    except OSError:
+        pass  # the controller is gone; its runners still finish and record their ends
+
+
+def _become_runner(request: dict[str, Any], server_pid: int, die_with_parent: Any,
+                   server_fds: tuple[int, ...]) -> NoReturn:
+    """In the forked child: become ``flightlog run ARGS`` in the step's session, directory and
+    environment, exactly as a runner started with ``python -m flightlog.runner`` would be."""
+    from flightlog.runner.__main__ import main
+
+    code = 1
+    try:
+        os.setsid()
+        if die_with_parent is not None:
+            die_with_parent()
+        if os.getppid() != server_pid:  # the server died before the line above: so do we
+            os._exit(1)
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        for fd in server_fds:
+            os.close(fd)
+        devnull = os.open(os.devnull, os.O_RDWR)
+        os.dup2(devnull, 0)
+        if not request["verbose"]:
+            os.dup2(devnull, 1)
+            os.dup2(devnull, 2)
+        os.close(devnull)
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        sys.argv = [RUNNER_MODULE, *request["args"]]
+        main()
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        atexit._run_exitfuncs()  # what the interpreter would run at exit: the SDK ships its last records
+        os._exit(code)
+
+
+if __name__ == "__main__":
+    serve(int(sys.argv[1]))

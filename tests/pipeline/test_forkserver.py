@@ -1,0 +1,94 @@
+"""The warm runner the local executor forks step attempts from: each attempt a real
+``flightlog run`` of its own (run, status, exit code, signal, directory, environment), one
+server process for many attempts, and new processes when the server is gone."""
+
+from __future__ import annotations
+
+import signal
+import sys
+import time
+from pathlib import Path
+
+import psutil
+from tests.helpers import child_env
+
+import flightlog
+from flightlog.ids import new_run_id
+from flightlog.pipeline.executors.base import StepLaunch
+from flightlog.pipeline.executors.forkserver import ForkedRunner
+from flightlog.pipeline.executors.local import LocalExecutor
+
+
+def launch(home: Path, cwd: Path, *command: str, **env: str) -> StepLaunch:
+    run_id = new_run_id()
+    argv = [sys.executable, "-m", "flightlog.runner", "--project", "forks", "--run-id", run_id, "--", *command]
+    return StepLaunch(run_id, argv, {**child_env(home), **env}, str(cwd))
+
+
+def wait_for(executor: LocalExecutor, handle: object, timeout: float = 60) -> int:
+    deadline = time.monotonic() + timeout
+    while (code := executor.poll(handle)) is None:
+        assert time.monotonic() < deadline, "the attempt never ended"
+        time.sleep(0.01)
+    return code
+
+
+def test_attempts_are_runs_of_their_own_forked_from_one_server(home: Path, tmp_path: Path) -> None:
+    (tmp_path / "marker.txt").write_text("here")
+    script = ("import os, pathlib; print(os.environ['FLIGHTLOG_STEP'], pathlib.Path('marker.txt').read_text()); "
+              "raise SystemExit(int(os.environ['EXIT_WITH']))")
+    executor = LocalExecutor()
+    try:
+        launches = [launch(home, tmp_path, sys.executable, "-c", script, FLIGHTLOG_STEP=f"s{i}", EXIT_WITH=str(i * 3))
+                    for i in range(3)]
+        handles = [executor.start(each) for each in launches]
+        assert all(isinstance(h, ForkedRunner) for h in handles)
+        server = executor._server
+        assert server is not None
+        assert [wait_for(executor, h) for h in handles] == [0, 3, 6]
+    finally:
+        executor.close()
+    assert server.process.poll() is not None, "closing the executor ends the server"
+    client = flightlog.Client()
+    for i, each in enumerate(launches):
+        info = client.run(each.run_id, exact=True)
+        assert info.status == ("succeeded" if i == 0 else "failed")
+        lines = [e.message for e in client.logs(each.run_id)]
+        assert f"s{i} here" in lines, "the step ran in its directory with its environment"
+
+
+def test_a_stopped_attempt_is_recorded_stopped_and_reports_its_signal(home: Path, tmp_path: Path) -> None:
+    executor = LocalExecutor()
+    try:
+        each = launch(home, tmp_path, "sleep", "60")
+        handle = executor.start(each)
+        assert executor._server is not None
+        assert psutil.Process(handle.pid).ppid() == executor._server.process.pid, "forked by the server, not a new interpreter"
+        client = flightlog.Client()
+        deadline = time.monotonic() + 60
+        while not [r for r in client.runs(project="forks") if r.status == "running"]:
+            assert time.monotonic() < deadline, "the run never showed as running"
+            time.sleep(0.05)
+        executor.stop(handle, signal.SIGINT)
+        code = wait_for(executor, handle)
+    finally:
+        executor.close()
+    assert code != 0
+    assert client.run(each.run_id, exact=True).status == "stopped"
+
+
+def test_steps_start_as_new_processes_once_the_server_is_gone(home: Path, tmp_path: Path) -> None:
+    executor = LocalExecutor()
+    try:
+        first = executor.start(launch(home, tmp_path, "true"))
+        assert wait_for(executor, first) == 0
+        assert executor._server is not None
+        executor._server.process.kill()
+        executor._server.process.wait()
+        second = launch(home, tmp_path, "true")
+        handle = executor.start(second)
+        assert not isinstance(handle, ForkedRunner)
+        assert wait_for(executor, handle) == 0
+    finally:
+        executor.close()
+    assert flightlog.Client().run(second.run_id, exact=True).status == "succeeded"
