@@ -64,22 +64,26 @@ class Client:
         import numpy  # noqa: F401
 
     @classmethod
-    def for_lookups(cls, settings: Settings) -> Client:
+    def for_lookups(cls, settings: Settings, store: Store | None = None) -> Client:
         """A Client for looking runs up (the SDK's ``init(id=...)``, each pipeline step's runner):
-        without the numpy import that makes the first metric read fast and costs 0.1–0.2 s."""
+        without the numpy import that makes the first metric read fast and costs 0.1–0.2 s.
+        ``store``: an open store to read through, which :meth:`close` leaves open (the SDK's own
+        connection, which it ships through next)."""
         client = cls.__new__(cls)
-        client._open(settings)
+        client._open(settings, store)
         return client
 
-    def _open(self, settings: Settings) -> None:
+    def _open(self, settings: Settings, store: Store | None = None) -> None:
         self.settings = settings
-        self.store: Store = open_store(settings.store_uri)
+        self._owns_store = store is None
+        self.store: Store = open_store(settings.store_uri) if store is None else store
         # a remote store brings its own (uploads, downloads on demand); else the local directory
         remote: LocalArtifactStore | None = getattr(self.store, "artifact_store", None)
         self.artifact_store = remote or open_artifact_store(settings.home, settings.artifacts)
 
     def close(self) -> None:
-        self.store.close()
+        if self._owns_store:
+            self.store.close()
 
     def __enter__(self) -> Client:
         return self

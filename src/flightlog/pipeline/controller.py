@@ -106,6 +106,7 @@ class Controller:
         # the executor first: one that cannot start (Ray missing) fails before any run exists
         executor = open_executor(self.options.executor, max_parallel=self.options.max_parallel)
         self.executor = executor
+        executor.prepare({k: v for k, v in os.environ.items() if k not in _RUN_SCOPED})  # meanwhile, the run starts
         run_id = self.resume.run.id if self.resume else new_run_id()
         saved = {k: os.environ.pop(k) for k in _RUN_SCOPED if k in os.environ}  # the pipeline is its own run
         try:
@@ -120,11 +121,11 @@ class Controller:
         self.run = run
         self.client = flightlog.Client()
         self.env = self._child_env()
-        executor.prepare(self.env)
         self._init_states(run.attempt)
         run.log_evidence(EVIDENCE_KIND, "definition", {"spec": spec.to_dict(), "options": {
             "max_parallel": self.options.max_parallel, "executor": self.options.executor,
             "use_cache": self.options.use_cache}})
+        run._w.persist()  # journaled before any step starts: `resume` needs it after a kill -9
         verb = f"resumed (attempt {run.attempt})" if self.resume else "started"
         self.say(f"pipeline {spec.name} run {run.id} {verb}: {len(spec.steps)} steps, "
                  f"up to {self.options.max_parallel} in parallel on {self.options.executor}")
@@ -420,6 +421,7 @@ class Controller:
         state.pipeline_attempt = self.run.attempt
         self._changes += 1
         self.run.log_evidence(EVIDENCE_KIND, f"step:{name}", state.to_dict())
+        self.run._w.persist()  # a step's state outlives a kill -9 of the controller a moment later
         if state.status in FINAL:
             level = "info" if state.status in DONE else "error" if state.status == "failed" else "warning"
             self.run.log_event(f"step {name} {state.status}" + (f": {state.reason}" if state.reason else ""),

@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from flightlog.config import Settings, rank_from_env
 from flightlog.errors import Conflict, FlightlogError, InvalidInput, NotFound, StoreUnavailable
@@ -25,6 +25,9 @@ from flightlog.sdk.run import Run
 from flightlog.sdk.shipper import shipper
 from flightlog.sdk.writer import NullWriter, RunWriter, warn
 from flightlog.timefmt import parse_time
+
+if TYPE_CHECKING:
+    from flightlog.store.base import Store
 
 __all__ = ["init", "log", "active_run", "finish"]
 
@@ -145,9 +148,13 @@ def _existing_run(settings: Settings, run_id: str) -> Any:
     if settings.mode != "online":
         return None
     from flightlog.client import Client
+    from flightlog.sdk.sink import open_sink
 
     try:
-        client = Client.for_lookups(settings)
+        # read through the connection the run's records ship through next (opened once, here), not
+        # a second one opened and closed for one lookup; a server is asked through a Client's own
+        shipping = None if settings.url else cast("Store", open_sink(settings))
+        client = Client.for_lookups(settings, shipping)
     except StoreUnavailable:
         raise
     except FlightlogError:

@@ -63,6 +63,8 @@ ENV_ALLOW = (
 
 _lock = threading.Lock()
 _cached: dict[str, Any] | None = None
+_UNSET: Any = object()
+_git_state: Any = _UNSET  # the working directory's git state, once per process (a warm runner leaves it to each step's runner)
 
 
 def looks_secret(name: str) -> bool:
@@ -190,27 +192,41 @@ def process_context(extra_env: Sequence[str] = (), *, home: Path | None = None) 
     """The context of this process (cached after the first call; argv and cwd read each time).
 
     ``home``: FLIGHTLOG_HOME, where the package list is cached between processes."""
-    global _cached
+    global _git_state
     with _lock:
-        if _cached is None:
-            try:
-                user = getpass.getuser()
-            except (KeyError, OSError):
-                user = str(os.getuid())
-            _cached = {
-                "python": sys.version.split()[0],
-                "python_executable": sys.executable,
-                "platform": platform.platform(),
-                "host": socket.gethostname(),
-                "user": user,
-                "cpu_count": os.cpu_count(),
-                "packages": installed_packages(home / "cache" if home is not None else None),
-                "container": _container(),
-                "git": git_info(os.getcwd()),
-            }
-        base = dict(_cached)
+        base = dict(_interpreter_context(home))
+        if _git_state is _UNSET:
+            _git_state = git_info(os.getcwd())
+        base["git"] = _git_state
     base["command"] = list(sys.argv)
     base["cwd"] = os.getcwd()
     base["pid"] = os.getpid()
     base["env"] = allowed_env(os.environ, extra_env)
     return base
+
+
+def _interpreter_context(home: Path | None) -> dict[str, Any]:
+    """What every process of this interpreter on this host shares: computed once, and inherited by
+    a fork (a warm runner computes it before forking each pipeline step's runner)."""
+    global _cached
+    if _cached is None:
+        try:
+            user = getpass.getuser()
+        except (KeyError, OSError):
+            user = str(os.getuid())
+        _cached = {
+            "python": sys.version.split()[0],
+            "python_executable": sys.executable,
+            "platform": platform.platform(),
+            "host": socket.gethostname(),
+            "user": user,
+            "cpu_count": os.cpu_count(),
+            "packages": installed_packages(home / "cache" if home is not None else None),
+            "container": _container(),
+        }
+    return _cached
+
+
+def warm_interpreter_context(home: Path | None) -> None:
+    with _lock:
+        _interpreter_context(home)

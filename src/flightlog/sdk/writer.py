@@ -57,6 +57,7 @@ class Writer(Protocol):
     def count(self, name: str, value: float = 1) -> None: ...
     def pending_log_events(self) -> int: ...
     def flush(self, *, final: bool = False) -> None: ...
+    def persist(self) -> None: ...
     def close(self, *, remove_journal_if_shipped: bool) -> None: ...
     def _warn_once(self, key: str, message: str) -> None: ...
 
@@ -218,6 +219,15 @@ class RunWriter:
             if self.online and (self._pending or self._spilled):
                 self._ship()
             self._trim_pending()
+
+    def persist(self) -> None:
+        """Journal what is buffered now, and leave the shipping to the shipper: for records that
+        must outlive a SIGKILL of this process a moment later (a pipeline controller's step states),
+        at the cost of a journal append, not of a round trip to the store."""
+        with self._flush_lock:
+            if not self.closed:
+                with no_fork():
+                    self._prepare(final=False)
 
     def _prepare(self, final: bool) -> None:
         """The records collected since the last flush, redacted, numbered and journaled."""
@@ -458,6 +468,9 @@ class NullWriter:
         return 0
 
     def flush(self, *, final: bool = False) -> None:
+        pass
+
+    def persist(self) -> None:
         pass
 
     def close(self, *, remove_journal_if_shipped: bool) -> None:

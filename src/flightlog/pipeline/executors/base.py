@@ -24,7 +24,8 @@ class Executor(Protocol):
     name: str
 
     def prepare(self, env: dict[str, str]) -> None:
-        """Called once, with the steps' environment, before the first step: get ready to start them."""
+        """Called once, first, with the controller's environment (each step brings its own): get
+        ready to start steps while the controller starts the pipeline's run."""
 
     def start(self, launch: StepLaunch) -> Any:
         """Start the attempt; return a handle for :meth:`poll` and :meth:`stop`."""

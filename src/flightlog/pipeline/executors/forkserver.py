@@ -9,7 +9,8 @@ small step itself. Forked from this warm process, a runner starts with its code 
 The protocol, with :class:`ForkServer` on the controller's side: one JSON line per attempt on
 this process's stdin (``{"args": the runner's arguments, "env", "cwd", "verbose"}``); answers on
 the reply descriptor: ``started PID`` at once, ``ended PID STATUS`` when that runner ends
-(STATUS as :attr:`subprocess.Popen.returncode` has it: negative for a signal). When stdin
+(STATUS as :attr:`subprocess.Popen.returncode` has it: negative for a signal). The server keeps
+one runner forked ahead, waiting for its request, so a step does not wait for a fork. When stdin
 closes, the server waits for its runners and exits. It runs no thread and opens no store or
 connection, so a fork copies nothing half done (see :mod:`flightlog.forksafe`).
 """
@@ -133,6 +134,24 @@ class ForkServer:
 
 
 # ── the server's side ──────────────────────────────────────────────────────
+@dataclass
+class _Spare:
+    """A runner forked ahead of its request, set up (its own session, the death signal) and
+    waiting on its pipe: a request costs a write, not a fork."""
+
+    pid: int
+    request_fd: int  # the write end of its pipe
+
+    def give(self, line: bytes) -> None:
+        try:
+            os.write(self.request_fd, line)
+        finally:
+            os.close(self.request_fd)
+
+    def dismiss(self) -> None:
+        os.close(self.request_fd)  # it reads end-of-file and exits quietly
+
+
 def serve(reply_fd: int) -> None:
     from flightlog.pipeline.executors.local import parent_death_signal
 
@@ -144,6 +163,16 @@ def serve(reply_fd: int) -> None:
         os.set_blocking(fd, False)
     signal.set_wakeup_fd(wake_write, warn_on_full_buffer=False)
     signal.signal(signal.SIGCHLD, lambda signum, frame: None)  # wakes the select below through the pipe
+
+    def fork_spare() -> _Spare:
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            _wait_as_spare(read_end, server_pid, die_with_parent, (0, reply_fd, wake_read, wake_write, write_end))
+        os.close(read_end)
+        return _Spare(pid, write_end)
+
+    spare = fork_spare()
     running: set[int] = set()
     pending = b""
     taking = True
@@ -152,22 +181,26 @@ def serve(reply_fd: int) -> None:
         if wake_read in readable:
             _drain(wake_read)
         for pid, status in _reap():
-            running.discard(pid)
-            _reply(reply_fd, f"ended {pid} {status}")
+            if pid in running:
+                running.discard(pid)
+                _reply(reply_fd, f"ended {pid} {status}")
+            elif pid == spare.pid:  # the spare died before its request (killed): fork another
+                os.close(spare.request_fd)
+                spare = fork_spare()
         if 0 not in readable:
             continue
         data = os.read(0, 65536)
         if not data:  # the controller closed its end: finish with the runners still going
             taking = False
+            spare.dismiss()
             continue
         *lines, pending = (pending + data).split(b"\n")
         for line in lines:
-            request = json.loads(line)
-            pid = os.fork()
-            if pid == 0:
-                _become_runner(request, server_pid, die_with_parent, (0, reply_fd, wake_read, wake_write))
-            running.add(pid)
-            _reply(reply_fd, f"started {pid}")
+            given = spare
+            given.give(line)  # first, so that the next spare does not inherit this pipe
+            running.add(given.pid)
+            _reply(reply_fd, f"started {given.pid}")
+            spare = fork_spare()
 
 
 def _load_runner_code() -> None:
@@ -183,10 +216,13 @@ def _load_runner_code() -> None:
     from flightlog.capture import CaptureConfig, CapturePipeline, LineMetrics, load_patterns  # noqa: F401
     from flightlog.config import Settings
     from flightlog.resources import ProcessTreeSampler, ResourceSummary, SamplerThread  # noqa: F401
+    from flightlog.sdk.context import warm_interpreter_context
     from flightlog.sdk.sink import load_sink_code
 
+    settings = Settings.from_env()
+    warm_interpreter_context(settings.home)  # the run context every runner records, less its git state
     try:
-        load_sink_code(Settings.from_env())
+        load_sink_code(settings)
     except FlightlogError:
         pass  # each runner reports a store it cannot use, as a runner started afresh does
 
@@ -218,10 +254,10 @@ def _reply(fd: int, line: str) -> None:
         pass  # the controller is gone; its runners still finish and record their ends
 
 
-def _become_runner(request: dict[str, Any], server_pid: int, die_with_parent: Any,
-                   server_fds: tuple[int, ...]) -> NoReturn:
-    """In the forked child: become ``flightlog run ARGS`` in the step's session, directory and
-    environment, exactly as a runner started with ``python -m flightlog.runner`` would be."""
+def _wait_as_spare(request_fd: int, server_pid: int, die_with_parent: Any, server_fds: tuple[int, ...]) -> NoReturn:
+    """In a forked child: set up as a step's runner needs, wait for the request, then become
+    ``flightlog run ARGS`` in the step's directory and environment, exactly as a runner started
+    with ``python -m flightlog.runner`` would be."""
     from flightlog.runner.__main__ import main
 
     code = 1
@@ -235,16 +271,10 @@ def _become_runner(request: dict[str, Any], server_pid: int, die_with_parent: An
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         for fd in server_fds:
             os.close(fd)
-        devnull = os.open(os.devnull, os.O_RDWR)
-        os.dup2(devnull, 0)
-        if not request["verbose"]:
-            os.dup2(devnull, 1)
-            os.dup2(devnull, 2)
-        os.close(devnull)
-        os.chdir(request["cwd"])
-        os.environ.clear()
-        os.environ.update(request["env"])
-        sys.argv = [RUNNER_MODULE, *request["args"]]
+        request = _read_all(request_fd)
+        if not request:  # dismissed: the pipeline is over
+            os._exit(0)
+        _become_step(json.loads(request))
         main()
         code = 0
     except SystemExit as exc:
@@ -261,5 +291,27 @@ def _become_runner(request: dict[str, Any], server_pid: int, die_with_parent: An
         os._exit(code)
 
 
+def _read_all(fd: int) -> bytes:
+    data = b""
+    while chunk := os.read(fd, 65536):
+        data += chunk
+    os.close(fd)
+    return data
+
+
+def _become_step(request: dict[str, Any]) -> None:
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    if not request["verbose"]:
+        os.dup2(devnull, 1)
+        os.dup2(devnull, 2)
+    os.close(devnull)
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    sys.argv = [RUNNER_MODULE, *request["args"]]
+
+
 if __name__ == "__main__":
     serve(int(sys.argv[1]))
+    os._exit(0)  # nothing to flush or finalise: skip the teardown of every module, which the controller waits for

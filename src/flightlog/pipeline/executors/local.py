@@ -54,7 +54,7 @@ class LocalExecutor:
         self._cold = False  # the warm runner failed once: every step starts as a new process
 
     def prepare(self, env: dict[str, str]) -> None:
-        """Start the warm runner now: it loads its code while the controller gets the first steps ready."""
+        """Start the warm runner now: it loads its code while the controller starts the pipeline."""
         if self._server is None and not self._cold:
             try:
                 self._server = ForkServer.start(env, self._preexec)
