@@ -92,3 +92,22 @@ def test_steps_start_as_new_processes_once_the_server_is_gone(home: Path, tmp_pa
     finally:
         executor.close()
     assert flightlog.Client().run(second.run_id, exact=True).status == "succeeded"
+
+
+def test_a_runner_whose_server_dies_ends_killed_and_its_end_is_known(home: Path, tmp_path: Path) -> None:
+    executor = LocalExecutor()
+    try:
+        each = launch(home, tmp_path, "sleep", "60")
+        handle = executor.start(each)
+        client = flightlog.Client()
+        deadline = time.monotonic() + 60
+        while client.runs(project="forks") == [] or client.runs(project="forks")[0].status != "running":
+            assert time.monotonic() < deadline, "the run never showed as running"
+            time.sleep(0.05)
+        assert executor._server is not None
+        executor._server.process.kill()  # the runner gets SIGTERM: the server's death signal
+        code = wait_for(executor, handle)
+    finally:
+        executor.close()
+    assert code == -signal.SIGTERM
+    assert client.run(each.run_id, exact=True).status == "killed"

@@ -101,6 +101,11 @@ class ForkServer:
 
     def poll(self, runner: ForkedRunner) -> int | None:
         self._read()
+        if runner.returncode is None and self.process.poll() is not None and not _exists(runner.pid):
+            # the server died (killed): nobody reports this runner's end, which the server's
+            # death signal brought about; its runner still recorded the run as killed
+            runner.returncode = -signal.SIGTERM
+            self.runners.pop(runner.pid, None)
         return runner.returncode
 
     def close(self) -> None:
@@ -175,7 +180,7 @@ def serve(reply_fd: int) -> None:
         os.close(read_end)
         return _Spare(pid, write_end)
 
-    spare = fork_spare()
+    spare: _Spare | None = fork_spare()
     running: set[int] = set()
     pending = b""
     taking = True
@@ -187,7 +192,7 @@ def serve(reply_fd: int) -> None:
             if pid in running:
                 running.discard(pid)
                 _reply(reply_fd, f"ended {pid} {status}")
-            elif pid == spare.pid:  # the spare died before its request (killed): fork another
+            elif spare is not None and pid == spare.pid:  # it died before its request (killed): another
                 os.close(spare.request_fd)
                 spare = fork_spare()
         if 0 not in readable:
@@ -195,11 +200,13 @@ def serve(reply_fd: int) -> None:
         data = os.read(0, 65536)
         if not data:  # the controller closed its end: finish with the runners still going
             taking = False
-            spare.dismiss()
+            if spare is not None:
+                spare.dismiss()
+                spare = None
             continue
         *lines, pending = (pending + data).split(b"\n")
         for line in lines:
-            given = spare
+            given = spare or fork_spare()
             given.give(line)  # first, so that the next spare does not inherit this pipe
             running.add(given.pid)
             _reply(reply_fd, f"started {given.pid}")
@@ -240,6 +247,16 @@ def _reap() -> list[tuple[int, int]]:
         if pid == 0:
             return ended
         ended.append((pid, os.waitstatus_to_exitcode(status)))
+
+
+def _exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
 
 
 def _drain(fd: int) -> None:
