@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import flightlog
+from flightlog.config import Settings
 from flightlog.errors import FlightlogError
 from flightlog.ids import new_run_id
 from flightlog.pipeline.cachekey import MissingInput, cache_key, digest_of
@@ -106,7 +107,10 @@ class Controller:
         # the executor first: one that cannot start (Ray missing) fails before any run exists
         executor = open_executor(self.options.executor, max_parallel=self.options.max_parallel)
         self.executor = executor
-        executor.prepare({k: v for k, v in os.environ.items() if k not in _RUN_SCOPED})  # meanwhile, the run starts
+        # meanwhile, the run starts; FLIGHTLOG_HOME as each step will have it, so that the executor
+        # gets ready for the same store
+        executor.prepare({**{k: v for k, v in os.environ.items() if k not in _RUN_SCOPED},
+                          "FLIGHTLOG_HOME": str(Settings.from_env().home.resolve())})
         run_id = self.resume.run.id if self.resume else new_run_id()
         saved = {k: os.environ.pop(k) for k in _RUN_SCOPED if k in os.environ}  # the pipeline is its own run
         try:

@@ -291,6 +291,7 @@ def _wait_as_spare(request_fd: int, server_pid: int, die_with_parent: Any, serve
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         for fd in server_fds:
             os.close(fd)
+        _open_store_ahead()
         request = _read_all(request_fd)
         if not request:  # dismissed: the pipeline is over
             os._exit(0)
@@ -309,6 +310,21 @@ def _wait_as_spare(request_fd: int, server_pid: int, die_with_parent: Any, serve
                 pass
         atexit._run_exitfuncs()  # what the interpreter would run at exit: the SDK ships its last records
         os._exit(code)
+
+
+def _open_store_ahead() -> None:
+    """Open this process's connection to the store while waiting for the step: the runner's run
+    lookup and its shipping use it (one connection per process and store, ``sdk.sink``) if the
+    step's settings name the same store, as they do when the controller's environment names it."""
+    from flightlog.config import Settings
+    from flightlog.sdk.sink import open_sink
+
+    try:
+        settings = Settings.from_env()
+        if settings.mode == "online":
+            open_sink(settings)
+    except Exception:  # noqa: BLE001 - the runner opens the store itself, and reports what fails
+        pass
 
 
 def _read_all(fd: int) -> bytes:
