@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["SignalWakeup"]
+__all__ = ["SignalWakeup", "drain"]
 
 
 class SignalWakeup:
@@ -59,8 +59,13 @@ class SignalWakeup:
             return
         ready, _, _ = select.select(fds, [], [], seconds)
         if self._pipe is not None and self._pipe[0] in ready:
-            try:
-                while os.read(self._pipe[0], 512):
-                    pass
-            except BlockingIOError:
-                pass
+            drain(self._pipe[0])
+
+
+def drain(fd: int) -> None:
+    """Read a non-blocking wakeup pipe empty (its bytes only say that something happened)."""
+    try:
+        while os.read(fd, 512):
+            pass
+    except BlockingIOError:
+        pass

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable
 
 import psutil
 
-__all__ = ["become_subreaper", "Reaper", "MARK"]
+__all__ = ["become_subreaper", "libc", "Reaper", "MARK"]
 
 PR_SET_CHILD_SUBREAPER = 36
 #: The environment entry every process of a workload inherits from ``flightlog run``.
@@ -35,7 +35,8 @@ MARK = ("FLIGHTLOG_CAPTURED", "1")
 _MARK_BYTES = f"{MARK[0]}={MARK[1]}".encode()
 
 
-def _libc() -> ctypes.CDLL:
+def libc() -> ctypes.CDLL:
+    """The C library, for prctl (here, and for the pipeline executor's death signal)."""
     try:
         return ctypes.CDLL("libc.so.6", use_errno=True)  # glibc's name: no `ldconfig -p` run (~10 ms) to find it
     except OSError:
@@ -47,8 +48,7 @@ def become_subreaper() -> bool:
     if not sys.platform.startswith("linux"):
         return False
     try:
-        libc = _libc()
-        return bool(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
+        return bool(libc().prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
     except (OSError, AttributeError):
         return False
 

@@ -31,7 +31,9 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from flightlog.errors import FlightlogError
+from flightlog.journal.liveness import process_alive
 from flightlog.pipeline.executors.base import StepLaunch
+from flightlog.pipeline.wakeup import drain
 
 __all__ = ["ForkServer", "ForkedRunner", "ForkServerError", "RUNNER_MODULE"]
 
@@ -101,7 +103,7 @@ class ForkServer:
 
     def poll(self, runner: ForkedRunner) -> int | None:
         self._read()
-        if runner.returncode is None and self.process.poll() is not None and not _exists(runner.pid):
+        if runner.returncode is None and self.process.poll() is not None and not process_alive(runner.pid, None):
             # the server died (killed): nobody reports this runner's end, which the server's
             # death signal brought about; its runner still recorded the run as killed
             runner.returncode = -signal.SIGTERM
@@ -187,7 +189,7 @@ def serve(reply_fd: int) -> None:
     while taking or running:
         readable, _, _ = select.select([0, wake_read] if taking else [wake_read], [], [], 1.0)
         if wake_read in readable:
-            _drain(wake_read)
+            drain(wake_read)
         for pid, status in _reap():
             if pid in running:
                 running.discard(pid)
@@ -247,24 +249,6 @@ def _reap() -> list[tuple[int, int]]:
         if pid == 0:
             return ended
         ended.append((pid, os.waitstatus_to_exitcode(status)))
-
-
-def _exists(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    return True
-
-
-def _drain(fd: int) -> None:
-    try:
-        while os.read(fd, 512):
-            pass
-    except BlockingIOError:
-        pass
 
 
 def _reply(fd: int, line: str) -> None:

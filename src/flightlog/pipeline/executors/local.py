@@ -30,13 +30,12 @@ def parent_death_signal() -> Any:
     """A preexec function that sets PR_SET_PDEATHSIG to SIGTERM (None where unsupported)."""
     if not sys.platform.startswith("linux"):
         return None
-    try:
-        import ctypes
+    from flightlog.runner.reaper import libc
 
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-    except OSError:
+    try:
+        prctl = libc().prctl
+    except (OSError, TypeError, AttributeError):
         return None
-    prctl = libc.prctl
 
     def setup() -> None:
         prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
