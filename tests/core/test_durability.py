@@ -275,3 +275,45 @@ def test_a_forked_child_attaches_and_writes_a_journal_only_when_it_records(home:
     assert info.status == "succeeded"
     assert info.metrics["parent"].count == 1 and info.metrics["child"].count == 1
     assert list_journals(home) == [], "the quiet child left none; the busy child and the parent removed theirs"
+
+
+FORKS_WHILE_SHIPPING = """
+import faulthandler, os, threading, flightlog
+run = flightlog.init(project="p", resources=False)
+stop = threading.Event()
+def train():  # keeps the shipper busy writing to the store while the main thread forks
+    step = 0
+    while not stop.is_set():
+        run.log({"x": float(step)}, step=step)
+        step += 1
+        if step % 200 == 0:
+            stop.wait(0.001)
+trainer = threading.Thread(target=train)
+trainer.start()
+failed = []
+for i in range(30):
+    pid = os.fork()
+    if pid == 0:
+        faulthandler.dump_traceback_later(20, exit=True)  # a child that hangs says where, and exits 1
+        run.log({"child": float(i)}, step=i)
+        run.finish()
+        os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    if status != 0:
+        failed.append(i)
+stop.set()
+trainer.join()
+run.finish()
+print(failed, run.id)
+"""
+
+
+def test_children_forked_while_the_shipper_writes_do_not_hang(home: Path) -> None:
+    """A fork that copied SQLite's process-wide mutexes while the shipper thread held one left
+    the child's first store call waiting forever (a data-loader worker that logs)."""
+    proc = run_script(home, FORKS_WHILE_SHIPPING, timeout=300)
+    failed, run_id = proc.stdout.rsplit(" ", 1)
+    assert failed == "[]", f"children {failed} hung or failed:\n{proc.stderr}"
+    info = _read(home).run(run_id.strip())
+    assert info.metrics["child"].count == 30
+    assert info.metrics["x"].count > 0

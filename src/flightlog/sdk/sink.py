@@ -66,7 +66,7 @@ def load_sink_code(settings: Settings) -> Callable[[Settings], Sink]:
         return cast(Callable[[Settings], Sink], open_remote_sink)
     from flightlog.store.registry import load_opener
 
-    open_store = load_opener(settings.store_uri)
+    open_store = load_opener(settings.store_uri, fork_safe=True)  # the shipper's thread uses it
     return lambda s: open_store(s.store_uri)
 
 

@@ -6,6 +6,11 @@ Each scheme registers a *loader*: it imports the backend's code (its driver incl
 the function that opens a store from a URI. Loading and opening are two steps so that a caller
 can load with nothing on the network yet, e.g. where a fork must not split an import
 (:mod:`flightlog.forksafe`).
+
+``fork_safe``: the store will be used from a background thread of a process that may fork (the
+SDK's shipper). The embedded store then keeps its SQLite calls out of a fork's way (see
+``store/sqlite/connection.py``); the network stores have nothing to keep: a thread of theirs
+waits on a socket, and a fork must not wait for the network.
 """
 
 from __future__ import annotations
@@ -20,10 +25,12 @@ __all__ = ["register", "open_store", "load_opener", "schemes"]
 
 Opener = Callable[[str], Store]
 
-_LOADERS: dict[str, Callable[[], Opener]] = {}
+Loader = Callable[[bool], Opener]  # fork_safe → the opener
+
+_LOADERS: dict[str, Loader] = {}
 
 
-def register(scheme: str, load: Callable[[], Opener]) -> None:
+def register(scheme: str, load: Loader) -> None:
     _LOADERS[scheme] = load
 
 
@@ -31,7 +38,7 @@ def schemes() -> list[str]:
     return sorted(_LOADERS)
 
 
-def load_opener(uri: str) -> Opener:
+def load_opener(uri: str, *, fork_safe: bool = False) -> Opener:
     """The function that opens ``uri``'s store, its backend's code imported; nothing connects yet."""
     load = _LOADERS.get(urlparse(uri).scheme)
     if load is None:
@@ -39,14 +46,14 @@ def load_opener(uri: str) -> Opener:
             f"unsupported store URI {uri!r}: the scheme must be one of {', '.join(schemes())}",
             details={"uri": uri},
         )
-    return load()
+    return load(fork_safe)
 
 
 def open_store(uri: str) -> Store:
     return load_opener(uri)(uri)
 
 
-def _sqlite() -> Opener:
+def _sqlite(fork_safe: bool) -> Opener:
     from flightlog.store.sqlite.store import SqliteStore
 
     def open_sqlite(uri: str) -> Store:
@@ -56,7 +63,7 @@ def _sqlite() -> Opener:
                 f"store URI {uri!r} names no file: write sqlite:/// then the path, "
                 "e.g. sqlite:////srv/flightlog/flightlog.db for an absolute path"
             )
-        return SqliteStore(path)
+        return SqliteStore(path, fork_safe=fork_safe)
 
     return open_sqlite
 
@@ -64,7 +71,7 @@ def _sqlite() -> Opener:
 register("sqlite", _sqlite)
 
 
-def _http() -> Opener:
+def _http(fork_safe: bool) -> Opener:
     try:
         from flightlog.transport.http_store import HttpStore
     except ImportError as exc:
@@ -78,7 +85,7 @@ register("http", _http)
 register("https", _http)
 
 
-def _postgres() -> Opener:
+def _postgres(fork_safe: bool) -> Opener:
     try:
         import psycopg  # noqa: F401 - the driver is part of the code a load brings (the store imports it when it connects)
         import psycopg_pool  # noqa: F401

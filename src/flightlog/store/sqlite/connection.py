@@ -3,6 +3,14 @@
 Writers take ``BEGIN IMMEDIATE`` so that two processes never both hold a read snapshot and
 then fight to upgrade it (SQLITE_BUSY mid-transaction); readers never block writers in WAL.
 The schema is checked on open: older stores are migrated, newer ones refused with instructions.
+
+A *fork-safe* connection (the SDK's shipper uses one from a background thread of a process that
+may fork at any moment: a data loader starting its workers) runs its SQLite calls under
+:func:`~flightlog.forksafe.no_fork`. SQLite keeps process-wide mutexes (its allocator, its table
+of open files); a fork that copies one taken by another thread leaves the child's first SQLite
+call waiting forever. Waits for another process's write lock are made here, in Python, between
+those sections (SQLite's own busy wait is kept short), so a fork waits for SQLite's work in this
+process, never for another process's transaction.
 """
 
 from __future__ import annotations
@@ -10,11 +18,12 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 
 from flightlog.errors import SchemaTooNew, StoreUnavailable
+from flightlog.forksafe import no_fork
 from flightlog.store.budget import Deadline
 from flightlog.store.sqlite.migrations import MIGRATIONS, SCHEMA_VERSION
 
@@ -22,9 +31,11 @@ __all__ = ["Database", "schema_version"]
 
 _PROGRESS_EVERY = 100  # SQLite VM steps between deadline checks: a few µs, so even slow rows (LIKE over long text) stop soon
 
+_LOCK_WAIT = 60.0  # seconds a write waits for another process's write lock before it fails
+_SLICE_MS = 20  # a fork-safe connection: SQLite's own busy wait, per try, inside the no-fork section
+
 _PRAGMAS = (
     "PRAGMA synchronous=NORMAL",
-    "PRAGMA busy_timeout=30000",
     "PRAGMA temp_store=MEMORY",
     "PRAGMA cache_size=-65536",
     "PRAGMA mmap_size=268435456",
@@ -43,29 +54,51 @@ def schema_version(conn: sqlite3.Connection) -> int:
 class Database:
     """One connection to one SQLite file, shared by threads under a lock."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, fork_safe: bool = False) -> None:
         self.path = Path(path)
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.conn = sqlite3.connect(
-                str(self.path), timeout=30, isolation_level=None, check_same_thread=False
-            )
-        except (OSError, sqlite3.Error) as exc:
-            raise StoreUnavailable(f"cannot open the store at {self.path}: {exc}") from exc
+        self._section: Callable[[], AbstractContextManager[object]] = no_fork if fork_safe else nullcontext
+        busy_ms = _SLICE_MS if fork_safe else 30000
         self.lock = threading.RLock()
         try:
-            mode = self.conn.execute("PRAGMA journal_mode").fetchone()[0]
-            if mode != "wal":
-                self.conn.execute("PRAGMA journal_mode=WAL")
-            for pragma in _PRAGMAS:
-                self.conn.execute(pragma)
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self._section():
+                self.conn = sqlite3.connect(str(self.path), timeout=busy_ms / 1000, isolation_level=None,
+                                            check_same_thread=False)
+        except (OSError, sqlite3.Error) as exc:
+            raise StoreUnavailable(f"cannot open the store at {self.path}: {exc}") from exc
+        try:
+            self._retrying(lambda: self._configure(busy_ms))
             self._migrate()
         except sqlite3.Error as exc:
-            self.conn.close()
+            with self._section():
+                self.conn.close()
             raise StoreUnavailable(f"cannot open the store at {self.path}: {exc}") from exc
 
+    def _configure(self, busy_ms: int) -> None:
+        self.conn.execute(f"PRAGMA busy_timeout={busy_ms}")
+        mode = self.conn.execute("PRAGMA journal_mode").fetchone()[0]
+        if mode != "wal":
+            self.conn.execute("PRAGMA journal_mode=WAL")
+        for pragma in _PRAGMAS:
+            self.conn.execute(pragma)
+
+    def _retrying(self, attempt: Callable[[], object]) -> None:
+        """``attempt`` in the section, tried again while another process holds the lock it needs;
+        the waits between tries are outside the section."""
+        deadline = time.monotonic() + _LOCK_WAIT
+        while True:
+            try:
+                with self._section():
+                    attempt()
+                return
+            except sqlite3.OperationalError as exc:
+                if not _is_busy(exc) or time.monotonic() > deadline:
+                    raise
+            time.sleep(0.01)
+
     def _migrate(self) -> None:
-        version = schema_version(self.conn)
+        with self._section():
+            version = schema_version(self.conn)
         if version == SCHEMA_VERSION:
             return
         if version > SCHEMA_VERSION:
@@ -93,41 +126,34 @@ class Database:
         ``append`` (a transaction that adds chunk rows) changes nothing here: SQLite has one
         writer at a time, so ids always commit in order (PostgreSQL needs a lock for that)."""
         with self.lock:
-            deadline = time.monotonic() + 60
-            while True:
+            self._retrying(lambda: self.conn.execute("BEGIN IMMEDIATE"))
+            with self._section():  # (a fork between the two sections copies no SQLite call in progress)
                 try:
-                    self.conn.execute("BEGIN IMMEDIATE")
-                    break
-                except sqlite3.OperationalError as exc:
-                    if "locked" not in str(exc) or time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.01)
-            try:
-                yield self.conn
-                self.conn.execute("COMMIT")
-            except BaseException as exc:
-                try:
-                    self.conn.execute("ROLLBACK")
-                except sqlite3.Error:
-                    pass  # SQLite already rolled back (a full disk does that)
-                if isinstance(exc, sqlite3.OperationalError) and "full" in str(exc):
-                    raise StoreUnavailable(
-                        f"the store at {self.path} cannot take writes: {exc} (the disk is full); "
-                        "free space on that disk, or move the store, and try again",
-                        details={"path": str(self.path)},
-                    ) from exc
-                raise
+                    yield self.conn
+                    self.conn.execute("COMMIT")
+                except BaseException as exc:
+                    try:
+                        self.conn.execute("ROLLBACK")
+                    except sqlite3.Error:
+                        pass  # SQLite already rolled back (a full disk does that)
+                    if isinstance(exc, sqlite3.OperationalError) and "full" in str(exc):
+                        raise StoreUnavailable(
+                            f"the store at {self.path} cannot take writes: {exc} (the disk is full); "
+                            "free space on that disk, or move the store, and try again",
+                            details={"path": str(self.path)},
+                        ) from exc
+                    raise
 
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
-        with self.lock:
+        with self.lock, self._section():
             yield self.conn
 
     @contextmanager
     def budgeted_read(self, deadline: Deadline) -> Iterator[sqlite3.Connection]:
         """A read that SQLite stops once ``deadline`` passes (a progress handler), raising
         :class:`QueryTimeout`: one expensive search cannot hold the connection for minutes."""
-        with self.lock:
+        with self.lock, self._section():
             if deadline.at is None:
                 yield self.conn
                 return
@@ -142,5 +168,9 @@ class Database:
                 self.conn.set_progress_handler(None, 0)
 
     def close(self) -> None:
-        with self.lock:
+        with self.lock, self._section():
             self.conn.close()
+
+
+def _is_busy(exc: sqlite3.OperationalError) -> bool:
+    return "locked" in str(exc) or "busy" in str(exc)

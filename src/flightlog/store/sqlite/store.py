@@ -16,9 +16,9 @@ class SqliteStore(SqlStore):
     db: Database
     dialect = SqliteDialect()
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, fork_safe: bool = False) -> None:
         super().__init__()
-        self.db = Database(path)
+        self.db = Database(path, fork_safe=fork_safe)
         self.path = self.db.path
 
     def leadership(self, name: str) -> SoleLeader:
