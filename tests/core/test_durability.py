@@ -317,3 +317,62 @@ def test_children_forked_while_the_shipper_writes_do_not_hang(home: Path) -> Non
     info = _read(home).run(run_id.strip())
     assert info.metrics["child"].count == 30
     assert info.metrics["x"].count > 0
+
+
+FORK_WHILE_THE_STORE_IS_LOCKED = """
+import os, sys, threading, time, flightlog
+run = flightlog.init(project="p", resources=False)
+flightlog.Client().close()  # the store's file exists
+print("ready", flush=True)
+sys.stdin.readline()  # another process now holds the store's write lock
+run.log({"x": 1.0})
+shipper = next(t for t in threading.enumerate() if t.name == "flightlog-shipper")
+def waits_for_the_lock():
+    frame = sys._current_frames().get(shipper.ident)
+    while frame is not None:
+        if frame.f_code.co_name == "_retrying":
+            return True
+        frame = frame.f_back
+    return False
+deadline = time.monotonic() + 30
+while not waits_for_the_lock():
+    assert time.monotonic() < deadline, "the shipper never tried to write"
+    time.sleep(0.01)
+pid = os.fork()
+if pid == 0:
+    os._exit(0)
+os.waitpid(pid, 0)
+print("forked", flush=True)
+sys.stdin.readline()  # the lock is released
+run.finish()
+print(run.id, flush=True)
+"""
+
+
+@pytest.mark.embedded_only("it holds the local SQLite store's write lock from another process")
+def test_a_fork_does_not_wait_for_another_process_holding_the_store(home: Path) -> None:
+    """The shipper waits for another process's write lock between its SQLite calls, outside the
+    guard a fork waits for: a fork goes ahead while the store stays locked."""
+    import select
+    import sqlite3
+
+    with subprocess.Popen([sys.executable, "-c", textwrap.dedent(FORK_WHILE_THE_STORE_IS_LOCKED)],
+                          env=child_env(home), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, cwd=home.parent) as proc:
+        assert proc.stdin is not None and proc.stdout is not None
+        try:
+            assert proc.stdout.readline().strip() == "ready"
+            holder = sqlite3.connect(home / "flightlog.db", isolation_level=None)
+            holder.execute("BEGIN IMMEDIATE")
+            proc.stdin.write("\n")
+            proc.stdin.flush()
+            ready, _, _ = select.select([proc.stdout], [], [], 25)
+            line = proc.stdout.readline().strip() if ready else ""
+            holder.execute("ROLLBACK")
+            holder.close()
+            assert line == "forked", "the fork waited for the other process's lock"
+            out, err = proc.communicate("\n", timeout=60)
+        finally:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert _read(home).run(out.strip()).metrics["x"].count == 1
