@@ -327,10 +327,11 @@ print("ready", flush=True)
 sys.stdin.readline()  # another process now holds the store's write lock
 run.log({"x": 1.0})
 shipper = next(t for t in threading.enumerate() if t.name == "flightlog-shipper")
-def waits_for_the_lock():
+def waits_for_the_lock():  # the shipper is in a write to the embedded store (it cannot get through)
     frame = sys._current_frames().get(shipper.ident)
     while frame is not None:
-        if frame.f_code.co_name == "_retrying":
+        code = frame.f_code
+        if code.co_name == "write" and code.co_filename.endswith(os.path.join("sqlite", "connection.py")):
             return True
         frame = frame.f_back
     return False

@@ -25,6 +25,7 @@ class Sink(Protocol):
 
 
 _sinks: dict[tuple[str, str | None], Sink] = {}
+_inherited: list[Sink] = []  # in a forked child: its parent's sinks, never used, never closed
 _lock = threading.Lock()
 
 
@@ -63,7 +64,11 @@ def load_sink_code(settings: Settings) -> Callable[[Settings], Sink]:
     if settings.url:
         from flightlog.transport import open_remote_sink  # type: ignore[import-not-found,unused-ignore]
 
-        return cast(Callable[[Settings], Sink], open_remote_sink)
+        def open_remote(s: Settings) -> Sink:
+            with no_fork():  # local work, it connects later: its SSL context holds OpenSSL's locks while it loads
+                return cast(Sink, open_remote_sink(s))
+
+        return open_remote
     from flightlog.store.registry import load_opener
 
     open_store = load_opener(settings.store_uri, fork_safe=True)  # the shipper's thread uses it
@@ -73,7 +78,10 @@ def load_sink_code(settings: Settings) -> Callable[[Settings], Sink]:
 def _forget_after_fork() -> None:
     global _lock
     _lock = threading.Lock()
-    _sinks.clear()  # a child must not share its parent's connections
+    # a child must not share its parent's connections, nor close them: closing one takes locks
+    # (an HTTP pool's, SQLite's) that the parent's shipper may have held at the fork
+    _inherited.extend(_sinks.values())
+    _sinks.clear()
 
 
 if hasattr(os, "register_at_fork"):

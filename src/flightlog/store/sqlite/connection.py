@@ -126,23 +126,37 @@ class Database:
         ``append`` (a transaction that adds chunk rows) changes nothing here: SQLite has one
         writer at a time, so ids always commit in order (PostgreSQL needs a lock for that)."""
         with self.lock:
-            self._retrying(lambda: self.conn.execute("BEGIN IMMEDIATE"))
-            with self._section():  # (a fork between the two sections copies no SQLite call in progress)
-                try:
-                    yield self.conn
-                    self.conn.execute("COMMIT")
-                except BaseException as exc:
+            deadline = time.monotonic() + _LOCK_WAIT
+            while True:
+                # one section from BEGIN to COMMIT: a child forked while a transaction is open would
+                # copy SQLite's record that this process holds the write lock, and never get it
+                with self._section():
                     try:
-                        self.conn.execute("ROLLBACK")
-                    except sqlite3.Error:
-                        pass  # SQLite already rolled back (a full disk does that)
-                    if isinstance(exc, sqlite3.OperationalError) and "full" in str(exc):
-                        raise StoreUnavailable(
-                            f"the store at {self.path} cannot take writes: {exc} (the disk is full); "
-                            "free space on that disk, or move the store, and try again",
-                            details={"path": str(self.path)},
-                        ) from exc
-                    raise
+                        self.conn.execute("BEGIN IMMEDIATE")
+                    except sqlite3.OperationalError as exc:
+                        if not _is_busy(exc) or time.monotonic() > deadline:
+                            raise
+                    else:
+                        yield from self._transaction()
+                        return
+                time.sleep(0.01)  # another process writes: wait outside the section
+
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        try:
+            yield self.conn
+            self.conn.execute("COMMIT")
+        except BaseException as exc:
+            try:
+                self.conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass  # SQLite already rolled back (a full disk does that)
+            if isinstance(exc, sqlite3.OperationalError) and "full" in str(exc):
+                raise StoreUnavailable(
+                    f"the store at {self.path} cannot take writes: {exc} (the disk is full); "
+                    "free space on that disk, or move the store, and try again",
+                    details={"path": str(self.path)},
+                ) from exc
+            raise
 
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
