@@ -19,7 +19,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from pathlib import Path
 
 from flightlog.errors import SchemaTooNew, StoreUnavailable
@@ -67,7 +67,7 @@ class Database:
         except (OSError, sqlite3.Error) as exc:
             raise StoreUnavailable(f"cannot open the store at {self.path}: {exc}") from exc
         try:
-            self._retrying(lambda: self._configure(busy_ms))
+            self._entered_after(lambda: self._configure(busy_ms)).close()
             self._migrate()
         except sqlite3.Error as exc:
             with self._section():
@@ -82,16 +82,18 @@ class Database:
         for pragma in _PRAGMAS:
             self.conn.execute(pragma)
 
-    def _retrying(self, attempt: Callable[[], object]) -> None:
-        """``attempt`` in the section, tried again while another process holds the lock it needs;
-        the waits between tries are outside the section."""
+    def _entered_after(self, attempt: Callable[[], object]) -> ExitStack:
+        """The section, entered and left held, once ``attempt`` succeeded in it: tried again while
+        another process holds the lock it needs, with the waits between tries outside the section."""
         deadline = time.monotonic() + _LOCK_WAIT
         while True:
+            section = ExitStack()
+            section.enter_context(self._section())
             try:
-                with self._section():
-                    attempt()
-                return
+                attempt()
+                return section
             except sqlite3.OperationalError as exc:
+                section.close()
                 if not _is_busy(exc) or time.monotonic() > deadline:
                     raise
             time.sleep(0.01)
@@ -125,38 +127,24 @@ class Database:
 
         ``append`` (a transaction that adds chunk rows) changes nothing here: SQLite has one
         writer at a time, so ids always commit in order (PostgreSQL needs a lock for that)."""
-        with self.lock:
-            deadline = time.monotonic() + _LOCK_WAIT
-            while True:
-                # one section from BEGIN to COMMIT: a child forked while a transaction is open would
-                # copy SQLite's record that this process holds the write lock, and never get it
-                with self._section():
-                    try:
-                        self.conn.execute("BEGIN IMMEDIATE")
-                    except sqlite3.OperationalError as exc:
-                        if not _is_busy(exc) or time.monotonic() > deadline:
-                            raise
-                    else:
-                        yield from self._transaction()
-                        return
-                time.sleep(0.01)  # another process writes: wait outside the section
-
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
-        try:
-            yield self.conn
-            self.conn.execute("COMMIT")
-        except BaseException as exc:
+        # one section from BEGIN to COMMIT: a child forked while a transaction is open would copy
+        # SQLite's record that this process holds the write lock, and never get it
+        with self.lock, self._entered_after(lambda: self.conn.execute("BEGIN IMMEDIATE")):
             try:
-                self.conn.execute("ROLLBACK")
-            except sqlite3.Error:
-                pass  # SQLite already rolled back (a full disk does that)
-            if isinstance(exc, sqlite3.OperationalError) and "full" in str(exc):
-                raise StoreUnavailable(
-                    f"the store at {self.path} cannot take writes: {exc} (the disk is full); "
-                    "free space on that disk, or move the store, and try again",
-                    details={"path": str(self.path)},
-                ) from exc
-            raise
+                yield self.conn
+                self.conn.execute("COMMIT")
+            except BaseException as exc:
+                try:
+                    self.conn.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass  # SQLite already rolled back (a full disk does that)
+                if isinstance(exc, sqlite3.OperationalError) and "full" in str(exc):
+                    raise StoreUnavailable(
+                        f"the store at {self.path} cannot take writes: {exc} (the disk is full); "
+                        "free space on that disk, or move the store, and try again",
+                        details={"path": str(self.path)},
+                    ) from exc
+                raise
 
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
