@@ -1,14 +1,17 @@
-"""Imports that a fork must not split in two.
+"""Work that a fork must not split in two.
 
 A thread importing a module holds that module's import lock. ``os.fork()`` copies the lock into
 the child as it is (taken) but not the thread that took it, so the child's first import of that
 module waits forever. The SDK's background threads load code after ``init()`` has returned (the
 shipper loads its store driver or HTTP client on its first flush), which is exactly when training
-code forks its data-loader workers: a child forked then, that records on the run, hung.
+code forks its data-loader workers: a child forked then, that records on the run, hung. C
+libraries keep such locks too: SQLite's process-wide mutexes and its record of the locks this
+process holds on a file, OpenSSL's while an SSL context loads its certificates.
 
-Code loaded under :func:`no_fork` makes an ``os.fork()`` in another thread wait until the load is
-over. Only loading goes under it, never network or disk waits: a fork waits for an import, not
-for a server that is down.
+Work done under :func:`no_fork` makes an ``os.fork()`` in another thread wait until it is over:
+imports, the journal's appends, the shipper's SQLite transactions (``store/sqlite/connection.py``)
+and the making of its HTTP client. Never a wait for another process or the network: a fork waits
+for this process's own work, not for a server that is down or another process's write lock.
 """
 
 from __future__ import annotations
