@@ -32,7 +32,8 @@ def test_order_examples_parse(text: str) -> None:
 
 def test_pasted_errors_are_real() -> None:
     for text in ("params.lr > 0.01 and stauts = 'failed'", "created > 'yesterday'",
-                 "metrics.acc > 0.9 and (status = 'failed' or tags.team = 'vision'"):  # fmt: skip
+                 "metrics.acc > 0.9 and (status = 'failed' or tags.team = 'vision'",
+                 "params.lr is nan"):  # fmt: skip
         with pytest.raises(FilterSyntaxError) as info:
             parse_filter(text)
         assert info.value.message in DOC

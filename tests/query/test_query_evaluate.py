@@ -73,8 +73,8 @@ def make_runs(n: int = 80) -> list[dict[str, Any]]:
             "params": {k: rng.choice(PARAM_VALUES) for k in ("lr", "opt.lr", "name")
                        if rng.random() < 0.8},
             "tags": {k: rng.choice(TEXTS) for k in ("team", "prio") if rng.random() < 0.7},
-            "metrics": {k: rng.choice([*NUMBERS, float("nan")]) for k in ("acc", "val/loss")
-                        if rng.random() < 0.7},
+            "metrics": {k: rng.choice([*NUMBERS, float("nan"), float("inf"), float("-inf")])
+                        for k in ("acc", "val/loss") if rng.random() < 0.7},
         })  # fmt: skip
     return runs
 
@@ -113,6 +113,7 @@ def predicate() -> st.SearchStrategy[str]:
     nums_f = st.sampled_from(["created", "started", "ended", "duration", "exit_code", "attempt",
                               "metrics.acc", "metrics.val/loss", "metrics.nope"])  # fmt: skip
     is_null = st.sampled_from([" is null", " is not null", " = null", " != null"])
+    number_tests = st.sampled_from([" is nan", " is not nan", " is finite", " is not finite"])
     return st.one_of(
         st.tuples(params, ops, st.one_of(numbers, st.sampled_from(["'0.1'", "'-2'"]))).map(
             " ".join
@@ -138,6 +139,7 @@ def predicate() -> st.SearchStrategy[str]:
             ),
             is_null,
         ).map("".join),  # fmt: skip
+        st.tuples(st.sampled_from(["metrics.acc", "metrics.val/loss", "metrics.nope"]), number_tests).map("".join),
     )
 
 

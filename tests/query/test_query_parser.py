@@ -11,6 +11,7 @@ from flightlog.query import (
     InList,
     IsNull,
     Not,
+    NumberTest,
     Or,
     OrderKey,
     parse_filter,
@@ -74,6 +75,15 @@ def test_lists_patterns_and_nulls() -> None:
     assert parse_filter("params.lr is not null") == IsNull(LR, negated=True)
     assert parse_filter("params.lr = null") == IsNull(LR)
     assert parse_filter("params.lr != null") == IsNull(LR, negated=True)
+
+
+def test_nan_and_finite_tests_on_metrics() -> None:
+    loss = Field("metric", "loss")
+    assert parse_filter("metrics.loss is nan") == NumberTest(loss, "nan")
+    assert parse_filter("metrics.loss IS NOT NaN") == NumberTest(loss, "nan", negated=True)
+    assert parse_filter("metrics.loss is finite") == NumberTest(loss, "finite")
+    assert parse_filter("metrics.loss is not finite") == NumberTest(loss, "finite", negated=True)
+    assert parse_filter("not metrics.loss is nan") == Not(NumberTest(loss, "nan"))
 
 
 def test_field_names() -> None:
@@ -176,6 +186,13 @@ def error(text: str, *, order: bool = False) -> FilterSyntaxError:
         ("params.lr not in (1, , 2)", 21, "missing value"),
         ("params.lr not 1", 14, "after 'not'"),
         ("params.lr is 1", 13, "after 'is'"),
+        ("metrics.loss is", 15, "found the end after 'is'"),
+        ("metrics.loss is not infinite", 20, "found 'infinite' after 'is'"),
+        ("params.lr is nan", 13, "is nan tests metrics only, not params.lr"),
+        ("tags.team is not finite", 17, "tags.team is a tag (text) and never NaN"),
+        ("exit_code is nan", 13, "exit_code is a column of the run and never NaN"),
+        ("metrics.loss = nan", 15, "nan is not a value to compare with"),
+        ("params.lr != NaN", 13, "NaN is not a value to compare with"),
         ("params.lr < null", 12, "< null never matches"),
         ("status = 'failed' && params.lr > 1", 18, "unexpected character '&'"),
     ],

@@ -16,16 +16,19 @@ RUNS: list[dict[str, Any]] = [
      "exit_code": 1, "host": "gpu-1",
      "params": {"lr": 0.1, "optimizer": {"name": "adam", "lr": 0.001}, "batch size": 32,
                 "use_amp": True, "layers": [1, 2], "seed": None},
-     "tags": {"team": "vision"}, "metrics": {"acc": 0.7, "val/loss": 0.9}},
+     "tags": {"team": "vision"}, "metrics": {"acc": 0.7, "val/loss": 0.9, "loss": 0.5}},
     {"id": "r2", "project": "p", "name": "ViT-small", "status": "succeeded", "end_reason": "exit",
      "created": 200.0, "started": 200.0, "ended": 4000.0, "exit_code": 0, "host": "gpu-2",
      "params": {"lr": 0.01, "optimizer": {"name": "sgd"}, "batch size": 64, "use_amp": False},
-     "tags": {"team": "nlp", "priority": "1"}, "metrics": {"acc": 0.9, "val/loss": 0.3}},
+     "tags": {"team": "nlp", "priority": "1"},
+     "metrics": {"acc": 0.9, "val/loss": 0.3, "loss": float("-inf")}},
     {"id": "r3", "project": "p", "name": None, "status": "running", "created": 300.0,
-     "started": 300.0, "params": {"lr": "0.5"}, "metrics": {"acc": float("nan")}},
+     "started": 300.0, "params": {"lr": "0.5"},
+     "metrics": {"acc": float("nan"), "loss": float("nan")}},
     {"id": "r4", "project": "other", "name": "bert", "status": "killed", "end_reason": "signal",
      "created": 400.0, "started": 410.0, "ended": 450.0, "signal": 15, "parent_id": "r2",
-     "attempt": 2, "tags": {"team": "Vision Research"}, "metrics": {"acc": 0.8}},
+     "attempt": 2, "tags": {"team": "Vision Research"},
+     "metrics": {"acc": 0.8, "loss": float("inf")}},
     {"id": "r5", "project": "p", "name": "bert-2", "status": "queued", "created": 500.0,
      "queued": 500.0},
 ]  # fmt: skip
@@ -98,6 +101,16 @@ FILTER_CASES: list[tuple[str, set[str]]] = [
     ("metrics.acc in (0.7, 0.9)", {"r1", "r2"}),
     ("metrics.acc is null", {"r3", "r5"}),  # NaN is stored as NULL: no value
     ("metrics.val/loss < 0.5", {"r2"}),
+    ("metrics.loss is nan", {"r3"}),  # the latest value; r5 never logged a loss
+    ("metrics.acc is nan", {"r3"}),
+    ("metrics.loss is not nan", {"r1", "r2", "r4"}),  # ±inf is not NaN
+    ("metrics.loss is finite", {"r1"}),
+    ("metrics.loss is not finite", {"r2", "r3", "r4"}),
+    ("not metrics.loss is nan", {"r1", "r2", "r4", "r5"}),  # plain logic: r5 too
+    ("metrics.nope is not finite or metrics.nope is finite", set()),
+    ("metrics.loss is null", {"r3", "r5"}),  # NaN has no value, as before
+    ("metrics.loss > 1", {"r4"}),
+    ("METRICS.loss IS NOT FINITE and status = 'running'", {"r3"}),
     ("metrics.`val/loss` >= 0.5", {"r1"}),
     ("not (metrics.acc > 0.75 or status = 'failed')", {"r3", "r5"}),
     ("(status = 'failed' or status = 'killed') and not tags.team = 'vision'", {"r4"}),

@@ -16,6 +16,7 @@ from flightlog.query.ast import (
     InList,
     IsNull,
     Not,
+    NumberTest,
     Or,
     OrderKey,
 )
@@ -39,6 +40,7 @@ __all__ = [
     "Compare",
     "InList",
     "IsNull",
+    "NumberTest",
     "And",
     "Or",
     "Not",

@@ -23,6 +23,7 @@ __all__ = [
     "Compare",
     "InList",
     "IsNull",
+    "NumberTest",
     "And",
     "Or",
     "Not",
@@ -93,6 +94,21 @@ class IsNull:
 
 
 @dataclass(frozen=True, slots=True)
+class NumberTest:
+    """``metrics.x is nan`` (``test="nan"``) or ``metrics.x is finite`` (``test="finite"``:
+    neither NaN nor ±inf), ``negated`` for ``is not nan`` / ``is not finite``.
+
+    Why its own node and not a comparison: NaN equals nothing, so no value in a
+    :class:`Compare` can find it. Like every comparison it is true only when the run logged
+    the metric, and it tests the latest value, as ``metrics.x > 1`` does.
+    """
+
+    field: Field
+    test: Literal["nan", "finite"]
+    negated: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class And:
     operands: tuple[Expr, ...]
 
@@ -109,7 +125,7 @@ class Not:
     operand: Expr
 
 
-Expr: TypeAlias = Compare | InList | IsNull | And | Or | Not
+Expr: TypeAlias = Compare | InList | IsNull | NumberTest | And | Or | Not
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,19 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from flightlog.query.ast import Ago, And, Compare, Expr, Field, InList, IsNull, Not, Or, Value
+from flightlog.query.ast import (
+    Ago,
+    And,
+    Compare,
+    Expr,
+    Field,
+    InList,
+    IsNull,
+    Not,
+    NumberTest,
+    Or,
+    Value,
+)
 from flightlog.query.fields import COLUMNS
 from flightlog.query.parser import parse_filter
 from flightlog.query.sqlparts import like_contains
@@ -96,6 +108,8 @@ def _eval(expr: Expr, run: _Run) -> bool:
         return any(_eval(e, run) for e in expr.operands)
     if isinstance(expr, Not):
         return not _eval(expr.operand, run)
+    if isinstance(expr, NumberTest):
+        return _number_test(expr, run)
     actual = run.get(expr.field)
     if isinstance(expr, IsNull):
         return (actual is _MISSING) != expr.negated
@@ -107,6 +121,20 @@ def _eval(expr: Expr, run: _Run) -> bool:
         found = any(actual == run.value(v) for v in expr.values)
         return found != expr.negated
     return _compare(actual, expr.op, run.value(expr.value))
+
+
+def _number_test(expr: NumberTest, run: _Run) -> bool:
+    """``is nan`` / ``is finite`` on the latest value of a metric the run logged; a metric
+    present with no value (``None``, how the store hands back a NaN) is NaN."""
+    metrics = run.run.get("metrics") or {}
+    if expr.field.name not in metrics:
+        return False
+    value = metrics[expr.field.name]
+    if isinstance(value, Mapping):
+        value = value.get("last_value")
+    value = math.nan if value is None else float(value)
+    found = math.isnan(value) if expr.test == "nan" else math.isfinite(value)
+    return found != expr.negated
 
 
 def _param(expr: Compare | InList, raw: Any) -> bool:

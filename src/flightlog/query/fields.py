@@ -96,8 +96,31 @@ def check_operator(field: Field, op: str, token: Token, text: str) -> None:
               "=, !=, <, <=, >, >=, in or is null")  # fmt: skip
 
 
+def check_number_test(field: Field, token: Token, text: str) -> None:
+    """Refuse ``is nan`` / ``is finite`` on anything but a metric, saying what to write.
+
+    Why metrics only: a metric point is the one number flightlog keeps NaN and ±inf for (and
+    flags); a param logged as NaN is stored as its text ``'nan'``, and columns and tags are
+    never NaN, so the test there would be a silent "never".
+    """
+    if field.kind == "metric":
+        return
+    word = token.text.lower()
+    if field.kind == "param":
+        _fail(text, token, f"is {word} tests metrics only, not {field} (a param logged as NaN "
+              "or inf is kept as its text: 'nan', 'inf')",
+              f"{field} = 'nan', or metrics.<name> is {word}")  # fmt: skip
+    what = "a tag (text)" if field.kind == "tag" else "a column of the run"
+    _fail(text, token, f"is {word} tests metrics only; {field} is {what} and never NaN",
+          f"metrics.<name> is {word}, e.g. metrics.loss is {word}")  # fmt: skip
+
+
 def convert(field: Field, op: str, token: Token, text: str) -> Value:
     """Convert one literal token to the value compared with ``field`` under ``op``."""
+    if token.kind == "word" and token.text.lower() in ("nan", "inf", "infinity"):
+        hint = f"{field} = '{token.text.lower()}' (a param keeps NaN as text)" if field.kind == "param" \
+            else f"{field} is nan or {field} is not finite" if field.kind == "metric" else "a value"
+        _fail(text, token, f"{token.text} is not a value to compare with (NaN equals nothing)", hint)
     if token.kind not in ("string", "number", "duration") and not _is_bool(token):
         shown = "the end" if token.kind == "eof" else repr(token.text)
         _fail(text, token, f"missing value after {op}: found {shown}",

@@ -7,7 +7,8 @@ Grammar (keywords are case-insensitive; precedence ``not`` > ``and`` > ``or``)::
     and_expr  := not_expr ("and" not_expr)*
     not_expr  := "not" not_expr | "(" or_expr ")" | predicate
     predicate := field ( op value | ["not"] "in" "(" value ("," value)* ")"
-                       | ["not"] "like" string | ("~" | "!~") string | "is" ["not"] "null" )
+                       | ["not"] "like" string | ("~" | "!~") string
+                       | "is" ["not"] ("null" | "nan" | "finite") )
     order     := key ("," key)* EOF ;  key := ["-" | "+"] field ["asc" | "desc"]
 
 Why hand-written: each error can name what was expected at the exact offset, and the grammar
@@ -31,11 +32,12 @@ from flightlog.query.ast import (
     InList,
     IsNull,
     Not,
+    NumberTest,
     Or,
     OrderKey,
     Value,
 )
-from flightlog.query.fields import check_operator, convert, resolve_field
+from flightlog.query.fields import check_number_test, check_operator, convert, resolve_field
 from flightlog.query.lexer import Token, tokenize
 
 __all__ = ["parse_filter", "parse_order"]
@@ -45,7 +47,7 @@ _OPS: dict[str, CompareOp] = {
     "~": "~", "!~": "!~",
 }  # fmt: skip
 _KEYWORDS = {"and", "or", "not", "in", "like", "is", "null", "true", "false", "asc", "desc"}
-_AFTER_FIELD = "an operator: = != < <= > >= in, not in, like, ~, is null"
+_AFTER_FIELD = "an operator: = != < <= > >= in, not in, like, ~, is null, is nan, is finite"
 MAX_DEPTH = 24
 """How deeply parentheses and ``not`` may nest: far beyond any filter a person writes, far below
 what the recursive parser, the SQL compiler and SQLite's expression depth limit can hold."""
@@ -188,10 +190,14 @@ class _Parser:
         word = token.text.lower() if token.kind == "word" else None
         if word == "is":
             negated = self.keyword("not")
+            test = self.peek()
+            for name in ("nan", "finite"):
+                if self.keyword(name):
+                    check_number_test(field, test, self.text)
+                    return NumberTest(field, "nan" if name == "nan" else "finite", negated)
             if not self.keyword("null"):
-                self.fail(
-                    self.peek(), f"found {self.found(self.peek())} after 'is'", "null or not null"
-                )
+                self.fail(test, f"found {self.found(test)} after 'is'",
+                          "null, nan or finite (each may follow not)")  # fmt: skip
             return IsNull(field, negated)
         if word == "not":
             nxt = self.next()

@@ -11,11 +11,23 @@ Logic is two-valued, as users read it: a comparison is true only when the run ha
 
 from __future__ import annotations
 
+import sys
 import time
 from typing import Any
 
 from flightlog.errors import InvalidInput
-from flightlog.query.ast import And, Compare, Expr, Field, InList, IsNull, Not, Or, OrderKey
+from flightlog.query.ast import (
+    And,
+    Compare,
+    Expr,
+    Field,
+    InList,
+    IsNull,
+    Not,
+    NumberTest,
+    Or,
+    OrderKey,
+)
 from flightlog.query.fields import COLUMNS
 from flightlog.query.parser import parse_filter, parse_order
 from flightlog.query.sqlparts import Binder, column_sql, predicate_sql
@@ -91,7 +103,7 @@ def _expr(expr: Expr, bind: Binder) -> tuple[str, bool]:
         inner, nullable = _expr(expr.operand, bind)
         return (f"(({inner}) IS NOT TRUE)" if nullable else f"NOT ({inner})"), False
     field = expr.field
-    if field.kind == "column":
+    if field.kind == "column" and not isinstance(expr, NumberTest):  # the parser allows it on metrics only
         col = column_sql(field, bind)
         if isinstance(expr, IsNull):
             return f"{col} IS {'NOT ' if expr.negated else ''}NULL", False
@@ -99,6 +111,8 @@ def _expr(expr: Expr, bind: Binder) -> tuple[str, bool]:
     table, keycol = _TABLES[field.kind]
     alias = table[0]
     head = f"SELECT 1 FROM {table} {alias} WHERE {alias}.run_id = r.id AND {alias}.{keycol} = {bind(field.name)}"
+    if isinstance(expr, NumberTest):
+        return f"EXISTS ({head} AND {_number_test(expr, bind)})", False
     if isinstance(expr, IsNull):
         present = {"param": "p.kind <> 'null'", "tag": "t.value IS NOT NULL",
                    "metric": "m.last_value IS NOT NULL"}[field.kind]  # fmt: skip
@@ -109,6 +123,18 @@ def _expr(expr: Expr, bind: Binder) -> tuple[str, bool]:
         col = f"{alias}.value" if field.kind == "tag" else f"{alias}.last_value"
         cond = predicate_sql(expr, col, bind)
     return f"EXISTS ({head} AND {cond})", False
+
+
+def _number_test(expr: NumberTest, bind: Binder) -> str:
+    """The store keeps a NaN latest value as NULL (``store/sql/ingest.py``) and ±inf as itself;
+    "finite" is written as a range so neither store needs an infinity literal."""
+    col = "m.last_value"
+    if expr.test == "nan":
+        return f"{col} IS {'NOT ' if expr.negated else ''}NULL"
+    top = sys.float_info.max
+    if expr.negated:
+        return f"({col} IS NULL OR {col} > {bind(top)} OR {col} < {bind(-top)})"
+    return f"{col} >= {bind(-top)} AND {col} <= {bind(top)}"
 
 
 def _param_condition(expr: Compare | InList, bind: Binder) -> str:
