@@ -18,11 +18,14 @@ import click
 
 from flightlog.cli.common import open_client
 from flightlog.cli.output import emit_json, printable
+from flightlog.logevents import level_code, level_name
 from flightlog.timefmt import iso
 
 __all__ = ["logs_cmd"]
 
 POLL_INTERVAL = 0.25
+COUNT_CAP = 10_000
+"""At most this many events are read to say how many a run has when a filter matched none."""
 _LEVEL_STYLE = {"warning": "\x1b[33m", "error": "\x1b[31m", "critical": "\x1b[1;31m"}
 
 
@@ -54,6 +57,8 @@ def logs_cmd(
     seen = _Printer(fmt, timestamps, color, run_id=info.id, project=info.project)
     seen.print_all(events)
     if not follow:
+        if not events:
+            click.echo(_nothing_matched(client, info, since=since, until=until, tail=tail, **filters), err=True)
         return
     remote = getattr(client.store, "follow_logs", None)
     try:
@@ -73,6 +78,32 @@ def logs_cmd(
             time.sleep(POLL_INTERVAL)
     except KeyboardInterrupt:
         return
+
+
+def _nothing_matched(client: Any, info: Any, *, level: str | None, since: str | None, until: str | None,
+                     tail: int | None, **filters: Any) -> str:
+    """One line saying that no event matched, and what did: a silent empty output reads as
+    "nothing was logged" (or as a broken command) when a filter only asked too much."""
+    if tail == 0:
+        return "no log events shown (--tail 0)"
+    asked = [f"at level {level_name(level_code(level))} or above"] if level is not None else []
+    asked += [f"{what} {filters[key]!r}" for key, what in (("grep", "matching"), ("component", "of component"),
+              ("attempt", "of attempt"), ("stage", "in stage")) if filters.get(key) is not None]  # fmt: skip
+    if filters.get("stream"):
+        asked.append("on " + "/".join(filters["stream"]))
+    if since is not None or until is not None:
+        asked.append("in that time range")
+    if not asked:
+        return f"no log events recorded for run {info.id}"
+    every = client.logs(info, limit=COUNT_CAP + 1)
+    if not every:
+        return f"no log events recorded for run {info.id}"
+    count = f"{COUNT_CAP}+" if len(every) > COUNT_CAP else str(len(every))
+    hint = ""
+    if level is not None and len(asked) == 1:
+        below = [e.level for e in every if e.level < level_code(level)]
+        hint = f"; try --level {level_name(max(below))}" if below else ""
+    return f"no log events {', '.join(asked)} ({count} event{'s' * (count != '1')} in all{hint})"
 
 
 class _Printer:
