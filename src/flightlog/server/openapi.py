@@ -43,7 +43,10 @@ SCHEMAS: dict[str, Any] = {
         "params": {"type": "object"}, "tags": {"type": "object"}, "metrics": {"type": "object"},
         "host": {"type": ["string", "null"]}, "pid": {"type": ["integer", "null"]},
         "failure": {"type": ["object", "null"]}, "timeline": {"type": "object"},
-        "metric_summaries": {"type": "object"}, "counters": {"type": "object"}}},
+        "metric_summaries": {"type": "object"}, "counters": {"type": "object"},
+        "cause": {"type": ["string", "null"], "description": "In listings: the taxonomy category of a failed, crashed or killed run."},
+        "nonfinite_metrics": {"type": "array", "items": {"type": "string"},
+                              "description": "In listings: the metrics with a NaN or infinite point."}}},
     "MetricSummary": {"type": "object", "properties": {
         "name": {"type": "string"}, "count": {"type": "integer"}, "nonfinite": {"type": "integer"},
         "min": _NUM, "max": _NUM, "last": _NUM, "last_step": {"type": ["integer", "null"]},

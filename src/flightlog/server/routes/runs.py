@@ -9,8 +9,9 @@ from typing import Any
 
 from starlette.responses import Response
 
+from flightlog.diagnose.cause import run_cause
 from flightlog.errors import InvalidInput
-from flightlog.models import STATUSES
+from flightlog.models import STATUSES, RunInfo
 from flightlog.records import is_json_value
 from flightlog.sdk.redaction import redact_user_strings
 from flightlog.server.context import Ctx, forbid_other_project
@@ -60,7 +61,18 @@ async def search_runs(ctx: Ctx) -> Response:
             newest = await ctx.call(ctx.store.search_runs, project=project, filter=None, order_by="-created", limit=1)
             snapshot = max([snapshot, *(r.created for r in newest if r.created is not None)])
         next_cursor = encode_cursor({"o": offset + limit, "t": snapshot, "h": fp})
-    return json_response({"runs": [run_json(r, detail=detail) for r in runs], "next_cursor": next_cursor})
+    return json_response({"runs": [_listed(r, detail) for r in runs], "next_cursor": next_cursor})
+
+
+def _listed(info: RunInfo, detail: bool) -> dict[str, Any]:
+    """A run as the listing shows it: its JSON plus two headlines a table needs on every row
+    without a diagnosis each: ``cause`` (the taxonomy category of a failed, crashed or killed
+    run, from what its row holds: :func:`~flightlog.diagnose.cause.run_cause`) and
+    ``nonfinite_metrics`` (the metrics with a NaN or ±inf point anywhere, from the summaries)."""
+    doc = run_json(info, detail=detail)
+    doc["cause"] = run_cause(info)
+    doc["nonfinite_metrics"] = sorted(name for name, m in info.metrics.items() if m.nonfinite)
+    return doc
 
 
 async def get_run(ctx: Ctx) -> Response:
