@@ -67,6 +67,20 @@ export function fmtNum(v: unknown): string {
   return String(Number(v.toPrecision(5)));
 }
 
+/** An axis tick: short and alike on every chart, `6e9` rather than `6000000000`, `1e-4` rather
+ *  than `1.000e-4`, `0.25` and `1500` as they are. Up to 5 significant digits, so close ticks
+ *  (1.0001e6, 1.0002e6) stay apart. */
+export function fmtTick(v: number): string {
+  if (!Number.isFinite(v)) return String(v);
+  if (v === 0) return "0";
+  const a = Math.abs(v);
+  if (a >= 1e5 || a < 1e-3) {
+    const [mantissa, exponent] = v.toExponential(4).split("e");
+    return `${Number(mantissa)}e${Number(exponent)}`;
+  }
+  return String(Number(v.toPrecision(5)));
+}
+
 /** A param's value as written in JSON (strings without quotes). */
 export function fmtValue(v: Json | undefined): string {
   if (v === undefined) return "—";

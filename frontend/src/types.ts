@@ -72,6 +72,10 @@ export interface Run {
   timeline?: Record<string, string>;
   metric_summaries?: Record<string, MetricSummary>;
   counters?: Record<string, number>;
+  /** listings only: the taxonomy category of a failed, crashed or killed run */
+  cause?: string | null;
+  /** listings only: the metrics with a NaN or infinite point */
+  nonfinite_metrics?: string[];
 }
 
 export interface RunPage {

@@ -3,7 +3,7 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
-import { fmtDuration, fmtNum } from "../format";
+import { fmtDuration, fmtNum, fmtTick } from "../format";
 import { cssVar, onTheme } from "../theme";
 
 export type XKind = "step" | "time" | "relative";
@@ -83,11 +83,11 @@ export function xAxis(kind: XKind): uPlot.Axis {
   const c = themeColors();
   const axis: uPlot.Axis = { stroke: c.fg, grid: { stroke: c.grid, width: 1 }, ticks: { stroke: c.grid, width: 1 } };
   if (kind === "relative") axis.values = (_u, splits) => splits.map((v) => fmtDuration(v));
-  if (kind === "step") axis.values = (_u, splits) => splits.map((v) => fmtNum(v));
+  if (kind === "step") axis.values = (_u, splits) => splits.map((v) => fmtTick(v));
   return axis;
 }
 
-export function yAxis(format: (v: number) => string = fmtNum): uPlot.Axis {
+export function yAxis(format: (v: number) => string = fmtTick): uPlot.Axis {
   const c = themeColors();
   return {
     stroke: c.fg,

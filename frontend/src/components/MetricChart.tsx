@@ -3,7 +3,7 @@
 // its mean line in the min-max envelope; several runs (compare) overlay their lines.
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { get, num, pathSegments } from "../api";
-import { fmtNum } from "../format";
+import { fmtNum, fmtTick } from "../format";
 import { colorOf } from "../theme";
 import type { Buckets } from "../types";
 import { Chart, envelope, fmtSlog, HUGE, hover, markers, padSingle, slog, uPlot, xAxis, yAxis, type XKind } from "./Chart";
@@ -215,7 +215,7 @@ export function MetricChart(props: MetricChartProps) {
         x: { time: x === "time", range: zoom ? () => [zoom[0], zoom[1]] : padSingle },
         y: log && !magnitude ? { distr: 3 } : {},
       },
-      axes: [xAxis(x), yAxis(magnitude ? fmtSlog : fmtNum)],
+      axes: [xAxis(x), yAxis(magnitude ? fmtSlog : fmtTick)],
       plugins,
       hooks: {
         setSelect: [(u: uPlot) => {

@@ -4,7 +4,7 @@
 import type { JSX } from "preact";
 import { useState } from "preact/hooks";
 import { num } from "../api";
-import { fmtNum, fmtValue, shortId } from "../format";
+import { fmtNum, fmtTick, fmtValue, shortId } from "../format";
 import type { Run } from "../types";
 
 export interface Axis {
@@ -67,8 +67,8 @@ function colour(t: number | null, goal: "minimize" | "maximize"): string {
 
 function ticks(axis: Axis): [number, string][] {
   if (axis.kind === "category") return axis.categories.map((c, i) => [axis.categories.length > 1 ? i / (axis.categories.length - 1) : 0.5, c]);
-  if (axis.min === axis.max) return [[0.5, fmtNum(axis.min)]];
-  return [[0, fmtNum(axis.min)], [0.5, fmtNum(axis.log ? Math.sqrt(axis.min * axis.max) : (axis.min + axis.max) / 2)], [1, fmtNum(axis.max)]];
+  if (axis.min === axis.max) return [[0.5, fmtTick(axis.min)]];
+  return [[0, fmtTick(axis.min)], [0.5, fmtTick(axis.log ? Math.sqrt(axis.min * axis.max) : (axis.min + axis.max) / 2)], [1, fmtTick(axis.max)]];
 }
 
 /** A line's or a dot's tooltip: the run, its x value (the scatter's), its metric. */

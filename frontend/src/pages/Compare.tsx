@@ -35,6 +35,26 @@ async function load(id: string, signal: AbortSignal): Promise<Bundle> {
   return { run, context, stages, samples, artifacts, manifests };
 }
 
+/** A run's latest value of a metric: a number, a non-finite one ("NaN", "Infinity", "-Infinity"
+ *  as JSON carries them), or absent (the run never logged the metric: not the same as NaN). */
+type Latest = { kind: "number"; value: number } | { kind: "nonfinite"; text: string } | { kind: "absent" };
+
+function latest(r: Run, m: string): Latest {
+  const has = r.metric_summaries ? m in r.metric_summaries : m in r.metrics;
+  if (!has) return { kind: "absent" };
+  const v = r.metric_summaries?.[m]?.last ?? r.metrics[m];
+  if (typeof v === "number" && Number.isFinite(v)) return { kind: "number", value: v };
+  if (typeof v === "number") return { kind: "nonfinite", text: Number.isNaN(v) ? "NaN" : v > 0 ? "Infinity" : "-Infinity" };
+  if (typeof v === "string") return { kind: "nonfinite", text: v };
+  return { kind: "nonfinite", text: "NaN" }; // logged, with no value: the store keeps a NaN that way
+}
+
+/** Whether the row shows a number turning NaN or infinite (or back): such rows come first. */
+const finitenessChanged = (vals: Latest[]) =>
+  vals.some((v) => v.kind === "nonfinite") && vals.some((v) => v.kind === "number");
+
+const hasMetric = (r: Run, m: string) => (r.metric_summaries ? m in r.metric_summaries : m in r.metrics);
+
 const same = (vals: unknown[]) => vals.every((v) => JSON.stringify(v) === JSON.stringify(vals[0]));
 
 function delta(v: number | null, base: number | null, lowerIsBetter: boolean | null = true): ComponentChildren {
@@ -111,7 +131,12 @@ export function Compare({ project, query }: { project: string | null; query: URL
   const nDiff = paramRows.filter((p) => p.differs).length;
 
   // metrics
-  const metricNames = [...new Set(runs.flatMap((r) => Object.keys(r.metric_summaries ?? r.metrics)))].sort();
+  // metrics: a number that became NaN or infinite leads, then the rest by name
+  const metricRows = [...new Set(runs.flatMap((r) => Object.keys(r.metric_summaries ?? r.metrics)))].sort()
+    .map((m) => ({ m, vals: runs.map((r) => latest(r, m)) }))
+    .map((row) => ({ ...row, changed: finitenessChanged(row.vals) }))
+    .sort((a, b) => Number(b.changed) - Number(a.changed));
+  const metricNames = metricRows.map((row) => row.m);
 
   // stages
   const stageNames = [...new Set(bundles.flatMap((b) => b.stages.map((s) => s.name)))].filter((n) => !/^attempt \d+$/.test(n));
@@ -188,16 +213,19 @@ export function Compare({ project, query }: { project: string | null; query: URL
             <table class="table compact compare-table">
               <thead>{head}</thead>
               <tbody>
-                {metricNames.map((m) => {
-                  const vals = runs.map((r) => {
-                    const v = r.metric_summaries?.[m]?.last ?? r.metrics[m];
-                    return typeof v === "number" ? v : null;
-                  });
+                {metricRows.map(({ m, vals, changed }) => {
+                  const numbers = vals.map((v) => (v.kind === "number" ? v.value : null));
                   const lower = /loss|err|time|latency|perplexity|mse|mae/i.test(m) ? true : /acc|f1|auc|score|precision|recall|map|bleu/i.test(m) ? false : null;
                   return (
-                    <tr key={m} data-metric={m}>
-                      <th class="mono">{m}</th>
-                      {vals.map((v, i) => <td key={i} class="num">{fmtNum(v)} {i > 0 ? delta(v, vals[0], lower) : null}</td>)}
+                    <tr key={m} data-metric={m} class={changed ? "nan-change diff" : ""} data-nan-change={changed ? "true" : "false"}>
+                      <th class="mono">{changed ? <span class="chip chip-nan" title="a number in one run, NaN or infinite in another">NaN</span> : null} {m}</th>
+                      {vals.map((v, i) => (
+                        <td key={i} class="num" data-value-kind={v.kind}>
+                          {v.kind === "absent" ? <span class="not-logged" title="this run never logged the metric">not logged</span>
+                            : v.kind === "nonfinite" ? <span class="nonfinite-value" title={vals[0].kind === "number" && i > 0 ? `${fmtNum(numbers[0])} in the baseline` : undefined}>{v.text}</span>
+                            : <>{fmtNum(v.value)} {i > 0 ? delta(v.value, numbers[0], lower) : null}</>}
+                        </td>
+                      ))}
                     </tr>
                   );
                 })}
@@ -206,12 +234,18 @@ export function Compare({ project, query }: { project: string | null; query: URL
             </div>
             <ChartControls x={x} smooth={smooth} log={log} zoom={zoom} />
             <div class="chart-grid">
-              {metricNames.map((m) => (
-                <div class="chart-card" key={m}>
-                  <MetricChart name={m} runs={series} x={x} smooth={smooth} log={log} zoom={zoom} syncKey="compare"
-                    onZoom={(z) => setQuery({ zoom: z ? `${+z[0].toPrecision(10)},${+z[1].toPrecision(10)}` : null })} />
-                </div>
-              ))}
+              {metricNames.map((m) => {
+                // ask the server only for the runs that logged the metric: the others have no history (a 404)
+                const logged = series.filter((_, i) => hasMetric(runs[i], m));
+                const missing = runs.filter((r) => !hasMetric(r, m));
+                return (
+                  <div class="chart-card" key={m}>
+                    <MetricChart name={m} runs={logged} x={x} smooth={smooth} log={log} zoom={zoom} syncKey="compare"
+                      onZoom={(z) => setQuery({ zoom: z ? `${+z[0].toPrecision(10)},${+z[1].toPrecision(10)}` : null })} />
+                    {missing.length ? <p class="muted not-logged-note">Not logged by {missing.map(label).join(", ")}.</p> : null}
+                  </div>
+                );
+              })}
             </div>
           </>
         ) : <p class="muted">None of these runs logged metrics.</p>}

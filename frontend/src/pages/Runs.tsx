@@ -1,17 +1,18 @@
 // The runs table: server-side filtering (the filter language), sorting and paging; virtualized
-// rows; params, tags and latest metrics as columns; grouping; selection for comparing.
+// rows; params, tags and latest metrics as columns; grouping; child runs nested under their
+// parent; a NaN badge and the failure's cause on each row; selection for comparing.
 import type { JSX } from "preact";
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { ApiError, get, num } from "../api";
 import { AlertChip, useFiring } from "../components/Alerts";
 import { VirtualList } from "../components/VirtualList";
-import { StatusBadge } from "../components/ui";
+import { StatusBadge, Toggle } from "../components/ui";
 import { fmtDuration, fmtNum, fmtTime, fmtValue, shortId } from "../format";
 import { useInterval } from "../hooks";
 import { Link, navigate, paths, setQuery } from "../router";
 import type { Project, Run } from "../types";
 import { ColumnPicker } from "./runs/ColumnPicker";
-import { availableKeys, defaultColumns, field, PAGE, RunPages, splitField, valueOf } from "./runs/model";
+import { availableKeys, defaultColumns, field, nestedRows, type NestedRow, PAGE, RunPages, splitField, valueOf } from "./runs/model";
 
 const ROW_H = 34;
 const HEAD_H = 38;
@@ -28,18 +29,28 @@ interface Col {
   cell: (r: Run) => JSX.Element | string;
 }
 
-type Item = { kind: "run"; index: number } | { kind: "group"; value: string; count: number; more: boolean; runs: Run[] };
+type Item = { kind: "run"; index: number; depth?: number; children?: number } | { kind: "group"; value: string; count: number; more: boolean; runs: Run[] };
+const FIXED_COLS = 6; // select, status, cause, name, started, duration: then the chosen columns
+
+/** The NaN badge: the run logged a NaN or infinite value (a "succeeded" run may have diverged). */
+function NanBadge({ names }: { names?: string[] }) {
+  if (!names || !names.length) return null;
+  const shown = names.slice(0, 5).join(", ") + (names.length > 5 ? ` and ${names.length - 5} more` : "");
+  return <span class="chip chip-nan" data-nonfinite={names.join(",")} title={`NaN or infinite values in ${shown}`}>NaN</span>;
+}
 
 export function Runs({ project, query }: { project: string; query: URLSearchParams }) {
   const filter = query.get("filter") ?? "";
   const sort = query.get("sort") ?? "-created";
   const group = query.get("group") ?? "";
   const colsParam = query.get("cols");
+  const flat = query.get("flat") === "1";
 
   const [total, setTotal] = useState<number | null | undefined>(undefined);
   const [tick, setTick] = useState(0);
   const [selected, setSelected] = useState<string[]>([]);
   const [collapsed, setCollapsed] = useState<Set<string>>(new Set());
+  const [expanded, setExpanded] = useState<Set<string>>(new Set());
   const [draft, setDraft] = useState(filter);
   const firing = useFiring(project);
   const range = useRef<[number, number]>([0, 40]);
@@ -95,8 +106,14 @@ export function Runs({ project, query }: { project: string; query: URLSearchPara
       ),
     },
     {
-      id: "status", label: "Status", width: "140px", sort: "status",
-      cell: (r) => <><StatusBadge status={r.status} reason={r.end_reason} /><AlertChip alerts={firing.get(r.id)} /></>,
+      id: "status", label: "Status", width: "176px", sort: "status",
+      cell: (r) => <><StatusBadge status={r.status} reason={r.end_reason} /><NanBadge names={r.nonfinite_metrics} /><AlertChip alerts={firing.get(r.id)} /></>,
+    },
+    {
+      id: "cause", label: "Cause", width: "150px", cls: "c-cause",
+      cell: (r) => r.cause ? (
+        <span class="cause" data-cause={r.cause} title={`${r.cause}: from how the run ended (flightlog diagnose ${shortId(r.id)} for the evidence)`}>{r.cause}</span>
+      ) : "",
     },
     {
       id: "name", label: "Name", width: "minmax(210px, 1.5fr)", sort: "name", cls: "c-name",
@@ -114,16 +131,22 @@ export function Runs({ project, query }: { project: string; query: URLSearchPara
         id: f, label: key, title: f, kind: prefix === "metrics" ? "metric" : prefix === "params" ? "param" : "tag", width: "minmax(110px, 1fr)", sort: f, cls: prefix === "metrics" ? "num" : prefix === "params" ? "param" : "",
         cell: (r) => {
           const v = valueOf(r, f);
+          if (prefix === "metrics" && (typeof v === "string" || (typeof v === "number" && !Number.isFinite(v)))) {
+            return <span class="nonfinite-value" data-nonfinite-value="true">{fmtNum(v)}</span>;
+          }
           return prefix === "metrics" ? fmtNum(v) : fmtValue(v);
         },
       };
     }),
   ];
   const template = cols.map((c) => c.width).join(" ");
-  const minWidth = `${38 + 140 + 210 + 170 + 96 + chosen.length * 110}px`;
+  const minWidth = `${38 + 176 + 150 + 210 + 170 + 96 + chosen.length * 110}px`;
 
   // group headers, placed in the part loaded from the top
+  const nested: NestedRow[] | null = useMemo(
+    () => (group || flat || !pages ? null : nestedRows(pages, expanded)), [pages, tick, group, flat, expanded]);
   const items: Item[] | null = useMemo(() => {
+    if (nested) return nested;
     if (!group || !pages) return null;
     const out: Item[] = [];
     const prefix = pages.prefix;
@@ -142,7 +165,7 @@ export function Runs({ project, query }: { project: string; query: URLSearchPara
     if (cur && prefix < pages.count) cur.more = true;
     for (let i = prefix; i < pages.count; i++) out.push({ kind: "run", index: i });
     return out;
-  }, [pages, tick, group, collapsed]);
+  }, [pages, tick, group, collapsed, nested]);
 
   const count = items ? items.length : pages?.count ?? 0;
   const onRange = (start: number, end: number) => {
@@ -175,7 +198,7 @@ export function Runs({ project, query }: { project: string; query: URLSearchPara
             <strong class="group-value">{it.value}</strong>{" "}
             <span class="muted">· {it.count}{it.more ? "+" : ""} run{it.count === 1 && !it.more ? "" : "s"}</span>
           </button>
-          {cols.slice(5).map((c) => {
+          {cols.slice(FIXED_COLS).map((c) => {
             if (splitField(c.id)[0] !== "metrics") return <span key={c.id} />;
             const vals = it.runs.map((r) => num(valueOf(r, c.id))).filter((v): v is number => v !== null);
             return <span key={c.id} class="cell num muted" title="mean over the group's runs">{vals.length ? `x̄ ${fmtNum(vals.reduce((a, b) => a + b, 0) / vals.length)}` : ""}</span>;
@@ -191,9 +214,30 @@ export function Runs({ project, query }: { project: string; query: URLSearchPara
         </div>
       );
     }
+    const depth = it.depth ?? 0;
+    const kids = it.children ?? 0;
+    const open = expanded.has(r.id);
+    const toggle = kids ? (
+      <button type="button" class="nest-toggle" aria-expanded={open} data-children={kids}
+        aria-label={`${open ? "hide" : "show"} the ${kids} child run${kids === 1 ? "" : "s"} of ${r.name || shortId(r.id)}`}
+        onClick={() => {
+          const next = new Set(expanded);
+          if (open) next.delete(r.id);
+          else next.add(r.id);
+          setExpanded(next);
+        }}>
+        <span aria-hidden="true">{open ? "▾" : "▸"}</span> {kids}
+      </button>
+    ) : null;
     return (
-      <div key={r.id} class={`row ${selected.includes(r.id) ? "selected" : ""}`} style={style} role="row" data-run={r.id}>
-        {cols.map((c) => <span key={c.id} class={`cell ${c.cls ?? ""}`}>{c.cell(r)}</span>)}
+      <div key={r.id} class={`row ${selected.includes(r.id) ? "selected" : ""} ${depth ? "child-row" : ""}`} style={style} role="row"
+        data-run={r.id} data-depth={depth} data-parent={depth ? r.parent_id ?? undefined : undefined}>
+        {cols.map((c) => (
+          <span key={c.id} class={`cell ${c.cls ?? ""}`} style={c.id === "name" && depth ? { paddingLeft: `${8 + depth * 22}px` } : undefined}>
+            {c.id === "name" && depth ? <span class="nest-mark muted" aria-hidden="true">↳ </span> : null}
+            {c.id === "name" ? toggle : null}{c.cell(r)}
+          </span>
+        ))}
       </div>
     );
   };
@@ -263,6 +307,10 @@ export function Runs({ project, query }: { project: string; query: URLSearchPara
           </select>
         </label>
         <ColumnPicker keys={keys} chosen={chosen} onChange={(c) => setQuery({ cols: c.join(",") || "," })} />
+        {flat || nested ? (
+          <Toggle name="flat" checked={flat} onChange={(v) => setQuery({ flat: v ? "1" : null })}
+            title="List every run on its own row instead of child runs (pipeline steps, sweep trials) under their parent">Flat</Toggle>
+        ) : null}
         <button type="button" class="btn btn-primary" id="compare-button" disabled={selected.length < 2}
           title={selected.length < 2 ? "Select 2 to 10 runs to compare them" : "Compare the selected runs"}
           onClick={() => navigate(paths.compare(project, selected))}>

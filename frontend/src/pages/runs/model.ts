@@ -147,3 +147,49 @@ export function availableKeys(runs: Run[]): { params: string[]; tags: string[]; 
   const sort = (s: Set<string>) => [...s].sort((a, b) => a.localeCompare(b));
   return { params: sort(p), tags: sort(t), metrics: sort(m) };
 }
+
+/** One row of the nested table: a run (by its index in the listing) and how deep it sits. */
+export interface NestedRow {
+  kind: "run";
+  index: number;
+  depth: number;
+  children: number;
+}
+
+/** The listing with child runs (pipeline steps, sweep trials) under their parent: over the part
+ *  loaded from the top, a run whose parent is loaded too leaves its own place and, when the
+ *  parent is in `expanded`, follows it (oldest first, as a pipeline ran them). A child whose
+ *  parent is not (yet) loaded keeps its place; rows past the loaded part map one to one. Null
+ *  when nothing loaded has its parent loaded: the table stays exactly the flat listing. */
+export function nestedRows(pages: RunPages, expanded: Set<string>): NestedRow[] | null {
+  const prefix = pages.prefix;
+  const at = new Map<string, number>();
+  for (let i = 0; i < prefix; i++) at.set(pages.row(i)!.id, i);
+  const kids = new Map<string, number[]>();
+  for (let i = 0; i < prefix; i++) {
+    const r = pages.row(i)!;
+    if (r.parent_id && r.parent_id !== r.id && at.has(r.parent_id)) {
+      const list = kids.get(r.parent_id) ?? [];
+      list.push(i);
+      kids.set(r.parent_id, list);
+    }
+  }
+  if (!kids.size) return null;
+  const created = (i: number) => pages.row(i)!.created ?? "";
+  const out: NestedRow[] = [];
+  const seen = new Set<number>();
+  const visit = (i: number, depth: number) => {
+    if (seen.has(i)) return; // a loop of parents: each run once
+    seen.add(i);
+    const children = kids.get(pages.row(i)!.id) ?? [];
+    out.push({ kind: "run", index: i, depth, children: children.length });
+    if (!expanded.has(pages.row(i)!.id)) return;
+    [...children].sort((a, b) => created(a).localeCompare(created(b)) || a - b).forEach((c) => visit(c, depth + 1));
+  };
+  for (let i = 0; i < prefix; i++) {
+    const parent = pages.row(i)!.parent_id;
+    if (!parent || parent === pages.row(i)!.id || !at.has(parent)) visit(i, 0);
+  }
+  for (let i = prefix; i < pages.count; i++) out.push({ kind: "run", index: i, depth: 0, children: 0 });
+  return out;
+}
