@@ -47,3 +47,18 @@ def test_rows_carry_the_cause_and_the_metrics_that_went_non_finite(api: httpx.Cl
             "killedrun": "killed_by_signal", "nanrun": None, "okrun": None}  # fmt: skip
         assert rows["nanrun"]["nonfinite_metrics"] == ["grad", "loss"]  # at any step, not only the last
         assert rows["okrun"]["nonfinite_metrics"] == [] and rows["bysdk"]["nonfinite_metrics"] == []
+
+
+def test_a_failure_of_any_shape_never_breaks_the_listing(api: httpx.Client, store: HttpStore) -> None:
+    odd, lost, stopped = Writer("oddrun"), Writer("lostrun"), Writer("stoppedrun")
+    store.ingest([odd.run("q", t=1.0), lost.run("q", t=2.0), stopped.run("q", t=3.0),
+                  lost.record("run", status="crashed", end_reason="lost"),
+                  stopped.record("run", status="stopped", end_reason="signal", signal=2)])
+    patched = api.patch("/runs/oddrun", json={"status": "failed", "exit_code": 1, "failure": {
+        "category": 7, "traceback": ["not", "text"], "last_lines": "one string", "exception": None}})
+    assert patched.status_code == 200
+    page = api.get("/runs", params={"project": "q"})
+    assert page.status_code == 200
+    causes = {r["id"]: r["cause"] for r in page.json()["runs"]}
+    assert causes["oddrun"] == "code_error"  # exit 1 and nothing more specific to go on
+    assert causes["lostrun"] is None and causes["stoppedrun"] is None  # nothing recorded; stopped on purpose
