@@ -63,8 +63,14 @@ export function fmtNum(v: unknown): string {
   if (!Number.isFinite(v)) return String(v);
   if (Number.isInteger(v) && Math.abs(v) < 1e15) return String(v);
   const a = Math.abs(v);
-  if (a !== 0 && (a < 1e-3 || a >= 1e6)) return v.toExponential(3);
+  if (a !== 0 && (a < 1e-3 || a >= 1e6)) return compactExponent(v, 3);
   return String(Number(v.toPrecision(5)));
+}
+
+/** `1e-4`, `3.333e-6`, `6e9`: an exponent without `+` and a mantissa without trailing zeros. */
+function compactExponent(v: number, digits: number): string {
+  const [mantissa, exponent] = v.toExponential(digits).split("e");
+  return `${Number(mantissa)}e${Number(exponent)}`;
 }
 
 /** An axis tick: short and alike on every chart, `6e9` rather than `6000000000`, `1e-4` rather
@@ -74,10 +80,7 @@ export function fmtTick(v: number): string {
   if (!Number.isFinite(v)) return String(v);
   if (v === 0) return "0";
   const a = Math.abs(v);
-  if (a >= 1e5 || a < 1e-3) {
-    const [mantissa, exponent] = v.toExponential(4).split("e");
-    return `${Number(mantissa)}e${Number(exponent)}`;
-  }
+  if (a >= 1e5 || a < 1e-3) return compactExponent(v, 4);
   return String(Number(v.toPrecision(5)));
 }
 
