@@ -35,3 +35,4 @@ def test_other_filters_and_an_empty_run_are_named(home: Path) -> None:
     empty = _run_with_events([])
     assert cli(home, "logs", empty).stderr == f"no log events recorded for run {empty}\n"
     assert cli(home, "logs", empty, "--level", "error").stderr == f"no log events recorded for run {empty}\n"
+    assert cli(home, "logs", run, "--tail", "0").stderr == "", "--tail 0 asked for nothing: no note"

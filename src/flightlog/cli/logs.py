@@ -57,8 +57,8 @@ def logs_cmd(
     seen = _Printer(fmt, timestamps, color, run_id=info.id, project=info.project)
     seen.print_all(events)
     if not follow:
-        if not events:
-            click.echo(_nothing_matched(client, info, since=since, until=until, tail=tail, **filters), err=True)
+        if not events and tail != 0:  # --tail 0 asked for nothing
+            click.echo(_nothing_matched(client, info, since=since, until=until, **filters), err=True)
         return
     remote = getattr(client.store, "follow_logs", None)
     try:
@@ -81,11 +81,9 @@ def logs_cmd(
 
 
 def _nothing_matched(client: Any, info: Any, *, level: str | None, since: str | None, until: str | None,
-                     tail: int | None, **filters: Any) -> str:
+                     **filters: Any) -> str:
     """One line saying that no event matched, and what did: a silent empty output reads as
     "nothing was logged" (or as a broken command) when a filter only asked too much."""
-    if tail == 0:
-        return "no log events shown (--tail 0)"
     asked = [f"at level {level_name(level_code(level))} or above"] if level is not None else []
     asked += [f"{what} {filters[key]!r}" for key, what in (("grep", "matching"), ("component", "of component"),
               ("attempt", "of attempt"), ("stage", "in stage")) if filters.get(key) is not None]  # fmt: skip
