@@ -11,6 +11,7 @@ evidence; this is its headline.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from flightlog.diagnose.classify import classify_failure
@@ -20,6 +21,8 @@ __all__ = ["CAUSED_STATUSES", "run_cause"]
 
 #: the statuses a cause is given for (a stopped run was stopped on purpose)
 CAUSED_STATUSES = frozenset({"failed", "crashed", "killed"})
+CACHE_SIZE = 1024
+"""Failures whose cause is remembered (a traceback is stored up to 20,000 characters: 20 MB at most)."""
 LAST_LINES = 5
 """How many of the stored last lines the classifier reads when the failure has no traceback."""
 _BY_END_REASON = {"oom_killed": "oom_killed", "timeout": "timeout", "signal": "killed_by_signal"}
@@ -47,8 +50,15 @@ def run_cause(info: RunInfo) -> str | None:
         last_lines.append(f"{exception}: {message}" if isinstance(message, str) and message else exception)
     if traceback is None and not last_lines and info.exit_code in (None, 0) and info.signal is None:
         return None
+    return _classified(info.exit_code, info.signal, traceback, tuple(last_lines))
+
+
+@functools.lru_cache(maxsize=CACHE_SIZE)
+def _classified(exit_code: int | None, signal: int | None, traceback: str | None, last_lines: tuple[str, ...]) -> str | None:
+    """The fast classifier, remembered by what it read: a finished run's failure does not change,
+    and the UI reads the same rows again every few seconds."""
     category, _ = classify_failure(
-        exit_code=info.exit_code, signal=info.signal, timed_out=False, oom_killed=False,
-        traceback_text=traceback, last_lines=last_lines,
+        exit_code=exit_code, signal=signal, timed_out=False, oom_killed=False,
+        traceback_text=traceback, last_lines=list(last_lines),
     )
     return None if category == "none" else category
