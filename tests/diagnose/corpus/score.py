@@ -3,7 +3,8 @@
 Each failure is replayed the way tests/diagnose/test_corpus.py does (the message as the last
 log event of a process that exited 1); each benign line as the only line of such a process.
 Prints, per set: top-1 accuracy at confidence >= 0.5, the share in the right kind, per-category
-precision and recall, the confusion matrix and the benign lines at 0.5 or more.
+precision and recall, the confusion matrix, the calibration (how often the top answer is right
+at each confidence) and the benign lines at 0.5 or more.
 ``--format json`` prints the same as one JSON object; ``--set dev`` limits it to one set."""
 
 from __future__ import annotations
@@ -61,12 +62,20 @@ def score_set(name: str) -> dict[str, Any]:
         category, confidence = classify_benign(entry["message"])
         if confidence >= LEAD:
             benign.append({"message": entry["message"][:200], "category": category, "confidence": confidence})
+    calibration = []
+    for low in (0.0, 0.5, 0.6, 0.7, 0.8, 0.9):
+        high = {0.0: 0.5, 0.9: 1.01}.get(low, round(low + 0.1, 1))
+        band = [r for r in rows if low <= r["confidence"] < high]
+        if band:
+            calibration.append({"confidence": f"[{low:.1f}, {min(high, 1.0):.1f}{']' if high > 1 else ')'}", "n": len(band),
+                                "right": round(sum(r["category"] == r["expected"] for r in band) / len(band), 3)})
     misses = [r for r in rows if r["predicted"] != r["expected"]]
     return {
         "set": name, "failures": n, "benign_lines": len(data["benign"]),
         "top1_at_0_5": round(right / n, 3), "right_kind": round(kind / n, 3),
         "per_category": per_category,
         "confusion": {k: dict(v) for k, v in sorted(confusion.items())},
+        "calibration": calibration,
         "benign_at_0_5": benign,
         "misses": [{k: m[k] for k in ("expected", "category", "confidence", "source")} for m in misses],
     }
@@ -88,6 +97,8 @@ def _text(report: dict[str, Any], show_misses: bool) -> str:
             f"{'':22} " + " ".join(f"{short[c]:>7}" for c in cols)]
     for expected, row in report["confusion"].items():
         out.append(f"{expected:22} " + " ".join(f"{row.get(c, 0) or '.':>7}" for c in cols))
+    out += ["", "calibration (top-1 answers by confidence: how many, how many right)"]
+    out += [f"  {c['confidence']:12} {c['n']:>4}  {c['right']:.0%}" for c in report["calibration"]]
     for b in report["benign_at_0_5"]:
         out.append(f"benign line at {b['confidence']}: {b['category']}: {b['message']}")
     if show_misses:
