@@ -213,8 +213,9 @@ _QUIET_LEVEL = re.compile(
     r"|^\s*\[?[ID]\s?\d{4}|\b[ID]\d{4} \d\d:\d\d|\] ?(?:INFO|DEBUG)\b|\s(?:INFO|DEBUG)\s+[\w.\[]|^[ID] [\w/]+\.\w+:\d+\]"
     r"|: [ID] [\w/]+\.(?:cc|cpp|h|py):\d+\]|\| INFO \|"
 )
-#: (NCCL prints its errors as "NCCL WARN": that is not a warning)
-_WARNING = re.compile(r"\b(?:\w+Warning|WARNING|(?<!NCCL )WARN|Warning)\b|: W [\w/]+\.(?:cc|cpp|h):\d+\]|^W\d{4} ")
+#: (NCCL prints its errors as "NCCL WARN", TensorFlow the op that failed as "W …] OP_REQUIRES
+#: failed": those are not warnings)
+_WARNING = re.compile(r"\b(?:\w+Warning|WARNING|(?<!NCCL )WARN|Warning)\b|: W [\w/]+\.(?:cc|cpp|h):\d+\](?! OP_REQUIRES failed)|^W\d{4} ")
 #: a line about trouble that went away or is being handled
 _RECOVERED = re.compile(
     r"\bretrying\b|\bwill retry\b|\bretry(?:ing)? in \d|\battempt \d+ (?:of|/) \d+|\bresolved\b|\bresuming\b"
@@ -252,7 +253,11 @@ def line_signals(lines: Sequence[tuple[str, float | None, float]]) -> list[Signa
                 category = ERRNO_CATEGORY.get(number)
                 if category is not None:
                     found.append(Signal(category, 0.55 * f, f"errno:{number}", "log", line[:300], at))
-            out += _strongest_per_category(found, _exception_line(line, at, f))
+            strongest: dict[str, Signal] = {}
+            for sig in found:  # one line is one piece of evidence per category, however many rules it matches
+                if sig.category not in strongest or sig.weight > strongest[sig.category].weight:
+                    strongest[sig.category] = sig
+            out += _strongest_per_category(list(strongest.values()), _exception_line(line, at, f))
     return out
 
 
