@@ -246,18 +246,25 @@ def line_signals(lines: Sequence[tuple[str, float | None, float]]) -> list[Signa
             line = raw.strip()
             if not line or len(line) > 2000:
                 continue
-            f = factor * line_factor(line)
-            found = [Signal(rule.category, rule.weight * f, rule.id, "log", line[:300], at)
+            found = [Signal(rule.category, rule.weight * factor, rule.id, "log", line[:300], at)
                      for rule in LINE_RULES if rule.pattern.search(line)]
-            for number in errno_numbers(line):
-                category = ERRNO_CATEGORY.get(number)
-                if category is not None:
-                    found.append(Signal(category, 0.55 * f, f"errno:{number}", "log", line[:300], at))
+            if "rrno" in line or "code:" in line or "Error" in line:
+                for number in errno_numbers(line):
+                    category = ERRNO_CATEGORY.get(number)
+                    if category is not None:
+                        found.append(Signal(category, 0.55 * factor, f"errno:{number}", "log", line[:300], at))
+            by_exception = _exception_line(line, at, factor)
+            if not found and not by_exception:
+                continue  # most lines (progress, metrics) say nothing: no need to weigh their level
+            own = line_factor(line)
+            if own < 1.0:
+                found = [replace(x, weight=x.weight * own) for x in found]
+                by_exception = [replace(x, weight=x.weight * own) for x in by_exception]
             strongest: dict[str, Signal] = {}
             for sig in found:  # one line is one piece of evidence per category, however many rules it matches
                 if sig.category not in strongest or sig.weight > strongest[sig.category].weight:
                     strongest[sig.category] = sig
-            out += _strongest_per_category(list(strongest.values()), _exception_line(line, at, f))
+            out += _strongest_per_category(list(strongest.values()), by_exception)
     return out
 
 
