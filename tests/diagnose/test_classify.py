@@ -6,6 +6,7 @@ from __future__ import annotations
 import socket
 import traceback
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -198,3 +199,135 @@ def test_progress_lines_do_not_change_what_a_traceback_says() -> None:
 
 def test_every_failure_category_is_reachable() -> None:
     assert {"oom_killed", "timeout", "killed_by_signal"} <= set(FAILURE_CATEGORIES)
+
+
+# ── the whole failure: chains, errno, wrappers ───────────────────────────────
+def test_the_cause_of_a_chain_decides_not_the_wrapper() -> None:
+    """A generic wrapper raised from a full disk is a full disk, not a code error."""
+    def save() -> None:
+        try:
+            raise OSError(28, "No space left on device")
+        except OSError as exc:
+            raise RuntimeError("checkpoint could not be written") from exc
+
+    category, confidence = classify(_tb(save))
+    assert category == "disk_full" and confidence >= 0.5
+    # the same chain with its first traceback's header cut off by the log's window
+    cut = ("OSError: [Errno 28] No space left on device\n\n"
+           "The above exception was the direct cause of the following exception:\n\n"
+           "Traceback (most recent call last):\n"
+           '  File "/app/train.py", line 9, in save\n'
+           '    raise RuntimeError("checkpoint could not be written") from exc\n'
+           "RuntimeError: checkpoint could not be written")
+    category, confidence = classify(None, ["saving", cut])
+    assert category == "disk_full" and confidence >= 0.5
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("OSError(28, 'write failed')", "disk_full"),
+    ("torch.distributed.DistNetworkError: The client socket has failed to connect to 10.0.0.2:29500 (errno: 113 - something)", "service_unavailable"),
+    ('safetensors_rust.SafetensorError: Error while serializing: IoError(Os { code: 28, kind: StorageFull, message: "?" })', "disk_full"),
+    ("OSError: [Errno 122] Disk quota exceeded", "disk_full"),
+    ("redis.exceptions.ConnectionError: Error 111 connecting to 127.0.0.1:6379.", "service_unavailable"),
+])
+def test_the_errno_decides(text: str, expected: str) -> None:
+    """The errno number alone names the cause, whatever words come with it."""
+    category, confidence = classify(None, ["starting", text])
+    assert (category, confidence >= 0.5) == (expected, True)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("sqlalchemy.exc.OperationalError: (psycopg2.OperationalError) could not connect to server", "service_unavailable"),
+    ("ray.exceptions.RayTaskError(ModuleNotFoundError): ray::train() (pid=1)", "dependency_error"),
+    ("Trial 4 failed because of the following error: ValueError('nan loss encountered')", "nan_loss"),
+    ("[ERROR/ForkPoolWorker-1] Task t[1] raised unexpected: ConnectionError('Error 111 connecting to 127.0.0.1:6379.')", "service_unavailable"),
+])
+def test_a_library_s_wrapper_names_its_cause(text: str, expected: str) -> None:
+    category, confidence = classify(None, ["starting", text])
+    assert (category, confidence >= 0.5) == (expected, True)
+
+
+def test_generic_code_error_only_when_nothing_more_specific() -> None:
+    """The final exception's type alone (a TypeError) names a code error once nothing else does."""
+    category, confidence = classify(None, ["TypeError: forward() missing 1 required positional argument: 'x'"])
+    assert category == "code_error" and confidence >= 0.5
+    assert classify(None, ["RuntimeError: DataLoader worker (pid 7) is killed by signal: Bus error. It is possible that "
+                           "dataloader's workers are out of shared memory. Please try to raise your shared memory limit."])[0] == "oom_killed"
+
+
+# ── the kill-versus-OOM decision weighs the memory at the end ─────────────────
+@pytest.mark.parametrize(("sig", "share", "expected"), [
+    (9, None, "killed_by_signal"), (9, 0.4, "killed_by_signal"), (9, 0.92, "oom_killed"), (9, 0.99, "oom_killed"),
+    (15, 0.5, "killed_by_signal"), (15, 0.99, "oom_killed"),
+])
+def test_memory_at_its_limit_weighs_against_a_kill(sig: int, share: float | None, expected: str) -> None:
+    category, confidence = classify_failure(exit_code=128 + sig, signal=sig, timed_out=False, oom_killed=False,
+                                            traceback_text=None, last_lines=[], memory_share=share)
+    assert category == expected and (expected != "oom_killed" or confidence >= 0.5)
+
+
+HOLD_MEMORY = """
+import os, sys, time
+limit = int(sys.argv[1]); pidfile = sys.argv[2]
+page = os.sysconf("SC_PAGE_SIZE")
+blocks = []
+def rss():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * page
+while rss() < 0.975 * limit:
+    blocks.append(bytearray(b"x" * (1 << 20)))
+print(f"holding {rss()} of {limit}", flush=True)
+with open(pidfile + ".tmp", "w") as f:
+    f.write(str(os.getpid()))
+os.rename(pidfile + ".tmp", pidfile)
+time.sleep(60)
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="reads its own memory from /proc")
+@pytest.mark.embedded_only("the decision reads the store's samples; the transports ship the same samples")
+@pytest.mark.parametrize("sig", [9, 15])
+def test_a_run_killed_at_its_memory_limit_is_oom_killed(home: Path, sig: int) -> None:
+    """A real ``flightlog run --memory-limit`` workload holds 97.5 % of its limit; something
+    outside kills it. The runner's own classification and the full diagnosis both say
+    oom_killed, with the memory samples as evidence."""
+    import os
+    import re
+    import subprocess
+    import sys
+    import time
+
+    from flightlog.client import Client
+    from tests.helpers import child_env
+
+    limit = 160 * 1024 * 1024
+    (home.parent / "hold.py").write_text(HOLD_MEMORY)
+    pidfile = home.parent / "workload.pid"
+    exe = Path(sys.executable).with_name("flightlog")
+    proc = subprocess.Popen([str(exe), "run", "--project", "oom", "--memory-limit", "160M", "--sample-interval", "0.1s", "--",
+                             sys.executable, str(home.parent / "hold.py"), str(limit), str(pidfile)],
+                            env=child_env(home), cwd=home.parent, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr is not None
+        started = proc.stderr.readline()
+        run = re.search(r"run ([0-9a-f]{32}) started", started)[1]  # type: ignore[index]
+        deadline = time.monotonic() + 60
+        with Client(home) as c:
+            # kill only once the store holds samples of the tree at its limit (what the kill decision reads)
+            while not (pidfile.exists() and any((s.get("rss_bytes") or 0) >= 0.97 * limit for s in c.resources(run))):
+                assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+                time.sleep(0.1)
+        os.kill(int(pidfile.read_text()), sig)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    with Client(home) as c:
+        info = c.run(run)
+        report = c.diagnose(run)
+    assert info.failure["category"] == "oom_killed", info.failure
+    top = report["findings"][0]
+    assert top["category"] == "oom_killed" and top["confidence"] >= 0.5, report["findings"]
+    assert any(e["source"] == "resources" and "limit" in e["detail"] for e in top["evidence"]), top
+    assert info.signal == sig

@@ -90,7 +90,7 @@ def test_builtin_entries_for_the_ml_stacks_match_real_messages(tmp_path: Path) -
     """Each ML-stack entry matches a real message of the corpus (as a log line, with its category)."""
     import yaml
 
-    corpus = yaml.safe_load((Path(__file__).parent / "corpus" / "real_failures.yaml").read_text())["failures"]
+    corpus = [e for part in ("dev", "heldout") for e in yaml.safe_load((Path(__file__).parent / "corpus" / f"{part}.yaml").read_text())["failures"]]
     entries = load_runbook(tmp_path, tmp_path)
     wanted = {"nccl-collective-timeout", "rendezvous-unreachable", "hugging-face-hub-unreachable", "gated-model",
               "experiment-tracker-unreachable", "dataloader-worker-killed", "gpu-driver-mismatch", "labels-do-not-fit-the-objective"}

@@ -19,13 +19,15 @@ from flightlog.diagnose.signals import (
     SIGKILL,
     Signal,
     combine,
+    exception_line_signals,
     exit_signals,
     line_signals,
     signal_name,
     traceback_signals,
+    weigh_memory_at_the_kill,
 )
 from flightlog.diagnose.taxonomy import FAILURE_CATEGORIES, TITLE
-from flightlog.diagnose.tracebacks import ParsedException, parse_chain
+from flightlog.diagnose.tracebacks import ParsedException, parse_chain, parse_exception_lines
 from flightlog.models import LogEvent
 from flightlog.timefmt import format_duration, format_size
 
@@ -86,6 +88,12 @@ def analyze_failure(ev: RunEvidence, facts: FailureFacts | None = None) -> list[
     signals += _memory(ev)
     if ev.timed_out:
         signals += _timeout(ev)
+    if not ev.timed_out and (near := _memory_before_the_end(ev)) is not None:
+        used, limit, when = near
+        signals = weigh_memory_at_the_kill(
+            signals, used / limit, at=when,
+            detail=f"memory was at {format_size(used)}, {used / limit:.0%} of the {format_size(limit)} limit, "
+                   "in the last samples before the process was killed")
     if any(s.id == MEMORY_FAR_FROM_LIMIT for s in signals):
         # a SIGKILL far below any memory limit was not the OOM killer's
         signals = [s for s in signals if not (s.category == "oom_killed" and s.id == SIGKILL)]
@@ -119,7 +127,7 @@ def _traceback(ev: RunEvidence, events: list[LogEvent], facts: FailureFacts) -> 
     elif failure.get("exception"):  # a summary without its text (a remote writer, an old run)
         text = f"{_HEADER}:\n{failure['exception']}: {failure.get('message', '')}"
         at = info.ended
-    chain = parse_chain(text)
+    chain = parse_chain(text) or (parse_exception_lines(text) if text else [])
     recorded = str(failure.get("exception") or "").rsplit(".", 1)[-1]
     if recorded and (not chain or chain[-1].short_type != recorded):
         # the failure summary (the SDK's exception, the runner's last traceback) names another
@@ -127,11 +135,25 @@ def _traceback(ev: RunEvidence, events: list[LogEvent], facts: FailureFacts) -> 
         text = failure.get("traceback") or f"{_HEADER}:\n{failure['exception']}: {failure.get('message', '')}"
         chain, at, after = parse_chain(text), info.ended, []
     if not chain:
-        return []
+        return _exception_lines(ev, events)
     final = _is_final(info.exit_code, info.signal, info.end_reason, after)
     facts.chain, facts.traceback_at, facts.traceback_final = chain, at, final
     factor = 1.0 if final else 0.55
     return [replace(s, weight=s.weight * factor) for s in traceback_signals(chain, at=at)]
+
+
+#: how many of the last log events are read for exceptions when no whole traceback was logged
+_EXCEPTION_EVENTS = 30
+
+
+def _exception_lines(ev: RunEvidence, events: list[LogEvent]) -> list[Signal]:
+    """No whole traceback: the exceptions the last lines of a failed run name (a launcher's or a
+    worker pool's ``Type: message``, a trimmed traceback), as the fast classifier reads them."""
+    if ev.info.status not in ("failed", "crashed"):
+        return []
+    tail = [e for e in events if e.stream != "sdk"][-_EXCEPTION_EVENTS:]
+    at = tail[-1].time if tail else ev.info.ended
+    return exception_line_signals([e.message for e in tail], at=at)
 
 
 def _is_final(exit_code: int | None, sig: int | None, end_reason: str | None, after: list[LogEvent]) -> bool:
@@ -187,11 +209,6 @@ def _memory(ev: RunEvidence) -> list[Signal]:
                           + (f" at its limit of {format_size(oom.get('limit_bytes'))}" if oom.get("limit_bytes") else ""),
                           info.ended))
     ended_by_kill = (info.signal == 9 or info.exit_code == 137 or info.status == "crashed" or ev.oom_killed) and not ev.timed_out
-    if limit and peak and ended_by_kill:
-        share = peak / limit
-        if share >= 0.9:
-            out.append(Signal("oom_killed", 0.45 if share >= 0.97 else 0.3, "memory_at_its_limit", "resources",
-                              f"memory peaked at {format_size(peak)}, {share:.0%} of the {format_size(limit)} limit", peak_at))
     if ended_by_kill and not ev.oom_killed and peak:
         ceiling = limit or max((s.get("host_memory_total") or 0 for s in ev.resources), default=0)
         if ceiling and peak < 0.5 * ceiling:
@@ -205,6 +222,30 @@ def _memory(ev: RunEvidence) -> list[Signal]:
                               f"memory peaked at {format_size(peak)} of the host's {format_size(total)} before the process vanished",
                               peak_at))
     return out
+
+
+#: how many of the last resource samples before the end say "just before the kill"
+_LAST_SAMPLES = 3
+
+
+def _memory_before_the_end(ev: RunEvidence) -> tuple[int, int, float | None] | None:
+    """``(bytes, limit, time)``: the most memory of the last samples before the process ended,
+    against its limit — or the peak the runner's cgroup recorded, when there are no samples."""
+    limit = ev.memory_limit
+    if not limit:
+        return None
+    end = ev.process_end or ev.info.ended
+    samples = [s for s in ev.resources if end is None or (s.get("time") or 0.0) <= end + 1.0]
+    best: tuple[int, float | None] | None = None
+    for s in samples[-_LAST_SAMPLES:]:
+        for key in ("rss_bytes", "cgroup_memory_usage"):
+            v = s.get(key)
+            if isinstance(v, (int, float)) and v > 0 and (best is None or v > best[0]):
+                best = (int(v), s.get("time"))
+    peak = ((ev.info.failure or {}).get("oom") or {}).get("peak_bytes")
+    if best is None and isinstance(peak, (int, float)) and peak > 0:
+        best = (int(peak), ev.info.ended)
+    return (best[0], limit, best[1]) if best else None
 
 
 def _timeout(ev: RunEvidence) -> list[Signal]:

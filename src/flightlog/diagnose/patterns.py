@@ -20,6 +20,8 @@ __all__ = [
     "LINE_RULES",
     "CODE_ERROR_CLASSES",
     "HTTP_STATUS",
+    "ERRNO_CATEGORY",
+    "errno_numbers",
     "exception_matches",
 ]
 
@@ -81,6 +83,7 @@ DNS = _re(
 HTTP_5XX = _re(
     r"\b50[0-4] server error|server error '5\d\d|http error 5\d\d|status(?: code)?[ :=]+5\d\d\b"
     r"|\b503 service unavailable|\b502 bad gateway|\b504 gateway time-?out|service unavailable|statuscode\.unavailable"
+    r"|temporarily unable to service your request"
 )
 HTTP_AUTH = _re(
     r"\b40[13] client error|client error '40[13]|http error 40[13]|status(?: code)?[ :=]+40[13]\b|\b401 unauthorized"
@@ -138,6 +141,82 @@ NO_SUCH_OBJECT = _re(
 
 NAN_LOSS = _re(r"\bloss\b[^\n]{0,40}?\b(?:is|became|was|turned|went)\s+(?:nan|inf|-inf|infinite)\b"
               r"|(?:\b|(?<=_))loss\s*[=:]\s*-?(?:nan|inf)\b(?!\s+[a-z]+\b(?!\s*[=:]))|\b(?:nan|infinite|non-?finite) loss\b|\bloss (?:diverged|exploded)\b")
+
+#: a scheduler's or CI runner's time limit (Slurm, Kubernetes Jobs, GitHub Actions) stopped it
+TIME_LIMIT = _re(
+    r"\bdue to time limit\b|exceeded the maximum execution time|was active longer than specified deadline"
+    r"|\breason: DeadlineExceeded\b|\bjob (?:step )?(?:timed out|time limit exceeded)\b|\bwalltime (?:limit )?exceeded\b"
+)
+#: stopped from outside: a launcher forwarding a signal, a cancelled job, a node shut down
+#: a launcher (torchrun, an agent) forwarding the signal it got to its workers
+FORWARDED_SIGNAL = _re(r"\bsending process \d+ closing signal SIG(?:TERM|INT|HUP)\b|\bforwarding SIG(?:TERM|INT|HUP)\b")
+STOPPED = _re(
+    r"\breceived (?:\d+|SIG\w+) death signal\b|\bgot SIG(?:TERM|INT|HUP)\b"
+    r"|\*\*\* (?:JOB|STEP) [\w.]+ (?:ON \S+ )?CANCELLED AT \S+ \*\*\*|\bterminated in response to (?:imminent )?node shutdown"
+    r"|\bjob (?:was )?cancelled\b|\bsignal 15\b.{0,20}\bterminat"
+)
+#: an fp16 loss scaler or a framework's guard that gave up on a loss that is not finite
+LOSS_EXPLODED = _re(
+    r"invalid loss, terminating training|minimum loss scale reached|loss scale already at minimum|loss is probably exploding"
+    r"|objective function returned nan|\bnan loss encountered\b|\bends with loss nan\b|\blossvalue: nan\b"
+    r"|loss became infinite or nan|\bloss: (?:nan|inf)\b"
+)
+#: a dataset whose columns or types are not the ones the code or the schema expects
+SCHEMA = _re(
+    r"couldn't cast\b|column names don't match|are not of type\b|does not tolerate element|could not convert string"
+    r"|cannot cast\b.{0,60}\bto\b|\bschema\b.{0,40}\b(?:mismatch|does not match|differs)|\bunexpected (?:column|field)s?\b"
+    r"|sum of query counts is not same|\blabel(?:s)? must be in\b|found -?\d+ in label"
+)
+#: a configuration tool's refusal of a key or an override (Hydra, OmegaConf) or a library's own parameter check
+CONFIG_KEY = _re(
+    r"\bis not in struct\b|\bcould not override '|\berror merging override\b|\bunknown (?:type of )?parameter\b"
+    r"|\binvalid parameter format\b|\binvalid configuration for\b|\bwere unexpected\b|(?:^|\s)--?[a-z][\w-]* requires\b"
+    r"|\brequested time limit is invalid\b|\bunrecognized arguments?\b|\binvalid (?:choice|value) for\b"
+)
+#: a stored object, bucket or checkpoint file that is not there
+NOT_THERE = _re(
+    r"\berror no file named\b|\bno such ?bucket\b|\bbucket_not_found\b|\(404\) when calling the \w+ operation"
+    r"|\bwhen calling the HeadObject operation\b|\bno such object\b|\bstorageexception: 404\b"
+)
+#: a disk-space check of a library itself (no errno)
+NO_ROOM = _re(r"\bnot enough (?:free )?disk space\b|\binsufficient disk space\b|\bdisk is full\b|\bquota exceeded\b")
+#: shared memory (/dev/shm) or a container's memory limit reached
+MEMORY_LIMIT = re.compile(
+    r"out of shared memory|insufficient shared memory|raise your shared memory limit|\bOOMKilled\b|\bOOM (?:error|kill(?:ed)?)\b"
+    r"|\b(?:exit|status) code 137\b.{0,40}\b(?:OOM|memory)|Resource exhausted: OOM",
+    re.I,
+)
+#: the caller is not allowed: a cloud IAM refusal, an expired token, an untrusted certificate
+NOT_ALLOWED = _re(
+    r"do(?:es)? not have permission|not have [\w.]+ access\b|permission denied|security token .{0,60}expired"
+    r"|invalid credentials|certificate verify failed|\(accessdenied\)|\baccess ?denied\b"
+)
+
+#: errno numbers (Linux; macOS where they differ) → category
+ERRNO_CATEGORY: Final[dict[int, str]] = {
+    1: "credentials_error", 13: "credentials_error",  # EPERM, EACCES
+    2: "missing_file", 20: "missing_file",  # ENOENT, ENOTDIR
+    12: "oom_killed",  # ENOMEM
+    28: "disk_full", 122: "disk_full", 69: "disk_full",  # ENOSPC, EDQUOT (Linux, macOS)
+    104: "service_unavailable", 110: "service_unavailable", 111: "service_unavailable",  # ECONNRESET, ETIMEDOUT, ECONNREFUSED
+    101: "service_unavailable", 113: "service_unavailable", 103: "service_unavailable",  # ENETUNREACH, EHOSTUNREACH, ECONNABORTED
+    54: "service_unavailable", 60: "service_unavailable", 61: "service_unavailable", 65: "service_unavailable",  # macOS
+    -2: "service_unavailable", -3: "service_unavailable", -5: "service_unavailable",  # getaddrinfo: EAI_NONAME, EAI_AGAIN, EAI_NODATA
+}
+#: how an errno is printed: ``[Errno 28]``, ``OSError(28, ...)``, ``errno: 113``, ``errno=111``,
+#: ``Os { code: 28, kind: StorageFull }`` (Rust), ``Error 111 connecting to`` (redis-py)
+_ERRNO = re.compile(r"\[Errno (-?\d+)\]|\bOSError\((-?\d+),|\berrno[:=]? ?(-?\d+)\b|\bOs \{ code: (\d+)|^Error (\d+) connecting to|\bError (\d+) connecting to", re.I)
+
+
+def errno_numbers(text: str) -> list[int]:
+    """The errno numbers a message prints, in order, each once."""
+    out: list[int] = []
+    for m in _ERRNO.finditer(text):
+        n = int(next(g for g in m.groups() if g is not None))
+        if n not in out:
+            out.append(n)
+    return out
+
 
 HTTP_STATUS: Final = re.compile(r"\b([1-5]\d\d)\b (?:Client|Server) Error|(?:Client|Server) error '([1-5]\d\d)|HTTP Error ([1-5]\d\d)")
 
@@ -220,7 +299,7 @@ EXCEPTION_RULES: Final[tuple[ExceptionRule, ...]] = (
                            "UnicodeDecodeError", "IntCastingNaNError", "OutOfBoundsDatetime", "DateParseError",
                            "MergeError", "InvalidIndexError")),
     ExceptionRule("data_error", 0.7, "a_missing_column",
-                  message=_re(r"none of \[.*\] are in the \[(?:columns|index)\]|not in index|\bcolumns?\b.{0,60}"
+                  message=_re(r"none of \[.*\] are in the \[?(?:columns|index)\]?|not in index|\bcolumns?\b.{0,60}"
                               r"\b(?:not found|missing|not in|does not exist|doesn't exist|are missing|is missing)"
                               r"|missing (?:required )?columns?|no column named|unknown column|column .{1,60} not found")),
     ExceptionRule("data_error", 0.65, "a_value_the_code_could_not_parse_or_use",
@@ -243,25 +322,46 @@ EXCEPTION_RULES: Final[tuple[ExceptionRule, ...]] = (
     ExceptionRule("code_error", 0.55, "a_tensor_shape_or_device_mismatch", message=SHAPE_MISMATCH),
     ExceptionRule("killed_by_signal", 0.6, "a_worker_terminated_with_sigterm", message=_re(r"killed by signal: terminated\b")),
     ExceptionRule("code_error", 0.55, "a_crash_in_native_code", message=_re(r"killed by signal: (?:segmentation fault|aborted|bus error)")),
+    # ── causes that libraries name in their own words (the wrapper's type says little) ──
+    ExceptionRule("timeout", 0.8, "a_scheduler_time_limit", message=TIME_LIMIT),
+    ExceptionRule("killed_by_signal", 0.7, "stopped_from_outside", message=STOPPED),
+    ExceptionRule("dependency_error", 0.7, "a_module_that_is_not_installed", message=_re(r"\bno module named '")),
+    ExceptionRule("nan_loss", 0.75, "a_loss_that_exploded", message=LOSS_EXPLODED),
+    ExceptionRule("data_error", 0.7, "data_that_does_not_fit_the_schema", message=SCHEMA),
+    ExceptionRule("bad_parameter", 0.7, "a_refused_configuration_key_or_option", message=CONFIG_KEY),
+    ExceptionRule("missing_file", 0.7, "a_stored_object_or_checkpoint_that_is_not_there", message=NOT_THERE),
+    ExceptionRule("disk_full", 0.75, "a_library_s_disk_space_check", message=NO_ROOM),
+    ExceptionRule("oom_killed", 0.8, "shared_memory_or_a_container_memory_limit", message=MEMORY_LIMIT),
+    ExceptionRule("credentials_error", 0.75, "the_caller_is_not_allowed", message=NOT_ALLOWED),
 )
 
 LINE_RULES: Final[tuple[LineRule, ...]] = (
+    LineRule("timeout", 0.7, "a_scheduler_time_limit", TIME_LIMIT),
+    LineRule("killed_by_signal", 0.6, "stopped_from_outside", STOPPED),
+    LineRule("killed_by_signal", 0.5, "a_launcher_forwarding_the_signal_to_its_workers", FORWARDED_SIGNAL),
+    LineRule("nan_loss", 0.65, "a_loss_that_exploded", LOSS_EXPLODED),
+    LineRule("data_error", 0.55, "data_that_does_not_fit_the_schema", SCHEMA),
+    LineRule("bad_parameter", 0.55, "a_refused_configuration_key_or_option", CONFIG_KEY),
+    LineRule("missing_file", 0.55, "a_stored_object_or_checkpoint_that_is_not_there", NOT_THERE),
+    LineRule("disk_full", 0.6, "a_library_s_disk_space_check", NO_ROOM),
+    LineRule("oom_killed", 0.65, "shared_memory_or_a_container_memory_limit", MEMORY_LIMIT),
+    LineRule("credentials_error", 0.55, "the_caller_is_not_allowed", NOT_ALLOWED),
     LineRule("oom_killed", 0.55, "the_shell_reported_the_process_killed",
              _re(r"^\s*Killed\s*$|\b\d+\s+Killed\s+\S|^/bin/\w*sh: line \d+: +\d+ Killed", 0)),
     LineRule("oom_killed", 0.6, "an_out_of_memory_message", OOM),
     LineRule("disk_full", 0.6, "no_space_left_on_device", ENOSPC),
     LineRule("dependency_error", 0.65, "the_shell_could_not_find_a_command",
-             _re(r"\bcommand not found\b|: not found$|^\S+: No such file or directory$|executable file not found")),
+             _re(r"\bcommand not found\b|^(?:\S+: )?(?:line \d+: )?[\w./-]+: not found$|^\S+: No such file or directory$|executable file not found", 0)),
     LineRule("dependency_error", 0.45, "a_missing_module",
              _re(r"\bModuleNotFoundError\b|\bNo module named\b|\bImportError\b|\bcannot import name\b", 0)),
-    LineRule("missing_file", 0.4, "no_such_file_or_directory", _re(r"no such file or directory|\bENOENT\b|file not found|\bNoSuchKey\b")),
+    LineRule("missing_file", 0.5, "no_such_file_or_directory", _re(r"no such file or directory|\bENOENT\b|file not found|\bNoSuchKey\b")),
     LineRule("missing_file", 0.45, "an_object_that_does_not_exist_nosuchkey_404", NO_SUCH_OBJECT),
-    LineRule("service_unavailable", 0.4, "a_refused_reset_or_timed_out_connection", CONN),
-    LineRule("service_unavailable", 0.45, "a_dns_failure", DNS),
+    LineRule("service_unavailable", 0.5, "a_refused_reset_or_timed_out_connection", CONN),
+    LineRule("service_unavailable", 0.5, "a_dns_failure", DNS),
     LineRule("service_unavailable", 0.55, "a_collective_or_peer_rank_that_stopped_answering", COLLECTIVE),
     LineRule("service_unavailable", 0.5, "an_ml_service_that_did_not_answer", ML_SERVICE),
-    LineRule("service_unavailable", 0.4, "an_http_5xx_answer", HTTP_5XX),
-    LineRule("credentials_error", 0.4, "permission_denied", EACCES),
+    LineRule("service_unavailable", 0.5, "an_http_5xx_answer", HTTP_5XX),
+    LineRule("credentials_error", 0.5, "permission_denied", EACCES),
     LineRule("credentials_error", 0.45, "an_authentication_failure", _re(HTTP_AUTH.pattern + "|" + CREDENTIALS.pattern)),
     LineRule("credentials_error", 0.55, "a_missing_api_key", API_KEY),
     LineRule("oom_killed", 0.6, "a_worker_killed_with_sigkill", WORKER_KILLED),

@@ -13,15 +13,17 @@ from __future__ import annotations
 import re
 import signal as _signal
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from flightlog.diagnose.patterns import (
     CODE_ERROR_CLASSES,
+    ERRNO_CATEGORY,
     EXCEPTION_RULES,
     LINE_RULES,
+    errno_numbers,
     exception_matches,
 )
-from flightlog.diagnose.tracebacks import ParsedException
+from flightlog.diagnose.tracebacks import ParsedException, parse_exception_lines
 
 __all__ = [
     "Signal",
@@ -29,8 +31,12 @@ __all__ = [
     "combine",
     "exit_signals",
     "traceback_signals",
+    "exception_line_signals",
     "line_signals",
+    "line_factor",
     "signal_name",
+    "weigh_memory_at_the_kill",
+    "MEMORY_AT_LIMIT",
     "MAX_CONFIDENCE",
     "SIGKILL",
 ]
@@ -128,6 +134,27 @@ def exit_signals(
     return out
 
 
+#: the id of the signal "memory was at its limit just before the kill"
+MEMORY_AT_LIMIT = "memory_at_its_limit_before_the_kill"
+#: ids of the exit signals that say "stopped from outside" (what memory at the limit argues against)
+_KILL_IDS = (SIGKILL, "a_terminating_signal", "the_process_vanished")
+
+
+def weigh_memory_at_the_kill(signals: list[Signal], share: float | None, *, detail: str, at: float | None = None) -> list[Signal]:
+    """A kill (SIGKILL, SIGTERM, a process that vanished) right after memory reached its limit is
+    most likely the memory limit's doing — the kernel's OOM killer, a cgroup, an orchestrator
+    evicting for memory — not an operator's: memory at 97 % or more of the limit just before the
+    end adds an ``oom_killed`` signal strong enough to come first and weakens the "stopped from
+    outside" reading; at 90 % it adds less. ``share`` is the highest share of the limit in the
+    last samples before the end (None: no limit or no samples)."""
+    if share is None or share < 0.9 or not any(s.id in _KILL_IDS for s in signals):
+        return signals
+    weight, damp = (0.6, 0.6) if share >= 0.97 else (0.45, 0.8)
+    out = [replace(s, weight=s.weight * damp) if s.category == "killed_by_signal" and s.id in _KILL_IDS else s for s in signals]
+    out.append(Signal("oom_killed", weight, MEMORY_AT_LIMIT, "resources", detail, at))
+    return out
+
+
 def traceback_signals(chain: Sequence[ParsedException], *, at: float | None = None) -> list[Signal]:
     """What the last traceback says: every exception of the chain against the rules; the one
     that ended the program weighs most, its causes a little less."""
@@ -154,6 +181,14 @@ def traceback_signals(chain: Sequence[ParsedException], *, at: float | None = No
                 out.append(Signal(rule.category, rule.weight * factor * damp, rule.id, "traceback",
                                   exc.headline()[:300] + where, at))
                 specific = True
+        for number in errno_numbers(exc.message):
+            category = ERRNO_CATEGORY.get(number)
+            if category is not None:
+                damp = 0.5 if category in seen else 1.0
+                seen.add(category)
+                out.append(Signal(category, 0.8 * factor * damp, f"errno:{number}", "traceback",
+                                  f"errno {number} in {exc.headline()[:280]}{where}", at))
+                specific = True
         if exc.short_type == "KeyError" and any("/pandas/" in f.file.replace("\\", "/") for f in exc.frames):
             out.append(Signal("data_error", 0.4 * factor, "a_keyerror_from_pandas_indexing", "traceback",
                               f"{exc.headline()[:200]} raised inside pandas (a column or index label that is not in the data)", at))
@@ -170,20 +205,82 @@ def traceback_signals(chain: Sequence[ParsedException], *, at: float | None = No
     return out
 
 
+#: how much an exception named in log lines (no whole traceback) counts against a traceback
+EXCEPTION_LINES_FACTOR = 0.9
+#: a line that says of itself that it is not an error: a level below ERROR, a warning class
+_QUIET_LEVEL = re.compile(
+    r"^\s*(?:\[?\d{4}-\d\d-\d\d[ T][\d:.,]+\]?\s*|\d\d:\d\d:\d\d[.,]?\d*\s*)?[\[(]?(?:INFO|DEBUG|TRACE|NOTE)\b"
+    r"|^\s*\[?[ID]\s?\d{4}|\b[ID]\d{4} \d\d:\d\d|\] ?(?:INFO|DEBUG)\b|\s(?:INFO|DEBUG)\s+[\w.\[]|^[ID] [\w/]+\.\w+:\d+\]"
+    r"|: [ID] [\w/]+\.(?:cc|cpp|h|py):\d+\]|\| INFO \|"
+)
+#: (NCCL prints its errors as "NCCL WARN", TensorFlow the op that failed as "W …] OP_REQUIRES
+#: failed": those are not warnings)
+_WARNING = re.compile(r"\b(?:\w+Warning|WARNING|(?<!NCCL )WARN|Warning)\b|: W [\w/]+\.(?:cc|cpp|h):\d+\](?! OP_REQUIRES failed)|^W\d{4} ")
+#: a line about trouble that went away or is being handled
+_RECOVERED = re.compile(
+    r"\bretrying\b|\bwill retry\b|\bretry(?:ing)? in \d|\battempt \d+ (?:of|/) \d+|\bresolved\b|\bresuming\b"
+    r"|\bsucceeded\b|\bsuccessfully\b|\brecovered\b|\bfalling back\b|\bfell back\b|\bignor(?:ed|ing)\b",
+    re.I,
+)
+
+
+def line_factor(line: str) -> float:
+    """How much one line's own words let it count: a line that calls itself INFO or DEBUG, or
+    says the trouble was retried or resolved, is background; a warning counts less than an error."""
+    if _RECOVERED.search(line) or _QUIET_LEVEL.search(line):
+        return 0.5
+    if _WARNING.search(line):
+        return 0.75
+    return 1.0
+
+
 def line_signals(lines: Sequence[tuple[str, float | None, float]]) -> list[Signal]:
     """What log lines say, outside any traceback: ``(text, time, factor)`` in order, where
     ``factor`` (0..1) says how much a line counts (its level, how recent it is)."""
     out: list[Signal] = []
     for text, at, factor in lines:
         if "Traceback (most recent call last)" in text:
-            continue
+            # what a log event printed before its traceback (the traceback itself is read as a chain)
+            text = text[: text.index("Traceback (most recent call last)")]
         for raw in text.splitlines() or [text]:
             line = raw.strip()
             if not line or len(line) > 2000:
                 continue
             found = [Signal(rule.category, rule.weight * factor, rule.id, "log", line[:300], at)
                      for rule in LINE_RULES if rule.pattern.search(line)]
-            out += _strongest_per_category(found, _exception_line(line, at, factor))
+            if "rrno" in line or "code:" in line or "Error" in line:
+                for number in errno_numbers(line):
+                    category = ERRNO_CATEGORY.get(number)
+                    if category is not None:
+                        found.append(Signal(category, 0.55 * factor, f"errno:{number}", "log", line[:300], at))
+            by_exception = _exception_line(line, at, factor)
+            if not found and not by_exception:
+                continue  # most lines (progress, metrics) say nothing: no need to weigh their level
+            own = line_factor(line)
+            if own < 1.0:
+                found = [replace(x, weight=x.weight * own) for x in found]
+                by_exception = [replace(x, weight=x.weight * own) for x in by_exception]
+            strongest: dict[str, Signal] = {}
+            for sig in found:  # one line is one piece of evidence per category, however many rules it matches
+                if sig.category not in strongest or sig.weight > strongest[sig.category].weight:
+                    strongest[sig.category] = sig
+            out += _strongest_per_category(list(strongest.values()), by_exception)
+    return out
+
+
+def exception_line_signals(texts: Sequence[str], *, at: float | None = None) -> list[Signal]:
+    """The exceptions named in log lines when no whole traceback was printed (a trimmed one, a
+    launcher's or a worker pool's ``Type: message``, a wrapper's repr of its cause), read like a
+    traceback's chain — the last one named ended the program — counting a little less."""
+    lines = [line for text in texts if "Traceback (most recent call last)" not in text for line in text.splitlines()]
+    chain = [exc for exc in parse_exception_lines("\n".join(lines)) if not _WARNING.search(exc.type)]
+    if not chain:
+        return []
+    quiet = {exc.headline() for exc in chain if any(line_factor(line) < 1.0 and exc.headline()[:60] in line for line in lines)}
+    out = []
+    for s in traceback_signals(chain, at=at):
+        f = EXCEPTION_LINES_FACTOR * (0.6 if any(q[:60] in s.detail for q in quiet) else 1.0)
+        out.append(Signal(s.category, s.weight * f, s.id, "log", s.detail, s.at))
     return out
 
 

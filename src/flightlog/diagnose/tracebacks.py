@@ -12,9 +12,19 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-__all__ = ["Frame", "ParsedException", "parse_chain", "find_last_traceback", "is_library_file"]
+__all__ = [
+    "Frame",
+    "ParsedException",
+    "parse_chain",
+    "parse_exception_lines",
+    "expand_wrappers",
+    "find_last_traceback",
+    "is_library_file",
+]
 
 _HEADER = "Traceback (most recent call last):"
+#: IPython and Jupyter print the exception type first: ``KeyError      Traceback (most recent call last)``
+_IPYTHON_HEADER = re.compile(r"^([A-Za-z_][\w.]*)\s{2,}Traceback \(most recent call last\)\s*$", re.M)
 _CHAINED = re.compile(
     r"The above exception was the direct cause of the following exception:|"
     r"During handling of the above exception, another exception occurred:"
@@ -69,19 +79,34 @@ def is_library_file(path: str) -> bool:
 def find_last_traceback(texts: list[str]) -> str | None:
     """The last text that holds a Python traceback (a log event is one whole traceback)."""
     for text in reversed(texts):
-        if _HEADER in text:
+        if _HEADER in text or _IPYTHON_HEADER.search(text):
             return text
     return None
+
+
+def _normalize(text: str) -> str:
+    """IPython's header (``KeyError   Traceback (most recent call last)``) as the interpreter's."""
+    return _IPYTHON_HEADER.sub(_HEADER, text)
 
 
 def parse_chain(text: str | None) -> list[ParsedException]:
     """The exceptions of the last traceback chain in ``text``, root cause first, the one that
     ended the program last. Empty when ``text`` holds no Python traceback."""
-    if not text or _HEADER not in text:
+    if not text:
+        return []
+    text = _normalize(text)
+    if _HEADER not in text:
         return []
     starts = [m.start() for m in re.finditer(re.escape(_HEADER), text)]
     blocks = [text[a:b] for a, b in zip(starts, [*starts[1:], len(text)], strict=True)]
     chain: list[ParsedException] = []
+    preamble = text[: starts[0]]
+    markers = list(_CHAINED.finditer(preamble))
+    marker = markers[-1] if markers else None
+    if marker is not None and not preamble[marker.end():].strip():
+        # the reporter (or the log's window) cut the first traceback's header off: the exception
+        # printed just before "The above exception was the direct cause..." is still the cause
+        chain = parse_exception_lines(preamble[: marker.start()])[-1:]
     for index, block in enumerate(blocks):
         parsed, trailer = _parse_block(block)
         if parsed is None:
@@ -89,7 +114,7 @@ def parse_chain(text: str | None) -> list[ParsedException]:
         chain.append(parsed)
         if index < len(blocks) - 1 and not _CHAINED.search(trailer):
             chain = []  # the next traceback is an independent one: only the last chain counts
-    return chain
+    return expand_wrappers(chain)
 
 
 def _parse_block(block: str) -> tuple[ParsedException | None, str]:
@@ -118,3 +143,101 @@ def _parse_block(block: str) -> tuple[ParsedException | None, str]:
                 return ParsedException(em["type"], "\n".join(message).strip(), frames), "\n".join(lines[j:])
         i += 1
     return None, ""
+
+
+# ── exceptions outside a whole traceback ─────────────────────────────────────
+#: the prefixes tools put in front of a traceback's lines (pytest's "E   ", ">", a rank or a
+#: worker tag, a log shipper's "pod |"); stripped before reading a line as an exception
+_PREFIX = re.compile(r"^\s*(?:E\s{2,}|>\s*|\[(?:rank|default)\d+\]:\s*|\((?:\w+ )?pid=\d+(?:, ip=[\d.]+)?\)\s*|[\w.-]+\s+\|\s+)")
+#: ``Type: message`` (a qualified name ending like an exception class) at the start of a line
+_EXC_LINE = re.compile(
+    r"^(?P<type>(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*)?(?:Error|Exception|Exit|Interrupt|Timeout|Forbidden|Unavailable|NotFound|Denied|Failure|Unauthorized)"
+    r"(?:\([\w.]*\))?)(?::\s*(?P<message>.*))?$"
+)
+#: the same after a logger's or a launcher's prefix (``12:00 ERROR worker.py:431 -- ray.exceptions...: ``)
+_EXC_IN_LINE = re.compile(
+    r"(?:^|[\s>\]|])(?P<type>(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*)?(?:Error|Exception|Exit|Interrupt|Timeout|Forbidden|Unavailable|NotFound|Denied|Unauthorized)"
+    r"(?:\([\w.]*\))?):\s+(?P<message>\S.*)$"
+)
+#: a line that starts with the wrapped driver exception, as SQLAlchemy and MLflow log it:
+#: ``(psycopg2.OperationalError) could not connect to server: Connection refused``
+_LEADING_WRAPPED = re.compile(r"^\((?P<type>(?:[A-Za-z_]\w*\.)+[A-Z]\w*(?:Error|Exception))\)\s*(?P<message>\S.*)$")
+#: a line that is only an exception's name, as Python prints ``KeyboardInterrupt``
+_BARE = re.compile(r"^(?P<type>KeyboardInterrupt|SystemExit|MemoryError|StopIteration)\s*$")
+
+
+def parse_exception_lines(text: str) -> list[ParsedException]:
+    """The exceptions a block of text names line by line when it holds no whole traceback (a
+    traceback trimmed by its reporter, a launcher or a worker pool that prints ``Type: message``),
+    in order, the last one taken as the one that ended the program; the frames printed before
+    each are kept. Wrappers are expanded (see :func:`expand_wrappers`)."""
+    found: list[ParsedException] = []
+    frames: list[Frame] = []
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        raw = _PREFIX.sub("", lines[i]).strip().strip("`*")
+        m = _FRAME.match(lines[i]) or _FRAME.match(_PREFIX.sub("", lines[i]))
+        if m:
+            frames.append(Frame(m["file"], int(m["line"]), (m["function"] or "").strip()))
+            i += 1
+            continue
+        em = _EXC_LINE.match(raw) or _BARE.match(raw) or _LEADING_WRAPPED.match(raw) or _EXC_IN_LINE.search(raw)
+        if em is None and len(raw) < 4000:
+            # an exception's repr inside an ordinary line: ``Trial 3 failed because of ValueError('nan')``
+            for rm in _WRAPPED_REPR.finditer(raw):
+                found.append(ParsedException(rm["inner"], rm["rest"], frames))
+                frames = []
+        if em and len(raw) < 4000:
+            message = [(em.groupdict().get("message") or "").strip()]
+            j = i + 1
+            # a message continues on the lines that follow until a frame, a blank line or another exception
+            while j < len(lines) and j - i <= 12:
+                nxt = _PREFIX.sub("", lines[j]).strip()
+                if not nxt or _FRAME.match(lines[j]) or _EXC_LINE.match(nxt) or _CHAINED.search(nxt) or nxt.startswith("Traceback"):
+                    break
+                message.append(nxt)
+                j += 1
+            found.append(ParsedException(em["type"], "\n".join(message).strip(), frames))
+            frames = []
+            i = j
+            continue
+        i += 1
+    return expand_wrappers(found)
+
+
+#: a wrapper naming the exception it wraps: ``RayTaskError(ValueError)``
+_WRAPPED_TYPE = re.compile(r"^(?P<outer>[\w.]+)\((?P<inner>[\w.]+)\)$")
+#: SQLAlchemy's ``(psycopg2.OperationalError) could not connect`` at the start of the message
+_WRAPPED_PREFIX = re.compile(r"^\((?P<inner>(?:[A-Za-z_]\w*\.)*[A-Z]\w*)\)\s*(?P<rest>.*)", re.S)
+#: a wrapped exception's repr inside the message: ``... the following error: ValueError('nan loss')``,
+#: ``raised unexpected: ConnectionError('Error 111 connecting to ...')``, ``Caused by ResponseError('too many 503')``
+_WRAPPED_REPR = re.compile(r"\b(?P<inner>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt|Timeout))\((?P<q>['\"])(?P<rest>.{1,2000}?)(?P=q)\)")
+#: Java's and some libraries' "Caused by: Type: message"
+_CAUSED_BY = re.compile(r"(?:^|\n)\W*Caused by:?\s+(?P<inner>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)):\s*(?P<rest>[^\n]*)")
+
+
+def expand_wrappers(chain: list[ParsedException]) -> list[ParsedException]:
+    """Libraries wrap the real cause in their own exception and name it in the wrapper's type or
+    message. Each such inner exception is put in the chain before its wrapper, so the rules read
+    it as a cause (``ray.exceptions.RayTaskError(AssertionError)``, ``sqlalchemy.exc.OperationalError:
+    (psycopg2.OperationalError) could not connect``, ``Trial 3 failed because of the following
+    error: ValueError('nan loss encountered')``)."""
+    out: list[ParsedException] = []
+    for exc in chain:
+        inner: list[ParsedException] = []
+        tm = _WRAPPED_TYPE.match(exc.type)
+        if tm:
+            exc = ParsedException(tm["outer"], exc.message, exc.frames)
+            inner.append(ParsedException(tm["inner"], exc.message))
+        pm = _WRAPPED_PREFIX.match(exc.message)
+        if pm:
+            inner.append(ParsedException(pm["inner"], pm["rest"]))
+        for rm in _WRAPPED_REPR.finditer(exc.message):
+            if rm["inner"] != exc.short_type:
+                inner.append(ParsedException(rm["inner"], rm["rest"]))
+        for cm in _CAUSED_BY.finditer(exc.message):
+            inner.append(ParsedException(cm["inner"], cm["rest"]))
+        out += inner[:4]
+        out.append(exc)
+    return out

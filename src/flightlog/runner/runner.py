@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +37,8 @@ __all__ = ["Runner", "AttemptResult", "last_checkpoint"]
 
 _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _ADOPT_INTERVAL = 1.0  # seconds between looks for the workload's orphans while it runs
+#: how many of the last resource samples say "memory just before the end" (see _Sampling.memory_share)
+_RECENT_SAMPLES = 3
 _WORKDIR_SLOW_DELAY = 1.0  # first walk of the working directory this long after the start (a step that
 # ends within milliseconds cannot have changed its size, and must not wait ~0.1 s for the walk)
 
@@ -56,6 +59,12 @@ class _Sampling:
     thread: Any
     sampler: Any
     summary: Any
+    #: the tree's memory in the last few samples (what the fast classifier weighs against a kill)
+    recent_memory: deque[int] = field(default_factory=lambda: deque(maxlen=_RECENT_SAMPLES))
+
+    def memory_share(self, limit: int | None) -> float | None:
+        """The highest share of ``limit`` in the last samples, or None."""
+        return max(self.recent_memory) / limit if limit and self.recent_memory else None
 
 
 @dataclass
@@ -256,7 +265,8 @@ class Runner:
         run._w.stages.record(f"attempt {attempt}", started, ended, {"exit": returncode})
         outcome = outcome_of(returncode, timed_out=timed_out, oom_killed=oom_killed)
         traceback_text = pump.last_traceback
-        category, confidence = _classify(outcome, returncode, timed_out, oom_killed, traceback_text, list(pump.last_lines))
+        share = sampling.memory_share(self.opts.memory_limit) if sampling is not None else None
+        category, confidence = _classify(outcome, returncode, timed_out, oom_killed, traceback_text, list(pump.last_lines), share)
         failure = None
         if not outcome.succeeded:
             failure = self._failure(outcome, traceback_text, list(pump.last_lines), env, category, oom)
@@ -299,9 +309,14 @@ class Runner:
 
         summary = ResourceSummary()
 
+        recent: deque[int] = deque(maxlen=_RECENT_SAMPLES)
+
         def on_sample(sample: dict[str, Any]) -> None:
             summary.add(sample)
             run._w.resources.append(sample)
+            used = [v for v in (sample.get("rss_bytes"), sample.get("cgroup_memory_usage")) if isinstance(v, (int, float))]
+            if used and max(used) > 0:  # a tree that already ended reads 0
+                recent.append(int(max(used)))
 
         try:
             sampler = ProcessTreeSampler(pid, workdir=os.getcwd(), cgroup=limit, slow_delay=_WORKDIR_SLOW_DELAY)
@@ -309,7 +324,7 @@ class Runner:
         except Exception as exc:
             say(f"resource sampling is off for this attempt: {exc}")
             return None
-        return _Sampling(thread, sampler, summary)
+        return _Sampling(thread, sampler, summary, recent)
 
     def _sample_summary(self, run: flightlog.Run, sampling: _Sampling) -> None:
         try:
@@ -483,13 +498,14 @@ def last_checkpoint(client: Any, run_ids: list[str]) -> str | None:
 
 
 def _classify(outcome: Outcome, returncode: int, timed_out: bool, oom_killed: bool,
-              traceback_text: str | None, last_lines: list[str]) -> tuple[str, float]:
+              traceback_text: str | None, last_lines: list[str], memory_share: float | None = None) -> tuple[str, float]:
     if outcome.succeeded:
         return "none", 0.0
     from flightlog.diagnose.classify import classify_failure
 
     return classify_failure(exit_code=outcome.exit_code, signal=outcome.signal, timed_out=timed_out,
-                            oom_killed=oom_killed, traceback_text=traceback_text, last_lines=last_lines)
+                            oom_killed=oom_killed, traceback_text=traceback_text, last_lines=last_lines,
+                            memory_share=memory_share)
 
 
 def _preexec(limit: Any, opts: RunnerOptions) -> Callable[[], None] | None:
