@@ -6,7 +6,9 @@ without candidates costs a few scans at memory speed rather than a regex per lin
 matters and is fixed:
 
 1. shape families (``families.py``): private keys, cloud and chat tokens, JWTs, URL passwords;
-2. name-based assignments (``assignments.py``): ``password=…``, ``Authorization: …``;
+2. name-based assignments (``assignments.py``): ``password=…``, ``Authorization: …``,
+   ``--password X``; then options by their place in a command (``commands.py``):
+   ``docker login -p X``, ``curl -u user:X``;
 3. the values of secret-looking environment variables (``names.py``);
 4. the user's own patterns (``patterns.py``) — on decoded text, since they are ``str`` regexes.
 
@@ -20,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from flightlog.capture.assignments import redact_assignments
+from flightlog.capture.commands import redact_commands
 from flightlog.capture.families import FAMILIES, marker
 from flightlog.capture.names import is_secret_name, secret_env_values
 from flightlog.capture.patterns import compile_patterns
@@ -72,6 +75,8 @@ class Redactor:
             data, n = family.apply(data)
             total += n
         data, n = redact_assignments(data)
+        total += n
+        data, n = redact_commands(data)
         total += n
         for value, replacement in self._env:
             if value in data:
