@@ -67,6 +67,15 @@ class Redactor:
             text = redacted.decode(_UTF8, _ROUND_TRIP)
         return self.redact_custom(text)
 
+    def probe(self, text: str) -> bool:
+        """Whether ``redact`` would change ``text``, without counting: a cheap test before
+        redacting a large structure value by value."""
+        count = self.count
+        try:
+            return self.redact(text) != text
+        finally:
+            self.count = count
+
     def redact_bytes(self, data: bytes) -> bytes:
         """The built-in rules and environment values, on raw output (not user patterns:
         apply ``redact_custom`` to the decoded text). Returns ``data`` itself when unchanged."""
