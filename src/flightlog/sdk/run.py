@@ -5,7 +5,9 @@ such as a metric value that is not a number."""
 from __future__ import annotations
 
 import getpass
+import glob
 import os
+import stat
 import threading
 import time
 import warnings
@@ -306,29 +308,61 @@ class Run:
         return store
 
     def log_artifact(
-        self, path: str | os.PathLike[str], role: str = "output", kind: str | None = None, name: str | None = None
+        self,
+        path: str | os.PathLike[str],
+        role: str = "output",
+        kind: str | None = None,
+        name: str | None = None,
+        *,
+        follow_symlinks: bool = False,
     ) -> dict[str, Any]:
-        """Copy a file (or a directory's files) into the artifact store; size and sha256 recorded."""
+        """Copy a file (or a directory's files) into the artifact store; size and sha256 recorded.
+
+        ``name`` (default: the file's or directory's own name) is the artifact's path under the
+        run: relative, without ``..``, ``.`` or empty parts, control characters or backslashes;
+        another raises ValueError here (the store would refuse it later, silently). ``path``
+        must be a regular file or a directory: a device, a FIFO or a socket raises ValueError.
+
+        In a directory, a symbolic link that points outside it (``creds -> ~/.aws/credentials``)
+        is not followed unless ``follow_symlinks=True``: it is skipped, and what was skipped is
+        said on stderr and recorded on the run (the ``skipped_symlinks`` of the directory's
+        record). Links that stay inside the directory are copied as the files they point to.
+        """
         if role not in ("input", "output"):
             raise InvalidInput(f"artifact role {role!r} is not valid: use 'input' or 'output'")
         source = Path(path).resolve()
         if not source.exists():
             raise FileNotFoundError(f"log_artifact: {path} does not exist")
-        base = name or source.name
-        files = [(source, base)] if source.is_file() else [
-            (p, f"{base}/{p.relative_to(source).as_posix()}") for p in sorted(source.rglob("*")) if p.is_file()
-        ]
-        results = [self._put(p, rel, role, kind or ("file" if source.is_file() else "dir-file")) for p, rel in files]
-        if source.is_dir():
-            manifest = self._manifest(source)
-            summary = _manifest_summary(manifest)
-            self._w.add_record(
-                "artifact", role=role, kind=kind or "dir", path=base, source=str(source),
-                size=summary.get("total_size"), sha256=_digest_hex(manifest), uri=None,
-                attempt=self.attempt, meta=summary,
+        if not (source.is_file() or source.is_dir()):
+            raise ValueError(
+                f"log_artifact: {path} is not a regular file or a directory ({_file_type(source)}); "
+                "copy what it produces into a file first"
             )
-            return {"path": base, "kind": kind or "dir", "files": results, **summary}
-        return results[0]
+        base = _artifact_name(name if name is not None else source.name)
+        if source.is_file():
+            return self._put(source, base, role, kind or "file")
+        files, skipped = _directory_files(source, follow_symlinks)
+        results = [self._put(p, f"{base}/{rel}", role, kind or "dir-file") for p, rel in files]
+        manifest = self._manifest(source, exclude=[glob.escape(rel) for rel in skipped])
+        summary = _manifest_summary(manifest)
+        if skipped:
+            summary["skipped_symlinks"] = skipped
+            shown = ", ".join(skipped[:5]) + (f" and {len(skipped) - 5} more" if len(skipped) > 5 else "")
+            self._w._warn_once(
+                f"symlinks:{source}",
+                f"log_artifact({path}): skipped {len(skipped)} symbolic link(s) pointing outside the directory "
+                f"({shown}); pass follow_symlinks=True to copy what they point to",
+            )
+            self.log_event(
+                f"log_artifact skipped {len(skipped)} symbolic link(s) pointing outside {base}: {shown}",
+                level="warning", component="flightlog", fields={"artifact": base, "skipped_symlinks": skipped},
+            )
+        self._w.add_record(
+            "artifact", role=role, kind=kind or "dir", path=base, source=str(source),
+            size=summary.get("total_size"), sha256=_digest_hex(manifest), uri=None,
+            attempt=self.attempt, meta=summary,
+        )
+        return {"path": base, "kind": kind or "dir", "files": results, **summary}
 
     def _put(self, source: Path, rel: str, role: str, kind: str, **extra: Any) -> dict[str, Any]:
         try:
@@ -342,10 +376,10 @@ class Run:
         self._w.add_record("artifact", attempt=self.attempt, **record)
         return record
 
-    def _manifest(self, path: Path) -> dict[str, Any]:
+    def _manifest(self, path: Path, exclude: list[str] | None = None) -> dict[str, Any]:
         from flightlog.data.manifest import build_manifest
 
-        return build_manifest(path, cache_dir=self.settings.home / "cache")
+        return build_manifest(path, cache_dir=self.settings.home / "cache", exclude=exclude or ())
 
     def log_input(self, path: str | os.PathLike[str], name: str | None = None) -> dict[str, Any]:
         """Record a dataset snapshot (file count, total size, hashes) as an input of the run."""
@@ -505,3 +539,74 @@ def _digest_hex(manifest: Mapping[str, Any]) -> str | None:
     if isinstance(digest, str) and digest.startswith("sha256:"):
         return digest[len("sha256:") :]
     return digest if isinstance(digest, str) else None
+
+
+def _artifact_name(name: Any) -> str:
+    """An artifact's name as the store will accept it, or ValueError at the call."""
+    from flightlog.store.artifacts import check_artifact_path
+
+    if not isinstance(name, str):
+        raise TypeError(f"log_artifact: name must be a string, got {type(name).__name__}")
+    try:
+        return check_artifact_path(name)
+    except InvalidInput as exc:
+        raise ValueError(f"log_artifact: {exc.message}") from None
+
+
+def _file_type(path: Path) -> str:
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:
+        return str(exc)
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def _directory_files(root: Path, follow_symlinks: bool) -> tuple[list[tuple[Path, str]], list[str]]:
+    """The regular files under ``root`` as (path, posix path relative to root), sorted, and the
+    relative paths of the symbolic links skipped because they point outside ``root``.
+
+    A link inside the tree is read through (it names a file the directory holds); one that
+    leaves it is skipped unless ``follow_symlinks``. Linked directories are entered only when
+    following, each real directory once (a link back up the tree cannot loop)."""
+    files: list[tuple[Path, str]] = []
+    skipped: list[str] = []
+    seen: set[Path] = {root}
+    stack: list[tuple[Path, str]] = [(root, "")]
+    while stack:
+        directory, prefix = stack.pop()
+        try:
+            entries = sorted(os.scandir(directory), key=lambda e: e.name)
+        except OSError:
+            continue
+        for entry in entries:
+            rel = f"{prefix}{entry.name}"
+            path = Path(entry.path)
+            if entry.is_symlink():
+                try:
+                    target = path.resolve(strict=True)
+                except (OSError, RuntimeError):
+                    continue  # a dangling link or a loop: nothing to copy
+                if not follow_symlinks and not target.is_relative_to(root):
+                    skipped.append(rel)
+                    continue
+                if target.is_dir():
+                    if follow_symlinks and target not in seen:
+                        seen.add(target)
+                        stack.append((path, rel + "/"))
+                    continue
+            if entry.is_dir(follow_symlinks=False):
+                real = path.resolve()
+                if real not in seen:
+                    seen.add(real)
+                    stack.append((path, rel + "/"))
+            elif entry.is_file():
+                files.append((path, rel))
+    files.sort(key=lambda item: item[1])
+    skipped.sort()
+    return files, skipped
