@@ -33,6 +33,9 @@ __all__ = [
     "is_json_value",
     "escape_surrogates",
     "storable_text",
+    "MAX_METRIC_NAME",
+    "MAX_PARAM_DEPTH",
+    "metric_name_problem",
 ]
 
 KINDS = frozenset(
@@ -186,6 +189,33 @@ def escape_surrogates(value: Any, _depth: int = 0) -> Any:
 
 def decode_log_chunk(data: bytes) -> LogBatch:
     return LogBatch.from_columns(_decoder.decode(data))
+
+
+#: A metric name's length, in characters: MLflow's limit for its keys, so every name MLflow
+#: takes is taken here too (and any printable text besides: MLflow allows only letters, digits
+#: and ``_-. /``).
+MAX_METRIC_NAME = 250
+#: How deep params may nest (``{"a": {"b": ...}}``): far past any real config, short of
+#: Python's recursion limit (a config nested 5,000 deep used to raise RecursionError).
+MAX_PARAM_DEPTH = 32
+_CONTROL = frozenset(range(0, 32)) | {127} | frozenset(range(0x80, 0xA0)) | {0x2028, 0x2029}
+
+
+def metric_name_problem(name: Any) -> str | None:
+    """What is wrong with ``name`` as a metric name, or None. A name is a non-empty string of
+    at most MAX_METRIC_NAME characters without control characters (NUL, LF, ESC: a name is
+    shown in terminals, tables and charts, where those break lines or inject escapes)."""
+    if not isinstance(name, str):
+        return f"must be a string, not {type(name).__name__}"
+    if not name:
+        return "is empty"
+    if len(name) > MAX_METRIC_NAME:
+        return f"has {len(name)} characters; at most {MAX_METRIC_NAME} are allowed"
+    if not name.isascii() or not name.isprintable():
+        bad = next((c for c in name if ord(c) in _CONTROL), None)
+        if bad is not None:
+            return f"contains the control character {bad!r}; use printable characters"
+    return None
 
 
 def is_json_value(value: Any, _depth: int = 0) -> bool:

@@ -19,7 +19,7 @@ from flightlog.errors import FlightlogError, InvalidInput
 from flightlog.failure import failure_from_exception
 from flightlog.logevents import level_code
 from flightlog.models import STATUSES
-from flightlog.records import is_json_value
+from flightlog.records import MAX_PARAM_DEPTH, is_json_value, metric_name_problem
 from flightlog.sdk.stages import StageTimer
 from flightlog.store.artifacts import LocalArtifactStore, open_artifact_store
 from flightlog.store.edits import DESCRIPTION_TAG
@@ -37,16 +37,39 @@ class FlightlogWarning(UserWarning):
     """Something was recorded differently from how it was given (e.g. a param stored as repr)."""
 
 
-def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """``{"optim": {"lr": 0.1}}`` → ``{"optim.lr": 0.1}``."""
+def flatten(data: Mapping[str, Any], prefix: str = "", _depth: int = 1) -> dict[str, Any]:
+    """``{"optim": {"lr": 0.1}}`` → ``{"optim.lr": 0.1}``.
+
+    Raises ValueError, naming the key path, for mappings nested deeper than MAX_PARAM_DEPTH
+    (a config nested thousands deep would otherwise raise RecursionError out of ``init``)."""
     out: dict[str, Any] = {}
     for key, value in data.items():
         name = f"{prefix}{key}"
         if isinstance(value, Mapping) and value:
-            out.update(flatten(value, name + "."))
+            if _depth >= MAX_PARAM_DEPTH:
+                raise ValueError(
+                    f"param {name[:200]!r} is nested more than {MAX_PARAM_DEPTH} levels deep; "
+                    "flatten it, or log it as an artifact or evidence"
+                )
+            out.update(flatten(value, name + ".", _depth + 1))
         else:
             out[name] = value
     return out
+
+
+def _check_metric_names(data: Mapping[str, Any], known: set[str]) -> None:
+    """Raise for the first bad name in ``data``; remember the good ones (up to a bound, so a
+    run inventing a name per step does not grow this set without end)."""
+    for key in data:
+        if key in known:
+            continue
+        if not isinstance(key, str):
+            raise TypeError(f"metric names must be strings, got {key!r} ({type(key).__name__})")
+        problem = metric_name_problem(key)
+        if problem is not None:
+            raise ValueError(f"metric name {key[:80]!r}{'…' if len(key) > 80 else ''} {problem}")
+        if len(known) < 100_000:
+            known.add(key)
 
 
 def _as_mapping(params: Any) -> Mapping[str, Any]:
@@ -131,6 +154,7 @@ class Run:
         self._finish_lock = threading.Lock()
         self._on_finish = on_finish
         self._sampler: Any = None
+        self._names: set[str] = set()  # metric names already checked
 
     def __repr__(self) -> str:
         return f"<flightlog.Run {self.id[:12]} project={self.project!r} name={self.name!r}>"
@@ -155,13 +179,16 @@ class Run:
         """Record metric values at a step (default: one past the last step). Costs ~1 µs.
 
         Raises TypeError (ValueError for a number out of range) at the call site, naming the
-        key, for a value that is not a number; a numpy array or tensor of one element counts as
+        key, for a value that is not a number; ValueError for a name that is empty, longer than
+        250 characters or holds a control character (``records.metric_name_problem``); a numpy array or tensor of one element counts as
         its element. NaN and ±inf are stored (and flagged on read). Steps are 64-bit integers.
         """
         if step is None:
             step = self._step
         elif type(step) is not int or not _STEP_MIN <= step <= _STEP_MAX:
             step = _check_step(step)
+        if not self._names.issuperset(data):  # a name not seen before: checked once
+            _check_metric_names(data, self._names)
         for value in data.values():
             if type(value) is not float:  # ints too: one that overflows a float must fail here
                 values = _coerce_metrics(data)
@@ -202,6 +229,11 @@ class Run:
             if isinstance(value, tuple):
                 value = list(value)
             if not is_json_value(value):
+                if _too_deep(value):
+                    raise ValueError(
+                        f"param {key[:200]!r} holds lists nested more than {MAX_PARAM_DEPTH} levels deep; "
+                        "flatten it, or log it as an artifact or evidence"
+                    )
                 warnings.warn(
                     f"param {key!r}: {type(value).__name__} cannot be stored as JSON; stored as its repr",
                     FlightlogWarning,
@@ -512,6 +544,19 @@ def check_name(name: Any) -> str:
     if len(name) > MAX_NAME or "\n" in name:
         raise InvalidInput(f"a run name is one line of at most {MAX_NAME} characters (got {len(name)})")
     return name
+
+
+def _too_deep(value: Any) -> bool:
+    """Lists or dicts nested deeper than MAX_PARAM_DEPTH, found without recursion."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, list | tuple | Mapping):
+            if depth >= MAX_PARAM_DEPTH:
+                return True
+            items = item.values() if isinstance(item, Mapping) else item
+            stack.extend((v, depth + 1) for v in items)
+    return False
 
 
 def _check_step(step: Any) -> int:
