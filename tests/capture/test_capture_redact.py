@@ -331,3 +331,20 @@ def test_count_accumulates_every_replacement() -> None:
     r.redact("password=a password=b AKIAIOSFODNN7EXAMPLE")
     r.redact_mapping({"token": "x"})
     assert r.count == 4
+
+
+@pytest.mark.parametrize(("argv", "stored"), [
+    (["docker", "login", "-u", "bob", "-p", "s3cr3t-pw", "registry.example.com"],
+     ["docker", "login", "-u", "bob", "-p", "[REDACTED:secret]", "registry.example.com"]),
+    (["/usr/bin/twine", "upload", "-u", "__token__", "-p", "hunter2-pw", "dist/x.whl"],
+     ["/usr/bin/twine", "upload", "-u", "__token__", "-p", "[REDACTED:secret]", "dist/x.whl"]),
+    (["curl", "-s", "-u", "alice:pa55w0rd", "https://api.example.com"],
+     ["curl", "-s", "-u", "alice:[REDACTED:secret]", "https://api.example.com"]),
+    (["sh", "-c", "docker login -p s3cr3t-pw ghcr.io"], ["sh", "-c", "docker login -p [REDACTED:secret] ghcr.io"]),
+    # the same short options mean nothing secret elsewhere
+    (["docker", "run", "-p", "8080:80", "nginx"], ["docker", "run", "-p", "8080:80", "nginx"]),
+    (["python", "serve.py", "-p", "8080", "-u", "alice"], ["python", "serve.py", "-p", "8080", "-u", "alice"]),
+    (["curl", "-u", "alice", "https://x"], ["curl", "-u", "alice", "https://x"]),
+])
+def test_a_command_lines_password_option_is_hidden_by_its_place(argv: list[str], stored: list[str]) -> None:
+    assert Redactor(env={}).redact_argv(argv) == stored

@@ -136,17 +136,26 @@ class Redactor:
         value of a secret-named option is hidden whatever it looks like — ``--token abc``,
         ``--api-key=abc``, ``api_key=abc``, ``credentials.user=bob``."""
         out: list[Any] = []
-        hide_next = False
+        hide_next: bool | str = False
+        by_place = _secret_short_options(argv)
         for arg in argv:
             if not isinstance(arg, str):
                 out.append(arg)
                 hide_next = False
                 continue
             if hide_next and not arg.startswith("-"):
-                out.append(self._hide(arg))
+                user, colon, password = arg.partition(":")
+                if hide_next == "after_colon":  # curl -u user:password keeps the user
+                    out.append(f"{user}:{self._hide(password)}" if colon and password else arg)
+                else:
+                    out.append(self._hide(arg))
                 hide_next = False
                 continue
             hide_next = False
+            if arg in by_place:  # docker login -p X, twine upload -p X, curl -u user:X
+                out.append(arg)
+                hide_next = by_place[arg]
+                continue
             name, eq, value = arg.partition("=")
             option = name.startswith("-")
             if option or eq:
@@ -188,3 +197,23 @@ class Redactor:
             return value
         self.count += 1
         return _SECRET_MARKER
+
+
+_PROGRAM_OPTIONS: dict[tuple[str, str], dict[str, bool | str]] = {
+    # (program, subcommand) → short options whose value is a secret (see ``commands.py``)
+    ("docker", "login"): {"-p": True},
+    ("podman", "login"): {"-p": True},
+    ("twine", "upload"): {"-p": True},
+    ("curl", ""): {"-u": "after_colon"},
+}
+
+
+def _secret_short_options(argv: Sequence[Any]) -> dict[str, bool | str]:
+    """The short options of ``argv`` that give a secret by their place in the command (``-p``
+    after ``docker login``), which their name alone does not say (``-p 8080`` is a port)."""
+    words = [os.path.basename(a) if i == 0 else a for i, a in enumerate(argv) if isinstance(a, str)]
+    found: dict[str, bool | str] = {}
+    for (program, sub), options in _PROGRAM_OPTIONS.items():
+        if program in words and (not sub or sub in words[words.index(program) + 1 :]):
+            found.update(options)
+    return found
