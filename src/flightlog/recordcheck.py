@@ -17,7 +17,7 @@ import msgspec
 from flightlog.errors import InvalidInput
 from flightlog.ids import RUN_ID_RE
 from flightlog.models import STATUSES
-from flightlog.records import KINDS
+from flightlog.records import KINDS, metric_name_problem
 from flightlog.store.artifacts import check_artifact_path
 from flightlog.timefmt import is_epoch
 
@@ -129,6 +129,9 @@ def _note(rec: dict[str, Any]) -> None:
 def _metrics(rec: dict[str, Any]) -> None:
     _int(rec.get("attempt", 1), "attempt")
     for name, enc in _map(rec.get("series"), "series").items():
+        problem = metric_name_problem(name)
+        if problem is not None:  # as the SDK refuses it at the call
+            raise Bad(f"metric name {name[:80]!r} {problem}")
         if not isinstance(enc, list) or len(enc) != 3 or not all(isinstance(b, bytes) for b in enc):
             raise Bad(f"series {name!r} must be three byte strings (steps, times, values)")
         if len(enc[0]) % 8 or not len(enc[0]) == len(enc[1]) == len(enc[2]):

@@ -11,6 +11,7 @@ stage_stats, resources, artifact, counters, evidence, timeline.
 
 from __future__ import annotations
 
+import codecs
 import json
 import math
 import sys
@@ -30,6 +31,11 @@ __all__ = [
     "decode_log_chunk",
     "param_columns",
     "is_json_value",
+    "escape_surrogates",
+    "storable_text",
+    "MAX_METRIC_NAME",
+    "MAX_PARAM_DEPTH",
+    "metric_name_problem",
 ]
 
 KINDS = frozenset(
@@ -108,18 +114,108 @@ def series_summary(steps: array, times: array, values: array) -> dict[str, Any]:
 def log_chunk_payload(batch: LogBatch) -> dict[str, Any]:
     """The payload of a ``logs`` record: columns encoded once, plus what queries prune on."""
     attempts = sorted(set(batch.attempt))
+    columns = batch.to_columns()
+    try:
+        data = _encoder.encode(columns)
+    except UnicodeEncodeError:  # a lone surrogate in a message or a field: escaped, never lost
+        data = _encoder.encode(escape_surrogates(columns))
     return {
         "n": len(batch),
         "t0": min(batch.time),
         "t1": max(batch.time),
         "maxlvl": max(batch.level),
         "attempts": ",".join(str(a) for a in attempts),
-        "data": _encoder.encode(batch.to_columns()),
+        "data": data,
     }
+
+
+# --- text that UTF-8 can hold ---------------------------------------------------------------
+#
+# A Python ``str`` may hold lone surrogates that no UTF-8 encoder accepts: ``os.fsdecode``,
+# ``os.listdir``, ``sys.argv`` and ``argparse`` turn each byte of a file name that is not UTF-8
+# into one (``caf\xe9`` → ``"caf\udce9"``), and JSON's ``"\ud800"`` escape makes another. msgpack,
+# JSON and SQLite all refuse such text, and a refused record used to take everything that came
+# with it (all params, the run's context, a flush's metrics, the final status). Every record is
+# made storable where it is encoded: a byte escaped this way is kept visibly as the four
+# characters ``\xe9`` (as captured output keeps bytes that are not UTF-8), any other lone
+# surrogate becomes U+FFFD. Text without surrogates is never copied.
+
+_ERRORS = "flightlog.surrogates"
+
+
+_FFFD = "\ufffd".encode()
+
+
+def _replace_surrogates(exc: UnicodeError) -> tuple[bytes, int]:
+    # bytes, not str: the UTF-8 encoder takes only ASCII text back from an error handler
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    out = []
+    for ch in exc.object[exc.start : exc.end]:
+        code = ord(ch)
+        out.append(b"\\x%02x" % (code - 0xDC00) if 0xDC80 <= code <= 0xDCFF else _FFFD)
+    return b"".join(out), exc.end
+
+
+codecs.register_error(_ERRORS, _replace_surrogates)
+
+
+def storable_text(text: str) -> str:
+    """``text``, or its copy with every lone surrogate escaped (see above)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", _ERRORS).decode("utf-8")
+    return text
+
+
+def escape_surrogates(value: Any, _depth: int = 0) -> Any:
+    """``value`` with every string in it (mapping keys too) made storable, recursively; lists
+    and dicts are rebuilt, other values returned as they are. For the slow path only: callers
+    try to encode first and come here when the encoder refuses a surrogate."""
+    if isinstance(value, str):
+        return storable_text(value)
+    if _depth > 64:
+        return value
+    if isinstance(value, dict):
+        return {
+            (storable_text(k) if isinstance(k, str) else k): escape_surrogates(v, _depth + 1)
+            for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [escape_surrogates(item, _depth + 1) for item in value]
+    return value
 
 
 def decode_log_chunk(data: bytes) -> LogBatch:
     return LogBatch.from_columns(_decoder.decode(data))
+
+
+#: A metric name's length, in characters: MLflow's limit for its keys, so every name MLflow
+#: takes is taken here too (and any printable text besides: MLflow allows only letters, digits
+#: and ``_-. /``).
+MAX_METRIC_NAME = 250
+#: How deep params may nest (``{"a": {"b": ...}}``): far past any real config, short of
+#: Python's recursion limit (a config nested 5,000 deep used to raise RecursionError).
+MAX_PARAM_DEPTH = 32
+_CONTROL = frozenset(range(0, 32)) | {127} | frozenset(range(0x80, 0xA0)) | {0x2028, 0x2029}
+
+
+def metric_name_problem(name: Any) -> str | None:
+    """What is wrong with ``name`` as a metric name, or None. A name is a non-empty string of
+    at most MAX_METRIC_NAME characters without control characters (NUL, LF, ESC: a name is
+    shown in terminals, tables and charts, where those break lines or inject escapes)."""
+    if not isinstance(name, str):
+        return f"must be a string, not {type(name).__name__}"
+    if not name:
+        return "is empty"
+    if len(name) > MAX_METRIC_NAME:
+        return f"has {len(name)} characters; at most {MAX_METRIC_NAME} are allowed"
+    if not name.isascii() or not name.isprintable():
+        bad = next((c for c in name if ord(c) in _CONTROL), None)
+        if bad is not None:
+            return f"contains the control character {bad!r}; use printable characters"
+    return None
 
 
 def is_json_value(value: Any, _depth: int = 0) -> bool:

@@ -98,6 +98,32 @@ SECRET_CASES = [
     ("url_password", "postgresql://trainer:p4ss@db.internal:5432/runs", "p4ss"),
     ("url_password", "redis://:r3d1s@localhost:6379/0", "r3d1s"),
     ("url_password", "https://user:p@ss@host.example.com/x", "p@ss"),
+    # vendors' tokens by their prefixes (issue 18, item 15)
+    ("stripe_key", "charge with sk_live_51H8xKqL2eZvKYlo2C9aBcDeFgHiJk0 ok", "sk_live_51H8xKqL2eZvKYlo2C9aBcDeFgHiJk0"),
+    ("stripe_key", "STRIPE=sk_test_4eC39HqLyjWDarjtT1zdp7dc0", "sk_test_4eC39HqLyjWDarjtT1zdp7dc0"),
+    ("stripe_key", "restricted rk_live_51H8xKqL2eZvKYlo2C9aBcDeFgH1 used", "rk_live_51H8xKqL2eZvKYlo2C9aBcDeFgH1"),
+    ("stripe_webhook_secret", "signing with whsec_9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d", "whsec_9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d"),
+    ("npm_token", "//registry.npmjs.org/:_authToken npm_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8", "npm_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"),
+    (
+        "pypi_token",
+        "twine upload -u __token__ -p pypi-AgEIcHlwaS5vcmcCJGE1YjQ3ZjE4LWQ0NjQtNDc0Mi1hN2MwLTk4NzY1NDMyMTBhYgACKlsz dist/*",
+        "pypi-AgEIcHlwaS5vcmcCJGE1YjQ3ZjE4LWQ0NjQtNDc0Mi1hN2MwLTk4NzY1NDMyMTBhYgACKlsz",
+    ),
+    (
+        "sendgrid_key",
+        "SENDGRID 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 sent",
+        "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",
+    ),
+    # a command's password option and its value, separated by a blank, in a logged command line
+    ("secret", "+ docker login --password s3cr3t-pw registry.example.com", "s3cr3t-pw"),
+    ("secret", "+ docker login -u bob -p s3cr3t-pw registry.example.com", "s3cr3t-pw"),
+    ("secret", "$ docker login --password=s3cr3t-pw ghcr.io", "s3cr3t-pw"),
+    ("secret", "running: podman login -p s3cr3t-pw quay.io", "s3cr3t-pw"),
+    ("secret", "twine upload --repository testpypi -u bob -p hunter2-pw dist/*", "hunter2-pw"),
+    ("secret", "curl -u alice:pa55w0rd https://api.example.com/v1", "pa55w0rd"),
+    ("secret", "curl -s --user alice:pa55w0rd https://api.example.com/v1", "pa55w0rd"),
+    ("secret", "exec: train.py --api-key abc123xyz --lr 0.1", "abc123xyz"),
+    ("secret", "exec: train.py --token tok-98765 --lr 0.1", "tok-98765"),
 ]
 
 
@@ -151,6 +177,19 @@ ORDINARY = [
     "listening on http://0.0.0.0:8080/metrics",
     "Authorization: Bearer [REDACTED:jwt]",
     "keyboard layout us-international",
+    # look-alikes of the vendors' tokens and of command-line secrets (issue 18, item 15)
+    "commit 9fceb02d0ae598e95dc970b74767f19372d61af8 uuid 123e4567-e89b-12d3-a456-426614174000",
+    "blob c2tfbGl2ZV9ub3RfYV9rZXk= id dGhpcyBpcyBub3QgYSBzZWNyZXQ= done",
+    "the sk_test key is for sandbox mode; sk_live keys are for production",
+    "publishable pk_live_51H8xKqL2eZvKYlo2C9aBcDeFgHiJk0 goes in the page",
+    "npm_config_cache=/root/.npm npm_lifecycle_event=build npm_package_version=1.2.3",
+    "as noted in SG. Smith et al. (SG.2), see SG.AB.CD",
+    "whsec_ and rk_ are prefixes; pypi-simple is an index; pypi-server 1.5",
+    "docker run -p 8080:80 nginx && ssh -p 2222 bob@host",
+    "curl -u $USER:$PASS https://x and curl -u alice https://x",
+    "train.py --max-tokens 1024 --token-file /run/tok --password-file /run/pw",
+    "use --password to set it, or the --token option",
+    "docker login -p $REGISTRY_PASSWORD registry",
 ]
 
 
@@ -292,3 +331,20 @@ def test_count_accumulates_every_replacement() -> None:
     r.redact("password=a password=b AKIAIOSFODNN7EXAMPLE")
     r.redact_mapping({"token": "x"})
     assert r.count == 4
+
+
+@pytest.mark.parametrize(("argv", "stored"), [
+    (["docker", "login", "-u", "bob", "-p", "s3cr3t-pw", "registry.example.com"],
+     ["docker", "login", "-u", "bob", "-p", "[REDACTED:secret]", "registry.example.com"]),
+    (["/usr/bin/twine", "upload", "-u", "__token__", "-p", "hunter2-pw", "dist/x.whl"],
+     ["/usr/bin/twine", "upload", "-u", "__token__", "-p", "[REDACTED:secret]", "dist/x.whl"]),
+    (["curl", "-s", "-u", "alice:pa55w0rd", "https://api.example.com"],
+     ["curl", "-s", "-u", "alice:[REDACTED:secret]", "https://api.example.com"]),
+    (["sh", "-c", "docker login -p s3cr3t-pw ghcr.io"], ["sh", "-c", "docker login -p [REDACTED:secret] ghcr.io"]),
+    # the same short options mean nothing secret elsewhere
+    (["docker", "run", "-p", "8080:80", "nginx"], ["docker", "run", "-p", "8080:80", "nginx"]),
+    (["python", "serve.py", "-p", "8080", "-u", "alice"], ["python", "serve.py", "-p", "8080", "-u", "alice"]),
+    (["curl", "-u", "alice", "https://x"], ["curl", "-u", "alice", "https://x"]),
+])
+def test_a_command_lines_password_option_is_hidden_by_its_place(argv: list[str], stored: list[str]) -> None:
+    assert Redactor(env={}).redact_argv(argv) == stored

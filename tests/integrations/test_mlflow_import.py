@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import sqlite3
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -122,3 +123,122 @@ def test_import_from_an_mlflow_file_store(home: Path, mlflow_python: Path, tmp_p
     summary = cli_json(home, "import", "mlflow", "--tracking-uri", uri)
     assert summary["runs"] == 6
     _assert_same_runs(expected, flightlog.Client())
+
+
+# A small store written by the real mlflow, for what an import must not take as it is given.
+SMALL_STORE = r"""
+import json, sys
+from pathlib import Path
+from mlflow.tracking import MlflowClient
+uri, artifacts = sys.argv[1], Path(sys.argv[2])
+client = MlflowClient(tracking_uri=uri)
+exp = client.create_experiment("handed-over", artifact_location=(artifacts / "handed-over").as_uri())
+out = []
+for i in range(3):
+    run = client.create_run(exp, run_name=f"r{i}", tags={"api_token": "tok-secret-1", "team": "cv"})
+    rid = run.info.run_id
+    client.log_param(rid, "db_password", "hunter2-db")
+    client.log_param(rid, "db_url", "postgresql://trainer:pw-123456@db/x")
+    client.log_param(rid, "lr", "0.1")
+    for step in range(3):
+        client.log_metric(rid, "loss", 1.0 / (step + 1), timestamp=1_700_000_000_000 + step, step=step)
+    f = artifacts / "tmp" / f"summary-{i}.txt"
+    f.parent.mkdir(parents=True, exist_ok=True)
+    f.write_text(f"run {i}\n")
+    client.log_artifact(rid, str(f))
+    client.set_terminated(rid)
+    out.append({"id": rid, "artifact_uri": client.get_run(rid).info.artifact_uri})
+print(json.dumps(out))
+"""
+
+
+def _small_store(python: Path, uri: str, artifacts: Path) -> list[dict[str, Any]]:
+    proc = subprocess.run([str(python), "-c", SMALL_STORE, uri, str(artifacts)], capture_output=True, text=True, timeout=600,
+                          env={"PATH": "/usr/bin:/bin", "MLFLOW_ENABLE_ASYNC_LOGGING": "false", "MLFLOW_ALLOW_FILE_STORE": "true"})
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return list(json.loads(proc.stdout))
+
+
+def test_import_redacts_params_and_tags_and_copies_no_artifact_from_outside_the_store(
+    home: Path, mlflow_python: Path, tmp_path: Path
+) -> None:
+    store = tmp_path / "store"
+    uri = f"sqlite:///{store}/mlflow.db"
+    store.mkdir()
+    a, b, _ = _small_store(mlflow_python, uri, store / "artifacts")
+    outside = tmp_path / "outside" / a["id"] / "artifacts"  # even laid out as MLflow lays out a run's folder
+    outside.mkdir(parents=True)
+    (outside / "credentials").write_text("aws_secret_access_key = copied-from-outside\n")
+    db = sqlite3.connect(store / "mlflow.db")
+    db.execute("UPDATE runs SET artifact_uri=? WHERE run_uuid=?", (outside.as_uri(), a["id"]))
+    db.commit()
+    db.close()
+    proc = cli(home, "import", "mlflow", "--tracking-uri", uri, "--format", "json", check=False)
+    assert proc.returncode == 1, proc.stderr
+    summary = json.loads(proc.stdout)
+    assert summary["runs"] == 3 and summary["skipped"] == [
+        f"run {a['id']}: artifacts skipped: its artifact_uri {outside.as_uri()} is outside the MLflow store "
+        f"({store.resolve()}); pass --allow-external-artifacts to copy them"]
+    client = flightlog.Client()
+    got = client.run(b["id"], exact=True)
+    assert got.params == {"db_password": "[REDACTED:secret]", "db_url": "postgresql://trainer:[REDACTED:url_password]@db/x",
+                          "lr": "0.1"}
+    assert got.tags["api_token"] == "[REDACTED:secret]" and got.tags["team"] == "cv"
+    assert [x.path for x in client.artifacts(b["id"])] == ["summary-1.txt"] and client.artifacts(a["id"]) == []
+    if (home / "flightlog.db").exists():
+        stored = b"".join(p.read_bytes() for p in home.rglob("*") if p.is_file())
+        assert b"copied-from-outside" not in stored and b"hunter2-db" not in stored and b"tok-secret-1" not in stored
+
+
+@pytest.mark.embedded_only("what the import reads and skips is the importer's; the copy is covered over both transports")
+def test_import_redacts_keeps_artifacts_inside_the_store_and_skips_what_is_malformed(
+    home: Path, mlflow_python: Path, tmp_path: Path
+) -> None:
+    store = tmp_path / "store"
+    mlruns = store / "mlruns"
+    a, b, c = _small_store(mlflow_python, mlruns.as_uri(), store / "artifacts")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "credentials").write_text("aws_secret_access_key = copied-from-outside\n")
+    metas = {p.parent.name: p for p in mlruns.glob("*/*/meta.yaml")}
+    # a: its artifact_uri points outside the store; b: a symlink out of its artifact folder and a
+    # malformed metric line; c: a meta.yaml that is not YAML
+    meta = metas[a["id"]].read_text().replace(a["artifact_uri"], outside.as_uri())
+    metas[a["id"]].write_text(meta)
+    (Path(b["artifact_uri"].removeprefix("file://")) / "creds").symlink_to(outside / "credentials")
+    with open(metas[b["id"]].parent / "metrics" / "loss", "a") as f:
+        f.write("1700000000009 not-a-number 3\n")
+    metas[c["id"]].write_text("run_id: [unclosed\n")
+
+    proc = cli(home, "import", "mlflow", "--tracking-uri", mlruns.as_uri(), "--format", "json", check=False)
+    assert proc.returncode == 1, proc.stderr
+    summary = json.loads(proc.stdout)
+    assert summary["runs"] == 2 and sorted(summary["run_ids"]) == sorted([a["id"], b["id"]])
+    skipped = "\n".join(summary["skipped"])
+    assert len(summary["skipped"]) == 4, skipped
+    assert f"run {c['id']}: skipped, its meta.yaml cannot be read" in skipped
+    assert f"run {b['id']}: metric 'loss' line 4" in skipped and "that line was skipped" in skipped
+    assert f"run {a['id']}: artifacts skipped: its artifact_uri {outside.as_uri()} is outside the MLflow store" in skipped
+    assert f"run {b['id']}: artifact creds skipped: a symbolic link out of the run's artifact folder" in skipped
+    assert "--allow-external-artifacts" in skipped and "skipped: " in proc.stderr
+
+    client = flightlog.Client()
+    for run in (a, b):
+        got = client.run(run["id"], exact=True)
+        assert got.params == {"db_password": "[REDACTED:secret]", "db_url": "postgresql://trainer:[REDACTED:url_password]@db/x",
+                              "lr": "0.1"}
+        assert got.tags["api_token"] == "[REDACTED:secret]" and got.tags["team"] == "cv"
+    assert client.metric_history(b["id"], "loss").steps.tolist() == [0, 1, 2]  # the good lines of that file
+    assert [x.path for x in client.artifacts(b["id"])] == ["summary-1.txt"]
+    assert client.artifacts(a["id"]) == []
+    stored = b"".join(p.read_bytes() for p in home.rglob("*") if p.is_file())
+    assert b"copied-from-outside" not in stored and b"hunter2-db" not in stored and b"tok-secret-1" not in stored
+
+    other = tmp_path / "other-home"
+    asked = cli(other, "import", "mlflow", "--tracking-uri", mlruns.as_uri(), "--allow-external-artifacts",
+                "--format", "json", check=False)
+    assert asked.returncode == 1  # run c and the bad line are still skipped
+    assert len(json.loads(asked.stdout)["skipped"]) == 2
+    client = flightlog.Client(home=other)
+    assert [x.path for x in client.artifacts(a["id"])] == ["credentials"]
+    assert sorted(x.path for x in client.artifacts(b["id"])) == ["creds", "summary-1.txt"]

@@ -23,7 +23,12 @@ __all__ = ["redact_assignments"]
 
 # A variant suffix may follow the keyword (``api_key_2=``, ``DB_PASSWORD_PROD=``; names.py).
 _VARIANTS = "|".join(sorted(VARIANT_WORDS, key=len, reverse=True)).encode()
-_SEP = rb"(?:[_.\-](?:v?\d+|" + _VARIANTS + rb"))*" + rb"""["']?[ \t]*[:=]"""
+_SEP = (
+    rb"(?:[_.\-](?:v?\d+|" + _VARIANTS + rb"))*"
+    # ``password=…``, ``"token": …``, or a command-line option and its value in a logged
+    # command (``docker login --password X``): a blank separator counts only after ``--``.
+    + rb"""(?:["']?[ \t]*[:=]|[ \t]+(?=[^\s\-]))"""
+)
 _KEYWORDS: tuple[re.Pattern[bytes], ...] = (
     re.compile(rb"p(?:ass(?:word|wd|phrase)?|wd)" + _SEP),
     re.compile(rb"secret" + _SEP),
@@ -63,6 +68,12 @@ _PLACEHOLDERS = frozenset(
 _PLACEHOLDER_FIRST = frozenset(b"<[$*={(")
 _AUTH_WORDS = frozenset({"authorization", "auth"})
 _SEPARATOR_CHARS = b":= \t\"'"
+_BLANKS = (b" ", b"\t")
+_PROSE = frozenset(
+    {b"to", b"is", b"was", b"for", b"and", b"or", b"the", b"a", b"an", b"in", b"of", b"with",
+     b"option", b"flag", b"argument", b"instead", b"not", b"must", b"should", b"can"}
+)
+_BLANK_BYTES = frozenset(b" \t\"'=([")
 _QUOTES = b"\"'"
 _QUOTE_BYTES = (b'"', b"'")
 
@@ -126,6 +137,13 @@ def _candidates(data: bytes, low: bytes) -> list[Replacement]:
             separator = m.group(0)
             name_end = start + len(separator.rstrip(_SEPARATOR_CHARS))
             name = data[name_start:name_end].decode("ascii", "replace")
+            if separator[-1:] in _BLANKS:  # "--password X": only an option's value, not prose
+                if not name.startswith("--") or (name_start > 0 and data[name_start - 1] not in _BLANK_BYTES):
+                    continue
+                name = name[2:]
+                word = _VALUE.match(data, m.end())
+                if word is not None and (word.group(3) or b"").lower() in _PROSE:
+                    continue  # "use --password to set it" talks about the option
             if not is_secret_name(name):
                 continue
             after = m.end()

@@ -173,6 +173,21 @@ FAMILIES: tuple[Family, ...] = (
         re.compile(rb"sk-(?:proj-|ant-|svcacct-|admin-)?[A-Za-z0-9_\-]{32,}"),
         accept=_key_like,
     ),
+    # Stripe's secret and restricted keys, live or test (a test key still opens the account's
+    # test data); its publishable ``pk_`` keys are public by design. The vendors' tokens below
+    # each have a prefix no ordinary word has and a body of a fixed shape (``npm_config_cache``
+    # and "SG. Smith" lack it). One family per prefix: a pattern that starts with a choice of
+    # characters rather than a literal costs ten times as much on every chunk.
+    Family("stripe_key", re.compile(rb"sk_(?:live|test)_[A-Za-z0-9]{24,}"), accept=_key_like),
+    Family("stripe_key", re.compile(rb"rk_(?:live|test)_[A-Za-z0-9]{24,}"), accept=_key_like),
+    Family("stripe_webhook_secret", re.compile(rb"whsec_[A-Za-z0-9+/]{24,}"), accept=_key_like),
+    Family("npm_token", re.compile(rb"npm_[A-Za-z0-9]{36}(?![A-Za-z0-9_])"), accept=_key_like),
+    Family("pypi_token", re.compile(rb"pypi-[A-Za-z0-9_\-]{50,}"), accept=_key_like),
+    Family(
+        "sendgrid_key",
+        re.compile(rb"SG\.[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{30,64}"),
+        accept=_starts_a_word,
+    ),
     Family(
         "url_password",
         re.compile(

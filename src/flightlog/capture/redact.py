@@ -6,7 +6,9 @@ without candidates costs a few scans at memory speed rather than a regex per lin
 matters and is fixed:
 
 1. shape families (``families.py``): private keys, cloud and chat tokens, JWTs, URL passwords;
-2. name-based assignments (``assignments.py``): ``password=…``, ``Authorization: …``;
+2. name-based assignments (``assignments.py``): ``password=…``, ``Authorization: …``,
+   ``--password X``; then options by their place in a command (``commands.py``):
+   ``docker login -p X``, ``curl -u user:X``;
 3. the values of secret-looking environment variables (``names.py``);
 4. the user's own patterns (``patterns.py``) — on decoded text, since they are ``str`` regexes.
 
@@ -20,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from flightlog.capture.assignments import redact_assignments
+from flightlog.capture.commands import redact_commands
 from flightlog.capture.families import FAMILIES, marker
 from flightlog.capture.names import is_secret_name, secret_env_values
 from flightlog.capture.patterns import compile_patterns
@@ -64,6 +67,15 @@ class Redactor:
             text = redacted.decode(_UTF8, _ROUND_TRIP)
         return self.redact_custom(text)
 
+    def probe(self, text: str) -> bool:
+        """Whether ``redact`` would change ``text``, without counting: a cheap test before
+        redacting a large structure value by value."""
+        count = self.count
+        try:
+            return self.redact(text) != text
+        finally:
+            self.count = count
+
     def redact_bytes(self, data: bytes) -> bytes:
         """The built-in rules and environment values, on raw output (not user patterns:
         apply ``redact_custom`` to the decoded text). Returns ``data`` itself when unchanged."""
@@ -72,6 +84,8 @@ class Redactor:
             data, n = family.apply(data)
             total += n
         data, n = redact_assignments(data)
+        total += n
+        data, n = redact_commands(data)
         total += n
         for value, replacement in self._env:
             if value in data:
@@ -122,17 +136,26 @@ class Redactor:
         value of a secret-named option is hidden whatever it looks like — ``--token abc``,
         ``--api-key=abc``, ``api_key=abc``, ``credentials.user=bob``."""
         out: list[Any] = []
-        hide_next = False
+        hide_next: bool | str = False
+        by_place = _secret_short_options(argv)
         for arg in argv:
             if not isinstance(arg, str):
                 out.append(arg)
                 hide_next = False
                 continue
             if hide_next and not arg.startswith("-"):
-                out.append(self._hide(arg))
+                user, colon, password = arg.partition(":")
+                if hide_next == "after_colon":  # curl -u user:password keeps the user
+                    out.append(f"{user}:{self._hide(password)}" if colon and password else arg)
+                else:
+                    out.append(self._hide(arg))
                 hide_next = False
                 continue
             hide_next = False
+            if arg in by_place:  # docker login -p X, twine upload -p X, curl -u user:X
+                out.append(arg)
+                hide_next = by_place[arg]
+                continue
             name, eq, value = arg.partition("=")
             option = name.startswith("-")
             if option or eq:
@@ -174,3 +197,23 @@ class Redactor:
             return value
         self.count += 1
         return _SECRET_MARKER
+
+
+_PROGRAM_OPTIONS: dict[tuple[str, str], dict[str, bool | str]] = {
+    # (program, subcommand) → short options whose value is a secret (see ``commands.py``)
+    ("docker", "login"): {"-p": True},
+    ("podman", "login"): {"-p": True},
+    ("twine", "upload"): {"-p": True},
+    ("curl", ""): {"-u": "after_colon"},
+}
+
+
+def _secret_short_options(argv: Sequence[Any]) -> dict[str, bool | str]:
+    """The short options of ``argv`` that give a secret by their place in the command (``-p``
+    after ``docker login``), which their name alone does not say (``-p 8080`` is a port)."""
+    words = [os.path.basename(a) if i == 0 else a for i, a in enumerate(argv) if isinstance(a, str)]
+    found: dict[str, bool | str] = {}
+    for (program, sub), options in _PROGRAM_OPTIONS.items():
+        if program in words and (not sub or sub in words[words.index(program) + 1 :]):
+            found.update(options)
+    return found

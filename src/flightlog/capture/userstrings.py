@@ -2,8 +2,9 @@
 
 Captured output and SDK log events are redacted as they are written; this module covers the
 rest of what a user types or passes: params, tags, notes, the run's name and description, the
-command line and environment in the run context, the workload definition in a failure summary
-and in the runner's configuration evidence. ``redact_record`` is the one function for all of
+command line and environment in the run context, the workload definition in a failure summary,
+and every piece of evidence (the runner's configuration, a pipeline's definition, what is sent
+to ``POST /runs/{run}/evidence``). ``redact_record`` is the one function for all of
 them, applied by the SDK before a record reaches the journal (``Writer.add_record``, the
 context) and again by the server to every record it ingests (old clients, other writers), so a
 secret is hidden whichever way it arrives. Applying it twice changes nothing.
@@ -14,9 +15,11 @@ What counts as a secret is the project's one policy: families by shape, names by
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from flightlog.capture.names import is_secret_name
 from flightlog.capture.redact import Redactor
 
 __all__ = ["redact_record", "USER_STRING_KINDS"]
@@ -71,11 +74,72 @@ def _run(rec: dict[str, Any], red: Redactor) -> None:
 
 
 def _evidence(rec: dict[str, Any], red: Redactor) -> None:
-    """The runner's configuration holds the command line; other evidence is data, not text
-    a user typed, and is left as it is."""
+    """Evidence is whatever a user or a feature attached to the run — the runner's
+    configuration, a pipeline's definition (each step's command line and params), a
+    validation's failing values, anything sent to ``POST /runs/{run}/evidence`` — so it is
+    redacted like every other user string: command lines as command lines, params and
+    environments by key, every other secret-named key hidden, every string scanned."""
     data = rec.get("data")
-    if rec.get("kind") == "runner" and isinstance(data, Mapping):
+    if not isinstance(data, Mapping):
+        return
+    if rec.get("kind") == "runner":
         rec["data"] = _workload(data, red)
+    elif _needs_care(data) or _has_secret_text(data, red):
+        rec["data"] = _evidence_value(data, red)
+
+
+def _needs_care(value: Any) -> bool:
+    """Whether ``value`` holds a key that must be judged by name: a secret-named key, or a
+    command line (``--token abc`` is a secret only as a command line). Evidence is decoded
+    JSON or msgpack, so its containers are plain dicts and lists (tuples from the SDK)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if type(item) is dict:
+            for key in item:
+                if type(key) is str and (key in _BY_NAME or is_secret_name(key)):
+                    return True
+            stack.extend(v for v in item.values() if type(v) in _CONTAINERS)
+        elif type(item) in _CONTAINERS:
+            stack.extend(v for v in item if type(v) in _CONTAINERS)
+        elif isinstance(item, Mapping):
+            stack.append(dict(item))
+    return False
+
+
+def _has_secret_text(data: Mapping[str, Any], red: Redactor) -> bool:
+    """Whether evidence needs redacting string by string. A large one is first scanned whole,
+    as text: a manifest of 100,000 file names and hashes costs one pass over its JSON, not a
+    redaction per string, when (as nearly always) there is nothing in it to hide."""
+    text = json.dumps(data, ensure_ascii=False, default=str)
+    # small evidence is redacted string by string whatever the probe says, so a user pattern
+    # anchored at the start of a string (``^cust-``) is applied as it is written
+    return len(text) < _PROBE_ABOVE or red.probe(text)
+
+
+def _evidence_value(value: Any, red: Redactor) -> Any:
+    if isinstance(value, str):
+        return red.redact(value)
+    if isinstance(value, list | tuple):
+        return [_evidence_value(item, red) for item in value]
+    if not isinstance(value, Mapping):
+        return value
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        if key == "command" and isinstance(item, list | tuple):
+            out[key] = red.redact_argv(item)
+        elif key in ("params", "env") and isinstance(item, Mapping):
+            out[key] = red.redact_mapping(item)
+        elif isinstance(key, str) and is_secret_name(key):
+            out[key] = red.redact_mapping({key: item})[key]
+        else:
+            out[key] = _evidence_value(item, red)
+    return out
+
+
+_BY_NAME = frozenset({"command", "params", "env"})
+_CONTAINERS = (dict, list, tuple)
+_PROBE_ABOVE = 65536  # characters of JSON
 
 
 _HANDLERS: dict[str, Callable[[dict[str, Any], Redactor], None]] = {

@@ -14,10 +14,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from flightlog.errors import InvalidInput
+from flightlog.errors import FlightlogError, InvalidInput
 from flightlog.ids import RUN_ID_RE
 from flightlog.importers.mlflow_sources import MlflowRun, MlflowSource, artifact_dir
 from flightlog.records import encode_series
+from flightlog.sdk.redaction import redact_user_strings
 
 __all__ = ["ImportSummary", "import_runs", "STATUS_MAP"]
 
@@ -43,6 +44,9 @@ class ImportSummary:
     artifact_bytes: int = 0
     run_ids: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    #: what was not imported, each with its reason: runs that cannot be read, malformed metric
+    #: lines, artifacts outside the source store; the command exits 1 when any
+    skipped: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -55,8 +59,16 @@ def import_runs(
     experiment: str | None = None,
     project: str | None = None,
     artifacts: bool = True,
+    allow_external_artifacts: bool = False,
 ) -> ImportSummary:
-    """Copy every active run of the store (or of one experiment, by name or id) into ``client``'s store."""
+    """Copy every active run of the store (or of one experiment, by name or id) into ``client``'s store.
+
+    What cannot be read (a run, a metric line) is skipped and listed in ``skipped``; the rest
+    is imported. Params, tags and names are redacted as the SDK redacts them. Artifacts are
+    copied only from inside the source store (``source.directory``, under the run's own
+    ``<run id>/artifacts`` folder): a run whose ``artifact_uri`` points elsewhere on disk, or a
+    symbolic link out of its folder, is skipped unless ``allow_external_artifacts``.
+    """
     experiments = source.experiments()
     if experiment is not None:
         chosen = [e for e in experiments if experiment in (e.name, e.id)]
@@ -71,13 +83,17 @@ def import_runs(
             if not seen:
                 summary.experiments += 1  # an experiment with runs (MLflow's empty "Default" is not counted)
                 seen = True
-            _import_one(client, run, project or exp.name, artifacts, summary)
+            summary.skipped.extend(run.skipped)
+            bounds = None if allow_external_artifacts else source.directory
+            _import_one(client, run, project or exp.name, artifacts, bounds, summary)
+    summary.skipped[:0] = source.skipped
     return summary
 
 
-def _import_one(client: Any, run: MlflowRun, project: str, with_artifacts: bool, summary: ImportSummary) -> None:
+def _import_one(client: Any, run: MlflowRun, project: str, with_artifacts: bool, bounds: Path | None,
+                summary: ImportSummary) -> None:
     if not RUN_ID_RE.match(run.id):
-        summary.warnings.append(f"run {run.id!r} skipped: not a valid run id")
+        summary.skipped.append(f"run {run.id!r}: skipped, not a valid run id")
         return
     status, end_reason, exit_code = STATUS_MAP.get(run.status, ("crashed", "lost", None))
     started = run.start_time / 1000 if run.start_time is not None else time.time()
@@ -110,14 +126,23 @@ def _import_one(client: Any, run: MlflowRun, project: str, with_artifacts: bool,
                 values.append(value)
             series[name] = encode_series(steps, times, values)
         records.append({"k": "metrics", "t": at, "attempt": 1, "series": series})
-    files = _artifact_files(run, summary) if with_artifacts else []
+    files = _artifact_files(run, bounds, summary) if with_artifacts else []
+    copied: list[tuple[str, Path]] = []
     for rel, path in files:
-        sha, size, uri = client.artifact_store.put_file(path)
+        try:
+            sha, size, uri = client.artifact_store.put_file(path)
+        except (OSError, FlightlogError) as exc:
+            reason = exc.message if isinstance(exc, FlightlogError) else str(exc)
+            summary.skipped.append(f"run {run.id}: artifact {rel} skipped, it cannot be copied ({reason})")
+            continue
+        copied.append((rel, path))
         records.append({"k": "artifact", "t": at, "role": "output", "kind": "file", "path": rel, "source": str(path),
                         "size": size, "sha256": sha, "uri": uri, "attempt": 1})
+    files = copied
     writer = f"mlflow-{run.id}"
     for seq, rec in enumerate(records, start=1):
         rec.update(r=run.id, w=writer, s=seq)
+        redact_user_strings(rec)  # params, tags, names and the context, as the SDK redacts them
     result = client.store.ingest(records)
     if result.skipped:
         summary.warnings.append(f"run {run.id}: the store refused {len(result.skipped)} record(s): {result.skipped[0]}")
@@ -133,7 +158,11 @@ def _import_one(client: Any, run: MlflowRun, project: str, with_artifacts: bool,
     summary.artifact_bytes += sum(p.stat().st_size for _, p in files)
 
 
-def _artifact_files(run: MlflowRun, summary: ImportSummary) -> list[tuple[str, Path]]:
+def _artifact_files(run: MlflowRun, bounds: Path | None, summary: ImportSummary) -> list[tuple[str, Path]]:
+    """The run's artifact files, relative path and location. With ``bounds`` (the source
+    store's directory), only from the run's own ``<run id>/artifacts`` folder inside it, and
+    without following a symbolic link out of that folder: a store handed over by someone else
+    must not make the import copy ``~/.aws/credentials`` into a store the whole team reads."""
     folder = artifact_dir(run)
     if folder is None:
         if run.artifact_uri:
@@ -142,4 +171,20 @@ def _artifact_files(run: MlflowRun, summary: ImportSummary) -> list[tuple[str, P
         return []
     if not folder.is_dir():
         return []
-    return [(p.relative_to(folder).as_posix(), p) for p in sorted(folder.rglob("*")) if p.is_file()]
+    real = folder.resolve()
+    if bounds is not None and not (real.is_relative_to(bounds) and real.parts[-2:] == (run.id, "artifacts")):
+        summary.skipped.append(
+            f"run {run.id}: artifacts skipped: its artifact_uri {run.artifact_uri} is outside the MLflow store "
+            f"({bounds}); pass --allow-external-artifacts to copy them")
+        return []
+    files = []
+    for p in sorted(folder.rglob("*")):
+        if not p.is_file():
+            continue
+        rel = p.relative_to(folder).as_posix()
+        if bounds is not None and not p.resolve().is_relative_to(real):
+            summary.skipped.append(f"run {run.id}: artifact {rel} skipped: a symbolic link out of the run's artifact "
+                                   "folder; pass --allow-external-artifacts to copy it")
+            continue
+        files.append((rel, p))
+    return files

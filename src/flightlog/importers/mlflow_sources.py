@@ -46,10 +46,20 @@ class MlflowRun:
     tags: dict[str, str] = field(default_factory=dict)
     # name → [(step, timestamp ms, value)] in the order MLflow recorded them
     metrics: dict[str, list[tuple[int, int, float]]] = field(default_factory=dict)
+    # what of the run could not be read (a malformed metric line), said as it is skipped
+    skipped: list[str] = field(default_factory=list)
 
 
 class MlflowSource(ABC):
-    """The experiments and (active, not deleted) runs of one MLflow tracking store."""
+    """The experiments and (active, not deleted) runs of one MLflow tracking store.
+
+    ``directory`` is the folder that holds the store (the database file's, or the one holding
+    ``mlruns``: where MLflow keeps ``mlartifacts`` and ``mlruns`` side by side), the bounds of
+    what an import copies as artifacts. ``skipped`` collects the runs that could not be read,
+    each with the reason, while ``runs`` goes on with the next."""
+
+    directory: Path
+    skipped: list[str]
 
     @abstractmethod
     def experiments(self) -> list[MlflowExperiment]: ...
@@ -65,6 +75,8 @@ class SqliteSource(MlflowSource):
     def __init__(self, path: Path) -> None:
         if not path.is_file():
             raise NotFound(f"no MLflow database at {path}: check --tracking-uri (sqlite:///ABSOLUTE/PATH/mlflow.db)")
+        self.directory = path.resolve().parent
+        self.skipped = []
         self._conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         missing = {"experiments", "runs", "params", "tags", "metrics"} - tables
@@ -90,7 +102,13 @@ class SqliteSource(MlflowSource):
                 "SELECT key, step, timestamp, value, is_nan FROM metrics WHERE run_uuid=? ORDER BY key, step, timestamp",
                 (run_id,))
             for key, step, timestamp, value, is_nan in points:
-                run.metrics.setdefault(key, []).append((int(step), int(timestamp), math.nan if is_nan else float(value)))
+                try:
+                    point = (int(step), int(timestamp), math.nan if is_nan else float(value))
+                except (TypeError, ValueError):
+                    run.skipped.append(f"run {run_id}: metric {key!r} at step {step!r} has the value {value!r}, "
+                                       "not a number; that point was skipped")
+                    continue
+                run.metrics.setdefault(key, []).append(point)
             yield run
 
     def close(self) -> None:
@@ -102,6 +120,8 @@ class FileSource(MlflowSource):
         if not root.is_dir():
             raise NotFound(f"no MLflow file store at {root}: check --tracking-uri (file:///ABSOLUTE/PATH/mlruns)")
         self._root = root
+        self.directory = root.resolve().parent
+        self.skipped = []
 
     def experiments(self) -> list[MlflowExperiment]:
         out = []
@@ -112,25 +132,63 @@ class FileSource(MlflowSource):
         return sorted(out, key=lambda e: (len(e.id), e.id))
 
     def runs(self, experiment: MlflowExperiment) -> Iterator[MlflowRun]:
-        metas = [(_yaml(p), p.parent) for p in (self._root / experiment.id).glob("*/meta.yaml")]
-        metas = [(m, d) for m, d in metas if m.get("lifecycle_stage", "active") == "active"]
-        for meta, run_dir in sorted(metas, key=lambda md: (md[0].get("start_time") or 0, md[1].name)):
-            status = meta.get("status")
-            run = MlflowRun(
-                str(meta.get("run_id") or meta.get("run_uuid") or run_dir.name), experiment, meta.get("run_name"),
-                _STATUS_NUMBERS.get(status, str(status)) if isinstance(status, int) else str(status),
-                meta.get("start_time"), meta.get("end_time"), meta.get("artifact_uri"),
-            )
-            run.params = _key_files(run_dir / "params")
-            run.tags = _key_files(run_dir / "tags")
-            for key, text in _key_files(run_dir / "metrics").items():
-                points = []
-                for line in text.splitlines():
-                    parts = line.split()
-                    if len(parts) >= 2:
-                        points.append((int(parts[2]) if len(parts) > 2 else 0, int(parts[0]), float(parts[1])))
-                run.metrics[key] = sorted(points, key=lambda p: (p[0], p[1]))
+        metas = []
+        for path in sorted((self._root / experiment.id).glob("*/meta.yaml")):
+            try:
+                meta = _yaml(path)
+            except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+                self.skipped.append(f"run {path.parent.name}: skipped, its meta.yaml cannot be read ({_reason(exc)})")
+                continue
+            if meta.get("lifecycle_stage", "active") == "active":
+                metas.append((meta, path.parent))
+        for meta, run_dir in sorted(metas, key=lambda md: (_number(md[0].get("start_time")), md[1].name)):
+            try:
+                run = self._run(experiment, meta, run_dir)
+            except (OSError, UnicodeDecodeError, ValueError, TypeError) as exc:
+                self.skipped.append(f"run {run_dir.name}: skipped, it cannot be read ({_reason(exc)})")
+                continue
             yield run
+
+    def _run(self, experiment: MlflowExperiment, meta: dict[str, Any], run_dir: Path) -> MlflowRun:
+        status = meta.get("status")
+        run = MlflowRun(
+            str(meta.get("run_id") or meta.get("run_uuid") or run_dir.name), experiment, meta.get("run_name"),
+            _STATUS_NUMBERS.get(status, str(status)) if isinstance(status, int) else str(status),
+            _optional_int(meta.get("start_time")), _optional_int(meta.get("end_time")), meta.get("artifact_uri"),
+        )
+        run.params = _key_files(run_dir / "params")
+        run.tags = _key_files(run_dir / "tags")
+        for key, text in _key_files(run_dir / "metrics").items():
+            points = []
+            for lineno, line in enumerate(text.splitlines(), start=1):
+                parts = line.split()
+                if not parts:
+                    continue
+                try:
+                    if len(parts) not in (2, 3):
+                        raise ValueError
+                    points.append((int(parts[2]) if len(parts) > 2 else 0, int(parts[0]), float(parts[1])))
+                except ValueError:
+                    run.skipped.append(f"run {run.id}: metric {key!r} line {lineno} ({line[:80]!r}) is not "
+                                       "'TIMESTAMP VALUE [STEP]'; that line was skipped")
+            run.metrics[key] = sorted(points, key=lambda p: (p[0], p[1]))
+        return run
+
+
+def _reason(exc: BaseException) -> str:
+    return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+
+
+def _number(value: Any) -> float:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
+
+
+def _optional_int(value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"a time of {value!r}, not milliseconds")
+    return value
 
 
 def _yaml(path: Path) -> dict[str, Any]:

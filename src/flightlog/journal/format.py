@@ -17,6 +17,8 @@ from typing import Any
 
 import msgspec
 
+from flightlog.records import escape_surrogates
+
 __all__ = ["MAGIC", "encode_record", "encode_records", "read_records", "JournalDamage", "ReadResult"]
 
 MAGIC = b"FLJOURNAL1\n"
@@ -28,7 +30,17 @@ _decoder = msgspec.msgpack.Decoder()
 
 
 def encode_record(record: dict[str, Any]) -> bytes:
-    payload = _encoder.encode(record)
+    """``record`` framed. Text that UTF-8 cannot hold (a lone surrogate from a file name that
+    is not UTF-8: ``records.storable_text``) is escaped *in the record itself*, so what the
+    journal keeps and what is shipped to the store are the same, and nothing else in the record
+    is lost."""
+    try:
+        payload = _encoder.encode(record)
+    except UnicodeEncodeError:
+        escaped = escape_surrogates(record)
+        record.clear()
+        record.update(escaped)
+        payload = _encoder.encode(record)
     return _HEADER.pack(len(payload), zlib.crc32(payload)) + payload
 
 

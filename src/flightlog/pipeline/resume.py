@@ -7,10 +7,14 @@ journals), so the resumed attempt knows exactly which steps succeeded.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import flightlog
-from flightlog.errors import Conflict
+from flightlog.errors import Conflict, FlightlogError, InvalidInput
 from flightlog.pipeline.controller import Controller, Options, PipelineResult
-from flightlog.pipeline.state import load_view
+from flightlog.pipeline.spec import PipelineSpec
+from flightlog.pipeline.state import EVIDENCE_KIND, load_view
 
 __all__ = ["resume_pipeline"]
 
@@ -28,8 +32,41 @@ def resume_pipeline(ref: str, *, max_parallel: int | None = None, executor: str 
                        f"{view.run.host}); stop it first (Ctrl-C or kill {view.run.pid})")
     if view.run.status == "succeeded":
         raise Conflict(f"pipeline run {view.run.id[:12]} succeeded: nothing to resume")
+    view.spec = _original_spec(view.spec)
     opts = view.options
     options = Options(max_parallel or int(opts.get("max_parallel") or 4), executor or str(opts.get("executor") or "local"),
                       bool(opts.get("use_cache", True)), quiet, verbose)
     return Controller(view.spec, options, resume=view).execute()
 
+
+
+def _original_spec(spec: PipelineSpec) -> PipelineSpec:
+    """The definition as the pipeline file says it. The stored one is redacted (docs/redaction.md:
+    a step's ``--token X`` or ``api_key`` param is kept as a marker), so when it holds a marker
+    the file is read again, and used only if it is still the same pipeline once redacted."""
+    from flightlog.sdk.redaction import redact_user_strings
+
+    stored = spec.to_dict()
+    if "[REDACTED:" not in json.dumps(stored["steps"]):
+        return spec
+    path = Path(spec.source or "")
+    if spec.source and not path.is_absolute() and spec.workdir:
+        path = Path(spec.workdir) / path.name
+    fresh = None
+    if spec.source and path.is_file():
+        from flightlog.pipeline.yamlfile import load_pipeline_file
+
+        try:
+            fresh = load_pipeline_file(path)
+        except FlightlogError:
+            fresh = None
+    if fresh is not None:
+        record = {"k": "evidence", "kind": EVIDENCE_KIND, "name": "definition", "data": {"spec": fresh.to_dict()}}
+        if redact_user_strings(record)["data"]["spec"]["steps"] == stored["steps"]:
+            return fresh
+    raise InvalidInput(
+        f"pipeline {spec.name}: its stored definition has secrets hidden (a step's command line or params), "
+        f"so it cannot be run again as stored, and {path if spec.source else 'its pipeline file'} "
+        "is missing or has changed since; run the pipeline afresh with `flightlog pipeline run FILE`",
+        details={"source": spec.source},
+    )

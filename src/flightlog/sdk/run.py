@@ -5,7 +5,9 @@ such as a metric value that is not a number."""
 from __future__ import annotations
 
 import getpass
+import glob
 import os
+import stat
 import threading
 import time
 import warnings
@@ -17,7 +19,7 @@ from flightlog.errors import FlightlogError, InvalidInput
 from flightlog.failure import failure_from_exception
 from flightlog.logevents import level_code
 from flightlog.models import STATUSES
-from flightlog.records import is_json_value
+from flightlog.records import MAX_PARAM_DEPTH, is_json_value, metric_name_problem
 from flightlog.sdk.stages import StageTimer
 from flightlog.store.artifacts import LocalArtifactStore, open_artifact_store
 from flightlog.store.edits import DESCRIPTION_TAG
@@ -35,16 +37,39 @@ class FlightlogWarning(UserWarning):
     """Something was recorded differently from how it was given (e.g. a param stored as repr)."""
 
 
-def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """``{"optim": {"lr": 0.1}}`` → ``{"optim.lr": 0.1}``."""
+def flatten(data: Mapping[str, Any], prefix: str = "", _depth: int = 1) -> dict[str, Any]:
+    """``{"optim": {"lr": 0.1}}`` → ``{"optim.lr": 0.1}``.
+
+    Raises ValueError, naming the key path, for mappings nested deeper than MAX_PARAM_DEPTH
+    (a config nested thousands deep would otherwise raise RecursionError out of ``init``)."""
     out: dict[str, Any] = {}
     for key, value in data.items():
         name = f"{prefix}{key}"
         if isinstance(value, Mapping) and value:
-            out.update(flatten(value, name + "."))
+            if _depth >= MAX_PARAM_DEPTH:
+                raise ValueError(
+                    f"param {name[:200]!r} is nested more than {MAX_PARAM_DEPTH} levels deep; "
+                    "flatten it, or log it as an artifact or evidence"
+                )
+            out.update(flatten(value, name + ".", _depth + 1))
         else:
             out[name] = value
     return out
+
+
+def _check_metric_names(data: Mapping[str, Any], known: set[str]) -> None:
+    """Raise for the first bad name in ``data``; remember the good ones (up to a bound, so a
+    run inventing a name per step does not grow this set without end)."""
+    for key in data:
+        if key in known:
+            continue
+        if not isinstance(key, str):
+            raise TypeError(f"metric names must be strings, got {key!r} ({type(key).__name__})")
+        problem = metric_name_problem(key)
+        if problem is not None:
+            raise ValueError(f"metric name {key[:80]!r}{'…' if len(key) > 80 else ''} {problem}")
+        if len(known) < 100_000:
+            known.add(key)
 
 
 def _as_mapping(params: Any) -> Mapping[str, Any]:
@@ -129,6 +154,7 @@ class Run:
         self._finish_lock = threading.Lock()
         self._on_finish = on_finish
         self._sampler: Any = None
+        self._names: set[str] = set()  # metric names already checked
 
     def __repr__(self) -> str:
         return f"<flightlog.Run {self.id[:12]} project={self.project!r} name={self.name!r}>"
@@ -153,13 +179,16 @@ class Run:
         """Record metric values at a step (default: one past the last step). Costs ~1 µs.
 
         Raises TypeError (ValueError for a number out of range) at the call site, naming the
-        key, for a value that is not a number; a numpy array or tensor of one element counts as
+        key, for a value that is not a number; ValueError for a name that is empty, longer than
+        250 characters or holds a control character (``records.metric_name_problem``); a numpy array or tensor of one element counts as
         its element. NaN and ±inf are stored (and flagged on read). Steps are 64-bit integers.
         """
         if step is None:
             step = self._step
         elif type(step) is not int or not _STEP_MIN <= step <= _STEP_MAX:
             step = _check_step(step)
+        if not self._names.issuperset(data):  # a name not seen before: checked once
+            _check_metric_names(data, self._names)
         for value in data.values():
             if type(value) is not float:  # ints too: one that overflows a float must fail here
                 values = _coerce_metrics(data)
@@ -200,6 +229,11 @@ class Run:
             if isinstance(value, tuple):
                 value = list(value)
             if not is_json_value(value):
+                if _too_deep(value):
+                    raise ValueError(
+                        f"param {key[:200]!r} holds lists nested more than {MAX_PARAM_DEPTH} levels deep; "
+                        "flatten it, or log it as an artifact or evidence"
+                    )
                 warnings.warn(
                     f"param {key!r}: {type(value).__name__} cannot be stored as JSON; stored as its repr",
                     FlightlogWarning,
@@ -306,29 +340,61 @@ class Run:
         return store
 
     def log_artifact(
-        self, path: str | os.PathLike[str], role: str = "output", kind: str | None = None, name: str | None = None
+        self,
+        path: str | os.PathLike[str],
+        role: str = "output",
+        kind: str | None = None,
+        name: str | None = None,
+        *,
+        follow_symlinks: bool = False,
     ) -> dict[str, Any]:
-        """Copy a file (or a directory's files) into the artifact store; size and sha256 recorded."""
+        """Copy a file (or a directory's files) into the artifact store; size and sha256 recorded.
+
+        ``name`` (default: the file's or directory's own name) is the artifact's path under the
+        run: relative, without ``..``, ``.`` or empty parts, control characters or backslashes;
+        another raises ValueError here (the store would refuse it later, silently). ``path``
+        must be a regular file or a directory: a device, a FIFO or a socket raises ValueError.
+
+        In a directory, a symbolic link that points outside it (``creds -> ~/.aws/credentials``)
+        is not followed unless ``follow_symlinks=True``: it is skipped, and what was skipped is
+        said on stderr and recorded on the run (the ``skipped_symlinks`` of the directory's
+        record). Links that stay inside the directory are copied as the files they point to.
+        """
         if role not in ("input", "output"):
             raise InvalidInput(f"artifact role {role!r} is not valid: use 'input' or 'output'")
         source = Path(path).resolve()
         if not source.exists():
             raise FileNotFoundError(f"log_artifact: {path} does not exist")
-        base = name or source.name
-        files = [(source, base)] if source.is_file() else [
-            (p, f"{base}/{p.relative_to(source).as_posix()}") for p in sorted(source.rglob("*")) if p.is_file()
-        ]
-        results = [self._put(p, rel, role, kind or ("file" if source.is_file() else "dir-file")) for p, rel in files]
-        if source.is_dir():
-            manifest = self._manifest(source)
-            summary = _manifest_summary(manifest)
-            self._w.add_record(
-                "artifact", role=role, kind=kind or "dir", path=base, source=str(source),
-                size=summary.get("total_size"), sha256=_digest_hex(manifest), uri=None,
-                attempt=self.attempt, meta=summary,
+        if not (source.is_file() or source.is_dir()):
+            raise ValueError(
+                f"log_artifact: {path} is not a regular file or a directory ({_file_type(source)}); "
+                "copy what it produces into a file first"
             )
-            return {"path": base, "kind": kind or "dir", "files": results, **summary}
-        return results[0]
+        base = _artifact_name(name if name is not None else source.name)
+        if source.is_file():
+            return self._put(source, base, role, kind or "file")
+        files, skipped = _directory_files(source, follow_symlinks)
+        results = [self._put(p, f"{base}/{rel}", role, kind or "dir-file") for p, rel in files]
+        manifest = self._manifest(source, exclude=[glob.escape(rel) for rel in skipped])
+        summary = _manifest_summary(manifest)
+        if skipped:
+            summary["skipped_symlinks"] = skipped
+            shown = ", ".join(skipped[:5]) + (f" and {len(skipped) - 5} more" if len(skipped) > 5 else "")
+            self._w._warn_once(
+                f"symlinks:{source}",
+                f"log_artifact({path}): skipped {len(skipped)} symbolic link(s) pointing outside the directory "
+                f"({shown}); pass follow_symlinks=True to copy what they point to",
+            )
+            self.log_event(
+                f"log_artifact skipped {len(skipped)} symbolic link(s) pointing outside {base}: {shown}",
+                level="warning", component="flightlog", fields={"artifact": base, "skipped_symlinks": skipped},
+            )
+        self._w.add_record(
+            "artifact", role=role, kind=kind or "dir", path=base, source=str(source),
+            size=summary.get("total_size"), sha256=_digest_hex(manifest), uri=None,
+            attempt=self.attempt, meta=summary,
+        )
+        return {"path": base, "kind": kind or "dir", "files": results, **summary}
 
     def _put(self, source: Path, rel: str, role: str, kind: str, **extra: Any) -> dict[str, Any]:
         try:
@@ -342,10 +408,10 @@ class Run:
         self._w.add_record("artifact", attempt=self.attempt, **record)
         return record
 
-    def _manifest(self, path: Path) -> dict[str, Any]:
+    def _manifest(self, path: Path, exclude: list[str] | None = None) -> dict[str, Any]:
         from flightlog.data.manifest import build_manifest
 
-        return build_manifest(path, cache_dir=self.settings.home / "cache")
+        return build_manifest(path, cache_dir=self.settings.home / "cache", exclude=exclude or ())
 
     def log_input(self, path: str | os.PathLike[str], name: str | None = None) -> dict[str, Any]:
         """Record a dataset snapshot (file count, total size, hashes) as an input of the run."""
@@ -480,6 +546,19 @@ def check_name(name: Any) -> str:
     return name
 
 
+def _too_deep(value: Any) -> bool:
+    """Lists or dicts nested deeper than MAX_PARAM_DEPTH, found without recursion."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, list | tuple | Mapping):
+            if depth >= MAX_PARAM_DEPTH:
+                return True
+            items = item.values() if isinstance(item, Mapping) else item
+            stack.extend((v, depth + 1) for v in items)
+    return False
+
+
 def _check_step(step: Any) -> int:
     if isinstance(step, bool) or not hasattr(step, "__index__"):
         raise TypeError(f"step must be an integer, got {type(step).__name__}: {step!r:.40}")
@@ -505,3 +584,74 @@ def _digest_hex(manifest: Mapping[str, Any]) -> str | None:
     if isinstance(digest, str) and digest.startswith("sha256:"):
         return digest[len("sha256:") :]
     return digest if isinstance(digest, str) else None
+
+
+def _artifact_name(name: Any) -> str:
+    """An artifact's name as the store will accept it, or ValueError at the call."""
+    from flightlog.store.artifacts import check_artifact_path
+
+    if not isinstance(name, str):
+        raise TypeError(f"log_artifact: name must be a string, got {type(name).__name__}")
+    try:
+        return check_artifact_path(name)
+    except InvalidInput as exc:
+        raise ValueError(f"log_artifact: {exc.message}") from None
+
+
+def _file_type(path: Path) -> str:
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:
+        return str(exc)
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def _directory_files(root: Path, follow_symlinks: bool) -> tuple[list[tuple[Path, str]], list[str]]:
+    """The regular files under ``root`` as (path, posix path relative to root), sorted, and the
+    relative paths of the symbolic links skipped because they point outside ``root``.
+
+    A link inside the tree is read through (it names a file the directory holds); one that
+    leaves it is skipped unless ``follow_symlinks``. Linked directories are entered only when
+    following, each real directory once (a link back up the tree cannot loop)."""
+    files: list[tuple[Path, str]] = []
+    skipped: list[str] = []
+    seen: set[Path] = {root}
+    stack: list[tuple[Path, str]] = [(root, "")]
+    while stack:
+        directory, prefix = stack.pop()
+        try:
+            entries = sorted(os.scandir(directory), key=lambda e: e.name)
+        except OSError:
+            continue
+        for entry in entries:
+            rel = f"{prefix}{entry.name}"
+            path = Path(entry.path)
+            if entry.is_symlink():
+                try:
+                    target = path.resolve(strict=True)
+                except (OSError, RuntimeError):
+                    continue  # a dangling link or a loop: nothing to copy
+                if not follow_symlinks and not target.is_relative_to(root):
+                    skipped.append(rel)
+                    continue
+                if target.is_dir():
+                    if follow_symlinks and target not in seen:
+                        seen.add(target)
+                        stack.append((path, rel + "/"))
+                    continue
+            if entry.is_dir(follow_symlinks=False):
+                real = path.resolve()
+                if real not in seen:
+                    seen.add(real)
+                    stack.append((path, rel + "/"))
+            elif entry.is_file():
+                files.append((path, rel))
+    files.sort(key=lambda item: item[1])
+    skipped.sort()
+    return files, skipped

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from flightlog.records import decode_series, param_columns, series_summary
+from flightlog.records import decode_series, escape_surrogates, param_columns, series_summary
 from flightlog.store.base import IngestResult
 from flightlog.store.sql.dialect import Dialect
 
@@ -267,7 +267,11 @@ def apply_records(conn: Any, records: Sequence[dict[str, Any]], d: Dialect) -> I
             touched.add(run_id)
         conn.execute("SAVEPOINT rec")  # one bad record rolls back alone
         try:
-            apply(conn, rec, d)
+            try:
+                apply(conn, rec, d)
+            except UnicodeEncodeError:  # a lone surrogate (a CLI argument, a decoded file name)
+                conn.execute("ROLLBACK TO SAVEPOINT rec")
+                apply(conn, escape_surrogates(rec), d)  # stored escaped (records.storable_text)
         except bad_record as exc:
             conn.execute("ROLLBACK TO SAVEPOINT rec")
             result.skipped.append(f"bad {rec.get('k')} record (run {run_id}, seq {seq}): {exc!r}")
