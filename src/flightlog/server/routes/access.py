@@ -11,7 +11,14 @@ from flightlog.server.auth import COOKIE, authenticate, new_session
 from flightlog.server.context import Ctx
 from flightlog.server.operations import Operation, Param, json_body, ok
 from flightlog.server.responses import json_response
-from flightlog.server.tokens import ROLES, create_token, hash_token, list_tokens, revoke_token
+from flightlog.server.tokens import (
+    ROLES,
+    Scope,
+    create_token,
+    hash_token,
+    list_tokens,
+    revoke_token,
+)
 from flightlog.timefmt import iso
 
 __all__ = ["OPERATIONS"]
@@ -60,8 +67,13 @@ async def whoami(ctx: Ctx) -> Response:
     return json_response({**ctx.principal.to_dict(), "auth": ctx.state.config.auth})
 
 
+def _scope(ctx: Ctx) -> Scope:
+    """Whose tokens the caller manages: every project's, or its own project's (tokens.py)."""
+    return Scope(ctx.principal.project)
+
+
 async def tokens_list(ctx: Ctx) -> Response:
-    rows = await ctx.call(list_tokens, ctx.store)
+    rows = await ctx.call(list_tokens, ctx.store, by=_scope(ctx))
     return json_response({"tokens": [
         {**r, "created": iso(r["created"]), "last_used": iso(r["last_used"]), "revoked": iso(r["revoked"])} for r in rows]})
 
@@ -74,7 +86,10 @@ async def tokens_create(ctx: Ctx) -> Response:
     for field in ("project", "name"):
         if body.get(field) is not None and not isinstance(body[field], str):
             raise InvalidInput(f"{field} must be a string")
-    new = await ctx.call(create_token, ctx.store, body.get("role"), body.get("project"), body.get("name"))
+    project = body.get("project")
+    if ctx.principal.project is not None and "project" not in body:
+        project = ctx.principal.project  # a project admin's tokens are of its project unless it says otherwise
+    new = await ctx.call(create_token, ctx.store, body.get("role"), project, body.get("name"), by=_scope(ctx))
     return json_response(new.to_dict(), status=201)
 
 
@@ -82,7 +97,7 @@ async def tokens_revoke(ctx: Ctx) -> Response:
     token_id = ctx.path("token_id")
     if token_id == ctx.principal.token_id:
         raise InvalidInput("a token cannot revoke itself here: use another admin token, or `flightlog token revoke`")
-    await ctx.call(revoke_token, ctx.store, token_id)
+    await ctx.call(revoke_token, ctx.store, token_id, by=_scope(ctx))
     return json_response({"revoked": token_id})
 
 

@@ -136,16 +136,21 @@ class SqlStore:
         self.db.close()
 
     # ── runs ────────────────────────────────────────────────────────────────
-    def resolve(self, ref: str) -> str:
+    def resolve(self, ref: str, project: str | None = None) -> str:
+        """A run id or unique prefix; with ``project``, among that project's runs only (a run
+        of another project is then not found, exactly as one that does not exist)."""
         ref = ref.strip()
         if not ref or not re.fullmatch(r"[0-9A-Za-z_.-]+", ref):
             raise InvalidInput(f"{ref!r} is not a run id: use an id or a unique prefix (hex characters)")
         where, args = self.dialect.prefix("id", ref)
+        if project is not None:
+            where, args = f"{where} AND project=?", [*args, project]
         with self.db.read() as conn:
             rows = conn.execute(f"SELECT id FROM runs WHERE {where} ORDER BY id{self.dialect.collate} LIMIT 6",
                                 args).fetchall()
         if not rows:
-            raise NotFound(f"no run with id or prefix {ref!r}: list runs with `flightlog runs ls`")
+            within = "" if project is None else f" in project {project!r}"
+            raise NotFound(f"no run with id or prefix {ref!r}{within}: list runs with `flightlog runs ls`")
         exact = [r[0] for r in rows if r[0] == ref]
         if exact:
             return str(exact[0])
