@@ -47,7 +47,7 @@ async def sign_in(ctx: Ctx) -> Response:
     response = json_response({**principal.to_dict(), "via": "cookie", "auth": True})
     # the scheme is https behind a trusted proxy that says so (hosts.ForwardedHeaders), never on a client's word
     response.set_cookie(
-        COOKIE, session, max_age=int(lifetime), path="/", httponly=True, samesite="strict",
+        COOKIE, session, max_age=int(lifetime), path=_cookie_path(ctx), httponly=True, samesite="strict",
         secure=request.url.scheme == "https",
     )
     return response
@@ -59,8 +59,14 @@ async def sign_out(ctx: Ctx) -> Response:
     if session and len(session) <= 512:
         await ctx.call(ctx.store.delete_session, hash_token(session))
     response = json_response({"signed_out": True})
-    response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
+    response.delete_cookie(COOKIE, path=_cookie_path(ctx), httponly=True, samesite="strict")
     return response
+
+
+def _cookie_path(ctx: Ctx) -> str:
+    """The server's own path: under ``--root-path /flightlog`` the browser sends the cookie to
+    /flightlog/... only, never to the other applications of the same host."""
+    return str(ctx.request.scope.get("root_path") or "").rstrip("/") or "/"
 
 
 async def whoami(ctx: Ctx) -> Response:
