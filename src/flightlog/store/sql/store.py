@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 from flightlog.errors import AmbiguousId, InvalidInput, NotFound
 from flightlog.models import (
+    TERMINAL_STATUSES,
     Artifact,
     LogEvent,
     LogQuery,
@@ -109,6 +110,19 @@ class SqlStore:
         sets = ", ".join(f"{k}=?" for k in fields)
         with self.db.write() as conn:
             conn.execute(f"UPDATE runs SET {sets}, updated=? WHERE id=?", (*fields.values(), time.time(), run_id))
+
+    def claim_attempt(self, run_id: str, seen: int, *, host: str, pid: int, started: float) -> int | None:
+        """A compare-and-set on (attempt, ended status): of several processes resuming one run at
+        once, one gets the next attempt and the others None. The row is marked running by the
+        claimer at once, so a resumer that reads it after the claim sees a live owner."""
+        ended = sorted(TERMINAL_STATUSES)
+        with self.db.write() as conn:
+            cur = conn.execute(
+                "UPDATE runs SET attempt=?, status='running', started=?, ended=NULL, end_reason=NULL, exit_code=NULL, "
+                f"signal=NULL, host=?, pid=?, updated=? WHERE id=? AND attempt=? AND status IN ({', '.join('?' for _ in ended)})",
+                (seen + 1, started, host, pid, time.time(), run_id, seen, *ended),
+            )
+            return seen + 1 if int(cur.rowcount) == 1 else None
 
     def add_note(self, run_id: str, text: str, author: str | None = None) -> Note:
         now = time.time()
