@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, cast
 from flightlog.config import Settings, rank_from_env
 from flightlog.errors import Conflict, FlightlogError, InvalidInput, NotFound, StoreUnavailable
 from flightlog.ids import RUN_ID_RE, new_run_id
+from flightlog.journal.liveness import process_identity
 from flightlog.sdk.attempts import resume_attempt
 from flightlog.sdk.run import Run
 from flightlog.sdk.shipper import shipper
@@ -105,7 +106,9 @@ def init(
     run = Run(writer, settings, run_id=run_id, project=project, name=name, owner=not attach,
               attempt=attempt, on_finish=_forget)
     now = time.time()
-    writer.add_record("writer", host=socket.gethostname(), pid=os.getpid(), owner=not attach, attempt=attempt)
+    identity = process_identity()  # to be recognised across clock steps (journal/liveness.py)
+    writer.add_record("writer", host=socket.gethostname(), pid=os.getpid(), owner=not attach, attempt=attempt,
+                      **({"pstart": identity["process_start"], "boot": identity["boot"]} if identity else {}))
     if not attach:
         fields: dict[str, Any] = {
             "project": project, "name": name, "status": "running", "started": now, "attempt": attempt,
@@ -120,7 +123,10 @@ def init(
             fields["parent_id"] = parent_id
         if settings.queued_at:
             fields["queued"] = _queued_at(settings.queued_at)
-        writer.add_record("run", timeline={"process_start": _process_start()}, **fields)
+        timeline = {"process_start": _process_start()}
+        if identity:
+            timeline.update(owner_process_start=identity["process_start"], host_boot=identity["boot"])
+        writer.add_record("run", timeline=timeline, **fields)
     if params is not None:
         run.log_params(params)
     if tags:
