@@ -135,7 +135,8 @@ class Client:
         for run in runs:
             if run.status not in ("running", "created") or run.host != host or not run.pid:
                 continue
-            if process_alive(run.pid, run.started or run.created):
+            if process_alive(run.pid, run.started or run.created, process_start=run.timeline.get("owner_process_start"),
+                             boot=run.timeline.get("host_boot")):
                 continue
             if list_journals(self.settings.home, run.id) and not self._settle(run):
                 continue

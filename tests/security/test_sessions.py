@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
+
 from flightlog.server.auth import COOKIE
 from flightlog.server.tokens import create_token, revoke_token
 from tests.server.conftest import error_of
@@ -86,3 +88,26 @@ def test_a_trusted_proxy_forwards_host_scheme_and_client(make_app: Any) -> None:
     cross = app.request("POST", "/api/v1/runs/x/notes", json={"text": "hi"},
                         headers=_with_cookie(value, Origin="https://evil.example", **proxied))
     assert cross.status_code == 403
+
+
+def test_the_cookie_is_limited_to_the_root_path(server_process: Any) -> None:
+    """Under `--root-path /flightlog` (a proxy serving it at https://host/flightlog/) the cookie
+    goes to /flightlog only, not to every application of the host."""
+    from flightlog.server.config import ServerConfig
+    from flightlog.store.registry import open_store
+
+    proc = server_process("--auth", "--root-path", "/flightlog")
+    store = open_store(ServerConfig.for_home(proc.home).store_uri)
+    secret = create_token(store, "reader").secret  # type: ignore[arg-type]
+    store.close()
+    url = proc.start()
+    try:
+        signed = httpx.post(url.removesuffix("/flightlog") + "/api/v1/session", json={"token": secret}, timeout=30)
+        assert signed.status_code == 200, signed.text
+        attributes = [a.strip().lower() for a in signed.headers["set-cookie"].split(";")]
+        assert "path=/flightlog" in attributes, attributes
+        out = httpx.delete(url.removesuffix("/flightlog") + "/api/v1/session", timeout=30,
+                           headers={"Cookie": f"{COOKIE}={signed.cookies[COOKIE]}"})
+        assert "path=/flightlog" in [a.strip().lower() for a in out.headers["set-cookie"].split(";")]
+    finally:
+        proc.stop()

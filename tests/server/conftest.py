@@ -103,7 +103,7 @@ class ServerProcess:
             self.proc.kill()
             raise AssertionError(f"server did not start: {line!r} {self.proc.stderr.read() if self.proc.stderr else ''}")
         self.url = line.split("listening on ")[1].split()[0]
-        self.port = int(self.url.rsplit(":", 1)[1])
+        self.port = int(self.url.split("/")[2].rsplit(":", 1)[1])  # http://HOST:PORT[/root-path]
         return self.url
 
     def stop(self, sig: int | None = signal.SIGTERM, timeout: float = 30) -> int:

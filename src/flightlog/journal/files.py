@@ -17,6 +17,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from flightlog.filemodes import PRIVATE_FILE, private_dirs
 from flightlog.journal.format import MAGIC
 
 __all__ = ["JournalWriter", "JournalFile", "journal_root", "list_journals"]
@@ -29,10 +30,10 @@ def journal_root(home: Path) -> Path:
 class JournalWriter:
     def __init__(self, home: Path, run_id: str, writer_id: str) -> None:
         directory = journal_root(home)
-        directory.mkdir(parents=True, exist_ok=True)
+        private_dirs(directory)  # owner-only, whatever the umask (filemodes.py)
         self.file = JournalFile(run_id, writer_id, directory / f"{run_id}+{writer_id}.journal")
         self.path = self.file.path
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, PRIVATE_FILE)
         size = os.fstat(self._fd).st_size
         if size == 0:
             os.write(self._fd, MAGIC)
@@ -78,7 +79,9 @@ class JournalFile:
 
     def mark_shipped(self, offset: int) -> None:
         tmp = self.path.with_suffix(".shipped.tmp")
-        tmp.write_text(str(offset))
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
+        with os.fdopen(fd, "w") as out:
+            out.write(str(offset))
         os.replace(tmp, self.shipped_path)
 
     def remove(self) -> None:

@@ -2,18 +2,50 @@
 
 One answer for every reader (``flightlog sync``, the Client's reconciliation behind
 ``flightlog runs ls``), so they agree on when a run whose process vanished is ``crashed``.
+
+A number alone does not name a process: pids are reused. A process is the one recorded when
+it started no later than the record says. Wall-clock times are not enough for that: psutil's
+``create_time`` is the boot time plus the process's age since boot, and the boot time moves
+with the clock, so after an NTP step or a VM resume of +5 s every live process seems to have
+started 5 s after it did. So a writer also records its own ``create_time`` and the boot time
+as psutil reported them then (:func:`process_identity`); a reader compares like with like,
+the recorded start moved by however much the boot time moved since. A reused pid started
+later than the recorded process did: it differs by that much whatever the clock did.
 """
 
 from __future__ import annotations
 
+import os
 import socket
 
-__all__ = ["process_alive"]
+__all__ = ["process_alive", "process_identity", "SLACK_S"]
+
+SLACK_S = 1.0  # create_time comes from clock ticks and a boot time in whole seconds
+
+_identity: tuple[int, dict[str, float]] | None = None
 
 
-def process_alive(pid: object, started: float | None, host: str | None = None) -> bool:
+def process_identity() -> dict[str, float]:
+    """This process's start and the host's boot time as psutil reports them now (empty when it
+    cannot tell): what a later reader needs to recognise this process across clock steps."""
+    global _identity
+    pid = os.getpid()
+    if _identity is None or _identity[0] != pid:
+        try:
+            import psutil
+
+            _identity = (pid, {"process_start": float(psutil.Process(pid).create_time()), "boot": float(psutil.boot_time())})
+        except Exception:  # noqa: BLE001 - liveness then falls back to the recorded wall-clock start
+            return {}
+    return dict(_identity[1])
+
+
+def process_alive(pid: object, started: float | None, host: str | None = None, *,
+                  process_start: float | None = None, boot: float | None = None) -> bool:
     """False when ``pid`` on this host has ended, is a zombie, or is a newer process that reused
-    the number (it started more than a second after ``started``). A process on another host
+    the number. With ``process_start`` and ``boot`` (from :func:`process_identity` in the
+    writer), the process must be that one, whatever the clock did since; else, and also, one
+    that started no later than a second after ``started`` counts. A process on another host
     cannot be checked from here and counts as alive."""
     if host is not None and host != socket.gethostname():
         return True
@@ -21,7 +53,12 @@ def process_alive(pid: object, started: float | None, host: str | None = None) -
 
     try:
         proc = psutil.Process(int(pid))  # type: ignore[call-overload]
-        if started is not None and proc.create_time() > float(started) + 1:
+        created = proc.create_time()
+        same = started is None or created <= float(started) + SLACK_S
+        if not same and process_start is not None and boot is not None:
+            expected = float(process_start) + (psutil.boot_time() - float(boot))  # the clock's step since
+            same = abs(created - expected) <= SLACK_S
+        if not same:
             return False
         return bool(proc.status() != psutil.STATUS_ZOMBIE)
     except (psutil.NoSuchProcess, psutil.AccessDenied, TypeError, ValueError):

@@ -100,7 +100,9 @@ def _sync_one(journal: JournalFile, store: Store, report: SyncReport, *, keep: b
     records = [rec for _, rec in result.records]
     ended = any(r.get("k") == "writer_end" for r in records)
     header = next((r for r in records if r.get("k") == "writer"), None)
-    alive = not ended and header is not None and process_alive(header.get("pid"), header.get("t"), header.get("host"))
+    alive = not ended and header is not None and process_alive(header.get("pid"), header.get("t"), header.get("host"),
+                                                               process_start=_number(header.get("pstart")),
+                                                               boot=_number(header.get("boot")))
     if alive:
         report.active += 1
         return
@@ -154,3 +156,8 @@ def _mark_lost(store: Store, run_id: str, records: list[dict[str, Any]], report:
     last = max((float(r["t"]) for r in records if isinstance(r.get("t"), (int, float))), default=time.time())
     store.update_run(run_id, status="crashed", end_reason="lost", ended=last)
     report.crashed_runs.append(run_id)
+
+
+def _number(value: Any) -> float | None:
+    """A header's number, or None (journals from before it, or a damaged field)."""
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None

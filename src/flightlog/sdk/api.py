@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any, cast
 from flightlog.config import Settings, rank_from_env
 from flightlog.errors import Conflict, FlightlogError, InvalidInput, NotFound, StoreUnavailable
 from flightlog.ids import RUN_ID_RE, new_run_id
+from flightlog.journal.liveness import process_identity
+from flightlog.sdk.attempts import resume_attempt
 from flightlog.sdk.run import Run
 from flightlog.sdk.shipper import shipper
 from flightlog.sdk.writer import NullWriter, RunWriter, warn
@@ -80,10 +82,11 @@ def init(
 
     attempt = settings.attempt
     existing = None
+    resumed: int | None = None  # the attempt claimed in the store (sdk/attempts.py)
     unknown = False  # the store could not say whether the run exists: journal now, ship later
     if not attach and id is not None:
         try:
-            existing = _existing_run(settings, run_id)
+            existing, resumed = _existing_run(settings, run_id, resume=resume)
         except StoreUnavailable as exc:
             unknown = True
             warn(f"cannot look run {run_id} up in the store ({exc}); recording it anyway: its records are "
@@ -95,7 +98,7 @@ def init(
                 "or leave id unset for a new run"
             )
         if existing is not None:
-            attempt = existing.attempt + (1 if existing.is_finished else 0)
+            attempt = resumed if resumed is not None else existing.attempt + (1 if existing.is_finished else 0)
             project = existing.project if project == settings.project else project
             name = name or existing.name
 
@@ -103,7 +106,9 @@ def init(
     run = Run(writer, settings, run_id=run_id, project=project, name=name, owner=not attach,
               attempt=attempt, on_finish=_forget)
     now = time.time()
-    writer.add_record("writer", host=socket.gethostname(), pid=os.getpid(), owner=not attach, attempt=attempt)
+    identity = process_identity()  # to be recognised across clock steps (journal/liveness.py)
+    writer.add_record("writer", host=socket.gethostname(), pid=os.getpid(), owner=not attach, attempt=attempt,
+                      **({"pstart": identity["process_start"], "boot": identity["boot"]} if identity else {}))
     if not attach:
         fields: dict[str, Any] = {
             "project": project, "name": name, "status": "running", "started": now, "attempt": attempt,
@@ -118,7 +123,10 @@ def init(
             fields["parent_id"] = parent_id
         if settings.queued_at:
             fields["queued"] = _queued_at(settings.queued_at)
-        writer.add_record("run", timeline={"process_start": _process_start()}, **fields)
+        timeline = {"process_start": _process_start()}
+        if identity:
+            timeline.update(owner_process_start=identity["process_start"], host_boot=identity["boot"])
+        writer.add_record("run", timeline=timeline, **fields)
     if params is not None:
         run.log_params(params)
     if tags:
@@ -144,9 +152,10 @@ def _notebook(run: Run, parent_id: str | None) -> None:
         warn(f"notebook support is off for this run: {exc}")
 
 
-def _existing_run(settings: Settings, run_id: str) -> Any:
+def _existing_run(settings: Settings, run_id: str, *, resume: bool = False) -> tuple[Any, int | None]:
+    """The run as the store has it (None: not there), and with ``resume`` the attempt claimed."""
     if settings.mode != "online":
-        return None
+        return None, None
     from flightlog.client import Client
     from flightlog.sdk.sink import open_sink
 
@@ -158,11 +167,13 @@ def _existing_run(settings: Settings, run_id: str) -> Any:
     except StoreUnavailable:
         raise
     except FlightlogError:
-        return None
+        return None, None
     try:
-        return client.run(run_id, exact=True)
-    except NotFound:
-        return None
+        try:
+            info = client.run(run_id, exact=True)
+        except NotFound:
+            return None, None
+        return info, (resume_attempt(client.store, info) if resume else None)
     finally:
         client.close()
 

@@ -28,6 +28,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from flightlog.filemodes import PRIVATE_FILE, private_dirs
+
 __all__ = ["process_context", "git_info", "installed_packages", "allowed_env", "ENV_ALLOW", "looks_secret"]
 
 ENV_ALLOW = (
@@ -136,9 +138,10 @@ def installed_packages(cache_dir: Path | None = None) -> dict[str, str]:
         pass
     packages = _read_packages()
     try:
-        cache_dir.mkdir(parents=True, exist_ok=True)
+        private_dirs(cache_dir)  # FLIGHTLOG_HOME is owner-only (filemodes.py)
         tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(packages), "utf-8")
+        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE), "w", encoding="utf-8") as out:
+            out.write(json.dumps(packages))
         os.replace(tmp, path)
     except OSError:
         pass

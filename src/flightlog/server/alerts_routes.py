@@ -95,7 +95,8 @@ async def end_silence(ctx: Ctx) -> Response:
     store = _store(ctx)
     known = {s.id: s for s in await ctx.call(store.silences, include_expired=True)}
     silence = known.get(silence_id)
-    if silence is None or not ctx.principal.allows(silence.matchers.get("project", ctx.principal.project)):
+    # a silence with no project is global: only a writer of every project may end it
+    if silence is None or not ctx.principal.allows(silence.matchers.get("project")):
         raise NotFound(f"no silence {silence_id!r}")
     await ctx.call(store.expire_silence, silence_id)
     return json_response({"id": silence_id, "ended": True})

@@ -21,6 +21,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse
 
 from flightlog.errors import InvalidInput, NotFound
+from flightlog.filemodes import private_dirs
 from flightlog.store.artifacts import LocalArtifactStore, check_artifact_path
 from flightlog.transport.wire import PayloadTooLarge
 
@@ -83,7 +84,7 @@ class BlobStore(LocalArtifactStore):
         if length is not None and length > limit:
             raise PayloadTooLarge(f"the upload is {length} bytes; this server takes at most {limit}", details={"limit": limit})
         tmp_dir = self.root / "tmp"
-        await anyio.to_thread.run_sync(lambda: tmp_dir.mkdir(parents=True, exist_ok=True))
+        await anyio.to_thread.run_sync(private_dirs, tmp_dir)  # owner-only (filemodes.py); mkstemp files are 0600
         fd, tmp_name = tempfile.mkstemp(dir=tmp_dir, prefix="upload-")
         digest = hashlib.sha256()
         size = 0
@@ -122,7 +123,7 @@ class BlobStore(LocalArtifactStore):
         if blob.exists():
             _remove(tmp_name)
             return
-        blob.parent.mkdir(parents=True, exist_ok=True)
+        private_dirs(blob.parent)
         os.replace(tmp_name, blob)
 
 

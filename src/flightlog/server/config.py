@@ -40,6 +40,10 @@ class ServerConfig:
     Clients resume with ``Last-Event-ID`` without a gap, so this costs nothing; it bounds how
     long one connection pins a worker and lets a load balancer spread long-lived viewers again.
     """
+    stream_recheck: float = 5.0
+    """Seconds between checks, on an open live stream, that its token or session still holds:
+    a revoked token or a signed-out session ends its streams within this long, not at
+    ``stream_max_age``."""
     session_hours: float = 12.0
     """How long a web UI session lasts (its cookie holds a session id, never the token)."""
     bind: str = "127.0.0.1"

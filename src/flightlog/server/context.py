@@ -69,17 +69,21 @@ class Ctx:
 
     async def run(self, ref: str | None = None) -> RunInfo:
         """The run named by the path (id or unique prefix), if this principal may see its project."""
-        info = await self.call(self.store.get_run, ref if ref is not None else self.path("run"))
+        info = await self.call(self.store.get_run, await self._resolve(ref))
         self.principal.check_project(info.project)
         return info
 
     async def run_id(self) -> str:
         """The id of the run named by the path, if this principal may see its project, without
         reading the run (its params and every metric summary) when only the id is needed."""
-        run_id = await self.call(self.store.resolve, self.path("run"))
-        project = (await self.call(self.store.run_projects, [run_id])).get(run_id)
-        self.principal.check_project(project)
-        return run_id
+        return await self._resolve(None)
+
+    async def _resolve(self, ref: str | None) -> str:
+        """An id or prefix, resolved among the runs this principal may see only: one outside its
+        project is answered exactly as one that does not exist (the same 404, naming no other
+        project), and a prefix is ambiguous only among its own runs, so probing learns nothing."""
+        ref = ref if ref is not None else self.path("run")
+        return await self.call(self.store.resolve, ref, project=self.principal.project)
 
     async def body(self, limit: int | None = None) -> bytes:
         limit = self.state.config.max_body if limit is None else limit

@@ -12,6 +12,13 @@ says otherwise.
 Proxies: ``X-Forwarded-For``, ``-Proto`` and ``-Host`` are believed only from a peer listed in
 ``--trusted-proxies`` (the connection's own address, never a header); from anyone else they are
 dropped before the app sees them, so no client can claim another origin or a secure scheme.
+
+A browser on this machine connects from 127.0.0.1 too, which is where a local proxy sits: a
+rebinding page can add ``X-Forwarded-Host: localhost`` to its requests (fetch() may set it).
+So the Host guard checks the ``Host`` the connection itself sent as well as the one a trusted
+proxy forwarded: both must be names this server answers for. A real proxy sends its upstream's
+name (``proxy_set_header Host $host`` of a name in ``--allowed-hosts``, or the loopback address
+it connects to); a rebinding page cannot, its Host is its own name.
 """
 
 from __future__ import annotations
@@ -43,6 +50,7 @@ __all__ = [
 
 LOOPBACK_HOSTS = ("localhost", "*.localhost", "127.0.0.1", "::1")
 _FORWARDED = (b"x-forwarded-for", b"x-forwarded-proto", b"x-forwarded-host")
+PEER_HOST = "flightlog.peer_host"  # scope key: the Host the connection sent, before a proxy's X-Forwarded-Host
 _WILDCARD_BINDS = ("0.0.0.0", "::", "")
 
 
@@ -167,6 +175,7 @@ class ForwardedHeaders:
                     scope["client"] = (origin, 0)
                 host = _last(found.get("x-forwarded-host"))
                 if host:
+                    scope[PEER_HOST] = next((v.decode("latin-1") for n, v in headers if n == b"host"), "")
                     headers = [(n, v) for n, v in headers if n != b"host"] + [(b"host", host.encode("latin-1"))]
             scope["headers"] = headers
         await self.app(scope, receive, send)
@@ -194,6 +203,9 @@ class HostGuard:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] in ("http", "websocket") and "*" not in self.policy.patterns:
             host = next((v.decode("latin-1") for n, v in scope["headers"] if n == b"host"), "")
+            peer = scope.get(PEER_HOST)  # what the connection sent, when a trusted proxy's header replaced it
+            if peer is not None and not self.policy.allows(peer):
+                host = peer
             if not self.policy.allows(host):
                 name = _hostname(host) or "(none)"
                 err = HostNotAllowed(

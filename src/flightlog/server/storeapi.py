@@ -17,6 +17,10 @@ class ServerStore(Store, TokenStore, Protocol):
     query_timeout: float | None
     """Seconds a search may take before it raises QueryTimeout (None: no limit)."""
 
+    def resolve(self, ref: str, project: str | None = None) -> str:
+        """A run id or unique prefix, among ``project``'s runs when given (else every run)."""
+        ...
+
     def log_events_after(self, run_id: str, after: int, query: LogQuery) -> tuple[list[LogEvent], int]: ...
     def metric_points_after(
         self, run_id: str, after: int, names: Sequence[str] | None = None

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from flightlog.errors import InvalidInput, NotFound
+from flightlog.filemodes import private_dirs
 
 __all__ = ["LocalArtifactStore", "check_artifact_path", "hash_file", "open_artifact_store"]
 
@@ -63,7 +64,7 @@ class LocalArtifactStore:
     def put_file(self, source: str | os.PathLike[str]) -> tuple[str, int, str]:
         """Copy ``source`` in; returns (sha256, size, uri)."""
         tmp_dir = self.root / "tmp"
-        tmp_dir.mkdir(parents=True, exist_ok=True)
+        private_dirs(tmp_dir)  # owner-only, as the blobs (mkstemp makes them 0600): filemodes.py
         digest = hashlib.sha256()
         size = 0
         fd, tmp_name = tempfile.mkstemp(dir=tmp_dir)
@@ -78,7 +79,7 @@ class LocalArtifactStore:
             if blob.exists():
                 os.unlink(tmp_name)
             else:
-                blob.parent.mkdir(parents=True, exist_ok=True)
+                private_dirs(blob.parent)
                 os.replace(tmp_name, blob)
         except BaseException:
             try:

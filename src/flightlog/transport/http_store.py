@@ -18,7 +18,7 @@ import httpx
 import msgspec
 import numpy as np
 
-from flightlog.errors import InvalidInput, StoreUnavailable
+from flightlog.errors import Conflict, InvalidInput, StoreUnavailable
 from flightlog.models import (
     Artifact,
     LogEvent,
@@ -106,6 +106,15 @@ class HttpStore:
         for run_id in run_ids:
             deleted += int(self.http.json("DELETE", _runs_path(run_id)).get("deleted", 0))
         return deleted
+
+    def claim_attempt(self, run_id: str, seen: int, *, host: str, pid: int, started: float) -> int | None:
+        """The server's compare-and-set (``POST /runs/{run}/attempts``): 409 is another process's claim."""
+        try:
+            doc = self.http.json("POST", _runs_path(run_id, "attempts"),
+                                 json={"seen": seen, "host": host, "pid": pid, "started": started})
+        except Conflict:
+            return None
+        return int(doc["attempt"])
 
     def add_note(self, run_id: str, text: str, author: str | None = None) -> Note:
         return decode.note_from_dict(self.http.json("POST", _runs_path(run_id, "notes"), json={"text": text, "author": author}))

@@ -1,7 +1,17 @@
-"""Posting JSON over HTTP with the standard library (no client dependency in the runner)."""
+"""Posting JSON over HTTP with the standard library (no client dependency in the runner).
+
+Redirects are never followed: a notifier's URL is where its payload (and its credential
+headers) may go, and urllib would turn the POST into a GET to whatever address a 3xx names,
+a hook on an internal network included. A 3xx is a delivery failure that names its status.
+
+The target's answer body is never kept: a failure's message (which lands in the alert history,
+readable by every reader of the run) holds the status and its standard reason only, since an
+error page may echo the payload, an internal hostname or a token.
+"""
 
 from __future__ import annotations
 
+import http
 import json
 import urllib.error
 import urllib.request
@@ -15,6 +25,16 @@ __all__ = ["post_json"]
 _RETRYABLE = {408, 425, 429, 500, 502, 503, 504}
 
 
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """Every 3xx stays an answer (urllib then raises it as an HTTPError), never a new request."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+_opener = urllib.request.build_opener(_NoRedirects())
+
+
 def post_json(url: str, body: Any, *, headers: Mapping[str, str], timeout: float) -> int:
     data = json.dumps(body, ensure_ascii=False, allow_nan=False, default=str).encode()
     request = urllib.request.Request(url, data=data, method="POST")
@@ -23,18 +43,27 @@ def post_json(url: str, body: Any, *, headers: Mapping[str, str], timeout: float
     for key, value in headers.items():
         request.add_header(key, value)
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - http(s) checked at load
+        with _opener.open(request, timeout=timeout) as response:  # noqa: S310 - http(s) checked at load
             response.read(65536)
             return int(response.status)
     except urllib.error.HTTPError as exc:
-        detail = exc.read(500).decode("utf-8", "replace").strip()
-        exc.close()
+        exc.close()  # its body is the target's to say, not ours to record
         retry_after = _retry_after(exc.headers.get("Retry-After") if exc.headers else None)
-        message = f"{_where(url)} answered HTTP {exc.code}" + (f": {detail}" if detail else "")
+        message = f"{_where(url)} answered HTTP {exc.code} {_reason(exc.code)}".rstrip()
+        if 300 <= exc.code < 400:
+            message += ": redirects are not followed (point the notifier's url at the final address)"
         raise DeliveryError(message, permanent=exc.code not in _RETRYABLE, retry_after=retry_after) from None
     except (urllib.error.URLError, OSError, ValueError) as exc:
         reason = getattr(exc, "reason", exc)
         raise DeliveryError(f"cannot reach {_where(url)}: {reason}") from None
+
+
+def _reason(code: int) -> str:
+    """The standard phrase of a status (never the one the target sent)."""
+    try:
+        return http.HTTPStatus(code).phrase
+    except ValueError:
+        return ""
 
 
 def _retry_after(value: str | None) -> float | None:

@@ -6,7 +6,17 @@ from flightlog.diagnose import api as diagnose_api
 from flightlog.pipeline import api as pipeline_api
 from flightlog.server import alerts_routes
 from flightlog.server.operations import Operation
-from flightlog.server.routes import access, artifacts, edits, events, ingest, meta, runs, stream
+from flightlog.server.routes import (
+    access,
+    artifacts,
+    attempts,
+    edits,
+    events,
+    ingest,
+    meta,
+    runs,
+    stream,
+)
 
 __all__ = ["OPERATIONS"]
 
@@ -16,6 +26,7 @@ OPERATIONS: list[Operation] = [
     *ingest.OPERATIONS,
     *runs.OPERATIONS,
     *edits.OPERATIONS,
+    *attempts.OPERATIONS,
     *events.OPERATIONS,
     *stream.OPERATIONS,
     *artifacts.OPERATIONS,

@@ -11,7 +11,14 @@ from flightlog.server.auth import COOKIE, authenticate, new_session
 from flightlog.server.context import Ctx
 from flightlog.server.operations import Operation, Param, json_body, ok
 from flightlog.server.responses import json_response
-from flightlog.server.tokens import ROLES, create_token, hash_token, list_tokens, revoke_token
+from flightlog.server.tokens import (
+    ROLES,
+    Scope,
+    create_token,
+    hash_token,
+    list_tokens,
+    revoke_token,
+)
 from flightlog.timefmt import iso
 
 __all__ = ["OPERATIONS"]
@@ -40,7 +47,7 @@ async def sign_in(ctx: Ctx) -> Response:
     response = json_response({**principal.to_dict(), "via": "cookie", "auth": True})
     # the scheme is https behind a trusted proxy that says so (hosts.ForwardedHeaders), never on a client's word
     response.set_cookie(
-        COOKIE, session, max_age=int(lifetime), path="/", httponly=True, samesite="strict",
+        COOKIE, session, max_age=int(lifetime), path=_cookie_path(ctx), httponly=True, samesite="strict",
         secure=request.url.scheme == "https",
     )
     return response
@@ -52,16 +59,27 @@ async def sign_out(ctx: Ctx) -> Response:
     if session and len(session) <= 512:
         await ctx.call(ctx.store.delete_session, hash_token(session))
     response = json_response({"signed_out": True})
-    response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
+    response.delete_cookie(COOKIE, path=_cookie_path(ctx), httponly=True, samesite="strict")
     return response
+
+
+def _cookie_path(ctx: Ctx) -> str:
+    """The server's own path: under ``--root-path /flightlog`` the browser sends the cookie to
+    /flightlog/... only, never to the other applications of the same host."""
+    return str(ctx.request.scope.get("root_path") or "").rstrip("/") or "/"
 
 
 async def whoami(ctx: Ctx) -> Response:
     return json_response({**ctx.principal.to_dict(), "auth": ctx.state.config.auth})
 
 
+def _scope(ctx: Ctx) -> Scope:
+    """Whose tokens the caller manages: every project's, or its own project's (tokens.py)."""
+    return Scope(ctx.principal.project)
+
+
 async def tokens_list(ctx: Ctx) -> Response:
-    rows = await ctx.call(list_tokens, ctx.store)
+    rows = await ctx.call(list_tokens, ctx.store, by=_scope(ctx))
     return json_response({"tokens": [
         {**r, "created": iso(r["created"]), "last_used": iso(r["last_used"]), "revoked": iso(r["revoked"])} for r in rows]})
 
@@ -74,7 +92,10 @@ async def tokens_create(ctx: Ctx) -> Response:
     for field in ("project", "name"):
         if body.get(field) is not None and not isinstance(body[field], str):
             raise InvalidInput(f"{field} must be a string")
-    new = await ctx.call(create_token, ctx.store, body.get("role"), body.get("project"), body.get("name"))
+    project = body.get("project")
+    if ctx.principal.project is not None and "project" not in body:
+        project = ctx.principal.project  # a project admin's tokens are of its project unless it says otherwise
+    new = await ctx.call(create_token, ctx.store, body.get("role"), project, body.get("name"), by=_scope(ctx))
     return json_response(new.to_dict(), status=201)
 
 
@@ -82,7 +103,7 @@ async def tokens_revoke(ctx: Ctx) -> Response:
     token_id = ctx.path("token_id")
     if token_id == ctx.principal.token_id:
         raise InvalidInput("a token cannot revoke itself here: use another admin token, or `flightlog token revoke`")
-    await ctx.call(revoke_token, ctx.store, token_id)
+    await ctx.call(revoke_token, ctx.store, token_id, by=_scope(ctx))
     return json_response({"revoked": token_id})
 
 

@@ -6,6 +6,10 @@ another — sends it back as ``Last-Event-ID`` and continues exactly where it st
 event twice, none lost. The stream reads the store every ``stream_poll`` seconds, ends with
 an ``end`` event once the run has finished, and asks clients to reconnect when the server
 is shutting down or the connection is older than ``stream_max_age``.
+
+The credential that opened a stream is checked again every ``stream_recheck`` seconds: once
+its token is revoked or its session signed out (or expired), the stream sends ``unauthorized``
+and closes, and the client's reconnect gets the 401 that any other request would.
 """
 
 from __future__ import annotations
@@ -19,8 +23,9 @@ import anyio
 import numpy as np
 from starlette.responses import Response, StreamingResponse
 
-from flightlog.errors import InvalidInput
+from flightlog.errors import InvalidInput, Unauthorized
 from flightlog.models import LogQuery, RunInfo
+from flightlog.server.auth import authenticate
 from flightlog.server.context import Ctx
 from flightlog.server.operations import RUN, Operation, Param
 from flightlog.server.responses import json_bytes
@@ -71,8 +76,14 @@ async def _events(
     metrics.streams_open += 1
     try:
         yield b"retry: 2000\n\n"
-        quiet_since = opened = time.monotonic()
+        quiet_since = opened = checked = time.monotonic()
         while True:
+            if config.auth and time.monotonic() - checked >= config.stream_recheck:
+                ended = await _credential_ended(ctx)
+                if ended is not None:
+                    yield frame("unauthorized", {"error": ended}, f"{log_at}.{metric_at}")
+                    return
+                checked = time.monotonic()
             run = await ctx.call(store.get_run, info.id)  # first: once it has ended, its events are in
             out: list[bytes] = []
             if "logs" in kinds:
@@ -109,6 +120,16 @@ async def _events(
         metrics.streams_open -= 1
 
 
+async def _credential_ended(ctx: Ctx) -> dict[str, Any] | None:
+    """None while the token (or session) that opened the stream still holds; else the error
+    (code and message) that a new request with it would get."""
+    try:
+        await authenticate(ctx.request, ctx.store, enabled=True)
+    except Unauthorized as exc:
+        return {"code": exc.code, "message": exc.message}
+    return None
+
+
 def _points(points: dict[str, tuple[bytes, bytes, bytes]]) -> dict[str, Any]:
     out = {}
     for name, (steps, times, values) in points.items():
@@ -126,7 +147,8 @@ OPERATIONS = [
         "live",
         description="Events: `logs` ({events: [...]}), `metrics` ({metrics: {name: {steps, values, times}}}), `status` "
                     "(the run), `end` (the run has finished; the stream closes), `reconnect` (the server is shutting "
-                    "down, or the connection reached the server's maximum stream age). Log events start from the "
+                    "down, or the connection reached the server's maximum stream age), `unauthorized` ({error: "
+                    "{code, message}}: the token was revoked or the session ended; the stream closes). Log events start from the "
                     "run's first (within the filters; `since` skips older ones), metric points from the moment of "
                     "connecting. Reconnect with `Last-Event-ID` to resume without gaps.",
         params=(RUN, *LOG_FILTERS,

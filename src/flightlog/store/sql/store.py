@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 from flightlog.errors import AmbiguousId, InvalidInput, NotFound
 from flightlog.models import (
+    TERMINAL_STATUSES,
     Artifact,
     LogEvent,
     LogQuery,
@@ -110,6 +111,19 @@ class SqlStore:
         with self.db.write() as conn:
             conn.execute(f"UPDATE runs SET {sets}, updated=? WHERE id=?", (*fields.values(), time.time(), run_id))
 
+    def claim_attempt(self, run_id: str, seen: int, *, host: str, pid: int, started: float) -> int | None:
+        """A compare-and-set on (attempt, ended status): of several processes resuming one run at
+        once, one gets the next attempt and the others None. The row is marked running by the
+        claimer at once, so a resumer that reads it after the claim sees a live owner."""
+        ended = sorted(TERMINAL_STATUSES)
+        with self.db.write() as conn:
+            cur = conn.execute(
+                "UPDATE runs SET attempt=?, status='running', started=?, ended=NULL, end_reason=NULL, exit_code=NULL, "
+                f"signal=NULL, host=?, pid=?, updated=? WHERE id=? AND attempt=? AND status IN ({', '.join('?' for _ in ended)})",
+                (seen + 1, started, host, pid, time.time(), run_id, seen, *ended),
+            )
+            return seen + 1 if int(cur.rowcount) == 1 else None
+
     def add_note(self, run_id: str, text: str, author: str | None = None) -> Note:
         now = time.time()
         with self.db.write() as conn:
@@ -136,16 +150,21 @@ class SqlStore:
         self.db.close()
 
     # ── runs ────────────────────────────────────────────────────────────────
-    def resolve(self, ref: str) -> str:
+    def resolve(self, ref: str, project: str | None = None) -> str:
+        """A run id or unique prefix; with ``project``, among that project's runs only (a run
+        of another project is then not found, exactly as one that does not exist)."""
         ref = ref.strip()
         if not ref or not re.fullmatch(r"[0-9A-Za-z_.-]+", ref):
             raise InvalidInput(f"{ref!r} is not a run id: use an id or a unique prefix (hex characters)")
         where, args = self.dialect.prefix("id", ref)
+        if project is not None:
+            where, args = f"{where} AND project=?", [*args, project]
         with self.db.read() as conn:
             rows = conn.execute(f"SELECT id FROM runs WHERE {where} ORDER BY id{self.dialect.collate} LIMIT 6",
                                 args).fetchall()
         if not rows:
-            raise NotFound(f"no run with id or prefix {ref!r}: list runs with `flightlog runs ls`")
+            within = "" if project is None else f" in project {project!r}"
+            raise NotFound(f"no run with id or prefix {ref!r}{within}: list runs with `flightlog runs ls`")
         exact = [r[0] for r in rows if r[0] == ref]
         if exact:
             return str(exact[0])

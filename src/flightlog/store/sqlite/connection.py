@@ -23,6 +23,7 @@ from contextlib import AbstractContextManager, ExitStack, contextmanager, nullco
 from pathlib import Path
 
 from flightlog.errors import SchemaTooNew, StoreUnavailable
+from flightlog.filemodes import create_private, private_dirs
 from flightlog.forksafe import no_fork
 from flightlog.store.budget import Deadline
 from flightlog.store.sqlite.migrations import MIGRATIONS, SCHEMA_VERSION
@@ -60,7 +61,8 @@ class Database:
         busy_ms = _SLICE_MS if fork_safe else 30000
         self.lock = threading.RLock()
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            private_dirs(self.path.parent)
+            create_private(self.path)  # owner-only, and so its -wal and -shm (filemodes.py)
             with self._section():
                 self.conn = sqlite3.connect(str(self.path), timeout=busy_ms / 1000, isolation_level=None,
                                             check_same_thread=False)
