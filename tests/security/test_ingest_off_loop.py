@@ -1,7 +1,7 @@
 """Ingest does its per-record work (inflating, decoding, checking, redacting, counting) in a
 worker thread and takes at most ``MAX_RECORDS`` records a request: one big batch of small
 records never holds the event loop, so ``/healthz`` (and everyone else) is answered meanwhile.
-A real server, two real clients."""
+A real server process, two real clients."""
 
 from __future__ import annotations
 
@@ -14,9 +14,8 @@ import msgspec
 import pytest
 
 from flightlog.server.routes.ingest import MAX_RECORDS
-from flightlog.server.testing import RunningServer, serve_in_thread
 from flightlog.transport.http_store import HttpStore
-from tests.security.probe import slowest_health_while
+from tests.security.probe import ServerSubprocess, server_subprocess, slowest_health_while
 from tests.server.conftest import auth, error_of
 from tests.server.journal import Writer
 
@@ -24,9 +23,9 @@ RUN = "0123456789abcdef0123456789abcdef"
 
 
 @pytest.fixture
-def roomy(tmp_path: Path, server_store: str) -> Iterator[RunningServer]:
-    """A real server with the default body limits (32 MiB), so that one batch can be big."""
-    with serve_in_thread(tmp_path / "srv", auth=True, store_uri=server_store) as running:
+def roomy(tmp_path: Path, server_store: str) -> Iterator[ServerSubprocess]:
+    """A real `flightlog server` process with the default body limits (32 MiB), so that one batch can be big."""
+    with server_subprocess(tmp_path / "srv", server_store) as running:
         yield running
 
 
@@ -39,12 +38,12 @@ def _body(records: list[dict]) -> bytes:
     return gzip.compress(msgspec.msgpack.encode({"records": records}), compresslevel=1)
 
 
-def _post(server: RunningServer, body: bytes, token: str) -> httpx.Response:
+def _post(server: ServerSubprocess, body: bytes, token: str) -> httpx.Response:
     return httpx.post(f"{server.url}/api/v1/ingest", content=body, timeout=120,
                       headers={**auth(token), "Content-Type": "application/msgpack", "Content-Encoding": "gzip"})
 
 
-def test_healthz_answers_while_a_big_batch_ingests(roomy: RunningServer) -> None:
+def test_healthz_answers_while_a_big_batch_ingests(roomy: ServerSubprocess) -> None:
     records = _batch(MAX_RECORDS - 5000)
     token = roomy.token("writer", "vision")  # a project's token: its scope checks run too
     body = _body(records)  # built before: the client's work is not the server's
@@ -53,10 +52,10 @@ def test_healthz_answers_while_a_big_batch_ingests(roomy: RunningServer) -> None
     assert isinstance(answer, httpx.Response) and answer.status_code == 200, answer
     assert answer.json()["applied"] == len(records)
     assert slowest < 0.5, f"/healthz took {slowest:.2f} s while a batch of {len(records)} records was ingested"
-    assert len(roomy.app.state.store.get_run(RUN).params) == len(records) - 1
+    assert len(roomy.store.get_run(RUN).params) == len(records) - 1
 
 
-def test_a_batch_over_the_record_limit_gets_a_413_naming_it(roomy: RunningServer, tmp_path: Path) -> None:
+def test_a_batch_over_the_record_limit_gets_a_413_naming_it(roomy: ServerSubprocess, tmp_path: Path) -> None:
     token = roomy.token("writer")
     response = _post(roomy, _body(_batch(MAX_RECORDS + 1)), token)
     assert response.status_code == 413, response.text[:300]
