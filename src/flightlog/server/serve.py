@@ -23,7 +23,7 @@ from flightlog.server.app import FlightlogApp
 from flightlog.server.config import LOOPBACK
 from flightlog.server.connections import ACCEPT_BURST, ConnectionLimits, limited_protocol
 
-__all__ = ["bind", "check_host", "Server", "uvicorn_config"]
+__all__ = ["AcceptErrors", "bind", "check_host", "Server", "uvicorn_config"]
 
 log = logging.getLogger("flightlog.server")
 ACCEPT_LOG_EVERY = 10.0  # seconds between two log lines about failing accept() calls
@@ -97,7 +97,7 @@ class Server(uvicorn.Server):
         self.flightlog = app
 
     async def serve(self, sockets: list[socket.socket] | None = None) -> None:
-        asyncio.get_running_loop().set_exception_handler(_AcceptErrors())
+        asyncio.get_running_loop().set_exception_handler(AcceptErrors())
         await super().serve(sockets)
 
     def handle_exit(self, sig: int, frame: Any) -> None:
@@ -105,7 +105,7 @@ class Server(uvicorn.Server):
         super().handle_exit(sig, frame)
 
 
-class _AcceptErrors:
+class AcceptErrors:
     """The event loop's exception handler: failed accept() calls, which asyncio reports once per
     try (thousands a second once descriptors run out), become one line per ``ACCEPT_LOG_EVERY``
     seconds; anything else goes to asyncio's default handler."""
