@@ -126,3 +126,40 @@ def _is_keeper(proc: psutil.Process) -> bool:
     except psutil.Error:
         return False
     return len(cmd) > 4 and cmd[1:4] == ["-I", "-S", "-c"] and "os.read(0, 1)" in cmd[4]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the keeper is Linux only")
+@pytest.mark.embedded_only("process handling is the runner's, whatever the transport")
+def test_without_a_cgroup_the_keeper_still_kills_what_carries_the_attempts_mark(tmp_path: Path) -> None:
+    """Where no cgroup can be made, a killed runner's keeper finds the workload's processes by
+    their environment: a setsid daemon that kept it dies; one that cleared it is out of reach
+    (docs/runner.md)."""
+    marks = {"FLIGHTLOG_CAPTURED": "1", "FLIGHTLOG_RUN_ID": os.urandom(16).hex(), "FLIGHTLOG_ATTEMPT": "1"}
+    fake_runner = script(tmp_path, "runner.py", f"""
+        import os, subprocess, time
+        from flightlog.runner.reaper import Keeper
+        marks = {marks!r}
+        Keeper.start(None, [f"{{k}}={{v}}" for k, v in marks.items()])  # no cgroup: marks only
+        kept = subprocess.Popen(["setsid", "sleep", "300"], env={{**os.environ, **marks}})
+        print(kept.pid, flush=True)
+        time.sleep(300)
+        """)
+    runner = subprocess.Popen([PY, fake_runner], stdout=subprocess.PIPE, text=True)
+    daemon = 0
+    try:
+        assert runner.stdout is not None
+        daemon = int(runner.stdout.readline())
+        assert not gone(daemon, within=0.2)
+        runner.kill()
+        runner.wait(timeout=10)
+        assert gone(daemon, within=5), f"the marked setsid daemon (pid {daemon}) outlived its killed runner"
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+        if runner.stdout is not None:
+            runner.stdout.close()
+        if daemon:
+            try:
+                os.kill(daemon, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
