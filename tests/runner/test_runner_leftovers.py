@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -11,7 +12,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.helpers import cli
+from tests.helpers import child_env, cli
 from tests.runner.test_runner import last_run, script
 
 PY = sys.executable
@@ -65,4 +66,100 @@ def test_setsid_daemons_started_by_the_workload_are_killed_when_it_exits(home: P
             try:
                 os.kill(int(f.read_text()), signal.SIGKILL)
             except (ProcessLookupError, ValueError):
+                pass
+
+
+def _wait_for_files(paths: list[Path], within: float) -> None:
+    deadline = time.monotonic() + within
+    while not all(p.exists() and p.read_text().strip() for p in paths):
+        assert time.monotonic() < deadline, f"not all of {[p.name for p in paths]} appeared"
+        time.sleep(0.05)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent death signals and cgroups are Linux only")
+@pytest.mark.embedded_only("process handling is the runner's, whatever the transport")
+def test_the_workload_and_a_scrubbed_setsid_daemon_die_with_a_killed_runner(home: Path, tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    workload, daemon = pids / "workload", pids / "daemon"
+    code = script(tmp_path, "long.py", f"""
+        import os, subprocess, time
+        open({str(workload)!r}, "w").write(str(os.getpid()))
+        # a daemon in a session of its own with an empty environment: no mark, no group, no parent
+        subprocess.Popen(["setsid", "env", "-i", "/bin/sh", "-c", "echo $$ > {daemon}; exec /bin/sleep 300"],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(300)
+        """)
+    runner = subprocess.Popen([str(Path(PY).with_name("flightlog")), "run", "--project", "t", "--timeout", "600", "--",
+                               PY, code], env=child_env(home), cwd=home.parent,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    started: list[int] = []
+    try:
+        _wait_for_files([workload, daemon], within=30)
+        started = [int(workload.read_text()), int(daemon.read_text())]
+        assert all(not gone(pid, within=0.1) for pid in started)
+        runner.kill()  # kill -9: the runner cleans up nothing itself
+        runner.wait(timeout=10)
+        for name, pid in zip(("workload", "setsid env -i daemon"), started, strict=True):
+            assert gone(pid, within=5), f"the {name} (pid {pid}) outlived the killed flightlog run"
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+        for pid in started:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the keeper is Linux only")
+@pytest.mark.embedded_only("process handling is the runner's, whatever the transport")
+def test_a_run_that_ends_leaves_no_keeper_behind(home: Path) -> None:
+    before = {p.pid for p in psutil.process_iter() if _is_keeper(p)}
+    cli(home, "run", "--project", "t", "--", PY, "-c", "print('ok')", timeout=60)
+    assert {p.pid for p in psutil.process_iter() if _is_keeper(p)} <= before
+
+
+def _is_keeper(proc: psutil.Process) -> bool:
+    try:
+        cmd = proc.cmdline()
+    except psutil.Error:
+        return False
+    return len(cmd) > 4 and cmd[1:4] == ["-I", "-S", "-c"] and "os.read(0, 1)" in cmd[4]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the keeper is Linux only")
+@pytest.mark.embedded_only("process handling is the runner's, whatever the transport")
+def test_without_a_cgroup_the_keeper_still_kills_what_carries_the_attempts_mark(tmp_path: Path) -> None:
+    """Where no cgroup can be made, a killed runner's keeper finds the workload's processes by
+    their environment: a setsid daemon that kept it dies; one that cleared it is out of reach
+    (docs/runner.md)."""
+    marks = {"FLIGHTLOG_CAPTURED": "1", "FLIGHTLOG_RUN_ID": os.urandom(16).hex(), "FLIGHTLOG_ATTEMPT": "1"}
+    fake_runner = script(tmp_path, "runner.py", f"""
+        import os, subprocess, time
+        from flightlog.runner.reaper import Keeper
+        marks = {marks!r}
+        Keeper.start(None, [f"{{k}}={{v}}" for k, v in marks.items()])  # no cgroup: marks only
+        kept = subprocess.Popen(["setsid", "sleep", "300"], env={{**os.environ, **marks}})
+        print(kept.pid, flush=True)
+        time.sleep(300)
+        """)
+    runner = subprocess.Popen([PY, fake_runner], stdout=subprocess.PIPE, text=True)
+    daemon = 0
+    try:
+        assert runner.stdout is not None
+        daemon = int(runner.stdout.readline())
+        assert not gone(daemon, within=0.2)
+        runner.kill()
+        runner.wait(timeout=10)
+        assert gone(daemon, within=5), f"the marked setsid daemon (pid {daemon}) outlived its killed runner"
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+        if runner.stdout is not None:
+            runner.stdout.close()
+        if daemon:
+            try:
+                os.kill(daemon, signal.SIGKILL)
+            except ProcessLookupError:
                 pass

@@ -6,6 +6,11 @@ Placeholders are ``{field}`` or ``{field:format-spec}`` (Python's format mini-la
 ``params.<key>``, ``tags.<key>``, and the fields of the rule's kind (``threshold``, ``step``,
 ``best``, ``median``, ...; see docs/alerting.md). Templates are checked when the rules file is
 read; a value missing at run time renders as ``?`` and never fails a notification.
+
+Widths and precisions are at most :data:`MAX_FORMAT_WIDTH`: a rules file can come from any
+reader (``POST /alerts/rules/check``), and ``{value:>1000000000}`` would build a gigabyte
+string. A spec over the bound is refused when the file is read, and rendered without its spec
+should one reach :meth:`Template.render` some other way.
 """
 
 from __future__ import annotations
@@ -18,8 +23,11 @@ from typing import Any
 
 from flightlog.errors import InvalidInput
 
-__all__ = ["Template", "RUN_FIELDS", "COMMON_FIELDS"]
+__all__ = ["Template", "RUN_FIELDS", "COMMON_FIELDS", "MAX_FORMAT_WIDTH"]
 
+MAX_FORMAT_WIDTH = 1000  # characters of width, digits of precision
+# Python's format-spec mini-language: [[fill]align][sign][z][#][0][width][grouping][.precision][type]
+_SPEC = re.compile(r"(?:.?[<>=^])?[-+ ]?z?#?0?(?P<width>\d*)[,_]?(?:\.(?P<precision>\d*))?[a-zA-Z%]?", re.DOTALL)
 _TOKEN = re.compile(r"\{\{|\}\}|\{([^{}:]*)(?::([^{}]*))?\}|[{}]")
 RUN_FIELDS = ("id", "short_id", "name", "project", "status", "attempt", "host", "parent_id", "end_reason")
 COMMON_FIELDS = ("value", "rule", "severity", "kind")
@@ -48,6 +56,7 @@ class Template:
             name, spec = m.group(1).strip(), m.group(2)
             _check_field(name, kind_fields)
             if spec is not None:
+                _check_bounds(name, spec)
                 try:
                     format(1.5, spec)
                 except ValueError:
@@ -68,6 +77,25 @@ class Template:
             if name is not None:
                 out.append(_render(_lookup(values, name), spec))
         return "".join(out)
+
+
+def _too_wide(spec: str) -> str | None:
+    """What of ``spec`` is over :data:`MAX_FORMAT_WIDTH` (``"width"``, ``"precision"``), else None."""
+    m = _SPEC.fullmatch(spec)
+    if m is None:
+        return None  # not a spec at all: format() says so
+    for part in ("width", "precision"):
+        digits = m.group(part)
+        if digits and (len(digits) > 6 or int(digits) > MAX_FORMAT_WIDTH):
+            return part
+    return None
+
+
+def _check_bounds(name: str, spec: str) -> None:
+    part = _too_wide(spec)
+    if part is not None:
+        raise InvalidInput(f"{{{name}:{spec}}}: the {part} is over {MAX_FORMAT_WIDTH}; "
+                           f"use a {part} of at most {MAX_FORMAT_WIDTH} (e.g. >10, .3f)")
 
 
 def _check_field(name: str, kind_fields: Collection[str]) -> None:
@@ -97,7 +125,7 @@ def _lookup(values: Mapping[str, Any], name: str) -> Any:
 def _render(value: Any, spec: str | None) -> str:
     if value is None:
         return "?"
-    if spec:
+    if spec and _too_wide(spec) is None:
         try:
             return format(value, spec)
         except (ValueError, TypeError):

@@ -40,6 +40,8 @@ from flightlog.resources._cgroupfs import (
 __all__ = [
     "MemoryLimit",
     "CgroupUnavailable",
+    "TreeCgroup",
+    "create_tree_cgroup",
     "CgroupV1MemoryLimit",
     "CgroupV2MemoryLimit",
     "create_memory_limit",
@@ -97,20 +99,19 @@ class MemoryLimit(Protocol):
 # --------------------------------------------------------------------------- backends
 
 
-class _CgroupMemoryLimit:
-    """What both versions share: moving pids in, removing the directory, context manager."""
+class _Cgroup:
+    """A cgroup directory of our own: moving pids in, listing them, removing it, context manager."""
 
     version = 0
 
-    def __init__(self, path: str, limit_bytes: int) -> None:
+    def __init__(self, path: str) -> None:
         self.path = path
-        self.limit_bytes = limit_bytes
         self.removed = False
 
     def __repr__(self) -> str:
-        return f"<{type(self).__name__} {self.path} limit={self.limit_bytes}>"
+        return f"<{type(self).__name__} {self.path}>"
 
-    def __enter__(self) -> _CgroupMemoryLimit:
+    def __enter__(self) -> _Cgroup:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -153,6 +154,23 @@ class _CgroupMemoryLimit:
                 time.sleep(0.02)
             except Exception:  # never raise from cleanup
                 return
+
+
+class TreeCgroup(_Cgroup):
+    """A cgroup that only holds a workload's process tree, with no limit: every process the
+    workload starts stays in it, whatever session it makes and whatever environment it scrubs
+    (``setsid env -i …``), so the runner, or its keeper when the runner is gone, finds them all."""
+
+
+class _CgroupMemoryLimit(_Cgroup):
+    """What both versions of a memory limit share."""
+
+    def __init__(self, path: str, limit_bytes: int) -> None:
+        super().__init__(path)
+        self.limit_bytes = limit_bytes
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.path} limit={self.limit_bytes}>"
 
 
 class CgroupV1MemoryLimit(_CgroupMemoryLimit):
@@ -318,6 +336,24 @@ def create_memory_limit(limit_bytes: int, name: str) -> MemoryLimit:
         limit.close()
         raise CgroupUnavailable(_explain(exc, path, mount), details={"path": path}) from exc
     return limit
+
+
+def create_tree_cgroup(name: str) -> TreeCgroup:
+    """Make a cgroup below this process's own one (in the hierarchy that carries the memory
+    controller, where this process may make cgroups) to hold a workload's process tree.
+
+    Nothing is limited or enabled: on cgroup v2 a child cgroup needs no controller to hold
+    processes. Raises `CgroupUnavailable` saying why when none can be made.
+    """
+    found = memory_cgroup_dir()
+    if found is None:
+        raise CgroupUnavailable("no cgroup hierarchy this process can make cgroups in is mounted")
+    version, base, mount = found
+    if not os.path.isdir(base):
+        raise CgroupUnavailable(f"this process's cgroup {base} is not visible (cgroup namespace or mount mismatch)")
+    tree = TreeCgroup(_mkdir_child(base, name, mount))
+    tree.version = version
+    return tree
 
 
 def rlimit_preexec(limit_bytes: int) -> Callable[[], None]:

@@ -13,6 +13,13 @@ reaped as they go, so they do not pile up as zombies.
 
 Where the prctl is not available (not Linux), only the process group and the cgroup are
 killed, as before.
+
+The runner itself may die without a chance to clean up (``kill -9``, the OOM killer). Then
+the kernel kills the workload (``PR_SET_PDEATHSIG``, asked for in the child before exec), and a
+:class:`Keeper` — a tiny process of its own session, started before the workload, that waits
+on a pipe only the runner holds — sees the pipe close and kills what is left: everything in
+the workload's cgroup (which holds even ``setsid env -i`` daemons), and every process that
+carries this attempt's environment.
 """
 
 from __future__ import annotations
@@ -21,14 +28,16 @@ import ctypes
 import ctypes.util
 import os
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable
 
 import psutil
 
-__all__ = ["become_subreaper", "libc", "Reaper", "MARK"]
+__all__ = ["become_subreaper", "death_signal", "libc", "Keeper", "Reaper", "MARK"]
 
+PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 #: The environment entry every process of a workload inherits from ``flightlog run``.
 MARK = ("FLIGHTLOG_CAPTURED", "1")
@@ -51,6 +60,130 @@ def become_subreaper() -> bool:
         return bool(libc().prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
     except (OSError, AttributeError):
         return False
+
+
+def death_signal(sig: int = signal.SIGKILL) -> Callable[[], None] | None:
+    """A preexec step: the child gets ``sig`` when the thread that forked it dies (the runner's
+    main thread, which lives as long as the runner). None where unsupported (not Linux).
+
+    Parent pid and prctl are looked up before the fork; in the child it is two syscalls, and
+    a parent that died before the prctl took effect is noticed (the child kills itself)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = libc().prctl
+    except (OSError, TypeError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def setup() -> None:
+        prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0)
+        if os.getppid() != parent:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return setup
+
+
+# The keeper runs as `python -I -S -c KEEPER procs run_id attempt`: no site, no flightlog import
+# (a few ms to start), nothing but this file's text. It reads its stdin, the read end of a pipe
+# whose only write end the runner holds: a byte means "the runner cleaned up, stand down"; end
+# of file means the runner died, and the keeper kills what is left, for up to 10 s.
+KEEPER = r"""
+import os, signal, sys, time
+procs, marks = sys.argv[1], [m.encode() for m in sys.argv[2:]]
+try:
+    said = os.read(0, 1)
+except OSError:
+    said = b""
+if said:
+    sys.exit(0)
+me = os.getpid()
+
+def leftovers():
+    pids = set()
+    if procs:
+        try:
+            with open(procs) as f:
+                pids.update(int(x) for x in f.read().split())
+        except (OSError, ValueError):
+            pass
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open("/proc/" + name + "/environ", "rb") as f:
+                    env = f.read().split(b"\0")
+            except OSError:
+                continue
+            if all(m in env for m in marks):
+                pids.add(int(name))
+    pids.discard(me)
+    return pids
+
+deadline = time.monotonic() + 10
+while time.monotonic() < deadline:
+    left = leftovers()
+    if not left:
+        break
+    for pid in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    time.sleep(0.05)
+if procs:
+    for _ in range(100):
+        try:
+            os.rmdir(os.path.dirname(procs))
+            break
+        except FileNotFoundError:
+            break
+        except OSError:
+            time.sleep(0.02)
+"""
+
+
+class Keeper:
+    """Takes a workload's tree down should its runner die first (see the module's text).
+
+    ``start`` before the workload is spawned, ``stand_down`` once the runner has swept up
+    itself. The keeper has a session of its own (a Ctrl-C at the terminal does not reach it),
+    an environment without the workload's mark, and no limit or cgroup of the workload's.
+    """
+
+    def __init__(self, proc: subprocess.Popen[bytes], fd: int) -> None:
+        self.proc, self._fd = proc, fd
+
+    @classmethod
+    def start(cls, procs: str | None, marks: Iterable[str]) -> Keeper:
+        """A keeper killing, on the runner's death, the pids listed in ``procs`` (a cgroup's
+        ``cgroup.procs``, or None) and every process whose environment holds all of ``marks``."""
+        read_fd, write_fd = os.pipe()  # both ends non-inheritable: the workload never holds the write end
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, "-I", "-S", "-c", KEEPER, procs or "", *marks],
+                stdin=read_fd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, close_fds=True,
+                start_new_session=True, env={"PATH": os.environ.get("PATH", os.defpath)},
+            )
+        except BaseException:
+            os.close(write_fd)
+            raise
+        finally:
+            os.close(read_fd)
+        return cls(proc, write_fd)
+
+    def stand_down(self, timeout: float = 2.0) -> None:
+        """The runner swept up itself: tell the keeper to exit without killing anything."""
+        try:
+            os.write(self._fd, b"x")
+        except OSError:
+            pass
+        finally:
+            os.close(self._fd)
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
 
 
 def _marked(pid: int) -> bool:

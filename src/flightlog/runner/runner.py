@@ -27,7 +27,7 @@ from flightlog.logevents import LogBatch
 from flightlog.runner.options import RunnerOptions, retry_backoff
 from flightlog.runner.outcome import Outcome, outcome_of
 from flightlog.runner.pump import OutputPump, enlarge_pipe
-from flightlog.runner.reaper import Reaper, become_subreaper
+from flightlog.runner.reaper import MARK, Keeper, Reaper, become_subreaper, death_signal
 from flightlog.sdk.context import allowed_env, process_context
 from flightlog.sdk.redaction import pattern_files
 from flightlog.sdk.shipper import shipper
@@ -209,18 +209,22 @@ class Runner:
         if self._received is not None:  # asked to stop before the workload even started
             return self._not_started(run, attempt, started, self._received)
         limit, notes = self._memory_limit(run, attempt)
-        preexec = _preexec(limit, opts)
+        tree = limit if limit is not None else _tree_cgroup(run, attempt)  # holds every process of the workload
+        keeper = _keeper(tree, env)
+        preexec = _preexec(tree, opts)
         try:
             child = subprocess.Popen(
                 opts.command, stdin=_stdin(),
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, preexec_fn=preexec, process_group=0, close_fds=True,
             )
         except OSError as exc:
-            if limit is not None:
-                limit.close()
+            if keeper is not None:
+                keeper.stand_down()
+            if tree is not None:
+                tree.close()
             return self._spawn_failed(run, attempt, started, exc)
         self._child = child
-        reaper = self._reaper = Reaper(child.pid, limit.pids if limit is not None else None)
+        reaper = self._reaper = Reaper(child.pid, tree.pids if tree is not None else None)
         if self._received is not None:  # a signal landed while the child was being spawned
             _kill_group(child.pid, self._received)
         assert child.stdout is not None and child.stderr is not None
@@ -245,6 +249,8 @@ class Runner:
             reaper.terminate()
             pump.join(2.0)
         killed = reaper.sweep()
+        if keeper is not None:
+            keeper.stand_down()
         pump.join(5.0)
         if killed:
             run._w.count("leftover_processes_killed", killed)
@@ -255,8 +261,8 @@ class Runner:
             sampling.thread.stop()
             self._sample_summary(run, sampling)
         oom_killed, oom = self._oom_facts(limit, returncode)
-        if limit is not None:
-            limit.close()
+        if tree is not None:
+            tree.close()
         self._count_capture(run, pipeline.stats)
         timeline = {"process_end": ended}
         if pump.first_output is not None:
@@ -508,22 +514,53 @@ def _classify(outcome: Outcome, returncode: int, timed_out: bool, oom_killed: bo
                             memory_share=memory_share)
 
 
-def _preexec(limit: Any, opts: RunnerOptions) -> Callable[[], None] | None:
-    """What must run in the child between fork and exec (joining the memory cgroup, setting an
-    rlimit), or None. Without it the child is spawned without running Python in between: faster,
-    and the spawn waits for none of the runner's threads (:mod:`flightlog.forksafe`). Its own
-    process group is Popen's ``process_group=0``; the handlers of forwarded signals revert to
-    the default at exec by themselves."""
-    join = limit.preexec() if limit is not None else None
+def _tree_cgroup(run: flightlog.Run, attempt: int) -> Any:
+    """A cgroup of the attempt's own to hold the workload's tree, or None where none can be made
+    (docs/runner.md says what can then escape)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    from flightlog.resources.cgroup import CgroupUnavailable, create_tree_cgroup
+
+    try:
+        return create_tree_cgroup(f"{run.id[:12]}-a{attempt}")
+    except CgroupUnavailable:
+        return None
+
+
+def _keeper(tree: Any, env: dict[str, str]) -> Keeper | None:
+    """The attempt's keeper (Linux; None elsewhere, or when it cannot start: the runner still
+    cleans up after itself, only its own death is then not covered)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    procs = os.path.join(tree.path, "cgroup.procs") if tree is not None else None
+    marks = [f"{MARK[0]}={MARK[1]}", *(f"{k}={env[k]}" for k in ("FLIGHTLOG_RUN_ID", "FLIGHTLOG_ATTEMPT"))]
+    try:
+        return Keeper.start(procs, marks)
+    except OSError as exc:
+        say(f"cannot start the process that outlives a killed runner ({exc}): if flightlog run is killed, "
+            "what the workload started may keep running")
+        return None
+
+
+def _preexec(tree: Any, opts: RunnerOptions) -> Callable[[], None] | None:
+    """What runs in the child between fork and exec: asking for SIGKILL when the runner dies,
+    joining the attempt's cgroup (the memory limit's, or one that only holds the tree), setting
+    an rlimit. Only async-signal-safe work: the runner has threads. Its own process group is
+    Popen's ``process_group=0``; the handlers of forwarded signals revert to the default at exec
+    by themselves."""
+    deathsig = death_signal()
+    join = tree.preexec() if tree is not None else None
     rlimit = None
     if opts.memory_limit is not None and opts.memory_limit_mode == "rlimit":
         from flightlog.resources import rlimit_preexec
 
         rlimit = rlimit_preexec(opts.memory_limit)
-    if join is None and rlimit is None:
+    if deathsig is None and join is None and rlimit is None:
         return None
 
     def setup() -> None:  # runs in the child between fork and exec: only async-signal-safe work
+        if deathsig is not None:
+            deathsig()
         if join is not None:
             join()
         if rlimit is not None:

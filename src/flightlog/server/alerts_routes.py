@@ -9,28 +9,44 @@ transitions: each alert fires, and is notified, once.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 import time
+import weakref
 from pathlib import Path
 from typing import Any
 
+import anyio
+import anyio.to_thread
 from starlette.responses import Response
 
 from flightlog.alerts.config import discover, load_config, parse_config
 from flightlog.alerts.silences import new_silence
 from flightlog.alerts.stores import open_alert_store
+from flightlog.alerts.yamlsource import MAX_BYTES as MAX_RULES_BYTES
 from flightlog.alerts.yamlsource import RulesFileError
 from flightlog.errors import FlightlogError, InvalidInput, NotFound
 from flightlog.server.context import AppState, Ctx, forbid_other_project
 from flightlog.server.operations import Operation, Param, json_body, ok
 from flightlog.server.responses import json_response
 from flightlog.timefmt import parse_duration
+from flightlog.transport.wire import PayloadTooLarge
 
 __all__ = ["OPERATIONS", "AlertService", "start_alert_service"]
 
 log = logging.getLogger("flightlog.server.alerts")
 _MAX_SILENCE = 10 * 365 * 86400.0
+_CHECK_LIMITERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, anyio.CapacityLimiter] = weakref.WeakKeyDictionary()
+
+
+def _check_limiter() -> anyio.CapacityLimiter:
+    """The limiter of rule checks for the running event loop (one thread at a time)."""
+    loop = asyncio.get_running_loop()
+    limiter = _CHECK_LIMITERS.get(loop)
+    if limiter is None:
+        limiter = _CHECK_LIMITERS[loop] = anyio.CapacityLimiter(1)
+    return limiter
 
 
 def _store(ctx: Ctx) -> Any:
@@ -103,12 +119,19 @@ async def end_silence(ctx: Ctx) -> Response:
 
 
 async def check_rules(ctx: Ctx) -> Response:
+    """Parsed in a worker thread, one check at a time per server process: YAML is parsed in pure
+    Python, so even a bounded document takes a while, and the event loop serves everyone else."""
     body = await ctx.json()
     text = body.get("text")
     if not isinstance(text, str):
         raise InvalidInput('send the rules file as {"text": "..."}')
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > MAX_RULES_BYTES:
+        raise PayloadTooLarge(f"the rules file is {size} bytes; a rules file may hold at most {MAX_RULES_BYTES}",
+                              details={"limit": MAX_RULES_BYTES})
+    name = str(body.get("name") or "rules.yaml")[:200]
     try:
-        config = parse_config(text, str(body.get("name") or "rules.yaml"))
+        config = await anyio.to_thread.run_sync(parse_config, text, name, limiter=_check_limiter())
     except RulesFileError as exc:
         return json_response({"ok": False, "problems": exc.details["problems"], "rules": []})
     return json_response({"ok": True, "problems": [], "rules": [r.to_dict() for r in config.rules],

@@ -1,8 +1,10 @@
 """``/metrics``: request and error counts, latencies and ingest rates, in Prometheus text format.
 
 Counters live in this process (each replica exports its own; Prometheus adds them up), are
-labelled by route template — never by run id or project, so their number stays bounded —
-and are only touched from the event loop, so they need no lock.
+labelled by route template — never by run id, project or the raw path, so their number stays
+bounded — and are only touched from the event loop, so they need no lock. A request's method is
+a label only when HTTP defines it (else ``other``): any client, even without a token, chooses
+the method it sends, and every new label value would be a new series kept forever.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 __all__ = ["Metrics", "MetricsMiddleware", "ROUTE_KEY"]
 
 ROUTE_KEY = "flightlog.route"
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "CONNECT"})
 BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 
@@ -46,7 +49,7 @@ class Metrics:
         self.streams_open = 0
 
     def observe(self, method: str, route: str, status: int, seconds: float) -> None:
-        self.requests[(method, route, status)] += 1
+        self.requests[(method if method in METHODS else "other", route, status)] += 1
         if route != "/api/v1/runs/{run}/stream":  # a stream lasts as long as its reader
             self.latency[route].observe(seconds)
 

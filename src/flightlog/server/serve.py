@@ -1,14 +1,19 @@
-"""Serving the app with uvicorn: binding, the loopback rule, graceful shutdown.
+"""Serving the app with uvicorn: binding, the loopback rule, connection limits, graceful shutdown.
 
 On SIGTERM or Ctrl-C the server stops accepting connections, tells live streams to ask their
 clients to reconnect (elsewhere), lets requests in flight finish (up to ``grace`` seconds),
-then closes the store.
+then closes the store. Connections are limited and timed (server/connections.py); should
+accept() fail all the same (out of file descriptors), the failure is logged at most once per
+:data:`ACCEPT_LOG_EVERY` seconds with a count, not once per try.
 """
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
+import logging
 import socket
+import time
 from typing import Any
 
 import uvicorn
@@ -16,8 +21,12 @@ import uvicorn
 from flightlog.errors import InvalidInput
 from flightlog.server.app import FlightlogApp
 from flightlog.server.config import LOOPBACK
+from flightlog.server.connections import ACCEPT_BURST, ConnectionLimits, limited_protocol
 
-__all__ = ["bind", "check_host", "Server", "uvicorn_config"]
+__all__ = ["AcceptErrors", "bind", "check_host", "Server", "uvicorn_config"]
+
+log = logging.getLogger("flightlog.server")
+ACCEPT_LOG_EVERY = 10.0  # seconds between two log lines about failing accept() calls
 
 
 def check_host(host: str, *, auth: bool, insecure: bool) -> None:
@@ -51,7 +60,7 @@ def bind(host: str, port: int) -> socket.socket:
     except OSError as exc:
         sock.close()
         raise InvalidInput(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-    sock.listen(2048)
+    sock.listen(ACCEPT_BURST)
     sock.set_inheritable(True)
     return sock
 
@@ -61,9 +70,13 @@ def address(sock: socket.socket) -> str:
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
-def uvicorn_config(app: FlightlogApp, *, grace: float = 30.0, log_level: str = "warning", **extra: Any) -> uvicorn.Config:
+def uvicorn_config(app: FlightlogApp, *, grace: float = 30.0, log_level: str = "warning",
+                   limits: ConnectionLimits | None = None, **extra: Any) -> uvicorn.Config:
     return uvicorn.Config(
         app,
+        http=limited_protocol(limits or ConnectionLimits()),
+        h11_max_incomplete_event_size=64 << 10,  # a request line and headers of at most 64 KiB
+        backlog=ACCEPT_BURST,  # also how many connections asyncio accepts at once, before the limit sees them
         lifespan="on",
         ws="none",
         log_level=log_level,
@@ -83,6 +96,35 @@ class Server(uvicorn.Server):
         super().__init__(config)
         self.flightlog = app
 
+    async def serve(self, sockets: list[socket.socket] | None = None) -> None:
+        asyncio.get_running_loop().set_exception_handler(AcceptErrors())
+        await super().serve(sockets)
+
     def handle_exit(self, sig: int, frame: Any) -> None:
         self.flightlog.state.draining.set()
         super().handle_exit(sig, frame)
+
+
+class AcceptErrors:
+    """The event loop's exception handler: failed accept() calls, which asyncio reports once per
+    try (thousands a second once descriptors run out), become one line per ``ACCEPT_LOG_EVERY``
+    seconds; anything else goes to asyncio's default handler."""
+
+    def __init__(self) -> None:
+        self.failed = 0
+        self.last_logged = float("-inf")
+
+    def __call__(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        if context.get("message") != "socket.accept() out of system resource":
+            loop.default_exception_handler(context)
+            return
+        self.failed += 1
+        now = time.monotonic()
+        if now - self.last_logged < ACCEPT_LOG_EVERY:
+            return
+        exc = context.get("exception")
+        reason = getattr(exc, "strerror", None) or str(exc)
+        log.error("cannot accept connections: %s (%d failed accept calls since the last report); raise the limit "
+                  "of open files (ulimit -n, systemd's LimitNOFILE=) or put a proxy with a connection limit in front",
+                  reason, self.failed)
+        self.failed, self.last_logged = 0, now

@@ -1,9 +1,18 @@
-"""The JSON shapes the API adds to the models' own, and opaque pagination cursors."""
+"""The JSON shapes the API adds to the models' own, and opaque pagination cursors.
+
+A cursor carries the state of a listing (where the next page starts, how many events at that
+time earlier pages gave), which the server then trusts to size its read; so every cursor is
+signed with an HMAC under a key the store keeps (``shared_secret("cursors")``, the same for
+every replica), and one not made by a server of this store is refused with a 400 before any
+of its state is used.
+"""
 
 from __future__ import annotations
 
 import base64
+import binascii
 import hashlib
+import hmac
 import json
 from typing import Any
 
@@ -33,18 +42,32 @@ def fingerprint(*parts: Any) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def encode_cursor(state: dict[str, Any]) -> str:
+_SIGNATURE = 16  # bytes of HMAC-SHA256 kept: 128 bits, more than any client can guess
+
+
+def _sign(raw: bytes, key: bytes) -> bytes:
+    return hmac.new(key, raw, hashlib.sha256).digest()[:_SIGNATURE]
+
+
+def encode_cursor(state: dict[str, Any], key: bytes) -> str:
     raw = json.dumps(state, separators=(",", ":"), sort_keys=True).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    return base64.urlsafe_b64encode(_sign(raw, key) + raw).decode().rstrip("=")
 
 
-def decode_cursor(text: str, fp: str) -> dict[str, Any]:
-    """A cursor this server made for the same query; anything else is a clear 400."""
+def decode_cursor(text: str, fp: str, key: bytes) -> dict[str, Any]:
+    """A cursor a server of this store made for the same query; anything else is a clear 400."""
+    invalid = InvalidInput("cursor is not valid: pass next_cursor from the previous page as it was")
     try:
-        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+        signed = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    except (ValueError, binascii.Error):
+        raise invalid from None
+    signature, raw = signed[:_SIGNATURE], signed[_SIGNATURE:]
+    if not hmac.compare_digest(signature, _sign(raw, key)):
+        raise invalid
+    try:
         state = json.loads(raw)
     except (ValueError, UnicodeDecodeError):
-        raise InvalidInput("cursor is not valid: pass next_cursor from the previous page as it was") from None
+        raise invalid from None
     if not isinstance(state, dict) or state.get("h") != fp:
         raise InvalidInput("cursor belongs to another query: keep the same parameters while paging, or drop the cursor")
     return state

@@ -122,10 +122,11 @@ async def run_logs(ctx: Ctx) -> Response:
         events = await ctx.call(ctx.store.logs, run_id, query)
         return json_response({"events": [event_json(e) for e in events], "next_cursor": None})
     fp = fingerprint(run_id, query.__dict__)
+    key = await ctx.call(ctx.store.shared_secret, "cursors")
     skip = 0
     at: float | None = None
     if cursor is not None:
-        state = decode_cursor(cursor, fp)
+        state = decode_cursor(cursor, fp, key)  # signed: its time and count are what a server wrote
         at, skip = float(state["t"]), int(state["k"])
         query.since = at if query.since is None else max(query.since, at)
     query.limit = limit + skip + 1
@@ -137,7 +138,7 @@ async def run_logs(ctx: Ctx) -> Response:
     if more and page:
         last = page[-1].time
         same = sum(1 for e in page if e.time == last) + (skip if last == at else 0)
-        next_cursor = encode_cursor({"t": last, "k": same, "h": fp})
+        next_cursor = encode_cursor({"t": last, "k": same, "h": fp}, key)
     return json_response({"events": [event_json(e) for e in page], "next_cursor": next_cursor})
 
 

@@ -7,24 +7,46 @@ are refused with 403 (the whole batch, so the writer keeps them and says why).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from starlette.responses import Response
 
-from flightlog.errors import Forbidden, InvalidInput
+from flightlog.errors import Forbidden
 from flightlog.recordcheck import Bad, check_record
+from flightlog.sdk.redaction import redact_user_strings
 from flightlog.server.context import Ctx, UnsupportedMediaType
 from flightlog.server.operations import Operation, ok
 from flightlog.server.responses import json_response
 from flightlog.transport.artifacts import blob_digest
-from flightlog.transport.wire import MEDIA_TYPE, MEDIA_TYPES, decode_batch, inflate
+from flightlog.transport.wire import MEDIA_TYPE, MEDIA_TYPES, PayloadTooLarge, decode_batch, inflate
 
 __all__ = ["OPERATIONS"]
 
-MAX_RECORDS = 200_000
+MAX_RECORDS = 50_000  # per request: the records' checks take ~30 µs each, so a batch costs a second or two at most
+STORE_CHUNK = 5_000  # records per store transaction: an embedded store's readers wait for each one, never for a whole batch
+
+
+@dataclass
+class _Batch:
+    """A request's records after the per-record work: checked, redacted, and counted."""
+
+    received: int
+    good: list[dict[str, Any]]
+    skipped: list[str]
+    declared: dict[str, str]  # run → the project its run record names
+    points: int
+    log_events: int
+
+    @property
+    def run_ids(self) -> list[str]:
+        return sorted({r["r"] for r in self.good})
 
 
 async def ingest(ctx: Ctx) -> Response:
+    """Every step that touches each record (inflating, decoding, checking, redacting, counting)
+    runs in a worker thread: a batch of many small records must never hold the event loop,
+    which answers every other request (``/healthz`` included) meanwhile."""
     media = ctx.request.headers.get("content-type", "").split(";")[0].strip().lower()
     if media not in MEDIA_TYPES:
         raise UnsupportedMediaType(
@@ -34,29 +56,42 @@ async def ingest(ctx: Ctx) -> Response:
     body = await ctx.body()
     config = ctx.state.config
     limit = config.max_body if config.max_inflated is None else config.max_inflated
-    raw = await ctx.call(inflate, body, ctx.request.headers.get("content-encoding", ""), limit)
-    records = await ctx.call(decode_batch, raw)
-    if len(records) > MAX_RECORDS:
-        raise InvalidInput(f"a batch holds at most {MAX_RECORDS} records, not {len(records)}: send smaller batches")
-    good, skipped = _checked(records)
+    batch = await ctx.call(_prepare, body, ctx.request.headers.get("content-encoding", ""), limit)
+    good, skipped = batch.good, batch.skipped
     if ctx.principal.project is not None:
-        await _check_scope(ctx, good)
+        await _check_scope(ctx, batch)
         good = await _own_content_only(ctx, good, skipped)
-    result = await ctx.call(ctx.store.ingest, good) if good else None
-    applied = result.applied if result else 0
-    duplicates = result.duplicates if result else 0
-    skipped.extend(result.skipped if result else [])
+    applied = duplicates = 0
+    for start in range(0, len(good), STORE_CHUNK):  # in order; idempotent, so a retry after a failed chunk is safe
+        result = await ctx.call(ctx.store.ingest, good[start : start + STORE_CHUNK])
+        applied += result.applied
+        duplicates += result.duplicates
+        skipped.extend(result.skipped)
     ctx.state.metrics.add_ingest(
-        batches=1, records=len(records), applied=applied, duplicates=duplicates, skipped=len(skipped),
-        points=sum(_points(r) for r in good), log_events=sum(int(r.get("n", 0)) for r in good if r["k"] == "logs"),
-        bytes=len(body),
+        batches=1, records=batch.received, applied=applied, duplicates=duplicates, skipped=len(skipped),
+        points=batch.points, log_events=batch.log_events, bytes=len(body),
     )
     return json_response({"applied": applied, "duplicates": duplicates, "skipped": skipped})
 
 
-def _checked(records: list[Any]) -> tuple[list[dict[str, Any]], list[str]]:
-    from flightlog.sdk.redaction import redact_user_strings
+def _prepare(body: bytes, encoding: str, limit: int) -> _Batch:
+    """Inflate, decode, bound, check and redact a request's records (in a worker thread)."""
+    records = decode_batch(inflate(body, encoding, limit))
+    if len(records) > MAX_RECORDS:
+        raise PayloadTooLarge(
+            f"a batch holds at most {MAX_RECORDS} records, not {len(records)}: send smaller batches",
+            details={"limit": MAX_RECORDS, "records": len(records)},
+        )
+    good, skipped = _checked(records)
+    declared: dict[str, str] = {}
+    for rec in good:
+        if rec["k"] == "run" and "project" in rec:
+            declared.setdefault(rec["r"], rec["project"])
+    return _Batch(len(records), good, skipped, declared, points=sum(_points(r) for r in good),
+                  log_events=sum(int(r.get("n", 0)) for r in good if r["k"] == "logs"))
 
+
+def _checked(records: list[Any]) -> tuple[list[dict[str, Any]], list[str]]:
     good, skipped = [], []
     for i, rec in enumerate(records):
         try:
@@ -77,22 +112,19 @@ def _points(rec: dict[str, Any]) -> int:
     return sum(len(enc[0]) // 8 for enc in rec["series"].values())
 
 
-async def _check_scope(ctx: Ctx, records: list[dict[str, Any]]) -> None:
+async def _check_scope(ctx: Ctx, batch: _Batch) -> None:
     scope = ctx.principal.project
-    declared: dict[str, str] = {}
-    for rec in records:
-        if rec["k"] == "run" and "project" in rec:
-            declared.setdefault(rec["r"], rec["project"])
-    existing = await ctx.call(ctx.store.run_projects, sorted({r["r"] for r in records}))
-    for run_id in sorted({r["r"] for r in records}):
-        project = existing.get(run_id, declared.get(run_id))
+    run_ids = batch.run_ids
+    existing = await ctx.call(ctx.store.run_projects, run_ids)
+    for run_id in run_ids:
+        project = existing.get(run_id, batch.declared.get(run_id))
         if project != scope:
             what = f"belongs to project {project!r}" if project else "does not exist yet and the batch does not create it"
             raise Forbidden(
                 f"this token is limited to project {scope!r}; run {run_id} {what}",
                 details={"project": scope, "run": run_id},
             )
-    for run_id, project in declared.items():
+    for run_id, project in batch.declared.items():
         if project != scope:
             raise Forbidden(f"this token is limited to project {scope!r} and cannot move run {run_id} to {project!r}")
 

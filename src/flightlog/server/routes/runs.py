@@ -44,8 +44,9 @@ async def search_runs(ctx: Ctx) -> Response:
     fp = fingerprint(project, filter_, order_by)
     snapshot = time.time()
     effective = filter_
+    key = await ctx.call(ctx.store.shared_secret, "cursors")
     if cursor is not None:
-        state = decode_cursor(cursor, fp)
+        state = decode_cursor(cursor, fp, key)
         offset, snapshot = int(state.get("o", 0)), float(state.get("t", snapshot))
         # runs created after the first page was read never shift later pages
         bound = f"created <= {snapshot!r}"
@@ -60,7 +61,7 @@ async def search_runs(ctx: Ctx) -> Response:
         if cursor is None:  # the bound of later pages: now, or a newer run written by a clock ahead of ours
             newest = await ctx.call(ctx.store.search_runs, project=project, filter=None, order_by="-created", limit=1)
             snapshot = max([snapshot, *(r.created for r in newest if r.created is not None)])
-        next_cursor = encode_cursor({"o": offset + limit, "t": snapshot, "h": fp})
+        next_cursor = encode_cursor({"o": offset + limit, "t": snapshot, "h": fp}, key)
     return json_response({"runs": [_listed(r, detail) for r in runs], "next_cursor": next_cursor})
 
 

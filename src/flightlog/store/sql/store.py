@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import secrets
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
@@ -74,6 +75,7 @@ class SqlStore:
     def __init__(self) -> None:
         self._query_timeout: float | None = None
         self._query_timeout_read = False
+        self._secrets: dict[str, bytes] = {}
 
     @property
     def query_timeout(self) -> float | None:
@@ -533,6 +535,24 @@ class SqlStore:
     def delete_session(self, digest: str) -> bool:
         with self.db.write() as conn:
             return int(conn.execute("DELETE FROM sessions WHERE hash=?", (digest,)).rowcount) > 0
+
+    def shared_secret(self, name: str) -> bytes:
+        """32 random bytes kept in this store under ``name``, made on first use: every process
+        that opens the store (server replicas) gets the same key, so what one signs (pagination
+        cursors) another verifies. Never shown; a new store means new keys."""
+        cached = self._secrets.get(name)
+        if cached is not None:
+            return cached
+        key = f"secret:{name}"
+        with self.db.read() as conn:
+            row = conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        if row is None:
+            with self.db.write() as conn:  # the first replica to get here makes it; the others keep theirs unused
+                conn.execute("INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO NOTHING",
+                             (key, secrets.token_hex(32)))
+                row = conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        self._secrets[name] = value = bytes.fromhex(str(row[0]))
+        return value
 
     # ── API tokens ────────────────────────────────────────────────────────────
     def create_token(self, token_id: str, digest: str, role: str, project: str | None, name: str | None) -> None:

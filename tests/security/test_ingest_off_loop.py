@@ -1,0 +1,71 @@
+"""Ingest does its per-record work (inflating, decoding, checking, redacting, counting) in a
+worker thread and takes at most ``MAX_RECORDS`` records a request: one big batch of small
+records never holds the event loop, so ``/healthz`` (and everyone else) is answered meanwhile.
+A real server process, two real clients."""
+
+from __future__ import annotations
+
+import gzip
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import msgspec
+import pytest
+
+from flightlog.server.routes.ingest import MAX_RECORDS
+from flightlog.transport.http_store import HttpStore
+from tests.security.probe import ServerSubprocess, server_subprocess, slowest_health_while
+from tests.server.conftest import auth, error_of
+from tests.server.journal import Writer
+
+RUN = "0123456789abcdef0123456789abcdef"
+
+
+@pytest.fixture
+def roomy(tmp_path: Path, server_store: str) -> Iterator[ServerSubprocess]:
+    """A real `flightlog server` process with the default body limits (32 MiB), so that one batch can be big."""
+    with server_subprocess(tmp_path / "srv", server_store) as running:
+        yield running
+
+
+def _batch(count: int) -> list[dict]:
+    w = Writer(RUN)
+    return [w.run("vision", name="many")] + [w.record("params", data={f"p{i}": i}) for i in range(count - 1)]
+
+
+def _body(records: list[dict]) -> bytes:
+    return gzip.compress(msgspec.msgpack.encode({"records": records}), compresslevel=1)
+
+
+def _post(server: ServerSubprocess, body: bytes, token: str) -> httpx.Response:
+    return httpx.post(f"{server.url}/api/v1/ingest", content=body, timeout=120,
+                      headers={**auth(token), "Content-Type": "application/msgpack", "Content-Encoding": "gzip"})
+
+
+def test_healthz_answers_while_a_big_batch_ingests(roomy: ServerSubprocess) -> None:
+    records = _batch(MAX_RECORDS - 5000)
+    token = roomy.token("writer", "vision")  # a project's token: its scope checks run too
+    body = _body(records)  # built before: the client's work is not the server's
+    slowest, answers = slowest_health_while(roomy.url, [lambda: _post(roomy, body, token)])
+    answer = answers[0]
+    assert isinstance(answer, httpx.Response) and answer.status_code == 200, answer
+    assert answer.json()["applied"] == len(records)
+    assert slowest < 0.5, f"/healthz took {slowest:.2f} s while a batch of {len(records)} records was ingested"
+    assert len(roomy.store.get_run(RUN).params) == len(records) - 1
+
+
+def test_a_batch_over_the_record_limit_gets_a_413_naming_it(roomy: ServerSubprocess, tmp_path: Path) -> None:
+    token = roomy.token("writer")
+    response = _post(roomy, _body(_batch(MAX_RECORDS + 1)), token)
+    assert response.status_code == 413, response.text[:300]
+    err = error_of(response)
+    assert err["code"] == "payload_too_large" and err["details"] == {"limit": MAX_RECORDS, "records": MAX_RECORDS + 1}
+    assert str(MAX_RECORDS) in err["message"]
+    # the SDK's transport cuts its batches smaller on a 413, so a writer with more records still ships them all
+    store = HttpStore(roomy.url, token=token, home=tmp_path / "client", close_at_exit=False)
+    try:
+        result = store.ingest(_batch(MAX_RECORDS + 1))
+    finally:
+        store.close()
+    assert (result.applied, result.skipped) == (MAX_RECORDS + 1, [])
