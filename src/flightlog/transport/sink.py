@@ -10,6 +10,14 @@ answer was lost) changes nothing, and retrying in order can never leave a gap.
 
 When a writer finishes, it gives the server up to ``patience`` seconds (:meth:`wait`) to take
 what is left, so a server that restarts while a run ends still gets the run's last records.
+
+Two failures switch the sink to **journal-only** at once instead (:attr:`journal_only`): a
+server that never answered this process (the first connection refused: it is not restarting,
+it is not there), and a token the server refuses (401/403: no retry can fix it). Records stay
+in the journal for ``flightlog sync``, the writer's ``finish()`` does not wait for the server,
+and the reason is said once per process (:meth:`take_notice`). A server first unreachable that
+comes up during the run still gets the records: the backoff keeps trying it, and its first
+answer ends journal-only; a refused token is never tried again by this process.
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ from typing import Any
 from flightlog.config import Settings
 from flightlog.errors import FlightlogError, StoreUnavailable
 from flightlog.store.base import IngestResult
+from flightlog.transport.access import check_write_access
 from flightlog.transport.http_store import HttpStore
 
 __all__ = ["RemoteSink", "open_remote_sink"]
@@ -30,7 +39,7 @@ BASE_DELAY = 0.25
 MAX_DELAY = 5.0
 PATIENCE = 30.0
 _AWAY_STATUS = frozenset({408, 425, 429})
-_REFUSED_STATUS = frozenset({401, 403})  # retried (a token can be fixed), but not waited for at the end
+_REFUSED_STATUS = frozenset({401, 403})  # the token: never retried by this process (`flightlog sync` after the fix)
 
 
 class RemoteSink:
@@ -42,10 +51,34 @@ class RemoteSink:
         self.patience = patience
         self.failures = 0
         self.away = False  # the last failure was the server being away (worth waiting for at the end)
+        self.reached = False  # the server answered this process at least once
+        self.journal_only = False  # never reached, or the token refused: keep to the journal, never wait
+        self._refused: FlightlogError | None = None  # the token's refusal, answered again without the network
+        self._notice: str | None = None  # why journal-only, until a writer says it (once per process)
         self._next_try = 0.0
         self._random = random.Random()
 
+    def check_write(self, project: str) -> StoreUnavailable | None:
+        """Before a run starts: raise when the token cannot write ``project`` (a configuration error
+        the user must see now); an unreachable server switches to journal-only and is returned."""
+        try:
+            check_write_access(self.store.http, project)
+        except StoreUnavailable as exc:
+            if not exc.details.get("unreachable"):
+                return None  # the server answered (a 5xx): it is there, the shipper's backoff copes
+            self._first_contact_failed(exc, time.monotonic())
+            return exc
+        self.reached = True
+        return None
+
+    def take_notice(self) -> str | None:
+        """Why the sink is journal-only, the first time it is asked in this process; else None."""
+        notice, self._notice = self._notice, None
+        return notice
+
     def ingest(self, records: Sequence[dict[str, Any]]) -> IngestResult:
+        if self._refused is not None:
+            raise self._refused
         now = time.monotonic()
         if now < self._next_try:
             raise StoreUnavailable(
@@ -55,15 +88,41 @@ class RemoteSink:
         try:
             result = self.store.ingest(records)
         except FlightlogError as exc:
-            away = isinstance(exc, StoreUnavailable) or exc.http_status >= 500 or exc.http_status in _AWAY_STATUS
-            if away or exc.http_status in _REFUSED_STATUS:
-                self.away = away
+            if exc.http_status in _REFUSED_STATUS:
+                self._token_refused(exc)
+                raise
+            if isinstance(exc, StoreUnavailable) and exc.details.get("unreachable") and not self.reached:
+                self._first_contact_failed(exc, now)
+                raise
+            if isinstance(exc, StoreUnavailable) or exc.http_status >= 500 or exc.http_status in _AWAY_STATUS:
+                self.reached = self.reached or not exc.details.get("unreachable")
+                self.away = True
                 self._backoff(now)
             raise
+        self.reached = True
+        self.journal_only = False
         self.failures = 0
         self.away = False
         self._next_try = 0.0
         return result
+
+    def _first_contact_failed(self, exc: StoreUnavailable, now: float) -> None:
+        """No answer, ever: not a server restarting (worth waiting for), a server not there."""
+        if not self.journal_only:
+            self.journal_only = True
+            self._notice = (f"{exc.message}. Recording journal-only: the records are kept in the journal "
+                            f"under {self.store.home} and `flightlog sync` ships them once the server is up")
+        self.away = False
+        self._backoff(now)
+
+    def _token_refused(self, exc: FlightlogError) -> None:
+        self._refused = exc
+        self.away = False
+        if not self.journal_only:
+            self.journal_only = True
+            self._notice = (f"the server at {self.store.url} refused the records ({exc.message}); "
+                            f"they are not sent again: they stay in the journal under {self.store.home}. "
+                            "Fix FLIGHTLOG_TOKEN, then run `flightlog sync`")
 
     def _backoff(self, now: float) -> None:
         self.failures += 1
