@@ -78,13 +78,26 @@ def test_init_with_a_token_of_the_project_records_as_before(srv: RunningServer, 
     assert proc.stderr == "" and runs_on(srv, tmp_path / 'reader') == ["b"]
 
 
-def test_an_unknown_token_is_refused_at_init(srv: RunningServer, clean_env: Path) -> None:
-    env = child_env(clean_env, FLIGHTLOG_URL=srv.url, FLIGHTLOG_TOKEN="flt_not_a_real_token")
-    proc = run_script(clean_env, QUICK_JOB, env=env, check=False)
-    error = proc.stderr.strip().splitlines()[-1]
-    assert proc.returncode == 1 and error.startswith("flightlog.errors.Unauthorized: "), proc.stderr
-    assert "Check FLIGHTLOG_TOKEN" in error and "flt_not_a_real_token" not in proc.stderr
-    assert no_journal(clean_env)
+def test_an_unknown_token_keeps_the_run_in_the_journal_with_one_warning_and_no_retry(
+    srv: RunningServer, clean_env: Path, tmp_path: Path
+) -> None:
+    """A token the server does not know may be a server restored from a backup: the job goes on,
+    journal-only, told once; nothing is sent again, and `flightlog sync` with a good token ships it."""
+    env = child_env(clean_env, FLIGHTLOG_URL=srv.url, FLIGHTLOG_TOKEN="flt_000000000000_wrong",
+                    FLIGHTLOG_FLUSH_INTERVAL="0.05")
+    job = QUICK_JOB.replace('run.log({"loss": 0.5})', 'run.log({"loss": 0.5})\nimport time; time.sleep(1)')
+    started = time.monotonic()
+    proc = run_script(clean_env, job, env=env)
+    assert time.monotonic() - started < 10
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "refuses this token" in lines[0] and "not retried" in lines[0], proc.stderr
+    assert "flightlog sync" in lines[0] and "flt_000000000000_wrong" not in proc.stderr
+    run_id = proc.stdout.split()[1]
+    synced = subprocess.run([FLIGHTLOG, "sync"], env={**env, "FLIGHTLOG_TOKEN": srv.token("writer", "b")},
+                            capture_output=True, text=True, timeout=60)
+    assert synced.returncode == 0, synced.stderr
+    with reader(srv.url, srv.token("admin"), tmp_path / "reader") as client:
+        assert client.run(run_id).metrics["loss"].count == 1
 
 
 def test_flightlog_run_refuses_to_start_the_workload_for_a_token_of_another_project(

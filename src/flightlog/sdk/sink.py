@@ -39,13 +39,13 @@ def open_sink(settings: Settings) -> Sink:
 
 
 def check_server(settings: Settings, project: str) -> str | None:
-    """Before a new run starts against a server: raise :class:`~flightlog.errors.Forbidden` or
-    :class:`~flightlog.errors.Unauthorized` when the token cannot write ``project`` (the caller's
-    mistake, to see at once, not after the job); when the server cannot be reached, the sink
-    is journal-only from now on and the warning to print is returned. Only a remote sink asks."""
+    """Before a new run starts against a server: raise :class:`~flightlog.errors.Forbidden` when
+    the token cannot write ``project`` (the caller's mistake, to see at once, not after the job);
+    when the server cannot be reached or does not know the token, the sink is journal-only from
+    now on and the warning to print is returned. Only a remote sink asks."""
     sink = open_sink(settings)
     check = getattr(sink, "check_write", None)
-    if check is None or check(project) is None:
+    if check is None or not check(project):
         return None
     take = getattr(sink, "take_notice", None)
     return take() if take is not None else None

@@ -399,7 +399,13 @@ class RunWriter:
         if not self.online or wait is None:
             return
         with self._flush_lock:
-            if not (self._pending or self._spilled) or not getattr(self._sink, "away", False):
+            if not (self._pending or self._spilled):
+                return
+            if getattr(self._sink, "journal_only", False):  # never reached: one last try, no waiting
+                while (self._pending or self._spilled) and wait(time.monotonic()):
+                    self._ship()
+                return
+            if not getattr(self._sink, "away", False):
                 return
             patience = float(getattr(self._sink, "patience", 0.0))
             warn(f"run {self.run_id[:12]}: the server is not taking records; waiting up to {patience:.0f}s for it")

@@ -1,7 +1,7 @@
 """Can this token write runs of this project? Asked of the server once, before a run starts.
 
-A token that cannot write the project (a reader token, a writer token limited to another
-project, a revoked or mistyped one) is a configuration mistake the user must see at
+A token the server knows but that cannot write the project (a reader token, a writer token
+limited to another project) is a configuration mistake the user must see at
 ``init()``, as W&B raises at ``wandb.init`` on an auth error: found only by the first
 shipment, it would let the whole job run and end with records nobody can ship. The server
 says who the token is (``GET /whoami``: role and project); the rules compared here are the
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flightlog.errors import FlightlogError, Forbidden, Unauthorized
+from flightlog.errors import FlightlogError, Forbidden
 from flightlog.transport.connection import Connection
 
 __all__ = ["check_write_access"]
@@ -22,19 +22,14 @@ _WRITERS = ("writer", "admin")
 
 
 def check_write_access(http: Connection, project: str) -> None:
-    """Raise :class:`Forbidden` or :class:`Unauthorized`, with the fix, when the server will not
-    take runs of ``project`` from this token; :class:`StoreUnavailable` when it cannot be reached.
+    """Raise :class:`Forbidden`, with the fix, when the server knows the token and it may not
+    write runs of ``project``; :class:`Unauthorized` when the server does not know the token
+    (the caller keeps the run in its journal: a server restored from a backup, a token not yet
+    made there); :class:`StoreUnavailable` when the server cannot be reached.
 
     A server too old to answer ``/whoami`` (404) is let through: its ingest still decides."""
     try:
         who: Any = http.json("GET", "/whoami", retries=0)
-    except Unauthorized as exc:
-        raise Unauthorized(
-            f"the server at {http.url} does not accept this token ({exc.message}); nothing was recorded. "
-            "Check FLIGHTLOG_TOKEN (a token made by `flightlog token create`, not revoked), "
-            "or set FLIGHTLOG_MODE=offline to keep the run in the local journal only",
-            details={"url": http.url, "project": project},
-        ) from None
     except FlightlogError as exc:
         if exc.http_status == 404:
             return

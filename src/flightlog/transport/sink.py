@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from flightlog.config import Settings
-from flightlog.errors import FlightlogError, StoreUnavailable
+from flightlog.errors import FlightlogError, StoreUnavailable, Unauthorized
 from flightlog.store.base import IngestResult
 from flightlog.transport.access import check_write_access
 from flightlog.transport.http_store import HttpStore
@@ -55,21 +55,28 @@ class RemoteSink:
         self.journal_only = False  # never reached, or the token refused: keep to the journal, never wait
         self._refused: FlightlogError | None = None  # the token's refusal, answered again without the network
         self._notice: str | None = None  # why journal-only, until a writer says it (once per process)
+        self._last_try_given = False  # journal-only: the one immediate try a finishing writer gets
         self._next_try = 0.0
         self._random = random.Random()
 
-    def check_write(self, project: str) -> StoreUnavailable | None:
-        """Before a run starts: raise when the token cannot write ``project`` (a configuration error
-        the user must see now); an unreachable server switches to journal-only and is returned."""
+    def check_write(self, project: str) -> bool:
+        """Before a run starts: raise :class:`Forbidden` when the server knows the token but it
+        cannot write ``project`` (the caller's mistake, to see now). A server that does not answer,
+        or does not know the token (401), switches the sink to journal-only: True (the notice
+        says why)."""
         try:
             check_write_access(self.store.http, project)
+        except Unauthorized as exc:
+            self.reached = True
+            self._token_refused(exc)
+            return True
         except StoreUnavailable as exc:
             if not exc.details.get("unreachable"):
-                return None  # the server answered (a 5xx): it is there, the shipper's backoff copes
+                return False  # the server answered (a 5xx): it is there, the shipper's backoff copes
             self._first_contact_failed(exc, time.monotonic())
-            return exc
+            return True
         self.reached = True
-        return None
+        return False
 
     def take_notice(self) -> str | None:
         """Why the sink is journal-only, the first time it is asked in this process; else None."""
@@ -120,9 +127,9 @@ class RemoteSink:
         self.away = False
         if not self.journal_only:
             self.journal_only = True
-            self._notice = (f"the server at {self.store.url} refused the records ({exc.message}); "
-                            f"they are not sent again: they stay in the journal under {self.store.home}. "
-                            "Fix FLIGHTLOG_TOKEN, then run `flightlog sync`")
+            self._notice = (f"the server at {self.store.url} refuses this token ({exc.message}). Recording "
+                            f"journal-only, not retried: the records stay in the journal under {self.store.home}; "
+                            "fix FLIGHTLOG_TOKEN (`flightlog token create`), then run `flightlog sync`")
 
     def _backoff(self, now: float) -> None:
         self.failures += 1
@@ -130,7 +137,17 @@ class RemoteSink:
         self._next_try = now + delay * (0.5 + 0.5 * self._random.random())  # "equal jitter"
 
     def wait(self, deadline: float) -> bool:
-        """Sleep until the next try is due (at the latest ``deadline``, monotonic); False once it passed."""
+        """Sleep until the next try is due (at the latest ``deadline``, monotonic); False once it passed.
+
+        Journal-only, there is no waiting: a server never reached gets one last try at once (it
+        may have come up since the backoff's last one; a refused connection costs a millisecond),
+        a refused token none."""
+        if self.journal_only:
+            if self._refused is not None or self._last_try_given:
+                return False
+            self._last_try_given = True
+            self._next_try = 0.0
+            return True
         now = time.monotonic()
         if now >= deadline or not self.away:
             return False
