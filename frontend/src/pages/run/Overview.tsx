@@ -123,7 +123,7 @@ function FailureCard({ run }: { run: Run }) {
             {frames.map((fr, i) => (
               <li key={i} class={`frame ${fr.user ? "frame-user" : "frame-library"}`}>
                 <span class="mono">{fr.file}:{fr.line ?? "?"}</span> <span class="muted">in</span> <span class="mono strong">{fr.function}</span>
-                {fr.user ? <span class="chip chip-input frame-mine">your code</span> : null}
+                {fr.user ? <span class="frame-mine">your code</span> : null}
                 {fr.code ? <pre class="frame-code">{fr.code}</pre> : null}
               </li>
             ))}
