@@ -201,3 +201,52 @@ def test_a_server_that_comes_up_during_the_run_gets_the_records_without_sync(
         info = client.run(run_id)
         assert info.status == "succeeded" and info.metrics["x"].count == 2
     assert list_journals(clean_env, run_id) == []
+
+
+REVOKED = """
+import os, time, flightlog
+run = flightlog.init(project="b", resources=False)
+run.log({"x": 0.0})
+run._w.flush()  # shipped with the token still good
+print(run.id, flush=True)
+while not os.path.exists(os.environ["REVOKED_FLAG"]):
+    time.sleep(0.02)
+for i in range(1, 50):
+    run.log({"x": float(i)})
+    time.sleep(0.02)  # many flushes: a refused token must not be tried again at each
+run.finish()
+"""
+
+
+def test_a_token_revoked_during_the_run_is_said_once_and_not_retried(
+    srv: RunningServer, clean_env: Path, tmp_path: Path
+) -> None:
+    from flightlog.server.tokens import revoke_token
+
+    secret = srv.token("writer", "b")
+    flag = tmp_path / "revoked"
+    env = child_env(clean_env, FLIGHTLOG_URL=srv.url, FLIGHTLOG_TOKEN=secret, FLIGHTLOG_FLUSH_INTERVAL="0.02",
+                    REVOKED_FLAG=str(flag))
+    writer = subprocess.Popen([sys.executable, "-c", textwrap.dedent(REVOKED)], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert writer.stdout is not None
+        run_id = writer.stdout.readline().strip()
+        revoke_token(srv.app.state.store, secret.split("_")[1])
+        flag.touch()
+        started = time.monotonic()
+        out, err = writer.communicate(timeout=60)
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+            writer.communicate()
+    assert writer.returncode == 0 and time.monotonic() - started < 10, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "refuses this token" in lines[0] and "not retried" in lines[0], err
+    assert "waiting up to" not in err and secret not in err
+    synced = subprocess.run([FLIGHTLOG, "sync"], env={**env, "FLIGHTLOG_TOKEN": srv.token("writer", "b")},
+                            capture_output=True, text=True, timeout=60)
+    assert synced.returncode == 0, synced.stderr
+    with reader(srv.url, srv.token("admin"), tmp_path / "reader") as client:
+        info = client.run(run_id)
+        assert info.status == "succeeded" and info.metrics["x"].count == 50
