@@ -56,6 +56,7 @@ class RemoteSink:
         self._refused: FlightlogError | None = None  # the token's refusal, answered again without the network
         self._notice: str | None = None  # why journal-only, until a writer says it (once per process)
         self._last_try_given = False  # journal-only: the one immediate try a finishing writer gets
+        self._allowed: set[str] = set()  # projects the server said this token may write
         self._next_try = 0.0
         self._random = random.Random()
 
@@ -64,6 +65,8 @@ class RemoteSink:
         cannot write ``project`` (the caller's mistake, to see now). A server that does not answer,
         or does not know the token (401), switches the sink to journal-only: True (the notice
         says why)."""
+        if project in self._allowed or self._refused is not None:
+            return False  # asked already by this process (a sweep's thousand trials ask once)
         try:
             check_write_access(self.store.http, project)
         except Unauthorized as exc:
@@ -76,6 +79,7 @@ class RemoteSink:
             self._first_contact_failed(exc, time.monotonic())
             return True
         self.reached = True
+        self._allowed.add(project)
         return False
 
     def take_notice(self) -> str | None:
