@@ -41,7 +41,7 @@ export interface PipelineView {
   steps: PipelineStep[];
 }
 
-const W = 210;
+const W = 240; // room for "succeeded · 1.2 s · 2 attempts · gate"
 const H = 54;
 const GAP_X = 70;
 const GAP_Y = 22;
