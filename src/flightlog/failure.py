@@ -1,16 +1,30 @@
 """Failure summaries: the exception type, its message and the innermost frames, from a live
-exception (SDK) or from traceback text captured in a workload's output (runner)."""
+exception (SDK) or from traceback text captured in a workload's output (runner); and the
+order a reader sees them in (:func:`frames_for_display`): the user's own innermost frame first.
+
+A traceback of an ML job ends in the framework (four torch frames around a shape mismatch);
+the line the user can change is further up. A frame is the user's when its file is not under
+``site-packages`` or ``dist-packages``, not in the standard library (``lib/pythonX.Y``), not a
+frozen module (``<frozen …>``) and not flightlog's own package.
+"""
 
 from __future__ import annotations
 
+import os
 import re
+import sysconfig
 import traceback
 from typing import Any
 
-__all__ = ["failure_from_exception", "parse_python_traceback", "MAX_FRAMES"]
+__all__ = ["failure_from_exception", "parse_python_traceback", "is_user_frame", "frames_for_display", "MAX_FRAMES"]
 
 MAX_FRAMES = 10
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>.+)$')
+_NOT_USERS = re.compile(r"[/\\](?:site|dist)-packages[/\\]|[/\\]lib[/\\]python\d+(?:\.\d+)?t?[/\\]|^<frozen ")
+_LIBRARY_DIRS = tuple(
+    os.path.join(os.path.realpath(p), "") for p in {sysconfig.get_paths().get("stdlib"), sysconfig.get_paths().get("platstdlib"),
+                                                     os.path.dirname(os.path.abspath(__file__))} if p
+)
 _EXC_LINE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Warning|Fault|[A-Z]\w*))(?::\s?(?P<message>.*))?$")
 
 
@@ -62,3 +76,23 @@ def parse_python_traceback(text: str) -> dict[str, Any] | None:
         "frames": frames[-MAX_FRAMES:],
         "traceback": text[-20000:],
     }
+
+
+def is_user_frame(file: str | None) -> bool:
+    """Whether a frame's file is the user's own code (see the module's text for the rule)."""
+    if not file:
+        return False
+    if _NOT_USERS.search(file):
+        return False
+    return not (os.path.isabs(file) and os.path.join(os.path.realpath(file), "").startswith(_LIBRARY_DIRS))
+
+
+def frames_for_display(frames: list[dict[str, Any]] | None, limit: int = 5) -> list[dict[str, Any]]:
+    """The frames a failure card and ``runs show`` list, each with ``user`` set: the user's
+    innermost frame first, then the others innermost first (where the error surfaced), at
+    most ``limit``. Without a frame of the user's, simply the innermost first."""
+    ordered = [{**f, "user": is_user_frame(str(f.get("file") or ""))} for f in reversed(frames or [])]
+    mine = next((i for i, f in enumerate(ordered) if f["user"]), None)
+    if mine is not None:
+        ordered.insert(0, ordered.pop(mine))
+    return ordered[:limit]

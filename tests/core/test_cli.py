@@ -129,6 +129,19 @@ def test_artifacts_list_get_and_lineage(home: Path, filled: dict[str, str], tmp_
     assert bad.returncode == 1 and "no artifact 'nope.bin'" in bad.stderr
 
 
+def test_artifacts_get_refuses_to_overwrite_without_force(home: Path, filled: dict[str, str], tmp_path: Path) -> None:
+    mine = tmp_path / "mine" / "fast.bin"
+    mine.parent.mkdir()
+    mine.write_bytes(b"my own notes")
+    for where in (str(mine), str(mine.parent)):  # the file named, and a folder that already holds one of that name
+        refused = cli(home, "artifacts", filled["fast"], "get", "fast.bin", "-o", where, check=False)
+        assert refused.returncode == 1 and str(mine) in refused.stderr and "--force" in refused.stderr
+        assert mine.read_bytes() == b"my own notes"
+    assert sorted(p.name for p in mine.parent.iterdir()) == ["fast.bin"]  # nothing half-written beside it
+    cli(home, "artifacts", filled["fast"], "get", "fast.bin", "-o", str(mine), "--force")
+    assert mine.read_bytes() == b"fast" * 10
+
+
 def test_rm_needs_yes_without_a_terminal(home: Path, filled: dict[str, str]) -> None:
     refused = cli(home, "runs", "rm", filled["base"], check=False)
     assert refused.returncode == 1 and "--yes" in refused.stderr

@@ -107,7 +107,9 @@ def test_an_outage_longer_than_memory_ships_from_the_journal_in_order(
     url = server.start()
     server.stop()  # its port is ours; the server is down when the run starts
     env = child_env(clean_env, FLIGHTLOG_URL=url, FLIGHTLOG_FLUSH_INTERVAL="0.02")
-    writer = subprocess.Popen([sys.executable, "-c", textwrap.dedent(SPILLER), "6"], env=env,
+    # the run lasts long enough for the server to be back before it ends (a writer that never
+    # reached its server does not wait for it at finish: docs/server.md)
+    writer = subprocess.Popen([sys.executable, "-c", textwrap.dedent(SPILLER), "12"], env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert writer.stdout is not None
     run_id = writer.stdout.readline().strip()

@@ -8,7 +8,7 @@ import click
 
 from flightlog.cli.common import open_client
 from flightlog.cli.output import console, emit_json, esc, format_option
-from flightlog.errors import InvalidInput
+from flightlog.errors import Conflict, InvalidInput
 from flightlog.timefmt import format_size
 
 __all__ = ["artifacts_cmd"]
@@ -19,8 +19,9 @@ __all__ = ["artifacts_cmd"]
 @click.argument("action", required=False, type=click.Choice(["get", "lineage"]))
 @click.argument("path", required=False)
 @click.option("--output", "-o", type=click.Path(dir_okay=True), help="With get: where to write (default: ./NAME).")
+@click.option("--force", "-f", is_flag=True, help="With get: replace a file that is already there.")
 @format_option
-def artifacts_cmd(run: str, action: str | None, path: str | None, output: str | None, fmt: str) -> None:
+def artifacts_cmd(run: str, action: str | None, path: str | None, output: str | None, force: bool, fmt: str) -> None:
     """List artifacts; `get PATH` copies one out; `lineage` shows inputs and outputs with related runs."""
     client = open_client()
     info = client.run(run)
@@ -30,6 +31,10 @@ def artifacts_cmd(run: str, action: str | None, path: str | None, output: str | 
         dest = Path(output) if output else Path.cwd() / Path(path).name
         if dest.is_dir():
             dest = dest / Path(path).name
+        if (dest.exists() or dest.is_symlink()) and not force:
+            # a local file may be the user's only copy of something: replacing it is asked for, never silent
+            raise Conflict(f"{dest} already exists; nothing was written. Pass --force to replace it, "
+                           "or --output PATH to write elsewhere", details={"path": str(dest)})
         written = client.download_artifact(info.id, path, dest)
         if fmt == "json":
             emit_json({"path": path, "written": str(written)})

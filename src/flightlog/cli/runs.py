@@ -10,6 +10,7 @@ import click
 from flightlog.cli.common import duration_text, open_client, short_time, status_text
 from flightlog.cli.output import clip, console, emit_json, esc, format_option
 from flightlog.errors import InvalidInput
+from flightlog.failure import frames_for_display
 from flightlog.timefmt import format_size, iso
 
 __all__ = ["runs_group", "projects_cmd"]
@@ -130,9 +131,12 @@ def _print_run(info: Any, notes: list[Any], stages: list[Any], artifacts: list[A
         f = info.failure
         summary = f"{f.get('exception', '')}: {f.get('message', '')}"
         out.print(f"\n[bold red]failure[/] {esc(clip(summary, room))}")
-        for frame in (f.get("frames") or [])[-5:]:
+        for frame in frames_for_display(f.get("frames")):  # the user's innermost frame first
             where = f"{frame.get('file')}:{frame.get('line')} in {frame.get('function')}"
-            out.print(f"  [dim]{esc(clip(where, room))}[/]")
+            if frame["user"]:
+                out.print(f"  {esc(clip(where, room - 12))}  [bold]your code[/]")
+            else:
+                out.print(f"  [dim]{esc(clip(where, room))}[/]")
     if info.params:
         out.print("\n[bold]params[/]")
         for k, v in info.params.items():

@@ -27,7 +27,7 @@ from flightlog.ids import new_run_id
 from flightlog.pipeline.cachekey import MissingInput, cache_key, digest_of
 from flightlog.pipeline.executors import StepLaunch, open_executor
 from flightlog.pipeline.spec import PipelineSpec, StepSpec
-from flightlog.pipeline.state import DONE, EVIDENCE_KIND, FINAL, StepState
+from flightlog.pipeline.state import DONE, EVIDENCE_KIND, FINAL, StepState, said_once
 from flightlog.pipeline.wakeup import SignalWakeup
 from flightlog.runner.options import child_run_argv, retry_backoff
 from flightlog.timefmt import format_duration
@@ -220,7 +220,7 @@ class Controller:
                     origin = dep_state.reason if dep_state.status == "skipped" and dep_state.reason else None
                     what = "gate" if self._steps[dep].kind == "gate" else "step"
                     reason = origin or f"upstream {what} {dep!r} {dep_state.status}" + (
-                        f": {dep_state.reason}" if dep_state.reason else "")
+                        f": {said_once(dep_state.reason)}" if dep_state.reason else "")
                     self._update(name, status="skipped", reason=reason, ended=time.time())
                     self.say(f"  - {name} skipped: {reason}")
                     break
@@ -399,7 +399,7 @@ class Controller:
         if status == "failed" and category and step.retries and category not in step.retry_on:
             reason += f" (not retried: {category} is not in retry_on)"
         self._update(step.name, status=status, attempts=attempts, reason=reason, category=category, ended=ended)
-        self.say(f"  x {step.name} {status}: {reason}")
+        self.say(f"  x {step.name} {status}: {said_once(reason)}")
 
     def _record_artifacts(self, step: StepSpec, run_id: str, inputs: dict[str, str], outputs: dict[str, str]) -> None:
         """Declared inputs and outputs on the step's run, by content hash: lineage links the steps."""
@@ -428,7 +428,7 @@ class Controller:
         self.run._w.persist()  # a step's state outlives a kill -9 of the controller a moment later
         if state.status in FINAL:
             level = "info" if state.status in DONE else "error" if state.status == "failed" else "warning"
-            self.run.log_event(f"step {name} {state.status}" + (f": {state.reason}" if state.reason else ""),
+            self.run.log_event(f"step {name} {state.status}" + (f": {said_once(state.reason)}" if state.reason else ""),
                                level=level, component="pipeline")
 
     def _abort(self, exc: BaseException) -> None:
@@ -463,11 +463,13 @@ class Controller:
         step = self._steps[first.name]
         failure = {"category": first.category or ("data_error" if step.kind == "gate" else "code_error"),
                    "step": first.name, "step_run": first.run, "gate": step.kind == "gate",
-                   "message": f"{'gate' if step.kind == 'gate' else 'step'} {first.name} {first.status}: {first.reason or ''}".strip(),
+                   "message": f"{'gate' if step.kind == 'gate' else 'step'} {first.name} {first.status}: {said_once(first.reason) or ''}".strip(),
                    "failed_steps": failed,
                    "skipped_steps": [n for n, s in states.items() if s.status == "skipped"]}
         self.run.finish("failed", end_reason="exit", exit_code=1, failure=failure)
-        self.say(f"pipeline {self.spec.name} run {self.run.id} failed at {failure['message']}")
+        what = "gate" if step.kind == "gate" else "step"
+        self.say(f"pipeline {self.spec.name} run {self.run.id} failed at {what} {first.name}"
+                 + (f" ({first.status}): {said_once(first.reason)}" if first.reason else f" ({first.status})"))
         return "failed"
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from flightlog.errors import InvalidInput
-from flightlog.pipeline.state import DONE, load_view
+from flightlog.pipeline.state import DONE, load_view, said_once
 from flightlog.timefmt import iso
 
 __all__ = ["diagnose_pipeline"]
@@ -54,7 +54,7 @@ def diagnose_pipeline(client: Any, run_id: str) -> dict[str, Any] | None:
         return report
     step_report = diagnose_run(client, state.run)
     blocked = f"; it stopped {', '.join(skipped)}" if skipped else ""
-    pointer = {"source": "pipeline", "detail": f"{what} {state.status} (run {state.run[:12]}): {state.reason or ''}{blocked}",
+    pointer = {"source": "pipeline", "detail": f"{what} {state.status} (run {state.run[:12]}): {said_once(state.reason) or ''}{blocked}",
                "at": iso(state.ended)}
     findings = []
     for f in step_report["findings"]:

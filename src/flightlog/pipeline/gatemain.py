@@ -15,6 +15,7 @@ import sys
 from typing import Any
 
 import flightlog
+from flightlog.pipeline.state import GATE_FAILED
 
 __all__ = ["ExpectationFailed", "GateFailed", "main"]
 
@@ -39,8 +40,8 @@ def _validate(run: flightlog.Run, check: dict[str, Any]) -> str | None:
     print(f"gate: validation {name} on {check['data']}: {d['passed']} of {d['evaluated']} expectations passed")
     if result.success:
         return None
-    failed = [f"{r.expectation}" + (f" on column {r.column!r}" if r.column else "") for r in result.failed]
-    return f"validation {name} on {check['data']} failed: expectations failed: {'; '.join(failed)}"
+    unmet = [f"{r.expectation}" + (f" on column {r.column!r}" if r.column else "") for r in result.failed]
+    return f"validation {name} on {check['data']}: {len(unmet)} of {d['evaluated']} expectations not met: {'; '.join(unmet)}"
 
 
 def _metric(run: flightlog.Run, check: dict[str, Any], step_runs: dict[str, str]) -> str | None:
@@ -81,7 +82,9 @@ def main() -> int:
         if problem:
             problems.append(problem)
     if problems:
-        raise (ExpectationFailed if data_failed else GateFailed)("gate failed: " + " | ".join(problems))
+        # the gate's run reads alone (`runs show`), so it says "gate failed"; the pipeline's views,
+        # which said the status already, drop it (state.said_once)
+        raise (ExpectationFailed if data_failed else GateFailed)(GATE_FAILED + " | ".join(problems))
     return 0
 
 

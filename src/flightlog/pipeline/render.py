@@ -1,14 +1,17 @@
 """``flightlog pipeline show``: the DAG as a tree, each step with status, attempts, time, cache.
 
 A step that needs several others is drawn under the first of them and says what else it
-waits for, so the tree stays a tree and every edge is still visible.
+waits for, so the tree stays a tree and every edge is still visible. A step run more than
+once (retries, resumes) lists every attempt under it, oldest first, with the pipeline attempt
+it belonged to: a resume adds to the history, it never hides it.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from flightlog.cli.common import STATUS_STYLE, duration_text
+from flightlog.cli.common import STATUS_STYLE, duration_text, short_time
+from flightlog.timefmt import parse_time
 
 __all__ = ["render_pipeline", "STEP_MARK"]
 
@@ -23,9 +26,9 @@ def _label(step: dict[str, Any]) -> str:
              f"[{_STYLE.get(status, '')}]{status}[/]"]
     if step.get("kind") == "gate":
         parts.append("[magenta]gate[/]")
-    n = len([a for a in step.get("attempts") or [] if a.get("pipeline_attempt") == step.get("pipeline_attempt")])
-    if n > 1:
-        parts.append(f"{n} attempts")
+    attempts = step.get("attempts") or []
+    if len(attempts) > 1:
+        parts.append(f"{len(attempts)} attempts")
     if step.get("duration") is not None and status != "cached":
         parts.append(duration_text(step["duration"]))
     if step.get("cached_from"):
@@ -35,7 +38,28 @@ def _label(step: dict[str, Any]) -> str:
     text = "  ".join(parts)
     if step.get("reason") and status not in ("succeeded", "cached"):
         text += f"\n[dim]{step['reason']}[/]"
+    if len(attempts) > 1:
+        text += "".join(f"\n{_attempt_line(a)}" for a in attempts)
     return text
+
+
+def _attempt_line(attempt: dict[str, Any]) -> str:
+    status = str(attempt.get("status") or "?")
+    style = _STYLE.get(status, "")
+    parts = [f"[dim]attempt {attempt.get('number', '?')}[/]", f"[{style}]{STEP_MARK.get(status, '?')} {status}[/]"]
+    if attempt.get("category") and status != "succeeded":
+        parts.append(str(attempt["category"]))
+    parts.append(f"[dim]pipeline attempt {attempt.get('pipeline_attempt', 1)}[/]")
+    parts.append(_when(attempt.get("started")))
+    if attempt.get("duration") is not None:
+        parts.append(duration_text(attempt["duration"]))
+    if attempt.get("run"):
+        parts.append(f"run {str(attempt['run'])[:12]}")
+    return "  ".join(parts)
+
+
+def _when(stamp: str | None) -> str:
+    return short_time(parse_time(stamp)) if stamp else "-"
 
 
 def render_pipeline(view: dict[str, Any], console: Any) -> None:
@@ -43,7 +67,10 @@ def render_pipeline(view: dict[str, Any], console: Any) -> None:
 
     status = view["status"]
     title = (f"[bold]pipeline {view['name']}[/]  run {view['run'][:12]}  "
-             f"[{_STYLE.get(status, '')}]{status}[/]  attempt {view['attempt']}  {duration_text(view.get('duration'))}")
+             f"[{_STYLE.get(status, '')}]{status}[/]  attempt {view['attempt']}  started {_when(view.get('started'))}")
+    if view.get("attempt_started") and view["attempt_started"] != view.get("started"):
+        title += f"  [dim](attempt {view['attempt']} from {_when(view['attempt_started'])})[/]"
+    title += f"  {duration_text(view.get('duration'))}"
     tree = Tree(title)
     steps = {s["name"]: s for s in view["steps"]}
     nodes: dict[str, Any] = {}
@@ -57,7 +84,10 @@ def render_pipeline(view: dict[str, Any], console: Any) -> None:
     console.print(tree)
     failure = view.get("failure") or {}
     if status == "failed" and failure.get("message"):
-        console.print(f"[bold red]failed:[/] {failure['message']}")
+        console.print(f"[bold red]✗[/] {failure['message']}")  # "gate check failed: ...": said once
+        for frame in failure.get("frames") or []:  # the user's innermost frame first
+            where = f"{frame.get('file')}:{frame.get('line')} in {frame.get('function')}"
+            console.print(f"  {where}  [bold]your code[/]" if frame.get("user") else f"  [dim]{where}[/]")
         if failure.get("step_run"):
             console.print(f"[dim]next: flightlog diagnose {view['run'][:12]}   flightlog logs {failure['step_run'][:12]}[/]")
     cached = sum(1 for s in steps.values() if s["status"] == "cached")

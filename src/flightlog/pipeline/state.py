@@ -13,16 +13,28 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from flightlog.errors import InvalidInput
+from flightlog.failure import frames_for_display
 from flightlog.models import RunInfo
 from flightlog.pipeline.spec import PipelineSpec
+from flightlog.timefmt import iso
 
-__all__ = ["StepState", "PipelineView", "load_view", "EVIDENCE_KIND", "DONE", "FINAL"]
+__all__ = ["StepState", "PipelineView", "load_view", "said_once", "EVIDENCE_KIND", "DONE", "FINAL", "GATE_FAILED"]
 
 EVIDENCE_KIND = "pipeline"
 #: states a step ends in that let its downstream steps run
 DONE = frozenset({"succeeded", "cached"})
 #: states a step does not leave (in one attempt of the pipeline)
 FINAL = frozenset({"succeeded", "cached", "failed", "skipped", "stopped", "killed", "crashed"})
+#: how a gate's exception begins (gatemain): its run's failure reads alone, so it says so itself
+GATE_FAILED = "gate failed: "
+
+
+def said_once(reason: str | None) -> str | None:
+    """A step's reason where its status was just said ("check failed: ..."): without the gate's
+    own "gate failed: ", so a line never says "failed" twice for one failure."""
+    if reason is None:
+        return None
+    return reason.removeprefix(GATE_FAILED)
 
 
 @dataclass
@@ -64,8 +76,19 @@ class PipelineView:
     spec: PipelineSpec
     options: dict[str, Any]
     steps: dict[str, StepState]
+    step_frames: list[dict[str, Any]] = field(default_factory=list)  # the failing step's frames, the user's first
+
+    @property
+    def first_started(self) -> float | None:
+        """When the pipeline first started: a resume's run record moves ``started`` to its own
+        attempt; the run's creation and its steps' first attempts keep the original."""
+        times = [t for t in (self.run.created, self.run.started) if t is not None]
+        times += [a["started"] for s in self.steps.values() for a in s.attempts if isinstance(a.get("started"), (int, float))]
+        return min(times) if times else None
 
     def to_dict(self) -> dict[str, Any]:
+        """The view as ``pipeline show --format json`` and the UI read it: times as ISO-8601, every
+        attempt of every step across resumes (each with its pipeline attempt), reasons said once."""
         order = self.spec.order()
         run = self.run.to_dict()
         return {
@@ -74,13 +97,27 @@ class PipelineView:
             "project": self.run.project,
             "status": self.run.status,
             "attempt": self.run.attempt,
-            "started": run["started"],
+            "started": iso(self.first_started),  # the original start, across resumes
+            "attempt_started": run["started"],  # this attempt's (a resume's) start
             "ended": run["ended"],
             "duration": self.run.duration,
             "options": self.options,
-            "failure": self.run.failure,
-            "steps": [{**self.steps[n].to_dict(), "needs": self.spec.step(n).needs} for n in order],
+            # a resumed pipeline that then succeeded is no longer failed: its old failure stays in the attempts
+            "failure": None if self.run.status == "succeeded" or not self.run.failure
+            else {**self.run.failure, "frames": self.step_frames},
+            "steps": [_step_view(self.steps[n], self.spec.step(n).needs) for n in order],
         }
+
+
+def _step_view(state: StepState, needs: list[str]) -> dict[str, Any]:
+    d = state.to_dict()
+    attempts = []
+    for number, attempt in enumerate(state.attempts, 1):
+        started, ended = attempt.get("started"), attempt.get("ended")
+        duration = max(0.0, ended - started) if isinstance(started, (int, float)) and isinstance(ended, (int, float)) else None
+        attempts.append({**attempt, "number": number, "started": iso(started), "ended": iso(ended), "duration": duration})
+    return {**d, "started": iso(state.started), "ended": iso(state.ended), "reason": said_once(state.reason),
+            "attempts": attempts, "needs": needs}
 
 
 def load_view(client: Any, ref: str) -> PipelineView:
@@ -99,7 +136,19 @@ def load_view(client: Any, ref: str) -> PipelineView:
             steps[name[5:]] = StepState.from_dict(item["data"])
     if run.status != "running":
         _settle(client, run, steps)
-    return PipelineView(run, spec, data.get("options") or {}, steps)
+    return PipelineView(run, spec, data.get("options") or {}, steps, _step_frames(client, run))
+
+
+def _step_frames(client: Any, run: RunInfo) -> list[dict[str, Any]]:
+    """Where the failing step's exception came from, the user's own innermost frame first."""
+    step_run = (run.failure or {}).get("step_run") if run.status != "succeeded" else None
+    if not step_run:
+        return []
+    try:
+        failure = client.run(step_run).failure or {}
+    except Exception:  # the step's run is gone (deleted): the pipeline's own summary stands
+        return []
+    return frames_for_display(failure.get("frames"), limit=3)
 
 
 def _settle(client: Any, run: RunInfo, steps: dict[str, StepState]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import sys
 
 import click
@@ -13,7 +14,32 @@ from flightlog.timefmt import parse_duration, parse_size, parse_time
 __all__ = ["run_cmd"]
 
 
-@click.command("run", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+class _RunCommand(click.Command):
+    """``flightlog run``: the workload's own options pass through, a mistyped runner option does not.
+
+    Click is told to keep unknown options (``python train.py --lr 0.1`` needs them) and to stop at
+    the first word that is not one of ours, so that word starts the command. A word there that
+    looks like an option was not written after ``--``, so it can only be a runner option the user
+    mistyped (``--projct``): refused like every other command's unknown option, before a run, a
+    journal or a child process exists.
+    """
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        raw = list(args)
+        rest = super().parse_args(ctx, args)
+        command = ctx.params.get("command") or ()
+        start = len(raw) - len(command)  # the command is the tail of what was typed
+        first = command[0] if command else ""
+        after_dashes = start > 0 and raw[start - 1] == "--"
+        if first.startswith("-") and first not in ("-", "--") and not after_dashes:
+            name = first.partition("=")[0]
+            known = [opt for param in self.params if isinstance(param, click.Option) for opt in (*param.opts, *param.secondary_opts)]
+            best = difflib.get_close_matches(name, known, n=1)  # one suggestion, the closest, as other commands give
+            raise click.NoSuchOption(name, possibilities=best, ctx=ctx)
+        return rest
+
+
+@click.command("run", cls=_RunCommand, context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option("--project", "-p", envvar="FLIGHTLOG_PROJECT", help="Project of the run (FLIGHTLOG_PROJECT).")
 @click.option("--name", "-n", help="Run name (default: the script's name; with --resume, the run's own).")
 @click.option("--param", "params", multiple=True, metavar="KEY=VALUE", help="A parameter; repeatable. Values are parsed as JSON when they can be (0.1, true, [1,2]).")

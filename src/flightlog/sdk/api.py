@@ -84,7 +84,13 @@ def init(
     existing = None
     resumed: int | None = None  # the attempt claimed in the store (sdk/attempts.py)
     unknown = False  # the store could not say whether the run exists: journal now, ship later
-    if not attach and id is not None:
+    # a token that cannot write the project raises here, before anything is recorded (docs/server.md)
+    journal_only = _check_server(settings, project) if not attach else None  # the warning, if so
+    if not attach and id is not None and journal_only is not None:
+        unknown = True
+        warn(f"cannot look run {run_id} up in the store; recording it anyway"
+             + (", its attempt number kept as the store has it" if resume else "") + f": {journal_only}")
+    elif not attach and id is not None:
         try:
             existing, resumed = _existing_run(settings, run_id, resume=resume)
         except StoreUnavailable as exc:
@@ -101,6 +107,8 @@ def init(
             attempt = resumed if resumed is not None else existing.attempt + (1 if existing.is_finished else 0)
             project = existing.project if project == settings.project else project
             name = name or existing.name
+    elif journal_only is not None:
+        warn(journal_only)
 
     writer = RunWriter(settings, run_id, attempt=attempt, rank=rank)
     run = Run(writer, settings, run_id=run_id, project=project, name=name, owner=not attach,
@@ -150,6 +158,18 @@ def _notebook(run: Run, parent_id: str | None) -> None:
         on_init(run, parent_id)
     except Exception as exc:
         warn(f"notebook support is off for this run: {exc}")
+
+
+def _check_server(settings: Settings, project: str) -> str | None:
+    """Ask a server, once, whether this token may write ``project``: a known token that may not
+    raises ``Forbidden`` (the user's configuration, to fix before the job, as ``wandb.init``
+    raises on an auth error); no answer at all, or a token the server does not know, makes the
+    run journal-only at once and returns the one warning to print (the job keeps its records)."""
+    if settings.mode != "online" or not settings.url:
+        return None
+    from flightlog.sdk.sink import check_server
+
+    return check_server(settings, project)
 
 
 def _existing_run(settings: Settings, run_id: str, *, resume: bool = False) -> tuple[Any, int | None]:

@@ -16,7 +16,7 @@ from flightlog.config import Settings
 from flightlog.forksafe import no_fork
 from flightlog.store.base import IngestResult
 
-__all__ = ["Sink", "open_sink", "close_sinks", "load_sink_code"]
+__all__ = ["Sink", "open_sink", "close_sinks", "load_sink_code", "check_server", "journal_only"]
 
 
 class Sink(Protocol):
@@ -36,6 +36,26 @@ def open_sink(settings: Settings) -> Sink:
         if sink is None:
             sink = _sinks[key] = _build(settings)
         return sink
+
+
+def check_server(settings: Settings, project: str) -> str | None:
+    """Before a new run starts against a server: raise :class:`~flightlog.errors.Forbidden` when
+    the token cannot write ``project`` (the caller's mistake, to see at once, not after the job);
+    when the server cannot be reached or does not know the token, the sink is journal-only from
+    now on and the warning to print is returned. Only a remote sink asks."""
+    sink = open_sink(settings)
+    check = getattr(sink, "check_write", None)
+    if check is None or not check(project):
+        return None
+    take = getattr(sink, "take_notice", None)
+    return take() if take is not None else None
+
+
+def journal_only(settings: Settings) -> bool:
+    """Whether this process's sink for ``settings`` keeps to the journal (see transport.sink)."""
+    with _lock:
+        sink = _sinks.get((settings.url or settings.store_uri, settings.token))
+    return bool(getattr(sink, "journal_only", False))
 
 
 def close_sinks() -> None:

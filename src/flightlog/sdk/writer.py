@@ -289,6 +289,8 @@ class RunWriter:
             result = self._sink.ingest(self._pending)
         except Exception as exc:  # the store is down, locked, full, unreachable...
             self.stats["ship_errors"] += 1
+            if self._journal_only():
+                return
             where = "the journal keeps them for the next try and `flightlog sync`" if self.journal else "they are kept in memory for the next try"
             self._warn_once("ship", f"cannot ship records to the store ({exc}); {where}")
             return
@@ -331,10 +333,23 @@ class RunWriter:
                     journal.mark_shipped(start)
         except Exception as exc:  # the store is still away: the journal keeps everything
             self.stats["ship_errors"] += 1
+            if self._journal_only():
+                return
             self._warn_once("ship", f"cannot ship records to the store ({exc}); the journal keeps them for the next try")
             return
         self._spilled = False
         self._pending = []
+
+    def _journal_only(self) -> bool:
+        """A sink that gave up on the server for this process (transport.sink) says why once per
+        process, not once per run or per failed try; a process under `flightlog run` leaves it to
+        the runner, whose own sink met the same server first."""
+        if not getattr(self._sink, "journal_only", False):
+            return False
+        notice = self._sink.take_notice()  # type: ignore[union-attr]
+        if notice and not self.settings.captured:
+            warn(notice)
+        return True
 
     def _trim_pending(self) -> None:
         excess = len(self._pending) - MAX_PENDING_RECORDS
@@ -375,7 +390,7 @@ class RunWriter:
             if self.journal is not None:
                 shipped = self.online and not self._pending and not self._spilled
                 self.journal.close(remove=clean and shipped and remove_journal_if_shipped and not self.settings.keep_journal)
-                if not shipped and self.online:
+                if not shipped and self.online and not getattr(self._sink, "journal_only", False):  # said once already
                     warn(f"run {self.run_id[:12]}: some records are only in the journal; run `flightlog sync` to ship them")
 
     def _drain(self) -> None:
@@ -384,7 +399,13 @@ class RunWriter:
         if not self.online or wait is None:
             return
         with self._flush_lock:
-            if not (self._pending or self._spilled) or not getattr(self._sink, "away", False):
+            if not (self._pending or self._spilled):
+                return
+            if getattr(self._sink, "journal_only", False):  # never reached: one last try, no waiting
+                while (self._pending or self._spilled) and wait(time.monotonic()):
+                    self._ship()
+                return
+            if not getattr(self._sink, "away", False):
                 return
             patience = float(getattr(self._sink, "patience", 0.0))
             warn(f"run {self.run_id[:12]}: the server is not taking records; waiting up to {patience:.0f}s for it")

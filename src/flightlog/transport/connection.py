@@ -126,7 +126,7 @@ class Connection:
         return StoreUnavailable(
             f"cannot reach the flightlog server at {self.url} ({type(exc).__name__}: {exc or 'no details'}); "
             "check FLIGHTLOG_URL and that `flightlog server` is running",
-            details={"url": self.url},
+            details={"url": self.url, "unreachable": True},  # no answer at all (a 5xx is an answer)
         )
 
     def error(self, response: httpx.Response) -> FlightlogError:

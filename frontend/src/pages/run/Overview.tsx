@@ -8,6 +8,7 @@ import { fmtBytes, fmtDuration, fmtTime, fmtValue, shellJoin, shortId, signalNam
 import { useAsync, useStored } from "../../hooks";
 import { Link, paths } from "../../router";
 import type { Context, Diagnosis, Lineage, Note, Rightsizing, Run, RunbookEntry, Stage } from "../../types";
+import { framesForDisplay } from "../../frames";
 import { attemptAt, attemptsOf, clock, exitNote, sec } from "./attempts";
 
 export function Overview({ run }: { run: Run }) {
@@ -106,7 +107,7 @@ function Outcome({ run }: { run: Run }) {
 
 function FailureCard({ run }: { run: Run }) {
   const f = run.failure!;
-  const frames = (f.frames ?? []).slice(-4).reverse();
+  const frames = framesForDisplay(f.frames); // the user's innermost frame first, then the innermost
   const lines = f.last_lines ?? [];
   return (
     <Card title="Failure" class="failure-card" id="failure">
@@ -117,11 +118,12 @@ function FailureCard({ run }: { run: Run }) {
       {f.message ? <pre class="failure-message" id="failure-message">{f.message}</pre> : null}
       {frames.length ? (
         <div class="frames">
-          <div class="muted small">Innermost frames (innermost first)</div>
+          <div class="muted small">Where it failed: your code first, then the innermost frames</div>
           <ol class="frame-list">
             {frames.map((fr, i) => (
-              <li key={i} class="frame">
+              <li key={i} class={`frame ${fr.user ? "frame-user" : "frame-library"}`}>
                 <span class="mono">{fr.file}:{fr.line ?? "?"}</span> <span class="muted">in</span> <span class="mono strong">{fr.function}</span>
+                {fr.user ? <span class="frame-mine">your code</span> : null}
                 {fr.code ? <pre class="frame-code">{fr.code}</pre> : null}
               </li>
             ))}

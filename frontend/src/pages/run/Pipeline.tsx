@@ -1,10 +1,11 @@
-// A pipeline run's DAG: steps in columns by depth, coloured by status, edges for dependencies.
-// A click on a step opens its run (the latest attempt, or the run a cache hit reused).
+// A pipeline run's DAG: steps in columns by depth, coloured by status, arrows from each step to
+// the steps that need it. A click on a step opens its run (the latest attempt, or the run a
+// cache hit reused). Below it, every attempt of every step across retries and resumes.
 import { get } from "../../api";
 import { ErrorBox, FINISHED, Loading } from "../../components/ui";
-import { fmtDuration, shortId } from "../../format";
+import { fmtDuration, fmtTime, shortId } from "../../format";
 import { useAsync, useInterval } from "../../hooks";
-import { navigate, paths } from "../../router";
+import { Link, navigate, paths } from "../../router";
 import type { Run } from "../../types";
 
 export interface PipelineStep {
@@ -16,8 +17,18 @@ export interface PipelineStep {
   reason: string | null;
   duration: number | null;
   needs: string[];
-  attempts: { run: string; status: string; pipeline_attempt?: number }[];
+  attempts: StepAttempt[];
   pipeline_attempt: number;
+}
+
+export interface StepAttempt {
+  number: number;
+  run: string;
+  status: string;
+  pipeline_attempt?: number;
+  category?: string | null;
+  started?: string | null;
+  duration?: number | null;
 }
 
 export interface PipelineView {
@@ -25,10 +36,12 @@ export interface PipelineView {
   name: string;
   status: string;
   attempt: number;
+  started?: string | null; // the original start, across resumes
+  attempt_started?: string | null;
   steps: PipelineStep[];
 }
 
-const W = 210;
+const W = 240; // room for "succeeded · 1.2 s · 2 attempts · gate"
 const H = 54;
 const GAP_X = 70;
 const GAP_Y = 22;
@@ -68,20 +81,30 @@ export function Pipeline({ run }: { run: Run }) {
     <div class="pipeline-view">
       <p class="muted">
         {view.steps.length} steps · attempt {view.attempt}
+        {view.started ? ` · started ${fmtTime(view.started)}` : ""}
+        {view.attempt > 1 && view.attempt_started ? ` (attempt ${view.attempt} from ${fmtTime(view.attempt_started)})` : ""}
         {cached ? ` · ${cached} reused from cache` : ""} · click a step to open its run
       </p>
       <svg class="pipeline-dag" width={width} height={height} role="img" aria-label={`pipeline ${view.name}`}>
+        <defs>
+          {/* the arrowhead every edge ends in, pointing at the step that needs the other */}
+          <marker id="pipeline-arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="8" markerHeight="8"
+            orient="auto-start-reverse" markerUnits="userSpaceOnUse">
+            <path d="M0,0 L10,5 L0,10 z" class="pipeline-arrowhead" />
+          </marker>
+        </defs>
         {view.steps.flatMap((s) =>
           s.needs.map((n) => {
             const a = pos.get(n)!;
             const b = pos.get(s.name)!;
-            const x1 = a.x + W, y1 = a.y + H / 2, x2 = b.x, y2 = b.y + H / 2;
-            return <path key={`${n}-${s.name}`} class="pipeline-edge" d={`M${x1},${y1} C${x1 + GAP_X / 2},${y1} ${x2 - GAP_X / 2},${y2} ${x2},${y2}`} />;
+            const x1 = a.x + W, y1 = a.y + H / 2, x2 = b.x - 2, y2 = b.y + H / 2;
+            return <path key={`${n}-${s.name}`} class="pipeline-edge" data-from={n} data-to={s.name}
+              d={`M${x1},${y1} C${x1 + GAP_X / 2},${y1} ${x2 - GAP_X / 2},${y2} ${x2},${y2}`} />;
           }),
         )}
         {view.steps.map((s) => {
           const p = pos.get(s.name)!;
-          const attempts = s.attempts.filter((a) => a.pipeline_attempt === s.pipeline_attempt).length;
+          const attempts = s.attempts.length; // every attempt, across retries and resumes
           const detail = s.cached_from
             ? `cache hit · ${shortId(s.cached_from)}`
             : [s.duration !== null ? fmtDuration(s.duration) : null, attempts > 1 ? `${attempts} attempts` : null, s.kind === "gate" ? "gate" : null]
@@ -102,6 +125,37 @@ export function Pipeline({ run }: { run: Run }) {
       {view.steps.filter((s) => s.reason && !["succeeded", "cached"].includes(s.status)).map((s) => (
         <p key={s.name} class="pipeline-reason"><strong>{s.name}</strong> {s.status}: {s.reason}</p>
       ))}
+      <Attempts view={view} project={run.project} />
     </div>
+  );
+}
+
+/** Every attempt of every step, oldest first per step: a resume adds rows, it never hides any. */
+function Attempts({ view, project }: { view: PipelineView; project: string }) {
+  const rows = view.steps.flatMap((s) => s.attempts.map((a) => ({ step: s.name, a })));
+  if (!rows.length) return null;
+  return (
+    <>
+      <h3 class="sub">Attempts</h3>
+      <table class="table compact pipeline-attempts">
+        <thead>
+          <tr><th>Step</th><th>Attempt</th><th>Pipeline attempt</th><th>Status</th><th>Started</th><th>Duration</th><th>Run</th></tr>
+        </thead>
+        <tbody>
+          {rows.map(({ step, a }) => (
+            <tr key={`${step}-${a.number}`} class="pipeline-attempt" data-step={step} data-attempt={a.number}
+              data-status={a.status}>
+              <td>{step}</td>
+              <td>{a.number}</td>
+              <td>{a.pipeline_attempt ?? 1}</td>
+              <td class={`step-status status-${a.status}`}>{a.status}{a.category && a.status !== "succeeded" ? ` · ${a.category.replace(/_/g, " ")}` : ""}</td>
+              <td>{fmtTime(a.started ?? null)}</td>
+              <td>{fmtDuration(a.duration ?? null)}</td>
+              <td>{a.run ? <Link to={paths.run(project, a.run)} class="mono">{shortId(a.run)}</Link> : "—"}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </>
   );
 }
