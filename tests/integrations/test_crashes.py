@@ -200,3 +200,28 @@ def test_plain_init_records_its_uncaught_exception(home: Path, tmp_path: Path) -
     """, "mat1 and mat2 shapes cannot be multiplied", "step 2")
     assert "flightlog: run " in plain["stderr"]  # where it went, said once
     assert plain["diagnosis"]["findings"][0]["category"] == "code_error"
+
+
+def test_a_sweep_trial_that_raises_is_failed_with_its_traceback_and_last_lines(home: Path) -> None:
+    np = pytest.importorskip("numpy")
+    from flightlog.sweeps import sweep
+
+    def train(trial: Any) -> float:
+        print(f"trial {trial.number} with lr={trial.params['lr']}", flush=True)
+        if trial.number == 1:
+            return float((np.zeros(20) - np.zeros(60)).mean())  # a real shape mismatch
+        return 1.0
+
+    result = sweep(train, {"lr": [0.1, 0.2]}, metric="val_loss", method="grid", trials=2, project="sw", name="s")
+    failed = [t for t in result.trials if t.state == "failed"]
+    assert [t.number for t in failed] == [1]
+    info = cli_json(home, "runs", "show", failed[0].run_id)
+    assert info["status"] == "failed" and info["end_reason"] == "exception"
+    assert info["failure"]["last_lines"] == ["trial 1 with lr=0.2"]
+    logs = [json.loads(line) for line in subprocess.run(
+        [FLIGHTLOG, "logs", failed[0].run_id, "--format", "json"], env=child_env(home), capture_output=True,
+        text=True, check=True).stdout.splitlines()]
+    assert [(e["stream"], e["level"]) for e in logs] == [("stdout", "info"), ("stderr", "error")]
+    assert "operands could not be broadcast together with shapes (20,) (60,)" in logs[1]["message"]
+    top = cli_json(home, "diagnose", failed[0].run_id)["findings"][0]
+    assert top["category"] == "code_error" and "could not be broadcast" in top["summary"]

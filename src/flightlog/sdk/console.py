@@ -56,14 +56,16 @@ class _Tee:
         self._stream = stream
         self._name = name
         self._capture = capture
+        self._write = stream.write  # bound once: a write costs a call and an append, no lookups
+        self._append = capture.pending.append
 
     def write(self, text: str) -> int:
-        n = self._stream.write(text)
+        n = self._write(text)
         capture = self._capture
-        if capture.on and type(text) is str:
+        if capture.on:
             if capture.size < MAX_PENDING_CHARS:
                 capture.size += len(text)
-                capture.pending.append((self._name, text))
+                self._append((self._name, text))
             else:
                 capture.dropped += len(text)
         return n
@@ -86,7 +88,7 @@ class ConsoleCapture:
         self.dropped = 0
         self.on = True
         self.runs: list[Run] = []
-        self.last_lines: deque[str] = deque(maxlen=LAST_LINES)
+        self._last: dict[str, deque[str]] = {}  # run id → the last lines stored on it
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._originals = (sys.stdout, sys.stderr)
@@ -150,8 +152,12 @@ class ConsoleCapture:
             if final:
                 _count(target, self.pipeline.stats)
             if len(batch):
-                self.last_lines.extend(batch.message[-LAST_LINES:])
+                self._last.setdefault(target.id, deque(maxlen=LAST_LINES)).extend(batch.message[-LAST_LINES:])
                 target._w.add_logs(batch)
+
+    def last_lines(self, run: Run) -> list[str]:
+        """The last lines of output stored on ``run`` (what a failure summary quotes)."""
+        return list(self._last.get(run.id, ()))
 
 
 def _feed(pipeline: CapturePipeline, items: list[tuple[str, str]], now: float) -> LogBatch:
@@ -216,9 +222,10 @@ def detach(run: Run) -> None:
         if last:
             capture.uninstall()
             _capture = None
-    capture.drain(final=last)
+    capture.drain(flush=True, final=last)  # a line the pipeline still holds is this run's, not the next one's
     with _lock:
         capture.runs.remove(run)
+        capture._last.pop(run.id, None)
 
 
 def current(run: Run) -> ConsoleCapture | None:

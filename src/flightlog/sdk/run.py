@@ -450,7 +450,7 @@ class Run:
             capture.drain(flush=True)
         except Exception as exc:  # evidence, never a reason to fail
             self._w._warn_once("console", f"console output not recorded: {type(exc).__name__}: {exc}")
-        return {"last_lines": list(capture.last_lines)}
+        return {"last_lines": capture.last_lines(self)}
 
     def _log_traceback(self, text: str, component: str | None = None) -> None:
         """A traceback as one stderr event at level error (redacted), as the runner stores it."""
