@@ -190,3 +190,25 @@ def test_a_sweeps_trials_do_not_each_print_a_line(home: Path) -> None:
             flightlog.init(project="p", parent=parent, resources=False).finish()
     """)
     assert len(BANNER.findall(proc.stderr)) == 1
+
+
+@embedded
+def test_a_forked_child_prints_through_and_never_hangs_on_the_capture(home: Path) -> None:
+    proc = run_script(home, """
+        import os, sys, time
+        import flightlog
+        run = flightlog.init(project="p", resources=False)
+        for i in range(20):
+            for j in range(2000):
+                print(f"parent {i}.{j}")
+            sys.stdout.flush()  # (else the child inherits, and writes, the parent's buffer)
+            pid = os.fork()
+            if pid == 0:
+                print(f"child {i}", flush=True)
+                os._exit(0)
+            os.waitpid(pid, 0)
+        run.finish()
+    """, timeout=120)
+    assert all(f"child {i}\n" in proc.stdout for i in range(20))
+    events = flightlog.Client().logs(_only_run().id, grep="parent")
+    assert len(events) == 40_000  # the parent's own output, every line; the children's went to the terminal only

@@ -31,11 +31,11 @@ import time
 from collections import deque
 from typing import IO, TYPE_CHECKING, Any
 
+from flightlog.logevents import LogBatch
 from flightlog.sdk.writer import warn
 
 if TYPE_CHECKING:
     from flightlog.capture.pipeline import CapturePipeline
-    from flightlog.logevents import LogBatch
     from flightlog.sdk.run import Run
 
 __all__ = ["ConsoleCapture", "attach", "detach", "capturing", "paused", "current"]
@@ -89,7 +89,8 @@ class ConsoleCapture:
         self.on = True
         self.runs: list[Run] = []
         self._last: dict[str, deque[str]] = {}  # run id → the last lines stored on it
-        self._lock = threading.Lock()
+        # reentrant: a SIGTERM handler that finishes the run may interrupt a drain on its thread
+        self._lock = threading.RLock()
         self._stop = threading.Event()
         self._originals = (sys.stdout, sys.stderr)
         self._tees = (_Tee(sys.stdout, "stdout", self), _Tee(sys.stderr, "stderr", self))
@@ -162,8 +163,6 @@ class ConsoleCapture:
 
 def _feed(pipeline: CapturePipeline, items: list[tuple[str, str]], now: float) -> LogBatch:
     """Consecutive writes of one stream joined into one chunk, as a pipe would deliver them."""
-    from flightlog.logevents import LogBatch
-
     out = LogBatch()
     i = 0
     while i < len(items):
@@ -197,7 +196,7 @@ def _stream_handlers() -> list[logging.StreamHandler[Any]]:
 
 # ── the process's capture ───────────────────────────────────────────────────
 _capture: ConsoleCapture | None = None
-_lock = threading.Lock()
+_lock = threading.RLock()  # (reentrant for the same reason as ConsoleCapture._lock)
 
 
 def attach(run: Run) -> None:
@@ -271,7 +270,8 @@ def _pipeline(run: Run) -> CapturePipeline:
 def _after_fork_in_child() -> None:
     """A forked child has no drain thread: its tees only pass through (its output, if it
     matters, reaches the parent's run through the runs it attaches to)."""
-    global _capture
+    global _capture, _lock
+    _lock = threading.RLock()  # a thread of the parent may have held it at the fork
     if _capture is not None:
         _capture.on = False
         _capture = None
