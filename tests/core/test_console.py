@@ -8,12 +8,14 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import flightlog
 from flightlog.models import RunInfo
-from tests.helpers import child_env, run_script
+from tests.helpers import child_env
+from tests.helpers import run_script as _run_script
 
 FLIGHTLOG = str(Path(sys.executable).with_name("flightlog"))
 BANNER = re.compile(r"^flightlog: run ([0-9a-f]{12}) in project (\S+) → (.+) \(look: (.+)\)$", re.M)
@@ -31,6 +33,15 @@ CHATTY = """
     print("api token ghp_0123456789abcdefghijklmnopqrstuvwxyzAB in the output")
     print("no newline at the end", end="")
 """
+
+
+def run_script(home: Path, code: str, *, env: dict[str, str] | None = None, **kw: Any) -> subprocess.CompletedProcess[str]:
+    """The helpers' ``run_script`` with the console capture at its default (the helpers turn it off)."""
+    return _run_script(home, code, env=env or console_env(home), **kw)
+
+
+def console_env(home: Path, **extra: str) -> dict[str, str]:
+    return child_env(home, **{"FLIGHTLOG_CONSOLE": "auto", **extra})
 
 
 def _only_run() -> RunInfo:
@@ -56,7 +67,7 @@ def test_prints_and_logging_lines_land_as_events_redacted_and_pass_through_uncha
     secret = [e.message for e in events if "api token" in e.message]
     assert len(secret) == 1 and "ghp_0123456789" not in secret[0] and "REDACTED" in secret[0]
     # what the user sees is what the script wrote, byte for byte (the secret too: it is theirs)
-    plain = run_script(home, CHATTY, env=child_env(home, FLIGHTLOG_CONSOLE="off", FLIGHTLOG_QUIET="1"))
+    plain = run_script(home, CHATTY, env=console_env(home, FLIGHTLOG_CONSOLE="off", FLIGHTLOG_QUIET="1"))
     assert proc.stdout == plain.stdout == (
         "epoch 1 loss=0.5\napi token ghp_0123456789abcdefghijklmnopqrstuvwxyzAB in the output\nno newline at the end")
     assert _without_banner(proc.stderr) == plain.stderr == "WARNING train: learning rate is high\nprogress 50%\n"
@@ -68,13 +79,13 @@ def test_prints_and_logging_lines_land_as_events_redacted_and_pass_through_uncha
 @pytest.mark.parametrize("how", ["env", "argument"])
 def test_console_capture_can_be_turned_off(home: Path, how: str) -> None:
     code = CHATTY.replace('resources=False)', 'resources=False, console=False)') if how == "argument" else CHATTY
-    run_script(home, code, env=child_env(home, FLIGHTLOG_CONSOLE="off") if how == "env" else None)
+    run_script(home, code, env=console_env(home, FLIGHTLOG_CONSOLE="off") if how == "env" else None)
     assert flightlog.Client().logs(_only_run().id) == []
 
 
 def test_a_bad_console_setting_is_refused_clearly(home: Path) -> None:
     proc = run_script(home, "import flightlog; flightlog.init(project='p')", check=False,
-                      env=child_env(home, FLIGHTLOG_CONSOLE="sometimes"))
+                      env=console_env(home, FLIGHTLOG_CONSOLE="sometimes"))
     assert proc.returncode == 1 and "FLIGHTLOG_CONSOLE='sometimes' is not valid: use one of auto, on, off" in proc.stderr
 
 
@@ -82,7 +93,7 @@ def test_a_bad_console_setting_is_refused_clearly(home: Path) -> None:
 def test_under_flightlog_run_output_is_captured_once_by_the_runner(home: Path, tmp_path: Path) -> None:
     script = tmp_path / "chatty.py"
     script.write_text("import flightlog\nrun = flightlog.init()\nprint('said once', flush=True)\n")
-    proc = subprocess.run([FLIGHTLOG, "run", "--project", "p", "--", sys.executable, str(script)], env=child_env(home),
+    proc = subprocess.run([FLIGHTLOG, "run", "--project", "p", "--", sys.executable, str(script)], env=console_env(home),
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "said once\n"
@@ -167,7 +178,7 @@ def test_init_says_where_the_run_went_once_on_stderr(home: Path) -> None:
     run_id = proc.stdout.strip()
     [match] = BANNER.finditer(proc.stderr)
     assert match[1] == run_id[:12] and match[2] == "vision"
-    url = child_env(home).get("FLIGHTLOG_URL")
+    url = console_env(home).get("FLIGHTLOG_URL")
     if url:
         assert match[3] == url and match[4] == f"open {url}, or flightlog runs show {run_id[:8]}"
     else:
@@ -177,7 +188,7 @@ def test_init_says_where_the_run_went_once_on_stderr(home: Path) -> None:
 
 
 def test_flightlog_quiet_silences_the_line(home: Path) -> None:
-    proc = run_script(home, "import flightlog\nflightlog.init(project='vision')\n", env=child_env(home, FLIGHTLOG_QUIET="1"))
+    proc = run_script(home, "import flightlog\nflightlog.init(project='vision')\n", env=console_env(home, FLIGHTLOG_QUIET="1"))
     assert proc.stderr == ""
 
 
@@ -212,3 +223,16 @@ def test_a_forked_child_prints_through_and_never_hangs_on_the_capture(home: Path
     assert all(f"child {i}\n" in proc.stdout for i in range(20))
     events = flightlog.Client().logs(_only_run().id, grep="parent")
     assert len(events) == 40_000  # the parent's own output, every line; the children's went to the terminal only
+
+
+@embedded
+def test_flightlogs_own_messages_are_printed_not_recorded_as_the_workloads_output(home: Path) -> None:
+    proc = run_script(home, """
+        import flightlog
+        from flightlog.sdk.writer import warn
+        run = flightlog.init(project="p", resources=False)
+        warn("a message of flightlog's own")
+        print("the workload's own line")
+    """)
+    assert "flightlog: a message of flightlog's own" in proc.stderr
+    assert [e.message for e in flightlog.Client().logs(_only_run().id)] == ["the workload's own line"]

@@ -28,7 +28,7 @@ def _first_python_block(page: Path, after: str) -> str:
 
 def _run(code: str, home: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
     cwd.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.run([sys.executable, "-c", code], env=child_env(home), cwd=cwd, capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-c", code], env=child_env(home, FLIGHTLOG_CONSOLE="auto"), cwd=cwd, capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 0, proc.stderr
     return proc

@@ -29,7 +29,7 @@ def _script(tmp_path: Path, code: str) -> Path:
 
 def _run(home: Path, argv: list[str], project: str, tmp_path: Path) -> dict[str, Any]:
     """Run the workload, then the run it left in ``project``: info, logs and diagnosis."""
-    env = child_env(home, FLIGHTLOG_PROJECT=project, KERAS_BACKEND="torch", HF_HUB_OFFLINE="1",
+    env = child_env(home, FLIGHTLOG_PROJECT=project, FLIGHTLOG_CONSOLE="auto", KERAS_BACKEND="torch", HF_HUB_OFFLINE="1",
                     TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
     proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert proc.returncode == 1, proc.stderr[-3000:]
@@ -202,7 +202,9 @@ def test_plain_init_records_its_uncaught_exception(home: Path, tmp_path: Path) -
     assert plain["diagnosis"]["findings"][0]["category"] == "code_error"
 
 
-def test_a_sweep_trial_that_raises_is_failed_with_its_traceback_and_last_lines(home: Path) -> None:
+def test_a_sweep_trial_that_raises_is_failed_with_its_traceback_and_last_lines(
+        home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FLIGHTLOG_CONSOLE", "auto")  # the default, which the test fixtures turn off
     np = pytest.importorskip("numpy")
     from flightlog.sweeps import sweep
 

@@ -58,6 +58,7 @@ class _Tee:
         self._capture = capture
         self._write = stream.write  # bound once: a write costs a call and an append, no lookups
         self._append = capture.pending.append
+        self.flightlog_passthrough = stream  # where flightlog's own messages go, uncaptured
 
     def write(self, text: str) -> int:
         n = self._write(text)
