@@ -20,10 +20,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+from flightlog.config import discover_home
+
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 FLIGHTLOG = str(BIN / "flightlog")
-HOME = Path(os.environ.get("FLIGHTLOG_HOME") or ROOT / ".flightlog")
+HOME = Path(os.environ.get("FLIGHTLOG_HOME") or discover_home(ROOT))  # the store every command here finds
 WORK = ROOT / ".flightlog-demo"
 
 

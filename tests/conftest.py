@@ -92,6 +92,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, transport: str, reques
         monkeypatch.delenv(name, raising=False)
     h = tmp_path / "home"
     monkeypatch.setenv("FLIGHTLOG_HOME", str(h))
+    monkeypatch.setenv("FLIGHTLOG_CONSOLE", "off")  # as in child_env: the console tests turn it on
     monkeypatch.chdir(tmp_path)
     if transport == "postgres":
         monkeypatch.setenv("FLIGHTLOG_STORE", request.getfixturevalue("postgres_uri"))

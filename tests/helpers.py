@@ -18,6 +18,10 @@ def child_env(home: Path, **extra: str) -> dict[str, str]:
         if name in os.environ and not (name == "FLIGHTLOG_STORE" and "FLIGHTLOG_URL" in extra):
             env[name] = os.environ[name]  # (a child told to use a server does not read the store itself)
     env["PYTHONUNBUFFERED"] = "1"
+    # Test scripts print plumbing (their run id) for the test to read: not the workload's output.
+    # The console tests (tests/core/test_console.py, tests/integrations/test_crashes.py) turn
+    # init()'s console capture back on with FLIGHTLOG_CONSOLE="auto".
+    env["FLIGHTLOG_CONSOLE"] = "off"
     env.update(extra)
     return env
 

@@ -15,10 +15,11 @@ from pathlib import Path
 
 from flightlog.errors import InvalidInput
 
-__all__ = ["Variable", "VARIABLES", "Settings", "MODES", "LOG_POLICIES", "rank_from_env"]
+__all__ = ["Variable", "VARIABLES", "Settings", "MODES", "LOG_POLICIES", "rank_from_env", "discover_home", "HOME_DIR"]
 
 MODES = ("online", "offline", "disabled")
 LOG_POLICIES = ("block", "drop")
+CONSOLE_CHOICES = ("auto", "on", "off")
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,7 @@ class Variable:
 
 
 VARIABLES: tuple[Variable, ...] = (
-    Variable("FLIGHTLOG_HOME", ".flightlog", "Embedded store directory (made absolute when read)."),
+    Variable("FLIGHTLOG_HOME", ".flightlog", "Embedded store directory (made absolute when read). Unset: the nearest `.flightlog` directory at or above the working directory, else `.flightlog` at the top of the enclosing git work tree, else `./.flightlog` (found the way git finds its repository; docs/configuration.md)."),
     Variable("FLIGHTLOG_URL", "", "Use a remote flightlog server instead of the embedded store."),
     Variable("FLIGHTLOG_TOKEN", "", "API token sent to the server as `Authorization: Bearer`."),
     Variable("FLIGHTLOG_PROJECT", "default", "Default project for new runs and listings."),
@@ -51,6 +52,8 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("FLIGHTLOG_STEP", "", "Set by a pipeline for each step's process: the step's name (docs/pipelines.md)."),
     Variable("FLIGHTLOG_STEP_PARAMS", "", "Set by a pipeline for each step's process: the step's params as JSON."),
     Variable("FLIGHTLOG_PIPELINE_RUN_ID", "", "Set by a pipeline for each step's process: the id of the pipeline run."),
+    Variable("FLIGHTLOG_QUIET", "", "`1` stops `flightlog.init()` from printing its one line on stderr (the run id, where it went, how to look)."),
+    Variable("FLIGHTLOG_CONSOLE", "auto", "`auto` (default): a run started by `flightlog.init()` also records what the process writes to `sys.stdout`/`sys.stderr` (passed through unchanged); `off` does not. Never under `flightlog run`, which captures at the file-descriptor level."),
     Variable("FLIGHTLOG_ENV_ALLOW", "", "Extra environment variable names (comma-separated, `*` globs) recorded in a run's context."),
 )
 
@@ -79,12 +82,14 @@ class Settings:
     env_allow: tuple[str, ...]
     artifacts: str | None = None
     log_metrics: bool = True
+    quiet: bool = False
+    console: bool = True
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> Settings:
         env = os.environ if environ is None else environ
-        home = Path(overrides.pop("home", None) or _env(env, "FLIGHTLOG_HOME") or ".flightlog")  # type: ignore[arg-type]
-        home = Path(os.path.abspath(home))
+        given = overrides.pop("home", None) or _env(env, "FLIGHTLOG_HOME")
+        home = Path(os.path.abspath(str(given))) if given else discover_home(environ=env)
         mode = _env(env, "FLIGHTLOG_MODE").lower() or "online"
         if mode not in MODES:
             raise InvalidInput(f"FLIGHTLOG_MODE={mode!r} is not valid: use one of {', '.join(MODES)}")
@@ -93,6 +98,9 @@ class Settings:
             raise InvalidInput(
                 f"FLIGHTLOG_LOG_POLICY={policy!r} is not valid: use one of {', '.join(LOG_POLICIES)}"
             )
+        console = _env(env, "FLIGHTLOG_CONSOLE").lower() or "auto"
+        if console not in CONSOLE_CHOICES:
+            raise InvalidInput(f"FLIGHTLOG_CONSOLE={console!r} is not valid: use one of {', '.join(CONSOLE_CHOICES)}")
         url = _env(env, "FLIGHTLOG_URL").rstrip("/") or None
         values: dict[str, object] = dict(
             home=home,
@@ -113,12 +121,68 @@ class Settings:
             keep_journal=_env(env, "FLIGHTLOG_KEEP_JOURNAL") == "1",
             artifacts=_env(env, "FLIGHTLOG_ARTIFACTS") or None,
             log_metrics=_env(env, "FLIGHTLOG_LOG_METRICS").lower() not in ("0", "false", "no", "off"),
+            quiet=_env(env, "FLIGHTLOG_QUIET").lower() in ("1", "true", "yes", "on"),
+            console=console in ("auto", "on"),
             env_allow=tuple(
                 n.strip() for n in _env(env, "FLIGHTLOG_ENV_ALLOW").split(",") if n.strip()
             ),
         )
         values.update(overrides)
         return cls(**values)  # type: ignore[arg-type]
+
+
+HOME_DIR = ".flightlog"
+
+
+def discover_home(cwd: str | os.PathLike[str] | None = None, *, environ: Mapping[str, str] | None = None) -> Path:
+    """The embedded store of the project the working directory belongs to, found the way git
+    finds its repository, so that every command of one project meets the same store wherever
+    it is started from (a pipeline step in ``src/``, the CLI at the top):
+
+    1. the nearest ``.flightlog`` directory at or above ``cwd``;
+    2. else ``.flightlog`` at the top of the enclosing git work tree (the nearest directory
+       holding ``.git``), where the first run of a project creates it;
+    3. else ``cwd/.flightlog``.
+
+    The walk stops, as git's does, where the file system changes (a mount point) and, inside
+    ``$HOME``, at ``$HOME`` itself (its parent is never searched). ``FLIGHTLOG_HOME`` (read by
+    the callers) wins over all of this.
+    """
+    env = os.environ if environ is None else environ
+    start = Path(os.path.abspath(cwd if cwd is not None else os.getcwd()))
+    store: Path | None = None
+    work_tree: Path | None = None
+    for directory in _upwards(start, env.get("HOME", "")):
+        if store is None and (directory / HOME_DIR).is_dir():
+            store = directory / HOME_DIR
+            break
+        if work_tree is None and (directory / ".git").exists():
+            work_tree = directory
+    if store is not None:
+        return store
+    return (work_tree or start) / HOME_DIR
+
+
+def _upwards(start: Path, home: str) -> list[Path]:
+    """``start`` and its parents, up to a file-system boundary or ``$HOME``."""
+    ceiling = Path(os.path.abspath(home)) if home else None
+    if ceiling is not None and not start.is_relative_to(ceiling):
+        ceiling = None
+    out: list[Path] = []
+    try:
+        device = start.stat().st_dev
+    except OSError:
+        return [start]
+    for directory in (start, *start.parents):
+        try:
+            if directory.stat().st_dev != device:
+                break
+        except OSError:
+            break
+        out.append(directory)
+        if directory == ceiling:
+            break
+    return out
 
 
 def rank_from_env(environ: Mapping[str, str] | None = None) -> int | None:

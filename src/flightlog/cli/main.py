@@ -29,7 +29,7 @@ class _Flightlog(click.Group):
 
 
 @click.group(cls=_Flightlog, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.option("--home", envvar="FLIGHTLOG_HOME", metavar="DIR", help="Embedded store directory (FLIGHTLOG_HOME; default ./.flightlog).")
+@click.option("--home", envvar="FLIGHTLOG_HOME", metavar="DIR", help="Embedded store directory (FLIGHTLOG_HOME; default: the nearest .flightlog above the working directory, else at the top of the git work tree, else ./.flightlog).")
 @click.version_option(package_name="flightlog", message="flightlog %(version)s")
 @click.pass_context
 def cli(ctx: click.Context, home: str | None) -> None:

@@ -76,6 +76,19 @@ class RunHolder:
         if self.owned and self._run is not None and not self._run._finished:
             self._run.finish(status)
 
+    def fail(self, exc: BaseException | None) -> None:
+        """End a run this holder started because training raised ``exc``: failed with the
+        traceback (as a stderr event) and the last output lines, as the process's exception
+        hook would record it — a framework that ends its loggers before re-raising
+        (Lightning) would otherwise leave a failed run without either. With no exception at
+        hand, failed all the same."""
+        if not self.owned or self._run is None or self._run._finished:
+            return
+        if exc is None:
+            self._run.finish("failed")
+        else:
+            self._run.fail(exc)
+
 
 def numeric_metrics(data: Mapping[str, Any], prefix: str = "") -> dict[str, float]:
     """The numeric entries of a framework's metric dict (floats, ints, numpy scalars, one-element

@@ -10,6 +10,10 @@ every epoch's logs (``loss``, ``val_loss``, metrics) at the epoch number, with
 with ``checkpoint_dir`` the model saved after each epoch (``epoch-N.keras``) and recorded as a
 checkpoint; stages ``train_step`` (one batch), ``data_loading`` (the wait before it) and
 ``validation``.
+
+The run starts when the callback is made (unless it records into a given or active run), so
+a ``fit`` that fails before its first callback hook — Keras checks the model against a first
+batch before it calls any — is still recorded as failed, with its traceback.
 """
 
 from __future__ import annotations
@@ -52,6 +56,9 @@ class FlightlogKerasCallback(keras.callbacks.Callback):
         self._timer = BatchTimer()
         self._batches = 0
         self._test_start: float | None = None
+        # the run starts now, not at the first hook: Keras builds the model on a first batch
+        # before it calls any callback, and a shape mismatch found there must land on a run
+        self._holder.run  # noqa: B018
 
     @property
     def run(self) -> Run:

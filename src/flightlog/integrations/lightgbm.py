@@ -8,6 +8,10 @@ Recorded: the training params, each evaluation result after every round as
 ``<data>-<metric>`` (``valid-l2``) at the round number, and the final model (``model.txt``) as a
 checkpoint at the last round, copied into the artifact store. Each round is a ``train_step``
 stage.
+
+The run starts when the callback is made (unless it records into a given or active run):
+LightGBM calls callbacks after each round only, and a training that fails in its first round
+is still recorded as failed, with its traceback.
 """
 
 from __future__ import annotations
@@ -34,6 +38,9 @@ class FlightlogLightGBMCallback:
         self._log_model = log_model
         self._params_logged = False
         self._last = time.time()
+        # the run starts now: LightGBM calls this callback only after a first round, and a
+        # training that fails in that round (a custom metric, an objective) must land on a run
+        self._holder.run  # noqa: B018
 
     @property
     def run(self) -> Run:

@@ -12,11 +12,14 @@ where Lightning put it). The stages callback times each training batch (``train_
 wait for the next batch (``data_loading``) and each validation loop (``validation``).
 
 Inside ``flightlog run`` or after ``flightlog.init()`` the logger records into that run;
-otherwise it starts one (and finishes it when ``fit`` ends: succeeded, or failed).
+otherwise it starts one (and finishes it when ``fit`` ends: succeeded, or failed with the
+exception's traceback as a stderr event and the last lines the process printed, so that
+``flightlog diagnose`` names the cause as it would under ``flightlog run``).
 """
 
 from __future__ import annotations
 
+import sys
 import time
 from argparse import Namespace
 from pathlib import Path
@@ -105,8 +108,14 @@ class FlightlogLogger(Logger):
     @rank_zero_only
     @never_raise
     def finalize(self, status: str) -> None:
-        if self._holder.started:
-            self._holder.finish("succeeded" if status == "success" else "failed")
+        if not self._holder.started:
+            return
+        if status == "success":
+            self._holder.finish("succeeded")
+        else:
+            # Lightning calls ``finalize("failed")`` from the ``except`` block that re-raises
+            # the training's exception: it is still the one being handled here
+            self._holder.fail(sys.exc_info()[1])
 
     def stages(self) -> FlightlogStages:
         """The callback that times batches and validation loops into this logger's run."""

@@ -116,7 +116,8 @@ class Controller:
         try:
             run = flightlog.init(project=spec.project or (self.resume.run.project if self.resume else None), name=spec.name,
                                  id=run_id, resume=self.resume is not None, tags={"pipeline": spec.name},
-                                 params={s.name: s.params for s in spec.steps if s.params} or None, resources=False)
+                                 params={s.name: s.params for s in spec.steps if s.params} or None, resources=False,
+                                 console=False, quiet=True)  # the steps' runners capture; the pipeline reports itself
         except BaseException:
             executor.close()
             raise

@@ -123,6 +123,7 @@ class Runner:
         run = flightlog.init(
             project=opts.project, name=name, params=opts.params or None,
             tags=opts.tags or None, id=run_id, resume=bool(opts.resume), resources=False, parent=opts.parent,
+            console=False, quiet=True,  # the workload's output is captured at the fd level; the runner says where
         )
         self.run = run
         if opts.log_metrics and run.settings.log_metrics:

@@ -1,9 +1,15 @@
 """Module-level entry points: ``flightlog.init``, ``flightlog.log``, ``flightlog.active_run``.
 
 Also the process hooks that give a run its final status when the program ends: an uncaught
-exception (failed, traceback kept), Ctrl-C (stopped), SIGTERM (killed), a normal exit
-(succeeded). Hooks chain to whatever was installed before; a SIGTERM handler is only
-installed where none was.
+exception (failed, traceback kept as a stderr event), Ctrl-C (stopped), SIGTERM (killed), a
+normal exit (succeeded). Hooks chain to whatever was installed before (``sys.excepthook``,
+``threading.excepthook``); a SIGTERM handler is only installed where none was. Should a later
+``sys.excepthook`` of the user's replace ours, the exit hook still finds the uncaught
+exception (``sys.last_value``) and fails the run with it rather than calling it a success.
+
+``init()`` says where the run went in one line on stderr (``FLIGHTLOG_QUIET=1`` silences it;
+under ``flightlog run`` the runner says it instead) and, unless told otherwise, records the
+process's console output on the run (``sdk/console.py``).
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from flightlog.errors import Conflict, FlightlogError, InvalidInput, NotFound, S
 from flightlog.ids import RUN_ID_RE, new_run_id
 from flightlog.journal.liveness import process_identity
 from flightlog.sdk.attempts import resume_attempt
+from flightlog.sdk.console import paused
 from flightlog.sdk.run import Run
 from flightlog.sdk.shipper import shipper
 from flightlog.sdk.writer import NullWriter, RunWriter, warn
@@ -50,6 +57,8 @@ def init(
     resources: bool = True,
     home: str | os.PathLike[str] | None = None,
     mode: str | None = None,
+    console: bool | None = None,
+    quiet: bool | None = None,
 ) -> Run:
     """Start (or attach to, or resume) a run and return it.
 
@@ -57,6 +66,13 @@ def init(
       run: this process then owns only its own writer, and the runner sets the status.
     - ``id=`` names the run; an existing id needs ``resume=True``, which continues it as a new
       attempt when it had ended.
+    - ``console``: record what the process prints (``sys.stdout``/``sys.stderr``) as the run's
+      log events; default on (``FLIGHTLOG_CONSOLE=off`` turns it off), never when attached to
+      a ``flightlog run`` run, which captures the output itself.
+
+    Prints one line on stderr saying where the run went and how to look at it, unless
+    ``quiet=True`` (or ``FLIGHTLOG_QUIET=1``), attached to a runner's run, or a child of a run
+    this process has open (a sweep's trials).
     """
     overrides: dict[str, Any] = {}
     if home is not None:
@@ -140,13 +156,70 @@ def init(
     if tags:
         run.set_tags(tags)
     with _active_lock:
+        nested = any(r.id == parent_id for r in _active)
         _active.append(run)
     _install_hooks()
     _notebook(run, parent_id)
     shipper.register(writer)
+    if not (attach or nested or (settings.quiet if quiet is None else quiet)):
+        say_where(run)
+    if _console_wanted(console, settings, attach):
+        _start_console(run)
     if resources:
         _start_sampler(run)
     return run
+
+
+def say_where(run: Run) -> None:
+    """One line on stderr: the run, where its records go, and how to look at them."""
+    settings = run.settings
+    short = run.id[:12]
+    if settings.url:
+        where, look = _without_credentials(settings.url), f"open {_without_credentials(settings.url)}, or flightlog runs show {run.id[:8]}"
+    else:
+        store = settings.store_uri
+        where = str(settings.home) if store.startswith("sqlite:") else f"the {store.split(':', 1)[0]} store of FLIGHTLOG_STORE (journal in {settings.home})"
+        look = f"flightlog ui, or flightlog runs show {run.id[:8]}"
+    if settings.mode == "offline":
+        where, look = f"the journal in {settings.home} (offline)", "flightlog sync, then flightlog runs show " + run.id[:8]
+    warn(f"run {short} in project {run.project} → {where} (look: {look})")
+
+
+def _without_credentials(url: str) -> str:
+    """A server URL as it may be printed: any ``user:password@`` taken out."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+def _console_wanted(console: bool | None, settings: Settings, attach: bool) -> bool:
+    if attach or settings.captured:
+        return False  # the runner captures at the file-descriptor level
+    if console is None:
+        console = settings.console
+    if not console:
+        return False
+    if "IPython" in sys.modules:
+        from flightlog.sdk.notebook import kernel_shell
+
+        if kernel_shell() is not None:
+            return False  # a kernel's streams are its own; cell errors are recorded by sdk/notebook.py
+    return True
+
+
+def _start_console(run: Run) -> None:
+    from flightlog.sdk import console
+
+    try:
+        console.attach(run)
+        run._console = True
+    except Exception as exc:  # evidence is optional, the run is not
+        warn(f"console capture is off for this run: {type(exc).__name__}: {exc}")
 
 
 def _notebook(run: Run, parent_id: str | None) -> None:
@@ -271,15 +344,29 @@ def _install_hooks() -> None:
         return
     _hooks_installed = True
     previous = sys.excepthook
+    previous_thread_hook = threading.excepthook
 
     def excepthook(exc_type: Any, exc: BaseException, tb: Any) -> None:
+        runs = _snapshot()
         try:
-            previous(exc_type, exc, tb)
+            with paused():  # the run records this traceback itself, once
+                previous(exc_type, exc, tb)
         finally:
-            for run in _snapshot():
+            for run in runs:
                 run.fail(exc)
 
+    def thread_excepthook(args: Any) -> None:
+        """An exception that ended a thread (not the process): an error event on the run."""
+        try:
+            with paused():
+                previous_thread_hook(args)
+        finally:
+            runs = _snapshot()
+            if runs and args.exc_value is not None and not issubclass(args.exc_type, SystemExit):
+                _log_thread_exception(runs[0], args)
+
     sys.excepthook = excepthook
+    threading.excepthook = thread_excepthook
     atexit.register(_at_exit)
     if threading.current_thread() is threading.main_thread():
         try:
@@ -294,11 +381,41 @@ def _snapshot() -> list[Run]:
         return list(reversed(_active))
 
 
+def _log_thread_exception(run: Run, args: Any) -> None:
+    import traceback
+
+    name = getattr(args.thread, "name", None) or "?"
+    text = "".join(traceback.format_exception(args.exc_type, args.exc_value, args.exc_traceback))
+    try:
+        run._log_traceback(f"Exception in thread {name}:\n{text}", component=f"thread {name}")
+    except Exception as exc:
+        warn(f"could not record the exception of thread {name}: {exc}")
+
+
+def _uncaught() -> BaseException | None:
+    """The exception that is ending the interpreter, when a hook other than ours handled it
+    (a script's own ``sys.excepthook`` set after ``init()``). Python keeps it in
+    ``sys.last_value``; a notebook kernel keeps every cell's error there, so not in one."""
+    exc = getattr(sys, "last_value", None)
+    if not isinstance(exc, BaseException) or isinstance(exc, SystemExit):
+        return None
+    if "IPython" in sys.modules:
+        from flightlog.sdk.notebook import kernel_shell
+
+        if kernel_shell() is not None:
+            return None
+    return exc
+
+
 def _at_exit() -> None:
     """Finish what is still active (shipping its last records), then close the transports."""
+    uncaught = _uncaught()
     for run in _snapshot():
         try:
-            run.finish()
+            if uncaught is not None:
+                run.fail(uncaught)
+            else:
+                run.finish()
         except Exception as exc:
             warn(f"could not finish run {run.id[:12]} at exit: {exc}")
     from flightlog.sdk.sink import close_sinks

@@ -4,7 +4,8 @@ Each record becomes one JSON object per line — timestamp, level, component (lo
 message, run id, project, rank, attempt, the current stage and the record's extra fields —
 written to stdout, and the same event is recorded on the active run. Under ``flightlog run``
 (``FLIGHTLOG_CAPTURED=1``) the handler only writes the line: the runner captures and records
-it, so each event is stored once.
+it, so each event is stored once; so it does when ``init()``'s console capture records the
+stream it writes to (``sdk/console.py``).
 
 Works with structlog's standard-library integration: a record whose ``msg`` is structlog's
 event dict contributes its ``event`` as the message and its other keys as fields.
@@ -20,6 +21,7 @@ from typing import IO, Any
 
 import msgspec
 
+from flightlog.sdk.console import capturing
 from flightlog.timefmt import iso
 
 __all__ = ["FlightlogHandler", "logging_handler"]
@@ -80,7 +82,8 @@ class FlightlogHandler(logging.Handler):
             stream = self._stream or sys.stdout
             stream.write(_encoder.encode(obj).decode() + "\n")
             stream.flush()
-            record_it = self._record if self._record is not None else os.environ.get("FLIGHTLOG_CAPTURED") != "1"
+            record_it = self._record if self._record is not None else (
+                os.environ.get("FLIGHTLOG_CAPTURED") != "1" and not capturing(stream))
             if run is not None and record_it:
                 run.log_event(message, level=record.levelno, component=record.name, fields=fields or None, time=record.created)
         except Exception:

@@ -14,6 +14,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from flightlog.config import discover_home
+
 __all__ = ["redactor", "pattern_files", "redact_user_strings"]
 
 
@@ -37,7 +39,8 @@ def _build(home: str) -> Any:
 
 def redactor(home: Path | None = None) -> Any:
     if home is None:
-        home = Path(os.path.abspath(os.environ.get("FLIGHTLOG_HOME") or ".flightlog"))
+        given = os.environ.get("FLIGHTLOG_HOME", "").strip()
+        home = Path(os.path.abspath(given)) if given else discover_home()
     return _build(str(home))
 
 

@@ -155,6 +155,7 @@ class Run:
         self._on_finish = on_finish
         self._sampler: Any = None
         self._names: set[str] = set()  # metric names already checked
+        self._console = False  # its process's console output is recorded on it (sdk/console.py)
 
     def __repr__(self) -> str:
         return f"<flightlog.Run {self.id[:12]} project={self.project!r} name={self.name!r}>"
@@ -315,7 +316,7 @@ class Run:
         """Record one structured log event on the run (the logging handler calls this)."""
         from flightlog.sdk.redaction import redactor
 
-        red = redactor()
+        red = redactor(self.settings.home)
         self._w.add_log(
             time=time if time is not None else _time(),
             stream="sdk",
@@ -488,11 +489,43 @@ class Run:
         return {**self._w.stats, "buffered_points": len(self._metrics)}
 
     def fail(self, exc: BaseException) -> None:
-        """Finish as failed (or stopped, for Ctrl-C) with the exception's traceback."""
+        """Finish as failed (or stopped, for Ctrl-C) with the exception's traceback.
+
+        The traceback is also recorded as one ``stderr`` log event at level error, and the
+        failure summary keeps the last lines the process printed (when its console is
+        captured), as ``flightlog run`` does for a workload: ``flightlog diagnose`` reads the
+        same evidence either way. Under ``flightlog run`` the runner records the printed
+        traceback itself, so this process adds no event of its own."""
         if isinstance(exc, KeyboardInterrupt):
             self.finish("stopped", end_reason="signal", signal=2)
-        else:
-            self.finish("failed", end_reason="exception", exit_code=1, failure=failure_from_exception(exc))
+            return
+        failure = failure_from_exception(exc)
+        if not self._finished and not self.settings.captured:
+            failure.update(self._last_output())
+            self._log_traceback(failure["traceback"])
+        self.finish("failed", end_reason="exception", exit_code=1, failure=failure)
+
+    def _last_output(self) -> dict[str, Any]:
+        """What the console capture saw last (drained first, so it is stored before the end)."""
+        from flightlog.sdk import console
+
+        capture = console.current(self)
+        if capture is None:
+            return {}
+        try:
+            capture.drain(flush=True)
+        except Exception as exc:  # evidence, never a reason to fail
+            self._w._warn_once("console", f"console output not recorded: {type(exc).__name__}: {exc}")
+        return {"last_lines": capture.last_lines(self)}
+
+    def _log_traceback(self, text: str, component: str | None = None) -> None:
+        """A traceback as one stderr event at level error (redacted), as the runner stores it."""
+        from flightlog.sdk.redaction import redactor
+
+        self._w.add_log(
+            time=_time(), stream="stderr", level=40, message=redactor(self.settings.home).redact(text.rstrip()),
+            component=component, fields=None, rank=self._w.rank, attempt=self.attempt, stage=self.current_stage,
+        )
 
     def finish(
         self,
@@ -513,6 +546,13 @@ class Run:
         try:
             if self._sampler is not None:
                 self._sampler.stop()
+            if self._console:
+                from flightlog.sdk import console
+
+                try:
+                    console.detach(self)  # what it printed is stored before its end
+                except Exception as exc:
+                    self._w._warn_once("console", f"console output not recorded: {type(exc).__name__}: {exc}")
             if self.owner:
                 final = status or "succeeded"
                 update: dict[str, Any] = {

@@ -63,9 +63,13 @@ class Writer(Protocol):
 
 
 def warn(message: str) -> None:
+    """flightlog's own message on stderr; past the console capture (``sdk/console.py``), which
+    records the workload's output, not flightlog's reports about itself."""
+    stream = sys.stderr
+    stream = getattr(stream, "flightlog_passthrough", stream)
     try:
-        sys.stderr.write(f"flightlog: {message}\n")
-        sys.stderr.flush()
+        stream.write(f"flightlog: {message}\n")
+        stream.flush()
     except (OSError, ValueError):
         pass
 

@@ -23,7 +23,7 @@ def _home(ctx: click.Context, home: str | None) -> str | None:
 @click.command("server")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (other than loopback needs --auth or --insecure).")
 @click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True, help="Port (0: any free port).")
-@click.option("--home", metavar="DIR", help="The store to serve (default FLIGHTLOG_HOME, else ./.flightlog).")
+@click.option("--home", metavar="DIR", help="The store to serve (default FLIGHTLOG_HOME, else the nearest .flightlog above the working directory; docs/configuration.md).")
 @click.option("--auth", is_flag=True, help="Every request needs a token (see `flightlog token create`).")
 @click.option("--insecure", is_flag=True, help="Allow a non-loopback address without --auth (a trusted network only).")
 @click.option("--max-body", default="32M", show_default=True, metavar="SIZE", help="Largest request body (ingest batches count compressed).")
@@ -105,7 +105,7 @@ def _store(ctx: click.Context, home: str | None) -> ServerStore:
     return store
 
 
-_home_option = click.option("--home", metavar="DIR", help="The server's store (default FLIGHTLOG_HOME, else ./.flightlog).")
+_home_option = click.option("--home", metavar="DIR", help="The server's store (default FLIGHTLOG_HOME, else the nearest .flightlog above the working directory; docs/configuration.md).")
 
 
 @token_group.command("create")

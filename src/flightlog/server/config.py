@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from flightlog.config import discover_home
 from flightlog.errors import InvalidInput
 from flightlog.store.budget import DEFAULT_QUERY_TIMEOUT
 
@@ -66,12 +67,14 @@ class ServerConfig:
 
     @classmethod
     def for_home(cls, home: str | os.PathLike[str] | None = None, **overrides: object) -> ServerConfig:
-        """Settings for serving ``home`` (default FLIGHTLOG_HOME or ./.flightlog).
+        """Settings for serving ``home`` (default FLIGHTLOG_HOME, else the store that
+        ``config.discover_home`` finds from the working directory, as every command does).
 
         FLIGHTLOG_STORE may name another store; FLIGHTLOG_URL is ignored — a server serves a
         store, never another server.
         """
-        base = Path(os.path.abspath(home or os.environ.get("FLIGHTLOG_HOME", "").strip() or ".flightlog"))
+        given = home or os.environ.get("FLIGHTLOG_HOME", "").strip()
+        base = Path(os.path.abspath(given)) if given else discover_home()
         store = str(overrides.pop("store_uri", "") or os.environ.get("FLIGHTLOG_STORE", "").strip())
         if store.startswith(("http://", "https://")):
             raise InvalidInput(

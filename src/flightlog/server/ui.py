@@ -91,7 +91,7 @@ def routes() -> list[Route]:
 @click.command("ui")
 @click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True,
               help="Port on 127.0.0.1 (a busy default port falls back to a free one; 0: any free port).")
-@click.option("--home", metavar="DIR", help="The store to show (default FLIGHTLOG_HOME, else ./.flightlog).")
+@click.option("--home", metavar="DIR", help="The store to show (default FLIGHTLOG_HOME, else the nearest .flightlog above the working directory; docs/configuration.md).")
 @click.option("--project", metavar="NAME", help="Also print the address of this project's runs.")
 @click.pass_context
 def ui_cmd(ctx: click.Context, port: int, home: str | None, project: str | None) -> None:
