@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from flightlog.diagnose.differences import count_differences
 from flightlog.diagnose.evidence import RunEvidence
 from flightlog.diagnose.window import is_runner_stage, training_window
-from flightlog.models import RunInfo
+from flightlog.models import MetricSummary, RunInfo
 
 if TYPE_CHECKING:
     from flightlog.diagnose.reader import Reader
@@ -59,6 +59,8 @@ def compare_evidence(a: RunEvidence, b: RunEvidence, *, chosen: str = "given") -
         "resources": _resources(a, b),
         "metrics": _metrics(a, b),
     }
+    # the headline of a comparison: metrics that were finite in the baseline and are not now
+    doc["nonfinite_metrics"] = [m["name"] for m in doc["metrics"] if m["became_nonfinite"]]
     doc["differences"] = count_differences(doc)
     return doc
 
@@ -223,6 +225,8 @@ def _resources(a: RunEvidence, b: RunEvidence) -> dict[str, Any]:
 
 
 def _metrics(a: RunEvidence, b: RunEvidence) -> list[dict[str, Any]]:
+    """One row per metric, by name — those that went from finite to NaN or infinite first:
+    they are the comparison's headline, and a NaN has no delta to rank by."""
     rows = []
     for name in sorted(a.info.metrics.keys() | b.info.metrics.keys()):
         x, y = a.info.metrics.get(name), b.info.metrics.get(name)
@@ -232,5 +236,22 @@ def _metrics(a: RunEvidence, b: RunEvidence) -> list[dict[str, Any]]:
         if va is not None and vb is not None and math.isfinite(va) and math.isfinite(vb):
             row["delta"] = va - vb
             row["relative"] = (va - vb) / abs(vb) if vb else None
+        row["nonfinite"] = {"run": _first_nonfinite(a, x), "baseline": _first_nonfinite(b, y)}
+        row["became_nonfinite"] = y is not None and row["nonfinite"]["run"] is not None and row["nonfinite"]["baseline"] is None
         rows.append(row)
+    rows.sort(key=lambda r: 0 if r["became_nonfinite"] else 1)
     return rows
+
+
+def _first_nonfinite(ev: RunEvidence, m: MetricSummary | None) -> dict[str, Any] | None:
+    """``{"value": "NaN" | "+inf" | "-inf", "step", "points"}`` of the first non-finite point
+    of a metric, None when every point is finite."""
+    if m is None or not m.nonfinite:
+        return None
+    h = ev.history(m.name)
+    bad = [i for i, v in enumerate(h.values.tolist()) if not math.isfinite(v)]
+    if not bad:
+        return None
+    v = float(h.values[bad[0]])
+    text = "NaN" if math.isnan(v) else ("+inf" if v > 0 else "-inf")
+    return {"value": text, "step": int(h.steps[bad[0]]), "points": m.nonfinite}

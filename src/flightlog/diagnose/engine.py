@@ -135,7 +135,7 @@ def diagnose_run(
                                         f"{info.project!r} and name {info.name!r}")
     for analyzer in ANALYZERS:
         ctx.findings.extend(analyzer(ctx))
-    findings = _secondary(info, merge_findings(ctx.findings))
+    findings = _divergence_first(_secondary(info, merge_findings(ctx.findings)))
     kind = _kind(info, findings)
     runbook = _runbook(client, ctx, findings, cwd)
     return {
@@ -161,6 +161,25 @@ def _secondary(info: RunInfo, findings: list[Finding]) -> list[Finding]:
     for f in findings:
         if f.category not in FAILURE_CATEGORIES and f.category != "nan_loss":
             f = replace(f, signals=[replace(s, weight=s.weight * SECONDARY) for s in f.signals])
+        out.append(f)
+    return merge_findings(out)
+
+
+#: what an exploding loss brings with it: its final value is worse than the baseline's, and its
+#: best came early; both are consequences of the divergence, not causes of their own
+_CONSEQUENCES_OF_DIVERGENCE = ("metric_regressed", "loss_plateau")
+
+
+def _divergence_first(findings: list[Finding]) -> list[Finding]:
+    """A diverged loss leads: a regression or plateau beside it keeps a lower weight, below it."""
+    lead = next((f for f in findings if f.category == "loss_divergence"), None)
+    if lead is None or lead.confidence < LEAD:
+        return findings
+    out = []
+    for f in findings:
+        if f.category in _CONSEQUENCES_OF_DIVERGENCE:
+            scale = min(SECONDARY, 0.95 * lead.confidence / max(f.confidence, 1e-9))
+            f = replace(f, signals=[replace(s, weight=s.weight * scale) for s in f.signals])
         out.append(f)
     return merge_findings(out)
 

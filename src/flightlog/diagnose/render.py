@@ -93,8 +93,9 @@ def render_comparison(cmp: dict[str, Any], out: Console) -> None:
     lines = differences_text(cmp)
     if not lines:
         out.print("[green]no differences in params, code, packages, environment, inputs, stages, resources or metrics[/]")
-    for line in lines:
-        out.print(f"  {escape(line)}")
+    headline = len(cmp.get("nonfinite_metrics") or [])  # the first lines: metrics that went NaN or inf
+    for i, line in enumerate(lines):
+        out.print(f"  [bold red]{escape(line)}[/]" if i < headline else f"  {escape(line)}")
     counts = ", ".join(f"{k} {v}" for k, v in cmp["differences"].items() if v)
     if counts:
         out.print(f"[dim]differences: {counts}[/]")
