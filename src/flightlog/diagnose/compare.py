@@ -2,8 +2,7 @@
 environment, input manifests, stage durations, resource peaks and final metrics.
 
 :func:`compare_runs` gives the JSON document of ``flightlog compare`` (and the ``"baseline"``
-part of a diagnosis); :func:`pick_baseline` chooses the most recent successful run of the
-same project and name when the user names none.
+part of a diagnosis; :mod:`.selection` chooses the baseline when the user names none).
 """
 
 from __future__ import annotations
@@ -19,19 +18,7 @@ from flightlog.models import MetricSummary, RunInfo
 if TYPE_CHECKING:
     from flightlog.diagnose.reader import Reader
 
-__all__ = ["compare_runs", "compare_evidence", "pick_baseline", "package_changes", "command_line"]
-
-
-def pick_baseline(client: Reader, info: RunInfo) -> RunInfo | None:
-    """The most recent successful run of the same project and name, created before ``info``."""
-    if not info.name:
-        return None
-    name = info.name.replace("'", "''")
-    runs = client.runs(project=info.project, filter=f"name = '{name}' and status = 'succeeded'", order_by="-created", limit=20)
-    for r in runs:
-        if r.id != info.id and (info.created is None or r.created is None or r.created <= info.created):
-            return r
-    return None
+__all__ = ["compare_runs", "compare_evidence", "package_changes", "command_line"]
 
 
 def compare_runs(client: Reader, run: str | RunInfo, baseline: str | RunInfo) -> dict[str, Any]:

@@ -37,7 +37,8 @@ def render_diagnosis(report: dict[str, Any], out: Console) -> None:
         how = base.get("reason") or "given with --baseline"
         out.print(f"[dim]baseline {escape(base['baseline'])} ({escape(how)})[/]")
     else:
-        out.print("[dim]no baseline: no earlier successful run of this project and name (pass --baseline RUN)[/]")
+        out.print("[dim]no baseline: no run pinned (--tag baseline=true), none earlier of this name, none comparable "
+                  "(same script, same param keys) that succeeded unflagged (pass --baseline RUN)[/]")
     findings = report["findings"]
     leads = [f for f in findings if f["confidence"] >= _LEAD]
     hints = [f for f in findings if f["confidence"] < _LEAD]
