@@ -163,6 +163,10 @@ def _stages(a: RunEvidence, b: RunEvidence) -> list[dict[str, Any]]:
         rows.append(row)
     for label, ev_a, ev_b in (("startup (start → first step)", a, b), ("tail (last step → end)", a, b)):
         va, vb = _phase(ev_a, label), _phase(ev_b, label)
+        if label.startswith("tail") and ("process_end" in a.info.timeline) != ("process_end" in b.info.timeline):
+            # one ends at its process's exit (the runner saw it), the other when the SDK
+            # finished the run: their tails are not the same measure
+            va = vb = None
         if va is not None or vb is not None:
             row = _change(va, vb)
             row.update(name=label, count=None, mean=None)

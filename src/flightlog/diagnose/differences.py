@@ -73,7 +73,7 @@ def difference_lines(cmp: dict[str, Any]) -> list[tuple[str, str]]:
     lines += [("environment", f"environment {name} added") for name in env["added"]]
     lines += [("environment", f"environment {name} removed") for name in env["removed"]]
     lines += [("inputs", _input_line(i)) for i in cmp["inputs"] if i.get("status") != "identical"]
-    lines += [("stages", line) for s in cmp["stages"] if (line := _stage_line(s))]
+    lines += [("stages", line) for line in _stage_lines(cmp["stages"])]
     lines += [("resources", line) for key, row in cmp["resources"].items() if (line := _resource_line(key, row))]
     lines += [("metrics", line) for m in cmp["metrics"] if (line := _metric_line(m)) and not m.get("became_nonfinite")]
     # a metric that went from a number to NaN or inf is the headline: it comes first
@@ -90,6 +90,17 @@ def _input_line(i: dict[str, Any]) -> str:
     if changed_files:
         text += f" (e.g. {', '.join(changed_files)})"
     return text
+
+
+def _stage_lines(stages: list[dict[str, Any]]) -> list[str]:
+    """One line per changed stage — or a single line when the run reached none of the
+    baseline's stages (it failed at start-up): six "only in the baseline" lines say less."""
+    missed = [s for s in stages if s.get("run") is None and s.get("baseline") is not None]
+    ran = [s for s in stages if s.get("run") is not None]
+    if len(missed) > 1 and not ran:
+        names = ", ".join(s["name"] for s in missed[:6]) + (f", … {len(missed) - 6} more" if len(missed) > 6 else "")
+        return [f"stages: the run reached none of the baseline's {len(missed)} stages ({names})"]
+    return [line for s in stages if (line := _stage_line(s))]
 
 
 def _stage_line(s: dict[str, Any]) -> str | None:

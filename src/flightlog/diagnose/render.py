@@ -66,9 +66,13 @@ def render_diagnosis(report: dict[str, Any], out: Console) -> None:
             for link in e.get("links") or []:
                 out.print(f"    [dim]{escape(link)}[/]")
     rs = report.get("rightsizing")
-    if rs:
+    if rs and _has_advice(rs):  # a section of "no recommendation" lines is left out
         out.print("\n[bold]rightsizing[/]")
         _rightsizing_lines(rs, out)
+
+
+def _has_advice(rs: dict[str, Any]) -> bool:
+    return bool(rs["memory"].get("recommended_bytes") or rs["cpu"].get("recommended_cores") or rs.get("gpu") or rs.get("flags"))
 
 
 def _finding(out: Console, index: int, f: dict[str, Any], *, full: bool) -> None:
