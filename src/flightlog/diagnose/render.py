@@ -66,9 +66,12 @@ def render_diagnosis(report: dict[str, Any], out: Console) -> None:
             for link in e.get("links") or []:
                 out.print(f"    [dim]{escape(link)}[/]")
     rs = report.get("rightsizing")
-    if rs and _has_advice(rs):  # a section of "no recommendation" lines is left out
+    if rs and _has_advice(rs):
         out.print("\n[bold]rightsizing[/]")
         _rightsizing_lines(rs, out)
+    elif rs:  # nothing to recommend: one line that says why, not a section of "no recommendation" lines
+        why = (rs.get("evidence") or {}).get("reason") or "no resource samples to go on"
+        out.print(f"\n[dim]rightsizing: nothing to recommend ({escape(why)})[/]")
 
 
 def _has_advice(rs: dict[str, Any]) -> bool:
