@@ -294,8 +294,9 @@ class Client:
     def diagnose(self, run: RunRef, baseline: RunRef | None = None, *, auto_baseline: bool = True) -> dict[str, Any]:
         """Likely causes of a failed or slow run, with evidence and next steps (docs/troubleshooting.md).
 
-        Without ``baseline`` the most recent successful run of the same project and name is
-        compared (``auto_baseline=False`` turns that off)."""
+        Without ``baseline`` one is chosen (a pinned run, else the most recent successful run
+        of the same name, else the best comparable run; the report says which and why);
+        ``auto_baseline=False`` turns that off."""
         from flightlog.diagnose.engine import diagnose_run
 
         return diagnose_run(self, _run_id(run), None if baseline is None else _run_id(baseline), auto_baseline=auto_baseline)

@@ -152,3 +152,35 @@ def test_compare_prints_every_difference_it_counts(home: Path) -> None:
         assert len(printed) == count, (section, printed)
         for line in printed:
             assert line.replace("\n", " ")[:60] in " ".join(text.split()), (section, line)
+
+
+NAN = """
+import sys
+import flightlog
+
+bad = sys.argv[1] == "bad"
+run = flightlog.init(project="vision", name="resnet", params={"lr": 5.0 if bad else 0.1})
+for step in range(10):
+    run.log({"a_loss": float("nan") if bad and step >= 6 else 1.0 / (step + 1), "zacc": 0.5 + 0.01 * step}, step=step)
+run.finish()
+print(run.id)
+"""
+
+
+def test_a_metric_that_went_nan_is_the_headline_of_compare(home: Path) -> None:
+    import json
+
+    from tests.helpers import cli
+
+    base = run_script(home, NAN.replace("sys.argv[1]", "'good'")).stdout.split()[-1]
+    run = run_script(home, NAN.replace("sys.argv[1]", "'bad'")).stdout.split()[-1]
+    doc = json.loads(cli(home, "compare", run, base, "--format", "json").stdout)
+    first = doc["metrics"][0]
+    assert first["name"] == "a_loss" and first["became_nonfinite"] is True
+    assert first["run"] == "NaN" and first["baseline"] == 0.1
+    assert first["nonfinite"] == {"run": {"value": "NaN", "step": 6, "points": 4}, "baseline": None}
+    assert doc["nonfinite_metrics"] == ["a_loss"]
+    assert doc["differences"]["metrics"] == 1
+    text = cli(home, "compare", run, base).stdout
+    lines = [line.strip() for line in text.splitlines()]
+    assert lines[2] == "metric a_loss became NaN at step 6: 0.1 in the baseline → NaN (4 non-finite point(s))", text

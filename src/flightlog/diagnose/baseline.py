@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from flightlog.diagnose.behaviour import learning_rate_params
 from flightlog.diagnose.findings import Finding
 from flightlog.diagnose.signals import Signal
 from flightlog.timefmt import format_duration, format_size
@@ -44,11 +45,13 @@ def baseline_findings(findings: list[Finding], cmp: dict[str, Any]) -> list[Find
         for category, weight in (("data_error", 0.3), ("missing_file", 0.25), ("data_drift", 0.2), ("data_loader_bottleneck", 0.1)):
             add(category, weight, "input_changed_since_the_baseline", detail)
     params = cmp.get("params") or {}
-    changed = [f"{p['name']}: {p['baseline']!r} → {p['run']!r}" for p in params.get("changed", [])]
+    rows = sorted(params.get("changed", []), key=lambda p: 0 if learning_rate_params({p["name"]: None}) else 1)
+    changed = [f"{p['name']}: {p['baseline']!r} → {p['run']!r}" for p in rows]
     changed += [f"{k} added ({v!r})" for k, v in (params.get("added") or {}).items()]
     if changed:
         add("bad_parameter", 0.3, "params_changed_since_the_baseline", f"params changed: {'; '.join(changed[:5])}")
         add("nan_loss", 0.15, "params_changed_since_the_baseline", f"params changed: {'; '.join(changed[:5])}")
+        add("loss_divergence", 0.2, "params_changed_since_the_baseline", f"params changed: {'; '.join(changed[:5])}")
     if (cmp.get("code") or {}).get("changed"):
         code = cmp["code"]
         a = (code.get("baseline") or {}).get("commit") or "?"

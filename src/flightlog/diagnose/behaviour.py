@@ -1,5 +1,7 @@
 """Model behaviour: ``nan_loss`` (the first step where a logged loss or metric turned NaN or
-infinite) and ``loss_plateau`` (the monitored metric stopped improving for N evaluations)."""
+infinite), ``loss_divergence`` (a loss that exploded while it stayed finite) and
+``loss_plateau`` (the monitored metric stopped improving for N evaluations — and stayed flat:
+a loss that rises is not a plateau, it is a divergence or overfitting)."""
 
 from __future__ import annotations
 
@@ -9,21 +11,24 @@ import re
 import numpy as np
 
 from flightlog.diagnose.evidence import RunEvidence, Thresholds
+from flightlog.diagnose.factors import factor_text
 from flightlog.diagnose.findings import Finding
 from flightlog.diagnose.metricnames import LOSS_LIKE, metric_direction
 from flightlog.diagnose.nanlog import nan_in_log
 from flightlog.diagnose.signals import Signal
 from flightlog.diagnose.window import ramp
 
-__all__ = ["analyze_behaviour", "nan_loss", "loss_plateau", "monitored_metric", "lower_is_better"]
+__all__ = ["analyze_behaviour", "nan_loss", "loss_divergence", "loss_plateau", "monitored_metric", "lower_is_better",
+           "learning_rate_params"]
 
 _VALIDATION = re.compile(r"^(?:val|valid|validation|eval|test|dev)[_./-]|[_./-](?:val|valid|validation|eval|test|dev)$", re.I)
+_LEARNING_RATE = re.compile(r"(?:^|[_./-])(?:lr|learning_?rate|eta|step_?size)(?:$|[_./-])", re.I)
 _IGNORE = re.compile(r"^(?:lr|learning_rate|epoch|step|time|throughput|samples|batch|grad_norm)|_lr$|\blr\b", re.I)
 
 
 def analyze_behaviour(ev: RunEvidence) -> list[Finding]:
     out = []
-    for analyzer in (nan_loss, nan_in_log, loss_plateau):
+    for analyzer in (nan_loss, nan_in_log, loss_divergence, loss_plateau):
         finding = analyzer(ev)
         if finding is not None:
             out.append(finding)
@@ -83,6 +88,56 @@ def nan_loss(ev: RunEvidence) -> Finding | None:
     return Finding("nan_loss", summary, signals, steps, kind="software")
 
 
+def learning_rate_params(params: dict[str, object]) -> dict[str, object]:
+    """The params that name a learning rate (``lr``, ``optimizer.learning_rate``, ``eta``):
+    the first suspect when a loss explodes."""
+    return {k: v for k, v in params.items() if _LEARNING_RATE.search(k)}
+
+
+def loss_divergence(ev: RunEvidence) -> Finding | None:
+    """A loss that ended ``divergence_factor`` times (or more) above where it started while
+    every point stayed finite: the optimisation ran away (a learning rate too high, a bad
+    initialisation, no gradient clipping). A loss that went NaN is :func:`nan_loss`'s."""
+    th = ev.thresholds
+    worst: tuple[float, str, float, float, int, float] | None = None
+    for m in ev.info.metrics.values():
+        if m.count < th.divergence_min_points or m.nonfinite or lower_is_better(m.name, th) is not True:
+            continue
+        if not LOSS_LIKE.search(m.name):
+            continue
+        h = ev.history(m.name)
+        values = h.values
+        if values.size < th.divergence_min_points or not np.isfinite(values).all():
+            continue
+        k = max(1, min(3, values.size // 5))
+        start, end = float(np.median(values[:k])), float(np.median(values[-k:]))
+        if start <= 0 or end <= 0:
+            continue  # a factor needs positive values (a negative log-likelihood is judged by plateau and regression)
+        factor = end / start
+        if factor < th.divergence_factor:
+            continue
+        # where it took off: the first point past the geometric middle of start and end
+        threshold = float(np.sqrt(start * end))
+        i = int(np.argmax(values > threshold))
+        if worst is None or factor > worst[0]:
+            worst = (factor, m.name, start, end, int(h.steps[i]), float(h.times[i]))
+    if worst is None:
+        return None
+    factor, name, start, end, step, at = worst
+    times = factor_text(factor)
+    signals = [Signal("loss_divergence", ramp(float(np.log10(factor)), np.log10(th.divergence_factor), 4.0, 0.55, 0.85),
+                      f"loss_exploded:{name}", "metrics",
+                      f"{name} rose from {start:.4g} to {end:.4g} ({times}), past {np.sqrt(start * end):.4g} from step {step}", at)]
+    lrs = learning_rate_params(ev.info.params)
+    context = [{"source": "params", "detail": f"{k} = {v!r}", "at": None} for k, v in list(lrs.items())[:3]]
+    lr_text = f" with {', '.join(f'{k}={v!r}' for k, v in list(lrs.items())[:2])}" if lrs else ""
+    summary = (f"{name} diverged: it rose from {start:.4g} to {end:.4g} ({times}) from step {step}{lr_text}; "
+               "the optimisation ran away instead of converging.")
+    steps = [f"Lower the learning rate{' (' + ', '.join(lrs) + ')' if lrs else ''} or add gradient clipping, "
+             f"and replay from a checkpoint before step {step}."]
+    return Finding("loss_divergence", summary, signals, steps, kind="software", context=context)
+
+
 def loss_plateau(ev: RunEvidence) -> Finding | None:
     th = ev.thresholds
     name = monitored_metric([m.name for m in ev.info.metrics.values() if m.count >= th.plateau_min_points], th)
@@ -112,6 +167,8 @@ def loss_plateau(ev: RunEvidence) -> Finding | None:
     share = stall / n
     if stall < th.plateau_patience or share < 0.3:
         return None
+    if _rising(v, best, best_i, noise, float(abs(v[0] - best))):
+        return None  # a metric that got worse after its best is diverging or overfitting, not flat
     at_best = float(values[best_i])
     tail = values[best_i + 1 :]
     lo, hi = float(tail.min()), float(tail.max())
@@ -129,3 +186,14 @@ def loss_plateau(ev: RunEvidence) -> Finding | None:
     summary = (f"{name} stopped improving after step {int(steps[best_i])} ({at_best:.4g}): the last {stall} of {n} "
                f"evaluations ({share:.0%}) stayed within {lo:.4g}–{hi:.4g}.")
     return Finding("loss_plateau", summary, signals, kind="software")
+
+
+def _rising(v: np.ndarray, best: float, best_i: int, noise: float, progress: float) -> bool:
+    """Whether the (smoothed, lower-is-better) series ends well above its best: by more than
+    its noise, a fifth of the progress made before the best and a fifth of the best itself."""
+    tail = v[best_i + 1 :]
+    if tail.size == 0:
+        return False
+    k = max(3, tail.size // 4)
+    rise = float(np.median(tail[-k:])) - best
+    return rise > max(4 * noise, 0.2 * progress, 0.2 * abs(best), 1e-12)

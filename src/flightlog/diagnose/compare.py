@@ -2,8 +2,7 @@
 environment, input manifests, stage durations, resource peaks and final metrics.
 
 :func:`compare_runs` gives the JSON document of ``flightlog compare`` (and the ``"baseline"``
-part of a diagnosis); :func:`pick_baseline` chooses the most recent successful run of the
-same project and name when the user names none.
+part of a diagnosis; :mod:`.selection` chooses the baseline when the user names none).
 """
 
 from __future__ import annotations
@@ -14,24 +13,12 @@ from typing import TYPE_CHECKING, Any
 from flightlog.diagnose.differences import count_differences
 from flightlog.diagnose.evidence import RunEvidence
 from flightlog.diagnose.window import is_runner_stage, training_window
-from flightlog.models import RunInfo
+from flightlog.models import MetricSummary, RunInfo
 
 if TYPE_CHECKING:
     from flightlog.diagnose.reader import Reader
 
-__all__ = ["compare_runs", "compare_evidence", "pick_baseline", "package_changes", "command_line"]
-
-
-def pick_baseline(client: Reader, info: RunInfo) -> RunInfo | None:
-    """The most recent successful run of the same project and name, created before ``info``."""
-    if not info.name:
-        return None
-    name = info.name.replace("'", "''")
-    runs = client.runs(project=info.project, filter=f"name = '{name}' and status = 'succeeded'", order_by="-created", limit=20)
-    for r in runs:
-        if r.id != info.id and (info.created is None or r.created is None or r.created <= info.created):
-            return r
-    return None
+__all__ = ["compare_runs", "compare_evidence", "package_changes", "command_line"]
 
 
 def compare_runs(client: Reader, run: str | RunInfo, baseline: str | RunInfo) -> dict[str, Any]:
@@ -59,6 +46,8 @@ def compare_evidence(a: RunEvidence, b: RunEvidence, *, chosen: str = "given") -
         "resources": _resources(a, b),
         "metrics": _metrics(a, b),
     }
+    # the headline of a comparison: metrics that were finite in the baseline and are not now
+    doc["nonfinite_metrics"] = [m["name"] for m in doc["metrics"] if m["became_nonfinite"]]
     doc["differences"] = count_differences(doc)
     return doc
 
@@ -174,6 +163,10 @@ def _stages(a: RunEvidence, b: RunEvidence) -> list[dict[str, Any]]:
         rows.append(row)
     for label, ev_a, ev_b in (("startup (start → first step)", a, b), ("tail (last step → end)", a, b)):
         va, vb = _phase(ev_a, label), _phase(ev_b, label)
+        if label.startswith("tail") and ("process_end" in a.info.timeline) != ("process_end" in b.info.timeline):
+            # one ends at its process's exit (the runner saw it), the other when the SDK
+            # finished the run: their tails are not the same measure
+            va = vb = None
         if va is not None or vb is not None:
             row = _change(va, vb)
             row.update(name=label, count=None, mean=None)
@@ -223,6 +216,8 @@ def _resources(a: RunEvidence, b: RunEvidence) -> dict[str, Any]:
 
 
 def _metrics(a: RunEvidence, b: RunEvidence) -> list[dict[str, Any]]:
+    """One row per metric, by name — those that went from finite to NaN or infinite first:
+    they are the comparison's headline, and a NaN has no delta to rank by."""
     rows = []
     for name in sorted(a.info.metrics.keys() | b.info.metrics.keys()):
         x, y = a.info.metrics.get(name), b.info.metrics.get(name)
@@ -232,5 +227,22 @@ def _metrics(a: RunEvidence, b: RunEvidence) -> list[dict[str, Any]]:
         if va is not None and vb is not None and math.isfinite(va) and math.isfinite(vb):
             row["delta"] = va - vb
             row["relative"] = (va - vb) / abs(vb) if vb else None
+        row["nonfinite"] = {"run": _first_nonfinite(a, x), "baseline": _first_nonfinite(b, y)}
+        row["became_nonfinite"] = y is not None and row["nonfinite"]["run"] is not None and row["nonfinite"]["baseline"] is None
         rows.append(row)
+    rows.sort(key=lambda r: 0 if r["became_nonfinite"] else 1)
     return rows
+
+
+def _first_nonfinite(ev: RunEvidence, m: MetricSummary | None) -> dict[str, Any] | None:
+    """``{"value": "NaN" | "+inf" | "-inf", "step", "points"}`` of the first non-finite point
+    of a metric, None when every point is finite."""
+    if m is None or not m.nonfinite:
+        return None
+    h = ev.history(m.name)
+    bad = [i for i, v in enumerate(h.values.tolist()) if not math.isfinite(v)]
+    if not bad:
+        return None
+    v = float(h.values[bad[0]])
+    text = "NaN" if math.isnan(v) else ("+inf" if v > 0 else "-inf")
+    return {"value": text, "step": int(h.steps[bad[0]]), "points": m.nonfinite}

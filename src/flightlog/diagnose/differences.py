@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from flightlog.diagnose.factors import change_text
 from flightlog.timefmt import format_duration, format_size
 
 __all__ = ["difference_lines", "differences_text", "count_differences", "SECTIONS", "STAGE_CHANGE", "STAGE_MIN_DELTA_S"]
@@ -72,10 +73,12 @@ def difference_lines(cmp: dict[str, Any]) -> list[tuple[str, str]]:
     lines += [("environment", f"environment {name} added") for name in env["added"]]
     lines += [("environment", f"environment {name} removed") for name in env["removed"]]
     lines += [("inputs", _input_line(i)) for i in cmp["inputs"] if i.get("status") != "identical"]
-    lines += [("stages", line) for s in cmp["stages"] if (line := _stage_line(s))]
+    lines += [("stages", line) for line in _stage_lines(cmp["stages"])]
     lines += [("resources", line) for key, row in cmp["resources"].items() if (line := _resource_line(key, row))]
-    lines += [("metrics", line) for m in cmp["metrics"] if (line := _metric_line(m))]
-    return lines
+    lines += [("metrics", line) for m in cmp["metrics"] if (line := _metric_line(m)) and not m.get("became_nonfinite")]
+    # a metric that went from a number to NaN or inf is the headline: it comes first
+    headline = [("metrics", _nonfinite_line(m)) for m in cmp["metrics"] if m.get("became_nonfinite")]
+    return headline + lines
 
 
 def _input_line(i: dict[str, Any]) -> str:
@@ -87,6 +90,17 @@ def _input_line(i: dict[str, Any]) -> str:
     if changed_files:
         text += f" (e.g. {', '.join(changed_files)})"
     return text
+
+
+def _stage_lines(stages: list[dict[str, Any]]) -> list[str]:
+    """One line per changed stage — or a single line when the run reached none of the
+    baseline's stages (it failed at start-up): six "only in the baseline" lines say less."""
+    missed = [s for s in stages if s.get("run") is None and s.get("baseline") is not None]
+    ran = [s for s in stages if s.get("run") is not None]
+    if len(missed) > 1 and not ran:
+        names = ", ".join(s["name"] for s in missed[:6]) + (f", … {len(missed) - 6} more" if len(missed) > 6 else "")
+        return [f"stages: the run reached none of the baseline's {len(missed)} stages ({names})"]
+    return [line for s in stages if (line := _stage_line(s))]
 
 
 def _stage_line(s: dict[str, Any]) -> str | None:
@@ -112,9 +126,17 @@ def _resource_line(key: str, row: dict[str, Any]) -> str | None:
     return f"{label}: {row['baseline']:.0f}% → {row['run']:.0f}%"
 
 
+def _nonfinite_line(m: dict[str, Any]) -> str:
+    bad = m["nonfinite"]["run"]
+    base = m.get("baseline")
+    was = f"{base:.4g}" if isinstance(base, (int, float)) else "finite"
+    return (f"metric {m['name']} became {bad['value']} at step {bad['step']}: {was} in the baseline → {bad['value']} "
+            f"({bad['points']} non-finite point(s))")
+
+
 def _metric_line(m: dict[str, Any]) -> str | None:
     if m["relative"] is not None and abs(m["relative"]) >= METRIC_CHANGE:
-        return f"metric {m['name']}: {m['baseline']:.4g} → {m['run']:.4g} ({m['relative']:+.1%})"
+        return f"metric {m['name']}: {m['baseline']:.4g} → {m['run']:.4g} ({change_text(m['run'], m['baseline'])})"
     if m["run"] is None or m["baseline"] is None:
         return f"metric {m['name']} only in the {'baseline' if m['run'] is None else 'run'}"
     return None

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from flightlog.diagnose.baseline import baseline_findings
 from flightlog.diagnose.behaviour import analyze_behaviour
-from flightlog.diagnose.compare import compare_evidence, pick_baseline
+from flightlog.diagnose.compare import compare_evidence
 from flightlog.diagnose.datachecks import analyze_data, removed_columns
 from flightlog.diagnose.evidence import RunEvidence, Thresholds
 from flightlog.diagnose.failures import FailureFacts, analyze_failure, missing_keys
@@ -28,7 +28,8 @@ from flightlog.diagnose.reader import reader_home
 from flightlog.diagnose.regression import analyze_regression
 from flightlog.diagnose.rightsize import rightsize_runs
 from flightlog.diagnose.runbook import load_runbook, match_runbook
-from flightlog.diagnose.settings import thresholds_for
+from flightlog.diagnose.selection import choose_baseline
+from flightlog.diagnose.settings import pinned_baseline, thresholds_for
 from flightlog.diagnose.signals import Signal
 from flightlog.diagnose.taxonomy import FAILURE_CATEGORIES
 from flightlog.errors import InvalidInput
@@ -126,16 +127,16 @@ def diagnose_run(
             raise InvalidInput("a run cannot be its own baseline: pass another run to --baseline")
         ctx.baseline = RunEvidence(client, base, ev.thresholds)
         ctx.comparison = compare_evidence(ev, ctx.baseline, chosen="given")
+        ctx.comparison.update(choice="given", reason="given with --baseline", skipped=[])
     elif auto_baseline:
-        picked = pick_baseline(client, info)
+        picked = choose_baseline(client, info, ev.thresholds, pinned_baseline(info.project, reader_home(client), cwd))
         if picked is not None:
-            ctx.baseline = RunEvidence(client, picked, ev.thresholds)
+            ctx.baseline = RunEvidence(client, picked.run, ev.thresholds)
             ctx.comparison = compare_evidence(ev, ctx.baseline, chosen="automatic")
-            ctx.comparison["reason"] = (f"picked automatically: the most recent successful run of project "
-                                        f"{info.project!r} and name {info.name!r}")
+            ctx.comparison.update(picked.to_dict())
     for analyzer in ANALYZERS:
         ctx.findings.extend(analyzer(ctx))
-    findings = _secondary(info, merge_findings(ctx.findings))
+    findings = _divergence_first(_secondary(info, merge_findings(ctx.findings)))
     kind = _kind(info, findings)
     runbook = _runbook(client, ctx, findings, cwd)
     return {
@@ -161,6 +162,25 @@ def _secondary(info: RunInfo, findings: list[Finding]) -> list[Finding]:
     for f in findings:
         if f.category not in FAILURE_CATEGORIES and f.category != "nan_loss":
             f = replace(f, signals=[replace(s, weight=s.weight * SECONDARY) for s in f.signals])
+        out.append(f)
+    return merge_findings(out)
+
+
+#: what an exploding loss brings with it: its final value is worse than the baseline's, and its
+#: best came early; both are consequences of the divergence, not causes of their own
+_CONSEQUENCES_OF_DIVERGENCE = ("metric_regressed", "loss_plateau")
+
+
+def _divergence_first(findings: list[Finding]) -> list[Finding]:
+    """A diverged loss leads: a regression or plateau beside it keeps a lower weight, below it."""
+    lead = next((f for f in findings if f.category == "loss_divergence"), None)
+    if lead is None or lead.confidence < LEAD:
+        return findings
+    out = []
+    for f in findings:
+        if f.category in _CONSEQUENCES_OF_DIVERGENCE:
+            scale = min(SECONDARY, 0.95 * lead.confidence / max(f.confidence, 1e-9))
+            f = replace(f, signals=[replace(s, weight=s.weight * scale) for s in f.signals])
         out.append(f)
     return merge_findings(out)
 

@@ -46,6 +46,8 @@ class Thresholds:
     plateau_patience: int = 10  # evaluations without improvement
     plateau_min_delta: float = 0.01  # relative to the best value
     plateau_min_points: int = 12
+    divergence_factor: float = 10.0  # a loss that ends this many times above where it started has diverged
+    divergence_min_points: int = 5
     rightsize_min_samples: int = 3  # resource samples an attempt needs before its peak is a request
     rightsize_min_duration_s: float = 60.0  # a failed attempt counts only when it ran this long
     metric_regression: float = 0.25  # a final metric this much worse (relative) than the baseline's is reported

@@ -26,6 +26,8 @@ _MAX_POINTS = 400
 _NO_STEPS = 0.5
 #: the weight a trend keeps when it spans less than ``leak_min_seconds``
 _SHORT = 0.5
+#: a run that failed before its first step is judged for a leak only when it lived this long
+_FAILED_AT_STARTUP_S = 60.0
 #: the share of the overall rate each half of the window must rise at to be one steady growth
 _HALF_SHARE = 0.25
 
@@ -105,6 +107,10 @@ def _leak(ev: RunEvidence, label: str, t: np.ndarray, y: np.ndarray) -> Finding 
         if inside.sum() >= th.leak_min_samples:
             t, y, stepped = t[inside], y[inside], True
     if t.size < th.leak_min_samples:
+        return None
+    if not stepped and ev.info.status in ("failed", "crashed") and float(t[-1] - t[0]) < _FAILED_AT_STARTUP_S:
+        # it failed before its first step: the memory it gained is its imports and set-up
+        # (torch alone is hundreds of MiB), loaded once; a leak needs a process that lived
         return None
     trend = fit_trend(t, y)
     if trend is None or trend.slope <= 0:

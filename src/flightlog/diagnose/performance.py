@@ -83,24 +83,37 @@ def slow_startup(ev: RunEvidence) -> Finding | None:
     imports = began - start
     if share < th.share or (setup < th.startup_s and imports < th.import_s):
         return None
+    # the interpreter, its imports and a framework's own set-up come with the stack: in a short
+    # run they are most of it, so their share is no evidence, only their length (imports from
+    # a slow network file system); the share that counts is the program's own setup's
+    before_init = _before_init(ev, start)
+    whole = "of the process's time" if before_init else "of the run"
     signals = [
-        Signal("slow_startup", ramp(share, th.share, 0.8, 0.3, 0.6), "share_before_the_first_step", "timeline",
-               f"the first step came {format_duration(startup)} after the process started: {share:.0%} of the run", window.start),
+        Signal("slow_startup", 0.0, "time_before_the_first_step", "timeline",
+               f"the first step came {format_duration(startup)} after the process started: {share:.0%} {whole}"
+               + (f" (the process started {format_duration(before_init)} before flightlog.init() created the run)"
+                  if before_init else ""), window.start),
     ]
+    setup_share = setup / total
+    if setup >= th.startup_s and setup_share >= th.share:
+        signals.append(Signal("slow_startup", ramp(setup_share, th.share, 0.8, 0.3, 0.6), "share_before_the_first_step", "timeline",
+                              f"the program's own setup (after its first output or flightlog.init()) took {setup_share:.0%} {whole}",
+                              began))
     if startup >= 60:
         signals.append(Signal("slow_startup", ramp(startup, 60, 1800, 0.15, 0.45), "absolute_startup_time", "timeline",
                               f"{format_duration(startup)} before training began", window.start))
-    explained = _stages_within(ev, start, window.start)
+    # a stage explains the start-up when it took a fair share of it (a first batch does not)
+    explained = [(n, sec) for n, sec in _stages_within(ev, start, window.start) if sec >= 0.3 * startup]
     if explained:
         name, seconds = explained[0]
-        if seconds >= 0.3 * startup:
-            signals.append(Signal("slow_startup", ramp(seconds / startup, 0.3, 0.9, 0.15, 0.3), "a_stage_before_the_first_step",
-                                  "stages", f"stage {name!r} took {format_duration(seconds)} before the first step", start))
+        signals.append(Signal("slow_startup", ramp(seconds / startup, 0.3, 0.9, 0.15, 0.3), "a_stage_before_the_first_step",
+                              "stages", f"stage {name!r} took {format_duration(seconds)} before the first step",
+                              _stage_start(ev, name, start)))
     if imports >= th.import_s:
         signals.append(Signal("slow_startup", ramp(imports, th.import_s, 300, 0.2, 0.4), "silence_after_the_start", "timeline",
                               f"{format_duration(imports)} passed before the program's first output or SDK call (interpreter, imports)",
                               began))
-    elif setup >= th.startup_s:
+    if setup >= th.startup_s:
         signals.append(Signal("slow_startup", ramp(setup, th.startup_s, 300, 0.1, 0.3), "setup_before_the_first_step", "timeline",
                               f"the program's own setup took {format_duration(setup)} between its first output and its first step",
                               began))
@@ -108,7 +121,7 @@ def slow_startup(ev: RunEvidence) -> Finding | None:
                for e in ev.tail if start <= e.time <= window.start][:3]
     where = f"; {explained[0][0]!r} took {format_duration(explained[0][1])} of it" if explained else ""
     summary = (f"Slow start: {format_duration(startup)} passed between the process start and the first training step "
-               f"({share:.0%} of the run){where}.")
+               f"({share:.0%} {whole}){where}.")
     steps = [f"Cache or parallelize stage {explained[0][0]!r}."] if explained else []
     return Finding("slow_startup", summary, signals, steps, context=context)
 
@@ -127,15 +140,18 @@ def slow_completion(ev: RunEvidence) -> Finding | None:
     share = tail / max(1e-9, end - start)
     if tail < th.completion_s or share < th.share:
         return None
+    # a few seconds of teardown (a last checkpoint, the interpreter's exit) are most of a short
+    # run: the share weighs in full once the tail is long in absolute terms too
+    material = ramp(tail, th.completion_s, 10 * th.completion_s, 0.7, 1.0)
     signals = [
-        Signal("slow_completion", ramp(share, th.share, 0.8, 0.3, 0.6), "share_after_the_last_step", "timeline",
+        Signal("slow_completion", ramp(share, th.share, 0.8, 0.3, 0.6) * material, "share_after_the_last_step", "timeline",
                f"the process ended {format_duration(tail)} after the last training step: {share:.0%} of the run", window.end),
     ]
     if tail >= 60:
         signals.append(Signal("slow_completion", ramp(tail, 60, 1800, 0.15, 0.45), "absolute_tail", "timeline",
                               f"{format_duration(tail)} after training ended", window.end))
-    explained = _stages_within(ev, window.end, end)
-    if explained and explained[0][1] >= 0.3 * tail:
+    explained = [(n, sec) for n, sec in _stages_within(ev, window.end, end) if sec >= 0.3 * tail]
+    if explained:
         name, seconds = explained[0]
         signals.append(Signal("slow_completion", ramp(seconds / tail, 0.3, 0.9, 0.15, 0.3), "a_stage_after_the_last_step",
                               "stages", f"stage {name!r} took {format_duration(seconds)} after the last step", window.end))
@@ -208,6 +224,20 @@ def data_loader_bottleneck(ev: RunEvidence) -> Finding | None:
         return None
     summary = "Compute waits on input: " + "; ".join(summary_bits) + "."
     return Finding("data_loader_bottleneck", summary, signals)
+
+
+def _before_init(ev: RunEvidence, start: float) -> float | None:
+    """How long the process ran before ``flightlog.init()`` created its run (SDK only: under
+    ``flightlog run`` the run exists before the process), None when it did not."""
+    created = ev.info.created or ev.info.started
+    if created is None or created - start < 0.05:
+        return None
+    return created - start
+
+
+def _stage_start(ev: RunEvidence, name: str, default: float) -> float:
+    stage = next((s for s in ev.stages if s.name == name), None)
+    return stage.first_start if stage is not None and stage.first_start is not None else default
 
 
 def _program_began(ev: RunEvidence, start: float, first_step: float) -> float:

@@ -13,6 +13,7 @@ import math
 from typing import Any
 
 from flightlog.diagnose.evidence import RunEvidence, Thresholds
+from flightlog.diagnose.factors import worse_text
 from flightlog.diagnose.findings import Finding
 from flightlog.diagnose.metricnames import VALIDATION, metric_direction
 from flightlog.diagnose.signals import Signal
@@ -74,7 +75,7 @@ def analyze_regression(ev: RunEvidence, baseline: RunEvidence | None, comparison
                               f"the run stopped at step {run_step}, the baseline at step {base_step}: the final values "
                               "are not from the same point of training", None))
     others = f" ({len(worse) - 1} more metric(s) worse too)" if len(worse) > 1 else ""
-    summary = (f"{top['name']} ended at {top['run']:.4g}, {top['worse']:.0%} worse than the baseline's {top['baseline']:.4g} "
+    summary = (f"{top['name']} ended at {top['run']:.4g}, {_worse(top)} than the baseline's {top['baseline']:.4g} "
                f"({top['direction']} is better){others}.")
     steps = ["Compare what changed since the baseline (params, code, packages, inputs) in the baseline section of this report.",
              f"If {top['name']} is better {'higher' if top['direction'] == 'lower' else 'lower'}, state it in the project's "
@@ -83,8 +84,12 @@ def analyze_regression(ev: RunEvidence, baseline: RunEvidence | None, comparison
 
 
 def _detail(r: dict[str, Any], base_id: str) -> str:
-    return (f"final {r['name']} {r['baseline']:.4g} → {r['run']:.4g}: {r['worse']:.0%} worse "
+    return (f"final {r['name']} {r['baseline']:.4g} → {r['run']:.4g}: {_worse(r)} "
             f"({r['direction']} is better; baseline {base_id})")
+
+
+def _worse(r: dict[str, Any]) -> str:
+    return worse_text(r["run"], r["baseline"], r["direction"], r["worse"])
 
 
 def _last_time(ev: RunEvidence, name: str) -> float | None:

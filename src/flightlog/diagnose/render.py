@@ -37,7 +37,8 @@ def render_diagnosis(report: dict[str, Any], out: Console) -> None:
         how = base.get("reason") or "given with --baseline"
         out.print(f"[dim]baseline {escape(base['baseline'])} ({escape(how)})[/]")
     else:
-        out.print("[dim]no baseline: no earlier successful run of this project and name (pass --baseline RUN)[/]")
+        out.print("[dim]no baseline: no run pinned (--tag baseline=true), none earlier of this name, none comparable "
+                  "(same script, same param keys) that succeeded unflagged (pass --baseline RUN)[/]")
     findings = report["findings"]
     leads = [f for f in findings if f["confidence"] >= _LEAD]
     hints = [f for f in findings if f["confidence"] < _LEAD]
@@ -65,9 +66,16 @@ def render_diagnosis(report: dict[str, Any], out: Console) -> None:
             for link in e.get("links") or []:
                 out.print(f"    [dim]{escape(link)}[/]")
     rs = report.get("rightsizing")
-    if rs:
+    if rs and _has_advice(rs):
         out.print("\n[bold]rightsizing[/]")
         _rightsizing_lines(rs, out)
+    elif rs:  # nothing to recommend: one line that says why, not a section of "no recommendation" lines
+        why = (rs.get("evidence") or {}).get("reason") or "no resource samples to go on"
+        out.print(f"\n[dim]rightsizing: nothing to recommend ({escape(why)})[/]")
+
+
+def _has_advice(rs: dict[str, Any]) -> bool:
+    return bool(rs["memory"].get("recommended_bytes") or rs["cpu"].get("recommended_cores") or rs.get("gpu") or rs.get("flags"))
 
 
 def _finding(out: Console, index: int, f: dict[str, Any], *, full: bool) -> None:
@@ -93,8 +101,9 @@ def render_comparison(cmp: dict[str, Any], out: Console) -> None:
     lines = differences_text(cmp)
     if not lines:
         out.print("[green]no differences in params, code, packages, environment, inputs, stages, resources or metrics[/]")
-    for line in lines:
-        out.print(f"  {escape(line)}")
+    headline = len(cmp.get("nonfinite_metrics") or [])  # the first lines: metrics that went NaN or inf
+    for i, line in enumerate(lines):
+        out.print(f"  [bold red]{escape(line)}[/]" if i < headline else f"  {escape(line)}")
     counts = ", ".join(f"{k} {v}" for k, v in cmp["differences"].items() if v)
     if counts:
         out.print(f"[dim]differences: {counts}[/]")

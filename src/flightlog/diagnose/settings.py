@@ -15,6 +15,7 @@ the alert rules. Settings under ``defaults`` apply to every project; those under
         higher_is_better: [dice, "val/*iou*"]    # metric names or globs (metric_regressed)
         lower_is_better: [wer]
         metric_regression: 0.05                  # report a final metric 5 % worse than the baseline's
+        baseline: 3f2a9c                         # the run every diagnosis of the project compares with
 
 A file that is not valid stops the diagnosis with every problem, naming the file and the key
 (as the runbook does): a typo must not silently fall back to a default.
@@ -33,11 +34,14 @@ from flightlog.diagnose.evidence import Thresholds
 from flightlog.diagnose.runbook import config_files
 from flightlog.errors import InvalidInput
 
-__all__ = ["FILE_NAME", "HOME_FILE_NAME", "settings_files", "load_thresholds", "thresholds_for", "parse_settings"]
+__all__ = ["FILE_NAME", "HOME_FILE_NAME", "settings_files", "load_thresholds", "thresholds_for", "parse_settings",
+           "pinned_baseline", "BASELINE_KEY"]
 
 FILE_NAME = "flightlog.diagnose.yaml"
 HOME_FILE_NAME = "diagnose.yaml"
 _FIELDS = {f.name: f for f in dataclasses.fields(Thresholds)}
+#: not a threshold: the run (id or unique prefix) a project pins as every diagnosis's baseline
+BASELINE_KEY = "baseline"
 _SECTIONS = {"defaults", "projects"}
 
 
@@ -50,6 +54,20 @@ def load_thresholds(project: str | None, home: str | os.PathLike[str] | None = N
                     cwd: str | os.PathLike[str] | None = None) -> Thresholds:
     """The thresholds for ``project``: the built-in defaults, then each file's ``defaults``,
     then each file's section for the project."""
+    overrides = _merged(project, home, cwd)
+    overrides.pop(BASELINE_KEY, None)
+    return dataclasses.replace(Thresholds(), **overrides)
+
+
+def pinned_baseline(project: str | None, home: str | os.PathLike[str] | None = None,
+                    cwd: str | os.PathLike[str] | None = None) -> str | None:
+    """The run the settings pin as ``project``'s baseline (``baseline: RUN``), None without one."""
+    value = _merged(project, home, cwd).get(BASELINE_KEY)
+    return str(value) if value else None
+
+
+def _merged(project: str | None, home: str | os.PathLike[str] | None, cwd: str | os.PathLike[str] | None) -> dict[str, Any]:
+    """Every file's ``defaults``, then every file's section for ``project`` (later wins)."""
     overrides: dict[str, Any] = {}
     parsed = []
     for path in settings_files(home, cwd):
@@ -62,7 +80,7 @@ def load_thresholds(project: str | None, home: str | os.PathLike[str] | None = N
         overrides.update(doc.get("defaults", {}))
     for doc in parsed:
         overrides.update(doc.get("projects", {}).get(project or "", {}))
-    return dataclasses.replace(Thresholds(), **overrides)
+    return overrides
 
 
 def thresholds_for(reader: Any, project: str | None, cwd: str | os.PathLike[str] | None = None) -> Thresholds:
@@ -106,9 +124,15 @@ def _section(section: Any, where: str, source: str, errors: list[str]) -> dict[s
         return {}
     out: dict[str, Any] = {}
     for key, value in section.items():
+        if key == BASELINE_KEY:
+            if isinstance(value, (str, int)) and not isinstance(value, bool) and str(value).strip():
+                out[BASELINE_KEY] = str(value).strip()
+            else:
+                errors.append(f"{source}: {where}.{key}: expected a run id or unique prefix, got {value!r}")
+            continue
         field = _FIELDS.get(str(key))
         if field is None:
-            errors.append(f"{source}: {where}.{key}: unknown setting (settings: {', '.join(sorted(_FIELDS))})")
+            errors.append(f"{source}: {where}.{key}: unknown setting (settings: {', '.join(sorted([*_FIELDS, BASELINE_KEY]))})")
             continue
         converted = _convert(value, field.default)
         if converted is None:

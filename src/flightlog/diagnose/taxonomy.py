@@ -1,8 +1,10 @@
 """The diagnosis taxonomy of docs/architecture.md: category names, the kind of problem each one is, and
 what a person should do first. Every other module of the package speaks these names.
 
-That list is fixed; flightlog's own extensions (``EXTENSIONS``: ``metric_regressed``)
-come after it and are documented in docs/troubleshooting.md."""
+That list is fixed, with ``loss_divergence`` added next to ``loss_plateau`` (issue 23: an
+exploding loss is its own problem, not a plateau); flightlog's own extensions
+(``EXTENSIONS``: ``metric_regressed``) come after it and are documented in
+docs/troubleshooting.md."""
 
 from __future__ import annotations
 
@@ -36,6 +38,7 @@ KIND_OF: Final[dict[str, str]] = {
     "code_error": "software",
     "nan_loss": "software",
     "loss_plateau": "software",
+    "loss_divergence": "software",
     "data_loader_bottleneck": "performance",
     "slow_startup": "performance",
     "queue_wait": "performance",
@@ -81,6 +84,7 @@ TITLE: Final[dict[str, str]] = {
     "code_error": "an error in the workload's code",
     "nan_loss": "a loss or metric became NaN or infinite",
     "loss_plateau": "the monitored metric stopped improving",
+    "loss_divergence": "the loss exploded instead of converging",
     "data_loader_bottleneck": "compute waits on input data",
     "slow_startup": "slow start before the first step",
     "queue_wait": "long wait in the queue",
@@ -146,6 +150,10 @@ NEXT_STEPS: Final[dict[str, tuple[str, ...]]] = {
     "loss_plateau": (
         "Try a learning-rate schedule or a different learning rate; check that the data is shuffled and labels are right.",
         "Stop earlier: the remaining steps did not improve the metric.",
+    ),
+    "loss_divergence": (
+        "Lower the learning rate (by 10× to start), add gradient clipping or a warm-up; compare the params with a run that converged.",
+        "Check the initialisation and the input scale (normalised features, no extreme values) of the first steps.",
     ),
     "data_loader_bottleneck": (
         "Load data in parallel (more data-loader workers, prefetching, pinned memory) or cache decoded data.",

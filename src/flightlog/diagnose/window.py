@@ -58,7 +58,11 @@ def training_window(ev: RunEvidence) -> Window | None:
     if series:
         start = min(m.first_time for m in series if m.first_time is not None)
         end = max(m.last_time for m in series if m.last_time is not None)
-        return Window(start, end, "metrics")
+        # a step is logged after it ran: the first batch's own stages (a framework's
+        # train_step, its data_loading) are training, not start-up
+        batches = [s.first_start for s in ev.stages if s.count >= STEP_SERIES_MIN and s.first_start is not None
+                   and (is_compute_stage(s.name) or is_data_stage(s.name)) and s.first_start <= start]
+        return Window(min([start, *batches]), end, "metrics")
     compute = [s for s in ev.stages if is_compute_stage(s.name) and s.count >= STEP_SERIES_MIN]
     if compute:
         starts = [s.first_start for s in compute if s.first_start is not None]

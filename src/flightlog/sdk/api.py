@@ -302,12 +302,28 @@ def _process_start() -> float:
     pid = os.getpid()
     if _started is None or _started[0] != pid:
         try:
-            import psutil
-
-            _started = (pid, float(psutil.Process().create_time()))
+            _started = (pid, _start_time())
         except Exception:
             return time.time()
     return _started[1]
+
+
+def _start_time() -> float:
+    """When this process started, on the clock of the run's own stamps (``time.time()``): now
+    minus its age, both read from the kernel's boot-relative clock. psutil's ``create_time``
+    adds the boot time instead, which /proc/stat gives in whole seconds and which drifts from
+    the wall clock as NTP corrects it: start-up measured with it was off by up to seconds."""
+    try:
+        with open("/proc/self/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        with open("/proc/uptime", "rb") as f:
+            uptime = float(f.read().split()[0])
+        age = uptime - int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22, starttime, in clock ticks
+        return time.time() - max(0.0, age)
+    except (OSError, ValueError, IndexError):  # not Linux
+        import psutil
+
+        return float(psutil.Process().create_time())
 
 
 def _forget(run: Run) -> None:
