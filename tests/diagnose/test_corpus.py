@@ -1,7 +1,7 @@
 """The diagnosis against real failure messages quoted from public issue trackers (PyTorch, NCCL,
 Hugging Face, DeepSpeed, fairseq, Optuna, Ray, TensorFlow/Keras, XGBoost, LightGBM, scikit-learn,
 pandas, Kubernetes, Slurm, database clients, AWS, Google Cloud, Azure, W&B, MLflow): see
-``corpus/README.md``. The corpus is split once into ``dev.yaml`` (rules are tuned on it) and
+``tests/diagnose/corpus/README.md``. The corpus is split once into ``dev.yaml`` (rules are tuned on it) and
 ``heldout.yaml`` (only scored); the held-out thresholds are the bar of issue 23."""
 
 from __future__ import annotations

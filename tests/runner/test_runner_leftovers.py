@@ -115,17 +115,18 @@ def test_the_workload_and_a_scrubbed_setsid_daemon_die_with_a_killed_runner(home
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the keeper is Linux only")
 @pytest.mark.embedded_only("process handling is the runner's, whatever the transport")
 def test_a_run_that_ends_leaves_no_keeper_behind(home: Path) -> None:
-    before = {p.pid for p in psutil.process_iter() if _is_keeper(p)}
-    cli(home, "run", "--project", "t", "--", PY, "-c", "print('ok')", timeout=60)
-    assert {p.pid for p in psutil.process_iter() if _is_keeper(p)} <= before
+    run_id = os.urandom(16).hex()  # the keepers of this run only: other tests' runs may have theirs now
+    cli(home, "run", "--project", "t", "--run-id", run_id, "--", PY, "-c", "print('ok')", timeout=60)
+    assert [p.pid for p in psutil.process_iter() if _is_keeper(p, run_id)] == []
 
 
-def _is_keeper(proc: psutil.Process) -> bool:
+def _is_keeper(proc: psutil.Process, run_id: str) -> bool:
     try:
         cmd = proc.cmdline()
     except psutil.Error:
         return False
-    return len(cmd) > 4 and cmd[1:4] == ["-I", "-S", "-c"] and "os.read(0, 1)" in cmd[4]
+    return (len(cmd) > 4 and cmd[1:4] == ["-I", "-S", "-c"] and "os.read(0, 1)" in cmd[4]
+            and f"FLIGHTLOG_RUN_ID={run_id}" in cmd[5:])
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the keeper is Linux only")

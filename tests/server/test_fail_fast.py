@@ -73,7 +73,7 @@ def test_init_raises_at_once_when_the_token_cannot_write_the_project(
 
 
 def test_init_with_a_token_of_the_project_records_as_before(srv: RunningServer, clean_env: Path, tmp_path: Path) -> None:
-    env = child_env(clean_env, FLIGHTLOG_URL=srv.url, FLIGHTLOG_TOKEN=srv.token("writer", "b"))
+    env = child_env(clean_env, FLIGHTLOG_QUIET="1", FLIGHTLOG_URL=srv.url, FLIGHTLOG_TOKEN=srv.token("writer", "b"))
     proc = run_script(clean_env, QUICK_JOB, env=env)
     assert proc.stderr == "" and runs_on(srv, tmp_path / 'reader') == ["b"]
 
@@ -83,7 +83,7 @@ def test_an_unknown_token_keeps_the_run_in_the_journal_with_one_warning_and_no_r
 ) -> None:
     """A token the server does not know may be a server restored from a backup: the job goes on,
     journal-only, told once; nothing is sent again, and `flightlog sync` with a good token ships it."""
-    env = child_env(clean_env, FLIGHTLOG_URL=srv.url, FLIGHTLOG_TOKEN="flt_000000000000_wrong",
+    env = child_env(clean_env, FLIGHTLOG_QUIET="1", FLIGHTLOG_URL=srv.url, FLIGHTLOG_TOKEN="flt_000000000000_wrong",
                     FLIGHTLOG_FLUSH_INTERVAL="0.05")
     job = QUICK_JOB.replace('run.log({"loss": 0.5})', 'run.log({"loss": 0.5})\nimport time; time.sleep(1)')
     started = time.monotonic()
@@ -124,7 +124,7 @@ def test_a_refused_first_connection_is_journal_only_at_once_with_one_warning_and
     srv: RunningServer, clean_env: Path, tmp_path: Path
 ) -> None:
     down = f"http://127.0.0.1:{closed_port()}"
-    env = child_env(clean_env, FLIGHTLOG_URL=down, FLIGHTLOG_TOKEN=srv.token("writer", "b"))
+    env = child_env(clean_env, FLIGHTLOG_QUIET="1", FLIGHTLOG_URL=down, FLIGHTLOG_TOKEN=srv.token("writer", "b"))
     started = time.monotonic()
     proc = run_script(clean_env, QUICK_JOB, env=env)
     took = time.monotonic() - started
@@ -225,7 +225,7 @@ def test_a_token_revoked_during_the_run_is_said_once_and_not_retried(
 
     secret = srv.token("writer", "b")
     flag = tmp_path / "revoked"
-    env = child_env(clean_env, FLIGHTLOG_URL=srv.url, FLIGHTLOG_TOKEN=secret, FLIGHTLOG_FLUSH_INTERVAL="0.02",
+    env = child_env(clean_env, FLIGHTLOG_QUIET="1", FLIGHTLOG_URL=srv.url, FLIGHTLOG_TOKEN=secret, FLIGHTLOG_FLUSH_INTERVAL="0.02",
                     REVOKED_FLAG=str(flag))
     writer = subprocess.Popen([sys.executable, "-c", textwrap.dedent(REVOKED)], env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

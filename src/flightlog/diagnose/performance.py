@@ -16,6 +16,7 @@ from flightlog.diagnose.signals import Signal
 from flightlog.diagnose.window import (
     cpu_percent_between,
     gpu_percent_between,
+    host_busy_between,
     is_compute_stage,
     is_data_stage,
     is_runner_stage,
@@ -26,6 +27,10 @@ from flightlog.diagnose.window import (
 from flightlog.timefmt import format_duration, format_size, iso
 
 __all__ = ["analyze_performance", "queue_wait", "slow_startup", "slow_completion", "data_loader_bottleneck"]
+
+#: host CPUs at least this busy (0..1 of every core) while a tree used little CPU: the tree was
+#: starved by other processes (a shared machine, a parallel test run), not waiting for input
+HOST_SATURATED = 0.9
 
 
 def analyze_performance(ev: RunEvidence) -> list[Finding]:
@@ -177,6 +182,9 @@ def data_loader_bottleneck(ev: RunEvidence) -> Finding | None:
     th = ev.thresholds
     signals: list[Signal] = []
     summary_bits: list[str] = []
+    cpu, n_cpu = cpu_percent_between(ev, window.start, window.end)
+    busy = host_busy_between(ev, window.start, window.end) if cpu is not None and cpu < th.idle_cpu_percent else None
+    starved = busy is not None and busy >= HOST_SATURATED  # other processes had the CPUs, not idle
     data = [s for s in ev.stages if is_data_stage(s.name) and s.count >= 3]
     compute = [s for s in ev.stages if is_compute_stage(s.name) and s.count >= 3]
     if data:
@@ -188,6 +196,8 @@ def data_loader_bottleneck(ev: RunEvidence) -> Finding | None:
             top = max(data, key=lambda s: s.total)
             versus = f" against {format_duration(compute_total)} in {', '.join(repr(s.name) for s in compute)}" if compute else " of the training window"
             material = ramp(data_total, 0.1, 1.0, 0.6, 1.0)  # a share of milliseconds is not a problem yet
+            if starved:  # the stages' wall times mostly measure waiting for a CPU: half the weight
+                material *= 0.5
             signals.append(Signal("data_loader_bottleneck", ramp(share, th.data_share, 0.9, 0.45, 0.8) * material, "data_stage_share_of_step_time",
                                   "stages", f"stage {top.name!r}: {top.count} spans, {format_duration(top.total)} in all "
                                   f"(mean {format_duration(top.mean)}){versus}: {share:.0%} of step time waits on data",
@@ -195,12 +205,15 @@ def data_loader_bottleneck(ev: RunEvidence) -> Finding | None:
             summary_bits.append(f"{share:.0%} of step time is spent in data stage {top.name!r}")
         elif compute:
             return None  # stages say the loader keeps up
-    cpu, n_cpu = cpu_percent_between(ev, window.start, window.end)
     gpu, n_gpu = gpu_percent_between(ev, window.start, window.end)
     idle_bits = []
     if gpu is not None and gpu < th.idle_gpu_percent:
         idle_bits.append(f"the GPU averaged {gpu:.0f}% utilization")
-    if cpu is not None and cpu < th.idle_cpu_percent:
+    if starved and cpu is not None and busy is not None:
+        signals.append(Signal("data_loader_bottleneck", 0.0, "host_cpu_saturated", "resources",
+                              f"the process tree used {cpu:.0f}% of one CPU core while the host's CPUs were "
+                              f"{busy:.0%} busy: it waited for a CPU, not for input", window.start))
+    elif cpu is not None and cpu < th.idle_cpu_percent:
         idle_bits.append(f"the process tree used {cpu:.0f}% of one CPU core")
     if idle_bits and (gpu is None or gpu < th.idle_gpu_percent):
         weight = 0.3 if signals else 0.35

@@ -109,6 +109,24 @@ def cpu_percent_between(ev: RunEvidence, start: float, end: float) -> tuple[floa
     return None, 0
 
 
+def host_busy_between(ev: RunEvidence, start: float, end: float) -> float | None:
+    """How busy the host's CPUs were over [start, end], 0..1 of every core, from the cumulative
+    ``host_cpu_*_seconds`` of the samples nearest the interval; None without two of them."""
+    counted = [s for s in ev.resources if s.get("time") is not None
+               and isinstance(s.get("host_cpu_seconds"), (int, float)) and isinstance(s.get("host_cpu_busy_seconds"), (int, float))]
+    before = [s for s in counted if s["time"] <= start + 0.05]
+    after = [s for s in counted if s["time"] >= start]
+    a = before[-1] if before else after[0] if after else None
+    later = [s for s in counted if a is not None and a["time"] < s["time"] <= end + 0.5]
+    if a is None or not later:
+        return None
+    b = later[-1]
+    total = b["host_cpu_seconds"] - a["host_cpu_seconds"]
+    if total <= 0:
+        return None
+    return min(1.0, max(0.0, (b["host_cpu_busy_seconds"] - a["host_cpu_busy_seconds"]) / total))
+
+
 def gpu_percent_between(ev: RunEvidence, start: float, end: float) -> tuple[float | None, int]:
     """Average utilization of the busiest GPU over [start, end]; None without GPU samples."""
     values: list[float] = []

@@ -7,7 +7,8 @@ across samples) and reads each process's counters once (``Process.oneshot``).
 
 Per tree: cpu_percent, cpu_seconds, rss_bytes, memory_percent, threads, procs, open_files,
 disk_read_bytes / disk_write_bytes. Host-wide: net_sent_bytes / net_recv_bytes (per-process
-network bytes need eBPF or a network namespace; Linux has no per-process counter), host memory.
+network bytes need eBPF or a network namespace; Linux has no per-process counter), host memory,
+host CPU seconds (busy and in all, every core).
 Slow (every ``slow_interval`` seconds): workdir_bytes. The field reference is docs/resources.md.
 
 A process that vanishes, turns zombie or denies access mid-sample is skipped (or its denied
@@ -183,6 +184,7 @@ class ProcessTreeSampler:
             "net_recv_bytes": net.bytes_recv if net is not None else None,
             "host_memory_total": vm.total,
             "host_memory_available": vm.available,
+            **_host_cpu(),
             **self._cgroup_fields(),
             "gpus": self._gpu.read(pids),
         }
@@ -190,3 +192,16 @@ class ProcessTreeSampler:
             self._last_slow = wall
             sample.update(self._slow_fields())
         return sample
+
+
+def _host_cpu() -> dict[str, float]:
+    """The host's CPU seconds so far, all cores together, busy and in all: between two samples
+    they say how busy the machine was, so that a tree using little CPU on a saturated host reads
+    as starved of CPU (contention), not as idle waiting for input (diagnose/performance.py)."""
+    try:
+        times = psutil.cpu_times()
+    except Exception:  # noqa: BLE001 - a host reading never breaks a sample
+        return {}
+    total = sum(times)
+    idle = times.idle + getattr(times, "iowait", 0.0)
+    return {"host_cpu_seconds": round(total, 2), "host_cpu_busy_seconds": round(total - idle, 2)}

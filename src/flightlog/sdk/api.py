@@ -162,7 +162,7 @@ def init(
     _notebook(run, parent_id)
     shipper.register(writer)
     if not (attach or nested or (settings.quiet if quiet is None else quiet)):
-        say_where(run)
+        say_where(run, journal_only=journal_only is not None)
     if _console_wanted(console, settings, attach):
         _start_console(run)
     if resources:
@@ -170,8 +170,9 @@ def init(
     return run
 
 
-def say_where(run: Run) -> None:
-    """One line on stderr: the run, where its records go, and how to look at them."""
+def say_where(run: Run, *, journal_only: bool = False) -> None:
+    """One line on stderr: the run, where its records go, and how to look at them (with
+    ``journal_only``, a server that refused or could not be reached: the journal, for now)."""
     settings = run.settings
     short = run.id[:12]
     if settings.url:
@@ -180,8 +181,9 @@ def say_where(run: Run) -> None:
         store = settings.store_uri
         where = str(settings.home) if store.startswith("sqlite:") else f"the {store.split(':', 1)[0]} store of FLIGHTLOG_STORE (journal in {settings.home})"
         look = f"flightlog ui, or flightlog runs show {run.id[:8]}"
-    if settings.mode == "offline":
-        where, look = f"the journal in {settings.home} (offline)", "flightlog sync, then flightlog runs show " + run.id[:8]
+    if settings.mode == "offline" or journal_only:
+        why = "offline" if settings.mode == "offline" else "until the server answers"
+        where, look = f"the journal in {settings.home} ({why})", "flightlog sync, then flightlog runs show " + run.id[:8]
     warn(f"run {short} in project {run.project} → {where} (look: {look})")
 
 
