@@ -123,7 +123,7 @@ def create_app(config: ServerConfig, *, store: ServerStore | None = None) -> Fli
     ]
     routes += ui_routes()  # the web UI at / (after the API, so /api/... keeps its own answers)
     starlette = Starlette(routes=routes, exception_handlers={HTTPException: _http_error}, lifespan=lifespan)
-    from flightlog import __version__
+    from flightlog._version import __version__
 
     starlette.state.openapi = openapi_document(OPERATIONS, version=__version__)
     starlette.state.flightlog = state
