@@ -33,6 +33,7 @@ from flightlog.diagnose.signals import Signal
 from flightlog.diagnose.taxonomy import FAILURE_CATEGORIES
 from flightlog.errors import InvalidInput
 from flightlog.models import RunInfo
+from flightlog.plugins import features
 
 if TYPE_CHECKING:
     from flightlog.diagnose.reader import Reader
@@ -133,7 +134,7 @@ def diagnose_run(
             ctx.comparison = compare_evidence(ev, ctx.baseline, chosen="automatic")
             ctx.comparison["reason"] = (f"picked automatically: the most recent successful run of project "
                                         f"{info.project!r} and name {info.name!r}")
-    for analyzer in ANALYZERS:
+    for analyzer in (*ANALYZERS, *features().diagnosis_analyzers()):  # the built-in ones, then the features'
         ctx.findings.extend(analyzer(ctx))
     findings = _secondary(info, merge_findings(ctx.findings))
     kind = _kind(info, findings)
