@@ -114,3 +114,20 @@ def test_the_feature_adds_a_diagnosis_analyzer(installed: Path, tmp_path: Path) 
     without = _flightlog(tmp_path, None, "diagnose", run_id, "--format", "json")
     assert without.returncode == 0, without.stderr
     assert "example_suspicious" not in {f["category"] for f in json.loads(without.stdout)["findings"]}
+
+
+def test_a_broken_feature_is_reported_and_left_out(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    dist = site / "flightlog_broken-0.1.dist-info"  # what an installed package whose module is gone leaves
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: flightlog-broken\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[flightlog]\nbroken = flightlog_broken_gone.feature\n")
+    listing = _flightlog(tmp_path, site, "--help")
+    assert listing.returncode == 0, listing.stderr
+    assert "runs" in listing.stdout and "diagnose" in listing.stdout
+    assert "flightlog: warning: the feature 'broken' (flightlog_broken_gone.feature) was left out" in listing.stderr
+    assert "ModuleNotFoundError" in listing.stderr
+    # a core command never loads the table, so it is not even slowed by the broken package
+    core = _flightlog(tmp_path, site, "runs", "ls", "--format", "json")
+    assert core.returncode == 0, core.stderr
+    assert core.stderr == ""
