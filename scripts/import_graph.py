@@ -17,7 +17,9 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import re
 import sys
+import tomllib
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -25,26 +27,25 @@ from pathlib import Path
 
 ROOT = "flightlog"
 
-# The layer order of docs/architecture.md (and of pyproject.toml's layers contract), lowest first; a package may import its own layer
-# and the ones below it. The top-level modules (flightlog.records, flightlog.errors, ...) are
-# the vocabulary, at the bottom.
-# ``flightlog`` itself (its ``__init__``, the public API, and ``__main__``) sits on top.
-LAYERS: tuple[tuple[str, ...], ...] = (
-    ("<vocabulary>",),
-    ("capture", "resources", "query"),
-    ("journal",),
-    ("store",),
-    ("transport",),
-    ("client",),
-    ("sdk",),
-    ("runner",),
-    ("diagnose", "alerts", "data"),
-    ("pipeline", "sweeps"),
-    ("server",),
-    ("integrations", "mlflow_compat", "importers", "export"),
-    ("cli",),
-    ("<public>",),
-)
+_VOCABULARY = "<vocabulary>"
+
+
+def read_layers(pyproject: Path) -> tuple[tuple[str, ...], ...]:
+    """The layer order of the ``layers`` contract in pyproject.toml, lowest first.
+
+    Read from the contract rather than written here again, so that the figures and the check
+    cannot disagree. The row of top-level modules becomes ``<vocabulary>``; ``flightlog``
+    itself (its ``__init__``, the public API, and ``__main__``) sits on top as ``<public>``."""
+    config = tomllib.loads(pyproject.read_text(encoding="utf-8"))["tool"]["importlinter"]
+    contract = next(c for c in config["contracts"] if c["type"] == "layers")
+    layers: list[tuple[str, ...]] = []
+    for row in reversed(contract["layers"]):
+        names = tuple(name.strip() for name in re.split(r"[|:]", row))
+        layers.append(names if any(_is_package(n) or n in _MODULE_LAYER for n in names) else (_VOCABULARY,))
+    return (*layers, ("<public>",))
+
+
+LAYERS: tuple[tuple[str, ...], ...] = ()
 
 # top-level modules that are not vocabulary: they sit with a layer of their own
 _MODULE_LAYER = {"client": "client", "mlflow_compat": "mlflow_compat"}
@@ -68,7 +69,7 @@ def package_of(module: str) -> str:
         return "<public>"
     head = parts[1]
     if len(parts) == 2 and head not in _MODULE_LAYER and not _is_package(head):
-        return "<vocabulary>"
+        return _VOCABULARY
     return _MODULE_LAYER.get(head, head)
 
 
@@ -83,7 +84,7 @@ def layer_index(package: str) -> int:
     for index, names in enumerate(LAYERS):
         if package in names:
             return index
-    raise KeyError(f"package {package!r} is in no layer of scripts/import_graph.py's LAYERS")
+    raise KeyError(f"package {package!r} is in no layer of the layers contract (pyproject.toml)")
 
 
 def modules(src: Path) -> dict[str, Path]:
@@ -182,35 +183,65 @@ def two_cycles(edges: dict[str, set[str]]) -> list[tuple[str, str]]:
     return sorted((a, b) for a in edges for b in edges[a] if a < b and a in edges.get(b, ()))
 
 
-def measure(src: Path) -> dict[str, object]:
+def read_exceptions(pyproject: Path) -> list[tuple[re.Pattern[str], re.Pattern[str]]]:
+    """The layers contract's ``ignore_imports``, as (importer, imported) patterns."""
+    config = tomllib.loads(pyproject.read_text(encoding="utf-8"))["tool"]["importlinter"]
+    contract = next(c for c in config["contracts"] if c["type"] == "layers")
+
+    def pattern(expr: str) -> re.Pattern[str]:
+        parts = [".+" if p == "**" else "[^.]+" if p == "*" else re.escape(p) for p in expr.strip().split(".")]
+        return re.compile(r"\.".join(parts) + "$")
+
+    return [(pattern(a), pattern(b)) for a, b in (line.split("->") for line in contract.get("ignore_imports", []))]
+
+
+def measure(src: Path, pyproject: Path) -> dict[str, object]:
+    global LAYERS
     found = modules(src)
     _PACKAGES.update(name.split(".")[1] for name, path in found.items()
                      if path.name == "__init__.py" and name.count(".") == 1)
     known = set(found)
+    LAYERS = read_layers(pyproject)  # after _PACKAGES: it tells packages from vocabulary modules
+    exceptions = read_exceptions(pyproject)
     # one import per (importer, imported, where): `from x import a, b` is one import of x
     unique = {(imp.source, imp.target, imp.in_function, imp.guarded): imp
               for name, path in found.items() for imp in _imports(name, path, known)}
     imports = list(unique.values())
     runtime = [imp for imp in imports if not imp.guarded]
     package_edges: dict[str, set[str]] = defaultdict(set)
+    allowed_edges: dict[str, set[str]] = defaultdict(set)  # without the contract's exceptions
     upward: list[Import] = []
+    public: list[Import] = []
     for imp in runtime:
         a, b = package_of(imp.source), package_of(imp.target)
         if a == b:
             continue
         package_edges[a].add(b)
+        listed = any(x.match(imp.source) and y.match(imp.target) for x, y in exceptions)
+        if imp.target == ROOT:
+            public.append(imp)  # `import flightlog` inside the package: outside the layers, as for import-linter
+            continue
+        if not listed and imp.source != ROOT:
+            allowed_edges[a].add(b)
         if layer_index(b) > layer_index(a):
             upward.append(imp)
     hidden = [imp for imp in runtime if imp.in_function]
     cross_hidden = [imp for imp in hidden if package_of(imp.source) != package_of(imp.target)]
     package_cycles = cycles(package_edges)
+    unlisted = [imp for imp in upward
+                if imp.source != ROOT and not any(a.match(imp.source) and b.match(imp.target) for a, b in exceptions)]
+    remaining_cycles = cycles(allowed_edges)
     return {
         "modules": len(found),
         "imports": len(runtime),
         "packages": len({package_of(name) for name in found}),
         "package_cycles": package_cycles,
         "package_pairs_in_cycles": two_cycles(package_edges),
+        "package_cycles_without_the_exceptions": remaining_cycles,
+        "imports_of_the_public_api_inside_the_package": [f"{i.source}:{i.line}" for i in sorted(public, key=_key)],
         "upward_imports": [f"{i.source}:{i.line} -> {i.target}" for i in sorted(upward, key=_key)],
+        "upward_imports_not_in_the_contract": [f"{i.source}:{i.line} -> {i.target}" for i in sorted(unlisted, key=_key)],
+        "exceptions_in_the_layers_contract": len(exceptions),
         "function_level_imports": len(hidden),
         "function_level_imports_across_packages": len(cross_hidden),
     }
@@ -223,10 +254,12 @@ def _key(imp: Import) -> tuple[str, int]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--src", type=Path, default=Path(__file__).resolve().parent.parent / "src")
+    parser.add_argument("--pyproject", type=Path, default=Path(__file__).resolve().parent.parent / "pyproject.toml",
+                        help="where the layers contract is (to measure another checkout against this one's layers)")
     parser.add_argument("--list", action="store_true", help="list each cycle and upward import")
     parser.add_argument("--json", action="store_true", help="one JSON document")
     args = parser.parse_args(argv)
-    figures = measure(args.src)
+    figures = measure(args.src, args.pyproject)
     if args.json:
         print(json.dumps(figures, indent=2))
         return 0
@@ -239,7 +272,16 @@ def main(argv: list[str] | None = None) -> int:
     print(f"packages (layer-diagram boxes):        {figures['packages']}")
     print(f"package cycles (strong components):    {len(cyc)}  ({sum(len(c) for c in cyc)} packages in them)")
     print(f"package pairs importing each other:    {len(pairs)}")
+    remaining = figures["package_cycles_without_the_exceptions"]
+    public = figures["imports_of_the_public_api_inside_the_package"]
+    assert isinstance(remaining, list) and isinstance(public, list)
+    print(f"  cycles left without the exceptions:  {len(remaining)}")
+    print(f"`import flightlog` inside the package: {len(public)}")
     print(f"upward imports (against the layers):   {len(up)}")
+    unlisted = figures["upward_imports_not_in_the_contract"]
+    assert isinstance(unlisted, list)
+    print(f"  of them not listed in the contract:  {len(unlisted)}")
+    print(f"exceptions in the layers contract:     {figures['exceptions_in_the_layers_contract']}")
     print(f"function-level imports:                {figures['function_level_imports']}")
     print(f"  of them across packages:             {figures['function_level_imports_across_packages']}")
     if args.list:
@@ -249,6 +291,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"pair:  {a} <-> {b}")
         for line in up:
             print("up:   ", line)
+        for line in unlisted:
+            print("unlisted:", line)
     return 0
 
 
