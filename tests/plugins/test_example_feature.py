@@ -121,12 +121,19 @@ def test_a_broken_feature_is_reported_and_left_out(tmp_path: Path) -> None:
     dist = site / "flightlog_broken-0.1.dist-info"  # what an installed package whose module is gone leaves
     dist.mkdir(parents=True)
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: flightlog-broken\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text("[flightlog]\nbroken = flightlog_broken_gone.feature\n")
+    (dist / "entry_points.txt").write_text("[flightlog]\nbroken = flightlog_broken_gone.feature\n"
+                                           "raises = flightlog_raises\n")
+    # and a feature that loads but whose hook raises
+    (site / "flightlog_raises.py").write_text(
+        "from flightlog.plugins import hookimpl\n\n\n@hookimpl\ndef flightlog_cli_commands():\n"
+        "    raise RuntimeError('this feature is broken')\n")
     listing = _flightlog(tmp_path, site, "--help")
     assert listing.returncode == 0, listing.stderr
     assert "runs" in listing.stdout and "diagnose" in listing.stdout
     assert "flightlog: warning: the feature 'broken' (flightlog_broken_gone.feature) was left out" in listing.stderr
     assert "ModuleNotFoundError" in listing.stderr
+    assert ("flightlog: warning: the feature 'raises' (flightlog_cli_commands) was left out: "
+            "RuntimeError: this feature is broken") in listing.stderr
     # a core command never loads the table, so it is not even slowed by the broken package
     core = _flightlog(tmp_path, site, "runs", "ls", "--format", "json")
     assert core.returncode == 0, core.stderr

@@ -57,18 +57,28 @@ class Features:
         return [name for name, _ in self.manager.list_name_plugin()]
 
     def cli_commands(self) -> list[click.Command | CommandRef]:
-        return _flat(self.hook.flightlog_cli_commands())
+        return self._collect("flightlog_cli_commands")
 
     def api_operations(self) -> list[Operation]:
-        return _flat(self.hook.flightlog_api_operations())
+        return self._collect("flightlog_api_operations")
 
     def diagnosis_analyzers(self) -> list[Callable[..., Any]]:
-        return _flat(self.hook.flightlog_diagnosis_analyzers())
+        return self._collect("flightlog_diagnosis_analyzers")
 
+    def _collect(self, hook: str) -> list[Any]:
+        """Every feature's answer to an argument-less hook, flattened in registration order.
 
-def _flat(answers: Iterable[Iterable[Any] | None]) -> list[Any]:
-    # pluggy calls the last-registered implementation first; the table keeps registration order
-    return [item for answer in reversed(list(answers)) for item in (answer or ())]
+        Each implementation is called on its own, not through pluggy's all-or-nothing call,
+        so that one feature whose hook raises is reported and left out while the others
+        still count."""
+        items: list[Any] = []
+        for impl in getattr(self.hook, hook).get_hookimpls():  # registration order
+            try:
+                answer = impl.function()
+                items.extend(answer or ())
+            except Exception as exc:  # noqa: BLE001 - a broken feature is reported and left out
+                _warn(f"{impl.plugin_name!r} ({hook})", exc)
+        return items
 
 
 def _warn(what: str, exc: BaseException) -> None:
