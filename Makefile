@@ -31,6 +31,8 @@ test: install lint
 lint: install
 	$(BIN)/ruff check src tests bench examples scripts
 	$(BIN)/mypy
+	# the layer rule of docs/architecture.md ([tool.importlinter] in pyproject.toml)
+	PYTHONPATH=src $(BIN)/lint-imports --no-cache
 
 bench: install
 	$(BIN)/python bench/log_throughput.py

@@ -1,9 +1,8 @@
-"""The ``flightlog`` command."""
+"""The ``flightlog`` command: the core's commands, and each feature's from the feature table (`flightlog.plugins`)."""
 
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import sys
 from typing import Any
 
@@ -11,12 +10,40 @@ import click
 
 from flightlog.errors import FlightlogError, MissingExtra
 from flightlog.extras import install_line, missing_extra
+from flightlog.plugins import CommandRef, features
 
 __all__ = ["cli", "main"]
 
 
 class _Flightlog(click.Group):
-    """The root group: a command that needs an extra this install lacks says what to install."""
+    """The root group: the core's commands, and every feature's from the feature table.
+
+    A feature's commands are looked up only when asked for (``flightlog --help`` lists all,
+    ``flightlog diagnose`` imports diagnosis's module only), so the table costs a command of
+    the core nothing. A command that needs an extra this install lacks says what to install."""
+
+    _feature_entries: list[click.Command | CommandRef] | None = None
+
+    def _features(self) -> list[click.Command | CommandRef]:
+        if self._feature_entries is None:
+            self._feature_entries = features().cli_commands()
+        return self._feature_entries
+
+    def _add(self, entries: list[click.Command | CommandRef]) -> None:
+        for entry in entries:
+            command = _resolve(entry)
+            name = command.name or ""
+            if name not in self.commands:  # the core's commands, and the first feature's, win
+                self.add_command(command)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        self._add(self._features())
+        return super().list_commands(ctx)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands:
+            self._add([e for e in self._features() if _entry_name(e) == cmd_name])
+        return super().get_command(ctx, cmd_name)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -44,7 +71,9 @@ def cli(ctx: click.Context, home: str | None) -> None:
 
 
 def _register() -> None:
+    """The core's own commands; the features' come from the table (`_Flightlog`)."""
     from flightlog.cli.artifacts import artifacts_cmd
+    from flightlog.cli.edit import runs_edit
     from flightlog.cli.logs import logs_cmd
     from flightlog.cli.maintenance import gc_cmd, migrate_store_cmd, sync_cmd, version_cmd
     from flightlog.cli.metrics import metrics_cmd
@@ -53,39 +82,25 @@ def _register() -> None:
     for command in (runs_group, projects_cmd, logs_cmd, metrics_cmd, artifacts_cmd, sync_cmd, gc_cmd, version_cmd,
                     migrate_store_cmd):
         cli.add_command(command)
-    from flightlog.cli.edit import runs_edit
-
     runs_group.add_command(runs_edit)
-    # features that live in their own sub-packages plug their commands in here
-    for module, attr in (
-        ("flightlog.runner.cli", "run_cmd"),
-        ("flightlog.data.cli", "data_group"),
-        ("flightlog.server.cli", "server_cmd"),
-        ("flightlog.server.cli", "token_group"),
-        ("flightlog.server.ui", "ui_cmd"),
-        ("flightlog.diagnose.cli", "diagnose_cmd"),
-        ("flightlog.diagnose.cli", "compare_cmd"),
-        ("flightlog.diagnose.cli", "rightsize_cmd"),
-        ("flightlog.alerts.cli", "alerts_group"),
-        ("flightlog.importers.cli", "import_group"),
-        ("flightlog.sweeps.cli", "sweep_cmd"),
-        ("flightlog.pipeline.cli", "pipeline_group"),
-    ):
-        try:
-            if importlib.util.find_spec(module) is None:
-                continue
-        except ModuleNotFoundError:
-            continue  # that feature's package is not installed in this build
-        try:
-            command = getattr(importlib.import_module(module), attr)
-        except ModuleNotFoundError as exc:
-            # a plain install lacks the extras: the command stays listed and says what to install
-            name = attr.removesuffix("_cmd").removesuffix("_group")
-            error = missing_extra(exc, f"`flightlog {name}`")
-            if error is None:
-                raise
-            command = _needs_extra(name, error)
-        cli.add_command(command)
+
+
+def _entry_name(entry: click.Command | CommandRef) -> str | None:
+    return entry.name
+
+
+def _resolve(entry: click.Command | CommandRef) -> click.Command:
+    """A feature's command; one whose module needs a missing extra stays listed and says what to install."""
+    if isinstance(entry, click.Command):
+        return entry
+    try:
+        command: click.Command = getattr(importlib.import_module(entry.module), entry.attr)
+    except ModuleNotFoundError as exc:
+        error = missing_extra(exc, f"`flightlog {entry.name}`")
+        if error is None:
+            raise
+        return _needs_extra(entry.name, error)
+    return command
 
 
 def _needs_extra(name: str, error: MissingExtra) -> click.Command:

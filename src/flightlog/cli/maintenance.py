@@ -98,7 +98,7 @@ def gc_cmd(older_than: str | None, max_size: str | None, dry_run: bool, yes: boo
 @format_option
 def version_cmd(fmt: str) -> None:
     """flightlog's version, Python's and the store schema's."""
-    from flightlog import __version__
+    from flightlog._version import __version__
     from flightlog.store.sqlite.migrations import SCHEMA_VERSION
 
     doc = {"version": __version__, "python": platform.python_version(), "store_schema": SCHEMA_VERSION}

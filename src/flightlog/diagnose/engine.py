@@ -34,6 +34,7 @@ from flightlog.diagnose.signals import Signal
 from flightlog.diagnose.taxonomy import FAILURE_CATEGORIES
 from flightlog.errors import InvalidInput
 from flightlog.models import RunInfo
+from flightlog.plugins import features
 
 if TYPE_CHECKING:
     from flightlog.diagnose.reader import Reader
@@ -134,7 +135,7 @@ def diagnose_run(
             ctx.baseline = RunEvidence(client, picked.run, ev.thresholds)
             ctx.comparison = compare_evidence(ev, ctx.baseline, chosen="automatic")
             ctx.comparison.update(picked.to_dict())
-    for analyzer in ANALYZERS:
+    for analyzer in (*ANALYZERS, *features().diagnosis_analyzers()):  # the built-in ones, then the features'
         ctx.findings.extend(analyzer(ctx))
     findings = _divergence_first(_secondary(info, merge_findings(ctx.findings)))
     kind = _kind(info, findings)

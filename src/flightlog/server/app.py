@@ -19,7 +19,9 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp
 
+from flightlog._version import __version__
 from flightlog.errors import FlightlogError, NotFound
+from flightlog.plugins import Features
 from flightlog.server import alerts_routes
 from flightlog.server.auth import Principal, authenticate
 from flightlog.server.blobs import open_blob_store
@@ -37,7 +39,7 @@ from flightlog.server.openapi import openapi_document
 from flightlog.server.operations import Operation
 from flightlog.server.prometheus import ROUTE_KEY, Metrics, MetricsMiddleware
 from flightlog.server.responses import error_response
-from flightlog.server.routes import OPERATIONS
+from flightlog.server.routes import OPERATIONS, assemble
 from flightlog.server.storeapi import ServerStore
 from flightlog.server.ui import routes as ui_routes
 from flightlog.store.registry import open_store
@@ -96,8 +98,12 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return error_response(err, headers=dict(exc.headers or {}))
 
 
-def create_app(config: ServerConfig, *, store: ServerStore | None = None) -> FlightlogApp:
-    """The app serving ``config.store_uri`` (or ``store``); the store must have the server's extras."""
+def create_app(config: ServerConfig, *, store: ServerStore | None = None, features: Features | None = None) -> FlightlogApp:
+    """The app serving ``config.store_uri`` (or ``store``); the store must have the server's extras.
+
+    Its routes are the core's and those of the features in ``features`` (by default this
+    process's feature table, `flightlog.plugins.features`)."""
+    operations = OPERATIONS if features is None else assemble(features)
     if store is None:
         store = cast(ServerStore, open_store(config.store_uri))
     store.query_timeout = config.query_timeout
@@ -119,13 +125,11 @@ def create_app(config: ServerConfig, *, store: ServerStore | None = None) -> Fli
 
     routes = [
         Route(op.route_path, _endpoint(op, state), methods=[op.method], name=op.operation_id)
-        for op in OPERATIONS
+        for op in operations
     ]
     routes += ui_routes()  # the web UI at / (after the API, so /api/... keeps its own answers)
     starlette = Starlette(routes=routes, exception_handlers={HTTPException: _http_error}, lifespan=lifespan)
-    from flightlog import __version__
-
-    starlette.state.openapi = openapi_document(OPERATIONS, version=__version__)
+    starlette.state.openapi = openapi_document(operations, version=__version__)
     starlette.state.flightlog = state
     hosts = config.allowed_hosts if config.allowed_hosts is not None else default_allowed_hosts(auth=config.auth, bind=config.bind)
     inner = HostGuard(MetricsMiddleware(starlette, metrics), HostPolicy(hosts))

@@ -1,9 +1,13 @@
-"""The API's operations, one module per resource; ``OPERATIONS`` is all of them, in routing order."""
+"""The API's operations, one module per resource; ``OPERATIONS`` is all of them, in routing order.
+
+The core's resources are listed here; a feature's operations (diagnosis, pipelines, a
+third-party package's) come from the feature table (`flightlog.plugins`), between the core's
+and the alert routes, in the features' order.
+"""
 
 from __future__ import annotations
 
-from flightlog.diagnose import api as diagnose_api
-from flightlog.pipeline import api as pipeline_api
+from flightlog.plugins import Features, features
 from flightlog.server import alerts_routes
 from flightlog.server.operations import Operation
 from flightlog.server.routes import (
@@ -18,9 +22,9 @@ from flightlog.server.routes import (
     stream,
 )
 
-__all__ = ["OPERATIONS"]
+__all__ = ["CORE_OPERATIONS", "OPERATIONS", "assemble"]
 
-OPERATIONS: list[Operation] = [
+CORE_OPERATIONS: list[Operation] = [
     *meta.OPERATIONS,
     *access.OPERATIONS,
     *ingest.OPERATIONS,
@@ -30,7 +34,12 @@ OPERATIONS: list[Operation] = [
     *events.OPERATIONS,
     *stream.OPERATIONS,
     *artifacts.OPERATIONS,
-    *diagnose_api.OPERATIONS,
-    *pipeline_api.OPERATIONS,
-    *alerts_routes.OPERATIONS,
 ]
+
+
+def assemble(table: Features) -> list[Operation]:
+    """Every operation the server serves with the features of ``table``."""
+    return [*CORE_OPERATIONS, *table.api_operations(), *alerts_routes.OPERATIONS]
+
+
+OPERATIONS: list[Operation] = assemble(features())

@@ -1,0 +1,18 @@
+"""Sweeps as a feature: `flightlog sweep`.
+
+Its entry in the feature table (`flightlog.plugins`, docs/plugins.md): what it adds to the
+CLI, named lazily so that nothing heavy is imported before it is used.
+"""
+
+from __future__ import annotations
+
+from flightlog.plugins import CommandRef, hookimpl
+
+__all__ = ["flightlog_cli_commands"]
+
+
+@hookimpl
+def flightlog_cli_commands() -> list[CommandRef]:
+    return [
+        CommandRef("flightlog.sweeps.cli", "sweep_cmd", "sweep"),
+    ]

@@ -1,0 +1,1 @@
+"""An example flightlog feature (docs/plugins.md)."""
