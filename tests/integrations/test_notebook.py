@@ -170,3 +170,14 @@ def test_a_user_who_carries_on_after_a_cell_error_keeps_the_run_until_finish(
     assert info.status == "succeeded" and info.failure is None and info.metrics["loss"].last == pytest.approx(1 / 3)
     [error] = [e for e in _logs(home, run_id) if e["level"] == "error"]
     assert error["stream"] == "stderr" and MESSAGE in error["message"]  # the error stays on the record
+
+
+def test_a_kernel_that_shuts_down_after_an_interrupted_cell_stops_its_run(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "jupyter"))
+    notebook = _execute(tmp_path, [SETUP, TRAIN, "raise KeyboardInterrupt  # as the kernel's interrupt does"],
+                        allow_errors=True)
+    run_id = _stdout(notebook.cells[0]).split()[1]
+    info = _wait_until_ended(flightlog.Client(), run_id).run(run_id)
+    assert info.status == "stopped" and info.end_reason == "signal" and info.failure is None, info
