@@ -62,3 +62,27 @@ def test_a_load_that_stops_growing_is_not_a_leak(home: Path) -> None:
     steady trend (a straight line through a ramp and a plateau); a leak grows in both halves."""
     report = _diagnose(home, LOADS_WHILE_STEPPING_THEN_FLAT)
     assert [f for f in report["findings"] if f["category"] == "memory_leak"] == [], report["findings"]
+
+
+LOADS_THEN_TRAINS_BRIEFLY = """
+import time
+import flightlog
+chunks = []
+for _ in range(15):  # start-up: imports and data read in, then held
+    chunks.append(bytearray(8 * 1024 * 1024))
+    chunks[-1][::4096] = b"x" * len(chunks[-1][::4096])
+    time.sleep(0.08)
+run = flightlog.init()
+for step in range(20):  # a training over before the sampler takes a few samples of it
+    run.log({"loss": 1.0 / (step + 1)}, step=step)
+run.finish()
+"""
+
+
+@pytest.mark.embedded_only("the same evidence over either transport")
+def test_start_up_growth_before_a_brief_training_is_not_a_leak(home: Path) -> None:
+    """Regression: a run that recorded its steps, over too short a time for the sampler, was
+    judged over its whole life: the start-up load (scikit-learn's and scipy's imports in the
+    healthy set) read as a steady trend, "no training steps were recorded" (they were)."""
+    report = _diagnose(home, LOADS_THEN_TRAINS_BRIEFLY)
+    assert [f for f in report["findings"] if f["category"] == "memory_leak"] == [], report["findings"]

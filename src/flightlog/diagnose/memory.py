@@ -104,8 +104,12 @@ def _leak(ev: RunEvidence, label: str, t: np.ndarray, y: np.ndarray) -> Finding 
     stepped = False
     if window is not None and window.duration > 0:
         inside = (t >= window.start - 0.05) & (t <= window.end + 0.05)
-        if inside.sum() >= th.leak_min_samples:
-            t, y, stepped = t[inside], y[inside], True
+        if inside.sum() < th.leak_min_samples:
+            # steps were recorded, over too short a time for the sampler to follow: what grew
+            # before the first one is start-up (imports, data read in), loaded once, and what
+            # grew after the last one is not training; a leak grows with the steps
+            return None
+        t, y, stepped = t[inside], y[inside], True
     if t.size < th.leak_min_samples:
         return None
     if not stepped and ev.info.status in ("failed", "crashed") and float(t[-1] - t[0]) < _FAILED_AT_STARTUP_S:

@@ -204,14 +204,7 @@ def _console_wanted(console: bool | None, settings: Settings, attach: bool) -> b
         return False  # the runner captures at the file-descriptor level
     if console is None:
         console = settings.console
-    if not console:
-        return False
-    if "IPython" in sys.modules:
-        from flightlog.sdk.notebook import kernel_shell
-
-        if kernel_shell() is not None:
-            return False  # a kernel's streams are its own; cell errors are recorded by sdk/notebook.py
-    return True
+    return bool(console)  # in a notebook kernel too: a cell's output goes to the run (sdk/notebook.py)
 
 
 def _start_console(run: Run) -> None:

@@ -518,13 +518,15 @@ class Run:
             self._w._warn_once("console", f"console output not recorded: {type(exc).__name__}: {exc}")
         return {"last_lines": capture.last_lines(self)}
 
-    def _log_traceback(self, text: str, component: str | None = None) -> None:
+    def _log_traceback(self, text: str, component: str | None = None, fields: Mapping[str, Any] | None = None) -> None:
         """A traceback as one stderr event at level error (redacted), as the runner stores it."""
         from flightlog.sdk.redaction import redactor
 
+        red = redactor(self.settings.home)
         self._w.add_log(
-            time=_time(), stream="stderr", level=40, message=redactor(self.settings.home).redact(text.rstrip()),
-            component=component, fields=None, rank=self._w.rank, attempt=self.attempt, stage=self.current_stage,
+            time=_time(), stream="stderr", level=40, message=red.redact(text.rstrip()), component=component,
+            fields=red.redact_mapping(dict(fields)) if fields else None, rank=self._w.rank, attempt=self.attempt,
+            stage=self.current_stage,
         )
 
     def finish(
