@@ -14,6 +14,7 @@ from flightlog.diagnose.evidence import RunEvidence
 from flightlog.diagnose.findings import Finding
 from flightlog.diagnose.signals import Signal
 from flightlog.diagnose.window import (
+    Window,
     cpu_percent_between,
     gpu_percent_between,
     host_busy_between,
@@ -21,6 +22,7 @@ from flightlog.diagnose.window import (
     is_data_stage,
     is_runner_stage,
     ramp,
+    runnable_share_between,
     stage_in,
     training_window,
 )
@@ -28,9 +30,11 @@ from flightlog.timefmt import format_duration, format_size, iso
 
 __all__ = ["analyze_performance", "queue_wait", "slow_startup", "slow_completion", "data_loader_bottleneck"]
 
-#: host CPUs at least this busy (0..1 of every core) while a tree used little CPU: the tree was
-#: starved by other processes (a shared machine, a parallel test run), not waiting for input
-HOST_SATURATED = 0.9
+#: a tree using little CPU that was runnable in at least this share of the samples (and in this
+#: many of them) was starved of CPU by other processes (a shared machine, a parallel test run):
+#: it wanted the CPU rather than waiting for input
+STARVED_RUNNABLE_SHARE = 0.6
+STARVED_MIN_SAMPLES = 3
 
 
 def analyze_performance(ev: RunEvidence) -> list[Finding]:
@@ -183,8 +187,7 @@ def data_loader_bottleneck(ev: RunEvidence) -> Finding | None:
     signals: list[Signal] = []
     summary_bits: list[str] = []
     cpu, n_cpu = cpu_percent_between(ev, window.start, window.end)
-    busy = host_busy_between(ev, window.start, window.end) if cpu is not None and cpu < th.idle_cpu_percent else None
-    starved = busy is not None and busy >= HOST_SATURATED  # other processes had the CPUs, not idle
+    starved = cpu is not None and cpu < th.idle_cpu_percent and _starved(ev, window)
     data = [s for s in ev.stages if is_data_stage(s.name) and s.count >= 3]
     compute = [s for s in ev.stages if is_compute_stage(s.name) and s.count >= 3]
     if data:
@@ -209,10 +212,12 @@ def data_loader_bottleneck(ev: RunEvidence) -> Finding | None:
     idle_bits = []
     if gpu is not None and gpu < th.idle_gpu_percent:
         idle_bits.append(f"the GPU averaged {gpu:.0f}% utilization")
-    if starved and cpu is not None and busy is not None:
-        signals.append(Signal("data_loader_bottleneck", 0.0, "host_cpu_saturated", "resources",
-                              f"the process tree used {cpu:.0f}% of one CPU core while the host's CPUs were "
-                              f"{busy:.0%} busy: it waited for a CPU, not for input", window.start))
+    if starved and cpu is not None:
+        busy = host_busy_between(ev, window.start, window.end)
+        host = f", the host's CPUs {busy:.0%} busy" if busy is not None else ""
+        signals.append(Signal("data_loader_bottleneck", 0.0, "starved_of_cpu", "resources",
+                              f"the process tree used {cpu:.0f}% of one CPU core although it was runnable in most samples{host}: "
+                              "it waited for a CPU, not for input", window.start))
     elif cpu is not None and cpu < th.idle_cpu_percent:
         idle_bits.append(f"the process tree used {cpu:.0f}% of one CPU core")
     if idle_bits and (gpu is None or gpu < th.idle_gpu_percent):
@@ -237,6 +242,14 @@ def data_loader_bottleneck(ev: RunEvidence) -> Finding | None:
         return None
     summary = "Compute waits on input: " + "; ".join(summary_bits) + "."
     return Finding("data_loader_bottleneck", summary, signals)
+
+
+def _starved(ev: RunEvidence, window: Window) -> bool:
+    """Whether the tree, using little CPU while it stepped, wanted the CPU and did not get it:
+    in most samples a process of it was runnable (a loader waiting for input sleeps instead).
+    Unknown (samples without ``runnable``, or too few) is not starved."""
+    runnable = runnable_share_between(ev, window.start, window.end)
+    return runnable is not None and runnable[1] >= STARVED_MIN_SAMPLES and runnable[0] >= STARVED_RUNNABLE_SHARE
 
 
 def _before_init(ev: RunEvidence, start: float) -> float | None:

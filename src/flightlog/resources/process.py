@@ -6,7 +6,7 @@ often a grandchild. Every sample re-walks root + descendants (cheap: psutil obje
 across samples) and reads each process's counters once (``Process.oneshot``).
 
 Per tree: cpu_percent, cpu_seconds, rss_bytes, memory_percent, threads, procs, open_files,
-disk_read_bytes / disk_write_bytes. Host-wide: net_sent_bytes / net_recv_bytes (per-process
+disk_read_bytes / disk_write_bytes, runnable (processes running or waiting for a CPU). Host-wide: net_sent_bytes / net_recv_bytes (per-process
 network bytes need eBPF or a network namespace; Linux has no per-process counter), host memory,
 host CPU seconds (busy and in all, every core).
 Slow (every ``slow_interval`` seconds): workdir_bytes. The field reference is docs/resources.md.
@@ -91,7 +91,7 @@ class ProcessTreeSampler:
 
     def _read_tree(self, wall: float, mono: float) -> dict[str, Any]:
         readings: dict[int, Reading] = {}
-        rss = threads = fds = 0
+        rss = threads = fds = runnable = 0
         for proc in self._walker.processes():
             try:
                 with proc.oneshot():
@@ -109,6 +109,10 @@ class ProcessTreeSampler:
                     except _OPTIONAL:
                         prev = self._counters.last(proc.pid)
                         disk = (prev.values[1], prev.values[2]) if prev else (0.0, 0.0)
+                    try:
+                        runnable += proc.status() == psutil.STATUS_RUNNING
+                    except _OPTIONAL:
+                        pass
             except psutil.NoSuchProcess:
                 continue
             except psutil.AccessDenied:
@@ -131,6 +135,7 @@ class ProcessTreeSampler:
             "open_files": fds,
             "disk_read_bytes": int(totals[1]),
             "disk_write_bytes": int(totals[2]),
+            "runnable": runnable,
             "pids": list(readings),
         }
 

@@ -181,9 +181,10 @@ def say_where(run: Run, *, journal_only: bool = False) -> None:
         store = settings.store_uri
         where = str(settings.home) if store.startswith("sqlite:") else f"the {store.split(':', 1)[0]} store of FLIGHTLOG_STORE (journal in {settings.home})"
         look = f"flightlog ui, or flightlog runs show {run.id[:8]}"
-    if settings.mode == "offline" or journal_only:
-        why = "offline" if settings.mode == "offline" else "until the server answers"
-        where, look = f"the journal in {settings.home} ({why})", "flightlog sync, then flightlog runs show " + run.id[:8]
+    if settings.mode == "offline":
+        where, look = f"the journal in {settings.home} (offline)", "flightlog sync, then flightlog runs show " + run.id[:8]
+    elif journal_only:  # the warning just printed says how it ships
+        where, look = f"the journal in {settings.home} (until the server answers)", f"flightlog runs show {run.id[:8]} once it ships"
     warn(f"run {short} in project {run.project} → {where} (look: {look})")
 
 
