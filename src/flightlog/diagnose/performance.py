@@ -14,27 +14,18 @@ from flightlog.diagnose.evidence import RunEvidence
 from flightlog.diagnose.findings import Finding
 from flightlog.diagnose.signals import Signal
 from flightlog.diagnose.window import (
-    Window,
     cpu_percent_between,
     gpu_percent_between,
-    host_busy_between,
     is_compute_stage,
     is_data_stage,
     is_runner_stage,
     ramp,
-    runnable_share_between,
     stage_in,
     training_window,
 )
 from flightlog.timefmt import format_duration, format_size, iso
 
 __all__ = ["analyze_performance", "queue_wait", "slow_startup", "slow_completion", "data_loader_bottleneck"]
-
-#: a tree using little CPU that was runnable in at least this share of the samples (and in this
-#: many of them) was starved of CPU by other processes (a shared machine, a parallel test run):
-#: it wanted the CPU rather than waiting for input
-STARVED_RUNNABLE_SHARE = 0.6
-STARVED_MIN_SAMPLES = 3
 
 
 def analyze_performance(ev: RunEvidence) -> list[Finding]:
@@ -186,8 +177,6 @@ def data_loader_bottleneck(ev: RunEvidence) -> Finding | None:
     th = ev.thresholds
     signals: list[Signal] = []
     summary_bits: list[str] = []
-    cpu, n_cpu = cpu_percent_between(ev, window.start, window.end)
-    starved = cpu is not None and cpu < th.idle_cpu_percent and _starved(ev, window)
     data = [s for s in ev.stages if is_data_stage(s.name) and s.count >= 3]
     compute = [s for s in ev.stages if is_compute_stage(s.name) and s.count >= 3]
     if data:
@@ -199,8 +188,6 @@ def data_loader_bottleneck(ev: RunEvidence) -> Finding | None:
             top = max(data, key=lambda s: s.total)
             versus = f" against {format_duration(compute_total)} in {', '.join(repr(s.name) for s in compute)}" if compute else " of the training window"
             material = ramp(data_total, 0.1, 1.0, 0.6, 1.0)  # a share of milliseconds is not a problem yet
-            if starved:  # the stages' wall times mostly measure waiting for a CPU: half the weight
-                material *= 0.5
             signals.append(Signal("data_loader_bottleneck", ramp(share, th.data_share, 0.9, 0.45, 0.8) * material, "data_stage_share_of_step_time",
                                   "stages", f"stage {top.name!r}: {top.count} spans, {format_duration(top.total)} in all "
                                   f"(mean {format_duration(top.mean)}){versus}: {share:.0%} of step time waits on data",
@@ -208,17 +195,12 @@ def data_loader_bottleneck(ev: RunEvidence) -> Finding | None:
             summary_bits.append(f"{share:.0%} of step time is spent in data stage {top.name!r}")
         elif compute:
             return None  # stages say the loader keeps up
+    cpu, n_cpu = cpu_percent_between(ev, window.start, window.end)
     gpu, n_gpu = gpu_percent_between(ev, window.start, window.end)
     idle_bits = []
     if gpu is not None and gpu < th.idle_gpu_percent:
         idle_bits.append(f"the GPU averaged {gpu:.0f}% utilization")
-    if starved and cpu is not None:
-        busy = host_busy_between(ev, window.start, window.end)
-        host = f", the host's CPUs {busy:.0%} busy" if busy is not None else ""
-        signals.append(Signal("data_loader_bottleneck", 0.0, "starved_of_cpu", "resources",
-                              f"the process tree used {cpu:.0f}% of one CPU core although it was runnable in most samples{host}: "
-                              "it waited for a CPU, not for input", window.start))
-    elif cpu is not None and cpu < th.idle_cpu_percent:
+    if cpu is not None and cpu < th.idle_cpu_percent:
         idle_bits.append(f"the process tree used {cpu:.0f}% of one CPU core")
     if idle_bits and (gpu is None or gpu < th.idle_gpu_percent):
         weight = 0.3 if signals else 0.35
@@ -242,14 +224,6 @@ def data_loader_bottleneck(ev: RunEvidence) -> Finding | None:
         return None
     summary = "Compute waits on input: " + "; ".join(summary_bits) + "."
     return Finding("data_loader_bottleneck", summary, signals)
-
-
-def _starved(ev: RunEvidence, window: Window) -> bool:
-    """Whether the tree, using little CPU while it stepped, wanted the CPU and did not get it:
-    in most samples a process of it was runnable (a loader waiting for input sleeps instead).
-    Unknown (samples without ``runnable``, or too few) is not starved."""
-    runnable = runnable_share_between(ev, window.start, window.end)
-    return runnable is not None and runnable[1] >= STARVED_MIN_SAMPLES and runnable[0] >= STARVED_RUNNABLE_SHARE
 
 
 def _before_init(ev: RunEvidence, start: float) -> float | None:

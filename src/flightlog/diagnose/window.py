@@ -109,38 +109,6 @@ def cpu_percent_between(ev: RunEvidence, start: float, end: float) -> tuple[floa
     return None, 0
 
 
-def _counter_between(ev: RunEvidence, start: float, end: float, *keys: str) -> list[float] | None:
-    """How much the cumulative counters ``keys`` grew over [start, end], from the samples nearest
-    the interval (the last one at or before its start, the last one inside it); None without two."""
-    counted = [s for s in ev.resources if s.get("time") is not None and all(isinstance(s.get(k), (int, float)) for k in keys)]
-    before = [s for s in counted if s["time"] <= start + 0.05]
-    after = [s for s in counted if s["time"] >= start]
-    a = before[-1] if before else after[0] if after else None
-    later = [s for s in counted if a is not None and a["time"] < s["time"] <= end + 0.5]
-    if a is None or not later:
-        return None
-    b = later[-1]
-    return [b[k] - a[k] for k in keys]
-
-
-def host_busy_between(ev: RunEvidence, start: float, end: float) -> float | None:
-    """How busy the host's CPUs were over [start, end], 0..1 of every core; None if unknown."""
-    grown = _counter_between(ev, start, end, "host_cpu_seconds", "host_cpu_busy_seconds")
-    if grown is None or grown[0] <= 0:
-        return None
-    return min(1.0, max(0.0, grown[1] / grown[0]))
-
-
-def runnable_share_between(ev: RunEvidence, start: float, end: float) -> tuple[float, int] | None:
-    """The share of the samples over [start, end] in which a process of the tree was running or
-    waiting for a CPU (not asleep), and how many samples; None without samples that say."""
-    readings = [s["runnable"] for s in ev.resources
-                if s.get("time") is not None and start <= s["time"] <= end and isinstance(s.get("runnable"), int)]
-    if not readings:
-        return None
-    return sum(1 for r in readings if r > 0) / len(readings), len(readings)
-
-
 def gpu_percent_between(ev: RunEvidence, start: float, end: float) -> tuple[float | None, int]:
     """Average utilization of the busiest GPU over [start, end]; None without GPU samples."""
     values: list[float] = []

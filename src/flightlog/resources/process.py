@@ -6,9 +6,8 @@ often a grandchild. Every sample re-walks root + descendants (cheap: psutil obje
 across samples) and reads each process's counters once (``Process.oneshot``).
 
 Per tree: cpu_percent, cpu_seconds, rss_bytes, memory_percent, threads, procs, open_files,
-disk_read_bytes / disk_write_bytes, runnable (processes running or waiting for a CPU). Host-wide: net_sent_bytes / net_recv_bytes (per-process
-network bytes need eBPF or a network namespace; Linux has no per-process counter), host memory,
-host CPU seconds (busy and in all, every core).
+disk_read_bytes / disk_write_bytes. Host-wide: net_sent_bytes / net_recv_bytes (per-process
+network bytes need eBPF or a network namespace; Linux has no per-process counter), host memory.
 Slow (every ``slow_interval`` seconds): workdir_bytes. The field reference is docs/resources.md.
 
 A process that vanishes, turns zombie or denies access mid-sample is skipped (or its denied
@@ -91,7 +90,7 @@ class ProcessTreeSampler:
 
     def _read_tree(self, wall: float, mono: float) -> dict[str, Any]:
         readings: dict[int, Reading] = {}
-        rss = threads = fds = runnable = 0
+        rss = threads = fds = 0
         for proc in self._walker.processes():
             try:
                 with proc.oneshot():
@@ -109,10 +108,6 @@ class ProcessTreeSampler:
                     except _OPTIONAL:
                         prev = self._counters.last(proc.pid)
                         disk = (prev.values[1], prev.values[2]) if prev else (0.0, 0.0)
-                    try:
-                        runnable += proc.status() == psutil.STATUS_RUNNING
-                    except _OPTIONAL:
-                        pass
             except psutil.NoSuchProcess:
                 continue
             except psutil.AccessDenied:
@@ -135,7 +130,6 @@ class ProcessTreeSampler:
             "open_files": fds,
             "disk_read_bytes": int(totals[1]),
             "disk_write_bytes": int(totals[2]),
-            "runnable": runnable,
             "pids": list(readings),
         }
 
@@ -189,7 +183,6 @@ class ProcessTreeSampler:
             "net_recv_bytes": net.bytes_recv if net is not None else None,
             "host_memory_total": vm.total,
             "host_memory_available": vm.available,
-            **_host_cpu(),
             **self._cgroup_fields(),
             "gpus": self._gpu.read(pids),
         }
@@ -197,16 +190,3 @@ class ProcessTreeSampler:
             self._last_slow = wall
             sample.update(self._slow_fields())
         return sample
-
-
-def _host_cpu() -> dict[str, float]:
-    """The host's CPU seconds so far, all cores together, busy and in all: between two samples
-    they say how busy the machine was, so that a tree using little CPU on a saturated host reads
-    as starved of CPU (contention), not as idle waiting for input (diagnose/performance.py)."""
-    try:
-        times = psutil.cpu_times()
-    except Exception:  # noqa: BLE001 - a host reading never breaks a sample
-        return {}
-    total = sum(times)
-    idle = times.idle + getattr(times, "iowait", 0.0)
-    return {"host_cpu_seconds": round(total, 2), "host_cpu_busy_seconds": round(total - idle, 2)}
