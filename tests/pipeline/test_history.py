@@ -5,64 +5,19 @@ from __future__ import annotations
 
 import json
 import re
-import sys
-import textwrap
 import time
 from pathlib import Path
 
 import pytest
 from tests.helpers import cli
+from tests.pipeline.resumable import mend, write_pipeline
 
 from flightlog.timefmt import parse_time
-
-PY = sys.executable
-
-# train fails until the file "fixed" exists, inside a library under a site-packages folder:
-# its traceback ends in the library's frames, the user's own line is further up
-LIBRARY = '''
-def forward(rows):
-    return _check(rows)
-
-
-def _check(rows):
-    raise ValueError(f"shape mismatch: {rows} rows vs 4")
-'''
-TRAIN = '''
-import os
-import fakelib
-
-
-def step():
-    if not os.path.exists("fixed"):
-        fakelib.forward(3)
-
-
-step()
-'''
-
-
-def pipeline(tmp_path: Path) -> Path:
-    lib = tmp_path / "venv" / "lib" / "python3.11" / "site-packages"
-    lib.mkdir(parents=True)
-    (lib / "fakelib.py").write_text(LIBRARY)
-    (tmp_path / "train.py").write_text(f"import sys; sys.path.insert(0, {str(lib)!r})\n" + TRAIN)
-    (tmp_path / "rows.csv").write_text("x\n1\n2\n")
-    (tmp_path / "expect.yaml").write_text("row_count: {min: 100}\n")
-    path = tmp_path / "p.yaml"
-    path.write_text(textwrap.dedent(f"""
-        name: history
-        steps:
-          prepare: {{command: [{PY}, -c, "pass"]}}
-          train: {{command: [{PY}, train.py], needs: [prepare]}}
-          check: {{needs: [prepare], gate: [{{expect: expect.yaml, data: rows.csv}}]}}
-          report: {{command: [{PY}, -c, "pass"], needs: [train, check]}}
-    """))
-    return path
 
 
 @pytest.mark.embedded_only("runs several pipelines of real processes; the view is transport-independent")
 def test_show_lists_every_attempt_across_resumes_with_the_original_start(home: Path, tmp_path: Path) -> None:
-    path = pipeline(tmp_path)
+    path = write_pipeline(tmp_path, "history")
     first = cli(home, "pipeline", "run", str(path), check=False)
     assert first.returncode == 1, first.stderr
     view = json.loads(cli(home, "pipeline", "ls", "--format", "json").stdout)[0]
@@ -76,8 +31,7 @@ def test_show_lists_every_attempt_across_resumes_with_the_original_start(home: P
     assert "failed" not in reason, shown
 
     time.sleep(1.1)  # the resume starts in a later second than the original
-    (tmp_path / "fixed").touch()
-    (tmp_path / "expect.yaml").write_text("row_count: {min: 1}\n")
+    mend(tmp_path)
     resumed = json.loads(cli(home, "pipeline", "resume", run_id[:12], "--format", "json").stdout)
     assert resumed["status"] == "succeeded" and resumed["attempt"] == 2
     assert resumed["started"] == original and parse_time(resumed["attempt_started"]) > parse_time(original)
@@ -101,7 +55,7 @@ def test_show_lists_every_attempt_across_resumes_with_the_original_start(home: P
 
 @pytest.mark.embedded_only("runs real processes; the frame order is the reader's")
 def test_failure_lines_show_the_users_innermost_frame_first(home: Path, tmp_path: Path) -> None:
-    path = pipeline(tmp_path)
+    path = write_pipeline(tmp_path, "history")
     first = cli(home, "pipeline", "run", str(path), "--format", "json", check=False)
     view = json.loads(first.stdout)
     frames = view["failure"]["frames"]

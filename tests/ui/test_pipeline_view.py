@@ -5,8 +5,6 @@ real server over a pipeline run by the real CLI."""
 from __future__ import annotations
 
 import json
-import sys
-import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,32 +12,9 @@ from typing import Any
 
 import pytest
 
+from tests.pipeline.resumable import mend, write_pipeline
 from tests.ui.conftest import open_page
 from tests.ui.workloads import flightlog
-
-PY = sys.executable
-
-# a library under a site-packages folder: the traceback ends in its frames, the user's line is above
-LIBRARY = """
-def forward(rows):
-    return _check(rows)
-
-
-def _check(rows):
-    raise ValueError(f"shape mismatch: {rows} rows vs 4")
-"""
-TRAIN = """
-import os
-import fakelib
-
-
-def step():
-    if not os.path.exists("fixed"):
-        fakelib.forward(3)
-
-
-step()
-"""
 
 
 @dataclass
@@ -56,25 +31,10 @@ def resumed_pipeline(tmp_path_factory: pytest.TempPathFactory, clean_env: None, 
 
     work = tmp_path_factory.mktemp("pipeline-ui")
     home = work / "home"
-    lib = work / "venv" / "lib" / "python3.11" / "site-packages"
-    lib.mkdir(parents=True)
-    (lib / "fakelib.py").write_text(LIBRARY)
-    (work / "train.py").write_text(f"import sys; sys.path.insert(0, {str(lib)!r})\n" + TRAIN)
-    (work / "rows.csv").write_text("x\n1\n2\n")
-    (work / "expect.yaml").write_text("row_count: {min: 100}\n")
-    (work / "p.yaml").write_text(textwrap.dedent(f"""
-        name: resumable
-        project: pipes
-        steps:
-          prepare: {{command: [{PY}, -c, "pass"]}}
-          train: {{command: [{PY}, train.py], needs: [prepare]}}
-          check: {{needs: [prepare], gate: [{{expect: expect.yaml, data: rows.csv}}]}}
-          report: {{command: [{PY}, -c, "pass"], needs: [train, check]}}
-    """))
-    flightlog(home, "pipeline", "run", str(work / "p.yaml"), check=False, cwd=work)
+    path = write_pipeline(work, "resumable", project="pipes")
+    flightlog(home, "pipeline", "run", str(path), check=False, cwd=work)
     run_id = json.loads(flightlog(home, "pipeline", "ls", "--format", "json").stdout)[0]["id"]
-    (work / "fixed").touch()
-    (work / "expect.yaml").write_text("row_count: {min: 1}\n")
+    mend(work)
     view = json.loads(flightlog(home, "pipeline", "resume", run_id, "--format", "json", cwd=work).stdout)
     assert view["status"] == "succeeded" and view["attempt"] == 2
     with serve_in_thread(home) as server:
