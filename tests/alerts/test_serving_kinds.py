@@ -16,9 +16,9 @@ import pytest
 
 import flightlog
 from flightlog.alerts.config import parse_config
-from flightlog.alerts.yamlsource import RulesFileError
 from flightlog.alerts.service import build_engine
 from flightlog.alerts.types import Alert
+from flightlog.alerts.yamlsource import RulesFileError
 from flightlog.data import profile
 from tests.data.servinglike import log_minutes, log_predictions, replica
 

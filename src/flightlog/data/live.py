@@ -31,7 +31,7 @@ from typing import Any, Protocol
 
 from flightlog.data.cohorts import DEFAULT_MIN_COUNT, DEFAULT_THRESHOLD, compare_cohorts, evaluate
 from flightlog.data.liverows import PredictionRow, prediction_rows
-from flightlog.data.profiling import Profile, _Builder
+from flightlog.data.profiling import Profile, _Builder, _merge_into
 from flightlog.data.stats import EXACT_VALUES_LIMIT, MAX_CATEGORIES
 from flightlog.errors import InvalidInput, NotFound
 from flightlog.timefmt import iso
@@ -169,10 +169,18 @@ class WindowedProfile:
         lo = math.floor((now - self.window) / self.bucket)
         for key in [k for k in self.buckets if k < lo]:
             del self.buckets[key]
+        inside = [self.buckets[k] for k in sorted(self.buckets) if k * self.bucket <= now]
         out = LiveProfile(self.features)
-        for key in sorted(self.buckets):
-            if key * self.bucket <= now:
-                out = out.merge(self.buckets[key])
+        if not inside:
+            return out
+        merged = Profile.from_dict(inside[0].profile.to_dict())  # one copy, then each bucket added in place
+        for live in inside[1:]:
+            _merge_into(merged, live.profile)
+        out._builder.profile = merged
+        for live in inside:
+            for t in (live.start, live.end):
+                if t is not None:
+                    out._seen(t)
         return out
 
 
