@@ -138,7 +138,12 @@ def test_the_adapter_takes_serving_reader_rows_and_log_events_alike() -> None:
     ]
     reader_rows = [{"time": "1970-01-01T00:00:10Z", "request_id": "a", "version": "2", "latency_ms": 5,
                     "inputs": {"x": 1.5}, "output": 1, "label": 0}]
-    assert prediction_rows(events) == prediction_rows(reader_rows)
+    recorder_events = [  # the serving recorder's own components: serving.prediction, serving.label
+        LogEvent(10.0, "sdk", 20, "prediction a 200 5.0 ms", "serving.prediction",
+                 {"request_id": "a", "version": "2", "latency_ms": 5, "inputs": {"x": 1.5}, "output": 1}),
+        LogEvent(11.0, "sdk", 20, "label a", "serving.label", {"request_id": "a", "label": 0}),
+    ]
+    assert prediction_rows(events) == prediction_rows(reader_rows) == prediction_rows(recorder_events)
     [row] = prediction_rows(reader_rows)
     assert (row.time, row.inputs, row.output, row.label, row.has_label, row.version) == (10.0, {"x": 1.5}, 1, 0, True, "2")
     with pytest.raises(InvalidInput, match="needs its time"):

@@ -18,10 +18,14 @@ from typing import Any
 from flightlog.errors import InvalidInput
 from flightlog.timefmt import parse_time
 
-__all__ = ["PredictionRow", "prediction_rows", "COMPONENT"]
+__all__ = ["PredictionRow", "prediction_rows", "COMPONENT", "COMPONENTS"]
 
-#: the component of the log events a serving replica writes its samples with
+#: the component of the log events a serving replica writes its samples with (message
+#: ``prediction`` or ``label``); ``serving.prediction`` and ``serving.label`` (any message) too
 COMPONENT = "serving"
+_PREDICTION, _LABEL = "serving.prediction", "serving.label"
+#: every component a reader asks the store for
+COMPONENTS = (COMPONENT, _PREDICTION, _LABEL)
 _INPUT_KEYS = ("inputs", "input", "features")
 _OUTPUT_KEYS = ("output", "prediction", "y_pred")
 _LABEL_KEYS = ("label", "y_true")
@@ -85,7 +89,7 @@ def _row(d: Mapping[str, Any], t: Any, where: str) -> PredictionRow:
 
 def prediction_rows(items: Iterable[Any]) -> list[PredictionRow]:
     """Rows from log events (:class:`~flightlog.models.LogEvent` or their dicts) of the
-    ``serving`` component, or from ``flightlog.serving.predictions`` rows (mappings with inputs,
+    serving components (:data:`COMPONENTS`), or from ``flightlog.serving.predictions`` rows (mappings with inputs,
     output and label), in any mix; labels join their prediction by request id. Other log events
     are skipped; a label without its prediction is dropped (its prediction was not sampled)."""
     rows: list[PredictionRow] = []
@@ -98,13 +102,13 @@ def prediction_rows(items: Iterable[Any]) -> list[PredictionRow]:
             component = getattr(item, "component", None) if fields is not _UNSET else item.get("component")
             fields = fields if fields is not _UNSET else item.get("fields")
             t = getattr(item, "time", None) if not isinstance(item, Mapping) else item.get("time")
-            if component != COMPONENT or not isinstance(fields, Mapping):
+            if component not in COMPONENTS or not isinstance(fields, Mapping):
                 continue
-            if message == "label":
+            if component == _LABEL or (component == COMPONENT and message == "label"):
                 if fields.get("request_id") is not None:
                     labels[str(fields["request_id"])] = _first(fields, _LABEL_KEYS)
                 continue
-            if message != "prediction":
+            if component == COMPONENT and message != "prediction":
                 continue
             rows.append(_row(fields, fields.get("time", t), where))
         elif isinstance(item, Mapping):

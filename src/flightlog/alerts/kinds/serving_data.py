@@ -27,7 +27,8 @@
 Both read the replicas' sampled predictions (log events of component ``serving``) through
 :func:`flightlog.data.liverows.prediction_rows` and the training run's evidence through
 :class:`flightlog.Client` (:mod:`flightlog.data.live`). The training run is the rule's
-``training_run``, else the replica's tag ``serving.training_run`` (or ``serving.run_id``).
+``training_run``, else the replica's tag ``serving.training_run`` (or ``serving.run_id``), else
+its parameter ``serving.model_run`` (what ``serving.attach`` records from the registry).
 The data stack (``flightlog[data]``) is imported when such a rule is first evaluated.
 """
 
@@ -57,7 +58,8 @@ from flightlog.models import RunInfo
 __all__ = ["DRIFT", "COHORT", "DriftSpec", "CohortSpec", "training_run_of"]
 
 _RUN_TAGS = ("serving.training_run", "serving.run_id")
-_COMPONENT = "serving"
+_RUN_PARAM = "serving.model_run"  # what serving.attach records: the run of the version it resolved
+_COMPONENTS = ("serving", "serving.prediction", "serving.label")  # flightlog.data.liverows.COMPONENTS
 _DRIFT_THRESHOLDS = ("sample_limit", "p_value", "wasserstein", "jensenshannon", "psi_bins")
 
 
@@ -151,8 +153,18 @@ def training_run_of(spec: DriftSpec | CohortSpec, runs: Sequence[RunInfo]) -> st
             value = (run.tags or {}).get(tag)
             if value:
                 return str(value)
+        value = (run.params or {}).get(_RUN_PARAM)
+        if value:
+            return str(value)
     raise NotFound("no training run to compare with: set training_run in the rule, or tag the replicas "
                    "serving.training_run=RUN_ID")
+
+
+def _logs(client: Any, run_id: str, since: float, until: float) -> list[Any]:
+    out: list[Any] = []
+    for component in _COMPONENTS:
+        out += client.logs(run_id, since=since, until=until, component=component)
+    return out
 
 
 def _client(env: EvalEnv) -> Any:
@@ -219,7 +231,7 @@ class DriftEvaluator(ServingEvaluator):
         from flightlog.data.liverows import prediction_rows
 
         cursor = st.cursors.get(run.id) or _Cursor(env.now - window)
-        events = self.client.logs(run.id, since=cursor.at, until=env.now, component=_COMPONENT)
+        events = _logs(self.client, run.id, cursor.at, env.now)
         rows = [r for r in prediction_rows(events)
                 if r.time > cursor.at or (r.time == cursor.at and (r.request_id or "") not in cursor.seen)]
         if rows:
@@ -250,7 +262,7 @@ class CohortEvaluator(ServingEvaluator):
         self.client = self.client or _client(env)
         events: list[Any] = []
         for run in runs:
-            events += self.client.logs(run.id, since=env.now - spec.window, until=env.now, component=_COMPONENT)
+            events += _logs(self.client, run.id, env.now - spec.window, env.now)
         rows = live.prediction_rows(events)
         ev = live.live_cohorts(rows, [spec.cohort], metrics=[spec.metric] if spec.metric else None)
         if ev is None:
