@@ -103,7 +103,7 @@ def test_drift_and_a_cohort_regression_fire_on_live_traffic(ahome: Path) -> None
     rng = np.random.default_rng(7)
     started = time.time() - 5
     train = _training(rng)
-    moved = replica("fraud-api", version="2", training_run=train)
+    moved = replica("fraud-api", version="2", training_run=train, as_param=True)  # as serving.attach records it
     log_predictions(moved, _traffic(rng, 1500, shift=15.0, br_accuracy=0.7), version="2")
     moved.finish()
     steady = replica("fraud-api", env="eu", version="2", training_run=train)

@@ -14,12 +14,17 @@ import flightlog
 
 
 def replica(endpoint: str, *, env: str = "prod", model: str = "fraud", version: str = "1",
-            training_run: str | None = None, name: str = "r1", project: str = "serve") -> Any:
+            training_run: str | None = None, name: str = "r1", project: str = "serve", as_param: bool = False) -> Any:
+    """A replica run; its training run as the tag ``serving.training_run``, or (``as_param``) as
+    the parameter ``serving.model_run``, which ``serving.attach`` records."""
     tags = {"serving.endpoint": endpoint, "serving.env": env, "serving.model": model,
             "serving.version": version, "serving.replica": name}
-    if training_run:
+    if training_run and not as_param:
         tags["serving.training_run"] = training_run
-    return flightlog.init(project=project, name=f"{endpoint}-{name}", tags=tags)
+    run = flightlog.init(project=project, name=f"{endpoint}-{name}", tags=tags)
+    if training_run and as_param:
+        run.log_params({"serving": {"model_run": training_run}})
+    return run
 
 
 def log_minutes(run: Any, minutes: Iterable[Mapping[str, float]], first: int | None = None) -> None:
