@@ -2,7 +2,8 @@
 
     - name: gpu-idle                # unique in the file
       kind: threshold               # threshold | no_improvement | non_finite | consecutive_failures
-                                    # | stalled | duration | diagnosis
+                                    # | stalled | duration | diagnosis | serving_latency
+                                    # | serving_error_rate | serving_drift | serving_cohort
       severity: warning             # critical | warning | info (default warning)
       labels: {team: vision}        # added to the alert's identity and payload
       summary: "GPU {labels.gpu} of {run.name} idle"

@@ -8,6 +8,8 @@ from flightlog.alerts.kinds import (
     failures,
     improvement,
     nonfinite,
+    serving_data,
+    serving_traffic,
     stalled,
     threshold,
 )
@@ -25,5 +27,9 @@ KINDS: dict[str, Kind] = {
         stalled.KIND,
         duration.KIND,
         diagnosis.KIND,
+        serving_traffic.LATENCY,
+        serving_traffic.ERROR_RATE,
+        serving_data.DRIFT,
+        serving_data.COHORT,
     )
 }

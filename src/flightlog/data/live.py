@@ -1,0 +1,372 @@
+"""Live data evidence: drift of a deployed model's inputs, and its quality per cohort.
+
+The training run of the version serving keeps the profile of its training data
+(``run.log_profile``: evidence kind ``profile``) and its evaluation per cohort
+(``run.log_eval``: evidence kind ``eval``). Live, a replica samples its predictions (see
+:mod:`flightlog.data.liverows`); here they become
+
+* a :class:`LiveProfile`: the same mergeable profile as ``flightlog data profile`` (the same
+  sketches, counters and caps, so its memory is bounded however many rows it has seen), fed
+  one batch at a time;
+* a :class:`WindowedProfile`: one LiveProfile per time bucket, so "the last hour" is a merge of
+  a few small profiles and a row is profiled once, whatever the number of evaluations;
+* drift per feature against the training profile, with the tests and thresholds of
+  ``flightlog data drift`` (:mod:`flightlog.data.driftcheck`); a :class:`DriftMonitor` fed
+  windows in time order also says since when (the onset) a feature drifts;
+* cohort metrics from the labelled rows (:func:`live_cohorts`), compared with the training
+  run's cohorts (:func:`compare_live`): "cohort country=BR accuracy 0.71 live vs 0.93 in training".
+
+Only fields present both live and in training are compared: a replica logs its allow-listed
+inputs, and a training column it does not log (the target, a hashed field) is no drift.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from flightlog.data.cohorts import DEFAULT_MIN_COUNT, DEFAULT_THRESHOLD, compare_cohorts, evaluate
+from flightlog.data.liverows import PredictionRow, prediction_rows
+from flightlog.data.profiling import Profile, _Builder, _merge_into
+from flightlog.data.stats import EXACT_VALUES_LIMIT, MAX_CATEGORIES
+from flightlog.errors import InvalidInput, NotFound
+from flightlog.timefmt import iso
+
+__all__ = [
+    "LiveProfile",
+    "WindowedProfile",
+    "DriftMonitor",
+    "FeatureDrift",
+    "live_drift",
+    "training_profile",
+    "training_eval",
+    "live_cohorts",
+    "compare_live",
+    "prediction_rows",
+    "PredictionRow",
+    "MIN_ROWS",
+]
+
+
+#: Fewest rows a live window needs to be judged. Why: against a large training profile the
+#: drift test is an effect size (Wasserstein distance in reference stds, threshold 0.1), and
+#: its sampling noise alone is about 0.8 / sqrt(rows): 300 rows of unchanged data often read
+#: 0.08-0.1, 1,000 rows stay near 0.05. A window of fewer rows is not judged (no false alarm
+#: from a quiet minute); use a longer window for a low-traffic endpoint.
+MIN_ROWS = 1000
+
+
+class EvidenceReader(Protocol):
+    """What reading a training run needs: :class:`flightlog.Client` is one."""
+
+    def evidence(self, run: Any, kind: str | None = None, name: str | None = None) -> list[dict[str, Any]]: ...
+
+
+class LiveProfile:
+    """A profile built batch by batch from rows of inputs (mappings of field to value).
+
+    ``features`` limits it to those fields (others are ignored); by default every field seen.
+    Mergeable (``a.merge(b)``); memory bounded by the profile's own caps: per numeric field a
+    quantile sketch of at most 4,096 buckets and up to 1,000 exact values, per categorical
+    field up to 1,000 counted values.
+    """
+
+    def __init__(self, features: Sequence[str] | None = None, *, relative_accuracy: float = 0.01,
+                 exact_limit: int = EXACT_VALUES_LIMIT, max_categories: int = MAX_CATEGORIES) -> None:
+        self.features = list(features) if features else None
+        self._builder = _Builder(relative_accuracy, exact_limit, max_categories, None)
+        self.start: float | None = None
+        self.end: float | None = None
+
+    @property
+    def rows(self) -> int:
+        return self._builder.profile.row_count
+
+    @property
+    def profile(self) -> Profile:
+        """The profile so far (a live object: later updates change it)."""
+        return self._builder.profile
+
+    def update(self, rows: Iterable[Mapping[str, Any] | PredictionRow]) -> None:
+        """Add a batch: mappings of inputs, or :class:`PredictionRow`\\ s (their inputs and times)."""
+        import pyarrow as pa
+
+        batch: list[dict[str, Any]] = []
+        for r in rows:
+            if isinstance(r, PredictionRow):
+                self._seen(r.time)
+                inputs: Mapping[str, Any] = r.inputs
+            elif isinstance(r, Mapping):
+                inputs = r
+            else:
+                raise InvalidInput(f"a live row must be a mapping of inputs or a PredictionRow, got {type(r).__name__}")
+            if self.features is not None:
+                batch.append({k: inputs.get(k) for k in self.features})
+            else:
+                batch.append({str(k): _plain(v) for k, v in inputs.items()})
+        if not batch:
+            return
+        try:
+            table = pa.Table.from_pylist(batch)
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+            raise InvalidInput(f"live rows mix types in one field ({exc}); log each input field with one type") from None
+        for rb in table.to_batches():
+            self._builder.feed(rb)
+
+    def _seen(self, t: float) -> None:
+        self.start = t if self.start is None else min(self.start, t)
+        self.end = t if self.end is None else max(self.end, t)
+
+    def merge(self, other: LiveProfile) -> LiveProfile:
+        """A new LiveProfile of the rows of both."""
+        out = LiveProfile(self.features)
+        out._builder.profile = self.profile.merge(other.profile)
+        for t in (self.start, self.end, other.start, other.end):
+            if t is not None:
+                out._seen(t)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.profile.to_dict(), "window": {"start": iso(self.start), "end": iso(self.end)}}
+
+
+def _plain(v: Any) -> Any:
+    """Nested values (a list of tokens, a dict) are profiled as their text."""
+    return str(v) if isinstance(v, dict | list | tuple) else v
+
+
+class WindowedProfile:
+    """Profiles of the rows of the last ``window`` seconds, kept per ``bucket`` of time.
+
+    Rows are profiled once, into the bucket of their time; :meth:`profile` merges the buckets
+    inside the window ending at ``now``; buckets that fell out are dropped, so memory is at most
+    ``window / bucket + 1`` bounded profiles.
+    """
+
+    def __init__(self, window: float, bucket: float = 60.0, features: Sequence[str] | None = None) -> None:
+        if window <= 0 or bucket <= 0:
+            raise InvalidInput("a live window and its bucket must be longer than 0s")
+        self.window = float(window)
+        self.bucket = float(min(bucket, window))
+        self.features = features
+        self.buckets: dict[int, LiveProfile] = {}
+
+    def add(self, rows: Iterable[PredictionRow]) -> None:
+        by_bucket: dict[int, list[PredictionRow]] = {}
+        for r in rows:
+            by_bucket.setdefault(math.floor(r.time / self.bucket), []).append(r)
+        for key, batch in by_bucket.items():
+            live = self.buckets.get(key)
+            if live is None:
+                live = self.buckets[key] = LiveProfile(self.features)
+            live.update(batch)
+
+    def profile(self, now: float) -> LiveProfile:
+        lo = math.floor((now - self.window) / self.bucket)
+        for key in [k for k in self.buckets if k < lo]:
+            del self.buckets[key]
+        inside = [self.buckets[k] for k in sorted(self.buckets) if k * self.bucket <= now]
+        out = LiveProfile(self.features)
+        if not inside:
+            return out
+        merged = Profile.from_dict(inside[0].profile.to_dict())  # one copy, then each bucket added in place
+        for live in inside[1:]:
+            _merge_into(merged, live.profile)
+        out._builder.profile = merged
+        for live in inside:
+            for t in (live.start, live.end):
+                if t is not None:
+                    out._seen(t)
+        return out
+
+
+@dataclass
+class FeatureDrift:
+    """One feature of one window against the training profile."""
+
+    feature: str
+    test: str
+    statistic: float | None
+    p_value: float | None
+    threshold: float
+    drifted: bool
+    psi: float | None
+    window_start: float | None
+    window_end: float | None
+    rows: int
+    reference_rows: int
+    onset: float | None = None  # start of the first window of the current drifted streak
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "feature": self.feature, "test": self.test, "statistic": self.statistic, "p_value": self.p_value,
+            "threshold": self.threshold, "drifted": self.drifted, "psi": self.psi,
+            "window": {"start": iso(self.window_start), "end": iso(self.window_end), "rows": self.rows},
+            "reference_rows": self.reference_rows, "onset": iso(self.onset), "onset_epoch": self.onset,
+        }
+
+
+def live_drift(reference: Profile | Mapping[str, Any], live: LiveProfile | Profile, *,
+               features: Sequence[str] | None = None, thresholds: Mapping[str, float] | None = None,
+               window: tuple[float | None, float | None] | None = None,
+               min_rows: int = MIN_ROWS) -> list[FeatureDrift]:
+    """Drift of each feature (those of ``features``, else every field both sides have); nothing
+    for a window of fewer than ``min_rows`` rows (see :data:`MIN_ROWS`)."""
+    from flightlog.data.driftcheck import drift
+
+    ref = reference if isinstance(reference, Profile) else Profile.from_dict(dict(reference))
+    cur = live.profile if isinstance(live, LiveProfile) else live
+    start, end = window or ((live.start, live.end) if isinstance(live, LiveProfile) else (None, None))
+    if features:
+        missing = [f for f in features if f not in ref.columns]
+        if missing:
+            raise InvalidInput(f"feature {missing[0]!r} is not in the training profile; its columns: "
+                               f"{', '.join(ref.columns)}")
+        names = [f for f in features if f in cur.columns]
+    else:
+        names = [c for c in ref.columns if c in cur.columns]
+    if not names or cur.row_count == 0 or cur.row_count < min_rows:
+        return []
+    report = drift(ref, _like(ref, cur, names), columns=names, thresholds=thresholds)
+    return [FeatureDrift(c.column, c.test, _num(c.statistic), _num(c.p_value), c.threshold, c.drifted, _num(c.psi),
+                         start, end, cur.row_count, ref.row_count) for c in report.columns]
+
+
+def _like(ref: Profile, cur: Profile, names: Sequence[str]) -> Profile:
+    """``cur`` with a numeric field's exact values set aside where the training profile kept
+    only its sketch: both sides then sit on the same buckets, and the sketch's resolution (1 %
+    of a value) is not mistaken for drift (at a mean of 100 and a std of 20 it alone is a
+    tenth of a std, the Wasserstein threshold)."""
+    out = Profile(cur.row_count, dict(cur.columns), cur.source, cur.created, cur.quantiles, cur.top_k)
+    for name in names:
+        rc, cc = ref.columns[name], out.columns[name]
+        if rc.numeric is not None and rc.numeric.values is None and cc.numeric is not None and cc.numeric.values:
+            num = copy.copy(cc.numeric)
+            num.values = None
+            out.columns[name] = dataclasses.replace(cc, numeric=num)
+    return out
+
+
+def _num(x: float | None) -> float | None:
+    return None if x is None or not math.isfinite(x) else float(x)
+
+
+@dataclass
+class DriftMonitor:
+    """Windows fed in time order against one training profile; remembers each feature's onset."""
+
+    reference: Profile
+    features: Sequence[str] | None = None
+    thresholds: Mapping[str, float] | None = None
+    onsets: dict[str, float | None] = field(default_factory=dict)
+    history: list[list[FeatureDrift]] = field(default_factory=list)
+    keep: int = 100  # windows of history kept
+    min_rows: int = MIN_ROWS
+
+    def observe(self, live: LiveProfile, start: float | None = None, end: float | None = None) -> list[FeatureDrift]:
+        """Drift of one window (``start``/``end`` default to the rows' own times)."""
+        results = live_drift(self.reference, live, features=self.features, thresholds=self.thresholds,
+                             window=(start if start is not None else live.start, end if end is not None else live.end),
+                             min_rows=self.min_rows)
+        for r in results:
+            if r.drifted:
+                if self.onsets.get(r.feature) is None:
+                    self.onsets[r.feature] = r.window_start
+                r.onset = self.onsets[r.feature]
+            else:
+                self.onsets[r.feature] = None
+        self.history = [*self.history[-(self.keep - 1):], results]
+        return results
+
+    def feed(self, rows: Iterable[PredictionRow], window: float) -> list[list[FeatureDrift]]:
+        """Split time-ordered rows into consecutive windows of ``window`` seconds; observe each."""
+        out: list[list[FeatureDrift]] = []
+        batch: list[PredictionRow] = []
+        start: float | None = None
+        for r in sorted(rows, key=lambda r: r.time):
+            if start is None:
+                start = r.time
+            if r.time >= start + window:
+                out.append(self._window(batch, start, window))
+                while r.time >= start + window:
+                    start += window
+                batch = []
+            batch.append(r)
+        if batch and start is not None:
+            out.append(self._window(batch, start, window))
+        return out
+
+    def _window(self, batch: list[PredictionRow], start: float, window: float) -> list[FeatureDrift]:
+        live = LiveProfile(self.features)
+        live.update(batch)
+        return self.observe(live, start, start + window)
+
+
+# -- the training run's evidence -----------------------------------------------------------
+
+
+def _latest(client: EvidenceReader, run_id: str, kind: str, name: str | None, what: str) -> dict[str, Any]:
+    items = client.evidence(run_id, kind=kind, name=name)
+    if not items:
+        named = f" named {name!r}" if name else ""
+        raise NotFound(f"training run {run_id} has no {what} ({kind} evidence{named}): log it in training with "
+                       f"run.log_{'profile' if kind == 'profile' else 'eval'}(...)")
+    names = sorted({e["name"] for e in items})
+    if name is None and len(names) > 1:
+        raise InvalidInput(f"training run {run_id} has several {kind} records ({', '.join(names)}): name one")
+    return dict(items[-1]["data"])
+
+
+def training_profile(client: EvidenceReader, run_id: str, name: str | None = None) -> Profile:
+    """The data profile logged on the training run (``run.log_profile(name, ...)``)."""
+    data = _latest(client, run_id, "profile", name, "data profile")
+    try:
+        return Profile.from_dict(data)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InvalidInput(f"the profile stored on run {run_id} is damaged: {exc}") from None
+
+
+def training_eval(client: EvidenceReader, run_id: str, name: str | None = "eval") -> dict[str, Any]:
+    """The evaluation per cohort logged on the training run (``run.log_eval(..., name=name)``)."""
+    return _latest(client, run_id, "eval", name, "evaluation per cohort")
+
+
+# -- cohorts ---------------------------------------------------------------------------------
+
+_DEFAULT_METRIC = {"classification": "accuracy", "regression": "mae"}
+
+
+def live_cohorts(rows: Iterable[PredictionRow], cohorts: Sequence[str], *, metrics: Sequence[str] | None = None,
+                 task: str | None = None) -> dict[str, Any] | None:
+    """:func:`~flightlog.data.cohorts.evaluate` of the labelled rows, per value of each cohort
+    field (accuracy for labels, MAE for numbers, unless ``metrics`` says); None without labels."""
+    labelled = [r for r in rows if r.has_label and r.label is not None and r.output is not None]
+    if not labelled:
+        return None
+    y_true = [r.label for r in labelled]
+    y_pred = [r.output for r in labelled]
+    groups = {c: [_cohort_value(r.inputs.get(c)) for r in labelled] for c in cohorts}
+    if metrics is None:
+        probe = evaluate(y_true, y_pred, task=task, sample_size=0)
+        metrics = [_DEFAULT_METRIC[probe["task"]]]
+    return evaluate(y_true, y_pred, cohorts=groups, metrics=list(metrics), task=task, sample_size=0)
+
+
+def _cohort_value(v: Any) -> Any:
+    return "null" if v is None else str(v)
+
+
+def compare_live(live: Mapping[str, Any], training: Mapping[str, Any], *, threshold: float = DEFAULT_THRESHOLD,
+                 min_count: int = DEFAULT_MIN_COUNT, metrics: Sequence[str] | None = None) -> dict[str, Any]:
+    """Cohorts worse live than in training (:func:`~flightlog.data.cohorts.compare_cohorts`),
+    each with a sentence: "cohort country=BR accuracy 0.71 live vs 0.93 in training"."""
+    names = list(metrics) if metrics else [m for m in live["overall"] if m in training["overall"]]
+    out = compare_cohorts(live, training, threshold=threshold, min_count=min_count, metrics=names)
+    for r in out["regressions"]:
+        r["summary"] = (f"cohort {r['cohort']}={r['value']} {r['metric']} {r['current']:.2f} live vs "
+                        f"{r['baseline']:.2f} in training")
+    return out
