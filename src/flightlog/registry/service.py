@@ -163,7 +163,14 @@ class LocalRegistry:
                           "checkpoint" if artifact.kind == "checkpoint" else "artifact", artifact.uri, description,
                           tags, 0.0, self.actor)
         made, _ = self.store.register(mv, alias=alias, model_description=model_description, model_tags=None)
+        self.deliver()
         return self.store.versions(made.project, made.name, made.version)[0]
+
+    def deliver(self) -> int:
+        """Send the events not delivered yet to the configured webhooks (registry/events.py)."""
+        from flightlog.registry.events import deliver_pending
+
+        return deliver_pending(self.store)
 
     def _logged(self, run_id: str, path: str) -> Artifact:
         if not isinstance(path, str) or not path:
@@ -197,7 +204,9 @@ class LocalRegistry:
             number = mv.version
         elif self.store.alias_version(where, name, alias) is None:
             raise NotFound(f"model {name!r} has no alias {alias!r} to remove", details={"model": name, "alias": alias})
-        return self.store.set_alias(where, name, alias, number, self.actor)
+        change = self.store.set_alias(where, name, alias, number, self.actor)
+        self.deliver()
+        return change
 
     @staticmethod
     def _target(name: str, version: int | str) -> ModelRef:
@@ -241,6 +250,7 @@ class LocalRegistry:
         check_place(env, "environment")
         mv = self.resolve(ref, project)
         change = self.store.deploy(mv.project, endpoint, env, mv.name, mv.version, str(parse_ref(ref)), self.actor)
+        self.deliver()
         return self.deployment(endpoint, env, mv.project), change
 
     def deployments(self, project: str | None = None) -> list[Deployment]:
