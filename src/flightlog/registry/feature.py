@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from flightlog.plugins import StoreMigrations, hookimpl
+from flightlog.plugins import CommandRef, StoreMigrations, hookimpl
 
-__all__ = ["flightlog_store_migrations"]
+__all__ = ["flightlog_cli_commands", "flightlog_store_migrations"]
 
 
 @hookimpl
@@ -20,3 +20,12 @@ def flightlog_store_migrations() -> Sequence[StoreMigrations]:
     from flightlog.registry.migrations import MIGRATIONS
 
     return [MIGRATIONS]
+
+
+@hookimpl
+def flightlog_cli_commands() -> list[CommandRef]:
+    return [
+        CommandRef("flightlog.registry.cli", "models_group", "models"),
+        CommandRef("flightlog.registry.cli", "deploy_cmd", "deploy"),
+        CommandRef("flightlog.registry.cli", "deployments_group", "deployments"),
+    ]
