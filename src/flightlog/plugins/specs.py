@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from flightlog.diagnose.findings import Finding
     from flightlog.server.operations import Operation
 
-__all__ = ["PROJECT", "CommandRef", "FeatureSpec", "StoreMigrations", "hookimpl", "hookspec"]
+__all__ = ["PROJECT", "CommandRef", "FeatureSpec", "RunAction", "StoreMigrations", "hookimpl", "hookspec"]
 
 #: the pluggy project name, which is also the entry-point group third-party features use
 PROJECT = "flightlog"
@@ -62,6 +62,16 @@ class StoreMigrations:
     sqlite: Sequence[Sequence[str]]
     postgres: Sequence[Sequence[str]]
     tables: Sequence[str]
+
+
+@dataclass(frozen=True)
+class RunAction:
+    """A method a feature adds to `flightlog.Run` (``run.register_model`` is the registry's):
+    ``function(run, *args, **kwargs)``, looked up by ``name`` when the run method is called,
+    so the SDK reaches the feature through the table, never by importing it."""
+
+    name: str
+    function: Callable[..., Any]
 
 
 class FeatureSpec:
@@ -105,3 +115,7 @@ class FeatureSpec:
     def flightlog_store_migrations(self) -> Sequence[StoreMigrations]:  # type: ignore[empty-body]
         """The feature's own store tables and their migrations (`StoreMigrations`): the SQLite and
         PostgreSQL stores apply them when they open, after the core's schema."""
+
+    @hookspec
+    def flightlog_run_actions(self) -> Sequence[RunAction]:  # type: ignore[empty-body]
+        """Actions the SDK's `Run` offers on behalf of this feature (`RunAction`)."""

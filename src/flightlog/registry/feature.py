@@ -9,10 +9,11 @@ lazily, so loading the table imports nothing of the registry but its migrations'
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-from flightlog.plugins import CommandRef, StoreMigrations, hookimpl
+from flightlog.plugins import CommandRef, RunAction, StoreMigrations, hookimpl
 
-__all__ = ["flightlog_cli_commands", "flightlog_store_migrations"]
+__all__ = ["flightlog_cli_commands", "flightlog_run_actions", "flightlog_store_migrations"]
 
 
 @hookimpl
@@ -29,3 +30,20 @@ def flightlog_cli_commands() -> list[CommandRef]:
         CommandRef("flightlog.registry.cli", "deploy_cmd", "deploy"),
         CommandRef("flightlog.registry.cli", "deployments_group", "deployments"),
     ]
+
+
+def _register_model(run: Any, path: str, name: str, **options: Any) -> Any:
+    """``run.register_model``: through the run's own store (or its server, in remote mode)."""
+    from flightlog.client import Client
+    from flightlog.registry import Registry
+
+    client = Client.for_lookups(run.settings)
+    try:
+        return Registry(client).register(run.id, path, name, **options)
+    finally:
+        client.close()
+
+
+@hookimpl
+def flightlog_run_actions() -> list[RunAction]:
+    return [RunAction("register_model", _register_model)]
