@@ -13,7 +13,7 @@ from typing import Any
 
 from flightlog.plugins import CommandRef, RunAction, StoreMigrations, hookimpl
 
-__all__ = ["flightlog_cli_commands", "flightlog_run_actions", "flightlog_store_migrations"]
+__all__ = ["flightlog_api_operations", "flightlog_cli_commands", "flightlog_run_actions", "flightlog_store_migrations"]
 
 
 @hookimpl
@@ -47,3 +47,11 @@ def _register_model(run: Any, path: str, name: str, **options: Any) -> Any:
 @hookimpl
 def flightlog_run_actions() -> list[RunAction]:
     return [RunAction("register_model", _register_model)]
+
+
+@hookimpl
+def flightlog_api_operations() -> list[Any]:
+    # imported here: the API module needs Starlette (flightlog[server]), which the CLI does not
+    from flightlog.registry.api import OPERATIONS
+
+    return list(OPERATIONS)
