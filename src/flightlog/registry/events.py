@@ -4,8 +4,8 @@ webhooks, each exactly once, signed so that a CI job can trust them.
 Each change writes its event in its own transaction (an outbox row with a unique dedup key,
 ``stores/sql.py``). Delivery claims an event by compare-and-set before sending, so two
 processes passing over the same store never both send it; a delivered event is marked and
-never sent again; a failed one is released for the next pass (the next change, or
-``flightlog models events --deliver``).
+never sent again; a failed one is released for the next pass (the next change in any process over the store,
+or ``Registry(client).deliver()``).
 
 The request: ``POST`` of the event's JSON body with
 ``X-Flightlog-Timestamp: <unix seconds>``, ``X-Flightlog-Event: <kind>``,
