@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import pluggy
 
-from flightlog.plugins.specs import PROJECT, CommandRef, FeatureSpec
+from flightlog.plugins.specs import PROJECT, CommandRef, FeatureSpec, RunAction, StoreMigrations
 
 if TYPE_CHECKING:
     import click
@@ -41,6 +41,7 @@ BUILTIN: tuple[str, ...] = (
     "flightlog.importers.feature",
     "flightlog.sweeps.feature",
     "flightlog.pipeline.feature",
+    "flightlog.registry.feature",
 )
 
 
@@ -64,6 +65,13 @@ class Features:
 
     def diagnosis_analyzers(self) -> list[Callable[..., Any]]:
         return self._collect("flightlog_diagnosis_analyzers")
+
+    def store_migrations(self) -> list[StoreMigrations]:
+        return self._collect("flightlog_store_migrations")
+
+    def run_action(self, name: str) -> RunAction | None:
+        """The first feature's action of that name (`RunAction`), or None when none offers it."""
+        return next((a for a in self._collect("flightlog_run_actions") if a.name == name), None)
 
     def _collect(self, hook: str) -> list[Any]:
         """Every feature's answer to an argument-less hook, flattened in registration order.

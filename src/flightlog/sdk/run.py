@@ -452,6 +452,25 @@ class Run:
         self._w.add_record("timeline", data={"last_checkpoint": _time()})
         return {**rec, "step": step}
 
+    def register_model(self, path: str, name: str, *, alias: str | None = None, description: str | None = None,
+                       tags: Mapping[str, str] | None = None) -> Any:
+        """Register the artifact (or checkpoint) this run logged under ``path`` as the next
+        version of the model ``name`` (optionally pointing ``alias`` at it); returns the
+        `flightlog.registry.ModelVersion`. What the run logged so far is shipped first.
+
+        Raises `flightlog.errors.NotFound` for a path the run never logged (the message lists
+        what it did log) and `flightlog.errors.InvalidInput` for a bad name, alias or tag: a
+        call-site mistake, like a bad metric name. The registry is a feature: it is found
+        through the feature table (docs/plugins.md)."""
+        from flightlog.plugins import features
+
+        action = features().run_action("register_model")
+        if action is None:
+            raise InvalidInput("register_model needs the model registry feature (flightlog.registry), "
+                               "which this installation does not have")
+        self._w.flush()
+        return action.function(self, path, name, alias=alias, description=description, tags=tags)
+
     @property
     def resume_from(self) -> str | None:
         """The checkpoint path ``flightlog run --resume`` handed to this process, if any."""

@@ -21,7 +21,8 @@ from flightlog.errors import Conflict, InvalidInput
 
 __all__ = ["TABLES", "copy_sqlite_to_postgres", "sqlite_path_of"]
 
-#: every table of the schema but ``meta``, parents before what refers to them
+#: every table of the core schema but ``meta``, parents before what refers to them; the
+#: features' own tables (``flightlog_store_migrations``, store/features.py) are copied after them
 TABLES = ("projects", "runs", "params", "tags", "notes", "context", "metric_series", "metric_chunks", "log_chunks",
           "spans", "stage_stats", "resource_samples", "artifacts", "counters", "evidence", "ingested", "tokens",
           "alerts", "alert_events", "alert_silences", "blob_projects", "sessions")
@@ -48,28 +49,30 @@ def copy_sqlite_to_postgres(source: str, target: str, *, progress: Callable[[str
     except ImportError as exc:
         raise InvalidInput(f"migrating into PostgreSQL needs psycopg 3 ({exc}): pip install 'flightlog[postgres]'") from None
 
+    from flightlog.store.features import feature_tables
     from flightlog.store.postgres.store import PostgresStore
     from flightlog.store.sqlite.connection import Database
 
     if not target.startswith(("postgresql://", "postgres://")):
         raise InvalidInput(f"the target must be a PostgreSQL store URI (postgresql://USER@HOST/DB), not {target[:40]!r}")
+    tables = (*TABLES, *feature_tables())  # loads the feature table: both stores then hold every feature's tables
     src = Database(sqlite_path_of(source))  # brings an older store up to the current schema first
     dst = PostgresStore(target)
     counts: dict[str, int] = {}
     try:
         with dst.db.write(append=True) as conn:
-            busy = [t for t in TABLES if conn.execute(sql.SQL("SELECT EXISTS (SELECT 1 FROM {})").format(
+            busy = [t for t in tables if conn.execute(sql.SQL("SELECT EXISTS (SELECT 1 FROM {})").format(
                 sql.Identifier(t))).fetchone()[0]]
             if busy:
                 raise Conflict(f"the PostgreSQL store {dst.uri} already holds data (in {', '.join(busy)}): "
                                "migrate into an empty database", details={"tables": busy})
             with src.read() as lite:
-                for table in TABLES:
+                for table in tables:
                     columns = [r[1] for r in lite.execute(f"PRAGMA table_info({table})")]
-                    counts[table] = _copy_table(lite, conn, table, columns)
+                    counts[table] = _copy_table(lite, conn, table, columns) if columns else 0
                     if progress is not None:
                         progress(table, counts[table])
-            for table in TABLES:
+            for table in tables:
                 if _serial(conn, table):
                     conn.execute(sql.SQL("SELECT setval(pg_get_serial_sequence({t}, 'id'), "
                                          "COALESCE((SELECT MAX(id) FROM {i}), 1), "

@@ -1,0 +1,270 @@
+"""`flightlog models …`, `flightlog deploy` and `flightlog deployments …`: the registry at the
+command line; every listing and report takes ``--format json`` (docs/cli.md, docs/models.md)."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import click
+
+from flightlog.cli.common import open_client, short_time
+from flightlog.cli.output import console, emit_json, esc, format_option
+from flightlog.errors import Conflict, InvalidInput
+
+__all__ = ["deploy_cmd", "deployments_group", "models_group"]
+
+_PROJECT = click.option("--project", "-p", help="The project (default: where the model is registered).")
+
+
+def _registry() -> Any:
+    from flightlog.registry import Registry
+
+    return Registry(open_client())
+
+
+def _tags(pairs: tuple[str, ...]) -> dict[str, str]:
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise InvalidInput(f"--tag {pair!r}: give it as KEY=VALUE")
+        out[key] = value
+    return out
+
+
+@click.group("models")
+def models_group() -> None:
+    """The model registry: models, versions from runs' artifacts, aliases (docs/models.md)."""
+
+
+@models_group.command("ls")
+@_PROJECT
+@format_option
+def models_ls(project: str | None, fmt: str) -> None:
+    """List registered models with their latest version and aliases."""
+    models = _registry().models(project)
+    if fmt == "json":
+        emit_json([m.to_dict() for m in models])
+        return
+    if not models:
+        console().print("no registered models yet (flightlog models register RUN PATH NAME)")
+        return
+    from rich.table import Table
+
+    table = Table(box=None)
+    for col in ("project", "model", "latest", "aliases", "description"):
+        table.add_column(col)
+    for m in models:
+        aliases = ", ".join(f"@{a}→{v}" for a, v in sorted(m.aliases.items()))
+        table.add_row(esc(m.project), esc(m.name), str(m.latest_version), esc(aliases), esc(m.description or ""))
+    console().print(table)
+
+
+@models_group.command("show")
+@click.argument("ref")
+@_PROJECT
+@format_option
+def models_show(ref: str, project: str | None, fmt: str) -> None:
+    """A model and its versions (REF: NAME), or one version with its lineage (NAME@ALIAS, NAME/3)."""
+    from flightlog.registry.refs import parse_ref
+
+    reg = _registry()
+    r = parse_ref(ref)
+    if r.alias is None and r.version is None:
+        model = reg.model(r.name, project)
+        versions = reg.versions(r.name, model.project)
+        if fmt == "json":
+            emit_json({**model.to_dict(), "versions": [v.to_dict() for v in versions]})
+            return
+        console().print(f"[bold]{esc(model.name)}[/] in {esc(model.project)}  {esc(model.description or '')}")
+        for v in versions:
+            aliases = " ".join(f"@{a}" for a in v.aliases)
+            console().print(f"  v{v.version}  run {v.run_id[:12]}  {esc(v.artifact_path)}  "
+                            f"{(v.digest or '-')[:12]}  {short_time(v.created)}  {esc(aliases)}")
+        return
+    lineage = reg.lineage(ref, project)
+    if fmt == "json":
+        emit_json(lineage)
+        return
+    v = lineage["version"]
+    console().print(f"[bold]{esc(v['ref'])}[/]  run {v['run_id'][:12]}  {esc(v['artifact_path'])}  sha256 {v['digest']}")
+    for item in lineage["inputs"]:
+        a = item["artifact"]
+        console().print(f"  input {esc(a['path'])}  {(a.get('sha256') or '-')[:12]}  produced by "
+                        f"{', '.join(r[:12] for r in item['produced_by']) or '-'}")
+
+
+@models_group.command("register")
+@click.argument("run")
+@click.argument("path")
+@click.argument("name")
+@click.option("--alias", help="Point this alias at the new version too (e.g. champion).")
+@click.option("--description", help="The version's description.")
+@click.option("--tag", "tags", multiple=True, metavar="KEY=VALUE", help="A version tag (repeatable).")
+@format_option
+def models_register(run: str, path: str, name: str, alias: str | None, description: str | None,
+                    tags: tuple[str, ...], fmt: str) -> None:
+    """Register the artifact (or checkpoint) PATH that RUN logged as the next version of NAME."""
+    mv = _registry().register(run, path, name, alias=alias, description=description, tags=_tags(tags))
+    if fmt == "json":
+        emit_json(mv.to_dict())
+        return
+    console().print(f"registered {esc(mv.ref)} from run {mv.run_id[:12]} ({esc(mv.artifact_path)})")
+
+
+@models_group.command("alias")
+@click.argument("ref")
+@click.argument("version", required=False)
+@click.option("--history", is_flag=True, help="Show where the alias (or every alias of the model) pointed, and who moved it.")
+@click.option("--remove", is_flag=True, help="Remove the alias.")
+@_PROJECT
+@format_option
+def models_alias(ref: str, version: str | None, history: bool, remove: bool, project: str | None, fmt: str) -> None:
+    """Point NAME@ALIAS at VERSION (a number or another alias of the same model), e.g.
+    `flightlog models alias fraud@production 4`; --history shows its moves."""
+    from flightlog.registry.refs import parse_ref
+
+    r = parse_ref(ref)
+    if r.version is not None:
+        raise InvalidInput(f"{ref!r} names a version; give NAME@ALIAS (e.g. {r.name}@production)")
+    reg = _registry()
+    if history:
+        changes = reg.alias_history(r.name, r.alias, project)
+        if fmt == "json":
+            emit_json([c.to_dict() for c in changes])
+            return
+        for c in changes:
+            console().print(f"{short_time(c.time)}  @{esc(c.alias)}  {c.from_version or '-'} → {c.to_version or '-'}  "
+                            f"by {esc(c.actor or '?')}")
+        return
+    if r.alias is None:
+        raise InvalidInput(f"give the alias as NAME@ALIAS (e.g. {r.name}@production)")
+    if remove == (version is not None):
+        raise InvalidInput("give a VERSION to point the alias at, or --remove (not both)")
+    change = reg.set_alias(r.name, r.alias, version, project)
+    if fmt == "json":
+        emit_json({"changed": change is not None, "change": None if change is None else change.to_dict()})
+        return
+    if change is None:
+        console().print(f"{esc(ref)} already points at version {version}")
+    else:
+        console().print(f"{r.name}@{r.alias}: {change.from_version or '-'} → {change.to_version or 'removed'}")
+
+
+@models_group.command("edit")
+@click.argument("ref")
+@click.option("--description", help="The model's description (or the version's, for NAME/3).")
+@click.option("--tag", "tags", multiple=True, metavar="KEY=VALUE", help="Set a tag (repeatable).")
+@click.option("--remove-tag", "remove_tags", multiple=True, metavar="KEY", help="Remove a tag (repeatable).")
+@click.option("--protect", "protect", multiple=True, metavar="ALIAS",
+              help="Aliases that only an admin token may move (replaces the list; needs admin on a server).")
+@_PROJECT
+@format_option
+def models_edit(ref: str, description: str | None, tags: tuple[str, ...], remove_tags: tuple[str, ...],
+                protect: tuple[str, ...], project: str | None, fmt: str) -> None:
+    """Set a model's (or a version's) description and tags, and the model's protected aliases."""
+    from flightlog.registry.refs import parse_ref
+
+    r, reg = parse_ref(ref), _registry()
+    if r.version is not None or r.alias is not None:
+        if protect:
+            raise InvalidInput("--protect is a model's setting: give the model's NAME")
+        out = reg.update_version(ref, project=project, description=description, tags=_tags(tags),
+                                 remove_tags=list(remove_tags)).to_dict()
+    else:
+        out = reg.update_model(r.name, project=project, description=description, tags=_tags(tags),
+                               remove_tags=list(remove_tags), protected=list(protect) or None).to_dict()
+    if fmt == "json":
+        emit_json(out)
+    else:
+        console().print(f"updated {esc(ref)}")
+
+
+@models_group.command("get")
+@click.argument("ref")
+@click.option("--output", "-o", "dest", required=True, type=click.Path(file_okay=False), help="Directory to download into.")
+@_PROJECT
+@format_option
+def models_get(ref: str, dest: str, project: str | None, fmt: str) -> None:
+    """Download the version REF names (models:/fraud@production) into DIR, checked by its digest."""
+    reg = _registry()
+    mv = reg.resolve(ref, project)
+    target = Path(dest) / Path(mv.artifact_path).name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+        got = open_client().download_artifact(mv.run_id, mv.artifact_path, Path(tmp) / target.name)
+        if mv.digest is not None and Path(got).is_file():
+            digest = hashlib.sha256(Path(got).read_bytes()).hexdigest()
+            if digest != mv.digest:
+                raise Conflict(f"the download of {mv.ref} has sha256 {digest}, not the registered {mv.digest}: "
+                               "the artifact store holds other bytes; nothing was written to " + dest,
+                               details={"expected": mv.digest, "got": digest})
+        shutil.move(str(got), target)
+    out = {**mv.to_dict(), "path": str(target), "verified": mv.digest is not None}
+    if fmt == "json":
+        emit_json(out)
+    else:
+        console().print(f"{esc(mv.ref)} → {esc(str(target))} (sha256 {'checked' if out['verified'] else 'unknown'})")
+
+
+@click.command("deploy")
+@click.argument("ref")
+@click.option("--endpoint", required=True, help="The endpoint (e.g. fraud-api).")
+@click.option("--env", "env", required=True, help="The environment (e.g. prod).")
+@_PROJECT
+@format_option
+def deploy_cmd(ref: str, endpoint: str, env: str, project: str | None, fmt: str) -> None:
+    """Set the version ENDPOINT in ENV should serve: REF's version now (fraud@production)."""
+    deployment, change = _registry().deploy(ref, endpoint, env, project)
+    if fmt == "json":
+        emit_json({**deployment.to_dict(), "changed": change is not None})
+        return
+    if change is None:
+        console().print(f"{esc(endpoint)} ({esc(env)}) already serves {deployment.name} v{deployment.version}")
+    else:
+        console().print(f"{esc(endpoint)} ({esc(env)}): {deployment.name} v{change.from_version or '-'} → "
+                        f"v{deployment.version}")
+
+
+@click.group("deployments")
+def deployments_group() -> None:
+    """Deployments: which version each endpoint should serve, and what its replicas report."""
+
+
+@deployments_group.command("ls")
+@_PROJECT
+@format_option
+def deployments_ls(project: str | None, fmt: str) -> None:
+    """List deployments (desired state)."""
+    found = _registry().deployments(project)
+    if fmt == "json":
+        emit_json([d.to_dict() for d in found])
+        return
+    if not found:
+        console().print("no deployments yet (flightlog deploy MODEL@ALIAS --endpoint E --env V)")
+    for d in found:
+        console().print(f"{esc(d.endpoint)}  {esc(d.env)}  {esc(d.name)} v{d.version}  ({esc(d.ref)})  "
+                        f"{short_time(d.updated)} by {esc(d.updated_by or '?')}")
+
+
+@deployments_group.command("show")
+@click.argument("endpoint")
+@click.option("--env", "env", required=True, help="The environment.")
+@_PROJECT
+@format_option
+def deployments_show(endpoint: str, env: str, project: str | None, fmt: str) -> None:
+    """A deployment: desired version, its history, and the replicas serving (gone: stopped heartbeating)."""
+    report = _registry().deployment_report(endpoint, env, project)
+    if fmt == "json":
+        emit_json(report)
+        return
+    d = report["desired"]
+    console().print(f"[bold]{esc(endpoint)}[/] ({esc(env)}): {esc(d['model'])} v{d['version']} ({esc(d['ref'])})")
+    for h in report["history"]:
+        console().print(f"  {h['time']}  v{h['from_version'] or '-'} → v{h['to_version']}  by {esc(h['actor'] or '?')}")
+    for r in report["replicas"]:
+        console().print(f"  replica {esc(str(r['replica']))}  v{r['version']}  {r['status']}  run {r['run_id'][:12]}")

@@ -1,0 +1,57 @@
+"""The model registry as a feature: `flightlog models`, `flightlog deploy`, `flightlog
+deployments`, the ``/api/v1/models`` and ``/api/v1/deployments`` routes, its store tables and
+the SDK's ``run.register_model``.
+
+Its entry in the feature table (`flightlog.plugins`, docs/plugins.md): everything is named
+lazily, so loading the table imports nothing of the registry but its migrations' text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from flightlog.plugins import CommandRef, RunAction, StoreMigrations, hookimpl
+
+__all__ = ["flightlog_api_operations", "flightlog_cli_commands", "flightlog_run_actions", "flightlog_store_migrations"]
+
+
+@hookimpl
+def flightlog_store_migrations() -> Sequence[StoreMigrations]:
+    from flightlog.registry.migrations import MIGRATIONS
+
+    return [MIGRATIONS]
+
+
+@hookimpl
+def flightlog_cli_commands() -> list[CommandRef]:
+    return [
+        CommandRef("flightlog.registry.cli", "models_group", "models"),
+        CommandRef("flightlog.registry.cli", "deploy_cmd", "deploy"),
+        CommandRef("flightlog.registry.cli", "deployments_group", "deployments"),
+    ]
+
+
+def _register_model(run: Any, path: str, name: str, **options: Any) -> Any:
+    """``run.register_model``: through the run's own store (or its server, in remote mode)."""
+    from flightlog.client import Client
+    from flightlog.registry import Registry
+
+    client = Client.for_lookups(run.settings)
+    try:
+        return Registry(client).register(run.id, path, name, **options)
+    finally:
+        client.close()
+
+
+@hookimpl
+def flightlog_run_actions() -> list[RunAction]:
+    return [RunAction("register_model", _register_model)]
+
+
+@hookimpl
+def flightlog_api_operations() -> list[Any]:
+    # imported here: the API module needs Starlette (flightlog[server]), which the CLI does not
+    from flightlog.registry.api import OPERATIONS
+
+    return list(OPERATIONS)
