@@ -41,6 +41,7 @@ BUILTIN: tuple[str, ...] = (
     "flightlog.importers.feature",
     "flightlog.sweeps.feature",
     "flightlog.pipeline.feature",
+    "flightlog.serving.feature",
 )
 
 
