@@ -97,7 +97,7 @@ class OutputDistribution:
     def _add(self, name: str, value: Any) -> None:
         if isinstance(value, (list, tuple)) and len(value) == 1:
             value = value[0]  # a batch of one
-        if isinstance(value, bool) or isinstance(value, str):
+        if isinstance(value, (bool, str)):
             kind: type[_Numeric | _Categorical] = _Categorical
             item: Any = str(value)
         elif isinstance(value, (int, float)):
