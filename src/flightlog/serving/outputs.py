@@ -6,16 +6,18 @@ distribution per key). Numbers go into ``data/sketch.py``'s ``QuantileSketch`` â
 the model's evaluation or with yesterday's with the same code; categories are counted exactly
 up to ``MAX_CATEGORIES`` distinct values, the rest counted together as ``other``.
 
-Built on the serving process's background thread, never on the request path.
+Built on the serving process's background thread, never on the request path; numpy (under the
+sketch) is imported by ``attach()``, not by ``import flightlog.serving``.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from flightlog.data.sketch import QuantileSketch
+if TYPE_CHECKING:
+    from flightlog.data.sketch import QuantileSketch
 
 __all__ = ["MAX_CATEGORIES", "MAX_FIELDS", "OutputDistribution"]
 
@@ -27,8 +29,10 @@ class _Numeric:
     __slots__ = ("values", "sketch", "count", "total", "nonfinite")
 
     def __init__(self) -> None:
+        from flightlog.data.sketch import QuantileSketch
+
         self.values: list[float] = []
-        self.sketch = QuantileSketch()
+        self.sketch: QuantileSketch = QuantileSketch()
         self.count = 0
         self.total = 0.0
         self.nonfinite = 0
@@ -141,6 +145,8 @@ def _copy_field(d: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _merge_field(a: Mapping[str, Any] | None, b: Mapping[str, Any]) -> dict[str, Any]:
+    from flightlog.data.sketch import QuantileSketch
+
     if b.get("kind") == "numeric":
         sketch = QuantileSketch.from_dict(b["sketch"])
         count, total, nonfinite = int(b.get("count") or 0), (b.get("mean") or 0.0) * int(b.get("count") or 0), int(b.get("nonfinite") or 0)
