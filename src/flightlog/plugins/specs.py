@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from flightlog.diagnose.findings import Finding
     from flightlog.server.operations import Operation
 
-__all__ = ["PROJECT", "CommandRef", "FeatureSpec", "hookimpl", "hookspec"]
+__all__ = ["PROJECT", "CommandRef", "FeatureSpec", "StoreMigrations", "hookimpl", "hookspec"]
 
 #: the pluggy project name, which is also the entry-point group third-party features use
 PROJECT = "flightlog"
@@ -46,6 +46,22 @@ class CommandRef:
     module: str
     attr: str
     name: str
+
+
+@dataclass(frozen=True)
+class StoreMigrations:
+    """A feature's own tables in the run store's database (SQLite and PostgreSQL alike).
+
+    ``sqlite`` and ``postgres`` are lists of migrations, each a list of statements applied in
+    one transaction, numbered from 1 by position and mirroring each other one for one (as the
+    core's do), so ``flightlog migrate-store`` copies rows without translating them. The store
+    records the last one applied in ``meta`` under ``schema_version:<feature>``. ``tables``
+    names every table they create, parents first: what ``migrate-store`` copies."""
+
+    feature: str
+    sqlite: Sequence[Sequence[str]]
+    postgres: Sequence[Sequence[str]]
+    tables: Sequence[str]
 
 
 class FeatureSpec:
@@ -86,5 +102,6 @@ class FeatureSpec:
         """Alert notifiers by name (declared; alerts/ reads its own notifiers until it moves onto the table)."""
 
     @hookspec
-    def flightlog_store_migrations(self) -> Sequence[Any]:  # type: ignore[empty-body]
-        """The feature's own store tables and migrations (declared; the store's schema is one list today)."""
+    def flightlog_store_migrations(self) -> Sequence[StoreMigrations]:  # type: ignore[empty-body]
+        """The feature's own store tables and their migrations (`StoreMigrations`): the SQLite and
+        PostgreSQL stores apply them when they open, after the core's schema."""

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import pluggy
 
-from flightlog.plugins.specs import PROJECT, CommandRef, FeatureSpec
+from flightlog.plugins.specs import PROJECT, CommandRef, FeatureSpec, StoreMigrations
 
 if TYPE_CHECKING:
     import click
@@ -41,6 +41,7 @@ BUILTIN: tuple[str, ...] = (
     "flightlog.importers.feature",
     "flightlog.sweeps.feature",
     "flightlog.pipeline.feature",
+    "flightlog.registry.feature",
     "flightlog.serving.feature",
 )
 
@@ -65,6 +66,9 @@ class Features:
 
     def diagnosis_analyzers(self) -> list[Callable[..., Any]]:
         return self._collect("flightlog_diagnosis_analyzers")
+
+    def store_migrations(self) -> list[StoreMigrations]:
+        return self._collect("flightlog_store_migrations")
 
     def _collect(self, hook: str) -> list[Any]:
         """Every feature's answer to an argument-less hook, flattened in registration order.

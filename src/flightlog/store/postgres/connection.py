@@ -22,13 +22,17 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from flightlog.errors import SchemaTooNew, StoreUnavailable
 from flightlog.store.budget import Deadline
+from flightlog.store.features import apply_feature_migrations, recorded_versions
+
+if TYPE_CHECKING:
+    from flightlog.plugins import StoreMigrations
 from flightlog.store.postgres.migrations import MIGRATIONS, SCHEMA_VERSION
 
 __all__ = ["PgDatabase", "PgLeadership", "redact_uri", "qmarks", "INGEST_LOCK", "MIGRATE_LOCK"]
@@ -104,6 +108,7 @@ class PgDatabase:
         try:
             with psycopg.connect(uri, autocommit=True, connect_timeout=max(1, int(connect_timeout))) as conn:
                 self._migrate(conn)
+                self._migrate_features(conn)
         except psycopg.Error as exc:
             raise self.unavailable(exc) from None
         self.pool = ConnectionPool(
@@ -153,6 +158,30 @@ class PgDatabase:
                 )
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATE_LOCK,))
+
+    def apply_feature_migrations(self, migrations: Sequence[StoreMigrations] | None = None) -> None:
+        """Features' own tables (store/features.py): ``migrations``, or every loaded feature's."""
+        try:
+            with self._connection() as conn:
+                self._migrate_features(conn, migrations)
+        except self._psycopg.Error as exc:
+            raise self.unavailable(exc) from None
+
+    def _migrate_features(self, conn: Any, migrations: Sequence[StoreMigrations] | None = None) -> None:
+        """The features' own tables (store/features.py), under the same lock as the core's."""
+        def versions() -> dict[str, int]:
+            return recorded_versions(conn.execute("SELECT key, value FROM meta WHERE key LIKE 'schema_version:%'").fetchall())
+
+        @contextmanager
+        def transaction() -> Iterator[Any]:
+            conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATE_LOCK,))
+            try:
+                with conn.transaction():
+                    yield conn
+            finally:
+                conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATE_LOCK,))
+
+        apply_feature_migrations(versions, transaction, dialect="postgres", placeholder="%s", migrations=migrations)
 
     @staticmethod
     def _version(conn: Any) -> int:

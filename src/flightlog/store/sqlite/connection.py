@@ -18,14 +18,19 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from flightlog.errors import SchemaTooNew, StoreUnavailable
 from flightlog.filemodes import create_private, private_dirs
 from flightlog.forksafe import no_fork
 from flightlog.store.budget import Deadline
+from flightlog.store.features import apply_feature_migrations, recorded_versions
+
+if TYPE_CHECKING:
+    from flightlog.plugins import StoreMigrations
 from flightlog.store.sqlite.migrations import MIGRATIONS, SCHEMA_VERSION
 
 __all__ = ["Database", "schema_version"]
@@ -103,8 +108,20 @@ class Database:
     def _migrate(self) -> None:
         with self._section():
             version = schema_version(self.conn)
-        if version == SCHEMA_VERSION:
-            return
+        if version != SCHEMA_VERSION:
+            self._migrate_core(version)
+        self.apply_feature_migrations()
+
+    def apply_feature_migrations(self, migrations: Sequence[StoreMigrations] | None = None) -> None:
+        """Features' own tables (store/features.py): ``migrations``, or every loaded feature's."""
+        apply_feature_migrations(self._feature_versions, self.write, dialect="sqlite", placeholder="?",
+                                 migrations=migrations)
+
+    def _feature_versions(self) -> dict[str, int]:
+        with self.read() as conn:
+            return recorded_versions(conn.execute("SELECT key, value FROM meta WHERE key LIKE 'schema_version:%'").fetchall())
+
+    def _migrate_core(self, version: int) -> None:
         if version > SCHEMA_VERSION:
             raise SchemaTooNew(
                 f"the store at {self.path} has schema version {version}, newer than this flightlog "

@@ -1,0 +1,63 @@
+"""The model registry: registered models, versions from a run's artifact or checkpoint,
+aliases with history, deployments' desired state, and registry events (docs/models.md).
+
+A feature on the feature table (``registry/feature.py``): its tables come through the
+``flightlog_store_migrations`` hook, its commands and routes through the CLI and API hooks.
+``resolve(ref, client)`` is the one function every surface that takes a model path calls.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flightlog.registry.refs import SCHEME, ModelRef, parse_ref
+from flightlog.registry.types import (
+    AliasChange,
+    Deployment,
+    DeploymentChange,
+    ModelVersion,
+    RegisteredModel,
+    RegistryEvent,
+)
+
+__all__ = [
+    "SCHEME", "AliasChange", "Deployment", "DeploymentChange", "ModelRef", "ModelVersion", "RegisteredModel",
+    "Registry", "RegistryEvent", "is_model_ref", "parse_ref", "resolve",
+]
+
+
+def Registry(client: Any) -> Any:  # noqa: N802 - reads as the class it stands for
+    """The registry of ``client``'s store: its own tables (SQLite, PostgreSQL), or a flightlog
+    server's API when ``FLIGHTLOG_URL`` is set; both answer the same methods."""
+    from flightlog.errors import InvalidInput
+    from flightlog.registry.stores import sql_store_of
+
+    store = sql_store_of(client.store)
+    if store is not None:
+        from flightlog.registry.service import LocalRegistry
+
+        return LocalRegistry(client, store)
+    http = getattr(client.store, "http", None)
+    if http is not None:
+        from flightlog.registry.remote import RemoteRegistry
+
+        return RemoteRegistry(client, http)
+    raise InvalidInput(f"models are kept in the embedded store, in PostgreSQL or by a flightlog server; "
+                       f"{type(client.store).__name__} keeps none")
+
+
+def is_model_ref(text: str) -> bool:
+    """Whether a path a user gave is a model reference (``models:/…``) rather than a file."""
+    return isinstance(text, str) and text.startswith(SCHEME)
+
+
+def resolve(ref: str, client: Any, *, project: str | None = None) -> ModelVersion:
+    """The version ``ref`` names (``models:/fraud@production``, ``fraud@production``,
+    ``models:/fraud/3``, ``fraud/3``, or ``fraud`` for its latest), in ``project`` or the
+    project the model is found in (the client's default project first).
+
+    Raises `flightlog.errors.NotFound` for an unknown model, alias or version and
+    `flightlog.errors.InvalidInput` for a reference that is not one."""
+    registry: Any = Registry(client)
+    found: ModelVersion = registry.resolve(ref, project)
+    return found
