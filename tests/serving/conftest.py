@@ -31,7 +31,7 @@ class ModelServer:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = home.parent / f"uvicorn-{self.port}.log"
-        self._out = open(self.log, "w")
+        self._out = open(self.log, "w")  # noqa: SIM115 - the server writes to it until stop()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "uvicorn", "app:app", "--port", str(self.port), "--log-level", "warning"],
             cwd=HERE, env={**child_env(home), "PYTHONPATH": os.environ.get("PYTHONPATH", ""), **env},

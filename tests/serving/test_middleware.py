@@ -13,7 +13,7 @@ import pytest
 
 from flightlog import Client, serving
 from flightlog.server.testing import serve_in_thread
-from tests.helpers import cli, child_env
+from tests.helpers import child_env, cli
 from tests.serving.conftest import ModelServer, free_port, poll
 
 

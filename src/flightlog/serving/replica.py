@@ -60,7 +60,8 @@ def _split_model(model: str | None, version: str | None) -> tuple[str | None, st
     if version is None and ":" in model and not model.startswith("models:/"):
         name, _, v = model.rpartition(":")
         return name, v
-    return model, version
+    bare = model.removeprefix("models:/")
+    return bare.split("@", 1)[0].split("/", 1)[0], version
 
 
 class Replica:
@@ -169,7 +170,8 @@ def attach(
     if not isinstance(buffer_limit, int) or buffer_limit < 1:
         raise InvalidInput(f"attach(buffer_limit=...): {buffer_limit!r} is not a positive number of requests")
     name, given = _split_model(model, None if version is None else str(version))
-    resolved = _resolve(model, name, given)
+    resolved = _resolve(model, name, given, project)
+    project = project or resolved.get("project")
     with _current_lock:
         if _current is not None:
             raise InvalidInput(f"this process is already a replica of {_current.endpoint}@{_current.env}: attach() once per process")
@@ -199,13 +201,31 @@ def attach(
     return replica
 
 
-def _resolve(ref: str | None, name: str | None, version: str | None) -> dict[str, Any]:
-    """The version to report: given outright, else from the registry when it can answer."""
+def _resolve(ref: str | None, name: str | None, version: str | None, project: str | None) -> dict[str, Any]:
+    """The version to report: given outright, else the registry's answer for ``ref``
+    (``fraud@production``): its number, run, digest and project. An unknown model or alias
+    raises (NotFound) before anything is recorded; a store that cannot answer now (a server
+    that is down) leaves the alias as the version, with a warning, and serving goes on."""
     if version is not None:
         return {"version": version}
     if ref is None:
         return {"version": "unknown"}
-    return {"version": "@" + ref.rpartition("@")[2] if "@" in ref else "unknown"}  # the alias, until resolved
+    from flightlog.client import Client
+    from flightlog.config import Settings
+    from flightlog.errors import StoreUnavailable
+    from flightlog.registry import resolve
+    from flightlog.sdk.writer import warn
+
+    try:
+        client = Client.for_lookups(Settings.from_env())
+        try:
+            found = resolve(ref, client, project=project)
+        finally:
+            client.close()
+    except StoreUnavailable as exc:
+        warn(f"cannot resolve {ref!r} now ({exc}); recording the replica with version {ref!r} until it restarts")
+        return {"version": ref}
+    return {"version": str(found.version), "run_id": found.run_id, "digest": found.digest, "project": found.project}
 
 
 def current() -> Replica | None:
