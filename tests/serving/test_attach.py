@@ -12,7 +12,7 @@ import pytest
 
 from flightlog import Client, serving
 from flightlog.server.testing import serve_in_thread
-from tests.helpers import child_env, run_script
+from tests.helpers import child_env, cli, cli_json, run_script
 
 
 def _attach_fails(home: Path, call: str, **env: str) -> str:
@@ -100,6 +100,14 @@ def test_the_decorator_records_sync_and_async_calls_and_errors(tmp_path: Path) -
         assert sum(a["requests"] for a in aggs) == 7 and sum(a["errors"] for a in aggs) == 1
         run = client.runs(project="fraud")[0]
         assert run.name == "serve fraud-batch@prod" and run.status == "succeeded"
+    listed = cli_json(home, "serving", "predictions", "fraud-batch")
+    assert {r["request_id"]: r["label"] for r in listed}["r2"] == "fraud"
+    (replica,) = cli_json(home, "serving", "replicas", "fraud-batch")
+    assert replica["state"] == "gone" and replica["status"] == "succeeded" and replica["version"] == "7"
+    stats = cli_json(home, "serving", "stats", "fraud-batch")
+    assert sum(s["requests"] for s in stats) == 7
+    bad = cli(home, "serving", "stats", "fraud-batch", "--since", "yesterday-ish", check=False)
+    assert bad.returncode == 1 and "since" in bad.stderr.lower() and "Traceback" not in bad.stderr
 
 
 def test_a_full_buffer_drops_and_counts(tmp_path: Path) -> None:
