@@ -93,7 +93,8 @@ class Recorder:
         self._thread.start()
 
     def _loop(self) -> None:
-        while not self._stop.wait(self.interval):
+        every = min(self.interval, self.heartbeat_s)  # a heartbeat shorter than the flush interval still beats on time
+        while not self._stop.wait(every):
             self.flush(everything=False)
 
     def close(self) -> None:
