@@ -54,6 +54,7 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("FLIGHTLOG_PIPELINE_RUN_ID", "", "Set by a pipeline for each step's process: the id of the pipeline run."),
     Variable("FLIGHTLOG_QUIET", "", "`1` stops `flightlog.init()` from printing its one line on stderr (the run id, where it went, how to look)."),
     Variable("FLIGHTLOG_CONSOLE", "auto", "`auto` (default): a run started by `flightlog.init()` also records what the process writes to `sys.stdout`/`sys.stderr` (passed through unchanged); `off` does not. Never under `flightlog run`, which captures at the file-descriptor level."),
+    Variable("FLIGHTLOG_SERVING_SAMPLE", "0.01", "Share of a serving replica's requests kept as sampled prediction records (`flightlog.serving.attach(sample=...)` overrides it; docs/models.md)."),
     Variable("FLIGHTLOG_ENV_ALLOW", "", "Extra environment variable names (comma-separated, `*` globs) recorded in a run's context."),
 )
 

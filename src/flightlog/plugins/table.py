@@ -42,6 +42,7 @@ BUILTIN: tuple[str, ...] = (
     "flightlog.sweeps.feature",
     "flightlog.pipeline.feature",
     "flightlog.registry.feature",
+    "flightlog.serving.feature",
 )
 
 

@@ -329,6 +329,12 @@ class Run:
             stage=self.current_stage,
         )
 
+    def heartbeat(self, at: float | None = None) -> None:
+        """A sign of life on the run's timeline (``heartbeat``), for a process that may be idle
+        for long (a serving replica without traffic): the ``stalled`` alert and
+        ``flightlog.serving.replicas`` read it."""
+        self._w.add_record("timeline", data={"heartbeat": at if at is not None else _time()})
+
     # ── artifacts, inputs, checkpoints, evidence ─────────────────────────────
     def _artifact_store(self) -> LocalArtifactStore:
         store: LocalArtifactStore | None = getattr(self, "_artifacts", None)

@@ -1,0 +1,37 @@
+"""Serving evidence: a model server attaches once, and each request it serves becomes evidence.
+
+    from flightlog import serving
+    replica = serving.attach(model="fraud@production", endpoint="fraud-api", inputs=["amount", "country"])
+    app = serving.ServingMiddleware(app)          # any ASGI app (Starlette, FastAPI)
+    @serving.track                                # or any Python callable, sync or async
+    def predict(features): ...
+    serving.log_label(request_id, label)          # the truth, when it is known
+
+``import flightlog.serving`` is light: the middleware, the decorator and the readers are
+imported when first named (docs/models.md, *Serving*).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from flightlog.serving.replica import DEFAULT_SAMPLE, Replica, attach, current, log_label
+
+if TYPE_CHECKING:
+    from flightlog.serving.decorator import track
+    from flightlog.serving.middleware import ServingMiddleware
+    from flightlog.serving.reading import aggregates, predictions, replicas
+
+__all__ = ["DEFAULT_SAMPLE", "Replica", "ServingMiddleware", "aggregates", "attach", "current", "log_label",
+           "predictions", "replicas", "track"]
+
+_LAZY = {"track": "decorator", "ServingMiddleware": "middleware", "aggregates": "reading",
+         "predictions": "reading", "replicas": "reading"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f"flightlog.serving.{_LAZY[name]}"), name)
+    raise AttributeError(f"module 'flightlog.serving' has no attribute {name!r}")

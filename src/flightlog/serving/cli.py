@@ -1,0 +1,88 @@
+"""``flightlog serving predictions|stats|replicas ENDPOINT``: serving evidence at the terminal."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from flightlog.timefmt import iso
+
+__all__ = ["serving_group"]
+
+
+@click.group("serving")
+def serving_group() -> None:
+    """Serving evidence: sampled predictions, per-minute aggregates, replicas."""
+
+
+def _client() -> Any:
+    from flightlog.client import Client
+
+    return Client()
+
+
+def _emit(rows: list[dict[str, Any]], fmt: str, columns: list[str]) -> None:
+    for row in rows:
+        for key in ("time", "started", "heartbeat", "ended", "labeled_at"):
+            if isinstance(row.get(key), (int, float)):
+                row[key] = iso(row[key])
+    if fmt == "json":
+        click.echo(json.dumps(rows, default=str))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(*columns)
+    for row in rows:
+        table.add_row(*("" if row.get(c) is None else str(row.get(c)) for c in columns))
+    Console().print(table)
+
+
+_fmt = click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+_project = click.option("--project", default=None, help="Only this project's replicas.")
+
+
+@serving_group.command("predictions")
+@click.argument("endpoint")
+@click.option("--since", default=None, help="Only records newer than this (10m, 2h, an ISO time).")
+@click.option("--limit", type=click.IntRange(min=1), default=None)
+@_project
+@_fmt
+def predictions_cmd(endpoint: str, since: str | None, limit: int | None, project: str | None, fmt: str) -> None:
+    """Sampled prediction records of ENDPOINT, labels joined by request id."""
+    from flightlog.serving.reading import predictions
+
+    with _client() as client:
+        rows = predictions(client, endpoint, since, project=project, limit=limit)
+    _emit(rows, fmt, ["time", "request_id", "version", "status", "latency_ms", "output", "label"])
+
+
+@serving_group.command("stats")
+@click.argument("endpoint")
+@click.option("--since", default=None, help="Only minutes newer than this (10m, 2h, an ISO time).")
+@_project
+@_fmt
+def stats_cmd(endpoint: str, since: str | None, project: str | None, fmt: str) -> None:
+    """Per version and minute: requests, errors, p50/p95/p99 latency, over every replica."""
+    from flightlog.serving.reading import aggregates
+
+    with _client() as client:
+        rows = aggregates(client, endpoint, since, project=project)
+    for row in rows:
+        row["minute_start"] = iso(row["minute"] * 60.0)
+    _emit(rows, fmt, ["version", "minute_start", "requests", "errors", "p50_ms", "p95_ms", "p99_ms", "replicas"])
+
+
+@serving_group.command("replicas")
+@click.argument("endpoint")
+@_project
+@_fmt
+def replicas_cmd(endpoint: str, project: str | None, fmt: str) -> None:
+    """The replicas of ENDPOINT as they report themselves: serving or gone."""
+    from flightlog.serving.reading import replicas
+
+    with _client() as client:
+        rows = replicas(client, endpoint, project=project)
+    _emit(rows, fmt, ["replica", "version", "env", "state", "status", "started", "heartbeat"])

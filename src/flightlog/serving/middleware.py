@@ -1,0 +1,113 @@
+"""``ServingMiddleware``: pure ASGI (no Starlette import), for any ASGI app — Starlette, FastAPI.
+
+Per HTTP request it reads the clock twice, looks for ``X-Request-ID`` (else makes one from a
+counter), adds the id to the response headers, and appends one tuple to the replica's buffer;
+a sampled request also keeps its body chunks and the response's (bytes, parsed as JSON later on
+the background thread). Not ``BaseHTTPMiddleware``: that one runs the app in a task and costs
+tens of microseconds per request. Lifespan shutdown writes the open minute before the server exits.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, MutableMapping
+from time import perf_counter
+from typing import Any
+
+from flightlog.serving.replica import Replica, current
+
+__all__ = ["ServingMiddleware"]
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+_HEADER = b"x-request-id"
+
+
+def _parse_http(inputs: Any, output: Any) -> tuple[Any, Any, str | None]:
+    return _json(inputs), _json(output), None
+
+
+def _json(chunks: Any) -> Any:
+    if chunks is None:
+        return None
+    body = b"".join(chunks)
+    if not body:
+        return None
+    try:
+        return json.loads(body)
+    except ValueError:
+        return {"body": body.decode("utf-8", "replace")}  # hashed unless "body" is allow-listed
+
+
+class ServingMiddleware:
+    """``app = ServingMiddleware(app)`` (or ``app.add_middleware(ServingMiddleware)``); the
+    replica is ``attach()``'s, or the one given."""
+
+    def __init__(self, app: ASGIApp, replica: Replica | None = None) -> None:
+        self.app = app
+        self._replica = replica
+
+    @property
+    def replica(self) -> Replica | None:
+        return self._replica or current()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        replica = self._replica or current()
+        if kind != "http" or replica is None:
+            if kind == "lifespan" and replica is not None:
+                await self.app(scope, self._lifespan(receive, replica), send)
+                return
+            await self.app(scope, receive, send)
+            return
+        start = perf_counter()
+        rid = None
+        for name, value in scope["headers"]:
+            if name == _HEADER:
+                rid = value.decode("latin-1")
+                break
+        if rid is None:
+            rid = replica.new_request_id()
+        raw = rid.encode("latin-1")
+        status = 500
+        sampled = replica.sampled()
+        body_in: list[bytes] | None = None
+        body_out: list[bytes] | None = None
+        if sampled:
+            body_in, body_out = [], []
+            inner_receive = receive
+
+            async def receive() -> Message:
+                message = await inner_receive()
+                if message["type"] == "http.request":
+                    body_in.append(message.get("body", b""))
+                return message
+
+        async def send_wrapper(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                message["headers"] = [*message.get("headers", ()), (_HEADER, raw)]
+            elif body_out is not None and message["type"] == "http.response.body":
+                body_out.append(message.get("body", b""))
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_wrapper)
+        finally:
+            end = perf_counter()
+            replica.record(end, end - start, status, rid, body_out, body_in, _parse_http if sampled else None)
+
+    @staticmethod
+    def _lifespan(receive: Receive, replica: Replica) -> Receive:
+        async def wrapped() -> Message:
+            message = await receive()
+            if message["type"] == "lifespan.shutdown":
+                replica.flush()
+            return message
+
+        return wrapped

@@ -1,0 +1,241 @@
+"""``serving.attach()``: this process becomes one replica of an endpoint, recorded as a run.
+
+Why a run: a replica then has, for free, the journal (evidence waits there while the server
+is down), the shipper, its logs, resource samples, and liveness — a replica killed with
+SIGKILL is marked ``crashed`` by the same reconciliation as a training run, and readers call it
+gone. The run is named ``serve ENDPOINT@ENV`` in the model's project and tagged
+``serving.endpoint``, ``serving.env``, ``serving.model``, ``serving.version`` and
+``serving.replica`` (host:pid), which is how deployments find their replicas.
+
+Everything a bad configuration can get wrong (the allow-list, the sampling rate, a token that
+cannot write the project) raises here, before the run exists: nothing is recorded half.
+"""
+
+from __future__ import annotations
+
+import atexit
+import itertools
+import os
+import random
+import socket
+import threading
+import time
+from typing import Any
+
+from flightlog.errors import InvalidInput
+from flightlog.serving.fields import check_allow_list
+from flightlog.serving.recorder import LABEL, Recorder
+
+__all__ = ["DEFAULT_SAMPLE", "Replica", "attach", "current", "log_label"]
+
+DEFAULT_SAMPLE = 0.01  # share of requests kept as prediction records
+SAMPLE_ENV = "FLIGHTLOG_SERVING_SAMPLE"
+
+_current: Replica | None = None
+_current_lock = threading.Lock()
+
+
+def _sample_rate(sample: float | None) -> float:
+    where = "attach(sample=...)"
+    if sample is None:
+        text = os.environ.get(SAMPLE_ENV, "").strip()
+        if not text:
+            return DEFAULT_SAMPLE
+        where = SAMPLE_ENV
+        try:
+            sample = float(text)
+        except ValueError:
+            raise InvalidInput(f"{SAMPLE_ENV}={text!r} is not a number: use a share between 0 and 1, such as 0.01") from None
+    if isinstance(sample, bool) or not isinstance(sample, (int, float)) or not 0.0 <= float(sample) <= 1.0:
+        raise InvalidInput(f"{where}: the sampling rate {sample!r} is not a share between 0 and 1 (0.01 keeps one request in 100)")
+    return float(sample)
+
+
+def _split_model(model: str | None, version: str | None) -> tuple[str | None, str | None]:
+    """``fraud@production`` / ``fraud:3`` → (name, version as given); the registry resolves aliases."""
+    if model is None:
+        return None, version
+    if not isinstance(model, str) or not model.strip():
+        raise InvalidInput("attach(model=...): give the registered model as NAME@ALIAS or NAME:VERSION, such as 'fraud@production'")
+    if version is None and ":" in model and not model.startswith("models:/"):
+        name, _, v = model.rpartition(":")
+        return name, v
+    bare = model.removeprefix("models:/")
+    return bare.split("@", 1)[0].split("/", 1)[0], version
+
+
+class Replica:
+    """What ``attach()`` returns: the run, the recorder, and the request path's two helpers."""
+
+    def __init__(self, run: Any, recorder: Recorder, *, endpoint: str, env: str, model: str | None, version: str,
+                 sample: float) -> None:
+        self.run = run
+        self.recorder = recorder
+        self.endpoint = endpoint
+        self.env = env
+        self.model = model
+        self.version = version
+        self.sample = sample
+        self.buffer = recorder.buffer
+        self.limit = recorder.limit
+        self._ids = itertools.count(1)
+        self._prefix = f"{os.getpid():x}{int(time.time()) & 0xFFFFFF:x}-"
+        self._closed = False
+
+    # ── the request path: as cheap as a list append ────────────────────────
+    def new_request_id(self) -> str:
+        return self._prefix + str(next(self._ids))
+
+    def record(self, end: float, latency: float, status: int, rid: str | None, output: Any = None, inputs: Any = None,
+               parse: Any = None) -> None:
+        """One request's evidence: ``end`` and ``latency`` from ``time.perf_counter()``; ``inputs``
+        only for a sampled request. Appends one tuple; a full buffer drops and counts."""
+        buffer = self.buffer
+        if len(buffer) < self.limit:
+            buffer.append((end, latency, status, self.version, rid, output, inputs, parse))
+        else:
+            self.recorder.dropped += 1
+
+    def sampled(self) -> bool:
+        return random.random() < self.sample
+
+    # ── after the request ──────────────────────────────────────────────────
+    def log_label(self, request_id: str, label: Any) -> None:
+        """A label (the truth, learned later) for one request; joined by request id when read."""
+        _check_label(request_id, label)
+        self.run.log_event(f"label {request_id}", component=LABEL, fields={"request_id": request_id, "label": label})
+
+    def flush(self) -> None:
+        """Write what is buffered now, the current minute included (tests, a deploy hook)."""
+        self.recorder.flush(everything=True)
+
+    def close(self, *, finish: bool = False) -> None:
+        """Write everything (and with ``finish``, end the run as succeeded)."""
+        global _current
+        if self._closed:
+            return
+        self._closed = True
+        self.recorder.close()
+        with _current_lock:
+            if _current is self:
+                _current = None
+        if finish:
+            self.run.finish()
+
+    def __repr__(self) -> str:
+        return f"<flightlog.serving.Replica {self.endpoint}@{self.env} version={self.version} run={self.run.id[:12]}>"
+
+
+def _check_label(request_id: Any, label: Any) -> None:
+    from flightlog.records import is_json_value
+
+    if not isinstance(request_id, str) or not request_id:
+        raise InvalidInput(f"log_label: the request id must be the non-empty text the response carried (X-Request-ID), got {request_id!r}")
+    if not is_json_value(label):
+        raise InvalidInput(f"log_label: the label of request {request_id!r} must be JSON (a number, text, a list or a dict), got {type(label).__name__}")
+
+
+def attach(
+    model: str | None = None,
+    endpoint: str | None = None,
+    *,
+    env: str = "prod",
+    version: str | int | None = None,
+    project: str | None = None,
+    inputs: Any = None,
+    sample: float | None = None,
+    buffer_limit: int = 100_000,
+    interval: float = 1.0,
+    heartbeat: float = 10.0,
+    capture_logs: bool = True,
+) -> Replica:
+    """Make this process a replica of ``endpoint`` serving ``model`` (once per process).
+
+    - ``model``: ``NAME@ALIAS`` or ``NAME:VERSION``; ``version=`` names the version outright.
+    - ``inputs``: the allow-list of input fields kept as they are in sampled prediction records;
+      every other field is kept as its sha256.
+    - ``sample``: share of requests kept as prediction records (default ``FLIGHTLOG_SERVING_SAMPLE``, else 0.01).
+    - ``capture_logs``: the root logger's records become the replica run's log events.
+
+    Raises InvalidInput for a bad allow-list, rate or name, and Forbidden for a token that may
+    not write the project, before anything is recorded.
+    """
+    global _current
+    if not isinstance(endpoint, str) or not endpoint.strip():
+        raise InvalidInput("attach(endpoint=...): name the endpoint this process serves, such as 'fraud-api'")
+    if not isinstance(env, str) or not env.strip():
+        raise InvalidInput("attach(env=...): name the environment, such as 'prod' or 'staging'")
+    allow = check_allow_list(inputs)
+    rate = _sample_rate(sample)
+    if not isinstance(buffer_limit, int) or buffer_limit < 1:
+        raise InvalidInput(f"attach(buffer_limit=...): {buffer_limit!r} is not a positive number of requests")
+    name, given = _split_model(model, None if version is None else str(version))
+    resolved = _resolve(model, name, given, project)
+    project = project or resolved.get("project")
+    with _current_lock:
+        if _current is not None:
+            raise InvalidInput(f"this process is already a replica of {_current.endpoint}@{_current.env}: attach() once per process")
+    import flightlog
+    from flightlog.data import sketch  # noqa: F401 - numpy, imported now rather than on the first flush
+
+    host = socket.gethostname()
+    tags = {"serving.endpoint": endpoint, "serving.env": env, "serving.model": name or "",
+            "serving.version": resolved["version"], "serving.replica": f"{host}:{os.getpid()}"}
+    run = flightlog.init(project=project, name=f"serve {endpoint}@{env}", tags=tags, console=False)
+    run.log_params({"serving": {"endpoint": endpoint, "env": env, "model": model, "version": resolved["version"],
+                                "model_run": resolved.get("run_id"), "digest": resolved.get("digest"),
+                                "host": host, "pid": os.getpid(), "started": time.time(), "sample": rate,
+                                "inputs": sorted(allow), "heartbeat_s": heartbeat}})
+    from flightlog.sdk.writer import warn
+
+    recorder = Recorder(run, allow=allow, limit=buffer_limit, interval=interval, heartbeat=heartbeat, warn=warn)
+    replica = Replica(run, recorder, endpoint=endpoint, env=env, model=name, version=resolved["version"], sample=rate)
+    with _current_lock:
+        _current = replica
+    recorder.start()
+    atexit.register(replica.close)  # runs before the SDK's own exit hook (registered earlier): evidence first
+    if capture_logs:
+        import logging
+
+        logging.getLogger().addHandler(flightlog.logging_handler(run))
+    return replica
+
+
+def _resolve(ref: str | None, name: str | None, version: str | None, project: str | None) -> dict[str, Any]:
+    """The version to report: given outright, else the registry's answer for ``ref``
+    (``fraud@production``): its number, run, digest and project. An unknown model or alias
+    raises (NotFound) before anything is recorded; a store that cannot answer now (a server
+    that is down) leaves the alias as the version, with a warning, and serving goes on."""
+    if version is not None:
+        return {"version": version}
+    if ref is None:
+        return {"version": "unknown"}
+    from flightlog.client import Client
+    from flightlog.config import Settings
+    from flightlog.errors import StoreUnavailable
+    from flightlog.registry import resolve
+    from flightlog.sdk.writer import warn
+
+    try:
+        client = Client.for_lookups(Settings.from_env())
+        try:
+            found = resolve(ref, client, project=project)
+        finally:
+            client.close()
+    except StoreUnavailable as exc:
+        warn(f"cannot resolve {ref!r} now ({exc}); recording the replica with version {ref!r} until it restarts")
+        return {"version": ref}
+    return {"version": str(found.version), "run_id": found.run_id, "digest": found.digest, "project": found.project}
+
+
+def current() -> Replica | None:
+    """This process's replica (``attach()``ed and not closed), or None."""
+    return _current
+
+
+def log_label(request_id: str, label: Any) -> None:
+    """``serving.log_label(request_id, label)`` on this process's replica."""
+    replica = _current
+    if replica is None:
+        raise InvalidInput("log_label() needs a replica: call flightlog.serving.attach(...) first in this process")
+    replica.log_label(request_id, label)

@@ -1,0 +1,51 @@
+"""A tiny model server for the serving tests (and bench/serving_overhead.py): a pure ASGI app that
+scores a JSON body, wrapped in the serving middleware when SERVING_ATTACH=1. Run with uvicorn."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from flightlog import serving
+
+
+async def model_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    if scope["type"] == "lifespan":
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+    body = b""
+    while True:
+        message = await receive()
+        body += message.get("body", b"")
+        if not message.get("more_body"):
+            break
+    if scope["path"] == "/label":  # the truth, learned later, for one request id
+        given = json.loads(body)
+        serving.log_label(given["request_id"], given["label"])
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+        return
+    if scope["path"] == "/boom":
+        await send({"type": "http.response.start", "status": 500, "headers": [(b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": b'{"error": "boom"}'})
+        return
+    features = json.loads(body or b"{}")
+    score = min(1.0, float(features.get("amount", 0)) / 1000.0)
+    out = json.dumps({"score": score, "label": "fraud" if score > 0.5 else "ok"}).encode()
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+    await send({"type": "http.response.body", "body": out})
+
+
+if os.environ.get("SERVING_ATTACH", "1") == "1":
+    serving.attach(model="fraud:3", endpoint="fraud-api", env="prod", project="fraud",
+                   inputs=["amount", "country"], sample=float(os.environ.get("SERVING_SAMPLE_TEST", "1.0")),
+                   heartbeat=float(os.environ.get("SERVING_HEARTBEAT", "10")))
+    app: Any = serving.ServingMiddleware(model_app)
+else:
+    app = model_app
