@@ -221,3 +221,11 @@ def _float(env: Mapping[str, str], name: str, default: float) -> float:
     if value <= 0:
         raise InvalidInput(f"{name}={raw!r} must be greater than 0")
     return value
+
+
+def home_from_env(environ: Mapping[str, str] | None = None) -> Path:
+    """``FLIGHTLOG_HOME`` (made absolute) if set, else the home ``discover_home`` finds: the
+    home whose ``redact.txt`` a process without settings of its own redacts with."""
+    env = os.environ if environ is None else environ
+    given = env.get("FLIGHTLOG_HOME", "").strip()
+    return Path(os.path.abspath(given)) if given else discover_home(environ=env)

@@ -8,8 +8,8 @@ import pytest
 
 import flightlog
 from flightlog.alerts.secrets import secret_key
-from flightlog.capture import Redactor
-from flightlog.capture.names import is_secret_name
+from flightlog.redaction.engine import Redactor
+from flightlog.redaction.names import is_secret_name
 from flightlog.sdk.context import allowed_env
 
 SECRET = [

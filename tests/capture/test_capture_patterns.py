@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from flightlog.capture import CaptureConfig, CapturePipeline, load_patterns
+from flightlog.capture import CaptureConfig, CapturePipeline
 from flightlog.errors import InvalidInput
+from flightlog.redaction.patterns import load_patterns
 
 from .conftest import run_pipeline
 

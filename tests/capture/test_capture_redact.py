@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from flightlog.capture import Redactor
 from flightlog.errors import InvalidInput
+from flightlog.redaction.engine import Redactor
 
 GITHUB = "ghp_" + "A1b2C3d4E5f6G7h8I9j0" + "K1l2M3n4O5p6"
 JWT = (

@@ -14,8 +14,8 @@ import re
 from collections.abc import Mapping
 from urllib.parse import parse_qsl, urlsplit
 
-from flightlog.capture.names import is_secret_url_param
 from flightlog.errors import InvalidInput
+from flightlog.redaction.names import is_secret_url_param
 
 __all__ = [
     "references",
@@ -66,7 +66,7 @@ def resolve(text: str, environ: Mapping[str, str] | None = None) -> str:
 
 def secret_key(name: str) -> bool:
     """Whether a field, header or URL query parameter name holds a secret: the project's one
-    policy (``flightlog.capture.names``), which also knows that a bare ``?key=`` in a URL is one."""
+    policy (``flightlog.redaction.names``), which also knows that a bare ``?key=`` in a URL is one."""
     return is_secret_url_param(name.strip())
 
 

@@ -4,10 +4,10 @@
 events: one per line or multi-line block (tracebacks, stack traces, indented continuations),
 with levels and structure parsed, progress bars collapsed, long lines cut, secrets redacted
 and the volume bounded; ``LineMetrics`` reads training progress from the lines as metrics.
-``Redactor`` is also used on SDK log events, params, tags, notes and command lines.
+Secrets are redacted by ``flightlog.redaction`` (the layer below), chunk by chunk.
 
-The names are imported on first use: the SDK needs only the redactor (``redact``,
-``userstrings``), and ``flightlog.init()`` should not pay for the whole pipeline.
+The names are imported on first use: ``flightlog.init()`` should not pay for the whole
+pipeline.
 """
 
 from __future__ import annotations
@@ -17,18 +17,14 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from flightlog.capture.linemetrics import LineMetrics
-    from flightlog.capture.patterns import load_patterns
     from flightlog.capture.pipeline import CaptureConfig, CapturePipeline
-    from flightlog.capture.redact import Redactor
 
-__all__ = ["CaptureConfig", "CapturePipeline", "LineMetrics", "Redactor", "load_patterns"]
+__all__ = ["CaptureConfig", "CapturePipeline", "LineMetrics"]
 
 _HOMES = {
     "CaptureConfig": "flightlog.capture.pipeline",
     "CapturePipeline": "flightlog.capture.pipeline",
     "LineMetrics": "flightlog.capture.linemetrics",
-    "Redactor": "flightlog.capture.redact",
-    "load_patterns": "flightlog.capture.patterns",
 }
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from flightlog.capture.keyblocks import HEADER, key_block
+from flightlog.redaction.keyblocks import HEADER, key_block
 
 __all__ = ["KeyHold"]
 

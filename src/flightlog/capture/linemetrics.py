@@ -35,8 +35,8 @@ import threading
 from collections.abc import Callable, Collection
 from typing import Any
 
-from flightlog.capture.names import is_secret_name
 from flightlog.logevents import LogBatch
+from flightlog.redaction.names import is_secret_name
 
 __all__ = ["LineMetrics", "MAX_NAMES", "MAX_RATE"]
 

@@ -34,9 +34,10 @@ from flightlog.capture.grouping import StreamGrouper, special_lines
 from flightlog.capture.keyhold import KeyHold
 from flightlog.capture.lines import LineSplitter, decode, split_lines, strip_ansi, truncate_lines
 from flightlog.capture.ratelimit import RateLimiter
-from flightlog.capture.redact import Redactor
 from flightlog.errors import InvalidInput
 from flightlog.logevents import LogBatch
+from flightlog.redaction.engine import Redactor
+from flightlog.redaction.stats import count_pass
 
 __all__ = ["CaptureConfig", "CapturePipeline", "EventStep", "RedactFields", "STAT_KEYS"]
 
@@ -94,13 +95,16 @@ class RedactFields:
     """Hide values of secret-named keys in parsed fields (``{"password": 1234}``).
 
     The text of those lines was already redacted as a whole; this catches what only the key
-    reveals: numbers, nested mappings, names the text patterns do not know.
+    reveals: numbers, nested mappings, names the text patterns do not know. The events' one
+    redaction pass ends here, so they are counted here (``flightlog.redaction.stats``).
     """
 
     def __init__(self, redactor: Redactor) -> None:
         self._redactor = redactor
 
     def __call__(self, batch: LogBatch, now: float, final: bool) -> LogBatch:
+        if batch.message:
+            count_pass("logs", len(batch))
         fields = batch.fields
         if fields.count(None) == len(fields):
             return batch

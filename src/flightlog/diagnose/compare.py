@@ -63,7 +63,7 @@ def command_line(ev: RunEvidence) -> str | None:
     when stored; this holds for runs recorded before that, too)."""
     import shlex
 
-    from flightlog.capture.redact import Redactor
+    from flightlog.redaction.engine import Redactor
 
     argv = ev.runner_config.get("command") or ev.context.get("command")
     if isinstance(argv, str):

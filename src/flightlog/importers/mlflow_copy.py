@@ -14,11 +14,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from flightlog.config import home_from_env
 from flightlog.errors import FlightlogError, InvalidInput
 from flightlog.ids import RUN_ID_RE
 from flightlog.importers.mlflow_sources import MlflowRun, MlflowSource, artifact_dir
 from flightlog.records import encode_series
-from flightlog.sdk.redaction import redact_user_strings
+from flightlog.redaction import redact_user_strings
 
 __all__ = ["ImportSummary", "import_runs", "STATUS_MAP"]
 
@@ -142,7 +143,7 @@ def _import_one(client: Any, run: MlflowRun, project: str, with_artifacts: bool,
     writer = f"mlflow-{run.id}"
     for seq, rec in enumerate(records, start=1):
         rec.update(r=run.id, w=writer, s=seq)
-        redact_user_strings(rec)  # params, tags, names and the context, as the SDK redacts them
+        redact_user_strings(rec, home_from_env())  # params, tags, names and the context, as the SDK redacts them
     result = client.store.ingest(records)
     if result.skipped:
         summary.warnings.append(f"run {run.id}: the store refused {len(result.skipped)} record(s): {result.skipped[0]}")

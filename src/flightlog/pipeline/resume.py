@@ -44,7 +44,8 @@ def _original_spec(spec: PipelineSpec) -> PipelineSpec:
     """The definition as the pipeline file says it. The stored one is redacted (docs/redaction.md:
     a step's ``--token X`` or ``api_key`` param is kept as a marker), so when it holds a marker
     the file is read again, and used only if it is still the same pipeline once redacted."""
-    from flightlog.sdk.redaction import redact_user_strings
+    from flightlog.config import home_from_env
+    from flightlog.redaction import redact_user_strings
 
     stored = spec.to_dict()
     if "[REDACTED:" not in json.dumps(stored["steps"]):
@@ -62,7 +63,7 @@ def _original_spec(spec: PipelineSpec) -> PipelineSpec:
             fresh = None
     if fresh is not None:
         record = {"k": "evidence", "kind": EVIDENCE_KIND, "name": "definition", "data": {"spec": fresh.to_dict()}}
-        if redact_user_strings(record)["data"]["spec"]["steps"] == stored["steps"]:
+        if redact_user_strings(record, home_from_env())["data"]["spec"]["steps"] == stored["steps"]:
             return fresh
     raise InvalidInput(
         f"pipeline {spec.name}: its stored definition has secrets hidden (a step's command line or params), "

@@ -24,12 +24,12 @@ from flightlog.alerts.monitor import start_monitor
 from flightlog.config import rank_from_env
 from flightlog.failure import parse_python_traceback
 from flightlog.logevents import LogBatch
+from flightlog.redaction import pattern_files
 from flightlog.runner.options import RunnerOptions, retry_backoff
 from flightlog.runner.outcome import Outcome, outcome_of
 from flightlog.runner.pump import OutputPump, enlarge_pipe
 from flightlog.runner.reaper import MARK, Keeper, Reaper, become_subreaper, death_signal
 from flightlog.sdk.context import allowed_env, process_context
-from flightlog.sdk.redaction import pattern_files
 from flightlog.sdk.shipper import shipper
 from flightlog.timefmt import format_duration
 
@@ -197,7 +197,8 @@ class Runner:
 
     # ── one attempt ─────────────────────────────────────────────────────────
     def _attempt(self, run: flightlog.Run, attempt: int, resume_from: str | None) -> AttemptResult:
-        from flightlog.capture import CaptureConfig, CapturePipeline, load_patterns
+        from flightlog.capture import CaptureConfig, CapturePipeline
+        from flightlog.redaction.patterns import load_patterns
 
         opts = self.opts
         env = self._child_env(run, attempt, resume_from)

@@ -257,8 +257,9 @@ class paused:
 
 
 def _pipeline(run: Run) -> CapturePipeline:
-    from flightlog.capture import CaptureConfig, CapturePipeline, load_patterns
-    from flightlog.sdk.redaction import pattern_files
+    from flightlog.capture import CaptureConfig, CapturePipeline
+    from flightlog.redaction import pattern_files
+    from flightlog.redaction.patterns import load_patterns
 
     try:
         patterns = load_patterns(pattern_files(run.settings.home))

@@ -70,9 +70,9 @@ _git_state: Any = _UNSET  # the working directory's git state, once per process 
 
 
 def looks_secret(name: str) -> bool:
-    """The project's one policy for secret names (``flightlog.capture.names``; imported when
+    """The project's one policy for secret names (``flightlog.redaction.names``; imported when
     first needed, so ``import flightlog`` stays light)."""
-    from flightlog.capture.names import is_secret_name
+    from flightlog.redaction.names import is_secret_name
 
     return is_secret_name(name)
 

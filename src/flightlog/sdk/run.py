@@ -314,9 +314,10 @@ class Run:
         time: float | None = None,
     ) -> None:
         """Record one structured log event on the run (the logging handler calls this)."""
-        from flightlog.sdk.redaction import redactor
+        from flightlog.redaction import count_pass, redactor
 
         red = redactor(self.settings.home)
+        count_pass("logs")  # the event's one pass: formed here, never redacted again on its way
         self._w.add_log(
             time=time if time is not None else _time(),
             stream="sdk",
@@ -545,9 +546,10 @@ class Run:
 
     def _log_traceback(self, text: str, component: str | None = None, fields: Mapping[str, Any] | None = None) -> None:
         """A traceback as one stderr event at level error (redacted), as the runner stores it."""
-        from flightlog.sdk.redaction import redactor
+        from flightlog.redaction import count_pass, redactor
 
         red = redactor(self.settings.home)
+        count_pass("logs")
         self._w.add_log(
             time=_time(), stream="stderr", level=40, message=red.redact(text.rstrip()), component=component,
             fields=red.redact_mapping(dict(fields)) if fields else None, rank=self._w.rank, attempt=self.attempt,

@@ -26,8 +26,8 @@ from flightlog.journal import JournalWriter, encode_record, encode_records
 from flightlog.journal.format import MAGIC, read_records
 from flightlog.logevents import LogBatch
 from flightlog.records import encode_series, log_chunk_payload
+from flightlog.redaction import redact_user_strings
 from flightlog.sdk.context import process_context
-from flightlog.sdk.redaction import redact_user_strings
 from flightlog.sdk.sink import Sink, open_sink
 from flightlog.sdk.stages import StageAggregator
 

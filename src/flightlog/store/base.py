@@ -85,14 +85,15 @@ def ingest_one(store: MetadataStore, run_id: str, kind: str, /, *, origin: str, 
     ingest as every writer: a fresh writer id of its ``origin`` (client, api), sequence 1."""
     import time
 
+    from flightlog.config import home_from_env
     from flightlog.errors import InvalidInput
     from flightlog.ids import new_writer_id
     from flightlog.records import escape_surrogates
-    from flightlog.sdk.redaction import redact_user_strings
+    from flightlog.redaction import redact_user_strings
 
     record = {"k": kind, "r": run_id, "w": f"{origin}-{new_writer_id()}", "s": 1, "t": time.time(), **payload}
     record = escape_surrogates(record)  # a file name that is not UTF-8, from sys.argv: kept escaped
-    redact_user_strings(record)  # a note or tag typed at the CLI: secrets out, as from the SDK
+    redact_user_strings(record, home_from_env())  # a note or tag typed at the CLI: secrets out, as from the SDK
     result = store.ingest([record])
     if result.skipped:
         raise InvalidInput(f"the store refused the {kind}: {result.skipped[0]}")

@@ -29,6 +29,7 @@ from flightlog.models import (
     RunInfo,
     StageSummary,
 )
+from flightlog.redaction import REDACTED_HEADER, REDACTION_VERSION
 from flightlog.store.base import IngestResult
 from flightlog.transport import decode
 from flightlog.transport.artifacts import RemoteArtifactStore
@@ -84,7 +85,8 @@ class HttpStore:
             count, body = encode_batches(todo, self.max_batch_bytes)[0]
             response = self.http.request(
                 "POST", "/ingest", content=body, retries=0, ok=(413,),
-                headers={"Content-Type": MEDIA_TYPE, "Content-Encoding": "gzip"},
+                # every record this store ships was redacted where it was formed (flightlog.redaction)
+                headers={"Content-Type": MEDIA_TYPE, "Content-Encoding": "gzip", REDACTED_HEADER: REDACTION_VERSION},
             )
             if response.status_code == 413:
                 if count == 1 or self.max_batch_bytes <= 64 << 10:

@@ -221,12 +221,13 @@ def _load_runner_code() -> None:
 
     import flightlog.alerts.discovery  # noqa: F401
     import flightlog.alerts.monitor  # noqa: F401
-    import flightlog.capture.userstrings  # noqa: F401
     import flightlog.client  # noqa: F401 - init(id=...) looks the run up
+    import flightlog.redaction.userstrings  # noqa: F401
     import flightlog.runner.__main__  # noqa: F401
     import flightlog.runner.runner  # noqa: F401
-    from flightlog.capture import CaptureConfig, CapturePipeline, LineMetrics, load_patterns  # noqa: F401
+    from flightlog.capture import CaptureConfig, CapturePipeline, LineMetrics  # noqa: F401
     from flightlog.config import Settings
+    from flightlog.redaction.patterns import load_patterns  # noqa: F401
     from flightlog.resources import ProcessTreeSampler, ResourceSummary, SamplerThread  # noqa: F401
     from flightlog.sdk.context import warm_interpreter_context
     from flightlog.sdk.sink import load_sink_code

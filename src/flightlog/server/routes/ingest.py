@@ -12,9 +12,11 @@ from typing import Any
 
 from starlette.responses import Response
 
+from flightlog.config import home_from_env
 from flightlog.errors import Forbidden
 from flightlog.recordcheck import Bad, check_record
-from flightlog.sdk.redaction import redact_user_strings
+from flightlog.records import decode_log_chunk, log_chunk_payload
+from flightlog.redaction import REDACTED_HEADER, count_pass, redact_user_strings, redactor
 from flightlog.server.context import Ctx, UnsupportedMediaType
 from flightlog.server.operations import Operation, ok
 from flightlog.server.responses import json_response
@@ -56,7 +58,9 @@ async def ingest(ctx: Ctx) -> Response:
     body = await ctx.body()
     config = ctx.state.config
     limit = config.max_body if config.max_inflated is None else config.max_inflated
-    batch = await ctx.call(_prepare, body, ctx.request.headers.get("content-encoding", ""), limit)
+    # a writer that redacts says so (flightlog's HTTP store always does); see flightlog.redaction
+    writer_redacts = bool(ctx.request.headers.get(REDACTED_HEADER, "").strip())
+    batch = await ctx.call(_prepare, body, ctx.request.headers.get("content-encoding", ""), limit, writer_redacts)
     good, skipped = batch.good, batch.skipped
     if ctx.principal.project is not None:
         await _check_scope(ctx, batch)
@@ -74,7 +78,7 @@ async def ingest(ctx: Ctx) -> Response:
     return json_response({"applied": applied, "duplicates": duplicates, "skipped": skipped})
 
 
-def _prepare(body: bytes, encoding: str, limit: int) -> _Batch:
+def _prepare(body: bytes, encoding: str, limit: int, writer_redacts: bool = False) -> _Batch:
     """Inflate, decode, bound, check and redact a request's records (in a worker thread)."""
     records = decode_batch(inflate(body, encoding, limit))
     if len(records) > MAX_RECORDS:
@@ -82,7 +86,7 @@ def _prepare(body: bytes, encoding: str, limit: int) -> _Batch:
             f"a batch holds at most {MAX_RECORDS} records, not {len(records)}: send smaller batches",
             details={"limit": MAX_RECORDS, "records": len(records)},
         )
-    good, skipped = _checked(records)
+    good, skipped = _checked(records, writer_redacts)
     declared: dict[str, str] = {}
     for rec in good:
         if rec["k"] == "run" and "project" in rec:
@@ -91,8 +95,11 @@ def _prepare(body: bytes, encoding: str, limit: int) -> _Batch:
                   log_events=sum(int(r.get("n", 0)) for r in good if r["k"] == "logs"))
 
 
-def _checked(records: list[Any]) -> tuple[list[dict[str, Any]], list[str]]:
+def _checked(records: list[Any], writer_redacts: bool) -> tuple[list[dict[str, Any]], list[str]]:
+    """The records that pass their checks, redacted: user strings always (few, and the server's
+    own policy applies to every writer), log chunks when the writer does not redact them."""
     good, skipped = [], []
+    home = home_from_env()
     for i, rec in enumerate(records):
         try:
             check_record(rec)
@@ -102,8 +109,25 @@ def _checked(records: list[Any]) -> tuple[list[dict[str, Any]], list[str]]:
                 where += f" ({rec.get('k')!r}, run {str(rec.get('r'))[:64]!r}, seq {str(rec.get('s'))[:20]})"
             skipped.append(f"{where}: {exc}")
             continue
-        good.append(redact_user_strings(rec))  # whatever the writer: no secrets in the store
+        if rec["k"] == "logs" and not writer_redacts:
+            try:
+                _redact_log_chunk(rec, home)
+            except (TypeError, ValueError, KeyError, AttributeError) as exc:  # never stored unredacted
+                skipped.append(f"record {i} ('logs', run {str(rec.get('r'))[:64]!r}): its events cannot be redacted: {exc}")
+                continue
+        good.append(redact_user_strings(rec, home))  # whatever the writer: no secrets in the store
     return good, skipped
+
+
+def _redact_log_chunk(rec: dict[str, Any], home: Any) -> None:
+    """A log chunk from a writer that does not redact (an old client, a script, another
+    protocol): each event's message and fields redacted as ``Run.log_event`` redacts them."""
+    red = redactor(home)
+    batch = decode_log_chunk(rec["data"])
+    batch.message = [red.redact(m) if isinstance(m, str) else m for m in batch.message]
+    batch.fields = [red.redact_mapping(f) if f else f for f in batch.fields]
+    rec.update(log_chunk_payload(batch))
+    count_pass("logs", len(batch))
 
 
 def _points(rec: dict[str, Any]) -> int:

@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from flightlog.capture.keyblocks import HEADER, PRIVATE_KEY, KeyBlock, key_block
+from flightlog.redaction.keyblocks import HEADER, PRIVATE_KEY, KeyBlock, key_block
 
 __all__ = ["Family", "FAMILIES", "PRIVATE_KEY", "marker", "marker_bytes", "splice"]
 

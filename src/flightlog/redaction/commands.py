@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from flightlog.capture.families import marker_bytes, splice
+from flightlog.redaction.families import marker_bytes, splice
 
 __all__ = ["redact_commands"]
 

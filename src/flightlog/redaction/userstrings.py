@@ -19,8 +19,10 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from flightlog.capture.names import is_secret_name
-from flightlog.capture.redact import Redactor
+from flightlog.redaction.engine import Redactor
+from flightlog.redaction.kinds import USER_STRING_KINDS
+from flightlog.redaction.names import is_secret_name
+from flightlog.redaction.stats import count_pass
 
 __all__ = ["redact_record", "USER_STRING_KINDS"]
 
@@ -150,14 +152,15 @@ _HANDLERS: dict[str, Callable[[dict[str, Any], Redactor], None]] = {
     "run": _run,
     "evidence": _evidence,
 }
-#: Record kinds that may hold strings a user gave.
-USER_STRING_KINDS = frozenset(_HANDLERS)
+assert set(_HANDLERS) == USER_STRING_KINDS, "every user-string kind needs a handler"  # a programming error, at import
 
 
 def redact_record(rec: dict[str, Any], red: Redactor) -> dict[str, Any]:
     """``rec`` (a journal record) with the user strings it holds redacted, in place; records
     of other kinds are returned untouched at the cost of one lookup."""
-    handler = _HANDLERS.get(rec.get("k"))  # type: ignore[arg-type]
+    kind = rec.get("k")
+    handler = _HANDLERS.get(kind)  # type: ignore[arg-type]
     if handler is not None:
         handler(rec, red)
+        count_pass(kind)  # type: ignore[arg-type]
     return rec

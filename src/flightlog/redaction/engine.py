@@ -21,11 +21,11 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from flightlog.capture.assignments import redact_assignments
-from flightlog.capture.commands import redact_commands
-from flightlog.capture.families import FAMILIES, marker
-from flightlog.capture.names import is_secret_name, secret_env_values
-from flightlog.capture.patterns import compile_patterns
+from flightlog.redaction.assignments import redact_assignments
+from flightlog.redaction.commands import redact_commands
+from flightlog.redaction.families import FAMILIES, marker
+from flightlog.redaction.names import is_secret_name, secret_env_values
+from flightlog.redaction.patterns import compile_patterns
 
 __all__ = ["Redactor"]
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import re
 
-from flightlog.capture.families import marker_bytes, splice
-from flightlog.capture.names import VARIANT_WORDS, is_secret_name, key_words
+from flightlog.redaction.families import marker_bytes, splice
+from flightlog.redaction.names import VARIANT_WORDS, is_secret_name, key_words
 
 __all__ = ["redact_assignments"]
 
