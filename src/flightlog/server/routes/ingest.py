@@ -13,7 +13,7 @@ from typing import Any
 from starlette.responses import Response
 
 from flightlog.errors import Forbidden
-from flightlog.recordcheck import Bad, check_record
+from flightlog.schema import Bad, check_record
 from flightlog.sdk.redaction import redact_user_strings
 from flightlog.server.context import Ctx, UnsupportedMediaType
 from flightlog.server.operations import Operation, ok
