@@ -87,7 +87,7 @@ class Workload:
     """1,000 running runs written through the store's ingest, 10 points per series per cycle."""
 
     def __init__(self, store: Any, runs: int, seed: int = 7) -> None:
-        from flightlog.records import encode_series
+        from flightlog.schema.values import encode_series
 
         self.encode = encode_series
         self.store = store
@@ -109,7 +109,7 @@ class Workload:
 
     def advance(self, now: float) -> None:
         from flightlog.logevents import LogBatch
-        from flightlog.records import log_chunk_payload
+        from flightlog.schema.values import log_chunk_payload
 
         records = []
         for rid in self.ids:

@@ -53,7 +53,7 @@ def percentile(values: list[float], q: float) -> float | None:
 # ── writers ──────────────────────────────────────────────────────────────────
 def _records(run_id: str, seq: int, step: int, points: int, lines: int, batch_no: int) -> list[dict[str, Any]]:
     from flightlog.logevents import LogBatch
-    from flightlog.records import encode_series, log_chunk_payload
+    from flightlog.schema.values import encode_series, log_chunk_payload
 
     now = time.time()
     steps = array("q", range(step, step + points))

@@ -27,7 +27,7 @@ RUN = "0123456789abcdef0123456789abcdef"
 
 
 def fill(home: Path, names: int) -> None:
-    from flightlog.records import encode_series
+    from flightlog.schema.values import encode_series
     from flightlog.store.sqlite.store import SqliteStore
 
     store = SqliteStore(home / "flightlog.db")

@@ -29,7 +29,7 @@ FLIGHTLOG = str(Path(sys.executable).with_name("flightlog"))
 
 
 def fill(home: Path, runs: int, points: int) -> str:
-    from flightlog.records import encode_series
+    from flightlog.schema.values import encode_series
     from flightlog.store.sqlite.store import SqliteStore
 
     store = SqliteStore(home / "flightlog.db")

@@ -37,7 +37,7 @@ BIG = "ffffffff" + "0" * 24
 
 def fill(home: Path, runs: int, points: int, lines: int) -> None:
     from flightlog.logevents import LogBatch
-    from flightlog.records import encode_series, log_chunk_payload
+    from flightlog.schema.values import encode_series, log_chunk_payload
     from flightlog.store.sqlite.store import SqliteStore
 
     store = SqliteStore(home / "flightlog.db")

@@ -41,7 +41,9 @@ def read_layers(pyproject: Path) -> tuple[tuple[str, ...], ...]:
     layers: list[tuple[str, ...]] = []
     for row in reversed(contract["layers"]):
         names = tuple(name.strip() for name in re.split(r"[|:]", row))
-        layers.append(names if any(_is_package(n) or n in _MODULE_LAYER for n in names) else (_VOCABULARY,))
+        boxes = tuple(n for n in names if _is_package(n) or n in _MODULE_LAYER)
+        # a row of packages keeps them; its top-level modules (the bottom row's) are the vocabulary
+        layers.append((*boxes, _VOCABULARY) if boxes and len(boxes) < len(names) else boxes or (_VOCABULARY,))
     return (*layers, ("<public>",))
 
 

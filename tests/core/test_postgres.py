@@ -100,7 +100,7 @@ def test_postgres_down_at_start_is_a_clear_error_without_the_password(tmp_path: 
 
 
 def _batch(run_id: str, writer: str, first: int, n: int) -> list[dict[str, Any]]:
-    from flightlog.records import encode_series
+    from flightlog.schema.values import encode_series
 
     out: list[dict[str, Any]] = []
     for seq in range(first, first + n):

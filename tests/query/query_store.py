@@ -11,7 +11,7 @@ from typing import Any
 
 from flightlog.query import compile_runs_query
 from flightlog.query.evaluate import flatten_params
-from flightlog.records import param_columns
+from flightlog.schema.values import param_columns
 from flightlog.store.sqlite.migrations import MIGRATIONS
 
 RUN_COLUMNS = ("id", "project", "name", "parent_id", "status", "end_reason", "created",

@@ -11,7 +11,7 @@ from test_query_sql import FILTER_CASES, NOW, ORDER_CASES, RUNS
 
 from flightlog.query import compile_runs_query
 from flightlog.query.evaluate import flatten_params
-from flightlog.records import param_columns
+from flightlog.schema.values import param_columns
 from flightlog.store.postgres.store import PostgresStore
 from flightlog.store.sql.ingest import finite_or_none
 

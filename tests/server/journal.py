@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from flightlog.logevents import LogBatch, level_code
-from flightlog.records import encode_series, log_chunk_payload
+from flightlog.schema.values import encode_series, log_chunk_payload
 
 
 class Writer:

@@ -11,7 +11,7 @@ import httpx
 import msgspec
 import pytest
 
-from flightlog.records import encode_series
+from flightlog.schema.values import encode_series
 from flightlog.server.testing import RunningServer
 from flightlog.transport import HttpStore
 from flightlog.transport.wire import encode_batches

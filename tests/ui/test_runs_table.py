@@ -153,7 +153,7 @@ def test_ten_thousand_runs_scroll_smoothly_with_server_paging(page: Any, server:
 def fill_big_project(store: Any, runs: int) -> None:
     from array import array
 
-    from flightlog.records import encode_series
+    from flightlog.schema.values import encode_series
 
     if any(p["name"] == "big" for p in store.projects()):
         return

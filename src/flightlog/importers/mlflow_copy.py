@@ -18,8 +18,9 @@ from flightlog.config import home_from_env
 from flightlog.errors import FlightlogError, InvalidInput
 from flightlog.ids import RUN_ID_RE
 from flightlog.importers.mlflow_sources import MlflowRun, MlflowSource, artifact_dir
-from flightlog.records import encode_series
 from flightlog.redaction import redact_user_strings
+from flightlog.schema import envelope, record
+from flightlog.schema.values import encode_series
 
 __all__ = ["ImportSummary", "import_runs", "STATUS_MAP"]
 
@@ -109,14 +110,14 @@ def _import_one(client: Any, run: MlflowRun, project: str, with_artifacts: bool,
     if parent:
         fields["parent_id"] = parent
     at = ended or started
-    records: list[dict[str, Any]] = [{"k": "run", "t": started, **fields}]
-    records.append({"k": "context", "t": started, "data": {
+    records: list[dict[str, Any]] = [record("run", t=started, **fields)]
+    records.append(record("context", t=started, data={
         "imported_from": "mlflow", "mlflow_run_id": run.id, "mlflow_experiment_id": run.experiment.id,
-        "mlflow_experiment": run.experiment.name, "mlflow_artifact_uri": run.artifact_uri}})
+        "mlflow_experiment": run.experiment.name, "mlflow_artifact_uri": run.artifact_uri}))
     if run.params:
-        records.append({"k": "params", "t": started, "data": dict(run.params)})
+        records.append(record("params", t=started, data=dict(run.params)))
     if run.tags:
-        records.append({"k": "tags", "t": started, "data": dict(run.tags)})
+        records.append(record("tags", t=started, data=dict(run.tags)))
     if run.metrics:
         series = {}
         for name, points in run.metrics.items():
@@ -126,7 +127,7 @@ def _import_one(client: Any, run: MlflowRun, project: str, with_artifacts: bool,
                 times.append(timestamp / 1000)
                 values.append(value)
             series[name] = encode_series(steps, times, values)
-        records.append({"k": "metrics", "t": at, "attempt": 1, "series": series})
+        records.append(record("metrics", t=at, attempt=1, series=series))
     files = _artifact_files(run, bounds, summary) if with_artifacts else []
     copied: list[tuple[str, Path]] = []
     for rel, path in files:
@@ -137,12 +138,12 @@ def _import_one(client: Any, run: MlflowRun, project: str, with_artifacts: bool,
             summary.skipped.append(f"run {run.id}: artifact {rel} skipped, it cannot be copied ({reason})")
             continue
         copied.append((rel, path))
-        records.append({"k": "artifact", "t": at, "role": "output", "kind": "file", "path": rel, "source": str(path),
-                        "size": size, "sha256": sha, "uri": uri, "attempt": 1})
+        records.append(record("artifact", t=at, role="output", kind="file", path=rel, source=str(path),
+                              size=size, sha256=sha, uri=uri, attempt=1))
     files = copied
     writer = f"mlflow-{run.id}"
     for seq, rec in enumerate(records, start=1):
-        rec.update(r=run.id, w=writer, s=seq)
+        envelope(rec, run.id, writer, seq)
         redact_user_strings(rec, home_from_env())  # params, tags, names and the context, as the SDK redacts them
     result = client.store.ingest(records)
     if result.skipped:

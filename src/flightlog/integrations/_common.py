@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from flightlog.records import is_json_value
+from flightlog.schema.values import is_json_value
 from flightlog.sdk.run import Run, flatten
 from flightlog.sdk.writer import warn
 

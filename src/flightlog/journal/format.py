@@ -17,7 +17,7 @@ from typing import Any
 
 import msgspec
 
-from flightlog.records import escape_surrogates
+from flightlog.schema.values import escape_surrogates
 
 __all__ = ["MAGIC", "encode_record", "encode_records", "read_records", "JournalDamage", "ReadResult"]
 

@@ -3,7 +3,7 @@
 Safe to run at any time and any number of times: ingest is idempotent on (run, writer, seq),
 so records shipped twice are counted once. A damaged tail is reported and skipped; every
 record before it is shipped. Each record passes the same check as the server's ingest
-(`flightlog.recordcheck`): a bad one is skipped and reported, never the batch around it.
+(`flightlog.schema.check_record`): a bad one is skipped and reported, never the batch around it.
 
 A journal is removed once it has nothing left to give: its writer ended cleanly, or its
 process is gone, and every record was shipped; or it holds no record at all. The owner's
@@ -24,7 +24,7 @@ from flightlog.errors import StoreUnavailable
 from flightlog.journal.files import JournalFile, list_journals
 from flightlog.journal.format import read_records
 from flightlog.journal.liveness import process_alive
-from flightlog.recordcheck import Bad, check_record
+from flightlog.schema import Bad, check_record
 from flightlog.store.base import Store
 
 __all__ = ["SyncReport", "sync"]

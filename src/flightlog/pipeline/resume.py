@@ -15,6 +15,7 @@ from flightlog.errors import Conflict, FlightlogError, InvalidInput
 from flightlog.pipeline.controller import Controller, Options, PipelineResult
 from flightlog.pipeline.spec import PipelineSpec
 from flightlog.pipeline.state import EVIDENCE_KIND, load_view
+from flightlog.schema import record as schema_record
 
 __all__ = ["resume_pipeline"]
 
@@ -62,7 +63,7 @@ def _original_spec(spec: PipelineSpec) -> PipelineSpec:
         except FlightlogError:
             fresh = None
     if fresh is not None:
-        record = {"k": "evidence", "kind": EVIDENCE_KIND, "name": "definition", "data": {"spec": fresh.to_dict()}}
+        record = schema_record("evidence", kind=EVIDENCE_KIND, name="definition", data={"spec": fresh.to_dict()})
         if redact_user_strings(record, home_from_env())["data"]["spec"]["steps"] == stored["steps"]:
             return fresh
     raise InvalidInput(

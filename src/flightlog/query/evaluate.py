@@ -3,7 +3,7 @@
 Why: alerts and live streams see runs change one event at a time and must decide whether a
 run matches without a query. ``matches`` agrees with :func:`~flightlog.query.compile_filter`
 on the SQLite store (the tests check this on generated filters): two-valued logic, numbers
-compare a param's number, text its display text (as :func:`flightlog.records.param_columns`
+compare a param's number, text its display text (as :func:`flightlog.schema.values.param_columns`
 writes them), LIKE and ``~`` fold ASCII case.
 """
 
@@ -32,7 +32,7 @@ from flightlog.query.ast import (
 from flightlog.query.fields import COLUMNS
 from flightlog.query.parser import parse_filter
 from flightlog.query.sqlparts import like_contains
-from flightlog.records import param_columns
+from flightlog.schema.values import param_columns
 from flightlog.timefmt import parse_time
 
 __all__ = ["matches", "flatten_params"]

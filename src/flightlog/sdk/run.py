@@ -19,7 +19,7 @@ from flightlog.errors import FlightlogError, InvalidInput
 from flightlog.failure import failure_from_exception
 from flightlog.logevents import level_code
 from flightlog.models import STATUSES
-from flightlog.records import MAX_PARAM_DEPTH, is_json_value, metric_name_problem
+from flightlog.schema.values import MAX_PARAM_DEPTH, is_json_value, metric_name_problem
 from flightlog.sdk.stages import StageTimer
 from flightlog.store.artifacts import LocalArtifactStore, open_artifact_store
 from flightlog.store.edits import DESCRIPTION_TAG

@@ -25,8 +25,9 @@ from flightlog.ids import new_writer_id
 from flightlog.journal import JournalWriter, encode_record, encode_records
 from flightlog.journal.format import MAGIC, read_records
 from flightlog.logevents import LogBatch
-from flightlog.records import encode_series, log_chunk_payload
 from flightlog.redaction import redact_user_strings
+from flightlog.schema import record
+from flightlog.schema.values import encode_series, log_chunk_payload
 from flightlog.sdk.context import process_context
 from flightlog.sdk.sink import Sink, open_sink
 from flightlog.sdk.stages import StageAggregator
@@ -115,9 +116,8 @@ class RunWriter:
 
     # ── buffers (any thread) ─────────────────────────────────────────────────
     def add_record(self, kind: str, /, **payload: Any) -> None:
-        payload["k"] = kind
         payload.setdefault("t", time.time())
-        self.records.append(payload)
+        self.records.append(record(kind, **payload))
 
     def add_logs(self, batch: LogBatch) -> None:
         with self._logs_lock:
@@ -145,25 +145,25 @@ class RunWriter:
         with self._logs_lock:
             logs, self._logs = self._logs, LogBatch()
         for chunk in logs.split(LOG_CHUNK_EVENTS):
-            out.append({"k": "logs", "t": now, **log_chunk_payload(chunk)})
+            out.append(record("logs", t=now, **log_chunk_payload(chunk)))
         spans, stage_stats = self.stages.drain(final)
         if spans:
-            out.append({"k": "spans", "t": now, "spans": spans})
+            out.append(record("spans", t=now, spans=spans))
         if stage_stats:
-            out.append({"k": "stage_stats", "t": now, "stats": stage_stats})
+            out.append(record("stage_stats", t=now, stats=stage_stats))
         if self.resources:
             samples = [self.resources.popleft() for _ in range(len(self.resources))]
-            out.append({"k": "resources", "t": now, "samples": samples})
+            out.append(record("resources", t=now, samples=samples))
         if self._counters:
             counters, self._counters = self._counters, {}
-            out.append({"k": "counters", "t": now, "data": counters})
+            out.append(record("counters", t=now, data=counters))
         if out and (self._preamble or not self._context_sent):
             # the writer's header and its process's context go with its first records, never
             # alone: a process forked only to exec another program writes nothing at all
             first, self._preamble = self._preamble, []
             if not self._context_sent:
                 self._context_sent = True
-                first.append({"k": "context", "t": now, "data": self._context()})
+                first.append(record("context", t=now, data=self._context()))
             out[:0] = first
         return out
 
@@ -207,12 +207,8 @@ class RunWriter:
             self.count("dropped_bad_points", refused)
             self._warn_once("bad-point", f"run {self.run_id[:12]}: {refused} metric point(s) with a step or value "
                                          "that does not fit 64 bits were dropped")
-        return {
-            "k": "metrics",
-            "t": now,
-            "attempt": self.attempt,
-            "series": {str(name): encode_series(*cols) for name, cols in series.items()},
-        }
+        return record("metrics", t=now, attempt=self.attempt,
+                      series={str(name): encode_series(*cols) for name, cols in series.items()})
 
     def flush(self, *, final: bool = False) -> None:
         with self._flush_lock:
@@ -443,8 +439,8 @@ class RunWriter:
         self.journal = None  # the parent's descriptor stays the parent's
         self._journal_due = True
         self._forked_from = os.getppid()
-        self._preamble = [{"k": "writer", "t": time.time(), "host": socket.gethostname(), "pid": os.getpid(),
-                           "owner": False, "attempt": self.attempt, "forked": True}]
+        self._preamble = [record("writer", t=time.time(), host=socket.gethostname(), pid=os.getpid(),
+                                 owner=False, attempt=self.attempt, forked=True)]
 
     def _warn_once(self, key: str, message: str) -> None:
         if key not in self._warned:

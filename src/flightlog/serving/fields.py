@@ -20,8 +20,8 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from flightlog.capture.names import is_secret_name
 from flightlog.errors import InvalidInput
+from flightlog.redaction.names import is_secret_name
 
 __all__ = ["MAX_VALUE_CHARS", "check_allow_list", "split_inputs", "jsonable_output", "call_inputs", "digest"]
 

@@ -127,7 +127,7 @@ class Replica:
 
 
 def _check_label(request_id: Any, label: Any) -> None:
-    from flightlog.records import is_json_value
+    from flightlog.schema.values import is_json_value
 
     if not isinstance(request_id, str) or not request_id:
         raise InvalidInput(f"log_label: the request id must be the non-empty text the response carried (X-Request-ID), got {request_id!r}")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -17,31 +16,11 @@ from pathlib import Path
 
 from flightlog.errors import InvalidInput, NotFound
 from flightlog.filemodes import private_dirs
+from flightlog.schema.paths import check_artifact_path  # the rule lives with the record schema
 
 __all__ = ["LocalArtifactStore", "check_artifact_path", "hash_file", "open_artifact_store"]
 
 _CHUNK = 1 << 20
-
-
-def check_artifact_path(path: str) -> str:
-    """An artifact's name under its run: relative, no ``..``, no empty or ``.`` parts, no control characters.
-
-    Here, not in the server, because every path into a store passes it: the server's routes,
-    its ingest and ``flightlog sync`` (through `flightlog.recordcheck`)."""
-    problem = None
-    if not path or len(path) > 1024:
-        problem = "must have 1 to 1024 characters"
-    elif any(ord(c) < 32 or ord(c) == 127 for c in path):
-        problem = "contains control characters"
-    elif "\\" in path:
-        problem = "contains a backslash: use '/' between directories"
-    elif path.startswith("/") or re.match(r"^[A-Za-z]:", path):
-        problem = "is absolute: name it relative to the run"
-    elif any(part in ("", ".", "..") for part in path.split("/")):
-        problem = "has an empty, '.' or '..' part: artifact paths cannot leave their run"
-    if problem:
-        raise InvalidInput(f"artifact path {path[:200]!r} {problem}", details={"path": path[:1024]})
-    return path
 
 
 def hash_file(path: str | os.PathLike[str]) -> tuple[str, int]:
@@ -139,7 +118,6 @@ def open_artifact_store(home: Path, uri: str | None = None) -> LocalArtifactStor
         from flightlog.store.objectstore import S3ArtifactStore
 
         return S3ArtifactStore(uri, home / "artifacts")
-    from flightlog.errors import InvalidInput
 
     raise InvalidInput(f"FLIGHTLOG_ARTIFACTS={uri!r} is not an artifact store: use s3://BUCKET/PREFIX, or unset it "
                        "to keep artifacts under FLIGHTLOG_HOME/artifacts")

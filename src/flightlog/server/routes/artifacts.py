@@ -13,6 +13,7 @@ from starlette.responses import Response
 
 from flightlog.errors import InvalidInput, NotFound
 from flightlog.ids import new_writer_id
+from flightlog.schema import record as schema_record
 from flightlog.server.blobs import blob_info, check_artifact_path, check_digest, filename_of
 from flightlog.server.context import Ctx
 from flightlog.server.operations import RUN, Operation, Param, ok, schema_ref
@@ -69,9 +70,9 @@ async def upload_artifact(ctx: Ctx) -> Response:
         ctx.request, limit=ctx.state.config.max_upload, expected=expected.strip().lower() if expected else None
     )
     ctx.state.metrics.add_ingest(upload_bytes=size)
-    record = {"k": "artifact", "r": info.id, "w": f"api-{new_writer_id()}", "s": 1, "t": time.time(),
-              "role": role, "kind": kind, "path": path, "source": None, "size": size, "sha256": sha,
-              "uri": f"cas:sha256/{sha}", "step": step, "attempt": info.attempt}
+    record = schema_record("artifact", r=info.id, w=f"api-{new_writer_id()}", s=1, t=time.time(),
+                           role=role, kind=kind, path=path, source=None, size=size, sha256=sha,
+                           uri=f"cas:sha256/{sha}", step=step, attempt=info.attempt)
     result = await ctx.call(ctx.store.ingest, [record])
     if result.skipped:
         raise InvalidInput(f"the store refused the artifact: {result.skipped[0]}")

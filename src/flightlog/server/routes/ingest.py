@@ -14,9 +14,9 @@ from starlette.responses import Response
 
 from flightlog.config import home_from_env
 from flightlog.errors import Forbidden
-from flightlog.recordcheck import Bad, check_record
-from flightlog.records import decode_log_chunk, log_chunk_payload
 from flightlog.redaction import REDACTED_HEADER, count_pass, redact_user_strings, redactor
+from flightlog.schema import Bad, check_record
+from flightlog.schema.values import decode_log_chunk, log_chunk_payload
 from flightlog.server.context import Ctx, UnsupportedMediaType
 from flightlog.server.operations import Operation, ok
 from flightlog.server.responses import json_response

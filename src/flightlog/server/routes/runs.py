@@ -13,8 +13,9 @@ from flightlog.config import home_from_env
 from flightlog.diagnose.cause import run_cause
 from flightlog.errors import InvalidInput
 from flightlog.models import STATUSES, RunInfo
-from flightlog.records import is_json_value
 from flightlog.redaction import redact_user_strings
+from flightlog.schema import record
+from flightlog.schema.values import is_json_value
 from flightlog.server.context import Ctx, forbid_other_project
 from flightlog.server.operations import RUN, Operation, Param, json_body, ok, schema_ref
 from flightlog.server.responses import json_response
@@ -192,7 +193,7 @@ async def add_note(ctx: Ctx) -> Response:
         raise InvalidInput("a note is at most 100,000 characters")
     if author is not None and (not isinstance(author, str) or len(author) > 200):
         raise InvalidInput("author must be a string of at most 200 characters")
-    text = redact_user_strings({"k": "note", "text": text}, home_from_env())["text"]
+    text = redact_user_strings(record("note", text=text), home_from_env())["text"]
     note = await ctx.call(ctx.store.add_note, run_id, text, author)
     return json_response(note.to_dict(), status=201)
 

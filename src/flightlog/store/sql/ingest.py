@@ -20,7 +20,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from flightlog.records import decode_series, escape_surrogates, param_columns, series_summary
+from flightlog.schema.kinds import KINDS, Record, Run
+from flightlog.schema.values import decode_series, escape_surrogates, param_columns, series_summary
 from flightlog.store.base import IngestResult
 from flightlog.store.sql.dialect import Dialect
 
@@ -28,10 +29,9 @@ __all__ = ["apply_records", "finite_or_none"]
 
 Apply = Callable[[Any, dict[str, Any], Dialect], None]
 
-_RUN_FIELDS = (
-    "project", "name", "parent_id", "status", "end_reason", "created", "queued", "started", "ended",
-    "exit_code", "signal", "attempt", "host", "pid", "owner",
-)
+#: The run row's columns a ``run`` record sets: its Struct's fields, less the envelope and the
+#: two stored as JSON (failure, timeline).
+_RUN_FIELDS = tuple(f for f in Run.__struct_fields__ if f not in (*Record.__struct_fields__, "failure", "timeline"))
 
 
 def _dumps(value: Any) -> str:
@@ -236,6 +236,7 @@ _APPLY: dict[str, Apply] = {
     "counters": _apply_counters,
     "evidence": _apply_evidence,
 }
+assert set(_APPLY) == KINDS, "every core record kind needs its apply"  # a programming error, at import
 
 
 def apply_records(conn: Any, records: Sequence[dict[str, Any]], d: Dialect) -> IngestResult:

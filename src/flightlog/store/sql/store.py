@@ -38,7 +38,7 @@ from flightlog.models import (
     StageSummary,
 )
 from flightlog.query.regex import GrepPattern, compile_grep
-from flightlog.records import decode_log_chunk, param_value
+from flightlog.schema.values import decode_log_chunk, param_value
 from flightlog.store.base import IngestResult
 from flightlog.store.budget import Deadline, query_timeout_from_env
 from flightlog.store.changes import FEED_TABLES, Changes, Cursor

@@ -1,12 +1,8 @@
-"""Journal records: the one vocabulary shared by writers (SDK, runner), the journal, and stores.
+"""The values inside records: encoded series and log chunks, storable text, metric names, params.
 
-Every record is a map with ``k`` (kind), ``r`` (run id), ``w`` (writer id), ``s`` (sequence
-number, per writer, from 1) and ``t`` (time), plus the kind's payload. Ingest is idempotent
-on (r, w, s). Series travel pre-encoded (little-endian arrays, msgpack columns) so that the
-journal, the shipper and the store never re-encode per point.
-
-Kinds: writer, writer_end, run, params, tags, note, context, metrics, logs, spans,
-stage_stats, resources, artifact, counters, evidence, timeline.
+Series travel pre-encoded (little-endian arrays, msgpack columns) so that the journal, the
+shipper and the store never re-encode per point; the record kinds themselves are defined in
+`flightlog.schema.kinds`.
 """
 
 from __future__ import annotations
@@ -23,7 +19,6 @@ import msgspec
 from flightlog.logevents import LogBatch
 
 __all__ = [
-    "KINDS",
     "encode_series",
     "decode_series",
     "series_summary",
@@ -37,27 +32,6 @@ __all__ = [
     "MAX_PARAM_DEPTH",
     "metric_name_problem",
 ]
-
-KINDS = frozenset(
-    {
-        "writer",
-        "writer_end",
-        "run",
-        "params",
-        "tags",
-        "note",
-        "context",
-        "metrics",
-        "logs",
-        "spans",
-        "stage_stats",
-        "resources",
-        "artifact",
-        "counters",
-        "evidence",
-        "timeline",
-    }
-)
 
 _BIG_ENDIAN = sys.byteorder == "big"
 _encoder = msgspec.msgpack.Encoder()
