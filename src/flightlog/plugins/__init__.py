@@ -9,7 +9,7 @@ names its module under the ``flightlog`` entry-point group (docs/plugins.md).
 
 from __future__ import annotations
 
-from flightlog.plugins.specs import PROJECT, CommandRef, hookimpl, hookspec
+from flightlog.plugins.specs import PROJECT, CommandRef, Ref, Watcher, hookimpl, hookspec
 from flightlog.plugins.table import Features, features, load_features
 
-__all__ = ["PROJECT", "CommandRef", "Features", "features", "hookimpl", "hookspec", "load_features"]
+__all__ = ["PROJECT", "CommandRef", "Features", "Ref", "Watcher", "features", "hookimpl", "hookspec", "load_features"]
