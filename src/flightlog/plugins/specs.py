@@ -117,11 +117,6 @@ class FeatureSpec:
         never on the workload's own thread."""
 
     @hookspec
-    def flightlog_runner_options(self) -> Sequence[click.Option]:  # type: ignore[empty-body]
-        """Options this feature adds to ``flightlog run``; their values reach
-        `flightlog_runner_start` as ``options.features[<option name>]``."""
-
-    @hookspec
     def flightlog_runner_start(self, run: Any, options: Any) -> Watcher | None:
         """``flightlog run`` started ``run`` (a `flightlog.Run`) with ``options`` (its
         `RunnerOptions`); a feature that watches the run beside the workload (live alert

@@ -72,9 +72,6 @@ class Features:
     def diagnosis_reports(self) -> list[Callable[..., Any]]:
         return self._collect("flightlog_diagnosis_reports")
 
-    def runner_options(self) -> list[Any]:
-        return self._collect("flightlog_runner_options")
-
     def alert_rule_kinds(self) -> list[Any]:
         return self._collect("flightlog_alert_rule_kinds")
 
