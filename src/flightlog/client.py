@@ -26,6 +26,7 @@ from flightlog.models import (
     RunInfo,
     StageSummary,
 )
+from flightlog.plugins import features
 from flightlog.store.artifacts import LocalArtifactStore, open_artifact_store
 from flightlog.store.base import Store, ingest_one
 from flightlog.store.registry import open_store
@@ -297,20 +298,17 @@ class Client:
         Without ``baseline`` one is chosen (a pinned run, else the most recent successful run
         of the same name, else the best comparable run; the report says which and why);
         ``auto_baseline=False`` turns that off."""
-        from flightlog.diagnose.engine import diagnose_run
-
+        diagnose_run = features().require("diagnose_run", needed_by="Client.diagnose", install="flightlog (its diagnose feature)")
         return diagnose_run(self, _run_id(run), None if baseline is None else _run_id(baseline), auto_baseline=auto_baseline)
 
     def compare(self, run: RunRef, baseline: RunRef) -> dict[str, Any]:
         """What changed from ``baseline`` to ``run``: params, code, packages, environment, inputs, stages, peaks, metrics."""
-        from flightlog.diagnose.compare import compare_runs
-
+        compare_runs = features().require("compare_runs", needed_by="Client.compare", install="flightlog (its diagnose feature)")
         return compare_runs(self, _run_id(run), _run_id(baseline))
 
     def rightsize(self, run_or_name: RunRef, *, project: str | None = None) -> dict[str, Any]:
         """Memory and CPU requests with headroom from the peaks of a run's attempts or of the runs of one name."""
-        from flightlog.diagnose.rightsize import rightsize
-
+        rightsize = features().require("rightsize", needed_by="Client.rightsize", install="flightlog (its diagnose feature)")
         return rightsize(self, _run_id(run_or_name), project=project)
 
     def _ref(self, run: RunRef) -> str:

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from flightlog.alerts.discovery import FILE_NAME, HOME_FILE_NAME, discover
-from flightlog.alerts.kinds import KINDS
-from flightlog.alerts.notifiers import NOTIFIER_KINDS, Notifier
+from flightlog.alerts.kinds import rule_kinds
+from flightlog.alerts.notifiers import Notifier, notifier_kinds
 from flightlog.alerts.rules import NAME_RE, RESERVED_LABELS, Rule
 from flightlog.alerts.schema import Fields
 from flightlog.alerts.templates import Template
@@ -135,7 +135,8 @@ def _rules(doc: Located, raw: Any, problems: list[Problem]) -> list[Rule]:
             if name in seen:
                 f.fail("name", f"{name!r} is also the name of rules[{seen[name]}]: rule names must be unique")
             seen[name] = i
-        kind_name = f.choice("kind", tuple(KINDS), required=True)
+        kinds = rule_kinds()  # the feature table's (alerts' own and any other feature's)
+        kind_name = f.choice("kind", tuple(kinds), required=True)
         severity = f.choice("severity", SEVERITIES, default="warning") or "warning"
         labels = f.string_map("labels")
         for key in labels:
@@ -151,7 +152,7 @@ def _rules(doc: Located, raw: Any, problems: list[Problem]) -> list[Rule]:
                 filter_ = None
         send_resolved = f.flag("send_resolved", default=True) if f.has("send_resolved") else None
         description = f.text("description")
-        kind = KINDS.get(kind_name or "")
+        kind = kinds.get(kind_name or "")
         spec = kind.parse(f) if kind is not None else None
         summary_text = f.text("summary")
         template = None
@@ -175,11 +176,12 @@ def _notifiers(doc: Located, raw: Any, problems: list[Problem]) -> list[Notifier
         f = Fields(doc, ("notifiers", i), problems)
         if not f.ok:
             continue
-        kind = f.choice("kind", tuple(NOTIFIER_KINDS), required=True)
+        parsers = notifier_kinds()  # the feature table's (alerts' own and any other feature's)
+        kind = f.choice("kind", tuple(parsers), required=True)
         if kind is None:
             f.finish(f.data.keys())
             continue
-        notifier = NOTIFIER_KINDS[kind](f, i)
+        notifier = parsers[kind](f, i)
         f.finish()
         if notifier is None:
             continue

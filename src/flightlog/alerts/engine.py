@@ -19,7 +19,7 @@ from flightlog.alerts.config import AlertConfig
 from flightlog.alerts.delta import Cycle, Needs, run_fields
 from flightlog.alerts.dispatch import Dispatcher
 from flightlog.alerts.feeds.base import Feed
-from flightlog.alerts.kinds import KINDS, EvalEnv, Evaluator
+from flightlog.alerts.kinds import EvalEnv, Evaluator, rule_kinds
 from flightlog.alerts.lookup import Lookup
 from flightlog.alerts.routing import Router
 from flightlog.alerts.state import Change, Tracker
@@ -43,8 +43,9 @@ def build_evaluators(config: AlertConfig) -> list[Evaluator]:
     for rule in config.rules:
         by_kind.setdefault(rule.kind, []).append(rule)
     out: list[Evaluator] = []
+    kinds = rule_kinds()
     for kind, rules in by_kind.items():
-        out.extend(KINDS[kind].evaluators(rules))
+        out.extend(kinds[kind].evaluators(rules))
     return out
 
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from flightlog.diagnose.classify import classify_failure
 from flightlog.diagnose.taxonomy import CATEGORIES, FAILURE_CATEGORIES, KIND_OF
 
 if TYPE_CHECKING:
+    from flightlog.diagnose.classify import classify_failure
     from flightlog.diagnose.compare import compare_runs
     from flightlog.diagnose.engine import diagnose_run
     from flightlog.diagnose.rightsize import rightsize
@@ -30,6 +30,7 @@ __all__ = [
 ]
 
 _LAZY = {
+    "classify_failure": "flightlog.diagnose.classify",  # its patterns take ~20 ms: the feature table must not pay them
     "diagnose_run": "flightlog.diagnose.engine",
     "compare_runs": "flightlog.diagnose.compare",
     "rightsize": "flightlog.diagnose.rightsize",

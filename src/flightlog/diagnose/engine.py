@@ -34,7 +34,7 @@ from flightlog.diagnose.signals import Signal
 from flightlog.diagnose.taxonomy import FAILURE_CATEGORIES
 from flightlog.errors import InvalidInput
 from flightlog.models import RunInfo
-from flightlog.plugins import features
+from flightlog.plugins import Ref, features
 
 if TYPE_CHECKING:
     from flightlog.diagnose.reader import Reader
@@ -115,11 +115,10 @@ def diagnose_run(
     """The diagnosis report of ``run`` (see the module docstring for its shape)."""
     info = client.run(run if isinstance(run, str) else run.id)
     if info.parent_id is None and "pipeline" in info.tags and baseline is None:  # a pipeline: its failing step's cause
-        from flightlog.pipeline.diagnosis import diagnose_pipeline
-
-        pipeline_report = diagnose_pipeline(client, info.id)
-        if pipeline_report is not None:
-            return pipeline_report
+        for diagnoser in features().diagnosis_reports():  # a whole-run diagnosis a feature has (a pipeline's)
+            report = diagnoser.load()(client, info.id) if isinstance(diagnoser, Ref) else diagnoser(client, info.id)
+            if report is not None:
+                return dict(report)
     ev = RunEvidence(client, info, thresholds or thresholds_for(client, info.project, cwd))
     ctx = Context(ev)
     if baseline is not None:

@@ -6,14 +6,15 @@ CLI and the API, named lazily so that nothing heavy is imported before it is use
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
-from flightlog.plugins import CommandRef, hookimpl
+from flightlog.plugins import CommandRef, Ref, hookimpl
 
 if TYPE_CHECKING:
     from flightlog.server.operations import Operation
 
-__all__ = ["flightlog_cli_commands", "flightlog_api_operations"]
+__all__ = ["flightlog_cli_commands", "flightlog_api_operations", "flightlog_services", "flightlog_listing_fields"]
 
 
 @hookimpl
@@ -31,3 +32,20 @@ def flightlog_api_operations() -> list[Operation]:
     from flightlog.diagnose.api import OPERATIONS
 
     return list(OPERATIONS)
+
+
+@hookimpl
+def flightlog_services() -> dict[str, Ref]:
+    return {
+        "classify_failure": Ref("flightlog.diagnose.classify", "classify_failure"),  # the runner, at each exit
+        "diagnose_run": Ref("flightlog.diagnose.engine", "diagnose_run"),  # Client.diagnose
+        "compare_runs": Ref("flightlog.diagnose.compare", "compare_runs"),  # Client.compare
+        "rightsize": Ref("flightlog.diagnose.rightsize", "rightsize"),  # Client.rightsize
+    }
+
+
+@hookimpl
+def flightlog_listing_fields() -> dict[str, Callable[[Any], Any]]:
+    from flightlog.diagnose.cause import run_cause  # light: the category a run's row already says
+
+    return {"cause": run_cause}

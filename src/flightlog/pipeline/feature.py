@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from flightlog.plugins import CommandRef, hookimpl
+from flightlog.plugins import CommandRef, Ref, hookimpl
 
 if TYPE_CHECKING:
     from flightlog.server.operations import Operation
 
-__all__ = ["flightlog_cli_commands", "flightlog_api_operations"]
+__all__ = ["flightlog_cli_commands", "flightlog_api_operations", "flightlog_diagnosis_reports"]
 
 
 @hookimpl
@@ -29,3 +29,9 @@ def flightlog_api_operations() -> list[Operation]:
     from flightlog.pipeline.api import OPERATIONS
 
     return list(OPERATIONS)
+
+
+@hookimpl
+def flightlog_diagnosis_reports() -> list[Ref]:
+    # a pipeline's report is its failing step's cause (None for a run that is not a pipeline)
+    return [Ref("flightlog.pipeline.diagnosis", "diagnose_pipeline")]

@@ -12,11 +12,14 @@ from __future__ import annotations
 from flightlog.plugins.specs import (
     PROJECT,
     CommandRef,
+    Ref,
     RunAction,
     StoreMigrations,
+    Watcher,
     hookimpl,
     hookspec,
 )
 from flightlog.plugins.table import Features, features, load_features
 
-__all__ = ["PROJECT", "CommandRef", "Features", "RunAction", "StoreMigrations", "features", "hookimpl", "hookspec", "load_features"]
+__all__ = ["PROJECT", "CommandRef", "Features", "Ref", "RunAction", "StoreMigrations", "Watcher", "features", "hookimpl",
+           "hookspec", "load_features"]

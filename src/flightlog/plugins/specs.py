@@ -14,9 +14,10 @@ what to install.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pluggy
 
@@ -27,13 +28,31 @@ if TYPE_CHECKING:
     from flightlog.diagnose.findings import Finding
     from flightlog.server.operations import Operation
 
-__all__ = ["PROJECT", "CommandRef", "FeatureSpec", "RunAction", "StoreMigrations", "hookimpl", "hookspec"]
+__all__ = ["PROJECT", "CommandRef", "FeatureSpec", "Ref", "RunAction", "StoreMigrations", "Watcher", "hookimpl", "hookspec"]
 
 #: the pluggy project name, which is also the entry-point group third-party features use
 PROJECT = "flightlog"
 
 hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A function named by where it lives, imported the first time the core calls it."""
+
+    module: str
+    attr: str
+
+    def load(self) -> Callable[..., Any]:
+        value: Callable[..., Any] = getattr(importlib.import_module(self.module), self.attr)
+        return value
+
+
+class Watcher(Protocol):
+    """What a feature runs beside a run under ``flightlog run`` (`flightlog_runner_start`)."""
+
+    def stop(self, final: bool = True) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -92,24 +111,62 @@ class FeatureSpec:
         diagnosis `Context` (the run's evidence, its baseline) and returns findings."""
 
     @hookspec
+    def flightlog_diagnosis_reports(self) -> Sequence[Callable[[Any, str], Mapping[str, Any] | None]]:  # type: ignore[empty-body]
+        """Whole-run diagnosers: each takes (client, run id) and returns the complete report of a
+        kind of run it knows (a pipeline: its failing step's cause), or None to let the next one,
+        and then the analyzers, diagnose it. The first report given wins."""
+
+    @hookspec
+    def flightlog_services(self) -> Mapping[str, Ref | Callable[..., Any]]:  # type: ignore[empty-body]
+        """Functions the core calls by name without importing the feature that has them
+        (``classify_failure``, ``diagnose_run``, ``data_manifest``, ...: docs/plugins.md lists the
+        names the core asks for). A `Ref` is imported only when the core first calls it."""
+
+    @hookspec
     def flightlog_run_start(self, run_id: str, project: str) -> None:
-        """A run started (declared; not called yet: the runner and the SDK move onto the table next)."""
+        """A run started, in the process that owns it (the SDK's ``init`` of a new or resumed run,
+        or ``flightlog run``); never in a workload attached to a runner's run."""
 
     @hookspec
     def flightlog_run_end(self, run_id: str, status: str) -> None:
-        """A run ended with ``status`` (declared; not called yet, like `flightlog_run_start`)."""
+        """The owner of a run stored its final ``status`` (after ``finish``, before its writer closes)."""
 
     @hookspec
-    def flightlog_record(self, record: Mapping[str, Any]) -> None:
-        """A record of a kind this feature asked for arrived (declared; not called yet)."""
+    def flightlog_record_kinds(self) -> Sequence[str]:  # type: ignore[empty-body]
+        """The record kinds (``run``, ``logs``, ``evidence``, ``artifact``, ...) this feature wants
+        `flightlog_record` called with. A feature that names none is never called per record."""
 
     @hookspec
-    def flightlog_alert_rule_kinds(self) -> Mapping[str, Any]:  # type: ignore[empty-body]
-        """Alert rule kinds by name (declared; alerts/ reads its own kinds until it moves onto the table)."""
+    def flightlog_record(self, run_id: str, record: Mapping[str, Any]) -> None:
+        """A record of a kind this feature asked for (`flightlog_record_kinds`) was written by this
+        process. Called on the writer's background thread, after the record reached the journal:
+        never on the workload's own thread."""
 
     @hookspec
-    def flightlog_notifiers(self) -> Mapping[str, Any]:  # type: ignore[empty-body]
-        """Alert notifiers by name (declared; alerts/ reads its own notifiers until it moves onto the table)."""
+    def flightlog_runner_start(self, run: Any, options: Any) -> Watcher | None:
+        """``flightlog run`` started ``run`` (a `flightlog.Run`) with ``options`` (its
+        `RunnerOptions`); a feature that watches the run beside the workload (live alert
+        evaluation) returns a `Watcher`, stopped once the run's final status is stored."""
+
+    @hookspec
+    def flightlog_listing_fields(self) -> Mapping[str, Callable[[Any], Any]]:  # type: ignore[empty-body]
+        """Fields the runs listing (``GET /api/v1/runs``) adds to every row: name -> function of the
+        run's `RunInfo` (cheap: it runs once per row)."""
+
+    @hookspec
+    def flightlog_metrics_text(self) -> Sequence[Callable[[Any, str | None], str]]:  # type: ignore[empty-body]
+        """Text the server's ``/metrics`` appends when per-run metrics are on
+        (``--export-run-metrics``): each function takes (store, project or None) and returns
+        Prometheus exposition text."""
+
+    @hookspec
+    def flightlog_alert_rule_kinds(self) -> Sequence[Any]:  # type: ignore[empty-body]
+        """Alert rule kinds (`flightlog.alerts.kinds.Kind`s, each with its ``name``) rules may use."""
+
+    @hookspec
+    def flightlog_notifiers(self) -> Mapping[str, Callable[[Any, int], Any]]:  # type: ignore[empty-body]
+        """Alert notifier kinds by name: each parses its ``notifiers:`` entry (the entry's fields, its
+        index) into a `flightlog.alerts.notifiers.Notifier`."""
 
     @hookspec
     def flightlog_store_migrations(self) -> Sequence[StoreMigrations]:  # type: ignore[empty-body]

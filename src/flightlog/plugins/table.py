@@ -13,7 +13,6 @@ and left out: one bad plugin never stops ``flightlog`` itself.
 from __future__ import annotations
 
 import importlib
-import importlib.metadata
 import sys
 from collections.abc import Callable, Iterable
 from functools import cache
@@ -22,7 +21,15 @@ from typing import TYPE_CHECKING, Any
 
 import pluggy
 
-from flightlog.plugins.specs import PROJECT, CommandRef, FeatureSpec, RunAction, StoreMigrations
+from flightlog.errors import MissingExtra
+from flightlog.plugins.specs import (
+    PROJECT,
+    CommandRef,
+    FeatureSpec,
+    Ref,
+    RunAction,
+    StoreMigrations,
+)
 
 if TYPE_CHECKING:
     import click
@@ -41,6 +48,7 @@ BUILTIN: tuple[str, ...] = (
     "flightlog.importers.feature",
     "flightlog.sweeps.feature",
     "flightlog.pipeline.feature",
+    "flightlog.export.feature",
     "flightlog.registry.feature",
     "flightlog.serving.feature",
 )
@@ -52,6 +60,9 @@ class Features:
     def __init__(self, manager: pluggy.PluginManager) -> None:
         self.manager = manager
         self.hook = manager.hook
+        self._services: dict[str, Callable[..., Any]] = {}
+        self._record_kinds: frozenset[str] | None = None
+        self._listing_fields: dict[str, Callable[..., Any]] | None = None
 
     @property
     def names(self) -> list[str]:
@@ -74,6 +85,97 @@ class Features:
         """The first feature's action of that name (`RunAction`), or None when none offers it."""
         return next((a for a in self._collect("flightlog_run_actions") if a.name == name), None)
 
+    def diagnosis_reports(self) -> list[Callable[..., Any]]:
+        return self._collect("flightlog_diagnosis_reports")
+
+    def alert_rule_kinds(self) -> list[Any]:
+        return self._collect("flightlog_alert_rule_kinds")
+
+    def notifiers(self) -> dict[str, Callable[..., Any]]:
+        return self._merge("flightlog_notifiers")
+
+    def listing_fields(self) -> dict[str, Callable[..., Any]]:
+        if self._listing_fields is None:  # asked once per row of a listing: computed once
+            self._listing_fields = self._merge("flightlog_listing_fields")
+        return self._listing_fields
+
+    def metrics_text(self) -> list[Callable[..., str]]:
+        return self._collect("flightlog_metrics_text")
+
+    def service(self, name: str) -> Callable[..., Any] | None:
+        """The function a feature provides under ``name`` (`flightlog_services`), or None when
+        no registered feature has it; the first feature that names it wins."""
+        try:
+            return self._services[name]
+        except KeyError:
+            pass
+        found = self._merge("flightlog_services").get(name)
+        if isinstance(found, Ref):
+            ref = found
+            try:
+                found = ref.load()
+            except Exception as exc:  # noqa: BLE001 - a broken feature is reported and left out
+                _warn(f"service {name!r} ({ref.module}.{ref.attr})", exc)
+                found = None
+        if found is not None:
+            self._services[name] = found
+        return found
+
+    def require(self, name: str, *, needed_by: str, install: str) -> Callable[..., Any]:
+        """`service` ``name``, or `MissingExtra` saying that ``needed_by`` needs it and what to
+        ``install`` (a feature absent from this installation)."""
+        found = self.service(name)
+        if found is None:
+            raise MissingExtra(f"{needed_by} needs a flightlog feature that is not installed here "
+                               f"(none provides {name!r}): install {install}")
+        return found
+
+    @property
+    def record_kinds(self) -> frozenset[str]:
+        """The record kinds some feature wants `flightlog_record` for (empty: never called)."""
+        if self._record_kinds is None:
+            self._record_kinds = frozenset(self._collect("flightlog_record_kinds"))
+        return self._record_kinds
+
+    def call(self, hook: str, /, **kwargs: Any) -> list[tuple[str, Any]]:
+        """Call every feature's implementation of a hook with arguments, each on its own: one
+        that raises is reported on stderr (and to ``on_error`` when given) and the others still
+        run. Returns (feature, answer) for the answers that are not None. Never raises."""
+        on_error = kwargs.pop("_on_error", None)
+        answers: list[tuple[str, Any]] = []
+        try:
+            impls = getattr(self.hook, hook).get_hookimpls()
+        except Exception as exc:  # noqa: BLE001 - the table itself must never break a run
+            _report(f"the feature table cannot call {hook}: {type(exc).__name__}: {exc}", on_error)
+            return answers
+        for impl in impls:
+            try:
+                answer = impl.function(**{arg: kwargs[arg] for arg in impl.argnames})
+            except Exception as exc:  # noqa: BLE001 - a feature's hook never reaches the user's code
+                _report(f"the feature {impl.plugin_name!r} failed in {hook}: {type(exc).__name__}: {exc}", on_error)
+                continue
+            if answer is not None:
+                answers.append((impl.plugin_name, answer))
+        return answers
+
+    def implemented(self, hook: str) -> bool:
+        """Whether any registered feature implements ``hook`` (so that a caller can skip the work
+        of forming its arguments)."""
+        return bool(getattr(self.hook, hook).get_hookimpls())
+
+    def _merge(self, hook: str) -> dict[str, Any]:
+        """Every feature's answer to an argument-less hook that returns names, merged; the first
+        feature to give a name keeps it (built-in features register first: core names win)."""
+        merged: dict[str, Any] = {}
+        for impl in getattr(self.hook, hook).get_hookimpls():  # registration order
+            try:
+                answer = impl.function()
+                for key, value in dict(answer or {}).items():
+                    merged.setdefault(key, value)
+            except Exception as exc:  # noqa: BLE001 - a broken feature is reported and left out
+                _warn(f"{impl.plugin_name!r} ({hook})", exc)
+        return merged
+
     def _collect(self, hook: str) -> list[Any]:
         """Every feature's answer to an argument-less hook, flattened in registration order.
 
@@ -88,6 +190,20 @@ class Features:
             except Exception as exc:  # noqa: BLE001 - a broken feature is reported and left out
                 _warn(f"{impl.plugin_name!r} ({hook})", exc)
         return items
+
+
+def _report(message: str, on_error: Callable[[str], None] | None) -> None:
+    stream = getattr(sys.stderr, "flightlog_passthrough", sys.stderr)  # past the SDK's console capture
+    try:
+        stream.write(f"flightlog: warning: {message}\n")
+        stream.flush()
+    except (OSError, ValueError):
+        pass
+    if on_error is not None:
+        try:
+            on_error(message)
+        except Exception:  # noqa: BLE001 - reporting a failure must not fail in turn
+            pass
 
 
 def _warn(what: str, exc: BaseException) -> None:
@@ -107,7 +223,10 @@ def load_features(*, builtin: Iterable[str] = BUILTIN, entry_points: bool = True
         except Exception as exc:  # noqa: BLE001 - a broken feature is reported and left out
             _warn(repr(module_name), exc)
     if entry_points:
-        for ep in importlib.metadata.entry_points(group=PROJECT):
+        # here, not at the top: ~10 ms that `import flightlog` must not pay
+        from importlib import metadata
+
+        for ep in metadata.entry_points(group=PROJECT):
             if manager.has_plugin(ep.name) or manager.is_blocked(ep.name):
                 continue
             try:

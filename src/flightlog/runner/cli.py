@@ -8,6 +8,7 @@ import sys
 import click
 
 from flightlog.errors import InvalidInput
+from flightlog.plugins import features
 from flightlog.runner.options import DEFAULT_RETRY_ON, RETRYABLE, RunnerOptions, parse_assignments
 from flightlog.timefmt import parse_duration, parse_size, parse_time
 
@@ -91,9 +92,8 @@ def run_cmd(log_metrics: bool, project: str | None, name: str | None, params: tu
         except re.error as exc:
             raise InvalidInput(f"--redact {pattern!r} is not a valid regular expression: {exc}") from None
     if alerts is not None:  # a file asked for by name must be usable before anything starts
-        from flightlog.alerts.config import load_config
-
-        load_config(alerts)
+        check = features().require("check_alert_rules", needed_by="--alerts", install="flightlog (its alerts feature)")
+        check(alerts)
     options = RunnerOptions(
         command=cmd,
         project=project,

@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import flightlog
-from flightlog.alerts.monitor import start_monitor
 from flightlog.config import rank_from_env
 from flightlog.failure import parse_python_traceback
 from flightlog.logevents import LogBatch
+from flightlog.plugins import features
 from flightlog.redaction import pattern_files
 from flightlog.runner.options import RunnerOptions, retry_backoff
 from flightlog.runner.outcome import Outcome, outcome_of
@@ -134,7 +134,8 @@ class Runner:
             run._w.add_record("run", queued=opts.queued_at)
         run._w.add_record("evidence", kind="runner", name="config", data=self._config_evidence())
         say(f"run {run.id} started" + (f" (resuming from {resume_from})" if resume_from else ""))
-        monitor = start_monitor(run, opts.alerts)
+        # what features run beside the run (the alert monitor): started now, stopped after the final status
+        watchers = [w for _, w in features().call("flightlog_runner_start", run=run, options=opts)]
         results: list[AttemptResult] = []
         attempt = run.attempt
         while True:
@@ -153,7 +154,11 @@ class Runner:
             run._w.stages.attempt = attempt
             run._w.add_record("run", attempt=attempt, status="running")
         exit_code = self._finish(run, results)
-        monitor.stop(final=True)
+        for watcher in watchers:
+            try:
+                watcher.stop(final=True)
+            except Exception as exc:  # noqa: BLE001 - a feature never changes the run's exit
+                say(f"warning: a feature's watcher failed to stop: {type(exc).__name__}: {exc}")
         if self._client is not None:
             self._client.close()
         return exit_code
@@ -509,8 +514,9 @@ def _classify(outcome: Outcome, returncode: int, timed_out: bool, oom_killed: bo
               traceback_text: str | None, last_lines: list[str], memory_share: float | None = None) -> tuple[str, float]:
     if outcome.succeeded:
         return "none", 0.0
-    from flightlog.diagnose.classify import classify_failure
-
+    classify_failure = features().service("classify_failure")
+    if classify_failure is None:  # no diagnose feature in this installation: a failure, unclassified
+        return "code_error", 0.3
     return classify_failure(exit_code=outcome.exit_code, signal=outcome.signal, timed_out=timed_out,
                             oom_killed=oom_killed, traceback_text=traceback_text, last_lines=last_lines,
                             memory_share=memory_share)

@@ -30,6 +30,7 @@ from flightlog.ids import RUN_ID_RE, new_run_id
 from flightlog.journal.liveness import process_identity
 from flightlog.sdk.attempts import resume_attempt
 from flightlog.sdk.console import paused
+from flightlog.sdk.features import run_started
 from flightlog.sdk.run import Run
 from flightlog.sdk.shipper import shipper
 from flightlog.sdk.writer import NullWriter, RunWriter, warn
@@ -160,6 +161,8 @@ def init(
         _active.append(run)
     _install_hooks()
     _notebook(run, parent_id)
+    if not attach:
+        run_started(run)  # the features' run-start hooks (sdk/features.py): never raise
     shipper.register(writer)
     if not (attach or nested or (settings.quiet if quiet is None else quiet)):
         say_where(run, journal_only=journal_only is not None)

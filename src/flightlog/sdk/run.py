@@ -19,7 +19,9 @@ from flightlog.errors import FlightlogError, InvalidInput
 from flightlog.failure import failure_from_exception
 from flightlog.logevents import level_code
 from flightlog.models import STATUSES
+from flightlog.plugins import features
 from flightlog.schema.values import MAX_PARAM_DEPTH, is_json_value, metric_name_problem
+from flightlog.sdk.features import run_ended
 from flightlog.sdk.stages import StageTimer
 from flightlog.store.artifacts import LocalArtifactStore, open_artifact_store
 from flightlog.store.edits import DESCRIPTION_TAG
@@ -417,8 +419,7 @@ class Run:
         return record
 
     def _manifest(self, path: Path, exclude: list[str] | None = None) -> dict[str, Any]:
-        from flightlog.data.manifest import build_manifest
-
+        build_manifest = features().require("data_manifest", needed_by="run.log_input", install="flightlog with its data feature")
         return build_manifest(path, cache_dir=self.settings.home / "cache", exclude=exclude or ())
 
     def log_input(self, path: str | os.PathLike[str], name: str | None = None) -> dict[str, Any]:
@@ -498,8 +499,7 @@ class Run:
         metrics: list[str] | None = None, name: str = "eval", sample_size: int = 1000,
     ) -> dict[str, Any]:
         """Per-cohort evaluation metrics and a bounded sample of predictions."""
-        from flightlog.data.cohorts import evaluate
-
+        evaluate = features().require("cohort_evaluate", needed_by="run.log_eval", install="flightlog[data] (its data feature)")
         result = evaluate(y_true, y_pred, cohorts=cohorts, metrics=metrics, sample_size=sample_size)
         self.log_evidence("eval", name, result)
         overall = result.get("overall") or {}
@@ -596,6 +596,9 @@ class Run:
                 if failure is not None:
                     update["failure"] = failure
                 self._w.add_record("run", **update)
+                if self._w.on_records is not None:
+                    self._w.persist()  # the records a feature asked for reach it before the run's end
+                run_ended(self, final)  # the features' run-end hooks (sdk/features.py): never raise
             self._w.close(remove_journal_if_shipped=True)
         finally:
             if self._on_finish is not None:

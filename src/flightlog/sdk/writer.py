@@ -17,6 +17,7 @@ import threading
 import time
 from array import array
 from collections import deque
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from flightlog.config import Settings
@@ -44,6 +45,7 @@ class Writer(Protocol):
 
     settings: Settings
     run_id: str
+    on_records: Callable[[list[dict[str, Any]]], None] | None
     rank: int | None
     attempt: int
     metrics: deque[tuple[int, float, dict[str, float]]]
@@ -105,6 +107,8 @@ class RunWriter:
         self.journal: JournalWriter | None = None
         self._journal_due = True  # opened on the first append: a writer that records nothing leaves no file
         self._forked_from: int | None = None  # the parent's pid, in a forked child
+        #: the records a feature asked for go here after they are journaled (sdk/features.py)
+        self.on_records: Callable[[list[dict[str, Any]]], None] | None = None
 
     def _open_journal(self) -> None:
         self._journal_due = False
@@ -242,6 +246,8 @@ class RunWriter:
             rec["s"] = self._seq
         self.stats["records"] += len(records)
         self._journal_append(records)
+        if self.on_records is not None:  # a feature asked for some kinds (sdk/features.py)
+            self.on_records(records)
         if not (self._spilled and self.journal is not None):
             self._pending.extend(records)
 
@@ -439,6 +445,7 @@ class RunWriter:
         self.journal = None  # the parent's descriptor stays the parent's
         self._journal_due = True
         self._forked_from = os.getppid()
+        self.on_records = None  # the run's life belongs to the parent
         self._preamble = [record("writer", t=time.time(), host=socket.gethostname(), pid=os.getpid(),
                                  owner=False, attempt=self.attempt, forked=True)]
 
@@ -467,6 +474,7 @@ class NullWriter:
         self.rank: int | None = None
         self.attempt = settings.attempt
         self.writer_id = "disabled"
+        self.on_records: Callable[[list[dict[str, Any]]], None] | None = None
         self.metrics: deque[Any] = deque(maxlen=0)
         self.records: deque[Any] = deque(maxlen=0)
         self.resources: deque[Any] = deque(maxlen=0)

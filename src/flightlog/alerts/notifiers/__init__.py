@@ -14,8 +14,9 @@ from flightlog.alerts.notifiers.base import (
     Route,
     deliver,
 )
+from flightlog.plugins import features
 
-__all__ = ["NOTIFIER_KINDS", "Notifier", "DeliveryError", "Outcome", "Route", "RetryPolicy", "deliver"]
+__all__ = ["NOTIFIER_KINDS", "notifier_kinds", "Notifier", "DeliveryError", "Outcome", "Route", "RetryPolicy", "deliver"]
 
 NOTIFIER_KINDS: dict[str, Callable[[Any, int], Any]] = {
     "webhook": webhook.parse,
@@ -23,3 +24,9 @@ NOTIFIER_KINDS: dict[str, Callable[[Any, int], Any]] = {
     "email": email.parse,
     "command": command.parse,
 }
+
+
+def notifier_kinds() -> dict[str, Callable[[Any, int], Any]]:
+    """Every notifier kind the feature table knows (alerts registers the ones above; a feature
+    of its own may add more), by name: each parses one ``notifiers:`` entry."""
+    return features().notifiers() or dict(NOTIFIER_KINDS)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from starlette.responses import PlainTextResponse, Response
 
 from flightlog.errors import FlightlogError, StoreUnavailable
+from flightlog.plugins import features
 from flightlog.server.context import Ctx
 from flightlog.server.operations import Operation, ok
 from flightlog.server.responses import json_response
@@ -34,7 +35,6 @@ async def prometheus(ctx: Ctx) -> Response:
 async def _run_gauges(ctx: Ctx) -> str:
     """Per-run gauges (opt-in). They name runs and show their numbers, so under --auth only a
     request with a reader token gets them, limited to its token's project."""
-    from flightlog.export.prometheus import render_run_gauges, running_runs
     from flightlog.server.auth import authenticate
 
     project = None
@@ -44,8 +44,8 @@ async def _run_gauges(ctx: Ctx) -> str:
         except FlightlogError:
             return "# per-run gauges (flightlog_run_*) need a reader token: scrape with an Authorization header\n"
         project = principal.project
-    runs = await ctx.call(running_runs, ctx.store, project)
-    return render_run_gauges(runs)
+    texts = [await ctx.call(text, ctx.store, project) for text in features().metrics_text()]  # the export feature's
+    return "".join(texts)
 
 
 OPERATIONS = [

@@ -10,9 +10,9 @@ from typing import Any
 from starlette.responses import Response
 
 from flightlog.config import home_from_env
-from flightlog.diagnose.cause import run_cause
 from flightlog.errors import InvalidInput
 from flightlog.models import STATUSES, RunInfo
+from flightlog.plugins import features
 from flightlog.redaction import redact_user_strings
 from flightlog.schema import record
 from flightlog.schema.values import is_json_value
@@ -70,10 +70,11 @@ async def search_runs(ctx: Ctx) -> Response:
 def _listed(info: RunInfo, detail: bool) -> dict[str, Any]:
     """A run as the listing shows it: its JSON plus two headlines a table needs on every row
     without a diagnosis each: ``cause`` (the taxonomy category of a failed, crashed or killed
-    run, from what its row holds: :func:`~flightlog.diagnose.cause.run_cause`) and
+    run, from what its row holds: the diagnose feature's listing field) and
     ``nonfinite_metrics`` (the metrics with a NaN or ±inf point anywhere, from the summaries)."""
     doc = run_json(info, detail=detail)
-    doc["cause"] = run_cause(info)
+    for name, field in features().listing_fields().items():  # the diagnose feature's `cause`, and any other feature's
+        doc.setdefault(name, field(info))
     doc["nonfinite_metrics"] = sorted(name for name, m in info.metrics.items() if m.nonfinite)
     return doc
 
