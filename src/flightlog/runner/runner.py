@@ -395,7 +395,7 @@ class Runner:
         """Metric names the run has in the store now: the SDK's (names read from lines are
         asked about before their first point is written)."""
         if self._client is None:
-            self._client = flightlog.Client()
+            self._client = flightlog.Client(reconcile=False)  # a lookup from the output pump: never a write
         return set(self._client.metrics(run.id))
 
     def _count_capture(self, run: flightlog.Run, stats: dict[str, int]) -> None:
