@@ -1,20 +1,23 @@
 """``flightlog.Client``: read (and annotate) runs, through one interface for every transport.
 
-The CLI, the UI, diagnosis and alerts all go through it. Today it reads the embedded store;
-with ``FLIGHTLOG_URL`` set it talks to a server (the same methods, the same results).
+The one public reading surface. It reads through a :class:`~flightlog.store.base.StoreReader`
+(the embedded SQLite store, PostgreSQL, or a server over HTTP with ``FLIGHTLOG_URL``: the same
+methods, the same results) and returns ``models.py`` objects; the CLI, diagnosis and alerts
+all go through it, and :meth:`Client.over` wraps a store already open (the server's). Its read
+methods never write: reconciling the store with this host's journals (dead owners' runs
+``crashed``) is one explicit call, :meth:`Client.reconcile`, made when a Client opens.
 """
 
 from __future__ import annotations
 
 import os
-import socket
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from flightlog.config import Settings
-from flightlog.errors import FlightlogError, InvalidInput, NotFound
+from flightlog.errors import InvalidInput, NotFound
+from flightlog.journal.reconcile import reconcile as reconcile_journals
 from flightlog.logevents import level_code
 from flightlog.models import (
     Artifact,
@@ -53,6 +56,7 @@ class Client:
         *,
         store: str | None = None,
         settings: Settings | None = None,
+        reconcile: bool = True,
     ) -> None:
         overrides: dict[str, Any] = {}
         if home is not None:
@@ -60,6 +64,8 @@ class Client:
         if store is not None:
             overrides["store_uri"] = store
         self._open(settings or Settings.from_env(**overrides))
+        if reconcile:  # before the first read: a listing then shows a dead owner's run crashed
+            self.reconcile()
         # metric histories come back as numpy arrays: import numpy with the Client (as the HTTP
         # transport's module does) rather than inside the first read, which it would make ~40 ms
         import numpy  # noqa: F401
@@ -104,8 +110,7 @@ class Client:
         """Runs matching a filter (see docs/filters.md), e.g. ``params.lr > 0.01 and status = 'failed'``."""
         if limit is not None and limit < 0:
             raise InvalidInput("limit must be 0 or more")
-        runs = self.store.search_runs(project=project, filter=filter, order_by=order_by, limit=limit, offset=offset)
-        return self._reconcile(runs)
+        return self.store.search_runs(project=project, filter=filter, order_by=order_by, limit=limit, offset=offset)
 
     def run(self, ref: RunRef, *, exact: bool = False) -> RunInfo:
         """A run by id or unique id prefix (``exact=True``: the whole id only)."""
@@ -113,7 +118,7 @@ class Client:
         info = self.store.get_run(run_id)
         if exact and info.id != run_id:
             raise NotFound(f"no run with id {run_id!r}")
-        return self._reconcile([info])[0]
+        return info
 
     def projects(self) -> list[dict[str, Any]]:
         return self.store.projects()
@@ -122,46 +127,14 @@ class Client:
         ids = [self.run(r).id for r in refs]
         return self.store.delete_runs(ids)
 
-    def _reconcile(self, runs: list[RunInfo]) -> list[RunInfo]:
-        """A run still 'running' whose owner process on this host is gone crashed (end_reason lost).
-
-        Its journals are synced first, the way ``flightlog sync`` does for that run: they may
-        hold its real end, and spent ones are removed. A journal that cannot be shipped now
-        leaves the run as it is, for ``flightlog sync`` to settle.
-        """
-        from flightlog.journal import list_journals
-        from flightlog.journal.liveness import process_alive
-
-        host = socket.gethostname()
-        for run in runs:
-            if run.status not in ("running", "created") or run.host != host or not run.pid:
-                continue
-            if process_alive(run.pid, run.started or run.created, process_start=run.timeline.get("owner_process_start"),
-                             boot=run.timeline.get("host_boot")):
-                continue
-            if list_journals(self.settings.home, run.id) and not self._settle(run):
-                continue
-            if run.status not in ("running", "created"):
-                continue
-            ended = run.updated or time.time()
-            try:
-                self.store.update_run(run.id, status="crashed", end_reason="lost", ended=ended)
-            except FlightlogError:  # e.g. a reader's token may not write: report, don't record
-                pass
-            run.status, run.end_reason, run.ended = "crashed", "lost", ended
-        return runs
-
-    def _settle(self, run: RunInfo) -> bool:
-        """Ship a dead owner's journals; True when nothing is left unshipped (``run`` refreshed)."""
-        from flightlog.journal.sync import sync
-
-        try:
-            sync(self.settings.home, self.store, run_id=run.id)
-            fresh = self.store.get_run(run.id)
-        except (FlightlogError, OSError):
-            return False
-        run.status, run.end_reason, run.ended = fresh.status, fresh.end_reason, fresh.ended
-        return not _has_unshipped_journal(self.settings.home, run.id)
+    def reconcile(self, *, force: bool = False) -> dict[str, Any]:
+        """Settle this host's runs whose owner process died: ship their journals, mark what is
+        still unfinished ``crashed`` (``end_reason: lost``). A Client does it when it opens
+        (``reconcile=False`` opts out); the read methods never write. Cheap when nothing
+        changed (a marker beside the journals; ``flightlog.journal.reconcile``). Returns what
+        it did: ``skipped``, ``checked``, ``synced``, ``crashed``, ``errors``."""
+        report = reconcile_journals(self.settings.home, self.store, store_key=self.settings.store_uri, force=force)
+        return report.to_dict()
 
     # ── events ──────────────────────────────────────────────────────────────
     def metrics(self, run: RunRef) -> dict[str, MetricSummary]:
@@ -347,17 +320,3 @@ def _time_arg(value: str | float | None, what: str) -> float | None:
     if isinstance(value, (int, float)):
         return float(value)
     return parse_time(value, what=what)
-
-
-def _has_unshipped_journal(home: Path, run_id: str) -> bool:
-    """Some journal of the run holds records past its shipped mark (a bare header holds none)."""
-    from flightlog.journal import MAGIC, list_journals
-
-    for journal in list_journals(home, run_id):
-        try:
-            size = journal.path.stat().st_size
-        except FileNotFoundError:
-            continue
-        if size > max(journal.shipped_offset(), len(MAGIC)):
-            return True
-    return False

@@ -23,7 +23,10 @@ STATUS_STYLE = {
 }
 
 
-def open_client(ctx: click.Context | None = None) -> Any:
+def open_client(ctx: click.Context | None = None, *, reconcile: bool = True) -> Any:
+    """The command's Client, opened once per invocation. It reconciles when it opens (a dead
+    owner's run then reads ``crashed``: ``flightlog.journal.reconcile``), except for a command
+    that settles journals itself (``flightlog sync``: ``reconcile=False``)."""
     from flightlog.client import Client
 
     ctx = ctx or click.get_current_context()
@@ -33,7 +36,7 @@ def open_client(ctx: click.Context | None = None) -> Any:
     client = root.obj.get("client")
     if client is None:
         home = root.params.get("home")
-        client = Client(home=home) if home else Client()
+        client = Client(home=home, reconcile=reconcile) if home else Client(reconcile=reconcile)
         root.obj["client"] = client
         root.call_on_close(client.close)
     return client

@@ -25,7 +25,7 @@ def sync_cmd(run_id: str | None, keep: bool, fmt: str) -> None:
     """Ship journal records that never reached the store (offline runs, crashes, outages)."""
     from flightlog.journal.sync import sync
 
-    client = open_client()
+    client = open_client(reconcile=False)  # the sync settles the journals itself, and reports it
     progress = _progress("syncing journals") if sys.stderr.isatty() and fmt == "text" else None
     try:
         report = sync(client.settings.home, client.store, run_id=run_id, keep=keep,

@@ -30,6 +30,7 @@ from flightlog.pipeline.spec import PipelineSpec, StepSpec
 from flightlog.pipeline.state import DONE, EVIDENCE_KIND, FINAL, StepState, said_once
 from flightlog.pipeline.wakeup import SignalWakeup
 from flightlog.runner.options import child_run_argv, retry_backoff
+from flightlog.sdk.control import control
 from flightlog.timefmt import format_duration
 
 __all__ = ["run_pipeline", "PipelineResult", "Controller", "Options"]
@@ -130,7 +131,7 @@ class Controller:
         run.log_evidence(EVIDENCE_KIND, "definition", {"spec": spec.to_dict(), "options": {
             "max_parallel": self.options.max_parallel, "executor": self.options.executor,
             "use_cache": self.options.use_cache}})
-        run._w.persist()  # journaled before any step starts: `resume` needs it after a kill -9
+        control(run).persist()  # journaled before any step starts: `resume` needs it after a kill -9
         verb = f"resumed (attempt {run.attempt})" if self.resume else "started"
         self.say(f"pipeline {spec.name} run {run.id} {verb}: {len(spec.steps)} steps, "
                  f"up to {self.options.max_parallel} in parallel on {self.options.executor}")
@@ -263,9 +264,9 @@ class Controller:
                              started=now, ended=now, reason=None)
                 self.run.log_event(f"step {step.name} reused run {run_id} (cache key {key[:12]})", component="pipeline")
                 for rel, digest in outputs.items():  # lineage: the pipeline used what that run produced
-                    self.run._w.add_record("artifact", role="input", kind="cached-step-output", path=f"{step.name}/{rel}",
-                                           source=str(self.workdir / rel), size=None, sha256=digest, uri=None,
-                                           attempt=self.run.attempt, meta={"step": step.name, "reused_run": run_id})
+                    control(self.run).add_input(kind="cached-step-output", path=f"{step.name}/{rel}",
+                                                source=str(self.workdir / rel), size=None, sha256=digest, uri=None,
+                                                attempt=self.run.attempt, meta={"step": step.name, "reused_run": run_id})
                 self.say(f"  = {step.name} cached: reused run {run_id[:12]}")
                 return
         self._launch(step, key, body)
@@ -426,7 +427,7 @@ class Controller:
         state.pipeline_attempt = self.run.attempt
         self._changes += 1
         self.run.log_evidence(EVIDENCE_KIND, f"step:{name}", state.to_dict())
-        self.run._w.persist()  # a step's state outlives a kill -9 of the controller a moment later
+        control(self.run).persist()  # a step's state outlives a kill -9 of the controller a moment later
         if state.status in FINAL:
             level = "info" if state.status in DONE else "error" if state.status == "failed" else "warning"
             self.run.log_event(f"step {name} {state.status}" + (f": {said_once(state.reason)}" if state.reason else ""),

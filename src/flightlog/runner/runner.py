@@ -30,6 +30,7 @@ from flightlog.runner.outcome import Outcome, outcome_of
 from flightlog.runner.pump import OutputPump, enlarge_pipe
 from flightlog.runner.reaper import MARK, Keeper, Reaper, become_subreaper, death_signal
 from flightlog.sdk.context import allowed_env, process_context
+from flightlog.sdk.control import control
 from flightlog.sdk.shipper import shipper
 from flightlog.timefmt import format_duration
 
@@ -131,8 +132,8 @@ class Runner:
 
             self._line_metrics = LineMetrics()
         if opts.queued_at is not None:
-            run._w.add_record("run", queued=opts.queued_at)
-        run._w.add_record("evidence", kind="runner", name="config", data=self._config_evidence())
+            control(run).set_queued(opts.queued_at)
+        control(run).add_evidence("runner", "config", self._config_evidence())
         say(f"run {run.id} started" + (f" (resuming from {resume_from})" if resume_from else ""))
         # what features run beside the run (the alert monitor): started now, stopped after the final status
         watchers = [w for _, w in features().call("flightlog_runner_start", run=run, options=opts)]
@@ -149,10 +150,7 @@ class Runner:
             if self._sleep_interruptibly(delay):
                 break
             attempt += 1
-            run.attempt = attempt
-            run._w.attempt = attempt
-            run._w.stages.attempt = attempt
-            run._w.add_record("run", attempt=attempt, status="running")
+            control(run).begin_attempt(attempt)
         exit_code = self._finish(run, results)
         for watcher in watchers:
             try:
@@ -247,7 +245,7 @@ class Runner:
         sampling = self._start_sampler(run, child.pid, limit)
         if self._first_start is None:
             self._first_start = started
-            run._w.add_record("timeline", data={"process_start": started})
+            control(run).mark(process_start=started)
         returncode, timed_out = self._wait(child)
         ended = time.time()
         # Leftovers die with the entrypoint, as in a container: its process group, its cgroup,
@@ -260,7 +258,7 @@ class Runner:
             keeper.stand_down()
         pump.join(5.0)
         if killed:
-            run._w.count("leftover_processes_killed", killed)
+            control(run).count("leftover_processes_killed", killed)
         self._store_line_metrics(run, final=True)
         self._child = None
         self._reaper = None
@@ -274,8 +272,8 @@ class Runner:
         timeline = {"process_end": ended}
         if pump.first_output is not None:
             timeline["first_output"] = pump.first_output
-        run._w.add_record("timeline", data=timeline)
-        run._w.stages.record(f"attempt {attempt}", started, ended, {"exit": returncode})
+        control(run).mark(**timeline)
+        control(run).span(f"attempt {attempt}", started, ended, {"exit": returncode})
         outcome = outcome_of(returncode, timed_out=timed_out, oom_killed=oom_killed)
         traceback_text = pump.last_traceback
         share = sampling.memory_share(self.opts.memory_limit) if sampling is not None else None
@@ -326,7 +324,7 @@ class Runner:
 
         def on_sample(sample: dict[str, Any]) -> None:
             summary.add(sample)
-            run._w.resources.append(sample)
+            control(run).add_resource_sample(sample)
             used = [v for v in (sample.get("rss_bytes"), sample.get("cgroup_memory_usage")) if isinstance(v, (int, float))]
             if used and max(used) > 0:  # a tree that already ended reads 0
                 recent.append(int(max(used)))
@@ -345,14 +343,14 @@ class Runner:
         except Exception:
             pass
         data = sampling.summary.to_dict()
-        run._w.add_record("evidence", kind="resources", name=f"summary-attempt-{run.attempt}", data=data)
+        control(run).add_evidence("resources", f"summary-attempt-{run.attempt}", data)
         for note in sampling.sampler.notes:
             if note not in self._noted:
                 self._noted.add(note)
                 run.note(note, author="flightlog")
 
     def _store_logs(self, run: flightlog.Run, batch: LogBatch) -> None:
-        writer = run._w
+        writer = control(run)
         limit = run.settings.buffer_limit  # FLIGHTLOG_BUFFER_LIMIT
         if writer.pending_log_events() >= limit:
             if self.opts.log_policy == "drop":
@@ -378,14 +376,14 @@ class Runner:
             say(f"metrics are no longer read from output lines: {exc!r}")
 
     def _hand_over_line_metrics(self, run: flightlog.Run, metrics: Any, final: bool) -> None:
-        writer = run._w
+        writer = control(run)
         limit = run.settings.buffer_limit
         stored = 0
         for point in metrics.take(time.time(), final=final, claimed=lambda: self._claimed_names(run)):
-            if len(writer.metrics) >= limit:  # never hold up the workload for a derived metric
+            if writer.pending_metric_points() >= limit:  # never hold up the workload for a derived metric
                 writer.count("dropped_line_metrics", len(point[2]))
                 continue
-            writer.metrics.append(point)
+            writer.add_metric_call(point)
             stored += len(point[2])
         if stored:
             writer.count("line_metrics", stored)
@@ -403,7 +401,7 @@ class Runner:
         """Metric names the run has in the store now: the SDK's (names read from lines are
         asked about before their first point is written)."""
         if self._client is None:
-            self._client = flightlog.Client()
+            self._client = flightlog.Client(reconcile=False)  # a lookup from the output pump: never a write
         return set(self._client.metrics(run.id))
 
     def _count_capture(self, run: flightlog.Run, stats: dict[str, int]) -> None:
@@ -412,7 +410,7 @@ class Runner:
                  "events": "log_events"}
         for key, name in names.items():
             if stats.get(key):
-                run._w.count(name, stats[key])
+                control(run).count(name, stats[key])
 
     def _wait(self, child: subprocess.Popen[bytes]) -> tuple[int, bool]:
         timeout = self.opts.timeout

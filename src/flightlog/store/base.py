@@ -1,6 +1,8 @@
-"""The store contracts: a metadata store and an event store, behind two small protocols.
+"""The store contracts: a reading side and a writing side, behind small protocols.
 
-A backend implements both (the embedded SQLite store does); the registry picks one by URI.
+:class:`StoreReader` is every read (metadata and events), :class:`StoreWriter` every write;
+:class:`Store` is both, what a backend implements (SQLite, PostgreSQL, a server over HTTP);
+the registry picks one by URI. Reads never write.
 Writers never call these directly: they append to the journal and the shipper calls
 :meth:`MetadataStore.ingest` with batches of journal records, idempotently.
 """
@@ -22,7 +24,7 @@ from flightlog.models import (
     StageSummary,
 )
 
-__all__ = ["IngestResult", "MetadataStore", "EventStore", "Store", "ingest_one"]
+__all__ = ["IngestResult", "MetadataReader", "MetadataStore", "EventStore", "Store", "StoreReader", "StoreWriter", "ingest_one"]
 
 
 @dataclass
@@ -33,8 +35,10 @@ class IngestResult:
 
 
 @runtime_checkable
-class MetadataStore(Protocol):
-    def ingest(self, records: Sequence[dict[str, Any]]) -> IngestResult: ...
+class MetadataReader(Protocol):
+    """Reading runs and what is recorded about them. Never writes (a store opened read-only,
+    ``sqlite:///…?mode=ro``, answers every one of these)."""
+
     def resolve(self, ref: str) -> str:
         """The id of the run named by an id or a unique prefix, without reading the run itself
         (a store that resolves references on every call may return ``ref`` unchanged)."""
@@ -50,14 +54,6 @@ class MetadataStore(Protocol):
         offset: int = 0,
     ) -> list[RunInfo]: ...
     def projects(self) -> list[dict[str, Any]]: ...
-    def update_run(self, run_id: str, **fields: Any) -> None: ...
-    def claim_attempt(self, run_id: str, seen: int, *, host: str, pid: int, started: float) -> int | None:
-        """Resume an ended run as attempt ``seen + 1``, atomically: the new attempt when this
-        call made it (the run is then running, on ``host`` as ``pid``), None when the run is
-        no longer at attempt ``seen`` or no longer ended (another process resumed it first)."""
-        ...
-    def delete_runs(self, run_ids: Sequence[str]) -> int: ...
-    def add_note(self, run_id: str, text: str, author: str | None = None) -> Note: ...
     def notes(self, run_id: str) -> list[Note]: ...
     def context(self, run_id: str) -> dict[str, Any]: ...
     def artifacts(self, run_id: str) -> list[Artifact]: ...
@@ -69,6 +65,8 @@ class MetadataStore(Protocol):
 
 @runtime_checkable
 class EventStore(Protocol):
+    """Reading a run's events: metrics, logs, stages, resource samples. Never writes."""
+
     def metric_summaries(self, run_id: str) -> dict[str, MetricSummary]: ...
     def metric_history(self, run_id: str, name: str) -> MetricHistory: ...
     def logs(self, run_id: str, query: LogQuery) -> list[LogEvent]: ...
@@ -76,8 +74,35 @@ class EventStore(Protocol):
     def resource_samples(self, run_id: str, since: float | None = None) -> list[dict[str, Any]]: ...
 
 
-class Store(MetadataStore, EventStore, Protocol):
-    """Both halves; what a backend gives the client."""
+@runtime_checkable
+class StoreReader(MetadataReader, EventStore, Protocol):
+    """Every read a backend offers (SQLite, PostgreSQL, a server over HTTP): what
+    :class:`flightlog.Client` reads through. None of them writes; reconciling the store with
+    this host's journals is a separate, explicit step (``flightlog.journal.reconcile``)."""
+
+
+@runtime_checkable
+class StoreWriter(Protocol):
+    """The writing side: ingest of journal records (idempotent), and the few direct changes."""
+
+    def ingest(self, records: Sequence[dict[str, Any]]) -> IngestResult: ...
+    def update_run(self, run_id: str, **fields: Any) -> None: ...
+    def claim_attempt(self, run_id: str, seen: int, *, host: str, pid: int, started: float) -> int | None:
+        """Resume an ended run as attempt ``seen + 1``, atomically: the new attempt when this
+        call made it (the run is then running, on ``host`` as ``pid``), None when the run is
+        no longer at attempt ``seen`` or no longer ended (another process resumed it first)."""
+        ...
+    def delete_runs(self, run_ids: Sequence[str]) -> int: ...
+    def add_note(self, run_id: str, text: str, author: str | None = None) -> Note: ...
+
+
+@runtime_checkable
+class MetadataStore(MetadataReader, StoreWriter, Protocol):
+    """Metadata reads and every write (the name from before :class:`StoreReader`)."""
+
+
+class Store(StoreReader, StoreWriter, Protocol):
+    """Both sides: what a backend gives the client."""
 
 
 def ingest_one(store: MetadataStore, run_id: str, kind: str, /, *, origin: str, **payload: Any) -> None:

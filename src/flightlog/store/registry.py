@@ -1,4 +1,5 @@
-"""Stores chosen by URI scheme: ``sqlite:///path/flightlog.db``, ``http(s)://server`` (a flightlog
+"""Stores chosen by URI scheme: ``sqlite:///path/flightlog.db`` (``?mode=ro``: read-only, never
+created nor migrated), ``http(s)://server`` (a flightlog
 server's API), ``postgresql://user:password@host:5432/db`` (a shared PostgreSQL database).
 
 No ``if backend == ...`` anywhere else: callers ask :func:`open_store` and get a :class:`Store`.
@@ -16,7 +17,7 @@ waits on a socket, and a fork must not wait for the network.
 from __future__ import annotations
 
 from collections.abc import Callable
-from urllib.parse import urlparse
+from urllib.parse import parse_qsl, urlparse
 
 from flightlog.errors import InvalidInput
 from flightlog.store.base import Store
@@ -58,12 +59,20 @@ def _sqlite(fork_safe: bool) -> Opener:
 
     def open_sqlite(uri: str) -> Store:
         path = uri[len("sqlite:///") :] if uri.startswith("sqlite:///") else ""
+        path, _, query = path.partition("?")
+        options = dict(parse_qsl(query, keep_blank_values=True))
+        mode = options.pop("mode", "rw")
+        if options or mode not in ("rw", "ro"):
+            raise InvalidInput(
+                f"store URI {uri!r}: the only option is mode=ro (open the file read-only), "
+                f"got {query!r}"
+            )
         if not path:
             raise InvalidInput(
                 f"store URI {uri!r} names no file: write sqlite:/// then the path, "
                 "e.g. sqlite:////srv/flightlog/flightlog.db for an absolute path"
             )
-        return SqliteStore(path, fork_safe=fork_safe)
+        return SqliteStore(path, fork_safe=fork_safe, read_only=mode == "ro")
 
     return open_sqlite
 

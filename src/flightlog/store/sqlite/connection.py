@@ -60,17 +60,24 @@ def schema_version(conn: sqlite3.Connection) -> int:
 class Database:
     """One connection to one SQLite file, shared by threads under a lock."""
 
-    def __init__(self, path: str | Path, *, fork_safe: bool = False) -> None:
+    def __init__(self, path: str | Path, *, fork_safe: bool = False, read_only: bool = False) -> None:
         self.path = Path(path)
+        self.read_only = read_only
         self._section: Callable[[], AbstractContextManager[object]] = no_fork if fork_safe else nullcontext
         busy_ms = _SLICE_MS if fork_safe else 30000
         self.lock = threading.RLock()
         try:
-            private_dirs(self.path.parent)
-            create_private(self.path)  # owner-only, and so its -wal and -shm (filemodes.py)
+            if read_only:  # nothing created, nothing migrated: the file as it is (``sqlite:///…?mode=ro``)
+                if not self.path.is_file():
+                    raise OSError(f"no such file (a read-only store is never created): {self.path}")
+                target, uri = f"{self.path.resolve().as_uri()}?mode=ro", True
+            else:
+                private_dirs(self.path.parent)
+                create_private(self.path)  # owner-only, and so its -wal and -shm (filemodes.py)
+                target, uri = str(self.path), False
             with self._section():
-                self.conn = sqlite3.connect(str(self.path), timeout=busy_ms / 1000, isolation_level=None,
-                                            check_same_thread=False)
+                self.conn = sqlite3.connect(target, timeout=busy_ms / 1000, isolation_level=None,
+                                            check_same_thread=False, uri=uri)
         except (OSError, sqlite3.Error) as exc:
             raise StoreUnavailable(f"cannot open the store at {self.path}: {exc}") from exc
         try:
@@ -84,7 +91,7 @@ class Database:
     def _configure(self, busy_ms: int) -> None:
         self.conn.execute(f"PRAGMA busy_timeout={busy_ms}")
         mode = self.conn.execute("PRAGMA journal_mode").fetchone()[0]
-        if mode != "wal":
+        if mode != "wal" and not self.read_only:
             self.conn.execute("PRAGMA journal_mode=WAL")
         for pragma in _PRAGMAS:
             self.conn.execute(pragma)
@@ -129,6 +136,12 @@ class Database:
                 "or point FLIGHTLOG_HOME at another directory",
                 details={"store_version": version, "code_version": SCHEMA_VERSION},
             )
+        if self.read_only:
+            raise StoreUnavailable(
+                f"the store at {self.path} has schema version {version}, older than this flightlog's "
+                f"({SCHEMA_VERSION}), and a read-only store is never migrated: open it once without ?mode=ro",
+                details={"store_version": version, "code_version": SCHEMA_VERSION},
+            )
         with self.write() as conn:
             version = schema_version(conn)  # another process may have migrated meanwhile
             for number in range(version, SCHEMA_VERSION):
@@ -157,6 +170,12 @@ class Database:
                     self.conn.execute("ROLLBACK")
                 except sqlite3.Error:
                     pass  # SQLite already rolled back (a full disk does that)
+                if isinstance(exc, sqlite3.OperationalError) and "readonly" in str(exc):
+                    raise StoreUnavailable(
+                        f"the store at {self.path} is read-only ({exc}): open it without ?mode=ro, "
+                        "as a user who may write the file, to change it",
+                        details={"path": str(self.path)},
+                    ) from exc
                 if isinstance(exc, sqlite3.OperationalError) and "full" in str(exc):
                     raise StoreUnavailable(
                         f"the store at {self.path} cannot take writes: {exc} (the disk is full); "

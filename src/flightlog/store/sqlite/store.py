@@ -16,9 +16,9 @@ class SqliteStore(SqlStore):
     db: Database
     dialect = SqliteDialect()
 
-    def __init__(self, path: str | Path, *, fork_safe: bool = False) -> None:
+    def __init__(self, path: str | Path, *, fork_safe: bool = False, read_only: bool = False) -> None:
         super().__init__()
-        self.db = Database(path, fork_safe=fork_safe)
+        self.db = Database(path, fork_safe=fork_safe, read_only=read_only)
         self.path = self.db.path
 
     def leadership(self, name: str) -> SoleLeader:
