@@ -26,6 +26,7 @@ from flightlog.models import (
     RunInfo,
     StageSummary,
 )
+from flightlog.statuses import OWNED_STATUSES
 from flightlog.store.artifacts import LocalArtifactStore, open_artifact_store
 from flightlog.store.base import Store, ingest_one
 from flightlog.store.registry import open_store
@@ -133,14 +134,14 @@ class Client:
 
         host = socket.gethostname()
         for run in runs:
-            if run.status not in ("running", "created") or run.host != host or not run.pid:
+            if run.status not in OWNED_STATUSES or run.host != host or not run.pid:
                 continue
             if process_alive(run.pid, run.started or run.created, process_start=run.timeline.get("owner_process_start"),
                              boot=run.timeline.get("host_boot")):
                 continue
             if list_journals(self.settings.home, run.id) and not self._settle(run):
                 continue
-            if run.status not in ("running", "created"):
+            if run.status not in OWNED_STATUSES:
                 continue
             ended = run.updated or time.time()
             try:

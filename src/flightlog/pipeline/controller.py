@@ -30,6 +30,7 @@ from flightlog.pipeline.spec import PipelineSpec, StepSpec
 from flightlog.pipeline.state import DONE, EVIDENCE_KIND, FINAL, StepState, said_once
 from flightlog.pipeline.wakeup import SignalWakeup
 from flightlog.runner.options import child_run_argv, retry_backoff
+from flightlog.statuses import SIGNALLED_STATUSES
 from flightlog.timefmt import format_duration
 
 __all__ = ["run_pipeline", "PipelineResult", "Controller", "Options"]
@@ -475,7 +476,7 @@ class Controller:
 
 
 def _reason(step: StepSpec, failure: dict[str, Any], status: str) -> str:
-    if status in ("stopped", "killed"):
+    if status in SIGNALLED_STATUSES:
         return f"the step was {status}"
     message = failure.get("message") or ""
     exception = failure.get("exception")
