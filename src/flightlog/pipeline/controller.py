@@ -24,6 +24,7 @@ import flightlog
 from flightlog.config import Settings
 from flightlog.errors import FlightlogError
 from flightlog.ids import new_run_id
+from flightlog.notices import notice
 from flightlog.pipeline.cachekey import MissingInput, cache_key, digest_of
 from flightlog.pipeline.executors import StepLaunch, open_executor
 from flightlog.pipeline.spec import PipelineSpec, StepSpec
@@ -96,11 +97,7 @@ class Controller:
     # ── output ──────────────────────────────────────────────────────────────
     def say(self, message: str) -> None:
         if not self.options.quiet:
-            try:
-                sys.stderr.write(f"flightlog: {message}\n")
-                sys.stderr.flush()
-            except (OSError, ValueError):
-                pass
+            notice(message)
 
     # ── the run ─────────────────────────────────────────────────────────────
     def execute(self) -> PipelineResult:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
-import sys
 from collections.abc import Callable, Iterable
 from functools import cache
 from types import ModuleType
@@ -22,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import pluggy
 
+from flightlog.notices import notice
 from flightlog.plugins.specs import PROJECT, CommandRef, FeatureSpec
 
 if TYPE_CHECKING:
@@ -82,7 +82,7 @@ class Features:
 
 
 def _warn(what: str, exc: BaseException) -> None:
-    print(f"flightlog: warning: the feature {what} was left out: {type(exc).__name__}: {exc}", file=sys.stderr)
+    notice(f"warning: the feature {what} was left out: {type(exc).__name__}: {exc}")
 
 
 def load_features(*, builtin: Iterable[str] = BUILTIN, entry_points: bool = True) -> Features:

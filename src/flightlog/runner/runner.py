@@ -24,6 +24,7 @@ from flightlog.alerts.monitor import start_monitor
 from flightlog.config import rank_from_env
 from flightlog.failure import parse_python_traceback
 from flightlog.logevents import LogBatch
+from flightlog.notices import notice
 from flightlog.runner.options import RunnerOptions, retry_backoff
 from flightlog.runner.outcome import Outcome, outcome_of
 from flightlog.runner.pump import OutputPump, enlarge_pipe
@@ -45,11 +46,7 @@ _WORKDIR_SLOW_DELAY = 1.0  # first walk of the working directory this long after
 
 def say(message: str) -> None:
     """The runner's own messages: stderr only, so the workload's stdout stays its own."""
-    try:
-        sys.stderr.write(f"flightlog: {message}\n")
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        pass
+    notice(message)
 
 
 @dataclass

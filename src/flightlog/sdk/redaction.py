@@ -9,12 +9,12 @@ working directory and ``FLIGHTLOG_HOME/redact.txt``.
 from __future__ import annotations
 
 import os
-import sys
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from flightlog.config import discover_home
+from flightlog.notices import notice
 
 __all__ = ["redactor", "pattern_files", "redact_user_strings"]
 
@@ -32,7 +32,7 @@ def _build(home: str) -> Any:
     try:
         patterns = load_patterns(pattern_files(Path(home)))
     except (FlightlogError, OSError) as exc:  # never raise into the workload: say so, go on
-        sys.stderr.write(f"flightlog: redaction patterns not used: {exc}\n")
+        notice(f"redaction patterns not used: {exc}")
         patterns = []
     return Redactor(extra_patterns=patterns, env=dict(os.environ))
 

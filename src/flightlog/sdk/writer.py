@@ -25,6 +25,7 @@ from flightlog.ids import new_writer_id
 from flightlog.journal import JournalWriter, encode_record, encode_records
 from flightlog.journal.format import MAGIC, read_records
 from flightlog.logevents import LogBatch
+from flightlog.notices import notice
 from flightlog.records import encode_series, log_chunk_payload
 from flightlog.sdk.context import process_context
 from flightlog.sdk.redaction import redact_user_strings
@@ -63,15 +64,8 @@ class Writer(Protocol):
 
 
 def warn(message: str) -> None:
-    """flightlog's own message on stderr; past the console capture (``sdk/console.py``), which
-    records the workload's output, not flightlog's reports about itself."""
-    stream = sys.stderr
-    stream = getattr(stream, "flightlog_passthrough", stream)
-    try:
-        stream.write(f"flightlog: {message}\n")
-        stream.flush()
-    except (OSError, ValueError):
-        pass
+    """flightlog's own message on stderr, past the console capture (see flightlog.notices)."""
+    notice(message)
 
 
 class RunWriter:
