@@ -74,17 +74,25 @@ def _read(client: object, run_id: str) -> float:
     return time.perf_counter() - t0
 
 
+def _set_steps(steps: int) -> None:
+    global STEPS
+    STEPS = steps
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--peers", action="store_true", help="also run MLflow in .bench-venv and print ratios")
+    parser.add_argument("--steps", type=int, default=STEPS, help="steps of the loop (bench/ab.py --quick uses fewer)")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds, of which the best is quoted")
     args = parser.parse_args()
+    _set_steps(args.steps)
     fresh_home("w1")
-    rounds = [one_round() for _ in range(3)]
+    rounds = [one_round() for _ in range(args.rounds)]
     best = min(rounds, key=lambda r: r["loop_s"])
     points = STEPS * METRICS
     fresh = first_read_in_fresh_process(str(best["run_id"]))
     result = {
-        "workload": "W1: 100,000 steps x 5 metrics, run.log in a plain loop",
+        "workload": f"W1: {STEPS:,} steps x 5 metrics, run.log in a plain loop",
         "machine": machine(),
         "in_loop_us_per_point": round(best["loop_s"] / points * 1e6, 3),
         "in_loop_us_per_point_all_rounds": [round(r["loop_s"] / points * 1e6, 3) for r in rounds],

@@ -5,7 +5,7 @@ Every test that takes ``home`` runs once per transport (docs/architecture.md: on
 transports, several stores): ``embedded`` writes and reads the SQLite store under ``home``;
 ``http`` starts a real server (uvicorn on a free loopback port, with --auth, over a separate
 server home) and sets FLIGHTLOG_URL and an admin FLIGHTLOG_TOKEN, so the SDK, the CLI and child
-processes all go through the API; ``postgres`` (the core, runner, server, alerts and diagnosis
+processes all go through the API; ``postgres`` (the sdk, cli, store, runner, server, alerts and diagnosis
 suites) sets FLIGHTLOG_STORE to a fresh database of a real PostgreSQL server that this test
 session started (see ``postgres_server``). A test about the local store itself is marked
 ``@pytest.mark.embedded_only("why")`` and runs once.
@@ -32,7 +32,9 @@ settings.load_profile("soak" if os.environ.get("FLIGHTLOG_FUZZ_EXAMPLES") else "
 FLIGHTLOG_ENV = [name for name in os.environ if name.startswith("FLIGHTLOG_")]
 TRANSPORTS = ("embedded", "http", "postgres")
 # the behaviour suites that also run against PostgreSQL (issue 13); others stay on two transports
-POSTGRES_SUITES = frozenset({"core", "runner", "server", "alerts", "diagnose"})
+POSTGRES_SUITES = frozenset({"sdk", "cli", "store", "runner", "server", "alerts", "diagnose"})
+# files of a suite that otherwise stays on two transports (the journal's durability tests, which ran on PostgreSQL before they moved here)
+POSTGRES_FILES = frozenset({("journal", "test_durability.py")})
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -52,7 +54,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def on_postgres(path: Path) -> bool:
     """Whether a test file belongs to a suite that also runs against PostgreSQL."""
     parts = path.relative_to(Path(__file__).parent).parts
-    return len(parts) > 1 and parts[0] in POSTGRES_SUITES
+    return len(parts) > 1 and (parts[0] in POSTGRES_SUITES or parts[:2] in POSTGRES_FILES)
 
 
 @pytest.fixture(scope="session")

@@ -19,7 +19,7 @@ def child_env(home: Path, **extra: str) -> dict[str, str]:
             env[name] = os.environ[name]  # (a child told to use a server does not read the store itself)
     env["PYTHONUNBUFFERED"] = "1"
     # Test scripts print plumbing (their run id) for the test to read: not the workload's output.
-    # The console tests (tests/core/test_console.py, tests/integrations/test_crashes.py) turn
+    # The console tests (tests/sdk/test_console.py, tests/integrations/test_crashes.py) turn
     # init()'s console capture back on with FLIGHTLOG_CONSOLE="auto".
     env["FLIGHTLOG_CONSOLE"] = "off"
     env.update(extra)

@@ -7,7 +7,7 @@ they run, and a missing module becomes :class:`~flightlog.errors.MissingExtra`, 
 is the line to install it, instead of a traceback.
 
 Keep :data:`EXTRAS` in step with ``[project.optional-dependencies]`` in pyproject.toml
-(tests/core/test_plain_install.py checks that they agree).
+(tests/test_plain_install.py checks that they agree).
 """
 
 from __future__ import annotations

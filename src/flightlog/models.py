@@ -12,12 +12,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from flightlog.logevents import level_name
+from flightlog.statuses import STATUSES, TERMINAL_STATUSES
 from flightlog.timefmt import iso
 
 if TYPE_CHECKING:
     import numpy as np
 
 __all__ = [
+    "STATUSES",  # re-exported: defined with their groups in flightlog.statuses
     "TERMINAL_STATUSES",
     "RunInfo",
     "MetricSummary",
@@ -30,8 +32,6 @@ __all__ = [
     "Note",
 ]
 
-STATUSES = ("created", "queued", "running", "succeeded", "failed", "stopped", "killed", "crashed")
-TERMINAL_STATUSES = frozenset({"succeeded", "failed", "stopped", "killed", "crashed"})
 _TIME_FIELDS = ("created", "queued", "started", "ended")
 
 

@@ -9,7 +9,7 @@ import pytest
 
 import flightlog
 
-pytestmark = pytest.mark.embedded_only("the integration writes through the SDK; transports are covered in tests/core")
+pytestmark = pytest.mark.embedded_only("the integration writes through the SDK; transports are covered in tests/sdk")
 
 
 def _table(n: int = 80) -> tuple[np.ndarray, np.ndarray]:

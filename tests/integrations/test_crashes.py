@@ -16,7 +16,7 @@ import pytest
 
 from tests.helpers import child_env, cli_json
 
-pytestmark = pytest.mark.embedded_only("both runs are compared through the local store; transports are covered in tests/core")
+pytestmark = pytest.mark.embedded_only("both runs are compared through the local store; transports are covered in tests/sdk")
 
 FLIGHTLOG = str(Path(sys.executable).with_name("flightlog"))
 

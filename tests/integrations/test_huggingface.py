@@ -13,7 +13,7 @@ transformers = pytest.importorskip("transformers")
 
 from flightlog.integrations.huggingface import FlightlogCallback  # noqa: E402
 
-pytestmark = pytest.mark.embedded_only("the integration writes through the SDK; transports are covered in tests/core")
+pytestmark = pytest.mark.embedded_only("the integration writes through the SDK; transports are covered in tests/sdk")
 
 
 class Tokens(torch.utils.data.Dataset):

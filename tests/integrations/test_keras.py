@@ -15,7 +15,7 @@ np = pytest.importorskip("numpy")
 
 from flightlog.integrations.keras import FlightlogKerasCallback  # noqa: E402
 
-pytestmark = pytest.mark.embedded_only("the integration writes through the SDK; transports are covered in tests/core")
+pytestmark = pytest.mark.embedded_only("the integration writes through the SDK; transports are covered in tests/sdk")
 
 
 def test_keras_callback_records_params_epoch_metrics_checkpoints_and_stages(home: Path, tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ L = pytest.importorskip("lightning.pytorch")
 from flightlog.integrations.lightning import FlightlogLogger  # noqa: E402
 
 pytestmark = [
-    pytest.mark.embedded_only("the integration writes through the SDK; transports are covered in tests/core"),
+    pytest.mark.embedded_only("the integration writes through the SDK; transports are covered in tests/sdk"),
 ]
 
 

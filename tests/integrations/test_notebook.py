@@ -21,7 +21,7 @@ from tests.helpers import child_env, cli_json
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
 
-pytestmark = pytest.mark.embedded_only("the kernel writes through the SDK; transports are covered in tests/core")
+pytestmark = pytest.mark.embedded_only("the kernel writes through the SDK; transports are covered in tests/sdk")
 
 INIT_CELL = """\
 import flightlog

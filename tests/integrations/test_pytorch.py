@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch")
 
 from flightlog.integrations.pytorch import timed_batches  # noqa: E402
 
-pytestmark = pytest.mark.embedded_only("the integration writes through the SDK; transports are covered in tests/core")
+pytestmark = pytest.mark.embedded_only("the integration writes through the SDK; transports are covered in tests/sdk")
 
 
 class SlowDataset(torch.utils.data.Dataset):

@@ -14,7 +14,7 @@ import flightlog
 from flightlog.sweeps import LogUniform, Trial, sweep
 from tests.helpers import cli
 
-pytestmark = pytest.mark.embedded_only("sweeps drive the SDK and the runner; transports are covered in tests/core")
+pytestmark = pytest.mark.embedded_only("sweeps drive the SDK and the runner; transports are covered in tests/sdk")
 
 
 def objective(lr: float, layers: int) -> float:

@@ -13,12 +13,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from flightlog.models import RunInfo, StageSummary
+from flightlog.statuses import FAILED_STATUSES
 from flightlog.store.base import Store
 from flightlog.timefmt import iso
 
 __all__ = ["Lookup", "quote", "FAILED_STATUSES"]
 
-FAILED_STATUSES = ("failed", "crashed", "killed")
 
 
 def quote(text: str) -> str:

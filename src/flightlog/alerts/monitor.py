@@ -11,23 +11,19 @@ that is down — is reported on stderr and never stops or fails the workload.
 
 from __future__ import annotations
 
-import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
 from flightlog.errors import FlightlogError
+from flightlog.notices import notice
 
 __all__ = ["Monitor", "start_monitor", "LiveMonitor", "NullMonitor"]
 
 
 def _say(message: str) -> None:
-    try:
-        sys.stderr.write(f"flightlog: {message}\n")
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        pass
+    notice(message)
 
 
 class Monitor(Protocol):

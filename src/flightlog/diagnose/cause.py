@@ -16,11 +16,12 @@ from typing import Any
 
 from flightlog.diagnose.classify import classify_failure
 from flightlog.models import RunInfo
+from flightlog.statuses import FAILED_STATUSES
 
 __all__ = ["CAUSED_STATUSES", "run_cause"]
 
 #: the statuses a cause is given for (a stopped run was stopped on purpose)
-CAUSED_STATUSES = frozenset({"failed", "crashed", "killed"})
+CAUSED_STATUSES = frozenset(FAILED_STATUSES)
 CACHE_SIZE = 1024
 """Failures whose cause is remembered (a traceback is stored up to 20,000 characters: 20 MB at most)."""
 LAST_LINES = 5

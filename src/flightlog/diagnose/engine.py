@@ -35,6 +35,7 @@ from flightlog.diagnose.taxonomy import FAILURE_CATEGORIES
 from flightlog.errors import InvalidInput
 from flightlog.models import RunInfo
 from flightlog.plugins import Ref, features
+from flightlog.statuses import UNSUCCESSFUL_STATUSES
 
 if TYPE_CHECKING:
     from flightlog.diagnose.reader import Reader
@@ -153,7 +154,7 @@ def diagnose_run(
 def _secondary(info: RunInfo, findings: list[Finding]) -> list[Finding]:
     """In a run that failed, what made it fail leads: performance findings and a memory trend
     are kept, at a lower weight, as context for the failure."""
-    if info.status not in ("failed", "killed", "crashed", "stopped"):
+    if info.status not in UNSUCCESSFUL_STATUSES:
         return findings
     failure = [f for f in findings if f.category in FAILURE_CATEGORIES or f.category == "nan_loss"]
     if not failure or failure[0].confidence < 0.4:
@@ -188,7 +189,7 @@ def _divergence_first(findings: list[Finding]) -> list[Finding]:
 def _kind(info: RunInfo, findings: list[Finding]) -> str:
     if findings and findings[0].confidence >= LEAD:
         return findings[0].problem_kind
-    if info.status in ("failed", "killed", "crashed", "stopped") and findings:
+    if info.status in UNSUCCESSFUL_STATUSES and findings:
         return findings[0].problem_kind
     return "none"
 

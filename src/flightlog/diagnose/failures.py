@@ -29,12 +29,12 @@ from flightlog.diagnose.signals import (
 from flightlog.diagnose.taxonomy import FAILURE_CATEGORIES, TITLE
 from flightlog.diagnose.tracebacks import ParsedException, parse_chain, parse_exception_lines
 from flightlog.models import LogEvent
+from flightlog.statuses import ERROR_STATUSES, TERMINAL_STATUSES, UNSUCCESSFUL_STATUSES
 from flightlog.timefmt import format_duration, format_size
 
 __all__ = ["analyze_failure", "FailureFacts", "missing_keys"]
 
 _HEADER = "Traceback (most recent call last)"
-_ENDED_BADLY = ("failed", "killed", "stopped", "crashed")
 #: a run that succeeded still shows what its log complained about, but never as a lead
 _SUCCESS_FACTOR = 0.35
 _NEAR_END = 5
@@ -74,7 +74,7 @@ class FailureFacts:
 def analyze_failure(ev: RunEvidence, facts: FailureFacts | None = None) -> list[Finding]:
     info = ev.info
     facts = facts or FailureFacts()
-    if info.status not in (*_ENDED_BADLY, "succeeded"):
+    if info.status not in TERMINAL_STATUSES:
         return []  # still running: nothing has ended yet
     ended = ev.process_end or info.ended
     signals = exit_signals(exit_code=info.exit_code, signal=info.signal, timed_out=ev.timed_out,
@@ -100,7 +100,7 @@ def analyze_failure(ev: RunEvidence, facts: FailureFacts | None = None) -> list[
     if info.status == "succeeded":
         signals = [replace(s, weight=s.weight * _SUCCESS_FACTOR) for s in signals]
     scores = [s for s in combine(signals) if s.category in FAILURE_CATEGORIES or s.category == "nan_loss"]
-    if info.status in _ENDED_BADLY and not scores and info.exit_code not in (None, 0):
+    if info.status in UNSUCCESSFUL_STATUSES and not scores and info.exit_code not in (None, 0):
         unexplained = Signal("code_error", 0.25, "an_unexplained_exit", "exit",
                              f"exit code {info.exit_code} with no traceback or known error message in the log", ended)
         scores = combine([unexplained])
@@ -149,7 +149,7 @@ _EXCEPTION_EVENTS = 30
 def _exception_lines(ev: RunEvidence, events: list[LogEvent]) -> list[Signal]:
     """No whole traceback: the exceptions the last lines of a failed run name (a launcher's or a
     worker pool's ``Type: message``, a trimmed traceback), as the fast classifier reads them."""
-    if ev.info.status not in ("failed", "crashed"):
+    if ev.info.status not in ERROR_STATUSES:
         return []
     tail = [e for e in events if e.stream != "sdk"][-_EXCEPTION_EVENTS:]
     at = tail[-1].time if tail else ev.info.ended
@@ -180,7 +180,7 @@ def _lines(ev: RunEvidence, events: list[LogEvent], facts: FailureFacts) -> list
         last = [str(x) for x in (ev.info.failure or {}).get("last_lines") or []]
         rows = [(line, ev.info.ended, 0.75 + 0.25 * (i + 1) / len(last)) for i, line in enumerate(last)]
     signals = line_signals(rows)
-    if ev.info.status in ("failed", "crashed") and not facts.chain:
+    if ev.info.status in ERROR_STATUSES and not facts.chain:
         # with no traceback, an error line among the very last ones before a failing exit is
         # most likely what ended it: position is a second, independent signal
         last_texts = {text for text, _, _ in rows[-_NEAR_END:]}

@@ -17,6 +17,7 @@ from flightlog.diagnose.evidence import RunEvidence
 from flightlog.diagnose.findings import Finding
 from flightlog.diagnose.signals import Signal
 from flightlog.diagnose.window import ramp, training_window
+from flightlog.statuses import ERROR_STATUSES
 from flightlog.timefmt import format_duration, format_size
 
 __all__ = ["analyze_memory", "Trend", "fit_trend"]
@@ -112,7 +113,7 @@ def _leak(ev: RunEvidence, label: str, t: np.ndarray, y: np.ndarray) -> Finding 
         t, y, stepped = t[inside], y[inside], True
     if t.size < th.leak_min_samples:
         return None
-    if not stepped and ev.info.status in ("failed", "crashed") and float(t[-1] - t[0]) < _FAILED_AT_STARTUP_S:
+    if not stepped and ev.info.status in ERROR_STATUSES and float(t[-1] - t[0]) < _FAILED_AT_STARTUP_S:
         # it failed before its first step: the memory it gained is its imports and set-up
         # (torch alone is hundreds of MiB), loaded once; a leak needs a process that lived
         return None

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from flightlog.statuses import FAILED_STATUSES
+
 __all__ = ["export_run_spans"]
 
 _SCOPE = "flightlog"
@@ -59,7 +61,7 @@ def export_run_spans(run: Any, *, client: Any = None, tracer_provider: Any = Non
             child = tracer.start_span(span.name, context=context, start_time=_ns(span.start), attributes=attrs)
             child.end(end_time=_ns(span.end))
             emitted += 1
-    if info.status in ("failed", "crashed", "killed"):
+    if info.status in FAILED_STATUSES:
         from opentelemetry.trace import Status, StatusCode
 
         root.set_status(Status(StatusCode.ERROR, f"{info.status} ({info.end_reason or 'unknown'})"))

@@ -24,6 +24,7 @@ import flightlog
 from flightlog.config import Settings
 from flightlog.errors import FlightlogError
 from flightlog.ids import new_run_id
+from flightlog.notices import notice
 from flightlog.pipeline.cachekey import MissingInput, cache_key, digest_of
 from flightlog.pipeline.executors import StepLaunch, open_executor
 from flightlog.pipeline.spec import PipelineSpec, StepSpec
@@ -31,6 +32,7 @@ from flightlog.pipeline.state import DONE, EVIDENCE_KIND, FINAL, StepState, said
 from flightlog.pipeline.wakeup import SignalWakeup
 from flightlog.runner.options import child_run_argv, retry_backoff
 from flightlog.sdk.control import control
+from flightlog.statuses import SIGNALLED_STATUSES
 from flightlog.timefmt import format_duration
 
 __all__ = ["run_pipeline", "PipelineResult", "Controller", "Options"]
@@ -96,11 +98,7 @@ class Controller:
     # ── output ──────────────────────────────────────────────────────────────
     def say(self, message: str) -> None:
         if not self.options.quiet:
-            try:
-                sys.stderr.write(f"flightlog: {message}\n")
-                sys.stderr.flush()
-            except (OSError, ValueError):
-                pass
+            notice(message)
 
     # ── the run ─────────────────────────────────────────────────────────────
     def execute(self) -> PipelineResult:
@@ -476,7 +474,7 @@ class Controller:
 
 
 def _reason(step: StepSpec, failure: dict[str, Any], status: str) -> str:
-    if status in ("stopped", "killed"):
+    if status in SIGNALLED_STATUSES:
         return f"the step was {status}"
     message = failure.get("message") or ""
     exception = failure.get("exception")

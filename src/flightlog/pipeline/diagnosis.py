@@ -12,6 +12,7 @@ from typing import Any
 
 from flightlog.errors import InvalidInput
 from flightlog.pipeline.state import DONE, load_view, said_once
+from flightlog.statuses import UNSUCCESSFUL_STATUSES
 from flightlog.timefmt import iso
 
 __all__ = ["diagnose_pipeline"]
@@ -29,7 +30,7 @@ def diagnose_pipeline(client: Any, run_id: str) -> dict[str, Any] | None:
     from flightlog.diagnose.engine import diagnose_run
 
     order = view.spec.order()
-    failing = next((n for n in order if view.steps[n].status in ("failed", "killed", "crashed", "stopped")), None)
+    failing = next((n for n in order if view.steps[n].status in UNSUCCESSFUL_STATUSES), None)
     skipped = [n for n in order if view.steps[n].status == "skipped"]
     summary = {"name": view.spec.name, "failing_step": failing, "gate": None, "step_run": None, "reason": None,
                "skipped_steps": skipped,
@@ -37,7 +38,7 @@ def diagnose_pipeline(client: Any, run_id: str) -> dict[str, Any] | None:
     report: dict[str, Any] = {"run": info.id, "status": info.status, "kind": "none", "findings": [], "baseline": None,
                               "runbook": [], "pipeline": summary}
     if failing is None:
-        if info.status not in ("succeeded", "running") and not all(view.steps[n].status in DONE for n in order):
+        if info.status in UNSUCCESSFUL_STATUSES and not all(view.steps[n].status in DONE for n in order):
             report["findings"] = [_lost_finding(info)]
             report["kind"] = "infrastructure"
         return report

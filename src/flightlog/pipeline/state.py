@@ -16,6 +16,7 @@ from flightlog.errors import InvalidInput
 from flightlog.failure import frames_for_display
 from flightlog.models import RunInfo
 from flightlog.pipeline.spec import PipelineSpec
+from flightlog.statuses import INTERRUPTED_STATUSES, TERMINAL_STATUSES
 from flightlog.timefmt import iso
 
 __all__ = ["StepState", "PipelineView", "load_view", "said_once", "EVIDENCE_KIND", "DONE", "FINAL", "GATE_FAILED"]
@@ -24,7 +25,7 @@ EVIDENCE_KIND = "pipeline"
 #: states a step ends in that let its downstream steps run
 DONE = frozenset({"succeeded", "cached"})
 #: states a step does not leave (in one attempt of the pipeline)
-FINAL = frozenset({"succeeded", "cached", "failed", "skipped", "stopped", "killed", "crashed"})
+FINAL = TERMINAL_STATUSES | {"cached", "skipped"}
 #: how a gate's exception begins (gatemain): its run's failure reads alone, so it says so itself
 GATE_FAILED = "gate failed: "
 
@@ -168,5 +169,5 @@ def _settle(client: Any, run: RunInfo, steps: dict[str, StepState]) -> None:
                 state.reason = "the pipeline's controller was lost while this step ran"
             if state.attempts and state.attempts[-1].get("status") in ("running", None):
                 state.attempts[-1] = {**state.attempts[-1], "status": state.status, "ended": state.ended}
-        elif state.status in ("pending",) and run.status in ("crashed", "killed", "stopped"):
+        elif state.status in ("pending",) and run.status in INTERRUPTED_STATUSES:
             state.reason = f"never ran: the pipeline was {run.status}"

@@ -13,6 +13,7 @@ and left out: one bad plugin never stops ``flightlog`` itself.
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import sys
 from collections.abc import Callable, Iterable
 from functools import cache
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 from flightlog.errors import MissingExtra
+from flightlog.notices import notice
 from flightlog.plugins.specs import (
     PROJECT,
     CommandRef,
@@ -207,7 +209,7 @@ def _report(message: str, on_error: Callable[[str], None] | None) -> None:
 
 
 def _warn(what: str, exc: BaseException) -> None:
-    print(f"flightlog: warning: the feature {what} was left out: {type(exc).__name__}: {exc}", file=sys.stderr)
+    notice(f"warning: the feature {what} was left out: {type(exc).__name__}: {exc}")
 
 
 def load_features(*, builtin: Iterable[str] = BUILTIN, entry_points: bool = True) -> Features:

@@ -15,6 +15,7 @@ from typing import Literal, NoReturn, cast
 from flightlog.errors import FilterSyntaxError, InvalidInput
 from flightlog.query.ast import Ago, Field, FieldKind, Value
 from flightlog.query.lexer import Token
+from flightlog.statuses import STATUSES
 from flightlog.timefmt import parse_duration, parse_time
 
 __all__ = ["ColumnType", "Column", "COLUMNS", "PREFIXES", "STATUSES", "END_REASONS"]
@@ -50,7 +51,6 @@ PREFIXES: dict[str, FieldKind] = {
     "params": "param", "param": "param", "tags": "tag", "tag": "tag",
     "metrics": "metric", "metric": "metric",
 }  # fmt: skip
-STATUSES = ("created", "queued", "running", "succeeded", "failed", "stopped", "killed", "crashed")
 END_REASONS = ("exit", "exception", "oom_killed", "timeout", "signal", "lost", "rerun")
 _ENUMS = {"status": STATUSES, "end_reason": END_REASONS}
 _NUMERIC = re.compile(r"\s*-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*")

@@ -10,12 +10,12 @@ Building one compiles the user's patterns and scans the environment, so it is ca
 from __future__ import annotations
 
 import os
-import sys
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from flightlog.errors import FlightlogError
+from flightlog.notices import notice
 
 if TYPE_CHECKING:
     from flightlog.redaction.engine import Redactor
@@ -36,7 +36,7 @@ def _build(home: str) -> Redactor:
     try:
         patterns = load_patterns(pattern_files(Path(home)))
     except (FlightlogError, OSError) as exc:  # never raise into the workload: say so, go on
-        sys.stderr.write(f"flightlog: redaction patterns not used: {exc}\n")
+        notice(f"redaction patterns not used: {exc}")
         patterns = []
     return Redactor(extra_patterns=patterns, env=dict(os.environ))
 

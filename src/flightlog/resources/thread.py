@@ -13,13 +13,13 @@ thread, no new sampler and no join, which a sweep of a thousand short runs would
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
 from flightlog.forksafe import no_fork
+from flightlog.notices import notice
 
 __all__ = ["Sampler", "SamplerThread"]
 
@@ -99,15 +99,7 @@ class SamplerThread:
             self.errors += 1
             self.last_error = exc
             if self.errors == 1:
-                try:
-                    print(
-                        f"flightlog: resource sampling error: {type(exc).__name__}: {exc}"
-                        " (further errors are counted, not printed)",
-                        file=sys.stderr,
-                        flush=True,
-                    )
-                except Exception:
-                    pass
+                notice(f"resource sampling error: {type(exc).__name__}: {exc} (further errors are counted, not printed)")
 
     def _run(self) -> None:
         # The flags are set before `_wake` and read after it is cleared, so no request is lost.

@@ -23,6 +23,7 @@ import flightlog
 from flightlog.config import rank_from_env
 from flightlog.failure import parse_python_traceback
 from flightlog.logevents import LogBatch
+from flightlog.notices import notice
 from flightlog.plugins import features
 from flightlog.redaction import pattern_files
 from flightlog.runner.options import RunnerOptions, retry_backoff
@@ -46,11 +47,7 @@ _WORKDIR_SLOW_DELAY = 1.0  # first walk of the working directory this long after
 
 def say(message: str) -> None:
     """The runner's own messages: stderr only, so the workload's stdout stays its own."""
-    try:
-        sys.stderr.write(f"flightlog: {message}\n")
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        pass
+    notice(message)
 
 
 @dataclass

@@ -23,6 +23,7 @@ from flightlog.plugins import features
 from flightlog.schema.values import MAX_PARAM_DEPTH, is_json_value, metric_name_problem
 from flightlog.sdk.features import run_ended
 from flightlog.sdk.stages import StageTimer
+from flightlog.statuses import EXITED_STATUSES, SIGNALLED_STATUSES
 from flightlog.store.artifacts import LocalArtifactStore, open_artifact_store
 from flightlog.store.edits import DESCRIPTION_TAG
 
@@ -587,7 +588,7 @@ class Run:
                 update: dict[str, Any] = {
                     "status": final,
                     "ended": _time(),
-                    "end_reason": end_reason or ("exit" if final in ("succeeded", "failed") else "signal" if final in ("killed", "stopped") else None),
+                    "end_reason": end_reason or ("exit" if final in EXITED_STATUSES else "signal" if final in SIGNALLED_STATUSES else None),
                 }
                 if exit_code is not None or final == "succeeded":
                     update["exit_code"] = exit_code if exit_code is not None else 0

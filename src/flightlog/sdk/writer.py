@@ -26,6 +26,7 @@ from flightlog.ids import new_writer_id
 from flightlog.journal import JournalWriter, encode_record, encode_records
 from flightlog.journal.format import MAGIC, read_records
 from flightlog.logevents import LogBatch
+from flightlog.notices import notice
 from flightlog.redaction import redact_user_strings
 from flightlog.schema import record
 from flightlog.schema.values import encode_series, log_chunk_payload
@@ -66,15 +67,8 @@ class Writer(Protocol):
 
 
 def warn(message: str) -> None:
-    """flightlog's own message on stderr; past the console capture (``sdk/console.py``), which
-    records the workload's output, not flightlog's reports about itself."""
-    stream = sys.stderr
-    stream = getattr(stream, "flightlog_passthrough", stream)
-    try:
-        stream.write(f"flightlog: {message}\n")
-        stream.flush()
-    except (OSError, ValueError):
-        pass
+    """flightlog's own message on stderr, past the console capture (see flightlog.notices)."""
+    notice(message)
 
 
 class RunWriter:

@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 import flightlog
 from flightlog.errors import InvalidInput, NotFound
+from flightlog.statuses import FAILED_STATUSES
 from flightlog.sweeps.samplers import open_sampler
 from flightlog.sweeps.space import Param
 
@@ -267,7 +268,7 @@ def _score(trial: Trial, client: Any, metric: str) -> None:
     if trial.value is None:
         summary = info.metrics.get(metric)
         trial.value = summary.last if summary is not None else None
-    if trial.state == "failed" or info.status in ("failed", "crashed", "killed") or (
+    if trial.state == "failed" or info.status in FAILED_STATUSES or (
             info.status == "stopped" and not trial.stopped_by):
         trial.state = "failed"
     elif trial.stopped_by:

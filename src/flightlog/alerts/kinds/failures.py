@@ -22,6 +22,7 @@ from flightlog.alerts.kinds.base import EvalEnv, Kind, PerRun
 from flightlog.alerts.lookup import FAILED_STATUSES
 from flightlog.alerts.schema import Fields
 from flightlog.alerts.types import Signal
+from flightlog.statuses import UNSUCCESSFUL_STATUSES
 
 __all__ = ["KIND", "FailuresSpec", "GROUPS"]
 
@@ -38,7 +39,7 @@ class FailuresSpec:
 def parse(f: Fields) -> FailuresSpec | None:
     count = f.integer("count", default=3, minimum=1) or 3
     group_by = f.choice("group_by", GROUPS, default="name") or "name"
-    statuses = f.text_list("statuses", choices=("failed", "crashed", "killed", "stopped")) or list(FAILED_STATUSES)
+    statuses = f.text_list("statuses", choices=UNSUCCESSFUL_STATUSES) or list(FAILED_STATUSES)
     return FailuresSpec(count, group_by, tuple(statuses))
 
 

@@ -20,6 +20,7 @@ import subprocess
 import sys
 from typing import Any
 
+from flightlog.notices import notice
 from flightlog.pipeline.executors.base import StepLaunch
 from flightlog.pipeline.executors.forkserver import ForkedRunner, ForkServer, ForkServerError
 
@@ -87,7 +88,7 @@ class LocalExecutor:
                 pass
 
     def _go_cold(self, exc: ForkServerError) -> None:
-        print(f"flightlog: {exc.message}; steps start as new processes", file=sys.stderr)
+        notice(f"{exc.message}; steps start as new processes")
         self._cold = True
 
     def wakeup_fds(self) -> list[int]:

@@ -39,6 +39,7 @@ from flightlog.models import (
 )
 from flightlog.query.regex import GrepPattern, compile_grep
 from flightlog.schema.values import decode_log_chunk, param_value
+from flightlog.statuses import ACTIVE_STATUSES, FAILED_STATUSES, sql_list
 from flightlog.store.base import IngestResult
 from flightlog.store.budget import Deadline, query_timeout_from_env
 from flightlog.store.changes import FEED_TABLES, Changes, Cursor
@@ -240,7 +241,7 @@ class SqlStore:
             rows = conn.execute(
                 "SELECT project, COUNT(*), MAX(created), "
                 "SUM(CASE WHEN status='running' THEN 1 ELSE 0 END), "
-                "SUM(CASE WHEN status IN ('failed','crashed','killed') THEN 1 ELSE 0 END) "
+                f"SUM(CASE WHEN status IN {sql_list(FAILED_STATUSES)} THEN 1 ELSE 0 END) "
                 f"FROM runs GROUP BY project ORDER BY project{self.dialect.collate}"
             ).fetchall()
         return [
@@ -252,13 +253,13 @@ class SqlStore:
         """(run id, end time, bytes it holds in the store and artifacts), oldest first, finished runs only."""
         with self.db.read() as conn:
             rows = conn.execute(
-                """
+                f"""
                 SELECT r.id, COALESCE(r.ended, r.updated, r.created),
                   COALESCE((SELECT SUM(LENGTH(steps)+LENGTH(times)+LENGTH(vals)) FROM metric_chunks m WHERE m.run_id=r.id),0)
                 + COALESCE((SELECT SUM(LENGTH(data)) FROM log_chunks l WHERE l.run_id=r.id),0)
                 + COALESCE((SELECT SUM(LENGTH(data)) FROM resource_samples s WHERE s.run_id=r.id),0)
                 + COALESCE((SELECT SUM(size) FROM artifacts a WHERE a.run_id=r.id AND a.uri LIKE 'cas:%'),0)
-                FROM runs r WHERE r.status NOT IN ('created','queued','running')
+                FROM runs r WHERE r.status NOT IN {sql_list(ACTIVE_STATUSES)}
                 ORDER BY 2
                 """
             ).fetchall()
@@ -626,7 +627,7 @@ class SqlStore:
                 rows = conn.execute(f"SELECT {_RUN_COLUMNS} FROM runs").fetchall()
             else:
                 rows = conn.execute(
-                    f"SELECT {_RUN_COLUMNS} FROM runs WHERE status IN ('created','queued','running') OR updated >= ?",
+                    f"SELECT {_RUN_COLUMNS} FROM runs WHERE status IN {sql_list(ACTIVE_STATUSES)} OR updated >= ?",
                     (updated_since,)).fetchall()
         return [run_row(r) for r in rows]
 

@@ -25,7 +25,7 @@ from packaging.requirements import Requirement
 
 from flightlog.extras import EXTRAS
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _canonical(name: str) -> str:
