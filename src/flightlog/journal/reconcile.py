@@ -41,6 +41,7 @@ from flightlog.journal.format import MAGIC
 from flightlog.journal.liveness import process_alive
 from flightlog.journal.sync import sync
 from flightlog.models import RunInfo
+from flightlog.statuses import OWNED_STATUSES
 
 if TYPE_CHECKING:
     from flightlog.store.base import Store
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
 __all__ = ["ReconcileReport", "reconcile", "MARKER_MAX_AGE_S", "UNFINISHED"]
 
 MARKER_MAX_AGE_S = 30.0
-UNFINISHED = ("running", "created")
+UNFINISHED = OWNED_STATUSES  # what a live owner process still has to finish
 
 
 @dataclass

@@ -23,7 +23,6 @@ import hashlib
 import hmac
 import json
 import os
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -31,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from flightlog.errors import InvalidInput
+from flightlog.notices import notice
 from flightlog.registry.stores.sql import SqlRegistryStore
 from flightlog.registry.types import RegistryEvent
 
@@ -86,7 +86,7 @@ def deliver_pending(store: SqlRegistryStore, targets: Sequence[Webhook] | None =
     try:
         targets = targets_from_env() if targets is None else list(targets)
     except InvalidInput as exc:
-        print(f"flightlog: warning: registry events not sent: {exc.message}", file=sys.stderr)
+        notice(f"warning: registry events not sent: {exc.message}")
         return 0
     if not targets:
         return 0
@@ -99,8 +99,8 @@ def deliver_pending(store: SqlRegistryStore, targets: Sequence[Webhook] | None =
                 target.send(event)
         except (urllib.error.URLError, OSError, ValueError) as exc:
             store.release_event(event.id)
-            print(f"flightlog: warning: registry event {event.kind} ({event.key}) not delivered to a webhook: "
-                  f"{getattr(exc, 'reason', exc)}; it is sent again on the next change", file=sys.stderr)
+            notice(f"warning: registry event {event.kind} ({event.key}) not delivered to a webhook: "
+                  f"{getattr(exc, 'reason', exc)}; it is sent again on the next change")
             continue
         store.mark_delivered(event.id, time.time())
         sent += 1

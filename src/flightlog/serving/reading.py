@@ -90,7 +90,10 @@ def replicas(client: Any, endpoint: str, *, project: str | None = None, now: flo
     """One row per replica run: state ``serving`` or ``gone``, with version, host:pid, start and heartbeat."""
     now = time.time() if now is None else now
     rows = []
-    for run in replica_runs(client, endpoint, project):  # the listing reconciles: a SIGKILLed owner is crashed
+    reconcile = getattr(client, "reconcile", None)
+    if reconcile is not None:  # reads never write: settle dead owners first, so a SIGKILLed replica is crashed
+        reconcile()
+    for run in replica_runs(client, endpoint, project):
         beat = run.timeline.get("heartbeat") if run.timeline else None
         every = (run.params or {}).get("serving.heartbeat_s") or 10.0
         silent = beat is not None and now - float(beat) > 3 * float(every)

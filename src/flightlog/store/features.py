@@ -21,10 +21,11 @@ back); the store still opens, as the feature table promises.
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
+
+from flightlog.notices import notice
 
 if TYPE_CHECKING:
     from flightlog.plugins import StoreMigrations
@@ -103,8 +104,8 @@ def apply_feature_migrations(
                     (key, str(len(steps))),
                 )
         except Exception as exc:  # noqa: BLE001 - one feature's broken tables never stop the store
-            print(f"flightlog: warning: the feature {m.feature!r} (store migrations) was left out: "
-                  f"{type(exc).__name__}: {exc}", file=sys.stderr)
+            notice(f"warning: the feature {m.feature!r} (store migrations) was left out: "
+                  f"{type(exc).__name__}: {exc}")
 
 
 def recorded_versions(rows: Sequence[Sequence[Any]]) -> dict[str, int]:
