@@ -216,6 +216,7 @@ def live_drift(reference: Profile | Mapping[str, Any], live: LiveProfile | Profi
                min_rows: int = MIN_ROWS) -> list[FeatureDrift]:
     """Drift of each feature (those of ``features``, else every field both sides have); nothing
     for a window of fewer than ``min_rows`` rows (see :data:`MIN_ROWS`)."""
+    # optional: scipy (flightlog[data]), only when drift is computed
     from flightlog.data.driftcheck import drift
 
     ref = reference if isinstance(reference, Profile) else Profile.from_dict(dict(reference))

@@ -11,10 +11,13 @@ import json
 from pathlib import Path
 
 import flightlog
+from flightlog.config import home_from_env
 from flightlog.errors import Conflict, FlightlogError, InvalidInput
 from flightlog.pipeline.controller import Controller, Options, PipelineResult
 from flightlog.pipeline.spec import PipelineSpec
 from flightlog.pipeline.state import EVIDENCE_KIND, load_view
+from flightlog.pipeline.yamlfile import load_pipeline_file
+from flightlog.redaction import redact_user_strings
 from flightlog.schema import record as schema_record
 
 __all__ = ["resume_pipeline"]
@@ -45,9 +48,6 @@ def _original_spec(spec: PipelineSpec) -> PipelineSpec:
     """The definition as the pipeline file says it. The stored one is redacted (docs/redaction.md:
     a step's ``--token X`` or ``api_key`` param is kept as a marker), so when it holds a marker
     the file is read again, and used only if it is still the same pipeline once redacted."""
-    from flightlog.config import home_from_env
-    from flightlog.redaction import redact_user_strings
-
     stored = spec.to_dict()
     if "[REDACTED:" not in json.dumps(stored["steps"]):
         return spec
@@ -56,8 +56,6 @@ def _original_spec(spec: PipelineSpec) -> PipelineSpec:
         path = Path(spec.workdir) / path.name
     fresh = None
     if spec.source and path.is_file():
-        from flightlog.pipeline.yamlfile import load_pipeline_file
-
         try:
             fresh = load_pipeline_file(path)
         except FlightlogError:

@@ -13,7 +13,11 @@ from typing import Any
 
 from starlette.responses import Response
 
+from flightlog.client import Client
+from flightlog.config import Settings
 from flightlog.errors import InvalidInput
+from flightlog.registry.service import LocalRegistry
+from flightlog.registry.stores import sql_store_of
 from flightlog.server.context import Ctx
 from flightlog.server.operations import Operation, Param, json_body, ok
 from flightlog.server.responses import json_response
@@ -37,11 +41,6 @@ def _actor(ctx: Ctx) -> str | None:
 
 
 def _registry(ctx: Ctx) -> Any:
-    from flightlog.client import Client
-    from flightlog.config import Settings
-    from flightlog.registry.service import LocalRegistry
-    from flightlog.registry.stores import sql_store_of
-
     home = getattr(ctx.state.config, "home", None)
     settings = Settings.from_env(home=home) if home is not None else Settings.from_env()
     client = Client.for_lookups(settings, store=ctx.store)

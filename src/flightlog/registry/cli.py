@@ -14,6 +14,8 @@ import click
 from flightlog.cli.common import open_client, short_time
 from flightlog.cli.output import console, emit_json, esc, format_option
 from flightlog.errors import Conflict, InvalidInput
+from flightlog.registry import Registry
+from flightlog.registry.refs import parse_ref
 
 __all__ = ["deploy_cmd", "deployments_group", "models_group"]
 
@@ -21,8 +23,6 @@ _PROJECT = click.option("--project", "-p", help="The project (default: where the
 
 
 def _registry() -> Any:
-    from flightlog.registry import Registry
-
     return Registry(open_client())
 
 
@@ -70,8 +70,6 @@ def models_ls(project: str | None, fmt: str) -> None:
 @format_option
 def models_show(ref: str, project: str | None, fmt: str) -> None:
     """A model and its versions (REF: NAME), or one version with its lineage (NAME@ALIAS, NAME/3)."""
-    from flightlog.registry.refs import parse_ref
-
     reg = _registry()
     r = parse_ref(ref)
     if r.alias is None and r.version is None:
@@ -126,8 +124,6 @@ def models_register(run: str, path: str, name: str, alias: str | None, descripti
 def models_alias(ref: str, version: str | None, history: bool, remove: bool, project: str | None, fmt: str) -> None:
     """Point NAME@ALIAS at VERSION (a number or another alias of the same model), e.g.
     `flightlog models alias fraud@production 4`; --history shows its moves."""
-    from flightlog.registry.refs import parse_ref
-
     r = parse_ref(ref)
     if r.version is not None:
         raise InvalidInput(f"{ref!r} names a version; give NAME@ALIAS (e.g. {r.name}@production)")
@@ -167,8 +163,6 @@ def models_alias(ref: str, version: str | None, history: bool, remove: bool, pro
 def models_edit(ref: str, description: str | None, tags: tuple[str, ...], remove_tags: tuple[str, ...],
                 protect: tuple[str, ...], project: str | None, fmt: str) -> None:
     """Set a model's (or a version's) description and tags, and the model's protected aliases."""
-    from flightlog.registry.refs import parse_ref
-
     r, reg = parse_ref(ref), _registry()
     if r.version is not None or r.alias is not None:
         if protect:

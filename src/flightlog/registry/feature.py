@@ -18,6 +18,7 @@ __all__ = ["flightlog_api_operations", "flightlog_cli_commands", "flightlog_run_
 
 @hookimpl
 def flightlog_store_migrations() -> Sequence[StoreMigrations]:
+    # cost: the table loads in every run's process; the registry is imported when asked
     from flightlog.registry.migrations import MIGRATIONS
 
     return [MIGRATIONS]
@@ -34,7 +35,10 @@ def flightlog_cli_commands() -> list[CommandRef]:
 
 def _register_model(run: Any, path: str, name: str, **options: Any) -> Any:
     """``run.register_model``: through the run's own store (or its server, in remote mode)."""
+    # cost: run.register_model only; loading the table imports no feature
     from flightlog.client import Client
+
+    # the registry package itself: imported on a call, not when the table loads
     from flightlog.registry import Registry
 
     client = Client.for_lookups(run.settings)

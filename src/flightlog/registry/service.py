@@ -15,6 +15,7 @@ from typing import Any
 
 from flightlog.errors import Forbidden, InvalidInput, NotFound
 from flightlog.models import Artifact
+from flightlog.registry.events import deliver_pending
 from flightlog.registry.refs import ModelRef, check_alias, check_name, parse_ref
 from flightlog.registry.stores.sql import SqlRegistryStore
 from flightlog.registry.types import (
@@ -25,6 +26,7 @@ from flightlog.registry.types import (
     RegisteredModel,
     RegistryEvent,
 )
+from flightlog.timefmt import iso
 
 __all__ = ["LocalRegistry", "check_place", "check_tags"]
 
@@ -168,8 +170,6 @@ class LocalRegistry:
 
     def deliver(self) -> int:
         """Send the events not delivered yet to the configured webhooks (registry/events.py)."""
-        from flightlog.registry.events import deliver_pending
-
         return deliver_pending(self.store)
 
     def _logged(self, run_id: str, path: str) -> Artifact:
@@ -295,8 +295,6 @@ class LocalRegistry:
 
 
 def _iso(t: float) -> str:
-    from flightlog.timefmt import iso
-
     return str(iso(t))
 
 

@@ -26,6 +26,7 @@ from flightlog.logevents import LogBatch
 from flightlog.notices import notice
 from flightlog.plugins import features
 from flightlog.redaction import pattern_files
+from flightlog.redaction.patterns import load_patterns
 from flightlog.runner.options import RunnerOptions, retry_backoff
 from flightlog.runner.outcome import Outcome, outcome_of
 from flightlog.runner.pump import OutputPump, enlarge_pipe
@@ -198,7 +199,6 @@ class Runner:
     # ── one attempt ─────────────────────────────────────────────────────────
     def _attempt(self, run: flightlog.Run, attempt: int, resume_from: str | None) -> AttemptResult:
         from flightlog.capture import CaptureConfig, CapturePipeline
-        from flightlog.redaction.patterns import load_patterns
 
         opts = self.opts
         env = self._child_env(run, attempt, resume_from)

@@ -32,6 +32,7 @@ from collections import deque
 from typing import IO, TYPE_CHECKING, Any
 
 from flightlog.logevents import LogBatch
+from flightlog.redaction import pattern_files
 from flightlog.sdk.writer import warn
 
 if TYPE_CHECKING:
@@ -258,7 +259,6 @@ class paused:
 
 def _pipeline(run: Run) -> CapturePipeline:
     from flightlog.capture import CaptureConfig, CapturePipeline
-    from flightlog.redaction import pattern_files
     from flightlog.redaction.patterns import load_patterns
 
     try:

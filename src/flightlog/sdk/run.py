@@ -471,8 +471,6 @@ class Run:
         what it did log) and `flightlog.errors.InvalidInput` for a bad name, alias or tag: a
         call-site mistake, like a bad metric name. The registry is a feature: it is found
         through the feature table (docs/plugins.md)."""
-        from flightlog.plugins import features
-
         action = features().run_action("register_model")
         if action is None:
             raise InvalidInput("register_model needs the model registry feature (flightlog.registry), "

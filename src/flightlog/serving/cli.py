@@ -7,6 +7,8 @@ from typing import Any
 
 import click
 
+from flightlog.client import Client
+from flightlog.serving.reading import aggregates, predictions, replicas
 from flightlog.timefmt import iso
 
 __all__ = ["serving_group"]
@@ -18,8 +20,6 @@ def serving_group() -> None:
 
 
 def _client() -> Any:
-    from flightlog.client import Client
-
     return Client()
 
 
@@ -52,8 +52,6 @@ _project = click.option("--project", default=None, help="Only this project's rep
 @_fmt
 def predictions_cmd(endpoint: str, since: str | None, limit: int | None, project: str | None, fmt: str) -> None:
     """Sampled prediction records of ENDPOINT, labels joined by request id."""
-    from flightlog.serving.reading import predictions
-
     with _client() as client:
         rows = predictions(client, endpoint, since, project=project, limit=limit)
     _emit(rows, fmt, ["time", "request_id", "version", "status", "latency_ms", "output", "label"])
@@ -66,8 +64,6 @@ def predictions_cmd(endpoint: str, since: str | None, limit: int | None, project
 @_fmt
 def stats_cmd(endpoint: str, since: str | None, project: str | None, fmt: str) -> None:
     """Per version and minute: requests, errors, p50/p95/p99 latency, over every replica."""
-    from flightlog.serving.reading import aggregates
-
     with _client() as client:
         rows = aggregates(client, endpoint, since, project=project)
     for row in rows:
@@ -81,8 +77,6 @@ def stats_cmd(endpoint: str, since: str | None, project: str | None, fmt: str) -
 @_fmt
 def replicas_cmd(endpoint: str, project: str | None, fmt: str) -> None:
     """The replicas of ENDPOINT as they report themselves: serving or gone."""
-    from flightlog.serving.reading import replicas
-
     with _client() as client:
         rows = replicas(client, endpoint, project=project)
     _emit(rows, fmt, ["replica", "version", "env", "state", "status", "started", "heartbeat"])

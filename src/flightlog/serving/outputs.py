@@ -29,6 +29,7 @@ class _Numeric:
     __slots__ = ("values", "sketch", "count", "total", "nonfinite")
 
     def __init__(self) -> None:
+        # cost: numpy, imported by attach(), not by `import flightlog.serving`
         from flightlog.data.sketch import QuantileSketch
 
         self.values: list[float] = []
@@ -145,6 +146,7 @@ def _copy_field(d: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _merge_field(a: Mapping[str, Any] | None, b: Mapping[str, Any]) -> dict[str, Any]:
+    # cost: numpy, imported by attach(), not by `import flightlog.serving`
     from flightlog.data.sketch import QuantileSketch
 
     if b.get("kind") == "numeric":

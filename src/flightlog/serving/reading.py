@@ -14,6 +14,7 @@ import time
 from typing import Any
 
 from flightlog.serving.histogram import LatencyHistogram
+from flightlog.serving.outputs import merge_output_dicts
 from flightlog.serving.recorder import AGGREGATE, LABEL, PREDICTION
 
 __all__ = ["predictions", "aggregates", "replicas", "replica_runs"]
@@ -57,8 +58,6 @@ def aggregates(client: Any, endpoint: str, since: str | float | None = None, *,
                project: str | None = None) -> list[dict[str, Any]]:
     """Per (version, minute), every replica merged: requests, errors, error_rate, p50/p95/p99 (ms),
     the merged latency histogram and output distribution, and how many replicas contributed."""
-    from flightlog.serving.outputs import merge_output_dicts
-
     merged: dict[tuple[str, int], dict[str, Any]] = {}
     for run in replica_runs(client, endpoint, project):
         for event in client.logs(run, component=AGGREGATE, since=since):

@@ -29,6 +29,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from flightlog.serving.fields import jsonable_output, split_inputs
 from flightlog.serving.histogram import LatencyHistogram
 from flightlog.serving.outputs import OutputDistribution
 
@@ -151,8 +152,6 @@ class Recorder:
 
     def _prediction(self, wall: float, rid: str | None, version: str, ms: float, status: int, inputs: Any,
                     output: Any, error: str | None, allow: frozenset[str]) -> None:
-        from flightlog.serving.fields import jsonable_output, split_inputs
-
         kept, hashed = split_inputs(inputs, allow)
         fields: dict[str, Any] = {"request_id": rid, "version": version, "latency_ms": round(ms, 3), "status": status,
                                   "inputs": kept, "input_hashes": hashed, "output": jsonable_output(output)}

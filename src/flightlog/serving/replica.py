@@ -22,7 +22,12 @@ import threading
 import time
 from typing import Any
 
-from flightlog.errors import InvalidInput
+import flightlog
+from flightlog.client import Client
+from flightlog.config import Settings
+from flightlog.errors import InvalidInput, StoreUnavailable
+from flightlog.schema.values import is_json_value
+from flightlog.sdk.writer import warn
 from flightlog.serving.fields import check_allow_list
 from flightlog.serving.recorder import LABEL, Recorder
 
@@ -127,8 +132,6 @@ class Replica:
 
 
 def _check_label(request_id: Any, label: Any) -> None:
-    from flightlog.schema.values import is_json_value
-
     if not isinstance(request_id, str) or not request_id:
         raise InvalidInput(f"log_label: the request id must be the non-empty text the response carried (X-Request-ID), got {request_id!r}")
     if not is_json_value(label):
@@ -175,7 +178,6 @@ def attach(
     with _current_lock:
         if _current is not None:
             raise InvalidInput(f"this process is already a replica of {_current.endpoint}@{_current.env}: attach() once per process")
-    import flightlog
     from flightlog.data import sketch  # noqa: F401 - numpy, imported now rather than on the first flush
 
     host = socket.gethostname()
@@ -186,7 +188,6 @@ def attach(
                                 "model_run": resolved.get("run_id"), "digest": resolved.get("digest"),
                                 "host": host, "pid": os.getpid(), "started": time.time(), "sample": rate,
                                 "inputs": sorted(allow), "heartbeat_s": heartbeat}})
-    from flightlog.sdk.writer import warn
 
     recorder = Recorder(run, allow=allow, limit=buffer_limit, interval=interval, heartbeat=heartbeat, warn=warn)
     replica = Replica(run, recorder, endpoint=endpoint, env=env, model=name, version=resolved["version"], sample=rate)
@@ -210,11 +211,8 @@ def _resolve(ref: str | None, name: str | None, version: str | None, project: st
         return {"version": version}
     if ref is None:
         return {"version": "unknown"}
-    from flightlog.client import Client
-    from flightlog.config import Settings
-    from flightlog.errors import StoreUnavailable
+    # cost: the registry (sqlite3, its store) only for attach(model=NAME@ALIAS)
     from flightlog.registry import resolve
-    from flightlog.sdk.writer import warn
 
     try:
         client = Client.for_lookups(Settings.from_env())

@@ -13,6 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from flightlog.config import home_from_env
+from flightlog.errors import InvalidInput
+from flightlog.ids import new_writer_id
 from flightlog.models import (
     Artifact,
     LogEvent,
@@ -23,6 +26,9 @@ from flightlog.models import (
     RunInfo,
     StageSummary,
 )
+from flightlog.redaction import redact_user_strings
+from flightlog.schema import record as schema_record
+from flightlog.schema.values import escape_surrogates
 
 __all__ = ["IngestResult", "MetadataReader", "MetadataStore", "EventStore", "Store", "StoreReader", "StoreWriter", "ingest_one"]
 
@@ -109,13 +115,6 @@ def ingest_one(store: MetadataStore, run_id: str, kind: str, /, *, origin: str, 
     """Write one record (a note, evidence, an artifact added later) through the same idempotent
     ingest as every writer: a fresh writer id of its ``origin`` (client, api), sequence 1."""
     import time
-
-    from flightlog.config import home_from_env
-    from flightlog.errors import InvalidInput
-    from flightlog.ids import new_writer_id
-    from flightlog.redaction import redact_user_strings
-    from flightlog.schema import record as schema_record
-    from flightlog.schema.values import escape_surrogates
 
     record = schema_record(kind, r=run_id, w=f"{origin}-{new_writer_id()}", s=1, t=time.time(), **payload)
     record = escape_surrogates(record)  # a file name that is not UTF-8, from sys.argv: kept escaped

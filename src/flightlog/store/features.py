@@ -26,6 +26,7 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from flightlog.notices import notice
+from flightlog.plugins import StoreMigrations, features, table
 
 if TYPE_CHECKING:
     from flightlog.plugins import StoreMigrations
@@ -40,16 +41,12 @@ _NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 
 def feature_migrations() -> list[StoreMigrations]:
     """Every registered feature's migrations, as the feature table answers (loaded once a process)."""
-    from flightlog.plugins import StoreMigrations, features
-
     return [m for m in features().store_migrations() if isinstance(m, StoreMigrations)]
 
 
 def loaded_feature_migrations() -> list[StoreMigrations]:
     """Every feature's migrations if this process has loaded the feature table; else none
     (the store does not load the table for them: see the module's doc)."""
-    from flightlog.plugins import table
-
     if table.features.cache_info().currsize == 0:
         return []
     return feature_migrations()

@@ -18,6 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from flightlog.errors import Conflict, InvalidInput
+from flightlog.store.features import feature_tables
+from flightlog.store.postgres.store import PostgresStore
+from flightlog.store.sqlite.connection import Database
 
 __all__ = ["TABLES", "copy_sqlite_to_postgres", "sqlite_path_of"]
 
@@ -48,10 +51,6 @@ def copy_sqlite_to_postgres(source: str, target: str, *, progress: Callable[[str
         from psycopg import sql
     except ImportError as exc:
         raise InvalidInput(f"migrating into PostgreSQL needs psycopg 3 ({exc}): pip install 'flightlog[postgres]'") from None
-
-    from flightlog.store.features import feature_tables
-    from flightlog.store.postgres.store import PostgresStore
-    from flightlog.store.sqlite.connection import Database
 
     if not target.startswith(("postgresql://", "postgres://")):
         raise InvalidInput(f"the target must be a PostgreSQL store URI (postgresql://USER@HOST/DB), not {target[:40]!r}")

@@ -52,6 +52,9 @@ from flightlog.alerts.kinds.serving import (
 )
 from flightlog.alerts.rules import Rule
 from flightlog.alerts.schema import Fields
+from flightlog.client import Client
+from flightlog.config import Settings
+from flightlog.data.liverows import prediction_rows
 from flightlog.errors import InvalidInput, NotFound
 from flightlog.models import RunInfo
 
@@ -169,9 +172,6 @@ def _logs(client: Any, run_id: str, since: float, until: float) -> list[Any]:
 
 def _client(env: EvalEnv) -> Any:
     """A :class:`flightlog.Client` over the store the evaluation reads."""
-    from flightlog.client import Client
-    from flightlog.config import Settings
-
     return Client.for_lookups(Settings.from_env(), env.lookup.store)
 
 
@@ -199,6 +199,7 @@ class DriftEvaluator(ServingEvaluator):
         return Needs(activity=True)
 
     def judge(self, rule: Rule, group: Group, runs: list[RunInfo], env: EvalEnv) -> list[Finding]:
+        # cost: data's profiling stack (numpy, flightlog[data]) only when a serving rule is judged
         from flightlog.data import live
 
         spec: DriftSpec = rule.spec
@@ -228,8 +229,6 @@ class DriftEvaluator(ServingEvaluator):
                         evidence={**r.to_dict(), "training_run": run_id}) for r in results]
 
     def _new_rows(self, st: _DriftState, run: RunInfo, env: EvalEnv, window: float) -> list[Any]:
-        from flightlog.data.liverows import prediction_rows
-
         cursor = st.cursors.get(run.id) or _Cursor(env.now - window)
         events = _logs(self.client, run.id, cursor.at, env.now)
         rows = [r for r in prediction_rows(events)
@@ -256,6 +255,7 @@ class CohortEvaluator(ServingEvaluator):
         return Needs(activity=True)
 
     def judge(self, rule: Rule, group: Group, runs: list[RunInfo], env: EvalEnv) -> list[Finding]:
+        # cost: data's profiling stack (numpy, flightlog[data]) only when a serving rule is judged
         from flightlog.data import live
 
         spec: CohortSpec = rule.spec
