@@ -12,9 +12,6 @@ from typing import Any
 
 from flightlog.errors import InvalidInput
 from flightlog.registry.refs import SCHEME, ModelRef, parse_ref
-from flightlog.registry.remote import RemoteRegistry
-from flightlog.registry.service import LocalRegistry
-from flightlog.registry.stores import sql_store_of
 from flightlog.registry.types import (
     AliasChange,
     Deployment,
@@ -33,11 +30,19 @@ __all__ = [
 def Registry(client: Any) -> Any:  # noqa: N802 - reads as the class it stands for
     """The registry of ``client``'s store: its own tables (SQLite, PostgreSQL), or a flightlog
     server's API when ``FLIGHTLOG_URL`` is set; both answer the same methods."""
+    # cost: the feature table imports this package in every run's process (registry/feature.py);
+    # the stores, the service and the HTTP client are imported when a registry is asked for
+    from flightlog.registry.stores import sql_store_of
+
     store = sql_store_of(client.store)
     if store is not None:
+        from flightlog.registry.service import LocalRegistry  # cost: as above
+
         return LocalRegistry(client, store)
     http = getattr(client.store, "http", None)
     if http is not None:
+        from flightlog.registry.remote import RemoteRegistry  # cost: as above
+
         return RemoteRegistry(client, http)
     raise InvalidInput(f"models are kept in the embedded store, in PostgreSQL or by a flightlog server; "
                        f"{type(client.store).__name__} keeps none")

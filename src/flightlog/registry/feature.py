@@ -3,7 +3,8 @@ deployments`, the ``/api/v1/models`` and ``/api/v1/deployments`` routes, its sto
 the SDK's ``run.register_model``.
 
 Its entry in the feature table (`flightlog.plugins`, docs/plugins.md): everything is named
-lazily, so loading the table imports nothing of the registry but its migrations' text.
+lazily, so loading the table imports nothing of the registry but its migrations' text (at
+the top here: a store may ask for it on any thread, the shipper's too, and a thread must not import).
 """
 
 from __future__ import annotations
@@ -12,15 +13,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from flightlog.plugins import CommandRef, RunAction, StoreMigrations, hookimpl
+from flightlog.registry.migrations import MIGRATIONS
 
 __all__ = ["flightlog_api_operations", "flightlog_cli_commands", "flightlog_run_actions", "flightlog_store_migrations"]
 
 
 @hookimpl
 def flightlog_store_migrations() -> Sequence[StoreMigrations]:
-    # cost: the table loads in every run's process; the registry is imported when asked
-    from flightlog.registry.migrations import MIGRATIONS
-
     return [MIGRATIONS]
 
 
