@@ -30,6 +30,7 @@ test: install lint
 
 lint: install
 	$(BIN)/ruff check src tests bench examples scripts
+	$(BIN)/ruff format --check src tests bench examples scripts
 	$(BIN)/mypy
 	# the layer rule of docs/architecture.md ([tool.importlinter] in pyproject.toml)
 	PYTHONPATH=src $(BIN)/lint-imports --no-cache

@@ -50,8 +50,12 @@ def run_peer(script: str, *args: str, timeout: float = 1800) -> dict[str, Any]:
     """Run a peer benchmark in the separate benchmark environment (never the project's)."""
     if not PEER_PYTHON.exists():
         return {"error": f"no peer environment: run `make bench-peers` first ({PEER_PYTHON} missing)"}
-    proc = subprocess.run([str(PEER_PYTHON), str(Path(__file__).with_name(script)), *args],
-                          capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(
+        [str(PEER_PYTHON), str(Path(__file__).with_name(script)), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     if proc.returncode != 0:
         return {"error": proc.stderr.strip()[-2000:]}
     return json.loads(proc.stdout.strip().splitlines()[-1])

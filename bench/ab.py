@@ -47,19 +47,43 @@ class Workload:
 
 
 WORKLOADS = (
-    Workload("w1", "log_throughput.py", (), ("--steps", "20000", "--rounds", "1"), {
-        "w1_in_loop_us_per_point": ("lower", lambda r: r["in_loop_us_per_point"]),
-        "w1_finish_s": ("lower", lambda r: r["finish_after_loop_s"]),
-    }),
-    Workload("capture", "capture_throughput.py", ("--rounds", "1"), ("--lines", "100000", "--rounds", "1"), {
-        "capture_lines_per_s": ("higher", lambda r: r["flightlog_run_lines_per_s"]),
-    }),
-    Workload("w2", "many_runs.py", (), ("--runs", "200"), {
-        "w2_create_s_per_1000_runs": ("lower", lambda r: r["create_1000_runs_s"] * 1000 / r["runs"]),
-    }),
-    Workload("ingest", "server_ingest.py", (), ("--writers", "2", "--steps", "5000"), {
-        "server_ingest_points_per_s": ("higher", lambda r: r["points_per_second"]),
-    }),
+    Workload(
+        "w1",
+        "log_throughput.py",
+        (),
+        ("--steps", "20000", "--rounds", "1"),
+        {
+            "w1_in_loop_us_per_point": ("lower", lambda r: r["in_loop_us_per_point"]),
+            "w1_finish_s": ("lower", lambda r: r["finish_after_loop_s"]),
+        },
+    ),
+    Workload(
+        "capture",
+        "capture_throughput.py",
+        ("--rounds", "1"),
+        ("--lines", "100000", "--rounds", "1"),
+        {
+            "capture_lines_per_s": ("higher", lambda r: r["flightlog_run_lines_per_s"]),
+        },
+    ),
+    Workload(
+        "w2",
+        "many_runs.py",
+        (),
+        ("--runs", "200"),
+        {
+            "w2_create_s_per_1000_runs": ("lower", lambda r: r["create_1000_runs_s"] * 1000 / r["runs"]),
+        },
+    ),
+    Workload(
+        "ingest",
+        "server_ingest.py",
+        (),
+        ("--writers", "2", "--steps", "5000"),
+        {
+            "server_ingest_points_per_s": ("higher", lambda r: r["points_per_second"]),
+        },
+    ),
 )
 
 
@@ -84,18 +108,26 @@ def run_once(workload: Workload, src: Path, quick: bool, timeout: float) -> dict
     env = {k: v for k, v in os.environ.items() if not k.startswith("FLIGHTLOG_")}
     env["PYTHONPATH"] = str(src)
     args = workload.quick if quick else workload.full
-    proc = subprocess.run([sys.executable, str(BENCH / workload.script), *args], env=env, capture_output=True,
-                          text=True, timeout=timeout)
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / workload.script), *args], env=env, capture_output=True, text=True, timeout=timeout
+    )
     if proc.returncode != 0:
-        raise SystemExit(f"bench/ab.py: {workload.script} under {src} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-    return json.loads(proc.stdout[proc.stdout.index("{"):])
+        raise SystemExit(
+            f"bench/ab.py: {workload.script} under {src} failed ({proc.returncode}):\n{proc.stderr[-3000:]}"
+        )
+    return json.loads(proc.stdout[proc.stdout.index("{") :])
 
 
 def _flightlog_file(src: Path) -> str:
     env = {k: v for k, v in os.environ.items() if not k.startswith("FLIGHTLOG_")}
     env["PYTHONPATH"] = str(src)
-    return subprocess.run([sys.executable, "-c", "import flightlog; print(flightlog.__file__)"], env=env,
-                          capture_output=True, text=True, check=True).stdout.strip()
+    return subprocess.run(
+        [sys.executable, "-c", "import flightlog; print(flightlog.__file__)"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
 
 
 def main() -> None:
@@ -103,8 +135,9 @@ def main() -> None:
     parser.add_argument("--base", required=True, help="the git ref to compare with (a branch, a tag, a commit)")
     parser.add_argument("--rounds", type=int, default=3, help="rounds, each running every workload under both trees")
     parser.add_argument("--quick", action="store_true", help="smaller sizes: minutes instead of the full figures")
-    parser.add_argument("--only", action="append", choices=[w.name for w in WORKLOADS],
-                        help="run only this workload (repeatable)")
+    parser.add_argument(
+        "--only", action="append", choices=[w.name for w in WORKLOADS], help="run only this workload (repeatable)"
+    )
     parser.add_argument("--timeout", type=float, default=1800, help="seconds one workload may take")
     args = parser.parse_args()
     if args.rounds < 1:
@@ -126,28 +159,41 @@ def main() -> None:
                     result = run_once(workload, trees[side], args.quick, args.timeout)
                     for figure, (_, read) in workload.figures.items():
                         values.setdefault(figure, {"base": [], "head": []})[side].append(float(read(result)))
-                    print(f"round {round_no + 1}/{args.rounds} {workload.name} {side}: "
-                          + ", ".join(f"{f}={values[f][side][-1]:g}" for f in workload.figures), file=sys.stderr)
+                    print(
+                        f"round {round_no + 1}/{args.rounds} {workload.name} {side}: "
+                        + ", ".join(f"{f}={values[f][side][-1]:g}" for f in workload.figures),
+                        file=sys.stderr,
+                    )
     figures: dict[str, Any] = {}
     for workload in workloads:
         for figure, (better, _) in workload.figures.items():
             base, head = (statistics.median(values[figure][s]) for s in ("base", "head"))
-            figures[figure] = {"base": round(base, 4), "head": round(head, 4),
-                               "ratio": round(head / base, 3) if base else None, "better": better,
-                               "base_rounds": values[figure]["base"], "head_rounds": values[figure]["head"]}
-    emit({
-        "benchmark": "ab",
-        "base": args.base,
-        "base_commit": _rev(args.base),
-        "head_commit": _rev("HEAD"),
-        "head_dirty": bool(subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "src"],
-                                          capture_output=True, text=True).stdout.strip()),
-        "quick": args.quick,
-        "rounds": args.rounds,
-        "seconds": round(time.time() - started, 1),
-        "machine": machine(),
-        "figures": figures,
-    })
+            figures[figure] = {
+                "base": round(base, 4),
+                "head": round(head, 4),
+                "ratio": round(head / base, 3) if base else None,
+                "better": better,
+                "base_rounds": values[figure]["base"],
+                "head_rounds": values[figure]["head"],
+            }
+    emit(
+        {
+            "benchmark": "ab",
+            "base": args.base,
+            "base_commit": _rev(args.base),
+            "head_commit": _rev("HEAD"),
+            "head_dirty": bool(
+                subprocess.run(
+                    ["git", "-C", str(ROOT), "status", "--porcelain", "src"], capture_output=True, text=True
+                ).stdout.strip()
+            ),
+            "quick": args.quick,
+            "rounds": args.rounds,
+            "seconds": round(time.time() - started, 1),
+            "machine": machine(),
+            "figures": figures,
+        }
+    )
 
 
 def _rev(ref: str) -> str:

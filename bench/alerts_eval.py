@@ -46,8 +46,16 @@ def rules_yaml() -> str:
     value: {[-1.0 - i, 1000.0 + i, -2.0 - i, 2000.0 + i][i % 4]}
     aggregate: {agg}{w}
     for: {i % 3 * 30}s""")
-    for i, (series, op, value) in enumerate([("cpu.percent", "<", -1), ("memory.rss", ">", 1e15), ("gpu.utilization", "<", -1),
-                                             ("gpu.memory_percent", ">", 101), ("cpu.percent", ">", 1e6), ("gpu.power", ">", 1e6)]):
+    for i, (series, op, value) in enumerate(
+        [
+            ("cpu.percent", "<", -1),
+            ("memory.rss", ">", 1e15),
+            ("gpu.utilization", "<", -1),
+            ("gpu.memory_percent", ">", 101),
+            ("cpu.percent", ">", 1e6),
+            ("gpu.power", ">", 1e6),
+        ]
+    ):
         rules.append(f"""  - name: r{i}
     kind: threshold
     series: {series}
@@ -98,8 +106,19 @@ class Workload:
         self.t0 = time.time() - 3600.0
         records = []
         for i, rid in enumerate(self.ids):
-            records.append(self._rec(rid, "run", t=self.t0, project=f"p{i % 20}", name=f"job{i % 50}", status="running",
-                                     started=self.t0, created=self.t0, attempt=1))
+            records.append(
+                self._rec(
+                    rid,
+                    "run",
+                    t=self.t0,
+                    project=f"p{i % 20}",
+                    name=f"job{i % 50}",
+                    status="running",
+                    started=self.t0,
+                    created=self.t0,
+                    attempt=1,
+                )
+            )
             records.append(self._rec(rid, "params", t=self.t0, data={"lr": 0.01 * (1 + i % 5), "batch": 64}))
         store.ingest(records)
 
@@ -122,15 +141,42 @@ class Workload:
                 values = array("d", (base * decay + self.rng.random() * 0.01 for _ in range(POINTS)))
                 series[name] = self.encode(steps, times, values)
             records.append(self._rec(rid, "metrics", t=now, attempt=1, series=series))
-            samples = [{"time": t, "cpu_percent": 95.0 + self.rng.random(), "cpu_count": 16, "rss_bytes": 4 * 2**30,
-                        "memory_percent": 3.1, "threads": 40, "open_files": 30,
-                        "gpus": [{"index": 0, "utilization_percent": 90.0, "memory_used_bytes": 30 * 2**30,
-                                  "memory_total_bytes": 80 * 2**30, "power_watts": 300.0, "temperature_c": 60.0,
-                                  "process_memory_bytes": 30 * 2**30}]} for t in times]
+            samples = [
+                {
+                    "time": t,
+                    "cpu_percent": 95.0 + self.rng.random(),
+                    "cpu_count": 16,
+                    "rss_bytes": 4 * 2**30,
+                    "memory_percent": 3.1,
+                    "threads": 40,
+                    "open_files": 30,
+                    "gpus": [
+                        {
+                            "index": 0,
+                            "utilization_percent": 90.0,
+                            "memory_used_bytes": 30 * 2**30,
+                            "memory_total_bytes": 80 * 2**30,
+                            "power_watts": 300.0,
+                            "temperature_c": 60.0,
+                            "process_memory_bytes": 30 * 2**30,
+                        }
+                    ],
+                }
+                for t in times
+            ]
             records.append(self._rec(rid, "resources", t=now, samples=samples))
             batch = LogBatch()
-            batch.append(time=now - 1, stream="stdout", level=20, message=f"step {self.step}", component=None,
-                         fields=None, rank=None, attempt=1, stage=None)
+            batch.append(
+                time=now - 1,
+                stream="stdout",
+                level=20,
+                message=f"step {self.step}",
+                component=None,
+                fields=None,
+                rank=None,
+                attempt=1,
+                stage=None,
+            )
             records.append(self._rec(rid, "logs", t=now, **log_chunk_payload(batch)))
         for start in range(0, len(records), 3000):
             self.store.ingest(records[start : start + 3000])
@@ -167,8 +213,14 @@ def main() -> None:
     now = time.time()
     work.advance(now)  # history before the engine starts
     store = open_alert_store(client.store)
-    engine = AlertEngine(config, StoreFeed(client.store, started=now), store, Lookup(client.store),
-                         Dispatcher(store, threaded=False), load_run=None)
+    engine = AlertEngine(
+        config,
+        StoreFeed(client.store, started=now),
+        store,
+        Lookup(client.store),
+        Dispatcher(store, threaded=False),
+        load_run=None,
+    )
     first = engine.cycle(now)
     cycles = []
     for _ in range(args.cycles):

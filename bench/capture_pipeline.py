@@ -55,18 +55,14 @@ def mixed(n: int) -> bytes:
         r = rng.random()
         ts = f"2026-11-30 12:{(i // 6000) % 60:02d}:{(i // 100) % 60:02d},{i % 1000:03d}"
         if r < 0.30:
-            out.append(
-                f"{ts} - trainer - INFO - step {i} loss={rng.random():.4f} lr=0.0003 tokens=4096\n"
-            )
+            out.append(f"{ts} - trainer - INFO - step {i} loss={rng.random():.4f} lr=0.0003 tokens=4096\n")
         elif r < 0.45:
             out.append(
                 f'{{"time": "{ts}", "level": "info", "logger": "data", "msg": "batch loaded", '
                 f'"batch": {i}, "size": 256, "shard": "s3://bucket/train/{i % 64:05d}.tar"}}\n'
             )
         elif r < 0.60:
-            out.append(
-                f"epoch {i // 5000} step {i} loss={rng.random():.4f} acc={rng.random():.3f} max_tokens=1024\n"
-            )
+            out.append(f"epoch {i // 5000} step {i} loss={rng.random():.4f} acc={rng.random():.3f} max_tokens=1024\n")
         elif r < 0.66:
             bars = "".join(
                 f"\r{p:3d}%|{'█' * (p // 10)}{' ' * (10 - p // 10)}| {p * 10}/1000 [00:{p // 10:02d}<00:10, 44.1it/s]"
@@ -74,13 +70,9 @@ def mixed(n: int) -> bytes:
             )
             out.append(bars + "\n")
         elif r < 0.72:
-            out.append(
-                f"I1130 12:00:00.{i:06d}  1234 trainer.cc:42] allreduce bucket {i % 32} ready\n"
-            )
+            out.append(f"I1130 12:00:00.{i:06d}  1234 trainer.cc:42] allreduce bucket {i % 32} ready\n")
         elif r < 0.77:
-            out.append(
-                f'time={ts} level=warn msg="slow batch" batch={i} wait_ms={rng.randint(100, 999)}\n'
-            )
+            out.append(f'time={ts} level=warn msg="slow batch" batch={i} wait_ms={rng.randint(100, 999)}\n')
         elif r < 0.80:
             out.append(
                 "/usr/lib/python3/site-packages/torch/utils/data.py:554: UserWarning: This DataLoader will create 8 workers\n"
@@ -163,11 +155,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--lines", type=int, default=1_000_000)
+    parser.add_argument("--chunk", type=int, default=CHUNK, help="bytes per read (the runner reads up to 1 MiB)")
     parser.add_argument(
-        "--chunk", type=int, default=CHUNK, help="bytes per read (the runner reads up to 1 MiB)"
-    )
-    parser.add_argument(
-        "--no-line-metrics", action="store_true",
+        "--no-line-metrics",
+        action="store_true",
         help="leave out reading metrics from lines (on in `flightlog run` by default)",
     )
     args = parser.parse_args()

@@ -40,8 +40,13 @@ def main() -> None:
                 times.append(time.perf_counter() - t0)
         with tempfile.TemporaryFile() as sink:
             t0 = time.perf_counter()
-            subprocess.run([flightlog_exe, "run", "--project", "bench", "--name", "capture", "--", sys.executable, "-c", code],
-                           stdout=sink, stderr=subprocess.DEVNULL, check=True, env={**base_env, "FLIGHTLOG_HOME": str(home)})
+            subprocess.run(
+                [flightlog_exe, "run", "--project", "bench", "--name", "capture", "--", sys.executable, "-c", code],
+                stdout=sink,
+                stderr=subprocess.DEVNULL,
+                check=True,
+                env={**base_env, "FLIGHTLOG_HOME": str(home)},
+            )
             wrapped.append(time.perf_counter() - t0)
     import flightlog
 
@@ -52,24 +57,26 @@ def main() -> None:
     found = client.logs(run.id, grep=f"^line {args.lines - 1} ")
     search_s = time.perf_counter() - t0
     best_direct, best_unbuffered, best_wrapped = min(direct), min(direct_unbuffered), min(wrapped)
-    emit({
-        "workload": f"python child writing {args.lines:,} lines (sys.stdout.write(f'line {{i}} loss=0.{{i % 997}}\\n'))",
-        "machine": machine(),
-        "direct_to_file_s": round(best_direct, 3),
-        "flightlog_run_s": round(best_wrapped, 3),
-        "flightlog_run_lines_per_s": round(args.lines / best_wrapped),
-        "direct_lines_per_s": round(args.lines / best_direct),
-        "ratio_flightlog_run_to_direct": round(best_wrapped / best_direct, 2),
-        # flightlog run sets PYTHONUNBUFFERED=1 for its child (lines must arrive as written):
-        # the same child, unbuffered, redirected to a file, isolates flightlog's own cost
-        "direct_unbuffered_to_file_s": round(best_unbuffered, 3),
-        "ratio_flightlog_run_to_direct_unbuffered": round(best_wrapped / best_unbuffered, 2),
-        "stored_events_last_run": stored,
-        "every_line_stored": stored == args.lines,
-        "search_last_line_s": round(search_s, 3),
-        "search_found": len(found),
-        "target_lines_per_s": 300_000,
-    })
+    emit(
+        {
+            "workload": f"python child writing {args.lines:,} lines (sys.stdout.write(f'line {{i}} loss=0.{{i % 997}}\\n'))",
+            "machine": machine(),
+            "direct_to_file_s": round(best_direct, 3),
+            "flightlog_run_s": round(best_wrapped, 3),
+            "flightlog_run_lines_per_s": round(args.lines / best_wrapped),
+            "direct_lines_per_s": round(args.lines / best_direct),
+            "ratio_flightlog_run_to_direct": round(best_wrapped / best_direct, 2),
+            # flightlog run sets PYTHONUNBUFFERED=1 for its child (lines must arrive as written):
+            # the same child, unbuffered, redirected to a file, isolates flightlog's own cost
+            "direct_unbuffered_to_file_s": round(best_unbuffered, 3),
+            "ratio_flightlog_run_to_direct_unbuffered": round(best_wrapped / best_unbuffered, 2),
+            "stored_events_last_run": stored,
+            "every_line_stored": stored == args.lines,
+            "search_last_line_s": round(search_s, 3),
+            "search_found": len(found),
+            "target_lines_per_s": 300_000,
+        }
+    )
 
 
 if __name__ == "__main__":

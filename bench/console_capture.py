@@ -33,8 +33,9 @@ CHILD = textwrap.dedent("""
 
 def loop_seconds(console: bool, n: int, env: dict[str, str]) -> tuple[float, float]:
     """(CPU seconds, loop wall seconds) of one child."""
-    proc = subprocess.run([sys.executable, "-c", CHILD.format(console=console, n=n)], env=env,
-                          capture_output=True, text=True, check=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD.format(console=console, n=n)], env=env, capture_output=True, text=True, check=True
+    )
     assert proc.stdout.count("\n") == n
     cpu, wall = proc.stderr.strip().splitlines()[-1].split()
     return float(cpu), float(wall)
@@ -53,17 +54,19 @@ def main() -> None:
         with_capture.append(loop_seconds(True, args.prints, env))
     cpu_without, cpu_with = min(c for c, _ in without), min(c for c, _ in with_capture)
     wall_without, wall_with = min(w for _, w in without), min(w for _, w in with_capture)
-    emit({
-        "workload": f"{args.prints} print() calls to a pipe after flightlog.init()",
-        "machine": machine(),
-        "cpu_s_without_capture": round(cpu_without, 3),
-        "cpu_s_with_capture": round(cpu_with, 3),
-        "cpu_ratio": round(cpu_with / cpu_without, 2),
-        "cost_us_per_print": round((cpu_with - cpu_without) / args.prints * 1e6, 2),
-        "loop_wall_s_without_capture": round(wall_without, 3),
-        "loop_wall_s_with_capture": round(wall_with, 3),
-        "wall_ratio": round(wall_with / wall_without, 2),
-    })
+    emit(
+        {
+            "workload": f"{args.prints} print() calls to a pipe after flightlog.init()",
+            "machine": machine(),
+            "cpu_s_without_capture": round(cpu_without, 3),
+            "cpu_s_with_capture": round(cpu_with, 3),
+            "cpu_ratio": round(cpu_with / cpu_without, 2),
+            "cost_us_per_print": round((cpu_with - cpu_without) / args.prints * 1e6, 2),
+            "loop_wall_s_without_capture": round(wall_without, 3),
+            "loop_wall_s_with_capture": round(wall_with, 3),
+            "wall_ratio": round(wall_with / wall_without, 2),
+        }
+    )
 
 
 if __name__ == "__main__":

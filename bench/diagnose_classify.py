@@ -34,8 +34,9 @@ def per_call_ms(tb: str, lines: list[str], calls: int) -> list[float]:
     out: list[float] = []
     for _ in range(calls):
         t0 = time.perf_counter()
-        classify_failure(exit_code=1, signal=None, timed_out=False, oom_killed=False,
-                         traceback_text=tb, last_lines=lines)
+        classify_failure(
+            exit_code=1, signal=None, timed_out=False, oom_killed=False, traceback_text=tb, last_lines=lines
+        )
         out.append((time.perf_counter() - t0) * 1000)
     return out
 

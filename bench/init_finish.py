@@ -39,13 +39,15 @@ def main() -> None:
         out = subprocess.run([sys.executable, "-c", SNIPPET], capture_output=True, text=True, check=True)
         if i:
             rounds.append(json.loads(out.stdout.strip().splitlines()[-1]))
-    emit({
-        "workload": "import flightlog; init(); finish() in a fresh process",
-        "n": args.n,
-        "import_s_median": round(statistics.median(r["import_s"] for r in rounds), 4),
-        "init_finish_s_median": round(statistics.median(r["init_finish_s"] for r in rounds), 4),
-        "machine": machine(),
-    })
+    emit(
+        {
+            "workload": "import flightlog; init(); finish() in a fresh process",
+            "n": args.n,
+            "import_s_median": round(statistics.median(r["import_s"] for r in rounds), 4),
+            "init_finish_s_median": round(statistics.median(r["init_finish_s"] for r in rounds), 4),
+            "machine": machine(),
+        }
+    )
 
 
 if __name__ == "__main__":

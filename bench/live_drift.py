@@ -40,7 +40,7 @@ def main() -> None:
     monitor = DriftMonitor(ref)
     add_s, judge_s = [], []
     for b in range(BATCHES):
-        batch = rows[b * BATCH:(b + 1) * BATCH]
+        batch = rows[b * BATCH : (b + 1) * BATCH]
         t = time.perf_counter()
         live.add(batch)
         add_s.append(time.perf_counter() - t)
@@ -48,17 +48,19 @@ def main() -> None:
         window = live.profile(batch[-1].time)
         monitor.observe(window)
         judge_s.append(time.perf_counter() - t)
-    emit({
-        "bench": "live_drift",
-        "rows_per_batch": BATCH,
-        "batches": BATCHES,
-        "fields": FIELDS_NUM + FIELDS_CAT,
-        "profile_ms_per_1000_rows": round(1000 * float(np.median(add_s)), 2),
-        "evaluate_window_ms_median": round(1000 * float(np.median(judge_s)), 2),
-        "evaluate_window_ms_last": round(1000 * judge_s[-1], 2),
-        "incremental_ms_per_1000_rows": round(1000 * float(np.median(np.add(add_s, judge_s))), 2),
-        "machine": machine(),
-    })
+    emit(
+        {
+            "bench": "live_drift",
+            "rows_per_batch": BATCH,
+            "batches": BATCHES,
+            "fields": FIELDS_NUM + FIELDS_CAT,
+            "profile_ms_per_1000_rows": round(1000 * float(np.median(add_s)), 2),
+            "evaluate_window_ms_median": round(1000 * float(np.median(judge_s)), 2),
+            "evaluate_window_ms_last": round(1000 * judge_s[-1], 2),
+            "incremental_ms_per_1000_rows": round(1000 * float(np.median(np.add(add_s, judge_s))), 2),
+            "machine": machine(),
+        }
+    )
 
 
 if __name__ == "__main__":

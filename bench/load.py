@@ -63,8 +63,10 @@ def _records(run_id: str, seq: int, step: int, points: int, lines: int, batch_no
     for i in range(lines):
         logs.append(now + i * 1e-6, "stdout", 20, f"batch {batch_no} line {i} step {step}")
     base = {"r": run_id, "w": "w1", "t": now}
-    return [{**base, "k": "metrics", "s": seq, "attempt": 1, "series": {"loss": encode_series(steps, times, values)}},
-            {**base, "k": "logs", "s": seq + 1, **log_chunk_payload(logs)}]
+    return [
+        {**base, "k": "metrics", "s": seq, "attempt": 1, "series": {"loss": encode_series(steps, times, values)}},
+        {**base, "k": "logs", "s": seq + 1, **log_chunk_payload(logs)},
+    ]
 
 
 async def _writer(servers: list[str], token: str, args: Any, deadline: float, out: dict[str, Any]) -> None:
@@ -77,8 +79,20 @@ async def _writer(servers: list[str], token: str, args: Any, deadline: float, ou
     failovers = 0
     seq, step, batch_no = 1, 0, 0
     now = time.time()
-    first = [{"k": "run", "r": run_id, "w": "w1", "s": seq, "t": now, "project": "load", "name": run_id[:8],
-              "status": "running", "created": now, "started": now}]
+    first = [
+        {
+            "k": "run",
+            "r": run_id,
+            "w": "w1",
+            "s": seq,
+            "t": now,
+            "project": "load",
+            "name": run_id[:8],
+            "status": "running",
+            "created": now,
+            "started": now,
+        }
+    ]
     async with httpx.AsyncClient(timeout=30) as client:
 
         async def send(records: list[dict[str, Any]]) -> None:
@@ -107,8 +121,20 @@ async def _writer(servers: list[str], token: str, args: Any, deadline: float, ou
             seq, step, batch_no = seq + 2, step + args.points, batch_no + 1
             await asyncio.sleep(args.interval)
         end = time.time()
-        await send([{"k": "run", "r": run_id, "w": "w1", "s": seq, "t": end, "status": "succeeded", "ended": end,
-                     "exit_code": 0}])
+        await send(
+            [
+                {
+                    "k": "run",
+                    "r": run_id,
+                    "w": "w1",
+                    "s": seq,
+                    "t": end,
+                    "status": "succeeded",
+                    "ended": end,
+                    "exit_code": 0,
+                }
+            ]
+        )
     out["runs"].append({"id": run_id, "points": step, "lines": batch_no * args.lines})
     out["latencies"].extend(latencies)
     out["failovers"] += failovers
@@ -125,8 +151,9 @@ def _writer_process(servers: list[str], token: str, args: Any, count: int, deadl
 
 
 # ── readers ──────────────────────────────────────────────────────────────────
-async def _reader(servers: list[str], token: str, deadline: float, lists: list[float], tails: list[float],
-                  errors: list[str]) -> None:
+async def _reader(
+    servers: list[str], token: str, deadline: float, lists: list[float], tails: list[float], errors: list[str]
+) -> None:
     headers = {"Authorization": f"Bearer {token}"}
     async with httpx.AsyncClient(timeout=30, headers=headers) as client:
         while time.time() < deadline:
@@ -139,8 +166,9 @@ async def _reader(servers: list[str], token: str, deadline: float, lists: list[f
                 runs = r.json()["runs"]
                 if runs:
                     t0 = time.perf_counter()
-                    r = await client.get(f"{server}/api/v1/runs/{random.choice(runs)['id']}/logs",
-                                         params={"tail": "true", "limit": 50})
+                    r = await client.get(
+                        f"{server}/api/v1/runs/{random.choice(runs)['id']}/logs", params={"tail": "true", "limit": 50}
+                    )
                     r.raise_for_status()
                     tails.append(time.perf_counter() - t0)
             except httpx.HTTPError as exc:
@@ -160,8 +188,12 @@ def _free_port() -> int:
 def _start_server(store: str, home: Path) -> tuple[subprocess.Popen[bytes], str]:
     port = _free_port()
     env = {**os.environ, "FLIGHTLOG_STORE": store, "FLIGHTLOG_HOME": str(home)}
-    proc = subprocess.Popen([FLIGHTLOG, "server", "--port", str(port), "--auth", "--home", str(home)], env=env,
-                            stdout=subprocess.DEVNULL, stderr=open(home.with_suffix(".log"), "wb"))  # noqa: SIM115
+    proc = subprocess.Popen(
+        [FLIGHTLOG, "server", "--port", str(port), "--auth", "--home", str(home)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=open(home.with_suffix(".log"), "wb"),  # noqa: SIM115
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while True:
@@ -191,13 +223,27 @@ def _check(store_uri: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
             stored_points += len(steps)
             stored_lines += lines
             if steps != list(range(run["points"])) or lines != run["lines"]:
-                bad.append({"run": run["id"], "sent_points": run["points"], "stored_points": len(steps),
-                            "distinct_points": len(set(steps)), "sent_lines": run["lines"], "stored_lines": lines})
+                bad.append(
+                    {
+                        "run": run["id"],
+                        "sent_points": run["points"],
+                        "stored_points": len(steps),
+                        "distinct_points": len(set(steps)),
+                        "sent_lines": run["lines"],
+                        "stored_lines": lines,
+                    }
+                )
         statuses = {r.status for r in store.search_runs(project="load")}
     finally:
         store.close()
-    return {"runs": len(runs), "stored_points": stored_points, "stored_lines": stored_lines,
-            "runs_with_gaps_or_duplicates": bad[:20], "exactly_once": not bad, "statuses": sorted(statuses)}
+    return {
+        "runs": len(runs),
+        "stored_points": stored_points,
+        "stored_lines": stored_lines,
+        "runs_with_gaps_or_duplicates": bad[:20],
+        "exactly_once": not bad,
+        "statuses": sorted(statuses),
+    }
 
 
 def main() -> None:
@@ -235,8 +281,11 @@ def main() -> None:
         deadline = start + args.duration
         queue: Any = multiprocessing.Queue()
         per = [args.writers // args.procs + (1 if i < args.writers % args.procs else 0) for i in range(args.procs)]
-        procs = [multiprocessing.Process(target=_writer_process, args=(urls, token, args, n, deadline, queue))
-                 for n in per if n]
+        procs = [
+            multiprocessing.Process(target=_writer_process, args=(urls, token, args, n, deadline, queue))
+            for n in per
+            if n
+        ]
         for p in procs:
             p.start()
         lists: list[float] = []
@@ -264,24 +313,26 @@ def main() -> None:
         runs = [r for o in outs for r in o["runs"]]
         latencies = [x for o in outs for x in o["latencies"]]
         points = sum(r["points"] for r in runs)
-        result.update({
-            "elapsed_s": round(elapsed, 1),
-            "points": points,
-            "log_lines": sum(r["lines"] for r in runs),
-            "points_per_s": round(points / elapsed),
-            "ingest_requests": len(latencies),
-            "ingest_p50_ms": round(1000 * (percentile(latencies, 0.5) or 0), 1),
-            "ingest_p99_ms": round(1000 * (percentile(latencies, 0.99) or 0), 1),
-            "list_runs_p50_ms": round(1000 * (percentile(lists, 0.5) or 0), 1),
-            "list_runs_p99_ms": round(1000 * (percentile(lists, 0.99) or 0), 1),
-            "tail_logs_p50_ms": round(1000 * (percentile(tails, 0.5) or 0), 1),
-            "tail_logs_p99_ms": round(1000 * (percentile(tails, 0.99) or 0), 1),
-            "reads": len(lists) + len(tails),
-            "read_errors": len(read_errors),
-            "failovers": sum(o["failovers"] for o in outs),
-            "server_a_killed_at_s": None if killed_at is None else round(killed_at, 1),
-            "check": _check(store_uri, runs),
-        })
+        result.update(
+            {
+                "elapsed_s": round(elapsed, 1),
+                "points": points,
+                "log_lines": sum(r["lines"] for r in runs),
+                "points_per_s": round(points / elapsed),
+                "ingest_requests": len(latencies),
+                "ingest_p50_ms": round(1000 * (percentile(latencies, 0.5) or 0), 1),
+                "ingest_p99_ms": round(1000 * (percentile(latencies, 0.99) or 0), 1),
+                "list_runs_p50_ms": round(1000 * (percentile(lists, 0.5) or 0), 1),
+                "list_runs_p99_ms": round(1000 * (percentile(lists, 0.99) or 0), 1),
+                "tail_logs_p50_ms": round(1000 * (percentile(tails, 0.5) or 0), 1),
+                "tail_logs_p99_ms": round(1000 * (percentile(tails, 0.99) or 0), 1),
+                "reads": len(lists) + len(tails),
+                "read_errors": len(read_errors),
+                "failovers": sum(o["failovers"] for o in outs),
+                "server_a_killed_at_s": None if killed_at is None else round(killed_at, 1),
+                "check": _check(store_uri, runs),
+            }
+        )
     finally:
         for proc, _ in servers:
             if proc.poll() is None:

@@ -61,8 +61,9 @@ def first_read_in_fresh_process(run_id: str) -> dict[str, float]:
     """Best of 5 fresh processes: import, opening the Client, the first and the second read."""
     samples = []
     for _ in range(5):
-        out = subprocess.run([sys.executable, "-c", FIRST_READ, run_id], env={**os.environ},
-                             capture_output=True, text=True, check=True)
+        out = subprocess.run(
+            [sys.executable, "-c", FIRST_READ, run_id], env={**os.environ}, capture_output=True, text=True, check=True
+        )
         samples.append(json.loads(out.stdout))
     return {key: min(s[key] for s in samples) for key in samples[0]}
 
@@ -103,8 +104,12 @@ def main() -> None:
         "fresh_process_open_client_ms": round(fresh["client_s"] * 1000, 1),
         "fresh_process_first_read_ms": round(fresh["first_read_s"] * 1000, 2),
         "fresh_process_second_read_ms": round(fresh["second_read_s"] * 1000, 2),
-        "targets": {"in_loop_us_per_point": 2.0, "finish_after_loop_s": 1.5, "read_100k_history_ms": 30,
-                    "fresh_process_first_read_ms": 10},
+        "targets": {
+            "in_loop_us_per_point": 2.0,
+            "finish_after_loop_s": 1.5,
+            "read_100k_history_ms": 30,
+            "fresh_process_first_read_ms": 10,
+        },
     }
     result["meets_targets"] = (
         result["in_loop_us_per_point"] <= 2.0
@@ -118,9 +123,15 @@ def main() -> None:
         result["peers"] = {"mlflow": peer}
         if "error" not in peer:
             result["ratios"] = {
-                "mlflow_log_metrics_async_vs_flightlog_per_point": round(peer["log_metrics_async_us_per_point"] / result["in_loop_us_per_point"], 1),
-                "mlflow_log_batch_vs_flightlog_per_point": round(peer["log_batch_us_per_point"] / result["in_loop_us_per_point"], 1),
-                "mlflow_vs_flightlog_read_100k": round(peer["read_100k_history_ms"] / result["read_100k_history_ms"], 1),
+                "mlflow_log_metrics_async_vs_flightlog_per_point": round(
+                    peer["log_metrics_async_us_per_point"] / result["in_loop_us_per_point"], 1
+                ),
+                "mlflow_log_batch_vs_flightlog_per_point": round(
+                    peer["log_batch_us_per_point"] / result["in_loop_us_per_point"], 1
+                ),
+                "mlflow_vs_flightlog_read_100k": round(
+                    peer["read_100k_history_ms"] / result["read_100k_history_ms"], 1
+                ),
             }
     emit(result)
 

@@ -39,7 +39,15 @@ def create_runs() -> float:
         params = {f"p{j}": rng.random() for j in range(19)}
         params["lr"] = rng.choice([0.001, 0.003, 0.01, 0.03, 0.1])
         run = flightlog.init(project="w2", name=f"run-{i}", params=params)
-        run.log({"acc": rng.random(), "loss": rng.random(), "f1": rng.random(), "auc": rng.random(), "val_loss": rng.random()})
+        run.log(
+            {
+                "acc": rng.random(),
+                "loss": rng.random(),
+                "f1": rng.random(),
+                "auc": rng.random(),
+                "val_loss": rng.random(),
+            }
+        )
         run.finish()
     return time.perf_counter() - t0
 

@@ -33,13 +33,28 @@ def fill(home: Path, names: int) -> None:
     store = SqliteStore(home / "flightlog.db")
     now = time.time()
     steps, times = array("q", [0, 1]), array("d", [now - 1, now])
-    series = {f"layer{i // 100:03d}/grad_norm_{i % 100:02d}": encode_series(steps, times, array("d", [1.0, 0.5]))
-              for i in range(names)}
-    store.ingest([
-        {"k": "run", "r": RUN, "w": "bench", "s": 1, "t": now, "project": "bench", "name": "wide", "status": "succeeded",
-         "created": now, "started": now, "ended": now + 1},
-        {"k": "metrics", "r": RUN, "w": "bench", "s": 2, "t": now, "attempt": 1, "series": series},
-    ])
+    series = {
+        f"layer{i // 100:03d}/grad_norm_{i % 100:02d}": encode_series(steps, times, array("d", [1.0, 0.5]))
+        for i in range(names)
+    }
+    store.ingest(
+        [
+            {
+                "k": "run",
+                "r": RUN,
+                "w": "bench",
+                "s": 1,
+                "t": now,
+                "project": "bench",
+                "name": "wide",
+                "status": "succeeded",
+                "created": now,
+                "started": now,
+                "ended": now + 1,
+            },
+            {"k": "metrics", "r": RUN, "w": "bench", "s": 2, "t": now, "attempt": 1, "series": series},
+        ]
+    )
     store.close()
 
 

@@ -41,8 +41,16 @@ def main() -> None:
     t0 = time.perf_counter()
     chain(args.steps)
     took = time.perf_counter() - t0
-    print(json.dumps({"prefect": prefect.__version__, "plain_script_s": round(plain, 3), "flow_s": round(took, 3),
-                      "overhead_per_step_ms": round((took - plain) / args.steps * 1000, 1)}))
+    print(
+        json.dumps(
+            {
+                "prefect": prefect.__version__,
+                "plain_script_s": round(plain, 3),
+                "flow_s": round(took, 3),
+                "overhead_per_step_ms": round((took - plain) / args.steps * 1000, 1),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -46,9 +46,15 @@ def cold(n: int, env: dict[str, str], cwd: Path) -> float:
     # in the directory the pipeline's steps run in: the runner looks at its working directory's size
     t0 = time.perf_counter()
     for i in range(n):
-        subprocess.run([sys.executable, "-m", "flightlog.runner", "--project", "bench-wrapped", "--name", f"s{i}",
-                        "--", *NOOP], env=env, cwd=cwd, check=True, stdin=subprocess.DEVNULL,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(
+            [sys.executable, "-m", "flightlog.runner", "--project", "bench-wrapped", "--name", f"s{i}", "--", *NOOP],
+            env=env,
+            cwd=cwd,
+            check=True,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
     return time.perf_counter() - t0
 
 
@@ -68,6 +74,7 @@ def pipeline(n: int, workdir: Path, *, chain: bool, max_parallel: int, use_cache
 
 def measured(fn: Any) -> tuple[float, float, float]:
     """Wall seconds, this process's CPU seconds and its children's CPU seconds spent in ``fn``."""
+
     def cpu(who: int) -> float:
         r = resource.getrusage(who)
         return r.ru_utime + r.ru_stime
@@ -91,9 +98,13 @@ def main() -> None:
     load_before = os.getloadavg()[0]
     totals = {"plain": [0.0, 0.0, 0.0], "pipeline": [0.0, 0.0, 0.0]}
     for r in range(args.rounds):
-        for name, fn in (("plain", lambda: plain(n)),
-                         ("pipeline", lambda r=r: pipeline(n, home, chain=True, max_parallel=1,
-                                                           use_cache=False, name=f"bench-chain-{r}"))):
+        for name, fn in (
+            ("plain", lambda: plain(n)),
+            (
+                "pipeline",
+                lambda r=r: pipeline(n, home, chain=True, max_parallel=1, use_cache=False, name=f"bench-chain-{r}"),
+            ),
+        ):
             wall, own, children = measured(fn)
             totals[name][0] += wall
             totals[name][1] += own
@@ -123,8 +134,10 @@ def main() -> None:
         "target_overhead_per_step_ms": 50,
     }
     if args.peers:
-        if PEER_PYTHON.exists() and subprocess.run([str(PEER_PYTHON), "-c", "import prefect"],
-                                                   capture_output=True).returncode == 0:
+        if (
+            PEER_PYTHON.exists()
+            and subprocess.run([str(PEER_PYTHON), "-c", "import prefect"], capture_output=True).returncode == 0
+        ):
             result["prefect"] = run_peer("peer_prefect.py", "--steps", str(n))
         else:
             result["prefect"] = {"error": "prefect is not installed in .bench-venv"}

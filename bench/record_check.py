@@ -33,11 +33,22 @@ def main() -> None:
     for i in range(1000):
         batch.append(time=1.7e9, stream="stdout", level=20, message=f"line {i}")
     cases = {
-        "metrics_20x1000": ({"k": "metrics", **env, "attempt": 1,
-                             "series": {f"m{i}": encode_series(*column) for i in range(20)}}, 2000),
+        "metrics_20x1000": (
+            {"k": "metrics", **env, "attempt": 1, "series": {f"m{i}": encode_series(*column) for i in range(20)}},
+            2000,
+        ),
         "logs_1000": ({"k": "logs", **env, **log_chunk_payload(batch)}, 200),
-        "run": ({"k": "run", **env, "project": "p", "status": "running", "started": 1.7e9,
-                 "timeline": {"process_start": 1.7e9}}, 2000),
+        "run": (
+            {
+                "k": "run",
+                **env,
+                "project": "p",
+                "status": "running",
+                "started": 1.7e9,
+                "timeline": {"process_start": 1.7e9},
+            },
+            2000,
+        ),
         "params_50": ({"k": "params", **env, "data": {f"p{i}": i for i in range(50)}}, 2000),
     }
     out = {}

@@ -34,15 +34,17 @@ def main() -> None:
     idle = ["sleep", str(args.seconds)]
     sampled = cpu_of([exe, "run", "--project", "bench", "--sample-interval", "1s", "--", *idle], env)
     unsampled = cpu_of([exe, "run", "--project", "bench", "--sample-interval", "1h", "--", *idle], env)
-    emit({
-        "workload": f"flightlog run around `sleep {args.seconds:g}`",
-        "machine": machine(),
-        "runner_cpu_s_sampling_1s": round(sampled, 3),
-        "runner_cpu_s_without_sampling": round(unsampled, 3),
-        "sampling_cost_cpu_s": round(sampled - unsampled, 3),
-        "sampling_cost_share_of_one_core": round((sampled - unsampled) / args.seconds, 4),
-        "target_cpu_s_over_20s": 0.2,
-    })
+    emit(
+        {
+            "workload": f"flightlog run around `sleep {args.seconds:g}`",
+            "machine": machine(),
+            "runner_cpu_s_sampling_1s": round(sampled, 3),
+            "runner_cpu_s_without_sampling": round(unsampled, 3),
+            "sampling_cost_cpu_s": round(sampled - unsampled, 3),
+            "sampling_cost_share_of_one_core": round((sampled - unsampled) / args.seconds, 4),
+            "target_cpu_s_over_20s": 0.2,
+        }
+    )
 
 
 if __name__ == "__main__":

@@ -70,19 +70,21 @@ def main() -> None:
     with sqlite3.connect(home / "flightlog.db") as db:
         statuses = [row[0] for row in db.execute("SELECT status FROM runs")]
     median = {name: statistics.median(values) for name, values in walls.items()}
-    emit({
-        "workload": f"`true`, alone and under the runner, {args.n} times each, interleaved",
-        "machine": machine(),
-        "load_average": os.getloadavg(),
-        "bytecode_cached": args.bytecode or not env.get("PYTHONDONTWRITEBYTECODE"),
-        "cwd": cwd,
-        "median_wall_ms": {name: round(1000 * value, 1) for name, value in median.items()},
-        "median_cpu_ms": {name: round(1000 * statistics.median(values), 1) for name, values in cpus.items()},
-        "flightlog_run_overhead_ms": round(1000 * (median["flightlog_run_true"] - median["plain_true"]), 1),
-        "python_m_runner_overhead_ms": round(1000 * (median["python_m_runner_true"] - median["plain_true"]), 1),
-        "runs_stored": len(statuses),
-        "runs_succeeded": statuses.count("succeeded"),
-    })
+    emit(
+        {
+            "workload": f"`true`, alone and under the runner, {args.n} times each, interleaved",
+            "machine": machine(),
+            "load_average": os.getloadavg(),
+            "bytecode_cached": args.bytecode or not env.get("PYTHONDONTWRITEBYTECODE"),
+            "cwd": cwd,
+            "median_wall_ms": {name: round(1000 * value, 1) for name, value in median.items()},
+            "median_cpu_ms": {name: round(1000 * statistics.median(values), 1) for name, values in cpus.items()},
+            "flightlog_run_overhead_ms": round(1000 * (median["flightlog_run_true"] - median["plain_true"]), 1),
+            "python_m_runner_overhead_ms": round(1000 * (median["python_m_runner_true"] - median["plain_true"]), 1),
+            "runs_stored": len(statuses),
+            "runs_succeeded": statuses.count("succeeded"),
+        }
+    )
 
 
 if __name__ == "__main__":

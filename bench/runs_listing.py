@@ -23,7 +23,8 @@ from _common import emit, machine
 TRACEBACK = (
     "Traceback (most recent call last):\n"
     + '  File "/venv/lib/python3.11/site-packages/torch/nn/modules/module.py", line 1501, in _call_impl\n'
-    "    return forward_call(*args, **kwargs)\n" * 10
+    "    return forward_call(*args, **kwargs)\n"
+    * 10
     + "RuntimeError: mat1 and mat2 shapes cannot be multiplied (64x512 and 256x10)\n"
 )
 
@@ -37,9 +38,24 @@ def fill(home: Path, runs: int) -> None:
     for i in range(runs):
         rec = {"r": f"{i:032x}", "w": "bench", "t": t0 + i}
         batch += [
-            {**rec, "k": "run", "s": 1, "project": "p", "name": f"run-{i}", "status": "failed", "end_reason": "exception",
-             "exit_code": 1, "created": t0 + i, "started": t0 + i, "ended": t0 + i + 1,
-             "failure": {"exception": "RuntimeError", "message": "mat1 and mat2", "traceback": TRACEBACK + f"(run {i})\n"}},
+            {
+                **rec,
+                "k": "run",
+                "s": 1,
+                "project": "p",
+                "name": f"run-{i}",
+                "status": "failed",
+                "end_reason": "exception",
+                "exit_code": 1,
+                "created": t0 + i,
+                "started": t0 + i,
+                "ended": t0 + i + 1,
+                "failure": {
+                    "exception": "RuntimeError",
+                    "message": "mat1 and mat2",
+                    "traceback": TRACEBACK + f"(run {i})\n",
+                },
+            },
         ]
     store.ingest(batch)
     store.close()
@@ -62,8 +78,16 @@ def main() -> None:
                 page = api.get("/runs", params={"project": "p", "limit": args.runs}).json()
                 times.append((time.perf_counter() - started) * 1000)
                 cause = page["runs"][0].get("cause")
-    emit({"benchmark": "runs_listing", "runs": args.runs, "first_ms": round(times[0], 1),
-          "later_median_ms": round(statistics.median(times[1:]), 1), "cause": cause, "machine": machine()})
+    emit(
+        {
+            "benchmark": "runs_listing",
+            "runs": args.runs,
+            "first_ms": round(times[0], 1),
+            "later_median_ms": round(statistics.median(times[1:]), 1),
+            "cause": cause,
+            "machine": machine(),
+        }
+    )
 
 
 if __name__ == "__main__":

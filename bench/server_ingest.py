@@ -53,11 +53,21 @@ def main() -> None:
 
     work = Path(tempfile.mkdtemp(prefix="flightlog-bench-ingest-"))
     env = {k: v for k, v in os.environ.items() if not k.startswith("FLIGHTLOG_")}
-    token = json.loads(subprocess.run(
-        [FLIGHTLOG, "token", "create", "--role", "writer", "--home", str(work / "server"), "--format", "json"],
-        env=env, capture_output=True, text=True, check=True).stdout)["token"]
-    server = subprocess.Popen([FLIGHTLOG, "server", "--port", "0", "--auth", "--home", str(work / "server")],
-                              env=env, stdout=subprocess.PIPE, text=True)
+    token = json.loads(
+        subprocess.run(
+            [FLIGHTLOG, "token", "create", "--role", "writer", "--home", str(work / "server"), "--format", "json"],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )["token"]
+    server = subprocess.Popen(
+        [FLIGHTLOG, "server", "--port", "0", "--auth", "--home", str(work / "server")],
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert server.stdout is not None
     url = server.stdout.readline().split("listening on ")[1].split()[0]
     try:
@@ -66,7 +76,8 @@ def main() -> None:
             subprocess.Popen(
                 [sys.executable, "-c", WRITER, str(args.steps), str(args.width), str(start_at), f"w{i}"],
                 env={**env, "FLIGHTLOG_URL": url, "FLIGHTLOG_TOKEN": token, "FLIGHTLOG_HOME": str(work / f"writer{i}")},
-                stdout=subprocess.PIPE, text=True,
+                stdout=subprocess.PIPE,
+                text=True,
             )
             for i in range(args.writers)
         ]
@@ -93,25 +104,33 @@ def main() -> None:
     t0 = min(r["t0"] for r in results)
     t1 = max(r["t1"] for r in results)
     points = sum(r["points"] for r in results)
-    batches = next((int(line.split()[-1]) for line in server_metrics.splitlines()
-                    if line.startswith("flightlog_ingest_batches_total")), None)
+    batches = next(
+        (
+            int(line.split()[-1])
+            for line in server_metrics.splitlines()
+            if line.startswith("flightlog_ingest_batches_total")
+        ),
+        None,
+    )
     if os.environ.get("BENCH_DEBUG"):
         print([(round(r["t0"] - t0, 2), round(r["t1"] - t0, 2)) for r in results], file=sys.stderr)
-    emit({
-        "benchmark": "server_ingest",
-        "writers": args.writers,
-        "metrics_per_log_call": args.width,
-        "points": points,
-        "points_stored": stored,
-        "seconds": round(t1 - t0, 3),
-        "points_per_second": round(points / (t1 - t0)),
-        "target_points_per_second": 300_000,
-        "ingest_requests": batches,
-        "ship_errors": sum(r["stats"]["ship_errors"] for r in results),
-        "server_cpu_seconds": round(server_cpu, 2),
-        "writers_cpu_seconds": round(sum(r["cpu"] for r in results), 2),
-        "machine": machine(),
-    })
+    emit(
+        {
+            "benchmark": "server_ingest",
+            "writers": args.writers,
+            "metrics_per_log_call": args.width,
+            "points": points,
+            "points_stored": stored,
+            "seconds": round(t1 - t0, 3),
+            "points_per_second": round(points / (t1 - t0)),
+            "target_points_per_second": 300_000,
+            "ingest_requests": batches,
+            "ship_errors": sum(r["stats"]["ship_errors"] for r in results),
+            "server_cpu_seconds": round(server_cpu, 2),
+            "writers_cpu_seconds": round(sum(r["cpu"] for r in results), 2),
+            "machine": machine(),
+        }
+    )
 
 
 if __name__ == "__main__":

@@ -45,16 +45,26 @@ def middleware_cost(calls: int) -> dict[str, Any]:
     os.environ["FLIGHTLOG_CONSOLE"] = "off"
     from flightlog import serving
 
-    replica = serving.attach(model="bench:1", endpoint="bench", inputs=["x"], buffer_limit=10 * calls, interval=3600,
-                             capture_logs=False)
+    replica = serving.attach(
+        model="bench:1", endpoint="bench", inputs=["x"], buffer_limit=10 * calls, interval=3600, capture_logs=False
+    )
 
     async def app(scope: Any, receive: Any, send: Any) -> None:
         await send({"type": "http.response.start", "status": 200, "headers": []})
         await send({"type": "http.response.body", "body": b"{}"})
 
     wrapped = serving.ServingMiddleware(app)
-    scope = {"type": "http", "method": "POST", "path": "/score", "headers": [(b"host", b"x"), (b"content-type", b"application/json"),
-                                                                            (b"user-agent", b"bench"), (b"accept", b"*/*")]}
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/score",
+        "headers": [
+            (b"host", b"x"),
+            (b"content-type", b"application/json"),
+            (b"user-agent", b"bench"),
+            (b"accept", b"*/*"),
+        ],
+    }
 
     async def receive() -> dict[str, Any]:
         return {"type": "http.request", "body": b'{"x": 1}', "more_body": False}
@@ -99,10 +109,14 @@ def middleware_cost(calls: int) -> dict[str, Any]:
         "calls": calls,
         "bare_us": {"median": med["bare"], "p99": _pct(results["bare"], 0.99) / 1000},
         "with_middleware_us": {"median": med["middleware"], "p99": _pct(results["middleware"], 0.99) / 1000},
-        "cost_per_request_us": {"median": med["middleware"] - med["bare"],
-                                "p99": (_pct(results["middleware"], 0.99) - _pct(results["bare"], 0.99)) / 1000},
-        "decorator_cost_us": {"median": (statistics.median(dec["decorator"]) - statistics.median(dec["bare"])) / 1000,
-                              "p99": (_pct(dec["decorator"], 0.99) - _pct(dec["bare"], 0.99)) / 1000},
+        "cost_per_request_us": {
+            "median": med["middleware"] - med["bare"],
+            "p99": (_pct(results["middleware"], 0.99) - _pct(results["bare"], 0.99)) / 1000,
+        },
+        "decorator_cost_us": {
+            "median": (statistics.median(dec["decorator"]) - statistics.median(dec["bare"])) / 1000,
+            "p99": (_pct(dec["decorator"], 0.99) - _pct(dec["bare"], 0.99)) / 1000,
+        },
         "target_median_us": 5.0,
     }
 
@@ -136,10 +150,22 @@ def _free_port() -> int:
 
 def _uvicorn(attach: bool, home: str) -> tuple[subprocess.Popen[bytes], str]:
     port = _free_port()
-    env = {**os.environ, "SERVING_ATTACH": "1" if attach else "0", "SERVING_SAMPLE_TEST": "0.01", "FLIGHTLOG_HOME": home,
-           "FLIGHTLOG_QUIET": "1", "FLIGHTLOG_CONSOLE": "off", "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
-    proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "app:app", "--port", str(port), "--log-level", "warning",
-                             "--no-access-log"], cwd=APP_DIR, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    env = {
+        **os.environ,
+        "SERVING_ATTACH": "1" if attach else "0",
+        "SERVING_SAMPLE_TEST": "0.01",
+        "FLIGHTLOG_HOME": home,
+        "FLIGHTLOG_QUIET": "1",
+        "FLIGHTLOG_CONSOLE": "off",
+        "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)]),
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", "app:app", "--port", str(port), "--log-level", "warning", "--no-access-log"],
+        cwd=APP_DIR,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}/score"
     import httpx
 
@@ -164,18 +190,28 @@ def uvicorn_p99(rounds: int, seconds: float, concurrency: int) -> dict[str, Any]
             subprocess.run([sys.executable, "-c", LOAD, url, "1", str(concurrency)], capture_output=True, check=True)
         for _ in range(rounds):
             for name, (_, url) in servers.items():
-                out = subprocess.run([sys.executable, "-c", LOAD, url, str(seconds), str(concurrency)], capture_output=True,
-                                     text=True, check=True).stdout
+                out = subprocess.run(
+                    [sys.executable, "-c", LOAD, url, str(seconds), str(concurrency)],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                ).stdout
                 got[name].append(json.loads(out))
     finally:
         for proc, _ in servers.values():
             proc.terminate()
             proc.wait(timeout=30)
     p99 = {k: statistics.median(r["p99"] for r in v) for k, v in got.items()}
-    return {"rounds": rounds, "seconds_per_round": seconds, "concurrency": concurrency,
-            "p99_ms": p99, "p50_ms": {k: statistics.median(r["p50"] for r in v) for k, v in got.items()},
-            "requests": {k: sum(r["n"] for r in v) for k, v in got.items()},
-            "p99_ratio_with_over_without": p99["with"] / p99["without"], "per_round": got}
+    return {
+        "rounds": rounds,
+        "seconds_per_round": seconds,
+        "concurrency": concurrency,
+        "p99_ms": p99,
+        "p50_ms": {k: statistics.median(r["p50"] for r in v) for k, v in got.items()},
+        "requests": {k: sum(r["n"] for r in v) for k, v in got.items()},
+        "p99_ratio_with_over_without": p99["with"] / p99["without"],
+        "per_round": got,
+    }
 
 
 INGEST = textwrap.dedent("""
@@ -200,10 +236,18 @@ def ingest(records: int) -> dict[str, Any]:
     from flightlog.server.testing import serve_in_thread
 
     with tempfile.TemporaryDirectory() as tmp, serve_in_thread(Path(tmp) / "srv") as srv:
-        env = {**os.environ, "FLIGHTLOG_URL": srv.url, "FLIGHTLOG_HOME": str(Path(tmp) / "home"), "FLIGHTLOG_QUIET": "1",
-               "FLIGHTLOG_CONSOLE": "off", "PYTHONPATH": str(ROOT / "src")}
+        env = {
+            **os.environ,
+            "FLIGHTLOG_URL": srv.url,
+            "FLIGHTLOG_HOME": str(Path(tmp) / "home"),
+            "FLIGHTLOG_QUIET": "1",
+            "FLIGHTLOG_CONSOLE": "off",
+            "PYTHONPATH": str(ROOT / "src"),
+        }
         env.pop("FLIGHTLOG_TOKEN", None)
-        out = subprocess.run([sys.executable, "-c", INGEST, str(records)], env=env, capture_output=True, text=True, check=True)
+        out = subprocess.run(
+            [sys.executable, "-c", INGEST, str(records)], env=env, capture_output=True, text=True, check=True
+        )
         seconds = float(out.stdout.strip().splitlines()[-1])
         stored = srv.app.state.store.search_runs(project=None)
         return {"records": records, "seconds": seconds, "records_per_s": records / seconds, "runs": len(stored)}
@@ -217,10 +261,14 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--records", type=int, default=20_000)
     args = parser.parse_args()
-    result = {"bench": "serving_overhead", "python": sys.version.split()[0], "cpus": os.cpu_count(),
-              "middleware": middleware_cost(args.calls),
-              "uvicorn": uvicorn_p99(args.rounds, args.seconds, args.concurrency),
-              "ingest": ingest(args.records)}
+    result = {
+        "bench": "serving_overhead",
+        "python": sys.version.split()[0],
+        "cpus": os.cpu_count(),
+        "middleware": middleware_cost(args.calls),
+        "uvicorn": uvicorn_p99(args.rounds, args.seconds, args.concurrency),
+        "ingest": ingest(args.records),
+    }
     print(json.dumps(result, indent=2))
 
 

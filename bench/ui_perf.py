@@ -30,8 +30,17 @@ from _common import ROOT, emit, machine
 
 FLIGHTLOG = str(Path(sys.executable).with_name("flightlog"))
 CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+]
 BIG = "ffffffff" + "0" * 24
 
 
@@ -48,12 +57,36 @@ def fill(home: Path, runs: int, points: int, lines: int) -> None:
         run_id = f"{i:08x}{rng.getrandbits(96):024x}"
         rec = {"r": run_id, "w": "bench", "t": t0 + i}
         batch += [
-            {**rec, "k": "run", "s": 1, "project": "big", "name": f"run-{i}", "status": rng.choice(["succeeded", "failed", "running"]),
-             "created": t0 + i, "started": t0 + i, "ended": t0 + i + rng.uniform(10, 3600), "host": "gpu-1", "pid": 1},
-            {**rec, "k": "params", "s": 2, "data": {f"p{j}": rng.random() for j in range(9)} | {"lr": rng.choice([0.1, 0.01, 0.001])}},
+            {
+                **rec,
+                "k": "run",
+                "s": 1,
+                "project": "big",
+                "name": f"run-{i}",
+                "status": rng.choice(["succeeded", "failed", "running"]),
+                "created": t0 + i,
+                "started": t0 + i,
+                "ended": t0 + i + rng.uniform(10, 3600),
+                "host": "gpu-1",
+                "pid": 1,
+            },
+            {
+                **rec,
+                "k": "params",
+                "s": 2,
+                "data": {f"p{j}": rng.random() for j in range(9)} | {"lr": rng.choice([0.1, 0.01, 0.001])},
+            },
             {**rec, "k": "tags", "s": 3, "data": {"team": "vision", "owner": f"u{i % 7}"}},
-            {**rec, "k": "metrics", "s": 4, "attempt": 1, "series": {
-                f"m{j}": encode_series(array("q", [0]), array("d", [t0 + i]), array("d", [rng.random()])) for j in range(5)}},
+            {
+                **rec,
+                "k": "metrics",
+                "s": 4,
+                "attempt": 1,
+                "series": {
+                    f"m{j}": encode_series(array("q", [0]), array("d", [t0 + i]), array("d", [rng.random()]))
+                    for j in range(5)
+                },
+            },
         ]
         if len(batch) >= 4000:
             store.ingest(batch)
@@ -61,29 +94,65 @@ def fill(home: Path, runs: int, points: int, lines: int) -> None:
     store.ingest(batch)
 
     start = time.time() - 3600
-    store.ingest([{"k": "run", "r": BIG, "w": "bench", "s": 1, "t": start, "project": "metrics", "name": "million",
-                   "status": "succeeded", "created": start, "started": start, "ended": start + 3000}])
+    store.ingest(
+        [
+            {
+                "k": "run",
+                "r": BIG,
+                "w": "bench",
+                "s": 1,
+                "t": start,
+                "project": "metrics",
+                "name": "million",
+                "status": "succeeded",
+                "created": start,
+                "started": start,
+                "ended": start + 3000,
+            }
+        ]
+    )
     seq = 2
     for begin in range(0, points, 10_000):
         steps = array("q", range(begin, min(points, begin + 10_000)))
         times = array("d", (start + s * 0.003 for s in steps))
-        values = array("d", (1.0 / (1 + s * 1e-4) + rng.gauss(0, 0.01) + (5.0 if rng.random() < 1e-5 else 0.0) for s in steps))
-        store.ingest([{"k": "metrics", "r": BIG, "w": "bench", "s": seq, "t": start, "attempt": 1,
-                       "series": {"loss": encode_series(steps, times, values)}}])
+        values = array(
+            "d", (1.0 / (1 + s * 1e-4) + rng.gauss(0, 0.01) + (5.0 if rng.random() < 1e-5 else 0.0) for s in steps)
+        )
+        store.ingest(
+            [
+                {
+                    "k": "metrics",
+                    "r": BIG,
+                    "w": "bench",
+                    "s": seq,
+                    "t": start,
+                    "attempt": 1,
+                    "series": {"loss": encode_series(steps, times, values)},
+                }
+            ]
+        )
         seq += 1
     for begin in range(0, lines, 5_000):
         logs = LogBatch()
         for i in range(begin, min(lines, begin + 5_000)):
-            logs.append(start + i * 0.03, "stdout", 20 if i % 50 else 30, f"step {i}: loss {1 / (1 + i):.5f} lr 0.001",
-                        component="trainer")
+            logs.append(
+                start + i * 0.03,
+                "stdout",
+                20 if i % 50 else 30,
+                f"step {i}: loss {1 / (1 + i):.5f} lr 0.001",
+                component="trainer",
+            )
         store.ingest([{"k": "logs", "r": BIG, "w": "bench", "s": seq, "t": start, **log_chunk_payload(logs)}])
         seq += 1
     store.close()
 
 
 def timings(values: list[float]) -> dict[str, float]:
-    return {"median_ms": round(statistics.median(values), 1), "max_ms": round(max(values), 1),
-            "min_ms": round(min(values), 1)}
+    return {
+        "median_ms": round(statistics.median(values), 1),
+        "max_ms": round(max(values), 1),
+        "min_ms": round(min(values), 1),
+    }
 
 
 SORT_JS = """async () => {
@@ -100,7 +169,9 @@ SORT_JS = """async () => {
 }"""
 
 
-def measure(browser: Any, url: str, selector: str, after: str | None = None, expect: str | None = None) -> tuple[float, float | None]:
+def measure(
+    browser: Any, url: str, selector: str, after: str | None = None, expect: str | None = None
+) -> tuple[float, float | None]:
     """ms from navigation start until `selector` is shown; then, optionally, the JS `after` (ms).
     With `expect`, the page must also say that text (the bench measured what it claims)."""
     context = browser.new_context(viewport={"width": 1400, "height": 900})
@@ -133,14 +204,23 @@ def main() -> None:
     fill(work, args.runs, args.points, args.lines)
     fill_s = time.perf_counter() - t
     env = {k: v for k, v in os.environ.items() if not k.startswith("FLIGHTLOG_")}
-    server = subprocess.Popen([FLIGHTLOG, "server", "--port", "0", "--home", str(work)], env=env, stdout=subprocess.PIPE, text=True)
+    server = subprocess.Popen(
+        [FLIGHTLOG, "server", "--port", "0", "--home", str(work)], env=env, stdout=subprocess.PIPE, text=True
+    )
     assert server.stdout is not None
     url = server.stdout.readline().split("listening on ")[1].split()[0]
     import httpx
 
-    last = httpx.get(f"{url}/api/v1/runs/{BIG}/logs", params={"tail": "true", "limit": 1}).json()["events"][0]["message"]
+    last = httpx.get(f"{url}/api/v1/runs/{BIG}/logs", params={"tail": "true", "limit": 1}).json()["events"][0][
+        "message"
+    ]
     assert last.startswith(f"step {args.lines - 1}:"), last
-    results: dict[str, list[float]] = {"runs_first_rows": [], "runs_sort": [], "run_chart": [], "run_logs_first_page": []}
+    results: dict[str, list[float]] = {
+        "runs_first_rows": [],
+        "runs_sort": [],
+        "run_chart": [],
+        "run_logs_first_page": [],
+    }
     try:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
@@ -150,30 +230,46 @@ def main() -> None:
                 results["runs_first_rows"].append(shown)
                 assert sort is not None and sort >= 0, "the sort never showed"
                 results["runs_sort"].append(sort)
-                chart, _ = measure(browser, f"{url}/projects/metrics/runs/{BIG}/metrics", "[data-metric=loss] .u-over",
-                                   expect=f"{args.points:,} points")
+                chart, _ = measure(
+                    browser,
+                    f"{url}/projects/metrics/runs/{BIG}/metrics",
+                    "[data-metric=loss] .u-over",
+                    expect=f"{args.points:,} points",
+                )
                 results["run_chart"].append(chart)
-                logs, _ = measure(browser, f"{url}/projects/metrics/runs/{BIG}/logs", ".log-list .log-row", expect="step 0: loss")
+                logs, _ = measure(
+                    browser, f"{url}/projects/metrics/runs/{BIG}/logs", ".log-list .log-row", expect="step 0: loss"
+                )
                 results["run_logs_first_page"].append(logs)
             browser.close()
     finally:
         server.terminate()
         server.wait(timeout=60)
     out = {k: timings(v) for k, v in results.items()}
-    emit({
-        "benchmark": "ui_perf",
-        "browser": "Debian chromium, headless, a fresh context per load (nothing cached)",
-        "runs_in_project": args.runs,
-        "runs_page": {"first_rows": out["runs_first_rows"], "sort": out["runs_sort"], "target_ms": 1000,
-                      "ok": out["runs_first_rows"]["max_ms"] <= 1000 and out["runs_sort"]["max_ms"] <= 1000},
-        "metric_points": args.points,
-        "log_lines": args.lines,
-        "run_page": {"chart": out["run_chart"], "first_log_page": out["run_logs_first_page"], "target_ms": 1500,
-                     "ok": out["run_chart"]["max_ms"] <= 1500 and out["run_logs_first_page"]["max_ms"] <= 1500},
-        "repeat": args.repeat,
-        "fill_seconds": round(fill_s, 1),
-        "machine": machine(),
-    })
+    emit(
+        {
+            "benchmark": "ui_perf",
+            "browser": "Debian chromium, headless, a fresh context per load (nothing cached)",
+            "runs_in_project": args.runs,
+            "runs_page": {
+                "first_rows": out["runs_first_rows"],
+                "sort": out["runs_sort"],
+                "target_ms": 1000,
+                "ok": out["runs_first_rows"]["max_ms"] <= 1000 and out["runs_sort"]["max_ms"] <= 1000,
+            },
+            "metric_points": args.points,
+            "log_lines": args.lines,
+            "run_page": {
+                "chart": out["run_chart"],
+                "first_log_page": out["run_logs_first_page"],
+                "target_ms": 1500,
+                "ok": out["run_chart"]["max_ms"] <= 1500 and out["run_logs_first_page"]["max_ms"] <= 1500,
+            },
+            "repeat": args.repeat,
+            "fill_seconds": round(fill_s, 1),
+            "machine": machine(),
+        }
+    )
 
 
 if __name__ == "__main__":

@@ -57,8 +57,23 @@ def main() -> None:
     good = json.loads(capture("runs", "ls", "--project", "demo", "--limit", "1", "--format", "json"))[0]["id"]
 
     banner("2. the same job pointed at the wrong data directory: it fails")
-    sh("run", "--project", "demo", "--name", "moons-mlp", "--tag", "owner=demo", "--",
-       *train[:2], "--data", str(WORK / "data-v2"), "--out", str(WORK / "out"), "--no-generate", check=False)
+    sh(
+        "run",
+        "--project",
+        "demo",
+        "--name",
+        "moons-mlp",
+        "--tag",
+        "owner=demo",
+        "--",
+        *train[:2],
+        "--data",
+        str(WORK / "data-v2"),
+        "--out",
+        str(WORK / "out"),
+        "--no-generate",
+        check=False,
+    )
     bad = json.loads(capture("runs", "ls", "--project", "demo", "--limit", "1", "--format", "json"))[0]["id"]
 
     banner("3. what flightlog shows")
@@ -103,7 +118,9 @@ def pipeline_part() -> tuple[str, str]:
     spec = str(work / "pipeline.yaml")
     banner("4. a pipeline: train loses its connection once and is retried from its checkpoint")
     print(f"$ flightlog pipeline run {spec}", flush=True)
-    subprocess.run([FLIGHTLOG, "pipeline", "run", spec], env={**ENV, "FLIGHTLOG_DEMO_FLAKY": str(flaky)}, cwd=ROOT, check=True)
+    subprocess.run(
+        [FLIGHTLOG, "pipeline", "run", spec], env={**ENV, "FLIGHTLOG_DEMO_FLAKY": str(flaky)}, cwd=ROOT, check=True
+    )
     runs = json.loads(capture("pipeline", "ls", "--name", "moons", "--limit", "1", "--format", "json"))
     first = runs[0]["id"]
     sh("pipeline", "show", first[:8])

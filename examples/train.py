@@ -68,10 +68,17 @@ def main() -> None:
     args = parser.parse_args()
 
     logging.basicConfig(level=logging.INFO, handlers=[flightlog.logging_handler()])
-    run = flightlog.init(project="demo", name="moons-mlp", params={
-        "lr": args.lr, "epochs": args.epochs, "model": {"hidden": args.hidden, "activation": "tanh"},
-        "batch_size": args.batch_size, "data": str(args.data),
-    })
+    run = flightlog.init(
+        project="demo",
+        name="moons-mlp",
+        params={
+            "lr": args.lr,
+            "epochs": args.epochs,
+            "model": {"hidden": args.hidden, "activation": "tanh"},
+            "batch_size": args.batch_size,
+            "data": str(args.data),
+        },
+    )
     with run.stage("data_loading"):
         if not args.no_generate:
             make_dataset(args.data)

@@ -36,8 +36,13 @@ def _commands(group: click.Group, prefix: str) -> list[tuple[str, click.Command]
 def cli_reference() -> str:
     from flightlog.cli.main import cli
 
-    lines = ["# CLI reference", "", "Generated from the code by `scripts/gen_docs.py`; do not edit by hand.",
-             "Every listing and report takes `--format json` and then prints exactly one JSON document.", ""]
+    lines = [
+        "# CLI reference",
+        "",
+        "Generated from the code by `scripts/gen_docs.py`; do not edit by hand.",
+        "Every listing and report takes `--format json` and then prints exactly one JSON document.",
+        "",
+    ]
     for full, cmd in _commands(cli, "flightlog"):
         ctx = click.Context(cmd, info_name=full)
         lines += [f"## `{full}`", "", "```", cmd.get_help(ctx).replace("\b\n", ""), "```", ""]

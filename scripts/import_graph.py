@@ -200,14 +200,18 @@ def read_exceptions(pyproject: Path) -> list[tuple[re.Pattern[str], re.Pattern[s
 def measure(src: Path, pyproject: Path) -> dict[str, object]:
     global LAYERS
     found = modules(src)
-    _PACKAGES.update(name.split(".")[1] for name, path in found.items()
-                     if path.name == "__init__.py" and name.count(".") == 1)
+    _PACKAGES.update(
+        name.split(".")[1] for name, path in found.items() if path.name == "__init__.py" and name.count(".") == 1
+    )
     known = set(found)
     LAYERS = read_layers(pyproject)  # after _PACKAGES: it tells packages from vocabulary modules
     exceptions = read_exceptions(pyproject)
     # one import per (importer, imported, where): `from x import a, b` is one import of x
-    unique = {(imp.source, imp.target, imp.in_function, imp.guarded): imp
-              for name, path in found.items() for imp in _imports(name, path, known)}
+    unique = {
+        (imp.source, imp.target, imp.in_function, imp.guarded): imp
+        for name, path in found.items()
+        for imp in _imports(name, path, known)
+    }
     imports = list(unique.values())
     runtime = [imp for imp in imports if not imp.guarded]
     package_edges: dict[str, set[str]] = defaultdict(set)
@@ -230,8 +234,11 @@ def measure(src: Path, pyproject: Path) -> dict[str, object]:
     hidden = [imp for imp in runtime if imp.in_function]
     cross_hidden = [imp for imp in hidden if package_of(imp.source) != package_of(imp.target)]
     package_cycles = cycles(package_edges)
-    unlisted = [imp for imp in upward
-                if imp.source != ROOT and not any(a.match(imp.source) and b.match(imp.target) for a, b in exceptions)]
+    unlisted = [
+        imp
+        for imp in upward
+        if imp.source != ROOT and not any(a.match(imp.source) and b.match(imp.target) for a, b in exceptions)
+    ]
     remaining_cycles = cycles(allowed_edges)
     return {
         "modules": len(found),
@@ -242,7 +249,9 @@ def measure(src: Path, pyproject: Path) -> dict[str, object]:
         "package_cycles_without_the_exceptions": remaining_cycles,
         "imports_of_the_public_api_inside_the_package": [f"{i.source}:{i.line}" for i in sorted(public, key=_key)],
         "upward_imports": [f"{i.source}:{i.line} -> {i.target}" for i in sorted(upward, key=_key)],
-        "upward_imports_not_in_the_contract": [f"{i.source}:{i.line} -> {i.target}" for i in sorted(unlisted, key=_key)],
+        "upward_imports_not_in_the_contract": [
+            f"{i.source}:{i.line} -> {i.target}" for i in sorted(unlisted, key=_key)
+        ],
         "exceptions_in_the_layers_contract": len(exceptions),
         "function_level_imports": len(hidden),
         "function_level_imports_across_packages": len(cross_hidden),
@@ -256,8 +265,12 @@ def _key(imp: Import) -> tuple[str, int]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--src", type=Path, default=Path(__file__).resolve().parent.parent / "src")
-    parser.add_argument("--pyproject", type=Path, default=Path(__file__).resolve().parent.parent / "pyproject.toml",
-                        help="where the layers contract is (to measure another checkout against this one's layers)")
+    parser.add_argument(
+        "--pyproject",
+        type=Path,
+        default=Path(__file__).resolve().parent.parent / "pyproject.toml",
+        help="where the layers contract is (to measure another checkout against this one's layers)",
+    )
     parser.add_argument("--list", action="store_true", help="list each cycle and upward import")
     parser.add_argument("--json", action="store_true", help="one JSON document")
     args = parser.parse_args(argv)

@@ -38,8 +38,11 @@ POSTGRES_FILES = frozenset({("journal", "test_durability.py")})
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "embedded_only(reason, postgres=False): runs against the embedded store only "
-                            "(and PostgreSQL with postgres=True), never through a server (the reason says why)")
+    config.addinivalue_line(
+        "markers",
+        "embedded_only(reason, postgres=False): runs against the embedded store only "
+        "(and PostgreSQL with postgres=True), never through a server (the reason says why)",
+    )
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -87,7 +90,9 @@ def transport(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, transport: str, request: pytest.FixtureRequest) -> Iterator[Path]:
+def home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, transport: str, request: pytest.FixtureRequest
+) -> Iterator[Path]:
     """An empty FLIGHTLOG_HOME for this test, with every other FLIGHTLOG_ variable cleared
     (and, for the http transport, FLIGHTLOG_URL and FLIGHTLOG_TOKEN of a running server)."""
     for name in FLIGHTLOG_ENV:
@@ -114,7 +119,9 @@ def tiny_disk(tmp_path: Path) -> Iterator[Path]:
     """A 256 KiB tmpfs: a disk that fills up (skips where mounting is not allowed)."""
     mount = tmp_path / "tiny"
     mount.mkdir()
-    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount)], capture_output=True, text=True)
+    proc = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount)], capture_output=True, text=True
+    )
     if proc.returncode != 0:
         pytest.skip(f"cannot mount a tiny tmpfs here: {proc.stderr.strip()}")
     yield mount

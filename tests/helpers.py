@@ -26,25 +26,47 @@ def child_env(home: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def run_script(home: Path, code: str, *, env: dict[str, str] | None = None, timeout: float = 60,
-               check: bool = True, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def run_script(
+    home: Path,
+    code: str,
+    *,
+    env: dict[str, str] | None = None,
+    timeout: float = 60,
+    check: bool = True,
+    cwd: Path | None = None,
+) -> subprocess.CompletedProcess[str]:
     """Run a Python snippet in a real child process against ``home``."""
     proc = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],
-        env=env or child_env(home), capture_output=True, text=True, timeout=timeout, cwd=cwd or home.parent,
+        env=env or child_env(home),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=cwd or home.parent,
     )
     if check and proc.returncode != 0:
         raise AssertionError(f"script failed ({proc.returncode}):\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
     return proc
 
 
-def cli(home: Path, *args: str, check: bool = True, env: dict[str, str] | None = None,
-        timeout: float = 60, input: str | None = None) -> subprocess.CompletedProcess[str]:
+def cli(
+    home: Path,
+    *args: str,
+    check: bool = True,
+    env: dict[str, str] | None = None,
+    timeout: float = 60,
+    input: str | None = None,
+) -> subprocess.CompletedProcess[str]:
     """Run the real `flightlog` command."""
     exe = Path(sys.executable).with_name("flightlog")
     proc = subprocess.run(
-        [str(exe), *args], env=env or child_env(home), capture_output=True, text=True,
-        timeout=timeout, cwd=home.parent, input=input,
+        [str(exe), *args],
+        env=env or child_env(home),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=home.parent,
+        input=input,
     )
     if check and proc.returncode != 0:
         raise AssertionError(f"flightlog {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")

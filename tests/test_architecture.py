@@ -20,15 +20,26 @@ def _env() -> dict[str, str]:
 
 def test_the_import_contracts_are_kept() -> None:
     lint = Path(sys.executable).parent / "lint-imports"
-    result = subprocess.run([str(lint), "--no-cache", "--config", str(ROOT / "pyproject.toml")], cwd=ROOT, env=_env(),
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [str(lint), "--no-cache", "--config", str(ROOT / "pyproject.toml")],
+        cwd=ROOT,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     assert "Contracts: 6 kept, 0 broken." in result.stdout
 
 
 def test_no_package_cycle_or_unlisted_upward_import_is_left() -> None:
-    result = subprocess.run([sys.executable, str(ROOT / "scripts" / "import_graph.py"), "--json"], env=_env(),
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "import_graph.py"), "--json"],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     figures = json.loads(result.stdout)
     assert figures["package_cycles_without_the_exceptions"] == []
@@ -50,8 +61,13 @@ def _function_level_imports() -> dict[str, int]:
             if not isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef):
                 continue
             for node in ast.walk(func):
-                names = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                         else [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else [])
+                names = (
+                    [a.name for a in node.names]
+                    if isinstance(node, ast.Import)
+                    else [node.module or ""]
+                    if isinstance(node, ast.ImportFrom) and node.level == 0
+                    else []
+                )
                 if not any(n == "flightlog" or n.startswith("flightlog.") for n in names):
                     continue
                 here, above = lines[node.lineno - 1], lines[node.lineno - 2] if node.lineno > 1 else ""
@@ -67,7 +83,12 @@ def test_no_new_uncommented_function_level_import_of_flightlog() -> None:
     reader unless its comment says why it is there (an optional extra, a cost at `import`);
     tests/function_imports.json holds the ones not yet sorted out, and it may only shrink."""
     baseline: dict[str, int] = json.loads((ROOT / "tests" / "function_imports.json").read_text())
-    grown = {module: (count, baseline.get(module, 0)) for module, count in _function_level_imports().items()
-             if count > baseline.get(module, 0)}
-    assert grown == {}, ("uncommented function-level imports of flightlog modules (module: (now, allowed)); import "
-                         f"at the top, or say beside the import why it must wait: {grown}")
+    grown = {
+        module: (count, baseline.get(module, 0))
+        for module, count in _function_level_imports().items()
+        if count > baseline.get(module, 0)
+    }
+    assert grown == {}, (
+        "uncommented function-level imports of flightlog modules (module: (now, allowed)); import "
+        f"at the top, or say beside the import why it must wait: {grown}"
+    )

@@ -20,8 +20,13 @@ from flightlog.server.routes import OPERATIONS
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE = ROOT / "deploy" / "docker-compose.yml"
 KUBERNETES = ROOT / "deploy" / "kubernetes" / "flightlog.yaml"
-KNOWN = {v.name for v in VARIABLES} | {"AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
-                                         "AWS_DEFAULT_REGION", "HOME"}
+KNOWN = {v.name for v in VARIABLES} | {
+    "AWS_ENDPOINT_URL",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_DEFAULT_REGION",
+    "HOME",
+}
 _ROUTES = {op.full_path.replace("//", "/") for op in OPERATIONS}
 
 

@@ -32,12 +32,18 @@ def test_a_notice_is_one_prefixed_line_on_stderr(tmp_path: Path) -> None:
 
 
 def test_a_closed_or_missing_stderr_never_raises(tmp_path: Path) -> None:
-    closed = _child("import os, sys\nos.close(2)\nfrom flightlog.notices import notice\n"
-                    "notice('x' * 100000)\nprint('alive')", tmp_path)
+    closed = _child(
+        "import os, sys\nos.close(2)\nfrom flightlog.notices import notice\nnotice('x' * 100000)\nprint('alive')",
+        tmp_path,
+    )
     assert closed.returncode == 0 and closed.stdout == "alive\n"
-    missing = _child("import sys\nsys.stderr = None\nfrom flightlog.notices import notice\nnotice('x')\nprint('alive')", tmp_path)
+    missing = _child(
+        "import sys\nsys.stderr = None\nfrom flightlog.notices import notice\nnotice('x')\nprint('alive')", tmp_path
+    )
     assert missing.returncode == 0 and missing.stdout == "alive\n"
-    shut = _child("import sys\nsys.stderr.close()\nfrom flightlog.notices import notice\nnotice('x')\nprint('alive')", tmp_path)
+    shut = _child(
+        "import sys\nsys.stderr.close()\nfrom flightlog.notices import notice\nnotice('x')\nprint('alive')", tmp_path
+    )
     assert shut.returncode == 0 and shut.stdout == "alive\n"
 
 
@@ -57,9 +63,11 @@ def _writes_to_stderr(node: ast.AST) -> bool:
         return False
     text = ast.unparse(node.func)
     keywords = {k.arg: ast.unparse(k.value) for k in node.keywords}
-    return (text in ("sys.stderr.write", "sys.__stderr__.write")
-            or (text == "print" and keywords.get("file") in ("sys.stderr", "sys.__stderr__"))
-            or (text == "click.echo" and keywords.get("err") == "True"))
+    return (
+        text in ("sys.stderr.write", "sys.__stderr__.write")
+        or (text == "print" and keywords.get("file") in ("sys.stderr", "sys.__stderr__"))
+        or (text == "click.echo" and keywords.get("err") == "True")
+    )
 
 
 def test_no_module_outside_the_command_line_writes_to_stderr_its_own_way() -> None:

@@ -80,13 +80,16 @@ class PlainInstall:
 
     def ok(self, *args: str) -> str:
         proc = self.flightlog(*args)
-        assert proc.returncode == 0, f"flightlog {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+        assert proc.returncode == 0, (
+            f"flightlog {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+        )
         return proc.stdout
 
 
 def _pip(*args: str) -> None:
-    proc = subprocess.run([sys.executable, "-m", "pip", "--disable-pip-version-check", *args],
-                          capture_output=True, text=True, timeout=400)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "--disable-pip-version-check", *args], capture_output=True, text=True, timeout=400
+    )
     assert proc.returncode == 0, f"pip {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}"
 
 
@@ -107,8 +110,7 @@ def plain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PlainInstall]:
     python = venv / "bin" / "python"
     _pip("--python", str(python), "install", "-q", "--no-deps", *core_pins(), str(wheel))
 
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("FLIGHTLOG_", "PYTHON", "VIRTUAL_ENV", "PIP_"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FLIGHTLOG_", "PYTHON", "VIRTUAL_ENV", "PIP_"))}
     env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
     env["FLIGHTLOG_HOME"] = str(base / "home")
     work = base / "work"
@@ -120,27 +122,44 @@ def plain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PlainInstall]:
 @pytest.mark.timeout(600)
 def test_every_command_that_needs_no_extra_works_on_a_plain_install(plain: PlainInstall) -> None:
     # the environment really is plain: no extra's module can be imported, and flightlog is the wheel
-    probe = plain.run(str(plain.bin / "python"), "-c", (
-        "import importlib.util, flightlog, json; "
-        f"print(json.dumps([flightlog.__file__, [m for m in {sorted(m for ms in EXTRAS.values() for m in ms)!r} "
-        "if importlib.util.find_spec(m)]]))"))
+    probe = plain.run(
+        str(plain.bin / "python"),
+        "-c",
+        (
+            "import importlib.util, flightlog, json; "
+            f"print(json.dumps([flightlog.__file__, [m for m in {sorted(m for ms in EXTRAS.values() for m in ms)!r} "
+            "if importlib.util.find_spec(m)]]))"
+        ),
+    )
     where, importable = json.loads(probe.stdout)
     assert importable == [] and "site-packages" in where, probe.stdout + probe.stderr
 
     assert "runs" in plain.ok("--help")
     assert json.loads(plain.ok("runs", "ls", "--format", "json")) == []
 
-    sdk = plain.run(str(plain.bin / "python"), "-c", (
-        "import flightlog\n"
-        "run = flightlog.init(project='plain', name='sdk', params={'lr': 0.1})\n"
-        "for i in range(3): run.log({'loss': 1 / (i + 1)}, step=i)\n"
-        "run.finish()\n"
-        "print(run.id)\n"))
+    sdk = plain.run(
+        str(plain.bin / "python"),
+        "-c",
+        (
+            "import flightlog\n"
+            "run = flightlog.init(project='plain', name='sdk', params={'lr': 0.1})\n"
+            "for i in range(3): run.log({'loss': 1 / (i + 1)}, step=i)\n"
+            "run.finish()\n"
+            "print(run.id)\n"
+        ),
+    )
     assert sdk.returncode == 0, sdk.stderr
     sdk_run = sdk.stdout.strip()
 
-    runner = plain.flightlog("run", "--project", "plain", "--", "python", "-c", (
-        "import flightlog; flightlog.init().log({'acc': 0.5}, step=1); print('hello from the workload')"))
+    runner = plain.flightlog(
+        "run",
+        "--project",
+        "plain",
+        "--",
+        "python",
+        "-c",
+        ("import flightlog; flightlog.init().log({'acc': 0.5}, step=1); print('hello from the workload')"),
+    )
     assert runner.returncode == 0, runner.stderr
     assert "hello from the workload" in runner.stdout
 
@@ -174,8 +193,12 @@ def test_every_command_that_needs_no_extra_works_on_a_plain_install(plain: Plain
 @pytest.mark.timeout(600)
 def test_commands_that_need_an_extra_say_which_to_install(plain: PlainInstall) -> None:
     (plain.cwd / "d.csv").write_text("a,b\n1,2\n")
-    for args, extra in ((("ui",), "server"), (("ui", "--port", "0"), "server"), (("server",), "server"),
-                        (("data", "profile", "d.csv"), "data")):
+    for args, extra in (
+        (("ui",), "server"),
+        (("ui", "--port", "0"), "server"),
+        (("server",), "server"),
+        (("data", "profile", "d.csv"), "data"),
+    ):
         proc = plain.flightlog(*args)
         assert proc.returncode != 0, proc.stdout
         assert f"pip install 'flightlog[{extra}]'" in proc.stderr, proc.stderr

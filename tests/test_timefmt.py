@@ -22,12 +22,15 @@ def test_a_time_no_calendar_can_show_is_null_not_an_error(ts: float) -> None:
     assert iso(ts) is None
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("2026-11-30T12:00:00Z", 1_796_040_000.0),
-    ("2026-11-30", 1_795_996_800.0),
-    ("10m", 1_000_000_000.0 - 600),
-    ("1h30m", 1_000_000_000.0 - 5400),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("2026-11-30T12:00:00Z", 1_796_040_000.0),
+        ("2026-11-30", 1_795_996_800.0),
+        ("10m", 1_000_000_000.0 - 600),
+        ("1h30m", 1_000_000_000.0 - 5400),
+    ],
+)
 def test_parse_time_reads_iso_and_durations_ago(text: str, expected: float) -> None:
     assert parse_time(text, now=1_000_000_000.0) == expected
 

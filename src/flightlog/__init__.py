@@ -1,10 +1,10 @@
 """flightlog: every ML run carries its own evidence.
 
-    import flightlog
-    run = flightlog.init(project="vision", params=cfg)
-    run.log({"loss": loss}, step=i)
-    with run.stage("data_loading"):
-        ...
+import flightlog
+run = flightlog.init(project="vision", params=cfg)
+run.log({"loss": loss}, step=i)
+with run.stage("data_loading"):
+    ...
 """
 
 from __future__ import annotations

@@ -207,8 +207,9 @@ class Client:
         from flightlog.store.edits import edit_run
 
         run_id = self.run(run).id
-        edit_run(self.store, run_id, origin="client", name=name, description=description, tags=tags,
-                 remove_tags=remove_tags)
+        edit_run(
+            self.store, run_id, origin="client", name=name, description=description, tags=tags, remove_tags=remove_tags
+        )
         return self.run(run_id, exact=True)
 
     def artifacts(self, run: RunRef) -> list[Artifact]:
@@ -224,10 +225,20 @@ class Client:
         if not matches:
             names = ", ".join(a.path for a in self.artifacts(run)[:20]) or "none"
             raise NotFound(f"run has no artifact {path!r}; its artifacts: {names}")
-        return self.artifact_store.copy_out(matches[-1].uri or "", dest) if matches[-1].uri else self.artifact_file(matches[-1])
+        return (
+            self.artifact_store.copy_out(matches[-1].uri or "", dest)
+            if matches[-1].uri
+            else self.artifact_file(matches[-1])
+        )
 
     def log_artifact(
-        self, run: RunRef, path: str | os.PathLike[str], *, name: str | None = None, role: str = "output", kind: str | None = None
+        self,
+        run: RunRef,
+        path: str | os.PathLike[str],
+        *,
+        name: str | None = None,
+        role: str = "output",
+        kind: str | None = None,
     ) -> dict[str, Any]:
         """Attach a file to an existing run (e.g. a report made after it ended)."""
         run_id = self.run(run).id  # a record needs the whole id
@@ -235,8 +246,15 @@ class Client:
         if not source.is_file():
             raise InvalidInput(f"{path} is not a file")
         sha, size, uri = self.artifact_store.put_file(source)
-        record = {"role": role, "kind": kind or "file", "path": name or source.name, "source": str(source),
-                  "size": size, "sha256": sha, "uri": uri}
+        record = {
+            "role": role,
+            "kind": kind or "file",
+            "path": name or source.name,
+            "source": str(source),
+            "size": size,
+            "sha256": sha,
+            "uri": uri,
+        }
         self._write(run_id, "artifact", **record)
         return record
 
@@ -254,7 +272,9 @@ class Client:
             "run": info.id,
             "parent": info.parent_id,
             "children": self.store.children(info.id),
-            "inputs": [{"artifact": a.to_dict(), "produced_by": linked(a, "output")} for a in arts if a.role == "input"],
+            "inputs": [
+                {"artifact": a.to_dict(), "produced_by": linked(a, "output")} for a in arts if a.role == "input"
+            ],
             "outputs": [{"artifact": a.to_dict(), "used_by": linked(a, "input")} for a in arts if a.role == "output"],
         }
 
@@ -271,17 +291,25 @@ class Client:
         Without ``baseline`` one is chosen (a pinned run, else the most recent successful run
         of the same name, else the best comparable run; the report says which and why);
         ``auto_baseline=False`` turns that off."""
-        diagnose_run = features().require("diagnose_run", needed_by="Client.diagnose", install="flightlog (its diagnose feature)")
-        return diagnose_run(self, _run_id(run), None if baseline is None else _run_id(baseline), auto_baseline=auto_baseline)
+        diagnose_run = features().require(
+            "diagnose_run", needed_by="Client.diagnose", install="flightlog (its diagnose feature)"
+        )
+        return diagnose_run(
+            self, _run_id(run), None if baseline is None else _run_id(baseline), auto_baseline=auto_baseline
+        )
 
     def compare(self, run: RunRef, baseline: RunRef) -> dict[str, Any]:
         """What changed from ``baseline`` to ``run``: params, code, packages, environment, inputs, stages, peaks, metrics."""
-        compare_runs = features().require("compare_runs", needed_by="Client.compare", install="flightlog (its diagnose feature)")
+        compare_runs = features().require(
+            "compare_runs", needed_by="Client.compare", install="flightlog (its diagnose feature)"
+        )
         return compare_runs(self, _run_id(run), _run_id(baseline))
 
     def rightsize(self, run_or_name: RunRef, *, project: str | None = None) -> dict[str, Any]:
         """Memory and CPU requests with headroom from the peaks of a run's attempts or of the runs of one name."""
-        rightsize = features().require("rightsize", needed_by="Client.rightsize", install="flightlog (its diagnose feature)")
+        rightsize = features().require(
+            "rightsize", needed_by="Client.rightsize", install="flightlog (its diagnose feature)"
+        )
         return rightsize(self, _run_id(run_or_name), project=project)
 
     def _ref(self, run: RunRef) -> str:

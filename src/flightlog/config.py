@@ -30,32 +30,90 @@ class Variable:
 
 
 VARIABLES: tuple[Variable, ...] = (
-    Variable("FLIGHTLOG_HOME", ".flightlog", "Embedded store directory (made absolute when read). Unset: the nearest `.flightlog` directory at or above the working directory, else `.flightlog` at the top of the enclosing git work tree, else `./.flightlog` (found the way git finds its repository; docs/configuration.md)."),
+    Variable(
+        "FLIGHTLOG_HOME",
+        ".flightlog",
+        "Embedded store directory (made absolute when read). Unset: the nearest `.flightlog` directory at or above the working directory, else `.flightlog` at the top of the enclosing git work tree, else `./.flightlog` (found the way git finds its repository; docs/configuration.md).",
+    ),
     Variable("FLIGHTLOG_URL", "", "Use a remote flightlog server instead of the embedded store."),
     Variable("FLIGHTLOG_TOKEN", "", "API token sent to the server as `Authorization: Bearer`."),
     Variable("FLIGHTLOG_PROJECT", "default", "Default project for new runs and listings."),
     Variable("FLIGHTLOG_RUN_ID", "", "Attach to this existing run (set by `flightlog run` for its child)."),
     Variable("FLIGHTLOG_MODE", "online", "`online`, `offline` (journal only; `flightlog sync` later) or `disabled`."),
-    Variable("FLIGHTLOG_STORE", "", "Store URI; default `sqlite:///` + `FLIGHTLOG_HOME/flightlog.db`; `postgresql://USER:PASSWORD@HOST:5432/DB` for a shared PostgreSQL."),
-    Variable("FLIGHTLOG_ARTIFACTS", "", "Where artifact files are kept: `s3://BUCKET/PREFIX` (S3-compatible object storage; `AWS_ENDPOINT_URL` for MinIO and others); default `FLIGHTLOG_HOME/artifacts`."),
-    Variable("FLIGHTLOG_QUERY_TIMEOUT", "10", "Seconds one search (runs by filter, logs by grep) may run before it is stopped with a clear error; `0`: no limit. The server's `--query-timeout` overrides it."),
-    Variable("FLIGHTLOG_ALLOWED_HOSTS", "", "Host names `flightlog server` and `flightlog ui` answer for (comma-separated, `*.domain`, `*`); the default protects against DNS rebinding (docs/server.md)."),
-    Variable("FLIGHTLOG_QUEUED_AT", "", "Submission time set by a scheduler (ISO-8601 or epoch seconds), for queue wait."),
+    Variable(
+        "FLIGHTLOG_STORE",
+        "",
+        "Store URI; default `sqlite:///` + `FLIGHTLOG_HOME/flightlog.db`; `postgresql://USER:PASSWORD@HOST:5432/DB` for a shared PostgreSQL.",
+    ),
+    Variable(
+        "FLIGHTLOG_ARTIFACTS",
+        "",
+        "Where artifact files are kept: `s3://BUCKET/PREFIX` (S3-compatible object storage; `AWS_ENDPOINT_URL` for MinIO and others); default `FLIGHTLOG_HOME/artifacts`.",
+    ),
+    Variable(
+        "FLIGHTLOG_QUERY_TIMEOUT",
+        "10",
+        "Seconds one search (runs by filter, logs by grep) may run before it is stopped with a clear error; `0`: no limit. The server's `--query-timeout` overrides it.",
+    ),
+    Variable(
+        "FLIGHTLOG_ALLOWED_HOSTS",
+        "",
+        "Host names `flightlog server` and `flightlog ui` answer for (comma-separated, `*.domain`, `*`); the default protects against DNS rebinding (docs/server.md).",
+    ),
+    Variable(
+        "FLIGHTLOG_QUEUED_AT", "", "Submission time set by a scheduler (ISO-8601 or epoch seconds), for queue wait."
+    ),
     Variable("FLIGHTLOG_RESUME_FROM", "", "Set by `flightlog run --resume` for the child: the last checkpoint's path."),
     Variable("FLIGHTLOG_ATTEMPT", "1", "Attempt number of the run this process belongs to (set by `flightlog run`)."),
-    Variable("FLIGHTLOG_CAPTURED", "", "`1` when `flightlog run` captures this process's output (the logging handler then only prints)."),
-    Variable("FLIGHTLOG_LOG_METRICS", "1", "`0` stops `flightlog run` from reading metrics from the workload's progress lines (`step=10 loss=0.5`)."),
-    Variable("FLIGHTLOG_FLUSH_INTERVAL", "0.5", "Seconds between background flushes to the journal and the store (at most 1 s is recommended)."),
+    Variable(
+        "FLIGHTLOG_CAPTURED",
+        "",
+        "`1` when `flightlog run` captures this process's output (the logging handler then only prints).",
+    ),
+    Variable(
+        "FLIGHTLOG_LOG_METRICS",
+        "1",
+        "`0` stops `flightlog run` from reading metrics from the workload's progress lines (`step=10 loss=0.5`).",
+    ),
+    Variable(
+        "FLIGHTLOG_FLUSH_INTERVAL",
+        "0.5",
+        "Seconds between background flushes to the journal and the store (at most 1 s is recommended).",
+    ),
     Variable("FLIGHTLOG_BUFFER_LIMIT", "1000000", "Records buffered in memory per run before the log policy applies."),
-    Variable("FLIGHTLOG_LOG_POLICY", "block", "`block` (never lose a record; may slow the caller) or `drop` (never slow it; drops are counted)."),
-    Variable("FLIGHTLOG_KEEP_JOURNAL", "", "`1` keeps journals after they were shipped (default: removed when a writer finished cleanly; `flightlog sync` also removes those of writers that are gone once everything was shipped, unless `--keep`)."),
+    Variable(
+        "FLIGHTLOG_LOG_POLICY",
+        "block",
+        "`block` (never lose a record; may slow the caller) or `drop` (never slow it; drops are counted).",
+    ),
+    Variable(
+        "FLIGHTLOG_KEEP_JOURNAL",
+        "",
+        "`1` keeps journals after they were shipped (default: removed when a writer finished cleanly; `flightlog sync` also removes those of writers that are gone once everything was shipped, unless `--keep`).",
+    ),
     Variable("FLIGHTLOG_STEP", "", "Set by a pipeline for each step's process: the step's name (docs/pipelines.md)."),
     Variable("FLIGHTLOG_STEP_PARAMS", "", "Set by a pipeline for each step's process: the step's params as JSON."),
     Variable("FLIGHTLOG_PIPELINE_RUN_ID", "", "Set by a pipeline for each step's process: the id of the pipeline run."),
-    Variable("FLIGHTLOG_QUIET", "", "`1` stops `flightlog.init()` from printing its one line on stderr (the run id, where it went, how to look)."),
-    Variable("FLIGHTLOG_CONSOLE", "auto", "`auto` (default): a run started by `flightlog.init()` also records what the process writes to `sys.stdout`/`sys.stderr` (passed through unchanged); `off` does not. Never under `flightlog run`, which captures at the file-descriptor level."),
-    Variable("FLIGHTLOG_SERVING_SAMPLE", "0.01", "Share of a serving replica's requests kept as sampled prediction records (`flightlog.serving.attach(sample=...)` overrides it; docs/models.md)."),
-    Variable("FLIGHTLOG_ENV_ALLOW", "", "Extra environment variable names (comma-separated, `*` globs) recorded in a run's context."),
+    Variable(
+        "FLIGHTLOG_QUIET",
+        "",
+        "`1` stops `flightlog.init()` from printing its one line on stderr (the run id, where it went, how to look).",
+    ),
+    Variable(
+        "FLIGHTLOG_CONSOLE",
+        "auto",
+        "`auto` (default): a run started by `flightlog.init()` also records what the process writes to `sys.stdout`/`sys.stderr` (passed through unchanged); `off` does not. Never under `flightlog run`, which captures at the file-descriptor level.",
+    ),
+    Variable(
+        "FLIGHTLOG_SERVING_SAMPLE",
+        "0.01",
+        "Share of a serving replica's requests kept as sampled prediction records (`flightlog.serving.attach(sample=...)` overrides it; docs/models.md).",
+    ),
+    Variable(
+        "FLIGHTLOG_ENV_ALLOW",
+        "",
+        "Extra environment variable names (comma-separated, `*` globs) recorded in a run's context.",
+    ),
 )
 
 
@@ -96,9 +154,7 @@ class Settings:
             raise InvalidInput(f"FLIGHTLOG_MODE={mode!r} is not valid: use one of {', '.join(MODES)}")
         policy = _env(env, "FLIGHTLOG_LOG_POLICY").lower() or "block"
         if policy not in LOG_POLICIES:
-            raise InvalidInput(
-                f"FLIGHTLOG_LOG_POLICY={policy!r} is not valid: use one of {', '.join(LOG_POLICIES)}"
-            )
+            raise InvalidInput(f"FLIGHTLOG_LOG_POLICY={policy!r} is not valid: use one of {', '.join(LOG_POLICIES)}")
         console = _env(env, "FLIGHTLOG_CONSOLE").lower() or "auto"
         if console not in CONSOLE_CHOICES:
             raise InvalidInput(f"FLIGHTLOG_CONSOLE={console!r} is not valid: use one of {', '.join(CONSOLE_CHOICES)}")
@@ -124,9 +180,7 @@ class Settings:
             log_metrics=_env(env, "FLIGHTLOG_LOG_METRICS").lower() not in ("0", "false", "no", "off"),
             quiet=_env(env, "FLIGHTLOG_QUIET").lower() in ("1", "true", "yes", "on"),
             console=console in ("auto", "on"),
-            env_allow=tuple(
-                n.strip() for n in _env(env, "FLIGHTLOG_ENV_ALLOW").split(",") if n.strip()
-            ),
+            env_allow=tuple(n.strip() for n in _env(env, "FLIGHTLOG_ENV_ALLOW").split(",") if n.strip()),
         )
         values.update(overrides)
         return cls(**values)  # type: ignore[arg-type]

@@ -22,10 +22,17 @@ MAX_FRAMES = 10
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>.+)$')
 _NOT_USERS = re.compile(r"[/\\](?:site|dist)-packages[/\\]|[/\\]lib[/\\]python\d+(?:\.\d+)?t?[/\\]|^<frozen ")
 _LIBRARY_DIRS = tuple(
-    os.path.join(os.path.realpath(p), "") for p in {sysconfig.get_paths().get("stdlib"), sysconfig.get_paths().get("platstdlib"),
-                                                     os.path.dirname(os.path.abspath(__file__))} if p
+    os.path.join(os.path.realpath(p), "")
+    for p in {
+        sysconfig.get_paths().get("stdlib"),
+        sysconfig.get_paths().get("platstdlib"),
+        os.path.dirname(os.path.abspath(__file__)),
+    }
+    if p
 )
-_EXC_LINE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Warning|Fault|[A-Z]\w*))(?::\s?(?P<message>.*))?$")
+_EXC_LINE = re.compile(
+    r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Warning|Fault|[A-Z]\w*))(?::\s?(?P<message>.*))?$"
+)
 
 
 def failure_from_exception(exc: BaseException) -> dict[str, Any]:

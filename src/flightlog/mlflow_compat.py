@@ -37,9 +37,25 @@ from flightlog.errors import Conflict, InvalidInput
 from flightlog.sdk.run import Run
 
 __all__ = [
-    "ActiveRun", "RunInfo", "active_run", "end_run", "get_tracking_uri", "last_active_run", "log_artifact",
-    "log_artifacts", "log_dict", "log_metric", "log_metrics", "log_param", "log_params", "log_text",
-    "set_experiment", "set_tag", "set_tags", "set_tracking_uri", "start_run",
+    "ActiveRun",
+    "RunInfo",
+    "active_run",
+    "end_run",
+    "get_tracking_uri",
+    "last_active_run",
+    "log_artifact",
+    "log_artifacts",
+    "log_dict",
+    "log_metric",
+    "log_metrics",
+    "log_param",
+    "log_params",
+    "log_text",
+    "set_experiment",
+    "set_tag",
+    "set_tags",
+    "set_tracking_uri",
+    "start_run",
 ]
 
 _STATUS = {"FINISHED": "succeeded", "FAILED": "failed", "KILLED": "killed"}
@@ -86,8 +102,9 @@ def set_tracking_uri(uri: str | os.PathLike[str]) -> None:
     text = os.fspath(uri)
     if text.startswith(("http://", "https://", "databricks")):
         raise InvalidInput(
-            f"set_tracking_uri({text!r}): flightlog.mlflow_compat logs to flightlog; set FLIGHTLOG_URL for a flightlog server")
-    path = text[len("file://"):] if text.startswith("file://") else text
+            f"set_tracking_uri({text!r}): flightlog.mlflow_compat logs to flightlog; set FLIGHTLOG_URL for a flightlog server"
+        )
+    path = text[len("file://") :] if text.startswith("file://") else text
     with _lock:
         _home[:] = [path]
 
@@ -123,16 +140,23 @@ def start_run(
         current = _stack[-1] if _stack else None
     if current is not None and not nested:
         raise Conflict(
-            f"run {current.info.run_id} is already active: call end_run() first, or start_run(nested=True) for a child run")
+            f"run {current.info.run_id} is already active: call end_run() first, or start_run(nested=True) for a child run"
+        )
     parent = parent_run_id or (current.info.run_id if current is not None else None)
     project = experiment_id or (_experiment[0] if _experiment else None)
     existing = flightlog.active_run()
     if existing is not None and current is None and run_id is None and not existing.owner:
         run = existing  # inside `flightlog run`: the runner's run is this process's run
     else:
-        run = flightlog.init(project=project, name=run_name, id=run_id, resume=run_id is not None, parent=parent,
-                             resources=bool(log_system_metrics) if log_system_metrics is not None else True,
-                             home=_home[0] if _home else None)
+        run = flightlog.init(
+            project=project,
+            name=run_name,
+            id=run_id,
+            resume=run_id is not None,
+            parent=parent,
+            resources=bool(log_system_metrics) if log_system_metrics is not None else True,
+            home=_home[0] if _home else None,
+        )
     if tags:
         run.set_tags(tags)
     if description:
@@ -257,6 +281,9 @@ _INSTEAD = {
 
 
 def __getattr__(name: str) -> Any:
-    hint = _INSTEAD.get(name) or (_INSTEAD["log_model"] if name.split(".")[-1] in ("pytorch", "sklearn", "keras") else
-                                  "see docs/integrations.md for the supported subset")
+    hint = _INSTEAD.get(name) or (
+        _INSTEAD["log_model"]
+        if name.split(".")[-1] in ("pytorch", "sklearn", "keras")
+        else "see docs/integrations.md for the supported subset"
+    )
     raise AttributeError(f"flightlog.mlflow_compat has no {name!r}: {hint}")

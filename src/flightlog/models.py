@@ -309,7 +309,13 @@ class Note:
     text: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": str(self.id), "run_id": self.run_id, "time": iso(self.time), "author": self.author, "text": self.text}
+        return {
+            "id": str(self.id),
+            "run_id": self.run_id,
+            "time": iso(self.time),
+            "author": self.author,
+            "text": self.text,
+        }
 
 
 def _json_float(v: float | None) -> float | str | None:

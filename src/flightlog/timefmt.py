@@ -55,9 +55,7 @@ def parse_duration(text: str, *, what: str = "duration") -> float:
         while pos < len(s) and s[pos] == " ":
             pos += 1
     if not matched or pos != len(s):
-        raise InvalidInput(
-            f"invalid {what} {text!r}: use a number with a unit, e.g. 30s, 10m, 2h, 1h30m or 7d"
-        )
+        raise InvalidInput(f"invalid {what} {text!r}: use a number with a unit, e.g. 30s, 10m, 2h, 1h30m or 7d")
     return total
 
 

@@ -66,8 +66,12 @@ class Webhook:
 
     def alerts(self, status: str | None = None) -> list[tuple[str, str, str]]:
         """(rule, status, reason) of every alert delivered, in order."""
-        return [(a["rule"], a["status"], p["reason"]) for p in self.payloads for a in p["alerts"]
-                if status is None or a["status"] == status]
+        return [
+            (a["rule"], a["status"], p["reason"])
+            for p in self.payloads
+            for a in p["alerts"]
+            if status is None or a["status"] == status
+        ]
 
     def wait(self, n: int, timeout: float = 15.0) -> list[dict[str, Any]]:
         wait_until(lambda: len(self.payloads) >= n, timeout, f"{n} webhook deliveries (got {len(self.payloads)})")
@@ -86,8 +90,9 @@ def webhook() -> Iterator[Webhook]:
                 if hook.fail_next > 0:
                     hook.fail_next -= 1
                     status = 503
-                hook.requests.append({"path": self.path, "headers": dict(self.headers), "status": status,
-                                      "json": json.loads(body)})
+                hook.requests.append(
+                    {"path": self.path, "headers": dict(self.headers), "status": status, "json": json.loads(body)}
+                )
             self.send_response(status)
             self.send_header("Content-Length", "0")
             self.end_headers()

@@ -10,7 +10,9 @@ from tests.helpers import run_script
 
 
 def test_a_run_without_rules_does_not_load_the_rule_kinds(ahome: Path, tmp_path: Path) -> None:
-    proc = run_script(ahome, """
+    proc = run_script(
+        ahome,
+        """
         import sys
         import flightlog
         from flightlog.alerts.monitor import NullMonitor, start_monitor
@@ -18,13 +20,16 @@ def test_a_run_without_rules_does_not_load_the_rule_kinds(ahome: Path, tmp_path:
         monitor = start_monitor(run)
         print(type(monitor).__name__, "flightlog.alerts.kinds" in sys.modules)
         run.finish()
-    """)
+    """,
+    )
     assert proc.stdout.split() == ["NullMonitor", "False"]
 
 
 def test_a_rules_file_is_still_found_and_loaded(ahome: Path, tmp_path: Path) -> None:
     (tmp_path / "flightlog.alerts.yaml").write_text("rules:\n  - {name: fails, kind: consecutive_failures, count: 2}\n")
-    proc = run_script(ahome, """
+    proc = run_script(
+        ahome,
+        """
         import sys
         import flightlog
         from flightlog.alerts.monitor import start_monitor
@@ -33,5 +38,7 @@ def test_a_rules_file_is_still_found_and_loaded(ahome: Path, tmp_path: Path) -> 
         print(type(monitor).__name__, "flightlog.alerts.kinds" in sys.modules)
         monitor.stop(final=True)
         run.finish()
-    """, cwd=tmp_path)
+    """,
+        cwd=tmp_path,
+    )
     assert proc.stdout.split() == ["LiveMonitor", "True"]

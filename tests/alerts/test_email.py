@@ -23,11 +23,26 @@ from tests.alerts.conftest import free_port
 
 
 def notification() -> Notification:
-    alert = Alert("a1", "f1", "gpu-idle", "threshold", "warning", {"run": "r1", "project": "vision", "gpu": "0"},
-                  "firing", run_id="r1", project="vision", value=3.0, summary="GPU 0 idle at 3% for 30m",
-                  fired_at=time.time())
-    return Notification("new", "run=r1", {"run": "r1"}, [AlertView(alert, {"id": "r1", "name": "train.py",
-                                                                             "project": "vision", "status": "running"})])
+    alert = Alert(
+        "a1",
+        "f1",
+        "gpu-idle",
+        "threshold",
+        "warning",
+        {"run": "r1", "project": "vision", "gpu": "0"},
+        "firing",
+        run_id="r1",
+        project="vision",
+        value=3.0,
+        summary="GPU 0 idle at 3% for 30m",
+        fired_at=time.time(),
+    )
+    return Notification(
+        "new",
+        "run=r1",
+        {"run": "r1"},
+        [AlertView(alert, {"id": "r1", "name": "train.py", "project": "vision", "status": "running"})],
+    )
 
 
 @pytest.fixture(scope="module")
@@ -36,9 +51,28 @@ def cert(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
         pytest.skip("openssl is needed to make a test certificate")
     d = tmp_path_factory.mktemp("tls")
     key, crt = d / "key.pem", d / "cert.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(crt),
-                    "-days", "2", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            str(key),
+            "-out",
+            str(crt),
+            "-days",
+            "2",
+            "-subj",
+            "/CN=localhost",
+            "-addext",
+            "subjectAltName=DNS:localhost,IP:127.0.0.1",
+        ],
+        check=True,
+        capture_output=True,
+    )
     return key, crt
 
 
@@ -88,7 +122,8 @@ def server(request: pytest.FixtureRequest, cert: tuple[Path, Path]) -> Iterator[
 
 
 def email(port: int, tls: str, ca: Path, *, password: str = "${SMTP_PASSWORD}") -> Any:
-    config = parse_config(f"""
+    config = parse_config(
+        f"""
 notifiers:
   - kind: email
     host: localhost
@@ -101,12 +136,16 @@ notifiers:
     to: [oncall@example.com, ml@example.com]
     retries: 0
     timeout: 5s
-""", "rules.yaml")
+""",
+        "rules.yaml",
+    )
     return config.notifiers[0]
 
 
 @pytest.mark.parametrize("server", ["plain", "starttls", "tls"], indirect=True)
-def test_email_is_delivered_with_a_login(server: Server, cert: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_email_is_delivered_with_a_login(
+    server: Server, cert: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("SMTP_PASSWORD", "s3cret")
     tls = {"plain": "none"}.get(server.mode, server.mode)
     outcome = deliver(email(server.port, tls, cert[1]), notification())
@@ -122,20 +161,41 @@ def test_email_is_delivered_with_a_login(server: Server, cert: tuple[Path, Path]
 
 
 @pytest.mark.parametrize("server", ["starttls"], indirect=True)
-def test_refused_login_and_bad_certificate_are_reported_not_raised(server: Server, cert: tuple[Path, Path],
-                                                                   monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_refused_login_and_bad_certificate_are_reported_not_raised(
+    server: Server, cert: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv("SMTP_PASSWORD", "wrong")
     outcome = deliver(email(server.port, "starttls", cert[1]), notification())
     assert not outcome.ok and outcome.attempts == 1  # a refused login is not retried
     assert outcome.error is not None and "refused the login" in outcome.error
     other = tmp_path / "other.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(tmp_path / "k.pem"),
-                    "-out", str(other), "-days", "1", "-subj", "/CN=other"], check=True, capture_output=True)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            str(tmp_path / "k.pem"),
+            "-out",
+            str(other),
+            "-days",
+            "1",
+            "-subj",
+            "/CN=other",
+        ],
+        check=True,
+        capture_output=True,
+    )
     monkeypatch.setenv("SMTP_PASSWORD", "s3cret")
     outcome = deliver(email(server.port, "starttls", other), notification())
     assert not outcome.ok and outcome.error is not None and "CERTIFICATE_VERIFY_FAILED" in outcome.error
     monkeypatch.delenv("SMTP_PASSWORD")
     outcome = deliver(email(server.port, "starttls", cert[1]), notification())
-    assert not outcome.ok and outcome.error == "the environment variable SMTP_PASSWORD is not set " \
-        "(referenced as ${SMTP_PASSWORD})"
+    assert (
+        not outcome.ok
+        and outcome.error == "the environment variable SMTP_PASSWORD is not set (referenced as ${SMTP_PASSWORD})"
+    )
     assert server.messages == []

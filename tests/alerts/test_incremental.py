@@ -22,8 +22,9 @@ from flightlog.models import RunInfo
 def test_ring_windows_match_the_definition(kind: str, window: str) -> None:
     rng = random.Random(f"{kind}-{window}")
     slots = Slots()
-    ring = RingWindows(slots, "w", kind, seconds=7.0 if window == "seconds" else None,
-                       points=5 if window == "points" else None)
+    ring = RingWindows(
+        slots, "w", kind, seconds=7.0 if window == "seconds" else None, points=5 if window == "points" else None
+    )
     history: dict[int, list[tuple[float, float]]] = {}
     clock = dict.fromkeys(range(4), 0.0)
     for cycle in range(150):
@@ -56,8 +57,10 @@ def test_no_improvement_matches_a_loop_over_every_point(seed: int) -> None:
     rng = random.Random(seed)
     for _ in range(40):
         mode, patience, delta = rng.choice(["min", "max"]), rng.randint(1, 6), rng.choice([0.0, 0.0, 0.05])
-        config = parse_config(f"rules:\n  - name: r\n    kind: no_improvement\n    metric: m\n    mode: {mode}\n"
-                              f"    patience: {patience}\n    min_delta: {delta}\n")
+        config = parse_config(
+            f"rules:\n  - name: r\n    kind: no_improvement\n    metric: m\n    mode: {mode}\n"
+            f"    patience: {patience}\n    min_delta: {delta}\n"
+        )
         [evaluator] = build_evaluators(config)
         runs = {f"r{i}": RunInfo(id=f"r{i}", project="p", name="n", status="running") for i in range(3)}
         expected: dict[str, list[tuple[str, int]]] = {rid: [] for rid in runs}

@@ -17,13 +17,16 @@ from tests.helpers import cli, cli_json, run_script
 
 def sdk_run(home: Path, body: str, *, project: str = "t", name: str = "train") -> str:
     """Record a run with the SDK in a real child process; its id."""
-    proc = run_script(home, f"""
+    proc = run_script(
+        home,
+        f"""
         import math, time, flightlog
         run = flightlog.init(project={project!r}, name={name!r})
         {body}
         run.finish()
         print(run.id)
-    """.replace("\n        ", "\n"))
+    """.replace("\n        ", "\n"),
+    )
     return proc.stdout.strip().splitlines()[-1]
 
 
@@ -52,7 +55,9 @@ def t(iso: str | None) -> float:
 
 
 def test_loss_not_improving_for_5_epochs(ahome: Path, tmp_path: Path) -> None:
-    rules = rules_file(tmp_path, """
+    rules = rules_file(
+        tmp_path,
+        """
         rules:
           - name: val-loss-stalled
             kind: no_improvement
@@ -66,16 +71,20 @@ def test_loss_not_improving_for_5_epochs(ahome: Path, tmp_path: Path) -> None:
             mode: max
             patience: 3
             min_delta: 0.01
-    """)
+    """,
+    )
     losses = [1.0, 0.7, 0.5, 0.45, 0.46, 0.47, 0.45, 0.48, 0.46, 0.5]
     accs = [0.5, 0.6, 0.605, 0.606, 0.607, 0.7]  # +0.005 steps are under min_delta: 3 without improvement
-    run = sdk_run(ahome, f"""
+    run = sdk_run(
+        ahome,
+        f"""
 for epoch, v in enumerate({losses}):
     run.log({{"val_loss": v}}, step=epoch)
     time.sleep(0.01)
 for epoch, v in enumerate({accs}):
     run.log({{"val_acc": v}}, step=epoch)
-""")
+""",
+    )
     doc = replay(ahome, rules, run)
     alerts = by_rule(doc)
     [loss] = alerts["val-loss-stalled"]
@@ -90,7 +99,9 @@ for epoch, v in enumerate({accs}):
 
 
 def test_project_failing_3_times_in_a_row(ahome: Path, tmp_path: Path) -> None:
-    rules = rules_file(tmp_path, """
+    rules = rules_file(
+        tmp_path,
+        """
         rules:
           - name: keeps-failing
             kind: consecutive_failures
@@ -101,7 +112,8 @@ def test_project_failing_3_times_in_a_row(ahome: Path, tmp_path: Path) -> None:
             kind: consecutive_failures
             count: 2
             group_by: name
-    """)
+    """,
+    )
     sdk_run(ahome, "pass", project="etl", name="ingest")  # a success before the streak
     first = runner_run(ahome, "--name", "ingest", "--", "sh", "-c", "exit 3", project="etl")
     second = runner_run(ahome, "--name", "clean", "--", "sh", "-c", "exit 4", project="etl")
@@ -118,7 +130,9 @@ def test_project_failing_3_times_in_a_row(ahome: Path, tmp_path: Path) -> None:
 
 
 def test_cpu_idle_for_a_window_and_a_silent_run(ahome: Path, tmp_path: Path) -> None:
-    rules = rules_file(tmp_path, """
+    rules = rules_file(
+        tmp_path,
+        """
         rules:
           - name: cpu-idle
             kind: threshold
@@ -138,7 +152,8 @@ def test_cpu_idle_for_a_window_and_a_silent_run(ahome: Path, tmp_path: Path) -> 
           - name: silent
             kind: stalled
             after: 0.6s
-    """)
+    """,
+    )
     run = runner_run(ahome, "--sample-interval", "0.1s", "--name", "idle", "--", "sleep", "1.6")
     doc = replay(ahome, rules, run)
     alerts = by_rule(doc)
@@ -156,7 +171,9 @@ def test_cpu_idle_for_a_window_and_a_silent_run(ahome: Path, tmp_path: Path) -> 
 
 
 def test_non_finite_fires_once_per_metric_at_the_first_bad_point(ahome: Path, tmp_path: Path) -> None:
-    rules = rules_file(tmp_path, """
+    rules = rules_file(
+        tmp_path,
+        """
         rules:
           - name: nan
             kind: non_finite
@@ -164,11 +181,15 @@ def test_non_finite_fires_once_per_metric_at_the_first_bad_point(ahome: Path, tm
           - name: loss-only
             kind: non_finite
             metric: [loss]
-    """)
-    run = sdk_run(ahome, """
+    """,
+    )
+    run = sdk_run(
+        ahome,
+        """
 for i in range(10):
     run.log({"loss": float("nan") if i >= 3 else 1.0 / (i + 1), "grad_norm": math.inf if i == 7 else 1.0, "lr": 0.1}, step=i)
-""")
+""",
+    )
     alerts = by_rule(replay(ahome, rules, run))
     got = sorted((a["labels"]["metric"], a["value"], a["evidence"]["step"]) for a in alerts["nan"])
     assert got == [("grad_norm", "Infinity", 7), ("loss", "NaN", 3)]
@@ -177,7 +198,9 @@ for i in range(10):
 
 
 def test_threshold_on_a_metric_goes_pending_firing_resolved(ahome: Path, tmp_path: Path) -> None:
-    rules = rules_file(tmp_path, """
+    rules = rules_file(
+        tmp_path,
+        """
         rules:
           - name: loss-high
             kind: threshold
@@ -191,12 +214,16 @@ def test_threshold_on_a_metric_goes_pending_firing_resolved(ahome: Path, tmp_pat
             op: ">"
             value: 2
             for: 5s
-    """)
-    run = sdk_run(ahome, """
+    """,
+    )
+    run = sdk_run(
+        ahome,
+        """
 for i in range(40):
     run.log({"loss": 3.0 if 5 <= i < 25 else 1.0}, step=i)
     time.sleep(0.03)
-""")
+""",
+    )
     doc = replay(ahome, rules, run)
     alerts = by_rule(doc)
     [high] = alerts["loss-high"]
@@ -208,19 +235,25 @@ for i in range(40):
 
 
 def test_stalled_resolves_when_the_run_shows_life_again(ahome: Path, tmp_path: Path) -> None:
-    rules = rules_file(tmp_path, """
+    rules = rules_file(
+        tmp_path,
+        """
         rules:
           - name: silent
             kind: stalled
             after: 0.4s
             watch: [logs]
-    """)
-    run = sdk_run(ahome, """
+    """,
+    )
+    run = sdk_run(
+        ahome,
+        """
 run.log_event("loading")
 time.sleep(0.9)
 run.log_event("training")
 time.sleep(0.1)
-""")
+""",
+    )
     lines = cli(ahome, "logs", run, "--format", "json").stdout.splitlines()  # JSON lines
     logs = {e["message"]: t(e["time"]) for e in map(json.loads, lines)}
     alerts = by_rule(replay(ahome, rules, run))["silent"]
@@ -232,7 +265,9 @@ time.sleep(0.1)
 
 
 def test_duration_against_the_median_of_the_last_successes(ahome: Path, tmp_path: Path) -> None:
-    rules = rules_file(tmp_path, """
+    rules = rules_file(
+        tmp_path,
+        """
         rules:
           - name: slow
             kind: duration
@@ -243,18 +278,27 @@ def test_duration_against_the_median_of_the_last_successes(ahome: Path, tmp_path
             factor: 2
             stage: load
             stage_check: 0.1s
-    """)
+    """,
+    )
     for seconds in (0.1, 0.12, 0.1):
-        sdk_run(ahome, f"""
+        sdk_run(
+            ahome,
+            f"""
 with run.stage("load"):
     time.sleep({seconds} / 2)
 time.sleep({seconds} / 2)
-""", name="etl")
-    slow = sdk_run(ahome, """
+""",
+            name="etl",
+        )
+    slow = sdk_run(
+        ahome,
+        """
 with run.stage("load"):
     time.sleep(1.0)
 time.sleep(0.3)
-""", name="etl")
+""",
+        name="etl",
+    )
     alerts = by_rule(replay(ahome, rules, slow))
     [run_alert] = alerts["slow"]
     info = cli_json(ahome, "runs", "show", slow)
@@ -269,7 +313,9 @@ time.sleep(0.3)
 
 
 def test_diagnosis_finding_fires_once_at_the_end(ahome: Path, tmp_path: Path) -> None:
-    rules = rules_file(tmp_path, """
+    rules = rules_file(
+        tmp_path,
+        """
         rules:
           - name: broken-env
             kind: diagnosis
@@ -279,7 +325,8 @@ def test_diagnosis_finding_fires_once_at_the_end(ahome: Path, tmp_path: Path) ->
           - name: oom
             kind: diagnosis
             categories: [oom_killed]
-    """)
+    """,
+    )
     run = runner_run(ahome, "--", "python", "-c", "import flightlog_no_such_module")
     alerts = by_rule(replay(ahome, rules, run))
     assert "oom" not in alerts
@@ -289,7 +336,9 @@ def test_diagnosis_finding_fires_once_at_the_end(ahome: Path, tmp_path: Path) ->
 
 
 def test_rules_apply_where_scoped(ahome: Path, tmp_path: Path) -> None:
-    rules = rules_file(tmp_path, """
+    rules = rules_file(
+        tmp_path,
+        """
         rules:
           - name: other-project
             kind: non_finite
@@ -300,11 +349,15 @@ def test_rules_apply_where_scoped(ahome: Path, tmp_path: Path) -> None:
           - name: small-lr
             kind: non_finite
             filter: "params.lr <= 0.5"
-    """)
-    run = sdk_run(ahome, """
+    """,
+    )
+    run = sdk_run(
+        ahome,
+        """
 run.log_params({"lr": 0.1})
 run.log({"loss": math.nan}, step=0)
-""")
+""",
+    )
     doc = replay(ahome, rules, run)
     assert doc["rules"] == ["small-lr"] and list(by_rule(doc)) == ["small-lr"]
     assert math.isnan(float("nan"))

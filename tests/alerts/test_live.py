@@ -35,17 +35,33 @@ SILENT = """
 
 def frun(home: Path, rules: Path, *command: str, env: dict[str, str] | None = None) -> tuple[str, str]:
     """`flightlog run --alerts rules` around COMMAND; (run id, the runner's stderr)."""
-    proc = cli(home, "run", "--project", "live", "--sample-interval", "0.1s", "--alerts", str(rules), "--", *command,
-               env=env, check=False, timeout=60)
+    proc = cli(
+        home,
+        "run",
+        "--project",
+        "live",
+        "--sample-interval",
+        "0.1s",
+        "--alerts",
+        str(rules),
+        "--",
+        *command,
+        env=env,
+        check=False,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     run = cli_json(home, "runs", "ls", "--project", "live", "--limit", "1")[0]["id"]
     return str(run), proc.stderr
 
 
-def test_each_alert_is_delivered_once_and_its_resolution_too(ahome: Path, tmp_path: Path, webhook: Webhook,
-                                                             smtp: Mailbox) -> None:
+def test_each_alert_is_delivered_once_and_its_resolution_too(
+    ahome: Path, tmp_path: Path, webhook: Webhook, smtp: Mailbox
+) -> None:
     out = tmp_path / "hook.jsonl"
-    rules = rules_file(tmp_path, f"""
+    rules = rules_file(
+        tmp_path,
+        f"""
 settings:
   interval: 0.2s
   repeat_interval: 1h
@@ -65,7 +81,8 @@ notifiers:
     min_severity: critical
   - kind: command
     command: ["{sys.executable}", "-c", "import sys; open({str(out)!r}, 'a').write(sys.stdin.read() + '\\\\n')"]
-""")
+""",
+    )
     webhook.fail_next = 1  # the first delivery is answered 503: retried, still delivered once
     run, stderr = frun(ahome, rules, "sh", "-c", "echo start; sleep 2.2; echo done; sleep 0.3")
     assert "alerts:" not in stderr
@@ -109,10 +126,14 @@ notifiers:
     listed = cli_json(ahome, "alerts", "ls", "--run", run)
     assert sorted({(a["rule"], a["state"]) for a in listed}) == [("cpu-idle", "resolved"), ("silent", "resolved")]
     assert cli_json(ahome, "alerts", "ls", "--state", "firing") == []
+
     def notified(notifier: str) -> list[tuple[str, str]]:
         events = cli_json(ahome, "alerts", "history", "--run", run)
-        return sorted((e["rule"], e["detail"]["status"]) for e in events
-                      if e["event"] == "notified" and e["detail"]["notifier"] == notifier)
+        return sorted(
+            (e["rule"], e["detail"]["status"])
+            for e in events
+            if e["event"] == "notified" and e["detail"]["notifier"] == notifier
+        )
 
     # a delivery is recorded in the history right after it was sent: on a loaded machine, a moment later
     wait_until(lambda: notified("webhook-1") == delivered, what="the webhook deliveries in the history")
@@ -122,7 +143,9 @@ notifiers:
 
 
 def test_repeats_come_only_after_the_repeat_interval(ahome: Path, tmp_path: Path, webhook: Webhook) -> None:
-    rules = rules_file(tmp_path, f"""
+    rules = rules_file(
+        tmp_path,
+        f"""
 settings:
   interval: 0.1s
   repeat_interval: 0.8s
@@ -131,7 +154,8 @@ rules:{IDLE}
 notifiers:
   - kind: webhook
     url: {webhook.url}
-""")
+""",
+    )
     frun(ahome, rules, "sleep", "3")
     kinds = [reason for _, _, reason in webhook.alerts()]
     assert kinds[0] == "new" and set(kinds[1:]) == {"repeat"} and 1 <= len(kinds) - 1 <= 3
@@ -141,15 +165,20 @@ notifiers:
 
 
 def test_silenced_alerts_are_not_delivered(ahome: Path, tmp_path: Path, webhook: Webhook) -> None:
-    rules = rules_file(tmp_path, f"""
+    rules = rules_file(
+        tmp_path,
+        f"""
 settings:
   interval: 0.2s
 rules:{IDLE}{SILENT}
 notifiers:
   - kind: webhook
     url: {webhook.url}
-""")
-    doc = cli_json(ahome, "alerts", "silence", "cpu-*", "--for", "1h", "--labels", "project=live", "-m", "known idle job")
+""",
+    )
+    doc = cli_json(
+        ahome, "alerts", "silence", "cpu-*", "--for", "1h", "--labels", "project=live", "-m", "known idle job"
+    )
     assert doc["rule"] == "cpu-*" and doc["labels"] == {"project": "live"} and doc["active"] is True
     run, _ = frun(ahome, rules, "sh", "-c", "echo start; sleep 2.5")
     webhook.wait(2)
@@ -163,7 +192,9 @@ notifiers:
 
 
 def test_a_failing_notifier_is_reported_and_the_run_goes_on(ahome: Path, tmp_path: Path, webhook: Webhook) -> None:
-    rules = rules_file(tmp_path, f"""
+    rules = rules_file(
+        tmp_path,
+        f"""
 settings:
   interval: 0.2s
 rules:{IDLE}
@@ -181,7 +212,8 @@ notifiers:
     kind: webhook
     url: {webhook.url}
     headers: {{Authorization: "Bearer ${{HOOK_TOKEN}}"}}
-""")
+""",
+    )
     run, stderr = frun(ahome, rules, "sleep", "1.2", env=child_env(ahome, HOOK_TOKEN="t0ken"))
     assert "alerts: notifier down failed after 2 attempts: cannot reach http://127.0.0.1:9" in stderr
     assert "alerts: notifier pager failed after 1 attempt: sh exited with 3" in stderr
@@ -213,14 +245,17 @@ def test_a_broken_discovered_rules_file_does_not_stop_the_run(ahome: Path, tmp_p
 def test_alerts_watch_judges_sdk_runs_once(ahome: Path, tmp_path: Path, webhook: Webhook) -> None:
     from tests.alerts.test_kinds import sdk_run
 
-    rules = rules_file(tmp_path, f"""
+    rules = rules_file(
+        tmp_path,
+        f"""
 rules:
   - name: loss-nan
     kind: non_finite
 notifiers:
   - kind: webhook
     url: {webhook.url}
-""")
+""",
+    )
     run = sdk_run(ahome, 'run.log({"loss": float("nan")}, step=3)')
     proc = cli(ahome, "alerts", "watch", "--alerts", str(rules), "--once")
     assert "firing: loss-nan loss became NaN at step 3" in proc.stderr

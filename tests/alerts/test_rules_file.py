@@ -54,7 +54,13 @@ def test_the_issue_example_works_as_written() -> None:
         ("keeps-failing", "consecutive_failures", "critical"),
     ]
     gpu = config.rules[1].spec
-    assert (gpu.series, gpu.source, gpu.op, gpu.value, gpu.for_seconds) == ("gpu.utilization", "resource", "<", 10.0, 1800.0)
+    assert (gpu.series, gpu.source, gpu.op, gpu.value, gpu.for_seconds) == (
+        "gpu.utilization",
+        "resource",
+        "<",
+        10.0,
+        1800.0,
+    )
     assert config.rules[0].spec.patience == 5
     assert config.rules[2].spec.count == 3
     assert [(n.kind, n.describe()) for n in config.notifiers] == [("webhook", "webhook http://127.0.0.1:9999/hook")]
@@ -97,7 +103,7 @@ rules:
         "r.yaml:11: rules[2]: needs the field 'metric'",
         "r.yaml:13: rules[2].summary: {bogus} is not a field of this rule; use one of value, rule, severity, kind, "
         "best, best_step, metric, mode, patience, step, waited, labels.<name>, params.<name>, tags.<name>, run.<field>",
-        "r.yaml:14: rules[3]: aggregate mean needs a window: a duration (window: 5m) or points (window: \"20 points\")",
+        'r.yaml:14: rules[3]: aggregate mean needs a window: a duration (window: 5m) or points (window: "20 points")',
         "r.yaml:20: rules[3].labels.run: 'run' is set by flightlog; choose another label name",
     ]
 
@@ -106,22 +112,41 @@ def test_yaml_syntax_errors_name_the_line() -> None:
     found = problems("rules:\n  - name: a\n    kind: [threshold\n")
     assert len(found) == 1 and found[0].startswith("r.yaml:4: (top level): not valid YAML")
     assert problems("rules:\n  - name: a\n    name: b\n    kind: stalled\n    after: 1m\n") == [
-        "r.yaml:3: rules[0].name: is given twice"]
+        "r.yaml:3: rules[0].name: is given twice"
+    ]
     assert problems("rules: {name: a}\n") == ["r.yaml:1: rules: must be a list (each item starting with '- ')"]
 
 
-@pytest.mark.parametrize(("notifier", "field", "message"), [
-    ("kind: slack\n    url: https://hooks.slack.com/services/T0/B0/XYZ", "url", "${SLACK_WEBHOOK_URL}"),
-    ("kind: email\n    host: smtp.example.com\n    from: a@example.com\n    to: b@example.com\n"
-     "    username: a\n    password: hunter2", "password", "${SMTP_PASSWORD}"),
-    ("kind: webhook\n    url: https://example.com/hook\n    headers: {Authorization: Bearer abcdefghijklmnopqrstuvwxyz0123}",
-     "headers.Authorization", "must not be written in clear"),
-    ("kind: webhook\n    url: https://example.com/hook?token=abc123", "url", "token= in clear"),
-    ("kind: webhook\n    url: https://user:pass@example.com/hook", "url", "password in clear"),
-    ("kind: command\n    command: [page]\n    env: {PAGER_API_KEY: k-123}", "env.PAGER_API_KEY", "must not be written in clear"),
-    ("kind: email\n    host: smtp.example.com\n    tls: none\n    from: a@example.com\n    to: b@example.com\n"
-     "    username: a\n    password: ${SMTP_PASSWORD}", "tls", "password in clear"),
-])
+@pytest.mark.parametrize(
+    ("notifier", "field", "message"),
+    [
+        ("kind: slack\n    url: https://hooks.slack.com/services/T0/B0/XYZ", "url", "${SLACK_WEBHOOK_URL}"),
+        (
+            "kind: email\n    host: smtp.example.com\n    from: a@example.com\n    to: b@example.com\n"
+            "    username: a\n    password: hunter2",
+            "password",
+            "${SMTP_PASSWORD}",
+        ),
+        (
+            "kind: webhook\n    url: https://example.com/hook\n    headers: {Authorization: Bearer abcdefghijklmnopqrstuvwxyz0123}",
+            "headers.Authorization",
+            "must not be written in clear",
+        ),
+        ("kind: webhook\n    url: https://example.com/hook?token=abc123", "url", "token= in clear"),
+        ("kind: webhook\n    url: https://user:pass@example.com/hook", "url", "password in clear"),
+        (
+            "kind: command\n    command: [page]\n    env: {PAGER_API_KEY: k-123}",
+            "env.PAGER_API_KEY",
+            "must not be written in clear",
+        ),
+        (
+            "kind: email\n    host: smtp.example.com\n    tls: none\n    from: a@example.com\n    to: b@example.com\n"
+            "    username: a\n    password: ${SMTP_PASSWORD}",
+            "tls",
+            "password in clear",
+        ),
+    ],
+)
 def test_secrets_are_refused_in_clear(notifier: str, field: str, message: str) -> None:
     found = problems(f"notifiers:\n  - {notifier}\n")
     assert len(found) == 1, found
@@ -129,7 +154,8 @@ def test_secrets_are_refused_in_clear(notifier: str, field: str, message: str) -
 
 
 def test_secrets_from_the_environment_are_accepted_and_resolved_when_sent(monkeypatch: pytest.MonkeyPatch) -> None:
-    config = parse_config("""\
+    config = parse_config(
+        """\
 notifiers:
   - kind: slack
     url: ${SLACK_WEBHOOK_URL}
@@ -142,7 +168,9 @@ notifiers:
     to: [a@example.com, b@example.com]
     username: alerts
     password: ${SMTP_PASSWORD}
-""", "r.yaml")
+""",
+        "r.yaml",
+    )
     monkeypatch.delenv("HOOK_TOKEN", raising=False)
     monkeypatch.setenv("SLACK_WEBHOOK_URL", "x")
     monkeypatch.setenv("SMTP_PASSWORD", "x")
@@ -184,7 +212,12 @@ def test_rules_check_command(ahome: Path, tmp_path: Path) -> None:
     proc = cli(ahome, "alerts", "rules", "check", str(bad), "--format", "json", check=False)
     assert proc.returncode == 1
     assert json.loads(proc.stdout)["problems"] == [
-        {"file": str(bad), "line": 2, "field": "rules[0]", "message":
-         "needs the field 'after': how long a silence counts as stalled (e.g. after: 15m)"}]
+        {
+            "file": str(bad),
+            "line": 2,
+            "field": "rules[0]",
+            "message": "needs the field 'after': how long a silence counts as stalled (e.g. after: 15m)",
+        }
+    ]
     proc = cli(ahome, "run", "--alerts", str(bad), "--", "true", check=False)
     assert proc.returncode == 1 and "needs the field 'after'" in proc.stderr  # refused before anything runs

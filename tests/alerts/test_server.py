@@ -30,20 +30,28 @@ notifiers:
     with serve_in_thread(server_home, auth=True) as server:
         env = child_env(ahome, FLIGHTLOG_URL=server.url, FLIGHTLOG_TOKEN=server.token("admin", name="tests"))
         for _ in range(2):
-            run_script(ahome, """
+            run_script(
+                ahome,
+                """
                 import flightlog
                 run = flightlog.init(project="remote", name="job")
                 run.log({"loss": float("nan")}, step=0)
                 run.finish("failed")
-            """, env=env)
+            """,
+                env=env,
+            )
         wait_until(lambda: len(webhook.alerts("firing")) >= 3, what="three alerts from the server")
         assert sorted(rule for rule, _, _ in webhook.alerts("firing")) == ["keeps-failing", "loss-nan", "loss-nan"]
 
         firing = cli_json(ahome, "alerts", "ls", "--rule", "keeps-failing", env=env)
         assert [(a["rule"], a["state"], a["labels"]) for a in firing] == [
-            ("keeps-failing", "firing", {"project": "remote", "name": "job"})]
+            ("keeps-failing", "firing", {"project": "remote", "name": "job"})
+        ]
         run = firing[0]["run_id"]
-        assert {a["rule"] for a in cli_json(ahome, "alerts", "ls", "--run", run, env=env)} == {"keeps-failing", "loss-nan"}
+        assert {a["rule"] for a in cli_json(ahome, "alerts", "ls", "--run", run, env=env)} == {
+            "keeps-failing",
+            "loss-nan",
+        }
         assert any(e["event"] == "notified" for e in cli_json(ahome, "alerts", "history", "--run", run, env=env))
 
         silence = cli_json(ahome, "alerts", "silence", "loss-*", "--for", "1h", env=env)

@@ -13,5 +13,7 @@ def test_server_refuses_a_bad_rules_file_before_listening(tmp_path: Path) -> Non
     proc = cli(tmp_path / "home", "server", "--port", "0", "--alerts", str(rules), check=False, timeout=30)
     assert proc.returncode == 1 and "error:" in proc.stderr and "alerts.yaml" in proc.stderr
     assert "listening" not in proc.stdout
-    missing = cli(tmp_path / "home", "server", "--port", "0", "--alerts", str(tmp_path / "nope.yaml"), check=False, timeout=30)
+    missing = cli(
+        tmp_path / "home", "server", "--port", "0", "--alerts", str(tmp_path / "nope.yaml"), check=False, timeout=30
+    )
     assert missing.returncode == 1 and "nope.yaml" in missing.stderr

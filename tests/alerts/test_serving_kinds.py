@@ -26,8 +26,9 @@ from tests.data.servinglike import log_minutes, log_predictions, replica
 def evaluate(rules: str, started: float) -> list[Alert]:
     said: list[str] = []
     with flightlog.Client() as client:
-        engine, dispatcher = build_engine(client, parse_config(textwrap.dedent(rules)), say=said.append,
-                                          started=started)
+        engine, dispatcher = build_engine(
+            client, parse_config(textwrap.dedent(rules)), say=said.append, started=started
+        )
         engine.cycle()
         alerts = engine.store.open_alerts()
         dispatcher.close()
@@ -36,22 +37,31 @@ def evaluate(rules: str, started: float) -> list[Alert]:
 
 
 def minutes(n: int, requests: float, errors: float, p99: float) -> list[dict[str, float]]:
-    return [{"requests": requests, "errors": errors, "latency_ms.p50": p99 / 4, "latency_ms.p95": p99 / 2,
-             "latency_ms.p99": p99} for _ in range(n)]
+    return [
+        {
+            "requests": requests,
+            "errors": errors,
+            "latency_ms.p50": p99 / 4,
+            "latency_ms.p95": p99 / 2,
+            "latency_ms.p99": p99,
+        }
+        for _ in range(n)
+    ]
 
 
 def test_latency_and_error_rate_fire_above_their_thresholds_only(ahome: Path) -> None:
     started = time.time() - 5
     for endpoint, env, version, traffic in [
-        ("slow-api", "prod", "3", minutes(5, 200, 2, 400.0)),   # p99 400 ms, 1 % errors
+        ("slow-api", "prod", "3", minutes(5, 200, 2, 400.0)),  # p99 400 ms, 1 % errors
         ("fast-api", "prod", "1", minutes(5, 200, 20, 100.0)),  # p99 100 ms, 10 % errors
-        ("quiet-api", "prod", "1", minutes(5, 5, 3, 100.0)),    # 60 % errors of 25 requests: too few to judge
+        ("quiet-api", "prod", "1", minutes(5, 5, 3, 100.0)),  # 60 % errors of 25 requests: too few to judge
         ("slow-api", "staging", "4", minutes(5, 200, 0, 900.0)),  # out of the rules' scope
     ]:
         run = replica(endpoint, env=env, version=version)
         log_minutes(run, traffic)
         run.finish()
-    alerts = evaluate("""
+    alerts = evaluate(
+        """
         rules:
           - name: p99
             kind: serving_latency
@@ -64,14 +74,18 @@ def test_latency_and_error_rate_fire_above_their_thresholds_only(ahome: Path) ->
             above: 0.05
             window: 30m
             min_requests: 100
-    """, started)
+    """,
+        started,
+    )
     assert [(a.rule, a.labels["endpoint"], a.labels["env"], a.labels["version"], a.state) for a in alerts] == [
         ("errors", "fast-api", "prod", "1", "firing"),
         ("p99", "slow-api", "prod", "3", "firing"),
     ]
     errors, p99 = alerts
     assert errors.value == pytest.approx(0.1) and errors.evidence["requests"] == 1000
-    assert errors.summary == "fast-api (prod, version 1): error rate 10.0% over 30m00s (100 of 1000 requests), above 5.0%"
+    assert (
+        errors.summary == "fast-api (prod, version 1): error rate 10.0% over 30m00s (100 of 1000 requests), above 5.0%"
+    )
     assert p99.value == pytest.approx(400.0) and p99.evidence["model"] == "fraud"
     assert p99.summary == "slow-api (prod, version 3): p99 latency 400 ms over 30m00s, above 250 ms"
 
@@ -93,9 +107,14 @@ def _traffic(rng: np.random.Generator, n: int, shift: float, br_accuracy: float)
         country = str(rng.choice(["BR", "US"]))
         y = int(rng.integers(0, 2))
         acc = br_accuracy if country == "BR" else 0.93
-        rows.append({"time": now - 600 + i * 0.2, "inputs": {"amount": float(rng.normal(100 + shift, 20)),
-                                                             "country": country},
-                     "output": y if rng.random() < acc else 1 - y, "label": y})
+        rows.append(
+            {
+                "time": now - 600 + i * 0.2,
+                "inputs": {"amount": float(rng.normal(100 + shift, 20)), "country": country},
+                "output": y if rng.random() < acc else 1 - y,
+                "label": y,
+            }
+        )
     return rows
 
 
@@ -109,7 +128,8 @@ def test_drift_and_a_cohort_regression_fire_on_live_traffic(ahome: Path) -> None
     steady = replica("fraud-api", env="eu", version="2", training_run=train)
     log_predictions(steady, _traffic(rng, 1500, shift=0.0, br_accuracy=0.93), version="2")
     steady.finish()
-    alerts = evaluate("""
+    alerts = evaluate(
+        """
         rules:
           - name: drift
             kind: serving_drift
@@ -123,7 +143,9 @@ def test_drift_and_a_cohort_regression_fire_on_live_traffic(ahome: Path) -> None
             worse_by: 0.1
             window: 1h
             every: 0s
-    """, started)
+    """,
+        started,
+    )
     assert [(a.rule, a.labels["env"], a.labels.get("feature") or a.labels.get("cohort")) for a in alerts] == [
         ("br", "prod", "country=BR"),
         ("drift", "prod", "amount"),
@@ -140,7 +162,8 @@ def test_drift_and_a_cohort_regression_fire_on_live_traffic(ahome: Path) -> None
 
 def test_serving_rules_are_checked_with_clear_errors() -> None:
     with pytest.raises(RulesFileError) as err:
-        parse_config(textwrap.dedent("""
+        parse_config(
+            textwrap.dedent("""
             rules:
               - name: a
                 kind: serving_error_rate
@@ -154,7 +177,8 @@ def test_serving_rules_are_checked_with_clear_errors() -> None:
               - name: d
                 kind: serving_latency
                 quantile: p90
-        """))
+        """)
+        )
     text = str(err.value)
     assert "rules[0].above: is a share of requests, from 0 to 1 (0.02 = 2 %), got 2" in text
     assert "rules[1]: needs a condition: below: X, above: X (the live metric) or worse_by: D" in text

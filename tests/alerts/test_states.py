@@ -38,8 +38,14 @@ def engine(home: Path, url: str, started: float) -> tuple[AlertEngine, Any]:
     client = flightlog.Client(home=home)
     config = parse_config(RULES.format(url=url), "rules.yaml")
     store = open_alert_store(client.store)
-    eng = AlertEngine(config, StoreFeed(client.store, started=started), store, Lookup(client.store),
-                      Dispatcher(store, threaded=False), load_run=None)
+    eng = AlertEngine(
+        config,
+        StoreFeed(client.store, started=started),
+        store,
+        Lookup(client.store),
+        Dispatcher(store, threaded=False),
+        load_run=None,
+    )
     return eng, client
 
 
@@ -65,7 +71,11 @@ def test_two_evaluators_on_one_store_notify_once(ahome: Path, webhook: Webhook) 
     assert [c.new for c in resolved] == ["resolved"]
     assert webhook.alerts() == [("keeps-failing", "firing", "new"), ("keeps-failing", "resolved", "resolved")]
     [alert] = open_alert_store(client_a.store).alerts()
-    assert alert.state == "resolved" and alert.resolved_reason == "succeeded" and alert.labels == {"project": "p", "name": "job"}
+    assert (
+        alert.state == "resolved"
+        and alert.resolved_reason == "succeeded"
+        and alert.labels == {"project": "p", "name": "job"}
+    )
     client_a.close()
     client_b.close()
 

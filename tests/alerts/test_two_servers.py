@@ -38,7 +38,9 @@ def rules(tmp_path: Path, webhook: Webhook, monkeypatch: pytest.MonkeyPatch) -> 
     FLIGHTLOG_ variables cleared."""
     for name in FLIGHTLOG_ENV:
         monkeypatch.delenv(name, raising=False)
-    return rules_file(tmp_path, f"""
+    return rules_file(
+        tmp_path,
+        f"""
 settings:
   interval: 0.2s
 rules:
@@ -50,7 +52,8 @@ rules:
 notifiers:
   - kind: webhook
     url: {webhook.url}
-""")
+""",
+    )
 
 
 def _serve(home: Path, postgres_uri: str, rules: Path) -> AbstractContextManager[RunningServer]:
@@ -63,8 +66,9 @@ def pair(tmp_path: Path, postgres_uri: str, rules: Path) -> Iterator[tuple[Runni
         yield a, b
 
 
-def test_two_servers_share_one_store_and_notify_once(pair: tuple[RunningServer, RunningServer], tmp_path: Path,
-                                                    webhook: Webhook) -> None:
+def test_two_servers_share_one_store_and_notify_once(
+    pair: tuple[RunningServer, RunningServer], tmp_path: Path, webhook: Webhook
+) -> None:
     a, b = pair
     token = a.token("admin")  # tokens live in the shared store: valid on both servers
     headers = {"Authorization": f"Bearer {token}"}
@@ -73,17 +77,34 @@ def test_two_servers_share_one_store_and_notify_once(pair: tuple[RunningServer, 
     for name, server, other in (("via-a", a, b), ("via-b", b, a)):
         home = tmp_path / name
         env = child_env(home, FLIGHTLOG_URL=server.url, FLIGHTLOG_TOKEN=token)
-        proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(_WRITE.format(name=name))], env=env,
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=tmp_path)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", textwrap.dedent(_WRITE.format(name=name))],
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=tmp_path,
+        )
         assert proc.stdout is not None and proc.stdin is not None
         run_id = proc.stdout.readline().strip()
         ids.append(run_id)
-        wait_until(lambda run_id=run_id, other=other: httpx.get(f"{other.url}/api/v1/runs/{run_id}",  # type: ignore[misc]
-                                                               headers=headers).status_code == 200,
-                   what="the run to reach the store")
+        wait_until(
+            lambda run_id=run_id, other=other: (
+                httpx.get(
+                    f"{other.url}/api/v1/runs/{run_id}",  # type: ignore[misc]
+                    headers=headers,
+                ).status_code
+                == 200
+            ),
+            what="the run to reach the store",
+        )
         messages: list[str] = []
-        with httpx.stream("GET", f"{other.url}/api/v1/runs/{run_id}/stream", timeout=60,
-                          headers={**headers, "Accept": "text/event-stream"}) as response:
+        with httpx.stream(
+            "GET",
+            f"{other.url}/api/v1/runs/{run_id}/stream",
+            timeout=60,
+            headers={**headers, "Accept": "text/event-stream"},
+        ) as response:
             proc.stdin.write("\n")
             proc.stdin.flush()
             for event in parse_events(response.iter_lines()):
@@ -102,22 +123,29 @@ def test_two_servers_share_one_store_and_notify_once(pair: tuple[RunningServer, 
             assert [p for p in points["steps"]] == list(range(20)), "every point once, whichever server took it"
 
     with httpx.Client(base_url=b.url + "/api/v1", headers=headers, timeout=30) as api:
+
         def resolved() -> list[str]:
             return sorted(a["run_id"] for a in api.get("/alerts").json()["alerts"] if a["state"] == "resolved")
 
-        wait_until(lambda: resolved() == sorted(ids) and len(webhook.payloads) >= 2, timeout=60,
-                   what="each run's alert to fire, be delivered and end with its run")
+        wait_until(
+            lambda: resolved() == sorted(ids) and len(webhook.payloads) >= 2,
+            timeout=60,
+            what="each run's alert to fire, be delivered and end with its run",
+        )
         assert len(api.get("/alerts").json()["alerts"]) == 2, "one episode per run, not one per server"
     _assert_each_fired_once(webhook, ids)
 
 
 def test_the_other_server_takes_over_alert_evaluation_when_the_leader_stops(
-        tmp_path: Path, postgres_uri: str, webhook: Webhook, rules: Path) -> None:
+    tmp_path: Path, postgres_uri: str, webhook: Webhook, rules: Path
+) -> None:
     import psycopg
 
     def leads() -> bool:  # an advisory lock is granted: the only server up so far leads
         with psycopg.connect(postgres_uri) as conn:
-            return bool(conn.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted").fetchone()[0])
+            return bool(
+                conn.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted").fetchone()[0]
+            )
 
     leader = _serve(tmp_path / "a", postgres_uri, rules)
     a = leader.__enter__()
@@ -130,8 +158,11 @@ def test_the_other_server_takes_over_alert_evaluation_when_the_leader_stops(
             leader.__exit__(None, None, None)  # the leader stops; B is left
             leader = None
             second = _write(tmp_path / "two", b, token)
-            wait_until(lambda: {a["labels"]["run"] for p in webhook.payloads for a in p["alerts"]} == {first, second},
-                       timeout=60, what="the second run's alert from the server that took over")
+            wait_until(
+                lambda: {a["labels"]["run"] for p in webhook.payloads for a in p["alerts"]} == {first, second},
+                timeout=60,
+                what="the second run's alert from the server that took over",
+            )
     finally:
         if leader is not None:
             leader.__exit__(None, None, None)
@@ -151,7 +182,14 @@ def _assert_each_fired_once(webhook: Webhook, run_ids: list[str]) -> None:
 def _write(home: Path, server: RunningServer, token: str) -> str:
     env = child_env(home, FLIGHTLOG_URL=server.url, FLIGHTLOG_TOKEN=token)
     script = textwrap.dedent(_WRITE.format(name=home.name))
-    done = subprocess.run([sys.executable, "-c", script], env=env, input="\n", capture_output=True, text=True,
-                          timeout=120, cwd=home.parent)
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        env=env,
+        input="\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=home.parent,
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout.split()[0]

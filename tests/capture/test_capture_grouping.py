@@ -111,9 +111,7 @@ def test_logged_java_exception_becomes_a_stack_trace_when_frames_follow(capture:
 
 
 def test_cpp_terminate_and_gdb_backtrace_are_grouped(capture: Capture) -> None:
-    terminate = (
-        "terminate called after throwing an instance of 'std::runtime_error'\n  what():  boom\n"
-    )
+    terminate = "terminate called after throwing an instance of 'std::runtime_error'\n  what():  boom\n"
     gdb = (
         "#0  0x00007ffff7a42428 in __GI_raise (sig=sig@entry=6) at ../sysdeps/raise.c:54\n"
         "#1  0x00007ffff7a4402a in __GI_abort () at abort.c:89\n"

@@ -41,9 +41,7 @@ def test_a_key_held_too_long_is_released_redacted_and_its_rest_too() -> None:
 
 
 def test_a_lone_key_header_does_not_swallow_the_lines_after_it() -> None:
-    events, _ = run_pipeline(
-        [b"expected -----BEGIN RSA PRIVATE KEY----- header\n", b"Epoch 1 done\n"]
-    )
+    events, _ = run_pipeline([b"expected -----BEGIN RSA PRIVATE KEY----- header\n", b"Epoch 1 done\n"])
     assert [e["message"] for e in events] == [
         "expected [REDACTED:private_key] header",
         "Epoch 1 done",
@@ -121,9 +119,7 @@ def test_prefixed_keys_on_stdout_and_stderr_interleaved_are_both_redacted() -> N
 
 
 def test_a_prefixed_header_does_not_swallow_ordinary_prefixed_lines() -> None:
-    events, _ = run_pipeline(
-        [b"[rank0]: -----BEGIN RSA PRIVATE KEY-----\n[rank0]: Epoch 1 done, loss 0.5\n"]
-    )
+    events, _ = run_pipeline([b"[rank0]: -----BEGIN RSA PRIVATE KEY-----\n[rank0]: Epoch 1 done, loss 0.5\n"])
     assert [e["message"] for e in events] == [
         "[rank0]: [REDACTED:private_key]",
         "[rank0]: Epoch 1 done, loss 0.5",

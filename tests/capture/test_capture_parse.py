@@ -55,17 +55,23 @@ def test_parse_json_rejects_what_is_not_an_object() -> None:
 
 
 def test_logfmt_lines_give_level_message_and_fields() -> None:
-    parsed = parse_logfmt(
-        'time=2026-11-30T12:00:00Z level=warn logger=disk msg="slow batch" batch=12'
-    )
+    parsed = parse_logfmt('time=2026-11-30T12:00:00Z level=warn logger=disk msg="slow batch" batch=12')
     assert parsed is not None
     assert parsed == (30, "disk", "slow batch", {"time": "2026-11-30T12:00:00Z", "batch": "12"})
     assert parse_logfmt("loss=0.1 lr=0.01") is None
 
 
-@pytest.mark.parametrize(("value", "level"), [
-    ("40", 40), ("60", 50), ("0", 20), ("\u00b96", 20), ("-3", 20), ("trace", 5),
-])
+@pytest.mark.parametrize(
+    ("value", "level"),
+    [
+        ("40", 40),
+        ("60", 50),
+        ("0", 20),
+        ("\u00b96", 20),
+        ("-3", 20),
+        ("trace", 5),
+    ],
+)
 def test_numeric_levels_written_as_text_read_like_numbers(value: str, level: int) -> None:
     """`level=40` in logfmt or `"level": "40"` in JSON is Python's 40; pino's 60 clamps to critical;
     anything no number reads as (`¹6`) is info, never an error."""

@@ -41,9 +41,7 @@ def test_a_directory_is_refused(tmp_path: Path) -> None:
 
 
 def test_user_patterns_apply_to_stored_lines() -> None:
-    events, pipeline = run_pipeline(
-        [b"customer CUST-123456 paid\n"], extra_patterns=["CUST-[0-9]{6}"]
-    )
+    events, pipeline = run_pipeline([b"customer CUST-123456 paid\n"], extra_patterns=["CUST-[0-9]{6}"])
     assert [e["message"] for e in events] == ["customer [REDACTED:custom] paid"]
     assert pipeline.stats["redactions"] == 1
 

@@ -71,11 +71,7 @@ def test_two_reader_threads_may_feed_at_once() -> None:
 
 
 def test_order_within_a_stream_is_kept() -> None:
-    data = (
-        b"".join(b"line %d\n" % i for i in range(5000))
-        + b"  continued\n"
-        + b'{"msg": "json"}\nERROR x\n'
-    )
+    data = b"".join(b"line %d\n" % i for i in range(5000)) + b"  continued\n" + b'{"msg": "json"}\nERROR x\n'
     events, _ = run_pipeline([data[i : i + 1000] for i in range(0, len(data), 1000)])
     messages = [e["message"] for e in events]
     assert messages[:4998] == [f"line {i}" for i in range(4998)]

@@ -64,9 +64,7 @@ def test_a_multi_line_event_costs_one_token_and_counts_its_lines_when_dropped() 
 def test_errors_survive_a_flood_through_their_reserve() -> None:
     pipeline = CapturePipeline(CaptureConfig(env={}, max_rate=10, rate_interval=60))
     batch = pipeline.feed("stdout", lines(1000), 1.0)
-    tb = (
-        b'Traceback (most recent call last):\n  File "t.py", line 1\nRuntimeError: the real cause\n'
-    )
+    tb = b'Traceback (most recent call last):\n  File "t.py", line 1\nRuntimeError: the real cause\n'
     batch.extend(pipeline.feed("stdout", lines(1000, 1000) + tb + b"bye\n", 1.1))
     batch.extend(pipeline.close(1.2))
     assert any(m.endswith("RuntimeError: the real cause") for m in batch.message)

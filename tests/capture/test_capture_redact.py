@@ -102,8 +102,16 @@ SECRET_CASES = [
     ("stripe_key", "charge with sk_live_51H8xKqL2eZvKYlo2C9aBcDeFgHiJk0 ok", "sk_live_51H8xKqL2eZvKYlo2C9aBcDeFgHiJk0"),
     ("stripe_key", "STRIPE=sk_test_4eC39HqLyjWDarjtT1zdp7dc0", "sk_test_4eC39HqLyjWDarjtT1zdp7dc0"),
     ("stripe_key", "restricted rk_live_51H8xKqL2eZvKYlo2C9aBcDeFgH1 used", "rk_live_51H8xKqL2eZvKYlo2C9aBcDeFgH1"),
-    ("stripe_webhook_secret", "signing with whsec_9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d", "whsec_9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d"),
-    ("npm_token", "//registry.npmjs.org/:_authToken npm_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8", "npm_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"),
+    (
+        "stripe_webhook_secret",
+        "signing with whsec_9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d",
+        "whsec_9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d",
+    ),
+    (
+        "npm_token",
+        "//registry.npmjs.org/:_authToken npm_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8",
+        "npm_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8",
+    ),
     (
         "pypi_token",
         "twine upload -u __token__ -p pypi-AgEIcHlwaS5vcmcCJGE1YjQ3ZjE4LWQ0NjQtNDc0Mi1hN2MwLTk4NzY1NDMyMTBhYgACKlsz dist/*",
@@ -138,19 +146,10 @@ def test_each_family_is_redacted_with_its_marker(family: str, text: str, secret:
 
 def test_redaction_keeps_what_surrounds_the_secret() -> None:
     r = Redactor(env={})
-    assert (
-        r.redact("connect password=hunter2 user=bob")
-        == "connect password=[REDACTED:secret] user=bob"
-    )
-    assert (
-        r.redact("Authorization: Bearer abc.def")
-        == "Authorization: Bearer [REDACTED:authorization]"
-    )
+    assert r.redact("connect password=hunter2 user=bob") == "connect password=[REDACTED:secret] user=bob"
+    assert r.redact("Authorization: Bearer abc.def") == "Authorization: Bearer [REDACTED:authorization]"
     assert r.redact("https://u:pw@h.io/x") == "https://u:[REDACTED:url_password]@h.io/x"
-    assert (
-        r.redact("https://hooks.slack.com/services/T0/B0/XYZ")
-        == "https://hooks.slack.com/[REDACTED:slack_webhook]"
-    )
+    assert r.redact("https://hooks.slack.com/services/T0/B0/XYZ") == "https://hooks.slack.com/[REDACTED:slack_webhook]"
 
 
 ORDINARY = [
@@ -202,9 +201,7 @@ def test_ordinary_text_is_kept(text: str) -> None:
 
 def test_json_stays_valid_when_values_are_redacted() -> None:
     r = Redactor(env={})
-    line = (
-        '{"msg": "login", "password": "hunter2", "pin_password": 123456, "user": "bob", "ok": true}'
-    )
+    line = '{"msg": "login", "password": "hunter2", "pin_password": 123456, "user": "bob", "ok": true}'
     out = json.loads(r.redact(line))
     assert out == {
         "msg": "login",
@@ -306,10 +303,7 @@ def test_redact_mapping_hides_secret_keys_recursively_and_scans_strings() -> Non
 
 def test_user_patterns_replace_the_match_or_its_first_group() -> None:
     r = Redactor([r"internal-[0-9]{4}", r"customer=(\w+)"], env={})
-    assert (
-        r.redact("host internal-1234 customer=acme ok")
-        == "host [REDACTED:custom] customer=[REDACTED:custom] ok"
-    )
+    assert r.redact("host internal-1234 customer=acme ok") == "host [REDACTED:custom] customer=[REDACTED:custom] ok"
     assert r.count == 2
 
 
@@ -333,18 +327,27 @@ def test_count_accumulates_every_replacement() -> None:
     assert r.count == 4
 
 
-@pytest.mark.parametrize(("argv", "stored"), [
-    (["docker", "login", "-u", "bob", "-p", "s3cr3t-pw", "registry.example.com"],
-     ["docker", "login", "-u", "bob", "-p", "[REDACTED:secret]", "registry.example.com"]),
-    (["/usr/bin/twine", "upload", "-u", "__token__", "-p", "hunter2-pw", "dist/x.whl"],
-     ["/usr/bin/twine", "upload", "-u", "__token__", "-p", "[REDACTED:secret]", "dist/x.whl"]),
-    (["curl", "-s", "-u", "alice:pa55w0rd", "https://api.example.com"],
-     ["curl", "-s", "-u", "alice:[REDACTED:secret]", "https://api.example.com"]),
-    (["sh", "-c", "docker login -p s3cr3t-pw ghcr.io"], ["sh", "-c", "docker login -p [REDACTED:secret] ghcr.io"]),
-    # the same short options mean nothing secret elsewhere
-    (["docker", "run", "-p", "8080:80", "nginx"], ["docker", "run", "-p", "8080:80", "nginx"]),
-    (["python", "serve.py", "-p", "8080", "-u", "alice"], ["python", "serve.py", "-p", "8080", "-u", "alice"]),
-    (["curl", "-u", "alice", "https://x"], ["curl", "-u", "alice", "https://x"]),
-])
+@pytest.mark.parametrize(
+    ("argv", "stored"),
+    [
+        (
+            ["docker", "login", "-u", "bob", "-p", "s3cr3t-pw", "registry.example.com"],
+            ["docker", "login", "-u", "bob", "-p", "[REDACTED:secret]", "registry.example.com"],
+        ),
+        (
+            ["/usr/bin/twine", "upload", "-u", "__token__", "-p", "hunter2-pw", "dist/x.whl"],
+            ["/usr/bin/twine", "upload", "-u", "__token__", "-p", "[REDACTED:secret]", "dist/x.whl"],
+        ),
+        (
+            ["curl", "-s", "-u", "alice:pa55w0rd", "https://api.example.com"],
+            ["curl", "-s", "-u", "alice:[REDACTED:secret]", "https://api.example.com"],
+        ),
+        (["sh", "-c", "docker login -p s3cr3t-pw ghcr.io"], ["sh", "-c", "docker login -p [REDACTED:secret] ghcr.io"]),
+        # the same short options mean nothing secret elsewhere
+        (["docker", "run", "-p", "8080:80", "nginx"], ["docker", "run", "-p", "8080:80", "nginx"]),
+        (["python", "serve.py", "-p", "8080", "-u", "alice"], ["python", "serve.py", "-p", "8080", "-u", "alice"]),
+        (["curl", "-u", "alice", "https://x"], ["curl", "-u", "alice", "https://x"]),
+    ],
+)
 def test_a_command_lines_password_option_is_hidden_by_its_place(argv: list[str], stored: list[str]) -> None:
     assert Redactor(env={}).redact_argv(argv) == stored

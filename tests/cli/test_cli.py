@@ -64,7 +64,11 @@ def test_runs_show_by_prefix_and_ambiguity(home: Path, filled: dict[str, str]) -
 def test_logs_filters(home: Path, filled: dict[str, str]) -> None:
     run = filled["base"]
     lines = cli(home, "logs", run).stdout.splitlines()
-    assert lines == ["INFO     data: loading data", "WARNING  io: disk almost full", "ERROR    data: could not open shard 7"]
+    assert lines == [
+        "INFO     data: loading data",
+        "WARNING  io: disk almost full",
+        "ERROR    data: could not open shard 7",
+    ]
     warn = cli(home, "logs", run, "--level", "warning").stdout
     assert "disk almost full" in warn and "could not open" in warn and "loading data" not in warn
     assert cli(home, "logs", run, "--level", "30").stdout == warn, "a level by number, as the API takes it"
@@ -96,8 +100,12 @@ for i in range(6):
     time.sleep(0.3)
 run.finish()
 """
-    with subprocess.Popen([sys.executable, "-c", code], env=child_env(home, FLIGHTLOG_FLUSH_INTERVAL="0.1"),
-                          stdout=subprocess.PIPE, text=True) as writer:
+    with subprocess.Popen(
+        [sys.executable, "-c", code],
+        env=child_env(home, FLIGHTLOG_FLUSH_INTERVAL="0.1"),
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as writer:
         assert writer.stdout is not None
         run_id = writer.stdout.readline().strip()
         time.sleep(0.5)
@@ -149,8 +157,9 @@ def test_rm_needs_yes_without_a_terminal(home: Path, filled: dict[str, str]) -> 
     assert [r["name"] for r in cli_json(home, "runs", "ls")] == ["fast"]
 
 
-@pytest.mark.embedded_only("retention works on the store directly, on the server's host (a remote client is refused)",
-                           postgres=True)
+@pytest.mark.embedded_only(
+    "retention works on the store directly, on the server's host (a remote client is refused)", postgres=True
+)
 def test_gc_by_age_and_size_with_dry_run(home: Path, filled: dict[str, str]) -> None:
     dry = cli_json(home, "gc", "--max-size", "1", "--dry-run")
     assert dry["dry_run"] and len(dry["runs"]) == 2
@@ -166,20 +175,29 @@ def test_gc_by_age_and_size_with_dry_run(home: Path, filled: dict[str, str]) -> 
 def test_version_and_projects(home: Path, filled: dict[str, str]) -> None:
     assert cli_json(home, "version")["version"] == flightlog.__version__
     assert cli_json(home, "projects") == [
-        {"name": "vision", "runs": 2, "last_created": pytest.approx(cli_json(home, "projects")[0]["last_created"]), "running": 0, "failed": 0}
+        {
+            "name": "vision",
+            "runs": 2,
+            "last_created": pytest.approx(cli_json(home, "projects")[0]["last_created"]),
+            "running": 0,
+            "failed": 0,
+        }
     ]
 
 
 def test_crashed_run_is_reported_lost_by_readers(home: Path) -> None:
     """A run whose owner vanished without an end record reads as crashed once its journal is shipped."""
-    proc = run_script(home, """
+    proc = run_script(
+        home,
+        """
         import os, flightlog
         run = flightlog.init(project="p", resources=False)
         run.log({"a": 1.0})
         run._w.flush()
         print(run.id, flush=True)
         os._exit(0)  # no atexit, no finish: like a lost host
-        """)
+        """,
+    )
     run_id = proc.stdout.strip()
     cli(home, "sync")
     assert cli_json(home, "runs", "show", run_id)["status"] == "crashed"

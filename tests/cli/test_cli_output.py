@@ -19,8 +19,13 @@ MARKUP = "a[/x]b[bold]c"
 
 
 def test_text_that_looks_like_markup_prints_as_itself_everywhere(home: Path, tmp_path: Path) -> None:
-    run = flightlog.init(project="p" + MARKUP, name="n" + MARKUP, params={"k" + MARKUP: "v" + MARKUP},
-                         tags={"t" + MARKUP: "v" + MARKUP}, resources=False)
+    run = flightlog.init(
+        project="p" + MARKUP,
+        name="n" + MARKUP,
+        params={"k" + MARKUP: "v" + MARKUP},
+        tags={"t" + MARKUP: "v" + MARKUP},
+        resources=False,
+    )
     run.log({"m" + MARKUP: 1.0}, step=1)
     run.note("note " + MARKUP, author="au" + MARKUP)
     artifact = tmp_path / "f[bold]x.bin"
@@ -30,13 +35,25 @@ def test_text_that_looks_like_markup_prints_as_itself_everywhere(home: Path, tmp
         pass
     run.finish()
     rid = run.id
-    failed = cli(home, "run", "--project", "p" + MARKUP, "--name", "n" + MARKUP, "--", sys.executable, "-c",
-                 f"raise ValueError({MARKUP!r})", check=False)
+    failed = cli(
+        home,
+        "run",
+        "--project",
+        "p" + MARKUP,
+        "--name",
+        "n" + MARKUP,
+        "--",
+        sys.executable,
+        "-c",
+        f"raise ValueError({MARKUP!r})",
+        check=False,
+    )
     assert failed.returncode == 1, failed.stderr
     crashed = cli_json(home, "runs", "ls", "--filter", "status = 'failed'")[0]["id"]
 
     rules = tmp_path / "rules.yaml"
-    rules.write_text(textwrap.dedent(f"""\
+    rules.write_text(
+        textwrap.dedent(f"""\
         rules:
           - name: loss-high
             kind: threshold
@@ -44,7 +61,8 @@ def test_text_that_looks_like_markup_prints_as_itself_everywhere(home: Path, tmp
             op: ">"
             value: 0
             summary: "{MARKUP} is {{value}}"
-    """))
+    """)
+    )
 
     cli(home, "alerts", "silence", "loss" + MARKUP, "--for", "1h", "--labels", f"gpu={MARKUP}", "--comment", MARKUP)
 
@@ -70,8 +88,18 @@ def test_text_that_looks_like_markup_prints_as_itself_everywhere(home: Path, tmp
         shown = "f[bold]x.bin" if "lineage" in args else MARKUP
         assert shown in out or args[0] in ("rightsize", "compare"), (args, out)
     show = outputs[("runs", "show", rid)]
-    for text in ("p" + MARKUP, "n" + MARKUP, f"k{MARKUP} = 'v{MARKUP}'", f"t{MARKUP}=v{MARKUP}", "m" + MARKUP,
-                 "s" + MARKUP, "f[bold]x.bin", "k" + MARKUP, "note " + MARKUP, "au" + MARKUP):
+    for text in (
+        "p" + MARKUP,
+        "n" + MARKUP,
+        f"k{MARKUP} = 'v{MARKUP}'",
+        f"t{MARKUP}=v{MARKUP}",
+        "m" + MARKUP,
+        "s" + MARKUP,
+        "f[bold]x.bin",
+        "k" + MARKUP,
+        "note " + MARKUP,
+        "au" + MARKUP,
+    ):
         assert text in show, (text, show)
     assert f"ValueError: {MARKUP}" in outputs[("runs", "show", crashed)]
     assert MARKUP in outputs[("diagnose", crashed)]
@@ -80,23 +108,35 @@ def test_text_that_looks_like_markup_prints_as_itself_everywhere(home: Path, tmp
 
 def test_escape_sequences_in_recorded_text_are_shown_not_obeyed(home: Path) -> None:
     run = flightlog.init(project="esc", name="title\x1b]0;pwned\x07", resources=False)
-    run.log_event("red \x1b[31malert\x1b[0m\tand a tab", component="c\x1b[2J",
-                  fields={"path": "a\x9bb", "two words": "x y"})
-    run.log_event("a traceback follows\nTraceback (most recent call last):\n  File \"x.py\", line 1\nValueError: \x1b[Hboom",
-                  level="error")
+    run.log_event(
+        "red \x1b[31malert\x1b[0m\tand a tab", component="c\x1b[2J", fields={"path": "a\x9bb", "two words": "x y"}
+    )
+    run.log_event(
+        'a traceback follows\nTraceback (most recent call last):\n  File "x.py", line 1\nValueError: \x1b[Hboom',
+        level="error",
+    )
     run.finish()
     logs = cli(home, "logs", run.id).stdout
     assert "\x1b" not in logs and "\x9b" not in logs and "\x07" not in logs
     assert "red \\x1b[31malert\\x1b[0m\tand a tab" in logs  # the tab stays a tab
     assert "c\\x1b[2J: " in logs and "path=a\\x9bb" in logs
-    assert "\nTraceback (most recent call last):\n  File \"x.py\", line 1\nValueError: \\x1b[Hboom\n" in logs
+    assert '\nTraceback (most recent call last):\n  File "x.py", line 1\nValueError: \\x1b[Hboom\n' in logs
     show = cli(home, "runs", "show", run.id).stdout
     assert "\x1b" not in show and "title\\x1b]0;pwned\\x07" in show
     # the capture strips colour codes (ESC sequences) from what it stores; what it keeps, a C1
     # control sequence introducer and a bell, still reaches every part of the diagnosis
-    failed = cli(home, "run", "--project", "esc", "--", sys.executable, "-c",
-                 "import sys; sys.stderr.write('\\x1b[2JFileNotFoundError: [Errno 2] No such file or directory: '"
-                 " \"'data/\\x1b[31m\\x9b2J\\x07train.csv'\\n\"); sys.exit(1)", check=False)
+    failed = cli(
+        home,
+        "run",
+        "--project",
+        "esc",
+        "--",
+        sys.executable,
+        "-c",
+        "import sys; sys.stderr.write('\\x1b[2JFileNotFoundError: [Errno 2] No such file or directory: '"
+        " \"'data/\\x1b[31m\\x9b2J\\x07train.csv'\\n\"); sys.exit(1)",
+        check=False,
+    )
     assert failed.returncode == 1
     crashed = cli_json(home, "runs", "ls", "--filter", "status = 'failed'")[0]["id"]
     report = cli(home, "diagnose", crashed).stdout
@@ -116,7 +156,8 @@ def test_logs_follow_escapes_too(home: Path) -> None:
 
 def test_logs_text_shows_the_fields_of_a_logging_handler_event(home: Path) -> None:
     script = home.parent / "train.py"
-    script.write_text(textwrap.dedent("""\
+    script.write_text(
+        textwrap.dedent("""\
         import logging, flightlog
         logging.basicConfig(level=logging.INFO, handlers=[flightlog.logging_handler()])
         log = logging.getLogger("trainer")
@@ -126,8 +167,11 @@ def test_logs_text_shows_the_fields_of_a_logging_handler_event(home: Path) -> No
                 1 / 0
             except ZeroDivisionError:
                 log.exception("step failed", extra={"step": 7})
-    """))
-    cli(home, "run", "--project", "fields", "--", sys.executable, str(script))  # the runner records the handler's JSON lines
+    """)
+    )
+    cli(
+        home, "run", "--project", "fields", "--", sys.executable, str(script)
+    )  # the runner records the handler's JSON lines
     run_script(home, script.read_text())  # the handler records the events itself (stream sdk)
     runs = cli_json(home, "runs", "ls", "--project", "fields")
     assert len(runs) == 2
@@ -136,12 +180,17 @@ def test_logs_text_shows_the_fields_of_a_logging_handler_event(home: Path) -> No
         assert re.search(r"epoch done  epoch=3 val_acc=0\.91 note=\"two words\" tags=\[\"a\", \"b\"\]\n", text), text
         # the handler's envelope (run id, project, attempt, time) repeats the event: not shown
         assert "run_id=" not in text and "project=" not in text and "timestamp=" not in text
-        assert re.search(r"step failed  step=7\nTraceback \(most recent call last\):\n(.*\n)*ZeroDivisionError: division by zero\n", text), text
+        assert re.search(
+            r"step failed  step=7\nTraceback \(most recent call last\):\n(.*\n)*ZeroDivisionError: division by zero\n",
+            text,
+        ), text
 
 
 def test_logs_text_does_not_repeat_what_a_logfmt_line_says(home: Path) -> None:
-    code = ("print('level=info msg=\"epoch done\" epoch=3 loss=0.25'); "
-            "print('time=2026-01-01T00:00:00Z level=warn component=io disk=90%')")
+    code = (
+        "print('level=info msg=\"epoch done\" epoch=3 loss=0.25'); "
+        "print('time=2026-01-01T00:00:00Z level=warn component=io disk=90%')"
+    )
     cli(home, "run", "--project", "logfmt", "--", sys.executable, "-c", code)
     run = cli_json(home, "runs", "ls", "--project", "logfmt")[0]["id"]
     assert cli(home, "logs", run).stdout.splitlines() == [
@@ -154,7 +203,7 @@ def test_metrics_of_a_run_without_metrics(home: Path) -> None:
     run = flightlog.init(project="quiet", resources=False)
     run.finish()
     text = cli(home, "metrics", run.id)
-    assert text.stdout == f"run {run.id[:8]} has no metrics (record some with run.log({{\"loss\": value}}, step=i))\n"
+    assert text.stdout == f'run {run.id[:8]} has no metrics (record some with run.log({{"loss": value}}, step=i))\n'
     assert json.loads(cli(home, "metrics", run.id, "--format", "json").stdout) == []
 
 

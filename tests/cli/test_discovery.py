@@ -29,14 +29,28 @@ def _env(tmp_path: Path) -> dict[str, str]:
 
 
 def _script(cwd: Path, env: dict[str, str]) -> str:
-    proc = subprocess.run([sys.executable, "-c", "import flightlog\nrun = flightlog.init(project='p')\nprint(run.id)\n"],
-                          cwd=cwd, env=env, capture_output=True, text=True, timeout=60, check=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", "import flightlog\nrun = flightlog.init(project='p')\nprint(run.id)\n"],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     return proc.stdout.strip()
 
 
 def _runs_ls(cwd: Path, env: dict[str, str]) -> list[str]:
-    proc = subprocess.run([FLIGHTLOG, "runs", "ls", "--format", "json"], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=60, check=True)
+    proc = subprocess.run(
+        [FLIGHTLOG, "runs", "ls", "--format", "json"],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     return [r["id"] for r in json.loads(proc.stdout)]
 
 
@@ -68,13 +82,34 @@ def test_the_runner_and_its_workload_meet_the_same_store_from_a_sub_directory(tm
     (repo / "jobs").mkdir(parents=True)
     (repo / ".git").mkdir()
     env = _env(tmp_path)
-    proc = subprocess.run([FLIGHTLOG, "run", "--project", "p", "--", sys.executable, "-c",
-                           "import flightlog; flightlog.init().log({'x': 1.0})"],
-                          cwd=repo / "jobs", env=env, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [
+            FLIGHTLOG,
+            "run",
+            "--project",
+            "p",
+            "--",
+            sys.executable,
+            "-c",
+            "import flightlog; flightlog.init().log({'x': 1.0})",
+        ],
+        cwd=repo / "jobs",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     [run_id] = _runs_ls(repo, env)
-    proc = subprocess.run([FLIGHTLOG, "metrics", run_id, "--format", "json"], cwd=repo, env=env,
-                          capture_output=True, text=True, timeout=60, check=True)
+    proc = subprocess.run(
+        [FLIGHTLOG, "metrics", run_id, "--format", "json"],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     assert "x" in proc.stdout
 
 
@@ -98,7 +133,9 @@ def test_the_nearest_store_wins_and_the_walk_stops_at_home(tmp_path: Path) -> No
     assert discover_home(deep, environ={"HOME": str(home)}) == home / "a" / ".flightlog"
 
 
-def test_flightlog_home_wins_and_every_reader_uses_the_same_discovery(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_flightlog_home_wins_and_every_reader_uses_the_same_discovery(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     project = tmp_path / "project"
     (project / ".flightlog").mkdir(parents=True)
     (project / "sub").mkdir()

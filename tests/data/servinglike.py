@@ -13,12 +13,26 @@ from typing import Any
 import flightlog
 
 
-def replica(endpoint: str, *, env: str = "prod", model: str = "fraud", version: str = "1",
-            training_run: str | None = None, name: str = "r1", project: str = "serve", as_param: bool = False) -> Any:
+def replica(
+    endpoint: str,
+    *,
+    env: str = "prod",
+    model: str = "fraud",
+    version: str = "1",
+    training_run: str | None = None,
+    name: str = "r1",
+    project: str = "serve",
+    as_param: bool = False,
+) -> Any:
     """A replica run; its training run as the tag ``serving.training_run``, or (``as_param``) as
     the parameter ``serving.model_run``, which ``serving.attach`` records."""
-    tags = {"serving.endpoint": endpoint, "serving.env": env, "serving.model": model,
-            "serving.version": version, "serving.replica": name}
+    tags = {
+        "serving.endpoint": endpoint,
+        "serving.env": env,
+        "serving.model": model,
+        "serving.version": version,
+        "serving.replica": name,
+    }
     if training_run and not as_param:
         tags["serving.training_run"] = training_run
     run = flightlog.init(project=project, name=f"{endpoint}-{name}", tags=tags)
@@ -40,9 +54,20 @@ def log_predictions(run: Any, rows: Iterable[Mapping[str, Any]], *, version: str
     labels = []
     for i, r in enumerate(rows):
         rid = r.get("request_id") or f"{run.id[:8]}-{i}"
-        run.log_event("prediction", component="serving", time=r["time"], fields={
-            "request_id": rid, "version": version, "latency_ms": 12.0, "status": 200,
-            "inputs": dict(r["inputs"]), "input_hashes": {"email": "sha256:0f3a"}, "output": r["output"]})
+        run.log_event(
+            "prediction",
+            component="serving",
+            time=r["time"],
+            fields={
+                "request_id": rid,
+                "version": version,
+                "latency_ms": 12.0,
+                "status": 200,
+                "inputs": dict(r["inputs"]),
+                "input_hashes": {"email": "sha256:0f3a"},
+                "output": r["output"],
+            },
+        )
         if "label" in r:
             labels.append((rid, r["label"], r["time"]))
     for rid, label, t in labels:

@@ -33,18 +33,14 @@ def _json(result: Result) -> object:
 @pytest.fixture
 def tables(tmp_path: Path) -> dict[str, Path]:
     rng = np.random.default_rng(0)
-    ref = pd.DataFrame(
-        {"amount": rng.gamma(2, 30, 4000), "country": rng.choice(["DE", "FR", "US"], 4000)}
-    )
+    ref = pd.DataFrame({"amount": rng.gamma(2, 30, 4000), "country": rng.choice(["DE", "FR", "US"], 4000)})
     cur = pd.DataFrame(
         {
             "amount": rng.gamma(2, 30, 4000) * 100,
             "country": rng.choice(["DE", "FR", "US"], 4000, p=[0.8, 0.1, 0.1]),
         }
     )
-    same = pd.DataFrame(
-        {"amount": rng.gamma(2, 30, 4000), "country": rng.choice(["DE", "FR", "US"], 4000)}
-    )
+    same = pd.DataFrame({"amount": rng.gamma(2, 30, 4000), "country": rng.choice(["DE", "FR", "US"], 4000)})
     out = {}
     for name, df in (("ref", ref), ("cur", cur), ("same", same)):
         out[name] = tmp_path / f"{name}.parquet"
@@ -117,13 +113,9 @@ def test_drift_json_shape_and_exit_codes(tables: dict[str, Path], tmp_path: Path
             "psi",
             "drifted",
         }
-    gate = _invoke(
-        "drift", str(ref_json), str(tables["cur"]), "--format", "json", "--fail-on-drift"
-    )
+    gate = _invoke("drift", str(ref_json), str(tables["cur"]), "--format", "json", "--fail-on-drift")
     assert gate.exit_code == 1 and json.loads(gate.stdout)["dataset_drift"]
-    calm = _invoke(
-        "drift", str(tables["ref"]), str(tables["same"]), "--fail-on-drift", "--format", "json"
-    )
+    calm = _invoke("drift", str(tables["ref"]), str(tables["same"]), "--fail-on-drift", "--format", "json")
     assert calm.exit_code == 0 and not json.loads(calm.stdout)["dataset_drift"]
 
 
@@ -145,17 +137,13 @@ def test_drift_thresholds_tests_and_html_report(tables: dict[str, Path], tmp_pat
 
 def test_validate_passes_and_fails_with_exit_codes(tmp_path: Path) -> None:
     data = tmp_path / "users.csv"
-    pd.DataFrame({"id": [1, 2, 3], "age": [20, 230, 40], "email": ["a@x", "bad", "c@z"]}).to_csv(
-        data, index=False
-    )
+    pd.DataFrame({"id": [1, 2, 3], "age": [20, 230, 40], "email": ["a@x", "bad", "c@z"]}).to_csv(data, index=False)
     good = tmp_path / "good.yaml"
     good.write_text("row_count: {min: 3}\ncolumns:\n  id: {unique: true}\n")
     ok = _invoke("validate", str(data), "--expect", str(good))
     assert ok.exit_code == 0 and "passed" in ok.stdout
     strict = tmp_path / "strict.yaml"
-    strict.write_text(
-        "columns:\n  age: {between: [0, 120]}\n  email: {matches_regex: '@', sensitive: true}\n"
-    )
+    strict.write_text("columns:\n  age: {between: [0, 120]}\n  email: {matches_regex: '@', sensitive: true}\n")
     bad = _invoke("validate", str(data), "--expect", str(strict), "--format", "json")
     assert bad.exit_code == 1
     v = json.loads(bad.stdout)
@@ -206,11 +194,7 @@ def test_cohorts_from_eval_files(tmp_path: Path) -> None:
         str(tmp_path / "base.json"),
         "--fail-on-regression",
     )
-    assert (
-        text.exit_code == 1
-        and "1 cohort regressed" in text.stdout
-        and "while the aggregate did not" in text.stdout
-    )
+    assert text.exit_code == 1 and "1 cohort regressed" in text.stdout and "while the aggregate did not" in text.stdout
 
 
 def test_unknown_run_id_is_not_found(home: Path, tables: dict[str, Path]) -> None:

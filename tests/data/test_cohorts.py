@@ -31,9 +31,7 @@ def test_auc_matches_the_pairwise_definition_with_ties() -> None:
 
 def test_undefined_metrics_are_none_not_zero() -> None:
     m = classification(np.array([0, 0]), np.array([0, 0]), classes=[0, 1], positive=1)
-    assert (
-        m["precision"] is None and m["recall"] is None and m["f1"] is None and m["accuracy"] == 1.0
-    )
+    assert m["precision"] is None and m["recall"] is None and m["f1"] is None and m["accuracy"] == 1.0
 
 
 def test_regression_metrics() -> None:
@@ -60,9 +58,7 @@ def test_evaluate_binary_scores_with_cohorts_and_a_bounded_sample() -> None:
     sample = ev["sample"]
     assert sample["size"] == 50 and len(sample["rows"]) == 50
     assert set(sample["rows"][0]) == {"row", "y_true", "y_pred", "score", "region"}
-    assert (
-        evaluate(y, scores, cohorts={"region": region}, sample_size=50)["sample"] == sample
-    )  # seeded
+    assert evaluate(y, scores, cohorts={"region": region}, sample_size=50)["sample"] == sample  # seeded
 
 
 def test_evaluate_regression_and_multiclass() -> None:
@@ -74,14 +70,8 @@ def test_evaluate_regression_and_multiclass() -> None:
     proba[np.arange(300), y] += 1.0
     proba /= proba.sum(axis=1, keepdims=True)
     m = evaluate(y, proba)
-    assert (
-        m["task"] == "classification"
-        and m["overall"]["accuracy"] > 0.8
-        and m["overall"]["auc"] > 0.9
-    )
-    labels = evaluate(
-        np.array(["cat", "dog", "cat"]), np.array(["cat", "cat", "cat"]), metrics=["accuracy"]
-    )
+    assert m["task"] == "classification" and m["overall"]["accuracy"] > 0.8 and m["overall"]["auc"] > 0.9
+    labels = evaluate(np.array(["cat", "dog", "cat"]), np.array(["cat", "cat", "cat"]), metrics=["accuracy"])
     assert labels["overall"] == {"accuracy": pytest.approx(2 / 3)}
 
 
@@ -94,9 +84,7 @@ def test_evaluate_rejects_bad_input() -> None:
         evaluate([1, 0], [1, 0], cohorts={"g": ["a"]})
 
 
-def _predictions(
-    y: np.ndarray, region: np.ndarray, accuracy: dict[str, float], rng: np.random.Generator
-) -> np.ndarray:
+def _predictions(y: np.ndarray, region: np.ndarray, accuracy: dict[str, float], rng: np.random.Generator) -> np.ndarray:
     p_right = np.vectorize(accuracy.get)(region)
     return np.where(rng.random(y.size) < p_right, y, 1 - y)
 

@@ -104,18 +104,12 @@ def test_thresholds_can_be_overridden_globally_and_per_column() -> None:
 
 def test_a_test_can_be_forced_per_column() -> None:
     rng = np.random.default_rng(SEED)
-    ref = profile(
-        pd.DataFrame({"x": rng.normal(0, 1, 5000), "c": rng.choice(["a", "b", "c"], 5000)})
-    )
-    cur = profile(
-        pd.DataFrame({"x": rng.normal(0.5, 1, 5000), "c": rng.choice(["a", "b", "c"], 5000)})
-    )
+    ref = profile(pd.DataFrame({"x": rng.normal(0, 1, 5000), "c": rng.choice(["a", "b", "c"], 5000)}))
+    cur = profile(pd.DataFrame({"x": rng.normal(0.5, 1, 5000), "c": rng.choice(["a", "b", "c"], 5000)}))
     r = drift(ref, cur, tests={"x": "ks", "c": "chisquare"})
     x, c = r.columns
     assert (x.test, c.test) == ("ks", "chisquare")
-    assert (
-        x.drifted and x.p_value is not None and x.p_value < 1e-10
-    )  # sketch-based KS on 5,000 values
+    assert x.drifted and x.p_value is not None and x.p_value < 1e-10  # sketch-based KS on 5,000 values
     assert not c.drifted
     with pytest.raises(InvalidInput, match="does not apply"):
         drift(ref, cur, tests={"x": "chisquare"})
@@ -128,26 +122,19 @@ def test_dataset_verdict_comes_from_the_share_of_drifted_columns() -> None:
     cols = {f"c{i}": rng.normal(0, 1, 3000) for i in range(4)}
     ref = profile(pd.DataFrame(cols))
     moved = {
-        k: v + (1.0 if k in ("c0",) else 0.0)
-        for k, v in {f"c{i}": rng.normal(0, 1, 3000) for i in range(4)}.items()
+        k: v + (1.0 if k in ("c0",) else 0.0) for k, v in {f"c{i}": rng.normal(0, 1, 3000) for i in range(4)}.items()
     }
     one = drift(ref, profile(pd.DataFrame(moved)))
     assert one.drift_share == 0.25 and not one.dataset_drift
     moved2 = {k: v + (1.0 if k in ("c0", "c1") else 0.0) for k, v in moved.items()}
     two = drift(ref, profile(pd.DataFrame(moved2)))
     assert two.drift_share == 0.5 and two.dataset_drift
-    assert not drift(
-        ref, profile(pd.DataFrame(moved2)), thresholds={"drift_share": 0.75}
-    ).dataset_drift
+    assert not drift(ref, profile(pd.DataFrame(moved2)), thresholds={"drift_share": 0.75}).dataset_drift
 
 
 def test_a_column_that_turned_from_numbers_to_text_is_a_schema_change() -> None:
-    ref = profile(
-        pd.DataFrame({"price": [1.5, 2.5, 3.5], "qty": [1, 2, 3], "old": ["a", "b", "c"]})
-    )
-    cur = profile(
-        pd.DataFrame({"price": ["1.5", "n/a", "3.5"], "qty": [1, 2, 3], "new": [1, 2, 3]})
-    )
+    ref = profile(pd.DataFrame({"price": [1.5, 2.5, 3.5], "qty": [1, 2, 3], "old": ["a", "b", "c"]}))
+    cur = profile(pd.DataFrame({"price": ["1.5", "n/a", "3.5"], "qty": [1, 2, 3], "new": [1, 2, 3]}))
     r = drift(ref, cur)
     changes = {s["column"]: s for s in r.schema_changes}
     assert changes["price"] == {

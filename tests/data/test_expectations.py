@@ -84,14 +84,10 @@ CASES: list[tuple[Expectation, int]] = [
     CASES,
     ids=lambda x: x.name if isinstance(x, Expectation) else None,
 )
-def test_each_expectation_passes_on_good_data_and_fails_on_bad(
-    expectation: Expectation, bad_count: int
-) -> None:
+def test_each_expectation_passes_on_good_data_and_fails_on_bad(expectation: Expectation, bad_count: int) -> None:
     ok = _one(_good(), expectation)
     assert ok.success, ok
-    bad = _one(
-        _bad() if expectation.name != "column_present" else _bad().drop(columns=["id"]), expectation
-    )
+    bad = _one(_bad() if expectation.name != "column_present" else _bad().drop(columns=["id"]), expectation)
     assert not bad.success, bad
     if bad_count:
         assert bad.unexpected_count == bad_count

@@ -56,9 +56,7 @@ def test_full_file_builds_every_expectation() -> None:
 
 
 def test_bounds_as_mapping_and_dates() -> None:
-    suite = parse_expectations(
-        "columns:\n  d: {between: {min: 2026-01-01}}\n  n: {between: {max: 5}}\n"
-    )
+    suite = parse_expectations("columns:\n  d: {between: {min: 2026-01-01}}\n  n: {between: {max: 5}}\n")
     d, n = [e for e in suite if isinstance(e, Between)]
     assert str(d.min) == "2026-01-01" and d.max is None
     assert n.max == 5

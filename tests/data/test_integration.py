@@ -48,9 +48,7 @@ def two_runs(home: Path, tmp_path: Path) -> tuple[str, str]:
     v1 = _dataset(tmp_path / "v1", {f"img{i}.jpg": 50_000 for i in range(20)})
     a = flightlog.init(project="data", name="train")
     a.log_input(v1, name="images")
-    a.log_profile(
-        "features", profile(pd.DataFrame({"amount": rng.gamma(2, 30, n), "region": region}))
-    )
+    a.log_profile("features", profile(pd.DataFrame({"amount": rng.gamma(2, 30, n), "region": region})))
     a.log_eval(y, preds({"EU": 0.8, "US": 0.8, "APAC": 0.85}), cohorts={"region": region})
     a.finish()
 
@@ -60,9 +58,7 @@ def two_runs(home: Path, tmp_path: Path) -> tuple[str, str]:
     )
     b = flightlog.init(project="data", name="train")
     b.log_input(v2, name="images")
-    b.log_profile(
-        "features", profile(pd.DataFrame({"amount": rng.gamma(2, 30, n) * 100, "region": region}))
-    )
+    b.log_profile("features", profile(pd.DataFrame({"amount": rng.gamma(2, 30, n) * 100, "region": region})))
     b.log_eval(y, preds({"EU": 0.92, "US": 0.92, "APAC": 0.6}), cohorts={"region": region})
     b.finish()
     return a.id, b.id
@@ -77,9 +73,7 @@ def test_diff_of_two_runs_input_manifests(two_runs: tuple[str, str]) -> None:
 
 def test_drift_between_runs_is_stored_with_an_html_report(two_runs: tuple[str, str]) -> None:
     a, b = two_runs
-    code, out = _flightlog(
-        "data", "drift", a, b, "--profile", "features", "--run", b, "--format", "json"
-    )
+    code, out = _flightlog("data", "drift", a, b, "--profile", "features", "--run", b, "--format", "json")
     d = json.loads(out)
     # amount moved (×100), region did not: half of the columns drifted, which meets the 50 % default.
     assert code == 0 and d["dataset_drift"] is True and d["drift_share"] == 0.5
@@ -89,9 +83,7 @@ def test_drift_between_runs_is_stored_with_an_html_report(two_runs: tuple[str, s
     assert stored[-1]["name"] == "drift" and stored[-1]["data"] == d
     reports = [x for x in client.artifacts(b) if x.kind == "report"]
     assert [x.path for x in reports] == ["drift.html"] and reports[0].sha256
-    gate, _ = _flightlog(
-        "data", "drift", a, b, "--profile", "features", "--fail-on-drift", "--format", "json"
-    )
+    gate, _ = _flightlog("data", "drift", a, b, "--profile", "features", "--fail-on-drift", "--format", "json")
     assert gate == 1
     lenient = ("--threshold", "drift_share=0.75", "--fail-on-drift", "--format", "json")
     assert _flightlog("data", "drift", a, b, "--profile", "features", *lenient)[0] == 0
@@ -111,12 +103,8 @@ def test_validation_and_profile_stored_on_a_run(home: Path, tmp_path: Path) -> N
     data = tmp_path / "users.csv"
     pd.DataFrame({"id": [1, 2, 2], "email": ["a@x", "b@y", "nope"]}).to_csv(data, index=False)
     exp = tmp_path / "e.yaml"
-    exp.write_text(
-        "columns:\n  id: {unique: true}\n  email: {matches_regex: '@', sensitive: true}\n"
-    )
-    code, out = _flightlog(
-        "data", "validate", str(data), "--expect", str(exp), "--run", run.id[:6], "--format", "json"
-    )
+    exp.write_text("columns:\n  id: {unique: true}\n  email: {matches_regex: '@', sensitive: true}\n")
+    code, out = _flightlog("data", "validate", str(data), "--expect", str(exp), "--run", run.id[:6], "--format", "json")
     assert code == 1 and json.loads(out)["failed"] == 2
     code, _ = _flightlog("data", "profile", str(data), "--run", run.id, "--name", "users")
     assert code == 0

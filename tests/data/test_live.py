@@ -33,7 +33,9 @@ def _inputs(rng: np.random.Generator, n: int, shift: float = 0.0) -> list[dict[s
     amount = rng.normal(100 + shift, 20, n)
     age = rng.integers(18, 80, n)
     country = rng.choice(COUNTRIES, n, p=SHARES)
-    return [{"amount": float(a), "age": int(g), "country": str(c)} for a, g, c in zip(amount, age, country, strict=True)]
+    return [
+        {"amount": float(a), "age": int(g), "country": str(c)} for a, g, c in zip(amount, age, country, strict=True)
+    ]
 
 
 def _training_run(rng: np.random.Generator, n: int = 5000) -> str:
@@ -86,8 +88,8 @@ def test_a_live_profile_merges_like_the_whole_and_stays_bounded() -> None:
     rows = _inputs(rng, 60_000)
     a, b, whole = LiveProfile(), LiveProfile(), LiveProfile()
     for i in range(0, 60_000, 5000):  # batch by batch
-        (a if i < 30_000 else b).update(rows[i:i + 5000])
-        whole.update(rows[i:i + 5000])
+        (a if i < 30_000 else b).update(rows[i : i + 5000])
+        whole.update(rows[i : i + 5000])
     merged = a.merge(b).profile
     assert merged.row_count == whole.rows == 60_000
     assert merged["amount"].numeric.sketch == whole.profile["amount"].numeric.sketch
@@ -106,8 +108,9 @@ def test_a_cohort_regression_on_live_labels_is_found(home: Path) -> None:
     for i, x in enumerate(_inputs(rng, 3000)):
         y = int(rng.integers(0, 2))
         acc = 0.7 if x["country"] == "BR" else 0.9
-        rows.append({"time": time.time() - 600 + i * 0.1, "inputs": x, "label": y,
-                     "output": y if rng.random() < acc else 1 - y})
+        rows.append(
+            {"time": time.time() - 600 + i * 0.1, "inputs": x, "label": y, "output": y if rng.random() < acc else 1 - y}
+        )
     log_predictions(run, rows)
     run.finish()
 
@@ -131,21 +134,49 @@ def test_the_adapter_takes_serving_reader_rows_and_log_events_alike() -> None:
     from flightlog.models import LogEvent
 
     events = [
-        LogEvent(10.0, "sdk", 20, "prediction", "serving",
-                 {"request_id": "a", "version": "2", "latency_ms": 5, "inputs": {"x": 1.5}, "output": 1}),
+        LogEvent(
+            10.0,
+            "sdk",
+            20,
+            "prediction",
+            "serving",
+            {"request_id": "a", "version": "2", "latency_ms": 5, "inputs": {"x": 1.5}, "output": 1},
+        ),
         LogEvent(11.0, "sdk", 20, "label", "serving", {"request_id": "a", "label": 0}),
         LogEvent(12.0, "sdk", 20, "an unrelated line", None, None),
     ]
-    reader_rows = [{"time": "1970-01-01T00:00:10Z", "request_id": "a", "version": "2", "latency_ms": 5,
-                    "inputs": {"x": 1.5}, "output": 1, "label": 0}]
+    reader_rows = [
+        {
+            "time": "1970-01-01T00:00:10Z",
+            "request_id": "a",
+            "version": "2",
+            "latency_ms": 5,
+            "inputs": {"x": 1.5},
+            "output": 1,
+            "label": 0,
+        }
+    ]
     recorder_events = [  # the serving recorder's own components: serving.prediction, serving.label
-        LogEvent(10.0, "sdk", 20, "prediction a 200 5.0 ms", "serving.prediction",
-                 {"request_id": "a", "version": "2", "latency_ms": 5, "inputs": {"x": 1.5}, "output": 1}),
+        LogEvent(
+            10.0,
+            "sdk",
+            20,
+            "prediction a 200 5.0 ms",
+            "serving.prediction",
+            {"request_id": "a", "version": "2", "latency_ms": 5, "inputs": {"x": 1.5}, "output": 1},
+        ),
         LogEvent(11.0, "sdk", 20, "label a", "serving.label", {"request_id": "a", "label": 0}),
     ]
     assert prediction_rows(events) == prediction_rows(reader_rows) == prediction_rows(recorder_events)
     [row] = prediction_rows(reader_rows)
-    assert (row.time, row.inputs, row.output, row.label, row.has_label, row.version) == (10.0, {"x": 1.5}, 1, 0, True, "2")
+    assert (row.time, row.inputs, row.output, row.label, row.has_label, row.version) == (
+        10.0,
+        {"x": 1.5},
+        1,
+        0,
+        True,
+        "2",
+    )
     with pytest.raises(InvalidInput, match="needs its time"):
         prediction_rows([{"inputs": {"x": 1}}])
     with pytest.raises(InvalidInput, match="inputs must be a mapping"):

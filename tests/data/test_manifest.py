@@ -147,9 +147,7 @@ def test_diff_shows_a_shift_to_many_small_files(tmp_path: Path) -> None:
     b = build_manifest(_tree(tmp_path / "v2", after))
     d = diff_manifests(a, b)
     assert d["small_files"]["detected"]
-    assert d["small_files"]["share_a"] == 0 and d["small_files"]["share_b"] == pytest.approx(
-        400 / 440
-    )
+    assert d["small_files"]["share_a"] == 0 and d["small_files"]["share_b"] == pytest.approx(400 / 440)
     assert d["file_count"] == {"a": 40, "b": 440, "delta": 400, "ratio": 11.0}
     assert d["median_size"]["b"] < d["median_size"]["a"] / 10
     small = {h["le"]: h for h in d["size_histogram"]}[2048]

@@ -78,9 +78,7 @@ def _write_csv(path: Path) -> int:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(
-    not Path("/proc/self/clear_refs").exists(), reason="needs Linux /proc to read peak RSS"
-)
+@pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="needs Linux /proc to read peak RSS")
 def test_profile_of_a_300_mb_csv_grows_memory_by_at_most_64_mb(tmp_path: Path) -> None:
     big = tmp_path / "big.csv"
     rows = _write_csv(big)

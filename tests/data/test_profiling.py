@@ -29,8 +29,7 @@ def _frame(n: int = 5000, seed: int = 0) -> pd.DataFrame:
             "clicks": rng.poisson(3, n),
             "country": rng.choice(["US", "DE", "FR", "JP"], n, p=[0.4, 0.3, 0.2, 0.1]),
             "active": rng.random(n) < 0.7,
-            "ts": pd.to_datetime("2026-01-01")
-            + pd.to_timedelta(rng.integers(0, 86400 * 30, n), unit="s"),
+            "ts": pd.to_datetime("2026-01-01") + pd.to_timedelta(rng.integers(0, 86400 * 30, n), unit="s"),
         }
     )
 
@@ -102,9 +101,7 @@ def test_files_of_every_format_give_the_same_profile(tmp_path: Path) -> None:
     pq.write_table(table, tmp_path / "d.parquet", row_group_size=700)
     pacsv.write_csv(table, tmp_path / "d.csv")
     df.to_json(tmp_path / "d.jsonl", orient="records", lines=True)
-    profiles = {
-        fmt: profile(tmp_path / f"d.{fmt}", batch_rows=512) for fmt in ("parquet", "csv", "jsonl")
-    }
+    profiles = {fmt: profile(tmp_path / f"d.{fmt}", batch_rows=512) for fmt in ("parquet", "csv", "jsonl")}
     for p in profiles.values():
         assert p.row_count == 3000
         assert p["age"].null_count == int(df["age"].isna().sum())
@@ -114,9 +111,7 @@ def test_files_of_every_format_give_the_same_profile(tmp_path: Path) -> None:
 
 def test_directory_of_parquet_files(tmp_path: Path) -> None:
     for i in range(3):
-        pq.write_table(
-            pa.table({"x": np.arange(i * 10, i * 10 + 10)}), tmp_path / f"part-{i}.parquet"
-        )
+        pq.write_table(pa.table({"x": np.arange(i * 10, i * 10 + 10)}), tmp_path / f"part-{i}.parquet")
     p = profile(tmp_path)
     assert p.row_count == 30 and p["x"].numeric.max == 29  # type: ignore[union-attr]
 
@@ -242,18 +237,14 @@ def test_newer_profile_version_is_refused() -> None:
 
 
 def test_pandas_categoricals_and_arrow_dictionaries_are_categories() -> None:
-    df = pd.DataFrame(
-        {"size": pd.Categorical(["S", "M", "M", None]), "code": pd.Categorical([1, 2, 2, 2])}
-    )
+    df = pd.DataFrame({"size": pd.Categorical(["S", "M", "M", None]), "code": pd.Categorical([1, 2, 2, 2])})
     p = profile(df)
     assert p["size"].kind == p["code"].kind == "categorical"
     assert p["size"].categorical.counts == {"M": 2, "S": 1} and p["size"].null_count == 1  # type: ignore[union-attr]
     assert p["code"].categorical.counts == {2: 3, 1: 1}  # type: ignore[union-attr]
 
 
-def test_progress_bar_draws_on_stderr_when_asked(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
+def test_progress_bar_draws_on_stderr_when_asked(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     path = tmp_path / "d.csv"
     path.write_text("a\n" + "\n".join(str(i) for i in range(1000)) + "\n")
     p = profile(path, show_progress=True)

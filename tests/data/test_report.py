@@ -14,12 +14,8 @@ EVIL = '<script>alert("x")</script>'
 
 def _page() -> str:
     rng = np.random.default_rng(1)
-    ref = pd.DataFrame(
-        {"amount": rng.gamma(2, 30, 3000), EVIL: rng.choice(["a", EVIL, "c&d"], 3000)}
-    )
-    cur = pd.DataFrame(
-        {"amount": rng.gamma(2, 30, 3000) * 3, EVIL: rng.choice(["a", EVIL, "c&d"], 3000)}
-    )
+    ref = pd.DataFrame({"amount": rng.gamma(2, 30, 3000), EVIL: rng.choice(["a", EVIL, "c&d"], 3000)})
+    cur = pd.DataFrame({"amount": rng.gamma(2, 30, 3000) * 3, EVIL: rng.choice(["a", EVIL, "c&d"], 3000)})
     pr, pc = profile(ref, name="ref.parquet"), profile(cur, name="<b>cur</b>")
     return render_drift_html(drift(pr, pc), pr, pc)
 

@@ -18,9 +18,7 @@ def _distributions() -> dict[str, np.ndarray]:
         "normal": rng.normal(0, 1, 200_000),
         "lognormal": rng.lognormal(3, 2, 200_000),
         "shifted": rng.normal(1e6, 5, 100_000),
-        "with_zeros": np.concatenate(
-            [np.zeros(5000), rng.exponential(1, 50_000), -rng.exponential(3, 20_000)]
-        ),
+        "with_zeros": np.concatenate([np.zeros(5000), rng.exponential(1, 50_000), -rng.exponential(3, 20_000)]),
         "integers": rng.integers(-1000, 1000, 100_000).astype(float),
     }
 

@@ -119,8 +119,15 @@ def _command(w: Workload, name: str) -> list[str]:
 def _execute(w: Workload, home: Path, name: str, timeout: float) -> subprocess.CompletedProcess[str]:
     env = _env(home)
     env["WORKLOAD_NAME"] = name
-    proc = subprocess.Popen(_command(w, name), env=env, cwd=home.parent, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        _command(w, name),
+        env=env,
+        cwd=home.parent,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     err: list[str] = []
     out: list[str] = []
     working = threading.Event()  # the workload printed its first line: it is running
@@ -132,8 +139,10 @@ def _execute(w: Workload, home: Path, name: str, timeout: float) -> subprocess.C
                 working.set()
         working.set()
 
-    readers = [threading.Thread(target=read, args=(proc.stdout, out, False), daemon=True),
-               threading.Thread(target=read, args=(proc.stderr, err, True), daemon=True)]
+    readers = [
+        threading.Thread(target=read, args=(proc.stdout, out, False), daemon=True),
+        threading.Thread(target=read, args=(proc.stderr, err, True), daemon=True),
+    ]
     for r in readers:
         r.start()
     if w.signal is not None:
@@ -204,8 +213,10 @@ def top(report: dict[str, Any], expect: str) -> tuple[str, float]:
 
 def explain(o: Outcome, report: dict[str, Any]) -> str:
     rows = "\n".join(f"  {f['category']} {f['confidence']}: {f['summary']}" for f in report["findings"])
-    return (f"{o.workload.id}: expected {o.workload.expect}, got {top(report, o.workload.expect)}\n{rows}\n"
-            f"exit {o.returncode} in {o.seconds:.1f}s\nstdout:\n{o.stdout[-1500:]}\nstderr:\n{o.stderr[-3000:]}")
+    return (
+        f"{o.workload.id}: expected {o.workload.expect}, got {top(report, o.workload.expect)}\n{rows}\n"
+        f"exit {o.returncode} in {o.seconds:.1f}s\nstdout:\n{o.stdout[-1500:]}\nstderr:\n{o.stderr[-3000:]}"
+    )
 
 
 def main() -> None:  # pragma: no cover - the closing note's table
@@ -221,7 +232,9 @@ def main() -> None:  # pragma: no cover - the closing note's table
             row = table.setdefault(o.workload.path.parent.name, [0, 0])
             row[0] += 1
             row[1] += ok
-            print(f"{'ok ' if ok else 'BAD'} {o.workload.id:55} expect {o.workload.expect:24} got {got:24} {conf:.2f} {o.seconds:.1f}s")
+            print(
+                f"{'ok ' if ok else 'BAD'} {o.workload.id:55} expect {o.workload.expect:24} got {got:24} {conf:.2f} {o.seconds:.1f}s"
+            )
         print("\n| category | cases | correct |\n| --- | --- | --- |")
         for cat, (n, ok) in sorted(table.items()):
             print(f"| {cat} | {n} | {ok} |")

@@ -27,7 +27,9 @@ def test_diagnosis_comparison_and_rightsizing_endpoints(tmp_path: Path) -> None:
         report = httpx.get(f"{server.url}/api/v1/runs/{failed['id']}/diagnosis", headers=headers).json()
         assert report["run"] == failed["id"] and report["findings"][0]["category"] == "missing_file"
         assert report["findings"][0]["evidence"] and report["kind"] in ("software", "data", "infrastructure")
-        comparison = httpx.get(f"{server.url}/api/v1/runs/{failed['id']}/comparison", params={"baseline": ok["id"]}, headers=headers)
+        comparison = httpx.get(
+            f"{server.url}/api/v1/runs/{failed['id']}/comparison", params={"baseline": ok["id"]}, headers=headers
+        )
         assert comparison.status_code == 200
         missing = httpx.get(f"{server.url}/api/v1/runs/{failed['id']}/comparison", headers=headers)
         assert missing.status_code == 400 and "baseline is required" in missing.json()["error"]["message"]

@@ -32,8 +32,15 @@ print(run.id)
 def _train(home: Path, lr: float, name: str, script: str = "train.py") -> str:
     path = home.parent / script
     path.write_text(TRAIN)
-    proc = subprocess.run([sys.executable, str(path), str(lr), name], env=child_env(home), cwd=home.parent,
-                          capture_output=True, text=True, timeout=60, check=True)
+    proc = subprocess.run(
+        [sys.executable, str(path), str(lr), name],
+        env=child_env(home),
+        cwd=home.parent,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     return proc.stdout.strip().splitlines()[-1]
 
 
@@ -48,10 +55,14 @@ def test_with_a_name_per_run_the_best_comparable_run_unflagged(home: Path) -> No
     base = report["baseline"]
     assert base is not None and base["baseline"] == best, (base, good, best)
     assert base["chosen"] == "automatic" and base["choice"] == "comparable"
-    assert base["reason"].startswith("comparable: same script train.py, same param keys, best val_loss (0.2383)"), base["reason"]
+    assert base["reason"].startswith("comparable: same script train.py, same param keys, best val_loss (0.2383)"), base[
+        "reason"
+    ]
     assert {"run": diverged, "why": "its loss diverged"} in base["skipped"]
     text = cli(home, "diagnose", run).stdout
-    assert f"baseline {best} (comparable: same script train.py, same param keys, best val_loss" in " ".join(text.split())
+    assert f"baseline {best} (comparable: same script train.py, same param keys, best val_loss" in " ".join(
+        text.split()
+    )
 
 
 def test_a_diverged_run_of_the_same_name_is_skipped(home: Path) -> None:

@@ -22,10 +22,23 @@ def _tb(func: Callable[[], object]) -> str:
     raise AssertionError("expected an exception")
 
 
-def classify(tb: str | None = None, lines: list[str] | None = None, *, exit_code: int | None = 1,
-             signal: int | None = None, timed_out: bool = False, oom_killed: bool = False) -> tuple[str, float]:
-    return classify_failure(exit_code=exit_code, signal=signal, timed_out=timed_out, oom_killed=oom_killed,
-                            traceback_text=tb, last_lines=lines or [])
+def classify(
+    tb: str | None = None,
+    lines: list[str] | None = None,
+    *,
+    exit_code: int | None = 1,
+    signal: int | None = None,
+    timed_out: bool = False,
+    oom_killed: bool = False,
+) -> tuple[str, float]:
+    return classify_failure(
+        exit_code=exit_code,
+        signal=signal,
+        timed_out=timed_out,
+        oom_killed=oom_killed,
+        traceback_text=tb,
+        last_lines=lines or [],
+    )
 
 
 def _closed_port() -> int:
@@ -155,8 +168,17 @@ def test_exit_facts() -> None:
     assert classify(exit_code=143, signal=15)[0] == "killed_by_signal"
     assert classify(exit_code=143)[0] == "killed_by_signal"  # a shell's 128 + 15
     assert classify(exit_code=139, signal=11)[0] == "code_error"
-    assert classify(exit_code=127, lines=["bash: line 1: trainz: command not found"]) == ("dependency_error", pytest.approx(0.82, abs=0.02))
-    assert classify(exit_code=2, lines=["usage: train.py [-h] [--lr LR]", "train.py: error: argument --lr: invalid float value: 'fast'"])[0] == "bad_parameter"
+    assert classify(exit_code=127, lines=["bash: line 1: trainz: command not found"]) == (
+        "dependency_error",
+        pytest.approx(0.82, abs=0.02),
+    )
+    assert (
+        classify(
+            exit_code=2,
+            lines=["usage: train.py [-h] [--lr LR]", "train.py: error: argument --lr: invalid float value: 'fast'"],
+        )[0]
+        == "bad_parameter"
+    )
     assert classify(exit_code=137, lines=["Killed"])[0] == "oom_killed"
 
 
@@ -169,18 +191,30 @@ def test_success_and_nothing_to_go_on() -> None:
 def test_more_signals_more_confidence() -> None:
     tb = _tb(_refused_socket)
     alone = classify(tb)[1]
-    agreeing = classify(tb, ["ERROR feature store at 127.0.0.1:6379 unreachable: Connection refused",
-                             "ERROR giving up after 3 attempts: ECONNREFUSED"])[1]
+    agreeing = classify(
+        tb,
+        [
+            "ERROR feature store at 127.0.0.1:6379 unreachable: Connection refused",
+            "ERROR giving up after 3 attempts: ECONNREFUSED",
+        ],
+    )[1]
     assert agreeing > alone
 
 
 def test_noise_does_not_win() -> None:
     # a handled connection error earlier, a warning, and lines printed after the real traceback
-    lines = ["WARNING requests: connection refused, retrying in 1s", "UserWarning: the default of `copy` will change",
-             _tb(_pandas_column), "cleaning up temporary files", "bye"]
+    lines = [
+        "WARNING requests: connection refused, retrying in 1s",
+        "UserWarning: the default of `copy` will change",
+        _tb(_pandas_column),
+        "cleaning up temporary files",
+        "bye",
+    ]
     assert classify(None, lines)[0] == "data_error"
     # "Killed" and "NaN" inside ordinary lines mean nothing
-    category, confidence = classify(None, ["Killed 3 stale workers before starting", "loss=NaN guard enabled"], exit_code=1)
+    category, confidence = classify(
+        None, ["Killed 3 stale workers before starting", "loss=NaN guard enabled"], exit_code=1
+    )
     assert category == "code_error" and confidence < 0.5
 
 
@@ -204,6 +238,7 @@ def test_every_failure_category_is_reachable() -> None:
 # ── the whole failure: chains, errno, wrappers ───────────────────────────────
 def test_the_cause_of_a_chain_decides_not_the_wrapper() -> None:
     """A generic wrapper raised from a full disk is a full disk, not a code error."""
+
     def save() -> None:
         try:
             raise OSError(28, "No space left on device")
@@ -213,35 +248,55 @@ def test_the_cause_of_a_chain_decides_not_the_wrapper() -> None:
     category, confidence = classify(_tb(save))
     assert category == "disk_full" and confidence >= 0.5
     # the same chain with its first traceback's header cut off by the log's window
-    cut = ("OSError: [Errno 28] No space left on device\n\n"
-           "The above exception was the direct cause of the following exception:\n\n"
-           "Traceback (most recent call last):\n"
-           '  File "/app/train.py", line 9, in save\n'
-           '    raise RuntimeError("checkpoint could not be written") from exc\n'
-           "RuntimeError: checkpoint could not be written")
+    cut = (
+        "OSError: [Errno 28] No space left on device\n\n"
+        "The above exception was the direct cause of the following exception:\n\n"
+        "Traceback (most recent call last):\n"
+        '  File "/app/train.py", line 9, in save\n'
+        '    raise RuntimeError("checkpoint could not be written") from exc\n'
+        "RuntimeError: checkpoint could not be written"
+    )
     category, confidence = classify(None, ["saving", cut])
     assert category == "disk_full" and confidence >= 0.5
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("OSError(28, 'write failed')", "disk_full"),
-    ("torch.distributed.DistNetworkError: The client socket has failed to connect to 10.0.0.2:29500 (errno: 113 - something)", "service_unavailable"),
-    ('safetensors_rust.SafetensorError: Error while serializing: IoError(Os { code: 28, kind: StorageFull, message: "?" })', "disk_full"),
-    ("OSError: [Errno 122] Disk quota exceeded", "disk_full"),
-    ("redis.exceptions.ConnectionError: Error 111 connecting to 127.0.0.1:6379.", "service_unavailable"),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("OSError(28, 'write failed')", "disk_full"),
+        (
+            "torch.distributed.DistNetworkError: The client socket has failed to connect to 10.0.0.2:29500 (errno: 113 - something)",
+            "service_unavailable",
+        ),
+        (
+            'safetensors_rust.SafetensorError: Error while serializing: IoError(Os { code: 28, kind: StorageFull, message: "?" })',
+            "disk_full",
+        ),
+        ("OSError: [Errno 122] Disk quota exceeded", "disk_full"),
+        ("redis.exceptions.ConnectionError: Error 111 connecting to 127.0.0.1:6379.", "service_unavailable"),
+    ],
+)
 def test_the_errno_decides(text: str, expected: str) -> None:
     """The errno number alone names the cause, whatever words come with it."""
     category, confidence = classify(None, ["starting", text])
     assert (category, confidence >= 0.5) == (expected, True)
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("sqlalchemy.exc.OperationalError: (psycopg2.OperationalError) could not connect to server", "service_unavailable"),
-    ("ray.exceptions.RayTaskError(ModuleNotFoundError): ray::train() (pid=1)", "dependency_error"),
-    ("Trial 4 failed because of the following error: ValueError('nan loss encountered')", "nan_loss"),
-    ("[ERROR/ForkPoolWorker-1] Task t[1] raised unexpected: ConnectionError('Error 111 connecting to 127.0.0.1:6379.')", "service_unavailable"),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "sqlalchemy.exc.OperationalError: (psycopg2.OperationalError) could not connect to server",
+            "service_unavailable",
+        ),
+        ("ray.exceptions.RayTaskError(ModuleNotFoundError): ray::train() (pid=1)", "dependency_error"),
+        ("Trial 4 failed because of the following error: ValueError('nan loss encountered')", "nan_loss"),
+        (
+            "[ERROR/ForkPoolWorker-1] Task t[1] raised unexpected: ConnectionError('Error 111 connecting to 127.0.0.1:6379.')",
+            "service_unavailable",
+        ),
+    ],
+)
 def test_a_library_s_wrapper_names_its_cause(text: str, expected: str) -> None:
     category, confidence = classify(None, ["starting", text])
     assert (category, confidence >= 0.5) == (expected, True)
@@ -251,18 +306,40 @@ def test_generic_code_error_only_when_nothing_more_specific() -> None:
     """The final exception's type alone (a TypeError) names a code error once nothing else does."""
     category, confidence = classify(None, ["TypeError: forward() missing 1 required positional argument: 'x'"])
     assert category == "code_error" and confidence >= 0.5
-    assert classify(None, ["RuntimeError: DataLoader worker (pid 7) is killed by signal: Bus error. It is possible that "
-                           "dataloader's workers are out of shared memory. Please try to raise your shared memory limit."])[0] == "oom_killed"
+    assert (
+        classify(
+            None,
+            [
+                "RuntimeError: DataLoader worker (pid 7) is killed by signal: Bus error. It is possible that "
+                "dataloader's workers are out of shared memory. Please try to raise your shared memory limit."
+            ],
+        )[0]
+        == "oom_killed"
+    )
 
 
 # ── the kill-versus-OOM decision weighs the memory at the end ─────────────────
-@pytest.mark.parametrize(("sig", "share", "expected"), [
-    (9, None, "killed_by_signal"), (9, 0.4, "killed_by_signal"), (9, 0.92, "oom_killed"), (9, 0.99, "oom_killed"),
-    (15, 0.5, "killed_by_signal"), (15, 0.99, "oom_killed"),
-])
+@pytest.mark.parametrize(
+    ("sig", "share", "expected"),
+    [
+        (9, None, "killed_by_signal"),
+        (9, 0.4, "killed_by_signal"),
+        (9, 0.92, "oom_killed"),
+        (9, 0.99, "oom_killed"),
+        (15, 0.5, "killed_by_signal"),
+        (15, 0.99, "oom_killed"),
+    ],
+)
 def test_memory_at_its_limit_weighs_against_a_kill(sig: int, share: float | None, expected: str) -> None:
-    category, confidence = classify_failure(exit_code=128 + sig, signal=sig, timed_out=False, oom_killed=False,
-                                            traceback_text=None, last_lines=[], memory_share=share)
+    category, confidence = classify_failure(
+        exit_code=128 + sig,
+        signal=sig,
+        timed_out=False,
+        oom_killed=False,
+        traceback_text=None,
+        last_lines=[],
+        memory_share=share,
+    )
     assert category == expected and (expected != "oom_killed" or confidence >= 0.5)
 
 
@@ -304,9 +381,28 @@ def test_a_run_killed_at_its_memory_limit_is_oom_killed(home: Path, sig: int) ->
     (home.parent / "hold.py").write_text(HOLD_MEMORY)
     pidfile = home.parent / "workload.pid"
     exe = Path(sys.executable).with_name("flightlog")
-    proc = subprocess.Popen([str(exe), "run", "--project", "oom", "--memory-limit", "160M", "--sample-interval", "0.1s", "--",
-                             sys.executable, str(home.parent / "hold.py"), str(limit), str(pidfile)],
-                            env=child_env(home), cwd=home.parent, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            str(exe),
+            "run",
+            "--project",
+            "oom",
+            "--memory-limit",
+            "160M",
+            "--sample-interval",
+            "0.1s",
+            "--",
+            sys.executable,
+            str(home.parent / "hold.py"),
+            str(limit),
+            str(pidfile),
+        ],
+        env=child_env(home),
+        cwd=home.parent,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert proc.stderr is not None
         started = proc.stderr.readline()

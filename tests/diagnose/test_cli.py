@@ -21,7 +21,9 @@ df["price"].mean()
 def _run(home: Path, code: str, *args: str) -> str:
     script = home.parent / "job.py"
     script.write_text(code)
-    proc = cli(home, "run", "--project", "shop", "--name", "prices", *args, "--", sys.executable, str(script), check=False)
+    proc = cli(
+        home, "run", "--project", "shop", "--name", "prices", *args, "--", sys.executable, str(script), check=False
+    )
     m = re.search(r"flightlog: run ([0-9a-f]{32}) started", proc.stderr)
     assert m, proc.stderr
     return m[1]

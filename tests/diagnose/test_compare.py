@@ -36,8 +36,15 @@ def _train(home: Path, lr: float, load_s: float, tag: str) -> str:
 
     from tests.helpers import child_env
 
-    proc = subprocess.run([sys.executable, str(script), str(lr), str(load_s), tag], env=child_env(home),
-                          cwd=home.parent, capture_output=True, text=True, timeout=60, check=True)
+    proc = subprocess.run(
+        [sys.executable, str(script), str(lr), str(load_s), tag],
+        env=child_env(home),
+        cwd=home.parent,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     return proc.stdout.strip().splitlines()[-1]
 
 
@@ -84,7 +91,9 @@ def test_compare_and_automatic_baseline(home: Path) -> None:
 
 
 def test_package_changes() -> None:
-    got = package_changes({"NumPy": "2.1.0", "pandas": "2.2.0", "torch": "2.4"}, {"numpy": "1.26.4", "pandas": "2.2.0", "scipy": "1.13"})
+    got = package_changes(
+        {"NumPy": "2.1.0", "pandas": "2.2.0", "torch": "2.4"}, {"numpy": "1.26.4", "pandas": "2.2.0", "scipy": "1.13"}
+    )
     assert got == {
         "added": [{"name": "torch", "version": "2.4"}],
         "removed": [{"name": "scipy", "version": "1.13"}],
@@ -114,7 +123,9 @@ for step in range(6):
 """
 
 
-@pytest.mark.embedded_only("the comparison is one document over either transport (test_compare_and_automatic_baseline runs both)")
+@pytest.mark.embedded_only(
+    "the comparison is one document over either transport (test_compare_and_automatic_baseline runs both)"
+)
 def test_compare_prints_every_difference_it_counts(home: Path) -> None:
     import json
     import re
@@ -136,7 +147,12 @@ def test_compare_prints_every_difference_it_counts(home: Path) -> None:
     assert cmp["command"]["changed"] is True
     # the stored command is a shell rendering of the argv with the secret replaced: it splits
     # back into the same arguments (quoting where the shell needs it is fine)
-    assert shlex.split(cmp["command"]["baseline"])[-4:] == [str(script), "--lr=0.1", "0.12", "--password=[REDACTED:secret]"]
+    assert shlex.split(cmp["command"]["baseline"])[-4:] == [
+        str(script),
+        "--lr=0.1",
+        "0.12",
+        "--password=[REDACTED:secret]",
+    ]
     assert shlex.split(cmp["command"]["run"])[-3:] == [str(script), "--lr=1.0", "0.02"]
     assert cmp["differences"]["command"] == 1 and cmp["differences"]["stages"] >= 1
     text = cli(home, "compare", faster, base).stdout

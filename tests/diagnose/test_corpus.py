@@ -50,8 +50,25 @@ def test_the_corpus_is_wide_and_sourced() -> None:
         assert entry["message"].strip(), entry
     assert len({e["message"] for e in FAILURES + BENIGN}) == len(FAILURES) + len(BENIGN), "an entry is repeated"
     stacks = {e["source"].split("/")[3].lower() for e in FAILURES}
-    assert {"pytorch", "nvidia", "huggingface", "ray-project", "tensorflow", "dmlc", "boto", "googleapis", "azure", "wandb",
-            "facebookresearch", "optuna", "keras-team", "mlflow", "kubernetes", "lightgbm-org", "pandas-dev"} <= stacks
+    assert {
+        "pytorch",
+        "nvidia",
+        "huggingface",
+        "ray-project",
+        "tensorflow",
+        "dmlc",
+        "boto",
+        "googleapis",
+        "azure",
+        "wandb",
+        "facebookresearch",
+        "optuna",
+        "keras-team",
+        "mlflow",
+        "kubernetes",
+        "lightgbm-org",
+        "pandas-dev",
+    } <= stacks
     # every category a message can show, in both sets
     for data in (DEV, HELDOUT):
         assert {e["expected"] for e in data["failures"]} >= {*FAILURE_CATEGORIES, "nan_loss"}
@@ -69,7 +86,9 @@ def test_the_split_is_the_recorded_rule() -> None:
 def test_real_failure_is_named(entry: dict[str, Any]) -> None:
     """The message as the last log event of a run that exited 1 (each entry of the first corpus)."""
     category, confidence = classify_message(entry["message"])
-    assert (category, confidence >= 0.4) == (entry["expected"], True), f"{category} {confidence}: {entry['message'][:200]}"
+    assert (category, confidence >= 0.4) == (entry["expected"], True), (
+        f"{category} {confidence}: {entry['message'][:200]}"
+    )
 
 
 @pytest.mark.parametrize("entry", DEV["failures"], ids=[_id(e) for e in DEV["failures"]])
@@ -78,7 +97,9 @@ def test_dev_failure_is_a_lead(entry: dict[str, Any]) -> None:
     category, confidence = classify_message(entry["message"])
     if KNOWN_DEV_MISSES.get(entry["source"]) == entry["expected"]:
         return
-    assert (category, confidence >= LEAD) == (entry["expected"], True), f"{category} {confidence}: {entry['message'][:200]}"
+    assert (category, confidence >= LEAD) == (entry["expected"], True), (
+        f"{category} {confidence}: {entry['message'][:200]}"
+    )
 
 
 @pytest.mark.parametrize("name", SETS)
@@ -108,12 +129,26 @@ def test_score_command_prints_both_sets(tmp_path: Path) -> None:
 
     root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root / "src"), str(root)])}
-    text = subprocess.run([sys.executable, "-m", "tests.diagnose.corpus.score"], cwd=root, env=env,
-                          capture_output=True, text=True, check=True).stdout
+    text = subprocess.run(
+        [sys.executable, "-m", "tests.diagnose.corpus.score"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert re.search(r"== dev: \d+ failures", text) and re.search(r"== heldout: \d+ failures", text)
     assert "top-1 at confidence >= 0.5" in text and "confusion" in text and "precision" in text
-    data = json.loads(subprocess.run([sys.executable, "-m", "tests.diagnose.corpus.score", "--format", "json"], cwd=root,
-                                     env=env, capture_output=True, text=True, check=True).stdout)
+    data = json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "tests.diagnose.corpus.score", "--format", "json"],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
     assert set(data) == {"dev", "heldout"} and data["heldout"]["top1_at_0_5"] >= 0.9
 
 
@@ -121,8 +156,22 @@ def _first_of_each_stack() -> list[dict[str, Any]]:
     seen: dict[str, dict[str, Any]] = {}
     for entry in FIRST_CORPUS:
         seen.setdefault(entry["source"].split("/")[3].lower(), entry)
-    return [seen[k] for k in ("pytorch", "nvidia", "huggingface", "ray-project", "tensorflow", "dmlc", "boto", "googleapis",
-                              "azure", "wandb") if k in seen]
+    return [
+        seen[k]
+        for k in (
+            "pytorch",
+            "nvidia",
+            "huggingface",
+            "ray-project",
+            "tensorflow",
+            "dmlc",
+            "boto",
+            "googleapis",
+            "azure",
+            "wandb",
+        )
+        if k in seen
+    ]
 
 
 def _one_per_category() -> list[dict[str, Any]]:
@@ -153,8 +202,17 @@ def test_real_failure_under_flightlog_run(home: Path, entry: dict[str, Any]) -> 
 
     (home.parent / "message.txt").write_text(entry["message"])
     (home.parent / "fail.py").write_text(PRINT_AND_FAIL)
-    proc = cli(home, "run", "--project", "corpus", "--", sys.executable, str(home.parent / "fail.py"),
-               str(home.parent / "message.txt"), check=False)
+    proc = cli(
+        home,
+        "run",
+        "--project",
+        "corpus",
+        "--",
+        sys.executable,
+        str(home.parent / "fail.py"),
+        str(home.parent / "message.txt"),
+        check=False,
+    )
     run = re.search(r"run ([0-9a-f]{32}) started", proc.stderr)[1]  # type: ignore[index]
     with Client(home) as c:
         report = c.diagnose(run)
@@ -170,7 +228,16 @@ def test_benign_lines_in_a_successful_run_are_no_lead(home: Path) -> None:
 
     (home.parent / "benign.txt").write_text("\n".join(e["message"] for e in BENIGN))
     (home.parent / "ok.py").write_text("import sys\nfor line in open(sys.argv[1]):\n    print(line, end='')\n")
-    proc = cli(home, "run", "--project", "corpus", "--", sys.executable, str(home.parent / "ok.py"), str(home.parent / "benign.txt"))
+    proc = cli(
+        home,
+        "run",
+        "--project",
+        "corpus",
+        "--",
+        sys.executable,
+        str(home.parent / "ok.py"),
+        str(home.parent / "benign.txt"),
+    )
     run = re.search(r"run ([0-9a-f]{32}) started", proc.stderr)[1]  # type: ignore[index]
     with Client(home) as c:
         report = c.diagnose(run)

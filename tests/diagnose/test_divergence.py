@@ -49,8 +49,15 @@ print(run.id)
 def _run(home: Path, code: str, *argv: str) -> str:
     script = home.parent / "train.py"
     script.write_text(code)
-    proc = subprocess.run([sys.executable, str(script), *argv], env=child_env(home), cwd=home.parent,
-                          capture_output=True, text=True, timeout=60, check=True)
+    proc = subprocess.run(
+        [sys.executable, str(script), *argv],
+        env=child_env(home),
+        cwd=home.parent,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     return proc.stdout.strip().splitlines()[-1]
 
 

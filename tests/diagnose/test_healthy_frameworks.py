@@ -50,7 +50,9 @@ MODES = ("runner", "sdk")
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.timeout(900),
-    pytest.mark.embedded_only("diagnosis reads the same evidence over every transport; the runs are the expensive part"),
+    pytest.mark.embedded_only(
+        "diagnosis reads the same evidence over every transport; the runs are the expensive part"
+    ),
 ]
 
 
@@ -79,8 +81,15 @@ def _available() -> list[Job]:
 
 def _env(home: Path, name: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("FLIGHTLOG_")}
-    env.update(FLIGHTLOG_HOME=str(home), FLIGHTLOG_PROJECT=PROJECT, PYTHONUNBUFFERED="1", WORKLOAD_NAME=name,
-               TOKENIZERS_PARALLELISM="false", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    env.update(
+        FLIGHTLOG_HOME=str(home),
+        FLIGHTLOG_PROJECT=PROJECT,
+        PYTHONUNBUFFERED="1",
+        WORKLOAD_NAME=name,
+        TOKENIZERS_PARALLELISM="false",
+        OMP_NUM_THREADS="1",
+        MKL_NUM_THREADS="1",
+    )
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     return env
 
@@ -91,7 +100,11 @@ def _flightlog() -> str:
 
 def _execute(job: Job, home: Path, cwd: Path) -> tuple[str, str]:
     program = [sys.executable, str(FRAMEWORKS / job.script)]
-    command = program if job.mode == "sdk" else [_flightlog(), "run", "--project", PROJECT, "--name", job.name, "--", *program]
+    command = (
+        program
+        if job.mode == "sdk"
+        else [_flightlog(), "run", "--project", PROJECT, "--name", job.name, "--", *program]
+    )
     _SPAWNED[job.name] = time.time()
     proc = subprocess.run(command, env=_env(home, job.name), cwd=cwd, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, f"{job.name} failed ({proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
@@ -104,9 +117,17 @@ _SPAWNED: dict[str, float] = {}
 def _pipeline(home: Path, root: Path, label: str) -> tuple[str, str]:
     work = root / f"pipeline-{label}"
     shutil.copytree(FRAMEWORKS / "pipeline", work)
-    proc = subprocess.run([_flightlog(), "pipeline", "run", str(work / "pipeline.yaml"), "--project", PROJECT, "--no-cache"],
-                          env=_env(home, label), cwd=work, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, f"pipeline {label} failed ({proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
+    proc = subprocess.run(
+        [_flightlog(), "pipeline", "run", str(work / "pipeline.yaml"), "--project", PROJECT, "--no-cache"],
+        env=_env(home, label),
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, (
+        f"pipeline {label} failed ({proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
+    )
     return label, proc.stdout + proc.stderr
 
 
@@ -127,10 +148,14 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> Made:
         for script in {j.script for j in jobs}:
             a, b = (runs[Job(script, m).name] for m in MODES)
             twins[a], twins[b] = b, a
-        pipelines = sorted((r for r in c.runs(project=PROJECT, limit=500) if r.parent_id is None and "pipeline" in r.tags),
-                           key=lambda r: r.created or 0)
+        pipelines = sorted(
+            (r for r in c.runs(project=PROJECT, limit=500) if r.parent_id is None and "pipeline" in r.tags),
+            key=lambda r: r.created or 0,
+        )
         assert len(pipelines) == 2, [r.name for r in pipelines]
-        steps = [{r.name: r.id for r in c.runs(project=PROJECT, filter=f"parent = '{p.id}'", limit=50)} for p in pipelines]
+        steps = [
+            {r.name: r.id for r in c.runs(project=PROJECT, filter=f"parent = '{p.id}'", limit=50)} for p in pipelines
+        ]
         for i, p in enumerate(pipelines):
             runs[f"pipeline-{i + 1}"] = p.id
             for step, rid in steps[i].items():
@@ -149,7 +174,9 @@ def test_the_set_has_twenty_healthy_runs_or_more(made: Made) -> None:
 
 
 def _leads(report: dict[str, Any]) -> list[str]:
-    return [f"{f['category']} {f['confidence']:.2f}: {f['summary']}" for f in report["findings"] if f["confidence"] >= 0.5]
+    return [
+        f"{f['category']} {f['confidence']:.2f}: {f['summary']}" for f in report["findings"] if f["confidence"] >= 0.5
+    ]
 
 
 @pytest.mark.parametrize("how", ["alone", "automatic", "twin"])

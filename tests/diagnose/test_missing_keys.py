@@ -33,7 +33,10 @@ def _frame() -> object:
 @pytest.mark.parametrize(
     ("func", "expected"),
     [
-        (lambda: _frame()[["customer", "tenure", "amount"]], ["tenure", "amount"]),  # "['tenure', 'amount'] not in index"
+        (
+            lambda: _frame()[["customer", "tenure", "amount"]],
+            ["tenure", "amount"],
+        ),  # "['tenure', 'amount'] not in index"
         (lambda: _frame()[["tenure", "amount"]], ["tenure", "amount"]),  # None of [Index([...])] are in the [columns]
         (lambda: _frame().groupby("plan")[["tenure", "amount"]], ["tenure", "amount"]),  # Columns not found: ...
         (lambda: _frame()["tenure"], ["tenure"]),

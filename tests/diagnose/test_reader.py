@@ -15,13 +15,16 @@ from tests.helpers import run_script
 
 @pytest.mark.embedded_only("reads the embedded store directly, as the server does")
 def test_store_reader_gives_the_client_report(home: Path) -> None:
-    run_script(home, """
+    run_script(
+        home,
+        """
         import flightlog
         run = flightlog.init(project="p", name="n")
         for step in range(30):
             run.log({"loss": float("nan") if step >= 20 else 1.0 / (step + 1)}, step=step)
         run.finish()
-    """)
+    """,
+    )
     with Client(home) as c:
         run = c.runs()[0]
         via_client = c.diagnose(run.id)

@@ -33,15 +33,32 @@ def _train(home: Path, **finals: float) -> str:
 
     from tests.helpers import child_env
 
-    proc = subprocess.run([sys.executable, str(script), json.dumps(finals)], env=child_env(home), cwd=home.parent,
-                          capture_output=True, text=True, timeout=60, check=True)
+    proc = subprocess.run(
+        [sys.executable, str(script), json.dumps(finals)],
+        env=child_env(home),
+        cwd=home.parent,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     return proc.stdout.strip().splitlines()[-1]
 
 
 @pytest.mark.parametrize(
     ("name", "direction"),
-    [("val_loss", "lower"), ("train/loss_step", "lower"), ("wer", "lower"), ("val_acc", "higher"), ("f1", "higher"),
-     ("mAP@0.5", "higher"), ("lr", None), ("loss_scale", None), ("eval_samples_per_second", None), ("kappa_custom", None)],
+    [
+        ("val_loss", "lower"),
+        ("train/loss_step", "lower"),
+        ("wer", "lower"),
+        ("val_acc", "higher"),
+        ("f1", "higher"),
+        ("mAP@0.5", "higher"),
+        ("lr", None),
+        ("loss_scale", None),
+        ("eval_samples_per_second", None),
+        ("kappa_custom", None),
+    ],
 )
 def test_known_directions(name: str, direction: str | None) -> None:
     assert metric_direction(name) == direction
@@ -57,9 +74,12 @@ def test_a_project_states_the_direction() -> None:
 
 def test_better_or_slightly_worse_is_not_a_regression() -> None:
     # seed-to-seed noise: the workload's val_loss moves up to 23 % between seeds (notes), val_acc up to 6 %
-    rows = [{"name": "val_loss", "run": 0.2, "baseline": 0.3}, {"name": "val_acc", "run": 0.85, "baseline": 0.9},
-            {"name": "val_loss_b", "run": 0.34, "baseline": 0.28},
-            {"name": "val_f1", "run": float("nan"), "baseline": 0.9}]
+    rows = [
+        {"name": "val_loss", "run": 0.2, "baseline": 0.3},
+        {"name": "val_acc", "run": 0.85, "baseline": 0.9},
+        {"name": "val_loss_b", "run": 0.34, "baseline": 0.28},
+        {"name": "val_f1", "run": float("nan"), "baseline": 0.9},
+    ]
     assert regressed_metrics({"metrics": rows}, Thresholds()) == []
 
 

@@ -12,15 +12,30 @@ from flightlog.client import Client
 from tests.helpers import cli
 
 SMALL = "import time\nblob = bytearray(30 * 1024 * 1024)\nblob[::4096] = b'x' * len(blob[::4096])\ntime.sleep(0.4)\n"
-GREEDY = ("chunks = []\nwhile True:\n    chunks.append(bytearray(16 * 1024 * 1024))\n"
-          "    chunks[-1][::4096] = b'x' * len(chunks[-1][::4096])\n")
+GREEDY = (
+    "chunks = []\nwhile True:\n    chunks.append(bytearray(16 * 1024 * 1024))\n"
+    "    chunks[-1][::4096] = b'x' * len(chunks[-1][::4096])\n"
+)
 
 
 def _run(home: Path, code: str, *args: str) -> str:
     script = home.parent / "job.py"
     script.write_text(code)
-    proc = cli(home, "run", "--project", "etl", "--name", "daily", "--sample-interval", "0.1s", *args, "--",
-               sys.executable, str(script), check=False)
+    proc = cli(
+        home,
+        "run",
+        "--project",
+        "etl",
+        "--name",
+        "daily",
+        "--sample-interval",
+        "0.1s",
+        *args,
+        "--",
+        sys.executable,
+        str(script),
+        check=False,
+    )
     return re.search(r"run ([0-9a-f]{32}) started", proc.stderr)[1]  # type: ignore[index]
 
 

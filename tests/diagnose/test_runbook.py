@@ -39,13 +39,20 @@ def test_team_entries_come_first_and_replace_by_id(tmp_path: Path) -> None:
     entries = load_runbook(home, cwd)
     assert [e.id for e in entries[:2]] == ["feature-store", "timeout"]
     assert sum(e.id == "timeout" for e in entries) == 1
-    hits = match_runbook(entries, findings=[("service_unavailable", 0.9)], exception=None,
-                         log_lines=["ConnectionRefusedError: connect to 10.0.0.5:6379 refused"])
+    hits = match_runbook(
+        entries,
+        findings=[("service_unavailable", 0.9)],
+        exception=None,
+        log_lines=["ConnectionRefusedError: connect to 10.0.0.5:6379 refused"],
+    )
     ids = [h["id"] for h in hits]
     assert ids[0] == "feature-store"
     assert hits[0]["source"].endswith("runbook.yaml:1")
     assert "connection-refused" in ids
-    assert hits[0]["matched"] == ["category service_unavailable", "log line 'ConnectionRefusedError: connect to 10.0.0.5:6379 refused'"]
+    assert hits[0]["matched"] == [
+        "category service_unavailable",
+        "log line 'ConnectionRefusedError: connect to 10.0.0.5:6379 refused'",
+    ]
 
 
 def test_weak_findings_do_not_pull_entries(tmp_path: Path) -> None:
@@ -90,12 +97,26 @@ def test_builtin_entries_for_the_ml_stacks_match_real_messages(tmp_path: Path) -
     """Each ML-stack entry matches a real message of the corpus (as a log line, with its category)."""
     import yaml
 
-    corpus = [e for part in ("dev", "heldout") for e in yaml.safe_load((Path(__file__).parent / "corpus" / f"{part}.yaml").read_text())["failures"]]
+    corpus = [
+        e
+        for part in ("dev", "heldout")
+        for e in yaml.safe_load((Path(__file__).parent / "corpus" / f"{part}.yaml").read_text())["failures"]
+    ]
     entries = load_runbook(tmp_path, tmp_path)
-    wanted = {"nccl-collective-timeout", "rendezvous-unreachable", "hugging-face-hub-unreachable", "gated-model",
-              "experiment-tracker-unreachable", "dataloader-worker-killed", "gpu-driver-mismatch", "labels-do-not-fit-the-objective"}
+    wanted = {
+        "nccl-collective-timeout",
+        "rendezvous-unreachable",
+        "hugging-face-hub-unreachable",
+        "gated-model",
+        "experiment-tracker-unreachable",
+        "dataloader-worker-killed",
+        "gpu-driver-mismatch",
+        "labels-do-not-fit-the-objective",
+    }
     hit: set[str] = set()
     for entry in corpus:
-        matched = match_runbook(entries, findings=[(entry["expected"], 0.9)], exception=None, log_lines=entry["message"].splitlines())
+        matched = match_runbook(
+            entries, findings=[(entry["expected"], 0.9)], exception=None, log_lines=entry["message"].splitlines()
+        )
         hit |= {m["id"] for m in matched} & wanted
     assert hit == wanted

@@ -20,9 +20,12 @@ def test_defaults_then_project_and_home_then_working_directory(tmp_path: Path) -
     home, cwd = tmp_path / "home", tmp_path / "work"
     home.mkdir()
     cwd.mkdir()
-    (home / "diagnose.yaml").write_text("defaults:\n  startup_s: 5\n  queue_wait_s: 120\nprojects:\n  vision:\n    startup_s: 30\n")
+    (home / "diagnose.yaml").write_text(
+        "defaults:\n  startup_s: 5\n  queue_wait_s: 120\nprojects:\n  vision:\n    startup_s: 30\n"
+    )
     (cwd / "flightlog.diagnose.yaml").write_text(
-        "projects:\n  vision:\n    queue_wait_s: 600\n    higher_is_better: [dice, 'val/*iou*']\n    metric_regression: 0.05\n")
+        "projects:\n  vision:\n    queue_wait_s: 600\n    higher_is_better: [dice, 'val/*iou*']\n    metric_regression: 0.05\n"
+    )
     vision = load_thresholds("vision", home, cwd)
     assert (vision.startup_s, vision.queue_wait_s, vision.metric_regression) == (30.0, 600.0, 0.05)
     assert vision.higher_is_better == ("dice", "val/*iou*")
@@ -37,7 +40,9 @@ def test_every_problem_is_named_with_the_file_and_the_key() -> None:
     with pytest.raises(InvalidInput) as info:
         parse_settings(text, "flightlog.diagnose.yaml")
     message = str(info.value)
-    assert "flightlog.diagnose.yaml: defaults.startup: unknown setting (settings: " in message and "startup_s" in message
+    assert (
+        "flightlog.diagnose.yaml: defaults.startup: unknown setting (settings: " in message and "startup_s" in message
+    )
     assert "defaults.share: expected a number (0 or more), got 'fast'" in message
     assert "projects.vision.plateau_patience: expected a whole number" in message
     assert "projects.vision.lower_is_better: expected a list of metric names or globs" in message

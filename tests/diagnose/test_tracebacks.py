@@ -70,30 +70,36 @@ def test_nothing_to_parse() -> None:
 
 
 def test_a_chain_whose_first_header_was_cut_keeps_its_cause() -> None:
-    text = ("ValueError: Couldn't cast\nid: string\nbecause column names don't match\n\n"
-            "The above exception was the direct cause of the following exception:\n\n"
-            "Traceback (most recent call last):\n"
-            '  File "/opt/conda/lib/python3.10/site-packages/datasets/builder.py", line 1958, in _prepare_split_single\n'
-            '    raise DatasetGenerationError("An error occurred while generating the dataset") from e\n'
-            "datasets.builder.DatasetGenerationError: An error occurred while generating the dataset\n")
+    text = (
+        "ValueError: Couldn't cast\nid: string\nbecause column names don't match\n\n"
+        "The above exception was the direct cause of the following exception:\n\n"
+        "Traceback (most recent call last):\n"
+        '  File "/opt/conda/lib/python3.10/site-packages/datasets/builder.py", line 1958, in _prepare_split_single\n'
+        '    raise DatasetGenerationError("An error occurred while generating the dataset") from e\n'
+        "datasets.builder.DatasetGenerationError: An error occurred while generating the dataset\n"
+    )
     chain = parse_chain(text)
     assert [e.short_type for e in chain] == ["ValueError", "DatasetGenerationError"]
     assert "column names don't match" in chain[0].message
 
 
 def test_ipython_header_is_a_header() -> None:
-    text = ("KeyError                                  Traceback (most recent call last)\n"
-            "<ipython-input-35> in <module>()\n"
-            "KeyError: 'user_id'\n")
+    text = (
+        "KeyError                                  Traceback (most recent call last)\n"
+        "<ipython-input-35> in <module>()\n"
+        "KeyError: 'user_id'\n"
+    )
     assert [e.short_type for e in parse_chain(text)] == ["KeyError"]
 
 
 def test_exceptions_named_line_by_line() -> None:
-    text = ("RuntimeError: module compiled against API version 0x10 but this version of numpy is 0xf\n"
-            "Traceback (most recent call last):\n"
-            '  File "filter.py", line 7, in <module>\n'
-            "    import bsif\n"
-            "E       ImportError: numpy.core.multiarray failed to import\n")
+    text = (
+        "RuntimeError: module compiled against API version 0x10 but this version of numpy is 0xf\n"
+        "Traceback (most recent call last):\n"
+        '  File "filter.py", line 7, in <module>\n'
+        "    import bsif\n"
+        "E       ImportError: numpy.core.multiarray failed to import\n"
+    )
     chain = parse_exception_lines(text)
     assert [e.type for e in chain] == ["RuntimeError", "ImportError"]
     assert chain[-1].frames and chain[-1].frames[-1].file == "filter.py"
@@ -103,8 +109,9 @@ def test_exceptions_named_line_by_line() -> None:
 def test_wrappers_name_their_cause() -> None:
     (inner, outer) = parse_exception_lines("ray.exceptions.RayTaskError(ValueError): ray::f() (pid=1)")
     assert (inner.type, outer.type) == ("ValueError", "ray.exceptions.RayTaskError")
-    (inner, outer) = expand_wrappers([ParsedException("sqlalchemy.exc.OperationalError",
-                                                      "(psycopg2.OperationalError) could not connect to server")])
+    (inner, outer) = expand_wrappers(
+        [ParsedException("sqlalchemy.exc.OperationalError", "(psycopg2.OperationalError) could not connect to server")]
+    )
     assert inner.type == "psycopg2.OperationalError" and inner.message == "could not connect to server"
     chain = parse_exception_lines("Trial 7 failed because of the following error: ValueError('nan loss encountered')")
     assert [(e.type, e.message) for e in chain] == [("ValueError", "nan loss encountered")]

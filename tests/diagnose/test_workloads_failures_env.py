@@ -7,7 +7,9 @@ import pytest
 from tests.diagnose._workload_checks import check, outcomes_for
 from tests.diagnose.harness import Outcome, discover
 
-WORKLOADS = discover("oom_killed", "missing_file", "dependency_error", "service_unavailable", "credentials_error", "bad_parameter")
+WORKLOADS = discover(
+    "oom_killed", "missing_file", "dependency_error", "service_unavailable", "credentials_error", "bad_parameter"
+)
 
 
 @pytest.fixture(scope="module")

@@ -25,8 +25,13 @@ def test_xgboost_callback_records_params_round_metrics_and_the_model(home: Path)
     x, y = _table()
     dtrain, dvalid = xgb.DMatrix(x[:60], label=y[:60]), xgb.DMatrix(x[60:], label=y[60:])
     callback = FlightlogXGBoostCallback(project="tab", name="xgb", resources=False)
-    booster = xgb.train({"eta": 0.3, "max_depth": 3, "objective": "reg:squarederror", "nthread": 1}, dtrain,
-                        num_boost_round=5, evals=[(dtrain, "train"), (dvalid, "valid")], callbacks=[callback])
+    booster = xgb.train(
+        {"eta": 0.3, "max_depth": 3, "objective": "reg:squarederror", "nthread": 1},
+        dtrain,
+        num_boost_round=5,
+        evals=[(dtrain, "train"), (dvalid, "valid")],
+        callbacks=[callback],
+    )
 
     client = flightlog.Client()
     info = client.run(callback.run.id)
@@ -52,9 +57,21 @@ def test_lightgbm_callback_records_params_round_metrics_and_the_model(home: Path
     train = lgb.Dataset(x[:60], label=y[:60])
     valid = lgb.Dataset(x[60:], label=y[60:], reference=train)
     callback = flightlog_lightgbm_callback(project="tab", name="lgb", resources=False)
-    lgb.train({"objective": "regression", "learning_rate": 0.2, "num_leaves": 7, "verbose": -1, "num_threads": 1,
-               "min_data_in_leaf": 5}, train, num_boost_round=6, valid_sets=[valid], valid_names=["valid"],
-              callbacks=[callback])
+    lgb.train(
+        {
+            "objective": "regression",
+            "learning_rate": 0.2,
+            "num_leaves": 7,
+            "verbose": -1,
+            "num_threads": 1,
+            "min_data_in_leaf": 5,
+        },
+        train,
+        num_boost_round=6,
+        valid_sets=[valid],
+        valid_names=["valid"],
+        callbacks=[callback],
+    )
 
     client = flightlog.Client()
     info = client.run(callback.run.id)

@@ -16,7 +16,9 @@ import pytest
 
 from tests.helpers import child_env, cli_json
 
-pytestmark = pytest.mark.embedded_only("both runs are compared through the local store; transports are covered in tests/sdk")
+pytestmark = pytest.mark.embedded_only(
+    "both runs are compared through the local store; transports are covered in tests/sdk"
+)
 
 FLIGHTLOG = str(Path(sys.executable).with_name("flightlog"))
 
@@ -29,26 +31,43 @@ def _script(tmp_path: Path, code: str) -> Path:
 
 def _run(home: Path, argv: list[str], project: str, tmp_path: Path) -> dict[str, Any]:
     """Run the workload, then the run it left in ``project``: info, logs and diagnosis."""
-    env = child_env(home, FLIGHTLOG_PROJECT=project, FLIGHTLOG_CONSOLE="auto", KERAS_BACKEND="torch", HF_HUB_OFFLINE="1",
-                    TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    env = child_env(
+        home,
+        FLIGHTLOG_PROJECT=project,
+        FLIGHTLOG_CONSOLE="auto",
+        KERAS_BACKEND="torch",
+        HF_HUB_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+        TOKENIZERS_PARALLELISM="false",
+    )
     proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert proc.returncode == 1, proc.stderr[-3000:]
     [run] = [r for r in cli_json(home, "runs", "ls", "--project", project) if r["parent_id"] is None]
     info = cli_json(home, "runs", "show", run["id"])
-    logs = [json.loads(line) for line in subprocess.run(
-        [FLIGHTLOG, "logs", run["id"], "--format", "json"], env=child_env(home), capture_output=True, text=True,
-        check=True).stdout.splitlines()]
+    logs = [
+        json.loads(line)
+        for line in subprocess.run(
+            [FLIGHTLOG, "logs", run["id"], "--format", "json"],
+            env=child_env(home),
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.splitlines()
+    ]
     diagnosis = cli_json(home, "diagnose", run["id"])
     return {"info": info, "logs": logs, "diagnosis": diagnosis, "stderr": proc.stderr}
 
 
-def assert_crash_recorded_as_under_the_runner(home: Path, tmp_path: Path, code: str, message: str,
-                                              printed: str, named: str | None = None) -> dict[str, Any]:
+def assert_crash_recorded_as_under_the_runner(
+    home: Path, tmp_path: Path, code: str, message: str, printed: str, named: str | None = None
+) -> dict[str, Any]:
     """``message``: in the exception's text; ``printed``: a line the workload printed before the
     crash; ``named``: what the top finding names (default: the message)."""
     script = _script(tmp_path, code)
     plain = _run(home, [sys.executable, str(script)], "plain", tmp_path)
-    runner = _run(home, [FLIGHTLOG, "run", "--project", "runner", "--", sys.executable, str(script)], "runner", tmp_path)
+    runner = _run(
+        home, [FLIGHTLOG, "run", "--project", "runner", "--", sys.executable, str(script)], "runner", tmp_path
+    )
 
     info = plain["info"]
     assert info["status"] == "failed" and info["end_reason"] == "exception", info
@@ -72,7 +91,10 @@ def assert_crash_recorded_as_under_the_runner(home: Path, tmp_path: Path, code: 
 
 def test_lightning_logger_records_the_crash_it_sees_in_finalize(home: Path, tmp_path: Path) -> None:
     pytest.importorskip("lightning")
-    plain = assert_crash_recorded_as_under_the_runner(home, tmp_path, """
+    plain = assert_crash_recorded_as_under_the_runner(
+        home,
+        tmp_path,
+        """
         import torch
         import lightning.pytorch as L
         from flightlog.integrations.lightning import FlightlogLogger
@@ -93,13 +115,19 @@ def test_lightning_logger_records_the_crash_it_sees_in_finalize(home: Path, tmp_
         trainer = L.Trainer(max_epochs=1, logger=FlightlogLogger(resources=False), accelerator="cpu", devices=1,
                             enable_progress_bar=False, enable_model_summary=False, enable_checkpointing=False)
         trainer.fit(Model(), loader)
-    """, "mat1 and mat2 shapes cannot be multiplied", "training step 0")
+    """,
+        "mat1 and mat2 shapes cannot be multiplied",
+        "training step 0",
+    )
     assert plain["diagnosis"]["findings"][0]["category"] == "code_error"
 
 
 def test_huggingface_callback_run_records_the_crash(home: Path, tmp_path: Path) -> None:
     pytest.importorskip("transformers")
-    assert_crash_recorded_as_under_the_runner(home, tmp_path, """
+    assert_crash_recorded_as_under_the_runner(
+        home,
+        tmp_path,
+        """
         import torch
         import transformers
         from flightlog.integrations.huggingface import FlightlogCallback
@@ -125,12 +153,18 @@ def test_huggingface_callback_run_records_the_crash(home: Path, tmp_path: Path) 
         trainer = transformers.Trainer(model=Tiny(), args=args, train_dataset=Tokens(),
                                        callbacks=[FlightlogCallback(resources=False)])
         trainer.train()
-    """, "mat1 and mat2 shapes cannot be multiplied", "forward of 4 rows")
+    """,
+        "mat1 and mat2 shapes cannot be multiplied",
+        "forward of 4 rows",
+    )
 
 
 def test_keras_callback_run_records_a_crash_before_its_first_hook(home: Path, tmp_path: Path) -> None:
     pytest.importorskip("keras")
-    assert_crash_recorded_as_under_the_runner(home, tmp_path, """
+    assert_crash_recorded_as_under_the_runner(
+        home,
+        tmp_path,
+        """
         import numpy as np
         import keras
         from flightlog.integrations.keras import FlightlogKerasCallback
@@ -141,12 +175,19 @@ def test_keras_callback_run_records_a_crash_before_its_first_hook(home: Path, tm
         callback = FlightlogKerasCallback(resources=False)
         print("fitting 40 rows", flush=True)
         model.fit(x, x.sum(axis=1, keepdims=True), epochs=2, batch_size=8, verbose=0, callbacks=[callback])
-    """, "incompatible with the layer", "fitting 40 rows", named="ValueError: Exception encountered when calling Sequential")
+    """,
+        "incompatible with the layer",
+        "fitting 40 rows",
+        named="ValueError: Exception encountered when calling Sequential",
+    )
 
 
 def test_xgboost_callback_run_records_the_crash(home: Path, tmp_path: Path) -> None:
     pytest.importorskip("xgboost")
-    assert_crash_recorded_as_under_the_runner(home, tmp_path, """
+    assert_crash_recorded_as_under_the_runner(
+        home,
+        tmp_path,
+        """
         import numpy as np
         import xgboost as xgb
         from flightlog.integrations.xgboost import FlightlogXGBoostCallback
@@ -161,12 +202,18 @@ def test_xgboost_callback_run_records_the_crash(home: Path, tmp_path: Path) -> N
 
         xgb.train({"max_depth": 3, "nthread": 1}, dtrain, num_boost_round=5, evals=[(dtrain, "train"), (dvalid, "valid")],
                   custom_metric=mae, callbacks=[FlightlogXGBoostCallback(resources=False)])
-    """, "operands could not be broadcast together with shapes (20,) (60,)", "scoring 20 rows")
+    """,
+        "operands could not be broadcast together with shapes (20,) (60,)",
+        "scoring 20 rows",
+    )
 
 
 def test_lightgbm_callback_run_records_a_crash_in_the_first_round(home: Path, tmp_path: Path) -> None:
     pytest.importorskip("lightgbm")
-    assert_crash_recorded_as_under_the_runner(home, tmp_path, """
+    assert_crash_recorded_as_under_the_runner(
+        home,
+        tmp_path,
+        """
         import numpy as np
         import lightgbm as lgb
         from flightlog.integrations.lightgbm import flightlog_lightgbm_callback
@@ -183,12 +230,18 @@ def test_lightgbm_callback_run_records_a_crash_in_the_first_round(home: Path, tm
         print("boosting 6 rounds", flush=True)
         lgb.train({"objective": "regression", "verbose": -1, "num_threads": 1, "min_data_in_leaf": 5}, train,
                   num_boost_round=6, valid_sets=[valid], valid_names=["valid"], feval=mae, callbacks=[callback])
-    """, "operands could not be broadcast together with shapes (20,) (60,)", "boosting 6 rounds")
+    """,
+        "operands could not be broadcast together with shapes (20,) (60,)",
+        "boosting 6 rounds",
+    )
 
 
 def test_plain_init_records_its_uncaught_exception(home: Path, tmp_path: Path) -> None:
     pytest.importorskip("torch")
-    plain = assert_crash_recorded_as_under_the_runner(home, tmp_path, """
+    plain = assert_crash_recorded_as_under_the_runner(
+        home,
+        tmp_path,
+        """
         import torch
         import flightlog
 
@@ -197,13 +250,17 @@ def test_plain_init_records_its_uncaught_exception(home: Path, tmp_path: Path) -
             print(f"step {step}", flush=True)
             run.log({"loss": 1.0 / (step + 1)}, step=step)
         torch.randn(8, 3) @ torch.randn(4, 1)
-    """, "mat1 and mat2 shapes cannot be multiplied", "step 2")
+    """,
+        "mat1 and mat2 shapes cannot be multiplied",
+        "step 2",
+    )
     assert "flightlog: run " in plain["stderr"]  # where it went, said once
     assert plain["diagnosis"]["findings"][0]["category"] == "code_error"
 
 
 def test_a_sweep_trial_that_raises_is_failed_with_its_traceback_and_last_lines(
-        home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("FLIGHTLOG_CONSOLE", "auto")  # the default, which the test fixtures turn off
     np = pytest.importorskip("numpy")
     from flightlog.sweeps import sweep
@@ -220,9 +277,16 @@ def test_a_sweep_trial_that_raises_is_failed_with_its_traceback_and_last_lines(
     info = cli_json(home, "runs", "show", failed[0].run_id)
     assert info["status"] == "failed" and info["end_reason"] == "exception"
     assert info["failure"]["last_lines"] == ["trial 1 with lr=0.2"]
-    logs = [json.loads(line) for line in subprocess.run(
-        [FLIGHTLOG, "logs", failed[0].run_id, "--format", "json"], env=child_env(home), capture_output=True,
-        text=True, check=True).stdout.splitlines()]
+    logs = [
+        json.loads(line)
+        for line in subprocess.run(
+            [FLIGHTLOG, "logs", failed[0].run_id, "--format", "json"],
+            env=child_env(home),
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.splitlines()
+    ]
     assert [(e["stream"], e["level"]) for e in logs] == [("stdout", "info"), ("stderr", "error")]
     assert "operands could not be broadcast together with shapes (20,) (60,)" in logs[1]["message"]
     top = cli_json(home, "diagnose", failed[0].run_id)["findings"][0]

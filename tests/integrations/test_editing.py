@@ -25,8 +25,20 @@ def test_sdk_renames_describes_and_removes_tags_while_running(home: Path) -> Non
 def test_cli_and_client_edit_a_finished_run_and_filters_see_it(home: Path) -> None:
     with flightlog.init(project="p", name="old", tags={"tmp": "x"}, resources=False) as run:
         run.log({"loss": 0.5})
-    edited = cli_json(home, "runs", "edit", run.id[:8], "--name", "new", "--tag", "team=nlp", "--untag", "tmp",
-                      "-d", "a described run")
+    edited = cli_json(
+        home,
+        "runs",
+        "edit",
+        run.id[:8],
+        "--name",
+        "new",
+        "--tag",
+        "team=nlp",
+        "--untag",
+        "tmp",
+        "-d",
+        "a described run",
+    )
     assert edited["id"] == run.id and edited["name"] == "new" and edited["status"] == "succeeded"
     assert edited["tags"] == {"team": "nlp", "description": "a described run"}
     client = flightlog.Client()
@@ -56,14 +68,21 @@ def test_http_edit_endpoint_checks_roles_and_input(home: Path, tmp_path: Path) -
             with flightlog.init(project="p", name="draft", tags={"tmp": "1"}, resources=False) as run:
                 pass
         with httpx.Client(base_url=f"{server.url}/api/v1") as api:
-            edited = api.post(f"/runs/{run.id}/edit", headers={"Authorization": f"Bearer {writer}"},
-                              json={"name": "final", "description": "why", "tags": {"team": "cv"}, "remove_tags": ["tmp"]})
+            edited = api.post(
+                f"/runs/{run.id}/edit",
+                headers={"Authorization": f"Bearer {writer}"},
+                json={"name": "final", "description": "why", "tags": {"team": "cv"}, "remove_tags": ["tmp"]},
+            )
             assert edited.status_code == 200, edited.text
             assert edited.json()["name"] == "final" and edited.json()["tags"] == {"team": "cv", "description": "why"}
             denied = api.post(f"/runs/{run.id}/edit", headers={"Authorization": f"Bearer {reader}"}, json={"name": "x"})
             assert denied.status_code == 403
-            for body, message in (({}, "nothing to change"), ({"name": " "}, "name needs some text"),
-                                  ({"color": "red"}, "cannot edit"), ({"tags": ["a"]}, "tags must be an object"),
-                                  ({"name": 3}, "name must be a string")):
+            for body, message in (
+                ({}, "nothing to change"),
+                ({"name": " "}, "name needs some text"),
+                ({"color": "red"}, "cannot edit"),
+                ({"tags": ["a"]}, "tags must be an object"),
+                ({"name": 3}, "name must be a string"),
+            ):
                 bad = api.post(f"/runs/{run.id}/edit", headers={"Authorization": f"Bearer {writer}"}, json=body)
                 assert bad.status_code == 400 and message in bad.json()["error"]["message"], (body, bad.text)

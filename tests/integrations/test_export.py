@@ -25,7 +25,9 @@ def _gauges(text: str) -> dict[tuple[str, str], float]:
 
 
 @pytest.mark.embedded_only("starts its own servers (with and without the gauges, with and without auth)")
-def test_metrics_endpoint_exports_running_runs_only_when_asked(home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_metrics_endpoint_exports_running_runs_only_when_asked(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with serve_in_thread(tmp_path / "srv", auth=True, export_run_metrics=True) as server:
         monkeypatch.setenv("FLIGHTLOG_URL", server.url)
         monkeypatch.setenv("FLIGHTLOG_TOKEN", server.token("writer"))

@@ -29,13 +29,29 @@ class Tokens(torch.utils.data.Dataset):
 
 
 def _trainer(tmp_path: Path, **args: object) -> transformers.Trainer:
-    config = transformers.BertConfig(vocab_size=32, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
-                                     intermediate_size=16, max_position_embeddings=16, num_labels=2)
+    config = transformers.BertConfig(
+        vocab_size=32,
+        hidden_size=8,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=16,
+        max_position_embeddings=16,
+        num_labels=2,
+    )
     model = transformers.BertForSequenceClassification(config)
     training = transformers.TrainingArguments(
-        output_dir=str(tmp_path / "out"), per_device_train_batch_size=4, max_steps=6, logging_steps=2,
-        save_steps=3, eval_strategy="steps", eval_steps=3, learning_rate=1e-3, use_cpu=True,
-        disable_tqdm=True, seed=0, **args,
+        output_dir=str(tmp_path / "out"),
+        per_device_train_batch_size=4,
+        max_steps=6,
+        logging_steps=2,
+        save_steps=3,
+        eval_strategy="steps",
+        eval_steps=3,
+        learning_rate=1e-3,
+        use_cpu=True,
+        disable_tqdm=True,
+        seed=0,
+        **args,
     )
     return transformers.Trainer(model=model, args=training, train_dataset=Tokens(24), eval_dataset=Tokens(8))
 

@@ -24,8 +24,9 @@ def test_keras_callback_records_params_epoch_metrics_checkpoints_and_stages(home
     y = x.sum(axis=1, keepdims=True)
     model = keras.Sequential([keras.Input(shape=(3,)), keras.layers.Dense(4, activation="relu"), keras.layers.Dense(1)])
     model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.01), loss="mse", metrics=["mae"])
-    callback = FlightlogKerasCallback(project="tab", name="dense", checkpoint_dir=tmp_path / "ckpt",
-                                      log_every_n_batches=2, resources=False)
+    callback = FlightlogKerasCallback(
+        project="tab", name="dense", checkpoint_dir=tmp_path / "ckpt", log_every_n_batches=2, resources=False
+    )
     model.fit(x, y, epochs=3, batch_size=8, validation_split=0.2, verbose=0, callbacks=[callback])
 
     client = flightlog.Client()
@@ -44,7 +45,9 @@ def test_keras_callback_records_params_epoch_metrics_checkpoints_and_stages(home
     assert stages["validation"].count == 3
 
 
-def test_trouble_inside_a_callback_never_stops_training(home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_trouble_inside_a_callback_never_stops_training(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("a file where the checkpoint directory should go")
     x = np.ones((16, 2), dtype="float32")

@@ -51,10 +51,18 @@ def _loader(n: int = 32) -> torch.utils.data.DataLoader:
 
 def test_lightning_logger_records_params_metrics_checkpoints_and_stages(home: Path, tmp_path: Path) -> None:
     logger = FlightlogLogger(project="lit", name="tiny", resources=False)
-    checkpoints = L.callbacks.ModelCheckpoint(dirpath=tmp_path / "ckpt", monitor="val_loss", save_top_k=1, save_last=True)
+    checkpoints = L.callbacks.ModelCheckpoint(
+        dirpath=tmp_path / "ckpt", monitor="val_loss", save_top_k=1, save_last=True
+    )
     trainer = L.Trainer(
-        max_epochs=2, logger=logger, callbacks=[checkpoints, logger.stages()], log_every_n_steps=1,
-        accelerator="cpu", devices=1, enable_progress_bar=False, enable_model_summary=False,
+        max_epochs=2,
+        logger=logger,
+        callbacks=[checkpoints, logger.stages()],
+        log_every_n_steps=1,
+        accelerator="cpu",
+        devices=1,
+        enable_progress_bar=False,
+        enable_model_summary=False,
         num_sanity_val_steps=0,
     )
     trainer.fit(TinyRegressor(lr=0.05, hidden=4), _loader(), _loader(16))
@@ -70,7 +78,11 @@ def test_lightning_logger_records_params_metrics_checkpoints_and_stages(home: Pa
     saved = [a for a in client.artifacts(run_id) if a.kind == "checkpoint"]
     # each epoch's best and last, at the step it was saved; the files stay where Lightning put them
     assert sorted((Path(a.source or "").name, a.step) for a in saved) == [
-        ("epoch=0-step=4.ckpt", 4), ("epoch=1-step=8.ckpt", 8), ("last.ckpt", 4), ("last.ckpt", 8)]
+        ("epoch=0-step=4.ckpt", 4),
+        ("epoch=1-step=8.ckpt", 8),
+        ("last.ckpt", 4),
+        ("last.ckpt", 8),
+    ]
     assert Path(checkpoints.best_model_path).name in {Path(a.source or "").name for a in saved}
     stages = {s.name: s for s in client.stages(run_id)}
     assert stages["train_step"].count == 8
@@ -80,8 +92,17 @@ def test_lightning_logger_records_params_metrics_checkpoints_and_stages(home: Pa
 
 def test_testing_after_fit_continues_the_loggers_run_as_a_new_attempt(home: Path) -> None:
     logger = FlightlogLogger(project="lit", resources=False)
-    trainer = L.Trainer(max_epochs=1, logger=logger, accelerator="cpu", devices=1, enable_progress_bar=False, log_every_n_steps=1,
-                        enable_model_summary=False, enable_checkpointing=False, num_sanity_val_steps=0)
+    trainer = L.Trainer(
+        max_epochs=1,
+        logger=logger,
+        accelerator="cpu",
+        devices=1,
+        enable_progress_bar=False,
+        log_every_n_steps=1,
+        enable_model_summary=False,
+        enable_checkpointing=False,
+        num_sanity_val_steps=0,
+    )
     model = TinyRegressor()
     trainer.fit(model, _loader())
     assert flightlog.Client().run(logger.version).status == "succeeded"

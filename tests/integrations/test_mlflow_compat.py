@@ -86,7 +86,8 @@ def test_under_flightlog_run_start_run_is_the_runners_run(home: Path, tmp_path: 
         "with mlflow.start_run(run_name='ignored') as run:\n"
         "    mlflow.log_param('lr', 0.1)\n"
         "    mlflow.log_metric('loss', 0.5, step=0)\n"
-        "print(run.info.run_id)\n")
+        "print(run.info.run_id)\n"
+    )
     proc = cli(home, "run", "--project", "wrapped", "--", sys.executable, str(script))
     run_id = proc.stdout.split()[-1]
     [info] = flightlog.Client().runs(project="wrapped")

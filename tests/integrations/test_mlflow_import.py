@@ -36,8 +36,13 @@ def mlflow_python() -> Path:
 
 
 def _make_store(python: Path, uri: str, artifacts: Path, n: int, **env: str) -> list[dict[str, Any]]:
-    proc = subprocess.run([str(python), str(MAKE_STORE), uri, str(artifacts), str(n)], capture_output=True, text=True,
-                          timeout=600, env={"PATH": "/usr/bin:/bin", "MLFLOW_ENABLE_ASYNC_LOGGING": "false", **env})
+    proc = subprocess.run(
+        [str(python), str(MAKE_STORE), uri, str(artifacts), str(n)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={"PATH": "/usr/bin:/bin", "MLFLOW_ENABLE_ASYNC_LOGGING": "false", **env},
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     return json.loads(proc.stdout)
 
@@ -57,7 +62,9 @@ def _assert_same_runs(expected: list[dict[str, Any]], client: flightlog.Client) 
         got = client.run(want["id"], exact=True)
         assert got.project == want["experiment"] and got.name == want["name"]
         assert got.status == STATUS[want["status"]]
-        assert got.started == pytest.approx(want["start_time"] / 1000) and got.ended == pytest.approx(want["end_time"] / 1000)
+        assert got.started == pytest.approx(want["start_time"] / 1000) and got.ended == pytest.approx(
+            want["end_time"] / 1000
+        )
         assert got.params == want["params"]
         assert got.tags == want["tags"]
         assert got.parent_id == want["tags"].get("mlflow.parentRunId")
@@ -102,13 +109,18 @@ def test_import_one_experiment_into_a_chosen_project_and_clear_errors(
     home: Path, sqlite_store: tuple[str, list[dict[str, Any]]]
 ) -> None:
     uri, expected = sqlite_store
-    summary = cli_json(home, "import", "mlflow", "--tracking-uri", uri, "--experiment", "nlp", "--project", "moved",
-                       "--no-artifacts")
+    summary = cli_json(
+        home, "import", "mlflow", "--tracking-uri", uri, "--experiment", "nlp", "--project", "moved", "--no-artifacts"
+    )
     assert summary["runs"] == sum(1 for r in expected if r["experiment"] == "nlp") and summary["artifacts"] == 0
     assert {r.project for r in flightlog.Client().runs(limit=1000)} == {"moved"}
 
     missing = cli(home, "import", "mlflow", "--tracking-uri", uri, "--experiment", "audio", check=False)
-    assert missing.returncode != 0 and "no MLflow experiment named 'audio'" in missing.stderr and "'vision'" in missing.stderr
+    assert (
+        missing.returncode != 0
+        and "no MLflow experiment named 'audio'" in missing.stderr
+        and "'vision'" in missing.stderr
+    )
     nowhere = cli(home, "import", "mlflow", "--tracking-uri", f"sqlite:///{home}/nope.db", check=False)
     assert nowhere.returncode != 0 and "no MLflow database" in nowhere.stderr
     remote = cli(home, "import", "mlflow", "--tracking-uri", "http://127.0.0.1:5000", check=False)
@@ -153,8 +165,13 @@ print(json.dumps(out))
 
 
 def _small_store(python: Path, uri: str, artifacts: Path) -> list[dict[str, Any]]:
-    proc = subprocess.run([str(python), "-c", SMALL_STORE, uri, str(artifacts)], capture_output=True, text=True, timeout=600,
-                          env={"PATH": "/usr/bin:/bin", "MLFLOW_ENABLE_ASYNC_LOGGING": "false", "MLFLOW_ALLOW_FILE_STORE": "true"})
+    proc = subprocess.run(
+        [str(python), "-c", SMALL_STORE, uri, str(artifacts)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={"PATH": "/usr/bin:/bin", "MLFLOW_ENABLE_ASYNC_LOGGING": "false", "MLFLOW_ALLOW_FILE_STORE": "true"},
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     return list(json.loads(proc.stdout))
 
@@ -178,11 +195,15 @@ def test_import_redacts_params_and_tags_and_copies_no_artifact_from_outside_the_
     summary = json.loads(proc.stdout)
     assert summary["runs"] == 3 and summary["skipped"] == [
         f"run {a['id']}: artifacts skipped: its artifact_uri {outside.as_uri()} is outside the MLflow store "
-        f"({store.resolve()}); pass --allow-external-artifacts to copy them"]
+        f"({store.resolve()}); pass --allow-external-artifacts to copy them"
+    ]
     client = flightlog.Client()
     got = client.run(b["id"], exact=True)
-    assert got.params == {"db_password": "[REDACTED:secret]", "db_url": "postgresql://trainer:[REDACTED:url_password]@db/x",
-                          "lr": "0.1"}
+    assert got.params == {
+        "db_password": "[REDACTED:secret]",
+        "db_url": "postgresql://trainer:[REDACTED:url_password]@db/x",
+        "lr": "0.1",
+    }
     assert got.tags["api_token"] == "[REDACTED:secret]" and got.tags["team"] == "cv"
     assert [x.path for x in client.artifacts(b["id"])] == ["summary-1.txt"] and client.artifacts(a["id"]) == []
     if (home / "flightlog.db").exists():
@@ -190,7 +211,9 @@ def test_import_redacts_params_and_tags_and_copies_no_artifact_from_outside_the_
         assert b"copied-from-outside" not in stored and b"hunter2-db" not in stored and b"tok-secret-1" not in stored
 
 
-@pytest.mark.embedded_only("what the import reads and skips is the importer's; the copy is covered over both transports")
+@pytest.mark.embedded_only(
+    "what the import reads and skips is the importer's; the copy is covered over both transports"
+)
 def test_import_redacts_keeps_artifacts_inside_the_store_and_skips_what_is_malformed(
     home: Path, mlflow_python: Path, tmp_path: Path
 ) -> None:
@@ -218,15 +241,20 @@ def test_import_redacts_keeps_artifacts_inside_the_store_and_skips_what_is_malfo
     assert len(summary["skipped"]) == 4, skipped
     assert f"run {c['id']}: skipped, its meta.yaml cannot be read" in skipped
     assert f"run {b['id']}: metric 'loss' line 4" in skipped and "that line was skipped" in skipped
-    assert f"run {a['id']}: artifacts skipped: its artifact_uri {outside.as_uri()} is outside the MLflow store" in skipped
+    assert (
+        f"run {a['id']}: artifacts skipped: its artifact_uri {outside.as_uri()} is outside the MLflow store" in skipped
+    )
     assert f"run {b['id']}: artifact creds skipped: a symbolic link out of the run's artifact folder" in skipped
     assert "--allow-external-artifacts" in skipped and "skipped: " in proc.stderr
 
     client = flightlog.Client()
     for run in (a, b):
         got = client.run(run["id"], exact=True)
-        assert got.params == {"db_password": "[REDACTED:secret]", "db_url": "postgresql://trainer:[REDACTED:url_password]@db/x",
-                              "lr": "0.1"}
+        assert got.params == {
+            "db_password": "[REDACTED:secret]",
+            "db_url": "postgresql://trainer:[REDACTED:url_password]@db/x",
+            "lr": "0.1",
+        }
         assert got.tags["api_token"] == "[REDACTED:secret]" and got.tags["team"] == "cv"
     assert client.metric_history(b["id"], "loss").steps.tolist() == [0, 1, 2]  # the good lines of that file
     assert [x.path for x in client.artifacts(b["id"])] == ["summary-1.txt"]
@@ -235,8 +263,17 @@ def test_import_redacts_keeps_artifacts_inside_the_store_and_skips_what_is_malfo
     assert b"copied-from-outside" not in stored and b"hunter2-db" not in stored and b"tok-secret-1" not in stored
 
     other = tmp_path / "other-home"
-    asked = cli(other, "import", "mlflow", "--tracking-uri", mlruns.as_uri(), "--allow-external-artifacts",
-                "--format", "json", check=False)
+    asked = cli(
+        other,
+        "import",
+        "mlflow",
+        "--tracking-uri",
+        mlruns.as_uri(),
+        "--allow-external-artifacts",
+        "--format",
+        "json",
+        check=False,
+    )
     assert asked.returncode == 1  # run c and the bad line are still skipped
     assert len(json.loads(asked.stdout)["skipped"]) == 2
     client = flightlog.Client(home=other)

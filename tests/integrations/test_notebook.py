@@ -53,8 +53,9 @@ def test_rerun_cell_stops_the_previous_run_cell_errors_are_recorded_and_a_run_re
         nbformat.v4.new_code_cell("print(' '.join(ids))"),
     ]
     notebook = nbformat.v4.new_notebook(cells=cells)
-    nbclient.NotebookClient(notebook, timeout=120, kernel_name="python3", allow_errors=True,
-                            resources={"metadata": {"path": str(tmp_path)}}).execute()
+    nbclient.NotebookClient(
+        notebook, timeout=120, kernel_name="python3", allow_errors=True, resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
 
     assert notebook.cells[2].outputs[0]["ename"] == "ZeroDivisionError"  # the notebook still shows the error
     html = notebook.cells[3].outputs[0]["data"]["text/html"]
@@ -91,8 +92,13 @@ MESSAGE = "operands could not be broadcast together with shapes (20,) (60,)"
 
 def _execute(tmp_path: Path, cells: list[str], *, allow_errors: bool) -> Any:
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
-    client = nbclient.NotebookClient(notebook, timeout=120, kernel_name="python3", allow_errors=allow_errors,
-                                     resources={"metadata": {"path": str(tmp_path)}})
+    client = nbclient.NotebookClient(
+        notebook,
+        timeout=120,
+        kernel_name="python3",
+        allow_errors=allow_errors,
+        resources={"metadata": {"path": str(tmp_path)}},
+    )
     if allow_errors:
         client.execute()
     else:
@@ -106,8 +112,9 @@ def _stdout(cell: Any) -> str:
 
 
 def _logs(home: Path, run_id: str) -> list[dict[str, Any]]:
-    out = subprocess.run([FLIGHTLOG, "logs", run_id, "--format", "json"], env=child_env(home), capture_output=True,
-                         text=True, check=True).stdout
+    out = subprocess.run(
+        [FLIGHTLOG, "logs", run_id, "--format", "json"], env=child_env(home), capture_output=True, text=True, check=True
+    ).stdout
     return [json.loads(line) for line in out.splitlines()]
 
 
@@ -139,8 +146,14 @@ def test_a_notebook_that_stops_at_a_shape_mismatch_fails_its_run_as_flightlog_ru
     # the same code as a script under `flightlog run`: the same cause comes first
     script = tmp_path / "train.py"
     script.write_text(SETUP + TRAIN + MISMATCH)
-    proc = subprocess.run([FLIGHTLOG, "run", "--project", "runner", "--", sys.executable, str(script)],
-                          env=child_env(home), capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    proc = subprocess.run(
+        [FLIGHTLOG, "run", "--project", "runner", "--", sys.executable, str(script)],
+        env=child_env(home),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 1, proc.stderr[-3000:]
     [runner] = cli_json(home, "runs", "ls", "--project", "runner")
     expected = cli_json(home, "diagnose", runner["id"])
@@ -160,8 +173,11 @@ def test_a_user_who_carries_on_after_a_cell_error_keeps_the_run_until_finish(
         run._w.flush()
         print("status", flightlog.Client().run(run.id).status)
     """)
-    notebook = _execute(tmp_path, [SETUP, MISMATCH, status, "scores = np.zeros(20) - np.zeros(20)\n" + TRAIN,
-                                   "run.finish()", status], allow_errors=True)
+    notebook = _execute(
+        tmp_path,
+        [SETUP, MISMATCH, status, "scores = np.zeros(20) - np.zeros(20)\n" + TRAIN, "run.finish()", status],
+        allow_errors=True,
+    )
     run_id = _stdout(notebook.cells[0]).split()[1]
     assert _stdout(notebook.cells[2]).strip() == "status running"  # the error did not end the run
     assert _stdout(notebook.cells[5]).strip() == "status succeeded"  # the user's finish() did
@@ -176,8 +192,9 @@ def test_a_kernel_that_shuts_down_after_an_interrupted_cell_stops_its_run(
     home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "jupyter"))
-    notebook = _execute(tmp_path, [SETUP, TRAIN, "raise KeyboardInterrupt  # as the kernel's interrupt does"],
-                        allow_errors=True)
+    notebook = _execute(
+        tmp_path, [SETUP, TRAIN, "raise KeyboardInterrupt  # as the kernel's interrupt does"], allow_errors=True
+    )
     run_id = _stdout(notebook.cells[0]).split()[1]
     info = _wait_until_ended(flightlog.Client(), run_id).run(run_id)
     assert info.status == "stopped" and info.end_reason == "signal" and info.failure is None, info

@@ -27,8 +27,16 @@ def train(trial: Trial) -> None:
 
 
 def test_a_20_trial_random_sweep_over_a_function_records_each_trial_as_a_child_run(home: Path) -> None:
-    result = sweep(train, {"lr": LogUniform(1e-4, 1e-1), "layers": "int:1:4", "act": ["relu", "gelu"]},
-                   metric="val_loss", method="random", trials=20, project="sw", name="lr-search", seed=1)
+    result = sweep(
+        train,
+        {"lr": LogUniform(1e-4, 1e-1), "layers": "int:1:4", "act": ["relu", "gelu"]},
+        metric="val_loss",
+        method="random",
+        trials=20,
+        project="sw",
+        name="lr-search",
+        seed=1,
+    )
     assert len(result.trials) == 20 and all(t.state == "complete" for t in result.trials)
     client = flightlog.Client()
     parent = client.run(result.sweep_id)
@@ -50,13 +58,31 @@ def test_a_20_trial_random_sweep_over_a_function_records_each_trial_as_a_child_r
 
 def test_tpe_through_optuna_and_a_grid_that_runs_out(home: Path) -> None:
     pytest.importorskip("optuna")
-    tpe = sweep(lambda t: objective(t.params["lr"], 1), {"lr": "log:1e-4:1e-1"}, metric="unused", method="tpe",
-                trials=12, project="sw", seed=0)
+    tpe = sweep(
+        lambda t: objective(t.params["lr"], 1),
+        {"lr": "log:1e-4:1e-1"},
+        metric="unused",
+        method="tpe",
+        trials=12,
+        project="sw",
+        seed=0,
+    )
     assert len(tpe.trials) == 12 and all(t.state == "complete" for t in tpe.trials)
     assert tpe.best is not None and tpe.best.value < 0.5  # TPE found the neighbourhood of lr = 10^-2.5
-    grid = sweep(lambda t: objective(t.params["lr"], t.params["layers"]), {"lr": [0.1, 0.001], "layers": "int:1:2"},
-                 metric="unused", method="grid", trials=10, project="sw")
-    assert sorted((t.params["lr"], t.params["layers"]) for t in grid.trials) == [(0.001, 1), (0.001, 2), (0.1, 1), (0.1, 2)]
+    grid = sweep(
+        lambda t: objective(t.params["lr"], t.params["layers"]),
+        {"lr": [0.1, 0.001], "layers": "int:1:2"},
+        metric="unused",
+        method="grid",
+        trials=10,
+        project="sw",
+    )
+    assert sorted((t.params["lr"], t.params["layers"]) for t in grid.trials) == [
+        (0.001, 1),
+        (0.001, 2),
+        (0.1, 1),
+        (0.1, 2),
+    ]
     assert grid.best is not None and grid.best.params == {"lr": 0.001, "layers": 1}
 
 
@@ -88,9 +114,33 @@ def test_command_sweep_stops_a_diverging_trial_early_from_an_alert_rule(home: Pa
     script.write_text(WORKLOAD)
     rules = tmp_path / "stop.yaml"
     rules.write_text(RULES)
-    proc = cli(home, "sweep", "--param", "lr=0.01,0.1", "--param", "seed=1,2", "--method", "grid", "--trials", "10",
-               "--metric", "val_loss", "--project", "sw", "--name", "cmd", "--alerts", str(rules), "--format", "json",
-               "--", sys.executable, str(script), "{lr}", timeout=120)
+    proc = cli(
+        home,
+        "sweep",
+        "--param",
+        "lr=0.01,0.1",
+        "--param",
+        "seed=1,2",
+        "--method",
+        "grid",
+        "--trials",
+        "10",
+        "--metric",
+        "val_loss",
+        "--project",
+        "sw",
+        "--name",
+        "cmd",
+        "--alerts",
+        str(rules),
+        "--format",
+        "json",
+        "--",
+        sys.executable,
+        str(script),
+        "{lr}",
+        timeout=120,
+    )
     out = json.loads(proc.stdout)
     trials = {(t["params"]["lr"], t["params"]["seed"]): t for t in out["trials"]}
     assert len(trials) == 4
@@ -110,7 +160,9 @@ def test_command_sweep_stops_a_diverging_trial_early_from_an_alert_rule(home: Pa
 def test_sweep_cli_refuses_bad_specs_clearly(home: Path) -> None:
     bad = cli(home, "sweep", "--param", "lr=log:0:1", "--metric", "m", "--", "true", check=False)
     assert bad.returncode != 0 and "LOW > 0" in bad.stderr
-    grid = cli(home, "sweep", "--param", "lr=uniform:0:1", "--method", "grid", "--metric", "m", "--", "true", check=False)
+    grid = cli(
+        home, "sweep", "--param", "lr=uniform:0:1", "--method", "grid", "--metric", "m", "--", "true", check=False
+    )
     assert grid.returncode != 0 and "grid search needs choices" in grid.stderr
     form = cli(home, "sweep", "--param", "lr", "--metric", "m", "--", "true", check=False)
     assert form.returncode != 0 and "NAME=SPEC" in form.stderr

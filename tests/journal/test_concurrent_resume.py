@@ -53,15 +53,28 @@ def where(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.Mo
 
 def test_two_processes_resuming_at_once_never_share_an_attempt(where: dict[str, str], tmp_path: Path) -> None:
     home = Path(where["FLIGHTLOG_HOME"])
-    run_script(home, """
+    run_script(
+        home,
+        """
         import flightlog
         flightlog.init(project="p", id="shared", resources=False).finish()
-    """, env=where)
+    """,
+        env=where,
+    )
     expected = 1
     for round_ in range(4):
         barrier = tmp_path / f"barrier{round_}"
-        procs = [subprocess.Popen([sys.executable, "-c", RESUMER, str(barrier), me], env=where, cwd=tmp_path,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for me in ("a", "b")]
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", RESUMER, str(barrier), me],
+                env=where,
+                cwd=tmp_path,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for me in ("a", "b")
+        ]
         deadline = time.monotonic() + 60
         while not all(Path(f"{barrier}.{me}").exists() for me in ("a", "b")):
             assert time.monotonic() < deadline and all(p.poll() is None for p in procs), "a resumer did not get ready"
@@ -79,9 +92,13 @@ def test_two_processes_resuming_at_once_never_share_an_attempt(where: dict[str, 
         assert attempts == list(range(expected + 1, expected + 1 + len(attempts))), outs
         assert all("resume" in c for c in conflicts), conflicts
         expected = attempts[-1]
-    final = run_script(home, """
+    final = run_script(
+        home,
+        """
         import flightlog
         info = flightlog.Client().run("shared")
         print(info.attempt, info.status)
-    """, env=where)
+    """,
+        env=where,
+    )
     assert final.stdout.split() == [str(expected), "succeeded"]

@@ -61,7 +61,7 @@ def test_kill_9_mid_loop_keeps_everything_flushed_before_the_kill(home: Path) ->
     assert history.values.tolist() == [float(s) for s in steps], "no duplicates, no mix-ups"
     last_logged = client.metric_history(run_id, "t").values.max()
     # every point logged more than one flush interval before the kill is there
-    assert last_logged >= killed_at - FLUSH_INTERVAL - 0.2, (killed_at - last_logged)
+    assert last_logged >= killed_at - FLUSH_INTERVAL - 0.2, killed_at - last_logged
     assert info.params == {"lr": 0.1}
     # replaying the same journals again changes nothing
     before = len(steps)
@@ -87,8 +87,10 @@ run.finish()
 def test_four_processes_write_one_run_without_loss_or_duplicates(home: Path) -> None:
     owner = flightlog.init(project="dist", name="ddp", resources=False)
     procs = [
-        subprocess.Popen([sys.executable, "-c", WRITER],
-                         env=child_env(home, FLIGHTLOG_RUN_ID=owner.id, RANK=str(rank), FLIGHTLOG_FLUSH_INTERVAL="0.05"))
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER],
+            env=child_env(home, FLIGHTLOG_RUN_ID=owner.id, RANK=str(rank), FLIGHTLOG_FLUSH_INTERVAL="0.05"),
+        )
         for rank in range(4)
     ]
     assert [p.wait(timeout=120) for p in procs] == [0, 0, 0, 0]
@@ -165,14 +167,18 @@ def test_damaged_journal_tail_keeps_every_record_before_it(home: Path, damage: s
 
 
 def test_uncaught_exception_marks_failed_with_traceback(home: Path) -> None:
-    proc = run_script(home, """
+    proc = run_script(
+        home,
+        """
         import flightlog
         run = flightlog.init(project="p", resources=False)
         print(run.id, flush=True)
         def load():
             raise FileNotFoundError(2, "No such file or directory", "/data/train.csv")
         load()
-        """, check=False)
+        """,
+        check=False,
+    )
     assert proc.returncode == 1 and "FileNotFoundError" in proc.stderr  # the user still sees the traceback
     info = _read(home).run(proc.stdout.strip())
     assert info.status == "failed" and info.end_reason == "exception"
@@ -182,7 +188,11 @@ def test_uncaught_exception_marks_failed_with_traceback(home: Path) -> None:
 
 
 def test_sigterm_marks_killed_and_keeps_data(home: Path) -> None:
-    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent("""
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent("""
         import time, flightlog
         run = flightlog.init(project="p", resources=False)
         print(run.id, flush=True)
@@ -190,7 +200,12 @@ def test_sigterm_marks_killed_and_keeps_data(home: Path) -> None:
         while True:
             run.log({"x": float(i)}); i += 1
             time.sleep(0.001)
-        """)], env=child_env(home), stdout=subprocess.PIPE, text=True)
+        """),
+        ],
+        env=child_env(home),
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout is not None
     run_id = proc.stdout.readline().strip()
     time.sleep(1.0)
@@ -203,19 +218,25 @@ def test_sigterm_marks_killed_and_keeps_data(home: Path) -> None:
 
 
 def test_ctrl_c_marks_stopped(home: Path) -> None:
-    proc = run_script(home, """
+    proc = run_script(
+        home,
+        """
         import flightlog
         run = flightlog.init(project="p", resources=False)
         print(run.id, flush=True)
         raise KeyboardInterrupt
-        """, check=False)
+        """,
+        check=False,
+    )
     info = _read(home).run(proc.stdout.strip())
     assert info.status == "stopped" and info.end_reason == "signal" and info.signal == 2
 
 
 def test_full_disk_warns_counts_drops_and_training_continues(tiny_disk: Path) -> None:
     home = tiny_disk / "home"
-    proc = run_script(home, """
+    proc = run_script(
+        home,
+        """
         import flightlog, json
         run = flightlog.init(project="p", resources=False)
         for i in range(200_000):
@@ -223,7 +244,10 @@ def test_full_disk_warns_counts_drops_and_training_continues(tiny_disk: Path) ->
         run.finish()
         print(json.dumps(run.stats))
         print("training finished")
-        """, env=child_env(home), timeout=120)
+        """,
+        env=child_env(home),
+        timeout=120,
+    )
     stats = json.loads(proc.stdout.splitlines()[0])
     assert proc.stdout.splitlines()[-1] == "training finished"
     assert "No space left on device" in proc.stderr or "full" in proc.stderr
@@ -357,9 +381,15 @@ def test_a_fork_does_not_wait_for_another_process_holding_the_store(home: Path) 
     import select
     import sqlite3
 
-    with subprocess.Popen([sys.executable, "-c", textwrap.dedent(FORK_WHILE_THE_STORE_IS_LOCKED)],
-                          env=child_env(home), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, text=True, cwd=home.parent) as proc:
+    with subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(FORK_WHILE_THE_STORE_IS_LOCKED)],
+        env=child_env(home),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=home.parent,
+    ) as proc:
         assert proc.stdin is not None and proc.stdout is not None
         try:
             assert proc.stdout.readline().strip() == "ready"

@@ -40,7 +40,9 @@ def _too_open(root: Path) -> list[str]:
 def test_a_fresh_stores_files_are_owner_only(umask_022: None, home: Path, tmp_path: Path) -> None:
     data = tmp_path / "weights.bin"
     data.write_bytes(b"\x00" * 1000)
-    run_script(home, f"""
+    run_script(
+        home,
+        f"""
         import flightlog
         run = flightlog.init(project="vision", params={{"lr": 0.1}})
         for step in range(5):
@@ -48,7 +50,8 @@ def test_a_fresh_stores_files_are_owner_only(umask_022: None, home: Path, tmp_pa
         run.log_artifact({str(data)!r}, name="weights")
         print("training line")
         run.finish()
-    """)
+    """,
+    )
     cli(home, "run", "--project", "vision", "--", sys.executable, "-c", "print('from the runner')")
     roots = [p for p in (home, tmp_path / "server") if p.exists()]
     made = {p.name for root in roots for p in root.rglob("*")}
@@ -74,10 +77,13 @@ def test_the_databases_wal_and_shm_are_owner_only(umask_022: None, home: Path) -
 def test_an_existing_home_keeps_its_mode(umask_022: None, home: Path) -> None:
     home.mkdir(mode=0o750)
     os.chmod(home, 0o750)
-    run_script(home, """
+    run_script(
+        home,
+        """
         import flightlog
         flightlog.init(project="p").finish()
-    """)
+    """,
+    )
     assert stat.S_IMODE(home.stat().st_mode) == 0o750
     assert _too_open(home / "journal") == [] if (home / "journal").exists() else True
     assert stat.S_IMODE((home / "flightlog.db").stat().st_mode) == 0o600

@@ -41,7 +41,9 @@ def sleeper() -> Iterator[psutil.Process]:
 def test_a_live_process_is_alive_after_a_clock_step(sleeper: psutil.Process) -> None:
     created, boot = sleeper.create_time(), psutil.boot_time()
     assert process_alive(sleeper.pid, created - STEP, process_start=created - STEP, boot=boot - STEP)
-    assert process_alive(sleeper.pid, created - 3600, process_start=created - 3600, boot=boot - 3600)  # a VM resumed an hour on
+    assert process_alive(
+        sleeper.pid, created - 3600, process_start=created - 3600, boot=boot - 3600
+    )  # a VM resumed an hour on
     # and a step backwards, which never troubled the check
     assert process_alive(sleeper.pid, created + STEP, process_start=created + STEP, boot=boot + STEP)
 
@@ -55,14 +57,31 @@ def test_a_reused_pid_is_dead_whatever_the_clock_did(sleeper: psutil.Process) ->
 
 
 @pytest.mark.embedded_only("the journal and the store are edited by hand")
-def test_sync_keeps_a_live_writer_after_a_clock_step_and_buries_a_reused_pid(home: Path, sleeper: psutil.Process) -> None:
+def test_sync_keeps_a_live_writer_after_a_clock_step_and_buries_a_reused_pid(
+    home: Path, sleeper: psutil.Process
+) -> None:
     created, boot = sleeper.create_time(), psutil.boot_time()
     for run_id, started in (("live-run", created - STEP), ("reused-run", created - 100)):
         records = [
-            {"k": "writer", "host": socket.gethostname(), "pid": sleeper.pid, "owner": True, "attempt": 1,
-             "pstart": started, "boot": boot - STEP if run_id == "live-run" else boot},
-            {"k": "run", "project": "p", "status": "running", "created": started, "started": started, "attempt": 1,
-             "host": socket.gethostname(), "pid": sleeper.pid},
+            {
+                "k": "writer",
+                "host": socket.gethostname(),
+                "pid": sleeper.pid,
+                "owner": True,
+                "attempt": 1,
+                "pstart": started,
+                "boot": boot - STEP if run_id == "live-run" else boot,
+            },
+            {
+                "k": "run",
+                "project": "p",
+                "status": "running",
+                "created": started,
+                "started": started,
+                "attempt": 1,
+                "host": socket.gethostname(),
+                "pid": sleeper.pid,
+            },
         ]
         for seq, rec in enumerate(records, 1):
             rec.update(r=run_id, w="w1", s=seq, t=started)
@@ -76,13 +95,23 @@ def test_sync_keeps_a_live_writer_after_a_clock_step_and_buries_a_reused_pid(hom
 
 @pytest.mark.embedded_only("the store is edited by hand to hold what a writer recorded before a clock step")
 def test_runs_ls_keeps_a_live_run_running_after_a_clock_step(home: Path, tmp_path: Path) -> None:
-    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent("""
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent("""
         import time, flightlog
         run = flightlog.init(project="p", resources=False)
         run.log({"x": 1.0})
         print(run.id, flush=True)
         time.sleep(120)
-    """)], env=child_env(home), stdout=subprocess.PIPE, text=True, cwd=tmp_path)
+    """),
+        ],
+        env=child_env(home),
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    )
     try:
         assert proc.stdout is not None
         run_id = proc.stdout.readline().strip()
@@ -105,8 +134,10 @@ def test_runs_ls_keeps_a_live_run_running_after_a_clock_step(home: Path, tmp_pat
         timeline = json.loads(text)
         shifted = {k: v - STEP for k, v in timeline.items()}  # what the clock said before it stepped +5 s
         with db:
-            db.execute("UPDATE runs SET started=started-?, created=created-?, timeline=? WHERE id=?",
-                       (STEP, STEP, json.dumps(shifted), run_id))
+            db.execute(
+                "UPDATE runs SET started=started-?, created=created-?, timeline=? WHERE id=?",
+                (STEP, STEP, json.dumps(shifted), run_id),
+            )
         db.close()
         listed = {r["id"]: r["status"] for r in cli_json(home, "runs", "ls")}
         assert listed[run_id] == "running", listed

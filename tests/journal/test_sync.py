@@ -29,15 +29,19 @@ def _journal(home: Path, run_id: str, records: list[dict[str, Any]], writer: str
 
 def test_records_of_the_wrong_shape_are_skipped_and_reported_the_rest_ship(home: Path) -> None:
     now = time.time()
-    _journal(home, "r-shape", [
-        {"k": "writer", "host": socket.gethostname(), "pid": os.getpid(), "owner": True, "attempt": 1},
-        {"k": "run", "project": "p", "status": "running", "created": now, "started": now, "attempt": 1},
-        {"k": "metrics", "attempt": 1, "series": [1, 2, 3]},  # a list where a map of series belongs
-        {"k": "params", "data": {"lr": 0.1}},
-        {"k": "tags", "data": "not a map"},
-        {"k": "run", "status": "succeeded", "ended": now + 1, "end_reason": "exit", "exit_code": 0},
-        {"k": "writer_end"},
-    ])
+    _journal(
+        home,
+        "r-shape",
+        [
+            {"k": "writer", "host": socket.gethostname(), "pid": os.getpid(), "owner": True, "attempt": 1},
+            {"k": "run", "project": "p", "status": "running", "created": now, "started": now, "attempt": 1},
+            {"k": "metrics", "attempt": 1, "series": [1, 2, 3]},  # a list where a map of series belongs
+            {"k": "params", "data": {"lr": 0.1}},
+            {"k": "tags", "data": "not a map"},
+            {"k": "run", "status": "succeeded", "ended": now + 1, "end_reason": "exit", "exit_code": 0},
+            {"k": "writer_end"},
+        ],
+    )
     proc = cli(home, "sync")
     assert "Traceback" not in proc.stderr
     assert "skipped" in proc.stderr and "series" in proc.stderr
@@ -47,11 +51,15 @@ def test_records_of_the_wrong_shape_are_skipped_and_reported_the_rest_ship(home:
 
 
 def test_the_report_names_each_skipped_record(home: Path) -> None:
-    _journal(home, "r-report", [
-        {"k": "run", "project": "p", "status": "running", "started": time.time()},
-        {"k": "note", "text": 42},
-        {"k": "writer_end"},
-    ])
+    _journal(
+        home,
+        "r-report",
+        [
+            {"k": "run", "project": "p", "status": "running", "started": time.time()},
+            {"k": "note", "text": 42},
+            {"k": "writer_end"},
+        ],
+    )
     report = cli_json(home, "sync")
     assert len(report["skipped"]) == 1 and "text" in report["skipped"][0]
     assert flightlog.Client().run("r-report").project == "p"

@@ -12,15 +12,15 @@ from pathlib import Path
 
 PY = sys.executable
 
-LIBRARY = '''
+LIBRARY = """
 def forward(rows):
     return _check(rows)
 
 
 def _check(rows):
     raise ValueError(f"shape mismatch: {rows} rows vs 4")
-'''
-TRAIN = '''
+"""
+TRAIN = """
 import os
 import fakelib
 
@@ -31,7 +31,7 @@ def step():
 
 
 step()
-'''
+"""
 
 
 def write_pipeline(folder: Path, name: str, project: str | None = None) -> Path:
@@ -43,13 +43,17 @@ def write_pipeline(folder: Path, name: str, project: str | None = None) -> Path:
     (folder / "rows.csv").write_text("x\n1\n2\n")
     (folder / "expect.yaml").write_text("row_count: {min: 100}\n")
     path = folder / "p.yaml"
-    path.write_text(f"name: {name}\n" + (f"project: {project}\n" if project else "") + textwrap.dedent(f"""\
+    path.write_text(
+        f"name: {name}\n"
+        + (f"project: {project}\n" if project else "")
+        + textwrap.dedent(f"""\
         steps:
           prepare: {{command: [{PY}, -c, "pass"]}}
           train: {{command: [{PY}, train.py], needs: [prepare]}}
           check: {{needs: [prepare], gate: [{{expect: expect.yaml, data: rows.csv}}]}}
           report: {{command: [{PY}, -c, "pass"], needs: [train, check]}}
-    """))
+    """)
+    )
     return path
 
 

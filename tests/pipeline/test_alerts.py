@@ -31,7 +31,9 @@ rules:
 
 
 def fired(home: Path, rules: Path, run: str) -> dict[str, list[dict[str, Any]]]:
-    doc = json.loads(cli(home, "alerts", "test", str(rules), "--run", run, "--interval", "0.05s", "--format", "json").stdout)
+    doc = json.loads(
+        cli(home, "alerts", "test", str(rules), "--run", run, "--interval", "0.05s", "--format", "json").stdout
+    )
     assert doc["errors"] == []
     out: dict[str, list[dict[str, Any]]] = {}
     for alert in doc["alerts"]:
@@ -41,14 +43,16 @@ def fired(home: Path, rules: Path, run: str) -> dict[str, list[dict[str, Any]]]:
 
 @pytest.mark.embedded_only("alert replay reads the embedded store, as in tests/alerts")
 def test_consecutive_pipeline_failures_and_a_slow_step_fire(home: Path, tmp_path: Path) -> None:
-    (tmp_path / "train.py").write_text(textwrap.dedent("""
+    (tmp_path / "train.py").write_text(
+        textwrap.dedent("""
         import sys, time
         mode = open("mode").read().strip()
         if mode == "slow":
             time.sleep(3)
         if mode == "fail":
             sys.exit("ConnectionError: the feature store is down")
-    """))
+    """)
+    )
     path = tmp_path / "p.yaml"
     path.write_text(f"name: nightly\nsteps:\n  train: {{command: [{PY}, train.py], cache: false}}\n")
     rules = tmp_path / "rules.yaml"

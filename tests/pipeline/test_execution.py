@@ -42,7 +42,10 @@ def produced(tmp_path: Path) -> list[str]:
 
 @pytest.mark.embedded_only("runs several processes; the transports are covered by the cache test")
 def test_a_transient_failure_is_retried_with_its_checkpoint_and_succeeds(home: Path, tmp_path: Path) -> None:
-    write(tmp_path, "fetch.py", """
+    write(
+        tmp_path,
+        "fetch.py",
+        """
         import os
         import flightlog
         run = flightlog.init()
@@ -52,12 +55,17 @@ def test_a_transient_failure_is_retried_with_its_checkpoint_and_succeeds(home: P
             run.checkpoint("ckpt.bin", step=7)
             raise ConnectionRefusedError("[Errno 111] Connection refused: feature store at 10.0.0.5:5432")
         open("resumed_from.txt", "w").write(os.environ.get("FLIGHTLOG_RESUME_FROM", ""))
-    """)
-    path = write(tmp_path, "p.yaml", f"""
+    """,
+    )
+    path = write(
+        tmp_path,
+        "p.yaml",
+        f"""
         name: retrying
         steps:
           fetch: {{command: [{PY}, fetch.py], retries: 2, retry_on: [service_unavailable], retry_delay: 0.1s}}
-    """)
+    """,
+    )
     result = run_file(path)
     assert result.status == "succeeded"
     fetch = result.steps["fetch"]
@@ -74,16 +82,24 @@ def test_a_transient_failure_is_retried_with_its_checkpoint_and_succeeds(home: P
 
 @pytest.mark.embedded_only("runs several processes; the transports are covered by the cache test")
 def test_a_non_retryable_failure_is_not_retried_and_stops_downstream(home: Path, tmp_path: Path) -> None:
-    write(tmp_path, "train.py", """
+    write(
+        tmp_path,
+        "train.py",
+        """
         lr = -0.1
         raise ValueError(f"learning rate must be positive, got {lr}")
-    """)
-    path = write(tmp_path, "p.yaml", f"""
+    """,
+    )
+    path = write(
+        tmp_path,
+        "p.yaml",
+        f"""
         name: badparam
         steps:
           train: {{command: [{PY}, train.py], retries: 3, retry_delay: 0.1s}}
           publish: {{command: [{PY}, -c, pass], needs: [train]}}
-    """)
+    """,
+    )
     result = run_file(path)
     assert result.status == "failed"
     train = result.steps["train"]
@@ -95,21 +111,32 @@ def test_a_non_retryable_failure_is_not_retried_and_stops_downstream(home: Path,
     assert pipeline.status == "failed" and pipeline.failure["step"] == "train"
 
 
-def test_a_second_run_reuses_unchanged_steps_and_reruns_what_an_input_change_reaches(home: Path, tmp_path: Path) -> None:
-    write(tmp_path, "step.py", STEP + """
+def test_a_second_run_reuses_unchanged_steps_and_reruns_what_an_input_change_reaches(
+    home: Path, tmp_path: Path
+) -> None:
+    write(
+        tmp_path,
+        "step.py",
+        STEP
+        + """
 if name == "prepare":
     open("clean.csv", "w").write(open("raw.csv").read().upper())
 if name == "train":
     open("model.txt", "w").write("model of " + open("clean.csv").read())
-""")
+""",
+    )
     (tmp_path / "raw.csv").write_text("a,b\n1,2\n")
-    path = write(tmp_path, "p.yaml", f"""
+    path = write(
+        tmp_path,
+        "p.yaml",
+        f"""
         name: cached
         steps:
           prepare: {{command: [{PY}, step.py], inputs: [raw.csv], outputs: [clean.csv]}}
           lint: {{command: [{PY}, step.py]}}
           train: {{command: [{PY}, step.py], needs: [prepare], inputs: [clean.csv], outputs: [model.txt]}}
-    """)
+    """,
+    )
     first = run_file(path)
     assert first.status == "succeeded" and sorted(produced(tmp_path)) == ["lint", "prepare", "train"]
 
@@ -123,7 +150,11 @@ if name == "train":
 
     (tmp_path / "raw.csv").write_text("a,b\n1,3\n")
     third = run_file(path)
-    assert {n: s.status for n, s in third.steps.items()} == {"prepare": "succeeded", "lint": "cached", "train": "succeeded"}
+    assert {n: s.status for n, s in third.steps.items()} == {
+        "prepare": "succeeded",
+        "lint": "cached",
+        "train": "succeeded",
+    }
     assert sorted(produced(tmp_path)) == ["lint", "prepare", "prepare", "train", "train"]
 
     client = flightlog.Client()
@@ -141,7 +172,10 @@ if name == "train":
 @pytest.mark.embedded_only("runs several processes; the transports are covered by the cache test")
 def test_independent_steps_run_in_parallel_up_to_max_parallel(home: Path, tmp_path: Path) -> None:
     # each step waits until both have started: with max_parallel 2 they meet, with 1 they could not
-    write(tmp_path, "meet.py", """
+    write(
+        tmp_path,
+        "meet.py",
+        """
         import os, sys, time
         name = os.environ["FLIGHTLOG_STEP"]
         open(name + ".started", "w").close()
@@ -151,13 +185,18 @@ def test_independent_steps_run_in_parallel_up_to_max_parallel(home: Path, tmp_pa
             if time.time() > deadline:
                 sys.exit("the other step never started")
             time.sleep(0.05)
-    """)
-    path = write(tmp_path, "p.yaml", f"""
+    """,
+    )
+    path = write(
+        tmp_path,
+        "p.yaml",
+        f"""
         name: parallel
         steps:
           left: {{command: [{PY}, meet.py]}}
           right: {{command: [{PY}, meet.py]}}
-    """)
+    """,
+    )
     result = run_file(path, max_parallel=2)
     assert result.status == "succeeded"
     for name in ("left", "right"):
@@ -169,7 +208,10 @@ def test_independent_steps_run_in_parallel_up_to_max_parallel(home: Path, tmp_pa
 
 @pytest.mark.embedded_only("runs several processes; the transports are covered by the cache test")
 def test_function_steps_run_as_child_runs_with_their_params(home: Path, tmp_path: Path) -> None:
-    write(tmp_path, "steps_mod.py", """
+    write(
+        tmp_path,
+        "steps_mod.py",
+        """
         import flightlog
 
         @flightlog.step(params={"n": 3}, outputs=["numbers.txt"])
@@ -179,7 +221,8 @@ def test_function_steps_run_as_child_runs_with_their_params(home: Path, tmp_path
         @flightlog.step(needs=[make], inputs=["numbers.txt"])
         def total():
             flightlog.init().log({"total": sum(int(x) for x in open("numbers.txt").read().split())})
-    """)
+    """,
+    )
     sys.path.insert(0, str(tmp_path))
     try:
         import steps_mod  # type: ignore[import-not-found]

@@ -35,12 +35,16 @@ def wait_for(executor: LocalExecutor, handle: object, timeout: float = 60) -> in
 
 def test_attempts_are_runs_of_their_own_forked_from_one_server(home: Path, tmp_path: Path) -> None:
     (tmp_path / "marker.txt").write_text("here")
-    script = ("import os, pathlib; print(os.environ['FLIGHTLOG_STEP'], pathlib.Path('marker.txt').read_text()); "
-              "raise SystemExit(int(os.environ['EXIT_WITH']))")
+    script = (
+        "import os, pathlib; print(os.environ['FLIGHTLOG_STEP'], pathlib.Path('marker.txt').read_text()); "
+        "raise SystemExit(int(os.environ['EXIT_WITH']))"
+    )
     executor = LocalExecutor()
     try:
-        launches = [launch(home, tmp_path, sys.executable, "-c", script, FLIGHTLOG_STEP=f"s{i}", EXIT_WITH=str(i * 3))
-                    for i in range(3)]
+        launches = [
+            launch(home, tmp_path, sys.executable, "-c", script, FLIGHTLOG_STEP=f"s{i}", EXIT_WITH=str(i * 3))
+            for i in range(3)
+        ]
         handles = [executor.start(each) for each in launches]
         assert all(isinstance(h, ForkedRunner) for h in handles)
         server = executor._server
@@ -63,7 +67,9 @@ def test_a_stopped_attempt_is_recorded_stopped_and_reports_its_signal(home: Path
         each = launch(home, tmp_path, "sleep", "60")
         handle = executor.start(each)
         assert executor._server is not None
-        assert psutil.Process(handle.pid).ppid() == executor._server.process.pid, "forked by the server, not a new interpreter"
+        assert psutil.Process(handle.pid).ppid() == executor._server.process.pid, (
+            "forked by the server, not a new interpreter"
+        )
         client = flightlog.Client()
         deadline = time.monotonic() + 60
         while not [r for r in client.runs(project="forks") if r.status == "running"]:

@@ -21,13 +21,15 @@ def test_a_failed_validation_gate_stops_training_and_diagnose_names_it(home: Pat
     (tmp_path / "expect.yaml").write_text("row_count: {min: 1}\ncolumns:\n  age: {between: [0, 120]}\n")
     (tmp_path / "prepare.py").write_text("open('clean.csv', 'w').write('id,age\\n1,30\\n2,250\\n3,41\\n')\n")
     path = tmp_path / "p.yaml"
-    path.write_text(textwrap.dedent(f"""
+    path.write_text(
+        textwrap.dedent(f"""
         name: gated
         steps:
           prepare: {{command: [{PY}, prepare.py], outputs: [clean.csv]}}
           validate: {{needs: [prepare], gate: [{{expect: expect.yaml, data: clean.csv}}]}}
           train: {{needs: [validate], command: [{PY}, -c, "open('trained', 'w')"]}}
-    """))
+    """)
+    )
     result = run_pipeline(load_pipeline_file(path), quiet=True)
     assert result.status == "failed"
     assert result.steps["validate"].status == "failed"

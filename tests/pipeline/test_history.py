@@ -40,17 +40,25 @@ def test_show_lists_every_attempt_across_resumes_with_the_original_start(home: P
     for name in ("train", "check"):
         attempts = steps[name]["attempts"]
         assert [(a["number"], a["status"], a["pipeline_attempt"]) for a in attempts] == [
-            (1, "failed", 1), (2, "succeeded", 2)], attempts
+            (1, "failed", 1),
+            (2, "succeeded", 2),
+        ], attempts
         assert parse_time(attempts[0]["started"]) < parse_time(attempts[1]["started"])
         assert attempts[0]["run"] != attempts[1]["run"] and attempts[0]["duration"] > 0
     assert [a["pipeline_attempt"] for a in steps["prepare"]["attempts"]] == [1]  # kept, not run again
 
     text = cli(home, "pipeline", "show", run_id[:12]).stdout
     assert "attempt 2" in text.splitlines()[0] and "started " in text.splitlines()[0]
-    train_lines = [line for line in text.splitlines() if re.search(r"attempt [12] ", line) and "pipeline attempt" in line]
+    train_lines = [
+        line for line in text.splitlines() if re.search(r"attempt [12] ", line) and "pipeline attempt" in line
+    ]
     assert len(train_lines) == 4, text  # train's two, check's two
-    assert re.search(r"attempt 1 +✗ failed +code_error +pipeline attempt 1 .* run " + steps["train"]["attempts"][0]["run"][:12], text)
-    assert re.search(r"attempt 2 +✓ succeeded +pipeline attempt 2 .* run " + steps["train"]["attempts"][1]["run"][:12], text)
+    assert re.search(
+        r"attempt 1 +✗ failed +code_error +pipeline attempt 1 .* run " + steps["train"]["attempts"][0]["run"][:12], text
+    )
+    assert re.search(
+        r"attempt 2 +✓ succeeded +pipeline attempt 2 .* run " + steps["train"]["attempts"][1]["run"][:12], text
+    )
 
 
 @pytest.mark.embedded_only("runs real processes; the frame order is the reader's")

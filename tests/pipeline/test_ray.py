@@ -30,8 +30,23 @@ def test_the_ray_executor_runs_the_example_pipeline_with_the_same_results(home: 
     env = child_env(home, RAY_AUTH_MODE="disabled", RAY_USAGE_STATS_ENABLED="0")
     local_view = json.loads(cli(home, "pipeline", "run", str(local), "--format", "json", env=env, timeout=300).stdout)
     # a local Ray with 2 CPUs, started for the pipeline and shut down after it
-    ray_view = json.loads(cli(home, "pipeline", "run", str(on_ray), "--executor", "ray", "--max-parallel", "2",
-                              "--no-cache", "--format", "json", env=env, timeout=300).stdout)
+    ray_view = json.loads(
+        cli(
+            home,
+            "pipeline",
+            "run",
+            str(on_ray),
+            "--executor",
+            "ray",
+            "--max-parallel",
+            "2",
+            "--no-cache",
+            "--format",
+            "json",
+            env=env,
+            timeout=300,
+        ).stdout
+    )
     assert ray_view["status"] == local_view["status"] == "succeeded"
     assert ray_view["options"]["executor"] == "ray"
     assert [s["status"] for s in ray_view["steps"]] == ["succeeded"] * 5

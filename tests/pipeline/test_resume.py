@@ -38,13 +38,15 @@ with open("produced.log", "a") as f:
 def setup_pipeline(tmp_path: Path) -> Path:
     (tmp_path / "step.py").write_text(STEPS)
     path = tmp_path / "p.yaml"
-    path.write_text(textwrap.dedent(f"""
+    path.write_text(
+        textwrap.dedent(f"""
         name: chain
         steps:
           a: {{command: [{PY}, step.py]}}
           b: {{command: [{PY}, step.py], needs: [a]}}
           c: {{command: [{PY}, step.py], needs: [b]}}
-    """))
+    """)
+    )
     return path
 
 
@@ -52,8 +54,14 @@ def setup_pipeline(tmp_path: Path) -> Path:
 def start(home: Path, tmp_path: Path, path: Path) -> Iterator[subprocess.Popen[str]]:
     """A real `flightlog pipeline run` controller; never left behind, whatever the test did."""
     exe = Path(sys.executable).with_name("flightlog")
-    proc = subprocess.Popen([str(exe), "pipeline", "run", str(path)], env=child_env(home), cwd=tmp_path,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [str(exe), "pipeline", "run", str(path)],
+        env=child_env(home),
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         yield proc
     finally:

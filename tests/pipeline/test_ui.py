@@ -38,7 +38,11 @@ def test_the_api_returns_the_pipeline_and_refuses_a_plain_run(home: Path, tmp_pa
         view = httpx.get(f"{server.url}/api/v1/runs/{result.run_id[:10]}/pipeline").json()
         assert view["run"] == result.run_id and view["status"] == "failed"
         assert {s["name"]: s["status"] for s in view["steps"]} == {
-            "prepare": "succeeded", "lint": "succeeded", "train": "failed", "publish": "skipped"}
+            "prepare": "succeeded",
+            "lint": "succeeded",
+            "train": "failed",
+            "publish": "skipped",
+        }
         assert view["steps"][2]["needs"] == ["prepare", "lint"]
         plain = httpx.get(f"{server.url}/api/v1/runs/{step_run}/pipeline")
         assert plain.status_code == 400 and "is not a pipeline run" in plain.json()["error"]["message"]

@@ -33,9 +33,23 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     source = shutil.copytree(HERE / "example_feature", root / "source")  # the build writes next to its sources
     target = root / "site"
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps", "--no-index",
-         "--no-build-isolation", "--target", str(target), str(source)],
-        check=True, capture_output=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--disable-pip-version-check",
+            "--no-deps",
+            "--no-index",
+            "--no-build-isolation",
+            "--target",
+            str(target),
+            str(source),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
     )
     assert list(target.glob("flightlog_example_feature-*.dist-info/entry_points.txt"))
     return target
@@ -51,8 +65,9 @@ def _env(home: Path, site: Path | None) -> dict[str, str]:
 
 
 def _flightlog(home: Path, site: Path | None, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "flightlog", *args], env=_env(home, site), capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "flightlog", *args], env=_env(home, site), capture_output=True, text=True, timeout=120
+    )
 
 
 def test_the_feature_adds_a_command(installed: Path, tmp_path: Path) -> None:
@@ -102,8 +117,9 @@ print(run.id)
 
 
 def test_the_feature_adds_a_diagnosis_analyzer(installed: Path, tmp_path: Path) -> None:
-    made = subprocess.run([sys.executable, "-c", _RUN], env=_env(tmp_path, None), capture_output=True, text=True,
-                          timeout=120)
+    made = subprocess.run(
+        [sys.executable, "-c", _RUN], env=_env(tmp_path, None), capture_output=True, text=True, timeout=120
+    )
     assert made.returncode == 0, made.stderr
     run_id = made.stdout.strip().splitlines()[-1]
     with_feature = _flightlog(tmp_path, installed, "diagnose", run_id, "--format", "json")
@@ -121,19 +137,23 @@ def test_a_broken_feature_is_reported_and_left_out(tmp_path: Path) -> None:
     dist = site / "flightlog_broken-0.1.dist-info"  # what an installed package whose module is gone leaves
     dist.mkdir(parents=True)
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: flightlog-broken\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text("[flightlog]\nbroken = flightlog_broken_gone.feature\n"
-                                           "raises = flightlog_raises\n")
+    (dist / "entry_points.txt").write_text(
+        "[flightlog]\nbroken = flightlog_broken_gone.feature\nraises = flightlog_raises\n"
+    )
     # and a feature that loads but whose hook raises
     (site / "flightlog_raises.py").write_text(
         "from flightlog.plugins import hookimpl\n\n\n@hookimpl\ndef flightlog_cli_commands():\n"
-        "    raise RuntimeError('this feature is broken')\n")
+        "    raise RuntimeError('this feature is broken')\n"
+    )
     listing = _flightlog(tmp_path, site, "--help")
     assert listing.returncode == 0, listing.stderr
     assert "runs" in listing.stdout and "diagnose" in listing.stdout
     assert "flightlog: warning: the feature 'broken' (flightlog_broken_gone.feature) was left out" in listing.stderr
     assert "ModuleNotFoundError" in listing.stderr
-    assert ("flightlog: warning: the feature 'raises' (flightlog_cli_commands) was left out: "
-            "RuntimeError: this feature is broken") in listing.stderr
+    assert (
+        "flightlog: warning: the feature 'raises' (flightlog_cli_commands) was left out: "
+        "RuntimeError: this feature is broken"
+    ) in listing.stderr
     # a core command never loads the table, so it is not even slowed by the broken package
     core = _flightlog(tmp_path, site, "runs", "ls", "--format", "json")
     assert core.returncode == 0, core.stderr

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from tests.helpers import child_env
 
-FEATURE = '''
+FEATURE = """
 import json, os
 from flightlog.plugins import hookimpl
 
@@ -69,16 +69,16 @@ def parse_file_notifier(f, index):
 @hookimpl
 def flightlog_notifiers():
     return {"hooky-file": parse_file_notifier}
-'''
+"""
 
-SCRIPT = '''
+SCRIPT = """
 import flightlog
 run = flightlog.init(project="hooks", name="life", quiet=True, resources=False)
 run.log({"loss": 1.0}, step=0)
 run.log_evidence("note", "hello", {"a": 1})
 run.finish()
 print("after finish", run.id)
-'''
+"""
 
 
 def _site(tmp_path: Path) -> Path:
@@ -104,14 +104,18 @@ def _calls(tmp_path: Path) -> list[dict[str, object]]:
 
 
 def test_a_run_calls_the_start_end_and_record_hooks(tmp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, "-c", SCRIPT], env=_env(tmp_path), capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-c", SCRIPT], env=_env(tmp_path), capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 0, proc.stderr
     run_id = proc.stdout.split()[-1]
     calls = _calls(tmp_path)
     assert calls[0] == {"hook": "start", "run": run_id, "project": "hooks"}
     assert calls[-1] == {"hook": "end", "run": run_id, "status": "succeeded"}
     records = [c for c in calls if c["hook"] == "record"]
-    assert records == [{"hook": "record", "run": run_id, "kind": "evidence", "name": "hello"}]  # only the kind asked for
+    assert records == [
+        {"hook": "record", "run": run_id, "kind": "evidence", "name": "hello"}
+    ]  # only the kind asked for
 
 
 def test_a_feature_that_raises_is_reported_and_never_reaches_the_user(tmp_path: Path) -> None:
@@ -123,8 +127,13 @@ def test_a_feature_that_raises_is_reported_and_never_reaches_the_user(tmp_path: 
     assert "the feature 'hooky' failed in flightlog_run_end: RuntimeError: boom at the end" in proc.stderr
     assert "the feature 'hooky' failed in flightlog_record: RuntimeError: boom on a record" in proc.stderr
     run_id = proc.stdout.split()[-1]
-    shown = subprocess.run([sys.executable, "-m", "flightlog", "logs", run_id, "--format", "json"], env=env,
-                           capture_output=True, text=True, timeout=60)
+    shown = subprocess.run(
+        [sys.executable, "-m", "flightlog", "logs", run_id, "--format", "json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert shown.returncode == 0, shown.stderr
     messages = [json.loads(line)["message"] for line in shown.stdout.splitlines() if line.strip()]
     assert any("boom at the start" in m for m in messages), messages  # the run keeps the report too
@@ -144,8 +153,26 @@ notifiers:
     path: {delivered}
 """)
     env = _env(tmp_path)
-    proc = subprocess.run([sys.executable, "-m", "flightlog", "run", "--project", "hooks", "--alerts", str(rules), "--",
-                           sys.executable, "-c", "raise SystemExit(3)"], env=env, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "flightlog",
+            "run",
+            "--project",
+            "hooks",
+            "--alerts",
+            str(rules),
+            "--",
+            sys.executable,
+            "-c",
+            "raise SystemExit(3)",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 3, proc.stderr
     lines = [json.loads(line) for line in delivered.read_text().splitlines()] if delivered.exists() else []
     assert {"rule": "always-failing", "status": "firing"} in lines, proc.stderr

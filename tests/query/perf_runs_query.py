@@ -28,9 +28,7 @@ def build(path: Path, n_runs: int = 1000) -> sqlite3.Connection:
     runs = []
     for i in range(n_runs):
         params = {"lr": 10 ** rng.uniform(-4, -1), "batch_size": rng.choice([32, 64, 128])}
-        params |= {
-            f"p{k}": rng.choice([rng.random(), f"v{rng.randint(0, 9)}", True]) for k in range(18)
-        }
+        params |= {f"p{k}": rng.choice([rng.random(), f"v{rng.randint(0, 9)}", True]) for k in range(18)}
         metrics = {m: rng.random() for m in ("acc", "loss", "val/loss", "f1", "lr_now")}
         runs.append({"id": f"run{i:05d}", "project": "vision", "created": 1.7e9 + i,
                      "status": rng.choice(["succeeded", "failed", "running"]),
@@ -44,9 +42,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         build(Path(tmp) / "flightlog.db", n_runs).close()
         conn = sqlite3.connect(Path(tmp) / "flightlog.db")  # a fresh reader, as a store would
-        sql, params = compile_runs_query(
-            project="vision", filter="params.lr > 0.01", order_by="-metrics.acc", limit=50
-        )
+        sql, params = compile_runs_query(project="vision", filter="params.lr > 0.01", order_by="-metrics.acc", limit=50)
         times = []
         for _ in range(200):
             t0 = time.perf_counter()

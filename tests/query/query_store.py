@@ -42,9 +42,7 @@ def insert_runs(conn: sqlite3.Connection, runs: Iterable[Mapping[str, Any]]) -> 
             list(row.values()),
         )
         for key, value in flatten_params(run.get("params") or {}).items():
-            conn.execute(
-                "INSERT INTO params VALUES (?, ?, ?, ?, ?)", (run["id"], key, *param_columns(value))
-            )
+            conn.execute("INSERT INTO params VALUES (?, ?, ?, ?, ?)", (run["id"], key, *param_columns(value)))
         for key, value in (run.get("tags") or {}).items():
             conn.execute("INSERT INTO tags VALUES (?, ?, ?)", (run["id"], key, value))
         for name, value in (run.get("metrics") or {}).items():

@@ -102,9 +102,9 @@ patterns = st.sampled_from(["'a%'", "'%A%'", "'_'", "'a\\%b'", "'a\\_b'", "'%'",
 
 
 def in_list(values: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
-    return st.tuples(
-        st.sampled_from(["in", "not in"]), st.lists(values, min_size=1, max_size=3)
-    ).map(lambda t: f"{t[0]} ({', '.join(t[1])})")
+    return st.tuples(st.sampled_from(["in", "not in"]), st.lists(values, min_size=1, max_size=3)).map(
+        lambda t: f"{t[0]} ({', '.join(t[1])})"
+    )
 
 
 def predicate() -> st.SearchStrategy[str]:
@@ -115,9 +115,7 @@ def predicate() -> st.SearchStrategy[str]:
     is_null = st.sampled_from([" is null", " is not null", " = null", " != null"])
     number_tests = st.sampled_from([" is nan", " is not nan", " is finite", " is not finite"])
     return st.one_of(
-        st.tuples(params, ops, st.one_of(numbers, st.sampled_from(["'0.1'", "'-2'"]))).map(
-            " ".join
-        ),
+        st.tuples(params, ops, st.one_of(numbers, st.sampled_from(["'0.1'", "'-2'"]))).map(" ".join),
         st.tuples(params, st.sampled_from(["=", "!="]), anything).map(" ".join),
         st.tuples(params, st.sampled_from(["like", "not like"]), patterns).map(" ".join),
         st.tuples(params, st.sampled_from(["~", "!~"]), texts).map(" ".join),
@@ -134,9 +132,7 @@ def predicate() -> st.SearchStrategy[str]:
             st.sampled_from(["'running'", "'failed'"]),
         ).map(" ".join),  # fmt: skip
         st.tuples(
-            st.sampled_from(
-                ["params.lr", "name", "tags.team", "metrics.acc", "ended", "duration", "exit_code"]
-            ),
+            st.sampled_from(["params.lr", "name", "tags.team", "metrics.acc", "ended", "duration", "exit_code"]),
             is_null,
         ).map("".join),  # fmt: skip
         st.tuples(st.sampled_from(["metrics.acc", "metrics.val/loss", "metrics.nope"]), number_tests).map("".join),
@@ -154,9 +150,7 @@ filters = st.recursive(
 )
 
 
-@settings(
-    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=filters)
 def test_matches_agrees_with_sql(db: sqlite3.Connection, text: str) -> None:
     in_sql = set(select_ids(db, filter=text, now=NOW))

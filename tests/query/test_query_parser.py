@@ -64,9 +64,7 @@ def test_keywords_fields_and_prefixes_are_case_insensitive() -> None:
 
 def test_lists_patterns_and_nulls() -> None:
     assert parse_filter("status in ('failed', 'crashed',)") == InList(STATUS, ("failed", "crashed"))
-    assert parse_filter("params.bs not in (32, 64)") == InList(
-        Field("param", "bs"), (32, 64), negated=True
-    )
+    assert parse_filter("params.bs not in (32, 64)") == InList(Field("param", "bs"), (32, 64), negated=True)
     assert cmp("name like 'resnet%'").op == "like"
     assert cmp("name not like 'resnet%'").op == "not like"
     assert cmp("name ~ 'res'") == Compare(Field("column", "name"), "~", "res")

@@ -15,8 +15,22 @@ from flightlog.schema.values import param_columns
 from flightlog.store.postgres.store import PostgresStore
 from flightlog.store.sql.ingest import finite_or_none
 
-_COLUMNS = ("id", "project", "name", "parent_id", "status", "end_reason", "created", "queued", "started", "ended",
-            "exit_code", "signal", "attempt", "host")
+_COLUMNS = (
+    "id",
+    "project",
+    "name",
+    "parent_id",
+    "status",
+    "end_reason",
+    "created",
+    "queued",
+    "started",
+    "ended",
+    "exit_code",
+    "signal",
+    "attempt",
+    "host",
+)
 
 
 @pytest.fixture(scope="module")
@@ -29,17 +43,21 @@ def pg(postgres_server: Any) -> Iterator[PostgresStore]:
             row["project"] = row["project"] or "p"
             row["status"] = row["status"] or "created"
             row["attempt"] = row["attempt"] or 1
-            conn.execute(f"INSERT INTO runs ({', '.join(row)}) VALUES ({', '.join(['%s'] * len(row))})",
-                         list(row.values()))
+            conn.execute(
+                f"INSERT INTO runs ({', '.join(row)}) VALUES ({', '.join(['%s'] * len(row))})", list(row.values())
+            )
             for key, value in flatten_params(run.get("params") or {}).items():
                 text, num, kind = param_columns(value)
-                conn.execute("INSERT INTO params VALUES (%s, %s, %s, %s, %s)",
-                             (run["id"], key, text, finite_or_none(num), kind))
+                conn.execute(
+                    "INSERT INTO params VALUES (%s, %s, %s, %s, %s)", (run["id"], key, text, finite_or_none(num), kind)
+                )
             for key, value in (run.get("tags") or {}).items():
                 conn.execute("INSERT INTO tags VALUES (%s, %s, %s)", (run["id"], key, value))
             for name, value in (run.get("metrics") or {}).items():
-                conn.execute("INSERT INTO metric_series (run_id, name, count, last_value) VALUES (%s, %s, 1, %s)",
-                             (run["id"], name, finite_or_none(value)))
+                conn.execute(
+                    "INSERT INTO metric_series (run_id, name, count, last_value) VALUES (%s, %s, 1, %s)",
+                    (run["id"], name, finite_or_none(value)),
+                )
     yield store
     store.close()
     postgres_server.drop_database("query_cases")

@@ -118,9 +118,7 @@ FILTER_CASES: list[tuple[str, set[str]]] = [
 
 
 @pytest.mark.parametrize(("text", "expected"), FILTER_CASES)
-def test_filters_select_the_right_runs(
-    db: sqlite3.Connection, text: str, expected: set[str]
-) -> None:
+def test_filters_select_the_right_runs(db: sqlite3.Connection, text: str, expected: set[str]) -> None:
     assert set(select_ids(db, filter=text, now=NOW)) == expected
     assert {r["id"] for r in RUNS if matches(text, r, now=NOW)} == expected
 
@@ -144,9 +142,7 @@ ORDER_CASES: list[tuple[str | None, list[str]]] = [
 
 
 @pytest.mark.parametrize(("order", "expected"), ORDER_CASES)
-def test_ordering_puts_missing_values_last(
-    db: sqlite3.Connection, order: str | None, expected: list[str]
-) -> None:
+def test_ordering_puts_missing_values_last(db: sqlite3.Connection, order: str | None, expected: list[str]) -> None:
     assert select_ids(db, order_by=order, now=NOW) == expected
 
 
@@ -166,9 +162,7 @@ def test_pages_concatenate_to_the_whole_listing(db: sqlite3.Connection) -> None:
 def test_values_are_bound_never_interpolated(db: sqlite3.Connection) -> None:
     evil = "x'; DROP TABLE runs; --"
     text = f'tags.`{evil}` = "{evil}" or name ~ "{evil}%_" or params.`a"b` like \'%\''
-    sql, params = compile_runs_query(
-        project=evil, filter=text, order_by=f"-params.`{evil}`", limit=5
-    )
+    sql, params = compile_runs_query(project=evil, filter=text, order_by=f"-params.`{evil}`", limit=5)
     assert evil not in sql and "DROP" not in sql and "%" not in sql
     assert evil in params
     assert list(db.execute(sql, params)) == []

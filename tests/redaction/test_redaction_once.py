@@ -58,8 +58,15 @@ def test_sdk_records_are_redacted_once_on_the_way_to_a_local_store(home: Path) -
     passes = redaction.stats()
     assert passes["params"] == 1 and passes["note"] == 1 and passes["logs"] == 1, passes
     client = flightlog.Client()
-    stored = json.dumps([client.run(run_id).params, [n.text for n in client.notes(run_id)],
-                         [e.message for e in client.logs(run_id)], [e.fields for e in client.logs(run_id)]], default=str)
+    stored = json.dumps(
+        [
+            client.run(run_id).params,
+            [n.text for n in client.notes(run_id)],
+            [e.message for e in client.logs(run_id)],
+            [e.fields for e in client.logs(run_id)],
+        ],
+        default=str,
+    )
     assert PASSWORD not in stored and GHP not in stored
     assert "[REDACTED:secret]" in stored and "[REDACTED:github_token]" in stored
 
@@ -72,20 +79,34 @@ def test_through_a_server_log_events_are_not_redacted_again_and_user_strings_onc
     assert passes["logs"] == 1, passes
     assert passes["params"] == 2 and passes["note"] == 2, passes
     with httpx.Client(base_url=server.url + "/api/v1", headers=auth(server.token("admin"))) as api:
-        stored = json.dumps([api.get(f"/runs/{run_id}").json(), api.get(f"/runs/{run_id}/notes").json(),
-                             api.get(f"/runs/{run_id}/logs").json()])
+        stored = json.dumps(
+            [
+                api.get(f"/runs/{run_id}").json(),
+                api.get(f"/runs/{run_id}/notes").json(),
+                api.get(f"/runs/{run_id}/logs").json(),
+            ]
+        )
     assert PASSWORD not in stored and GHP not in stored
 
 
 def test_a_writer_that_does_not_redact_has_its_log_events_redacted_at_ingest(server: RunningServer) -> None:
     w = Writer("plainwriter")
-    records = [w.run("p"), w.logs([(1_700_000_000.0, "stdout", "info", f"export GITHUB_TOKEN={GHP} password={PASSWORD}"),
-                                   (1_700_000_001.0, "stdout", "info", "epoch 1 loss=0.5")])]
+    records = [
+        w.run("p"),
+        w.logs(
+            [
+                (1_700_000_000.0, "stdout", "info", f"export GITHUB_TOKEN={GHP} password={PASSWORD}"),
+                (1_700_000_001.0, "stdout", "info", "epoch 1 loss=0.5"),
+            ]
+        ),
+    ]
     from flightlog.transport.wire import encode_batches
 
-    (_, body), = encode_batches(records)
+    ((_, body),) = encode_batches(records)
     with httpx.Client(base_url=server.url + "/api/v1", headers=auth(server.token("writer"))) as writer:
-        response = writer.post("/ingest", content=body, headers={"Content-Type": "application/msgpack", "Content-Encoding": "gzip"})
+        response = writer.post(
+            "/ingest", content=body, headers={"Content-Type": "application/msgpack", "Content-Encoding": "gzip"}
+        )
         assert response.status_code == 200 and not response.json()["skipped"], response.text
         logs = writer.get("/runs/plainwriter/logs").json()
     text = json.dumps(logs)
@@ -110,7 +131,9 @@ def test_a_secret_typed_at_the_cli_is_redacted_once(home: Path) -> None:
 
 def test_flightlog_run_redacts_each_captured_line_once(home: Path) -> None:
     workload = f"print('login password={PASSWORD}'); print('token {GHP}'); print('done')"
-    proc = run_script(home, f"""
+    proc = run_script(
+        home,
+        f"""
         import json, sys
         from flightlog import redaction
         from flightlog.cli.main import main
@@ -119,9 +142,10 @@ def test_flightlog_run_redacts_each_captured_line_once(home: Path) -> None:
         except SystemExit:
             pass
         sys.stderr.write("PASSES " + json.dumps(redaction.stats()) + "\\n")
-    """)
+    """,
+    )
     line = next(x for x in proc.stderr.splitlines() if x.startswith("PASSES "))
-    passes = json.loads(line[len("PASSES "):])
+    passes = json.loads(line[len("PASSES ") :])
     assert passes["logs"] == 3, passes  # three lines, one pass each
     assert passes["context"] == 1, passes
     runs = cli_json(home, "runs", "ls")

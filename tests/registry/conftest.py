@@ -28,8 +28,9 @@ def client(request: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Ite
     c.close()
 
 
-def logged_run(tmp_path: Path, files: dict[str, bytes], *, project: str = "fraud-team",
-               inputs: dict[str, bytes] | None = None) -> str:
+def logged_run(
+    tmp_path: Path, files: dict[str, bytes], *, project: str = "fraud-team", inputs: dict[str, bytes] | None = None
+) -> str:
     """A finished run, recorded by the SDK, that logged ``files`` as output artifacts (and
     ``inputs`` as input data snapshots)."""
     run = flightlog.init(project=project, name="train")

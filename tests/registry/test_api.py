@@ -28,8 +28,11 @@ def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[RunningS
 
 
 def _api(server: RunningServer, role: str, name: str | None = None) -> httpx.Client:
-    return httpx.Client(base_url=server.url + "/api/v1", timeout=30,
-                        headers={"Authorization": f"Bearer {server.token(role, name=name)}"})
+    return httpx.Client(
+        base_url=server.url + "/api/v1",
+        timeout=30,
+        headers={"Authorization": f"Bearer {server.token(role, name=name)}"},
+    )
 
 
 def _error(response: httpx.Response, status: int) -> dict[str, Any]:
@@ -48,16 +51,25 @@ def test_remote_sdk_api_and_cli_share_one_registry(server: RunningServer, tmp_pa
     run.finish()
     assert (mv.version, mv.run_id, mv.created_by) == (1, run.id, "ci-admin")
 
-    with _api(server, "writer", "ci-writer") as writer, _api(server, "reader") as reader, \
-            _api(server, "admin", "release-admin") as admin:
+    with (
+        _api(server, "writer", "ci-writer") as writer,
+        _api(server, "reader") as reader,
+        _api(server, "admin", "release-admin") as admin,
+    ):
         assert [m["name"] for m in reader.get("/models").json()["models"]] == ["fraud"]
         assert reader.get("/models/fraud/aliases/staging").json()["version"] == 1
-        assert "writer" in _error(reader.post("/models/fraud/versions", json={"run": run.id, "path": "model/weights.npz"}),
-                                  403)["message"]
+        assert (
+            "writer"
+            in _error(reader.post("/models/fraud/versions", json={"run": run.id, "path": "model/weights.npz"}), 403)[
+                "message"
+            ]
+        )
         second = writer.post("/models/fraud/versions", json={"run": run.id, "path": "model/weights.npz"})
         assert second.status_code == 201 and second.json()["version"] == 2
-        assert "never logged" in _error(writer.post("/models/fraud/versions", json={"run": run.id, "path": "x.bin"}),
-                                        404)["message"]
+        assert (
+            "never logged"
+            in _error(writer.post("/models/fraud/versions", json={"run": run.id, "path": "x.bin"}), 404)["message"]
+        )
         _error(writer.put("/models/fraud/aliases/staging", json={"version": 9}), 404)
         _error(writer.put("/models/fraud/aliases/staging", json={}), 400)
         _error(reader.get("/models/nope"), 404)

@@ -31,9 +31,24 @@ def test_register_alias_get_deploy_from_the_command_line(tmp_path: Path) -> None
     home.mkdir()
     first, second = _train(home, "weights one"), _train(home, "weights two")
 
-    v1 = cli_json(home, "models", "register", first, "model/weights.npz", "fraud", "--alias", "production",
-                  "--tag", "stage=candidate")
-    assert (v1["version"], v1["run_id"], v1["aliases"], v1["tags"]) == (1, first, ["production"], {"stage": "candidate"})
+    v1 = cli_json(
+        home,
+        "models",
+        "register",
+        first,
+        "model/weights.npz",
+        "fraud",
+        "--alias",
+        "production",
+        "--tag",
+        "stage=candidate",
+    )
+    assert (v1["version"], v1["run_id"], v1["aliases"], v1["tags"]) == (
+        1,
+        first,
+        ["production"],
+        {"stage": "candidate"},
+    )
     assert v1["digest"] == hashlib.sha256(b"weights one").hexdigest()
     cli_json(home, "models", "register", second, "model/weights.npz", "fraud")
     listing = cli_json(home, "models", "ls")

@@ -65,7 +65,9 @@ def receiver(monkeypatch: pytest.MonkeyPatch) -> Iterator[_Receiver]:
 def _verified(request: dict[str, Any]) -> dict[str, Any]:
     headers = {k.lower(): v for k, v in request["headers"].items()}
     stamp = headers["x-flightlog-timestamp"]
-    expected = "sha256=" + hmac.new(SECRET.encode(), stamp.encode() + b"." + request["body"], hashlib.sha256).hexdigest()
+    expected = (
+        "sha256=" + hmac.new(SECRET.encode(), stamp.encode() + b"." + request["body"], hashlib.sha256).hexdigest()
+    )
     assert hmac.compare_digest(headers["x-flightlog-signature"], expected)
     assert abs(time.time() - int(stamp)) < 60
     body: dict[str, Any] = json.loads(request["body"])
@@ -73,8 +75,9 @@ def _verified(request: dict[str, Any]) -> dict[str, Any]:
     return body
 
 
-def test_an_alias_move_reaches_the_webhook_signed_exactly_once(client: Client, tmp_path: Path,
-                                                               receiver: _Receiver) -> None:
+def test_an_alias_move_reaches_the_webhook_signed_exactly_once(
+    client: Client, tmp_path: Path, receiver: _Receiver
+) -> None:
     first = logged_run(tmp_path, {"model/weights.npz": b"one"})
     second = logged_run(tmp_path, {"model/weights.npz": b"two"})
     reg = Registry(client)
@@ -95,9 +98,9 @@ def test_an_alias_move_reaches_the_webhook_signed_exactly_once(client: Client, t
     assert reg.deliver() == 0 and len(receiver.received) == 4
 
 
-def test_an_event_the_receiver_refused_is_sent_on_the_next_pass_once(client: Client, tmp_path: Path,
-                                                                     receiver: _Receiver,
-                                                                     capfd: pytest.CaptureFixture[str]) -> None:
+def test_an_event_the_receiver_refused_is_sent_on_the_next_pass_once(
+    client: Client, tmp_path: Path, receiver: _Receiver, capfd: pytest.CaptureFixture[str]
+) -> None:
     run = logged_run(tmp_path, {"m.bin": b"m"})
     receiver.fail = True
     Registry(client).register(run, "m.bin", "fraud")  # recorded even though the webhook is down

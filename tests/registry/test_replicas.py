@@ -25,16 +25,24 @@ run.finish()
 def test_replicas_are_listed_and_a_vanished_one_is_gone(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
-    train = run_script(home, """
+    train = run_script(
+        home,
+        """
         import flightlog, pathlib
         p = pathlib.Path("w.bin"); p.write_bytes(b"w")
         run = flightlog.init(project="fraud-team"); run.log_artifact(p, name="w.bin"); run.finish(); print(run.id)
-    """).stdout.split()[-1]
+    """,
+    ).stdout.split()[-1]
     cli_json(home, "models", "register", train, "w.bin", "fraud")
     cli_json(home, "deploy", "fraud/1", "--endpoint", "fraud-api", "--env", "prod")
     for replica in ("r-ok", "r-gone"):
-        subprocess.run([sys.executable, "-c", textwrap.dedent(_REPLICA), replica], env=child_env(home),
-                       cwd=home.parent, timeout=60, capture_output=True)
+        subprocess.run(
+            [sys.executable, "-c", textwrap.dedent(_REPLICA), replica],
+            env=child_env(home),
+            cwd=home.parent,
+            timeout=60,
+            capture_output=True,
+        )
 
     report = cli_json(home, "deployments", "show", "fraud-api", "--env", "prod")
     replicas = {r["replica"]: r for r in report["replicas"]}

@@ -169,9 +169,7 @@ def test_v2_files_are_read_as_the_kernel_writes_them(tmp_path: Path) -> None:
     # (this machine's memory controller is on v1, so the kernel side runs in CI on v2 hosts).
     (tmp_path / "memory.current").write_text("1048576\n")
     (tmp_path / "memory.peak").write_text("67108864\n")
-    (tmp_path / "memory.events").write_text(
-        "low 0\nhigh 0\nmax 17\noom 2\noom_kill 1\noom_group_kill 0\n"
-    )
+    (tmp_path / "memory.events").write_text("low 0\nhigh 0\nmax 17\noom 2\noom_kill 1\noom_group_kill 0\n")
     (tmp_path / "memory.max").write_text("max\n")
     limit = CgroupV2MemoryLimit(str(tmp_path), 64 * MiB)
     assert limit.usage_bytes() == 1048576

@@ -108,8 +108,7 @@ def test_without_a_driver_nvml_is_not_even_loaded() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == (
-        "GPU sampling off: no NVIDIA driver loaded "
-        "(none of /proc/driver/nvidia, /dev/nvidiactl, /dev/dxg exists) False"
+        "GPU sampling off: no NVIDIA driver loaded (none of /proc/driver/nvidia, /dev/nvidiactl, /dev/dxg exists) False"
     )
 
 

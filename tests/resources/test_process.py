@@ -181,9 +181,7 @@ def test_no_gpu_gives_a_note_and_no_devices() -> None:
 def test_slow_probe_runs_only_every_slow_interval(tmp_path: Path) -> None:
     (tmp_path / "a.bin").write_bytes(b"x" * 100_000)
     sampler = ProcessTreeSampler(os.getpid(), workdir=str(tmp_path), slow_interval=30, gpu=False)
-    probed = [
-        "workdir_bytes" in sampler.sample(now=t) for t in (1000, 1010, 1029.9, 1031, 1040, 1061)
-    ]
+    probed = ["workdir_bytes" in sampler.sample(now=t) for t in (1000, 1010, 1029.9, 1031, 1040, 1061)]
     assert probed == [True, False, False, True, False, True]
 
 
@@ -206,9 +204,7 @@ def test_workdir_walk_is_bounded_and_marked_partial(tmp_path: Path) -> None:
     for i in range(50):
         (tmp_path / f"f{i}").write_bytes(b"x" * 5000)
     full = ProcessTreeSampler(os.getpid(), workdir=str(tmp_path), gpu=False).sample()
-    capped = ProcessTreeSampler(
-        os.getpid(), workdir=str(tmp_path), gpu=False, workdir_max_entries=10
-    ).sample()
+    capped = ProcessTreeSampler(os.getpid(), workdir=str(tmp_path), gpu=False, workdir_max_entries=10).sample()
     assert full["workdir_bytes"] >= 50 * 5000
     assert full["workdir_bytes_partial"] is False
     assert capped["workdir_bytes_partial"] is True

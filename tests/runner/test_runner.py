@@ -19,8 +19,13 @@ from tests.helpers import child_env, cli, cli_json
 PY = sys.executable
 
 
-def frun(home: Path, *args: str, check: bool = False, timeout: float = 120, env: dict[str, str] | None = None,
-         ) -> subprocess.CompletedProcess[str]:
+def frun(
+    home: Path,
+    *args: str,
+    check: bool = False,
+    timeout: float = 120,
+    env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
     return cli(home, "run", "--project", "t", *args, check=check, timeout=timeout, env=env)
 
 
@@ -36,7 +41,10 @@ def script(tmp_path: Path, name: str, code: str) -> str:
 
 
 def test_output_passes_through_byte_for_byte_on_its_own_stream(home: Path, tmp_path: Path) -> None:
-    code = script(tmp_path, "out.py", """
+    code = script(
+        tmp_path,
+        "out.py",
+        """
         import sys
         for i in range(2000):
             sys.stdout.write(f"line {i} loss=0.{i % 997} ünïcødé ✓\\n")
@@ -44,10 +52,15 @@ def test_output_passes_through_byte_for_byte_on_its_own_stream(home: Path, tmp_p
                 sys.stderr.write(f"err {i}\\n")
         sys.stdout.write("progress 10%\\rprogress 50%\\rprogress 100%\\n")
         sys.stdout.write("no newline at the end")
-        """)
+        """,
+    )
     direct = subprocess.run([PY, code], capture_output=True)
-    proc = subprocess.run([str(Path(PY).with_name("flightlog")), "run", "--project", "t", "--", PY, code],
-                          env=child_env(home), capture_output=True, cwd=tmp_path)
+    proc = subprocess.run(
+        [str(Path(PY).with_name("flightlog")), "run", "--project", "t", "--", PY, code],
+        env=child_env(home),
+        capture_output=True,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0
     assert proc.stdout == direct.stdout
     ours = [line for line in proc.stderr.splitlines() if line.startswith(b"flightlog: ")]
@@ -66,7 +79,10 @@ def test_output_passes_through_byte_for_byte_on_its_own_stream(home: Path, tmp_p
 
 
 def test_traceback_is_one_event_and_failure_is_summarized(home: Path, tmp_path: Path) -> None:
-    code = script(tmp_path, "fail.py", """
+    code = script(
+        tmp_path,
+        "fail.py",
+        """
         import logging
         logging.basicConfig(level=logging.INFO)
         logging.warning("about to load")
@@ -79,7 +95,8 @@ def test_traceback_is_one_event_and_failure_is_summarized(home: Path, tmp_path: 
                 return f.read()
         print("after the handled one")
         load("/no/such/train.csv")
-        """)
+        """,
+    )
     proc = frun(home, "--", PY, code)
     assert proc.returncode == 1
     info = last_run(home)
@@ -104,7 +121,10 @@ def test_secrets_are_redacted_in_storage_not_in_passthrough(home: Path, tmp_path
         "url": "postgresql://admin:s3cr3tpass@db.internal:5432/prod",
         "env": "value-of-my-env-token-123",
     }
-    code = script(tmp_path, "leak.py", """
+    code = script(
+        tmp_path,
+        "leak.py",
+        """
         import os
         print("key AKIAIOSFODNN7EXAMPLE in use")
         print("token ghp_" + "a" * 36)
@@ -112,7 +132,8 @@ def test_secrets_are_redacted_in_storage_not_in_passthrough(home: Path, tmp_path
         print("env", os.environ["MY_SERVICE_TOKEN"])
         print("commit 4f1c2a7e9b3d5f6a8c0e2b4d6f8a0c2e4b6d8f0a uuid 123e4567-e89b-12d3-a456-426614174000")
         print("custom ACME-1234-SECRET")
-        """)
+        """,
+    )
     env = child_env(home, MY_SERVICE_TOKEN=secrets_text["env"])
     proc = cli(home, "run", "--project", "t", "--redact", r"ACME-\d+-SECRET", "--", PY, code, env=env)
     for value in secrets_text.values():
@@ -125,10 +146,14 @@ def test_secrets_are_redacted_in_storage_not_in_passthrough(home: Path, tmp_path
 
 
 def test_rate_limit_counts_drops(home: Path, tmp_path: Path) -> None:
-    code = script(tmp_path, "chatty.py", """
+    code = script(
+        tmp_path,
+        "chatty.py",
+        """
         for i in range(20000):
             print(f"line {i}")
-        """)
+        """,
+    )
     proc = frun(home, "--max-log-rate", "100", "--", PY, code)
     assert proc.returncode == 0 and proc.stdout.count("\n") == 20000  # passthrough is never limited
     info = last_run(home)
@@ -140,11 +165,15 @@ def test_rate_limit_counts_drops(home: Path, tmp_path: Path) -> None:
 
 
 def test_timeout_sends_sigterm_then_records_timeout(home: Path, tmp_path: Path) -> None:
-    code = script(tmp_path, "slow.py", """
+    code = script(
+        tmp_path,
+        "slow.py",
+        """
         import time
         print("starting", flush=True)
         time.sleep(60)
-        """)
+        """,
+    )
     t0 = time.monotonic()
     proc = frun(home, "--timeout", "1s", "--", PY, code)
     assert time.monotonic() - t0 < 15
@@ -154,12 +183,16 @@ def test_timeout_sends_sigterm_then_records_timeout(home: Path, tmp_path: Path) 
 
 
 def test_timeout_escalates_to_sigkill_after_grace(home: Path, tmp_path: Path) -> None:
-    code = script(tmp_path, "stubborn.py", """
+    code = script(
+        tmp_path,
+        "stubborn.py",
+        """
         import signal, time
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         print("ignoring SIGTERM", flush=True)
         time.sleep(60)
-        """)
+        """,
+    )
     proc = frun(home, "--timeout", "1s", "--kill-grace", "1s", "--", PY, code)
     assert proc.returncode == 124
     assert last_run(home).signal == signal.SIGKILL
@@ -167,7 +200,10 @@ def test_timeout_escalates_to_sigkill_after_grace(home: Path, tmp_path: Path) ->
 
 def test_sigterm_to_the_runner_is_forwarded(home: Path, tmp_path: Path) -> None:
     marker = tmp_path / "got-term"
-    code = script(tmp_path, "graceful.py", f"""
+    code = script(
+        tmp_path,
+        "graceful.py",
+        f"""
         import signal, sys, time
         def bye(signum, frame):
             open({str(marker)!r}, "w").write("yes")
@@ -176,10 +212,16 @@ def test_sigterm_to_the_runner_is_forwarded(home: Path, tmp_path: Path) -> None:
         signal.signal(signal.SIGTERM, bye)
         print("ready", flush=True)
         time.sleep(60)
-        """)
-    with subprocess.Popen([str(Path(PY).with_name("flightlog")), "run", "--project", "t", "--", PY, code],
-                          env=child_env(home), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                          cwd=tmp_path) as proc:
+        """,
+    )
+    with subprocess.Popen(
+        [str(Path(PY).with_name("flightlog")), "run", "--project", "t", "--", PY, code],
+        env=child_env(home),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    ) as proc:
         assert proc.stdout is not None
         assert proc.stdout.readline().strip() == "ready"
         proc.send_signal(signal.SIGTERM)
@@ -191,14 +233,23 @@ def test_sigterm_to_the_runner_is_forwarded(home: Path, tmp_path: Path) -> None:
 
 
 def test_sigterm_kills_a_workload_that_does_not_handle_it(home: Path, tmp_path: Path) -> None:
-    code = script(tmp_path, "plain.py", """
+    code = script(
+        tmp_path,
+        "plain.py",
+        """
         import time
         print("ready", flush=True)
         time.sleep(60)
-        """)
-    with subprocess.Popen([str(Path(PY).with_name("flightlog")), "run", "--project", "t", "--", PY, code],
-                          env=child_env(home), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                          cwd=tmp_path) as proc:
+        """,
+    )
+    with subprocess.Popen(
+        [str(Path(PY).with_name("flightlog")), "run", "--project", "t", "--", PY, code],
+        env=child_env(home),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    ) as proc:
         assert proc.stdout is not None
         proc.stdout.readline()
         proc.send_signal(signal.SIGTERM)
@@ -209,7 +260,10 @@ def test_sigterm_kills_a_workload_that_does_not_handle_it(home: Path, tmp_path: 
 
 
 def test_sdk_inside_the_workload_lands_on_the_same_run(home: Path, tmp_path: Path) -> None:
-    code = script(tmp_path, "train.py", """
+    code = script(
+        tmp_path,
+        "train.py",
+        """
         import logging, os, flightlog
         run = flightlog.init(project="ignored-when-attached")
         log = logging.getLogger("trainer")
@@ -220,7 +274,8 @@ def test_sdk_inside_the_workload_lands_on_the_same_run(home: Path, tmp_path: Pat
                 run.log({"loss": 1.0 / (i + 1)})
             log.info("step %d", i, extra={"step": i})
         print("attempt", os.environ["FLIGHTLOG_ATTEMPT"])
-        """)
+        """,
+    )
     proc = frun(home, "--param", "lr=0.1", "--tag", "team=cv", "--", PY, code)
     assert proc.returncode == 0, proc.stderr
     info = last_run(home)
@@ -237,7 +292,10 @@ def test_sdk_inside_the_workload_lands_on_the_same_run(home: Path, tmp_path: Pat
 
 def test_grandchild_cpu_and_memory_are_counted(home: Path, tmp_path: Path) -> None:
     used = tmp_path / "grandchild-cpu"
-    grandchild = script(tmp_path, "grandchild.py", f"""
+    grandchild = script(
+        tmp_path,
+        "grandchild.py",
+        f"""
         import time
         block = bytearray(300 * 1024 * 1024)
         for i in range(0, len(block), 4096):
@@ -247,11 +305,16 @@ def test_grandchild_cpu_and_memory_are_counted(home: Path, tmp_path: Path) -> No
             pass
         open({str(used)!r}, "w").write(str(time.process_time()))
         time.sleep(0.6)  # let the sampler see the whole spin before the tree exits
-        """)
-    parent = script(tmp_path, "parent.py", f"""
+        """,
+    )
+    parent = script(
+        tmp_path,
+        "parent.py",
+        f"""
         import subprocess, sys
         sys.exit(subprocess.call([sys.executable, {grandchild!r}]))
-        """)
+        """,
+    )
     proc = frun(home, "--sample-interval", "0.25s", "--", PY, parent)
     assert proc.returncode == 0, proc.stderr
     samples = flightlog.Client(home=home).resources(last_run(home).id)
@@ -266,14 +329,18 @@ def test_grandchild_cpu_and_memory_are_counted(home: Path, tmp_path: Path) -> No
 
 
 def test_oom_kill_under_memory_limit_is_recorded(home: Path, tmp_path: Path) -> None:
-    code = script(tmp_path, "hog.py", """
+    code = script(
+        tmp_path,
+        "hog.py",
+        """
         chunks = []
         print("allocating", flush=True)
         while True:
             chunks.append(bytearray(16 * 1024 * 1024))
             for i in range(0, len(chunks[-1]), 4096):
                 chunks[-1][i] = 1
-        """)
+        """,
+    )
     proc = frun(home, "--memory-limit", "128M", "--", PY, code)
     if "not enforced" in proc.stderr:
         pytest.fail(f"the memory limit could not be enforced here: {proc.stderr}")
@@ -288,7 +355,10 @@ def test_oom_kill_under_memory_limit_is_recorded(home: Path, tmp_path: Path) -> 
 
 def test_retries_with_backoff_only_on_listed_categories(home: Path, tmp_path: Path) -> None:
     counter = tmp_path / "count"
-    flaky = script(tmp_path, "flaky.py", f"""
+    flaky = script(
+        tmp_path,
+        "flaky.py",
+        f"""
         import os, socket
         p = {str(counter)!r}
         n = int(open(p).read()) if os.path.exists(p) else 0
@@ -298,7 +368,8 @@ def test_retries_with_backoff_only_on_listed_categories(home: Path, tmp_path: Pa
             s = socket.socket()
             s.connect(("127.0.0.1", 9))  # nothing listens: ConnectionRefusedError
         print("connected")
-        """)
+        """,
+    )
     t0 = time.monotonic()
     proc = frun(home, "--retries", "3", "--retry-delay", "0.2s", "--", PY, flaky)
     assert proc.returncode == 0, proc.stderr
@@ -319,7 +390,10 @@ def test_retries_with_backoff_only_on_listed_categories(home: Path, tmp_path: Pa
 
 
 def test_resume_gets_the_last_checkpoint(home: Path, tmp_path: Path) -> None:
-    code = script(tmp_path, "ckpt.py", f"""
+    code = script(
+        tmp_path,
+        "ckpt.py",
+        f"""
         import os, sys, flightlog
         run = flightlog.init()
         print("resume from:", os.environ.get("FLIGHTLOG_RESUME_FROM", "-"), flush=True)
@@ -329,7 +403,8 @@ def test_resume_gets_the_last_checkpoint(home: Path, tmp_path: Path) -> None:
             run.checkpoint(path, step=step)
         if not os.environ.get("FLIGHTLOG_RESUME_FROM"):
             sys.exit(1)
-        """)
+        """,
+    )
     assert frun(home, "--", PY, code).returncode == 1
     first = last_run(home)
     proc = frun(home, "--resume", first.id[:8], "--", PY, code)
@@ -375,8 +450,9 @@ def test_exit_code_passes_through_and_queue_wait_is_recorded(home: Path) -> None
 def test_rank_comes_from_ascii_digits_only(home: Path) -> None:
     """A launcher's malformed RANK never stops the run; LOCAL_RANK is used instead."""
     code = "import flightlog; r = flightlog.init(); r.log_event('from the sdk'); r.finish()"
-    proc = frun(home, "--", PY, "-c", f"print('from stdout'); {code}",
-                env=child_env(home, RANK="\u00b9", LOCAL_RANK="3"))
+    proc = frun(
+        home, "--", PY, "-c", f"print('from stdout'); {code}", env=child_env(home, RANK="\u00b9", LOCAL_RANK="3")
+    )
     assert proc.returncode == 0, proc.stderr
     events = flightlog.Client(home=home).logs(last_run(home).id)
     assert {e.message for e in events} >= {"from stdout", "from the sdk"}
@@ -398,20 +474,26 @@ def test_log_policies_under_a_stalled_store(home: Path, tmp_path: Path, policy: 
     import threading
 
     frun(home, "--", "true", check=True)  # create the store
-    code = script(tmp_path, "burst.py", """
+    code = script(
+        tmp_path,
+        "burst.py",
+        """
         import sys, time
         t0 = time.time()
         for i in range(200000):
             print(f"line {i}")
         print(f"child took {time.time() - t0:.2f}", file=sys.stderr)
-        """)
+        """,
+    )
     lock = sqlite3.connect(home / "flightlog.db", timeout=5, isolation_level=None, check_same_thread=False)
     lock.execute("BEGIN EXCLUSIVE")
     release = threading.Timer(6.0, lambda: lock.execute("COMMIT"))
     release.start()
     try:
         env = child_env(home, FLIGHTLOG_BUFFER_LIMIT="2000")
-        proc = cli(home, "run", "--project", "t", "--log-policy", policy, "--", PY, code, env=env, check=True, timeout=120)
+        proc = cli(
+            home, "run", "--project", "t", "--log-policy", policy, "--", PY, code, env=env, check=True, timeout=120
+        )
     finally:
         release.join()
         lock.close()

@@ -19,13 +19,18 @@ FLIGHTLOG = str(Path(PY).with_name("flightlog"))
 
 @pytest.mark.embedded_only("capture happens in the runner, before any transport")
 def test_colour_codes_reach_the_terminal_but_not_the_store(home: Path, tmp_path: Path) -> None:
-    code = script(tmp_path, "colours.py", """
+    code = script(
+        tmp_path,
+        "colours.py",
+        """
         import sys
         sys.stderr.write("\\x1b[31mERROR\\x1b[0m: disk full\\n")
         print("\\x1b[1;33mWARNING\\x1b[0m:root:slow batch")
-        """)
-    proc = subprocess.run([FLIGHTLOG, "run", "--project", "t", "--", PY, code], env=child_env(home),
-                          capture_output=True, cwd=tmp_path)
+        """,
+    )
+    proc = subprocess.run(
+        [FLIGHTLOG, "run", "--project", "t", "--", PY, code], env=child_env(home), capture_output=True, cwd=tmp_path
+    )
     assert proc.returncode == 0
     assert proc.stdout == b"\x1b[1;33mWARNING\x1b[0m:root:slow batch\n"  # passthrough: raw bytes
     assert b"\x1b[31mERROR\x1b[0m: disk full\n" in proc.stderr
@@ -47,8 +52,13 @@ PROGRESS = """
 
 def test_an_unmodified_script_printing_progress_gets_metrics_and_a_nan_finding(home: Path, tmp_path: Path) -> None:
     code = script(tmp_path, "progress.py", PROGRESS)
-    proc = subprocess.run([FLIGHTLOG, "run", "--project", "t", "--", PY, code], env=child_env(home),
-                          capture_output=True, text=True, cwd=tmp_path)
+    proc = subprocess.run(
+        [FLIGHTLOG, "run", "--project", "t", "--", PY, code],
+        env=child_env(home),
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     info = last_run(home)
     client = flightlog.Client(home=home)
@@ -67,23 +77,37 @@ def test_metrics_from_lines_can_be_turned_off(home: Path, tmp_path: Path, how: s
     code = script(tmp_path, "progress.py", PROGRESS)
     args = ["--no-log-metrics"] if how == "option" else []
     env = child_env(home, **({"FLIGHTLOG_LOG_METRICS": "0"} if how == "environment" else {}))
-    proc = subprocess.run([FLIGHTLOG, "run", "--project", "t", *args, "--", PY, code], env=env,
-                          capture_output=True, text=True, cwd=tmp_path)
+    proc = subprocess.run(
+        [FLIGHTLOG, "run", "--project", "t", *args, "--", PY, code],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     assert flightlog.Client(home=home).metrics(last_run(home).id) == {}
 
 
 def test_a_metric_the_sdk_logs_is_never_also_read_from_lines(home: Path, tmp_path: Path) -> None:
-    code = script(tmp_path, "sdk.py", """
+    code = script(
+        tmp_path,
+        "sdk.py",
+        """
         import flightlog
         run = flightlog.init()
         for i in range(5):
             run.log({"loss": 1.0 / (i + 1)}, step=i)
             print(f"step={i} loss=999 acc=0.5", flush=True)
         run.finish()
-        """)
-    proc = subprocess.run([FLIGHTLOG, "run", "--project", "t", "--", PY, code], env=child_env(home),
-                          capture_output=True, text=True, cwd=tmp_path)
+        """,
+    )
+    proc = subprocess.run(
+        [FLIGHTLOG, "run", "--project", "t", "--", PY, code],
+        env=child_env(home),
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     client = flightlog.Client(home=home)
     info = last_run(home)

@@ -28,7 +28,8 @@ def test_the_runner_leaves_no_journal_behind(home: Path) -> None:
 
 def test_a_workload_that_never_calls_finish_keeps_its_last_points(home: Path, tmp_path: Path) -> None:
     code = tmp_path / "train.py"
-    code.write_text(textwrap.dedent("""
+    code.write_text(
+        textwrap.dedent("""
         import time, flightlog
         from flightlog.errors import NotFound
         run = flightlog.init()
@@ -47,7 +48,8 @@ def test_a_workload_that_never_calls_finish_keeps_its_last_points(home: Path, tm
             time.sleep(0.01)
         for i in range(1, 2500):
             run.log({"x": float(i)})
-        """))
+        """)
+    )
     proc = cli(home, "run", "--project", "t", "--", sys.executable, str(code))
     assert "has been closed" not in proc.stderr, proc.stderr
     info = flightlog.Client().runs(project="t")[0]
@@ -57,8 +59,12 @@ def test_a_workload_that_never_calls_finish_keeps_its_last_points(home: Path, tm
 
 def test_a_runner_killed_with_sigkill_is_marked_crashed_by_the_next_reader(home: Path) -> None:
     exe = Path(sys.executable).with_name("flightlog")
-    runner = subprocess.Popen([str(exe), "run", "--project", "t", "--", "sleep", "300"], env=child_env(home),
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    runner = subprocess.Popen(
+        [str(exe), "run", "--project", "t", "--", "sleep", "300"],
+        env=child_env(home),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     workload: list[psutil.Process] = []
     try:
         client = flightlog.Client()
@@ -114,5 +120,11 @@ def test_the_working_directory_is_measured_once_the_workload_runs_a_while(home: 
 
 def _run_in(home: Path, cwd: Path, *command: str, options: tuple[str, ...] = ()) -> None:
     exe = Path(sys.executable).with_name("flightlog")
-    subprocess.run([str(exe), "run", "--project", "t", *options, "--", *command], env=child_env(home), cwd=cwd,
-                   check=True, capture_output=True, timeout=120)
+    subprocess.run(
+        [str(exe), "run", "--project", "t", *options, "--", *command],
+        env=child_env(home),
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )

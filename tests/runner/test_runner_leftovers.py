@@ -35,7 +35,10 @@ def gone(pid: int, within: float) -> bool:
 def test_setsid_daemons_started_by_the_workload_are_killed_when_it_exits(home: Path, tmp_path: Path) -> None:
     pids = tmp_path / "pids"
     pids.mkdir()
-    code = script(tmp_path, "daemons.py", f"""
+    code = script(
+        tmp_path,
+        "daemons.py",
+        f"""
         import os, subprocess, sys, time
         here = {str(pids)!r}
         sleeper = "import os, sys, time; open(os.path.join(sys.argv[1], sys.argv[2]), 'w').write(str(os.getpid())); time.sleep(300)"
@@ -52,7 +55,8 @@ def test_setsid_daemons_started_by_the_workload_are_killed_when_it_exits(home: P
         while len(os.listdir(here)) < 2 and time.monotonic() < deadline:
             time.sleep(0.02)
         print("started", sorted(os.listdir(here)))
-        """)
+        """,
+    )
     try:
         proc = cli(home, "run", "--project", "t", "--", PY, code, timeout=60)
         assert "started ['detached', 'double_fork']" in proc.stdout
@@ -82,17 +86,25 @@ def test_the_workload_and_a_scrubbed_setsid_daemon_die_with_a_killed_runner(home
     pids = tmp_path / "pids"
     pids.mkdir()
     workload, daemon = pids / "workload", pids / "daemon"
-    code = script(tmp_path, "long.py", f"""
+    code = script(
+        tmp_path,
+        "long.py",
+        f"""
         import os, subprocess, time
         open({str(workload)!r}, "w").write(str(os.getpid()))
         # a daemon in a session of its own with an empty environment: no mark, no group, no parent
         subprocess.Popen(["setsid", "env", "-i", "/bin/sh", "-c", "echo $$ > {daemon}; exec /bin/sleep 300"],
                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(300)
-        """)
-    runner = subprocess.Popen([str(Path(PY).with_name("flightlog")), "run", "--project", "t", "--timeout", "600", "--",
-                               PY, code], env=child_env(home), cwd=home.parent,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        """,
+    )
+    runner = subprocess.Popen(
+        [str(Path(PY).with_name("flightlog")), "run", "--project", "t", "--timeout", "600", "--", PY, code],
+        env=child_env(home),
+        cwd=home.parent,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     started: list[int] = []
     try:
         _wait_for_files([workload, daemon], within=30)
@@ -125,8 +137,12 @@ def _is_keeper(proc: psutil.Process, run_id: str) -> bool:
         cmd = proc.cmdline()
     except psutil.Error:
         return False
-    return (len(cmd) > 4 and cmd[1:4] == ["-I", "-S", "-c"] and "os.read(0, 1)" in cmd[4]
-            and f"FLIGHTLOG_RUN_ID={run_id}" in cmd[5:])
+    return (
+        len(cmd) > 4
+        and cmd[1:4] == ["-I", "-S", "-c"]
+        and "os.read(0, 1)" in cmd[4]
+        and f"FLIGHTLOG_RUN_ID={run_id}" in cmd[5:]
+    )
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the keeper is Linux only")
@@ -136,7 +152,10 @@ def test_without_a_cgroup_the_keeper_still_kills_what_carries_the_attempts_mark(
     their environment: a setsid daemon that kept it dies; one that cleared it is out of reach
     (docs/runner.md)."""
     marks = {"FLIGHTLOG_CAPTURED": "1", "FLIGHTLOG_RUN_ID": os.urandom(16).hex(), "FLIGHTLOG_ATTEMPT": "1"}
-    fake_runner = script(tmp_path, "runner.py", f"""
+    fake_runner = script(
+        tmp_path,
+        "runner.py",
+        f"""
         import os, subprocess, time
         from flightlog.runner.reaper import Keeper
         marks = {marks!r}
@@ -144,7 +163,8 @@ def test_without_a_cgroup_the_keeper_still_kills_what_carries_the_attempts_mark(
         kept = subprocess.Popen(["setsid", "sleep", "300"], env={{**os.environ, **marks}})
         print(kept.pid, flush=True)
         time.sleep(300)
-        """)
+        """,
+    )
     runner = subprocess.Popen([PY, fake_runner], stdout=subprocess.PIPE, text=True)
     daemon = 0
     try:

@@ -18,13 +18,18 @@ def stored_runs(home: Path) -> list[flightlog.models.RunInfo]:  # type: ignore[n
     return flightlog.Client().runs(limit=10)  # the test's store: FLIGHTLOG_HOME, or the server the fixture set
 
 
-@pytest.mark.parametrize("args", [
-    ("--projct", "x", "--", "true"),
-    ("--project", "x", "--projct", "y", "--", "true"),
-    ("--projct=x", "--", "true"),
-    ("--projct", "x", "true"),
-])
-def test_a_mistyped_runner_option_is_refused_with_a_suggestion_and_nothing_stored(home: Path, args: tuple[str, ...]) -> None:
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--projct", "x", "--", "true"),
+        ("--project", "x", "--projct", "y", "--", "true"),
+        ("--projct=x", "--", "true"),
+        ("--projct", "x", "true"),
+    ],
+)
+def test_a_mistyped_runner_option_is_refused_with_a_suggestion_and_nothing_stored(
+    home: Path, args: tuple[str, ...]
+) -> None:
     proc = cli(home, "run", *args, check=False)
     assert proc.returncode == 2, proc.stderr
     assert "No such option '--projct'. Did you mean '--project'?" in proc.stderr
@@ -39,8 +44,14 @@ def test_the_runner_module_refuses_the_same_way(home: Path) -> None:
 
     from tests.helpers import child_env
 
-    proc = subprocess.run([PY, "-m", "flightlog.runner", "--tag", "a=b", "--retires", "2", "--", "true"],
-                          env=child_env(home), capture_output=True, text=True, timeout=60, cwd=home.parent)
+    proc = subprocess.run(
+        [PY, "-m", "flightlog.runner", "--tag", "a=b", "--retires", "2", "--", "true"],
+        env=child_env(home),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=home.parent,
+    )
     assert proc.returncode == 2 and "No such option '--retires'. Did you mean '--retries'?" in proc.stderr
     assert stored_runs(home) == []
 

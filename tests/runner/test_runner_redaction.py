@@ -18,7 +18,10 @@ KEY_BODY = "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gt
 
 @pytest.mark.embedded_only("redaction happens in the runner, before any transport")
 def test_prefixed_private_keys_interleaved_on_both_streams_are_stored_redacted(home: Path, tmp_path: Path) -> None:
-    code = script(tmp_path, "keys.py", f"""
+    code = script(
+        tmp_path,
+        "keys.py",
+        f"""
         import sys, time
         lines = ["-----BEGIN OPENSSH PRIVATE KEY-----"] + ["{KEY_BODY}"] * 5 + ["-----END OPENSSH PRIVATE KEY-----"]
         prefixes = [
@@ -33,7 +36,8 @@ def test_prefixed_private_keys_interleaved_on_both_streams_are_stored_redacted(h
                 stream.flush()
             time.sleep(0.01)
         print("done")
-        """)
+        """,
+    )
     proc = cli(home, "run", "--project", "t", "--", PY, code)
     assert proc.stdout.count(KEY_BODY) == 10  # the terminal sees the workload's own output
     stored = flightlog.Client(home=home).logs(last_run(home).id)
@@ -51,7 +55,10 @@ def test_secrets_in_the_command_line_params_tags_and_notes_are_stored_redacted(h
     ghp = "ghp_" + "Z" * 36
     env_secret = "value-of-my-env-token-123"
     leaks = [ghp, "rawtokenvalue9", "apikeyvalue77", "s3cr3tpw", "bobsecretuser", env_secret, "hunter2pass"]
-    code = script(tmp_path, "job.py", f"""
+    code = script(
+        tmp_path,
+        "job.py",
+        f"""
         import sys
         import flightlog
         run = flightlog.init()
@@ -60,23 +67,54 @@ def test_secrets_in_the_command_line_params_tags_and_notes_are_stored_redacted(h
         run.note("cloned with {ghp}")
         print("args", len(sys.argv))
         sys.exit(3)
-        """)
+        """,
+    )
     env = child_env(home, MY_SERVICE_TOKEN=env_secret)
-    proc = cli(home, "run", "--project", "t", "--name", f"job {ghp}",
-               "--param", "api_key=apikeyvalue77", "--param", "credentials.user=bobsecretuser",
-               "--param", "db=postgresql://u:s3cr3tpw@db/x", "--param", f"from_env={env_secret}", "--param", "lr=0.1",
-               "--tag", "token=rawtokenvalue9", "--tag", "team=vision",
-               "--", PY, code, "--token", "rawtokenvalue9", "--api-key=apikeyvalue77", f"--repo=https://x:{ghp}@github.com/o/r",
-               check=False, env=env)
+    proc = cli(
+        home,
+        "run",
+        "--project",
+        "t",
+        "--name",
+        f"job {ghp}",
+        "--param",
+        "api_key=apikeyvalue77",
+        "--param",
+        "credentials.user=bobsecretuser",
+        "--param",
+        "db=postgresql://u:s3cr3tpw@db/x",
+        "--param",
+        f"from_env={env_secret}",
+        "--param",
+        "lr=0.1",
+        "--tag",
+        "token=rawtokenvalue9",
+        "--tag",
+        "team=vision",
+        "--",
+        PY,
+        code,
+        "--token",
+        "rawtokenvalue9",
+        "--api-key=apikeyvalue77",
+        f"--repo=https://x:{ghp}@github.com/o/r",
+        check=False,
+        env=env,
+    )
     assert proc.returncode == 3, proc.stderr
     info = last_run(home)
     cli(home, "runs", "note", info.id, "password=hunter2pass for the replica", env=env)
     client = flightlog.Client(home=home)
     info = client.run(info.id)
-    stored = json.dumps({
-        "run": info.to_dict(), "context": client.context(info.id),
-        "notes": [n.to_dict() for n in client.notes(info.id)], "evidence": client.evidence(info.id),
-    }, default=str)
+    stored = json.dumps(
+        {
+            "run": info.to_dict(),
+            "context": client.context(info.id),
+            "notes": [n.to_dict() for n in client.notes(info.id)],
+            "evidence": client.evidence(info.id),
+        },
+        default=str,
+    )
     for leak in leaks:
         assert leak not in stored, leak
     assert info.params["lr"] == 0.1 and info.params["batch"] == 32 and info.tags["team"] == "vision"

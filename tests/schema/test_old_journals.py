@@ -48,10 +48,12 @@ def base_src(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_a_journal_written_before_the_schema_reads_and_checks(tmp_path: Path, base_src: Path) -> None:
     home = tmp_path / "home"
-    env = child_env(home, FLIGHTLOG_MODE="offline", FLIGHTLOG_KEEP_JOURNAL="1", PYTHONPATH=str(base_src),
-                    FLIGHTLOG_CONSOLE="auto")
-    proc = subprocess.run([sys.executable, "-c", WRITE], env=env, capture_output=True, text=True, timeout=120,
-                          cwd=tmp_path)
+    env = child_env(
+        home, FLIGHTLOG_MODE="offline", FLIGHTLOG_KEEP_JOURNAL="1", PYTHONPATH=str(base_src), FLIGHTLOG_CONSOLE="auto"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", WRITE], env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
     assert proc.returncode == 0, proc.stderr
     run_id = proc.stdout.strip().splitlines()[-1]
     journals = list_journals(home, run_id)

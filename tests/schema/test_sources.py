@@ -20,8 +20,12 @@ def record_literals(tree: ast.AST) -> list[int]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Dict):
             for key, value in zip(node.keys, node.values, strict=True):
-                if (isinstance(key, ast.Constant) and key.value == "k" and isinstance(value, ast.Constant)
-                        and value.value in known):
+                if (
+                    isinstance(key, ast.Constant)
+                    and key.value == "k"
+                    and isinstance(value, ast.Constant)
+                    and value.value in known
+                ):
                     found.append(node.lineno)
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict":
             for kw in node.keywords:
@@ -46,8 +50,12 @@ def test_no_record_is_built_as_a_dict_literal_outside_the_schema() -> None:
 
 
 def test_the_wire_format_page_is_generated_from_the_schema() -> None:
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "gen_wire_docs.py"), "--check"],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "gen_wire_docs.py"), "--check"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     page = (ROOT / "docs" / "wire-format.md").read_text(encoding="utf-8")
     for tag, cls in known_kinds().items():

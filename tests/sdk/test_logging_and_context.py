@@ -91,7 +91,9 @@ def test_structlog_standard_library_integration(home: Path, logger: logging.Logg
     assert event.message == "epoch done" and event.fields == {"epoch": 3, "val_acc": 0.91}
 
 
-def test_handler_only_prints_when_captured_by_the_runner(home: Path, logger: logging.Logger, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_handler_only_prints_when_captured_by_the_runner(
+    home: Path, logger: logging.Logger, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("FLIGHTLOG_CAPTURED", "1")
     out = io.StringIO()
     run = flightlog.init(project="p", resources=False)
@@ -111,14 +113,25 @@ def test_runtime_context_has_git_packages_and_allowed_env_only(home: Path, tmp_p
     subprocess.run(["git", "add", "."], cwd=repo, check=True)
     subprocess.run(["git", "commit", "-qm", "init"], cwd=repo, check=True)
     (repo / "train.py").write_text("print('changed')\n")
-    env = child_env(home, CUDA_VISIBLE_DEVICES="0,1", AWS_SECRET_ACCESS_KEY="x" * 40, MY_API_TOKEN="t" * 20,
-                    FLIGHTLOG_ENV_ALLOW="MY_*,TEAM_NAME", TEAM_NAME="vision")
-    proc = run_script(home, """
+    env = child_env(
+        home,
+        CUDA_VISIBLE_DEVICES="0,1",
+        AWS_SECRET_ACCESS_KEY="x" * 40,
+        MY_API_TOKEN="t" * 20,
+        FLIGHTLOG_ENV_ALLOW="MY_*,TEAM_NAME",
+        TEAM_NAME="vision",
+    )
+    proc = run_script(
+        home,
+        """
         import flightlog
         run = flightlog.init(project="p", resources=False)
         run.finish()
         print(run.id)
-        """, env=env, cwd=repo)
+        """,
+        env=env,
+        cwd=repo,
+    )
     ctx = flightlog.Client().context(proc.stdout.strip())
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True).stdout.strip()
     assert ctx["git"]["commit"] == commit and ctx["git"]["dirty"] is True and ctx["git"]["diff_sha256"]

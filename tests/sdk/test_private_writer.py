@@ -14,8 +14,11 @@ SRC = Path(flightlog.__file__).resolve().parent
 
 def _private_writer_uses(path: Path) -> list[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    return [f"{path.relative_to(SRC.parent)}:{node.lineno}" for node in ast.walk(tree)
-            if isinstance(node, ast.Attribute) and node.attr == "_w"]
+    return [
+        f"{path.relative_to(SRC.parent)}:{node.lineno}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute) and node.attr == "_w"
+    ]
 
 
 def test_no_module_outside_the_sdk_touches_a_runs_private_writer() -> None:

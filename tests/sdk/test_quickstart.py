@@ -20,7 +20,7 @@ pytestmark = pytest.mark.embedded_only("the snippets are about the first minute 
 
 def _first_python_block(page: Path, after: str) -> str:
     text = page.read_text()
-    section = text[text.index(after):]
+    section = text[text.index(after) :]
     match = re.search(r"```python\n(.*?)```", section, re.S)
     assert match is not None, f"no Python block after {after!r} in {page.name}"
     return match.group(1)
@@ -28,14 +28,22 @@ def _first_python_block(page: Path, after: str) -> str:
 
 def _run(code: str, home: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
     cwd.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.run([sys.executable, "-c", code], env=child_env(home, FLIGHTLOG_CONSOLE="auto"), cwd=cwd, capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        env=child_env(home, FLIGHTLOG_CONSOLE="auto"),
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     return proc
 
 
 def test_the_quickstart_snippet_runs_as_written(home: Path, tmp_path: Path) -> None:
-    proc = _run(_first_python_block(ROOT / "docs" / "quickstart.md", "## Record a run from Python"), home, tmp_path / "q")
+    proc = _run(
+        _first_python_block(ROOT / "docs" / "quickstart.md", "## Record a run from Python"), home, tmp_path / "q"
+    )
     assert re.search(r"learned w = 2\.\d\d|learned w = 3\.0\d", proc.stdout), proc.stdout
     [info] = flightlog.Client().runs(project="vision")
     assert info.status == "succeeded" and info.name == "linear" and info.params == {"lr": 0.5, "optim.name": "sgd"}

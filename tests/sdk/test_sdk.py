@@ -17,8 +17,13 @@ from flightlog.journal import list_journals
 
 
 def test_params_metrics_tags_notes_round_trip(home: Path) -> None:
-    with flightlog.init(project="vision", name="resnet", params={"lr": 0.1, "optim": {"name": "adam", "betas": [0.9, 0.99]}},
-                        tags={"team": "cv"}, resources=False) as run:
+    with flightlog.init(
+        project="vision",
+        name="resnet",
+        params={"lr": 0.1, "optim": {"name": "adam", "betas": [0.9, 0.99]}},
+        tags={"team": "cv"},
+        resources=False,
+    ) as run:
         for i in range(10):
             run.log({"loss": 1.0 / (i + 1), "acc": i / 10})
         run.log_params(batch_size=32)
@@ -214,8 +219,9 @@ def test_disabled_mode_records_nothing_but_validates(home: Path, monkeypatch: py
     assert not (home / "flightlog.db").exists()
 
 
-def test_unwritable_home_warns_counts_drops_and_keeps_training(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                               capfd: pytest.CaptureFixture[str]) -> None:
+def test_unwritable_home_warns_counts_drops_and_keeps_training(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
     monkeypatch.setenv("FLIGHTLOG_HOME", str(blocker / "home"))

@@ -20,7 +20,9 @@ from tests.server.conftest import api, clean_env, live, server_process, server_s
 class InProcess:
     """The app as `flightlog server` builds it, called in process over httpx's ASGI transport."""
 
-    def __init__(self, app: FlightlogApp, base_url: str = "http://127.0.0.1:8765", client: tuple[str, int] = ("127.0.0.1", 50000)) -> None:
+    def __init__(
+        self, app: FlightlogApp, base_url: str = "http://127.0.0.1:8765", client: tuple[str, int] = ("127.0.0.1", 50000)
+    ) -> None:
         self.app, self.base_url, self.client = app, base_url, client
 
     def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
@@ -41,7 +43,9 @@ def make_app(tmp_path: Path) -> Iterator[Any]:
     """``make_app(**config)`` → an :class:`InProcess` app over a fresh home (closed after the test)."""
     made: list[FlightlogApp] = []
 
-    def make(*, base_url: str = "http://127.0.0.1:8765", client: tuple[str, int] = ("127.0.0.1", 50000), **config: Any) -> InProcess:
+    def make(
+        *, base_url: str = "http://127.0.0.1:8765", client: tuple[str, int] = ("127.0.0.1", 50000), **config: Any
+    ) -> InProcess:
         app = create_app(ServerConfig.for_home(tmp_path / f"srv{len(made)}", **config))
         made.append(app)
         return InProcess(app, base_url, client)

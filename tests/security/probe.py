@@ -56,8 +56,13 @@ class ServerSubprocess:
         self.store_uri = store_uri or f"sqlite:///{home / 'flightlog.db'}"
         env = {k: v for k, v in os.environ.items() if not k.startswith("FLIGHTLOG_")}
         env["FLIGHTLOG_STORE"] = self.store_uri
-        self.proc = subprocess.Popen([FLIGHTLOG, "server", "--home", str(home), "--port", "0", "--auth"], env=env,
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self.proc = subprocess.Popen(
+            [FLIGHTLOG, "server", "--home", str(home), "--port", "0", "--auth"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
         if "listening on" not in line:

@@ -30,13 +30,18 @@ def _stored(home: Path) -> bytes:
     return b"".join(p.read_bytes() for p in (home / "artifacts").rglob("*") if p.is_file())
 
 
-def test_symlinks_out_of_a_directory_are_skipped_and_reported(home: Path, tmp_path: Path,
-                                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_symlinks_out_of_a_directory_are_skipped_and_reported(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     model, _ = _tree(tmp_path)
     run = flightlog.init(project="a", resources=False)
     result = run.log_artifact(model)
     run.finish()
-    assert sorted(f["path"] for f in result["files"]) == ["model/latest.bin", "model/sub/config.json", "model/weights.bin"]
+    assert sorted(f["path"] for f in result["files"]) == [
+        "model/latest.bin",
+        "model/sub/config.json",
+        "model/weights.bin",
+    ]
     assert result["skipped_symlinks"] == ["creds", "sub/up"]
     err = capsys.readouterr().err
     assert "skipped 2 symbolic link(s) pointing outside the directory (creds, sub/up)" in err
@@ -59,14 +64,25 @@ def test_symlinks_are_followed_when_asked(home: Path, tmp_path: Path) -> None:
     result = run.log_artifact(model, follow_symlinks=True)
     run.finish()
     assert sorted(f["path"] for f in result["files"]) == [
-        "model/creds", "model/latest.bin", "model/sub/config.json", "model/sub/up/credentials", "model/weights.bin"]
+        "model/creds",
+        "model/latest.bin",
+        "model/sub/config.json",
+        "model/sub/up/credentials",
+        "model/weights.bin",
+    ]
     assert "skipped_symlinks" not in result
 
 
-@pytest.mark.parametrize(("name", "problem"), [
-    ("../../x", "'..' part"), ("/etc/cron.d/x", "is absolute"), ("a\x00b", "control characters"),
-    ("dir/", "empty"), ("a\\b", "backslash"),
-])
+@pytest.mark.parametrize(
+    ("name", "problem"),
+    [
+        ("../../x", "'..' part"),
+        ("/etc/cron.d/x", "is absolute"),
+        ("a\x00b", "control characters"),
+        ("dir/", "empty"),
+        ("a\\b", "backslash"),
+    ],
+)
 def test_a_bad_artifact_name_is_refused_at_the_call(home: Path, tmp_path: Path, name: str, problem: str) -> None:
     f = tmp_path / "w.bin"
     f.write_bytes(b"1")

@@ -34,15 +34,26 @@ def _setup(live: RunningServer, token: Callable[..., str], tmp_path: Any) -> htt
 def _ingest_artifact(client: httpx.Client, path: str) -> dict[str, Any]:
     """An artifact record of run A naming the digest, posted as it is (no upload first, as an attacker would)."""
     record = Writer(RUN_A, writer=f"attacker-{path}").record(
-        "artifact", role="output", kind="file", path=path, source=None, size=len(SECRET),
-        sha256=DIGEST, uri=f"cas:sha256/{DIGEST}", step=None, attempt=1)
+        "artifact",
+        role="output",
+        kind="file",
+        path=path,
+        source=None,
+        size=len(SECRET),
+        sha256=DIGEST,
+        uri=f"cas:sha256/{DIGEST}",
+        step=None,
+        attempt=1,
+    )
     [(_, body)] = encode_batches([record])
     response = client.post("/ingest", content=body, headers={"Content-Type": MEDIA_TYPE, "Content-Encoding": "gzip"})
     assert response.status_code == 200, response.text
     return dict(response.json())
 
 
-def test_another_projects_content_is_invisible_to_a_scoped_writer(live: RunningServer, token: Callable[..., str], tmp_path: Any) -> None:
+def test_another_projects_content_is_invisible_to_a_scoped_writer(
+    live: RunningServer, token: Callable[..., str], tmp_path: Any
+) -> None:
     with _setup(live, token, tmp_path) as a:
         assert a.head(f"/blobs/sha256/{DIGEST}").status_code == 404
         assert a.get(f"/blobs/sha256/{DIGEST}").status_code == 404
@@ -53,7 +64,9 @@ def test_another_projects_content_is_invisible_to_a_scoped_writer(live: RunningS
         assert a.get(f"/runs/{RUN_A}/artifacts").json()["artifacts"] == []
 
 
-def test_uploading_the_content_itself_lets_the_project_use_it(live: RunningServer, token: Callable[..., str], tmp_path: Any) -> None:
+def test_uploading_the_content_itself_lets_the_project_use_it(
+    live: RunningServer, token: Callable[..., str], tmp_path: Any
+) -> None:
     with _setup(live, token, tmp_path) as a:
         wrong = a.put(f"/blobs/sha256/{DIGEST}", content=b"a guess")
         assert wrong.status_code == 400 and error_of(wrong)["code"] == "digest_mismatch"
@@ -66,7 +79,12 @@ def test_uploading_the_content_itself_lets_the_project_use_it(live: RunningServe
         assert a.get(f"/runs/{RUN_A}/artifacts/mine.bin").content == SECRET
 
 
-def test_unscoped_tokens_and_the_sdk_flow_are_unchanged(live: RunningServer, token: Callable[..., str], tmp_path: Any) -> None:
-    with _setup(live, token, tmp_path), httpx.Client(base_url=live.url + "/api/v1", headers=auth(token("writer")), timeout=30) as w:
+def test_unscoped_tokens_and_the_sdk_flow_are_unchanged(
+    live: RunningServer, token: Callable[..., str], tmp_path: Any
+) -> None:
+    with (
+        _setup(live, token, tmp_path),
+        httpx.Client(base_url=live.url + "/api/v1", headers=auth(token("writer")), timeout=30) as w,
+    ):
         assert w.head(f"/blobs/sha256/{DIGEST}").status_code == 200
         assert w.put(f"/blobs/sha256/{DIGEST}", content=b"").status_code == 200  # already there: nothing to send

@@ -36,13 +36,15 @@ with open("argv.txt", "w") as f:
 def _pipeline(tmp_path: Path) -> Path:
     (tmp_path / "step.py").write_text(STEP)
     path = tmp_path / "p.yaml"
-    path.write_text(textwrap.dedent(f"""
+    path.write_text(
+        textwrap.dedent(f"""
         name: secretive
         steps:
           train:
             command: [{PY}, step.py, --token, {PLAIN_TOKEN}, --repo, "https://x:{GITHUB}@github.com/o/r"]
             params: {{api_key: {API_KEY}, db: "postgresql://u:{URL_PASSWORD}@db/x", lr: 0.1}}
-    """))
+    """)
+    )
     return path
 
 
@@ -62,8 +64,12 @@ def test_a_pipeline_definition_is_stored_redacted_and_resumes_with_its_secrets(h
     finally:
         client.close()
     step = definition["data"]["spec"]["steps"][0]
-    assert step["command"][2:] == ["--token", "[REDACTED:secret]", "--repo",
-                                   "https://x:[REDACTED:github_token]@github.com/o/r"]
+    assert step["command"][2:] == [
+        "--token",
+        "[REDACTED:secret]",
+        "--repo",
+        "https://x:[REDACTED:github_token]@github.com/o/r",
+    ]
     assert step["params"]["api_key"] == "[REDACTED:secret]"
     assert step["params"]["db"] == "postgresql://u:[REDACTED:url_password]@db/x"
     assert step["params"]["lr"] == 0.1
@@ -94,22 +100,31 @@ def test_evidence_posted_to_the_server_is_stored_redacted(api: httpx.Client) -> 
     w = Writer("e" * 32)
     body = msgspec.msgpack.encode({"records": [w.run("vision", name="ev")]})
     assert api.post("/ingest", content=body, headers={"Content-Type": "application/msgpack"}).status_code == 200
-    data = {"api_key": API_KEY, "note": f"cloned with https://x:{GITHUB}@github.com/o/r",
-            "workload": {"command": ["train.py", "--token", PLAIN_TOKEN]},
-            "credentials": {"user": "bob"}, "rows": [{"db": f"mysql://u:{URL_PASSWORD}@h/x"}], "accuracy": 0.9}
+    data = {
+        "api_key": API_KEY,
+        "note": f"cloned with https://x:{GITHUB}@github.com/o/r",
+        "workload": {"command": ["train.py", "--token", PLAIN_TOKEN]},
+        "credentials": {"user": "bob"},
+        "rows": [{"db": f"mysql://u:{URL_PASSWORD}@h/x"}],
+        "accuracy": 0.9,
+    }
     response = api.post(f"/runs/{'e' * 32}/evidence", json={"kind": "custom", "name": "probe", "data": data})
     assert response.status_code < 300, response.text
     # and a writer that does not redact, straight to ingest
     raw = w.record("evidence", kind="custom", name="raw", data={"password": PLAIN_TOKEN, "text": f"token {GITHUB}"})
     body = gzip.compress(msgspec.msgpack.encode({"records": [raw]}))
-    response = api.post("/ingest", content=body, headers={"Content-Type": "application/msgpack", "Content-Encoding": "gzip"})
+    response = api.post(
+        "/ingest", content=body, headers={"Content-Type": "application/msgpack", "Content-Encoding": "gzip"}
+    )
     assert response.status_code == 200 and response.json()["applied"] == 1, response.text
     listed = api.get(f"/runs/{'e' * 32}/evidence").json()["evidence"]
     by_name = {e["name"]: e["data"] for e in listed}
     assert by_name["probe"] == {
-        "api_key": "[REDACTED:secret]", "note": "cloned with https://x:[REDACTED:github_token]@github.com/o/r",
+        "api_key": "[REDACTED:secret]",
+        "note": "cloned with https://x:[REDACTED:github_token]@github.com/o/r",
         "workload": {"command": ["train.py", "--token", "[REDACTED:secret]"]},
-        "credentials": {"user": "[REDACTED:secret]"}, "rows": [{"db": "mysql://u:[REDACTED:url_password]@h/x"}],
+        "credentials": {"user": "[REDACTED:secret]"},
+        "rows": [{"db": "mysql://u:[REDACTED:url_password]@h/x"}],
         "accuracy": 0.9,
     }
     assert by_name["raw"] == {"password": "[REDACTED:secret]", "text": "token [REDACTED:github_token]"}
@@ -124,4 +139,8 @@ def test_the_sdk_redacts_evidence_it_records(home: Path) -> None:
         (item,) = client.evidence(run.id, "custom", "cfg")
     finally:
         client.close()
-    assert item["data"] == {"secret_key": "[REDACTED:secret]", "url": "redis://:[REDACTED:url_password]@cache:6379", "n": 3}
+    assert item["data"] == {
+        "secret_key": "[REDACTED:secret]",
+        "url": "redis://:[REDACTED:url_password]@cache:6379",
+        "n": 3,
+    }

@@ -33,7 +33,9 @@ def test_a_catastrophic_pattern_does_not_freeze_the_server(live: RunningServer) 
 
     def grep() -> None:
         try:
-            answers["grep"] = httpx.get(f"{live.url}/api/v1/runs/{RUN}/logs", params={"grep": EVIL}, headers=headers, timeout=60)
+            answers["grep"] = httpx.get(
+                f"{live.url}/api/v1/runs/{RUN}/logs", params={"grep": EVIL}, headers=headers, timeout=60
+            )
         except BaseException as exc:  # noqa: BLE001 - the assertion below reports it
             answers["grep"] = exc
 
@@ -54,10 +56,13 @@ def test_a_catastrophic_pattern_does_not_freeze_the_server(live: RunningServer) 
     ("pattern", "feature"),
     [(r"(a)\1", "backreference"), ("(?=a)b", "lookahead"), ("(?<!a)b", "lookbehind"), ("a++", "possessive")],
 )
-def test_patterns_re2_cannot_run_are_refused_naming_the_feature(live: RunningServer, pattern: str, feature: str) -> None:
+def test_patterns_re2_cannot_run_are_refused_naming_the_feature(
+    live: RunningServer, pattern: str, feature: str
+) -> None:
     live.app.state.store.ingest(_records())
-    response = httpx.get(f"{live.url}/api/v1/runs/{RUN}/logs", params={"grep": pattern},
-                         headers=auth(live.token("reader")), timeout=30)
+    response = httpx.get(
+        f"{live.url}/api/v1/runs/{RUN}/logs", params={"grep": pattern}, headers=auth(live.token("reader")), timeout=30
+    )
     assert response.status_code == 400, response.text
     err = error_of(response)
     assert feature in err["message"] and err["details"]["unsupported"]

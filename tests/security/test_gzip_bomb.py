@@ -29,8 +29,12 @@ def test_a_gzip_bomb_is_refused_without_inflating_it(make_app: Any) -> None:
     assert len(body) < 1 << 20
     tracemalloc.start()
     try:
-        response = app.request("POST", "/api/v1/ingest", content=body,
-                               headers={"Content-Type": "application/msgpack", "Content-Encoding": "gzip"})
+        response = app.request(
+            "POST",
+            "/api/v1/ingest",
+            content=body,
+            headers={"Content-Type": "application/msgpack", "Content-Encoding": "gzip"},
+        )
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -44,7 +48,11 @@ def test_a_batch_within_the_limit_still_goes_in(make_app: Any) -> None:
     app = make_app(auth=False)
     w = Writer("0123456789abcdef0123456789abcdef")
     body = gzip.compress(msgspec.msgpack.encode({"records": [w.run("vision", name="ok")]}))
-    response = app.request("POST", "/api/v1/ingest", content=body,
-                           headers={"Content-Type": "application/msgpack", "Content-Encoding": "gzip"})
+    response = app.request(
+        "POST",
+        "/api/v1/ingest",
+        content=body,
+        headers={"Content-Type": "application/msgpack", "Content-Encoding": "gzip"},
+    )
     assert response.status_code == 200, response.text
     assert response.json()["applied"] == 1

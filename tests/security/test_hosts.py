@@ -46,8 +46,9 @@ def test_with_auth_any_host_reaches_the_token_check(make_app: Any) -> None:
     assert app.get("/api/v1/runs", headers={"Host": "flightlog.example.com"}).status_code == 401
 
 
-def test_the_environment_variable_and_the_server_option(server_process: Callable[..., ServerProcess], monkeypatch: pytest.MonkeyPatch,
-                                                        make_app: Any) -> None:
+def test_the_environment_variable_and_the_server_option(
+    server_process: Callable[..., ServerProcess], monkeypatch: pytest.MonkeyPatch, make_app: Any
+) -> None:
     monkeypatch.setenv("FLIGHTLOG_ALLOWED_HOSTS", "box.lan")
     assert make_app(auth=False).get("/api/v1/runs", headers={"Host": "box.lan"}).status_code == 200
     monkeypatch.delenv("FLIGHTLOG_ALLOWED_HOSTS")
@@ -61,7 +62,9 @@ def test_the_environment_variable_and_the_server_option(server_process: Callable
         proc.stop()
 
 
-def test_a_forwarded_host_from_loopback_does_not_lift_the_host_check(server_process: Callable[..., ServerProcess]) -> None:
+def test_a_forwarded_host_from_loopback_does_not_lift_the_host_check(
+    server_process: Callable[..., ServerProcess],
+) -> None:
     """A rebinding page in a browser on this machine connects from 127.0.0.1, which `flightlog
     server` trusts as a proxy by default; its own Host still gives it away, whatever it forwards."""
     proc = server_process()  # no --auth: the default --trusted-proxies 127.0.0.1 applies
@@ -69,17 +72,27 @@ def test_a_forwarded_host_from_loopback_does_not_lift_the_host_check(server_proc
     try:
         rebinding = {"Host": "evil.example", "X-Forwarded-Host": "localhost"}
         for method in ("GET", "DELETE"):
-            refused = httpx.request(method, url + ("/api/v1/runs" if method == "GET" else f"/api/v1/runs/{RUN}"),
-                                    headers=rebinding, timeout=30)
+            refused = httpx.request(
+                method,
+                url + ("/api/v1/runs" if method == "GET" else f"/api/v1/runs/{RUN}"),
+                headers=rebinding,
+                timeout=30,
+            )
             assert refused.status_code == 400, (method, refused.text)
             err = error_of(refused)
             assert err["code"] == "host_not_allowed" and err["details"]["host"] == "evil.example"
         # a proxy on this host that forwards a name the server answers for still works
-        proxied = httpx.get(url + "/api/v1/runs", headers={"Host": f"127.0.0.1:{proc.port}", "X-Forwarded-Host": "localhost"},
-                            timeout=30)
+        proxied = httpx.get(
+            url + "/api/v1/runs",
+            headers={"Host": f"127.0.0.1:{proc.port}", "X-Forwarded-Host": "localhost"},
+            timeout=30,
+        )
         assert proxied.status_code == 200, proxied.text
-        forwarded_foreign = httpx.get(url + "/api/v1/runs", headers={"Host": f"127.0.0.1:{proc.port}",
-                                                                      "X-Forwarded-Host": "evil.example"}, timeout=30)
+        forwarded_foreign = httpx.get(
+            url + "/api/v1/runs",
+            headers={"Host": f"127.0.0.1:{proc.port}", "X-Forwarded-Host": "evil.example"},
+            timeout=30,
+        )
         assert forwarded_foreign.status_code == 400
     finally:
         proc.stop()

@@ -39,8 +39,12 @@ def _body(records: list[dict]) -> bytes:
 
 
 def _post(server: ServerSubprocess, body: bytes, token: str) -> httpx.Response:
-    return httpx.post(f"{server.url}/api/v1/ingest", content=body, timeout=120,
-                      headers={**auth(token), "Content-Type": "application/msgpack", "Content-Encoding": "gzip"})
+    return httpx.post(
+        f"{server.url}/api/v1/ingest",
+        content=body,
+        timeout=120,
+        headers={**auth(token), "Content-Type": "application/msgpack", "Content-Encoding": "gzip"},
+    )
 
 
 def test_healthz_answers_while_a_big_batch_ingests(roomy: ServerSubprocess) -> None:

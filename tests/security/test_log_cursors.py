@@ -83,9 +83,13 @@ def test_a_run_listing_cursor_cannot_be_rewritten_either(live: RunningServer) ->
     w = [Writer(f"{i:032x}") for i in range(5)]
     live.app.state.store.ingest([x.run("vision") for x in w])
     headers = auth(live.token("reader"))
-    issued = httpx.get(f"{live.url}/api/v1/runs", params={"limit": "2"}, headers=headers, timeout=30).json()["next_cursor"]
+    issued = httpx.get(f"{live.url}/api/v1/runs", params={"limit": "2"}, headers=headers, timeout=30).json()[
+        "next_cursor"
+    ]
     raw = _unb64(issued)
     state = json.loads(raw[SIGNATURE:])
     forged = _b64(json.dumps({**state, "o": 10**9, "t": "nan"}, separators=(",", ":"), sort_keys=True).encode())
-    response = httpx.get(f"{live.url}/api/v1/runs", params={"limit": "2", "cursor": forged}, headers=headers, timeout=30)
+    response = httpx.get(
+        f"{live.url}/api/v1/runs", params={"limit": "2", "cursor": forged}, headers=headers, timeout=30
+    )
     assert response.status_code == 400 and "cursor is not valid" in error_of(response)["message"]

@@ -25,8 +25,12 @@ def test_a_project_admin_manages_its_own_projects_tokens_only(live: RunningServe
     global_reader = root.post("/tokens", json={"role": "reader"}).json()
     with _client(live, token("admin", "vision")) as vision_admin:
         # never an admin (or anything) beyond its project
-        for body in ({"role": "admin", "project": None}, {"role": "reader", "project": None},
-                     {"role": "admin", "project": "audio"}, {"role": "writer", "project": "audio"}):
+        for body in (
+            {"role": "admin", "project": None},
+            {"role": "reader", "project": None},
+            {"role": "admin", "project": "audio"},
+            {"role": "writer", "project": "audio"},
+        ):
             refused = vision_admin.post("/tokens", json=body)
             assert refused.status_code == 403, (body, refused.text)
             assert error_of(refused)["code"] == "forbidden" and "vision" in error_of(refused)["message"]
@@ -40,7 +44,9 @@ def test_a_project_admin_manages_its_own_projects_tokens_only(live: RunningServe
         # it lists its project's tokens only
         listed = vision_admin.get("/tokens").json()["tokens"]
         assert {t["project"] for t in listed} == {"vision"}
-        assert made["vision"]["id"] in {t["id"] for t in listed} and made["audio"]["id"] not in {t["id"] for t in listed}
+        assert made["vision"]["id"] in {t["id"] for t in listed} and made["audio"]["id"] not in {
+            t["id"] for t in listed
+        }
         # another project's token, or a global one, is not there to revoke (the same 404 as a made-up id)
         for other in (made["audio"]["id"], global_reader["id"], "0123456789ab"):
             refused = vision_admin.delete(f"/tokens/{other}")
@@ -63,19 +69,22 @@ def test_a_project_writer_cannot_end_a_global_silence(live: RunningServer, token
         assert ours["labels"]["project"] == "vision" and "project" not in everywhere["labels"]
         refused = vision.delete(f"/alerts/silences/{everywhere['id']}")
         assert refused.status_code == 404, refused.text
-        assert error_of(refused)["message"] == error_of(vision.delete("/alerts/silences/nosuchsilence"))["message"].replace(
-            "nosuchsilence", everywhere["id"])
+        assert error_of(refused)["message"] == error_of(vision.delete("/alerts/silences/nosuchsilence"))[
+            "message"
+        ].replace("nosuchsilence", everywhere["id"])
         active = {s["id"] for s in everyone.get("/alerts/silences").json()["silences"]}
         assert everywhere["id"] in active  # still in effect
         assert vision.delete(f"/alerts/silences/{ours['id']}").status_code == 200
         assert everyone.delete(f"/alerts/silences/{everywhere['id']}").status_code == 200
 
 
-def test_probing_ids_and_prefixes_of_another_project_learns_nothing(live: RunningServer, token: Callable[..., str],
-                                                                   tmp_path: Path) -> None:
+def test_probing_ids_and_prefixes_of_another_project_learns_nothing(
+    live: RunningServer, token: Callable[..., str], tmp_path: Path
+) -> None:
     store = HttpStore(live.url, token=token("admin"), home=tmp_path / "seed")
-    store.ingest([Writer("abc100vision").run("vision"), Writer("abc200audio").run("audio"),
-                  Writer("abc201audio").run("audio")])
+    store.ingest(
+        [Writer("abc100vision").run("vision"), Writer("abc200audio").run("audio"), Writer("abc201audio").run("audio")]
+    )
     store.close()
     base = live.url + "/api/v1"
     vision = auth(token("reader", "vision"))
@@ -86,8 +95,17 @@ def test_probing_ids_and_prefixes_of_another_project_learns_nothing(live: Runnin
 
     # a full id, and a unique prefix, of another project: the very answer of an id nobody has
     for ref, nobody in (("abc200audio", "zzz200audio"), ("abc20", "zzz20"), ("abc201", "zzz201")):
-        for path in ("/runs/{}", "/runs/{}/logs", "/runs/{}/metrics", "/runs/{}/stream", "/runs/{}/context",
-                     "/runs/{}/notes", "/runs/{}/artifacts", "/runs/{}/children", "/alerts?run={}"):
+        for path in (
+            "/runs/{}",
+            "/runs/{}/logs",
+            "/runs/{}/metrics",
+            "/runs/{}/stream",
+            "/runs/{}/context",
+            "/runs/{}/notes",
+            "/runs/{}/artifacts",
+            "/runs/{}/children",
+            "/alerts?run={}",
+        ):
             status, text = answer(path.format(ref))
             expected_status, expected_text = answer(path.format(nobody))
             assert status == expected_status == 404, (path, ref, text)

@@ -77,8 +77,10 @@ def test_headers_dribbled_a_byte_at_a_time_are_cut_at_the_deadline(port: int) ->
 
 
 def test_a_body_that_stops_coming_is_cut_and_a_slow_steady_one_is_read(port: int) -> None:
-    head = (b"POST /api/v1/ingest HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/msgpack\r\n"
-            b"Content-Length: 100\r\n\r\n")
+    head = (
+        b"POST /api/v1/ingest HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/msgpack\r\n"
+        b"Content-Length: 100\r\n\r\n"
+    )
     stalled = socket.create_connection(("127.0.0.1", port), timeout=5)
     stalled.sendall(head + b"x" * 10)  # and then nothing
     answer, closed_after = _answer(stalled, within=10)

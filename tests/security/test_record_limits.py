@@ -45,13 +45,16 @@ def test_params_nested_thousands_deep_are_refused_with_the_key_path(home: Path) 
     assert "deep" not in params
 
 
-@pytest.mark.parametrize(("name", "problem"), [
-    ("x" * (5 << 20), "has 5242880 characters; at most 250 are allowed"),
-    ("loss\x00", "control character '\\\\x00'"),
-    ("loss\nfake line", "control character '\\\\n'"),
-    ("\x1b[2Jloss", "control character '\\\\x1b'"),
-    ("", "is empty"),
-])
+@pytest.mark.parametrize(
+    ("name", "problem"),
+    [
+        ("x" * (5 << 20), "has 5242880 characters; at most 250 are allowed"),
+        ("loss\x00", "control character '\\\\x00'"),
+        ("loss\nfake line", "control character '\\\\n'"),
+        ("\x1b[2Jloss", "control character '\\\\x1b'"),
+        ("", "is empty"),
+    ],
+)
 def test_a_bad_metric_name_is_refused_at_the_call(home: Path, name: str, problem: str) -> None:
     run = flightlog.init(project="p", resources=False)
     try:
@@ -71,10 +74,15 @@ def test_a_bad_metric_name_is_refused_at_the_call(home: Path, name: str, problem
 
 def test_the_server_refuses_bad_metric_names_at_ingest_and_keeps_the_rest(api: httpx.Client) -> None:
     w = Writer("c" * 32)
-    records = [w.run("p", name="names"), w.metrics({"loss\x1b[31m": ([1], [0.5])}),
-               w.metrics({"y" * 251: ([1], [0.5])}), w.metrics({"loss": ([1], [0.25])})]
-    response = api.post("/ingest", content=msgspec.msgpack.encode({"records": records}),
-                        headers={"Content-Type": "application/msgpack"})
+    records = [
+        w.run("p", name="names"),
+        w.metrics({"loss\x1b[31m": ([1], [0.5])}),
+        w.metrics({"y" * 251: ([1], [0.5])}),
+        w.metrics({"loss": ([1], [0.25])}),
+    ]
+    response = api.post(
+        "/ingest", content=msgspec.msgpack.encode({"records": records}), headers={"Content-Type": "application/msgpack"}
+    )
     assert response.status_code == 200, response.text
     body = response.json()
     assert body["applied"] == 2, body

@@ -19,7 +19,8 @@ from tests.server.conftest import auth, error_of
 
 # six levels of ten references: a million values once expanded, from 240 bytes
 BOMB = 'a: &a ["x","x","x","x","x","x","x","x","x","x"]\n' + "".join(
-    f"{chr(98 + i)}: &{chr(98 + i)} [" + ",".join([f"*{chr(97 + i)}"] * 10) + "]\n" for i in range(5))
+    f"{chr(98 + i)}: &{chr(98 + i)} [" + ",".join([f"*{chr(97 + i)}"] * 10) + "]\n" for i in range(5)
+)
 RULE = "  - name: r{i}\n    kind: threshold\n    metric: loss\n    op: '>'\n    value: 1\n    summary: 'loss {{value:.2f}}'\n"
 
 
@@ -28,8 +29,12 @@ def _rules(count: int) -> str:
 
 
 def _check(live: RunningServer, text: str) -> httpx.Response:
-    return httpx.post(f"{live.url}/api/v1/alerts/rules/check", json={"text": text, "name": "alerts.yaml"},
-                      headers=auth(live.token("reader")), timeout=60)
+    return httpx.post(
+        f"{live.url}/api/v1/alerts/rules/check",
+        json={"text": text, "name": "alerts.yaml"},
+        headers=auth(live.token("reader")),
+        timeout=60,
+    )
 
 
 def test_an_alias_bomb_is_refused_without_expanding_it(live: RunningServer) -> None:
@@ -41,14 +46,17 @@ def test_an_alias_bomb_is_refused_without_expanding_it(live: RunningServer) -> N
     body = response.json()
     assert body["ok"] is False
     assert [p["message"] for p in body["problems"]] == [
-        "with its aliases expanded the document holds over 100000 values: write the rules out, or use fewer nested aliases"]
+        "with its aliases expanded the document holds over 100000 values: write the rules out, or use fewer nested aliases"
+    ]
     looped = _check(live, "a: &a [1, *a]\n").json()
     assert looped["ok"] is False and "refers to a value that contains it" in looped["problems"][0]["message"]
 
 
 def test_anchors_and_merge_keys_within_the_bound_still_work(live: RunningServer) -> None:
-    text = ("rules:\n  - &high {name: high, kind: threshold, metric: loss, op: '>', value: 1}\n"
-            "  - {<<: *high, name: higher}\n  - {<<: *high, name: lower, op: '<'}\n")
+    text = (
+        "rules:\n  - &high {name: high, kind: threshold, metric: loss, op: '>', value: 1}\n"
+        "  - {<<: *high, name: higher}\n  - {<<: *high, name: lower, op: '<'}\n"
+    )
     body = _check(live, text).json()
     assert body["ok"] is True, body["problems"]
     assert [r["name"] for r in body["rules"]] == ["high", "higher", "lower"]
@@ -71,11 +79,15 @@ def test_a_rules_file_over_the_size_limit_gets_a_413(live: RunningServer, tmp_pa
 def test_other_requests_are_answered_while_rules_are_checked(tmp_path: Path, server_store: str) -> None:
     text = _rules(2300)  # just under the size limit: most of a second to parse, each
     assert len(text) < MAX_BYTES
-    with server_subprocess(tmp_path / "srv", server_store) as server:  # a process of its own: no GIL shared with the probes
+    with server_subprocess(
+        tmp_path / "srv", server_store
+    ) as server:  # a process of its own: no GIL shared with the probes
         headers = auth(server.token("reader"))
 
         def check() -> httpx.Response:
-            return httpx.post(f"{server.url}/api/v1/alerts/rules/check", json={"text": text}, headers=headers, timeout=60)
+            return httpx.post(
+                f"{server.url}/api/v1/alerts/rules/check", json={"text": text}, headers=headers, timeout=60
+            )
 
         slowest, answers = slowest_health_while(server.url, [check for _ in range(4)])
     for answer in answers:

@@ -49,7 +49,9 @@ def test_signing_out_revokes_the_session_on_the_server(make_app: Any) -> None:
     replay = app.get("/api/v1/whoami", headers=_with_cookie(value))  # a copy of the cookie, kept from before
     assert replay.status_code == 401 and "sign in again" in error_of(replay)["message"]
     assert app.get("/api/v1/whoami", headers=_with_cookie(other)).status_code == 200
-    assert app.get("/api/v1/whoami", headers={"Authorization": f"Bearer {secret}"}).status_code == 200  # the token lives on
+    assert (
+        app.get("/api/v1/whoami", headers={"Authorization": f"Bearer {secret}"}).status_code == 200
+    )  # the token lives on
 
 
 def test_revoking_the_token_ends_its_sessions(make_app: Any) -> None:
@@ -69,8 +71,12 @@ def test_a_sessions_lifetime_is_enforced_by_the_server(make_app: Any) -> None:
 def test_x_forwarded_host_from_an_untrusted_client_is_ignored(make_app: Any) -> None:
     app = make_app(auth=True, client=("203.0.113.9", 40000))
     value, _ = _sign_in(app, create_token(app.app.state.store, "writer").secret)
-    forged = app.request("POST", "/api/v1/runs/x/notes", json={"text": "hi"},
-                         headers=_with_cookie(value, Origin="http://evil.example", **{"X-Forwarded-Host": "evil.example"}))
+    forged = app.request(
+        "POST",
+        "/api/v1/runs/x/notes",
+        json={"text": "hi"},
+        headers=_with_cookie(value, Origin="http://evil.example", **{"X-Forwarded-Host": "evil.example"}),
+    )
     assert forged.status_code == 403, forged.text
     # nor does its X-Forwarded-Proto make the cookie Secure
     _, header = _sign_in(app, create_token(app.app.state.store, "reader").secret, **{"X-Forwarded-Proto": "https"})
@@ -79,14 +85,26 @@ def test_x_forwarded_host_from_an_untrusted_client_is_ignored(make_app: Any) -> 
 
 def test_a_trusted_proxy_forwards_host_scheme_and_client(make_app: Any) -> None:
     app = make_app(auth=True, trusted_proxies=("10.0.0.0/8",), client=("10.1.2.3", 40000))
-    proxied = {"X-Forwarded-Host": "flightlog.example.com", "X-Forwarded-Proto": "https", "X-Forwarded-For": "198.51.100.7"}
+    proxied = {
+        "X-Forwarded-Host": "flightlog.example.com",
+        "X-Forwarded-Proto": "https",
+        "X-Forwarded-For": "198.51.100.7",
+    }
     value, header = _sign_in(app, create_token(app.app.state.store, "writer").secret, **proxied)
     assert "secure" in header.lower()
-    same_site = app.request("POST", "/api/v1/runs/x/notes", json={"text": "hi"},
-                            headers=_with_cookie(value, Origin="https://flightlog.example.com", **proxied))
+    same_site = app.request(
+        "POST",
+        "/api/v1/runs/x/notes",
+        json={"text": "hi"},
+        headers=_with_cookie(value, Origin="https://flightlog.example.com", **proxied),
+    )
     assert same_site.status_code == 404, same_site.text  # past the origin check: the run does not exist
-    cross = app.request("POST", "/api/v1/runs/x/notes", json={"text": "hi"},
-                        headers=_with_cookie(value, Origin="https://evil.example", **proxied))
+    cross = app.request(
+        "POST",
+        "/api/v1/runs/x/notes",
+        json={"text": "hi"},
+        headers=_with_cookie(value, Origin="https://evil.example", **proxied),
+    )
     assert cross.status_code == 403
 
 
@@ -106,8 +124,11 @@ def test_the_cookie_is_limited_to_the_root_path(server_process: Any) -> None:
         assert signed.status_code == 200, signed.text
         attributes = [a.strip().lower() for a in signed.headers["set-cookie"].split(";")]
         assert "path=/flightlog" in attributes, attributes
-        out = httpx.delete(url.removesuffix("/flightlog") + "/api/v1/session", timeout=30,
-                           headers={"Cookie": f"{COOKIE}={signed.cookies[COOKIE]}"})
+        out = httpx.delete(
+            url.removesuffix("/flightlog") + "/api/v1/session",
+            timeout=30,
+            headers={"Cookie": f"{COOKIE}={signed.cookies[COOKIE]}"},
+        )
         assert "path=/flightlog" in [a.strip().lower() for a in out.headers["set-cookie"].split(";")]
     finally:
         proc.stop()

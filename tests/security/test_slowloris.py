@@ -61,8 +61,14 @@ def _closed_by_server(socks: list[socket.socket], deadline: float) -> tuple[list
 
 def test_idle_half_requests_past_the_file_limit_do_not_make_the_server_unreachable(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("FLIGHTLOG_")}
-    proc = subprocess.Popen([FLIGHTLOG, "server", "--home", str(tmp_path / "srv"), "--port", "0"], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_low_nofile)
+    proc = subprocess.Popen(
+        [FLIGHTLOG, "server", "--home", str(tmp_path / "srv"), "--port", "0"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_low_nofile,
+    )
     socks: list[socket.socket] = []
     try:
         assert proc.stdout is not None
@@ -98,8 +104,10 @@ def test_failing_accepts_are_logged_once_per_interval_with_a_count(caplog: pytes
     handler = AcceptErrors()
     loop = asyncio.new_event_loop()
     try:
-        context = {"message": "socket.accept() out of system resource",
-                   "exception": OSError(errno.EMFILE, "Too many open files")}
+        context = {
+            "message": "socket.accept() out of system resource",
+            "exception": OSError(errno.EMFILE, "Too many open files"),
+        }
         with caplog.at_level(logging.ERROR):
             for _ in range(5000):
                 handler(loop, context)

@@ -22,20 +22,25 @@ from tests.server.journal import Writer
 @pytest.fixture
 def streaming(tmp_path: Path, server_store: str) -> Iterator[RunningServer]:
     """A real server whose streams poll often, keep alive often, and re-check their credential every 0.3 s."""
-    with serve_in_thread(tmp_path / "srv", auth=True, store_uri=server_store, stream_poll=0.05,
-                         stream_keepalive=0.2, stream_recheck=0.3) as running:
+    with serve_in_thread(
+        tmp_path / "srv", auth=True, store_uri=server_store, stream_poll=0.05, stream_keepalive=0.2, stream_recheck=0.3
+    ) as running:
         running.app.state.store.ingest([Writer("liverun").run("vision")])
         yield running
 
 
-def _stream_until_closed(server: RunningServer, headers: dict[str, str], end: Callable[[], None]) -> tuple[list[str], float]:
+def _stream_until_closed(
+    server: RunningServer, headers: dict[str, str], end: Callable[[], None]
+) -> tuple[list[str], float]:
     """Open the run's stream, call ``end`` once it streams, and read on; returns the events seen
     after ``end`` and how long after it the server closed the stream (the test gives up at 10 s)."""
     seen: list[str] = []
     ended_at: float | None = None
-    with httpx.stream("GET", f"{server.url}/api/v1/runs/liverun/stream", headers=headers,
-                      timeout=httpx.Timeout(10, read=3)) as response:
+    with httpx.stream(
+        "GET", f"{server.url}/api/v1/runs/liverun/stream", headers=headers, timeout=httpx.Timeout(10, read=3)
+    ) as response:
         assert response.status_code == 200, response.read()
+
         def lines() -> Iterator[str]:
             for line in response.iter_lines():  # keep-alive comments too: the deadline is checked on each
                 assert ended_at is None or time.monotonic() - ended_at < 10, f"still streaming 10 s after: {seen[-5:]}"
@@ -58,8 +63,9 @@ def _stream_until_closed(server: RunningServer, headers: dict[str, str], end: Ca
 def test_revoking_a_token_ends_its_open_streams(streaming: RunningServer) -> None:
     store = streaming.app.state.store
     new = create_token(store, "reader")
-    seen, after = _stream_until_closed(streaming, {"Authorization": f"Bearer {new.secret}"},
-                                       lambda: revoke_token(store, new.id))
+    seen, after = _stream_until_closed(
+        streaming, {"Authorization": f"Bearer {new.secret}"}, lambda: revoke_token(store, new.id)
+    )
     assert seen and seen[-1] == "unauthorized" and after < 5, (seen, after)
     again = httpx.get(f"{streaming.url}/api/v1/runs/liverun/stream", headers={"Authorization": f"Bearer {new.secret}"})
     assert again.status_code == 401
@@ -82,8 +88,12 @@ def test_a_stream_whose_credential_holds_keeps_streaming(streaming: RunningServe
     secret = create_token(streaming.app.state.store, "reader").secret
     kinds = []
     started = time.monotonic()
-    with httpx.stream("GET", f"{streaming.url}/api/v1/runs/liverun/stream", headers={"Authorization": f"Bearer {secret}"},
-                      timeout=httpx.Timeout(10, read=3)) as response:
+    with httpx.stream(
+        "GET",
+        f"{streaming.url}/api/v1/runs/liverun/stream",
+        headers={"Authorization": f"Bearer {secret}"},
+        timeout=httpx.Timeout(10, read=3),
+    ) as response:
         for line in response.iter_lines():
             kinds.append(line)
             if time.monotonic() - started > 1.5:  # five re-checks

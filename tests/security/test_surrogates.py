@@ -21,7 +21,9 @@ def _client(home: Path) -> flightlog.Client:
 
 
 def test_a_surrogate_in_params_keeps_every_param_and_the_context(home: Path) -> None:
-    proc = run_script(home, """
+    proc = run_script(
+        home,
+        """
         import os, sys, flightlog
         sys.argv = ["train.py", os.fsdecode(b"--data=caf\\xe9.csv")]
         run = flightlog.init(project="s", params={"file": os.fsdecode(b"caf\\xe9.csv"), "lr": 0.1,
@@ -29,7 +31,8 @@ def test_a_surrogate_in_params_keeps_every_param_and_the_context(home: Path) -> 
         run.log({"loss": 0.5}, step=1)
         run.finish()
         print(run.id)
-    """)
+    """,
+    )
     run_id = proc.stdout.split()[-1]
     client = _client(home)
     try:
@@ -45,7 +48,9 @@ def test_a_surrogate_in_params_keeps_every_param_and_the_context(home: Path) -> 
 
 
 def test_a_surrogate_in_a_log_event_keeps_the_event_and_the_final_status(home: Path) -> None:
-    proc = run_script(home, """
+    proc = run_script(
+        home,
+        """
         import os, flightlog
         run = flightlog.init(project="s", resources=False)
         run.log_event("opened " + os.fsdecode(b"caf\\xe9.csv"), fields={"path": os.fsdecode(b"/d/caf\\xe9.csv")})
@@ -53,7 +58,8 @@ def test_a_surrogate_in_a_log_event_keeps_the_event_and_the_final_status(home: P
         run.log({"acc": 1.0}, step=0)
         run.finish()
         print(run.id)
-    """)
+    """,
+    )
     run_id = proc.stdout.split()[-1]
     client = _client(home)
     try:
@@ -69,13 +75,16 @@ def test_a_surrogate_in_a_log_event_keeps_the_event_and_the_final_status(home: P
 
 
 def test_a_surrogate_in_a_metric_name_keeps_the_flush(home: Path) -> None:
-    proc = run_script(home, """
+    proc = run_script(
+        home,
+        """
         import os, flightlog
         run = flightlog.init(project="s", resources=False)
         run.log({"loss": 0.5, "acc": 0.7, os.fsdecode(b"val/caf\\xe9"): 0.1}, step=1)
         run.finish()
         print(run.id)
-    """)
+    """,
+    )
     run_id = proc.stdout.split()[-1]
     client = _client(home)
     try:
@@ -89,8 +98,13 @@ def test_a_surrogate_in_a_metric_name_keeps_the_flush(home: Path) -> None:
 
 def test_the_runner_keeps_the_context_of_a_command_with_a_non_utf8_argument(home: Path, tmp_path: Path) -> None:
     exe = os.fsencode(Path(sys.executable).with_name("flightlog"))
-    proc = subprocess.run([exe, "run", "--project", "s", "--", b"echo", b"caf\xe9"], env=child_env(home),
-                          capture_output=True, timeout=60, cwd=tmp_path)
+    proc = subprocess.run(
+        [exe, "run", "--project", "s", "--", b"echo", b"caf\xe9"],
+        env=child_env(home),
+        capture_output=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == b"caf\xe9\n"  # the workload's output passes through byte for byte
     client = _client(home)
@@ -104,16 +118,24 @@ def test_the_runner_keeps_the_context_of_a_command_with_a_non_utf8_argument(home
 
 
 def test_a_note_given_on_the_command_line_with_a_surrogate_is_kept(home: Path, tmp_path: Path) -> None:
-    proc = run_script(home, """
+    proc = run_script(
+        home,
+        """
         import flightlog
         run = flightlog.init(project="s", resources=False)
         run.finish()
         print(run.id)
-    """)
+    """,
+    )
     run_id = proc.stdout.split()[-1]
     exe = os.fsencode(Path(sys.executable).with_name("flightlog"))
-    note = subprocess.run([exe, "runs", "note", run_id.encode(), b"read caf\xe9.csv"], env=child_env(home),
-                          capture_output=True, timeout=60, cwd=tmp_path)
+    note = subprocess.run(
+        [exe, "runs", "note", run_id.encode(), b"read caf\xe9.csv"],
+        env=child_env(home),
+        capture_output=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
     assert note.returncode == 0, note.stderr
     client = _client(home)
     try:

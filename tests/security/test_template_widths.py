@@ -16,14 +16,22 @@ from flightlog.alerts.yamlsource import RulesFileError
 from flightlog.server.testing import RunningServer
 from tests.server.conftest import auth
 
-RULES = "rules:\n  - {{name: high, kind: threshold, metric: loss, op: '>', value: 1, summary: 'loss {{value:{spec}}}'}}\n"
+RULES = (
+    "rules:\n  - {{name: high, kind: threshold, metric: loss, op: '>', value: 1, summary: 'loss {{value:{spec}}}'}}\n"
+)
 
 
-@pytest.mark.parametrize(("spec", "part"), [(">50000000", "width"), (">1000000000000", "width"),
-                                            (".1000000000000f", "precision"), ("x^1001", "width")])
+@pytest.mark.parametrize(
+    ("spec", "part"),
+    [(">50000000", "width"), (">1000000000000", "width"), (".1000000000000f", "precision"), ("x^1001", "width")],
+)
 def test_a_spec_over_the_bound_is_a_clear_problem(live: RunningServer, tmp_path: Path, spec: str, part: str) -> None:
-    response = httpx.post(f"{live.url}/api/v1/alerts/rules/check", json={"text": RULES.format(spec=spec)},
-                          headers=auth(live.token("reader")), timeout=60)
+    response = httpx.post(
+        f"{live.url}/api/v1/alerts/rules/check",
+        json={"text": RULES.format(spec=spec)},
+        headers=auth(live.token("reader")),
+        timeout=60,
+    )
     assert response.status_code == 200, response.text[:300]
     body = response.json()
     assert body["ok"] is False
@@ -37,8 +45,12 @@ def test_a_spec_over_the_bound_is_a_clear_problem(live: RunningServer, tmp_path:
 
 
 def test_specs_within_the_bound_still_format(live: RunningServer) -> None:
-    response = httpx.post(f"{live.url}/api/v1/alerts/rules/check", json={"text": RULES.format(spec=">1000")},
-                          headers=auth(live.token("reader")), timeout=60)
+    response = httpx.post(
+        f"{live.url}/api/v1/alerts/rules/check",
+        json={"text": RULES.format(spec=">1000")},
+        headers=auth(live.token("reader")),
+        timeout=60,
+    )
     assert response.json()["ok"] is True, response.text
     template = Template.parse("{value:>12.3f}|{value:.1000f}", ["value"])
     wide, precise = template.render({"value": 2.5}).split("|")

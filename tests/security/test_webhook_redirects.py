@@ -69,8 +69,10 @@ def test_a_redirect_is_a_failure_and_is_not_followed(targets: list[Target], stat
     internal = Target()
     redirector = Target(status, location=internal.url.replace("/hook", "/admin/delete-everything"))
     targets += [internal, redirector]
-    for notifier in (WebhookNotifier("hook", redirector.url, retry=RetryPolicy(retries=2, delay=0.01)),
-                     SlackNotifier("chat", redirector.url, retry=RetryPolicy(retries=2, delay=0.01))):
+    for notifier in (
+        WebhookNotifier("hook", redirector.url, retry=RetryPolicy(retries=2, delay=0.01)),
+        SlackNotifier("chat", redirector.url, retry=RetryPolicy(retries=2, delay=0.01)),
+    ):
         outcome = deliver(notifier, _notification(), sleep=lambda s: None)
         assert not outcome.ok and outcome.attempts == 1, outcome  # permanent: no retry
         assert f"HTTP {status}" in str(outcome.error) and "redirects are not followed" in str(outcome.error)
@@ -87,6 +89,7 @@ def test_the_targets_answer_body_is_not_recorded(targets: list[Target], status: 
     outcome = deliver(notifier, _notification(), sleep=lambda s: None)
     assert not outcome.ok and outcome.attempts == (2 if retried else 1)
     assert outcome.error == f"http://127.0.0.1:{failing.server.server_address[1]} answered HTTP {status} " + (
-        "Bad Request" if status == 400 else "Internal Server Error")
+        "Bad Request" if status == 400 else "Internal Server Error"
+    )
     for leaked in ("hunter2", "db.internal", "ghp_", "<h1>"):
         assert leaked not in str(outcome.error)

@@ -41,8 +41,9 @@ def server_store(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 def live(tmp_path: Path, server_store: str) -> Iterator[RunningServer]:
     """A real server with --auth and small limits (1 MiB bodies, 4 MiB inflated, 8 MiB uploads), on a loopback port."""
-    with serve_in_thread(tmp_path / "srv", auth=True, max_body=1 << 20, max_inflated=4 << 20, max_upload=8 << 20,
-                         store_uri=server_store) as running:
+    with serve_in_thread(
+        tmp_path / "srv", auth=True, max_body=1 << 20, max_inflated=4 << 20, max_upload=8 << 20, store_uri=server_store
+    ) as running:
         yield running
 
 
@@ -62,7 +63,9 @@ def api(live: RunningServer, token: Callable[..., str]) -> Iterator[httpx.Client
 
 
 @pytest.fixture
-def server(tmp_path: Path, clean_env: Path, monkeypatch: pytest.MonkeyPatch, server_store: str) -> Iterator[RunningServer]:
+def server(
+    tmp_path: Path, clean_env: Path, monkeypatch: pytest.MonkeyPatch, server_store: str
+) -> Iterator[RunningServer]:
     """A real server (auth on) on a loopback port; FLIGHTLOG_URL and an admin token are set for the SDK and CLI."""
     with serve_in_thread(tmp_path / "srv", auth=True, store_uri=server_store) as running:
         monkeypatch.setenv("FLIGHTLOG_URL", running.url)
@@ -94,14 +97,19 @@ class ServerProcess:
         env = {k: v for k, v in os.environ.items() if not k.startswith("FLIGHTLOG_")}
         self.proc = subprocess.Popen(
             [FLIGHTLOG, "server", "--home", str(self.home), "--port", str(self.port), *self.args],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         assert self.proc.stdout is not None
         deadline = time.monotonic() + timeout
         line = self.proc.stdout.readline()
         if "listening on" not in line or time.monotonic() > deadline:
             self.proc.kill()
-            raise AssertionError(f"server did not start: {line!r} {self.proc.stderr.read() if self.proc.stderr else ''}")
+            raise AssertionError(
+                f"server did not start: {line!r} {self.proc.stderr.read() if self.proc.stderr else ''}"
+            )
         self.url = line.split("listening on ")[1].split()[0]
         self.port = int(self.url.split("/")[2].rsplit(":", 1)[1])  # http://HOST:PORT[/root-path]
         return self.url

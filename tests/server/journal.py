@@ -19,13 +19,24 @@ class Writer:
 
     def record(self, k: str, /, t: float | None = None, **payload: Any) -> dict[str, Any]:
         self.seq += 1
-        return {"k": k, "r": self.run_id, "w": self.writer, "s": self.seq, "t": time.time() if t is None else t, **payload}
+        return {
+            "k": k,
+            "r": self.run_id,
+            "w": self.writer,
+            "s": self.seq,
+            "t": time.time() if t is None else t,
+            **payload,
+        }
 
-    def run(self, project: str, name: str | None = None, status: str = "running", t: float | None = None, **fields: Any) -> dict[str, Any]:
+    def run(
+        self, project: str, name: str | None = None, status: str = "running", t: float | None = None, **fields: Any
+    ) -> dict[str, Any]:
         now = time.time() if t is None else t
         return self.record("run", t=now, project=project, name=name, status=status, created=now, started=now, **fields)
 
-    def metrics(self, series: dict[str, tuple[Sequence[int], Sequence[float]]], t0: float = 1_700_000_000.0) -> dict[str, Any]:
+    def metrics(
+        self, series: dict[str, tuple[Sequence[int], Sequence[float]]], t0: float = 1_700_000_000.0
+    ) -> dict[str, Any]:
         encoded = {}
         for name, (steps, values) in series.items():
             times = array("d", (t0 + s for s in steps))

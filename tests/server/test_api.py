@@ -75,13 +75,23 @@ def test_run_detail_prefix_update_delete_and_missing(api: httpx.Client, store: H
     missing = api.get("/runs/zzzz")
     assert missing.status_code == 404 and "zzzz" in error_of(missing)["message"]
     assert api.get("/runs/bad%20id").status_code == 400
-    done = api.patch(f"/runs/{run_id}", json={"status": "failed", "end_reason": "exit", "exit_code": 3, "ended": "2026-01-01T00:00:00Z"})
-    assert done.status_code == 200 and done.json()["status"] == "failed" and done.json()["ended"] == "2026-01-01T00:00:00.000Z"
+    done = api.patch(
+        f"/runs/{run_id}",
+        json={"status": "failed", "end_reason": "exit", "exit_code": 3, "ended": "2026-01-01T00:00:00Z"},
+    )
+    assert (
+        done.status_code == 200
+        and done.json()["status"] == "failed"
+        and done.json()["ended"] == "2026-01-01T00:00:00.000Z"
+    )
     for body in ({"status": "exploded"}, {"project": "other"}, {}, {"exit_code": "3"}, {"ended": "yesterday-ish"}):
         assert api.patch(f"/runs/{run_id}", json=body).status_code == 400, body
     as_text = api.patch(f"/runs/{run_id}", content=b"status=failed", headers={"Content-Type": "text/plain"})
     assert as_text.status_code == 415
-    assert api.patch(f"/runs/{run_id}", content=b"{not json", headers={"Content-Type": "application/json"}).status_code == 400
+    assert (
+        api.patch(f"/runs/{run_id}", content=b"{not json", headers={"Content-Type": "application/json"}).status_code
+        == 400
+    )
     deep = b"[" * 100_000 + b"]" * 100_000
     assert api.patch(f"/runs/{run_id}", content=deep, headers={"Content-Type": "application/json"}).status_code == 400
     prefix = api.delete(f"/runs/{run_id[:6]}")
@@ -96,7 +106,10 @@ def test_notes_evidence_context_projects(api: httpx.Client, store: HttpStore) ->
     assert note.status_code == 201 and note.json()["text"] == "lr too high?"
     assert [n["author"] for n in api.get(f"/runs/{run_id}/notes").json()["notes"]] == ["ana"]
     assert api.post(f"/runs/{run_id}/notes", json={"text": "  "}).status_code == 400
-    assert api.post(f"/runs/{run_id}/evidence", json={"kind": "eval", "name": "val", "data": {"acc": 0.9}}).status_code == 201
+    assert (
+        api.post(f"/runs/{run_id}/evidence", json={"kind": "eval", "name": "val", "data": {"acc": 0.9}}).status_code
+        == 201
+    )
     ev = api.get(f"/runs/{run_id}/evidence", params={"kind": "eval"}).json()["evidence"]
     assert ev[0]["data"] == {"acc": 0.9} and ev[0]["time"].endswith("Z")
     assert api.get(f"/runs/{run_id}/context").json() == {}
@@ -111,14 +124,21 @@ def test_metric_history_downsampled_keeps_spikes_and_nonfinite(api: httpx.Client
     values[12_345] = 50.0  # one spike
     values[77_777] = -40.0
     values[500] = math.nan
-    store.ingest([w.run("p"), w.metrics({"loss": (steps[:60_000], values[:60_000])}),
-                  w.metrics({"loss": (steps[60_000:], values[60_000:])})])
+    store.ingest(
+        [
+            w.run("p"),
+            w.metrics({"loss": (steps[:60_000], values[:60_000])}),
+            w.metrics({"loss": (steps[60_000:], values[60_000:])}),
+        ]
+    )
     doc = api.get("/runs/metricrun/metrics/loss", params={"buckets": 1000}).json()
     assert doc["points"] == 100_000 and doc["buckets"] == 1000 and sum(doc["count"]) == 100_000
     assert max(doc["max"]) == 50.0 and doc["max_step"][doc["max"].index(50.0)] == 12_345
     assert min(doc["min"]) == -40.0 and doc["min_step"][doc["min"].index(-40.0)] == 77_777
     assert sum(doc["nonfinite"]) == 1 and doc["step"][0] == 0 and doc["step_end"][-1] == 99_999
-    ranged = api.get("/runs/metricrun/metrics/loss", params={"buckets": 10, "from_step": 12_000, "to_step": 12_999}).json()
+    ranged = api.get(
+        "/runs/metricrun/metrics/loss", params={"buckets": 10, "from_step": 12_000, "to_step": 12_999}
+    ).json()
     assert ranged["points"] == 1000 and max(ranged["max"]) == 50.0
     full = api.get("/runs/metricrun/metrics/loss", params={"from_step": 0, "to_step": 9})
     assert full.json()["steps"] == list(range(10))
@@ -144,8 +164,19 @@ def test_logs_filters_cursor_pages_and_tail(api: httpx.Client, store: HttpStore)
     t0 = 1_700_000_000.0
     records = [w.run("p")]
     for chunk in range(5):  # several chunks, with events sharing timestamps across pages
-        records.append(w.logs([(t0 + chunk * 10 + i // 3, "stdout" if i % 2 else "stderr", "error" if i % 7 == 0 else "info",
-                                f"event {chunk * 30 + i}") for i in range(30)]))
+        records.append(
+            w.logs(
+                [
+                    (
+                        t0 + chunk * 10 + i // 3,
+                        "stdout" if i % 2 else "stderr",
+                        "error" if i % 7 == 0 else "info",
+                        f"event {chunk * 30 + i}",
+                    )
+                    for i in range(30)
+                ]
+            )
+        )
     store.ingest(records)
     every = api.get("/runs/logrun/logs", params={"limit": 10000}).json()["events"]
     assert len(every) == 150
@@ -168,8 +199,16 @@ def test_logs_filters_cursor_pages_and_tail(api: httpx.Client, store: HttpStore)
     assert {e["message"] for e in since} == {f"event {120 + i}" for i in range(6)}
     by_number = api.get("/runs/logrun/logs", params={"level": " 40 "}).json()["events"]
     assert by_number == api.get("/runs/logrun/logs", params={"level": "error"}).json()["events"] and by_number
-    for params in ({"level": "loud"}, {"level": "\u00b96"}, {"level": "\u0666"}, {"grep": "("}, {"stream": "stdin"}, {"since": "last tuesday"}, {"attempt": "x"},
-                   {"tail": "true", "cursor": "abc"}):
+    for params in (
+        {"level": "loud"},
+        {"level": "\u00b96"},
+        {"level": "\u0666"},
+        {"grep": "("},
+        {"stream": "stdin"},
+        {"since": "last tuesday"},
+        {"attempt": "x"},
+        {"tail": "true", "cursor": "abc"},
+    ):
         r = api.get("/runs/logrun/logs", params=params)
         assert r.status_code == 400, params
         error_of(r)

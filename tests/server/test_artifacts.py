@@ -34,23 +34,45 @@ def writer(live: RunningServer, token: Callable[..., str]) -> Iterator[httpx.Cli
 
 
 def test_html_and_svg_artifacts_are_attachments_in_a_sandbox(writer: httpx.Client, run_id: str) -> None:
-    for name, body in (("report.html", b"<script>alert(document.cookie)</script>"),
-                       ("plots/loss.svg", b'<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"/>')):
+    for name, body in (
+        ("report.html", b"<script>alert(document.cookie)</script>"),
+        ("plots/loss.svg", b'<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"/>'),
+    ):
         put = writer.put(f"/runs/{run_id}/artifacts/{name}", content=body, params={"kind": "report"})
         assert put.status_code == 201 and put.json()["sha256"] == hashlib.sha256(body).hexdigest()
         got = writer.get(f"/runs/{run_id}/artifacts/{name}")
         assert got.status_code == 200 and got.content == body
         assert got.headers["content-type"] == "application/octet-stream"
         assert got.headers["content-disposition"].startswith("attachment;")
-        assert "sandbox" in got.headers["content-security-policy"] and "default-src 'none'" in got.headers["content-security-policy"]
+        assert (
+            "sandbox" in got.headers["content-security-policy"]
+            and "default-src 'none'" in got.headers["content-security-policy"]
+        )
         assert got.headers["x-content-type-options"] == "nosniff"
     listed = writer.get(f"/runs/{run_id}/artifacts").json()["artifacts"]
     assert [a["path"] for a in listed] == ["report.html", "plots/loss.svg"]
 
 
-@pytest.mark.parametrize("path", ["../../etc/passwd", "a/../../b", "./x", "a//b", "%2e%2e/%2e%2e/etc/passwd", "..%2Fsecret",
-                                  "..\\windows", "/etc/passwd", "%2Fetc%2Fpasswd", "C:/boot.ini", "x%00y", "%2e/x"])
-def test_artifact_paths_cannot_leave_their_run(live: RunningServer, token: Callable[..., str], run_id: str, path: str) -> None:
+@pytest.mark.parametrize(
+    "path",
+    [
+        "../../etc/passwd",
+        "a/../../b",
+        "./x",
+        "a//b",
+        "%2e%2e/%2e%2e/etc/passwd",
+        "..%2Fsecret",
+        "..\\windows",
+        "/etc/passwd",
+        "%2Fetc%2Fpasswd",
+        "C:/boot.ini",
+        "x%00y",
+        "%2e/x",
+    ],
+)
+def test_artifact_paths_cannot_leave_their_run(
+    live: RunningServer, token: Callable[..., str], run_id: str, path: str
+) -> None:
     import http.client
     import json
 
@@ -58,8 +80,12 @@ def test_artifact_paths_cannot_leave_their_run(live: RunningServer, token: Calla
     for method in ("PUT", "GET"):
         conn = http.client.HTTPConnection(host, int(port), timeout=30)
         # sent as written: no client-side normalization of the dots
-        conn.request(method, f"/api/v1/runs/{run_id}/artifacts/{path}", body=b"x" if method == "PUT" else None,
-                     headers={"Authorization": f"Bearer {token('writer')}"})
+        conn.request(
+            method,
+            f"/api/v1/runs/{run_id}/artifacts/{path}",
+            body=b"x" if method == "PUT" else None,
+            headers={"Authorization": f"Bearer {token('writer')}"},
+        )
         response = conn.getresponse()
         body = json.loads(response.read())
         conn.close()
@@ -71,12 +97,17 @@ def test_artifact_paths_cannot_leave_their_run(live: RunningServer, token: Calla
         assert api.get(f"/runs/{run_id}/artifacts").json()["artifacts"] == []
 
 
-def test_ingested_artifact_records_with_escaping_paths_are_refused(live: RunningServer, token: Callable[..., str],
-                                                                   run_id: str, tmp_path: Path) -> None:
+def test_ingested_artifact_records_with_escaping_paths_are_refused(
+    live: RunningServer, token: Callable[..., str], run_id: str, tmp_path: Path
+) -> None:
     store = HttpStore(live.url, token=token("writer"), home=tmp_path / "c")
     w = Writer(run_id, "w2")
-    result = store.ingest([w.record("artifact", role="output", path="../../evil", uri=None),
-                           w.record("artifact", role="output", path="fine/model.bin", uri=None)])
+    result = store.ingest(
+        [
+            w.record("artifact", role="output", path="../../evil", uri=None),
+            w.record("artifact", role="output", path="fine/model.bin", uri=None),
+        ]
+    )
     assert result.applied == 1 and "cannot leave their run" in result.skipped[0]
     store.close()
 
@@ -100,7 +131,9 @@ def test_uploads_are_streamed_and_checked(writer: httpx.Client, live: RunningSer
     assert short.status_code == 400
     too_big = writer.put(f"/runs/{run_id}/artifacts/huge.bin", content=iter([b"\0" * (1 << 20)] * 9))
     assert too_big.status_code == 413 and error_of(too_big)["details"]["limit"] == 8 << 20
-    assert _declared_too_big(live.url, writer.headers["authorization"], f"/api/v1/runs/{run_id}/artifacts/huge.bin") == 413
+    assert (
+        _declared_too_big(live.url, writer.headers["authorization"], f"/api/v1/runs/{run_id}/artifacts/huge.bin") == 413
+    )
     checked = writer.put(f"/runs/{run_id}/artifacts/model.bin", content=blob, headers={"X-Content-SHA256": "f" * 64})
     assert checked.status_code == 400 and error_of(checked)["code"] == "digest_mismatch"
     assert list((live.home / "artifacts" / "tmp").iterdir()) == [], "nothing half-written is left behind"

@@ -28,7 +28,9 @@ def _seed(live: RunningServer, token: Callable[..., str], tmp_path: Path) -> tup
     return vision.run_id, audio.run_id
 
 
-def test_missing_wrong_and_revoked_tokens_get_401(live: RunningServer, token: Callable[..., str], tmp_path: Path) -> None:
+def test_missing_wrong_and_revoked_tokens_get_401(
+    live: RunningServer, token: Callable[..., str], tmp_path: Path
+) -> None:
     _seed(live, token, tmp_path)
     base = live.url + "/api/v1"
     none = httpx.get(base + "/runs")
@@ -50,12 +52,18 @@ def test_missing_wrong_and_revoked_tokens_get_401(live: RunningServer, token: Ca
         assert httpx.get(live.url + path).status_code == 200
 
 
-def test_reader_cannot_write_and_writer_cannot_administer(live: RunningServer, token: Callable[..., str], tmp_path: Path) -> None:
+def test_reader_cannot_write_and_writer_cannot_administer(
+    live: RunningServer, token: Callable[..., str], tmp_path: Path
+) -> None:
     vision, _ = _seed(live, token, tmp_path)
     base = live.url + "/api/v1"
     reader = auth(token("reader"))
-    for method, path, body in (("POST", f"/runs/{vision}/notes", {"text": "x"}), ("PATCH", f"/runs/{vision}", {"status": "failed"}),
-                               ("DELETE", f"/runs/{vision}", None), ("POST", "/tokens", {"role": "admin"})):
+    for method, path, body in (
+        ("POST", f"/runs/{vision}/notes", {"text": "x"}),
+        ("PATCH", f"/runs/{vision}", {"status": "failed"}),
+        ("DELETE", f"/runs/{vision}", None),
+        ("POST", "/tokens", {"role": "admin"}),
+    ):
         r = httpx.request(method, base + path, json=body, headers=reader)
         assert r.status_code == 403 and "reader" in error_of(r)["message"], (method, path)
     with pytest.raises(Forbidden, match="reader"):
@@ -68,7 +76,9 @@ def test_reader_cannot_write_and_writer_cannot_administer(live: RunningServer, t
     assert httpx.post(base + "/tokens", json={"role": "god"}, headers=auth(token("admin"))).status_code == 400
 
 
-def test_a_project_token_cannot_see_or_write_another_project(live: RunningServer, token: Callable[..., str], tmp_path: Path) -> None:
+def test_a_project_token_cannot_see_or_write_another_project(
+    live: RunningServer, token: Callable[..., str], tmp_path: Path
+) -> None:
     vision, audio = _seed(live, token, tmp_path)
     base = live.url + "/api/v1"
     scoped = auth(token("writer", "vision"))
@@ -90,12 +100,17 @@ def test_a_project_token_cannot_see_or_write_another_project(live: RunningServer
 
 def test_tokens_are_stored_hashed_and_managed_by_the_cli(tmp_path: Path, clean_env: Path) -> None:
     home = tmp_path / "srv"
-    made = cli_json(clean_env, "token", "create", "--role", "writer", "--project", "vision", "--name", "ci", "--home", str(home))
+    made = cli_json(
+        clean_env, "token", "create", "--role", "writer", "--project", "vision", "--name", "ci", "--home", str(home)
+    )
     assert made["role"] == "writer" and made["project"] == "vision" and made["token"].startswith(f"flt_{made['id']}_")
     text = cli(clean_env, "token", "create", "--role", "reader", "--home", str(home))
     assert text.stdout.strip().startswith("flt_") and "only time" in text.stderr
     listed = cli_json(clean_env, "token", "ls", "--home", str(home))
-    assert [(t["role"], t["project"], t["revoked"]) for t in listed] == [("writer", "vision", None), ("reader", None, None)]
+    assert [(t["role"], t["project"], t["revoked"]) for t in listed] == [
+        ("writer", "vision", None),
+        ("reader", None, None),
+    ]
     assert made["token"] not in json.dumps(listed)
     with sqlite3.connect(home / "flightlog.db") as db:
         stored = db.execute("SELECT hash FROM tokens WHERE id=?", (made["id"],)).fetchone()[0]
@@ -133,23 +148,35 @@ def test_session_cookie_signs_in_the_web_ui(live: RunningServer, token: Callable
 def test_without_auth_only_loopback_unless_insecure(tmp_path: Path, clean_env: Path) -> None:
     import subprocess
 
-    proc = subprocess.run([FLIGHTLOG, "server", "--host", "0.0.0.0", "--port", "0", "--home", str(tmp_path / "s")],
-                          env=child_env(clean_env), capture_output=True, text=True, timeout=30)
+    proc = subprocess.run(
+        [FLIGHTLOG, "server", "--host", "0.0.0.0", "--port", "0", "--home", str(tmp_path / "s")],
+        env=child_env(clean_env),
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert proc.returncode == 1 and "--auth" in proc.stderr and "--insecure" in proc.stderr
 
 
-def test_sdk_with_a_bad_token_keeps_training_and_tells(server: RunningServer, clean_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_sdk_with_a_bad_token_keeps_training_and_tells(
+    server: RunningServer, clean_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from tests.helpers import run_script
 
     monkeypatch.setenv("FLIGHTLOG_TOKEN", "flt_000000000000_wrong")
-    proc = run_script(clean_env, """
+    proc = run_script(
+        clean_env,
+        """
         import flightlog
         run = flightlog.init(project="p", resources=False)
         for i in range(100):
             run.log({"x": float(i)})
         run.finish()
         print("trained")
-        """, env={**child_env(clean_env), "FLIGHTLOG_FLUSH_INTERVAL": "0.1"}, timeout=120)
+        """,
+        env={**child_env(clean_env), "FLIGHTLOG_FLUSH_INTERVAL": "0.1"},
+        timeout=120,
+    )
     assert proc.stdout.strip() == "trained"
     assert "token is not valid" in proc.stderr and "flightlog sync" in proc.stderr
     with pytest.raises(Unauthorized):

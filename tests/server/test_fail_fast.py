@@ -53,10 +53,13 @@ def no_journal(home: Path) -> bool:
     return not (home / "journal").exists() or not any((home / "journal").iterdir())
 
 
-@pytest.mark.parametrize(("role", "scope", "said"), [
-    ("writer", "a", "it is a writer token limited to project 'a'"),
-    ("reader", None, "its role is 'reader', which can only read"),
-])
+@pytest.mark.parametrize(
+    ("role", "scope", "said"),
+    [
+        ("writer", "a", "it is a writer token limited to project 'a'"),
+        ("reader", None, "its role is 'reader', which can only read"),
+    ],
+)
 def test_init_raises_at_once_when_the_token_cannot_write_the_project(
     srv: RunningServer, clean_env: Path, tmp_path: Path, role: str, scope: str | None, said: str
 ) -> None:
@@ -69,13 +72,15 @@ def test_init_raises_at_once_when_the_token_cannot_write_the_project(
     assert error.startswith("flightlog.errors.Forbidden: ") and said in error, proc.stderr
     assert "project 'b'" in error and "flightlog token create --role writer --project b" in error
     assert "FLIGHTLOG_MODE=offline" in error and "next try" not in proc.stderr
-    assert runs_on(srv, tmp_path / 'reader') == [] and no_journal(clean_env)
+    assert runs_on(srv, tmp_path / "reader") == [] and no_journal(clean_env)
 
 
-def test_init_with_a_token_of_the_project_records_as_before(srv: RunningServer, clean_env: Path, tmp_path: Path) -> None:
+def test_init_with_a_token_of_the_project_records_as_before(
+    srv: RunningServer, clean_env: Path, tmp_path: Path
+) -> None:
     env = child_env(clean_env, FLIGHTLOG_QUIET="1", FLIGHTLOG_URL=srv.url, FLIGHTLOG_TOKEN=srv.token("writer", "b"))
     proc = run_script(clean_env, QUICK_JOB, env=env)
-    assert proc.stderr == "" and runs_on(srv, tmp_path / 'reader') == ["b"]
+    assert proc.stderr == "" and runs_on(srv, tmp_path / "reader") == ["b"]
 
 
 def test_an_unknown_token_keeps_the_run_in_the_journal_with_one_warning_and_no_retry(
@@ -83,8 +88,13 @@ def test_an_unknown_token_keeps_the_run_in_the_journal_with_one_warning_and_no_r
 ) -> None:
     """A token the server does not know may be a server restored from a backup: the job goes on,
     journal-only, told once; nothing is sent again, and `flightlog sync` with a good token ships it."""
-    env = child_env(clean_env, FLIGHTLOG_QUIET="1", FLIGHTLOG_URL=srv.url, FLIGHTLOG_TOKEN="flt_000000000000_wrong",
-                    FLIGHTLOG_FLUSH_INTERVAL="0.05")
+    env = child_env(
+        clean_env,
+        FLIGHTLOG_QUIET="1",
+        FLIGHTLOG_URL=srv.url,
+        FLIGHTLOG_TOKEN="flt_000000000000_wrong",
+        FLIGHTLOG_FLUSH_INTERVAL="0.05",
+    )
     job = QUICK_JOB.replace('run.log({"loss": 0.5})', 'run.log({"loss": 0.5})\nimport time; time.sleep(1)')
     started = time.monotonic()
     proc = run_script(clean_env, job, env=env)
@@ -93,8 +103,13 @@ def test_an_unknown_token_keeps_the_run_in_the_journal_with_one_warning_and_no_r
     assert len(lines) == 1 and "refuses this token" in lines[0] and "not retried" in lines[0], proc.stderr
     assert "flightlog sync" in lines[0] and "flt_000000000000_wrong" not in proc.stderr
     run_id = proc.stdout.split()[1]
-    synced = subprocess.run([FLIGHTLOG, "sync"], env={**env, "FLIGHTLOG_TOKEN": srv.token("writer", "b")},
-                            capture_output=True, text=True, timeout=60)
+    synced = subprocess.run(
+        [FLIGHTLOG, "sync"],
+        env={**env, "FLIGHTLOG_TOKEN": srv.token("writer", "b")},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert synced.returncode == 0, synced.stderr
     with reader(srv.url, srv.token("admin"), tmp_path / "reader") as client:
         assert client.run(run_id).metrics["loss"].count == 1
@@ -105,13 +120,17 @@ def test_flightlog_run_refuses_to_start_the_workload_for_a_token_of_another_proj
 ) -> None:
     marker = tmp_path / "the-workload-ran"
     env = child_env(clean_env, FLIGHTLOG_URL=srv.url, FLIGHTLOG_TOKEN=srv.token("writer", "a"))
-    proc = subprocess.run([FLIGHTLOG, "run", "--project", "b", "--", sys.executable, "-c",
-                           f"open({str(marker)!r}, 'w').close()"],
-                          env=env, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [FLIGHTLOG, "run", "--project", "b", "--", sys.executable, "-c", f"open({str(marker)!r}, 'w').close()"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 1, proc.stderr
     assert proc.stderr.startswith("error: the server at ") and "limited to project 'a'" in proc.stderr
     assert "started" not in proc.stderr and not marker.exists()
-    assert runs_on(srv, tmp_path / 'reader') == [] and no_journal(clean_env)
+    assert runs_on(srv, tmp_path / "reader") == [] and no_journal(clean_env)
 
 
 def closed_port() -> int:
@@ -134,8 +153,9 @@ def test_a_refused_first_connection_is_journal_only_at_once_with_one_warning_and
     assert "Connection refused" in lines[0] and "journal-only" in lines[0] and "`flightlog sync`" in lines[0]
     run_id = proc.stdout.split()[1]
     assert list_journals(clean_env, run_id)
-    synced = subprocess.run([FLIGHTLOG, "sync"], env={**env, "FLIGHTLOG_URL": srv.url}, capture_output=True,
-                            text=True, timeout=60)
+    synced = subprocess.run(
+        [FLIGHTLOG, "sync"], env={**env, "FLIGHTLOG_URL": srv.url}, capture_output=True, text=True, timeout=60
+    )
     assert synced.returncode == 0, synced.stderr
     with reader(srv.url, srv.token("admin"), tmp_path / "reader") as client:
         info = client.run(run_id)
@@ -149,8 +169,13 @@ def test_flightlog_run_with_a_refused_first_connection_says_it_once_and_does_not
     script.write_text(textwrap.dedent(QUICK_JOB))
     env = child_env(clean_env, FLIGHTLOG_URL=f"http://127.0.0.1:{closed_port()}")
     started = time.monotonic()
-    proc = subprocess.run([FLIGHTLOG, "run", "--project", "b", "--", sys.executable, str(script)],
-                          env=env, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [FLIGHTLOG, "run", "--project", "b", "--", sys.executable, str(script)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     took = time.monotonic() - started
     assert proc.returncode == 0 and proc.stdout.startswith("done"), proc.stderr
     assert took < 8, f"a refused first connection cost {took:.1f}s"
@@ -184,8 +209,13 @@ def test_a_server_that_comes_up_during_the_run_gets_the_records_without_sync(
     server = server_process()
     server.port = closed_port()
     env = child_env(clean_env, FLIGHTLOG_URL=f"http://127.0.0.1:{server.port}")
-    writer = subprocess.Popen([sys.executable, "-c", textwrap.dedent(COMES_BACK)], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    writer = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(COMES_BACK)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert writer.stdout is not None
         run_id = writer.stdout.readline().strip()
@@ -225,10 +255,21 @@ def test_a_token_revoked_during_the_run_is_said_once_and_not_retried(
 
     secret = srv.token("writer", "b")
     flag = tmp_path / "revoked"
-    env = child_env(clean_env, FLIGHTLOG_QUIET="1", FLIGHTLOG_URL=srv.url, FLIGHTLOG_TOKEN=secret, FLIGHTLOG_FLUSH_INTERVAL="0.02",
-                    REVOKED_FLAG=str(flag))
-    writer = subprocess.Popen([sys.executable, "-c", textwrap.dedent(REVOKED)], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    env = child_env(
+        clean_env,
+        FLIGHTLOG_QUIET="1",
+        FLIGHTLOG_URL=srv.url,
+        FLIGHTLOG_TOKEN=secret,
+        FLIGHTLOG_FLUSH_INTERVAL="0.02",
+        REVOKED_FLAG=str(flag),
+    )
+    writer = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(REVOKED)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert writer.stdout is not None
         run_id = writer.stdout.readline().strip()
@@ -244,8 +285,13 @@ def test_a_token_revoked_during_the_run_is_said_once_and_not_retried(
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "refuses this token" in lines[0] and "not retried" in lines[0], err
     assert "waiting up to" not in err and secret not in err
-    synced = subprocess.run([FLIGHTLOG, "sync"], env={**env, "FLIGHTLOG_TOKEN": srv.token("writer", "b")},
-                            capture_output=True, text=True, timeout=60)
+    synced = subprocess.run(
+        [FLIGHTLOG, "sync"],
+        env={**env, "FLIGHTLOG_TOKEN": srv.token("writer", "b")},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert synced.returncode == 0, synced.stderr
     with reader(srv.url, srv.token("admin"), tmp_path / "reader") as client:
         info = client.run(run_id)

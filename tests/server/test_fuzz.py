@@ -44,13 +44,19 @@ def _msgpack(ctx: Any, value: Any) -> bytes:
 @pytest.fixture(scope="module")
 def fuzzed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[RunningServer, str]]:
     home = tmp_path_factory.mktemp("fuzz")
-    with serve_in_thread(home / "srv", auth=True, max_body=256 << 10, max_upload=1 << 20,
-                         stream_max_age=1.0) as server:  # a stream of a running run ends within a second
+    with serve_in_thread(
+        home / "srv", auth=True, max_body=256 << 10, max_upload=1 << 20, stream_max_age=1.0
+    ) as server:  # a stream of a running run ends within a second
         admin = server.token("admin")
         store = HttpStore(server.url, token=admin, home=home / "client")
         w = Writer("0123abcd")
-        store.ingest([w.run("vision", name="seed", status="succeeded", ended=2.0), w.metrics({"loss": ([0, 1, 2], [1.0, 0.5, float("nan")])}),
-                      w.logs([(1.0, "stdout", "info", "hello"), (2.0, "stderr", "error", "boom")])])
+        store.ingest(
+            [
+                w.run("vision", name="seed", status="succeeded", ended=2.0),
+                w.metrics({"loss": ([0, 1, 2], [1.0, 0.5, float("nan")])}),
+                w.logs([(1.0, "stdout", "info", "hello"), (2.0, "stderr", "error", "boom")]),
+            ]
+        )
         store.close()
         yield server, admin
 
@@ -103,8 +109,12 @@ def test_no_request_gets_a_5xx_and_every_error_says_what_was_wrong(
     cases = operation.as_strategy(GenerationMode.POSITIVE) | operation.as_strategy(GenerationMode.NEGATIVE)
 
     @given(case=cases)
-    @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck),
-              phases=[Phase.explicit, Phase.generate])
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+        phases=[Phase.explicit, Phase.generate],
+    )
     def fuzz(case: Any) -> None:
         try:
             response = case.call(headers={"Authorization": f"Bearer {admin}"}, timeout=30)

@@ -28,7 +28,11 @@ def store(live: RunningServer, token: Callable[..., str], tmp_path: Path) -> Htt
 
 def test_a_retried_or_replayed_batch_never_duplicates(store: HttpStore, api: httpx.Client) -> None:
     w = Writer("idem")
-    records = [w.run("p"), w.metrics({"loss": ([0, 1, 2], [3.0, 2.0, 1.0])}), w.logs([(1.0, "stdout", "info", "hello")])]
+    records = [
+        w.run("p"),
+        w.metrics({"loss": ([0, 1, 2], [3.0, 2.0, 1.0])}),
+        w.logs([(1.0, "stdout", "info", "hello")]),
+    ]
     first = store.ingest(records)
     assert (first.applied, first.duplicates) == (3, 0)
     again = store.ingest(records)  # the answer was lost, the writer sends it again
@@ -41,7 +45,9 @@ def test_a_retried_or_replayed_batch_never_duplicates(store: HttpStore, api: htt
 
 def test_batches_are_bounded_and_split(store: HttpStore, api: httpx.Client) -> None:
     w = Writer("big")
-    records = [w.run("p")] + [w.metrics({"x": (list(range(i * 1000, (i + 1) * 1000)), [float(i)] * 1000)}) for i in range(40)]
+    records = [w.run("p")] + [
+        w.metrics({"x": (list(range(i * 1000, (i + 1) * 1000)), [float(i)] * 1000)}) for i in range(40)
+    ]
     assert len(encode_batches(records, 100_000)) > 1
     store.max_batch_bytes = 100_000
     result = store.ingest(records)
@@ -49,7 +55,9 @@ def test_batches_are_bounded_and_split(store: HttpStore, api: httpx.Client) -> N
     assert api.get("/runs/big/metrics").json()["metrics"][0]["count"] == 40_000
 
 
-def test_a_server_limit_smaller_than_the_batch_makes_the_client_cut_smaller(store: HttpStore, api: httpx.Client) -> None:
+def test_a_server_limit_smaller_than_the_batch_makes_the_client_cut_smaller(
+    store: HttpStore, api: httpx.Client
+) -> None:
     import os
 
     w = Writer("cut")
@@ -61,13 +69,26 @@ def test_a_server_limit_smaller_than_the_batch_makes_the_client_cut_smaller(stor
     assert len(api.get("/runs/cut/evidence").json()["evidence"]) == 6
 
 
-def test_malformed_records_are_refused_one_by_one(live: RunningServer, token: Callable[..., str], api: httpx.Client) -> None:
+def test_malformed_records_are_refused_one_by_one(
+    live: RunningServer, token: Callable[..., str], api: httpx.Client
+) -> None:
     w = Writer("shapes")
     bad = [
         "not a map",
         {"k": "metrics", "r": "shapes", "w": "w1", "s": 2, "t": 1.0, "series": {"x": [b"\x00" * 8, b"", b""]}},
-        {"k": "logs", "r": "shapes", "w": "w1", "s": 3, "t": 1.0, "n": 1, "t0": 1.0, "t1": 1.0, "maxlvl": 20,
-         "attempts": "1", "data": b"\xc1 not msgpack"},
+        {
+            "k": "logs",
+            "r": "shapes",
+            "w": "w1",
+            "s": 3,
+            "t": 1.0,
+            "n": 1,
+            "t0": 1.0,
+            "t1": 1.0,
+            "maxlvl": 20,
+            "attempts": "1",
+            "data": b"\xc1 not msgpack",
+        },
         {"k": "nope", "r": "shapes", "w": "w1", "s": 4, "t": 1.0},
         {"k": "run", "r": "../etc", "w": "w1", "s": 5, "t": 1.0},
         {"k": "params", "r": "shapes", "w": "w1", "s": 0, "t": 1.0, "data": {}},
@@ -81,8 +102,11 @@ def test_malformed_records_are_refused_one_by_one(live: RunningServer, token: Ca
     ]
     good = w.run("p")
     # a series' times are raw float64 columns, stored as sent: one that no calendar shows reads back as null
-    odd_times = w.record("metrics", attempt=1, series={"x": encode_series(
-        array("q", [0, 1]), array("d", [1e300, 1_700_000_000.0]), array("d", [1.0, 2.0]))})
+    odd_times = w.record(
+        "metrics",
+        attempt=1,
+        series={"x": encode_series(array("q", [0, 1]), array("d", [1e300, 1_700_000_000.0]), array("d", [1.0, 2.0]))},
+    )
     body = gzip.compress(msgspec.msgpack.encode({"records": [good, *bad, odd_times]}))
     r = httpx.post(live.url + "/api/v1/ingest", content=body, headers={**MSGPACK, **auth(token("writer"))})
     assert r.status_code == 200
@@ -97,17 +121,22 @@ def test_malformed_records_are_refused_one_by_one(live: RunningServer, token: Ca
     assert history["values"] == [1.0, 2.0] and history["times"][0] is None and history["times"][1].startswith("2023-")
 
 
-@pytest.mark.parametrize(("headers", "body", "status"), [
-    ({"Content-Type": "application/json"}, b"{}", 415),
-    ({"Content-Type": "application/msgpack", "Content-Encoding": "br"}, b"x", 400),
-    ({"Content-Type": "application/msgpack", "Content-Encoding": "gzip"}, b"not gzip", 400),
-    ({"Content-Type": "application/msgpack"}, b"\xc1", 400),
-    ({"Content-Type": "application/msgpack"}, msgspec.msgpack.encode([1, 2]), 400),
-    ({"Content-Type": "application/msgpack"}, b"\x91" * 100_000 + b"\xc0", 400),
-    ({"Content-Type": "application/msgpack"}, b"\0" * (2 << 20), 413),
-    ({"Content-Type": "application/msgpack", "Content-Encoding": "gzip"}, gzip.compress(b"\0" * (8 << 20), 9), 413),
-])
-def test_bad_bodies_get_clear_4xx(live: RunningServer, token: Callable[..., str], headers: dict[str, str], body: bytes, status: int) -> None:
+@pytest.mark.parametrize(
+    ("headers", "body", "status"),
+    [
+        ({"Content-Type": "application/json"}, b"{}", 415),
+        ({"Content-Type": "application/msgpack", "Content-Encoding": "br"}, b"x", 400),
+        ({"Content-Type": "application/msgpack", "Content-Encoding": "gzip"}, b"not gzip", 400),
+        ({"Content-Type": "application/msgpack"}, b"\xc1", 400),
+        ({"Content-Type": "application/msgpack"}, msgspec.msgpack.encode([1, 2]), 400),
+        ({"Content-Type": "application/msgpack"}, b"\x91" * 100_000 + b"\xc0", 400),
+        ({"Content-Type": "application/msgpack"}, b"\0" * (2 << 20), 413),
+        ({"Content-Type": "application/msgpack", "Content-Encoding": "gzip"}, gzip.compress(b"\0" * (8 << 20), 9), 413),
+    ],
+)
+def test_bad_bodies_get_clear_4xx(
+    live: RunningServer, token: Callable[..., str], headers: dict[str, str], body: bytes, status: int
+) -> None:
     r = httpx.post(live.url + "/api/v1/ingest", content=body, headers={**headers, **auth(token("writer"))}, timeout=60)
     assert r.status_code == status
     error_of(r)
@@ -115,8 +144,13 @@ def test_bad_bodies_get_clear_4xx(live: RunningServer, token: Callable[..., str]
 
 def test_health_and_prometheus_metrics(store: HttpStore, live: RunningServer) -> None:
     w = Writer("counted")
-    store.ingest([w.run("p"), w.metrics({"a": ([0, 1, 2], [1.0, 2.0, 3.0]), "b": ([0], [1.0])}),
-                  w.logs([(1.0, "stdout", "info", "one"), (2.0, "stdout", "info", "two")])])
+    store.ingest(
+        [
+            w.run("p"),
+            w.metrics({"a": ([0, 1, 2], [1.0, 2.0, 3.0]), "b": ([0], [1.0])}),
+            w.logs([(1.0, "stdout", "info", "one"), (2.0, "stdout", "info", "two")]),
+        ]
+    )
     httpx.get(live.url + "/api/v1/runs/nope", headers=auth(live.token("reader")))
     assert httpx.get(live.url + "/healthz").json() == {"status": "ok"}
     text = httpx.get(live.url + "/metrics").text

@@ -43,8 +43,12 @@ class S3Server:
         self.url = f"http://127.0.0.1:{self.port}"
         env = {**os.environ, **({"INITIAL_NO_AUTH_ACTION_COUNT": "0"} if enforce_auth else {})}
         self.log = open(tmp / f"moto-{self.port}.log", "wb")  # noqa: SIM115 - closed in stop()
-        self.proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
-                                     stdout=self.log, stderr=subprocess.STDOUT, env=env)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
         deadline = time.monotonic() + 60
         while True:
             try:
@@ -75,8 +79,12 @@ def bucket(s3: S3Server, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Ite
 
     for name in FLIGHTLOG_ENV:
         monkeypatch.delenv(name, raising=False)
-    for name, value in (("AWS_ENDPOINT_URL", s3.url), ("AWS_ACCESS_KEY_ID", "testing"),
-                        ("AWS_SECRET_ACCESS_KEY", "testing"), ("AWS_DEFAULT_REGION", "us-east-1")):
+    for name, value in (
+        ("AWS_ENDPOINT_URL", s3.url),
+        ("AWS_ACCESS_KEY_ID", "testing"),
+        ("AWS_SECRET_ACCESS_KEY", "testing"),
+        ("AWS_DEFAULT_REGION", "us-east-1"),
+    ):
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("FLIGHTLOG_HOME", str(tmp_path / "home"))
     monkeypatch.chdir(tmp_path)
@@ -99,14 +107,18 @@ def test_artifacts_round_trip_through_the_bucket_with_hash_checks(bucket: Any, t
     big.write_bytes(os.urandom(MULTIPART_THRESHOLD + (3 << 20)))  # over the threshold: a multipart upload
     home = tmp_path / "home"
     env = child_env(home, FLIGHTLOG_ARTIFACTS=f"s3://{name}/team/runs")
-    out = run_script(home, f"""
+    out = run_script(
+        home,
+        f"""
         import flightlog
         run = flightlog.init(project="s3", resources=False)
         run.log_artifact({str(small)!r})
         run.log_artifact({str(big)!r}, kind="model")
         run.finish()
         print(run.id)
-    """, env=env).stdout.strip()
+    """,
+        env=env,
+    ).stdout.strip()
     keys = _keys(client, name)
     for path in (small, big):
         sha = hashlib.sha256(path.read_bytes()).hexdigest()
@@ -124,36 +136,57 @@ def test_artifacts_round_trip_through_the_bucket_with_hash_checks(bucket: Any, t
     small_sha = hashlib.sha256(small.read_bytes()).hexdigest()
     client.put_object(Bucket=name, Key=f"team/runs/sha256/{small_sha[:2]}/{small_sha[2:]}", Body=b"tampered")
     other = tmp_path / "reader"
-    bad = cli(other, "artifacts", out, "get", "config.json", "-o", str(tmp_path / "c.json"), check=False,
-              env={**env, "FLIGHTLOG_HOME": str(other), "FLIGHTLOG_STORE": f"sqlite:///{home / 'flightlog.db'}"})
+    bad = cli(
+        other,
+        "artifacts",
+        out,
+        "get",
+        "config.json",
+        "-o",
+        str(tmp_path / "c.json"),
+        check=False,
+        env={**env, "FLIGHTLOG_HOME": str(other), "FLIGHTLOG_STORE": f"sqlite:///{home / 'flightlog.db'}"},
+    )
     assert bad.returncode != 0 and "damaged" in bad.stderr and not (tmp_path / "c.json").exists()
 
 
 def test_a_missing_bucket_is_a_clear_error_for_the_sdk_the_cli_and_the_server(bucket: Any, tmp_path: Path) -> None:
     home = tmp_path / "home"
     env = child_env(home, FLIGHTLOG_ARTIFACTS="s3://no-such-bucket/x")
-    proc = run_script(home, f"""
+    proc = run_script(
+        home,
+        f"""
         import flightlog
         run = flightlog.init(project="s3", resources=False)
         (__import__("pathlib").Path({str(tmp_path)!r}) / "f.txt").write_text("x")
         print(run.log_artifact({str(tmp_path / "f.txt")!r})["uri"])
         run.finish()
-    """, env=env)
+    """,
+        env=env,
+    )
     assert proc.stdout.strip() == "None", "recorded without content; the workload goes on"
     assert "bucket 'no-such-bucket' does not exist" in proc.stderr
-    with pytest.raises(StoreUnavailable, match="bucket 'no-such-bucket' does not exist: create it"), \
-            serve_in_thread(tmp_path / "srv", artifacts="s3://no-such-bucket/x"):
+    with (
+        pytest.raises(StoreUnavailable, match="bucket 'no-such-bucket' does not exist: create it"),
+        serve_in_thread(tmp_path / "srv", artifacts="s3://no-such-bucket/x"),
+    ):
         pass
 
 
 def test_denied_access_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     closed = S3Server(tmp_path, enforce_auth=True)
     try:
-        for name, value in (("AWS_ENDPOINT_URL", closed.url), ("AWS_ACCESS_KEY_ID", "unknown"),
-                            ("AWS_SECRET_ACCESS_KEY", "wrong"), ("AWS_DEFAULT_REGION", "us-east-1")):
+        for name, value in (
+            ("AWS_ENDPOINT_URL", closed.url),
+            ("AWS_ACCESS_KEY_ID", "unknown"),
+            ("AWS_SECRET_ACCESS_KEY", "wrong"),
+            ("AWS_DEFAULT_REGION", "us-east-1"),
+        ):
             monkeypatch.setenv(name, value)
-        with pytest.raises(StoreUnavailable, match="access to the bucket 'team' is denied: check the credentials"), \
-                serve_in_thread(tmp_path / "srv", artifacts="s3://team/flightlog"):
+        with (
+            pytest.raises(StoreUnavailable, match="access to the bucket 'team' is denied: check the credentials"),
+            serve_in_thread(tmp_path / "srv", artifacts="s3://team/flightlog"),
+        ):
             pass
     finally:
         closed.stop()
@@ -161,8 +194,10 @@ def test_denied_access_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.Monk
 
 def test_server_uploads_land_in_the_bucket_and_a_cut_upload_never_does(bucket: Any, tmp_path: Path) -> None:
     client, name = bucket
-    with serve_in_thread(tmp_path / "srv", auth=True, artifacts=f"s3://{name}/srv") as server, \
-            httpx.Client(base_url=server.url + "/api/v1", headers=auth(server.token("admin")), timeout=60) as api:
+    with (
+        serve_in_thread(tmp_path / "srv", auth=True, artifacts=f"s3://{name}/srv") as server,
+        httpx.Client(base_url=server.url + "/api/v1", headers=auth(server.token("admin")), timeout=60) as api,
+    ):
         blob = os.urandom(1 << 20)
         digest = hashlib.sha256(blob).hexdigest()
         assert api.head(f"/blobs/sha256/{digest}").status_code == 404
@@ -180,9 +215,11 @@ def test_server_uploads_land_in_the_bucket_and_a_cut_upload_never_does(bucket: A
         host, port = server.url.split("//")[1].rsplit(":", 1)
         uploads = server.home / "artifacts" / "tmp"
         with socket.create_connection((host, int(port))) as sock:  # declares 1 MiB, sends 64 KiB, hangs up
-            sock.sendall(f"PUT /api/v1/runs/{w.run_id}/artifacts/cut.bin HTTP/1.1\r\nHost: x\r\n"
-                         f"Authorization: {api.headers['authorization']}\r\nContent-Length: {1 << 20}\r\n\r\n".encode()
-                         + b"x" * (64 << 10))
+            sock.sendall(
+                f"PUT /api/v1/runs/{w.run_id}/artifacts/cut.bin HTTP/1.1\r\nHost: x\r\n"
+                f"Authorization: {api.headers['authorization']}\r\nContent-Length: {1 << 20}\r\n\r\n".encode()
+                + b"x" * (64 << 10)
+            )
             wait_for(lambda: list(uploads.glob("upload-*")), "the server to start receiving")
         wait_for(lambda: not list(uploads.glob("upload-*")), "the server to drop the cut upload")
         assert set(_keys(client, name)) == {f"srv/sha256/{digest[:2]}/{digest[2:]}"}, "nothing half-sent is visible"

@@ -49,7 +49,10 @@ def test_server_down_10s_mid_run_every_point_and_line_exactly_once(
     env = child_env(clean_env, FLIGHTLOG_URL=url, FLIGHTLOG_TOKEN=secret, FLIGHTLOG_FLUSH_INTERVAL="0.2")
     writer = subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(WRITER), str(tmp_path / "model.bin"), "16"],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     assert writer.stdout is not None
     run_id = writer.stdout.readline().strip()
@@ -81,7 +84,6 @@ def test_server_down_10s_mid_run_every_point_and_line_exactly_once(
     assert server.stop() in (0, -signal.SIGTERM)  # graceful: uvicorn re-raises SIGTERM once drained
 
 
-
 SPILLER = """
 import sys, time, flightlog
 import flightlog.sdk.writer as writer
@@ -109,8 +111,13 @@ def test_an_outage_longer_than_memory_ships_from_the_journal_in_order(
     env = child_env(clean_env, FLIGHTLOG_URL=url, FLIGHTLOG_FLUSH_INTERVAL="0.02")
     # the run lasts long enough for the server to be back before it ends (a writer that never
     # reached its server does not wait for it at finish: docs/server.md)
-    writer = subprocess.Popen([sys.executable, "-c", textwrap.dedent(SPILLER), "12"], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    writer = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(SPILLER), "12"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert writer.stdout is not None
     run_id = writer.stdout.readline().strip()
     time.sleep(3.5)  # ~170 flushes, far more records than memory holds

@@ -35,14 +35,23 @@ def test_resume_while_the_server_is_down_warns_journals_and_sync_ships_when_it_i
     server = server_process()
     url = server.start()
     env = child_env(clean_env, FLIGHTLOG_URL=url)
-    run_script(clean_env, """
+    run_script(
+        clean_env,
+        """
         import flightlog
         with flightlog.init(project="p", id="r-1", resources=False) as run:
             run.log({"a": 1.0})
-        """, env=env)
+        """,
+        env=env,
+    )
     server.stop()
-    writer = subprocess.Popen([sys.executable, "-c", textwrap.dedent(RESUME)], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    writer = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(RESUME)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert writer.stdout is not None
         assert writer.stdout.readline().strip() == "ready"  # init did not raise
@@ -59,7 +68,9 @@ def test_resume_while_the_server_is_down_warns_journals_and_sync_ships_when_it_i
     assert "cannot look run r-1 up" in err and "Traceback" not in err
     assert "waiting up to" not in err and err.count("flightlog sync") == 1, err
     server.start()
-    synced = subprocess.run([sys.executable, "-m", "flightlog", "sync"], env=env, capture_output=True, text=True, timeout=60)
+    synced = subprocess.run(
+        [sys.executable, "-m", "flightlog", "sync"], env=env, capture_output=True, text=True, timeout=60
+    )
     assert synced.returncode == 0, synced.stderr
     monkeypatch.setenv("FLIGHTLOG_URL", url)
     client = flightlog.Client(home=tmp_path / "reader")

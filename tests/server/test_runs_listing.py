@@ -25,8 +25,10 @@ def test_rows_carry_the_cause_and_the_metrics_that_went_non_finite(api: httpx.Cl
     runner = Writer("byrunner")  # `flightlog run` stores the category it classified
     sdk = Writer("bysdk")  # an SDK run stores the exception only: the fast classifier names it
     oom, killed, nan, ok = Writer("oomrun"), Writer("killedrun"), Writer("nanrun"), Writer("okrun")
-    traceback = ('Traceback (most recent call last):\n  File "train.py", line 3, in <module>\n'
-                 "    open('/data/x.csv')\nFileNotFoundError: [Errno 2] No such file or directory: '/data/x.csv'\n")
+    traceback = (
+        'Traceback (most recent call last):\n  File "train.py", line 3, in <module>\n'
+        "    open('/data/x.csv')\nFileNotFoundError: [Errno 2] No such file or directory: '/data/x.csv'\n"
+    )
     store.ingest([
         runner.run("p", t=1.0), runner.record("run", status="failed", end_reason="exit", exit_code=2,
                                               failure={"category": "disk_full", "exception": "OSError"}),
@@ -51,11 +53,23 @@ def test_rows_carry_the_cause_and_the_metrics_that_went_non_finite(api: httpx.Cl
 
 def test_a_failure_of_any_shape_never_breaks_the_listing(api: httpx.Client, store: HttpStore) -> None:
     odd, lost, stopped = Writer("oddrun"), Writer("lostrun"), Writer("stoppedrun")
-    store.ingest([odd.run("q", t=1.0), lost.run("q", t=2.0), stopped.run("q", t=3.0),
-                  lost.record("run", status="crashed", end_reason="lost"),
-                  stopped.record("run", status="stopped", end_reason="signal", signal=2)])
-    patched = api.patch("/runs/oddrun", json={"status": "failed", "exit_code": 1, "failure": {
-        "category": 7, "traceback": ["not", "text"], "last_lines": "one string", "exception": None}})
+    store.ingest(
+        [
+            odd.run("q", t=1.0),
+            lost.run("q", t=2.0),
+            stopped.run("q", t=3.0),
+            lost.record("run", status="crashed", end_reason="lost"),
+            stopped.record("run", status="stopped", end_reason="signal", signal=2),
+        ]
+    )
+    patched = api.patch(
+        "/runs/oddrun",
+        json={
+            "status": "failed",
+            "exit_code": 1,
+            "failure": {"category": 7, "traceback": ["not", "text"], "last_lines": "one string", "exception": None},
+        },
+    )
     assert patched.status_code == 200
     page = api.get("/runs", params={"project": "q"})
     assert page.status_code == 200

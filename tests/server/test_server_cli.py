@@ -46,7 +46,9 @@ def test_server_process_serves_the_cli_and_drains_on_sigterm(
     store.close()
 
 
-def test_auth_server_without_tokens_says_how_to_make_one(tmp_path: Path, server_process: Callable[..., ServerProcess]) -> None:
+def test_auth_server_without_tokens_says_how_to_make_one(
+    tmp_path: Path, server_process: Callable[..., ServerProcess]
+) -> None:
     server = server_process("--auth")
     server.start()
     assert server.proc is not None and server.proc.stderr is not None

@@ -25,7 +25,9 @@ def _events(response: httpx.Response) -> Iterator[ServerEvent]:
     return parse_events(response.iter_lines())
 
 
-def test_stream_sends_logs_metrics_status_and_ends_with_the_run(live: RunningServer, token: Callable[..., str], tmp_path: Path) -> None:
+def test_stream_sends_logs_metrics_status_and_ends_with_the_run(
+    live: RunningServer, token: Callable[..., str], tmp_path: Path
+) -> None:
     store = HttpStore(live.url, token=token("writer"), home=tmp_path / "c")
     w = Writer("liverun")
     store.ingest([w.run("p"), w.logs([(1.0, "stdout", "info", "before")]), w.metrics({"loss": ([0], [1.0])})])
@@ -53,13 +55,21 @@ def test_stream_sends_logs_metrics_status_and_ends_with_the_run(live: RunningSer
     statuses = [d["status"] for k, d in seen if k == "status"]  # type: ignore[index]
     assert statuses == ["running", "succeeded"]
     # resuming from the last id sends nothing again (and ends at once: the run is over)
-    with httpx.stream("GET", f"{live.url}/api/v1/runs/liverun/stream", headers={**headers, "Last-Event-ID": last_id or ""},
-                      params={"events": "logs"}, timeout=30) as response:
+    with httpx.stream(
+        "GET",
+        f"{live.url}/api/v1/runs/liverun/stream",
+        headers={**headers, "Last-Event-ID": last_id or ""},
+        params={"events": "logs"},
+        timeout=30,
+    ) as response:
         again = list(_events(response))
     assert [e.event for e in again] == ["end"]
     bad = httpx.get(f"{live.url}/api/v1/runs/liverun/stream", params={"events": "gossip"}, headers=headers)
     assert bad.status_code == 400 and "gossip" in error_of(bad)["message"]
-    assert httpx.get(f"{live.url}/api/v1/runs/liverun/stream", headers={**headers, "Last-Event-ID": "x"}).status_code == 400
+    assert (
+        httpx.get(f"{live.url}/api/v1/runs/liverun/stream", headers={**headers, "Last-Event-ID": "x"}).status_code
+        == 400
+    )
     store.close()
 
 
@@ -111,8 +121,11 @@ def test_an_old_stream_asks_its_client_to_reconnect_and_it_resumes_without_a_gap
         writer.join(30)
         assert seen == [f"line {i}" for i in range(12)]
         counter = 'flightlog_http_requests_total{method="GET",route="/api/v1/runs/{run}/stream",status="200"} '
-        opened = [float(line.removeprefix(counter)) for line in httpx.get(srv.url + "/metrics").text.splitlines()
-                  if line.startswith(counter)]
+        opened = [
+            float(line.removeprefix(counter))
+            for line in httpx.get(srv.url + "/metrics").text.splitlines()
+            if line.startswith(counter)
+        ]
         assert opened and opened[0] >= 2, f"the 1.2 s stream was cut into several connections: {opened}"
         store.close()
         reader.close()

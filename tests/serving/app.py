@@ -43,9 +43,15 @@ async def model_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
 
 
 if os.environ.get("SERVING_ATTACH", "1") == "1":
-    serving.attach(model="fraud:3", endpoint="fraud-api", env="prod", project="fraud",
-                   inputs=["amount", "country"], sample=float(os.environ.get("SERVING_SAMPLE_TEST", "1.0")),
-                   heartbeat=float(os.environ.get("SERVING_HEARTBEAT", "10")))
+    serving.attach(
+        model="fraud:3",
+        endpoint="fraud-api",
+        env="prod",
+        project="fraud",
+        inputs=["amount", "country"],
+        sample=float(os.environ.get("SERVING_SAMPLE_TEST", "1.0")),
+        heartbeat=float(os.environ.get("SERVING_HEARTBEAT", "10")),
+    )
     app: Any = serving.ServingMiddleware(model_app)
 else:
     app = model_app

@@ -34,8 +34,10 @@ class ModelServer:
         self._out = open(self.log, "w")  # noqa: SIM115 - the server writes to it until stop()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "uvicorn", "app:app", "--port", str(self.port), "--log-level", "warning"],
-            cwd=HERE, env={**child_env(home), "PYTHONPATH": os.environ.get("PYTHONPATH", ""), **env},
-            stdout=self._out, stderr=subprocess.STDOUT,
+            cwd=HERE,
+            env={**child_env(home), "PYTHONPATH": os.environ.get("PYTHONPATH", ""), **env},
+            stdout=self._out,
+            stderr=subprocess.STDOUT,
         )
         deadline = time.monotonic() + 60
         while True:

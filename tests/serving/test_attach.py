@@ -16,7 +16,9 @@ from tests.helpers import child_env, cli, cli_json, run_script
 
 
 def _attach_fails(home: Path, call: str, **env: str) -> str:
-    proc = run_script(home, f"""
+    proc = run_script(
+        home,
+        f"""
         from flightlog import serving
         try:
             {call}
@@ -24,17 +26,25 @@ def _attach_fails(home: Path, call: str, **env: str) -> str:
             print(type(exc).__name__, exc)
         else:
             print("attached")
-    """, env=child_env(home, **env))
+    """,
+        env=child_env(home, **env),
+    )
     return proc.stdout.strip()
 
 
-@pytest.mark.parametrize(("call", "expected"), [
-    ("serving.attach(model='fraud:3', endpoint='fraud-api', inputs=['amount', 'password'])", "'password' looks like a secret"),
-    ("serving.attach(model='fraud:3', endpoint='fraud-api', inputs='amount')", "must be a list of field names"),
-    ("serving.attach(model='fraud:3', endpoint='fraud-api', inputs=['amount', 3])", "3 is not a field name"),
-    ("serving.attach(model='fraud:3', endpoint='fraud-api', sample=1.5)", "not a share between 0 and 1"),
-    ("serving.attach(model='fraud:3', endpoint='')", "name the endpoint"),
-])
+@pytest.mark.parametrize(
+    ("call", "expected"),
+    [
+        (
+            "serving.attach(model='fraud:3', endpoint='fraud-api', inputs=['amount', 'password'])",
+            "'password' looks like a secret",
+        ),
+        ("serving.attach(model='fraud:3', endpoint='fraud-api', inputs='amount')", "must be a list of field names"),
+        ("serving.attach(model='fraud:3', endpoint='fraud-api', inputs=['amount', 3])", "3 is not a field name"),
+        ("serving.attach(model='fraud:3', endpoint='fraud-api', sample=1.5)", "not a share between 0 and 1"),
+        ("serving.attach(model='fraud:3', endpoint='')", "name the endpoint"),
+    ],
+)
 def test_a_bad_configuration_is_refused_and_nothing_is_recorded(tmp_path: Path, call: str, expected: str) -> None:
     home = tmp_path / "home"
     out = _attach_fails(home, call)
@@ -45,7 +55,9 @@ def test_a_bad_configuration_is_refused_and_nothing_is_recorded(tmp_path: Path, 
 
 
 def test_a_bad_sampling_rate_in_the_environment_is_refused(tmp_path: Path) -> None:
-    out = _attach_fails(tmp_path / "home", "serving.attach(model='fraud:3', endpoint='fraud-api')", FLIGHTLOG_SERVING_SAMPLE="often")
+    out = _attach_fails(
+        tmp_path / "home", "serving.attach(model='fraud:3', endpoint='fraud-api')", FLIGHTLOG_SERVING_SAMPLE="often"
+    )
     assert out.startswith("InvalidInput") and "FLIGHTLOG_SERVING_SAMPLE='often'" in out, out
 
 
@@ -53,8 +65,12 @@ def test_a_token_that_cannot_write_the_project_is_refused_before_anything_is_rec
     with serve_in_thread(tmp_path / "srv", auth=True) as srv:
         token = srv.token("writer", project="other")
         home = tmp_path / "home"
-        out = _attach_fails(home, "serving.attach(model='fraud:3', endpoint='fraud-api', project='fraud')",
-                            FLIGHTLOG_URL=srv.url, FLIGHTLOG_TOKEN=token)
+        out = _attach_fails(
+            home,
+            "serving.attach(model='fraud:3', endpoint='fraud-api', project='fraud')",
+            FLIGHTLOG_URL=srv.url,
+            FLIGHTLOG_TOKEN=token,
+        )
         assert out.startswith("Forbidden") and "fraud" in out, out
         assert srv.app.state.store.search_runs() == []
         assert not (home / "journal").exists() or not list((home / "journal").glob("*.journal"))
@@ -62,7 +78,9 @@ def test_a_token_that_cannot_write_the_project_is_refused_before_anything_is_rec
 
 def test_the_decorator_records_sync_and_async_calls_and_errors(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    run_script(home, """
+    run_script(
+        home,
+        """
         import asyncio
         from flightlog import serving
         replica = serving.attach(model="fraud:7", endpoint="fraud-batch", project="fraud", inputs=["amount"], sample=1.0)
@@ -87,12 +105,15 @@ def test_the_decorator_records_sync_and_async_calls_and_errors(tmp_path: Path) -
             raise SystemExit("the exception was swallowed")
         print(asyncio.run(apredict(50, user="v")))
         serving.log_label("r2", "fraud")
-    """)
+    """,
+    )
     with Client(home) as client:
         rows = {r["request_id"]: r for r in serving.predictions(client, "fraud-batch")}
         assert {f"r{i}" for i in range(5)} | {"r-bad"} <= set(rows) and len(rows) == 7
         assert rows["r2"]["inputs"] == {"amount": 2} and set(rows["r2"]["input_hashes"]) == {"user"}
-        assert rows["r2"]["output"] == {"score": 0.02} and rows["r2"]["label"] == "fraud" and rows["r2"]["version"] == "7"
+        assert (
+            rows["r2"]["output"] == {"score": 0.02} and rows["r2"]["label"] == "fraud" and rows["r2"]["version"] == "7"
+        )
         assert rows["r-bad"]["status"] == 500 and rows["r-bad"]["error"] == "ValueError"
         by_async = [r for k, r in rows.items() if not k.startswith("r")]
         assert by_async[0]["inputs"] == {"amount": 50} and by_async[0]["output"] == 0.5
@@ -112,12 +133,15 @@ def test_the_decorator_records_sync_and_async_calls_and_errors(tmp_path: Path) -
 
 def test_a_full_buffer_drops_and_counts(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    run_script(home, """
+    run_script(
+        home,
+        """
         from flightlog import serving
         replica = serving.attach(model="fraud:1", endpoint="tiny", buffer_limit=10, interval=3600, sample=0.0)
         for i in range(25):
             replica.record(0.0, 0.001, 200, None)
-    """)
+    """,
+    )
     with Client(home) as client:
         aggs = serving.aggregates(client, "tiny")
         assert sum(a["requests"] for a in aggs) == 10 and sum(a["dropped"] for a in aggs) == 15
@@ -126,8 +150,12 @@ def test_a_full_buffer_drops_and_counts(tmp_path: Path) -> None:
 
 
 def test_importing_serving_is_light() -> None:
-    code = ("import sys; from flightlog import serving; "
-            "print(json.dumps(sorted(m for m in ('starlette', 'uvicorn', 'numpy', 'flightlog.serving.middleware') if m in sys.modules)))")
-    out = subprocess.run([sys.executable, "-c", "import json; " + code], capture_output=True, text=True, check=True).stdout
+    code = (
+        "import sys; from flightlog import serving; "
+        "print(json.dumps(sorted(m for m in ('starlette', 'uvicorn', 'numpy', 'flightlog.serving.middleware') if m in sys.modules)))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", "import json; " + code], capture_output=True, text=True, check=True
+    ).stdout
     assert json.loads(out) == []
     assert serving.ServingMiddleware.__module__ == "flightlog.serving.middleware"

@@ -48,4 +48,6 @@ def test_output_distributions_merge_numbers_and_categories() -> None:
     assert merged["fields"]["label"]["values"] == {"ok": 2, "fraud": 1}
     assert merged["fields"]["score"]["count"] == 3 and merged["fields"]["score"]["mean"] == pytest.approx(0.5)
     assert merged["fields"]["score"]["p50"] == pytest.approx(0.5, rel=0.02)
-    assert merged["skipped"] == 1 and "output" not in merged["fields"]  # a list of two is neither a number nor a category
+    assert (
+        merged["skipped"] == 1 and "output" not in merged["fields"]
+    )  # a list of two is neither a number nor a category

@@ -20,7 +20,9 @@ from tests.serving.conftest import ModelServer, free_port, poll
 def _traffic(url: str) -> dict[str, str]:
     """Three scored requests (one with our own id), one error; the ids the responses carried."""
     with httpx.Client(base_url=url, timeout=30) as http:
-        given = http.post("/score", json={"amount": 800, "country": "FR", "email": "a@b.c"}, headers={"X-Request-ID": "req-given"})
+        given = http.post(
+            "/score", json={"amount": 800, "country": "FR", "email": "a@b.c"}, headers={"X-Request-ID": "req-given"}
+        )
         made = http.post("/score", json={"amount": 10, "country": "DE", "email": "x@y.z"})
         third = http.post("/score", json={"amount": 990, "country": "FR", "email": "q@r.s"})
         boom = http.post("/boom", json={})
@@ -42,7 +44,9 @@ def _check_evidence(client: Client, ids: dict[str, str]) -> None:
     assert given["label"] == 1 and rows[ids["made"]]["label"] is None
     assert rows[ids["boom"]]["status"] == 500
     aggs = serving.aggregates(client, "fraud-api")
-    assert sum(a["requests"] for a in aggs) == 6 and sum(a["errors"] for a in aggs) == 1  # 4, the label call, the start-up ping
+    assert (
+        sum(a["requests"] for a in aggs) == 6 and sum(a["errors"] for a in aggs) == 1
+    )  # 4, the label call, the start-up ping
     assert all(a["p99_ms"] is not None and a["p99_ms"] > 0 for a in aggs)
     labels = {}
     for a in aggs:
@@ -52,11 +56,17 @@ def _check_evidence(client: Client, ids: dict[str, str]) -> None:
     run = serving.replicas(client, "fraud-api")[0]
     tags = client.run(run["run_id"]).tags
     assert {k: tags[k] for k in tags if k.startswith("serving.")} == {
-        "serving.endpoint": "fraud-api", "serving.env": "prod", "serving.model": "fraud", "serving.version": "3",
-        "serving.replica": run["replica"]}
+        "serving.endpoint": "fraud-api",
+        "serving.env": "prod",
+        "serving.model": "fraud",
+        "serving.version": "3",
+        "serving.replica": run["replica"],
+    }
     metrics = client.metrics(run["run_id"])
     assert metrics["serving.requests"].last == 6
-    assert {"serving.errors", "serving.latency_ms.p50", "serving.latency_ms.p95", "serving.latency_ms.p99"} <= set(metrics)
+    assert {"serving.errors", "serving.latency_ms.p50", "serving.latency_ms.p95", "serving.latency_ms.p99"} <= set(
+        metrics
+    )
 
 
 def test_a_uvicorn_app_records_its_evidence_in_the_local_store(tmp_path: Path, model_server: Any) -> None:
@@ -95,7 +105,8 @@ def test_a_replica_killed_with_sigkill_is_marked_gone(tmp_path: Path, model_serv
 
 
 def test_a_replica_whose_server_is_down_keeps_serving_and_its_evidence_arrives_later(
-        tmp_path: Path, model_server: Any, server_process: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, model_server: Any, server_process: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     port = free_port()  # nothing listens there yet
     home = tmp_path / "home"
     app = model_server(home, FLIGHTLOG_URL=f"http://127.0.0.1:{port}")

@@ -78,8 +78,9 @@ def test_feature_tables_are_created_versioned_and_upgraded(store_uri: str, plug:
     upgraded.close()
 
 
-def test_a_broken_feature_migration_is_left_out_and_the_store_opens(store_uri: str, plug: Any,
-                                                                    capfd: pytest.CaptureFixture[str]) -> None:
+def test_a_broken_feature_migration_is_left_out_and_the_store_opens(
+    store_uri: str, plug: Any, capfd: pytest.CaptureFixture[str]
+) -> None:
     broken = ["CREATE TABLE broken_a (id INTEGER)", "THIS IS NOT SQL"]
     plug(_feature("broken", [broken], [broken], ("broken_a",)))
     store = open_store(store_uri)
@@ -87,8 +88,13 @@ def test_a_broken_feature_migration_is_left_out_and_the_store_opens(store_uri: s
     assert "the feature 'broken' (store migrations) was left out" in err
     assert _meta(store, "schema_version:broken") is None
     with store.db.read() as conn:  # type: ignore[attr-defined]
-        tables = [r[0] for r in conn.execute(  # rolled back whole: its first statement left nothing behind
-            "SELECT name FROM sqlite_master WHERE type='table'" if store_uri.startswith("sqlite")
-            else "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()").fetchall()]
+        tables = [
+            r[0]
+            for r in conn.execute(  # rolled back whole: its first statement left nothing behind
+                "SELECT name FROM sqlite_master WHERE type='table'"
+                if store_uri.startswith("sqlite")
+                else "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
+            ).fetchall()
+        ]
     assert "broken_a" not in tables and "registry_versions" in tables
     store.close()

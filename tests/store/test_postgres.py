@@ -45,7 +45,9 @@ def test_an_older_schema_is_upgraded_in_place_and_keeps_its_rows(empty_db: str) 
         assert store.get_run("r-old").project == "vision"
         assert store.tokens() == []  # a table of a later migration
         with psycopg.connect(empty_db) as conn:
-            assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
+            assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(
+                SCHEMA_VERSION
+            )
     finally:
         store.close()
 
@@ -155,8 +157,15 @@ def test_postgres_restarted_mid_run_loses_nothing(tmp_path: Path) -> None:
         uri = pg.create_database("restart")
         home = tmp_path / "home"
         env = {**child_env(home), "FLIGHTLOG_STORE": uri, "FLIGHTLOG_FLUSH_INTERVAL": "0.1"}
-        proc = subprocess.Popen([sys.executable, "-c", _WORKLOAD], env=env, stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _WORKLOAD],
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=tmp_path,
+        )
         assert proc.stdout is not None and proc.stdin is not None
         run_id = proc.stdout.readline().strip()
         while proc.stdout.readline().strip() != "step 60":
@@ -180,7 +189,9 @@ def test_postgres_restarted_mid_run_loses_nothing(tmp_path: Path) -> None:
 
 def test_migrate_store_copies_a_sqlite_home_losslessly(tmp_path: Path, postgres_uri: str) -> None:
     home = tmp_path / "home"
-    run_script(home, """
+    run_script(
+        home,
+        """
         import math, flightlog
         for name in ("base", "fast"):
             run = flightlog.init(project="vision", name=name, params={"lr": 0.1, "opt": {"name": "adam"}},
@@ -193,7 +204,8 @@ def test_migrate_store_copies_a_sqlite_home_losslessly(tmp_path: Path, postgres_
                 pass
             run.note("lr too high?")
             run.finish()
-    """)
+    """,
+    )
     cli(home, "alerts", "silence", "loss-*", "--for", "1h")
     env = child_env(home)
     before = {args: cli(home, *args, "--format", "json", env=env).stdout for args in _views(home)}
@@ -205,12 +217,16 @@ def test_migrate_store_copies_a_sqlite_home_losslessly(tmp_path: Path, postgres_
     again = cli(home, "migrate-store", str(home), postgres_uri, check=False)
     assert again.returncode != 0 and "already holds data" in again.stderr
     # the copy goes on where the original left off: new chunks get new ids after the copied ones
-    run_script(home, """
+    run_script(
+        home,
+        """
         import flightlog
         run = flightlog.init(project="vision", name="after", resources=False)
         run.log({"loss": 0.5}, step=0)
         run.finish()
-    """, env=on_pg)
+    """,
+        env=on_pg,
+    )
     assert len(json.loads(cli(home, "runs", "ls", "--format", "json", env=on_pg).stdout)) == 3
 
 

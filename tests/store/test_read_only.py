@@ -23,7 +23,9 @@ def filled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str]:
     monkeypatch.setenv("FLIGHTLOG_HOME", str(home))
     report = tmp_path / "report.txt"
     report.write_text("all good")
-    run = flightlog.init(project="p", params={"lr": 0.1}, tags={"team": "a"}, resources=False, console=False, quiet=True)
+    run = flightlog.init(
+        project="p", params={"lr": 0.1}, tags={"team": "a"}, resources=False, console=False, quiet=True
+    )
     for step in range(3):
         run.log({"loss": 1.0 / (step + 1)}, step=step)
     with run.stage("train"):
@@ -47,7 +49,9 @@ def test_every_reader_method_works_on_a_read_only_store(filled: tuple[Path, str]
         assert store.resolve(run_id[:8]) == run_id
         info = store.get_run(run_id)
         assert info.status == "succeeded" and info.params == {"lr": 0.1}
-        assert [r.id for r in store.search_runs(project="p", filter="params.lr > 0.01", order_by="-created")] == [run_id]
+        assert [r.id for r in store.search_runs(project="p", filter="params.lr > 0.01", order_by="-created")] == [
+            run_id
+        ]
         assert store.projects()[0]["name"] == "p"
         assert [n.text for n in store.notes(run_id)] == ["a hypothesis"]
         assert isinstance(store.context(run_id), dict)

@@ -24,15 +24,26 @@ from flightlog.server import ui
 from tests.ui.workloads import ROOT, Seeded, make_edges, make_oom, make_resumed, seed
 
 CHROMIUM = os.environ.get("FLIGHTLOG_TEST_CHROMIUM", "/usr/bin/chromium")
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+]
 ARTIFACTS = ROOT / "test-artifacts" / "ui"
 TIMEOUT_MS = 15_000
 
 
-NO_CHROMIUM = (f"the browser tests need Chromium at {CHROMIUM} and it is missing: install it with "
-               "`sudo apt-get install chromium` (Debian/Ubuntu) or `scripts/setup-ui.sh --browser`, "
-               "or leave these tests out with `pytest --ignore=tests/ui`")
+NO_CHROMIUM = (
+    f"the browser tests need Chromium at {CHROMIUM} and it is missing: install it with "
+    "`sudo apt-get install chromium` (Debian/Ubuntu) or `scripts/setup-ui.sh --browser`, "
+    "or leave these tests out with `pytest --ignore=tests/ui`"
+)
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -158,4 +169,3 @@ def shot() -> Callable[[Any, str], Path]:
         return path
 
     return take
-

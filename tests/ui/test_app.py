@@ -92,7 +92,9 @@ def luminance(css: str) -> float:
 
 
 def test_deep_links_open_the_view_they_name(page: Any, seeded: Seeded) -> None:
-    page.goto("/projects/sweep?filter=tags.team+%3D+%27vision%27&sort=-metrics.acc&group=params.lr&cols=params.lr,metrics.acc")
+    page.goto(
+        "/projects/sweep?filter=tags.team+%3D+%27vision%27&sort=-metrics.acc&group=params.lr&cols=params.lr,metrics.acc"
+    )
     expect(page.locator("#filter")).to_have_value("tags.team = 'vision'")
     expect(page.locator("#group-by")).to_have_value("params.lr")
     expect(page.locator(".runs-table .group-row")).to_have_count(3)

@@ -130,14 +130,19 @@ def test_compare_panels_fit_three_runs_at_1280_pixels(page: Any, seeded: Seeded,
 
 def series_pixels(chart: Any, color: str) -> int:
     """Pixels of the chart's canvas in a series' color (the color of its swatch)."""
-    return int(chart.locator("canvas").evaluate("""(canvas, color) => {
+    return int(
+        chart.locator("canvas").evaluate(
+            """(canvas, color) => {
         const [r, g, b] = color.match(/\\d+/g).map(Number);
         const px = canvas.getContext("2d").getImageData(0, 0, canvas.width, canvas.height).data;
         let n = 0;
         for (let i = 0; i < px.length; i += 4)
             if (px[i + 3] > 200 && Math.abs(px[i] - r) < 8 && Math.abs(px[i + 1] - g) < 8 && Math.abs(px[i + 2] - b) < 8) n++;
         return n;
-    }""", color))
+    }""",
+            color,
+        )
+    )
 
 
 def test_a_metric_logged_once_per_run_is_drawn_as_points_in_compare(page: Any, edges: list[str], shot: Any) -> None:
@@ -153,8 +158,11 @@ def test_a_metric_logged_once_per_run_is_drawn_as_points_in_compare(page: Any, e
 
 
 def test_a_metric_up_to_1e195_has_y_labels(page: Any, edges: list[str], shot: Any) -> None:
-    for url in (f"/projects/edges/runs/{edges[0]}/metrics", f"/projects/edges/compare?runs={','.join(edges)}",
-                f"/projects/edges/runs/{edges[0]}/metrics?log=1"):
+    for url in (
+        f"/projects/edges/runs/{edges[0]}/metrics",
+        f"/projects/edges/compare?runs={','.join(edges)}",
+        f"/projects/edges/runs/{edges[0]}/metrics?log=1",
+    ):
         page.goto(url)
         chart = page.locator(".metric-chart[data-metric=huge]")
         expect(chart.locator("canvas")).to_be_visible()

@@ -14,11 +14,24 @@ def test_a_missing_chromium_fails_the_browser_tests_with_how_to_install_it() -> 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FLIGHTLOG_", "PYTEST_"))}
     env["FLIGHTLOG_TEST_CHROMIUM"] = str(ROOT / "no-such-chromium")
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-         "tests/ui/test_app.py::test_dark_mode_is_readable_and_remembered"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "tests/ui/test_app.py::test_dark_mode_is_readable_and_remembered",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1, out
     assert "1 error" in out and "skipped" not in out, out
-    assert "no-such-chromium" in out and "apt-get install chromium" in out and "scripts/setup-ui.sh --browser" in out, out
+    assert "no-such-chromium" in out and "apt-get install chromium" in out and "scripts/setup-ui.sh --browser" in out, (
+        out
+    )

@@ -24,14 +24,23 @@ def _train(trial: Trial) -> None:
 
 
 @pytest.fixture(scope="module")
-def explore(tmp_path_factory: pytest.TempPathFactory, clean_env: None, built_ui: Path) -> Iterator[tuple[Any, SweepResult]]:
+def explore(
+    tmp_path_factory: pytest.TempPathFactory, clean_env: None, built_ui: Path
+) -> Iterator[tuple[Any, SweepResult]]:
     from flightlog.server.testing import serve_in_thread
 
     home = tmp_path_factory.mktemp("explore") / "home"
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("FLIGHTLOG_HOME", str(home))
-        result = sweep(_train, {"lr": LogUniform(1e-4, 1e-1), "layers": "int:1:4", "act": ["relu", "gelu"]},
-                       metric="val_loss", trials=20, project="sweeps", name="lr-search", seed=3)
+        result = sweep(
+            _train,
+            {"lr": LogUniform(1e-4, 1e-1), "layers": "int:1:4", "act": ["relu", "gelu"]},
+            metric="val_loss",
+            trials=20,
+            project="sweeps",
+            name="lr-search",
+            seed=3,
+        )
         with serve_in_thread(home) as server:
             yield server, result
 
@@ -43,7 +52,9 @@ def tab(browser: Any, explore: tuple[Any, SweepResult]) -> Iterator[Any]:
         yield pg
 
 
-def test_a_sweep_run_links_to_its_parallel_coordinates_and_scatter(tab: Any, explore: tuple[Any, SweepResult], shot: Any) -> None:
+def test_a_sweep_run_links_to_its_parallel_coordinates_and_scatter(
+    tab: Any, explore: tuple[Any, SweepResult], shot: Any
+) -> None:
     _, result = explore
     tab.goto(f"/projects/sweeps/runs/{result.sweep_id}")
     tab.locator("#sweep-link").click()

@@ -143,7 +143,9 @@ def test_logs_follow_a_running_run_live(page: Any, seeded: Seeded, server: Any, 
         run_id = None
         deadline = time.monotonic() + 30
         while run_id is None and time.monotonic() < deadline:
-            runs = httpx.get(f"{server.url}/api/v1/runs", params={"project": "live", "filter": "status = 'running'"}).json()["runs"]
+            runs = httpx.get(
+                f"{server.url}/api/v1/runs", params={"project": "live", "filter": "status = 'running'"}
+            ).json()["runs"]
             run_id = runs[0]["id"] if runs else None
             time.sleep(0.1)
         assert run_id, "the live run never showed up"
@@ -154,7 +156,9 @@ def test_logs_follow_a_running_run_live(page: Any, seeded: Seeded, server: Any, 
         expect(page.locator(ROWS).first).to_contain_text("tick")
         first_count = page.locator(ROWS).count()
         seen = int(re.findall(r"tick (\d+)", " ".join(messages(page)))[-1])
-        expect(page.locator(ROWS, has_text=f"tick {seen + 20}")).to_be_visible(timeout=20_000)  # arrived without a reload
+        expect(page.locator(ROWS, has_text=f"tick {seen + 20}")).to_be_visible(
+            timeout=20_000
+        )  # arrived without a reload
         assert page.locator(ROWS).count() > first_count
         shot(page, "logs-live", full_page=False)
         # the chart of a running run grows too (metric points over the same stream)

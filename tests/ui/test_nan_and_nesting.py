@@ -18,7 +18,7 @@ from tests.ui.workloads import Seeded, flightlog, run_script, script
 # A pipeline with three steps and a sweep with four trials (child runs, made with the SDK's
 # `parent=` as the pipeline controller and the sweep driver make them), a healthy run with
 # values up to 6e9 and down to 1e-4, and a run whose loss explodes and ends NaN ("succeeded").
-NEST = r'''
+NEST = r"""
 import math
 import flightlog
 
@@ -43,7 +43,7 @@ bad = flightlog.init(project="nest", name="diverged", resources=False, params={"
 for s in range(30):
     bad.log({"loss": 2.0 * 10 ** (s / 3) if s < 25 else math.nan, "acc": 0.5, "tokens": 2e8 * s}, step=s)
 bad.finish()
-'''
+"""
 CRASH = 'open("/data/missing/train.csv")\n'
 TOP_LEVEL = ["crashes", "diverged", "healthy", "lr-sweep", "nightly-pipeline"]
 
@@ -52,8 +52,18 @@ TOP_LEVEL = ["crashes", "diverged", "healthy", "lr-sweep", "nightly-pipeline"]
 def nest(seeded: Seeded) -> dict[str, str]:
     """The runs of NEST plus one `flightlog run` that fails on a missing file (project "nest"), by name."""
     run_script(seeded.home, script(seeded.work, "nest.py", NEST))
-    flightlog(seeded.home, "run", "--project", "nest", "--name", "crashes", "--", sys.executable,
-              script(seeded.work, "crash.py", CRASH), check=False)
+    flightlog(
+        seeded.home,
+        "run",
+        "--project",
+        "nest",
+        "--name",
+        "crashes",
+        "--",
+        sys.executable,
+        script(seeded.work, "crash.py", CRASH),
+        check=False,
+    )
     runs = json.loads(flightlog(seeded.home, "runs", "ls", "--project", "nest", "--format", "json").stdout)
     return {r["name"]: r["id"] for r in runs}
 
@@ -81,7 +91,9 @@ def test_runs_table_badges_nan_runs_and_shows_the_cause(page: Any, nest: dict[st
     shot(page, "runs-nan-cause", full_page=False)
 
 
-def test_child_runs_nest_under_their_parent_with_a_toggle_and_a_flat_switch(page: Any, nest: dict[str, str], shot: Any) -> None:
+def test_child_runs_nest_under_their_parent_with_a_toggle_and_a_flat_switch(
+    page: Any, nest: dict[str, str], shot: Any
+) -> None:
     page.goto("/projects/nest")
     expect(page.locator("#run-count")).to_have_text("12 runs")
     expect(page.locator(".runs-table .row[data-run]")).to_have_count(len(TOP_LEVEL))
@@ -92,8 +104,17 @@ def test_child_runs_nest_under_their_parent_with_a_toggle_and_a_flat_switch(page
     toggle.click()
     expect(toggle).to_have_attribute("aria-expanded", "true")
     expect(page.locator(".runs-table .row[data-depth='1']")).to_have_count(4)
-    assert names(page) == ["crashes", "diverged", "healthy", "lr-sweep", "trial-0", "trial-1", "trial-2", "trial-3",
-                           "nightly-pipeline"], "trials right under their sweep, in the order they ran"
+    assert names(page) == [
+        "crashes",
+        "diverged",
+        "healthy",
+        "lr-sweep",
+        "trial-0",
+        "trial-1",
+        "trial-2",
+        "trial-3",
+        "nightly-pipeline",
+    ], "trials right under their sweep, in the order they ran"
     for name in ("trial-0", "trial-3"):
         expect(row(page, nest[name])).to_have_attribute("data-parent", nest["lr-sweep"])
     shot(page, "runs-nested", full_page=False)
@@ -132,7 +153,9 @@ def test_compare_shows_a_number_turned_nan_first(page: Any, nest: dict[str, str]
 def test_compare_asks_only_for_the_metrics_each_run_logged(page: Any, nest: dict[str, str]) -> None:
     failed: list[str] = []
     page.on("response", lambda r: failed.append(f"{r.status} {r.url}") if r.status >= 400 else None)
-    page.on("console", lambda m: failed.append(f"console {m.type}: {m.text}") if m.type in ("error", "warning") else None)
+    page.on(
+        "console", lambda m: failed.append(f"console {m.type}: {m.text}") if m.type in ("error", "warning") else None
+    )
     ids = [nest["healthy"], nest["diverged"], nest["step-train"]]
     page.goto(f"/projects/nest/compare?runs={','.join(ids)}")
     for name in ("loss", "acc", "tokens", "lr_now"):
@@ -140,7 +163,8 @@ def test_compare_asks_only_for_the_metrics_each_run_logged(page: Any, nest: dict
     page.wait_for_load_state("networkidle")
     assert failed == [], failed
     expect(page.locator(".chart-card", has=page.locator(".metric-chart[data-metric=lr_now]"))).to_contain_text(
-        "Not logged by diverged")
+        "Not logged by diverged"
+    )
 
 
 def test_chart_axes_use_compact_labels(page: Any, nest: dict[str, str]) -> None:
@@ -150,5 +174,6 @@ def test_chart_axes_use_compact_labels(page: Any, nest: dict[str, str]) -> None:
     assert "000000" not in (tokens.get_attribute("data-y-ticks") or "")
     lr = page.locator(".metric-chart[data-metric=lr_now] .uplot")
     expect(lr).to_have_attribute("data-y-ticks", re.compile(r"^(?:[^|]*\| )*1e-4(?: \||$)"))
-    assert all(not re.fullmatch(r"\d\.\d{3}e[-+]\d+", t) for t in (lr.get_attribute("data-y-ticks") or "").split(" | ")), \
-        "no padded mantissas such as 1.000e-4"
+    assert all(
+        not re.fullmatch(r"\d\.\d{3}e[-+]\d+", t) for t in (lr.get_attribute("data-y-ticks") or "").split(" | ")
+    ), "no padded mantissas such as 1.000e-4"

@@ -41,7 +41,9 @@ def resumed_pipeline(tmp_path_factory: pytest.TempPathFactory, clean_env: None, 
         yield Resumed(server.url, run_id, view)
 
 
-def test_the_dag_draws_arrows_and_lists_every_attempt_across_resumes(browser: Any, resumed_pipeline: Resumed, shot: Any) -> None:
+def test_the_dag_draws_arrows_and_lists_every_attempt_across_resumes(
+    browser: Any, resumed_pipeline: Resumed, shot: Any
+) -> None:
     from playwright.sync_api import expect
 
     steps = {s["name"]: s for s in resumed_pipeline.view["steps"]}
@@ -51,7 +53,9 @@ def test_the_dag_draws_arrows_and_lists_every_attempt_across_resumes(browser: An
         expect(dag.locator(".pipeline-step")).to_have_count(4)
         edges = dag.locator(".pipeline-edge")
         expect(edges).to_have_count(4)
-        drawn = sorted((edges.nth(i).get_attribute("data-from"), edges.nth(i).get_attribute("data-to")) for i in range(4))
+        drawn = sorted(
+            (edges.nth(i).get_attribute("data-from"), edges.nth(i).get_attribute("data-to")) for i in range(4)
+        )
         assert drawn == [("check", "report"), ("prepare", "check"), ("prepare", "train"), ("train", "report")]
         # each edge ends in an arrowhead, at the left side of the step that needs the other
         for i in range(4):
@@ -59,7 +63,9 @@ def test_the_dag_draws_arrows_and_lists_every_attempt_across_resumes(browser: An
             assert "pipeline-arrow" in edge.evaluate("e => getComputedStyle(e).markerEnd")
             end = edge.evaluate("e => { const p = e.getPointAtLength(e.getTotalLength()); return [p.x, p.y]; }")
             target = dag.locator(f'.pipeline-step[data-step="{edge.get_attribute("data-to")}"] rect')
-            box = target.evaluate("r => { const m = r.getCTM(); return [m.e, m.f, r.width.baseVal.value, r.height.baseVal.value]; }")
+            box = target.evaluate(
+                "r => { const m = r.getCTM(); return [m.e, m.f, r.width.baseVal.value, r.height.baseVal.value]; }"
+            )
             assert abs(end[0] - box[0]) <= 3 and box[1] < end[1] < box[1] + box[3], (end, box)
         assert dag.locator("marker#pipeline-arrow path").count() == 1
 
@@ -79,7 +85,9 @@ def test_the_dag_draws_arrows_and_lists_every_attempt_across_resumes(browser: An
         shot(page, "pipeline-resumed")
 
 
-def test_the_failure_card_shows_the_users_innermost_frame_first(browser: Any, resumed_pipeline: Resumed, shot: Any) -> None:
+def test_the_failure_card_shows_the_users_innermost_frame_first(
+    browser: Any, resumed_pipeline: Resumed, shot: Any
+) -> None:
     from playwright.sync_api import expect
 
     train = next(s for s in resumed_pipeline.view["steps"] if s["name"] == "train")

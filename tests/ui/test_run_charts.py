@@ -59,7 +59,8 @@ def test_chart_controls_smoothing_log_scale_x_axis_and_zoom(page: Any, seeded: S
     expect(chart.locator("canvas")).to_be_visible()
 
     page.locator("input[name=smoothing]").evaluate(
-        "el => { el.value = '0.6'; el.dispatchEvent(new Event('input', { bubbles: true })) }")
+        "el => { el.value = '0.6'; el.dispatchEvent(new Event('input', { bubbles: true })) }"
+    )
     expect(page).to_have_url(re.compile(r"smooth=0\.6"))
     expect(chart.locator(".u-legend")).to_have_count(0)  # one run: the readout, not a legend
     box = box_of(chart.locator(".u-over"))
@@ -125,8 +126,18 @@ def test_timeline_shows_queue_startup_stages_and_the_completion_tail(page: Any, 
     page.goto(f"/projects/vision/runs/{seeded.good}/timeline")
     gantt = page.locator("svg.gantt")
     expect(gantt).to_be_visible()
-    for row in ("queue wait", "startup", "attempt 1", "data_loading", "train", "data_wait", "train_step", "evaluation",
-                "checkpoint", "completion tail"):
+    for row in (
+        "queue wait",
+        "startup",
+        "attempt 1",
+        "data_loading",
+        "train",
+        "data_wait",
+        "train_step",
+        "evaluation",
+        "checkpoint",
+        "completion tail",
+    ):
         expect(gantt.locator(f"[data-row='{row}']")).to_have_count(1)
     per_batch = gantt.locator("[data-row=data_wait]")
     expect(per_batch).to_contain_text(re.compile(r"225× · .* · \d+%"))  # count, total time, share of its span
@@ -144,17 +155,47 @@ def test_gpu_utilization_and_memory_are_charted_per_gpu(page: Any, server: Any) 
     store = server.app.state.store
     if not any(p["name"] == "gpu" for p in store.projects()):
         t0 = time.time() - 60
-        samples = [{
-            "time": t0 + i, "cpu_percent": 95.0, "rss_bytes": 2 << 30, "cpu_count": 8,
-            "gpus": [{"index": g, "name": "NVIDIA H100", "uuid": f"GPU-{g}", "utilization_percent": (90 if i % 10 > 2 else 5) - g * 20,
-                      "memory_used_bytes": (30 + g * 10) << 30, "memory_total_bytes": 80 << 30, "power_watts": 350.0,
-                      "temperature_c": 60, "process_memory_bytes": (30 + g * 10) << 30} for g in (0, 1)],
-        } for i in range(30)]
-        store.ingest([
-            {"k": "run", "r": run_id, "w": "ui-test", "s": 1, "t": t0, "project": "gpu", "name": "h100-job", "status": "succeeded",
-             "created": t0, "started": t0, "ended": t0 + 30},
-            {"k": "resources", "r": run_id, "w": "ui-test", "s": 2, "t": t0, "samples": samples},
-        ])
+        samples = [
+            {
+                "time": t0 + i,
+                "cpu_percent": 95.0,
+                "rss_bytes": 2 << 30,
+                "cpu_count": 8,
+                "gpus": [
+                    {
+                        "index": g,
+                        "name": "NVIDIA H100",
+                        "uuid": f"GPU-{g}",
+                        "utilization_percent": (90 if i % 10 > 2 else 5) - g * 20,
+                        "memory_used_bytes": (30 + g * 10) << 30,
+                        "memory_total_bytes": 80 << 30,
+                        "power_watts": 350.0,
+                        "temperature_c": 60,
+                        "process_memory_bytes": (30 + g * 10) << 30,
+                    }
+                    for g in (0, 1)
+                ],
+            }
+            for i in range(30)
+        ]
+        store.ingest(
+            [
+                {
+                    "k": "run",
+                    "r": run_id,
+                    "w": "ui-test",
+                    "s": 1,
+                    "t": t0,
+                    "project": "gpu",
+                    "name": "h100-job",
+                    "status": "succeeded",
+                    "created": t0,
+                    "started": t0,
+                    "ended": t0 + 30,
+                },
+                {"k": "resources", "r": run_id, "w": "ui-test", "s": 2, "t": t0, "samples": samples},
+            ]
+        )
     page.goto(f"/projects/gpu/runs/{run_id}/resources")
     for panel in ("gpu-util", "gpu-mem"):
         expect(page.locator(f"[data-panel={panel}] canvas").first).to_be_visible()
@@ -174,20 +215,36 @@ def test_a_resumed_runs_timeline_keeps_each_attempt_apart(page: Any, resumed: st
     gantt = page.locator("svg.gantt")
     expect(gantt.locator("[data-row='attempt 2']")).to_have_count(1)
     rows = gantt.locator("g.gantt-row").evaluate_all("els => els.map(e => [e.dataset.row, e.dataset.attempt])")
-    assert rows == [["attempt 1", "1"], ["startup", "1"], ["data_loading", "1"], ["checkpoints", "1"],
-                    ["attempt 2", "2"], ["data_loading", "2"], ["completion tail", "2"]]
+    assert rows == [
+        ["attempt 1", "1"],
+        ["startup", "1"],
+        ["data_loading", "1"],
+        ["checkpoints", "1"],
+        ["attempt 2", "2"],
+        ["data_loading", "2"],
+        ["completion tail", "2"],
+    ]
     expect(gantt.locator("[data-row='attempt 1']")).to_contain_text("exit 1")
     expect(gantt.locator("[data-row='attempt 2']")).to_contain_text("exit 0")
     bands = {n: box_of(gantt.locator(f".gantt-attempt-band[data-attempt='{n}'] rect").first) for n in ("1", "2")}
     assert bands["1"]["x"] + bands["1"]["width"] < bands["2"]["x"]
     for row, attempt in rows:
         band = bands[attempt]
-        for shape in gantt.locator(f"g.gantt-row[data-row='{row}'][data-attempt='{attempt}']").locator(".gantt-bar, .gantt-marker").all():
+        for shape in (
+            gantt.locator(f"g.gantt-row[data-row='{row}'][data-attempt='{attempt}']")
+            .locator(".gantt-bar, .gantt-marker")
+            .all()
+        ):
             box = box_of(shape)
             centre = box["x"] + box["width"] / 2
             assert band["x"] - 1 <= centre <= band["x"] + band["width"] + 1, (row, attempt, box, band)
             if not box["width"] < 14:  # a marker is centred on its instant; a bar lies inside its attempt
-                assert band["x"] - 1 <= box["x"] and box["x"] + box["width"] <= band["x"] + band["width"] + 1, (row, attempt, box, band)
+                assert band["x"] - 1 <= box["x"] and box["x"] + box["width"] <= band["x"] + band["width"] + 1, (
+                    row,
+                    attempt,
+                    box,
+                    band,
+                )
     expect(page.locator(".card", has_text="Where the time went")).to_contain_text("2 attempts over")
     shot(page, "timeline-resumed", full_page=False)
 

@@ -15,7 +15,9 @@ from tests.ui.workloads import Seeded
 
 def test_a_failed_run_shows_its_traceback(page: Any, seeded: Seeded, shot: Any) -> None:
     page.goto(f"/runs/{seeded.failed[:8]}")
-    expect(page).to_have_url(re.compile(rf"/projects/vision/runs/{seeded.failed}$"))  # a prefix becomes the canonical link
+    expect(page).to_have_url(
+        re.compile(rf"/projects/vision/runs/{seeded.failed}$")
+    )  # a prefix becomes the canonical link
     card = page.locator("#failure")
     expect(card.locator("#failure-exception")).to_have_text("FileNotFoundError")
     expect(card.locator("#failure-message")).to_contain_text("no CSV shards under")
@@ -100,7 +102,9 @@ def test_firing_alerts_show_on_the_runs_table_and_the_run(page: Any, seeded: See
     firing: list[dict[str, Any]] = []
     deadline = time.monotonic() + 30
     while len(firing) < 5 and time.monotonic() < deadline:
-        firing = httpx.get(f"{server.url}/api/v1/alerts", params={"state": "firing", "project": "sweep"}).json()["alerts"]
+        firing = httpx.get(f"{server.url}/api/v1/alerts", params={"state": "firing", "project": "sweep"}).json()[
+            "alerts"
+        ]
         time.sleep(0.2)
     assert len(firing) == 5, firing
     page.goto("/projects/sweep")
@@ -113,7 +117,9 @@ def test_firing_alerts_show_on_the_runs_table_and_the_run(page: Any, seeded: See
     expect(page.locator(".runs-table .alert-chip")).to_have_count(5)
     expect(page.locator(".runs-table [data-status=failed]")).to_have_count(5)
     failed_row = page.locator(f".row[data-run='{firing[0]['run_id']}']")
-    expect(failed_row.locator(".alert-chip")).to_have_attribute("title", re.compile("critical · sweep-failed: sweep/sweep-"))
+    expect(failed_row.locator(".alert-chip")).to_have_attribute(
+        "title", re.compile("critical · sweep-failed: sweep/sweep-")
+    )
 
     deadline = time.monotonic() + 30
     while not httpx.get(f"{server.url}/api/v1/alerts", params={"run": seeded.failed}).json()["alerts"]:
@@ -132,8 +138,9 @@ def test_firing_alerts_show_on_the_runs_table_and_the_run(page: Any, seeded: See
     expect(page.locator("#alerts")).to_have_count(0)  # no alert about this run: no card
 
 
-def test_the_diagnosis_shows_the_runbook_and_the_rightsizing_its_next_step_points_to(page: Any, oom: str, server: Any,
-                                                                                      shot: Any) -> None:
+def test_the_diagnosis_shows_the_runbook_and_the_rightsizing_its_next_step_points_to(
+    page: Any, oom: str, server: Any, shot: Any
+) -> None:
     report = httpx.get(f"{server.url}/api/v1/runs/{oom}/diagnosis", timeout=60).json()
     assert report["findings"][0]["category"] == "oom_killed"
     page.goto(f"/projects/oom/runs/{oom}")

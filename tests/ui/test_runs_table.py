@@ -123,7 +123,9 @@ def test_selected_runs_open_the_compare_page(page: Any, seeded: Seeded) -> None:
     page.locator(f".row[data-run='{seeded.other}'] input[type=checkbox]").check()
     expect(compare).to_have_text("Compare (2)")
     compare.click()
-    expect(page).to_have_url(re.compile(re.escape(f"/projects/vision/compare?runs={seeded.good}%2C{seeded.other}") + "$"))
+    expect(page).to_have_url(
+        re.compile(re.escape(f"/projects/vision/compare?runs={seeded.good}%2C{seeded.other}") + "$")
+    )
     expect(page.locator("tr[data-param='lr']")).to_have_attribute("data-differs", "true")
 
 
@@ -164,11 +166,26 @@ def fill_big_project(store: Any, runs: int) -> None:
         rid = f"b{i:07d}{rng.getrandbits(96):024x}"
         rec = {"r": rid, "w": "ui-test", "t": t0 + i}
         batch += [
-            {**rec, "k": "run", "s": 1, "project": "big", "name": f"big-{i:05d}", "status": rng.choice(["succeeded", "failed"]),
-             "created": t0 + i, "started": t0 + i, "ended": t0 + i + 60, "host": "gpu-1"},
+            {
+                **rec,
+                "k": "run",
+                "s": 1,
+                "project": "big",
+                "name": f"big-{i:05d}",
+                "status": rng.choice(["succeeded", "failed"]),
+                "created": t0 + i,
+                "started": t0 + i,
+                "ended": t0 + i + 60,
+                "host": "gpu-1",
+            },
             {**rec, "k": "params", "s": 2, "data": {"lr": rng.choice([0.1, 0.01]), "seed": i}},
-            {**rec, "k": "metrics", "s": 3, "attempt": 1,
-             "series": {"m0": encode_series(array("q", [0]), array("d", [t0 + i]), array("d", [rng.random()]))}},
+            {
+                **rec,
+                "k": "metrics",
+                "s": 3,
+                "attempt": 1,
+                "series": {"m0": encode_series(array("q", [0]), array("d", [t0 + i]), array("d", [rng.random()]))},
+            },
         ]
         if len(batch) >= 6000:
             store.ingest(batch)

@@ -30,7 +30,9 @@ class Client:
     def request(self, method: str, path: str) -> httpx.Response:
         async def go() -> httpx.Response:
             transport = httpx.ASGITransport(app=self.app, root_path=self.root_path)  # type: ignore[arg-type]
-            async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8765") as c:  # a loopback name: the only kind flightlog ui answers
+            async with httpx.AsyncClient(
+                transport=transport, base_url="http://127.0.0.1:8765"
+            ) as c:  # a loopback name: the only kind flightlog ui answers
                 return await c.request(method, path)
 
         with ThreadPoolExecutor(1) as pool:
@@ -68,7 +70,14 @@ def test_every_deep_link_gets_the_page_with_a_strict_policy(client: Client) -> N
 
 
 def test_api_paths_never_fall_through_to_the_page(client: Client) -> None:
-    for path in ("/api/v1/nope", "/api/v2/runs", "/api", "/assets/missing.js", "/assets/..%2F..%2Fui.py", "/assets/sub/x.js"):
+    for path in (
+        "/api/v1/nope",
+        "/api/v2/runs",
+        "/api",
+        "/assets/missing.js",
+        "/assets/..%2F..%2Fui.py",
+        "/assets/sub/x.js",
+    ):
         got = client.get(path)
         assert got.status_code == 404, path
         assert got.json()["error"]["code"] == "not_found", path
@@ -93,8 +102,13 @@ def test_an_unbuilt_ui_says_how_to_build_it(client: Client, tmp_path: Path, monk
 def test_flightlog_ui_serves_the_store_and_prints_its_address(tmp_path: Path, built_ui: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("FLIGHTLOG_")}
     exe = Path(sys.executable).with_name("flightlog")
-    proc = subprocess.Popen([str(exe), "ui", "--port", "0", "--home", str(tmp_path / "home"), "--project", "demo"],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [str(exe), "ui", "--port", "0", "--home", str(tmp_path / "home"), "--project", "demo"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert proc.stdout is not None
         first = proc.stdout.readline()

@@ -22,7 +22,7 @@ FLIGHTLOG = str(Path(sys.executable).with_name("flightlog"))
 # traceback, markup that must stay text, a NaN, artifacts of each preview kind, and the model
 # of the training run as its input (lineage). Its first attempt fails on a refused connection,
 # so the runner retries it (two attempts).
-REPORT = r'''
+REPORT = r"""
 import json, logging, os, struct, sys, time, zlib
 import flightlog
 
@@ -68,11 +68,11 @@ run.log_artifact(os.path.join(out, "confusion.png"), kind="plot")
 run.note("calibration looks off on the val split", author="ci")
 report.info("report written")
 run.finish()
-'''
+"""
 
 # A batch of small runs for the runs table: params, tags, metrics and statuses that differ, and
 # one whose name, param and tag are markup (they must show as text).
-MANY = r'''
+MANY = r"""
 import flightlog
 for i in range(36):
     lr = [0.1, 0.01, 0.001][i % 3]
@@ -87,11 +87,11 @@ run = flightlog.init(project="sweep", name="<img src=x onerror=alert(1)>", resou
                      params={"lr": 0.5, "optimizer": "<b>bold?</b>"}, tags={"team": "<script>alert(2)</script>"})
 run.log({"acc": 0.1}, step=0)
 run.finish()
-'''
+"""
 
 # A workload that keeps writing (a line and a point every 50 ms) until told to stop (a file
 # appears): the live logs and live charts test.
-LIVE = r'''
+LIVE = r"""
 import os, sys, time
 import flightlog
 run = flightlog.init()  # attaches to the run `flightlog run` made
@@ -103,20 +103,20 @@ while not os.path.exists(stop) and i < 3000:
     i += 1
     time.sleep(0.05)
 print("live run done", flush=True)
-'''
+"""
 
 
 # Many lines: the log list must page and stay virtualized.
-CHATTY = r'''
+CHATTY = r"""
 import sys
 for i in range(5000):
     print(f"line {i:05d} " + "x" * (i % 50), flush=False)
-'''
+"""
 
 
 # Three runs for the compare page's edge cases: long names and values, a metric logged once
 # (one point per run), and one that ranges from 5e3 to 1e195 (past what a linear axis can label).
-EDGES = r'''
+EDGES = r"""
 import flightlog
 for i in range(3):
     run = flightlog.init(project="edges", name=f"a-rather-long-run-name-for-the-layout-{i}", resources=False,
@@ -125,11 +125,11 @@ for i in range(3):
     for s in range(20):
         run.log({"huge": 5e3 * 10 ** (10 * s) if s < 19 else 1e195, "loss": 1.0 / (s + 1 + i)}, step=s)
     run.finish()
-'''
+"""
 
 # A training script that checkpoints and can resume: the first attempt fails after its
 # checkpoint, `flightlog run --resume` runs the second from it.
-RESUMABLE = r'''
+RESUMABLE = r"""
 import os, sys, time
 import flightlog
 run = flightlog.init()
@@ -147,15 +147,15 @@ for i in range(start, start + 10):
         run.checkpoint(path, step=i + 1)
 if not resume:
     sys.exit("lost the node")
-'''
+"""
 
 # Takes memory until `flightlog run --memory-limit` kills it.
-GREEDY = r'''
+GREEDY = r"""
 chunks = []
 while True:
     chunks.append(bytearray(16 * 1024 * 1024))
     chunks[-1][::4096] = b"x" * len(chunks[-1][::4096])
-'''
+"""
 
 
 def make_edges(home: Path, work: Path) -> list[str]:
@@ -176,8 +176,22 @@ def make_resumed(home: Path, work: Path) -> str:
 
 def make_oom(home: Path, work: Path) -> str:
     """A run killed at its memory limit (`flightlog run --memory-limit 128M`)."""
-    flightlog(home, "run", "--project", "oom", "--name", "greedy", "--memory-limit", "128M", "--sample-interval", "0.1s",
-              "--", sys.executable, script(work, "greedy.py", GREEDY), check=False)
+    flightlog(
+        home,
+        "run",
+        "--project",
+        "oom",
+        "--name",
+        "greedy",
+        "--memory-limit",
+        "128M",
+        "--sample-interval",
+        "0.1s",
+        "--",
+        sys.executable,
+        script(work, "greedy.py", GREEDY),
+        check=False,
+    )
     return last_run(home, "oom")
 
 
@@ -198,10 +212,22 @@ def env_for(home: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def flightlog(home: Path, *args: str, check: bool = True, env: dict[str, str] | None = None,
-              timeout: float = 120, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run([FLIGHTLOG, *args], env=env or env_for(home), cwd=cwd or home.parent, text=True,
-                          capture_output=True, timeout=timeout)
+def flightlog(
+    home: Path,
+    *args: str,
+    check: bool = True,
+    env: dict[str, str] | None = None,
+    timeout: float = 120,
+    cwd: Path | None = None,
+) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(
+        [FLIGHTLOG, *args],
+        env=env or env_for(home),
+        cwd=cwd or home.parent,
+        text=True,
+        capture_output=True,
+        timeout=timeout,
+    )
     if check and proc.returncode != 0:
         raise RuntimeError(f"flightlog {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
     return proc
@@ -216,7 +242,9 @@ def script(work: Path, name: str, source: str) -> str:
 
 def run_script(home: Path, path: str) -> None:
     """Run an SDK script (no `flightlog run` around it) in its folder, on the store in ``home``."""
-    subprocess.run([sys.executable, path], env=env_for(home), cwd=Path(path).parent, check=True, capture_output=True, timeout=120)
+    subprocess.run(
+        [sys.executable, path], env=env_for(home), cwd=Path(path).parent, check=True, capture_output=True, timeout=120
+    )
 
 
 def last_run(home: Path, project: str) -> str:
@@ -228,23 +256,83 @@ def seed(work: Path) -> Seeded:
     """Fill ``work/home`` with the runs the tests look at (about 10 s on 2 cores)."""
     home = work / "home"
     work.mkdir(parents=True, exist_ok=True)
-    train = [sys.executable, str(ROOT / "examples" / "train.py"), "--data", str(work / "data"), "--epochs", "3",
-             "--slow-loader", "0.004"]
+    train = [
+        sys.executable,
+        str(ROOT / "examples" / "train.py"),
+        "--data",
+        str(work / "data"),
+        "--epochs",
+        "3",
+        "--slow-loader",
+        "0.004",
+    ]
     queued = str(time.time() - 2.5)
     ids = []
     for lr in ("0.5", "0.1"):  # the first from the source tree: its context has a git commit
-        flightlog(home, "run", "--project", "vision", "--name", "moons-mlp", "--tag", "owner=ci", "--sample-interval", "0.1s",
-                  "--queued-at", queued, "--memory-limit", "1G", "--", *train, "--lr", lr, "--out", str(work / f"out-{lr}"),
-                  cwd=ROOT if lr == "0.5" else None)
+        flightlog(
+            home,
+            "run",
+            "--project",
+            "vision",
+            "--name",
+            "moons-mlp",
+            "--tag",
+            "owner=ci",
+            "--sample-interval",
+            "0.1s",
+            "--queued-at",
+            queued,
+            "--memory-limit",
+            "1G",
+            "--",
+            *train,
+            "--lr",
+            lr,
+            "--out",
+            str(work / f"out-{lr}"),
+            cwd=ROOT if lr == "0.5" else None,
+        )
         ids.append(last_run(home, "vision"))
-    flightlog(home, "run", "--project", "vision", "--name", "moons-mlp", "--tag", "owner=ci", "--",
-              *train[:2], "--data", str(work / "data-v2"), "--no-generate", "--out", str(work / "out-bad"), check=False)
+    flightlog(
+        home,
+        "run",
+        "--project",
+        "vision",
+        "--name",
+        "moons-mlp",
+        "--tag",
+        "owner=ci",
+        "--",
+        *train[:2],
+        "--data",
+        str(work / "data-v2"),
+        "--no-generate",
+        "--out",
+        str(work / "out-bad"),
+        check=False,
+    )
     failed = last_run(home, "vision")
-    flightlog(home, "run", "--project", "vision", "--name", "eval-report", "--retries", "1", "--retry-delay", "0.1s",
-              "--", sys.executable, script(work, "report.py", REPORT), str(work / "out-0.5" / "model.json"),
-              env=env_for(home, OUT_DIR=str(work)))
+    flightlog(
+        home,
+        "run",
+        "--project",
+        "vision",
+        "--name",
+        "eval-report",
+        "--retries",
+        "1",
+        "--retry-delay",
+        "0.1s",
+        "--",
+        sys.executable,
+        script(work, "report.py", REPORT),
+        str(work / "out-0.5" / "model.json"),
+        env=env_for(home, OUT_DIR=str(work)),
+    )
     report = last_run(home, "vision")
-    flightlog(home, "run", "--project", "vision", "--name", "chatty", "--", sys.executable, script(work, "chatty.py", CHATTY))
+    flightlog(
+        home, "run", "--project", "vision", "--name", "chatty", "--", sys.executable, script(work, "chatty.py", CHATTY)
+    )
     chatty_id = last_run(home, "vision")
     run_script(home, script(work, "many.py", MANY))
     return Seeded(home=home, work=work, good=ids[0], other=ids[1], failed=failed, report=report, chatty=chatty_id)
@@ -256,8 +344,14 @@ def start_live(home: Path, work: Path, url: str | None = None) -> tuple[subproce
     path = script(work, "live.py", LIVE)
     stop = work / f"stop-{time.time_ns()}"
     env = env_for(home, FLIGHTLOG_URL=url) if url else env_for(home)
-    proc = subprocess.Popen([FLIGHTLOG, "run", "--project", "live", "--name", "ticker", "--", sys.executable, path, str(stop)],
-                            env=env, cwd=work, text=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [FLIGHTLOG, "run", "--project", "live", "--name", "ticker", "--", sys.executable, path, str(stop)],
+        env=env,
+        cwd=work,
+        text=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     return proc, stop
 
 

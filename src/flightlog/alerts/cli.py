@@ -42,7 +42,9 @@ def alerts_group() -> None:
 @click.option("--rule", help="Only alerts of this rule.")
 @click.option("--limit", "-n", type=click.IntRange(min=0), default=100, show_default=True)
 @format_option
-def alerts_ls(state: str | None, run_ref: str | None, project: str | None, rule: str | None, limit: int, fmt: str) -> None:
+def alerts_ls(
+    state: str | None, run_ref: str | None, project: str | None, rule: str | None, limit: int, fmt: str
+) -> None:
     """List alerts, newest first: what is firing, pending, and what was resolved."""
     run_id = open_client().run(run_ref).id if run_ref else None
     alerts = _alert_store().alerts(state=state, run_id=run_id, project=project, rule=rule, limit=limit)
@@ -95,7 +97,9 @@ def rules_check(file: str, fmt: str) -> None:
         sys.exit(1)
     missing = config.missing_env()
     doc = {
-        "file": file, "ok": True, "problems": [],
+        "file": file,
+        "ok": True,
+        "problems": [],
         "warnings": [w.to_dict(file) for w in config.warnings],
         "rules": [r.to_dict() for r in config.rules],
         "notifiers": [{"name": n.name, "kind": n.kind, "target": n.describe()} for n in config.notifiers],
@@ -105,8 +109,10 @@ def rules_check(file: str, fmt: str) -> None:
         emit_json(doc)
         return
     out = console()
-    out.print(f"[green]ok[/] {esc(file)}: {len(config.rules)} rule{'s' if len(config.rules) != 1 else ''}, "
-              f"{len(config.notifiers)} notifier{'s' if len(config.notifiers) != 1 else ''}")
+    out.print(
+        f"[green]ok[/] {esc(file)}: {len(config.rules)} rule{'s' if len(config.rules) != 1 else ''}, "
+        f"{len(config.notifiers)} notifier{'s' if len(config.notifiers) != 1 else ''}"
+    )
     for r in config.rules:
         scope = f" (project {', '.join(r.projects)})" if r.projects else ""
         out.print(esc(f"  {r.name}: {r.kind}, {r.severity}{scope}"))
@@ -132,7 +138,9 @@ def rules_ls(file: str | None, fmt: str) -> None:
         return
     out = console()
     if config is None:
-        out.print("[dim]no rules file: write flightlog.alerts.yaml here or FLIGHTLOG_HOME/alerts.yaml (docs/alerting.md)[/]")
+        out.print(
+            "[dim]no rules file: write flightlog.alerts.yaml here or FLIGHTLOG_HOME/alerts.yaml (docs/alerting.md)[/]"
+        )
         return
     out.print(esc(f"rules from {path}:"))
     for r in config.rules:
@@ -142,7 +150,9 @@ def rules_ls(file: str | None, fmt: str) -> None:
 @alerts_group.command("test")
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--run", "run_ref", metavar="RUN", required=True, help="The run to replay the rules against.")
-@click.option("--interval", metavar="DURATION", help="Evaluate this often in the run's time (default: settings.interval).")
+@click.option(
+    "--interval", metavar="DURATION", help="Evaluate this often in the run's time (default: settings.interval)."
+)
 @format_option
 def alerts_test(file: str, run_ref: str, interval: str | None, fmt: str) -> None:
     """Evaluate FILE's rules against a recorded run: what would have fired, when, with what value.
@@ -165,13 +175,19 @@ def alerts_test(file: str, run_ref: str, interval: str | None, fmt: str) -> None
 @alerts_group.command("silence")
 @click.argument("rule")
 @click.option("--for", "duration", metavar="DURATION", required=True, help="How long: 30m, 2h, 1d.")
-@click.option("--labels", "labels", multiple=True, metavar="NAME=VALUE",
-              help="Only alerts with these labels (globs allowed): run=3f2a9c, gpu=0; repeatable or comma-separated.")
+@click.option(
+    "--labels",
+    "labels",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="Only alerts with these labels (globs allowed): run=3f2a9c, gpu=0; repeatable or comma-separated.",
+)
 @click.option("--comment", "-m", help="Why (shown by `alerts silences`).")
 @click.option("--author", help="Who (default: your user name).")
 @format_option
-def alerts_silence(rule: str, duration: str, labels: tuple[str, ...], comment: str | None, author: str | None,
-                   fmt: str) -> None:
+def alerts_silence(
+    rule: str, duration: str, labels: tuple[str, ...], comment: str | None, author: str | None, fmt: str
+) -> None:
     """Hold back the notifications of RULE (a name or a glob such as 'gpu-*') for a while.
 
     Silenced alerts still change state and are kept in the history."""
@@ -184,8 +200,12 @@ def alerts_silence(rule: str, duration: str, labels: tuple[str, ...], comment: s
         emit_json(silence.to_dict())
         return
     shown = f" with {', '.join(f'{k}={v}' for k, v in silence.matchers.items())}" if silence.matchers else ""
-    console().print(esc(f"silence {silence.id}: {silence.rule}{shown} until {short_time(silence.ends)}"
-                        f" (end it early: flightlog alerts unsilence {silence.id})"))
+    console().print(
+        esc(
+            f"silence {silence.id}: {silence.rule}{shown} until {short_time(silence.ends)}"
+            f" (end it early: flightlog alerts unsilence {silence.id})"
+        )
+    )
 
 
 @alerts_group.command("silences")
@@ -215,8 +235,17 @@ def alerts_unsilence(silence_id: str) -> None:
 
 
 @alerts_group.command("watch")
-@click.option("--alerts", "file", metavar="FILE", help="Rules file (default: ./flightlog.alerts.yaml, else FLIGHTLOG_HOME/alerts.yaml).")
-@click.option("--once", is_flag=True, help="One evaluation (runs running now and those that ended within the lookback), then exit.")
+@click.option(
+    "--alerts",
+    "file",
+    metavar="FILE",
+    help="Rules file (default: ./flightlog.alerts.yaml, else FLIGHTLOG_HOME/alerts.yaml).",
+)
+@click.option(
+    "--once",
+    is_flag=True,
+    help="One evaluation (runs running now and those that ended within the lookback), then exit.",
+)
 @click.option("--interval", metavar="DURATION", help="Override settings.interval.")
 def alerts_watch(file: str | None, once: bool, interval: str | None) -> None:
     """Evaluate the rules over every run of the embedded store, live (for SDK runs without
@@ -227,7 +256,9 @@ def alerts_watch(file: str | None, once: bool, interval: str | None) -> None:
     client = open_client()
     path = discover(file, home=client.settings.home)
     if path is None:
-        raise InvalidInput("no rules file: pass --alerts FILE, or write ./flightlog.alerts.yaml or FLIGHTLOG_HOME/alerts.yaml")
+        raise InvalidInput(
+            "no rules file: pass --alerts FILE, or write ./flightlog.alerts.yaml or FLIGHTLOG_HOME/alerts.yaml"
+        )
     config = load_config(path)
     seconds = parse_duration(interval, what="--interval") if interval else config.settings.interval
 
@@ -257,5 +288,3 @@ def _user() -> str | None:
         return getpass.getuser()
     except (KeyError, OSError):
         return None
-
-

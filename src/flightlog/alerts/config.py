@@ -33,7 +33,6 @@ from flightlog.query import parse_filter
 __all__ = ["Settings", "AlertConfig", "load_config", "parse_config", "discover", "FILE_NAME", "HOME_FILE_NAME"]
 
 
-
 @dataclass(frozen=True)
 class Settings:
     interval: float = 5.0
@@ -164,8 +163,21 @@ def _rules(doc: Located, raw: Any, problems: list[Problem]) -> list[Rule]:
         f.finish(() if kind is not None else f.data.keys())
         if name is None or kind is None or spec is None or template is None:
             continue
-        rules.append(Rule(name, kind.name, severity, spec, template, labels, tuple(projects) if projects else None,
-                          filter_, send_resolved, description, doc.line(path)))
+        rules.append(
+            Rule(
+                name,
+                kind.name,
+                severity,
+                spec,
+                template,
+                labels,
+                tuple(projects) if projects else None,
+                filter_,
+                send_resolved,
+                description,
+                doc.line(path),
+            )
+        )
     return rules
 
 

@@ -130,8 +130,11 @@ class Cycle:
             mask = self._masks[key] = np.ones(len(column.keys), dtype=bool)  # every run here: the usual case
         if mask is None:
             runs = self.runs
-            mask = np.fromiter((rule in runs[k[0]].rules if k[0] in runs else False for k in column.keys),
-                               dtype=bool, count=len(column.keys))
+            mask = np.fromiter(
+                (rule in runs[k[0]].rules if k[0] in runs else False for k in column.keys),
+                dtype=bool,
+                count=len(column.keys),
+            )
             self._masks[key] = mask
         return mask
 
@@ -205,5 +208,3 @@ def run_fields(run: RunInfo) -> dict[str, Any]:
         "tags": run.tags,
         "metrics": {k: m.last for k, m in run.metrics.items()},
     }
-
-

@@ -14,8 +14,9 @@ FILE_NAME = "flightlog.alerts.yaml"
 HOME_FILE_NAME = "alerts.yaml"
 
 
-def discover(explicit: str | os.PathLike[str] | None = None, *, cwd: Path | None = None,
-             home: Path | None = None) -> Path | None:
+def discover(
+    explicit: str | os.PathLike[str] | None = None, *, cwd: Path | None = None, home: Path | None = None
+) -> Path | None:
     """The rules file to use: ``explicit``, else ./flightlog.alerts.yaml, else FLIGHTLOG_HOME/alerts.yaml."""
     if explicit is not None:
         p = Path(explicit)

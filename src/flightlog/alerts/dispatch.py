@@ -28,9 +28,15 @@ class Delivered:
 
 
 class Dispatcher:
-    def __init__(self, store: AlertStore | None, *, on_failure: Callable[[Delivered], None] | None = None,
-                 on_delivered: Callable[[Delivered], None] | None = None, threaded: bool = True,
-                 sleep: Callable[[float], object] = time.sleep) -> None:
+    def __init__(
+        self,
+        store: AlertStore | None,
+        *,
+        on_failure: Callable[[Delivered], None] | None = None,
+        on_delivered: Callable[[Delivered], None] | None = None,
+        threaded: bool = True,
+        sleep: Callable[[float], object] = time.sleep,
+    ) -> None:
         self.store = store
         self.on_failure = on_failure
         self.on_delivered = on_delivered
@@ -77,8 +83,13 @@ class Dispatcher:
         if len(self.delivered) > 1000:
             del self.delivered[:500]
         event = "notified" if outcome.ok else "notify_failed"
-        detail = {"notifier": outcome.notifier, "attempts": outcome.attempts, "status": pending.notification.status,
-                  "reason": pending.notification.reason, "group": pending.notification.group_key}
+        detail = {
+            "notifier": outcome.notifier,
+            "attempts": outcome.attempts,
+            "status": pending.notification.status,
+            "reason": pending.notification.reason,
+            "group": pending.notification.group_key,
+        }
         if outcome.error:
             detail["error"] = outcome.error
         now = time.time()

@@ -50,10 +50,19 @@ def build_evaluators(config: AlertConfig) -> list[Evaluator]:
 
 
 class AlertEngine:
-    def __init__(self, config: AlertConfig, feed: Feed, store: AlertStore, lookup: Lookup,
-                 dispatcher: Dispatcher | None = None, *, clock: Callable[[], float] = time.time,
-                 replay: bool = False, on_error: Callable[[str], None] | None = None,
-                 load_run: str | None | bool = None) -> None:
+    def __init__(
+        self,
+        config: AlertConfig,
+        feed: Feed,
+        store: AlertStore,
+        lookup: Lookup,
+        dispatcher: Dispatcher | None = None,
+        *,
+        clock: Callable[[], float] = time.time,
+        replay: bool = False,
+        on_error: Callable[[str], None] | None = None,
+        load_run: str | None | bool = None,
+    ) -> None:
         self.config = config
         self.feed = feed
         self.store = store
@@ -67,7 +76,9 @@ class AlertEngine:
         self.wanted = Needs.union(n for _, _, n in self._rule_needs)
         self.tracker = Tracker(store, {r.name: r for r in config.rules})
         self.router = Router(config, store, self._run_info)
-        self._applies: dict[str, tuple[tuple[Any, ...], frozenset[str], Needs]] = {}  # run → (what it was judged on, ...)
+        self._applies: dict[
+            str, tuple[tuple[Any, ...], frozenset[str], Needs]
+        ] = {}  # run → (what it was judged on, ...)
         self._runs: dict[str, RunInfo] = {}
         self._reported: set[str] = set()
         self._loaded = False

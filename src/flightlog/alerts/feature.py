@@ -11,8 +11,13 @@ from typing import Any
 
 from flightlog.plugins import CommandRef, Ref, Watcher, hookimpl
 
-__all__ = ["flightlog_cli_commands", "flightlog_services", "flightlog_runner_start", "flightlog_alert_rule_kinds",
-           "flightlog_notifiers"]
+__all__ = [
+    "flightlog_cli_commands",
+    "flightlog_services",
+    "flightlog_runner_start",
+    "flightlog_alert_rule_kinds",
+    "flightlog_notifiers",
+]
 
 
 @hookimpl

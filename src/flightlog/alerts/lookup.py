@@ -20,15 +20,15 @@ from flightlog.timefmt import iso
 __all__ = ["Lookup", "quote", "FAILED_STATUSES"]
 
 
-
 def quote(text: str) -> str:
     """A string literal of the filter language."""
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 class Lookup:
-    def __init__(self, store: Store, diagnose: Callable[[str], dict[str, Any]] | None = None, *,
-                 cache_seconds: float = 300.0) -> None:
+    def __init__(
+        self, store: Store, diagnose: Callable[[str], dict[str, Any]] | None = None, *, cache_seconds: float = 300.0
+    ) -> None:
         self.store = store
         self._diagnose = diagnose
         self.cache_seconds = cache_seconds
@@ -56,8 +56,17 @@ class Lookup:
             clause += " and parent is null"
         return run.project, clause
 
-    def recent(self, run: RunInfo, group_by: str, statuses: Sequence[str], *, limit: int,
-               until: float | None = None, order: str = "-ended", exclude: str | None = None) -> list[RunInfo]:
+    def recent(
+        self,
+        run: RunInfo,
+        group_by: str,
+        statuses: Sequence[str],
+        *,
+        limit: int,
+        until: float | None = None,
+        order: str = "-ended",
+        exclude: str | None = None,
+    ) -> list[RunInfo]:
         """The group's latest runs with one of ``statuses``, newest first (ended or created until ``until``)."""
         project, clause = self.group_filter(run, group_by)
         parts = [f"status in ({', '.join(quote(s) for s in statuses)})"]

@@ -38,8 +38,16 @@ class NullMonitor:
 
 
 class LiveMonitor:
-    def __init__(self, engine: Any, interval: float, *, dispatcher: Any = None, on_close: Callable[[], None] | None = None,
-                 flush_timeout: float = 20.0, say: Callable[[str], None] = _say) -> None:
+    def __init__(
+        self,
+        engine: Any,
+        interval: float,
+        *,
+        dispatcher: Any = None,
+        on_close: Callable[[], None] | None = None,
+        flush_timeout: float = 20.0,
+        say: Callable[[str], None] = _say,
+    ) -> None:
         self.engine = engine
         self.interval = interval
         self.dispatcher = dispatcher
@@ -127,11 +135,20 @@ def _start(run: Any, alerts: str | Path | None, say: Callable[[str], None]) -> M
 
     def failed(done: Any) -> None:
         o = done.outcome
-        say(f"alerts: notifier {o.notifier} failed after {o.attempts} attempt{'s' if o.attempts != 1 else ''}: {o.error}")
+        say(
+            f"alerts: notifier {o.notifier} failed after {o.attempts} attempt{'s' if o.attempts != 1 else ''}: {o.error}"
+        )
 
     dispatcher = Dispatcher(alert_store, on_failure=failed)
-    engine = AlertEngine(config, feed, alert_store, Lookup(client.store, diagnose=client.diagnose), dispatcher,
-                         on_error=lambda m: say(f"alerts: {m}"), load_run=run.id)
+    engine = AlertEngine(
+        config,
+        feed,
+        alert_store,
+        Lookup(client.store, diagnose=client.diagnose),
+        dispatcher,
+        on_error=lambda m: say(f"alerts: {m}"),
+        load_run=run.id,
+    )
     for warning in config.warnings:
         say(f"alerts: {warning.render(config.source)}")
     missing = config.missing_env()

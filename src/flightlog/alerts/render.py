@@ -37,9 +37,15 @@ def alerts_table(alerts: Sequence[Alert], *, empty: str = "no alerts") -> None:
         table.add_column(head, no_wrap=head != "SUMMARY")
     for a in alerts:
         table.add_row(
-            styled(a.state, STATE_STYLE.get(a.state)), styled(a.severity, SEVERITY_STYLE.get(a.severity)),
-            esc(a.rule), esc((a.run_id or "-")[:8]), _labels(a.labels), short_time(a.fired_at or a.active_since),
-            short_time(a.resolved_at), esc(_value(a.value)), esc(a.summary),
+            styled(a.state, STATE_STYLE.get(a.state)),
+            styled(a.severity, SEVERITY_STYLE.get(a.severity)),
+            esc(a.rule),
+            esc((a.run_id or "-")[:8]),
+            _labels(a.labels),
+            short_time(a.fired_at or a.active_since),
+            short_time(a.resolved_at),
+            esc(_value(a.value)),
+            esc(a.summary),
         )
     out = console()
     out.print(table)
@@ -55,10 +61,21 @@ def events_table(events: Sequence[dict[str, Any]]) -> None:
         table.add_column(head, no_wrap=head != "DETAIL")
     for e in events:
         detail = e.get("detail") or {}
-        text = detail.get("summary") or detail.get("error") or ", ".join(
-            f"{k}={v}" for k, v in detail.items() if k in ("notifier", "attempts", "reason", "silence", "value"))
-        table.add_row(esc(e["time"]), esc(e["event"]), esc(e.get("rule") or "-"), esc((e.get("run_id") or "-")[:8]),
-                      _labels(e.get("labels") or {}), esc(text))
+        text = (
+            detail.get("summary")
+            or detail.get("error")
+            or ", ".join(
+                f"{k}={v}" for k, v in detail.items() if k in ("notifier", "attempts", "reason", "silence", "value")
+            )
+        )
+        table.add_row(
+            esc(e["time"]),
+            esc(e["event"]),
+            esc(e.get("rule") or "-"),
+            esc((e.get("run_id") or "-")[:8]),
+            _labels(e.get("labels") or {}),
+            esc(text),
+        )
     out = console()
     out.print(table)
     if not events:
@@ -72,8 +89,15 @@ def silences_table(silences: Sequence[Silence], now: float) -> None:
     for head in ("ID", "RULE", "LABELS", "UNTIL", "ACTIVE", "BY", "COMMENT"):
         table.add_column(head, no_wrap=head != "COMMENT")
     for s in silences:
-        table.add_row(esc(s.id), esc(s.rule), _labels(s.matchers, ()), short_time(s.ends), "yes" if s.active(now) else "no",
-                      esc(s.author or "-"), esc(s.comment or ""))
+        table.add_row(
+            esc(s.id),
+            esc(s.rule),
+            _labels(s.matchers, ()),
+            short_time(s.ends),
+            "yes" if s.active(now) else "no",
+            esc(s.author or "-"),
+            esc(s.comment or ""),
+        )
     out = console()
     out.print(table)
     if not silences:
@@ -85,16 +109,24 @@ def replay_table(result: Any) -> None:
 
     out = console()
     run = result.run
-    out.print(f"[bold]alerts test[/] run {run.id} ({esc(run.project)}/{esc(run.name or '-')}, {esc(run.status)}): "
-              f"{len(result.rules)} rules applied, {result.evaluations} evaluations every {result.interval:g}s")
+    out.print(
+        f"[bold]alerts test[/] run {run.id} ({esc(run.project)}/{esc(run.name or '-')}, {esc(run.status)}): "
+        f"{len(result.rules)} rules applied, {result.evaluations} evaluations every {result.interval:g}s"
+    )
     table = Table(box=None, header_style="bold", pad_edge=False)
     for head in ("RULE", "SEVERITY", "STATE", "PENDING", "FIRED", "RESOLVED", "VALUE", "SUMMARY"):
         table.add_column(head, no_wrap=head != "SUMMARY")
     for a in result.alerts:
-        table.add_row(esc(a.rule), styled(a.severity, SEVERITY_STYLE.get(a.severity)),
-                      styled(a.state, STATE_STYLE.get(a.state)) + (f" ({esc(a.resolved_reason)})" if a.resolved_reason else ""),
-                      short_time(a.active_since), short_time(a.fired_at), short_time(a.resolved_at), esc(_value(a.value)),
-                      esc(a.summary))
+        table.add_row(
+            esc(a.rule),
+            styled(a.severity, SEVERITY_STYLE.get(a.severity)),
+            styled(a.state, STATE_STYLE.get(a.state)) + (f" ({esc(a.resolved_reason)})" if a.resolved_reason else ""),
+            short_time(a.active_since),
+            short_time(a.fired_at),
+            short_time(a.resolved_at),
+            esc(_value(a.value)),
+            esc(a.summary),
+        )
     if result.alerts:
         out.print(table)
     else:

@@ -58,9 +58,17 @@ class ReplayResult:
 
 def _alert(a: Alert) -> dict[str, Any]:
     return {
-        "rule": a.rule, "kind": a.kind, "severity": a.severity, "state": a.state, "labels": a.labels,
-        "pending_at": iso(a.active_since), "fired_at": iso(a.fired_at), "resolved_at": iso(a.resolved_at),
-        "resolved_reason": a.resolved_reason, "value": json_number(a.value), "summary": a.summary,
+        "rule": a.rule,
+        "kind": a.kind,
+        "severity": a.severity,
+        "state": a.state,
+        "labels": a.labels,
+        "pending_at": iso(a.active_since),
+        "fired_at": iso(a.fired_at),
+        "resolved_at": iso(a.resolved_at),
+        "resolved_reason": a.resolved_reason,
+        "value": json_number(a.value),
+        "summary": a.summary,
         "evidence": a.evidence,
     }
 
@@ -73,8 +81,9 @@ class _NoFeed:
         pass
 
 
-def replay_run(client: Any, config: AlertConfig, run_ref: str, *, now: float | None = None,
-               interval: float | None = None) -> ReplayResult:
+def replay_run(
+    client: Any, config: AlertConfig, run_ref: str, *, now: float | None = None, interval: float | None = None
+) -> ReplayResult:
     run = client.run(run_ref)
     now = time.time() if now is None else now
     store = MemoryAlertStore()
@@ -155,4 +164,3 @@ class _Sources:
         self.log_at = j
         if self.heartbeat is not None and self.heartbeat <= t:
             delta.heartbeat = self.heartbeat
-

@@ -38,7 +38,9 @@ class Pending:
 
 
 class Router:
-    def __init__(self, config: AlertConfig, store: AlertStore, run_info: Callable[[str], dict[str, object] | None]) -> None:
+    def __init__(
+        self, config: AlertConfig, store: AlertStore, run_info: Callable[[str], dict[str, object] | None]
+    ) -> None:
         self.config = config
         self.store = store
         self.run_info = run_info
@@ -94,7 +96,11 @@ class Router:
 
     def _send_resolved(self, alert: Alert, notifier: Notifier) -> bool:
         rule = self.config.rule(alert.rule)
-        wanted = rule.send_resolved if rule is not None and rule.send_resolved is not None else self.config.settings.send_resolved
+        wanted = (
+            rule.send_resolved
+            if rule is not None and rule.send_resolved is not None
+            else self.config.settings.send_resolved
+        )
         return wanted and notifier.route.send_resolved
 
     def _group(self, items: list[tuple[Alert, str, str]], now: float) -> list[Pending]:

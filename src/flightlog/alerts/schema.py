@@ -81,8 +81,15 @@ class Fields:
             return default
         return text
 
-    def number(self, key: str, *, required: bool = False, default: float | None = None,
-               minimum: float | None = None, above: float | None = None) -> float | None:
+    def number(
+        self,
+        key: str,
+        *,
+        required: bool = False,
+        default: float | None = None,
+        minimum: float | None = None,
+        above: float | None = None,
+    ) -> float | None:
         value = self._get(key, required)
         if value is MISSING:
             return default
@@ -97,7 +104,9 @@ class Fields:
             return default
         return float(value)
 
-    def integer(self, key: str, *, required: bool = False, default: int | None = None, minimum: int | None = None) -> int | None:
+    def integer(
+        self, key: str, *, required: bool = False, default: int | None = None, minimum: int | None = None
+    ) -> int | None:
         value = self._get(key, required)
         if value is MISSING:
             return default
@@ -118,8 +127,9 @@ class Fields:
             return default
         return value
 
-    def duration(self, key: str, *, required: bool = False, default: float | None = None,
-                 allow_zero: bool = False) -> float | None:
+    def duration(
+        self, key: str, *, required: bool = False, default: float | None = None, allow_zero: bool = False
+    ) -> float | None:
         value = self._get(key, required)
         if value is MISSING:
             return default
@@ -136,7 +146,9 @@ class Fields:
             return default
         return seconds
 
-    def choice(self, key: str, choices: tuple[str, ...], *, required: bool = False, default: str | None = None) -> str | None:
+    def choice(
+        self, key: str, choices: tuple[str, ...], *, required: bool = False, default: str | None = None
+    ) -> str | None:
         value = self.text(key, required=required)
         if value is None:
             return default
@@ -147,7 +159,9 @@ class Fields:
             return default
         return value
 
-    def text_list(self, key: str, *, required: bool = False, choices: tuple[str, ...] | None = None) -> list[str] | None:
+    def text_list(
+        self, key: str, *, required: bool = False, choices: tuple[str, ...] | None = None
+    ) -> list[str] | None:
         """A string or a list of strings."""
         value = self._get(key, required)
         if value is MISSING:
@@ -163,7 +177,10 @@ class Fields:
                 continue
             text = str(item).strip()
             if choices is not None and text not in choices:
-                self.fail((key, i) if isinstance(value, list) else key, f"{text!r} is not valid: use one of {', '.join(choices)}")
+                self.fail(
+                    (key, i) if isinstance(value, list) else key,
+                    f"{text!r} is not valid: use one of {', '.join(choices)}",
+                )
                 continue
             out.append(text)
         return out
@@ -184,7 +201,9 @@ class Fields:
             out[k] = str(v)
         return out
 
-    def check(self, key: str, convert: Callable[[Any], T], *, required: bool = False, default: T | None = None) -> T | None:
+    def check(
+        self, key: str, convert: Callable[[Any], T], *, required: bool = False, default: T | None = None
+    ) -> T | None:
         """Any other conversion: ``convert`` raises InvalidInput (or ValueError) with the message."""
         value = self._get(key, required)
         if value is MISSING:

@@ -83,7 +83,7 @@ def check_secret_value(what: str, text: str, *, env_name: str | None = None) -> 
     if not refs or _TOKENISH.search(literal) or len(literal) > 24:
         raise InvalidInput(
             f"{what} holds a secret and must not be written in clear: put it in an environment variable "
-            f"and write ${{NAME}} (e.g. {what}: \"${{{env_name or _suggest(what)}}}\")"
+            f'and write ${{NAME}} (e.g. {what}: "${{{env_name or _suggest(what)}}}")'
         )
 
 
@@ -96,7 +96,7 @@ def check_url(what: str, url: str, *, secret: bool = False, env_name: str | None
         if not refs:
             raise InvalidInput(
                 f"{what} is a webhook URL with its credential in the path: keep it in an environment variable "
-                f"and write {what}: \"${{{env_name or _suggest(what)}}}\""
+                f'and write {what}: "${{{env_name or _suggest(what)}}}"'
             )
         return
     literal = _literal(url)

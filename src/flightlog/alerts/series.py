@@ -17,7 +17,16 @@ import numpy as np
 
 from flightlog.alerts.delta import Column, SegmentKey
 
-__all__ = ["RESOURCE_SERIES", "HOST", "GPU", "is_resource_series", "fields_of", "resource_columns", "combine", "SampleTable"]
+__all__ = [
+    "RESOURCE_SERIES",
+    "HOST",
+    "GPU",
+    "is_resource_series",
+    "fields_of",
+    "resource_columns",
+    "combine",
+    "SampleTable",
+]
 
 Combine = Callable[[Sequence[np.ndarray]], np.ndarray]
 
@@ -39,16 +48,22 @@ HOST: dict[str, tuple[tuple[str, ...], Combine, str]] = {
     "cpu.utilization": (("cpu_percent", "cpu_count"), _per_core, "cpu.percent over every core of the host (0–100)"),
     "memory.rss": (("rss_bytes",), _one, "resident memory of the tree, bytes"),
     "memory.percent": (("memory_percent",), _one, "memory.rss as a percentage of the host's memory"),
-    "memory.cgroup_percent": (("cgroup_memory_usage", "cgroup_memory_limit"), _percent,
-                              "memory cgroup usage as a percentage of its limit (how close to an OOM kill)"),
+    "memory.cgroup_percent": (
+        ("cgroup_memory_usage", "cgroup_memory_limit"),
+        _percent,
+        "memory cgroup usage as a percentage of its limit (how close to an OOM kill)",
+    ),
     "threads": (("threads",), _one, "threads in the tree"),
     "open_files": (("open_files",), _one, "open file descriptors in the tree"),
 }
 GPU: dict[str, tuple[tuple[str, ...], Combine, str]] = {
     "gpu.utilization": (("utilization_percent",), _one, "per GPU (label gpu): busy percentage"),
     "gpu.memory_used": (("memory_used_bytes",), _one, "per GPU: memory used, bytes"),
-    "gpu.memory_percent": (("memory_used_bytes", "memory_total_bytes"), _percent,
-                           "per GPU: memory used as a percentage of the device's"),
+    "gpu.memory_percent": (
+        ("memory_used_bytes", "memory_total_bytes"),
+        _percent,
+        "per GPU: memory used as a percentage of the device's",
+    ),
     "gpu.power": (("power_watts",), _one, "per GPU: watts"),
     "gpu.temperature": (("temperature_c",), _one, "per GPU: degrees Celsius"),
 }
@@ -76,8 +91,9 @@ def _floats(values: Sequence[Any]) -> np.ndarray:
     try:
         return np.array(values, dtype=np.float64)  # None becomes NaN
     except (TypeError, ValueError):
-        return np.array([v if isinstance(v, (int, float)) and not isinstance(v, bool) else np.nan for v in values],
-                        dtype=np.float64)
+        return np.array(
+            [v if isinstance(v, (int, float)) and not isinstance(v, bool) else np.nan for v in values], dtype=np.float64
+        )
 
 
 @dataclass
@@ -133,8 +149,9 @@ class SampleTable:
             self.gpu[f] += other.gpu[f]
 
     @classmethod
-    def from_samples(cls, samples: Sequence[Mapping[str, Any]], run_id: str, host_fields: Sequence[str],
-                     gpu_fields: Sequence[str]) -> SampleTable:
+    def from_samples(
+        cls, samples: Sequence[Mapping[str, Any]], run_id: str, host_fields: Sequence[str], gpu_fields: Sequence[str]
+    ) -> SampleTable:
         """From sample dicts (the replay's path)."""
         t = cls(list(host_fields), list(gpu_fields))
         for i, s in enumerate(samples):
@@ -164,8 +181,9 @@ def resource_columns(names: Sequence[str], table: SampleTable) -> dict[str, Colu
         sorted_codes = codes[order]
         for name in names:
             if name in HOST:
-                out[name] = _column(sorted_codes, [(keys_of[c], ()) for c in range(len(keys_of))], times,
-                                    combine(name, fields))
+                out[name] = _column(
+                    sorted_codes, [(keys_of[c], ()) for c in range(len(keys_of))], times, combine(name, fields)
+                )
     if table.gpu_runs and any(n in GPU for n in names):
         memory = _floats(table.gpu_memory)
         reported = ~np.isnan(memory)

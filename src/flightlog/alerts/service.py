@@ -16,23 +16,35 @@ from flightlog.errors import InvalidInput
 __all__ = ["build_engine"]
 
 
-def build_engine(client: Any, config: AlertConfig, *, say: Callable[[str], None],
-                 started: float | None = None) -> tuple[AlertEngine, Dispatcher]:
+def build_engine(
+    client: Any, config: AlertConfig, *, say: Callable[[str], None], started: float | None = None
+) -> tuple[AlertEngine, Dispatcher]:
     """An engine (and its dispatcher) over every run of ``client``'s store."""
     from flightlog.alerts.feeds.store import StoreFeed, feeds_changes
 
     store = client.store
     if not feeds_changes(store):
-        raise InvalidInput("live evaluation of every run needs a store (the embedded one or PostgreSQL); "
-                           "a flightlog server evaluates the runs that report to it")
+        raise InvalidInput(
+            "live evaluation of every run needs a store (the embedded one or PostgreSQL); "
+            "a flightlog server evaluates the runs that report to it"
+        )
     alert_store = open_alert_store(store)
 
     def failed(done: Delivered) -> None:
         o = done.outcome
-        say(f"alerts: notifier {o.notifier} failed after {o.attempts} attempt{'s' if o.attempts != 1 else ''}: {o.error}")
+        say(
+            f"alerts: notifier {o.notifier} failed after {o.attempts} attempt{'s' if o.attempts != 1 else ''}: {o.error}"
+        )
 
     dispatcher = Dispatcher(alert_store, on_failure=failed)
     feed = StoreFeed(store, lookback=config.settings.lookback, started=started)
-    engine = AlertEngine(config, feed, alert_store, Lookup(store, diagnose=client.diagnose), dispatcher,
-                         on_error=lambda m: say(f"alerts: {m}"), load_run=None)
+    engine = AlertEngine(
+        config,
+        feed,
+        alert_store,
+        Lookup(store, diagnose=client.diagnose),
+        dispatcher,
+        on_error=lambda m: say(f"alerts: {m}"),
+        load_run=None,
+    )
     return engine, dispatcher

@@ -58,8 +58,15 @@ class Silence:
         }
 
 
-def new_silence(rule: str, seconds: float, matchers: Mapping[str, str] | None = None, *, author: str | None = None,
-                comment: str | None = None, now: float | None = None) -> Silence:
+def new_silence(
+    rule: str,
+    seconds: float,
+    matchers: Mapping[str, str] | None = None,
+    *,
+    author: str | None = None,
+    comment: str | None = None,
+    now: float | None = None,
+) -> Silence:
     if not rule.strip():
         raise InvalidInput("a silence needs a rule name (or a pattern such as 'gpu-*' or '*')")
     if seconds <= 0:

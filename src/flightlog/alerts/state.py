@@ -73,8 +73,11 @@ class Tracker:
                 self._event(alert, alert.state, signal.at)
                 changes = [Change(alert, None, alert.state, signal.at)]
                 if signal.one_shot and alert.state == "firing":
-                    changes += self._clear(alert, Signal(rule.name, signal.labels, "clear", signal.at, signal.value,
-                                                         reason="one_shot"), run)
+                    changes += self._clear(
+                        alert,
+                        Signal(rule.name, signal.labels, "clear", signal.at, signal.value, reason="one_shot"),
+                        run,
+                    )
                 return changes
             current = self.store.get_open(fp)  # another evaluator opened it first
             if current is None:
@@ -95,17 +98,26 @@ class Tracker:
         """The run ended: its run-scoped alerts end with it."""
         changes: list[Change] = []
         for alert in [a for a in self.open.values() if a.labels.get("run") == run.id]:
-            changes += self._clear(alert, Signal(alert.rule, alert.labels, "clear", at, alert.value,
-                                                 reason="run_ended"), run)
+            changes += self._clear(
+                alert, Signal(alert.rule, alert.labels, "clear", at, alert.value, reason="run_ended"), run
+            )
         return changes
 
     # ── internals ───────────────────────────────────────────────────────────
     def _new(self, fp: str, rule: Rule, signal: Signal, run: RunInfo | None) -> Alert:
         alert = Alert(
-            id=secrets.token_hex(8), fingerprint=fp, rule=rule.name, kind=rule.kind, severity=rule.severity,
-            labels=dict(signal.labels), state="firing" if signal.state == "firing" else "pending",
-            run_id=signal.run_id, project=signal.project, active_since=signal.since if signal.since is not None else signal.at,
-            fired_at=signal.at if signal.state == "firing" else None, updated=time.time(),
+            id=secrets.token_hex(8),
+            fingerprint=fp,
+            rule=rule.name,
+            kind=rule.kind,
+            severity=rule.severity,
+            labels=dict(signal.labels),
+            state="firing" if signal.state == "firing" else "pending",
+            run_id=signal.run_id,
+            project=signal.project,
+            active_since=signal.since if signal.since is not None else signal.at,
+            fired_at=signal.at if signal.state == "firing" else None,
+            updated=time.time(),
         )
         self._facts(alert, rule, signal, run)
         return alert
@@ -118,8 +130,14 @@ class Tracker:
         alert.summary = rule.summary.render(self._template_values(rule, signal, run))
 
     def _template_values(self, rule: Rule, signal: Signal, run: RunInfo | None) -> dict[str, Any]:
-        values: dict[str, Any] = {"value": signal.value, "rule": rule.name, "severity": rule.severity,
-                                  "kind": rule.kind, "labels": signal.labels, **signal.fields}
+        values: dict[str, Any] = {
+            "value": signal.value,
+            "rule": rule.name,
+            "severity": rule.severity,
+            "kind": rule.kind,
+            "labels": signal.labels,
+            **signal.fields,
+        }
         if run is not None:
             values.update(run=template_run(run), params=run.params, tags=run.tags)
         return values

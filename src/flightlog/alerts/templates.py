@@ -52,7 +52,9 @@ class Template:
                 literal += token[0]
                 continue
             if token in ("{", "}"):
-                raise InvalidInput(f"unmatched {token!r} at position {m.start()}: write {token * 2} for a literal brace")
+                raise InvalidInput(
+                    f"unmatched {token!r} at position {m.start()}: write {token * 2} for a literal brace"
+                )
             name, spec = m.group(1).strip(), m.group(2)
             _check_field(name, kind_fields)
             if spec is not None:
@@ -63,7 +65,9 @@ class Template:
                     try:
                         format("x", spec)
                     except ValueError:
-                        raise InvalidInput(f"{{{name}:{spec}}}: {spec!r} is not a format spec (e.g. .2f, .3g)") from None
+                        raise InvalidInput(
+                            f"{{{name}:{spec}}}: {spec!r} is not a format spec (e.g. .2f, .3g)"
+                        ) from None
             parts.append((literal, name, spec))
             literal = ""
         literal += text[pos:]
@@ -94,8 +98,10 @@ def _too_wide(spec: str) -> str | None:
 def _check_bounds(name: str, spec: str) -> None:
     part = _too_wide(spec)
     if part is not None:
-        raise InvalidInput(f"{{{name}:{spec}}}: the {part} is over {MAX_FORMAT_WIDTH}; "
-                           f"use a {part} of at most {MAX_FORMAT_WIDTH} (e.g. >10, .3f)")
+        raise InvalidInput(
+            f"{{{name}:{spec}}}: the {part} is over {MAX_FORMAT_WIDTH}; "
+            f"use a {part} of at most {MAX_FORMAT_WIDTH} (e.g. >10, .3f)"
+        )
 
 
 def _check_field(name: str, kind_fields: Collection[str]) -> None:

@@ -111,8 +111,9 @@ def last_finite(column: Column) -> tuple[np.ndarray, np.ndarray]:
 class RingWindows:
     """The points of each slot's window, in a ring per slot; aggregates at the newest point."""
 
-    def __init__(self, slots: Slots, name: str, kind: str, *, seconds: float | None = None,
-                 points: int | None = None) -> None:
+    def __init__(
+        self, slots: Slots, name: str, kind: str, *, seconds: float | None = None, points: int | None = None
+    ) -> None:
         self.slots = slots
         self.name = name
         self.kind = kind

@@ -93,8 +93,17 @@ def load_located(text: str, source: str) -> Located:
     and aliases that expand past :data:`MAX_VALUES` become a :class:`RulesFileError`."""
     size = len(text.encode("utf-8", "surrogatepass"))
     if size > MAX_BYTES:
-        raise RulesFileError(source, [Problem(None, (), f"the file is {size} bytes; a rules file may hold at most {MAX_BYTES}: "
-                                                        "split it, or drop what it repeats")])
+        raise RulesFileError(
+            source,
+            [
+                Problem(
+                    None,
+                    (),
+                    f"the file is {size} bytes; a rules file may hold at most {MAX_BYTES}: "
+                    "split it, or drop what it repeats",
+                )
+            ],
+        )
     try:
         loader = _Loader(text)
     except yaml.YAMLError as exc:  # e.g. a character YAML does not allow
@@ -147,8 +156,10 @@ def _check_expansion(root: yaml.Node) -> None:
             on_path.discard(key)
             sizes[key] = total = 1 + sum(sizes[id(c)] for c in children)
             if total > MAX_VALUES:
-                raise _TooBig(f"with its aliases expanded the document holds over {MAX_VALUES} values: "
-                              "write the rules out, or use fewer nested aliases")
+                raise _TooBig(
+                    f"with its aliases expanded the document holds over {MAX_VALUES} values: "
+                    "write the rules out, or use fewer nested aliases"
+                )
             continue
         if key in sizes:
             continue

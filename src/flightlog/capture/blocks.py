@@ -31,15 +31,9 @@ _PY_HEADER = "Traceback (most recent call last):"
 _PY_GROUP_HEADER = "+ Exception Group Traceback (most recent call last):"
 _PY_EXCEPTION_LINE = re.compile(r"(?P<type>[A-Za-z_][\w.]*)(?::\s?(?P<message>.*))?$")
 _JAVA_HEAD = re.compile(r'Exception in thread "[^"]*" (?P<type>[\w$.]+)(?::\s?(?P<message>.*))?')
-_NATIVE_START = re.compile(
-    r"#0\s+\S|\*\*\* .* \*\*\*|={5,} Backtrace: =+|Stack trace \(most recent call last\)"
-)
-_NATIVE_MORE = re.compile(
-    r"#\d+\s|={5,}|PC: @|@\s+0x|\S*\[0x[0-9a-fA-F]+\]$|[0-9a-f]+-[0-9a-f]+ [r-][w-][x-][ps-] "
-)
-_GO_MORE = re.compile(
-    r"goroutine \d+ \[|\[(?:recovered|signal)|created by |exit status \d+|[\w./*()\[\]{}\-]+\(.*\)$"
-)
+_NATIVE_START = re.compile(r"#0\s+\S|\*\*\* .* \*\*\*|={5,} Backtrace: =+|Stack trace \(most recent call last\)")
+_NATIVE_MORE = re.compile(r"#\d+\s|={5,}|PC: @|@\s+0x|\S*\[0x[0-9a-fA-F]+\]$|[0-9a-f]+-[0-9a-f]+ [r-][w-][x-][ps-] ")
+_GO_MORE = re.compile(r"goroutine \d+ \[|\[(?:recovered|signal)|created by |exit status \d+|[\w./*()\[\]{}\-]+\(.*\)$")
 _FATAL_PY_MORE = ("Current thread 0x", "Thread 0x", "Extension modules:", "Python runtime state:")
 
 
@@ -183,12 +177,7 @@ class PythonBlock(Block):
     def describe(self) -> dict[str, Any] | None:
         fields: dict[str, Any] = {"block": self.kind}
         for line in reversed(self.lines):
-            if (
-                line
-                and not line.startswith(_INDENT)
-                and line not in _PY_CHAIN
-                and line != _PY_HEADER
-            ):
+            if line and not line.startswith(_INDENT) and line not in _PY_CHAIN and line != _PY_HEADER:
                 m = _PY_EXCEPTION_LINE.match(line)
                 if m is not None:
                     fields["exception"] = m.group("type")
@@ -262,12 +251,7 @@ def start_block(line: str, time: float) -> Block | None:
         return JavaBlock(line, time, ERROR)
     if first and first in "#*=S" and _NATIVE_START.match(line):
         return NativeBlock(line, time, ERROR)
-    if (
-        first == "p"
-        and line.startswith("panic: ")
-        or first == "f"
-        and line.startswith("fatal error: ")
-    ):
+    if first == "p" and line.startswith("panic: ") or first == "f" and line.startswith("fatal error: "):
         return GoBlock(line, time, CRITICAL)
     if first == "F" and line.startswith("Fatal Python error: "):
         return FatalPythonBlock(line, time, CRITICAL)

@@ -31,9 +31,7 @@ _INDENT = (" ", "\t")
 SPECIAL_FIRST = frozenset(" \t{[#*=/0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZcefptw")
 # The same set, searched after every newline of a chunk at once: most chunks of plain output
 # have no special line at all, and one regex scan (the engine jumps from "\n" to "\n") says so.
-_SPECIAL_AFTER_NEWLINE = re.compile(
-    "\n[" + "".join(re.escape(c) for c in sorted(SPECIAL_FIRST)) + "]"
-)
+_SPECIAL_AFTER_NEWLINE = re.compile("\n[" + "".join(re.escape(c) for c in sorted(SPECIAL_FIRST)) + "]")
 _LOGFMT_NEEDLES = ("level=", "lvl=", "severity=")
 
 
@@ -41,9 +39,7 @@ def special_lines(text: str, lines: list[str], progress: list[int]) -> list[int]
     """Indices, ascending, of the lines of ``text`` that the grouper must look at one by one:
     a special first character, a logfmt level anywhere, or a collapsed progress line."""
     logfmt = any(needle in text for needle in _LOGFMT_NEEDLES)
-    starts = bool(lines) and (
-        lines[0][:1] in SPECIAL_FIRST or _SPECIAL_AFTER_NEWLINE.search(text) is not None
-    )
+    starts = bool(lines) and (lines[0][:1] in SPECIAL_FIRST or _SPECIAL_AFTER_NEWLINE.search(text) is not None)
     if not starts and not logfmt:
         return progress
     special = SPECIAL_FIRST
@@ -79,9 +75,7 @@ class StreamGrouper:
 
     __slots__ = ("stream", "rank", "attempt", "idle", "max_block_chars", "_pending", "_rows")
 
-    def __init__(
-        self, stream: str, *, rank: int | None, attempt: int, idle: float, max_block_chars: int
-    ) -> None:
+    def __init__(self, stream: str, *, rank: int | None, attempt: int, idle: float, max_block_chars: int) -> None:
         self.stream = stream
         self.rank = rank
         self.attempt = attempt

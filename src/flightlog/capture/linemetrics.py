@@ -47,9 +47,7 @@ _NAME_CHARS = 64
 _NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|NaN|NAN|inf|Inf|INF|infinity|Infinity)"
 # key, separator, number; the number must end the token (``v1.2.3``, ``10:30``, ``3/10`` are not).
 # A quote may close the key: Python dicts (``{'loss': 0.5, 'epoch': 1}``, Hugging Face's Trainer).
-_PAIR = re.compile(
-    rf"(?<![\w./\-])([A-Za-z][\w./\-]{{0,127}})['\"]?[ \t]*(?:=|:[ \t])[ \t]*({_NUMBER})(?![\w.:/\-])"
-)
+_PAIR = re.compile(rf"(?<![\w./\-])([A-Za-z][\w./\-]{{0,127}})['\"]?[ \t]*(?:=|:[ \t])[ \t]*({_NUMBER})(?![\w.:/\-])")
 _STEP_KEYS = ("step", "global_step", "iter", "iteration", "train_step")
 _EPOCH_KEYS = ("epoch",)
 # A lone pair counts when its key names one of these (the last word, any prefix: ``val_loss``).
@@ -86,8 +84,14 @@ class LineMetrics:
     already handed over go out at the next ``take``.
     """
 
-    def __init__(self, stats: dict[str, int] | None = None, *, max_names: int = MAX_NAMES,
-                 hold: float = 2.0, max_rate: int = MAX_RATE) -> None:
+    def __init__(
+        self,
+        stats: dict[str, int] | None = None,
+        *,
+        max_names: int = MAX_NAMES,
+        hold: float = 2.0,
+        max_rate: int = MAX_RATE,
+    ) -> None:
         self.stats = stats if stats is not None else {}
         self.stats.setdefault("line_metrics", 0)
         self.stats.setdefault("line_metric_names_dropped", 0)

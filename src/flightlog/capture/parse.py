@@ -45,9 +45,7 @@ class _Roles:
 
     __slots__ = ("level", "component", "message")
 
-    def __init__(
-        self, level: tuple[str, ...], component: tuple[str, ...], message: tuple[str, ...]
-    ) -> None:
+    def __init__(self, level: tuple[str, ...], component: tuple[str, ...], message: tuple[str, ...]) -> None:
         self.level = level
         self.component = component
         self.message = message
@@ -222,9 +220,7 @@ _TIMESTAMP = re.compile(
 )
 # After the level word: "| module:func" (loguru), " name: msg", "  [main] com.x.Y - msg" (log4j)
 # A timestamp, then (before any capital letter) the first run of capitals: usually the level.
-_TIMESTAMP_LEVEL = re.compile(
-    _TIMESTAMP.pattern + r"(?P<gap>[^A-Z\n]{0,120}?)(?P<word>[A-Z]{3,})(?![A-Za-z0-9])"
-)
+_TIMESTAMP_LEVEL = re.compile(_TIMESTAMP.pattern + r"(?P<gap>[^A-Z\n]{0,120}?)(?P<word>[A-Z]{3,})(?![A-Za-z0-9])")
 _COMPONENT_AFTER = re.compile(r"[\]\s|]*(?:\[[^\]]*\]\s+)?(?P<comp>[\w.\-<>]+)(?=:| - )")
 _EXCEPTION = re.compile(r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt|Fault)(?=:|$)")
 _PY_WARNING = re.compile(r"\S+?:\d+: (?P<comp>[A-Z]\w*Warning): ")
@@ -243,11 +239,7 @@ def _level_word(line: str, start: int, end: int) -> tuple[int, int, int] | None:
             return None
         level = _LEVEL_WORDS.get(m.group())
         s, e = m.span()
-        if (
-            level is not None
-            and (s == 0 or not line[s - 1].isalnum())
-            and (e >= len(line) or not line[e].isalnum())
-        ):
+        if level is not None and (s == 0 or not line[s - 1].isalnum()) and (e >= len(line) or not line[e].isalnum()):
             return level, s, e
         pos = e
 

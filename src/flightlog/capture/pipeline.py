@@ -76,9 +76,7 @@ class CaptureConfig:
         if self.max_line_bytes < 16:
             raise InvalidInput(f"max_line_bytes must be at least 16, got {self.max_line_bytes}")
         if self.max_rate is not None and not self.max_rate > 0:
-            raise InvalidInput(
-                f"max_rate must be a positive number of lines per second, got {self.max_rate}"
-            )
+            raise InvalidInput(f"max_rate must be a positive number of lines per second, got {self.max_rate}")
         if not self.rate_interval > 0:
             raise InvalidInput(f"rate_interval must be positive, got {self.rate_interval}")
         if self.group_idle < 0:
@@ -222,9 +220,7 @@ class CapturePipeline:
         lines, progress = split_lines(text)
         truncate_lines(lines, self.config.max_line_bytes, self.stats)
         specials = special_lines(text, lines, progress)
-        state.grouper.feed(
-            lines, specials, frozenset(progress) if progress else _NO_PROGRESS, now, out
-        )
+        state.grouper.feed(lines, specials, frozenset(progress) if progress else _NO_PROGRESS, now, out)
 
     def _finish(self, batch: LogBatch, now: float, final: bool) -> LogBatch:
         for step in self.event_steps:

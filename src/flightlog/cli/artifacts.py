@@ -33,8 +33,11 @@ def artifacts_cmd(run: str, action: str | None, path: str | None, output: str | 
             dest = dest / Path(path).name
         if (dest.exists() or dest.is_symlink()) and not force:
             # a local file may be the user's only copy of something: replacing it is asked for, never silent
-            raise Conflict(f"{dest} already exists; nothing was written. Pass --force to replace it, "
-                           "or --output PATH to write elsewhere", details={"path": str(dest)})
+            raise Conflict(
+                f"{dest} already exists; nothing was written. Pass --force to replace it, "
+                "or --output PATH to write elsewhere",
+                details={"path": str(dest)},
+            )
         written = client.download_artifact(info.id, path, dest)
         if fmt == "json":
             emit_json({"path": path, "written": str(written)})
@@ -54,8 +57,15 @@ def artifacts_cmd(run: str, action: str | None, path: str | None, output: str | 
     for head in ("ROLE", "KIND", "PATH", "SIZE", "SHA256", "STEP", "KEPT"):
         table.add_column(head, no_wrap=True)
     for a in artifacts:
-        table.add_row(esc(a.role), esc(a.kind or "-"), esc(a.path), format_size(a.size), (a.sha256 or "-")[:12],
-                      "-" if a.step is None else str(a.step), "yes" if (a.uri or "").startswith("cas:") else "path only")
+        table.add_row(
+            esc(a.role),
+            esc(a.kind or "-"),
+            esc(a.path),
+            format_size(a.size),
+            (a.sha256 or "-")[:12],
+            "-" if a.step is None else str(a.step),
+            "yes" if (a.uri or "").startswith("cas:") else "path only",
+        )
     console().print(table)
 
 

@@ -18,16 +18,18 @@ __all__ = ["runs_edit"]
 @click.option("--untag", "untags", multiple=True, metavar="KEY", help="Remove a tag; repeatable.")
 @click.option("--description", "-d", help="What the run is for (kept as the 'description' tag); '' removes it.")
 @format_option
-def runs_edit(run: str, name: str | None, tags: tuple[str, ...], untags: tuple[str, ...], description: str | None,
-              fmt: str) -> None:
+def runs_edit(
+    run: str, name: str | None, tags: tuple[str, ...], untags: tuple[str, ...], description: str | None, fmt: str
+) -> None:
     """Rename, retag or describe a run, whatever its status.
 
     \b
     flightlog runs edit 3f2a --name resnet50-baseline --tag team=cv --untag tmp
     flightlog runs edit 3f2a -d "baseline for the augmentation study"
     """
-    info = open_client().edit_run(run, name=name, description=description,
-                                  tags=parse_assignments(tags, "--tag", typed=False), remove_tags=untags)
+    info = open_client().edit_run(
+        run, name=name, description=description, tags=parse_assignments(tags, "--tag", typed=False), remove_tags=untags
+    )
     if fmt == "json":
         emit_json(info.to_dict(detail=False))
         return

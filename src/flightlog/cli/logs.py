@@ -36,23 +36,42 @@ _LEVEL_STYLE = {"warning": "\x1b[33m", "error": "\x1b[31m", "critical": "\x1b[1;
 @click.option("--since", metavar="TIME", help="Events after a time: 10m, 2h, or 2026-11-30T12:00:00Z.")
 @click.option("--until", metavar="TIME", help="Events before a time (same forms as --since).")
 @click.option("--timestamps", "-t", is_flag=True, help="Prefix each event with its time.")
-@click.option("--level", "-l", metavar="LEVEL", help="This level and above: debug, info, warning, error, critical, or a number (30 = warning).")
+@click.option(
+    "--level",
+    "-l",
+    metavar="LEVEL",
+    help="This level and above: debug, info, warning, error, critical, or a number (30 = warning).",
+)
 @click.option("--grep", "-g", metavar="REGEX", help="Only events whose message matches (case-insensitive).")
 @click.option("--component", metavar="NAME", help="Only events of this component (logger name).")
 @click.option("--stream", type=click.Choice(["stdout", "stderr", "sdk"]), multiple=True, help="Only these streams.")
 @click.option("--attempt", type=int, help="Only events of this attempt.")
 @click.option("--stage", metavar="NAME", help="Only events recorded inside this stage.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", help="json: JSON Lines, one event per line.")
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", help="json: JSON Lines, one event per line."
+)
 def logs_cmd(
-    run: str, follow: bool, tail: int | None, since: str | None, until: str | None, timestamps: bool,
-    level: str | None, grep: str | None, component: str | None, stream: tuple[str, ...],
-    attempt: int | None, stage: str | None, fmt: str,
+    run: str,
+    follow: bool,
+    tail: int | None,
+    since: str | None,
+    until: str | None,
+    timestamps: bool,
+    level: str | None,
+    grep: str | None,
+    component: str | None,
+    stream: tuple[str, ...],
+    attempt: int | None,
+    stage: str | None,
+    fmt: str,
 ) -> None:
     """Print a run's log events (tracebacks are one event each)."""
     client = open_client()
     info = client.run(run)
     color = fmt == "text" and sys.stdout.isatty()
-    filters: dict[str, Any] = dict(level=level, grep=grep, component=component, stream=stream or None, attempt=attempt, stage=stage)
+    filters: dict[str, Any] = dict(
+        level=level, grep=grep, component=component, stream=stream or None, attempt=attempt, stage=stage
+    )
     events = client.logs(info, since=since, until=until, limit=tail, tail=tail is not None, **filters)
     seen = _Printer(fmt, timestamps, color, run_id=info.id, project=info.project)
     seen.print_all(events)
@@ -80,8 +99,9 @@ def logs_cmd(
         return
 
 
-def _nothing_matched(client: Any, info: Any, *, level: str | None, since: str | None, until: str | None,
-                     **filters: Any) -> str:
+def _nothing_matched(
+    client: Any, info: Any, *, level: str | None, since: str | None, until: str | None, **filters: Any
+) -> str:
     """One line saying that no event matched, and what did: a silent empty output reads as
     "nothing was logged" (or as a broken command) when a filter only asked too much."""
     asked = [f"at level {level_name(level_code(level))} or above"] if level is not None else []
@@ -150,8 +170,16 @@ class _Printer:
         and a ``key=value`` the message itself holds (a logfmt line kept whole)."""
         fields = dict(event.fields or {})
         traceback = fields.pop("exception", None)
-        known = {"run_id": self.run_id, "project": self.project, "attempt": event.attempt, "rank": event.rank,
-                 "stage": event.stage, "level": event.level_name, "component": event.component, "message": event.message}
+        known = {
+            "run_id": self.run_id,
+            "project": self.project,
+            "attempt": event.attempt,
+            "rank": event.rank,
+            "stage": event.stage,
+            "level": event.level_name,
+            "component": event.component,
+            "message": event.message,
+        }
         shown = []
         for key, value in fields.items():
             if key == "timestamp" or (key in known and known[key] == value):

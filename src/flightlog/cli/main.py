@@ -56,7 +56,12 @@ class _Flightlog(click.Group):
 
 
 @click.group(cls=_Flightlog, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.option("--home", envvar="FLIGHTLOG_HOME", metavar="DIR", help="Embedded store directory (FLIGHTLOG_HOME; default: the nearest .flightlog above the working directory, else at the top of the git work tree, else ./.flightlog).")
+@click.option(
+    "--home",
+    envvar="FLIGHTLOG_HOME",
+    metavar="DIR",
+    help="Embedded store directory (FLIGHTLOG_HOME; default: the nearest .flightlog above the working directory, else at the top of the git work tree, else ./.flightlog).",
+)
 @click.version_option(package_name="flightlog", message="flightlog %(version)s")
 @click.pass_context
 def cli(ctx: click.Context, home: str | None) -> None:
@@ -79,8 +84,17 @@ def _register() -> None:
     from flightlog.cli.metrics import metrics_cmd
     from flightlog.cli.runs import projects_cmd, runs_group
 
-    for command in (runs_group, projects_cmd, logs_cmd, metrics_cmd, artifacts_cmd, sync_cmd, gc_cmd, version_cmd,
-                    migrate_store_cmd):
+    for command in (
+        runs_group,
+        projects_cmd,
+        logs_cmd,
+        metrics_cmd,
+        artifacts_cmd,
+        sync_cmd,
+        gc_cmd,
+        version_cmd,
+        migrate_store_cmd,
+    ):
         cli.add_command(command)
     runs_group.add_command(runs_edit)
 
@@ -110,10 +124,12 @@ def _needs_extra(name: str, error: MissingExtra) -> click.Command:
         raise error
 
     return click.Command(
-        name, callback=fail,
+        name,
+        callback=fail,
         params=[click.Argument(["args"], nargs=-1, type=click.UNPROCESSED)],
         context_settings={"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": []},
-        help=error.message, short_help=f"(needs {install_line(error.details['extra'])})",
+        help=error.message,
+        short_help=f"(needs {install_line(error.details['extra'])})",
     )
 
 

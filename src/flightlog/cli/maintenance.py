@@ -28,8 +28,9 @@ def sync_cmd(run_id: str | None, keep: bool, fmt: str) -> None:
     client = open_client(reconcile=False)  # the sync settles the journals itself, and reports it
     progress = _progress("syncing journals") if sys.stderr.isatty() and fmt == "text" else None
     try:
-        report = sync(client.settings.home, client.store, run_id=run_id, keep=keep,
-                      progress=progress.update if progress else None)
+        report = sync(
+            client.settings.home, client.store, run_id=run_id, keep=keep, progress=progress.update if progress else None
+        )
     finally:
         if progress:
             progress.close()
@@ -38,7 +39,8 @@ def sync_cmd(run_id: str | None, keep: bool, fmt: str) -> None:
         return
     click.echo(
         f"synced {report.journals} journal(s): {report.records_shipped} record(s) shipped, "
-        f"{report.duplicates} already there, {report.removed} journal(s) removed", err=True,
+        f"{report.duplicates} already there, {report.removed} journal(s) removed",
+        err=True,
     )
     for line in report.damaged:
         click.echo(f"warning: {line}", err=True)
@@ -65,7 +67,9 @@ class _progress:
 
 @click.command("gc")
 @click.option("--older-than", metavar="AGE", help="Delete finished runs that ended longer ago than this (e.g. 30d).")
-@click.option("--max-size", metavar="SIZE", help="Delete the oldest finished runs until the store holds at most this (e.g. 10G).")
+@click.option(
+    "--max-size", metavar="SIZE", help="Delete the oldest finished runs until the store holds at most this (e.g. 10G)."
+)
 @click.option("--dry-run", is_flag=True, help="Only show what would be deleted.")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
 @format_option
@@ -90,7 +94,8 @@ def gc_cmd(older_than: str | None, max_size: str | None, dry_run: bool, yes: boo
     click.echo(
         f"{verb} {len(report['runs'])} run(s) ({format_size(report['run_bytes'])}), "
         f"{report['blobs']} artifact file(s) ({format_size(report['blob_bytes'])}), "
-        f"{report['journals']} shipped journal(s)", err=True,
+        f"{report['journals']} shipped journal(s)",
+        err=True,
     )
 
 

@@ -13,7 +13,13 @@ __all__ = ["metrics_cmd"]
 @click.command("metrics")
 @click.argument("run")
 @click.argument("name", required=False)
-@click.option("--points", type=click.IntRange(min=0), default=20, show_default=True, help="With NAME: how many of the last points to print.")
+@click.option(
+    "--points",
+    type=click.IntRange(min=0),
+    default=20,
+    show_default=True,
+    help="With NAME: how many of the last points to print.",
+)
 @format_option
 def metrics_cmd(run: str, name: str | None, points: int, fmt: str) -> None:
     """A table of every metric (min, max, last, a sparkline), or one metric's history."""
@@ -28,8 +34,10 @@ def metrics_cmd(run: str, name: str | None, points: int, fmt: str) -> None:
         out = console()
         out.print(f"[bold]{esc(name)}[/]  {len(history)} points  {sparkline(history.values.tolist(), 60)}")
         if summary is not None:
-            out.print(f"min {summary.min}  max {summary.max}  last {summary.last} (step {summary.last_step})"
-                      + (f"  [red]{summary.nonfinite} non-finite[/]" if summary.nonfinite else ""))
+            out.print(
+                f"min {summary.min}  max {summary.max}  last {summary.last} (step {summary.last_step})"
+                + (f"  [red]{summary.nonfinite} non-finite[/]" if summary.nonfinite else "")
+            )
         start = max(0, len(history) - points)
         for step, value in zip(history.steps[start:].tolist(), history.values[start:].tolist(), strict=True):
             out.print(f"  {step:>10}  {value:.6g}")
@@ -40,7 +48,7 @@ def metrics_cmd(run: str, name: str | None, points: int, fmt: str) -> None:
         emit_json([s.to_dict() for s in summaries.values()])
         return
     if not summaries:
-        click.echo(f"run {info.id[:8]} has no metrics (record some with run.log({{\"loss\": value}}, step=i))")
+        click.echo(f'run {info.id[:8]} has no metrics (record some with run.log({{"loss": value}}, step=i))')
         return
     from rich.table import Table
 
@@ -49,7 +57,15 @@ def metrics_cmd(run: str, name: str | None, points: int, fmt: str) -> None:
         table.add_column(head, no_wrap=True)
     for n, s in summaries.items():
         flag = f" [red]({s.nonfinite} NaN/inf)[/]" if s.nonfinite else ""
-        table.add_row(esc(n), f"{s.count}{flag}", _num(s.min), _num(s.max), _num(s.last), str(s.last_step), sparkline(histories[n]))
+        table.add_row(
+            esc(n),
+            f"{s.count}{flag}",
+            _num(s.min),
+            _num(s.max),
+            _num(s.last),
+            str(s.last_step),
+            sparkline(histories[n]),
+        )
     console().print(table)
 
 

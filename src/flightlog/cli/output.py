@@ -22,7 +22,18 @@ from typing import IO, Any, TypeVar, cast
 
 import click
 
-__all__ = ["format_option", "emit_json", "console", "err_console", "sparkline", "json_safe", "esc", "styled", "clip", "printable"]
+__all__ = [
+    "format_option",
+    "emit_json",
+    "console",
+    "err_console",
+    "sparkline",
+    "json_safe",
+    "esc",
+    "styled",
+    "clip",
+    "printable",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -23,12 +23,20 @@ def runs_group() -> None:
 
 @runs_group.command("ls")
 @click.option("--project", "-p", help="Only runs of this project.")
-@click.option("--filter", "-f", "filter_", metavar="EXPR", help="e.g. \"params.lr > 0.01 and status = 'failed'\" (docs/filters.md).")
+@click.option(
+    "--filter",
+    "-f",
+    "filter_",
+    metavar="EXPR",
+    help="e.g. \"params.lr > 0.01 and status = 'failed'\" (docs/filters.md).",
+)
 @click.option("--order-by", "-o", metavar="KEY", help="e.g. -metrics.acc (descending), created; default -created.")
 @click.option("--limit", "-n", type=click.IntRange(min=0), default=50, show_default=True)
 @click.option("--columns", "-c", metavar="KEYS", help="Extra columns, comma-separated: params.lr,metrics.acc,tags.team")
 @format_option
-def runs_ls(project: str | None, filter_: str | None, order_by: str | None, limit: int, columns: str | None, fmt: str) -> None:
+def runs_ls(
+    project: str | None, filter_: str | None, order_by: str | None, limit: int, columns: str | None, fmt: str
+) -> None:
     """List runs, newest first."""
     runs = open_client().runs(project=project, filter=filter_, order_by=order_by, limit=limit)
     if fmt == "json":
@@ -42,8 +50,13 @@ def runs_ls(project: str | None, filter_: str | None, order_by: str | None, limi
         table.add_column(esc(head), no_wrap=True)
     for r in runs:
         table.add_row(
-            r.id[:8], esc(r.project), esc(r.name or "-"), status_text(r.status), short_time(r.started or r.created),
-            duration_text(r.duration), *(esc(_column(r, c)) for c in extra),
+            r.id[:8],
+            esc(r.project),
+            esc(r.name or "-"),
+            status_text(r.status),
+            short_time(r.started or r.created),
+            duration_text(r.duration),
+            *(esc(_column(r, c)) for c in extra),
         )
     out = console()
     out.print(table)
@@ -100,7 +113,10 @@ def _print_run(info: Any, notes: list[Any], stages: list[Any], artifacts: list[A
 
     out = console()
     room = max(20, out.width - 14)  # what is left of a line after the label or the indent
-    out.print(f"[bold]run {info.id}[/]  {status_text(info.status)}" + (f" ({esc(info.end_reason)})" if info.end_reason else ""))
+    out.print(
+        f"[bold]run {info.id}[/]  {status_text(info.status)}"
+        + (f" ({esc(info.end_reason)})" if info.end_reason else "")
+    )
     facts = [
         ("project", info.project),
         ("name", info.name or "-"),
@@ -148,7 +164,14 @@ def _print_run(info: Any, notes: list[Any], stages: list[Any], artifacts: list[A
         for head in ("METRIC", "LAST", "MIN", "MAX", "POINTS", "LAST STEP"):
             table.add_column(head)
         for name, m in info.metrics.items():
-            table.add_row(esc(name), _num(m.last), _num(m.min), _num(m.max), f"{m.count}" + (f" ({m.nonfinite} non-finite)" if m.nonfinite else ""), str(m.last_step))
+            table.add_row(
+                esc(name),
+                _num(m.last),
+                _num(m.min),
+                _num(m.max),
+                f"{m.count}" + (f" ({m.nonfinite} non-finite)" if m.nonfinite else ""),
+                str(m.last_step),
+            )
         out.print()
         out.print(table)
     if stages:
@@ -156,7 +179,9 @@ def _print_run(info: Any, notes: list[Any], stages: list[Any], artifacts: list[A
         for head in ("STAGE", "COUNT", "TOTAL", "MEAN", "MAX"):
             table.add_column(head)
         for s in stages:
-            table.add_row(esc(s.name), str(s.count), duration_text(s.total), duration_text(s.mean), duration_text(s.max))
+            table.add_row(
+                esc(s.name), str(s.count), duration_text(s.total), duration_text(s.mean), duration_text(s.max)
+            )
         out.print()
         out.print(table)
     if artifacts:
@@ -227,5 +252,7 @@ def projects_cmd(fmt: str) -> None:
     for head in ("PROJECT", "RUNS", "RUNNING", "FAILED", "LAST RUN"):
         table.add_column(head)
     for p in projects:
-        table.add_row(esc(p["name"]), str(p["runs"]), str(p["running"]), str(p["failed"]), short_time(p["last_created"]))
+        table.add_row(
+            esc(p["name"]), str(p["runs"]), str(p["running"]), str(p["failed"]), short_time(p["last_created"])
+        )
     console().print(table)

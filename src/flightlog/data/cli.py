@@ -25,7 +25,6 @@ if TYPE_CHECKING:
 __all__ = ["data_group", "main"]
 
 
-
 def _runs(ctx: click.Context) -> Runs:
     """The store for this command, opened on first use: FLIGHTLOG_HOME or the root ``--home``."""
     from flightlog.data.resolve import Runs
@@ -57,9 +56,7 @@ def _pairs(values: tuple[str, ...], option: str) -> dict[str, str]:
     for v in values:
         key, sep, val = v.partition("=")
         if not sep or not key or not val:
-            raise InvalidInput(
-                f"{option} {v!r}: expected NAME=VALUE, e.g. {option} wasserstein=0.2"
-            )
+            raise InvalidInput(f"{option} {v!r}: expected NAME=VALUE, e.g. {option} wasserstein=0.2")
         out[key.strip()] = val.strip()
     return out
 
@@ -85,18 +82,14 @@ def data_group() -> None:
 
 @data_group.command("manifest")
 @click.argument("path", type=click.Path(exists=True, path_type=Path))
-@click.option(
-    "--exclude", multiple=True, metavar="GLOB", help="Skip files matching this glob (repeatable)."
-)
+@click.option("--exclude", multiple=True, metavar="GLOB", help="Skip files matching this glob (repeatable).")
 @click.option("--no-cache", is_flag=True, help="Hash every file even when the cache knows it.")
 @click.option(
     "--out",
     type=click.Path(dir_okay=False, path_type=Path),
     help="Also write the full manifest JSON here.",
 )
-@click.option(
-    "--run", "run", metavar="RUN", help="Store the manifest on this run (evidence kind manifest)."
-)
+@click.option("--run", "run", metavar="RUN", help="Store the manifest on this run (evidence kind manifest).")
 @format_option
 @click.pass_context
 def manifest_cmd(
@@ -117,9 +110,7 @@ def manifest_cmd(
     from flightlog.data.manifest import build_manifest
 
     runs = _runs(ctx)
-    m = build_manifest(
-        path, cache_dir=None if no_cache else resolve.cache_dir(runs.home), exclude=exclude
-    )
+    m = build_manifest(path, cache_dir=None if no_cache else resolve.cache_dir(runs.home), exclude=exclude)
     if out is not None:
         _write_json(out, m)
     if run:
@@ -134,9 +125,7 @@ def manifest_cmd(
 @click.argument("a")
 @click.argument("b")
 @click.option("--name", default=None, help="Which input manifest of a run (when it has several).")
-@click.option(
-    "--limit", default=20, show_default=True, help="Files listed per section in text output."
-)
+@click.option("--limit", default=20, show_default=True, help="Files listed per section in text output.")
 @format_option
 @click.pass_context
 def diff_cmd(ctx: click.Context, a: str, b: str, name: str | None, limit: int, fmt: str) -> None:
@@ -166,12 +155,8 @@ def diff_cmd(ctx: click.Context, a: str, b: str, name: str | None, limit: int, f
     help="Write the profile JSON here (a drift reference).",
 )
 @click.option("--columns", help="Comma-separated columns to profile (default: all).")
-@click.option(
-    "--run", "run", metavar="RUN", help="Store the profile on this run (evidence kind profile)."
-)
-@click.option(
-    "--name", default=None, help="Name of the profile on the run (default: the file name)."
-)
+@click.option("--run", "run", metavar="RUN", help="Store the profile on this run (evidence kind profile).")
+@click.option("--name", default=None, help="Name of the profile on the run (default: the file name).")
 @format_option
 @click.pass_context
 def profile_cmd(
@@ -214,12 +199,8 @@ def profile_cmd(
     metavar="COLUMN",
     help="Redact this column's values in examples (repeatable).",
 )
-@click.option(
-    "--run", "run", metavar="RUN", help="Store the result on this run (evidence kind validation)."
-)
-@click.option(
-    "--name", default=None, help="Name of the result on the run (default: the file name)."
-)
+@click.option("--run", "run", metavar="RUN", help="Store the result on this run (evidence kind validation).")
+@click.option("--name", default=None, help="Name of the result on the run (default: the file name).")
 @format_option
 @click.pass_context
 def validate_cmd(
@@ -284,17 +265,13 @@ def validate_cmd(
     metavar="COLUMN=TEST",
     help="Force a test for a column: ks, wasserstein, chisquare, z, jensenshannon.",
 )
-@click.option(
-    "--fail-on-drift", is_flag=True, help="Exit 1 when the dataset drifted (for pipelines)."
-)
+@click.option("--fail-on-drift", is_flag=True, help="Exit 1 when the dataset drifted (for pipelines).")
 @click.option(
     "--report",
     type=click.Path(dir_okay=False, path_type=Path),
     help="Write an HTML report with per-column plots here.",
 )
-@click.option(
-    "--run", "run", metavar="RUN", help="Store the result (and the HTML report) on this run."
-)
+@click.option("--run", "run", metavar="RUN", help="Store the result (and the HTML report) on this run.")
 @click.option("--name", default="drift", show_default=True, help="Name of the result on the run.")
 @format_option
 @click.pass_context
@@ -331,9 +308,7 @@ def drift_cmd(
         cur,
         columns=_columns(columns),
         thresholds=_floats(_pairs(thresholds, "--threshold"), "--threshold"),
-        column_thresholds=_floats(
-            _pairs(column_thresholds, "--column-threshold"), "--column-threshold"
-        ),
+        column_thresholds=_floats(_pairs(column_thresholds, "--column-threshold"), "--column-threshold"),
         tests=_pairs(tests, "--test"),
     )
     d = r.to_dict()
@@ -349,9 +324,7 @@ def drift_cmd(
             html_path.parent.mkdir(parents=True, exist_ok=True)
             html_path.write_text(page, encoding="utf-8")
         except OSError as exc:
-            raise InvalidInput(
-                f"cannot write the report {html_path}: {exc.strerror or exc}"
-            ) from None
+            raise InvalidInput(f"cannot write the report {html_path}: {exc.strerror or exc}") from None
     if run:
         runs.log_evidence(run, "drift", name, d)
         if html_path is not None:
@@ -368,12 +341,8 @@ def drift_cmd(
 
 @data_group.command("cohorts")
 @click.argument("run")
-@click.option(
-    "--baseline", required=True, metavar="RUN", help="The run (or eval JSON file) to compare with."
-)
-@click.option(
-    "--name", default="eval", show_default=True, help="Name of the eval record on both runs."
-)
+@click.option("--baseline", required=True, metavar="RUN", help="The run (or eval JSON file) to compare with.")
+@click.option("--name", default="eval", show_default=True, help="Name of the eval record on both runs.")
 @click.option(
     "--threshold",
     default=0.05,

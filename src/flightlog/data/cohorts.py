@@ -45,9 +45,7 @@ def _integral(a: np.ndarray) -> bool:
     return True
 
 
-def _task(
-    y_true: np.ndarray, y_pred: np.ndarray, metrics: Sequence[str] | None, task: str | None
-) -> str:
+def _task(y_true: np.ndarray, y_pred: np.ndarray, metrics: Sequence[str] | None, task: str | None) -> str:
     if task is not None:
         if task not in ("classification", "regression"):
             raise InvalidInput(f"task must be classification or regression, got {task!r}")
@@ -62,11 +60,7 @@ def _task(
     if not _integral(y_true):
         return "regression"
     labels = np.unique(y_true)
-    if (
-        y_pred.dtype.kind == "f"
-        and not _integral(y_pred)
-        and not (labels.size <= 2 and _in_unit(y_pred))
-    ):
+    if y_pred.dtype.kind == "f" and not _integral(y_pred) and not (labels.size <= 2 and _in_unit(y_pred)):
         return "regression"
     return "classification"
 
@@ -159,9 +153,7 @@ def evaluate(
         uniq, inverse = np.unique(keys, return_inverse=True)
         for i, v in enumerate(uniq.tolist()):
             idx = np.flatnonzero(inverse == i)
-            out_cohorts.append(
-                {"cohort": col, "value": _plain(v), "count": int(idx.size), "metrics": compute(idx)}
-            )
+            out_cohorts.append({"cohort": col, "value": _plain(v), "count": int(idx.size), "metrics": compute(idx)})
     return {
         "task": kind,
         "count": int(yt.shape[0]),
@@ -178,11 +170,7 @@ def _sort_key(v: Any) -> tuple[int, Any]:
 
 def _same_kind(labels: np.ndarray, yt: np.ndarray) -> np.ndarray:
     try:
-        return (
-            labels.astype(yt.dtype)
-            if labels.dtype != yt.dtype and yt.dtype.kind in "biuf"
-            else labels
-        )
+        return labels.astype(yt.dtype) if labels.dtype != yt.dtype and yt.dtype.kind in "biuf" else labels
     except (TypeError, ValueError):
         return labels
 
@@ -203,11 +191,7 @@ def _sample(
 ) -> dict[str, Any]:
     n = yt.shape[0]
     k = min(max(size, 0), n)
-    idx = (
-        np.sort(np.random.default_rng(seed).choice(n, size=k, replace=False))
-        if k < n
-        else np.arange(n)
-    )
+    idx = np.sort(np.random.default_rng(seed).choice(n, size=k, replace=False)) if k < n else np.arange(n)
     rows = []
     for i in idx.tolist():
         row: dict[str, Any] = {"row": i, "y_true": _plain(yt[i]), "y_pred": _plain(yp[i])}
@@ -220,9 +204,7 @@ def _sample(
     return {"size": len(rows), "seed": seed, "rows": rows}
 
 
-def _worse(
-    metric: str, base: float, cur: float, threshold: float
-) -> tuple[bool, float, float | None]:
+def _worse(metric: str, base: float, cur: float, threshold: float) -> tuple[bool, float, float | None]:
     """(regressed beyond threshold, delta, relative change) — errors compare relatively."""
     delta = cur - base
     if metric in m.LOWER_IS_BETTER:
@@ -248,16 +230,10 @@ def compare_cohorts(
     """
     for label, ev in (("current", current), ("baseline", baseline)):
         if not isinstance(ev, Mapping) or "overall" not in ev or "cohorts" not in ev:
-            raise InvalidInput(
-                f"the {label} evaluation is not an eval result: expected overall and cohorts"
-            )
+            raise InvalidInput(f"the {label} evaluation is not an eval result: expected overall and cohorts")
     if current.get("task") != baseline.get("task"):
-        raise InvalidInput(
-            f"cannot compare a {current.get('task')} evaluation with a {baseline.get('task')} one"
-        )
-    names = (
-        list(metrics) if metrics else [k for k in current["overall"] if k in baseline["overall"]]
-    )
+        raise InvalidInput(f"cannot compare a {current.get('task')} evaluation with a {baseline.get('task')} one")
+    names = list(metrics) if metrics else [k for k in current["overall"] if k in baseline["overall"]]
     aggregate = []
     agg_regressed = agg_improved = False
     for name in names:

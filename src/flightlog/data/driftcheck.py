@@ -68,9 +68,7 @@ class Thresholds:
         known = set(asdict(self))
         bad = [k for k in overrides if k not in known]
         if bad:
-            raise InvalidInput(
-                f"unknown drift threshold {bad[0]!r}: use one of {', '.join(sorted(known))}"
-            )
+            raise InvalidInput(f"unknown drift threshold {bad[0]!r}: use one of {', '.join(sorted(known))}")
         values: dict[str, Any] = {}
         for k, v in overrides.items():
             values[k] = int(v) if k in ("sample_limit", "psi_bins") else float(v)
@@ -169,17 +167,11 @@ def drift(
     the threshold of whatever test a column gets; ``tests`` forces a test per column
     (``{"age": "ks"}``).
     """
-    th = (
-        thresholds
-        if isinstance(thresholds, Thresholds)
-        else Thresholds().with_overrides(thresholds)
-    )
+    th = thresholds if isinstance(thresholds, Thresholds) else Thresholds().with_overrides(thresholds)
     tests = dict(tests or {})
     for col, t in tests.items():
         if t not in TESTS:
-            raise InvalidInput(
-                f"unknown drift test {t!r} for column {col!r}: use one of {', '.join(TESTS)}"
-            )
+            raise InvalidInput(f"unknown drift test {t!r} for column {col!r}: use one of {', '.join(TESTS)}")
     ref, cur = _as_profile(reference), _as_profile(current)
     names = list(columns) if columns else list(ref.columns)
     out: list[ColumnDrift] = []
@@ -189,9 +181,7 @@ def drift(
         cc = cur.columns.get(name)
         if rc is None:
             if columns:
-                raise InvalidInput(
-                    f"no column {name!r} in the reference; columns: {list(ref.columns)}"
-                )
+                raise InvalidInput(f"no column {name!r} in the reference; columns: {list(ref.columns)}")
             continue
         if cc is None:
             changes.append(
@@ -246,9 +236,7 @@ def _column_drift(
         if rc.numeric.count == 0 or cc.numeric.count == 0:
             return None
         if forced and forced not in _NUMERIC_TESTS:
-            raise InvalidInput(
-                f"test {forced!r} does not apply to numeric column {rc.name!r}: use ks or wasserstein"
-            )
+            raise InvalidInput(f"test {forced!r} does not apply to numeric column {rc.name!r}: use ks or wasserstein")
         return _numeric(rc.name, rc.numeric, cc.numeric, th, threshold, forced)
     if rc.categorical is not None and cc.categorical is not None:
         if rc.categorical.count == 0 or cc.categorical.count == 0:
@@ -327,9 +315,7 @@ def _psi(ref: np.ndarray, cur: np.ndarray) -> float:
     return float(np.sum((q - p) * np.log(q / p)))
 
 
-def _psi_numeric(
-    r: NumericStats, rv: np.ndarray, rw: np.ndarray, cv: np.ndarray, cw: np.ndarray, bins: int
-) -> float:
+def _psi_numeric(r: NumericStats, rv: np.ndarray, rw: np.ndarray, cv: np.ndarray, cw: np.ndarray, bins: int) -> float:
     qs = [i / bins for i in range(1, bins)]
     if r.values:
         edges = np.quantile(np.asarray(r.values), qs, method="lower")

@@ -110,9 +110,7 @@ class Expectation(abc.ABC):
 
 def missing(e: Expectation) -> Result:
     if e.optional:
-        return Result(
-            e.name, e.column, True, e.describe(), f"column {e.column!r} is absent (optional)"
-        )
+        return Result(e.name, e.column, True, e.describe(), f"column {e.column!r} is absent (optional)")
     return Result(e.name, e.column, False, e.describe(), f"column {e.column!r} is missing")
 
 
@@ -145,8 +143,7 @@ class ColumnCheck(Expectation):
                 idx = pc.indices_nonzero(bad).slice(0, need)
                 values = arr.take(idx).to_pylist()
                 state["examples"].extend(
-                    {"row": offset + int(i), "value": jsonable(v)}
-                    for i, v in zip(idx.to_pylist(), values, strict=True)
+                    {"row": offset + int(i), "value": jsonable(v)} for i, v in zip(idx.to_pylist(), values, strict=True)
                 )
 
     def finish(self, state: Any, rows: int) -> Result:

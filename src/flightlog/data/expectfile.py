@@ -105,9 +105,7 @@ class _Doc:
     def value(self, node: yaml.Node) -> Any:
         return self._loader.construct_object(node, deep=True)
 
-    def mapping(
-        self, node: yaml.Node, field: str, allowed: tuple[str, ...]
-    ) -> list[tuple[str, yaml.Node, yaml.Node]]:
+    def mapping(self, node: yaml.Node, field: str, allowed: tuple[str, ...]) -> list[tuple[str, yaml.Node, yaml.Node]]:
         if not isinstance(node, yaml.MappingNode):
             raise self.fail(node, field, "expected a mapping of names to settings")
         out = []
@@ -129,9 +127,7 @@ class _Doc:
         ok = isinstance(v, int) if integer else isinstance(v, int | float)
         if v is None or (ok and not isinstance(v, bool)):
             return v
-        raise self.fail(
-            node, field, f"expected {'an integer' if integer else 'a number'}, got {v!r}"
-        )
+        raise self.fail(node, field, f"expected {'an integer' if integer else 'a number'}, got {v!r}")
 
     def flag(self, node: yaml.Node, field: str) -> bool:
         v = self.value(node)
@@ -149,9 +145,7 @@ class _Doc:
         """``[min, max]`` or ``{min: .., max: ..}``; numbers, dates or ISO-8601 times."""
         if isinstance(node, yaml.SequenceNode):
             if len(node.value) != 2:
-                raise self.fail(
-                    node, field, "expected [min, max] (two values; use null for an open end)"
-                )
+                raise self.fail(node, field, "expected [min, max] (two values; use null for an open end)")
             lo, hi = (self._bound(n, field, integer) for n in node.value)
         elif isinstance(node, yaml.MappingNode):
             d = {k: v for k, _, v in self.mapping(node, field, ("min", "max"))}
@@ -173,11 +167,7 @@ class _Doc:
         v = self.value(node)
         if integer:
             return self.number(node, field, integer=True)
-        if (
-            v is None
-            or (isinstance(v, int | float | str) and not isinstance(v, bool))
-            or hasattr(v, "isoformat")
-        ):
+        if v is None or (isinstance(v, int | float | str) and not isinstance(v, bool)) or hasattr(v, "isoformat"):
             return v
         raise self.fail(node, field, f"expected a number, a date or an ISO-8601 time, got {v!r}")
 
@@ -193,9 +183,7 @@ def parse_expectations(text: str, *, name: str = "<expectations>") -> Suite:
         problem = getattr(exc, "problem", None) or str(exc)
         raise InvalidInput(f"{where}: invalid YAML: {problem}") from None
     if root is None:
-        raise InvalidInput(
-            f"{name}: the expectation file is empty; see `flightlog data validate --help`"
-        )
+        raise InvalidInput(f"{name}: the expectation file is empty; see `flightlog data validate --help`")
     out: list[Expectation] = []
     sensitive: set[str] = set()
     for key, _knode, vnode in doc.mapping(root, "", TOP_FIELDS):
@@ -233,9 +221,7 @@ def _freshness(doc: _Doc, node: yaml.Node) -> Freshness:
         raise doc.fail(age_node or node, "freshness.max_age", exc.message) from None
 
 
-def _column(
-    doc: _Doc, col: str, cnode: yaml.Node, spec: yaml.Node, sensitive: set[str]
-) -> list[Expectation]:
+def _column(doc: _Doc, col: str, cnode: yaml.Node, spec: yaml.Node, sensitive: set[str]) -> list[Expectation]:
     base = f"columns.{col}"
     if isinstance(spec, yaml.ScalarNode) and doc.value(spec) is None:
         return [ColumnPresent(col)]

@@ -107,9 +107,7 @@ class FileSource(Source):
                     table = f.read_row_group(i, columns=self.columns)
                     yield from table.to_batches(max_chunksize=self.batch_rows)
                 else:
-                    yield from f.iter_batches(
-                        batch_size=self.batch_rows, row_groups=[i], columns=self.columns
-                    )
+                    yield from f.iter_batches(batch_size=self.batch_rows, row_groups=[i], columns=self.columns)
 
     def _ipc_batches(self) -> Iterator[pa.RecordBatch]:
         with pa.memory_map(str(self.path)) as mm:
@@ -180,9 +178,7 @@ class FileSource(Source):
         return max(TEXT_BLOCK_BYTES, min(_MAX_BLOCK_BYTES, columns * _BLOCK_BYTES_PER_COLUMN))
 
     def _widen_csv(self, exc: Exception, names: list[str], schema: pa.Schema) -> None:
-        m = re.search(
-            r"CSV column #(\d+): CSV conversion error to (\S+?): invalid value '(.*)'", str(exc)
-        )
+        m = re.search(r"CSV column #(\d+): CSV conversion error to (\S+?): invalid value '(.*)'", str(exc))
         if not m:
             raise InvalidInput(f"cannot read {self.path} as {self.fmt.upper()}: {exc}") from None
         name = names[int(m.group(1))]
@@ -267,9 +263,7 @@ class FileSource(Source):
                     "file must be one JSON object"
                 ) from None
             if not isinstance(obj, dict):
-                raise InvalidInput(
-                    f"{self.path}:{line_no + i}: expected a JSON object, got {type(obj).__name__}"
-                )
+                raise InvalidInput(f"{self.path}:{line_no + i}: expected a JSON object, got {type(obj).__name__}")
             for k, v in obj.items():
                 if v is not None:
                     kinds.setdefault(k, set()).add(_json_kind(v))
@@ -345,7 +339,6 @@ def dir_format(path: Path) -> str:
                 found[fmt] += 1
     if not found:
         raise InvalidInput(
-            f"no data files in directory {path}: expected files ending in "
-            + ", ".join(sorted(FILE_FORMATS))
+            f"no data files in directory {path}: expected files ending in " + ", ".join(sorted(FILE_FORMATS))
         )
     return found.most_common(1)[0][0]

@@ -55,9 +55,7 @@ class HashCache:
                     (lo, hi),
                 )
             else:
-                rows = self._db.execute(
-                    "SELECT path, size, mtime_ns, sha256 FROM hashes WHERE path = ?", (root,)
-                )
+                rows = self._db.execute("SELECT path, size, mtime_ns, sha256 FROM hashes WHERE path = ?", (root,))
             return {p: (s, m, h) for p, s, m, h in rows}
         except sqlite3.Error:
             return {}

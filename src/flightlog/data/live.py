@@ -75,8 +75,14 @@ class LiveProfile:
     field up to 1,000 counted values.
     """
 
-    def __init__(self, features: Sequence[str] | None = None, *, relative_accuracy: float = 0.01,
-                 exact_limit: int = EXACT_VALUES_LIMIT, max_categories: int = MAX_CATEGORIES) -> None:
+    def __init__(
+        self,
+        features: Sequence[str] | None = None,
+        *,
+        relative_accuracy: float = 0.01,
+        exact_limit: int = EXACT_VALUES_LIMIT,
+        max_categories: int = MAX_CATEGORIES,
+    ) -> None:
         self.features = list(features) if features else None
         self._builder = _Builder(relative_accuracy, exact_limit, max_categories, None)
         self.start: float | None = None
@@ -113,7 +119,9 @@ class LiveProfile:
         try:
             table = pa.Table.from_pylist(batch)
         except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-            raise InvalidInput(f"live rows mix types in one field ({exc}); log each input field with one type") from None
+            raise InvalidInput(
+                f"live rows mix types in one field ({exc}); log each input field with one type"
+            ) from None
         for rb in table.to_batches():
             self._builder.feed(rb)
 
@@ -203,17 +211,29 @@ class FeatureDrift:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "feature": self.feature, "test": self.test, "statistic": self.statistic, "p_value": self.p_value,
-            "threshold": self.threshold, "drifted": self.drifted, "psi": self.psi,
+            "feature": self.feature,
+            "test": self.test,
+            "statistic": self.statistic,
+            "p_value": self.p_value,
+            "threshold": self.threshold,
+            "drifted": self.drifted,
+            "psi": self.psi,
             "window": {"start": iso(self.window_start), "end": iso(self.window_end), "rows": self.rows},
-            "reference_rows": self.reference_rows, "onset": iso(self.onset), "onset_epoch": self.onset,
+            "reference_rows": self.reference_rows,
+            "onset": iso(self.onset),
+            "onset_epoch": self.onset,
         }
 
 
-def live_drift(reference: Profile | Mapping[str, Any], live: LiveProfile | Profile, *,
-               features: Sequence[str] | None = None, thresholds: Mapping[str, float] | None = None,
-               window: tuple[float | None, float | None] | None = None,
-               min_rows: int = MIN_ROWS) -> list[FeatureDrift]:
+def live_drift(
+    reference: Profile | Mapping[str, Any],
+    live: LiveProfile | Profile,
+    *,
+    features: Sequence[str] | None = None,
+    thresholds: Mapping[str, float] | None = None,
+    window: tuple[float | None, float | None] | None = None,
+    min_rows: int = MIN_ROWS,
+) -> list[FeatureDrift]:
     """Drift of each feature (those of ``features``, else every field both sides have); nothing
     for a window of fewer than ``min_rows`` rows (see :data:`MIN_ROWS`)."""
     # optional: scipy (flightlog[data]), only when drift is computed
@@ -225,16 +245,31 @@ def live_drift(reference: Profile | Mapping[str, Any], live: LiveProfile | Profi
     if features:
         missing = [f for f in features if f not in ref.columns]
         if missing:
-            raise InvalidInput(f"feature {missing[0]!r} is not in the training profile; its columns: "
-                               f"{', '.join(ref.columns)}")
+            raise InvalidInput(
+                f"feature {missing[0]!r} is not in the training profile; its columns: {', '.join(ref.columns)}"
+            )
         names = [f for f in features if f in cur.columns]
     else:
         names = [c for c in ref.columns if c in cur.columns]
     if not names or cur.row_count == 0 or cur.row_count < min_rows:
         return []
     report = drift(ref, _like(ref, cur, names), columns=names, thresholds=thresholds)
-    return [FeatureDrift(c.column, c.test, _num(c.statistic), _num(c.p_value), c.threshold, c.drifted, _num(c.psi),
-                         start, end, cur.row_count, ref.row_count) for c in report.columns]
+    return [
+        FeatureDrift(
+            c.column,
+            c.test,
+            _num(c.statistic),
+            _num(c.p_value),
+            c.threshold,
+            c.drifted,
+            _num(c.psi),
+            start,
+            end,
+            cur.row_count,
+            ref.row_count,
+        )
+        for c in report.columns
+    ]
 
 
 def _like(ref: Profile, cur: Profile, names: Sequence[str]) -> Profile:
@@ -270,9 +305,14 @@ class DriftMonitor:
 
     def observe(self, live: LiveProfile, start: float | None = None, end: float | None = None) -> list[FeatureDrift]:
         """Drift of one window (``start``/``end`` default to the rows' own times)."""
-        results = live_drift(self.reference, live, features=self.features, thresholds=self.thresholds,
-                             window=(start if start is not None else live.start, end if end is not None else live.end),
-                             min_rows=self.min_rows)
+        results = live_drift(
+            self.reference,
+            live,
+            features=self.features,
+            thresholds=self.thresholds,
+            window=(start if start is not None else live.start, end if end is not None else live.end),
+            min_rows=self.min_rows,
+        )
         for r in results:
             if r.drifted:
                 if self.onsets.get(r.feature) is None:
@@ -280,7 +320,7 @@ class DriftMonitor:
                 r.onset = self.onsets[r.feature]
             else:
                 self.onsets[r.feature] = None
-        self.history = [*self.history[-(self.keep - 1):], results]
+        self.history = [*self.history[-(self.keep - 1) :], results]
         return results
 
     def feed(self, rows: Iterable[PredictionRow], window: float) -> list[list[FeatureDrift]]:
@@ -314,8 +354,10 @@ def _latest(client: EvidenceReader, run_id: str, kind: str, name: str | None, wh
     items = client.evidence(run_id, kind=kind, name=name)
     if not items:
         named = f" named {name!r}" if name else ""
-        raise NotFound(f"training run {run_id} has no {what} ({kind} evidence{named}): log it in training with "
-                       f"run.log_{'profile' if kind == 'profile' else 'eval'}(...)")
+        raise NotFound(
+            f"training run {run_id} has no {what} ({kind} evidence{named}): log it in training with "
+            f"run.log_{'profile' if kind == 'profile' else 'eval'}(...)"
+        )
     names = sorted({e["name"] for e in items})
     if name is None and len(names) > 1:
         raise InvalidInput(f"training run {run_id} has several {kind} records ({', '.join(names)}): name one")
@@ -341,8 +383,13 @@ def training_eval(client: EvidenceReader, run_id: str, name: str | None = "eval"
 _DEFAULT_METRIC = {"classification": "accuracy", "regression": "mae"}
 
 
-def live_cohorts(rows: Iterable[PredictionRow], cohorts: Sequence[str], *, metrics: Sequence[str] | None = None,
-                 task: str | None = None) -> dict[str, Any] | None:
+def live_cohorts(
+    rows: Iterable[PredictionRow],
+    cohorts: Sequence[str],
+    *,
+    metrics: Sequence[str] | None = None,
+    task: str | None = None,
+) -> dict[str, Any] | None:
     """:func:`~flightlog.data.cohorts.evaluate` of the labelled rows, per value of each cohort
     field (accuracy for labels, MAE for numbers, unless ``metrics`` says); None without labels."""
     labelled = [r for r in rows if r.has_label and r.label is not None and r.output is not None]
@@ -361,13 +408,21 @@ def _cohort_value(v: Any) -> Any:
     return "null" if v is None else str(v)
 
 
-def compare_live(live: Mapping[str, Any], training: Mapping[str, Any], *, threshold: float = DEFAULT_THRESHOLD,
-                 min_count: int = DEFAULT_MIN_COUNT, metrics: Sequence[str] | None = None) -> dict[str, Any]:
+def compare_live(
+    live: Mapping[str, Any],
+    training: Mapping[str, Any],
+    *,
+    threshold: float = DEFAULT_THRESHOLD,
+    min_count: int = DEFAULT_MIN_COUNT,
+    metrics: Sequence[str] | None = None,
+) -> dict[str, Any]:
     """Cohorts worse live than in training (:func:`~flightlog.data.cohorts.compare_cohorts`),
     each with a sentence: "cohort country=BR accuracy 0.71 live vs 0.93 in training"."""
     names = list(metrics) if metrics else [m for m in live["overall"] if m in training["overall"]]
     out = compare_cohorts(live, training, threshold=threshold, min_count=min_count, metrics=names)
     for r in out["regressions"]:
-        r["summary"] = (f"cohort {r['cohort']}={r['value']} {r['metric']} {r['current']:.2f} live vs "
-                        f"{r['baseline']:.2f} in training")
+        r["summary"] = (
+            f"cohort {r['cohort']}={r['value']} {r['metric']} {r['current']:.2f} live vs "
+            f"{r['baseline']:.2f} in training"
+        )
     return out

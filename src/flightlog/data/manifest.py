@@ -44,9 +44,7 @@ def _hash_file(path: str) -> str:
         raise InvalidInput(f"cannot read {path} for its manifest: {exc.strerror or exc}") from None
 
 
-def _walk(
-    root: str, exclude: Sequence[str], skip_dir: str | None
-) -> tuple[list[tuple[str, int, int]], int]:
+def _walk(root: str, exclude: Sequence[str], skip_dir: str | None) -> tuple[list[tuple[str, int, int]], int]:
     """Regular files under root as (relative posix path, size, mtime_ns); plus a skipped count."""
     out: list[tuple[str, int, int]] = []
     skipped = 0
@@ -60,9 +58,7 @@ def _walk(
             continue
         for e in entries:
             rel = f"{rel_dir}{e.name}"
-            if exclude and any(
-                fnmatch.fnmatch(rel, pat) or fnmatch.fnmatch(e.name, pat) for pat in exclude
-            ):
+            if exclude and any(fnmatch.fnmatch(rel, pat) or fnmatch.fnmatch(e.name, pat) for pat in exclude):
                 continue
             try:
                 if e.is_dir(follow_symlinks=False):
@@ -202,9 +198,7 @@ def build_manifest(
     }
 
 
-def _hash_all(
-    todo: list[tuple[str, int, int]], prefix: str, out: dict[str, str], show_progress: bool | None
-) -> None:
+def _hash_all(todo: list[tuple[str, int, int]], prefix: str, out: dict[str, str], show_progress: bool | None) -> None:
     if not todo:
         return
     total = sum(size for _, size, _ in todo)
@@ -216,9 +210,7 @@ def _hash_all(
             return
         workers = min(_MAX_HASH_THREADS, 4 * (os.cpu_count() or 1))
         with ThreadPoolExecutor(workers, thread_name_prefix="flightlog-hash") as pool:
-            for (rel, size, _), sha in zip(
-                todo, pool.map(_hash_file, [prefix + r for r, _, _ in todo]), strict=True
-            ):
+            for (rel, size, _), sha in zip(todo, pool.map(_hash_file, [prefix + r for r, _, _ in todo]), strict=True):
                 out[rel] = sha
                 bar.advance(size)
 
@@ -230,9 +222,7 @@ def summary(manifest: dict[str, Any]) -> dict[str, Any]:
 
 def _check(m: Any, label: str) -> dict[str, Any]:
     if not isinstance(m, dict) or "files" not in m or "digest" not in m:
-        raise InvalidInput(
-            f"{label} is not a flightlog manifest: expected an object with files and digest"
-        )
+        raise InvalidInput(f"{label} is not a flightlog manifest: expected an object with files and digest")
     return m
 
 
@@ -242,9 +232,7 @@ def _change(a: float | None, b: float | None) -> dict[str, Any]:
     return {"a": a, "b": b, "delta": delta, "ratio": ratio}
 
 
-def diff_manifests(
-    a: dict[str, Any], b: dict[str, Any], *, small_factor: float = 0.5
-) -> dict[str, Any]:
+def diff_manifests(a: dict[str, Any], b: dict[str, Any], *, small_factor: float = 0.5) -> dict[str, Any]:
     """What changed from manifest ``a`` to ``b``: files added, removed and changed, and shifts.
 
     ``shifts`` lists the changes a person should look at (file count, total and median size,
@@ -329,18 +317,11 @@ def _shifts(d: dict[str, Any]) -> list[str]:
     out = []
     fc, ts, ms = d["file_count"], d["total_size"], d["median_size"]
     if fc["a"] != fc["b"] and (not fc["a"] or abs(fc["b"] - fc["a"]) >= max(1, 0.1 * fc["a"])):
-        out.append(
-            f"file count {fc['a']:,} → {fc['b']:,}"
-            + (f" (×{fc['ratio']:.2f})" if fc["ratio"] else "")
-        )
+        out.append(f"file count {fc['a']:,} → {fc['b']:,}" + (f" (×{fc['ratio']:.2f})" if fc["ratio"] else ""))
     if ts["a"] and ts["b"] is not None and abs(ts["b"] - ts["a"]) >= 0.1 * ts["a"]:
-        out.append(
-            f"total size {format_size(ts['a'])} → {format_size(ts['b'])} (×{ts['ratio']:.2f})"
-        )
+        out.append(f"total size {format_size(ts['a'])} → {format_size(ts['b'])} (×{ts['ratio']:.2f})")
     if ms["a"] and ms["b"] is not None and (ms["b"] <= ms["a"] / 2 or ms["b"] >= ms["a"] * 2):
-        out.append(
-            f"median file size {format_size(ms['a'])} → {format_size(ms['b'])} (×{ms['ratio']:.3g})"
-        )
+        out.append(f"median file size {format_size(ms['a'])} → {format_size(ms['b'])} (×{ms['ratio']:.3g})")
     sf = d["small_files"]
     if sf["detected"]:
         out.append(

@@ -48,9 +48,7 @@ def auc(y_pos: np.ndarray, scores: np.ndarray) -> float | None:
     return u / (n_pos * n_neg)
 
 
-def _binary(
-    y_true: np.ndarray, y_pred: np.ndarray, positive: Any
-) -> tuple[float | None, float | None, float | None]:
+def _binary(y_true: np.ndarray, y_pred: np.ndarray, positive: Any) -> tuple[float | None, float | None, float | None]:
     t = y_true == positive
     p = y_pred == positive
     tp = float(np.count_nonzero(t & p))
@@ -86,11 +84,7 @@ def classification(
         if positive is not None:
             prf = _binary(y_true, y_pred, positive)
         else:
-            per = [
-                _binary(y_true, y_pred, c)
-                for c in classes
-                if np.any(y_true == c) or np.any(y_pred == c)
-            ]
+            per = [_binary(y_true, y_pred, c) for c in classes if np.any(y_true == c) or np.any(y_pred == c)]
             prf = tuple(_mean([x[i] for x in per]) for i in range(3))  # type: ignore[assignment]
         for m, v in zip(("precision", "recall", "f1"), prf, strict=True):
             if m in names:
@@ -105,9 +99,7 @@ def _mean(values: list[float | None]) -> float | None:
     return float(np.mean(vals)) if vals else None
 
 
-def _auc(
-    y_true: np.ndarray, scores: np.ndarray | None, classes: Sequence[Any], positive: Any
-) -> float | None:
+def _auc(y_true: np.ndarray, scores: np.ndarray | None, classes: Sequence[Any], positive: Any) -> float | None:
     if scores is None:
         return None
     if scores.ndim == 1:

@@ -68,9 +68,7 @@ class ColumnProfile:
     def stats(self) -> NumericStats | CategoricalStats | DatetimeStats | None:
         return self.numeric or self.categorical or self.datetime
 
-    def to_dict(
-        self, *, quantiles: tuple[float, ...] = DEFAULT_QUANTILES, top_k: int = 10
-    ) -> dict[str, Any]:
+    def to_dict(self, *, quantiles: tuple[float, ...] = DEFAULT_QUANTILES, top_k: int = 10) -> dict[str, Any]:
         return {
             "name": self.name,
             "type": self.type,
@@ -92,9 +90,7 @@ class ColumnProfile:
             count=int(d["count"]),
             null_count=int(d["null_count"]),
             numeric=NumericStats.from_dict(d["numeric"]) if d.get("numeric") else None,
-            categorical=CategoricalStats.from_dict(d["categorical"])
-            if d.get("categorical")
-            else None,
+            categorical=CategoricalStats.from_dict(d["categorical"]) if d.get("categorical") else None,
             datetime=DatetimeStats.from_dict(d["datetime"]) if d.get("datetime") else None,
         )
 
@@ -104,8 +100,7 @@ class ColumnProfile:
             self.numeric, self.categorical, self.datetime = _empty_stats_like(other)
         elif other.kind != self.kind and not (other.kind == "other" and other.type == "null"):
             raise InvalidInput(
-                f"cannot merge profiles: column {self.name!r} is {self.type} in one and "
-                f"{other.type} in the other"
+                f"cannot merge profiles: column {self.name!r} is {self.type} in one and {other.type} in the other"
             )
         elif other.type != self.type and other.type != "null":
             self.type = _wider_type_name(self.type, other.type)
@@ -155,9 +150,7 @@ class Profile:
         try:
             return self.columns[name]
         except KeyError:
-            raise KeyError(
-                f"no column {name!r} in the profile; columns: {list(self.columns)}"
-            ) from None
+            raise KeyError(f"no column {name!r} in the profile; columns: {list(self.columns)}") from None
 
     def __iter__(self) -> Iterator[ColumnProfile]:
         return iter(self.columns.values())
@@ -173,17 +166,13 @@ class Profile:
             "created": iso(self.created),
             "row_count": self.row_count,
             "column_count": len(self.columns),
-            "columns": [
-                c.to_dict(quantiles=self.quantiles, top_k=self.top_k) for c in self.columns.values()
-            ],
+            "columns": [c.to_dict(quantiles=self.quantiles, top_k=self.top_k) for c in self.columns.values()],
         }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Profile:
         if not isinstance(d, dict) or "columns" not in d or "row_count" not in d:
-            raise InvalidInput(
-                "not a flightlog profile: expected an object with row_count and columns"
-            )
+            raise InvalidInput("not a flightlog profile: expected an object with row_count and columns")
         version = int(d.get("version", 1))
         if version > PROFILE_VERSION:
             raise InvalidInput(
@@ -215,9 +204,7 @@ def _merge_into(out: Profile, other: Profile) -> None:
     for name, col in other.columns.items():
         mine = out.columns.get(name)
         if mine is None:
-            mine = ColumnProfile(
-                name, "null", "other", count=out.row_count, null_count=out.row_count
-            )
+            mine = ColumnProfile(name, "null", "other", count=out.row_count, null_count=out.row_count)
             out.columns[name] = mine
         mine.merge(ColumnProfile.from_dict(col.to_dict()))
     for name, col in out.columns.items():
@@ -247,9 +234,7 @@ def _update(stats: Any, arr: pa.Array, nulls: int) -> None:
 class _Builder:
     """The state of one streaming pass: a Profile being filled batch by batch."""
 
-    def __init__(
-        self, relative_accuracy: float, exact_limit: int, max_categories: int, pool: Executor | None
-    ) -> None:
+    def __init__(self, relative_accuracy: float, exact_limit: int, max_categories: int, pool: Executor | None) -> None:
         self.profile = Profile()
         self.pool = pool
         self.relative_accuracy = relative_accuracy
@@ -335,16 +320,12 @@ def profile(
     source: Source = open_source(obj, **kwargs)
     workers = min(os.cpu_count() or 1, _MAX_THREADS)
     with (
-        progress.task(
-            f"profiling {source.name}", total=source.size_bytes, enabled=show_progress
-        ) as bar,
+        progress.task(f"profiling {source.name}", total=source.size_bytes, enabled=show_progress) as bar,
         ThreadPoolExecutor(workers, thread_name_prefix="flightlog-profile") as pool,
     ):
         builder = scan(
             source,
-            lambda: _Builder(
-                relative_accuracy, exact_limit, max_categories, pool if workers > 1 else None
-            ),
+            lambda: _Builder(relative_accuracy, exact_limit, max_categories, pool if workers > 1 else None),
             _Builder.feed,
             on_progress=lambda rows: bar.update(source.position(), rows),
         )

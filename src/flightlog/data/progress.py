@@ -36,9 +36,7 @@ class Task:
 
 
 @contextmanager
-def task(
-    description: str, total: int | float | None = None, *, enabled: bool | None = None
-) -> Iterator[Task]:
+def task(description: str, total: int | float | None = None, *, enabled: bool | None = None) -> Iterator[Task]:
     """A progress bar on stderr for the duration of the block (a no-op handle when off)."""
     if enabled is None:
         enabled = sys.stderr.isatty()

@@ -52,12 +52,8 @@ def _mass(s: NumericStats, edges: np.ndarray) -> np.ndarray:
 
 
 def _numeric_svg(r: NumericStats, c: NumericStats, bins: int = 30) -> str:
-    lows = [
-        q for q in (r.sketch.quantiles([0.01])[0], c.sketch.quantiles([0.01])[0]) if q is not None
-    ]
-    highs = [
-        q for q in (r.sketch.quantiles([0.99])[0], c.sketch.quantiles([0.99])[0]) if q is not None
-    ]
+    lows = [q for q in (r.sketch.quantiles([0.01])[0], c.sketch.quantiles([0.01])[0]) if q is not None]
+    highs = [q for q in (r.sketch.quantiles([0.99])[0], c.sketch.quantiles([0.99])[0]) if q is not None]
     if r.values and c.values:
         lows = [min(r.values), min(c.values)]
         highs = [max(r.values), max(c.values)]
@@ -71,9 +67,7 @@ def _numeric_svg(r: NumericStats, c: NumericStats, bins: int = 30) -> str:
     top = float(max(pr.max(initial=0), pc.max(initial=0))) or 1.0
     inner_w, inner_h = _W - 2 * _PAD, _H - 2 * _PAD
     bw = inner_w / bins
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{_W}" height="{_H}" viewBox="0 0 {_W} {_H}" role="img">'
-    ]
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{_W}" height="{_H}" viewBox="0 0 {_W} {_H}" role="img">']
     for shares, color in ((pr, _REF), (pc, _CUR)):
         for i, share in enumerate(shares):
             h = inner_h * float(share) / top
@@ -131,9 +125,7 @@ def _categorical_svg(r: CategoricalStats, c: CategoricalStats) -> str:
                 f'<rect x="{label_w}" y="{y + j * 11}" width="{w:.1f}" height="10" fill="{color}">'
                 f"<title>{'reference' if j == 0 else 'current'}: {share:.1%}</title></rect>"
             )
-        parts.append(
-            f'<text x="{label_w + inner + 6}" y="{y + 15}" font-size="10">{a:.0%} → {b:.0%}</text>'
-        )
+        parts.append(f'<text x="{label_w + inner + 6}" y="{y + 15}" font-size="10">{a:.0%} → {b:.0%}</text>')
     parts.append("</svg>")
     return "".join(parts)
 

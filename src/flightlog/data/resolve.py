@@ -51,24 +51,16 @@ class Runs:
         try:
             info = self.client.run(arg)
         except NotFound:
-            raise NotFound(
-                f"{what} {arg!r} is neither an existing file or directory nor a run id"
-            ) from None
+            raise NotFound(f"{what} {arg!r} is neither an existing file or directory nor a run id") from None
         items = self.client.evidence(info.id, kind=kind, name=name)
         if not items:
-            others = (
-                sorted({e["name"] for e in self.client.evidence(info.id, kind=kind)})
-                if name
-                else []
-            )
+            others = sorted({e["name"] for e in self.client.evidence(info.id, kind=kind)}) if name else []
             hint = f"; names on this run: {', '.join(others)}" if others else ""
             named = f" named {name!r}" if name else ""
             raise NotFound(f"run {info.id} has no {kind} evidence{named}{hint}")
         names = sorted({e["name"] for e in items})
         if name is None and len(names) > 1:
-            raise InvalidInput(
-                f"run {info.id} has several {kind} records ({', '.join(names)}): choose one with --name"
-            )
+            raise InvalidInput(f"run {info.id} has several {kind} records ({', '.join(names)}): choose one with --name")
         return dict(items[-1]["data"])
 
     def log_evidence(self, arg: str, kind: str, name: str, data: dict[str, Any]) -> None:
@@ -120,9 +112,7 @@ def _json_of_kind(path: Path, keys: tuple[str, ...]) -> dict[str, Any] | None:
     return None
 
 
-def manifest_from(
-    arg: str, runs: Runs, *, name: str | None = None, use_cache: bool = True
-) -> dict[str, Any]:
+def manifest_from(arg: str, runs: Runs, *, name: str | None = None, use_cache: bool = True) -> dict[str, Any]:
     """A manifest JSON file, a file or directory to scan, or a run's input manifest."""
     from flightlog.data.manifest import build_manifest
 
@@ -159,8 +149,6 @@ def eval_from(arg: str, runs: Runs, *, name: str | None = "eval") -> dict[str, A
     if path.is_file():
         data = read_json(path)
         if not isinstance(data, dict) or "cohorts" not in data:
-            raise InvalidInput(
-                f"{path} is not an eval result: expected an object with metrics and cohorts"
-            )
+            raise InvalidInput(f"{path} is not an eval result: expected an object with metrics and cohorts")
         return data
     return runs.evidence(arg, "eval", name, "run")

@@ -147,8 +147,7 @@ def open_source(
         fmt = dir_format(path) if path.is_dir() else format_of(path)
         if fmt is None:
             raise InvalidInput(
-                f"cannot tell the format of {path} from its name: use one of "
-                + ", ".join(sorted(FILE_FORMATS))
+                f"cannot tell the format of {path} from its name: use one of " + ", ".join(sorted(FILE_FORMATS))
             )
         src = FileSource(path.resolve(), fmt, columns=columns, batch_rows=batch_rows)
         if name:
@@ -158,9 +157,7 @@ def open_source(
     if columns:
         missing = [c for c in columns if c not in table.column_names]
         if missing:
-            raise InvalidInput(
-                f"no column {missing[0]!r} in the data; columns: {table.column_names}"
-            )
+            raise InvalidInput(f"no column {missing[0]!r} in the data; columns: {table.column_names}")
         table = table.select(columns)
     return TableSource(table, name or label, batch_rows)
 
@@ -211,9 +208,7 @@ def _pandas_table(df: Any) -> pa.Table:
             arr = pa.array(series, from_pandas=True)
         except (pa.ArrowException, TypeError, ValueError):
             # Mixed object columns (numbers and strings): profile them as strings.
-            arr = pa.array(
-                series.map(lambda v: None if v is None or v != v else str(v)), pa.string()
-            )
+            arr = pa.array(series.map(lambda v: None if v is None or v != v else str(v)), pa.string())
         arrays.append(arr)
         names.append(str(col))
     return pa.Table.from_arrays(arrays, names=names)
@@ -246,7 +241,5 @@ def scan(
             continue
         except KindConflict as exc:
             if not source.force_type(exc.column, pa.string()):
-                raise InvalidInput(
-                    f"{source.name}: {exc}; cast the column to one type before profiling"
-                ) from None
+                raise InvalidInput(f"{source.name}: {exc}; cast the column to one type before profiling") from None
     raise InvalidInput(f"{source.name}: column types kept changing; give explicit types")

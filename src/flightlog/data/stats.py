@@ -48,9 +48,7 @@ def quantile_key(q: float) -> str:
 class NumericStats:
     """Count, NaN/inf counts, mean and M2 (Chan), exact min/max, a DDSketch, small-sample values."""
 
-    def __init__(
-        self, relative_accuracy: float = 0.01, exact_limit: int = EXACT_VALUES_LIMIT
-    ) -> None:
+    def __init__(self, relative_accuracy: float = 0.01, exact_limit: int = EXACT_VALUES_LIMIT) -> None:
         self.count = 0  # finite values
         self.nan_count = 0
         self.inf_count = 0
@@ -94,9 +92,7 @@ class NumericStats:
             else:
                 self.values = None
 
-    def _combine(
-        self, n: int, mean: float, m2: float, lo: float | int | None, hi: float | int | None
-    ) -> None:
+    def _combine(self, n: int, mean: float, m2: float, lo: float | int | None, hi: float | int | None) -> None:
         if n == 0:
             return
         total = self.count + n
@@ -133,9 +129,7 @@ class NumericStats:
     def histogram(self, bins: int = 20) -> dict[str, Any]:
         """Equal-width bins over [min, max] (exact counts while the values are kept)."""
         if self.values and self.min is not None and self.max is not None and self.max > self.min:
-            counts, edges = np.histogram(
-                np.asarray(self.values), bins=bins, range=(float(self.min), float(self.max))
-            )
+            counts, edges = np.histogram(np.asarray(self.values), bins=bins, range=(float(self.min), float(self.max)))
             return {"edges": [float(e) for e in edges], "counts": [int(c) for c in counts]}
         return self.sketch.histogram(bins)
 
@@ -234,9 +228,7 @@ class CategoricalStats:
         self.counts = dict(ranked[: self.max_categories])
 
     def merge(self, other: CategoricalStats) -> None:
-        if self.exact and (
-            not other.exact or len(set(self.counts) | set(other.counts)) > self.max_categories
-        ):
+        if self.exact and (not other.exact or len(set(self.counts) | set(other.counts)) > self.max_categories):
             self._go_inexact()
         if self.hll is not None:
             if other.hll is not None:
@@ -267,9 +259,7 @@ class CategoricalStats:
             "cardinality": self.cardinality,
             "exact": self.exact,
             "top": self.top(top_k),
-            "counts": [
-                [v, c] for v, c in sorted(self.counts.items(), key=lambda kv: (-kv[1], str(kv[0])))
-            ],
+            "counts": [[v, c] for v, c in sorted(self.counts.items(), key=lambda kv: (-kv[1], str(kv[0])))],
             "other_count": self.other_count,
             "error": self.error,
             "max_categories": self.max_categories,

@@ -130,9 +130,7 @@ class ColumnType(Expectation):
         if not types:
             return Result(self.name, self.column, True, self.describe(), "all values are null")
         names = ", ".join(dict.fromkeys(type_name(t) for t in types))
-        return Result(
-            self.name, self.column, all(self._fits(t) for t in types), self.describe(), names
-        )
+        return Result(self.name, self.column, all(self._fits(t) for t in types), self.describe(), names)
 
     def describe(self) -> str:
         return f"column {self.column!r} has type {self.type}"

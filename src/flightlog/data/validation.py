@@ -40,9 +40,7 @@ class Suite:
         self.sensitive = set(self.sensitive)
         for e in self.expectations:
             if not isinstance(e, Expectation):
-                raise InvalidInput(
-                    f"not an expectation: {e!r} (use the classes in flightlog.data.expectations)"
-                )
+                raise InvalidInput(f"not an expectation: {e!r} (use the classes in flightlog.data.expectations)")
 
     def __iter__(self) -> Any:
         return iter(self.expectations)
@@ -118,9 +116,7 @@ def validate(
     hidden = suite.sensitive | set(sensitive)
     source = open_source(data)
     exps = suite.expectations
-    with progress.task(
-        f"validating {source.name}", total=source.size_bytes, enabled=show_progress
-    ) as bar:
+    with progress.task(f"validating {source.name}", total=source.size_bytes, enabled=show_progress) as bar:
         state = scan(
             source,
             lambda: _State(exps),
@@ -136,14 +132,10 @@ def validate(
     return Validation(source.name, state.rows, results, time.time(), suite.source)
 
 
-def _unique_examples(
-    source: Any, exps: Sequence[Expectation], states: list[Any], results: list[Result]
-) -> None:
+def _unique_examples(source: Any, exps: Sequence[Expectation], states: list[Any], results: list[Result]) -> None:
     """A second pass, only for failed uniqueness checks, to show rows with repeated values."""
     todo: list[tuple[Unique, Any, Result]] = [
-        (e, s, r)
-        for e, s, r in zip(exps, states, results, strict=True)
-        if isinstance(e, Unique) and not r.success
+        (e, s, r) for e, s, r in zip(exps, states, results, strict=True) if isinstance(e, Unique) and not r.success
     ]
     if not todo:
         return

@@ -33,9 +33,7 @@ class NotNull(ColumnCheck):
 
     def __post_init__(self) -> None:
         if not 0 <= self.max_share <= 1:
-            raise InvalidInput(
-                f"max_share for {self.column!r} must be between 0 and 1, got {self.max_share}"
-            )
+            raise InvalidInput(f"max_share for {self.column!r} must be between 0 and 1, got {self.max_share}")
 
     def feed(self, state: Any, batch: pa.RecordBatch, offset: int) -> None:
         arr = self._column(batch)
@@ -117,9 +115,7 @@ class Between(ColumnCheck):
         elif pa.types.is_decimal(arr.type):
             values = arr.cast(pa.float64())
         numeric = pa.types.is_integer(values.type) or pa.types.is_floating(values.type)
-        if numeric and not all(
-            b is None or (isinstance(b, int | float) and not isinstance(b, bool)) for b in (lo, hi)
-        ):
+        if numeric and not all(b is None or (isinstance(b, int | float) and not isinstance(b, bool)) for b in (lo, hi)):
             raise InvalidInput(
                 f"between bounds for numeric column {self.column!r} must be numbers, got {self.min!r} and {self.max!r}"
             )
@@ -245,9 +241,7 @@ class Unique(ColumnCheck):
             unexpected_share=bad / seen if seen else 0.0,
         )
 
-    def examples(
-        self, state: Any, batch: pa.RecordBatch, offset: int, out: list[dict[str, Any]]
-    ) -> None:
+    def examples(self, state: Any, batch: pa.RecordBatch, offset: int, out: list[dict[str, Any]]) -> None:
         """Second pass: rows holding a repeated value (called only after a failure)."""
         arr = self._column(batch)
         if arr is None or len(out) >= MAX_EXAMPLES:

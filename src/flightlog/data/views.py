@@ -103,9 +103,7 @@ def show_diff(d: dict[str, Any], limit: int = 20) -> None:
         for row in hist:
             if not (row["a"] or row["b"]):
                 continue
-            h.add_row(
-                format_size(row["le"]), f"{row['a']:,}", f"{row['b']:,}", _bar(row["b"], top, 20)
-            )
+            h.add_row(format_size(row["le"]), f"{row['a']:,}", f"{row['b']:,}", _bar(row["b"], top, 20))
         con.print(h)
     for key, title in (("added", "added"), ("removed", "removed"), ("changed", "changed")):
         rows = d[key]
@@ -127,9 +125,7 @@ def show_diff(d: dict[str, Any], limit: int = 20) -> None:
 def show_profile(p: Profile) -> None:
     con = _console()
     con.print(f"[bold]{esc(p.source or '–')}[/]: {p.row_count:,} rows, {len(p):,} columns")
-    t = Table(
-        "column", "type", "nulls", "mean", "std", "min", "p50", "max", "distinct / top values"
-    )
+    t = Table("column", "type", "nulls", "mean", "std", "min", "p50", "max", "distinct / top values")
     for c in p:
         nulls = f"{c.null_count:,} ({c.null_share:.1%})" if c.null_count else "0"
         if c.numeric is not None and c.numeric.count:
@@ -214,9 +210,7 @@ def show_drift(d: dict[str, Any]) -> None:
             f"({esc(s['reference'] or '–')} → {esc(s['current'] or '–')})"
         )
     verdict = "[red]dataset drift[/]" if d["dataset_drift"] else "[green]no dataset drift[/]"
-    con.print(
-        f"{verdict}: {d['drift_share']:.0%} of columns drifted (threshold {d['drift_share_threshold']:.0%})"
-    )
+    con.print(f"{verdict}: {d['drift_share']:.0%} of columns drifted (threshold {d['drift_share_threshold']:.0%})")
 
 
 def show_cohorts(c: dict[str, Any]) -> None:
@@ -256,9 +250,7 @@ def show_cohorts(c: dict[str, Any]) -> None:
             )
         con.print(r)
     cohorts = len({(x["cohort"], str(x["value"])) for x in c["regressions"]})
-    what = (
-        f"{cohorts} cohort{'s' if cohorts != 1 else ''} regressed ({len(c['regressions'])} metrics)"
-    )
+    what = f"{cohorts} cohort{'s' if cohorts != 1 else ''} regressed ({len(c['regressions'])} metrics)"
     if c["hidden_regression"]:
         con.print(f"[red]{what} while the aggregate did not[/]")
     elif c["regressions"]:

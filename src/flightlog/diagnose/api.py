@@ -60,16 +60,46 @@ async def get_rightsizing(ctx: Ctx) -> Response:
 
 
 OPERATIONS: list[Operation] = [
-    Operation("GET", "/runs/{run}/diagnosis", get_diagnosis, "reader",
-              "Likely causes of a failed or slow run, with evidence and next steps", "diagnosis",
-              params=(RUN, _BASELINE, Param("auto_baseline", "query", {"type": "boolean", "default": True},
-                                            "Without baseline: compare with the most recent successful run of the same project and name.")),
-              responses={"200": ok("The diagnosis (docs/troubleshooting.md)", _REPORT)}),
-    Operation("GET", "/runs/{run}/comparison", get_comparison, "reader",
-              "What changed from a baseline run: params, code, packages, environment, inputs, stages, peaks, metrics",
-              "diagnosis", params=(RUN, Param("baseline", "query", {"type": "string", "maxLength": 64}, "The baseline run.", required=True)),
-              responses={"200": ok("The comparison", {"type": "object"})}),
-    Operation("GET", "/runs/{run}/rightsizing", get_rightsizing, "reader",
-              "Memory and CPU requests with headroom from the run's observed peaks", "diagnosis", params=(RUN,),
-              responses={"200": ok("Right-sizing", {"type": "object"})}),
+    Operation(
+        "GET",
+        "/runs/{run}/diagnosis",
+        get_diagnosis,
+        "reader",
+        "Likely causes of a failed or slow run, with evidence and next steps",
+        "diagnosis",
+        params=(
+            RUN,
+            _BASELINE,
+            Param(
+                "auto_baseline",
+                "query",
+                {"type": "boolean", "default": True},
+                "Without baseline: compare with the most recent successful run of the same project and name.",
+            ),
+        ),
+        responses={"200": ok("The diagnosis (docs/troubleshooting.md)", _REPORT)},
+    ),
+    Operation(
+        "GET",
+        "/runs/{run}/comparison",
+        get_comparison,
+        "reader",
+        "What changed from a baseline run: params, code, packages, environment, inputs, stages, peaks, metrics",
+        "diagnosis",
+        params=(
+            RUN,
+            Param("baseline", "query", {"type": "string", "maxLength": 64}, "The baseline run.", required=True),
+        ),
+        responses={"200": ok("The comparison", {"type": "object"})},
+    ),
+    Operation(
+        "GET",
+        "/runs/{run}/rightsizing",
+        get_rightsizing,
+        "reader",
+        "Memory and CPU requests with headroom from the run's observed peaks",
+        "diagnosis",
+        params=(RUN,),
+        responses={"200": ok("Right-sizing", {"type": "object"})},
+    ),
 ]

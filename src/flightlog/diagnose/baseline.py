@@ -13,6 +13,7 @@ from flightlog.timefmt import format_duration, format_size
 
 __all__ = ["baseline_findings"]
 
+
 def baseline_findings(findings: list[Finding], cmp: dict[str, Any]) -> list[Finding]:
     present = {f.category for f in findings if f.confidence >= 0.2}
     base = str(cmp.get("baseline", ""))[:12]
@@ -20,16 +21,26 @@ def baseline_findings(findings: list[Finding], cmp: dict[str, Any]) -> list[Find
 
     def add(category: str, weight: float, signal_id: str, detail: str) -> None:
         if category in present:
-            out.append(Finding(category, "", [Signal(category, weight, signal_id, "baseline", f"{detail} (baseline {base})")]))
+            out.append(
+                Finding(category, "", [Signal(category, weight, signal_id, "baseline", f"{detail} (baseline {base})")])
+            )
 
     pk = cmp.get("packages") or {}
     changed_pk = [f"{p['name']} {p['baseline']} → {p['run']}" for p in pk.get("changed", [])]
     removed_pk = [f"{p['name']} {p['version']} removed" for p in pk.get("removed", [])]
     if changed_pk or removed_pk:
-        add("dependency_error", 0.3, "packages_changed_since_the_baseline",
-            f"packages changed since the last good run: {', '.join([*removed_pk, *changed_pk][:6])}")
-        add("code_error", 0.1, "packages_changed_since_the_baseline",
-            f"{len(changed_pk) + len(removed_pk)} package(s) changed since the last good run")
+        add(
+            "dependency_error",
+            0.3,
+            "packages_changed_since_the_baseline",
+            f"packages changed since the last good run: {', '.join([*removed_pk, *changed_pk][:6])}",
+        )
+        add(
+            "code_error",
+            0.1,
+            "packages_changed_since_the_baseline",
+            f"{len(changed_pk) + len(removed_pk)} package(s) changed since the last good run",
+        )
     if (cmp.get("python") or {}).get("changed"):
         add("dependency_error", 0.2, "python_changed", f"Python {cmp['python']['baseline']} → {cmp['python']['run']}")
     inputs = [i for i in cmp.get("inputs") or [] if i.get("status") != "identical"]
@@ -42,7 +53,12 @@ def baseline_findings(findings: list[Finding], cmp: dict[str, Any]) -> list[Find
         counts = i.get("counts") or {}
         if counts:
             detail += f" ({counts.get('added', 0)} added, {counts.get('removed', 0)} removed, {counts.get('changed', 0)} changed)"
-        for category, weight in (("data_error", 0.3), ("missing_file", 0.25), ("data_drift", 0.2), ("data_loader_bottleneck", 0.1)):
+        for category, weight in (
+            ("data_error", 0.3),
+            ("missing_file", 0.25),
+            ("data_drift", 0.2),
+            ("data_loader_bottleneck", 0.1),
+        ):
             add(category, weight, "input_changed_since_the_baseline", detail)
     params = cmp.get("params") or {}
     rows = sorted(params.get("changed", []), key=lambda p: 0 if learning_rate_params({p["name"]: None}) else 1)

@@ -18,10 +18,19 @@ from flightlog.diagnose.nanlog import nan_in_log
 from flightlog.diagnose.signals import Signal
 from flightlog.diagnose.window import ramp
 
-__all__ = ["analyze_behaviour", "nan_loss", "loss_divergence", "loss_plateau", "monitored_metric", "lower_is_better",
-           "learning_rate_params"]
+__all__ = [
+    "analyze_behaviour",
+    "nan_loss",
+    "loss_divergence",
+    "loss_plateau",
+    "monitored_metric",
+    "lower_is_better",
+    "learning_rate_params",
+]
 
-_VALIDATION = re.compile(r"^(?:val|valid|validation|eval|test|dev)[_./-]|[_./-](?:val|valid|validation|eval|test|dev)$", re.I)
+_VALIDATION = re.compile(
+    r"^(?:val|valid|validation|eval|test|dev)[_./-]|[_./-](?:val|valid|validation|eval|test|dev)$", re.I
+)
 _LEARNING_RATE = re.compile(r"(?:^|[_./-])(?:lr|learning_?rate|eta|step_?size)(?:$|[_./-])", re.I)
 _IGNORE = re.compile(r"^(?:lr|learning_rate|epoch|step|time|throughput|samples|batch|grad_norm)|_lr$|\blr\b", re.I)
 
@@ -71,8 +80,16 @@ def nan_loss(ev: RunEvidence) -> Finding | None:
                 lead += f", up from a median of {float(np.median(before)):.4g} (it diverged first)"
         text = "NaN" if math.isnan(value) else ("+inf" if value > 0 else "-inf")
         is_loss = bool(LOSS_LIKE.search(m.name))
-        signals.append(Signal("nan_loss", 0.85 if is_loss else 0.6, f"non_finite:{m.name}", "metrics",
-                              f"{m.name} became {text} at step {step} ({int(mask.sum())} of {mask.size} points non-finite){lead}", at))
+        signals.append(
+            Signal(
+                "nan_loss",
+                0.85 if is_loss else 0.6,
+                f"non_finite:{m.name}",
+                "metrics",
+                f"{m.name} became {text} at step {step} ({int(mask.sum())} of {mask.size} points non-finite){lead}",
+                at,
+            )
+        )
         firsts.append((step, m.name, at, text))
     if not signals:
         return None
@@ -81,10 +98,16 @@ def nan_loss(ev: RunEvidence) -> Finding | None:
     log_hits = [e for e in ev.recent if re.search(r"\b(?:nan|inf)\b", e.message, re.I) and e.level >= 30]
     if log_hits:
         e = log_hits[0]
-        signals.append(Signal("nan_loss", 0.2, "the_log_reports_non_finite_values", "log", e.message.splitlines()[-1][:200], e.time))
+        signals.append(
+            Signal(
+                "nan_loss", 0.2, "the_log_reports_non_finite_values", "log", e.message.splitlines()[-1][:200], e.time
+            )
+        )
     others = f" (also: {', '.join(n for _, n, _, _ in firsts[1:4])})" if len(firsts) > 1 else ""
     summary = f"{name} became {text} at step {step}{others}; every step after it trains on garbage."
-    steps = [f"Inspect the batch and the gradients at step {step}: replay from the checkpoint before it with anomaly detection on."]
+    steps = [
+        f"Inspect the batch and the gradients at step {step}: replay from the checkpoint before it with anomaly detection on."
+    ]
     return Finding("nan_loss", summary, signals, steps, kind="software")
 
 
@@ -125,16 +148,27 @@ def loss_divergence(ev: RunEvidence) -> Finding | None:
         return None
     factor, name, start, end, step, at = worst
     times = factor_text(factor)
-    signals = [Signal("loss_divergence", ramp(float(np.log10(factor)), np.log10(th.divergence_factor), 4.0, 0.55, 0.85),
-                      f"loss_exploded:{name}", "metrics",
-                      f"{name} rose from {start:.4g} to {end:.4g} ({times}), past {np.sqrt(start * end):.4g} from step {step}", at)]
+    signals = [
+        Signal(
+            "loss_divergence",
+            ramp(float(np.log10(factor)), np.log10(th.divergence_factor), 4.0, 0.55, 0.85),
+            f"loss_exploded:{name}",
+            "metrics",
+            f"{name} rose from {start:.4g} to {end:.4g} ({times}), past {np.sqrt(start * end):.4g} from step {step}",
+            at,
+        )
+    ]
     lrs = learning_rate_params(ev.info.params)
     context = [{"source": "params", "detail": f"{k} = {v!r}", "at": None} for k, v in list(lrs.items())[:3]]
     lr_text = f" with {', '.join(f'{k}={v!r}' for k, v in list(lrs.items())[:2])}" if lrs else ""
-    summary = (f"{name} diverged: it rose from {start:.4g} to {end:.4g} ({times}) from step {step}{lr_text}; "
-               "the optimisation ran away instead of converging.")
-    steps = [f"Lower the learning rate{' (' + ', '.join(lrs) + ')' if lrs else ''} or add gradient clipping, "
-             f"and replay from a checkpoint before step {step}."]
+    summary = (
+        f"{name} diverged: it rose from {start:.4g} to {end:.4g} ({times}) from step {step}{lr_text}; "
+        "the optimisation ran away instead of converging."
+    )
+    steps = [
+        f"Lower the learning rate{' (' + ', '.join(lrs) + ')' if lrs else ''} or add gradient clipping, "
+        f"and replay from a checkpoint before step {step}."
+    ]
     return Finding("loss_divergence", summary, signals, steps, kind="software", context=context)
 
 
@@ -175,16 +209,31 @@ def loss_plateau(ev: RunEvidence) -> Finding | None:
     spread = hi - lo
     progress = float(abs(values[0] - at_best))
     signals = [
-        Signal("loss_plateau", ramp(share, 0.3, 0.8, 0.35, 0.65), "evaluations_without_improvement", "metrics",
-               f"{name} reached {at_best:.4g} at step {int(steps[best_i])}; the {stall} evaluations since (to step {int(steps[-1])}) "
-               f"stayed within {lo:.4g}–{hi:.4g} and did not improve on it by {th.plateau_min_delta:.0%}", float(times[best_i])),
+        Signal(
+            "loss_plateau",
+            ramp(share, 0.3, 0.8, 0.35, 0.65),
+            "evaluations_without_improvement",
+            "metrics",
+            f"{name} reached {at_best:.4g} at step {int(steps[best_i])}; the {stall} evaluations since (to step {int(steps[-1])}) "
+            f"stayed within {lo:.4g}–{hi:.4g} and did not improve on it by {th.plateau_min_delta:.0%}",
+            float(times[best_i]),
+        ),
     ]
     if progress > 0 and spread <= 0.5 * progress:
-        signals.append(Signal("loss_plateau", 0.2, "a_flat_tail", "metrics",
-                              f"since then {name} moved within {spread:.3g}, against {progress:.3g} of progress before it",
-                              float(times[-1])))
-    summary = (f"{name} stopped improving after step {int(steps[best_i])} ({at_best:.4g}): the last {stall} of {n} "
-               f"evaluations ({share:.0%}) stayed within {lo:.4g}–{hi:.4g}.")
+        signals.append(
+            Signal(
+                "loss_plateau",
+                0.2,
+                "a_flat_tail",
+                "metrics",
+                f"since then {name} moved within {spread:.3g}, against {progress:.3g} of progress before it",
+                float(times[-1]),
+            )
+        )
+    summary = (
+        f"{name} stopped improving after step {int(steps[best_i])} ({at_best:.4g}): the last {stall} of {n} "
+        f"evaluations ({share:.0%}) stayed within {lo:.4g}–{hi:.4g}."
+    )
     return Finding("loss_plateau", summary, signals, kind="software")
 
 

@@ -44,8 +44,11 @@ def run_cause(info: RunInfo) -> str | None:
     lines = failure.get("last_lines")
     # the traceback says it all when there is one; else the last few lines (each line costs
     # the classifier its pattern tables: twenty long lines are 15 ms, a traceback 0.4 ms)
-    last_lines = [] if traceback is not None or not isinstance(lines, list) else \
-        [line for line in lines[-LAST_LINES:] if isinstance(line, str)]
+    last_lines = (
+        []
+        if traceback is not None or not isinstance(lines, list)
+        else [line for line in lines[-LAST_LINES:] if isinstance(line, str)]
+    )
     exception, message = failure.get("exception"), failure.get("message")
     if traceback is None and isinstance(exception, str) and exception:  # a summary without its text
         last_lines.append(f"{exception}: {message}" if isinstance(message, str) and message else exception)
@@ -55,11 +58,17 @@ def run_cause(info: RunInfo) -> str | None:
 
 
 @functools.lru_cache(maxsize=CACHE_SIZE)
-def _classified(exit_code: int | None, signal: int | None, traceback: str | None, last_lines: tuple[str, ...]) -> str | None:
+def _classified(
+    exit_code: int | None, signal: int | None, traceback: str | None, last_lines: tuple[str, ...]
+) -> str | None:
     """The fast classifier, remembered by what it read: a finished run's failure does not change,
     and the UI reads the same rows again every few seconds."""
     category, _ = classify_failure(
-        exit_code=exit_code, signal=signal, timed_out=False, oom_killed=False,
-        traceback_text=traceback, last_lines=list(last_lines),
+        exit_code=exit_code,
+        signal=signal,
+        timed_out=False,
+        oom_killed=False,
+        traceback_text=traceback,
+        last_lines=list(last_lines),
     )
     return None if category == "none" else category

@@ -44,8 +44,11 @@ def failure_signals(
     signals = exit_signals(exit_code=exit_code, signal=signal, timed_out=timed_out, oom_killed=oom_killed, at=at)
     if not timed_out and memory_share is not None:
         signals = weigh_memory_at_the_kill(
-            signals, memory_share, at=at,
-            detail=f"memory was at {memory_share:.0%} of its limit in the last samples before the process was killed")
+            signals,
+            memory_share,
+            at=at,
+            detail=f"memory was at {memory_share:.0%} of its limit in the last samples before the process was killed",
+        )
     # a traceback whose reporter cut its exception line off still names its exceptions line by line
     chain = parse_chain(text) or (parse_exception_lines(text) if text else [])
     signals += traceback_signals(chain, at=at)
@@ -83,8 +86,13 @@ def classify_failure(
     if exit_code == 0 and signal is None and not timed_out and not oom_killed:
         return "none", 0.0
     signals = failure_signals(
-        exit_code=exit_code, signal=signal, timed_out=timed_out, oom_killed=oom_killed,
-        traceback_text=traceback_text, last_lines=last_lines, memory_share=memory_share,
+        exit_code=exit_code,
+        signal=signal,
+        timed_out=timed_out,
+        oom_killed=oom_killed,
+        traceback_text=traceback_text,
+        last_lines=last_lines,
+        memory_share=memory_share,
     )
     scores = combine(signals)
     if scores:

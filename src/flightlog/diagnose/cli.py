@@ -12,7 +12,12 @@ __all__ = ["diagnose_cmd", "compare_cmd", "rightsize_cmd"]
 
 @click.command("diagnose")
 @click.argument("run")
-@click.option("--baseline", "-b", metavar="RUN", help="Compare with this run (default: a pinned run, else the last good run of the same name, else the best comparable one; see docs/troubleshooting.md).")
+@click.option(
+    "--baseline",
+    "-b",
+    metavar="RUN",
+    help="Compare with this run (default: a pinned run, else the last good run of the same name, else the best comparable one; see docs/troubleshooting.md).",
+)
 @click.option("--no-baseline", is_flag=True, help="Do not look for a baseline.")
 @format_option
 def diagnose_cmd(run: str, baseline: str | None, no_baseline: bool, fmt: str) -> None:

@@ -39,7 +39,11 @@ def compare_evidence(a: RunEvidence, b: RunEvidence, *, chosen: str = "given") -
         "params": _dict_diff(a.info.params, b.info.params),
         "code": _code(ca.get("git"), cb.get("git")),
         "packages": package_changes(ca.get("packages") or {}, cb.get("packages") or {}),
-        "python": {"run": ca.get("python"), "baseline": cb.get("python"), "changed": ca.get("python") != cb.get("python")},
+        "python": {
+            "run": ca.get("python"),
+            "baseline": cb.get("python"),
+            "changed": ca.get("python") != cb.get("python"),
+        },
         "environment": _environment(ca, cb),
         "inputs": _inputs(a, b),
         "stages": _stages(a, b),
@@ -90,10 +94,17 @@ def _code(a: dict[str, Any] | None, b: dict[str, Any] | None) -> dict[str, Any]:
     def short(g: dict[str, Any] | None) -> dict[str, Any] | None:
         if not g:
             return None
-        return {"commit": g.get("commit"), "branch": g.get("branch"), "dirty": bool(g.get("dirty")), "diff_sha256": g.get("diff_sha256")}
+        return {
+            "commit": g.get("commit"),
+            "branch": g.get("branch"),
+            "dirty": bool(g.get("dirty")),
+            "diff_sha256": g.get("diff_sha256"),
+        }
 
     sa, sb = short(a), short(b)
-    changed = None if sa is None or sb is None else (sa["commit"] != sb["commit"] or sa["diff_sha256"] != sb["diff_sha256"])
+    changed = (
+        None if sa is None or sb is None else (sa["commit"] != sb["commit"] or sa["diff_sha256"] != sb["diff_sha256"])
+    )
     return {"run": sa, "baseline": sb, "changed": changed}
 
 
@@ -104,8 +115,11 @@ def package_changes(a: dict[str, str], b: dict[str, str]) -> dict[str, Any]:
     return {
         "added": [{"name": k, "version": norm_a[k]} for k in sorted(norm_a.keys() - norm_b.keys())],
         "removed": [{"name": k, "version": norm_b[k]} for k in sorted(norm_b.keys() - norm_a.keys())],
-        "changed": [{"name": k, "run": norm_a[k], "baseline": norm_b[k]} for k in sorted(norm_a.keys() & norm_b.keys())
-                    if norm_a[k] != norm_b[k]],
+        "changed": [
+            {"name": k, "run": norm_a[k], "baseline": norm_b[k]}
+            for k in sorted(norm_a.keys() & norm_b.keys())
+            if norm_a[k] != norm_b[k]
+        ],
     }
 
 
@@ -127,14 +141,22 @@ def _inputs(a: RunEvidence, b: RunEvidence) -> list[dict[str, Any]]:
     for name in sorted(ma.keys() | mb.keys()):
         x, y = ma.get(name), mb.get(name)
         if x is None or y is None:
-            out.append({"name": name, "status": "added" if y is None else "removed",
-                        "file_count": _change((x or {}).get("file_count"), (y or {}).get("file_count")),
-                        "total_size": _change((x or {}).get("total_size"), (y or {}).get("total_size"))})
+            out.append(
+                {
+                    "name": name,
+                    "status": "added" if y is None else "removed",
+                    "file_count": _change((x or {}).get("file_count"), (y or {}).get("file_count")),
+                    "total_size": _change((x or {}).get("total_size"), (y or {}).get("total_size")),
+                }
+            )
             continue
-        row: dict[str, Any] = {"name": name, "status": "identical" if x.get("digest") == y.get("digest") else "changed",
-                               "digest": {"run": x.get("digest"), "baseline": y.get("digest")},
-                               "file_count": _change(x.get("file_count"), y.get("file_count")),
-                               "total_size": _change(x.get("total_size"), y.get("total_size"))}
+        row: dict[str, Any] = {
+            "name": name,
+            "status": "identical" if x.get("digest") == y.get("digest") else "changed",
+            "digest": {"run": x.get("digest"), "baseline": y.get("digest")},
+            "file_count": _change(x.get("file_count"), y.get("file_count")),
+            "total_size": _change(x.get("total_size"), y.get("total_size")),
+        }
         if row["status"] == "changed" and "files" in x and "files" in y:
             try:
                 from flightlog.data.manifest import diff_manifests
@@ -158,8 +180,11 @@ def _stages(a: RunEvidence, b: RunEvidence) -> list[dict[str, Any]]:
     for name in sorted(sa.keys() | sb.keys()):
         x, y = sa.get(name), sb.get(name)
         row = _change(x.total if x else None, y.total if y else None)
-        row.update(name=name, count={"run": x.count if x else None, "baseline": y.count if y else None},
-                   mean={"run": x.mean if x else None, "baseline": y.mean if y else None})
+        row.update(
+            name=name,
+            count={"run": x.count if x else None, "baseline": y.count if y else None},
+            mean={"run": x.mean if x else None, "baseline": y.mean if y else None},
+        )
         rows.append(row)
     for label, ev_a, ev_b in (("startup (start → first step)", a, b), ("tail (last step → end)", a, b)):
         va, vb = _phase(ev_a, label), _phase(ev_b, label)
@@ -228,7 +253,9 @@ def _metrics(a: RunEvidence, b: RunEvidence) -> list[dict[str, Any]]:
             row["delta"] = va - vb
             row["relative"] = (va - vb) / abs(vb) if vb else None
         row["nonfinite"] = {"run": _first_nonfinite(a, x), "baseline": _first_nonfinite(b, y)}
-        row["became_nonfinite"] = y is not None and row["nonfinite"]["run"] is not None and row["nonfinite"]["baseline"] is None
+        row["became_nonfinite"] = (
+            y is not None and row["nonfinite"]["run"] is not None and row["nonfinite"]["baseline"] is None
+        )
         rows.append(row)
     rows.sort(key=lambda r: 0 if r["became_nonfinite"] else 1)
     return rows

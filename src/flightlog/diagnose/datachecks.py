@@ -40,15 +40,33 @@ def validation_findings(ev: RunEvidence) -> list[Finding]:
         evaluated = int(d.get("evaluated") or len(d.get("results") or []) or n_failed)
         source = d.get("source") or item.get("name")
         failed_names.append(str(item.get("name")))
-        signals.append(Signal("data_error", ramp(n_failed / max(1, evaluated), 0.0, 0.5, 0.55, 0.75), f"failed_validation:{item.get('name')}",
-                              "evidence", f"validation of {source}: {n_failed} of {evaluated} expectations failed", _at(item)))
+        signals.append(
+            Signal(
+                "data_error",
+                ramp(n_failed / max(1, evaluated), 0.0, 0.5, 0.55, 0.75),
+                f"failed_validation:{item.get('name')}",
+                "evidence",
+                f"validation of {source}: {n_failed} of {evaluated} expectations failed",
+                _at(item),
+            )
+        )
         for r in results[:3]:
-            signals.append(Signal("data_error", 0.0, f"failed_expectation:{r.get('expectation')}:{r.get('column')}", "evidence",
-                                  _expectation_text(r), _at(item)))
+            signals.append(
+                Signal(
+                    "data_error",
+                    0.0,
+                    f"failed_expectation:{r.get('expectation')}:{r.get('column')}",
+                    "evidence",
+                    _expectation_text(r),
+                    _at(item),
+                )
+            )
     if not signals:
         return []
     summary = f"The input failed its data validation ({', '.join(failed_names)}): the data broke the expectations the pipeline checks."
-    steps = ["Look at the failed expectations' examples (`flightlog data validate ... --format json`) and fix the upstream source or the expectation."]
+    steps = [
+        "Look at the failed expectations' examples (`flightlog data validate ... --format json`) and fix the upstream source or the expectation."
+    ]
     return [Finding("data_error", summary, signals, steps, kind="data")]
 
 
@@ -57,7 +75,9 @@ def _expectation_text(r: dict[str, Any]) -> str:
     text = f"{r.get('expectation')}{col} failed"
     if r.get("unexpected_count") is not None:
         share = r.get("unexpected_share")
-        text += f": {r['unexpected_count']} unexpected rows" + (f" ({share:.1%})" if isinstance(share, (int, float)) else "")
+        text += f": {r['unexpected_count']} unexpected rows" + (
+            f" ({share:.1%})" if isinstance(share, (int, float)) else ""
+        )
     elif r.get("observed") is not None:
         text += f": observed {r['observed']!r}, expected {r.get('expected')!r}"
     examples = r.get("examples") or []
@@ -88,21 +108,53 @@ def drift_findings(ev: RunEvidence) -> list[Finding]:
             weight = ramp(share, 0.0, 0.5, 0.2, 0.4)
             what = "some columns drifted"
         ref = f" from {d['reference']}" if d.get("reference") and not str(d["reference"]).startswith("<") else ""
-        signals.append(Signal("data_drift", weight, f"drift_report:{item.get('name')}", "evidence",
-                              f"{what}{ref}: {len(names)} column(s), {share:.0%} of those compared ({', '.join(names[:6])})", _at(item)))
+        signals.append(
+            Signal(
+                "data_drift",
+                weight,
+                f"drift_report:{item.get('name')}",
+                "evidence",
+                f"{what}{ref}: {len(names)} column(s), {share:.0%} of those compared ({', '.join(names[:6])})",
+                _at(item),
+            )
+        )
         psis = [c["psi"] for c in cols if isinstance(c.get("psi"), (int, float))]
         if psis and max(psis) >= 0.25:  # the usual reading of PSI: above 0.25 is a major shift
-            signals.append(Signal("data_drift", ramp(max(psis), 0.25, 1.0, 0.15, 0.3), "a_major_shift_psi", "evidence",
-                                  f"population stability index up to {max(psis):.2f} (above 0.25 is a major shift)", _at(item)))
+            signals.append(
+                Signal(
+                    "data_drift",
+                    ramp(max(psis), 0.25, 1.0, 0.15, 0.3),
+                    "a_major_shift_psi",
+                    "evidence",
+                    f"population stability index up to {max(psis):.2f} (above 0.25 is a major shift)",
+                    _at(item),
+                )
+            )
         for c in sorted(cols, key=lambda c: -(c.get("psi") or 0))[:3]:
             psi = f", PSI {c['psi']:.2f}" if isinstance(c.get("psi"), (int, float)) else ""
             stat = c.get("statistic")
             stat_text = f"{stat:.3g}" if isinstance(stat, (int, float)) else "?"
-            signals.append(Signal("data_drift", 0.0, f"drifted_column:{c.get('column')}", "evidence",
-                                  f"column {c.get('column')!r}: {c.get('test')} {stat_text} (threshold {c.get('threshold')}){psi}", _at(item)))
+            signals.append(
+                Signal(
+                    "data_drift",
+                    0.0,
+                    f"drifted_column:{c.get('column')}",
+                    "evidence",
+                    f"column {c.get('column')!r}: {c.get('test')} {stat_text} (threshold {c.get('threshold')}){psi}",
+                    _at(item),
+                )
+            )
         for s in schema[:3]:
-            signals.append(Signal("data_drift", 0.0, f"schema_change:{s.get('column')}", "evidence",
-                                  f"column {s.get('column')!r} {s.get('change')}: {s.get('reference')} → {s.get('current')}", _at(item)))
+            signals.append(
+                Signal(
+                    "data_drift",
+                    0.0,
+                    f"schema_change:{s.get('column')}",
+                    "evidence",
+                    f"column {s.get('column')!r} {s.get('change')}: {s.get('reference')} → {s.get('current')}",
+                    _at(item),
+                )
+            )
     if not signals:
         return []
     summary = f"The input data moved away from its reference: {', '.join(drifted_cols[:6])} drifted."
@@ -151,19 +203,40 @@ def cohort_findings(ev: RunEvidence, baseline: RunEvidence | None) -> list[Findi
         improved = [a for a in cmp.get("aggregate") or [] if a.get("change") == "improved"]
         if cmp.get("hidden_regression"):
             weight = ramp(size, 0.05, 0.3, 0.6, 0.8)
-            agg = f"the aggregate {improved[0]['metric']} improved ({improved[0]['baseline']:.4g} → {improved[0]['current']:.4g})" if improved else "the aggregate did not regress"
-            summary = summary or (f"{agg}, but cohort {worst['cohort']}={worst['value']} got worse: "
-                                  f"{worst['metric']} {worst['baseline']:.4g} → {worst['current']:.4g}.")
+            agg = (
+                f"the aggregate {improved[0]['metric']} improved ({improved[0]['baseline']:.4g} → {improved[0]['current']:.4g})"
+                if improved
+                else "the aggregate did not regress"
+            )
+            summary = summary or (
+                f"{agg}, but cohort {worst['cohort']}={worst['value']} got worse: "
+                f"{worst['metric']} {worst['baseline']:.4g} → {worst['current']:.4g}."
+            )
         else:
             weight = 0.3
             summary = summary or f"Cohort {worst['cohort']}={worst['value']} regressed, along with the aggregate."
-        signals.append(Signal("cohort_regression", weight, f"cohort_comparison:{name}", "baseline",
-                              f"{len(regressions)} cohort(s) regressed in evaluation {name!r}; aggregate "
-                              f"{'improved' if cmp.get('aggregate_improved') else 'regressed' if cmp.get('aggregate_regressed') else 'unchanged'}", at))
+        signals.append(
+            Signal(
+                "cohort_regression",
+                weight,
+                f"cohort_comparison:{name}",
+                "baseline",
+                f"{len(regressions)} cohort(s) regressed in evaluation {name!r}; aggregate "
+                f"{'improved' if cmp.get('aggregate_improved') else 'regressed' if cmp.get('aggregate_regressed') else 'unchanged'}",
+                at,
+            )
+        )
         for r in regressions[:3]:
-            signals.append(Signal("cohort_regression", 0.0, f"cohort:{r['cohort']}={r['value']}:{r['metric']}", "baseline",
-                                  f"{r['cohort']}={r['value']} ({r.get('count')} rows): {r['metric']} {r['baseline']:.4g} → {r['current']:.4g}",
-                                  at))
+            signals.append(
+                Signal(
+                    "cohort_regression",
+                    0.0,
+                    f"cohort:{r['cohort']}={r['value']}:{r['metric']}",
+                    "baseline",
+                    f"{r['cohort']}={r['value']} ({r.get('count')} rows): {r['metric']} {r['baseline']:.4g} → {r['current']:.4g}",
+                    at,
+                )
+            )
     if not signals:
         return []
     return [Finding("cohort_regression", summary, signals, kind="data")]

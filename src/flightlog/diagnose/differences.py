@@ -16,7 +16,18 @@ from flightlog.timefmt import format_duration, format_size
 __all__ = ["difference_lines", "differences_text", "count_differences", "SECTIONS", "STAGE_CHANGE", "STAGE_MIN_DELTA_S"]
 
 #: the sections of the ``differences`` counts, in the order the lines come
-SECTIONS = ("command", "params", "code", "python", "packages", "environment", "inputs", "stages", "resources", "metrics")
+SECTIONS = (
+    "command",
+    "params",
+    "code",
+    "python",
+    "packages",
+    "environment",
+    "inputs",
+    "stages",
+    "resources",
+    "metrics",
+)
 #: a stage counts as changed from this relative change (either way) and this many seconds
 STAGE_CHANGE = 0.25
 STAGE_MIN_DELTA_S = 0.1
@@ -59,9 +70,14 @@ def difference_lines(cmp: dict[str, Any]) -> list[tuple[str, str]]:
     lines += [("params", f"param {k} removed (was {v!r})") for k, v in p["removed"].items()]
     code = cmp["code"]
     if code["changed"]:
-        lines.append(("code", f"code: {((code['baseline'] or {}).get('commit') or '?')[:10]} → "
-                              f"{((code['run'] or {}).get('commit') or '?')[:10]}"
-                              + (" (dirty)" if (code["run"] or {}).get("dirty") else "")))
+        lines.append(
+            (
+                "code",
+                f"code: {((code['baseline'] or {}).get('commit') or '?')[:10]} → "
+                f"{((code['run'] or {}).get('commit') or '?')[:10]}"
+                + (" (dirty)" if (code["run"] or {}).get("dirty") else ""),
+            )
+        )
     if cmp["python"]["changed"]:
         lines.append(("python", f"python: {cmp['python']['baseline']} → {cmp['python']['run']}"))
     k = cmp["packages"]
@@ -69,7 +85,9 @@ def difference_lines(cmp: dict[str, Any]) -> list[tuple[str, str]]:
     lines += [("packages", f"package {row['name']} {row['version']} added") for row in k["added"]]
     lines += [("packages", f"package {row['name']} {row['version']} removed") for row in k["removed"]]
     env = cmp["environment"]
-    lines += [("environment", f"environment {row['name']}: {row['baseline']!r} → {row['run']!r}") for row in env["changed"]]
+    lines += [
+        ("environment", f"environment {row['name']}: {row['baseline']!r} → {row['run']!r}") for row in env["changed"]
+    ]
     lines += [("environment", f"environment {name} added") for name in env["added"]]
     lines += [("environment", f"environment {name} removed") for name in env["removed"]]
     lines += [("inputs", _input_line(i)) for i in cmp["inputs"] if i.get("status") != "identical"]
@@ -85,7 +103,9 @@ def _input_line(i: dict[str, Any]) -> str:
     fc, ts = i.get("file_count") or {}, i.get("total_size") or {}
     text = f"input {i['name']!r} {i['status']}"
     if fc.get("run") is not None and fc.get("baseline") is not None:
-        text += f": {fc['baseline']} → {fc['run']} files, {format_size(ts.get('baseline'))} → {format_size(ts.get('run'))}"
+        text += (
+            f": {fc['baseline']} → {fc['run']} files, {format_size(ts.get('baseline'))} → {format_size(ts.get('run'))}"
+        )
     changed_files = [*i.get("removed_files", [])[:2], *i.get("changed_files", [])[:2]]
     if changed_files:
         text += f" (e.g. {', '.join(changed_files)})"
@@ -111,8 +131,11 @@ def _stage_line(s: dict[str, Any]) -> str | None:
     ratio, delta = s.get("ratio"), s.get("delta")
     if ratio is None or delta is None or abs(ratio - 1) < STAGE_CHANGE or abs(delta) < STAGE_MIN_DELTA_S:
         return None
-    return f"stage {s['name']}: {format_duration(base)} → {format_duration(run)} (×{ratio:.1f})" if ratio >= 1 else \
-        f"stage {s['name']}: {format_duration(base)} → {format_duration(run)} (×{ratio:.2f})"
+    return (
+        f"stage {s['name']}: {format_duration(base)} → {format_duration(run)} (×{ratio:.1f})"
+        if ratio >= 1
+        else f"stage {s['name']}: {format_duration(base)} → {format_duration(run)} (×{ratio:.2f})"
+    )
 
 
 def _resource_line(key: str, row: dict[str, Any]) -> str | None:
@@ -130,8 +153,10 @@ def _nonfinite_line(m: dict[str, Any]) -> str:
     bad = m["nonfinite"]["run"]
     base = m.get("baseline")
     was = f"{base:.4g}" if isinstance(base, (int, float)) else "finite"
-    return (f"metric {m['name']} became {bad['value']} at step {bad['step']}: {was} in the baseline → {bad['value']} "
-            f"({bad['points']} non-finite point(s))")
+    return (
+        f"metric {m['name']} became {bad['value']} at step {bad['step']}: {was} in the baseline → {bad['value']} "
+        f"({bad['points']} non-finite point(s))"
+    )
 
 
 def _metric_line(m: dict[str, Any]) -> str | None:

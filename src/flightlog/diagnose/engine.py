@@ -88,8 +88,14 @@ def _schema(ctx: Context) -> list[Finding]:
     if not hit:
         return []
     what = f"column {hit[0]!r}" if len(hit) == 1 else "columns " + ", ".join(repr(k) for k in hit[:6])
-    signal = Signal("data_error", 0.35, "column_removed_per_the_drift_report", "evidence",
-                    f"the drift report on this run shows {what} removed from the input", ctx.facts.traceback_at)
+    signal = Signal(
+        "data_error",
+        0.35,
+        "column_removed_per_the_drift_report",
+        "evidence",
+        f"the drift report on this run shows {what} removed from the input",
+        ctx.facts.traceback_at,
+    )
     return [Finding("data_error", "", [signal], kind="data")]
 
 
@@ -100,7 +106,14 @@ def _from_baseline(ctx: Context) -> list[Finding]:
 
 
 ANALYZERS: tuple[Callable[[Context], list[Finding]], ...] = (
-    _failures, _performance, _memory, _behaviour, _data, _schema, _regression, _from_baseline,
+    _failures,
+    _performance,
+    _memory,
+    _behaviour,
+    _data,
+    _schema,
+    _regression,
+    _from_baseline,
 )
 
 
@@ -194,7 +207,9 @@ def _kind(info: RunInfo, findings: list[Finding]) -> str:
     return "none"
 
 
-def _runbook(client: Reader, ctx: Context, findings: list[Finding], cwd: str | os.PathLike[str] | None) -> list[dict[str, Any]]:
+def _runbook(
+    client: Reader, ctx: Context, findings: list[Finding], cwd: str | os.PathLike[str] | None
+) -> list[dict[str, Any]]:
     entries = load_runbook(reader_home(client), cwd)
     chain = ctx.facts.chain
     exception = "\n".join(e.headline() for e in chain) if chain else None
@@ -204,4 +219,6 @@ def _runbook(client: Reader, ctx: Context, findings: list[Finding], cwd: str | o
     lines = [e.message for e in ctx.run.recent]
     if exception:
         lines.append(exception)
-    return match_runbook(entries, findings=[(f.category, f.confidence) for f in findings], exception=exception, log_lines=lines)
+    return match_runbook(
+        entries, findings=[(f.category, f.confidence) for f in findings], exception=exception, log_lines=lines
+    )

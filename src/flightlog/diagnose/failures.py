@@ -44,12 +44,17 @@ SILENT_BEFORE_TIMEOUT = "silent_before_the_timeout"
 STEPPING_AT_TIMEOUT = "still_stepping_at_the_timeout"
 BUSY_AT_TIMEOUT = "still_busy_at_the_timeout"
 _PATHS = (
-    re.compile(r"""(?:No such file or directory|does not exist|not found|Unable to open file)[^'"\n]*?['"]([^'"\n]+)['"]""", re.I),
+    re.compile(
+        r"""(?:No such file or directory|does not exist|not found|Unable to open file)[^'"\n]*?['"]([^'"\n]+)['"]""",
+        re.I,
+    ),
     re.compile(r"""['"]([^'"\n]+)['"][^'"\n]{0,20}(?:does not exist|not found|\[Errno 2\])""", re.I),
     re.compile(r"""can't open file ['"]([^'"\n]+)['"]""", re.I),
 )
 _MODULE = re.compile(r"No module named '([\w.]+)'|cannot import name '(\w+)' from '([\w.]+)'")
-_ENDPOINT = re.compile(r"host='([^']+)', port=(\d+)|https?://([\w.-]+)(?::(\d+))?|\b(\d{1,3}(?:\.\d{1,3}){3}|localhost):(\d{2,5})\b")
+_ENDPOINT = re.compile(
+    r"host='([^']+)', port=(\d+)|https?://([\w.-]+)(?::(\d+))?|\b(\d{1,3}(?:\.\d{1,3}){3}|localhost):(\d{2,5})\b"
+)
 #: how a KeyError names the keys it could not find: a pandas list (``"['tenure', 'amount'] not in
 #: index"``, ``None of [Index(['a', 'b'], dtype='object')] are in the [columns]``), a groupby
 #: (``Column not found: price``, ``Columns not found: 'a', 'b'``), or one plain key (``'price'``)
@@ -77,11 +82,20 @@ def analyze_failure(ev: RunEvidence, facts: FailureFacts | None = None) -> list[
     if info.status not in TERMINAL_STATUSES:
         return []  # still running: nothing has ended yet
     ended = ev.process_end or info.ended
-    signals = exit_signals(exit_code=info.exit_code, signal=info.signal, timed_out=ev.timed_out,
-                           oom_killed=ev.oom_killed, at=ended)
+    signals = exit_signals(
+        exit_code=info.exit_code, signal=info.signal, timed_out=ev.timed_out, oom_killed=ev.oom_killed, at=ended
+    )
     if info.status == "crashed":
-        signals.append(Signal("killed_by_signal", 0.35, "the_process_vanished", "exit",
-                              "the process vanished without recording its end (SIGKILL, a lost host, or the OOM killer)", ended))
+        signals.append(
+            Signal(
+                "killed_by_signal",
+                0.35,
+                "the_process_vanished",
+                "exit",
+                "the process vanished without recording its end (SIGKILL, a lost host, or the OOM killer)",
+                ended,
+            )
+        )
     events = ev.recent
     signals += _traceback(ev, events, facts)
     signals += _lines(ev, events, facts)
@@ -91,9 +105,12 @@ def analyze_failure(ev: RunEvidence, facts: FailureFacts | None = None) -> list[
     if not ev.timed_out and (near := _memory_before_the_end(ev)) is not None:
         used, limit, when = near
         signals = weigh_memory_at_the_kill(
-            signals, used / limit, at=when,
+            signals,
+            used / limit,
+            at=when,
             detail=f"memory was at {format_size(used)}, {used / limit:.0%} of the {format_size(limit)} limit, "
-                   "in the last samples before the process was killed")
+            "in the last samples before the process was killed",
+        )
     if any(s.id == MEMORY_FAR_FROM_LIMIT for s in signals):
         # a SIGKILL far below any memory limit was not the OOM killer's
         signals = [s for s in signals if not (s.category == "oom_killed" and s.id == SIGKILL)]
@@ -101,16 +118,27 @@ def analyze_failure(ev: RunEvidence, facts: FailureFacts | None = None) -> list[
         signals = [replace(s, weight=s.weight * _SUCCESS_FACTOR) for s in signals]
     scores = [s for s in combine(signals) if s.category in FAILURE_CATEGORIES or s.category == "nan_loss"]
     if info.status in UNSUCCESSFUL_STATUSES and not scores and info.exit_code not in (None, 0):
-        unexplained = Signal("code_error", 0.25, "an_unexplained_exit", "exit",
-                             f"exit code {info.exit_code} with no traceback or known error message in the log", ended)
+        unexplained = Signal(
+            "code_error",
+            0.25,
+            "an_unexplained_exit",
+            "exit",
+            f"exit code {info.exit_code} with no traceback or known error message in the log",
+            ended,
+        )
         scores = combine([unexplained])
     findings = []
     for score in scores:
-        findings.append(Finding(
-            score.category, _summary(score.category, score.signals, ev, facts), score.signals,
-            _next_steps(score.category, score.signals, ev, facts), _kind(score.category, score.signals, facts),
-            _context(score.category, ev),
-        ))
+        findings.append(
+            Finding(
+                score.category,
+                _summary(score.category, score.signals, ev, facts),
+                score.signals,
+                _next_steps(score.category, score.signals, ev, facts),
+                _kind(score.category, score.signals, facts),
+                _context(score.category, ev),
+            )
+        )
     return findings
 
 
@@ -189,8 +217,16 @@ def _lines(ev: RunEvidence, events: list[LogEvent], facts: FailureFacts) -> list
             if s.category not in near and any(s.detail in text for text in last_texts):
                 near[s.category] = s
         for category, s in near.items():
-            signals.append(Signal(category, 0.25, "just_before_the_failing_exit", "log",
-                                  f"among the last {_NEAR_END} lines before exit code {ev.info.exit_code}: {s.detail}", s.at))
+            signals.append(
+                Signal(
+                    category,
+                    0.25,
+                    "just_before_the_failing_exit",
+                    "log",
+                    f"among the last {_NEAR_END} lines before exit code {ev.info.exit_code}: {s.detail}",
+                    s.at,
+                )
+            )
     return signals
 
 
@@ -204,23 +240,47 @@ def _memory(ev: RunEvidence) -> list[Signal]:
     if oom.get("peak_bytes"):
         peak = max(peak or 0, int(oom["peak_bytes"]))
     if oom.get("oom_kills"):
-        out.append(Signal("oom_killed", 0.4, "the_cgroup_counted_an_oom_kill", "resources",
-                          f"the memory cgroup counted {oom['oom_kills']} OOM kill(s)"
-                          + (f" at its limit of {format_size(oom.get('limit_bytes'))}" if oom.get("limit_bytes") else ""),
-                          info.ended))
-    ended_by_kill = (info.signal == 9 or info.exit_code == 137 or info.status == "crashed" or ev.oom_killed) and not ev.timed_out
+        out.append(
+            Signal(
+                "oom_killed",
+                0.4,
+                "the_cgroup_counted_an_oom_kill",
+                "resources",
+                f"the memory cgroup counted {oom['oom_kills']} OOM kill(s)"
+                + (f" at its limit of {format_size(oom.get('limit_bytes'))}" if oom.get("limit_bytes") else ""),
+                info.ended,
+            )
+        )
+    ended_by_kill = (
+        info.signal == 9 or info.exit_code == 137 or info.status == "crashed" or ev.oom_killed
+    ) and not ev.timed_out
     if ended_by_kill and not ev.oom_killed and peak:
         ceiling = limit or max((s.get("host_memory_total") or 0 for s in ev.resources), default=0)
         if ceiling and peak < 0.5 * ceiling:
-            out.append(Signal("killed_by_signal", 0.3, MEMORY_FAR_FROM_LIMIT, "resources",
-                              f"memory peaked at only {format_size(peak)}, {peak / ceiling:.0%} of the "
-                              f"{'limit' if limit else 'host'} ({format_size(ceiling)}): not an out-of-memory kill", peak_at))
+            out.append(
+                Signal(
+                    "killed_by_signal",
+                    0.3,
+                    MEMORY_FAR_FROM_LIMIT,
+                    "resources",
+                    f"memory peaked at only {format_size(peak)}, {peak / ceiling:.0%} of the "
+                    f"{'limit' if limit else 'host'} ({format_size(ceiling)}): not an out-of-memory kill",
+                    peak_at,
+                )
+            )
     if info.status == "crashed" and peak and not limit:
         total = max((s.get("host_memory_total") or 0) for s in ev.resources) if ev.resources else 0
         if total and peak / total >= 0.85:
-            out.append(Signal("oom_killed", 0.4, "memory_at_the_host_s_size", "resources",
-                              f"memory peaked at {format_size(peak)} of the host's {format_size(total)} before the process vanished",
-                              peak_at))
+            out.append(
+                Signal(
+                    "oom_killed",
+                    0.4,
+                    "memory_at_the_host_s_size",
+                    "resources",
+                    f"memory peaked at {format_size(peak)} of the host's {format_size(total)} before the process vanished",
+                    peak_at,
+                )
+            )
     return out
 
 
@@ -262,15 +322,39 @@ def _timeout(ev: RunEvidence) -> list[Signal]:
     quiet = end - last if last is not None else end - start
     limit = ev.runner_config.get("timeout_s") or (end - start)
     if quiet >= 0.5 * limit:
-        return [Signal("timeout", 0.3, SILENT_BEFORE_TIMEOUT, "log",
-                       f"nothing was logged in the last {format_duration(quiet)} before the timeout: it looks hung", last or start)]
+        return [
+            Signal(
+                "timeout",
+                0.3,
+                SILENT_BEFORE_TIMEOUT,
+                "log",
+                f"nothing was logged in the last {format_duration(quiet)} before the timeout: it looks hung",
+                last or start,
+            )
+        ]
     if quiet <= 0.25 * limit:
         if last_step is not None and end - last_step <= 0.35 * limit:
-            return [Signal("timeout", 0.2, STEPPING_AT_TIMEOUT, "metrics",
-                           f"training steps continued until {format_duration(end - last_step)} before the timeout: "
-                           "it needs more time", last_step)]
-        return [Signal("timeout", 0.15, BUSY_AT_TIMEOUT, "log",
-                       f"it was still writing output {format_duration(quiet)} before the timeout", last)]
+            return [
+                Signal(
+                    "timeout",
+                    0.2,
+                    STEPPING_AT_TIMEOUT,
+                    "metrics",
+                    f"training steps continued until {format_duration(end - last_step)} before the timeout: "
+                    "it needs more time",
+                    last_step,
+                )
+            ]
+        return [
+            Signal(
+                "timeout",
+                0.15,
+                BUSY_AT_TIMEOUT,
+                "log",
+                f"it was still writing output {format_duration(quiet)} before the timeout",
+                last,
+            )
+        ]
     return []
 
 
@@ -320,7 +404,11 @@ def _summary(category: str, signals: list[Signal], ev: RunEvidence, facts: Failu
         text += "."
     elif category == "timeout":
         limit = ev.runner_config.get("timeout_s")
-        text = "Stopped by the runner's timeout" + (f" of {format_duration(limit)}" if limit else "") + (f" after {took}" if took else "")
+        text = (
+            "Stopped by the runner's timeout"
+            + (f" of {format_duration(limit)}" if limit else "")
+            + (f" after {took}" if took else "")
+        )
         ids = {x.id for x in signals}
         if SILENT_BEFORE_TIMEOUT in ids:
             text += "; it had gone silent before: it looks hung, not slow"
@@ -334,7 +422,11 @@ def _summary(category: str, signals: list[Signal], ev: RunEvidence, facts: Failu
         if info.status == "crashed":
             text = "The process vanished without recording its end (killed with SIGKILL, or its host was lost)."
         else:
-            text = f"Terminated from outside by {sig}" + (f" after {took}" if took else "") + "; nothing in the log points at an error of its own."
+            text = (
+                f"Terminated from outside by {sig}"
+                + (f" after {took}" if took else "")
+                + "; nothing in the log points at an error of its own."
+            )
     elif category == "missing_file":
         path = _path(signals)
         text = f"A file the run needed does not exist: {path}." if path else text
@@ -349,8 +441,10 @@ def _summary(category: str, signals: list[Signal], ev: RunEvidence, facts: Failu
         if len(keys) == 1:
             text = f"The data broke an assumption of the code: column or key {keys[0]!r} is not in the input ({head})."
         elif keys:
-            text = (f"The data broke an assumption of the code: {len(keys)} columns or keys are not in the input: "
-                    f"{_keys_text(keys)} ({head}).")
+            text = (
+                f"The data broke an assumption of the code: {len(keys)} columns or keys are not in the input: "
+                f"{_keys_text(keys)} ({head})."
+            )
     elif category == "code_error" and facts.chain:
         own = facts.chain[-1].innermost_own_frame()
         if own is not None:
@@ -362,16 +456,20 @@ def _summary(category: str, signals: list[Signal], ev: RunEvidence, facts: Failu
 
 def _next_steps(category: str, signals: list[Signal], ev: RunEvidence, facts: FailureFacts) -> list[str]:
     steps: list[str] = []
-    cwd = (ev.runner_config.get("cwd") or ((ev.info.failure or {}).get("workload") or {}).get("cwd"))
+    cwd = ev.runner_config.get("cwd") or ((ev.info.failure or {}).get("workload") or {}).get("cwd")
     if category == "missing_file" and (path := _path(signals)):
         where = f" (the run's working directory was {cwd})" if cwd and not path.startswith("/") else ""
         steps.append(f"Check that {path} exists on the host that ran the job{where}.")
     elif category == "dependency_error" and (module := _module(signals)):
-        steps.append(f"Install the package that provides {module.split('.')[0]!r} into the run's environment, or fix the import.")
+        steps.append(
+            f"Install the package that provides {module.split('.')[0]!r} into the run's environment, or fix the import."
+        )
     elif category == "service_unavailable" and (endpoint := _endpoint(signals)):
         steps.append(f"Check that {endpoint} is listening and reachable from the run's host.")
     elif category == "data_error" and (keys := missing_keys(facts)):
-        steps.append(f"List the input's columns and look for {_keys_text(keys)} under another name (a rename upstream?).")
+        steps.append(
+            f"List the input's columns and look for {_keys_text(keys)} under another name (a rename upstream?)."
+        )
     elif category == "code_error" and facts.chain and (own := facts.chain[-1].innermost_own_frame()):
         steps.append(f"Open {own.file}:{own.line} ({own.function}){': ' + own.code if own.code else ''}.")
     elif category == "oom_killed":
@@ -393,15 +491,33 @@ def _context(category: str, ev: RunEvidence) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     info = ev.info
     if category == "timeout" and ev.runner_config.get("timeout_s"):
-        out.append({"source": "runner", "detail": f"--timeout {format_duration(ev.runner_config['timeout_s'])}", "at": None})
+        out.append(
+            {"source": "runner", "detail": f"--timeout {format_duration(ev.runner_config['timeout_s'])}", "at": None}
+        )
     if category in ("timeout", "killed_by_signal") and ev.tail:
         last = ev.tail[-1]
-        out.append({"source": "log", "detail": f"last line before the end: {last.message.splitlines()[-1][:200]}", "at": iso(last.time)})
+        out.append(
+            {
+                "source": "log",
+                "detail": f"last line before the end: {last.message.splitlines()[-1][:200]}",
+                "at": iso(last.time),
+            }
+        )
     if category == "oom_killed":
         oom = (info.failure or {}).get("oom") or {}
         if oom:
-            out.append({"source": "runner", "detail": "cgroup facts: " + ", ".join(
-                f"{k}={format_size(v) if k.endswith('_bytes') else v}" for k, v in oom.items() if k not in ("cgroup",)), "at": iso(info.ended)})
+            out.append(
+                {
+                    "source": "runner",
+                    "detail": "cgroup facts: "
+                    + ", ".join(
+                        f"{k}={format_size(v) if k.endswith('_bytes') else v}"
+                        for k, v in oom.items()
+                        if k not in ("cgroup",)
+                    ),
+                    "at": iso(info.ended),
+                }
+            )
     return out
 
 

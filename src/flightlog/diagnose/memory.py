@@ -82,8 +82,11 @@ def analyze_memory(ev: RunEvidence) -> list[Finding]:
 
 
 def _rss(ev: RunEvidence) -> tuple[np.ndarray, np.ndarray]:
-    rows = [(s["time"], s["rss_bytes"]) for s in ev.resources
-            if isinstance(s.get("time"), (int, float)) and isinstance(s.get("rss_bytes"), (int, float))]
+    rows = [
+        (s["time"], s["rss_bytes"])
+        for s in ev.resources
+        if isinstance(s.get("time"), (int, float)) and isinstance(s.get("rss_bytes"), (int, float))
+    ]
     arr = np.array(rows, dtype=float).reshape(-1, 2)
     return arr[:, 0], arr[:, 1]
 
@@ -128,21 +131,50 @@ def _leak(ev: RunEvidence, label: str, t: np.ndarray, y: np.ndarray) -> Finding 
     if not _grows_throughout(t, y, trend):
         return None
     signals = [
-        Signal("memory_leak", ramp(trend.tau, 0.5, 0.95, 0.2, 0.45), "a_steady_upward_trend", "resources",
-               f"{label} rose from {format_size(trend.start_value)} to {format_size(trend.end_value)} over "
-               f"{format_duration(span)}: {format_size(trend.slope)}/s (Theil–Sen), Kendall's tau {trend.tau:.2f}, "
-               f"R² {trend.r2:.2f}, {trend.n} samples", float(t[0])),
+        Signal(
+            "memory_leak",
+            ramp(trend.tau, 0.5, 0.95, 0.2, 0.45),
+            "a_steady_upward_trend",
+            "resources",
+            f"{label} rose from {format_size(trend.start_value)} to {format_size(trend.end_value)} over "
+            f"{format_duration(span)}: {format_size(trend.slope)}/s (Theil–Sen), Kendall's tau {trend.tau:.2f}, "
+            f"R² {trend.r2:.2f}, {trend.n} samples",
+            float(t[0]),
+        ),
     ]
     if trend.r2 >= th.leak_min_r2:
-        signals.append(Signal("memory_leak", ramp(trend.r2, th.leak_min_r2, 0.99, 0.15, 0.3), "a_straight_line_fit", "resources",
-                              f"a straight line explains {trend.r2:.0%} of the variation: growth is steady, not a one-off load",
-                              float(t[-1])))
-    signals.append(Signal("memory_leak", ramp(relative, th.leak_min_growth, 2.0, 0.1, 0.3), "size_of_the_growth", "resources",
-                          f"{label} grew by {format_size(growth)} ({relative:+.0%}) during training", float(t[-1])))
+        signals.append(
+            Signal(
+                "memory_leak",
+                ramp(trend.r2, th.leak_min_r2, 0.99, 0.15, 0.3),
+                "a_straight_line_fit",
+                "resources",
+                f"a straight line explains {trend.r2:.0%} of the variation: growth is steady, not a one-off load",
+                float(t[-1]),
+            )
+        )
+    signals.append(
+        Signal(
+            "memory_leak",
+            ramp(relative, th.leak_min_growth, 2.0, 0.1, 0.3),
+            "size_of_the_growth",
+            "resources",
+            f"{label} grew by {format_size(growth)} ({relative:+.0%}) during training",
+            float(t[-1]),
+        )
+    )
     per_step = _per_step(ev, trend.slope)
     if per_step is not None:
-        signals.append(Signal("memory_leak", 0.0, "growth_per_step", "metrics",
-                              f"about {format_size(per_step)} more per training step", float(t[-1])))
+        signals.append(
+            Signal(
+                "memory_leak",
+                0.0,
+                "growth_per_step",
+                "metrics",
+                f"about {format_size(per_step)} more per training step",
+                float(t[-1]),
+            )
+        )
     limit = ev.memory_limit if label == "RSS" else None
     projection = ""
     if limit and trend.end_value < limit:
@@ -150,22 +182,42 @@ def _leak(ev: RunEvidence, label: str, t: np.ndarray, y: np.ndarray) -> Finding 
         projection = f"; at this rate it reaches the {format_size(limit)} limit in {format_duration(seconds)}"
         if per_step:
             projection += f" (about {int((limit - trend.end_value) / per_step):,} more steps)"
-        signals.append(Signal("memory_leak", ramp(seconds, 3600 * 24, 60, 0.05, 0.25), "time_to_the_memory_limit", "resources",
-                              f"projected to reach the {format_size(limit)} limit in {format_duration(seconds)}", float(t[-1])))
+        signals.append(
+            Signal(
+                "memory_leak",
+                ramp(seconds, 3600 * 24, 60, 0.05, 0.25),
+                "time_to_the_memory_limit",
+                "resources",
+                f"projected to reach the {format_size(limit)} limit in {format_duration(seconds)}",
+                float(t[-1]),
+            )
+        )
     elif limit and trend.end_value >= 0.9 * limit:
         projection = f"; it reached the {format_size(limit)} limit"
-        signals.append(Signal("memory_leak", 0.25, "reached_the_memory_limit", "resources",
-                              f"memory reached {format_size(trend.end_value)} of the {format_size(limit)} limit", float(t[-1])))
+        signals.append(
+            Signal(
+                "memory_leak",
+                0.25,
+                "reached_the_memory_limit",
+                "resources",
+                f"memory reached {format_size(trend.end_value)} of the {format_size(limit)} limit",
+                float(t[-1]),
+            )
+        )
     step_text = f", about {format_size(per_step)} per step" if per_step else ""
-    summary = (f"{label} grows steadily with training: {format_size(trend.start_value)} → {format_size(trend.end_value)} "
-               f"in {format_duration(span)}{step_text}{projection}.")
+    summary = (
+        f"{label} grows steadily with training: {format_size(trend.start_value)} → {format_size(trend.end_value)} "
+        f"in {format_duration(span)}{step_text}{projection}."
+    )
     if not stepped:
         # no training steps to grow with: the trend spans the whole run, imports and loading
         # included (a slow start on a busy machine looks like steady growth), so it counts half
         signals = [Signal(x.category, x.weight * _NO_STEPS, x.id, x.source, x.detail, x.at) for x in signals]
-        summary = (f"{label} grew steadily over the whole run: {format_size(trend.start_value)} → "
-                   f"{format_size(trend.end_value)} in {format_duration(span)}{projection} (no training steps were "
-                   "recorded, so start-up is part of the trend).")
+        summary = (
+            f"{label} grew steadily over the whole run: {format_size(trend.start_value)} → "
+            f"{format_size(trend.end_value)} in {format_duration(span)}{projection} (no training steps were "
+            "recorded, so start-up is part of the trend)."
+        )
     elif span < th.leak_min_seconds:
         # a few samples over a second or two: a load that the sampler caught half-way looks
         # like a steady line; it takes a longer trend to be the lead
@@ -187,7 +239,11 @@ def _grows_throughout(t: np.ndarray, y: np.ndarray, trend: Trend) -> bool:
 
 
 def _per_step(ev: RunEvidence, slope: float) -> float | None:
-    series = [m for m in ev.info.metrics.values() if m.count >= 5 and m.first_time and m.last_time and m.last_time > m.first_time]
+    series = [
+        m
+        for m in ev.info.metrics.values()
+        if m.count >= 5 and m.first_time and m.last_time and m.last_time > m.first_time
+    ]
     if not series:
         return None
     m = max(series, key=lambda s: s.count)

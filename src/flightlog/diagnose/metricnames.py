@@ -13,14 +13,21 @@ from flightlog.diagnose.evidence import Thresholds
 
 __all__ = ["metric_direction", "LOSS_LIKE", "VALIDATION"]
 
-LOSS_LIKE = re.compile(r"loss|error|\bmse\b|\bmae\b|rmse|perplexity|\bppl\b|nll|cross.?entropy|objective|\bwer\b|\bcer\b"
-                    r"|(?:^|[_./-])(?:mse|mae|rmse|wer|cer|ppl|fid)(?:$|[_./-])", re.IGNORECASE)
-_HIGHER = re.compile(r"acc|auc|f1|precision|recall|score|(?:^|[_./-])map(?:$|[_./@-])|ndcg|bleu|rouge|r2|iou|dice|reward|return",
-                     re.IGNORECASE)
+LOSS_LIKE = re.compile(
+    r"loss|error|\bmse\b|\bmae\b|rmse|perplexity|\bppl\b|nll|cross.?entropy|objective|\bwer\b|\bcer\b"
+    r"|(?:^|[_./-])(?:mse|mae|rmse|wer|cer|ppl|fid)(?:$|[_./-])",
+    re.IGNORECASE,
+)
+_HIGHER = re.compile(
+    r"acc|auc|f1|precision|recall|score|(?:^|[_./-])map(?:$|[_./@-])|ndcg|bleu|rouge|r2|iou|dice|reward|return",
+    re.IGNORECASE,
+)
 #: names that contain a quality word but are bookkeeping (mixed-precision scaling, schedules,
 #: speed): never judged. ``train_loss_step`` and ``val_acc_epoch`` are quality metrics.
-_NOT_QUALITY = re.compile(r"loss_?scale|scaler|grad_?norm|learning_rate|(?:^|[_./-])lr(?:$|[_./-])|per_second|runtime|throughput",
-                          re.IGNORECASE)
+_NOT_QUALITY = re.compile(
+    r"loss_?scale|scaler|grad_?norm|learning_rate|(?:^|[_./-])lr(?:$|[_./-])|per_second|runtime|throughput",
+    re.IGNORECASE,
+)
 VALIDATION = re.compile(r"(?:^|[_./-])(?:val|valid|validation|eval|test|dev)(?:$|[_./-])", re.IGNORECASE)
 
 
@@ -39,5 +46,3 @@ def metric_direction(name: str, th: Thresholds | None = None) -> str | None:
     if _HIGHER.search(name):
         return "higher"
     return None
-
-

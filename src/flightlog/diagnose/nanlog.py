@@ -46,8 +46,11 @@ _PHRASE = re.compile(
 _STEP = re.compile(r"""\b(?:global_step|step|iter(?:ation)?)["']?\s*[=: ]\s*(\d+)""", re.IGNORECASE)
 #: keys whose non-finite values are routine: mixed precision skips steps with an infinite
 #: gradient norm or loss scale by design
-_IGNORE = re.compile(r"^(?:lr|learning_rate|step|epoch|time|eta|speed|throughput|samples|batch|scale|loss_scale"
-                     r"|grad_?norm|gnorm|grad-norm|overflow)$", re.IGNORECASE)
+_IGNORE = re.compile(
+    r"^(?:lr|learning_rate|step|epoch|time|eta|speed|throughput|samples|batch|scale|loss_scale"
+    r"|grad_?norm|gnorm|grad-norm|overflow)$",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -94,27 +97,57 @@ def nan_in_log(ev: RunEvidence) -> Finding | None:
     lead = losses or hits
     first = lead[0]
     is_loss = bool(losses)
-    signals = [Signal("nan_loss", 0.7 if is_loss else 0.3, NONFINITE_LINE, "log",
-                      f"{first.key} printed as {first.value}{_step_text(first)}: {first.line[:200]}", first.event.time)]
+    signals = [
+        Signal(
+            "nan_loss",
+            0.7 if is_loss else 0.3,
+            NONFINITE_LINE,
+            "log",
+            f"{first.key} printed as {first.value}{_step_text(first)}: {first.line[:200]}",
+            first.event.time,
+        )
+    ]
     same_key = [h for h in lead if h.key == first.key]
     lines = {(h.event.time, h.line) for h in same_key}
     recovered = _finite_again(ordered, first.key, max(h.event.time for h in same_key))
     if len(lines) >= 3:
-        signals.append(Signal("nan_loss", 0.4 if is_loss else 0.15, NONFINITE_REPEATED, "log",
-                              f"{len(lines)} log lines print a non-finite {first.key}", same_key[-1].event.time))
+        signals.append(
+            Signal(
+                "nan_loss",
+                0.4 if is_loss else 0.15,
+                NONFINITE_REPEATED,
+                "log",
+                f"{len(lines)} log lines print a non-finite {first.key}",
+                same_key[-1].event.time,
+            )
+        )
     if not recovered and (len(lines) >= 2 or _near_end(ev, same_key[-1].event)):
-        signals.append(Signal("nan_loss", 0.35 if is_loss else 0.1, NONFINITE_AT_END, "log",
-                              f"{first.key} never printed a finite value again (last: {same_key[-1].line[:160]})",
-                              same_key[-1].event.time))
+        signals.append(
+            Signal(
+                "nan_loss",
+                0.35 if is_loss else 0.1,
+                NONFINITE_AT_END,
+                "log",
+                f"{first.key} never printed a finite value again (last: {same_key[-1].line[:160]})",
+                same_key[-1].event.time,
+            )
+        )
     if recovered:
-        signals = [Signal(s.category, s.weight * 0.5, s.id, s.source, s.detail + " (it printed finite values again later)", s.at)
-                   for s in signals]
+        signals = [
+            Signal(
+                s.category, s.weight * 0.5, s.id, s.source, s.detail + " (it printed finite values again later)", s.at
+            )
+            for s in signals
+        ]
     others = sorted({h.key for h in hits} - {first.key})
     also = f" (also: {', '.join(others[:4])})" if others else ""
-    summary = (f"The log prints {first.key}={first.value}{_step_text(first)}{also}"
-               + ("; it printed finite values again later." if recovered else f"; training went on with a non-finite {first.key}."))
+    summary = f"The log prints {first.key}={first.value}{_step_text(first)}{also}" + (
+        "; it printed finite values again later." if recovered else f"; training went on with a non-finite {first.key}."
+    )
     step = _step(first)
-    steps = [f"Inspect the batch and the gradients{f' at step {step}' if step else ''}: replay it with anomaly detection on."]
+    steps = [
+        f"Inspect the batch and the gradients{f' at step {step}' if step else ''}: replay it with anomaly detection on."
+    ]
     return Finding("nan_loss", summary, signals, steps, kind="software")
 
 

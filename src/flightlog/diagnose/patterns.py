@@ -98,15 +98,19 @@ CREDENTIALS = _re(
     r"|gated repo|is restricted\. you must|you must be authenticated"
 )
 #: an API key the client library needs is not set (W&B, model hubs, LLM APIs)
-API_KEY = _re(r"api_?key not configured|invalid or missing api_?key|api[ _]?key (?:is )?(?:invalid|missing|not (?:set|configured|found))")
+API_KEY = _re(
+    r"api_?key not configured|invalid or missing api_?key|api[ _]?key (?:is )?(?:invalid|missing|not (?:set|configured|found))"
+)
 OOM = _re(
     r"cuda out of memory|out of memory|cannot allocate memory|unable to allocate [\d.]+ [kmgtp]i?b|std::bad_alloc"
     r"|oom-?kill|memory cgroup out of memory|errno 12\]|resourceexhaustederror|failed to allocate memory"
     r"|oom when allocating|running low on memory|killed due to memory pressure|failed to cuda [cm]alloc"
 )
 #: a process killed by SIGKILL, as the parent that saw it reports it (a data-loader worker, a pool worker)
-WORKER_KILLED = _re(r"(?:worker|process) \(pid\(?s?\)?[ \d,]+\) (?:is killed|exited unexpectedly) by signal: killed\b"
-                    r"|killed by signal: killed\b|terminated with signal sigkill")
+WORKER_KILLED = _re(
+    r"(?:worker|process) \(pid\(?s?\)?[ \d,]+\) (?:is killed|exited unexpectedly) by signal: killed\b"
+    r"|killed by signal: killed\b|terminated with signal sigkill"
+)
 #: the GPU stack (driver, CUDA runtime, cuDNN) is missing, too old or does not match the framework's build
 GPU_STACK = _re(
     r"cudnn_status_not_initialized|cudnn failed to initialize|failed to get convolution algorithm"
@@ -115,7 +119,9 @@ GPU_STACK = _re(
     r"|cudnn_status_(?:arch|version)_mismatch|no cuda gpus are available"
 )
 #: a GPU kernel that faulted: a bug in the model code, a custom op or an index out of range on the device
-GPU_FAULT = _re(r"illegal memory access was encountered|device-side assert triggered|misaligned address|cublas_status_execution_failed")
+GPU_FAULT = _re(
+    r"illegal memory access was encountered|device-side assert triggered|misaligned address|cublas_status_execution_failed"
+)
 #: tensor shapes or devices that do not fit together: a bug in the model or training code
 SHAPE_MISMATCH = _re(
     r"must have the same first dimension|shapes cannot be multiplied|mat1 and mat2 shapes|size mismatch for \w"
@@ -139,8 +145,10 @@ NO_SUCH_OBJECT = _re(
     r"|\(404\)|\b404 client error|client error '404|http error 404|\b404 not found\b|\bnot found\b.*\b(?:s3|gs)://"
 )
 
-NAN_LOSS = _re(r"\bloss\b[^\n]{0,40}?\b(?:is|became|was|turned|went)\s+(?:nan|inf|-inf|infinite)\b"
-              r"|(?:\b|(?<=_))loss\s*[=:]\s*-?(?:nan|inf)\b(?!\s+[a-z]+\b(?!\s*[=:]))|\b(?:nan|infinite|non-?finite) loss\b|\bloss (?:diverged|exploded)\b")
+NAN_LOSS = _re(
+    r"\bloss\b[^\n]{0,40}?\b(?:is|became|was|turned|went)\s+(?:nan|inf|-inf|infinite)\b"
+    r"|(?:\b|(?<=_))loss\s*[=:]\s*-?(?:nan|inf)\b(?!\s+[a-z]+\b(?!\s*[=:]))|\b(?:nan|infinite|non-?finite) loss\b|\bloss (?:diverged|exploded)\b"
+)
 
 #: a scheduler's or CI runner's time limit (Slurm, Kubernetes Jobs, GitHub Actions) stopped it
 TIME_LIMIT = _re(
@@ -194,18 +202,34 @@ NOT_ALLOWED = _re(
 
 #: errno numbers (Linux; macOS where they differ) → category
 ERRNO_CATEGORY: Final[dict[int, str]] = {
-    1: "credentials_error", 13: "credentials_error",  # EPERM, EACCES
-    2: "missing_file", 20: "missing_file",  # ENOENT, ENOTDIR
+    1: "credentials_error",
+    13: "credentials_error",  # EPERM, EACCES
+    2: "missing_file",
+    20: "missing_file",  # ENOENT, ENOTDIR
     12: "oom_killed",  # ENOMEM
-    28: "disk_full", 122: "disk_full", 69: "disk_full",  # ENOSPC, EDQUOT (Linux, macOS)
-    104: "service_unavailable", 110: "service_unavailable", 111: "service_unavailable",  # ECONNRESET, ETIMEDOUT, ECONNREFUSED
-    101: "service_unavailable", 113: "service_unavailable", 103: "service_unavailable",  # ENETUNREACH, EHOSTUNREACH, ECONNABORTED
-    54: "service_unavailable", 60: "service_unavailable", 61: "service_unavailable", 65: "service_unavailable",  # macOS
-    -2: "service_unavailable", -3: "service_unavailable", -5: "service_unavailable",  # getaddrinfo: EAI_NONAME, EAI_AGAIN, EAI_NODATA
+    28: "disk_full",
+    122: "disk_full",
+    69: "disk_full",  # ENOSPC, EDQUOT (Linux, macOS)
+    104: "service_unavailable",
+    110: "service_unavailable",
+    111: "service_unavailable",  # ECONNRESET, ETIMEDOUT, ECONNREFUSED
+    101: "service_unavailable",
+    113: "service_unavailable",
+    103: "service_unavailable",  # ENETUNREACH, EHOSTUNREACH, ECONNABORTED
+    54: "service_unavailable",
+    60: "service_unavailable",
+    61: "service_unavailable",
+    65: "service_unavailable",  # macOS
+    -2: "service_unavailable",
+    -3: "service_unavailable",
+    -5: "service_unavailable",  # getaddrinfo: EAI_NONAME, EAI_AGAIN, EAI_NODATA
 }
 #: how an errno is printed: ``[Errno 28]``, ``OSError(28, ...)``, ``errno: 113``, ``errno=111``,
 #: ``Os { code: 28, kind: StorageFull }`` (Rust), ``Error 111 connecting to`` (redis-py)
-_ERRNO = re.compile(r"\[Errno (-?\d+)\]|\bOSError\((-?\d+),|\berrno[:=]? ?(-?\d+)\b|\bOs \{ code: (\d+)|^Error (\d+) connecting to|\bError (\d+) connecting to", re.I)
+_ERRNO = re.compile(
+    r"\[Errno (-?\d+)\]|\bOSError\((-?\d+),|\berrno[:=]? ?(-?\d+)\b|\bOs \{ code: (\d+)|^Error (\d+) connecting to|\bError (\d+) connecting to",
+    re.I,
+)
 
 
 def errno_numbers(text: str) -> list[int]:
@@ -218,12 +242,19 @@ def errno_numbers(text: str) -> list[int]:
     return out
 
 
-HTTP_STATUS: Final = re.compile(r"\b([1-5]\d\d)\b (?:Client|Server) Error|(?:Client|Server) error '([1-5]\d\d)|HTTP Error ([1-5]\d\d)")
+HTTP_STATUS: Final = re.compile(
+    r"\b([1-5]\d\d)\b (?:Client|Server) Error|(?:Client|Server) error '([1-5]\d\d)|HTTP Error ([1-5]\d\d)"
+)
 
 EXCEPTION_RULES: Final[tuple[ExceptionRule, ...]] = (
     # ── memory ──
     ExceptionRule("oom_killed", 0.8, "python_memoryerror", classes=("MemoryError", "_ArrayMemoryError")),
-    ExceptionRule("oom_killed", 0.85, "cuda_out_of_memory", classes=("OutOfMemoryError", "RayOutOfMemoryError", "ResourceExhaustedError")),
+    ExceptionRule(
+        "oom_killed",
+        0.85,
+        "cuda_out_of_memory",
+        classes=("OutOfMemoryError", "RayOutOfMemoryError", "ResourceExhaustedError"),
+    ),
     ExceptionRule("oom_killed", 0.7, "a_worker_killed_with_sigkill", message=WORKER_KILLED),
     ExceptionRule("oom_killed", 0.75, "an_out_of_memory_message", message=OOM),
     # ── disk ──
@@ -231,87 +262,223 @@ EXCEPTION_RULES: Final[tuple[ExceptionRule, ...]] = (
     ExceptionRule("disk_full", 0.6, "a_checkpoint_write_that_failed", message=WRITE_FAILED),
     # ── files ──
     ExceptionRule("missing_file", 0.7, "filenotfounderror", classes=("FileNotFoundError", "NotADirectoryError")),
-    ExceptionRule("missing_file", 0.45, "enoent_no_such_file_or_directory", message=_re(r"no such file or directory|\bENOENT\b|errno 2\]")),
+    ExceptionRule(
+        "missing_file",
+        0.45,
+        "enoent_no_such_file_or_directory",
+        message=_re(r"no such file or directory|\bENOENT\b|errno 2\]"),
+    ),
     ExceptionRule("missing_file", 0.55, "an_object_that_does_not_exist_nosuchkey_404", message=NO_SUCH_OBJECT),
-    ExceptionRule("missing_file", 0.6, "a_stored_object_that_does_not_exist", classes=("ResourceNotFoundError", "NoSuchKey", "NotFound")),
-    ExceptionRule("missing_file", 0.45, "a_path_that_does_not_exist",
-                  classes=("OSError", "IOError", "ValueError", "RuntimeError"),
-                  message=_re(r"(?:file|path|directory|checkpoint)\b.{0,80}\b(?:does not exist|not found|doesn't exist)|unable to open file")),
+    ExceptionRule(
+        "missing_file",
+        0.6,
+        "a_stored_object_that_does_not_exist",
+        classes=("ResourceNotFoundError", "NoSuchKey", "NotFound"),
+    ),
+    ExceptionRule(
+        "missing_file",
+        0.45,
+        "a_path_that_does_not_exist",
+        classes=("OSError", "IOError", "ValueError", "RuntimeError"),
+        message=_re(
+            r"(?:file|path|directory|checkpoint)\b.{0,80}\b(?:does not exist|not found|doesn't exist)|unable to open file"
+        ),
+    ),
     # ── dependencies ──
     ExceptionRule("dependency_error", 0.8, "a_missing_module", classes=("ModuleNotFoundError",)),
     ExceptionRule("dependency_error", 0.7, "an_import_failure", classes=("ImportError",)),
-    ExceptionRule("dependency_error", 0.7, "a_package_version_conflict",
-                  classes=("VersionConflict", "DistributionNotFound", "PackageNotFoundError", "ContextualVersionConflict")),
-    ExceptionRule("dependency_error", 0.6, "a_binary_incompatibility_between_packages",
-                  message=_re(r"binary incompatibility|compiled using numpy 1\.x|cannot be run in numpy 2|undefined symbol"
-                              r"|cannot open shared object file|dll load failed|requires .{1,40}(?:>=|==|<).{0,20} but you have"
-                              r"|cuda driver version is insufficient|no kernel image is available")),
+    ExceptionRule(
+        "dependency_error",
+        0.7,
+        "a_package_version_conflict",
+        classes=("VersionConflict", "DistributionNotFound", "PackageNotFoundError", "ContextualVersionConflict"),
+    ),
+    ExceptionRule(
+        "dependency_error",
+        0.6,
+        "a_binary_incompatibility_between_packages",
+        message=_re(
+            r"binary incompatibility|compiled using numpy 1\.x|cannot be run in numpy 2|undefined symbol"
+            r"|cannot open shared object file|dll load failed|requires .{1,40}(?:>=|==|<).{0,20} but you have"
+            r"|cuda driver version is insufficient|no kernel image is available"
+        ),
+    ),
     ExceptionRule("dependency_error", 0.65, "the_gpu_driver_cuda_or_cudnn_does_not_fit", message=GPU_STACK),
     ExceptionRule("dependency_error", 0.65, "a_package_the_library_asks_to_install", message=INSTALL_HINT),
-    ExceptionRule("dependency_error", 0.55, "an_api_that_the_installed_version_of_a_module_lacks",
-                  classes=("AttributeError",), message=_re(r"^module '[\w.]+' has no attribute")),
+    ExceptionRule(
+        "dependency_error",
+        0.55,
+        "an_api_that_the_installed_version_of_a_module_lacks",
+        classes=("AttributeError",),
+        message=_re(r"^module '[\w.]+' has no attribute"),
+    ),
     # ── network services ──
-    ExceptionRule("service_unavailable", 0.8, "a_refused_or_reset_connection",
-                  classes=("ConnectionRefusedError", "ConnectionResetError", "ConnectionAbortedError", "ConnectError",
-                           "NewConnectionError", "EndpointConnectionError", "ConnectTimeout", "ConnectTimeoutError",
-                           "ServerSelectionTimeoutError", "RemoteProtocolError", "RemoteDisconnected", "DistNetworkError",
-                           "RendezvousConnectionError", "ServiceRequestError", "ServiceResponseError")),
-    ExceptionRule("service_unavailable", 0.65, "a_connection_error",
-                  classes=("ConnectionError", "MaxRetryError", "ProtocolError", "ReadTimeout", "ReadTimeoutError",
-                           "ReadError", "NetworkError", "TransportError",
-                           "ServiceUnavailable", "ServiceUnavailableError", "gaierror", "URLError")),
+    ExceptionRule(
+        "service_unavailable",
+        0.8,
+        "a_refused_or_reset_connection",
+        classes=(
+            "ConnectionRefusedError",
+            "ConnectionResetError",
+            "ConnectionAbortedError",
+            "ConnectError",
+            "NewConnectionError",
+            "EndpointConnectionError",
+            "ConnectTimeout",
+            "ConnectTimeoutError",
+            "ServerSelectionTimeoutError",
+            "RemoteProtocolError",
+            "RemoteDisconnected",
+            "DistNetworkError",
+            "RendezvousConnectionError",
+            "ServiceRequestError",
+            "ServiceResponseError",
+        ),
+    ),
+    ExceptionRule(
+        "service_unavailable",
+        0.65,
+        "a_connection_error",
+        classes=(
+            "ConnectionError",
+            "MaxRetryError",
+            "ProtocolError",
+            "ReadTimeout",
+            "ReadTimeoutError",
+            "ReadError",
+            "NetworkError",
+            "TransportError",
+            "ServiceUnavailable",
+            "ServiceUnavailableError",
+            "gaierror",
+            "URLError",
+        ),
+    ),
     ExceptionRule("service_unavailable", 0.6, "a_connection_refused_reset_or_timed_out", message=CONN),
     ExceptionRule("service_unavailable", 0.65, "a_collective_or_peer_rank_that_stopped_answering", message=COLLECTIVE),
     ExceptionRule("service_unavailable", 0.65, "an_ml_service_that_did_not_answer", message=ML_SERVICE),
     ExceptionRule("service_unavailable", 0.7, "a_dns_failure", message=DNS),
     ExceptionRule("service_unavailable", 0.7, "an_http_5xx_answer_from_a_dependency", message=HTTP_5XX),
-    ExceptionRule("service_unavailable", 0.4, "a_network_timeout", classes=("TimeoutError", "timeout", "Timeout", "TimeoutException")),
+    ExceptionRule(
+        "service_unavailable",
+        0.4,
+        "a_network_timeout",
+        classes=("TimeoutError", "timeout", "Timeout", "TimeoutException"),
+    ),
     # ── credentials and permissions ──
     ExceptionRule("credentials_error", 0.75, "permission_denied", classes=("PermissionError",)),
     ExceptionRule("credentials_error", 0.5, "eacces_eperm", message=EACCES),
-    ExceptionRule("credentials_error", 0.85, "missing_cloud_credentials",
-                  classes=("NoCredentialsError", "PartialCredentialsError", "CredentialRetrievalError",
-                           "DefaultCredentialsError", "RefreshError", "TokenRetrievalError", "UnauthorizedSSOTokenError",
-                           "ExpiredTokenException", "AuthenticationError", "Unauthorized", "Forbidden", "AccessDenied",
-                           "AccessDeniedException", "AuthorizationError", "ClientAuthenticationError", "GatedRepoError")),
+    ExceptionRule(
+        "credentials_error",
+        0.85,
+        "missing_cloud_credentials",
+        classes=(
+            "NoCredentialsError",
+            "PartialCredentialsError",
+            "CredentialRetrievalError",
+            "DefaultCredentialsError",
+            "RefreshError",
+            "TokenRetrievalError",
+            "UnauthorizedSSOTokenError",
+            "ExpiredTokenException",
+            "AuthenticationError",
+            "Unauthorized",
+            "Forbidden",
+            "AccessDenied",
+            "AccessDeniedException",
+            "AuthorizationError",
+            "ClientAuthenticationError",
+            "GatedRepoError",
+        ),
+    ),
     ExceptionRule("credentials_error", 0.85, "a_missing_api_key", message=API_KEY),
     ExceptionRule("credentials_error", 0.7, "http_401_403", message=HTTP_AUTH),
     ExceptionRule("credentials_error", 0.65, "an_authentication_or_authorization_error", message=CREDENTIALS),
     # ── parameters ──
     ExceptionRule("bad_parameter", 0.8, "an_invalid_parameter_scikit_learn", classes=("InvalidParameterError",)),
-    ExceptionRule("bad_parameter", 0.65, "an_invalid_configuration",
-                  classes=("ConfigError", "ConfigurationError", "ConfigAttributeError", "ConfigKeyError",
-                           "MissingMandatoryValue", "InterpolationError", "ArgumentError", "ArgumentTypeError",
-                           "BadParameter", "UsageError", "ImproperlyConfigured")),
-    ExceptionRule("bad_parameter", 0.55, "a_value_outside_its_valid_range",
-                  classes=("ValueError", "AssertionError", "TypeError", "KeyError", "RuntimeError", "Exception"),
-                  message=_re(r"\b(?:invalid|unknown|unsupported|unrecognized|illegal|bad)\b (?:value|parameter|param|argument|option|"
-                              r"choice|config\w*|setting|learning rate|lr|optimizer|scheduler|model|activation|loss|"
-                              r"batch.?size|mode|device|backend|solver|method|frequency|strategy|metric|kernel|criterion|penalty|scheduler|precision|seed)"
-                              r"|\bparameter\b.{0,60}\bmust be\b|\bmust be (?:a |an )?(?:positive|non-?negative|> ?0|>= ?0|greater than|"
-                              r"less than|at least|at most|between|one of|in the range|in \[|an? (?:int|float|str))"
-                              r"|expected one of|got an unexpected keyword argument|should be (?:one of|positive|between|> ?0)"
-                              r"|not a valid (?:choice|value|option)|out of range for (?:param|arg|option)")),
+    ExceptionRule(
+        "bad_parameter",
+        0.65,
+        "an_invalid_configuration",
+        classes=(
+            "ConfigError",
+            "ConfigurationError",
+            "ConfigAttributeError",
+            "ConfigKeyError",
+            "MissingMandatoryValue",
+            "InterpolationError",
+            "ArgumentError",
+            "ArgumentTypeError",
+            "BadParameter",
+            "UsageError",
+            "ImproperlyConfigured",
+        ),
+    ),
+    ExceptionRule(
+        "bad_parameter",
+        0.55,
+        "a_value_outside_its_valid_range",
+        classes=("ValueError", "AssertionError", "TypeError", "KeyError", "RuntimeError", "Exception"),
+        message=_re(
+            r"\b(?:invalid|unknown|unsupported|unrecognized|illegal|bad)\b (?:value|parameter|param|argument|option|"
+            r"choice|config\w*|setting|learning rate|lr|optimizer|scheduler|model|activation|loss|"
+            r"batch.?size|mode|device|backend|solver|method|frequency|strategy|metric|kernel|criterion|penalty|scheduler|precision|seed)"
+            r"|\bparameter\b.{0,60}\bmust be\b|\bmust be (?:a |an )?(?:positive|non-?negative|> ?0|>= ?0|greater than|"
+            r"less than|at least|at most|between|one of|in the range|in \[|an? (?:int|float|str))"
+            r"|expected one of|got an unexpected keyword argument|should be (?:one of|positive|between|> ?0)"
+            r"|not a valid (?:choice|value|option)|out of range for (?:param|arg|option)"
+        ),
+    ),
     # ── data ──
-    ExceptionRule("data_error", 0.75, "a_data_validation_failure",
-                  classes=("SchemaError", "SchemaErrors", "DataValidationError", "ValidationFailure", "ExpectationFailed",
-                           "ParserError", "EmptyDataError", "DtypeWarning", "ArrowInvalid", "ArrowTypeError",
-                           "UnicodeDecodeError", "IntCastingNaNError", "OutOfBoundsDatetime", "DateParseError",
-                           "MergeError", "InvalidIndexError")),
-    ExceptionRule("data_error", 0.7, "a_missing_column",
-                  message=_re(r"none of \[.*\] are in the \[?(?:columns|index)\]?|not in index|\bcolumns?\b.{0,60}"
-                              r"\b(?:not found|missing|not in|does not exist|doesn't exist|are missing|is missing)"
-                              r"|missing (?:required )?columns?|no column named|unknown column|column .{1,60} not found")),
-    ExceptionRule("data_error", 0.65, "a_value_the_code_could_not_parse_or_use",
-                  message=_re(r"could not convert (?:string|str)|invalid literal for (?:int|float)\(\)|input (?:x |y )?contains nan"
-                              r"|input contains (?:nan|infinity)|contains nan|inconsistent numbers of samples|found array with 0 sample"
-                              r"|has \d+ features?, but .{1,80} expecting \d+ features|previously unseen labels|unknown label type"
-                              r"|cannot convert non-finite values|cannot convert float nan|unable to parse string|cannot safely cast"
-                              r"|time data .{1,80} does not match format|expected \d+ fields in line|error tokenizing data"
-                              r"|no columns to parse|schema (?:mismatch|changed|does not match|validation)|dtype mismatch|unexpected dtype"
-                              r"|data ?frame is empty|empty (?:dataset|dataframe|input)|validation failed|failed validation|expectations? failed"
-                              r"|mixed types|duplicate (?:keys?|rows?|index)|null values? (?:in|found)|contains nulls?"
-                              r"|could not be converted to|can only use \.str accessor")),
+    ExceptionRule(
+        "data_error",
+        0.75,
+        "a_data_validation_failure",
+        classes=(
+            "SchemaError",
+            "SchemaErrors",
+            "DataValidationError",
+            "ValidationFailure",
+            "ExpectationFailed",
+            "ParserError",
+            "EmptyDataError",
+            "DtypeWarning",
+            "ArrowInvalid",
+            "ArrowTypeError",
+            "UnicodeDecodeError",
+            "IntCastingNaNError",
+            "OutOfBoundsDatetime",
+            "DateParseError",
+            "MergeError",
+            "InvalidIndexError",
+        ),
+    ),
+    ExceptionRule(
+        "data_error",
+        0.7,
+        "a_missing_column",
+        message=_re(
+            r"none of \[.*\] are in the \[?(?:columns|index)\]?|not in index|\bcolumns?\b.{0,60}"
+            r"\b(?:not found|missing|not in|does not exist|doesn't exist|are missing|is missing)"
+            r"|missing (?:required )?columns?|no column named|unknown column|column .{1,60} not found"
+        ),
+    ),
+    ExceptionRule(
+        "data_error",
+        0.65,
+        "a_value_the_code_could_not_parse_or_use",
+        message=_re(
+            r"could not convert (?:string|str)|invalid literal for (?:int|float)\(\)|input (?:x |y )?contains nan"
+            r"|input contains (?:nan|infinity)|contains nan|inconsistent numbers of samples|found array with 0 sample"
+            r"|has \d+ features?, but .{1,80} expecting \d+ features|previously unseen labels|unknown label type"
+            r"|cannot convert non-finite values|cannot convert float nan|unable to parse string|cannot safely cast"
+            r"|time data .{1,80} does not match format|expected \d+ fields in line|error tokenizing data"
+            r"|no columns to parse|schema (?:mismatch|changed|does not match|validation)|dtype mismatch|unexpected dtype"
+            r"|data ?frame is empty|empty (?:dataset|dataframe|input)|validation failed|failed validation|expectations? failed"
+            r"|mixed types|duplicate (?:keys?|rows?|index)|null values? (?:in|found)|contains nulls?"
+            r"|could not be converted to|can only use \.str accessor"
+        ),
+    ),
     ExceptionRule("data_error", 0.65, "labels_or_features_that_do_not_fit_the_model", message=LABELS_FEATURES),
     ExceptionRule("data_error", 0.45, "a_missing_key_in_a_record", classes=("KeyError",)),
     # ── model behaviour that ends a run ──
@@ -320,8 +487,15 @@ EXCEPTION_RULES: Final[tuple[ExceptionRule, ...]] = (
     # ── faults in the model code that the GPU or the framework reports ──
     ExceptionRule("code_error", 0.6, "a_gpu_kernel_fault", message=GPU_FAULT),
     ExceptionRule("code_error", 0.55, "a_tensor_shape_or_device_mismatch", message=SHAPE_MISMATCH),
-    ExceptionRule("killed_by_signal", 0.6, "a_worker_terminated_with_sigterm", message=_re(r"killed by signal: terminated\b")),
-    ExceptionRule("code_error", 0.55, "a_crash_in_native_code", message=_re(r"killed by signal: (?:segmentation fault|aborted|bus error)")),
+    ExceptionRule(
+        "killed_by_signal", 0.6, "a_worker_terminated_with_sigterm", message=_re(r"killed by signal: terminated\b")
+    ),
+    ExceptionRule(
+        "code_error",
+        0.55,
+        "a_crash_in_native_code",
+        message=_re(r"killed by signal: (?:segmentation fault|aborted|bus error)"),
+    ),
     # ── causes that libraries name in their own words (the wrapper's type says little) ──
     ExceptionRule("timeout", 0.8, "a_scheduler_time_limit", message=TIME_LIMIT),
     ExceptionRule("killed_by_signal", 0.7, "stopped_from_outside", message=STOPPED),
@@ -346,15 +520,35 @@ LINE_RULES: Final[tuple[LineRule, ...]] = (
     LineRule("disk_full", 0.6, "a_library_s_disk_space_check", NO_ROOM),
     LineRule("oom_killed", 0.65, "shared_memory_or_a_container_memory_limit", MEMORY_LIMIT),
     LineRule("credentials_error", 0.55, "the_caller_is_not_allowed", NOT_ALLOWED),
-    LineRule("oom_killed", 0.55, "the_shell_reported_the_process_killed",
-             _re(r"^\s*Killed\s*$|\b\d+\s+Killed\s+\S|^/bin/\w*sh: line \d+: +\d+ Killed", 0)),
+    LineRule(
+        "oom_killed",
+        0.55,
+        "the_shell_reported_the_process_killed",
+        _re(r"^\s*Killed\s*$|\b\d+\s+Killed\s+\S|^/bin/\w*sh: line \d+: +\d+ Killed", 0),
+    ),
     LineRule("oom_killed", 0.6, "an_out_of_memory_message", OOM),
     LineRule("disk_full", 0.6, "no_space_left_on_device", ENOSPC),
-    LineRule("dependency_error", 0.65, "the_shell_could_not_find_a_command",
-             _re(r"\bcommand not found\b|^(?:\S+: )?(?:line \d+: )?[\w./-]+: not found$|^\S+: No such file or directory$|executable file not found", 0)),
-    LineRule("dependency_error", 0.45, "a_missing_module",
-             _re(r"\bModuleNotFoundError\b|\bNo module named\b|\bImportError\b|\bcannot import name\b", 0)),
-    LineRule("missing_file", 0.5, "no_such_file_or_directory", _re(r"no such file or directory|\bENOENT\b|file not found|\bNoSuchKey\b")),
+    LineRule(
+        "dependency_error",
+        0.65,
+        "the_shell_could_not_find_a_command",
+        _re(
+            r"\bcommand not found\b|^(?:\S+: )?(?:line \d+: )?[\w./-]+: not found$|^\S+: No such file or directory$|executable file not found",
+            0,
+        ),
+    ),
+    LineRule(
+        "dependency_error",
+        0.45,
+        "a_missing_module",
+        _re(r"\bModuleNotFoundError\b|\bNo module named\b|\bImportError\b|\bcannot import name\b", 0),
+    ),
+    LineRule(
+        "missing_file",
+        0.5,
+        "no_such_file_or_directory",
+        _re(r"no such file or directory|\bENOENT\b|file not found|\bNoSuchKey\b"),
+    ),
     LineRule("missing_file", 0.45, "an_object_that_does_not_exist_nosuchkey_404", NO_SUCH_OBJECT),
     LineRule("service_unavailable", 0.5, "a_refused_reset_or_timed_out_connection", CONN),
     LineRule("service_unavailable", 0.5, "a_dns_failure", DNS),
@@ -362,7 +556,9 @@ LINE_RULES: Final[tuple[LineRule, ...]] = (
     LineRule("service_unavailable", 0.5, "an_ml_service_that_did_not_answer", ML_SERVICE),
     LineRule("service_unavailable", 0.5, "an_http_5xx_answer", HTTP_5XX),
     LineRule("credentials_error", 0.5, "permission_denied", EACCES),
-    LineRule("credentials_error", 0.45, "an_authentication_failure", _re(HTTP_AUTH.pattern + "|" + CREDENTIALS.pattern)),
+    LineRule(
+        "credentials_error", 0.45, "an_authentication_failure", _re(HTTP_AUTH.pattern + "|" + CREDENTIALS.pattern)
+    ),
     LineRule("credentials_error", 0.55, "a_missing_api_key", API_KEY),
     LineRule("oom_killed", 0.6, "a_worker_killed_with_sigkill", WORKER_KILLED),
     LineRule("dependency_error", 0.55, "the_gpu_driver_cuda_or_cudnn_does_not_fit", GPU_STACK),
@@ -370,16 +566,39 @@ LINE_RULES: Final[tuple[LineRule, ...]] = (
     LineRule("disk_full", 0.5, "a_checkpoint_write_that_failed", WRITE_FAILED),
     LineRule("data_error", 0.5, "labels_or_features_that_do_not_fit_the_model", LABELS_FEATURES),
     LineRule("code_error", 0.5, "a_gpu_kernel_fault", GPU_FAULT),
-    LineRule("bad_parameter", 0.6, "a_command_line_usage_error",
-             _re(r"error: (?:argument|unrecognized arguments|the following arguments are required|invalid choice)"
-                 r"|^Error: (?:Invalid value|No such option|Missing (?:option|argument)|Got unexpected extra argument)|^usage: ")),
-    LineRule("data_error", 0.45, "a_data_validation_failure",
-             _re(r"\bvalidation failed\b|\bexpectations? failed\b|\bschema (?:mismatch|error|changed)\b|\bmissing columns?\b"
-                 r"|\bnone of \[.*\] are in the \[columns\]|\bSchemaError\b|\bParserError\b|\bEmptyDataError\b")),
-    LineRule("killed_by_signal", 0.5, "the_process_was_terminated", _re(r"^\s*Terminated\s*$|\b\d+\s+Terminated\s+\S|received (?:signal )?SIG(?:TERM|INT|HUP)|\bpreempt(?:ed|ion)\b")),
+    LineRule(
+        "bad_parameter",
+        0.6,
+        "a_command_line_usage_error",
+        _re(
+            r"error: (?:argument|unrecognized arguments|the following arguments are required|invalid choice)"
+            r"|^Error: (?:Invalid value|No such option|Missing (?:option|argument)|Got unexpected extra argument)|^usage: "
+        ),
+    ),
+    LineRule(
+        "data_error",
+        0.45,
+        "a_data_validation_failure",
+        _re(
+            r"\bvalidation failed\b|\bexpectations? failed\b|\bschema (?:mismatch|error|changed)\b|\bmissing columns?\b"
+            r"|\bnone of \[.*\] are in the \[columns\]|\bSchemaError\b|\bParserError\b|\bEmptyDataError\b"
+        ),
+    ),
+    LineRule(
+        "killed_by_signal",
+        0.5,
+        "the_process_was_terminated",
+        _re(
+            r"^\s*Terminated\s*$|\b\d+\s+Terminated\s+\S|received (?:signal )?SIG(?:TERM|INT|HUP)|\bpreempt(?:ed|ion)\b"
+        ),
+    ),
     LineRule("nan_loss", 0.45, "a_loss_reported_as_nan_or_infinite", NAN_LOSS),
-    LineRule("code_error", 0.5, "a_crash_in_native_code",
-             _re(r"segmentation fault|core dumped|fatal python error|\bSIGSEGV\b|\bSIGABRT\b|bus error|illegal instruction")),
+    LineRule(
+        "code_error",
+        0.5,
+        "a_crash_in_native_code",
+        _re(r"segmentation fault|core dumped|fatal python error|\bSIGSEGV\b|\bSIGABRT\b|bus error|illegal instruction"),
+    ),
 )
 
 #: exception classes that, when nothing more specific matches, plainly point at the code itself

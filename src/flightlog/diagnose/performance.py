@@ -56,12 +56,26 @@ def queue_wait(ev: RunEvidence) -> Finding | None:
     end = _end(ev) or start
     share = wait / max(1e-9, wait + (end - start))
     signals = [
-        Signal("queue_wait", ramp(wait, th.queue_wait_s, 3600.0, 0.3, 0.6), "time_in_the_queue", "timeline",
-               f"queued at {iso(info.queued)}, started at {iso(start)}: {format_duration(wait)} in the queue", info.queued),
+        Signal(
+            "queue_wait",
+            ramp(wait, th.queue_wait_s, 3600.0, 0.3, 0.6),
+            "time_in_the_queue",
+            "timeline",
+            f"queued at {iso(info.queued)}, started at {iso(start)}: {format_duration(wait)} in the queue",
+            info.queued,
+        ),
     ]
     if share >= th.share:
-        signals.append(Signal("queue_wait", ramp(share, th.share, 0.9, 0.2, 0.5), "share_of_the_wall_time", "timeline",
-                              f"{share:.0%} of the time from submission to the end was spent waiting to start", start))
+        signals.append(
+            Signal(
+                "queue_wait",
+                ramp(share, th.share, 0.9, 0.2, 0.5),
+                "share_of_the_wall_time",
+                "timeline",
+                f"{share:.0%} of the time from submission to the end was spent waiting to start",
+                start,
+            )
+        )
     summary = f"The run waited {format_duration(wait)} in the queue before it started ({share:.0%} of its time from submission to the end)."
     return Finding("queue_wait", summary, signals)
 
@@ -89,39 +103,89 @@ def slow_startup(ev: RunEvidence) -> Finding | None:
     before_init = _before_init(ev, start)
     whole = "of the process's time" if before_init else "of the run"
     signals = [
-        Signal("slow_startup", 0.0, "time_before_the_first_step", "timeline",
-               f"the first step came {format_duration(startup)} after the process started: {share:.0%} {whole}"
-               + (f" (the process started {format_duration(before_init)} before flightlog.init() created the run)"
-                  if before_init else ""), window.start),
+        Signal(
+            "slow_startup",
+            0.0,
+            "time_before_the_first_step",
+            "timeline",
+            f"the first step came {format_duration(startup)} after the process started: {share:.0%} {whole}"
+            + (
+                f" (the process started {format_duration(before_init)} before flightlog.init() created the run)"
+                if before_init
+                else ""
+            ),
+            window.start,
+        ),
     ]
     setup_share = setup / total
     if setup >= th.startup_s and setup_share >= th.share:
-        signals.append(Signal("slow_startup", ramp(setup_share, th.share, 0.8, 0.3, 0.6), "share_before_the_first_step", "timeline",
-                              f"the program's own setup (after its first output or flightlog.init()) took {setup_share:.0%} {whole}",
-                              began))
+        signals.append(
+            Signal(
+                "slow_startup",
+                ramp(setup_share, th.share, 0.8, 0.3, 0.6),
+                "share_before_the_first_step",
+                "timeline",
+                f"the program's own setup (after its first output or flightlog.init()) took {setup_share:.0%} {whole}",
+                began,
+            )
+        )
     if startup >= 60:
-        signals.append(Signal("slow_startup", ramp(startup, 60, 1800, 0.15, 0.45), "absolute_startup_time", "timeline",
-                              f"{format_duration(startup)} before training began", window.start))
+        signals.append(
+            Signal(
+                "slow_startup",
+                ramp(startup, 60, 1800, 0.15, 0.45),
+                "absolute_startup_time",
+                "timeline",
+                f"{format_duration(startup)} before training began",
+                window.start,
+            )
+        )
     # a stage explains the start-up when it took a fair share of it (a first batch does not)
     explained = [(n, sec) for n, sec in _stages_within(ev, start, window.start) if sec >= 0.3 * startup]
     if explained:
         name, seconds = explained[0]
-        signals.append(Signal("slow_startup", ramp(seconds / startup, 0.3, 0.9, 0.15, 0.3), "a_stage_before_the_first_step",
-                              "stages", f"stage {name!r} took {format_duration(seconds)} before the first step",
-                              _stage_start(ev, name, start)))
+        signals.append(
+            Signal(
+                "slow_startup",
+                ramp(seconds / startup, 0.3, 0.9, 0.15, 0.3),
+                "a_stage_before_the_first_step",
+                "stages",
+                f"stage {name!r} took {format_duration(seconds)} before the first step",
+                _stage_start(ev, name, start),
+            )
+        )
     if imports >= th.import_s:
-        signals.append(Signal("slow_startup", ramp(imports, th.import_s, 300, 0.2, 0.4), "silence_after_the_start", "timeline",
-                              f"{format_duration(imports)} passed before the program's first output or SDK call (interpreter, imports)",
-                              began))
+        signals.append(
+            Signal(
+                "slow_startup",
+                ramp(imports, th.import_s, 300, 0.2, 0.4),
+                "silence_after_the_start",
+                "timeline",
+                f"{format_duration(imports)} passed before the program's first output or SDK call (interpreter, imports)",
+                began,
+            )
+        )
     if setup >= th.startup_s:
-        signals.append(Signal("slow_startup", ramp(setup, th.startup_s, 300, 0.1, 0.3), "setup_before_the_first_step", "timeline",
-                              f"the program's own setup took {format_duration(setup)} between its first output and its first step",
-                              began))
-    context = [{"source": "log", "detail": e.message.splitlines()[0][:200], "at": iso(e.time)}
-               for e in ev.tail if start <= e.time <= window.start][:3]
+        signals.append(
+            Signal(
+                "slow_startup",
+                ramp(setup, th.startup_s, 300, 0.1, 0.3),
+                "setup_before_the_first_step",
+                "timeline",
+                f"the program's own setup took {format_duration(setup)} between its first output and its first step",
+                began,
+            )
+        )
+    context = [
+        {"source": "log", "detail": e.message.splitlines()[0][:200], "at": iso(e.time)}
+        for e in ev.tail
+        if start <= e.time <= window.start
+    ][:3]
     where = f"; {explained[0][0]!r} took {format_duration(explained[0][1])} of it" if explained else ""
-    summary = (f"Slow start: {format_duration(startup)} passed between the process start and the first training step "
-               f"({share:.0%} {whole}){where}.")
+    summary = (
+        f"Slow start: {format_duration(startup)} passed between the process start and the first training step "
+        f"({share:.0%} {whole}){where}."
+    )
     steps = [f"Cache or parallelize stage {explained[0][0]!r}."] if explained else []
     return Finding("slow_startup", summary, signals, steps, context=context)
 
@@ -144,28 +208,63 @@ def slow_completion(ev: RunEvidence) -> Finding | None:
     # run: the share weighs in full once the tail is long in absolute terms too
     material = ramp(tail, th.completion_s, 10 * th.completion_s, 0.7, 1.0)
     signals = [
-        Signal("slow_completion", ramp(share, th.share, 0.8, 0.3, 0.6) * material, "share_after_the_last_step", "timeline",
-               f"the process ended {format_duration(tail)} after the last training step: {share:.0%} of the run", window.end),
+        Signal(
+            "slow_completion",
+            ramp(share, th.share, 0.8, 0.3, 0.6) * material,
+            "share_after_the_last_step",
+            "timeline",
+            f"the process ended {format_duration(tail)} after the last training step: {share:.0%} of the run",
+            window.end,
+        ),
     ]
     if tail >= 60:
-        signals.append(Signal("slow_completion", ramp(tail, 60, 1800, 0.15, 0.45), "absolute_tail", "timeline",
-                              f"{format_duration(tail)} after training ended", window.end))
+        signals.append(
+            Signal(
+                "slow_completion",
+                ramp(tail, 60, 1800, 0.15, 0.45),
+                "absolute_tail",
+                "timeline",
+                f"{format_duration(tail)} after training ended",
+                window.end,
+            )
+        )
     explained = [(n, sec) for n, sec in _stages_within(ev, window.end, end) if sec >= 0.3 * tail]
     if explained:
         name, seconds = explained[0]
-        signals.append(Signal("slow_completion", ramp(seconds / tail, 0.3, 0.9, 0.15, 0.3), "a_stage_after_the_last_step",
-                              "stages", f"stage {name!r} took {format_duration(seconds)} after the last step", window.end))
+        signals.append(
+            Signal(
+                "slow_completion",
+                ramp(seconds / tail, 0.3, 0.9, 0.15, 0.3),
+                "a_stage_after_the_last_step",
+                "stages",
+                f"stage {name!r} took {format_duration(seconds)} after the last step",
+                window.end,
+            )
+        )
     late = [a for a in ev.artifacts if a.time >= window.end and a.role == "output"]
     if late:
         size = sum(a.size or 0 for a in late)
         names = ", ".join(a.path for a in late[:3])
-        signals.append(Signal("slow_completion", 0.15, "artifacts_written_at_the_end", "artifacts",
-                              f"{len(late)} artifact(s) written after the last step ({format_size(size)}): {names}", late[0].time))
-    context = [{"source": "log", "detail": e.message.splitlines()[0][:200], "at": iso(e.time)}
-               for e in ev.tail if e.time >= window.end][:3]
+        signals.append(
+            Signal(
+                "slow_completion",
+                0.15,
+                "artifacts_written_at_the_end",
+                "artifacts",
+                f"{len(late)} artifact(s) written after the last step ({format_size(size)}): {names}",
+                late[0].time,
+            )
+        )
+    context = [
+        {"source": "log", "detail": e.message.splitlines()[0][:200], "at": iso(e.time)}
+        for e in ev.tail
+        if e.time >= window.end
+    ][:3]
     where = f"; {explained[0][0]!r} took {format_duration(explained[0][1])} of it" if explained else ""
-    summary = (f"Slow completion: the run went on for {format_duration(tail)} after its last training step "
-               f"({share:.0%} of the run){where}.")
+    summary = (
+        f"Slow completion: the run went on for {format_duration(tail)} after its last training step "
+        f"({share:.0%} of the run){where}."
+    )
     steps = [f"Make stage {explained[0][0]!r} asynchronous, less frequent or smaller."] if explained else []
     return Finding("slow_completion", summary, signals, steps, context=context)
 
@@ -186,12 +285,23 @@ def data_loader_bottleneck(ev: RunEvidence) -> Finding | None:
         share = data_total / max(1e-9, denominator)
         if share >= th.data_share:
             top = max(data, key=lambda s: s.total)
-            versus = f" against {format_duration(compute_total)} in {', '.join(repr(s.name) for s in compute)}" if compute else " of the training window"
+            versus = (
+                f" against {format_duration(compute_total)} in {', '.join(repr(s.name) for s in compute)}"
+                if compute
+                else " of the training window"
+            )
             material = ramp(data_total, 0.1, 1.0, 0.6, 1.0)  # a share of milliseconds is not a problem yet
-            signals.append(Signal("data_loader_bottleneck", ramp(share, th.data_share, 0.9, 0.45, 0.8) * material, "data_stage_share_of_step_time",
-                                  "stages", f"stage {top.name!r}: {top.count} spans, {format_duration(top.total)} in all "
-                                  f"(mean {format_duration(top.mean)}){versus}: {share:.0%} of step time waits on data",
-                                  top.first_start))
+            signals.append(
+                Signal(
+                    "data_loader_bottleneck",
+                    ramp(share, th.data_share, 0.9, 0.45, 0.8) * material,
+                    "data_stage_share_of_step_time",
+                    "stages",
+                    f"stage {top.name!r}: {top.count} spans, {format_duration(top.total)} in all "
+                    f"(mean {format_duration(top.mean)}){versus}: {share:.0%} of step time waits on data",
+                    top.first_start,
+                )
+            )
             summary_bits.append(f"{share:.0%} of step time is spent in data stage {top.name!r}")
         elif compute:
             return None  # stages say the loader keeps up
@@ -206,20 +316,44 @@ def data_loader_bottleneck(ev: RunEvidence) -> Finding | None:
         weight = 0.3 if signals else 0.35
         if gpu is not None:
             weight += 0.1
-        signals.append(Signal("data_loader_bottleneck", weight, "compute_idle_while_stepping", "resources",
-                              " and ".join(idle_bits) + f" while training steps ran ({format_duration(window.duration)}, "
-                              f"{n_cpu + n_gpu} samples)", window.start))
+        signals.append(
+            Signal(
+                "data_loader_bottleneck",
+                weight,
+                "compute_idle_while_stepping",
+                "resources",
+                " and ".join(idle_bits) + f" while training steps ran ({format_duration(window.duration)}, "
+                f"{n_cpu + n_gpu} samples)",
+                window.start,
+            )
+        )
         summary_bits.append(" and ".join(idle_bits) + " while it stepped")
     gaps = _step_gaps(ev)
     if gaps is not None and signals:
         median, p90, n = gaps
         if median > 0 and p90 / median >= 3:
-            signals.append(Signal("data_loader_bottleneck", 0.15, "irregular_steps", "metrics",
-                                  f"step intervals: median {format_duration(median)}, 90th percentile {format_duration(p90)} over {n} steps "
-                                  "(periodic stalls)", window.start))
+            signals.append(
+                Signal(
+                    "data_loader_bottleneck",
+                    0.15,
+                    "irregular_steps",
+                    "metrics",
+                    f"step intervals: median {format_duration(median)}, 90th percentile {format_duration(p90)} over {n} steps "
+                    "(periodic stalls)",
+                    window.start,
+                )
+            )
         elif not data:  # context: how slowly the steps came, not a signal of its own
-            signals.append(Signal("data_loader_bottleneck", 0.0, "slow_steps", "metrics",
-                                  f"steps arrive every {format_duration(median)} (median over {n} steps)", window.start))
+            signals.append(
+                Signal(
+                    "data_loader_bottleneck",
+                    0.0,
+                    "slow_steps",
+                    "metrics",
+                    f"steps arrive every {format_duration(median)} (median over {n} steps)",
+                    window.start,
+                )
+            )
     if not signals:
         return None
     summary = "Compute waits on input: " + "; ".join(summary_bits) + "."
@@ -242,8 +376,11 @@ def _stage_start(ev: RunEvidence, name: str, default: float) -> float:
 
 def _program_began(ev: RunEvidence, start: float, first_step: float) -> float:
     """When the workload's own code started working: its first output, or the SDK's init."""
-    candidates = [t for t in (ev.info.timeline.get("first_output"), ev.info.started)
-                  if t is not None and start + 0.01 < t <= first_step + 0.05]
+    candidates = [
+        t
+        for t in (ev.info.timeline.get("first_output"), ev.info.started)
+        if t is not None and start + 0.01 < t <= first_step + 0.05
+    ]
     # silent until its first step: all of it counts as interpreter and imports
     return min(min(candidates), first_step) if candidates else first_step
 

@@ -17,11 +17,24 @@ __all__ = ["Reader", "StoreReader", "reader_home"]
 class Reader(Protocol):
     def run(self, ref: Any) -> RunInfo: ...
 
-    def runs(self, project: str | None = None, filter: str | None = None, order_by: str | None = None,
-             limit: int | None = None) -> list[RunInfo]: ...
+    def runs(
+        self,
+        project: str | None = None,
+        filter: str | None = None,
+        order_by: str | None = None,
+        limit: int | None = None,
+    ) -> list[RunInfo]: ...
 
-    def logs(self, run: Any, level: str | int | None = None, grep: str | None = None, since: str | float | None = None,
-             limit: int | None = None, *, tail: bool = False) -> list[LogEvent]: ...
+    def logs(
+        self,
+        run: Any,
+        level: str | int | None = None,
+        grep: str | None = None,
+        since: str | float | None = None,
+        limit: int | None = None,
+        *,
+        tail: bool = False,
+    ) -> list[LogEvent]: ...
 
     def stages(self, run: Any) -> list[StageSummary]: ...
 
@@ -56,15 +69,35 @@ class StoreReader:
         info: RunInfo = self.store.get_run(self._id(ref))
         return info
 
-    def runs(self, project: str | None = None, filter: str | None = None, order_by: str | None = None,
-             limit: int | None = None) -> list[RunInfo]:
-        found: list[RunInfo] = self.store.search_runs(project=project, filter=filter, order_by=order_by, limit=limit, offset=0)
+    def runs(
+        self,
+        project: str | None = None,
+        filter: str | None = None,
+        order_by: str | None = None,
+        limit: int | None = None,
+    ) -> list[RunInfo]:
+        found: list[RunInfo] = self.store.search_runs(
+            project=project, filter=filter, order_by=order_by, limit=limit, offset=0
+        )
         return found
 
-    def logs(self, run: Any, level: str | int | None = None, grep: str | None = None, since: str | float | None = None,
-             limit: int | None = None, *, tail: bool = False) -> list[LogEvent]:
-        query = LogQuery(min_level=None if level is None else level_code(level), grep=grep,
-                         since=float(since) if isinstance(since, (int, float)) else None, limit=limit, tail=tail)
+    def logs(
+        self,
+        run: Any,
+        level: str | int | None = None,
+        grep: str | None = None,
+        since: str | float | None = None,
+        limit: int | None = None,
+        *,
+        tail: bool = False,
+    ) -> list[LogEvent]:
+        query = LogQuery(
+            min_level=None if level is None else level_code(level),
+            grep=grep,
+            since=float(since) if isinstance(since, (int, float)) else None,
+            limit=limit,
+            tail=tail,
+        )
         events: list[LogEvent] = self.store.logs(self._id(run), query)
         return events
 

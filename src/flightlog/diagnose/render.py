@@ -31,14 +31,18 @@ def _bar(conf: float) -> str:
 
 def render_diagnosis(report: dict[str, Any], out: Console) -> None:
     status = report["status"]
-    out.print(f"[bold]diagnosis of run {escape(report['run'])}[/]  status [bold]{escape(status)}[/]  kind [bold]{report['kind']}[/]")
+    out.print(
+        f"[bold]diagnosis of run {escape(report['run'])}[/]  status [bold]{escape(status)}[/]  kind [bold]{report['kind']}[/]"
+    )
     base = report.get("baseline")
     if base:
         how = base.get("reason") or "given with --baseline"
         out.print(f"[dim]baseline {escape(base['baseline'])} ({escape(how)})[/]")
     else:
-        out.print("[dim]no baseline: no run pinned (--tag baseline=true), none earlier of this name, none comparable "
-                  "(same script, same param keys) that succeeded unflagged (pass --baseline RUN)[/]")
+        out.print(
+            "[dim]no baseline: no run pinned (--tag baseline=true), none earlier of this name, none comparable "
+            "(same script, same param keys) that succeeded unflagged (pass --baseline RUN)[/]"
+        )
     findings = report["findings"]
     leads = [f for f in findings if f["confidence"] >= _LEAD]
     hints = [f for f in findings if f["confidence"] < _LEAD]
@@ -56,11 +60,15 @@ def render_diagnosis(report: dict[str, Any], out: Console) -> None:
         for line in lines[:15] or ["nothing that flightlog compares"]:
             out.print(f"  {escape(line)}")
         if len(lines) > 15:
-            out.print(f"  [dim]… {len(lines) - 15} more: flightlog compare {report['run'][:12]} {base['baseline'][:12]}[/]")
+            out.print(
+                f"  [dim]… {len(lines) - 15} more: flightlog compare {report['run'][:12]} {base['baseline'][:12]}[/]"
+            )
     if report.get("runbook"):
         out.print("\n[bold]runbook[/]")
         for e in report["runbook"]:
-            out.print(f"  [bold]{escape(e['title'])}[/] [dim]({escape(e['id'])}, {escape(e['source'])}; matched {escape('; '.join(e['matched']))})[/]")
+            out.print(
+                f"  [bold]{escape(e['title'])}[/] [dim]({escape(e['id'])}, {escape(e['source'])}; matched {escape('; '.join(e['matched']))})[/]"
+            )
             for advice in e["advice"]:
                 out.print(f"    • {escape(advice)}")
             for link in e.get("links") or []:
@@ -75,7 +83,9 @@ def render_diagnosis(report: dict[str, Any], out: Console) -> None:
 
 
 def _has_advice(rs: dict[str, Any]) -> bool:
-    return bool(rs["memory"].get("recommended_bytes") or rs["cpu"].get("recommended_cores") or rs.get("gpu") or rs.get("flags"))
+    return bool(
+        rs["memory"].get("recommended_bytes") or rs["cpu"].get("recommended_cores") or rs.get("gpu") or rs.get("flags")
+    )
 
 
 def _finding(out: Console, index: int, f: dict[str, Any], *, full: bool) -> None:
@@ -92,15 +102,21 @@ def _finding(out: Console, index: int, f: dict[str, Any], *, full: bool) -> None
 
 
 def render_comparison(cmp: dict[str, Any], out: Console) -> None:
-    out.print(f"[bold]run {escape(cmp['run'])}[/] ({escape(cmp['status']['run'])}) against baseline "
-              f"[bold]{escape(cmp['baseline'])}[/] ({escape(cmp['status']['baseline'])})")
+    out.print(
+        f"[bold]run {escape(cmp['run'])}[/] ({escape(cmp['status']['run'])}) against baseline "
+        f"[bold]{escape(cmp['baseline'])}[/] ({escape(cmp['status']['baseline'])})"
+    )
     d = cmp["duration"]
     if d["run"] is not None and d["baseline"] is not None:
-        out.print(f"duration {format_duration(d['baseline'])} → {format_duration(d['run'])}"
-                  + (f" (×{d['ratio']:.2f})" if d["ratio"] else ""))
+        out.print(
+            f"duration {format_duration(d['baseline'])} → {format_duration(d['run'])}"
+            + (f" (×{d['ratio']:.2f})" if d["ratio"] else "")
+        )
     lines = differences_text(cmp)
     if not lines:
-        out.print("[green]no differences in params, code, packages, environment, inputs, stages, resources or metrics[/]")
+        out.print(
+            "[green]no differences in params, code, packages, environment, inputs, stages, resources or metrics[/]"
+        )
     headline = len(cmp.get("nonfinite_metrics") or [])  # the first lines: metrics that went NaN or inf
     for i, line in enumerate(lines):
         out.print(f"  [bold red]{escape(line)}[/]" if i < headline else f"  {escape(line)}")
@@ -115,11 +131,14 @@ def render_rightsizing(rs: dict[str, Any], out: Console) -> None:
     out.print(f"[bold]rightsizing of {escape(what)}[/]")
     _rightsizing_lines(rs, out)
     for o in rs["observations"]:
-        out.print(f"  [dim]{escape(o['run'][:12])} attempt {o['attempt']}: {escape(o['status'])}, peak {format_size(o['memory_peak_bytes'])}"
-                  + (f" of {format_size(o['memory_limit_bytes'])}" if o["memory_limit_bytes"] else "")
-                  + (f", CPU peak {o['cpu_peak_cores']:.2f} cores" if o.get("cpu_peak_cores") is not None else "")
-                  + f", {o.get('samples', 0)} samples"
-                  + ("" if o.get("used", True) else f" (not used: {escape(o.get('why') or '')})") + "[/]")
+        out.print(
+            f"  [dim]{escape(o['run'][:12])} attempt {o['attempt']}: {escape(o['status'])}, peak {format_size(o['memory_peak_bytes'])}"
+            + (f" of {format_size(o['memory_limit_bytes'])}" if o["memory_limit_bytes"] else "")
+            + (f", CPU peak {o['cpu_peak_cores']:.2f} cores" if o.get("cpu_peak_cores") is not None else "")
+            + f", {o.get('samples', 0)} samples"
+            + ("" if o.get("used", True) else f" (not used: {escape(o.get('why') or '')})")
+            + "[/]"
+        )
 
 
 def _rightsizing_lines(rs: dict[str, Any], out: Console) -> None:
@@ -133,10 +152,14 @@ def _rightsizing_lines(rs: dict[str, Any], out: Console) -> None:
     else:
         out.print("  memory: no samples to go on")
     if not cpu["recommended_cores"] and evidence and not evidence.get("sufficient"):
-        out.print(f"  cpu:    no recommendation: fewer than {evidence.get('min_samples')} samples from attempts that count")
+        out.print(
+            f"  cpu:    no recommendation: fewer than {evidence.get('min_samples')} samples from attempts that count"
+        )
     if cpu["recommended_cores"]:
-        out.print(f"  cpu:    request {req['cpu']} (95th percentile {cpu['p95_cores']:.2f} cores, peak {cpu['peak_cores']:.2f}, "
-                  f"average {cpu['avg_cores']:.2f}, {cpu['samples']} samples)")
+        out.print(
+            f"  cpu:    request {req['cpu']} (95th percentile {cpu['p95_cores']:.2f} cores, peak {cpu['peak_cores']:.2f}, "
+            f"average {cpu['avg_cores']:.2f}, {cpu['samples']} samples)"
+        )
     if rs.get("gpu"):
         out.print(f"  gpu:    memory peak {format_size(rs['gpu']['memory_peak_bytes'])}")
     for flag in rs["flags"]:

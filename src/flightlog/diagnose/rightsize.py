@@ -35,8 +35,14 @@ OVER_PROVISIONED = 0.5  # a peak below this share of the limit wastes the rest
 _MIB = 1 << 20
 
 
-def rightsize(client: Reader, ref: str | RunInfo, *, project: str | None = None, limit: int = 50,
-              thresholds: Thresholds | None = None) -> dict[str, Any]:
+def rightsize(
+    client: Reader,
+    ref: str | RunInfo,
+    *,
+    project: str | None = None,
+    limit: int = 50,
+    thresholds: Thresholds | None = None,
+) -> dict[str, Any]:
     """Recommendations for one run (by id or prefix) or for the runs named ``ref``."""
     from flightlog.diagnose.settings import thresholds_for
 
@@ -56,7 +62,9 @@ def rightsize(client: Reader, ref: str | RunInfo, *, project: str | None = None,
         where = f" in project {project!r}" if project else ""
         raise NotFound(f"no run with id {ref!r} and no runs named {ref!r}{where}")
     th = thresholds or thresholds_for(client, project or runs[0].project)
-    return rightsize_runs([RunEvidence(client, r, th) for r in runs], {"name": ref, "project": project, "runs": len(runs)})
+    return rightsize_runs(
+        [RunEvidence(client, r, th) for r in runs], {"name": ref, "project": project, "runs": len(runs)}
+    )
 
 
 def rightsize_runs(runs: list[RunEvidence], subject: dict[str, Any]) -> dict[str, Any]:
@@ -65,8 +73,12 @@ def rightsize_runs(runs: list[RunEvidence], subject: dict[str, Any]) -> dict[str
     for o in observations:
         o["used"], o["why"] = _usable(o, th)
     used = [o for o in observations if o["used"]]
-    cpu_samples = [s["cpu_percent"] / 100.0 for ev in runs for s in ev.resources if isinstance(s.get("cpu_percent"), (int, float))
-                   and any(o["used"] and o["run"] == ev.id for o in observations)]
+    cpu_samples = [
+        s["cpu_percent"] / 100.0
+        for ev in runs
+        for s in ev.resources
+        if isinstance(s.get("cpu_percent"), (int, float)) and any(o["used"] and o["run"] == ev.id for o in observations)
+    ]
     mem_peaks = [o["memory_peak_bytes"] for o in used if o["memory_peak_bytes"]]
     limits = [o["memory_limit_bytes"] for o in observations if o["memory_limit_bytes"]]
     killed = [o for o in used if o["oom_killed"]]
@@ -77,12 +89,16 @@ def rightsize_runs(runs: list[RunEvidence], subject: dict[str, Any]) -> dict[str
     if killed:
         floor = max(max(o["memory_limit_bytes"] or 0 for o in killed), peak or 0)
         recommended = _round_memory(floor * (1 + OOM_HEADROOM)) if floor else None
-        basis = (f"killed for memory at {format_size(floor)}: the real peak is above it, so this adds {OOM_HEADROOM:.0%}; "
-                 "confirm with one run at this size")
+        basis = (
+            f"killed for memory at {format_size(floor)}: the real peak is above it, so this adds {OOM_HEADROOM:.0%}; "
+            "confirm with one run at this size"
+        )
     elif peak:
         recommended = _round_memory(peak * (1 + HEADROOM))
-        basis = (f"observed peak {format_size(peak)} over {len(used)} attempt(s) "
-                 f"({evidence['samples']} samples, {_seconds(evidence['duration_s'])}), plus {HEADROOM:.0%} headroom")
+        basis = (
+            f"observed peak {format_size(peak)} over {len(used)} attempt(s) "
+            f"({evidence['samples']} samples, {_seconds(evidence['duration_s'])}), plus {HEADROOM:.0%} headroom"
+        )
         if any(o["status"] != "succeeded" for o in used):
             basis += "; from attempts that failed, so the real peak may be higher"
     elif not used and observations:
@@ -135,8 +151,10 @@ def _usable(o: dict[str, Any], th: Thresholds) -> tuple[bool, str]:
         return True, "completed"
     if duration is None or duration < th.rightsize_min_duration_s:
         ran = f"after {_seconds(duration)}" if duration is not None else "early"
-        return False, (f"it {o['status']} {ran}, before {_seconds(th.rightsize_min_duration_s)}: "
-                       "its peak says little about what the job needs")
+        return False, (
+            f"it {o['status']} {ran}, before {_seconds(th.rightsize_min_duration_s)}: "
+            "its peak says little about what the job needs"
+        )
     return True, f"it {o['status']} after {_seconds(duration)}: its peak is a floor"
 
 
@@ -150,12 +168,21 @@ def _evidence(observations: list[dict[str, Any]], used: list[dict[str, Any]], th
             reason = "no resource samples were recorded"
         else:
             why = "; ".join(f"attempt {o['attempt']} of run {o['run'][:12]}: {o['why']}" for o in observations[:3])
-            reason = (f"too little evidence to recommend a request ({why}); it needs an attempt that completed with at least "
-                      f"{th.rightsize_min_samples} samples, one that ran {_seconds(th.rightsize_min_duration_s)} or more, "
-                      "or an OOM kill at a known limit")
-    return {"sufficient": sufficient, "attempts_used": len(used), "attempts": len(observations),
-            "samples": samples, "duration_s": round(duration, 3), "reason": reason,
-            "min_samples": th.rightsize_min_samples, "min_duration_s": th.rightsize_min_duration_s}
+            reason = (
+                f"too little evidence to recommend a request ({why}); it needs an attempt that completed with at least "
+                f"{th.rightsize_min_samples} samples, one that ran {_seconds(th.rightsize_min_duration_s)} or more, "
+                "or an OOM kill at a known limit"
+            )
+    return {
+        "sufficient": sufficient,
+        "attempts_used": len(used),
+        "attempts": len(observations),
+        "samples": samples,
+        "duration_s": round(duration, 3),
+        "reason": reason,
+        "min_samples": th.rightsize_min_samples,
+        "min_duration_s": th.rightsize_min_duration_s,
+    }
 
 
 def _seconds(value: float | None) -> str:
@@ -175,30 +202,65 @@ def _observe(ev: RunEvidence) -> list[dict[str, Any]]:
             name = str(e.get("name") or "")
             suffix = name.rsplit("-", 1)[-1]
             attempt = int(suffix) if suffix.isascii() and suffix.isdigit() else i
-            peak = max((v for v in (d.get("rss_bytes_max"), d.get("cgroup_memory_max") if d.get("cgroup_memory_limit") else None)
-                        if isinstance(v, (int, float))), default=None)
+            peak = max(
+                (
+                    v
+                    for v in (
+                        d.get("rss_bytes_max"),
+                        d.get("cgroup_memory_max") if d.get("cgroup_memory_limit") else None,
+                    )
+                    if isinstance(v, (int, float))
+                ),
+                default=None,
+            )
             last = attempt == info.attempt
             killed = last and info.end_reason == "oom_killed"
             if killed and oom.get("peak_bytes"):
                 peak = max(peak or 0, oom["peak_bytes"])
-            gpu = max((g.get("process_memory_bytes_max") or g.get("memory_used_bytes_max") or 0 for g in d.get("gpus") or []), default=None)
-            out.append({**base, "attempt": attempt, "memory_peak_bytes": int(peak) if peak else None,
-                        "cpu_peak_cores": _r((d.get("cpu_percent_max") or 0) / 100.0) if d.get("cpu_percent_max") is not None else None,
-                        "gpu_memory_peak_bytes": gpu or None, "oom_killed": killed,
-                        "samples": int(d.get("samples") or 0), "duration_s": _duration(d.get("duration_s"), info, last)})
+            gpu = max(
+                (g.get("process_memory_bytes_max") or g.get("memory_used_bytes_max") or 0 for g in d.get("gpus") or []),
+                default=None,
+            )
+            out.append(
+                {
+                    **base,
+                    "attempt": attempt,
+                    "memory_peak_bytes": int(peak) if peak else None,
+                    "cpu_peak_cores": _r((d.get("cpu_percent_max") or 0) / 100.0)
+                    if d.get("cpu_percent_max") is not None
+                    else None,
+                    "gpu_memory_peak_bytes": gpu or None,
+                    "oom_killed": killed,
+                    "samples": int(d.get("samples") or 0),
+                    "duration_s": _duration(d.get("duration_s"), info, last),
+                }
+            )
         return out
     rss = [s["rss_bytes"] for s in ev.resources if isinstance(s.get("rss_bytes"), (int, float))]
     cpu = [s["cpu_percent"] for s in ev.resources if isinstance(s.get("cpu_percent"), (int, float))]
-    gpu_mem = [g["memory_used_bytes"] for s in ev.resources for g in s.get("gpus") or [] if isinstance(g.get("memory_used_bytes"), (int, float))]
+    gpu_mem = [
+        g["memory_used_bytes"]
+        for s in ev.resources
+        for g in s.get("gpus") or []
+        if isinstance(g.get("memory_used_bytes"), (int, float))
+    ]
     peak = max(rss) if rss else None
     if info.end_reason == "oom_killed" and oom.get("peak_bytes"):
         peak = max(peak or 0, oom["peak_bytes"])
     times = [float(s["time"]) for s in ev.resources if isinstance(s.get("time"), (int, float))]
     span = max(times) - min(times) if len(times) >= 2 else None
-    return [{**base, "attempt": info.attempt, "memory_peak_bytes": int(peak) if peak else None,
-             "cpu_peak_cores": _r(max(cpu) / 100.0) if cpu else None, "gpu_memory_peak_bytes": max(gpu_mem) if gpu_mem else None,
-             "oom_killed": info.end_reason == "oom_killed", "samples": len(rss),
-             "duration_s": _duration(span, info, True)}]
+    return [
+        {
+            **base,
+            "attempt": info.attempt,
+            "memory_peak_bytes": int(peak) if peak else None,
+            "cpu_peak_cores": _r(max(cpu) / 100.0) if cpu else None,
+            "gpu_memory_peak_bytes": max(gpu_mem) if gpu_mem else None,
+            "oom_killed": info.end_reason == "oom_killed",
+            "samples": len(rss),
+            "duration_s": _duration(span, info, True),
+        }
+    ]
 
 
 def _duration(sampled: Any, info: RunInfo, last_attempt: bool) -> float | None:
@@ -218,17 +280,35 @@ def _flags(observations: list[dict[str, Any]]) -> list[dict[str, Any]]:
             continue
         where = f"run {o['run'][:12]} attempt {o['attempt']}"
         if o["oom_killed"]:
-            flags.append({"kind": "killed_at_limit", "run": o["run"], "attempt": o["attempt"],
-                          "detail": f"{where} was killed for memory at its {format_size(limit)} limit"})
+            flags.append(
+                {
+                    "kind": "killed_at_limit",
+                    "run": o["run"],
+                    "attempt": o["attempt"],
+                    "detail": f"{where} was killed for memory at its {format_size(limit)} limit",
+                }
+            )
         elif not o.get("used", True):
             continue  # too little evidence to call a request too big or too small
         elif peak and peak < OVER_PROVISIONED * limit:
-            flags.append({"kind": "over_provisioned", "run": o["run"], "attempt": o["attempt"],
-                          "detail": f"{where} asked for {format_size(limit)} and used at most {format_size(peak)} "
-                                    f"({peak / limit:.0%}): {format_size(limit - peak)} held for nothing"})
+            flags.append(
+                {
+                    "kind": "over_provisioned",
+                    "run": o["run"],
+                    "attempt": o["attempt"],
+                    "detail": f"{where} asked for {format_size(limit)} and used at most {format_size(peak)} "
+                    f"({peak / limit:.0%}): {format_size(limit - peak)} held for nothing",
+                }
+            )
         elif peak and peak >= 0.9 * limit:
-            flags.append({"kind": "near_limit", "run": o["run"], "attempt": o["attempt"],
-                          "detail": f"{where} peaked at {format_size(peak)}, {peak / limit:.0%} of its {format_size(limit)} limit"})
+            flags.append(
+                {
+                    "kind": "near_limit",
+                    "run": o["run"],
+                    "attempt": o["attempt"],
+                    "detail": f"{where} peaked at {format_size(peak)}, {peak / limit:.0%} of its {format_size(limit)} limit",
+                }
+            )
     return flags
 
 

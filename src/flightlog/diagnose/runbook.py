@@ -46,8 +46,14 @@ class RunbookEntry:
     line: int | None = None
 
     def to_dict(self, matched: list[str]) -> dict[str, Any]:
-        return {"id": self.id, "title": self.title, "advice": list(self.advice), "links": list(self.links),
-                "source": self.source if self.line is None else f"{self.source}:{self.line}", "matched": matched}
+        return {
+            "id": self.id,
+            "title": self.title,
+            "advice": list(self.advice),
+            "links": list(self.links),
+            "source": self.source if self.line is None else f"{self.source}:{self.line}",
+            "matched": matched,
+        }
 
 
 @dataclass
@@ -59,8 +65,12 @@ class _Ctx:
         self.errors.append(f"{self.path}:{node.start_mark.line + 1}: {message}")
 
 
-def config_files(home_name: str, local_name: str, home: str | os.PathLike[str] | None = None,
-                 cwd: str | os.PathLike[str] | None = None) -> list[Path]:
+def config_files(
+    home_name: str,
+    local_name: str,
+    home: str | os.PathLike[str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+) -> list[Path]:
     """``FLIGHTLOG_HOME/<home_name>`` and ``<cwd>/<local_name>``, those that exist, in the order
     they apply (later wins): where the team's runbook and the diagnosis settings are found."""
     out = []
@@ -77,7 +87,9 @@ def runbook_files(home: str | os.PathLike[str] | None = None, cwd: str | os.Path
     return config_files("runbook.yaml", TEAM_FILE, home, cwd)
 
 
-def load_runbook(home: str | os.PathLike[str] | None = None, cwd: str | os.PathLike[str] | None = None) -> list[RunbookEntry]:
+def load_runbook(
+    home: str | os.PathLike[str] | None = None, cwd: str | os.PathLike[str] | None = None
+) -> list[RunbookEntry]:
     """The built-in entries, then the team's (an entry replaces an earlier one with its id)."""
     text = resources.files("flightlog.diagnose").joinpath("runbook.yaml").read_text(encoding="utf-8")
     entries = {e.id: e for e in parse_runbook(text, "built-in")}
@@ -172,16 +184,30 @@ def _entry(ctx: _Ctx, node: yaml.Node, index: int) -> RunbookEntry | None:
         if not fields:
             ctx.fail(match, f"{label}: match needs at least one of category, exception, log")
         if "category" in fields:
-            categories = _strings(ctx, fields["category"], f"{label}: match.category", match, required=True, single_ok=True)
+            categories = _strings(
+                ctx, fields["category"], f"{label}: match.category", match, required=True, single_ok=True
+            )
             for c in categories:
                 if c not in CATEGORIES:
-                    ctx.fail(fields["category"], f"{label}: match.category: unknown category {c!r} (use one of: {', '.join(CATEGORIES)})")
+                    ctx.fail(
+                        fields["category"],
+                        f"{label}: match.category: unknown category {c!r} (use one of: {', '.join(CATEGORIES)})",
+                    )
         exception = _regex(ctx, fields.get("exception"), f"{label}: match.exception")
         log = _regex(ctx, fields.get("log"), f"{label}: match.log")
     if not ident or not title or not advice:
         return None
-    return RunbookEntry(ident, title, advice, categories, exception, log, links, ctx.path if ctx.path != "built-in" else "built-in",
-                        None if ctx.path == "built-in" else node.start_mark.line + 1)
+    return RunbookEntry(
+        ident,
+        title,
+        advice,
+        categories,
+        exception,
+        log,
+        links,
+        ctx.path if ctx.path != "built-in" else "built-in",
+        None if ctx.path == "built-in" else node.start_mark.line + 1,
+    )
 
 
 def _scalar(ctx: _Ctx, node: yaml.Node | None, what: str, parent: yaml.Node) -> str | None:
@@ -194,8 +220,9 @@ def _scalar(ctx: _Ctx, node: yaml.Node | None, what: str, parent: yaml.Node) -> 
     return str(node.value).strip()
 
 
-def _strings(ctx: _Ctx, node: yaml.Node | None, what: str, parent: yaml.Node, *, required: bool,
-             single_ok: bool = True) -> tuple[str, ...]:
+def _strings(
+    ctx: _Ctx, node: yaml.Node | None, what: str, parent: yaml.Node, *, required: bool, single_ok: bool = True
+) -> tuple[str, ...]:
     if node is None:
         if required:
             ctx.fail(parent, f"{what} is required")
@@ -221,8 +248,9 @@ def _regex(ctx: _Ctx, node: yaml.Node | None, what: str) -> re.Pattern[str] | No
         return None
 
 
-def match_runbook(entries: list[RunbookEntry], *, findings: list[tuple[str, float]], exception: str | None,
-                  log_lines: list[str]) -> list[dict[str, Any]]:
+def match_runbook(
+    entries: list[RunbookEntry], *, findings: list[tuple[str, float]], exception: str | None, log_lines: list[str]
+) -> list[dict[str, Any]]:
     """The entries that match a report, each with what it matched on."""
     likely = {c for c, conf in findings if conf >= CATEGORY_FLOOR}
     out = []

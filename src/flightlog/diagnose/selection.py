@@ -52,15 +52,21 @@ class BaselineChoice:
         return {"choice": self.choice, "reason": self.reason, "skipped": list(self.skipped)}
 
 
-def choose_baseline(client: Reader, info: RunInfo, th: Thresholds, pinned_id: str | None = None) -> BaselineChoice | None:
+def choose_baseline(
+    client: Reader, info: RunInfo, th: Thresholds, pinned_id: str | None = None
+) -> BaselineChoice | None:
     """The baseline for ``info`` (see the module docstring), None when nothing qualifies;
     ``pinned_id``: the run the project's settings pin."""
     pinned = _pinned(client, info, pinned_id)
     if pinned is not None:
         return pinned
-    earlier = [r for r in client.runs(project=info.project, filter="status = 'succeeded'", order_by="-created",
-                                      limit=_CANDIDATES)
-               if r.id != info.id and (info.created is None or r.created is None or r.created <= info.created)]
+    earlier = [
+        r
+        for r in client.runs(
+            project=info.project, filter="status = 'succeeded'", order_by="-created", limit=_CANDIDATES
+        )
+        if r.id != info.id and (info.created is None or r.created is None or r.created <= info.created)
+    ]
     skipped: list[dict[str, str]] = []
     flags: dict[str, str | None] = {}
 
@@ -74,8 +80,13 @@ def choose_baseline(client: Reader, info: RunInfo, th: Thresholds, pinned_id: st
     if info.name:
         for r in earlier:
             if r.name == info.name and usable(r):
-                return BaselineChoice(r, "same_name", f"picked automatically: the most recent successful run of project "
-                                      f"{info.project!r} and name {info.name!r}{_skipped_text(skipped)}", skipped)
+                return BaselineChoice(
+                    r,
+                    "same_name",
+                    f"picked automatically: the most recent successful run of project "
+                    f"{info.project!r} and name {info.name!r}{_skipped_text(skipped)}",
+                    skipped,
+                )
     script = script_of(client, info)
     keys = set(info.params)
     if script is None and info.parent_id is None:
@@ -124,11 +135,16 @@ def _pinned(client: Reader, info: RunInfo, pinned_id: str | None) -> BaselineCho
         try:
             run = client.run(pinned_id)
         except NotFound as exc:  # a typo must not fall back to another run in silence
-            raise InvalidInput(f"the diagnosis settings pin baseline {pinned_id!r} for project {info.project!r}, "
-                               "but there is no such run: fix `baseline:` in diagnose.yaml (flightlog runs ls lists runs)") from exc
+            raise InvalidInput(
+                f"the diagnosis settings pin baseline {pinned_id!r} for project {info.project!r}, "
+                "but there is no such run: fix `baseline:` in diagnose.yaml (flightlog runs ls lists runs)"
+            ) from exc
         if run.id != info.id:
-            return BaselineChoice(run, "pinned", f"pinned: the diagnosis settings of project {info.project!r} name it "
-                                                 f"(baseline: {pinned_id})")
+            return BaselineChoice(
+                run,
+                "pinned",
+                f"pinned: the diagnosis settings of project {info.project!r} name it (baseline: {pinned_id})",
+            )
     values = ", ".join(f"'{v}'" for v in _PIN_VALUES)
     for r in client.runs(project=info.project, filter=f"tags.{PIN_TAG} in ({values})", order_by="-created", limit=5):
         if r.id != info.id:

@@ -34,8 +34,16 @@ from flightlog.diagnose.evidence import Thresholds
 from flightlog.diagnose.runbook import config_files
 from flightlog.errors import InvalidInput
 
-__all__ = ["FILE_NAME", "HOME_FILE_NAME", "settings_files", "load_thresholds", "thresholds_for", "parse_settings",
-           "pinned_baseline", "BASELINE_KEY"]
+__all__ = [
+    "FILE_NAME",
+    "HOME_FILE_NAME",
+    "settings_files",
+    "load_thresholds",
+    "thresholds_for",
+    "parse_settings",
+    "pinned_baseline",
+    "BASELINE_KEY",
+]
 
 FILE_NAME = "flightlog.diagnose.yaml"
 HOME_FILE_NAME = "diagnose.yaml"
@@ -50,8 +58,9 @@ def settings_files(home: str | os.PathLike[str] | None = None, cwd: str | os.Pat
     return config_files(HOME_FILE_NAME, FILE_NAME, home, cwd)
 
 
-def load_thresholds(project: str | None, home: str | os.PathLike[str] | None = None,
-                    cwd: str | os.PathLike[str] | None = None) -> Thresholds:
+def load_thresholds(
+    project: str | None, home: str | os.PathLike[str] | None = None, cwd: str | os.PathLike[str] | None = None
+) -> Thresholds:
     """The thresholds for ``project``: the built-in defaults, then each file's ``defaults``,
     then each file's section for the project."""
     overrides = _merged(project, home, cwd)
@@ -59,14 +68,17 @@ def load_thresholds(project: str | None, home: str | os.PathLike[str] | None = N
     return dataclasses.replace(Thresholds(), **overrides)
 
 
-def pinned_baseline(project: str | None, home: str | os.PathLike[str] | None = None,
-                    cwd: str | os.PathLike[str] | None = None) -> str | None:
+def pinned_baseline(
+    project: str | None, home: str | os.PathLike[str] | None = None, cwd: str | os.PathLike[str] | None = None
+) -> str | None:
     """The run the settings pin as ``project``'s baseline (``baseline: RUN``), None without one."""
     value = _merged(project, home, cwd).get(BASELINE_KEY)
     return str(value) if value else None
 
 
-def _merged(project: str | None, home: str | os.PathLike[str] | None, cwd: str | os.PathLike[str] | None) -> dict[str, Any]:
+def _merged(
+    project: str | None, home: str | os.PathLike[str] | None, cwd: str | os.PathLike[str] | None
+) -> dict[str, Any]:
     """Every file's ``defaults``, then every file's section for ``project`` (later wins)."""
     overrides: dict[str, Any] = {}
     parsed = []
@@ -132,12 +144,17 @@ def _section(section: Any, where: str, source: str, errors: list[str]) -> dict[s
             continue
         field = _FIELDS.get(str(key))
         if field is None:
-            errors.append(f"{source}: {where}.{key}: unknown setting (settings: {', '.join(sorted([*_FIELDS, BASELINE_KEY]))})")
+            errors.append(
+                f"{source}: {where}.{key}: unknown setting (settings: {', '.join(sorted([*_FIELDS, BASELINE_KEY]))})"
+            )
             continue
         converted = _convert(value, field.default)
         if converted is None:
-            kind = "a list of metric names or globs" if isinstance(field.default, tuple) else (
-                "a whole number" if isinstance(field.default, int) else "a number")
+            kind = (
+                "a list of metric names or globs"
+                if isinstance(field.default, tuple)
+                else ("a whole number" if isinstance(field.default, int) else "a number")
+            )
             errors.append(f"{source}: {where}.{key}: expected {kind} (0 or more), got {value!r}")
             continue
         out[str(key)] = converted

@@ -105,32 +105,93 @@ def exit_signals(
     """What the exit facts alone say."""
     out: list[Signal] = []
     if oom_killed:
-        out.append(Signal("oom_killed", 0.9, "an_oom_kill_recorded_by_the_runner", "exit",
-                          "the runner detected an out-of-memory kill (cgroup OOM event or SIGKILL at the memory limit)", at))
+        out.append(
+            Signal(
+                "oom_killed",
+                0.9,
+                "an_oom_kill_recorded_by_the_runner",
+                "exit",
+                "the runner detected an out-of-memory kill (cgroup OOM event or SIGKILL at the memory limit)",
+                at,
+            )
+        )
     if timed_out:
         out.append(Signal("timeout", 0.93, "the_runner_s_timeout", "exit", "stopped by the runner's --timeout", at))
     sig, inferred = signal, False
     if sig is None and exit_code is not None and 128 < exit_code < 160:
         sig, inferred = exit_code - 128, True  # a shell reports a child killed by N as 128+N
     if sig is not None and not timed_out:
-        how = f"exit code {exit_code} (128 + {sig}: {signal_name(sig)})" if inferred else f"killed by {signal_name(sig)} ({sig})"
+        how = (
+            f"exit code {exit_code} (128 + {sig}: {signal_name(sig)})"
+            if inferred
+            else f"killed by {signal_name(sig)} ({sig})"
+        )
         factor = 0.85 if inferred else 1.0
         if sig == 9 and not oom_killed:
-            out.append(Signal("killed_by_signal", 0.45 * factor, SIGKILL, "exit", f"{how}: sent from outside, or by the kernel OOM killer", at))
-            out.append(Signal("oom_killed", 0.3 * factor, SIGKILL, "exit", f"{how}: the kernel's OOM killer sends SIGKILL", at))
+            out.append(
+                Signal(
+                    "killed_by_signal",
+                    0.45 * factor,
+                    SIGKILL,
+                    "exit",
+                    f"{how}: sent from outside, or by the kernel OOM killer",
+                    at,
+                )
+            )
+            out.append(
+                Signal("oom_killed", 0.3 * factor, SIGKILL, "exit", f"{how}: the kernel's OOM killer sends SIGKILL", at)
+            )
         elif sig in _TERMINATING:
             out.append(Signal("killed_by_signal", 0.75 * factor, "a_terminating_signal", "exit", how, at))
         elif sig in _CRASHING:
-            out.append(Signal("code_error", 0.55 * factor, "a_crash_signal", "exit", f"{how}: a crash in native code", at))
+            out.append(
+                Signal("code_error", 0.55 * factor, "a_crash_signal", "exit", f"{how}: a crash in native code", at)
+            )
     if signal is None and exit_code is not None:
         if exit_code == 127:
-            out.append(Signal("dependency_error", 0.5, "exit_127", "exit", "exit code 127: the shell could not find the command", at))
+            out.append(
+                Signal(
+                    "dependency_error",
+                    0.5,
+                    "exit_127",
+                    "exit",
+                    "exit code 127: the shell could not find the command",
+                    at,
+                )
+            )
         elif exit_code == 126:
-            out.append(Signal("credentials_error", 0.45, "exit_126", "exit", "exit code 126: the command is not executable (permission)", at))
+            out.append(
+                Signal(
+                    "credentials_error",
+                    0.45,
+                    "exit_126",
+                    "exit",
+                    "exit code 126: the command is not executable (permission)",
+                    at,
+                )
+            )
         elif exit_code == 124 and not timed_out:
-            out.append(Signal("timeout", 0.5, "exit_124", "exit", "exit code 124: the convention of `timeout` for a command that ran out of time", at))
+            out.append(
+                Signal(
+                    "timeout",
+                    0.5,
+                    "exit_124",
+                    "exit",
+                    "exit code 124: the convention of `timeout` for a command that ran out of time",
+                    at,
+                )
+            )
         elif exit_code == 2:
-            out.append(Signal("bad_parameter", 0.3, "exit_2", "exit", "exit code 2: the convention for a command-line usage error (argparse, click)", at))
+            out.append(
+                Signal(
+                    "bad_parameter",
+                    0.3,
+                    "exit_2",
+                    "exit",
+                    "exit code 2: the convention for a command-line usage error (argparse, click)",
+                    at,
+                )
+            )
     return out
 
 
@@ -140,7 +201,9 @@ MEMORY_AT_LIMIT = "memory_at_its_limit_before_the_kill"
 _KILL_IDS = (SIGKILL, "a_terminating_signal", "the_process_vanished")
 
 
-def weigh_memory_at_the_kill(signals: list[Signal], share: float | None, *, detail: str, at: float | None = None) -> list[Signal]:
+def weigh_memory_at_the_kill(
+    signals: list[Signal], share: float | None, *, detail: str, at: float | None = None
+) -> list[Signal]:
     """A kill (SIGKILL, SIGTERM, a process that vanished) right after memory reached its limit is
     most likely the memory limit's doing — the kernel's OOM killer, a cgroup, an orchestrator
     evicting for memory — not an operator's: memory at 97 % or more of the limit just before the
@@ -150,7 +213,10 @@ def weigh_memory_at_the_kill(signals: list[Signal], share: float | None, *, deta
     if share is None or share < 0.9 or not any(s.id in _KILL_IDS for s in signals):
         return signals
     weight, damp = (0.6, 0.6) if share >= 0.97 else (0.45, 0.8)
-    out = [replace(s, weight=s.weight * damp) if s.category == "killed_by_signal" and s.id in _KILL_IDS else s for s in signals]
+    out = [
+        replace(s, weight=s.weight * damp) if s.category == "killed_by_signal" and s.id in _KILL_IDS else s
+        for s in signals
+    ]
     out.append(Signal("oom_killed", weight, MEMORY_AT_LIMIT, "resources", detail, at))
     return out
 
@@ -167,8 +233,16 @@ def traceback_signals(chain: Sequence[ParsedException], *, at: float | None = No
         factor = 1.0 if index == len(chain) - 1 else 0.85
         where = _where(exc)
         if exc.short_type == "KeyboardInterrupt":
-            out.append(Signal("killed_by_signal", 0.7 * factor, "keyboardinterrupt", "traceback",
-                              f"KeyboardInterrupt (SIGINT){where}", at))
+            out.append(
+                Signal(
+                    "killed_by_signal",
+                    0.7 * factor,
+                    "keyboardinterrupt",
+                    "traceback",
+                    f"KeyboardInterrupt (SIGINT){where}",
+                    at,
+                )
+            )
             specific = True
             continue
         seen: set[str] = set()
@@ -178,30 +252,71 @@ def traceback_signals(chain: Sequence[ParsedException], *, at: float | None = No
                 # of the same category on the same exception adds only half its weight
                 damp = 0.5 if rule.category in seen else 1.0
                 seen.add(rule.category)
-                out.append(Signal(rule.category, rule.weight * factor * damp, rule.id, "traceback",
-                                  exc.headline()[:300] + where, at))
+                out.append(
+                    Signal(
+                        rule.category,
+                        rule.weight * factor * damp,
+                        rule.id,
+                        "traceback",
+                        exc.headline()[:300] + where,
+                        at,
+                    )
+                )
                 specific = True
         for number in errno_numbers(exc.message):
             category = ERRNO_CATEGORY.get(number)
             if category is not None:
                 damp = 0.5 if category in seen else 1.0
                 seen.add(category)
-                out.append(Signal(category, 0.8 * factor * damp, f"errno:{number}", "traceback",
-                                  f"errno {number} in {exc.headline()[:280]}{where}", at))
+                out.append(
+                    Signal(
+                        category,
+                        0.8 * factor * damp,
+                        f"errno:{number}",
+                        "traceback",
+                        f"errno {number} in {exc.headline()[:280]}{where}",
+                        at,
+                    )
+                )
                 specific = True
         if exc.short_type == "KeyError" and any("/pandas/" in f.file.replace("\\", "/") for f in exc.frames):
-            out.append(Signal("data_error", 0.4 * factor, "a_keyerror_from_pandas_indexing", "traceback",
-                              f"{exc.headline()[:200]} raised inside pandas (a column or index label that is not in the data)", at))
+            out.append(
+                Signal(
+                    "data_error",
+                    0.4 * factor,
+                    "a_keyerror_from_pandas_indexing",
+                    "traceback",
+                    f"{exc.headline()[:200]} raised inside pandas (a column or index label that is not in the data)",
+                    at,
+                )
+            )
     strongly_code = CODE_ERROR_CLASSES.get(final.short_type, 0.0) >= 0.6 and not any(
         s.category == "dependency_error" and s.detail.startswith(final.type) for s in out
     )
     if not specific or strongly_code:
         weight = CODE_ERROR_CLASSES.get(final.short_type, 0.45)
-        out.append(Signal("code_error", weight, f"code_error_class:{final.short_type}", "traceback", final.headline()[:300] + _where(final), at))
+        out.append(
+            Signal(
+                "code_error",
+                weight,
+                f"code_error_class:{final.short_type}",
+                "traceback",
+                final.headline()[:300] + _where(final),
+                at,
+            )
+        )
         own = final.innermost_own_frame()
         if own is not None and final.frames and final.frames[-1] is own:
-            out.append(Signal("code_error", 0.25, "raised_in_the_workload_s_own_code", "traceback",
-                              f"raised directly in the workload's code at {own.where()}" + (f": {own.code}" if own.code else ""), at))
+            out.append(
+                Signal(
+                    "code_error",
+                    0.25,
+                    "raised_in_the_workload_s_own_code",
+                    "traceback",
+                    f"raised directly in the workload's code at {own.where()}" + (f": {own.code}" if own.code else ""),
+                    at,
+                )
+            )
     return out
 
 
@@ -215,7 +330,9 @@ _QUIET_LEVEL = re.compile(
 )
 #: (NCCL prints its errors as "NCCL WARN", TensorFlow the op that failed as "W …] OP_REQUIRES
 #: failed": those are not warnings)
-_WARNING = re.compile(r"\b(?:\w+Warning|WARNING|(?<!NCCL )WARN|Warning)\b|: W [\w/]+\.(?:cc|cpp|h):\d+\](?! OP_REQUIRES failed)|^W\d{4} ")
+_WARNING = re.compile(
+    r"\b(?:\w+Warning|WARNING|(?<!NCCL )WARN|Warning)\b|: W [\w/]+\.(?:cc|cpp|h):\d+\](?! OP_REQUIRES failed)|^W\d{4} "
+)
 #: a line about trouble that went away or is being handled
 _RECOVERED = re.compile(
     r"\bretrying\b|\bwill retry\b|\bretry(?:ing)? in \d|\battempt \d+ (?:of|/) \d+|\bresolved\b|\bresuming\b"
@@ -246,8 +363,11 @@ def line_signals(lines: Sequence[tuple[str, float | None, float]]) -> list[Signa
             line = raw.strip()
             if not line or len(line) > 2000:
                 continue
-            found = [Signal(rule.category, rule.weight * factor, rule.id, "log", line[:300], at)
-                     for rule in LINE_RULES if rule.pattern.search(line)]
+            found = [
+                Signal(rule.category, rule.weight * factor, rule.id, "log", line[:300], at)
+                for rule in LINE_RULES
+                if rule.pattern.search(line)
+            ]
             if "rrno" in line or "code:" in line or "Error" in line:
                 for number in errno_numbers(line):
                     category = ERRNO_CATEGORY.get(number)
@@ -276,7 +396,11 @@ def exception_line_signals(texts: Sequence[str], *, at: float | None = None) -> 
     chain = [exc for exc in parse_exception_lines("\n".join(lines)) if not _WARNING.search(exc.type)]
     if not chain:
         return []
-    quiet = {exc.headline() for exc in chain if any(line_factor(line) < 1.0 and exc.headline()[:60] in line for line in lines)}
+    quiet = {
+        exc.headline()
+        for exc in chain
+        if any(line_factor(line) < 1.0 and exc.headline()[:60] in line for line in lines)
+    }
     out = []
     for s in traceback_signals(chain, at=at):
         f = EXCEPTION_LINES_FACTOR * (0.6 if any(q[:60] in s.detail for q in quiet) else 1.0)
@@ -319,7 +443,9 @@ def _exception_line(line: str, at: float | None, factor: float) -> list[Signal]:
             continue
         damp = 0.5 if rule.category in seen else 1.0
         seen.add(rule.category)
-        out.append(Signal(rule.category, rule.weight * factor * damp * _EXCEPTION_LINE_FACTOR, rule.id, "log", line[:300], at))
+        out.append(
+            Signal(rule.category, rule.weight * factor * damp * _EXCEPTION_LINE_FACTOR, rule.id, "log", line[:300], at)
+        )
     return out
 
 

@@ -32,7 +32,9 @@ _CHAINED = re.compile(
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<function>.+))?$')
 _EXC = re.compile(r"^(?P<type>[A-Za-z_][\w.]*)(?::\s?(?P<message>.*))?$")
 _MARKERS = re.compile(r"^\s*[~^]+\s*$")
-_LIBRARY = re.compile(r"[/\\](?:site-packages|dist-packages|lib[/\\]python\d[\d.]*|lib64[/\\]python\d)[/\\]|^<frozen |^<string>$")
+_LIBRARY = re.compile(
+    r"[/\\](?:site-packages|dist-packages|lib[/\\]python\d[\d.]*|lib64[/\\]python\d)[/\\]|^<frozen |^<string>$"
+)
 
 
 @dataclass
@@ -103,7 +105,7 @@ def parse_chain(text: str | None) -> list[ParsedException]:
     preamble = text[: starts[0]]
     markers = list(_CHAINED.finditer(preamble))
     marker = markers[-1] if markers else None
-    if marker is not None and not preamble[marker.end():].strip():
+    if marker is not None and not preamble[marker.end() :].strip():
         # the reporter (or the log's window) cut the first traceback's header off: the exception
         # printed just before "The above exception was the direct cause..." is still the cause
         chain = parse_exception_lines(preamble[: marker.start()])[-1:]
@@ -148,7 +150,9 @@ def _parse_block(block: str) -> tuple[ParsedException | None, str]:
 # ── exceptions outside a whole traceback ─────────────────────────────────────
 #: the prefixes tools put in front of a traceback's lines (pytest's "E   ", ">", a rank or a
 #: worker tag, a log shipper's "pod |"); stripped before reading a line as an exception
-_PREFIX = re.compile(r"^\s*(?:E\s{2,}|>\s*|\[(?:rank|default)\d+\]:\s*|\((?:\w+ )?pid=\d+(?:, ip=[\d.]+)?\)\s*|[\w.-]+\s+\|\s+)")
+_PREFIX = re.compile(
+    r"^\s*(?:E\s{2,}|>\s*|\[(?:rank|default)\d+\]:\s*|\((?:\w+ )?pid=\d+(?:, ip=[\d.]+)?\)\s*|[\w.-]+\s+\|\s+)"
+)
 #: ``Type: message`` (a qualified name ending like an exception class) at the start of a line
 _EXC_LINE = re.compile(
     r"^(?P<type>(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*)?(?:Error|Exception|Exit|Interrupt|Timeout|Forbidden|Unavailable|NotFound|Denied|Failure|Unauthorized)"
@@ -194,7 +198,13 @@ def parse_exception_lines(text: str) -> list[ParsedException]:
             # a message continues on the lines that follow until a frame, a blank line or another exception
             while j < len(lines) and j - i <= 12:
                 nxt = _PREFIX.sub("", lines[j]).strip()
-                if not nxt or _FRAME.match(lines[j]) or _EXC_LINE.match(nxt) or _CHAINED.search(nxt) or nxt.startswith("Traceback"):
+                if (
+                    not nxt
+                    or _FRAME.match(lines[j])
+                    or _EXC_LINE.match(nxt)
+                    or _CHAINED.search(nxt)
+                    or nxt.startswith("Traceback")
+                ):
                     break
                 message.append(nxt)
                 j += 1
@@ -212,9 +222,13 @@ _WRAPPED_TYPE = re.compile(r"^(?P<outer>[\w.]+)\((?P<inner>[\w.]+)\)$")
 _WRAPPED_PREFIX = re.compile(r"^\((?P<inner>(?:[A-Za-z_]\w*\.)*[A-Z]\w*)\)\s*(?P<rest>.*)", re.S)
 #: a wrapped exception's repr inside the message: ``... the following error: ValueError('nan loss')``,
 #: ``raised unexpected: ConnectionError('Error 111 connecting to ...')``, ``Caused by ResponseError('too many 503')``
-_WRAPPED_REPR = re.compile(r"\b(?P<inner>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt|Timeout))\((?P<q>['\"])(?P<rest>.{1,2000}?)(?P=q)\)")
+_WRAPPED_REPR = re.compile(
+    r"\b(?P<inner>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt|Timeout))\((?P<q>['\"])(?P<rest>.{1,2000}?)(?P=q)\)"
+)
 #: Java's and some libraries' "Caused by: Type: message"
-_CAUSED_BY = re.compile(r"(?:^|\n)\W*Caused by:?\s+(?P<inner>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)):\s*(?P<rest>[^\n]*)")
+_CAUSED_BY = re.compile(
+    r"(?:^|\n)\W*Caused by:?\s+(?P<inner>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)):\s*(?P<rest>[^\n]*)"
+)
 
 
 def expand_wrappers(chain: list[ParsedException]) -> list[ParsedException]:

@@ -9,12 +9,24 @@ from dataclasses import dataclass
 from flightlog.diagnose.evidence import RunEvidence
 from flightlog.models import StageSummary
 
-__all__ = ["Window", "training_window", "ramp", "is_data_stage", "is_compute_stage", "is_runner_stage",
-           "cpu_percent_between", "gpu_percent_between", "stage_in", "STEP_SERIES_MIN"]
+__all__ = [
+    "Window",
+    "training_window",
+    "ramp",
+    "is_data_stage",
+    "is_compute_stage",
+    "is_runner_stage",
+    "cpu_percent_between",
+    "gpu_percent_between",
+    "stage_in",
+    "STEP_SERIES_MIN",
+]
 
 #: a metric needs this many points to mark training steps (one final score is not a loop)
 STEP_SERIES_MIN = 3
-_DATA = re.compile(r"data|load|fetch|read|batch|input|prefetch|decod|preprocess|augment|\bio\b|next|wait|queue|download|shuffle", re.I)
+_DATA = re.compile(
+    r"data|load|fetch|read|batch|input|prefetch|decod|preprocess|augment|\bio\b|next|wait|queue|download|shuffle", re.I
+)
 _COMPUTE = re.compile(r"train|step|forward|backward|compute|optim|fit|model|update|infer|predict|epoch", re.I)
 _RUNNER = re.compile(r"^attempt \d+$")
 
@@ -60,8 +72,14 @@ def training_window(ev: RunEvidence) -> Window | None:
         end = max(m.last_time for m in series if m.last_time is not None)
         # a step is logged after it ran: the first batch's own stages (a framework's
         # train_step, its data_loading) are training, not start-up
-        batches = [s.first_start for s in ev.stages if s.count >= STEP_SERIES_MIN and s.first_start is not None
-                   and (is_compute_stage(s.name) or is_data_stage(s.name)) and s.first_start <= start]
+        batches = [
+            s.first_start
+            for s in ev.stages
+            if s.count >= STEP_SERIES_MIN
+            and s.first_start is not None
+            and (is_compute_stage(s.name) or is_data_stage(s.name))
+            and s.first_start <= start
+        ]
         return Window(min([start, *batches]), end, "metrics")
     compute = [s for s in ev.stages if is_compute_stage(s.name) and s.count >= STEP_SERIES_MIN]
     if compute:

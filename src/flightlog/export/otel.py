@@ -42,17 +42,31 @@ def export_run_spans(run: Any, *, client: Any = None, tracer_provider: Any = Non
     start = info.started or info.created or (min(starts) if starts else 0.0)
     end = info.ended or info.updated or (max(ends) if ends else start)
     root = tracer.start_span(
-        info.name or info.id, start_time=_ns(start),
-        attributes={"flightlog.run_id": info.id, "flightlog.project": info.project, "flightlog.name": info.name or "",
-                    "flightlog.status": info.status, "flightlog.end_reason": info.end_reason or "",
-                    "flightlog.attempt": info.attempt},
+        info.name or info.id,
+        start_time=_ns(start),
+        attributes={
+            "flightlog.run_id": info.id,
+            "flightlog.project": info.project,
+            "flightlog.name": info.name or "",
+            "flightlog.status": info.status,
+            "flightlog.end_reason": info.end_reason or "",
+            "flightlog.attempt": info.attempt,
+        },
     )
     emitted = 1
     context = trace.set_span_in_context(root)
     for stage in stages:
-        root.add_event("stage.summary", timestamp=_ns(stage.first_start or start), attributes={
-            "stage": stage.name, "count": stage.count, "total_seconds": stage.total, "mean_seconds": stage.mean,
-            "max_seconds": stage.max})
+        root.add_event(
+            "stage.summary",
+            timestamp=_ns(stage.first_start or start),
+            attributes={
+                "stage": stage.name,
+                "count": stage.count,
+                "total_seconds": stage.total,
+                "mean_seconds": stage.mean,
+                "max_seconds": stage.max,
+            },
+        )
         for span in stage.spans:
             attrs: dict[str, Any] = {"flightlog.attempt": span.attempt, "flightlog.sampled": span.sampled}
             for key, value in (span.attrs or {}).items():

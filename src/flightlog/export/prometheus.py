@@ -28,8 +28,9 @@ MAX_METRICS = 100
 
 
 def running_runs(store: Any, project: str | None = None, max_runs: int = MAX_RUNS) -> list[RunInfo]:
-    runs: list[RunInfo] = store.search_runs(project=project, filter="status = 'running'", order_by="-created",
-                                            limit=max_runs)
+    runs: list[RunInfo] = store.search_runs(
+        project=project, filter="status = 'running'", order_by="-created", limit=max_runs
+    )
     return runs
 
 

@@ -16,16 +16,29 @@ def import_group() -> None:
 
 
 @import_group.command("mlflow")
-@click.option("--tracking-uri", required=True, metavar="URI",
-              help="The MLflow store: sqlite:///path/mlflow.db, file:///path/mlruns, or a directory.")
+@click.option(
+    "--tracking-uri",
+    required=True,
+    metavar="URI",
+    help="The MLflow store: sqlite:///path/mlflow.db, file:///path/mlruns, or a directory.",
+)
 @click.option("--experiment", metavar="NAME", help="Only this experiment (name or id); default: every active one.")
 @click.option("--project", metavar="NAME", help="Put every run in this project (default: the experiment's name).")
 @click.option("--no-artifacts", is_flag=True, help="Copy runs without their artifact files.")
-@click.option("--allow-external-artifacts", is_flag=True,
-              help="Also copy artifacts that lie outside the MLflow store's directory (default: skipped and reported).")
+@click.option(
+    "--allow-external-artifacts",
+    is_flag=True,
+    help="Also copy artifacts that lie outside the MLflow store's directory (default: skipped and reported).",
+)
 @format_option
-def import_mlflow_cmd(tracking_uri: str, experiment: str | None, project: str | None, no_artifacts: bool,
-                      allow_external_artifacts: bool, fmt: str) -> None:
+def import_mlflow_cmd(
+    tracking_uri: str,
+    experiment: str | None,
+    project: str | None,
+    no_artifacts: bool,
+    allow_external_artifacts: bool,
+    fmt: str,
+) -> None:
     """Copy MLflow runs: params, tags, metric histories, artifacts, status and times.
 
     \b
@@ -48,8 +61,14 @@ def import_mlflow_cmd(tracking_uri: str, experiment: str | None, project: str | 
     client = open_client()
     source = open_source(tracking_uri)
     try:
-        summary = import_runs(client, source, experiment=experiment, project=project, artifacts=not no_artifacts,
-                              allow_external_artifacts=allow_external_artifacts)
+        summary = import_runs(
+            client,
+            source,
+            experiment=experiment,
+            project=project,
+            artifacts=not no_artifacts,
+            allow_external_artifacts=allow_external_artifacts,
+        )
     finally:
         source.close()
     for line in summary.warnings:

@@ -92,8 +92,9 @@ def import_runs(
     return summary
 
 
-def _import_one(client: Any, run: MlflowRun, project: str, with_artifacts: bool, bounds: Path | None,
-                summary: ImportSummary) -> None:
+def _import_one(
+    client: Any, run: MlflowRun, project: str, with_artifacts: bool, bounds: Path | None, summary: ImportSummary
+) -> None:
     if not RUN_ID_RE.match(run.id):
         summary.skipped.append(f"run {run.id!r}: skipped, not a valid run id")
         return
@@ -101,8 +102,14 @@ def _import_one(client: Any, run: MlflowRun, project: str, with_artifacts: bool,
     started = run.start_time / 1000 if run.start_time is not None else time.time()
     ended = run.end_time / 1000 if run.end_time is not None else None
     fields: dict[str, Any] = {
-        "project": project, "name": run.name or run.tags.get("mlflow.runName"), "status": status,
-        "created": started, "started": started, "ended": ended, "end_reason": end_reason, "attempt": 1,
+        "project": project,
+        "name": run.name or run.tags.get("mlflow.runName"),
+        "status": status,
+        "created": started,
+        "started": started,
+        "ended": ended,
+        "end_reason": end_reason,
+        "attempt": 1,
     }
     if exit_code is not None:
         fields["exit_code"] = exit_code
@@ -111,9 +118,19 @@ def _import_one(client: Any, run: MlflowRun, project: str, with_artifacts: bool,
         fields["parent_id"] = parent
     at = ended or started
     records: list[dict[str, Any]] = [record("run", t=started, **fields)]
-    records.append(record("context", t=started, data={
-        "imported_from": "mlflow", "mlflow_run_id": run.id, "mlflow_experiment_id": run.experiment.id,
-        "mlflow_experiment": run.experiment.name, "mlflow_artifact_uri": run.artifact_uri}))
+    records.append(
+        record(
+            "context",
+            t=started,
+            data={
+                "imported_from": "mlflow",
+                "mlflow_run_id": run.id,
+                "mlflow_experiment_id": run.experiment.id,
+                "mlflow_experiment": run.experiment.name,
+                "mlflow_artifact_uri": run.artifact_uri,
+            },
+        )
+    )
     if run.params:
         records.append(record("params", t=started, data=dict(run.params)))
     if run.tags:
@@ -138,8 +155,20 @@ def _import_one(client: Any, run: MlflowRun, project: str, with_artifacts: bool,
             summary.skipped.append(f"run {run.id}: artifact {rel} skipped, it cannot be copied ({reason})")
             continue
         copied.append((rel, path))
-        records.append(record("artifact", t=at, role="output", kind="file", path=rel, source=str(path),
-                              size=size, sha256=sha, uri=uri, attempt=1))
+        records.append(
+            record(
+                "artifact",
+                t=at,
+                role="output",
+                kind="file",
+                path=rel,
+                source=str(path),
+                size=size,
+                sha256=sha,
+                uri=uri,
+                attempt=1,
+            )
+        )
     files = copied
     writer = f"mlflow-{run.id}"
     for seq, rec in enumerate(records, start=1):
@@ -169,7 +198,8 @@ def _artifact_files(run: MlflowRun, bounds: Path | None, summary: ImportSummary)
     if folder is None:
         if run.artifact_uri:
             summary.warnings.append(
-                f"run {run.id}: artifacts at {run.artifact_uri} are not on a local path; copied without them")
+                f"run {run.id}: artifacts at {run.artifact_uri} are not on a local path; copied without them"
+            )
         return []
     if not folder.is_dir():
         return []
@@ -177,7 +207,8 @@ def _artifact_files(run: MlflowRun, bounds: Path | None, summary: ImportSummary)
     if bounds is not None and not (real.is_relative_to(bounds) and real.parts[-2:] == (run.id, "artifacts")):
         summary.skipped.append(
             f"run {run.id}: artifacts skipped: its artifact_uri {run.artifact_uri} is outside the MLflow store "
-            f"({bounds}); pass --allow-external-artifacts to copy them")
+            f"({bounds}); pass --allow-external-artifacts to copy them"
+        )
         return []
     files = []
     for p in sorted(folder.rglob("*")):
@@ -185,8 +216,10 @@ def _artifact_files(run: MlflowRun, bounds: Path | None, summary: ImportSummary)
             continue
         rel = p.relative_to(folder).as_posix()
         if bounds is not None and not p.resolve().is_relative_to(real):
-            summary.skipped.append(f"run {run.id}: artifact {rel} skipped: a symbolic link out of the run's artifact "
-                                   "folder; pass --allow-external-artifacts to copy it")
+            summary.skipped.append(
+                f"run {run.id}: artifact {rel} skipped: a symbolic link out of the run's artifact "
+                "folder; pass --allow-external-artifacts to copy it"
+            )
             continue
         files.append((rel, p))
     return files

@@ -85,7 +85,8 @@ class SqliteSource(MlflowSource):
 
     def experiments(self) -> list[MlflowExperiment]:
         rows = self._conn.execute(
-            "SELECT experiment_id, name FROM experiments WHERE lifecycle_stage='active' ORDER BY experiment_id")
+            "SELECT experiment_id, name FROM experiments WHERE lifecycle_stage='active' ORDER BY experiment_id"
+        )
         return [MlflowExperiment(str(r[0]), r[1]) for r in rows]
 
     def runs(self, experiment: MlflowExperiment) -> Iterator[MlflowRun]:
@@ -96,17 +97,22 @@ class SqliteSource(MlflowSource):
         ).fetchall()
         for run_id, name, status, start, end, artifact_uri in rows:
             run = MlflowRun(run_id, experiment, name, status, start, end, artifact_uri)
-            run.params = dict(self._conn.execute("SELECT key, value FROM params WHERE run_uuid=?", (run_id,)).fetchall())
+            run.params = dict(
+                self._conn.execute("SELECT key, value FROM params WHERE run_uuid=?", (run_id,)).fetchall()
+            )
             run.tags = dict(self._conn.execute("SELECT key, value FROM tags WHERE run_uuid=?", (run_id,)).fetchall())
             points = self._conn.execute(
                 "SELECT key, step, timestamp, value, is_nan FROM metrics WHERE run_uuid=? ORDER BY key, step, timestamp",
-                (run_id,))
+                (run_id,),
+            )
             for key, step, timestamp, value, is_nan in points:
                 try:
                     point = (int(step), int(timestamp), math.nan if is_nan else float(value))
                 except (TypeError, ValueError):
-                    run.skipped.append(f"run {run_id}: metric {key!r} at step {step!r} has the value {value!r}, "
-                                       "not a number; that point was skipped")
+                    run.skipped.append(
+                        f"run {run_id}: metric {key!r} at step {step!r} has the value {value!r}, "
+                        "not a number; that point was skipped"
+                    )
                     continue
                 run.metrics.setdefault(key, []).append(point)
             yield run
@@ -128,7 +134,9 @@ class FileSource(MlflowSource):
         for meta_path in sorted(self._root.glob("*/meta.yaml")):
             meta = _yaml(meta_path)
             if meta.get("lifecycle_stage", "active") == "active":
-                out.append(MlflowExperiment(str(meta.get("experiment_id", meta_path.parent.name)), str(meta.get("name"))))
+                out.append(
+                    MlflowExperiment(str(meta.get("experiment_id", meta_path.parent.name)), str(meta.get("name")))
+                )
         return sorted(out, key=lambda e: (len(e.id), e.id))
 
     def runs(self, experiment: MlflowExperiment) -> Iterator[MlflowRun]:
@@ -152,9 +160,13 @@ class FileSource(MlflowSource):
     def _run(self, experiment: MlflowExperiment, meta: dict[str, Any], run_dir: Path) -> MlflowRun:
         status = meta.get("status")
         run = MlflowRun(
-            str(meta.get("run_id") or meta.get("run_uuid") or run_dir.name), experiment, meta.get("run_name"),
+            str(meta.get("run_id") or meta.get("run_uuid") or run_dir.name),
+            experiment,
+            meta.get("run_name"),
             _STATUS_NUMBERS.get(status, str(status)) if isinstance(status, int) else str(status),
-            _optional_int(meta.get("start_time")), _optional_int(meta.get("end_time")), meta.get("artifact_uri"),
+            _optional_int(meta.get("start_time")),
+            _optional_int(meta.get("end_time")),
+            meta.get("artifact_uri"),
         )
         run.params = _key_files(run_dir / "params")
         run.tags = _key_files(run_dir / "tags")
@@ -169,8 +181,10 @@ class FileSource(MlflowSource):
                         raise ValueError
                     points.append((int(parts[2]) if len(parts) > 2 else 0, int(parts[0]), float(parts[1])))
                 except ValueError:
-                    run.skipped.append(f"run {run.id}: metric {key!r} line {lineno} ({line[:80]!r}) is not "
-                                       "'TIMESTAMP VALUE [STEP]'; that line was skipped")
+                    run.skipped.append(
+                        f"run {run.id}: metric {key!r} line {lineno} ({line[:80]!r}) is not "
+                        "'TIMESTAMP VALUE [STEP]'; that line was skipped"
+                    )
             run.metrics[key] = sorted(points, key=lambda p: (p[0], p[1]))
         return run
 

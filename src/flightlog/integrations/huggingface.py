@@ -38,8 +38,15 @@ _SKIP_ARGS = {"hub_token", "push_to_hub_token", "hub_model_id", "logging_dir", "
 class FlightlogCallback(TrainerCallback):
     """Records a ``Trainer``'s params, metrics, checkpoints and step stages into a flightlog run."""
 
-    def __init__(self, project: str | None = None, name: str | None = None, *, run: Run | None = None,
-                 log_checkpoints: bool = True, **init_kwargs: Any) -> None:
+    def __init__(
+        self,
+        project: str | None = None,
+        name: str | None = None,
+        *,
+        run: Run | None = None,
+        log_checkpoints: bool = True,
+        **init_kwargs: Any,
+    ) -> None:
         self._holder = RunHolder(run, project=project, name=name, **init_kwargs)
         self._log_checkpoints = log_checkpoints
         self._timer = BatchTimer()
@@ -56,7 +63,9 @@ class FlightlogCallback(TrainerCallback):
         data: dict[str, Any] = {"args": params}
         config = getattr(model, "config", None)
         if config is not None and hasattr(config, "to_dict"):
-            data["model"] = {k: v for k, v in config.to_dict().items() if not k.startswith("_") and k not in ("id2label", "label2id")}
+            data["model"] = {
+                k: v for k, v in config.to_dict().items() if not k.startswith("_") and k not in ("id2label", "label2id")
+            }
         self._holder.recording().log_params(clean_params(data))
         self._timer.reset()
 

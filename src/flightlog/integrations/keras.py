@@ -66,12 +66,13 @@ class FlightlogKerasCallback(keras.callbacks.Callback):
 
     @never_raise
     def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
-        params: dict[str, Any] = {k: v for k, v in (self.params or {}).items() if k in ("epochs", "steps", "batch_size")}
+        params: dict[str, Any] = {
+            k: v for k, v in (self.params or {}).items() if k in ("epochs", "steps", "batch_size")
+        }
         optimizer = getattr(self.model, "optimizer", None)
         if optimizer is not None:
             config = optimizer.get_config()
-            params["optimizer"] = {"name": type(optimizer).__name__,
-                                   **{k: v for k, v in config.items() if k != "name"}}
+            params["optimizer"] = {"name": type(optimizer).__name__, **{k: v for k, v in config.items() if k != "name"}}
         if params:
             self._holder.recording().log_params(clean_params(params))
 

@@ -72,7 +72,13 @@ class FlightlogLightGBMCallback:
         self._holder.finish("succeeded")
 
 
-def flightlog_lightgbm_callback(project: str | None = None, name: str | None = None, *, run: Run | None = None,
-                                log_model: bool = True, **init_kwargs: Any) -> FlightlogLightGBMCallback:
+def flightlog_lightgbm_callback(
+    project: str | None = None,
+    name: str | None = None,
+    *,
+    run: Run | None = None,
+    log_model: bool = True,
+    **init_kwargs: Any,
+) -> FlightlogLightGBMCallback:
     """The LightGBM callback, named like LightGBM's own (``lgb.log_evaluation``, ``lgb.early_stopping``)."""
     return FlightlogLightGBMCallback(run, log_model=log_model, project=project, name=name, **init_kwargs)

@@ -95,7 +95,10 @@ class FlightlogLogger(Logger):
         if not self._log_checkpoints:
             return
         step = int(getattr(checkpoint_callback, "_last_global_step_saved", 0) or 0)
-        paths = [*getattr(checkpoint_callback, "best_k_models", {}), getattr(checkpoint_callback, "last_model_path", "")]
+        paths = [
+            *getattr(checkpoint_callback, "best_k_models", {}),
+            getattr(checkpoint_callback, "last_model_path", ""),
+        ]
         for path in paths:
             if not path or not Path(path).exists():
                 continue

@@ -26,15 +26,26 @@ from flightlog.sdk.run import Run
 __all__ = ["FlightlogXGBoostCallback"]
 
 # the learner's own parameter sections in ``Booster.save_config()``
-_SECTIONS = (("learner", "learner_train_param"), ("learner", "gradient_booster", "tree_train_param"),
-             ("learner", "learner_model_param"), ("learner", "objective"))
+_SECTIONS = (
+    ("learner", "learner_train_param"),
+    ("learner", "gradient_booster", "tree_train_param"),
+    ("learner", "learner_model_param"),
+    ("learner", "objective"),
+)
 
 
 class FlightlogXGBoostCallback(xgboost.callback.TrainingCallback):
     """Records an XGBoost training run into a flightlog run (see the module docstring)."""
 
-    def __init__(self, project: str | None = None, name: str | None = None, *, run: Run | None = None,
-                 log_model: bool = True, **init_kwargs: Any) -> None:
+    def __init__(
+        self,
+        project: str | None = None,
+        name: str | None = None,
+        *,
+        run: Run | None = None,
+        log_model: bool = True,
+        **init_kwargs: Any,
+    ) -> None:
         super().__init__()
         self._holder = RunHolder(run, project=project, name=name, **init_kwargs)
         self._log_model = log_model
@@ -69,8 +80,12 @@ class FlightlogXGBoostCallback(xgboost.callback.TrainingCallback):
     def _record_round(self, epoch: int, evals_log: Any) -> None:
         run = self._holder.recording()
         run.record_stage("train_step", self._round_start, time.time())
-        values = {f"{data}-{metric}": float(history[-1]) for data, metrics in evals_log.items()
-                  for metric, history in metrics.items() if history}
+        values = {
+            f"{data}-{metric}": float(history[-1])
+            for data, metrics in evals_log.items()
+            for metric, history in metrics.items()
+            if history
+        }
         if values:
             run.log(values, step=epoch)
         self._last_round = epoch

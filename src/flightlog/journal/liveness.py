@@ -34,14 +34,23 @@ def process_identity() -> dict[str, float]:
         try:
             import psutil
 
-            _identity = (pid, {"process_start": float(psutil.Process(pid).create_time()), "boot": float(psutil.boot_time())})
+            _identity = (
+                pid,
+                {"process_start": float(psutil.Process(pid).create_time()), "boot": float(psutil.boot_time())},
+            )
         except Exception:  # noqa: BLE001 - liveness then falls back to the recorded wall-clock start
             return {}
     return dict(_identity[1])
 
 
-def process_alive(pid: object, started: float | None, host: str | None = None, *,
-                  process_start: float | None = None, boot: float | None = None) -> bool:
+def process_alive(
+    pid: object,
+    started: float | None,
+    host: str | None = None,
+    *,
+    process_start: float | None = None,
+    boot: float | None = None,
+) -> bool:
     """False when ``pid`` on this host has ended, is a zombie, or is a newer process that reused
     the number. With ``process_start`` and ``boot`` (from :func:`process_identity` in the
     writer), the process must be that one, whatever the clock did since; else, and also, one

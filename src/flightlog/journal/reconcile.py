@@ -63,8 +63,13 @@ class ReconcileReport:
     errors: list[str] = field(default_factory=list)  # what could not be done now (a reader's token may not write)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"skipped": self.skipped, "checked": self.checked, "synced": self.synced, "crashed": self.crashed,
-                "errors": self.errors}
+        return {
+            "skipped": self.skipped,
+            "checked": self.checked,
+            "synced": self.synced,
+            "crashed": self.crashed,
+            "errors": self.errors,
+        }
 
 
 def reconcile(home: Path, store: Store, *, store_key: str = "", force: bool = False) -> ReconcileReport:
@@ -82,7 +87,9 @@ def reconcile(home: Path, store: Store, *, store_key: str = "", force: bool = Fa
         return report
     host = socket.gethostname()
     try:
-        candidates = store.search_runs(filter=f"status in ('running', 'created') and host = {_quoted(host)}", limit=None)
+        candidates = store.search_runs(
+            filter=f"status in ('running', 'created') and host = {_quoted(host)}", limit=None
+        )
     except FlightlogError as exc:
         report.errors.append(f"cannot list this host's unfinished runs: {exc}")
         return report
@@ -92,8 +99,15 @@ def reconcile(home: Path, store: Store, *, store_key: str = "", force: bool = Fa
             continue
         report.checked += 1
         if _alive(run):
-            live.append({"id": run.id, "pid": run.pid, "started": run.started or run.created,
-                         "pstart": run.timeline.get("owner_process_start"), "boot": run.timeline.get("host_boot")})
+            live.append(
+                {
+                    "id": run.id,
+                    "pid": run.pid,
+                    "started": run.started or run.created,
+                    "pstart": run.timeline.get("owner_process_start"),
+                    "boot": run.timeline.get("host_boot"),
+                }
+            )
             continue
         _settle(home, store, run, report)
     if not report.errors:
@@ -102,8 +116,12 @@ def reconcile(home: Path, store: Store, *, store_key: str = "", force: bool = Fa
 
 
 def _alive(run: RunInfo) -> bool:
-    return process_alive(run.pid, run.started or run.created, process_start=run.timeline.get("owner_process_start"),
-                         boot=run.timeline.get("host_boot"))
+    return process_alive(
+        run.pid,
+        run.started or run.created,
+        process_start=run.timeline.get("owner_process_start"),
+        boot=run.timeline.get("host_boot"),
+    )
 
 
 def _settle(home: Path, store: Store, run: RunInfo, report: ReconcileReport) -> None:
@@ -163,8 +181,10 @@ def _unchanged(marker: Path, names: list[str]) -> bool:
         state = json.loads(marker.read_text(encoding="utf-8"))
         if state.get("journals") != names or not 0 <= time.time() - float(state["at"]) < MARKER_MAX_AGE_S:
             return False
-        return all(process_alive(r["pid"], r["started"], process_start=r.get("pstart"), boot=r.get("boot"))
-                   for r in state.get("live", []))
+        return all(
+            process_alive(r["pid"], r["started"], process_start=r.get("pstart"), boot=r.get("boot"))
+            for r in state.get("live", [])
+        )
     except (OSError, ValueError, TypeError, KeyError, AttributeError):
         return False  # none yet, or unreadable: a full pass writes a fresh one
 

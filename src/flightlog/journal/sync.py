@@ -100,9 +100,17 @@ def _sync_one(journal: JournalFile, store: Store, report: SyncReport, *, keep: b
     records = [rec for _, rec in result.records]
     ended = any(r.get("k") == "writer_end" for r in records)
     header = next((r for r in records if r.get("k") == "writer"), None)
-    alive = not ended and header is not None and process_alive(header.get("pid"), header.get("t"), header.get("host"),
-                                                               process_start=_number(header.get("pstart")),
-                                                               boot=_number(header.get("boot")))
+    alive = (
+        not ended
+        and header is not None
+        and process_alive(
+            header.get("pid"),
+            header.get("t"),
+            header.get("host"),
+            process_start=_number(header.get("pstart")),
+            boot=_number(header.get("boot")),
+        )
+    )
     if alive:
         report.active += 1
         return

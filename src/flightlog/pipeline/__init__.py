@@ -41,11 +41,20 @@ __all__ = [
 # where each name lives: imported on first use, so `flightlog --help` (which registers the
 # pipeline commands) does not load the controller
 _HOMES = {
-    "PipelineResult": "controller", "resume_pipeline": "resume", "run_pipeline": "controller",
-    "Pipeline": "define", "StepFunction": "define", "step": "define",
-    "GateCheck": "spec", "PipelineSpec": "spec", "StepSpec": "spec", "validate": "spec",
-    "StepState": "state", "load_view": "state",
-    "load_pipeline_file": "yamlfile", "parse_pipeline": "yamlfile",
+    "PipelineResult": "controller",
+    "resume_pipeline": "resume",
+    "run_pipeline": "controller",
+    "Pipeline": "define",
+    "StepFunction": "define",
+    "step": "define",
+    "GateCheck": "spec",
+    "PipelineSpec": "spec",
+    "StepSpec": "spec",
+    "validate": "spec",
+    "StepState": "state",
+    "load_view": "state",
+    "load_pipeline_file": "yamlfile",
+    "parse_pipeline": "yamlfile",
 }
 
 

@@ -12,9 +12,16 @@ from flightlog.server.responses import json_response
 
 __all__ = ["OPERATIONS"]
 
-_VIEW = {"type": "object", "required": ["run", "name", "status", "steps"], "properties": {
-    "run": {"type": "string"}, "name": {"type": "string"}, "status": {"type": "string"},
-    "steps": {"type": "array", "items": {"type": "object"}}}}
+_VIEW = {
+    "type": "object",
+    "required": ["run", "name", "status", "steps"],
+    "properties": {
+        "run": {"type": "string"},
+        "name": {"type": "string"},
+        "status": {"type": "string"},
+        "steps": {"type": "array", "items": {"type": "object"}},
+    },
+}
 
 
 async def get_pipeline(ctx: Ctx) -> Response:
@@ -27,7 +34,14 @@ async def get_pipeline(ctx: Ctx) -> Response:
 
 
 OPERATIONS: list[Operation] = [
-    Operation("GET", "/runs/{run}/pipeline", get_pipeline, "reader",
-              "A pipeline run's DAG: each step's status, attempts (child runs), duration and cache hit", "runs",
-              params=(RUN,), responses={"200": ok("The pipeline", _VIEW)}),
+    Operation(
+        "GET",
+        "/runs/{run}/pipeline",
+        get_pipeline,
+        "reader",
+        "A pipeline run's DAG: each step's status, attempts (child runs), duration and cache hit",
+        "runs",
+        params=(RUN,),
+        responses={"200": ok("The pipeline", _VIEW)},
+    ),
 ]

@@ -45,15 +45,34 @@ def _report(result: Any, fmt: str) -> None:
 
 @pipeline_group.command("run")
 @click.argument("file", type=click.Path(path_type=Path))
-@click.option("--max-parallel", "-j", type=click.IntRange(min=1), default=4, show_default=True, help="Steps running at once.")
-@click.option("--executor", type=click.Choice(sorted(EXECUTORS)), default="local", show_default=True,
-              help="Where steps run: local processes, or Ray tasks (RAY_ADDRESS; pip install 'flightlog[ray]').")
-@click.option("--no-cache", is_flag=True, help="Run every step, even one whose inputs, params and code match a succeeded earlier run.")
+@click.option(
+    "--max-parallel", "-j", type=click.IntRange(min=1), default=4, show_default=True, help="Steps running at once."
+)
+@click.option(
+    "--executor",
+    type=click.Choice(sorted(EXECUTORS)),
+    default="local",
+    show_default=True,
+    help="Where steps run: local processes, or Ray tasks (RAY_ADDRESS; pip install 'flightlog[ray]').",
+)
+@click.option(
+    "--no-cache",
+    is_flag=True,
+    help="Run every step, even one whose inputs, params and code match a succeeded earlier run.",
+)
 @click.option("--project", "-p", help="Project of the runs (default: the file's project, else FLIGHTLOG_PROJECT).")
 @_run_options
 @format_option
-def run_cmd(file: Path, max_parallel: int, executor: str, no_cache: bool, project: str | None, verbose: bool,
-            quiet: bool, fmt: str) -> None:
+def run_cmd(
+    file: Path,
+    max_parallel: int,
+    executor: str,
+    no_cache: bool,
+    project: str | None,
+    verbose: bool,
+    quiet: bool,
+    fmt: str,
+) -> None:
     """Run the pipeline in FILE (YAML); exit 1 when a step or gate failed.
 
     Everything is checked first (cycles, unknown steps, missing commands, unknown suites): a
@@ -65,8 +84,14 @@ def run_cmd(file: Path, max_parallel: int, executor: str, no_cache: bool, projec
     spec = load_pipeline_file(file)
     if project:
         spec.project = project
-    result = run_pipeline(spec, max_parallel=max_parallel, executor=executor, use_cache=not no_cache,
-                          quiet=quiet or fmt == "json", verbose=verbose)
+    result = run_pipeline(
+        spec,
+        max_parallel=max_parallel,
+        executor=executor,
+        use_cache=not no_cache,
+        quiet=quiet or fmt == "json",
+        verbose=verbose,
+    )
     _report(result, fmt)
 
 
@@ -81,8 +106,9 @@ def resume_cmd(run: str, max_parallel: int | None, executor: str | None, verbose
     checkpoint in FLIGHTLOG_RESUME_FROM); steps that succeeded are kept."""
     from flightlog.pipeline.resume import resume_pipeline
 
-    result = resume_pipeline(run, max_parallel=max_parallel, executor=executor, quiet=quiet or fmt == "json",
-                             verbose=verbose)
+    result = resume_pipeline(
+        run, max_parallel=max_parallel, executor=executor, quiet=quiet or fmt == "json", verbose=verbose
+    )
     _report(result, fmt)
 
 
@@ -108,9 +134,20 @@ def ls_cmd(project: str | None, name: str | None, limit: int, fmt: str) -> None:
         counts: dict[str, int] = {}
         for s in view["steps"]:
             counts[s["status"]] = counts.get(s["status"], 0) + 1
-        rows.append({"id": info.id, "name": view["name"], "project": info.project, "status": info.status,
-                     "attempt": info.attempt, "started": info.to_dict()["started"], "duration": info.duration,
-                     "steps": len(view["steps"]), "counts": counts, "_started": info.started})
+        rows.append(
+            {
+                "id": info.id,
+                "name": view["name"],
+                "project": info.project,
+                "status": info.status,
+                "attempt": info.attempt,
+                "started": info.to_dict()["started"],
+                "duration": info.duration,
+                "steps": len(view["steps"]),
+                "counts": counts,
+                "_started": info.started,
+            }
+        )
     if fmt == "json":
         emit_json([{k: v for k, v in r.items() if not k.startswith("_")} for r in rows])
         return
@@ -121,8 +158,15 @@ def ls_cmd(project: str | None, name: str | None, limit: int, fmt: str) -> None:
         table.add_column(col)
     for r in rows:
         summary = ", ".join(f"{n} {k}" for k, n in sorted(r["counts"].items()))
-        table.add_row(r["id"][:12], r["name"], status_text(r["status"]), str(r["attempt"]), short_time(r["_started"]),
-                      duration_text(r["duration"]), summary)
+        table.add_row(
+            r["id"][:12],
+            r["name"],
+            status_text(r["status"]),
+            str(r["attempt"]),
+            short_time(r["_started"]),
+            duration_text(r["duration"]),
+            summary,
+        )
     console().print(table)
 
 

@@ -38,8 +38,14 @@ from flightlog.timefmt import format_duration
 __all__ = ["run_pipeline", "PipelineResult", "Controller", "Options"]
 
 # variables of an enclosing run that must not leak into the steps' own runs
-_RUN_SCOPED = ("FLIGHTLOG_RUN_ID", "FLIGHTLOG_ATTEMPT", "FLIGHTLOG_CAPTURED", "FLIGHTLOG_RESUME_FROM",
-               "FLIGHTLOG_STEP_PARAMS", "FLIGHTLOG_GATE")
+_RUN_SCOPED = (
+    "FLIGHTLOG_RUN_ID",
+    "FLIGHTLOG_ATTEMPT",
+    "FLIGHTLOG_CAPTURED",
+    "FLIGHTLOG_RESUME_FROM",
+    "FLIGHTLOG_STEP_PARAMS",
+    "FLIGHTLOG_GATE",
+)
 # the loop polls quickly right after something happened, then backs off while steps run long
 # (a local step's end wakes it at once: SIGCHLD)
 _POLL_MIN, _POLL_MAX = 0.002, 0.1
@@ -57,8 +63,12 @@ class PipelineResult:
         return self.status == "succeeded"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"run": self.run_id, "name": self.name, "status": self.status,
-                "steps": {n: s.to_dict() for n, s in self.steps.items()}}
+        return {
+            "run": self.run_id,
+            "name": self.name,
+            "status": self.status,
+            "steps": {n: s.to_dict() for n, s in self.steps.items()},
+        }
 
 
 @dataclass
@@ -108,15 +118,26 @@ class Controller:
         self.executor = executor
         # meanwhile, the run starts; FLIGHTLOG_HOME as each step will have it, so that the executor
         # gets ready for the same store
-        executor.prepare({**{k: v for k, v in os.environ.items() if k not in _RUN_SCOPED},
-                          "FLIGHTLOG_HOME": str(Settings.from_env().home.resolve())})
+        executor.prepare(
+            {
+                **{k: v for k, v in os.environ.items() if k not in _RUN_SCOPED},
+                "FLIGHTLOG_HOME": str(Settings.from_env().home.resolve()),
+            }
+        )
         run_id = self.resume.run.id if self.resume else new_run_id()
         saved = {k: os.environ.pop(k) for k in _RUN_SCOPED if k in os.environ}  # the pipeline is its own run
         try:
-            run = flightlog.init(project=spec.project or (self.resume.run.project if self.resume else None), name=spec.name,
-                                 id=run_id, resume=self.resume is not None, tags={"pipeline": spec.name},
-                                 params={s.name: s.params for s in spec.steps if s.params} or None, resources=False,
-                                 console=False, quiet=True)  # the steps' runners capture; the pipeline reports itself
+            run = flightlog.init(
+                project=spec.project or (self.resume.run.project if self.resume else None),
+                name=spec.name,
+                id=run_id,
+                resume=self.resume is not None,
+                tags={"pipeline": spec.name},
+                params={s.name: s.params for s in spec.steps if s.params} or None,
+                resources=False,
+                console=False,
+                quiet=True,
+            )  # the steps' runners capture; the pipeline reports itself
         except BaseException:
             executor.close()
             raise
@@ -126,13 +147,24 @@ class Controller:
         self.client = flightlog.Client()
         self.env = self._child_env()
         self._init_states(run.attempt)
-        run.log_evidence(EVIDENCE_KIND, "definition", {"spec": spec.to_dict(), "options": {
-            "max_parallel": self.options.max_parallel, "executor": self.options.executor,
-            "use_cache": self.options.use_cache}})
+        run.log_evidence(
+            EVIDENCE_KIND,
+            "definition",
+            {
+                "spec": spec.to_dict(),
+                "options": {
+                    "max_parallel": self.options.max_parallel,
+                    "executor": self.options.executor,
+                    "use_cache": self.options.use_cache,
+                },
+            },
+        )
         control(run).persist()  # journaled before any step starts: `resume` needs it after a kill -9
         verb = f"resumed (attempt {run.attempt})" if self.resume else "started"
-        self.say(f"pipeline {spec.name} run {run.id} {verb}: {len(spec.steps)} steps, "
-                 f"up to {self.options.max_parallel} in parallel on {self.options.executor}")
+        self.say(
+            f"pipeline {spec.name} run {run.id} {verb}: {len(spec.steps)} steps, "
+            f"up to {self.options.max_parallel} in parallel on {self.options.executor}"
+        )
         self._wakeup = SignalWakeup(self._on_signal).install()
         try:
             self._loop()
@@ -160,8 +192,9 @@ class Controller:
             if old is not None and old.status in DONE:
                 self.states[s.name] = old  # kept from the earlier attempt: not run again
             else:
-                self.states[s.name] = StepState(s.name, kind=s.kind, pipeline_attempt=attempt,
-                                                attempts=list(old.attempts) if old else [])
+                self.states[s.name] = StepState(
+                    s.name, kind=s.kind, pipeline_attempt=attempt, attempts=list(old.attempts) if old else []
+                )
                 if old is not None and old.run:
                     self.states[s.name].run = old.run
 
@@ -220,7 +253,8 @@ class Controller:
                     origin = dep_state.reason if dep_state.status == "skipped" and dep_state.reason else None
                     what = "gate" if self._steps[dep].kind == "gate" else "step"
                     reason = origin or f"upstream {what} {dep!r} {dep_state.status}" + (
-                        f": {said_once(dep_state.reason)}" if dep_state.reason else "")
+                        f": {said_once(dep_state.reason)}" if dep_state.reason else ""
+                    )
                     self._update(name, status="skipped", reason=reason, ended=time.time())
                     self.say(f"  - {name} skipped: {reason}")
                     break
@@ -229,10 +263,16 @@ class Controller:
         status = "stopped" if self._signal == signal.SIGINT else "killed"
         for name in order:
             if self.states[name].status == "pending":
-                self._update(name, status="skipped", reason=f"never started: the pipeline was {status}", ended=time.time())
+                self._update(
+                    name, status="skipped", reason=f"never started: the pipeline was {status}", ended=time.time()
+                )
             elif self.states[name].status == "retrying":  # its failed attempt stands; the retry never came
-                self._update(name, status="failed", ended=time.time(),
-                             reason=f"{self.states[name].reason} (not retried: the pipeline was {status})")
+                self._update(
+                    name,
+                    status="failed",
+                    ended=time.time(),
+                    reason=f"{self.states[name].reason} (not retried: the pipeline was {status})",
+                )
 
     def _start_ready(self, order: list[str]) -> None:
         for name in self._ready(order):
@@ -258,21 +298,37 @@ class Controller:
             if hit is not None:
                 run_id, outputs = hit
                 now = time.time()
-                self._update(step.name, status="cached", run=run_id, cached_from=run_id, outputs=outputs,
-                             started=now, ended=now, reason=None)
+                self._update(
+                    step.name,
+                    status="cached",
+                    run=run_id,
+                    cached_from=run_id,
+                    outputs=outputs,
+                    started=now,
+                    ended=now,
+                    reason=None,
+                )
                 self.run.log_event(f"step {step.name} reused run {run_id} (cache key {key[:12]})", component="pipeline")
                 for rel, digest in outputs.items():  # lineage: the pipeline used what that run produced
-                    control(self.run).add_input(kind="cached-step-output", path=f"{step.name}/{rel}",
-                                                source=str(self.workdir / rel), size=None, sha256=digest, uri=None,
-                                                attempt=self.run.attempt, meta={"step": step.name, "reused_run": run_id})
+                    control(self.run).add_input(
+                        kind="cached-step-output",
+                        path=f"{step.name}/{rel}",
+                        source=str(self.workdir / rel),
+                        size=None,
+                        sha256=digest,
+                        uri=None,
+                        attempt=self.run.attempt,
+                        meta={"step": step.name, "reused_run": run_id},
+                    )
                 self.say(f"  = {step.name} cached: reused run {run_id[:12]}")
                 return
         self._launch(step, key, body)
 
     def _cached(self, step: StepSpec, key: str) -> tuple[str, dict[str, str]] | None:
         """The latest succeeded run with this key whose outputs are still on disk, unchanged."""
-        candidates = self.client.runs(self.run.project, filter=f"tags.cache_key = '{key}' and status = 'succeeded'",
-                                      order_by="-created", limit=5)
+        candidates = self.client.runs(
+            self.run.project, filter=f"tags.cache_key = '{key}' and status = 'succeeded'", order_by="-created", limit=5
+        )
         if not candidates:
             return None
         try:
@@ -280,8 +336,11 @@ class Controller:
         except MissingInput:
             return None
         for candidate in candidates:
-            recorded = {a.path: a.sha256 for a in self.client.artifacts(candidate.id) if a.role == "output"
-                        and a.kind == "step-output"}
+            recorded = {
+                a.path: a.sha256
+                for a in self.client.artifacts(candidate.id)
+                if a.role == "output" and a.kind == "step-output"
+            }
             if all(recorded.get(rel) == digest for rel, digest in current.items()):
                 return candidate.id, current
         return None
@@ -298,9 +357,14 @@ class Controller:
     def _launch(self, step: StepSpec, key: str, body: dict[str, Any]) -> None:
         state = self.states[step.name]
         run_id = new_run_id()
-        argv = child_run_argv(project=self.run.project, name=f"{self.spec.name}.{step.name}", parent=self.run.id,
-                              run_id=run_id, params=step.params,
-                              tags={"pipeline": self.spec.name, "pipeline_step": step.name, "cache_key": key})
+        argv = child_run_argv(
+            project=self.run.project,
+            name=f"{self.spec.name}.{step.name}",
+            parent=self.run.id,
+            run_id=run_id,
+            params=step.params,
+            tags={"pipeline": self.spec.name, "pipeline_step": step.name, "cache_key": key},
+        )
         if step.timeout is not None:
             argv += ["--timeout", f"{step.timeout}s"]
         if step.memory_limit is not None:
@@ -317,10 +381,19 @@ class Controller:
         started = time.time()
         handle = self.executor.start(StepLaunch(run_id, argv, env, str(self.workdir), self.options.verbose))
         self._running[step.name] = _Running(step.name, run_id, handle, started, body)
-        attempts = [*state.attempts, {"run": run_id, "status": "running", "started": started,
-                                      "pipeline_attempt": self.run.attempt}]
-        self._update(step.name, status="running", run=run_id, attempts=attempts, cache_key=key,
-                     started=state.started if state.status == "retrying" else started, ended=None)
+        attempts = [
+            *state.attempts,
+            {"run": run_id, "status": "running", "started": started, "pipeline_attempt": self.run.attempt},
+        ]
+        self._update(
+            step.name,
+            status="running",
+            run=run_id,
+            attempts=attempts,
+            cache_key=key,
+            started=state.started if state.status == "retrying" else started,
+            ended=None,
+        )
         n = len(state.attempts)
         self.say(f"  > {step.name} started (run {run_id[:12]}" + (f", attempt {n}" if n > 1 else "") + ")")
 
@@ -378,19 +451,26 @@ class Controller:
             try:
                 outputs = self._output_digests(step)
             except MissingInput as exc:
-                self._update(step.name, status="failed", attempts=attempts, reason=str(exc), category="missing_file",
-                             ended=ended)
+                self._update(
+                    step.name, status="failed", attempts=attempts, reason=str(exc), category="missing_file", ended=ended
+                )
                 self.say(f"  x {step.name} failed: {exc}")
                 return
             self._record_artifacts(step, running.run_id, running.key_body.get("inputs") or {}, outputs)
-            self._update(step.name, status="succeeded", attempts=attempts, outputs=outputs, ended=ended, reason=None,
-                         category=None)
+            self._update(
+                step.name,
+                status="succeeded",
+                attempts=attempts,
+                outputs=outputs,
+                ended=ended,
+                reason=None,
+                category=None,
+            )
             self.say(f"  ✓ {step.name} succeeded in {format_duration(ended - running.started)}")
             return
         reason = _reason(step, failure, status)
         retries_used = len([a for a in attempts if a.get("pipeline_attempt") == self.run.attempt]) - 1
-        if (status == "failed" and self._signal is None and retries_used < step.retries
-                and category in step.retry_on):
+        if status == "failed" and self._signal is None and retries_used < step.retries and category in step.retry_on:
             delay = retry_backoff(step.retry_delay, retries_used + 1)
             self._retry_at[step.name] = time.time() + delay
             self._update(step.name, status="retrying", attempts=attempts, reason=reason, category=category)
@@ -407,13 +487,35 @@ class Controller:
             from flightlog.store.base import ingest_one
 
             for rel, digest in inputs.items():
-                ingest_one(self.client.store, run_id, "artifact", origin="pipeline", role="input", kind="step-input",
-                           path=rel, source=str(self.workdir / rel), size=None, sha256=digest, uri=None)
+                ingest_one(
+                    self.client.store,
+                    run_id,
+                    "artifact",
+                    origin="pipeline",
+                    role="input",
+                    kind="step-input",
+                    path=rel,
+                    source=str(self.workdir / rel),
+                    size=None,
+                    sha256=digest,
+                    uri=None,
+                )
             for rel, digest in outputs.items():
                 path = self.workdir / rel
                 size = path.stat().st_size if path.is_file() else None
-                ingest_one(self.client.store, run_id, "artifact", origin="pipeline", role="output", kind="step-output",
-                           path=rel, source=str(path), size=size, sha256=digest, uri=None)
+                ingest_one(
+                    self.client.store,
+                    run_id,
+                    "artifact",
+                    origin="pipeline",
+                    role="output",
+                    kind="step-output",
+                    path=rel,
+                    source=str(path),
+                    size=size,
+                    sha256=digest,
+                    uri=None,
+                )
         except Exception as exc:  # lineage is evidence, not a reason to fail the step
             self.say(f"could not record the outputs of step {step.name}: {exc}")
 
@@ -428,8 +530,11 @@ class Controller:
         control(self.run).persist()  # a step's state outlives a kill -9 of the controller a moment later
         if state.status in FINAL:
             level = "info" if state.status in DONE else "error" if state.status == "failed" else "warning"
-            self.run.log_event(f"step {name} {state.status}" + (f": {said_once(state.reason)}" if state.reason else ""),
-                               level=level, component="pipeline")
+            self.run.log_event(
+                f"step {name} {state.status}" + (f": {said_once(state.reason)}" if state.reason else ""),
+                level=level,
+                component="pipeline",
+            )
 
     def _abort(self, exc: BaseException) -> None:
         """The controller itself failed: stop the steps, and end the pipeline run with the error
@@ -456,20 +561,28 @@ class Controller:
         if not failed:
             self.run.finish("succeeded")
             cached = sum(1 for s in states.values() if s.status == "cached")
-            self.say(f"pipeline {self.spec.name} run {self.run.id} succeeded"
-                     + (f" ({cached} of {len(states)} steps reused from cache)" if cached else ""))
+            self.say(
+                f"pipeline {self.spec.name} run {self.run.id} succeeded"
+                + (f" ({cached} of {len(states)} steps reused from cache)" if cached else "")
+            )
             return "succeeded"
         first = states[failed[0]]
         step = self._steps[first.name]
-        failure = {"category": first.category or ("data_error" if step.kind == "gate" else "code_error"),
-                   "step": first.name, "step_run": first.run, "gate": step.kind == "gate",
-                   "message": f"{'gate' if step.kind == 'gate' else 'step'} {first.name} {first.status}: {said_once(first.reason) or ''}".strip(),
-                   "failed_steps": failed,
-                   "skipped_steps": [n for n, s in states.items() if s.status == "skipped"]}
+        failure = {
+            "category": first.category or ("data_error" if step.kind == "gate" else "code_error"),
+            "step": first.name,
+            "step_run": first.run,
+            "gate": step.kind == "gate",
+            "message": f"{'gate' if step.kind == 'gate' else 'step'} {first.name} {first.status}: {said_once(first.reason) or ''}".strip(),
+            "failed_steps": failed,
+            "skipped_steps": [n for n, s in states.items() if s.status == "skipped"],
+        }
         self.run.finish("failed", end_reason="exit", exit_code=1, failure=failure)
         what = "gate" if step.kind == "gate" else "step"
-        self.say(f"pipeline {self.spec.name} run {self.run.id} failed at {what} {first.name}"
-                 + (f" ({first.status}): {said_once(first.reason)}" if first.reason else f" ({first.status})"))
+        self.say(
+            f"pipeline {self.spec.name} run {self.run.id} failed at {what} {first.name}"
+            + (f" ({first.status}): {said_once(first.reason)}" if first.reason else f" ({first.status})")
+        )
         return "failed"
 
 
@@ -489,8 +602,15 @@ def _reason(step: StepSpec, failure: dict[str, Any], status: str) -> str:
     return text[:500] or f"exit code {failure.get('exit_code')}"
 
 
-def run_pipeline(spec: PipelineSpec, *, max_parallel: int = 4, executor: str = "local", use_cache: bool = True,
-                 quiet: bool = False, verbose: bool = False) -> PipelineResult:
+def run_pipeline(
+    spec: PipelineSpec,
+    *,
+    max_parallel: int = 4,
+    executor: str = "local",
+    use_cache: bool = True,
+    quiet: bool = False,
+    verbose: bool = False,
+) -> PipelineResult:
     """Run a validated pipeline here; this process is its controller."""
     if max_parallel < 1:
         from flightlog.errors import InvalidInput

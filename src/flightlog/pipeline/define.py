@@ -57,8 +57,10 @@ class StepFunction:
 def _reference(func: Callable[..., Any]) -> str:
     qualname = getattr(func, "__qualname__", "")
     if "<locals>" in qualname or "." in qualname:
-        raise InvalidInput(f"step {func.__name__!r} must be a function at the top level of a module: "
-                           "it runs in its own process, which imports it by name")
+        raise InvalidInput(
+            f"step {func.__name__!r} must be a function at the top level of a module: "
+            "it runs in its own process, which imports it by name"
+        )
     module = getattr(func, "__module__", None)
     if module in (None, "__main__"):
         return f"{Path(inspect.getfile(func)).resolve()}:{func.__name__}"
@@ -112,10 +114,19 @@ def step(
 
     def mark(f: Callable[..., Any]) -> StepFunction:
         spec = StepSpec(
-            name=name or f.__name__, function=_reference(f), needs=_needs(needs), params=dict(params or {}),
-            inputs=list(inputs), outputs=list(outputs), retries=retries, retry_on=tuple(retry_on),
-            retry_delay=_seconds(retry_delay, "retry_delay") or 0.0, timeout=_seconds(timeout, "timeout"),
-            memory_limit=_bytes(memory_limit, "memory_limit"), cache=cache, source_hash=source_hash(f),
+            name=name or f.__name__,
+            function=_reference(f),
+            needs=_needs(needs),
+            params=dict(params or {}),
+            inputs=list(inputs),
+            outputs=list(outputs),
+            retries=retries,
+            retry_on=tuple(retry_on),
+            retry_delay=_seconds(retry_delay, "retry_delay") or 0.0,
+            timeout=_seconds(timeout, "timeout"),
+            memory_limit=_bytes(memory_limit, "memory_limit"),
+            cache=cache,
+            source_hash=source_hash(f),
         )
         return StepFunction(f, spec)
 
@@ -125,8 +136,14 @@ def step(
 class Pipeline:
     """A named DAG of steps: ``@step`` functions, command steps and gates."""
 
-    def __init__(self, name: str, steps: Iterable[StepFunction | StepSpec] = (), *, project: str | None = None,
-                 workdir: str | os.PathLike[str] | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        steps: Iterable[StepFunction | StepSpec] = (),
+        *,
+        project: str | None = None,
+        workdir: str | os.PathLike[str] | None = None,
+    ) -> None:
         self.name = name
         self.project = project
         self.workdir = str(Path(workdir).resolve()) if workdir is not None else os.getcwd()
@@ -153,21 +170,36 @@ class Pipeline:
     ) -> Pipeline:
         """Add a command step (or, with ``gate=``, a gate); returns the pipeline for chaining."""
         where = f"pipeline {self.name!r}, step {name!r}"
-        self._steps.append(StepSpec(
-            name=name, command=command_of(command, where) if command is not None else None, gate=_gates(gate),
-            needs=_needs(needs), params=dict(params or {}), inputs=list(inputs), outputs=list(outputs),
-            retries=retries, retry_on=tuple(retry_on), retry_delay=_seconds(retry_delay, "retry_delay") or 0.0,
-            timeout=_seconds(timeout, "timeout"), memory_limit=_bytes(memory_limit, "memory_limit"), cache=cache,
-        ))
+        self._steps.append(
+            StepSpec(
+                name=name,
+                command=command_of(command, where) if command is not None else None,
+                gate=_gates(gate),
+                needs=_needs(needs),
+                params=dict(params or {}),
+                inputs=list(inputs),
+                outputs=list(outputs),
+                retries=retries,
+                retry_on=tuple(retry_on),
+                retry_delay=_seconds(retry_delay, "retry_delay") or 0.0,
+                timeout=_seconds(timeout, "timeout"),
+                memory_limit=_bytes(memory_limit, "memory_limit"),
+                cache=cache,
+            )
+        )
         return self
 
     @property
     def spec(self) -> PipelineSpec:
-        return validate(PipelineSpec(name=self.name, steps=list(self._steps), project=self.project,
-                                     source=None, workdir=self.workdir))
+        return validate(
+            PipelineSpec(
+                name=self.name, steps=list(self._steps), project=self.project, source=None, workdir=self.workdir
+            )
+        )
 
-    def run(self, *, max_parallel: int = 4, executor: str = "local", use_cache: bool = True,
-            quiet: bool = False) -> Any:
+    def run(
+        self, *, max_parallel: int = 4, executor: str = "local", use_cache: bool = True, quiet: bool = False
+    ) -> Any:
         """Run the pipeline here (this process is the controller) and return its result."""
         from flightlog.pipeline.controller import run_pipeline
 

@@ -62,8 +62,11 @@ def _metric(run: flightlog.Run, check: dict[str, Any], step_runs: dict[str, str]
         problem = f"metric {check['metric']} of step {check['step']} is {value:g}, below min {low:g}"
     elif high is not None and not value <= high:
         problem = f"metric {check['metric']} of step {check['step']} is {value:g}, above max {high:g}"
-    run.log_evidence("gate", f"metric {check['metric']}", {"check": check, "value": value, "run": run_id,
-                                                            "success": problem is None, "problem": problem})
+    run.log_evidence(
+        "gate",
+        f"metric {check['metric']}",
+        {"check": check, "value": value, "run": run_id, "success": problem is None, "problem": problem},
+    )
     print(f"gate: metric {check['metric']} of step {check['step']} = {value}: {'ok' if problem is None else 'FAILED'}")
     return problem
 

@@ -15,15 +15,27 @@ from flightlog.timefmt import parse_time
 
 __all__ = ["render_pipeline", "STEP_MARK"]
 
-STEP_MARK = {"succeeded": "✓", "cached": "=", "failed": "✗", "skipped": "-", "running": ">", "retrying": "↻",
-             "pending": "·", "stopped": "■", "killed": "■", "crashed": "!"}
+STEP_MARK = {
+    "succeeded": "✓",
+    "cached": "=",
+    "failed": "✗",
+    "skipped": "-",
+    "running": ">",
+    "retrying": "↻",
+    "pending": "·",
+    "stopped": "■",
+    "killed": "■",
+    "crashed": "!",
+}
 _STYLE = {**STATUS_STYLE, "cached": "blue", "skipped": "dim", "pending": "dim", "retrying": "yellow"}
 
 
 def _label(step: dict[str, Any]) -> str:
     status = step["status"]
-    parts = [f"[{_STYLE.get(status, '')}]{STEP_MARK.get(status, '?')} {step['name']}[/]",
-             f"[{_STYLE.get(status, '')}]{status}[/]"]
+    parts = [
+        f"[{_STYLE.get(status, '')}]{STEP_MARK.get(status, '?')} {step['name']}[/]",
+        f"[{_STYLE.get(status, '')}]{status}[/]",
+    ]
     if step.get("kind") == "gate":
         parts.append("[magenta]gate[/]")
     attempts = step.get("attempts") or []
@@ -66,8 +78,10 @@ def render_pipeline(view: dict[str, Any], console: Any) -> None:
     from rich.tree import Tree
 
     status = view["status"]
-    title = (f"[bold]pipeline {view['name']}[/]  run {view['run'][:12]}  "
-             f"[{_STYLE.get(status, '')}]{status}[/]  attempt {view['attempt']}  started {_when(view.get('started'))}")
+    title = (
+        f"[bold]pipeline {view['name']}[/]  run {view['run'][:12]}  "
+        f"[{_STYLE.get(status, '')}]{status}[/]  attempt {view['attempt']}  started {_when(view.get('started'))}"
+    )
     if view.get("attempt_started") and view["attempt_started"] != view.get("started"):
         title += f"  [dim](attempt {view['attempt']} from {_when(view['attempt_started'])})[/]"
     title += f"  {duration_text(view.get('duration'))}"
@@ -89,7 +103,9 @@ def render_pipeline(view: dict[str, Any], console: Any) -> None:
             where = f"{frame.get('file')}:{frame.get('line')} in {frame.get('function')}"
             console.print(f"  {where}  [bold]your code[/]" if frame.get("user") else f"  [dim]{where}[/]")
         if failure.get("step_run"):
-            console.print(f"[dim]next: flightlog diagnose {view['run'][:12]}   flightlog logs {failure['step_run'][:12]}[/]")
+            console.print(
+                f"[dim]next: flightlog diagnose {view['run'][:12]}   flightlog logs {failure['step_run'][:12]}[/]"
+            )
     cached = sum(1 for s in steps.values() if s["status"] == "cached")
     if cached:
         console.print(f"[blue]{cached} of {len(steps)} steps reused from cache[/]")

@@ -23,8 +23,14 @@ from flightlog.schema import record as schema_record
 __all__ = ["resume_pipeline"]
 
 
-def resume_pipeline(ref: str, *, max_parallel: int | None = None, executor: str | None = None,
-                    quiet: bool = False, verbose: bool = False) -> PipelineResult:
+def resume_pipeline(
+    ref: str,
+    *,
+    max_parallel: int | None = None,
+    executor: str | None = None,
+    quiet: bool = False,
+    verbose: bool = False,
+) -> PipelineResult:
     """Run again only the steps of a pipeline run that failed or never ran, as its next attempt."""
     client = flightlog.Client()
     try:
@@ -32,16 +38,22 @@ def resume_pipeline(ref: str, *, max_parallel: int | None = None, executor: str 
     finally:
         client.close()
     if not view.run.is_finished:
-        raise Conflict(f"pipeline run {view.run.id[:12]} is still running (controller pid {view.run.pid} on "
-                       f"{view.run.host}); stop it first (Ctrl-C or kill {view.run.pid})")
+        raise Conflict(
+            f"pipeline run {view.run.id[:12]} is still running (controller pid {view.run.pid} on "
+            f"{view.run.host}); stop it first (Ctrl-C or kill {view.run.pid})"
+        )
     if view.run.status == "succeeded":
         raise Conflict(f"pipeline run {view.run.id[:12]} succeeded: nothing to resume")
     view.spec = _original_spec(view.spec)
     opts = view.options
-    options = Options(max_parallel or int(opts.get("max_parallel") or 4), executor or str(opts.get("executor") or "local"),
-                      bool(opts.get("use_cache", True)), quiet, verbose)
+    options = Options(
+        max_parallel or int(opts.get("max_parallel") or 4),
+        executor or str(opts.get("executor") or "local"),
+        bool(opts.get("use_cache", True)),
+        quiet,
+        verbose,
+    )
     return Controller(view.spec, options, resume=view).execute()
-
 
 
 def _original_spec(spec: PipelineSpec) -> PipelineSpec:

@@ -128,13 +128,23 @@ class PipelineSpec:
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "project": self.project, "source": self.source, "workdir": self.workdir,
-                "steps": [s.to_dict() for s in self.steps]}
+        return {
+            "name": self.name,
+            "project": self.project,
+            "source": self.source,
+            "workdir": self.workdir,
+            "steps": [s.to_dict() for s in self.steps],
+        }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> PipelineSpec:
-        return cls(name=d["name"], project=d.get("project"), source=d.get("source"), workdir=d.get("workdir"),
-                   steps=[StepSpec.from_dict(s) for s in d.get("steps") or []])
+        return cls(
+            name=d["name"],
+            project=d.get("project"),
+            source=d.get("source"),
+            workdir=d.get("workdir"),
+            steps=[StepSpec.from_dict(s) for s in d.get("steps") or []],
+        )
 
 
 def validate(spec: PipelineSpec) -> PipelineSpec:
@@ -160,8 +170,10 @@ def validate(spec: PipelineSpec) -> PipelineSpec:
 def _check_step(spec: PipelineSpec, s: StepSpec, where: str) -> None:
     bodies = [k for k, v in (("command", s.command), ("function", s.function), ("gate", s.gate)) if v]
     if len(bodies) != 1:
-        raise InvalidInput(f"{where}: give exactly one of command, function or gate"
-                           + (f" (it has {' and '.join(bodies)})" if bodies else " (it has none)"))
+        raise InvalidInput(
+            f"{where}: give exactly one of command, function or gate"
+            + (f" (it has {' and '.join(bodies)})" if bodies else " (it has none)")
+        )
     for dep in s.needs:
         if dep not in spec.names:
             raise InvalidInput(f"{where}: needs unknown step {dep!r}; the steps are {', '.join(spec.names)}")
@@ -182,7 +194,9 @@ def _check_step(spec: PipelineSpec, s: StepSpec, where: str) -> None:
         raise InvalidInput(f"{where}: retries must be 0 or more")
     unknown = [c for c in s.retry_on if c not in RETRYABLE]
     if unknown:
-        raise InvalidInput(f"{where}: retry_on {', '.join(unknown)} is not a failure category; use any of {', '.join(RETRYABLE)}")
+        raise InvalidInput(
+            f"{where}: retry_on {', '.join(unknown)} is not a failure category; use any of {', '.join(RETRYABLE)}"
+        )
     if s.retry_delay < 0:
         raise InvalidInput(f"{where}: retry_delay must be 0 or more")
     if s.timeout is not None and s.timeout <= 0:
@@ -227,8 +241,10 @@ def _check_module(module: str, workdir: str | None, where: str) -> None:
         if added:
             sys.path.remove(base)
     if not found:
-        raise InvalidInput(f"{where}: function module {module!r} was not found (from {base}); "
-                           "is it installed, or in the pipeline's directory?")
+        raise InvalidInput(
+            f"{where}: function module {module!r} was not found (from {base}); "
+            "is it installed, or in the pipeline's directory?"
+        )
 
 
 def _check_gate(spec: PipelineSpec, s: StepSpec, check: GateCheck, where: str) -> None:
@@ -238,8 +254,10 @@ def _check_gate(spec: PipelineSpec, s: StepSpec, check: GateCheck, where: str) -
             raise InvalidInput(f"{where}: gate with expect {check.expect!r} needs data: the file to validate")
         suite = Path(check.expect) if Path(check.expect).is_absolute() else base / check.expect
         if not suite.is_file():
-            raise InvalidInput(f"{where}: gate names unknown suite {check.expect!r} (no file {suite}); "
-                               "give a YAML or Python expectation file (docs/data.md)")
+            raise InvalidInput(
+                f"{where}: gate names unknown suite {check.expect!r} (no file {suite}); "
+                "give a YAML or Python expectation file (docs/data.md)"
+            )
         from flightlog.data.expectfile import load_expectations
 
         load_expectations(suite)  # a suite that does not parse fails now, with its line

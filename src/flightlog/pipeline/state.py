@@ -84,7 +84,9 @@ class PipelineView:
         """When the pipeline first started: a resume's run record moves ``started`` to its own
         attempt; the run's creation and its steps' first attempts keep the original."""
         times = [t for t in (self.run.created, self.run.started) if t is not None]
-        times += [a["started"] for s in self.steps.values() for a in s.attempts if isinstance(a.get("started"), (int, float))]
+        times += [
+            a["started"] for s in self.steps.values() for a in s.attempts if isinstance(a.get("started"), (int, float))
+        ]
         return min(times) if times else None
 
     def to_dict(self) -> dict[str, Any]:
@@ -104,7 +106,8 @@ class PipelineView:
             "duration": self.run.duration,
             "options": self.options,
             # a resumed pipeline that then succeeded is no longer failed: its old failure stays in the attempts
-            "failure": None if self.run.status == "succeeded" or not self.run.failure
+            "failure": None
+            if self.run.status == "succeeded" or not self.run.failure
             else {**self.run.failure, "frames": self.step_frames},
             "steps": [_step_view(self.steps[n], self.spec.step(n).needs) for n in order],
         }
@@ -115,18 +118,31 @@ def _step_view(state: StepState, needs: list[str]) -> dict[str, Any]:
     attempts = []
     for number, attempt in enumerate(state.attempts, 1):
         started, ended = attempt.get("started"), attempt.get("ended")
-        duration = max(0.0, ended - started) if isinstance(started, (int, float)) and isinstance(ended, (int, float)) else None
-        attempts.append({**attempt, "number": number, "started": iso(started), "ended": iso(ended), "duration": duration})
-    return {**d, "started": iso(state.started), "ended": iso(state.ended), "reason": said_once(state.reason),
-            "attempts": attempts, "needs": needs}
+        duration = (
+            max(0.0, ended - started) if isinstance(started, (int, float)) and isinstance(ended, (int, float)) else None
+        )
+        attempts.append(
+            {**attempt, "number": number, "started": iso(started), "ended": iso(ended), "duration": duration}
+        )
+    return {
+        **d,
+        "started": iso(state.started),
+        "ended": iso(state.ended),
+        "reason": said_once(state.reason),
+        "attempts": attempts,
+        "needs": needs,
+    }
 
 
 def load_view(client: Any, ref: str) -> PipelineView:
     run = client.run(ref)
     definition = client.evidence(run.id, EVIDENCE_KIND, "definition")
     if not definition:
-        hint = (f"it is a step of pipeline run {run.parent_id[:12]}: flightlog pipeline show {run.parent_id[:12]}"
-                if run.parent_id else "list pipelines with `flightlog pipeline ls`")
+        hint = (
+            f"it is a step of pipeline run {run.parent_id[:12]}: flightlog pipeline show {run.parent_id[:12]}"
+            if run.parent_id
+            else "list pipelines with `flightlog pipeline ls`"
+        )
         raise InvalidInput(f"run {run.id[:12]} is not a pipeline run (no pipeline definition recorded on it); {hint}")
     data = definition[-1]["data"]
     spec = PipelineSpec.from_dict(data["spec"])

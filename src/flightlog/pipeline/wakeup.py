@@ -23,8 +23,11 @@ class SignalWakeup:
         self._old_fd = -1
 
     def install(self) -> SignalWakeup:
-        handlers = ((signal.SIGINT, self._on_stop), (signal.SIGTERM, self._on_stop),
-                    (signal.SIGCHLD, lambda signum, frame: None))
+        handlers = (
+            (signal.SIGINT, self._on_stop),
+            (signal.SIGTERM, self._on_stop),
+            (signal.SIGCHLD, lambda signum, frame: None),
+        )
         for sig, handler in handlers:
             try:
                 self._previous[sig] = signal.signal(sig, handler)

@@ -41,8 +41,21 @@ from flightlog.timefmt import parse_duration, parse_size
 __all__ = ["load_pipeline_file", "parse_pipeline", "STEP_FIELDS"]
 
 TOP_FIELDS = ("name", "project", "steps")
-STEP_FIELDS = ("command", "function", "gate", "needs", "params", "inputs", "outputs", "retries", "retry_on",
-               "retry_delay", "timeout", "memory_limit", "cache")
+STEP_FIELDS = (
+    "command",
+    "function",
+    "gate",
+    "needs",
+    "params",
+    "inputs",
+    "outputs",
+    "retries",
+    "retry_on",
+    "retry_delay",
+    "timeout",
+    "memory_limit",
+    "cache",
+)
 GATE_FIELDS = ("expect", "data", "metric", "step", "min", "max")
 
 
@@ -63,12 +76,15 @@ def parse_pipeline(doc: Any, *, source: str = "<pipeline>", workdir: str | None 
     _unknown(doc, TOP_FIELDS, source)
     steps_doc = doc.get("steps")
     if not isinstance(steps_doc, dict) or not steps_doc:
-        raise InvalidInput(f"{source}: steps must be a mapping of step name to step, e.g. steps: {{prepare: {{command: ...}}}}")
+        raise InvalidInput(
+            f"{source}: steps must be a mapping of step name to step, e.g. steps: {{prepare: {{command: ...}}}}"
+        )
     name = doc.get("name") or (Path(source).stem if not source.startswith("<") else "pipeline")
     steps = [_step(str(step_name), body, f"{source}: step {step_name!r}") for step_name, body in steps_doc.items()]
     project = doc.get("project")
-    spec = PipelineSpec(name=str(name), steps=steps, project=str(project) if project else None,
-                        source=source, workdir=workdir)
+    spec = PipelineSpec(
+        name=str(name), steps=steps, project=str(project) if project else None, source=source, workdir=workdir
+    )
     return validate(spec)
 
 
@@ -128,7 +144,9 @@ def _strings(value: Any, key: str, where: str) -> list[str]:
 
 def _gate(body: Any, where: str) -> GateCheck:
     if not isinstance(body, dict):
-        raise InvalidInput(f"{where}: a gate check is a mapping: {{expect: FILE, data: FILE}} or {{metric: NAME, step: STEP, min: X}}")
+        raise InvalidInput(
+            f"{where}: a gate check is a mapping: {{expect: FILE, data: FILE}} or {{metric: NAME, step: STEP, min: X}}"
+        )
     _unknown(body, GATE_FIELDS, where)
     check = GateCheck()
     for key in ("expect", "data", "metric", "step"):

@@ -21,5 +21,16 @@ from flightlog.plugins.specs import (
 )
 from flightlog.plugins.table import Features, features, load_features
 
-__all__ = ["PROJECT", "CommandRef", "Features", "Ref", "RunAction", "StoreMigrations", "Watcher", "features", "hookimpl",
-           "hookspec", "load_features"]
+__all__ = [
+    "PROJECT",
+    "CommandRef",
+    "Features",
+    "Ref",
+    "RunAction",
+    "StoreMigrations",
+    "Watcher",
+    "features",
+    "hookimpl",
+    "hookspec",
+    "load_features",
+]

@@ -28,7 +28,17 @@ if TYPE_CHECKING:
     from flightlog.diagnose.findings import Finding
     from flightlog.server.operations import Operation
 
-__all__ = ["PROJECT", "CommandRef", "FeatureSpec", "Ref", "RunAction", "StoreMigrations", "Watcher", "hookimpl", "hookspec"]
+__all__ = [
+    "PROJECT",
+    "CommandRef",
+    "FeatureSpec",
+    "Ref",
+    "RunAction",
+    "StoreMigrations",
+    "Watcher",
+    "hookimpl",
+    "hookspec",
+]
 
 #: the pluggy project name, which is also the entry-point group third-party features use
 PROJECT = "flightlog"

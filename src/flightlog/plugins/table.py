@@ -128,8 +128,10 @@ class Features:
         ``install`` (a feature absent from this installation)."""
         found = self.service(name)
         if found is None:
-            raise MissingExtra(f"{needed_by} needs a flightlog feature that is not installed here "
-                               f"(none provides {name!r}): install {install}")
+            raise MissingExtra(
+                f"{needed_by} needs a flightlog feature that is not installed here "
+                f"(none provides {name!r}): install {install}"
+            )
         return found
 
     @property

@@ -47,12 +47,8 @@ class Field:
     def __str__(self) -> str:
         if self.kind == "column":
             return self.name
-        plain = re.fullmatch(
-            r"[A-Za-z0-9_][A-Za-z0-9_/\-]*(?:\.[A-Za-z0-9_][A-Za-z0-9_/\-]*)*", self.name
-        )
-        key = (
-            self.name if plain else "`" + self.name.replace("\\", "\\\\").replace("`", "\\`") + "`"
-        )
+        plain = re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_/\-]*(?:\.[A-Za-z0-9_][A-Za-z0-9_/\-]*)*", self.name)
+        key = self.name if plain else "`" + self.name.replace("\\", "\\\\").replace("`", "\\`") + "`"
         return f"{self.kind}s.{key}"
 
 

@@ -118,8 +118,13 @@ def check_number_test(field: Field, token: Token, text: str) -> None:
 def convert(field: Field, op: str, token: Token, text: str) -> Value:
     """Convert one literal token to the value compared with ``field`` under ``op``."""
     if token.kind == "word" and token.text.lower() in ("nan", "inf", "infinity"):
-        hint = f"{field} = '{token.text.lower()}' (a param keeps NaN as text)" if field.kind == "param" \
-            else f"{field} is nan or {field} is not finite" if field.kind == "metric" else "a value"
+        hint = (
+            f"{field} = '{token.text.lower()}' (a param keeps NaN as text)"
+            if field.kind == "param"
+            else f"{field} is nan or {field} is not finite"
+            if field.kind == "metric"
+            else "a value"
+        )
         _fail(text, token, f"{token.text} is not a value to compare with (NaN equals nothing)", hint)
     if token.kind not in ("string", "number", "duration") and not _is_bool(token):
         shown = "the end" if token.kind == "eof" else repr(token.text)

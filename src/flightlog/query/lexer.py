@@ -15,9 +15,7 @@ from flightlog.errors import FilterSyntaxError
 
 __all__ = ["Token", "TokenKind", "tokenize"]
 
-TokenKind = Literal[
-    "word", "path", "string", "number", "duration", "op", "sign", "(", ")", ",", "eof"
-]
+TokenKind = Literal["word", "path", "string", "number", "duration", "op", "sign", "(", ")", ",", "eof"]
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SEGMENT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_/\-]*")
@@ -76,9 +74,7 @@ def tokenize(text: str) -> list[Token]:
             op = next((o for o in _OPERATORS if text.startswith(o, i)), None)
             if op is None:
                 hint = _HINTS.get(c, "an operator: = != < <= > >= ~ like in is")
-                raise FilterSyntaxError(
-                    f"unexpected character {c!r}", expression=text, position=i, expected=hint
-                )
+                raise FilterSyntaxError(f"unexpected character {c!r}", expression=text, position=i, expected=hint)
             tokens.append(Token("op", op, op, start))
             i += len(op)
     tokens.append(Token("eof", None, "", n))
@@ -163,6 +159,4 @@ def _read_word(text: str, i: int) -> Token:
 
 def _need_key(text: str, key: str, position: int) -> None:
     if not key:
-        raise FilterSyntaxError(
-            "empty key in backquotes", expression=text, position=position, expected="a key name"
-        )
+        raise FilterSyntaxError("empty key in backquotes", expression=text, position=position, expected="a key name")

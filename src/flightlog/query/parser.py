@@ -119,9 +119,7 @@ class _Parser:
         return False
 
     def fail(self, token: Token, message: str, expected: str) -> NoReturn:
-        raise FilterSyntaxError(
-            message, expression=self.text, position=token.position, expected=expected
-        )
+        raise FilterSyntaxError(message, expression=self.text, position=token.position, expected=expected)
 
     def found(self, token: Token) -> str:
         return "the end" if token.kind == "eof" else repr(token.text)
@@ -212,9 +210,7 @@ class _Parser:
             if self.keyword("null"):
                 if op in ("=", "!="):
                     return IsNull(field, negated=op == "!=")
-                self.fail(
-                    self.tokens[self.i - 1], f"{op} null never matches", "is null, or a value"
-                )
+                self.fail(self.tokens[self.i - 1], f"{op} null never matches", "is null, or a value")
             return Compare(field, op, self.value(field, op))
         self.fail(token, f"found {self.found(token)} after {field}", _AFTER_FIELD)
 
@@ -224,9 +220,7 @@ class _Parser:
             return Compare(field, "not like" if negated else "like", self.value(field, op))
         opening = self.next()
         if opening.kind != "(":
-            self.fail(
-                opening, f"found {self.found(opening)} after {op}", "'(' and a list of values"
-            )
+            self.fail(opening, f"found {self.found(opening)} after {op}", "'(' and a list of values")
         values: list[Value] = []
         while True:
             if self.keyword("null"):

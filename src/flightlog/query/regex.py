@@ -56,8 +56,9 @@ def compile_grep(pattern: str, *, what: str = "grep") -> GrepPattern:
     ``what`` names the pattern in the message (``grep``, ``--grep``).
     """
     if len(pattern) > MAX_PATTERN:
-        raise InvalidInput(f"{what} is too long ({len(pattern)} characters; at most {MAX_PATTERN})",
-                           details={"max": MAX_PATTERN})
+        raise InvalidInput(
+            f"{what} is too long ({len(pattern)} characters; at most {MAX_PATTERN})", details={"max": MAX_PATTERN}
+        )
     if "\x00" in pattern:
         raise InvalidInput(f"{what} contains a NUL character")
     try:

@@ -144,9 +144,7 @@ def _param_condition(expr: Compare | InList, bind: Binder) -> str:
         if _numeric(expr.value) and expr.op not in ("like", "not like", "~", "!~"):
             return predicate_sql(expr, "p.num", bind)
         value = _text(expr.value)
-        return "p.kind <> 'null' AND " + predicate_sql(
-            Compare(expr.field, expr.op, value), "p.value", bind
-        )
+        return "p.kind <> 'null' AND " + predicate_sql(Compare(expr.field, expr.op, value), "p.value", bind)
     nums = tuple(v for v in expr.values if _numeric(v))
     texts = tuple(_text(v) for v in expr.values if not _numeric(v))
     parts = [predicate_sql(InList(expr.field, vs, expr.negated), col, bind)
@@ -182,9 +180,7 @@ def _order(keys: tuple[OrderKey, ...], bind: Binder) -> tuple[list[str], list[st
         table, keycol = _TABLES[field.kind]
         a = f"o{i}"
         extra = f" AND {a}.kind <> 'null'" if field.kind == "param" else ""
-        joins.append(
-            f"LEFT JOIN {table} {a} ON {a}.run_id = r.id AND {a}.{keycol} = {bind(field.name)}{extra}"
-        )
+        joins.append(f"LEFT JOIN {table} {a} ON {a}.run_id = r.id AND {a}.{keycol} = {bind(field.name)}{extra}")
         if field.kind == "param":
             terms += [f"CASE WHEN {a}.key IS NULL THEN 1 ELSE 0 END",
                       f"CASE WHEN {a}.num IS NULL THEN 1 ELSE 0 END", f"{a}.num{d}", f"{a}.value{d}"]  # fmt: skip

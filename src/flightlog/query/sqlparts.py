@@ -36,9 +36,7 @@ class Binder:
     def finish(self, sql: str, placeholder: str, first_index: int = 1) -> tuple[str, list[Any]]:
         """Replace markers by ``?``, ``%s`` or numbered ``$n``, values in textual order."""
         if placeholder not in ("?", "%s", "$"):
-            raise ValueError(
-                f"placeholder must be '?', '%s' or '$' (numbered), not {placeholder!r}"
-            )
+            raise ValueError(f"placeholder must be '?', '%s' or '$' (numbered), not {placeholder!r}")
         ordered: list[Any] = []
 
         def place(m: re.Match[str]) -> str:

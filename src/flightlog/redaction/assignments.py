@@ -24,7 +24,9 @@ __all__ = ["redact_assignments"]
 # A variant suffix may follow the keyword (``api_key_2=``, ``DB_PASSWORD_PROD=``; names.py).
 _VARIANTS = "|".join(sorted(VARIANT_WORDS, key=len, reverse=True)).encode()
 _SEP = (
-    rb"(?:[_.\-](?:v?\d+|" + _VARIANTS + rb"))*"
+    rb"(?:[_.\-](?:v?\d+|"
+    + _VARIANTS
+    + rb"))*"
     # ``password=…``, ``"token": …``, or a command-line option and its value in a logged
     # command (``docker login --password X``): a blank separator counts only after ``--``.
     + rb"""(?:["']?[ \t]*[:=]|[ \t]+(?=[^\s\-]))"""
@@ -46,9 +48,7 @@ _BEARER_VALUE = re.compile(rb"[A-Za-z0-9._~+/\-]{8,}=*")
 
 _NAME_TAIL = re.compile(rb"[A-Za-z0-9_.\-]*\Z")
 _VALUE = re.compile(rb"""[ \t]*(?:"((?:[^"\\\n]|\\.)*)"|'([^'\n]*)'|([^\s,;&)}\]"']+))""")
-_SCHEMES = frozenset(
-    {b"bearer", b"basic", b"token", b"digest", b"negotiate", b"apikey", b"aws4-hmac-sha256"}
-)
+_SCHEMES = frozenset({b"bearer", b"basic", b"token", b"digest", b"negotiate", b"apikey", b"aws4-hmac-sha256"})
 # Values that say "there is no secret here" and are more useful kept.
 _PLACEHOLDERS = frozenset(
     {
@@ -70,8 +70,28 @@ _AUTH_WORDS = frozenset({"authorization", "auth"})
 _SEPARATOR_CHARS = b":= \t\"'"
 _BLANKS = (b" ", b"\t")
 _PROSE = frozenset(
-    {b"to", b"is", b"was", b"for", b"and", b"or", b"the", b"a", b"an", b"in", b"of", b"with",
-     b"option", b"flag", b"argument", b"instead", b"not", b"must", b"should", b"can"}
+    {
+        b"to",
+        b"is",
+        b"was",
+        b"for",
+        b"and",
+        b"or",
+        b"the",
+        b"a",
+        b"an",
+        b"in",
+        b"of",
+        b"with",
+        b"option",
+        b"flag",
+        b"argument",
+        b"instead",
+        b"not",
+        b"must",
+        b"should",
+        b"can",
+    }
 )
 _BLANK_BYTES = frozenset(b" \t\"'=([")
 _QUOTES = b"\"'"
@@ -95,9 +115,7 @@ def _marker_for(words: list[str]) -> bytes:
     return marker_bytes("secret")
 
 
-def _value_replacement(
-    data: bytes, pos: int, words: list[str], quoted_key: bool
-) -> Replacement | None:
+def _value_replacement(data: bytes, pos: int, words: list[str], quoted_key: bool) -> Replacement | None:
     """The span of the value that starts at ``pos`` and what replaces it."""
     m = _VALUE.match(data, pos)
     if m is None:
@@ -151,9 +169,7 @@ def _candidates(data: bytes, low: bytes) -> list[Replacement]:
                 continue
             # "password": … (JSON, a Python dict): the quotes hug the name on both sides.
             quoted_key = (
-                name_start > 0
-                and data[name_start - 1] in _QUOTES
-                and data[name_end : name_end + 1] in _QUOTE_BYTES
+                name_start > 0 and data[name_start - 1] in _QUOTES and data[name_end : name_end + 1] in _QUOTE_BYTES
             )
             replacement = _value_replacement(data, after, key_words(name), quoted_key)
             if replacement is not None:

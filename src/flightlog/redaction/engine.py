@@ -44,9 +44,7 @@ class Redactor:
     ``extra_patterns`` are user regexes; a bad one raises InvalidInput.
     """
 
-    def __init__(
-        self, extra_patterns: Sequence[str] = (), env: Mapping[str, str] | None = None
-    ) -> None:
+    def __init__(self, extra_patterns: Sequence[str] = (), env: Mapping[str, str] | None = None) -> None:
         self.count = 0
         self._custom = compile_patterns(list(extra_patterns))
         source = os.environ if env is None else env

@@ -101,17 +101,11 @@ class Family:
             if m.start(group) == m.end(group):  # a tag: the whole match is the secret
                 return _MARKERS[group]
             string = m.string
-            return (
-                string[m.start() : m.start(group)]
-                + _MARKERS[group]
-                + string[m.end(group) : m.end()]
-            )
+            return string[m.start() : m.start(group)] + _MARKERS[group] + string[m.end(group) : m.end()]
 
         return self.pattern.sub(replace, data), count
 
-    def _apply_blocks(
-        self, data: bytes, find: Callable[[bytes, int], KeyBlock]
-    ) -> tuple[bytes, int]:
+    def _apply_blocks(self, data: bytes, find: Callable[[bytes, int], KeyBlock]) -> tuple[bytes, int]:
         """The first span of each block becomes the marker; its other spans are removed."""
         cuts: list[tuple[int, int, bytes]] = []
         hidden_to = 0
@@ -198,6 +192,4 @@ FAMILIES: tuple[Family, ...] = (
         ),
     ),
 )
-_MARKERS = {
-    name: marker_bytes(name.partition("__")[0]) for family in FAMILIES for name in family.names()
-}
+_MARKERS = {name: marker_bytes(name.partition("__")[0]) for family in FAMILIES for name in family.names()}

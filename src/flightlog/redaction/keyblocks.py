@@ -33,13 +33,9 @@ HEADER = re.compile(_KEY_HEADER.encode())
 #: A bare private key block: the header, the base64 body lines, and the footer when it is
 #: there. Without a footer the block ends at the first line that is not base64, so an
 #: unterminated key is still hidden while ordinary text after it is not.
-PRIVATE_KEY = re.compile(
-    rf"{_KEY_HEADER}(?:{_KEY_SEP}{_KEY_BODY_LINE})*(?:{_KEY_SEP}?[ \t]*{_KEY_FOOTER})?".encode()
-)
+PRIVATE_KEY = re.compile(rf"{_KEY_HEADER}(?:{_KEY_SEP}{_KEY_BODY_LINE})*(?:{_KEY_SEP}?[ \t]*{_KEY_FOOTER})?".encode())
 # What may follow a prefix on a line of the block (the line without its newline).
-_PREFIXED_BODY = re.compile(
-    rb"[ \t]*(?:(?:Proc-Type|DEK-Info|Comment|Version):[^\n]*|[A-Za-z0-9+/=]+)?[ \t]*\r?"
-)
+_PREFIXED_BODY = re.compile(rb"[ \t]*(?:(?:Proc-Type|DEK-Info|Comment|Version):[^\n]*|[A-Za-z0-9+/=]+)?[ \t]*\r?")
 _PREFIXED_FOOTER = re.compile(rb"[ \t]*" + _KEY_FOOTER.encode())
 _DIGITS = re.compile(rb"\d+")
 _FOOTER_TEXT = b"-----END"
@@ -100,9 +96,7 @@ def key_block(data: bytes, header_start: int) -> KeyBlock:
     return KeyBlock([first, *spans], open_end)
 
 
-def _prefixed_lines(
-    data: bytes, pos: int, prefix: re.Pattern[bytes]
-) -> tuple[list[tuple[int, int]], bool]:
+def _prefixed_lines(data: bytes, pos: int, prefix: re.Pattern[bytes]) -> tuple[list[tuple[int, int]], bool]:
     """From ``pos`` (the end of the header or of a body line): the spans ``(newline, end of
     line)`` of the following lines that are the block's prefix and then body or footer, and
     whether the data ran out before the footer."""

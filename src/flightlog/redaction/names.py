@@ -84,9 +84,28 @@ _PLAIN_SECRET_WORDS = frozenset(
 # Trailing words that name a variant of the same thing, not what it is.
 VARIANT_WORDS = frozenset(
     {
-        "prod", "production", "dev", "development", "staging", "stage", "test", "testing", "qa",
-        "uat", "local", "old", "new", "primary", "secondary", "backup", "readonly", "ro", "rw",
-        "default", "main", "alt",
+        "prod",
+        "production",
+        "dev",
+        "development",
+        "staging",
+        "stage",
+        "test",
+        "testing",
+        "qa",
+        "uat",
+        "local",
+        "old",
+        "new",
+        "primary",
+        "secondary",
+        "backup",
+        "readonly",
+        "ro",
+        "rw",
+        "default",
+        "main",
+        "alt",
     }
 )
 _NUMBERED = re.compile(r"v?\d+")
@@ -164,9 +183,7 @@ def is_secret_url_param(name: str) -> bool:
 
 _ENV_URL_LAST = frozenset({"URL", "URI", "DSN", "CONNECTION", "CONN"})
 _URL_WITH_PASSWORD = re.compile(r"://[^\s/@:]*:[^\s/@]+@")
-_BORING_VALUES = frozenset(
-    {"true", "false", "none", "null", "enabled", "disabled", "required", "optional"}
-)
+_BORING_VALUES = frozenset({"true", "false", "none", "null", "enabled", "disabled", "required", "optional"})
 
 
 def _is_existing_path(value: str) -> bool:

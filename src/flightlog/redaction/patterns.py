@@ -79,9 +79,7 @@ def load_patterns(paths: Iterable[Path]) -> list[str]:
         except (FileNotFoundError, NotADirectoryError):
             continue
         except IsADirectoryError:
-            raise InvalidInput(
-                f"{path}: expected a file of redaction patterns, found a directory"
-            ) from None
+            raise InvalidInput(f"{path}: expected a file of redaction patterns, found a directory") from None
         for lineno, raw in enumerate(text.splitlines(), start=1):
             line = raw.strip()
             if not line or line.startswith("#"):

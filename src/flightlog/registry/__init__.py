@@ -22,8 +22,18 @@ from flightlog.registry.types import (
 )
 
 __all__ = [
-    "SCHEME", "AliasChange", "Deployment", "DeploymentChange", "ModelRef", "ModelVersion", "RegisteredModel",
-    "Registry", "RegistryEvent", "is_model_ref", "parse_ref", "resolve",
+    "SCHEME",
+    "AliasChange",
+    "Deployment",
+    "DeploymentChange",
+    "ModelRef",
+    "ModelVersion",
+    "RegisteredModel",
+    "Registry",
+    "RegistryEvent",
+    "is_model_ref",
+    "parse_ref",
+    "resolve",
 ]
 
 
@@ -44,8 +54,10 @@ def Registry(client: Any) -> Any:  # noqa: N802 - reads as the class it stands f
         from flightlog.registry.remote import RemoteRegistry  # cost: as above
 
         return RemoteRegistry(client, http)
-    raise InvalidInput(f"models are kept in the embedded store, in PostgreSQL or by a flightlog server; "
-                       f"{type(client.store).__name__} keeps none")
+    raise InvalidInput(
+        f"models are kept in the embedded store, in PostgreSQL or by a flightlog server; "
+        f"{type(client.store).__name__} keeps none"
+    )
 
 
 def is_model_ref(text: str) -> bool:

@@ -25,7 +25,9 @@ from flightlog.server.responses import json_response
 __all__ = ["OPERATIONS"]
 
 _NAME = Param("name", "path", {"type": "string", "maxLength": 128}, "A registered model's name.")
-_PROJECT = Param("project", "query", {"type": "string", "maxLength": 200}, "The model's project (default: where it is registered).")
+_PROJECT = Param(
+    "project", "query", {"type": "string", "maxLength": 200}, "The model's project (default: where it is registered)."
+)
 _VERSION = Param("version", "path", {"type": "integer", "minimum": 1}, "A version number.")
 _ALIAS = Param("alias", "path", {"type": "string", "maxLength": 64}, "An alias (production, champion).")
 
@@ -47,8 +49,9 @@ def _registry(ctx: Ctx) -> Any:
     store = sql_store_of(ctx.store)
     if store is None:
         raise InvalidInput("this server's store keeps no model registry")
-    return LocalRegistry(client, store, actor=_actor(ctx), admin=ctx.principal.role == "admin",
-                         scope=ctx.principal.project)
+    return LocalRegistry(
+        client, store, actor=_actor(ctx), admin=ctx.principal.role == "admin", scope=ctx.principal.project
+    )
 
 
 def _text(doc: dict[str, Any], key: str, *, required: bool = False) -> Any:
@@ -82,17 +85,31 @@ async def patch_model(ctx: Ctx) -> Response:
     protected = doc.get("protected_aliases")
     if protected is not None and not (isinstance(protected, list) and all(isinstance(a, str) for a in protected)):
         raise InvalidInput("protected_aliases must be a list of alias names")
-    model = await ctx.call(lambda: _registry(ctx).update_model(
-        name, project=project, description=_text(doc, "description"), tags=doc.get("tags"),
-        remove_tags=doc.get("remove_tags") or [], protected=protected))
+    model = await ctx.call(
+        lambda: _registry(ctx).update_model(
+            name,
+            project=project,
+            description=_text(doc, "description"),
+            tags=doc.get("tags"),
+            remove_tags=doc.get("remove_tags") or [],
+            protected=protected,
+        )
+    )
     return json_response(model.to_dict())
 
 
 async def post_version(ctx: Ctx) -> Response:
     name, doc = ctx.path("name"), await ctx.json()
-    mv = await ctx.call(lambda: _registry(ctx).register(
-        _text(doc, "run", required=True), _text(doc, "path", required=True), name, alias=_text(doc, "alias"),
-        description=_text(doc, "description"), tags=doc.get("tags")))
+    mv = await ctx.call(
+        lambda: _registry(ctx).register(
+            _text(doc, "run", required=True),
+            _text(doc, "path", required=True),
+            name,
+            alias=_text(doc, "alias"),
+            description=_text(doc, "description"),
+            tags=doc.get("tags"),
+        )
+    )
     return json_response(mv.to_dict(), status=201)
 
 
@@ -113,7 +130,12 @@ async def get_alias(ctx: Ctx) -> Response:
 
 
 async def put_alias(ctx: Ctx) -> Response:
-    name, alias, project, doc = ctx.path("name"), ctx.path("alias"), ctx.query.text("project", max_len=200), await ctx.json()
+    name, alias, project, doc = (
+        ctx.path("name"),
+        ctx.path("alias"),
+        ctx.query.text("project", max_len=200),
+        await ctx.json(),
+    )
     version = doc.get("version")
     if version is None or isinstance(version, bool) or not isinstance(version, (int, str)):
         raise InvalidInput("the body needs 'version': a version number or another alias of the model")
@@ -137,8 +159,12 @@ async def post_deployment(ctx: Ctx) -> Response:
     doc = await ctx.json()
 
     def deploy() -> dict[str, Any]:
-        d, change = _registry(ctx).deploy(_text(doc, "ref", required=True), _text(doc, "endpoint", required=True),
-                                          _text(doc, "env", required=True), _text(doc, "project"))
+        d, change = _registry(ctx).deploy(
+            _text(doc, "ref", required=True),
+            _text(doc, "endpoint", required=True),
+            _text(doc, "env", required=True),
+            _text(doc, "project"),
+        )
         return {**d.to_dict(), "changed": change is not None}
 
     return json_response(await ctx.call(deploy))
@@ -156,45 +182,142 @@ async def get_deployment(ctx: Ctx) -> Response:
 
 
 _OBJ = {"type": "object"}
-_BODY_VERSION = {"type": "object", "required": ["run", "path"],
-                 "properties": {"run": {"type": "string"}, "path": {"type": "string"}, "alias": {"type": "string"},
-                                "description": {"type": "string"}, "tags": {"type": "object"}}}
+_BODY_VERSION = {
+    "type": "object",
+    "required": ["run", "path"],
+    "properties": {
+        "run": {"type": "string"},
+        "path": {"type": "string"},
+        "alias": {"type": "string"},
+        "description": {"type": "string"},
+        "tags": {"type": "object"},
+    },
+}
 _EP = Param("endpoint", "path", {"type": "string", "maxLength": 128}, "An endpoint (fraud-api).")
 _ENV = Param("env", "path", {"type": "string", "maxLength": 128}, "An environment (prod).")
 
 OPERATIONS: list[Operation] = [
-    Operation("GET", "/models", list_models, "reader", "Registered models with their latest version and aliases",
-              "models", params=(_PROJECT,), responses={"200": ok("The models", _OBJ)}),
-    Operation("GET", "/models/{name}", get_model, "reader", "A registered model and its versions", "models",
-              params=(_NAME, _PROJECT), responses={"200": ok("The model", _OBJ)}),
-    Operation("PATCH", "/models/{name}", patch_model, "writer",
-              "Set a model's description and tags; its protected aliases (admin)", "models",
-              params=(_NAME, _PROJECT), body=json_body(_OBJ), responses={"200": ok("The model", _OBJ)}),
-    Operation("POST", "/models/{name}/versions", post_version, "writer",
-              "Register the artifact or checkpoint a run logged as the model's next version", "models",
-              params=(_NAME,), body=json_body(_BODY_VERSION), responses={"201": ok("The new version", _OBJ)}),
-    Operation("GET", "/models/{name}/versions/{version}", get_version, "reader",
-              "One version (with lineage=true: its run, the run's inputs and manifests)", "models",
-              params=(_NAME, _VERSION, _PROJECT, Param("lineage", "query", {"type": "boolean"}, "Include the lineage.")),
-              responses={"200": ok("The version", _OBJ)}),
-    Operation("GET", "/models/{name}/aliases/{alias}", get_alias, "reader", "The version an alias points at", "models",
-              params=(_NAME, _ALIAS, _PROJECT), responses={"200": ok("The version", _OBJ)}),
-    Operation("PUT", "/models/{name}/aliases/{alias}", put_alias, "writer",
-              "Point an alias at a version (a protected alias needs an admin token)", "models",
-              params=(_NAME, _ALIAS, _PROJECT), body=json_body({"type": "object", "required": ["version"]}),
-              responses={"200": ok("The change", _OBJ)}),
-    Operation("DELETE", "/models/{name}/aliases/{alias}", delete_alias, "writer", "Remove an alias", "models",
-              params=(_NAME, _ALIAS, _PROJECT), responses={"200": ok("The change", _OBJ)}),
-    Operation("GET", "/models/{name}/alias-history", alias_history, "reader",
-              "Where the model's aliases pointed, when, and who moved them", "models",
-              params=(_NAME, _PROJECT, Param("alias", "query", {"type": "string", "maxLength": 64}, "One alias only.")),
-              responses={"200": ok("The history", _OBJ)}),
-    Operation("POST", "/deployments", post_deployment, "writer",
-              "Set the version an endpoint in an environment should serve", "deployments",
-              body=json_body({"type": "object", "required": ["ref", "endpoint", "env"]}), responses={"200": ok("The deployment", _OBJ)}),
-    Operation("GET", "/deployments", list_deployments, "reader", "Deployments: the desired state", "deployments",
-              params=(_PROJECT,), responses={"200": ok("The deployments", _OBJ)}),
-    Operation("GET", "/deployments/{endpoint}/{env}", get_deployment, "reader",
-              "A deployment: desired version, its history, the replicas serving it", "deployments",
-              params=(_EP, _ENV, _PROJECT), responses={"200": ok("The deployment", _OBJ)}),
+    Operation(
+        "GET",
+        "/models",
+        list_models,
+        "reader",
+        "Registered models with their latest version and aliases",
+        "models",
+        params=(_PROJECT,),
+        responses={"200": ok("The models", _OBJ)},
+    ),
+    Operation(
+        "GET",
+        "/models/{name}",
+        get_model,
+        "reader",
+        "A registered model and its versions",
+        "models",
+        params=(_NAME, _PROJECT),
+        responses={"200": ok("The model", _OBJ)},
+    ),
+    Operation(
+        "PATCH",
+        "/models/{name}",
+        patch_model,
+        "writer",
+        "Set a model's description and tags; its protected aliases (admin)",
+        "models",
+        params=(_NAME, _PROJECT),
+        body=json_body(_OBJ),
+        responses={"200": ok("The model", _OBJ)},
+    ),
+    Operation(
+        "POST",
+        "/models/{name}/versions",
+        post_version,
+        "writer",
+        "Register the artifact or checkpoint a run logged as the model's next version",
+        "models",
+        params=(_NAME,),
+        body=json_body(_BODY_VERSION),
+        responses={"201": ok("The new version", _OBJ)},
+    ),
+    Operation(
+        "GET",
+        "/models/{name}/versions/{version}",
+        get_version,
+        "reader",
+        "One version (with lineage=true: its run, the run's inputs and manifests)",
+        "models",
+        params=(_NAME, _VERSION, _PROJECT, Param("lineage", "query", {"type": "boolean"}, "Include the lineage.")),
+        responses={"200": ok("The version", _OBJ)},
+    ),
+    Operation(
+        "GET",
+        "/models/{name}/aliases/{alias}",
+        get_alias,
+        "reader",
+        "The version an alias points at",
+        "models",
+        params=(_NAME, _ALIAS, _PROJECT),
+        responses={"200": ok("The version", _OBJ)},
+    ),
+    Operation(
+        "PUT",
+        "/models/{name}/aliases/{alias}",
+        put_alias,
+        "writer",
+        "Point an alias at a version (a protected alias needs an admin token)",
+        "models",
+        params=(_NAME, _ALIAS, _PROJECT),
+        body=json_body({"type": "object", "required": ["version"]}),
+        responses={"200": ok("The change", _OBJ)},
+    ),
+    Operation(
+        "DELETE",
+        "/models/{name}/aliases/{alias}",
+        delete_alias,
+        "writer",
+        "Remove an alias",
+        "models",
+        params=(_NAME, _ALIAS, _PROJECT),
+        responses={"200": ok("The change", _OBJ)},
+    ),
+    Operation(
+        "GET",
+        "/models/{name}/alias-history",
+        alias_history,
+        "reader",
+        "Where the model's aliases pointed, when, and who moved them",
+        "models",
+        params=(_NAME, _PROJECT, Param("alias", "query", {"type": "string", "maxLength": 64}, "One alias only.")),
+        responses={"200": ok("The history", _OBJ)},
+    ),
+    Operation(
+        "POST",
+        "/deployments",
+        post_deployment,
+        "writer",
+        "Set the version an endpoint in an environment should serve",
+        "deployments",
+        body=json_body({"type": "object", "required": ["ref", "endpoint", "env"]}),
+        responses={"200": ok("The deployment", _OBJ)},
+    ),
+    Operation(
+        "GET",
+        "/deployments",
+        list_deployments,
+        "reader",
+        "Deployments: the desired state",
+        "deployments",
+        params=(_PROJECT,),
+        responses={"200": ok("The deployments", _OBJ)},
+    ),
+    Operation(
+        "GET",
+        "/deployments/{endpoint}/{env}",
+        get_deployment,
+        "reader",
+        "A deployment: desired version, its history, the replicas serving it",
+        "deployments",
+        params=(_EP, _ENV, _PROJECT),
+        responses={"200": ok("The deployment", _OBJ)},
+    ),
 ]

@@ -81,19 +81,25 @@ def models_show(ref: str, project: str | None, fmt: str) -> None:
         console().print(f"[bold]{esc(model.name)}[/] in {esc(model.project)}  {esc(model.description or '')}")
         for v in versions:
             aliases = " ".join(f"@{a}" for a in v.aliases)
-            console().print(f"  v{v.version}  run {v.run_id[:12]}  {esc(v.artifact_path)}  "
-                            f"{(v.digest or '-')[:12]}  {short_time(v.created)}  {esc(aliases)}")
+            console().print(
+                f"  v{v.version}  run {v.run_id[:12]}  {esc(v.artifact_path)}  "
+                f"{(v.digest or '-')[:12]}  {short_time(v.created)}  {esc(aliases)}"
+            )
         return
     lineage = reg.lineage(ref, project)
     if fmt == "json":
         emit_json(lineage)
         return
     v = lineage["version"]
-    console().print(f"[bold]{esc(v['ref'])}[/]  run {v['run_id'][:12]}  {esc(v['artifact_path'])}  sha256 {v['digest']}")
+    console().print(
+        f"[bold]{esc(v['ref'])}[/]  run {v['run_id'][:12]}  {esc(v['artifact_path'])}  sha256 {v['digest']}"
+    )
     for item in lineage["inputs"]:
         a = item["artifact"]
-        console().print(f"  input {esc(a['path'])}  {(a.get('sha256') or '-')[:12]}  produced by "
-                        f"{', '.join(r[:12] for r in item['produced_by']) or '-'}")
+        console().print(
+            f"  input {esc(a['path'])}  {(a.get('sha256') or '-')[:12]}  produced by "
+            f"{', '.join(r[:12] for r in item['produced_by']) or '-'}"
+        )
 
 
 @models_group.command("register")
@@ -104,8 +110,9 @@ def models_show(ref: str, project: str | None, fmt: str) -> None:
 @click.option("--description", help="The version's description.")
 @click.option("--tag", "tags", multiple=True, metavar="KEY=VALUE", help="A version tag (repeatable).")
 @format_option
-def models_register(run: str, path: str, name: str, alias: str | None, description: str | None,
-                    tags: tuple[str, ...], fmt: str) -> None:
+def models_register(
+    run: str, path: str, name: str, alias: str | None, description: str | None, tags: tuple[str, ...], fmt: str
+) -> None:
     """Register the artifact (or checkpoint) PATH that RUN logged as the next version of NAME."""
     mv = _registry().register(run, path, name, alias=alias, description=description, tags=_tags(tags))
     if fmt == "json":
@@ -117,7 +124,9 @@ def models_register(run: str, path: str, name: str, alias: str | None, descripti
 @models_group.command("alias")
 @click.argument("ref")
 @click.argument("version", required=False)
-@click.option("--history", is_flag=True, help="Show where the alias (or every alias of the model) pointed, and who moved it.")
+@click.option(
+    "--history", is_flag=True, help="Show where the alias (or every alias of the model) pointed, and who moved it."
+)
 @click.option("--remove", is_flag=True, help="Remove the alias.")
 @_PROJECT
 @format_option
@@ -134,8 +143,10 @@ def models_alias(ref: str, version: str | None, history: bool, remove: bool, pro
             emit_json([c.to_dict() for c in changes])
             return
         for c in changes:
-            console().print(f"{short_time(c.time)}  @{esc(c.alias)}  {c.from_version or '-'} → {c.to_version or '-'}  "
-                            f"by {esc(c.actor or '?')}")
+            console().print(
+                f"{short_time(c.time)}  @{esc(c.alias)}  {c.from_version or '-'} → {c.to_version or '-'}  "
+                f"by {esc(c.actor or '?')}"
+            )
         return
     if r.alias is None:
         raise InvalidInput(f"give the alias as NAME@ALIAS (e.g. {r.name}@production)")
@@ -156,22 +167,41 @@ def models_alias(ref: str, version: str | None, history: bool, remove: bool, pro
 @click.option("--description", help="The model's description (or the version's, for NAME/3).")
 @click.option("--tag", "tags", multiple=True, metavar="KEY=VALUE", help="Set a tag (repeatable).")
 @click.option("--remove-tag", "remove_tags", multiple=True, metavar="KEY", help="Remove a tag (repeatable).")
-@click.option("--protect", "protect", multiple=True, metavar="ALIAS",
-              help="Aliases that only an admin token may move (replaces the list; needs admin on a server).")
+@click.option(
+    "--protect",
+    "protect",
+    multiple=True,
+    metavar="ALIAS",
+    help="Aliases that only an admin token may move (replaces the list; needs admin on a server).",
+)
 @_PROJECT
 @format_option
-def models_edit(ref: str, description: str | None, tags: tuple[str, ...], remove_tags: tuple[str, ...],
-                protect: tuple[str, ...], project: str | None, fmt: str) -> None:
+def models_edit(
+    ref: str,
+    description: str | None,
+    tags: tuple[str, ...],
+    remove_tags: tuple[str, ...],
+    protect: tuple[str, ...],
+    project: str | None,
+    fmt: str,
+) -> None:
     """Set a model's (or a version's) description and tags, and the model's protected aliases."""
     r, reg = parse_ref(ref), _registry()
     if r.version is not None or r.alias is not None:
         if protect:
             raise InvalidInput("--protect is a model's setting: give the model's NAME")
-        out = reg.update_version(ref, project=project, description=description, tags=_tags(tags),
-                                 remove_tags=list(remove_tags)).to_dict()
+        out = reg.update_version(
+            ref, project=project, description=description, tags=_tags(tags), remove_tags=list(remove_tags)
+        ).to_dict()
     else:
-        out = reg.update_model(r.name, project=project, description=description, tags=_tags(tags),
-                               remove_tags=list(remove_tags), protected=list(protect) or None).to_dict()
+        out = reg.update_model(
+            r.name,
+            project=project,
+            description=description,
+            tags=_tags(tags),
+            remove_tags=list(remove_tags),
+            protected=list(protect) or None,
+        ).to_dict()
     if fmt == "json":
         emit_json(out)
     else:
@@ -180,7 +210,9 @@ def models_edit(ref: str, description: str | None, tags: tuple[str, ...], remove
 
 @models_group.command("get")
 @click.argument("ref")
-@click.option("--output", "-o", "dest", required=True, type=click.Path(file_okay=False), help="Directory to download into.")
+@click.option(
+    "--output", "-o", "dest", required=True, type=click.Path(file_okay=False), help="Directory to download into."
+)
 @_PROJECT
 @format_option
 def models_get(ref: str, dest: str, project: str | None, fmt: str) -> None:
@@ -194,9 +226,11 @@ def models_get(ref: str, dest: str, project: str | None, fmt: str) -> None:
         if mv.digest is not None and Path(got).is_file():
             digest = hashlib.sha256(Path(got).read_bytes()).hexdigest()
             if digest != mv.digest:
-                raise Conflict(f"the download of {mv.ref} has sha256 {digest}, not the registered {mv.digest}: "
-                               "the artifact store holds other bytes; nothing was written to " + dest,
-                               details={"expected": mv.digest, "got": digest})
+                raise Conflict(
+                    f"the download of {mv.ref} has sha256 {digest}, not the registered {mv.digest}: "
+                    "the artifact store holds other bytes; nothing was written to " + dest,
+                    details={"expected": mv.digest, "got": digest},
+                )
         shutil.move(str(got), target)
     out = {**mv.to_dict(), "path": str(target), "verified": mv.digest is not None}
     if fmt == "json":
@@ -220,8 +254,9 @@ def deploy_cmd(ref: str, endpoint: str, env: str, project: str | None, fmt: str)
     if change is None:
         console().print(f"{esc(endpoint)} ({esc(env)}) already serves {deployment.name} v{deployment.version}")
     else:
-        console().print(f"{esc(endpoint)} ({esc(env)}): {deployment.name} v{change.from_version or '-'} → "
-                        f"v{deployment.version}")
+        console().print(
+            f"{esc(endpoint)} ({esc(env)}): {deployment.name} v{change.from_version or '-'} → v{deployment.version}"
+        )
 
 
 @click.group("deployments")
@@ -241,8 +276,10 @@ def deployments_ls(project: str | None, fmt: str) -> None:
     if not found:
         console().print("no deployments yet (flightlog deploy MODEL@ALIAS --endpoint E --env V)")
     for d in found:
-        console().print(f"{esc(d.endpoint)}  {esc(d.env)}  {esc(d.name)} v{d.version}  ({esc(d.ref)})  "
-                        f"{short_time(d.updated)} by {esc(d.updated_by or '?')}")
+        console().print(
+            f"{esc(d.endpoint)}  {esc(d.env)}  {esc(d.name)} v{d.version}  ({esc(d.ref)})  "
+            f"{short_time(d.updated)} by {esc(d.updated_by or '?')}"
+        )
 
 
 @deployments_group.command("show")

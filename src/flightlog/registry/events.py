@@ -99,8 +99,10 @@ def deliver_pending(store: SqlRegistryStore, targets: Sequence[Webhook] | None =
                 target.send(event)
         except (urllib.error.URLError, OSError, ValueError) as exc:
             store.release_event(event.id)
-            notice(f"warning: registry event {event.kind} ({event.key}) not delivered to a webhook: "
-                  f"{getattr(exc, 'reason', exc)}; it is sent again on the next change")
+            notice(
+                f"warning: registry event {event.kind} ({event.key}) not delivered to a webhook: "
+                f"{getattr(exc, 'reason', exc)}; it is sent again on the next change"
+            )
             continue
         store.mark_delivered(event.id, time.time())
         sent += 1

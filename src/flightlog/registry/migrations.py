@@ -10,8 +10,15 @@ from flightlog.plugins import StoreMigrations
 __all__ = ["MIGRATIONS", "TABLES"]
 
 #: parents first (what migrate-store copies, in order)
-TABLES = ("registry_models", "registry_versions", "registry_aliases", "registry_alias_history",
-          "registry_deployments", "registry_deployment_history", "registry_events")
+TABLES = (
+    "registry_models",
+    "registry_versions",
+    "registry_aliases",
+    "registry_alias_history",
+    "registry_deployments",
+    "registry_deployment_history",
+    "registry_events",
+)
 
 
 def _schema(real: str, serial: str, big: str) -> list[str]:

@@ -29,16 +29,22 @@ class ModelRef:
 
 def check_name(name: str, what: str = "model name") -> str:
     if not isinstance(name, str) or not _NAME.match(name):
-        raise InvalidInput(f"{what} {name!r} is not valid: use letters, digits, '_', '.' and '-' (up to 128, "
-                           "starting with a letter or digit)", details={"value": str(name)[:200]})
+        raise InvalidInput(
+            f"{what} {name!r} is not valid: use letters, digits, '_', '.' and '-' (up to 128, "
+            "starting with a letter or digit)",
+            details={"value": str(name)[:200]},
+        )
     return name
 
 
 def check_alias(alias: str) -> str:
     alias = alias[1:] if isinstance(alias, str) and alias.startswith("@") else alias
     if not isinstance(alias, str) or not _ALIAS.match(alias):
-        raise InvalidInput(f"alias {alias!r} is not valid: use letters, digits, '_' and '-' (up to 64, starting "
-                           "with a letter), e.g. production or champion", details={"value": str(alias)[:200]})
+        raise InvalidInput(
+            f"alias {alias!r} is not valid: use letters, digits, '_' and '-' (up to 64, starting "
+            "with a letter), e.g. production or champion",
+            details={"value": str(alias)[:200]},
+        )
     return alias
 
 
@@ -48,7 +54,7 @@ def parse_ref(ref: str) -> ModelRef:
         raise InvalidInput(f"a model reference is needed: {_FORMS}")
     text = ref.strip()
     if text.startswith(SCHEME):
-        text = text[len(SCHEME):]
+        text = text[len(SCHEME) :]
     elif "://" in text or text.startswith("models:"):
         raise InvalidInput(f"{ref!r} is not a model reference: use {_FORMS}")
     if "@" in text:
@@ -70,6 +76,8 @@ def _named(name: str, ref: str) -> str:
 
 def _aliased(alias: str, ref: str) -> str:
     if not _ALIAS.match(alias):
-        raise InvalidInput(f"{ref!r}: {alias!r} is not an alias (letters, digits, '_' and '-', starting with a "
-                           f"letter); use {_FORMS}", details={"ref": ref[:200]})
+        raise InvalidInput(
+            f"{ref!r}: {alias!r} is not an alias (letters, digits, '_' and '-', starting with a letter); use {_FORMS}",
+            details={"ref": ref[:200]},
+        )
     return alias

@@ -27,27 +27,62 @@ def _t(value: Any) -> float:
 
 
 def _model(d: dict[str, Any]) -> RegisteredModel:
-    return RegisteredModel(d["project"], d["name"], d.get("description"), d.get("tags") or {},
-                           tuple(d.get("protected_aliases") or ()), _t(d.get("created")), int(d.get("latest_version") or 0),
-                           {k: int(v) for k, v in (d.get("aliases") or {}).items()})
+    return RegisteredModel(
+        d["project"],
+        d["name"],
+        d.get("description"),
+        d.get("tags") or {},
+        tuple(d.get("protected_aliases") or ()),
+        _t(d.get("created")),
+        int(d.get("latest_version") or 0),
+        {k: int(v) for k, v in (d.get("aliases") or {}).items()},
+    )
 
 
 def _version(d: dict[str, Any]) -> ModelVersion:
-    return ModelVersion(d["name"], int(d["version"]), d["run_id"], d["artifact_path"], d.get("digest"), d.get("size"),
-                        d["project"], d.get("source") or "artifact", None, d.get("description"), d.get("tags") or {},
-                        _t(d.get("created")), d.get("created_by"), tuple(d.get("aliases") or ()))
+    return ModelVersion(
+        d["name"],
+        int(d["version"]),
+        d["run_id"],
+        d["artifact_path"],
+        d.get("digest"),
+        d.get("size"),
+        d["project"],
+        d.get("source") or "artifact",
+        None,
+        d.get("description"),
+        d.get("tags") or {},
+        _t(d.get("created")),
+        d.get("created_by"),
+        tuple(d.get("aliases") or ()),
+    )
 
 
 def _change(d: dict[str, Any] | None) -> AliasChange | None:
     if d is None:
         return None
-    return AliasChange(d["project"], d["name"], d["alias"], d.get("from_version"), d.get("to_version"), _t(d.get("time")),
-                       d.get("actor"))
+    return AliasChange(
+        d["project"],
+        d["name"],
+        d["alias"],
+        d.get("from_version"),
+        d.get("to_version"),
+        _t(d.get("time")),
+        d.get("actor"),
+    )
 
 
 def _deployment(d: dict[str, Any]) -> Deployment:
-    return Deployment(d["project"], d["endpoint"], d["env"], d["model"], int(d["version"]), d["ref"], _t(d.get("updated")),
-                      d.get("updated_by"))
+    return Deployment(
+        d["project"],
+        d["endpoint"],
+        d["env"],
+        d["model"],
+        int(d["version"]),
+        d["ref"],
+        _t(d.get("updated")),
+        d.get("updated_by"),
+    )
 
 
 class RemoteRegistry:
@@ -88,16 +123,32 @@ class RemoteRegistry:
         result: dict[str, Any] = self._get(f"{self._m(mv.name)}/versions/{mv.version}", mv.project, lineage="true")
         return result
 
-    def register(self, run: Any, path: str, name: str, *, alias: str | None = None, description: str | None = None,
-                 tags: Mapping[str, str] | None = None, model_description: str | None = None) -> ModelVersion:
+    def register(
+        self,
+        run: Any,
+        path: str,
+        name: str,
+        *,
+        alias: str | None = None,
+        description: str | None = None,
+        tags: Mapping[str, str] | None = None,
+        model_description: str | None = None,
+    ) -> ModelVersion:
         run_id = run if isinstance(run, str) else getattr(run, "id", run)
-        body = {"run": run_id, "path": path, "alias": alias, "description": description,
-                "tags": dict(tags) if tags else None}
-        return _version(self.http.json("POST", f"{self._m(name)}/versions",
-                                       json={k: v for k, v in body.items() if v is not None}))
+        body = {
+            "run": run_id,
+            "path": path,
+            "alias": alias,
+            "description": description,
+            "tags": dict(tags) if tags else None,
+        }
+        return _version(
+            self.http.json("POST", f"{self._m(name)}/versions", json={k: v for k, v in body.items() if v is not None})
+        )
 
-    def set_alias(self, name: str, alias: str, version: int | str | None, project: str | None = None
-                  ) -> AliasChange | None:
+    def set_alias(
+        self, name: str, alias: str, version: int | str | None, project: str | None = None
+    ) -> AliasChange | None:
         path = f"{self._m(name)}/aliases/{check_alias(alias)}"
         params = {"project": project} if project else None
         if version is None:
@@ -108,27 +159,55 @@ class RemoteRegistry:
         rows = self._get(f"{self._m(name)}/alias-history", project, alias=alias)["history"]
         return [c for c in map(_change, rows) if c is not None]
 
-    def update_model(self, name: str, *, project: str | None = None, description: str | None = None,
-                     tags: Mapping[str, str] | None = None, remove_tags: Sequence[str] = (),
-                     protected: Sequence[str] | None = None) -> RegisteredModel:
-        body = {"description": description, "tags": dict(tags) if tags else None, "remove_tags": list(remove_tags) or None,
-                "protected_aliases": None if protected is None else list(protected)}
-        return _model(self.http.json("PATCH", self._m(name), params={"project": project} if project else None,
-                                     json={k: v for k, v in body.items() if v is not None}))
+    def update_model(
+        self,
+        name: str,
+        *,
+        project: str | None = None,
+        description: str | None = None,
+        tags: Mapping[str, str] | None = None,
+        remove_tags: Sequence[str] = (),
+        protected: Sequence[str] | None = None,
+    ) -> RegisteredModel:
+        body = {
+            "description": description,
+            "tags": dict(tags) if tags else None,
+            "remove_tags": list(remove_tags) or None,
+            "protected_aliases": None if protected is None else list(protected),
+        }
+        return _model(
+            self.http.json(
+                "PATCH",
+                self._m(name),
+                params={"project": project} if project else None,
+                json={k: v for k, v in body.items() if v is not None},
+            )
+        )
 
     def update_version(self, ref: str, **_: Any) -> ModelVersion:
-        raise InvalidInput("a version's description and tags are set when it is registered; through a server they "
-                           "cannot be edited yet")
+        raise InvalidInput(
+            "a version's description and tags are set when it is registered; through a server they cannot be edited yet"
+        )
 
-    def deploy(self, ref: str, endpoint: str, env: str, project: str | None = None
-               ) -> tuple[Deployment, DeploymentChange | None]:
+    def deploy(
+        self, ref: str, endpoint: str, env: str, project: str | None = None
+    ) -> tuple[Deployment, DeploymentChange | None]:
         body = {"ref": ref, "endpoint": endpoint, "env": env, "project": project}
         d = self.http.json("POST", "/deployments", json={k: v for k, v in body.items() if v is not None})
         deployment = _deployment(d)
         change = None
         if d.get("changed"):
-            change = DeploymentChange(deployment.project, endpoint, env, deployment.name, None, deployment.version,
-                                      deployment.ref, deployment.updated, deployment.updated_by)
+            change = DeploymentChange(
+                deployment.project,
+                endpoint,
+                env,
+                deployment.name,
+                None,
+                deployment.version,
+                deployment.ref,
+                deployment.updated,
+                deployment.updated_by,
+            )
         return deployment, change
 
     def deployments(self, project: str | None = None) -> list[Deployment]:

@@ -37,8 +37,10 @@ SERVING_TAGS = ("serving.endpoint", "serving.env", "serving.model", "serving.ver
 
 def check_place(value: str, what: str) -> str:
     if not isinstance(value, str) or not _PLACE.match(value):
-        raise InvalidInput(f"{what} {value!r} is not valid: use letters, digits, '_', '.' and '-' (up to 128)",
-                           details={what.replace(" ", "_"): str(value)[:200]})
+        raise InvalidInput(
+            f"{what} {value!r} is not valid: use letters, digits, '_', '.' and '-' (up to 128)",
+            details={what.replace(" ", "_"): str(value)[:200]},
+        )
     return value
 
 
@@ -64,8 +66,15 @@ class LocalRegistry:
     name); ``admin`` whether they may move protected aliases (always locally; an admin token
     on a server); ``scope`` the one project a token is limited to."""
 
-    def __init__(self, client: Any, store: SqlRegistryStore, *, actor: str | None = None, admin: bool = True,
-                 scope: str | None = None) -> None:
+    def __init__(
+        self,
+        client: Any,
+        store: SqlRegistryStore,
+        *,
+        actor: str | None = None,
+        admin: bool = True,
+        scope: str | None = None,
+    ) -> None:
         self.client = client
         self.store = store
         self.actor = actor if actor is not None else _local_user()
@@ -83,8 +92,10 @@ class LocalRegistry:
             project = self.scope
         if project is not None:
             if self.store.model(project, name) is None:
-                raise NotFound(f"project {project!r} has no registered model {name!r}" + self._known(project),
-                               details={"model": name, "project": project})
+                raise NotFound(
+                    f"project {project!r} has no registered model {name!r}" + self._known(project),
+                    details={"model": name, "project": project},
+                )
             return project
         default = getattr(getattr(self.client, "settings", None), "project", None)
         projects = self.store.projects_of(name)
@@ -94,8 +105,11 @@ class LocalRegistry:
             return projects[0]
         if not projects:
             raise NotFound(f"no registered model {name!r}" + self._known(None), details={"model": name})
-        raise InvalidInput(f"model {name!r} is registered in several projects ({', '.join(projects)}): name one "
-                           "(--project, or FLIGHTLOG_PROJECT)", details={"projects": projects})
+        raise InvalidInput(
+            f"model {name!r} is registered in several projects ({', '.join(projects)}): name one "
+            "(--project, or FLIGHTLOG_PROJECT)",
+            details={"projects": projects},
+        )
 
     def _known(self, project: str | None) -> str:
         names = sorted({m.name for m in self.store.models(project)})
@@ -122,32 +136,56 @@ class LocalRegistry:
             number = self.store.alias_version(where, r.name, r.alias)
             if number is None:
                 aliases = sorted(self.store.model(where, r.name).aliases)  # type: ignore[union-attr]
-                raise NotFound(f"model {r.name!r} has no alias {r.alias!r}; its aliases: {', '.join(aliases) or 'none'}",
-                               details={"model": r.name, "alias": r.alias, "aliases": aliases})
-        found = self.store.versions(where, r.name, number) if number is not None else self.store.versions(where, r.name)[-1:]
+                raise NotFound(
+                    f"model {r.name!r} has no alias {r.alias!r}; its aliases: {', '.join(aliases) or 'none'}",
+                    details={"model": r.name, "alias": r.alias, "aliases": aliases},
+                )
+        found = (
+            self.store.versions(where, r.name, number)
+            if number is not None
+            else self.store.versions(where, r.name)[-1:]
+        )
         if not found:
             latest = self.store.model(where, r.name).latest_version  # type: ignore[union-attr]
-            raise NotFound(f"model {r.name!r} has no version {number} (its versions: 1 to {latest})",
-                           details={"model": r.name, "version": number, "latest_version": latest})
+            raise NotFound(
+                f"model {r.name!r} has no version {number} (its versions: 1 to {latest})",
+                details={"model": r.name, "version": number, "latest_version": latest},
+            )
         return found[0]
 
     def alias_history(self, name: str, alias: str | None = None, project: str | None = None) -> list[AliasChange]:
-        return self.store.alias_history(self.project_of(name, project), name, None if alias is None else check_alias(alias))
+        return self.store.alias_history(
+            self.project_of(name, project), name, None if alias is None else check_alias(alias)
+        )
 
     def lineage(self, ref: str, project: str | None = None) -> dict[str, Any]:
         """Data snapshot → run → version in one answer: the version, its run, the run's inputs
         (each with the runs that produced it) and the input manifests it logged."""
         mv = self.resolve(ref, project)
         lineage = self.client.lineage(mv.run_id)
-        manifests = [{"name": e.get("name"), "data": e.get("data")} for e in self.client.evidence(mv.run_id, "manifest")]
+        manifests = [
+            {"name": e.get("name"), "data": e.get("data")} for e in self.client.evidence(mv.run_id, "manifest")
+        ]
         run = self.client.run(mv.run_id)
-        return {"version": mv.to_dict(), "run": {"id": run.id, "name": run.name, "status": run.status,
-                                                  "project": run.project},
-                "inputs": lineage["inputs"], "manifests": manifests}
+        return {
+            "version": mv.to_dict(),
+            "run": {"id": run.id, "name": run.name, "status": run.status, "project": run.project},
+            "inputs": lineage["inputs"],
+            "manifests": manifests,
+        }
 
     # ── changes ────────────────────────────────────────────────────────────
-    def register(self, run: Any, path: str, name: str, *, alias: str | None = None, description: str | None = None,
-                 tags: Mapping[str, str] | None = None, model_description: str | None = None) -> ModelVersion:
+    def register(
+        self,
+        run: Any,
+        path: str,
+        name: str,
+        *,
+        alias: str | None = None,
+        description: str | None = None,
+        tags: Mapping[str, str] | None = None,
+        model_description: str | None = None,
+    ) -> ModelVersion:
         """A new version of ``name`` from the artifact (or checkpoint) ``path`` that ``run`` logged."""
         check_name(name)
         alias = None if alias is None else check_alias(alias)
@@ -161,9 +199,21 @@ class LocalRegistry:
         if alias is not None:
             model = self.store.model(info.project, name)
             self._may_move(model, alias)
-        mv = ModelVersion(name, 0, info.id, artifact.path, artifact.sha256, artifact.size, info.project,
-                          "checkpoint" if artifact.kind == "checkpoint" else "artifact", artifact.uri, description,
-                          tags, 0.0, self.actor)
+        mv = ModelVersion(
+            name,
+            0,
+            info.id,
+            artifact.path,
+            artifact.sha256,
+            artifact.size,
+            info.project,
+            "checkpoint" if artifact.kind == "checkpoint" else "artifact",
+            artifact.uri,
+            description,
+            tags,
+            0.0,
+            self.actor,
+        )
         made, _ = self.store.register(mv, alias=alias, model_description=model_description, model_tags=None)
         self.deliver()
         return self.store.versions(made.project, made.name, made.version)[0]
@@ -180,17 +230,23 @@ class LocalRegistry:
         if not matches:
             logged = sorted({a.path for a in arts})
             shown = ", ".join(logged[:30]) + (f" and {len(logged) - 30} more" if len(logged) > 30 else "")
-            raise NotFound(f"run {run_id[:12]} never logged {path!r} as an artifact or checkpoint; it logged: "
-                           f"{shown or 'nothing'}", details={"run_id": run_id, "path": path, "logged": logged[:200]})
+            raise NotFound(
+                f"run {run_id[:12]} never logged {path!r} as an artifact or checkpoint; it logged: "
+                f"{shown or 'nothing'}",
+                details={"run_id": run_id, "path": path, "logged": logged[:200]},
+            )
         return matches[-1]  # the last one logged under that path
 
     def _may_move(self, model: RegisteredModel | None, alias: str) -> None:
         if model is not None and alias in model.protected and not self.admin:
-            raise Forbidden(f"alias {alias!r} of model {model.name!r} is protected: moving it needs an admin token",
-                            details={"model": model.name, "alias": alias, "needed": "admin"})
+            raise Forbidden(
+                f"alias {alias!r} of model {model.name!r} is protected: moving it needs an admin token",
+                details={"model": model.name, "alias": alias, "needed": "admin"},
+            )
 
-    def set_alias(self, name: str, alias: str, version: int | str | None, project: str | None = None
-                  ) -> AliasChange | None:
+    def set_alias(
+        self, name: str, alias: str, version: int | str | None, project: str | None = None
+    ) -> AliasChange | None:
         """Point ``name@alias`` at ``version`` (a number, or another reference of the same model:
         ``fraud@staging``); None removes the alias. Returns the change (None: nothing moved)."""
         alias = check_alias(alias)
@@ -218,32 +274,61 @@ class LocalRegistry:
             return ModelRef(name, version=int(version))
         ref = parse_ref(str(version) if "@" in str(version) or "/" in str(version) else f"{name}@{version}")
         if ref.name != name:
-            raise InvalidInput(f"an alias of model {name!r} must point at a version of {name!r}, not of {ref.name!r}",
-                               details={"model": name, "other": ref.name})
+            raise InvalidInput(
+                f"an alias of model {name!r} must point at a version of {name!r}, not of {ref.name!r}",
+                details={"model": name, "other": ref.name},
+            )
         return ref
 
-    def update_model(self, name: str, *, project: str | None = None, description: str | None = None,
-                     tags: Mapping[str, str] | None = None, remove_tags: Sequence[str] = (),
-                     protected: Sequence[str] | None = None) -> RegisteredModel:
+    def update_model(
+        self,
+        name: str,
+        *,
+        project: str | None = None,
+        description: str | None = None,
+        tags: Mapping[str, str] | None = None,
+        remove_tags: Sequence[str] = (),
+        protected: Sequence[str] | None = None,
+    ) -> RegisteredModel:
         where = self.project_of(name, project)
         if protected is not None:
             if not self.admin:
                 raise Forbidden("choosing protected aliases needs an admin token", details={"needed": "admin"})
             protected = [check_alias(a) for a in protected]
-        self.store.update_model(where, name, description=description, tags=check_tags(tags),
-                                remove_tags=list(remove_tags), protected=protected)
+        self.store.update_model(
+            where,
+            name,
+            description=description,
+            tags=check_tags(tags),
+            remove_tags=list(remove_tags),
+            protected=protected,
+        )
         return self.model(name, where)
 
-    def update_version(self, ref: str, *, project: str | None = None, description: str | None = None,
-                       tags: Mapping[str, str] | None = None, remove_tags: Sequence[str] = ()) -> ModelVersion:
+    def update_version(
+        self,
+        ref: str,
+        *,
+        project: str | None = None,
+        description: str | None = None,
+        tags: Mapping[str, str] | None = None,
+        remove_tags: Sequence[str] = (),
+    ) -> ModelVersion:
         mv = self.resolve(ref, project)
-        self.store.update_version(mv.project, mv.name, mv.version, description=description, tags=check_tags(tags),
-                                  remove_tags=list(remove_tags))
+        self.store.update_version(
+            mv.project,
+            mv.name,
+            mv.version,
+            description=description,
+            tags=check_tags(tags),
+            remove_tags=list(remove_tags),
+        )
         return self.store.versions(mv.project, mv.name, mv.version)[0]
 
     # ── deployments: the desired state ─────────────────────────────────────
-    def deploy(self, ref: str, endpoint: str, env: str, project: str | None = None
-               ) -> tuple[Deployment, DeploymentChange | None]:
+    def deploy(
+        self, ref: str, endpoint: str, env: str, project: str | None = None
+    ) -> tuple[Deployment, DeploymentChange | None]:
         """Make ``ref``'s version what (endpoint, env) should serve; the alias is resolved now, so
         the deployment names a version (moving the alias later is a new deploy, by CI)."""
         check_place(endpoint, "endpoint")
@@ -262,11 +347,15 @@ class LocalRegistry:
         found = [d for d in self.deployments(project) if d.endpoint == endpoint and d.env == env]
         if not found:
             known = ", ".join(sorted({f"{d.endpoint} ({d.env})" for d in self.deployments(project)})) or "none"
-            raise NotFound(f"no deployment of endpoint {endpoint!r} in environment {env!r}; deployments: {known}",
-                           details={"endpoint": endpoint, "env": env})
+            raise NotFound(
+                f"no deployment of endpoint {endpoint!r} in environment {env!r}; deployments: {known}",
+                details={"endpoint": endpoint, "env": env},
+            )
         if len(found) > 1:
-            raise InvalidInput(f"endpoint {endpoint!r} in {env!r} is deployed in several projects: name one",
-                               details={"projects": [d.project for d in found]})
+            raise InvalidInput(
+                f"endpoint {endpoint!r} in {env!r} is deployed in several projects: name one",
+                details={"projects": [d.project for d in found]},
+            )
         return found[0]
 
     def deployment_report(self, endpoint: str, env: str, project: str | None = None) -> dict[str, Any]:
@@ -281,13 +370,18 @@ class LocalRegistry:
             if r.tags.get("serving.env", env) != env:
                 continue
             version = r.tags.get("serving.version")
-            replicas.append({
-                "run_id": r.id, "replica": r.tags.get("serving.replica") or r.host, "host": r.host,
-                "model": r.tags.get("serving.model"), "version": int(version) if str(version).isdigit() else version,
-                "status": "gone" if r.status == "crashed" else r.status,
-                "started": None if r.started is None else _iso(r.started),
-                "current": str(version) == str(d.version) and r.tags.get("serving.model", d.name) == d.name,
-            })
+            replicas.append(
+                {
+                    "run_id": r.id,
+                    "replica": r.tags.get("serving.replica") or r.host,
+                    "host": r.host,
+                    "model": r.tags.get("serving.model"),
+                    "version": int(version) if str(version).isdigit() else version,
+                    "status": "gone" if r.status == "crashed" else r.status,
+                    "started": None if r.started is None else _iso(r.started),
+                    "current": str(version) == str(d.version) and r.tags.get("serving.model", d.name) == d.name,
+                }
+            )
         return {"desired": d.to_dict(), "history": [h.to_dict() for h in history], "replicas": replicas}
 
     def events(self, *, after: int = 0, limit: int = 1000) -> list[RegistryEvent]:

@@ -31,9 +31,16 @@ class RegisteredModel:
     aliases: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"project": self.project, "name": self.name, "description": self.description, "tags": dict(self.tags),
-                "protected_aliases": list(self.protected), "created": _iso(self.created),
-                "latest_version": self.latest_version, "aliases": dict(self.aliases)}
+        return {
+            "project": self.project,
+            "name": self.name,
+            "description": self.description,
+            "tags": dict(self.tags),
+            "protected_aliases": list(self.protected),
+            "created": _iso(self.created),
+            "latest_version": self.latest_version,
+            "aliases": dict(self.aliases),
+        }
 
 
 @dataclass(frozen=True)
@@ -63,10 +70,22 @@ class ModelVersion:
         return f"models:/{self.name}/{self.version}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"project": self.project, "name": self.name, "version": self.version, "ref": self.ref,
-                "run_id": self.run_id, "source": self.source, "artifact_path": self.artifact_path,
-                "digest": self.digest, "size": self.size, "description": self.description, "tags": dict(self.tags),
-                "aliases": list(self.aliases), "created": _iso(self.created), "created_by": self.created_by}
+        return {
+            "project": self.project,
+            "name": self.name,
+            "version": self.version,
+            "ref": self.ref,
+            "run_id": self.run_id,
+            "source": self.source,
+            "artifact_path": self.artifact_path,
+            "digest": self.digest,
+            "size": self.size,
+            "description": self.description,
+            "tags": dict(self.tags),
+            "aliases": list(self.aliases),
+            "created": _iso(self.created),
+            "created_by": self.created_by,
+        }
 
 
 @dataclass(frozen=True)
@@ -80,8 +99,15 @@ class AliasChange:
     actor: str | None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"project": self.project, "name": self.name, "alias": self.alias, "from_version": self.from_version,
-                "to_version": self.to_version, "time": _iso(self.time), "actor": self.actor}
+        return {
+            "project": self.project,
+            "name": self.name,
+            "alias": self.alias,
+            "from_version": self.from_version,
+            "to_version": self.to_version,
+            "time": _iso(self.time),
+            "actor": self.actor,
+        }
 
 
 @dataclass(frozen=True)
@@ -98,8 +124,16 @@ class Deployment:
     updated_by: str | None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"project": self.project, "endpoint": self.endpoint, "env": self.env, "model": self.name,
-                "version": self.version, "ref": self.ref, "updated": _iso(self.updated), "updated_by": self.updated_by}
+        return {
+            "project": self.project,
+            "endpoint": self.endpoint,
+            "env": self.env,
+            "model": self.name,
+            "version": self.version,
+            "ref": self.ref,
+            "updated": _iso(self.updated),
+            "updated_by": self.updated_by,
+        }
 
 
 @dataclass(frozen=True)
@@ -115,9 +149,17 @@ class DeploymentChange:
     actor: str | None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"project": self.project, "endpoint": self.endpoint, "env": self.env, "model": self.name,
-                "from_version": self.from_version, "to_version": self.to_version, "ref": self.ref,
-                "time": _iso(self.time), "actor": self.actor}
+        return {
+            "project": self.project,
+            "endpoint": self.endpoint,
+            "env": self.env,
+            "model": self.name,
+            "from_version": self.from_version,
+            "to_version": self.to_version,
+            "ref": self.ref,
+            "time": _iso(self.time),
+            "actor": self.actor,
+        }
 
 
 @dataclass(frozen=True)
@@ -134,5 +176,12 @@ class RegistryEvent:
     delivered: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": str(self.id), "project": self.project, "kind": self.kind, "key": self.key,
-                "payload": self.payload, "time": _iso(self.time), "delivered": _iso(self.delivered)}
+        return {
+            "id": str(self.id),
+            "project": self.project,
+            "kind": self.kind,
+            "key": self.key,
+            "payload": self.payload,
+            "time": _iso(self.time),
+            "delivered": _iso(self.delivered),
+        }

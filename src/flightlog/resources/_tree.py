@@ -104,10 +104,7 @@ class TreeWalker:
             elif not root.is_running():
                 self._cache.clear()
                 return []
-            if self._task_children:
-                children = self._descendants_from_task_files()
-            else:
-                children = root.children(recursive=True)
+            children = self._descendants_from_task_files() if self._task_children else root.children(recursive=True)
         except psutil.Error:
             self._cache.clear()
             return []
@@ -158,10 +155,7 @@ class TreeAccumulator:
             prev = self._last.get(pid)
             if prev is not None and prev.create_time == reading.create_time:
                 delta = [max(0.0, a - b) for a, b in zip(reading.values, prev.values, strict=True)]
-            elif (
-                self._last_time is not None
-                and reading.create_time >= self._last_time - _BIRTH_SLACK_S
-            ):
+            elif self._last_time is not None and reading.create_time >= self._last_time - _BIRTH_SLACK_S:
                 delta = list(reading.values)
             else:
                 delta = [0.0] * self.width

@@ -200,10 +200,7 @@ class CgroupV1MemoryLimit(_CgroupMemoryLimit):
         return read_keyed(os.path.join(self.path, "memory.oom_control")).get("oom_kill", 0)
 
     def limit_hits(self) -> int:
-        hits = max(
-            read_int(os.path.join(self.path, name)) or 0
-            for name in ("memory.failcnt", "memory.memsw.failcnt")
-        )
+        hits = max(read_int(os.path.join(self.path, name)) or 0 for name in ("memory.failcnt", "memory.memsw.failcnt"))
         # Recent kernels no longer bump failcnt on every charge failure (seen: 6.18 reports 0
         # after an OOM kill); a peak at the limit is the same evidence.
         if hits == 0 and (self.peak_bytes() or 0) >= self.limit_bytes:
@@ -258,10 +255,7 @@ def _explain(exc: OSError, where: str, mount: Mount) -> str:
         )
     if exc.errno in (errno.EACCES, errno.EPERM):
         who = "not root" if os.geteuid() != 0 else "root, but not permitted"
-        return (
-            f"not permitted to write {where} ({who}; a memory limit needs root or a "
-            "cgroup delegated to this user)"
-        )
+        return f"not permitted to write {where} ({who}; a memory limit needs root or a cgroup delegated to this user)"
     return f"cannot write {where}: {exc.strerror or exc}"
 
 
@@ -283,8 +277,7 @@ def _enable_v2_memory(base: str, mount: Mount) -> None:
     controllers = (read_text(os.path.join(base, "cgroup.controllers")) or "").split()
     if "memory" not in controllers:
         raise CgroupUnavailable(
-            f"cgroup v2: the memory controller is not available in {base} "
-            "(the parent cgroup does not delegate it)"
+            f"cgroup v2: the memory controller is not available in {base} (the parent cgroup does not delegate it)"
         )
     subtree = (read_text(os.path.join(base, "cgroup.subtree_control")) or "").split()
     if "memory" in subtree:
@@ -319,16 +312,13 @@ def create_memory_limit(limit_bytes: int, name: str) -> MemoryLimit:
     version, base, mount = found
     if not os.path.isdir(base):
         raise CgroupUnavailable(
-            f"this process's memory cgroup {base} is not visible (cgroup namespace or mount "
-            "mismatch)"
+            f"this process's memory cgroup {base} is not visible (cgroup namespace or mount mismatch)"
         )
     if version == 2:
         _enable_v2_memory(base, mount)
     path = _mkdir_child(base, name, mount)
     limit: CgroupV1MemoryLimit | CgroupV2MemoryLimit = (
-        CgroupV2MemoryLimit(path, limit_bytes)
-        if version == 2
-        else CgroupV1MemoryLimit(path, limit_bytes)
+        CgroupV2MemoryLimit(path, limit_bytes) if version == 2 else CgroupV1MemoryLimit(path, limit_bytes)
     )
     try:
         limit.configure()

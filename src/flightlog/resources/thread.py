@@ -99,7 +99,9 @@ class SamplerThread:
             self.errors += 1
             self.last_error = exc
             if self.errors == 1:
-                notice(f"resource sampling error: {type(exc).__name__}: {exc} (further errors are counted, not printed)")
+                notice(
+                    f"resource sampling error: {type(exc).__name__}: {exc} (further errors are counted, not printed)"
+                )
 
     def _run(self) -> None:
         # The flags are set before `_wake` and read after it is cleared, so no request is lost.

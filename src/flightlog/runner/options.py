@@ -11,13 +11,32 @@ from typing import Any
 
 from flightlog.errors import InvalidInput
 
-__all__ = ["RunnerOptions", "child_run_argv", "parse_assignments", "parse_value", "retry_backoff", "DEFAULT_RETRY_ON", "RETRYABLE", "RETRY_MAX_DELAY"]
+__all__ = [
+    "RunnerOptions",
+    "child_run_argv",
+    "parse_assignments",
+    "parse_value",
+    "retry_backoff",
+    "DEFAULT_RETRY_ON",
+    "RETRYABLE",
+    "RETRY_MAX_DELAY",
+]
 
 DEFAULT_RETRY_ON = ("service_unavailable", "oom_killed", "killed_by_signal")
 RETRYABLE = (
-    "oom_killed", "memory_leak", "missing_file", "dependency_error", "service_unavailable",
-    "credentials_error", "bad_parameter", "data_error", "disk_full", "timeout", "killed_by_signal",
-    "code_error", "nan_loss",
+    "oom_killed",
+    "memory_leak",
+    "missing_file",
+    "dependency_error",
+    "service_unavailable",
+    "credentials_error",
+    "bad_parameter",
+    "data_error",
+    "disk_full",
+    "timeout",
+    "killed_by_signal",
+    "code_error",
+    "nan_loss",
 )
 RETRY_MAX_DELAY = 300.0  # seconds: the backoff stops doubling here
 
@@ -28,12 +47,24 @@ def retry_backoff(first: float, retry: int, max_delay: float = RETRY_MAX_DELAY) 
     return min(max_delay, first * (2 ** (retry - 1))) * random.uniform(0.5, 1.5)
 
 
-def child_run_argv(*, project: str, name: str, parent: str, run_id: str, tags: Mapping[str, str],
-                   params: Mapping[str, Any]) -> list[str]:
+def child_run_argv(
+    *, project: str, name: str, parent: str, run_id: str, tags: Mapping[str, str], params: Mapping[str, Any]
+) -> list[str]:
     """``python -m flightlog.runner`` for a child run (a pipeline step, a sweep trial) whose id the
     caller chose; the caller adds its own options, then ``--`` and the command."""
-    argv = [sys.executable, "-m", "flightlog.runner", "--project", project, "--name", name, "--parent", parent,
-            "--run-id", run_id]
+    argv = [
+        sys.executable,
+        "-m",
+        "flightlog.runner",
+        "--project",
+        project,
+        "--name",
+        name,
+        "--parent",
+        parent,
+        "--run-id",
+        run_id,
+    ]
     for key, value in tags.items():
         argv += ["--tag", f"{key}={value}"]
     for key, value in params.items():
@@ -76,7 +107,9 @@ class RunnerOptions:
             raise InvalidInput("--retries must be 0 or more")
         unknown = [c for c in self.retry_on if c not in RETRYABLE]
         if unknown:
-            raise InvalidInput(f"--retry-on {', '.join(unknown)}: not a failure category; use any of {', '.join(RETRYABLE)}")
+            raise InvalidInput(
+                f"--retry-on {', '.join(unknown)}: not a failure category; use any of {', '.join(RETRYABLE)}"
+            )
         if self.log_policy not in ("block", "drop"):
             raise InvalidInput(f"--log-policy {self.log_policy!r}: use block or drop")
         if self.memory_limit_mode not in ("cgroup", "rlimit"):

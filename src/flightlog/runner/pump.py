@@ -74,7 +74,7 @@ class OutputPump:
         view = memoryview(data)
         try:
             while view:
-                view = view[os.write(fd, view):]
+                view = view[os.write(fd, view) :]
         except OSError as exc:  # our own stdout went away: keep capturing
             self.passthrough_error = exc
 

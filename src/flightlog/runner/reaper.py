@@ -161,8 +161,12 @@ class Keeper:
         try:
             proc = subprocess.Popen(
                 [sys.executable, "-I", "-S", "-c", KEEPER, procs or "", *marks],
-                stdin=read_fd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, close_fds=True,
-                start_new_session=True, env={"PATH": os.environ.get("PATH", os.defpath)},
+                stdin=read_fd,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                close_fds=True,
+                start_new_session=True,
+                env={"PATH": os.environ.get("PATH", os.defpath)},
             )
         except BaseException:
             os.close(write_fd)

@@ -120,9 +120,16 @@ class Runner:
         # a resumed run keeps its name (diagnose finds its baseline by it) unless --name renames it
         name = opts.name if opts.resume else (opts.name or _default_name(opts.command))
         run = flightlog.init(
-            project=opts.project, name=name, params=opts.params or None,
-            tags=opts.tags or None, id=run_id, resume=bool(opts.resume), resources=False, parent=opts.parent,
-            console=False, quiet=True,  # the workload's output is captured at the fd level; the runner says where
+            project=opts.project,
+            name=name,
+            params=opts.params or None,
+            tags=opts.tags or None,
+            id=run_id,
+            resume=bool(opts.resume),
+            resources=False,
+            parent=opts.parent,
+            console=False,
+            quiet=True,  # the workload's output is captured at the fd level; the runner says where
         )
         self.run = run
         if opts.log_metrics and run.settings.log_metrics:
@@ -143,8 +150,10 @@ class Runner:
             if not self._should_retry(result, len(results)):
                 break
             delay = self._backoff(len(results))
-            say(f"attempt {attempt} failed ({result.category}); retrying in {delay:.1f}s "
-                f"({len(results)}/{opts.retries} retries used)")
+            say(
+                f"attempt {attempt} failed ({result.category}); retrying in {delay:.1f}s "
+                f"({len(results)}/{opts.retries} retries used)"
+            )
             if self._sleep_interruptibly(delay):
                 break
             attempt += 1
@@ -173,9 +182,16 @@ class Runner:
     def _config_evidence(self) -> dict[str, Any]:
         o = self.opts
         return {
-            "command": o.command, "cwd": os.getcwd(), "timeout_s": o.timeout, "retries": o.retries,
-            "retry_on": list(o.retry_on), "memory_limit_bytes": o.memory_limit, "memory_limit_mode": o.memory_limit_mode,
-            "sample_interval_s": o.sample_interval, "log_policy": o.log_policy, "max_log_rate": o.max_log_rate,
+            "command": o.command,
+            "cwd": os.getcwd(),
+            "timeout_s": o.timeout,
+            "retries": o.retries,
+            "retry_on": list(o.retry_on),
+            "memory_limit_bytes": o.memory_limit,
+            "memory_limit_mode": o.memory_limit_mode,
+            "sample_interval_s": o.sample_interval,
+            "log_policy": o.log_policy,
+            "max_log_rate": o.max_log_rate,
         }
 
     def _should_retry(self, result: AttemptResult, attempts_done: int) -> bool:
@@ -203,10 +219,17 @@ class Runner:
         opts = self.opts
         env = self._child_env(run, attempt, resume_from)
         patterns = [*load_patterns(pattern_files(run.settings.home)), *opts.redact]
-        pipeline = CapturePipeline(CaptureConfig(
-            max_line_bytes=opts.max_line_bytes, max_rate=opts.max_log_rate, extra_patterns=patterns,
-            env=env, attempt=attempt, rank=rank_from_env(env),
-        ), metrics=self._line_metrics)
+        pipeline = CapturePipeline(
+            CaptureConfig(
+                max_line_bytes=opts.max_line_bytes,
+                max_rate=opts.max_log_rate,
+                extra_patterns=patterns,
+                env=env,
+                attempt=attempt,
+                rank=rank_from_env(env),
+            ),
+            metrics=self._line_metrics,
+        )
         started = time.time()
         if self._received is not None:  # asked to stop before the workload even started
             return self._not_started(run, attempt, started, self._received)
@@ -216,8 +239,14 @@ class Runner:
         preexec = _preexec(tree, opts)
         try:
             child = subprocess.Popen(
-                opts.command, stdin=_stdin(),
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, preexec_fn=preexec, process_group=0, close_fds=True,
+                opts.command,
+                stdin=_stdin(),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=env,
+                preexec_fn=preexec,
+                process_group=0,
+                close_fds=True,
             )
         except OSError as exc:
             if keeper is not None:
@@ -235,7 +264,8 @@ class Runner:
         enlarge_pipe(err_fd)
         pump = OutputPump(
             {"stdout": (os.dup(out_fd), sys.stdout.fileno()), "stderr": (os.dup(err_fd), sys.stderr.fileno())},
-            pipeline, lambda batch: self._store_logs(run, batch),
+            pipeline,
+            lambda batch: self._store_logs(run, batch),
         ).start()
         child.stdout.close()
         child.stderr.close()
@@ -274,7 +304,9 @@ class Runner:
         outcome = outcome_of(returncode, timed_out=timed_out, oom_killed=oom_killed)
         traceback_text = pump.last_traceback
         share = sampling.memory_share(self.opts.memory_limit) if sampling is not None else None
-        category, confidence = _classify(outcome, returncode, timed_out, oom_killed, traceback_text, list(pump.last_lines), share)
+        category, confidence = _classify(
+            outcome, returncode, timed_out, oom_killed, traceback_text, list(pump.last_lines), share
+        )
         failure = None
         if not outcome.succeeded:
             failure = self._failure(outcome, traceback_text, list(pump.last_lines), env, category, oom)
@@ -322,7 +354,9 @@ class Runner:
         def on_sample(sample: dict[str, Any]) -> None:
             summary.add(sample)
             control(run).add_resource_sample(sample)
-            used = [v for v in (sample.get("rss_bytes"), sample.get("cgroup_memory_usage")) if isinstance(v, (int, float))]
+            used = [
+                v for v in (sample.get("rss_bytes"), sample.get("cgroup_memory_usage")) if isinstance(v, (int, float))
+            ]
             if used and max(used) > 0:  # a tree that already ended reads 0
                 recent.append(int(max(used)))
 
@@ -387,8 +421,12 @@ class Runner:
         if metrics.broken:
             self._line_metrics = None
             say(f"metrics are no longer read from output lines: {metrics.broken}")
-        for key in ("line_metric_names_dropped", "line_metric_names_sdk", "line_metrics_dropped",
-                    "line_metrics_sampled_out"):
+        for key in (
+            "line_metric_names_dropped",
+            "line_metric_names_sdk",
+            "line_metrics_dropped",
+            "line_metrics_sampled_out",
+        ):
             new = metrics.stats[key] - self._counted.get(key, 0)
             if new:
                 self._counted[key] = metrics.stats[key]
@@ -402,9 +440,15 @@ class Runner:
         return set(self._client.metrics(run.id))
 
     def _count_capture(self, run: flightlog.Run, stats: dict[str, int]) -> None:
-        names = {"lines": "log_lines", "bytes": "log_bytes", "dropped_lines": "dropped_lines",
-                 "dropped_bytes": "dropped_bytes", "truncated_lines": "truncated_lines", "redactions": "redactions",
-                 "events": "log_events"}
+        names = {
+            "lines": "log_lines",
+            "bytes": "log_bytes",
+            "dropped_lines": "dropped_lines",
+            "dropped_bytes": "dropped_bytes",
+            "truncated_lines": "truncated_lines",
+            "redactions": "redactions",
+            "events": "log_events",
+        }
         for key, name in names.items():
             if stats.get(key):
                 control(run).count(name, stats[key])
@@ -438,12 +482,25 @@ class Runner:
         from flightlog.resources import killed_for_memory
 
         killed = killed_for_memory(limit, returncode)
-        facts = {"limit_bytes": limit.limit_bytes, "peak_bytes": limit.peak_bytes(), "oom_kills": limit.oom_kills(),
-                 "limit_hits": limit.limit_hits(), "cgroup": limit.path, "cgroup_version": limit.version}
+        facts = {
+            "limit_bytes": limit.limit_bytes,
+            "peak_bytes": limit.peak_bytes(),
+            "oom_kills": limit.oom_kills(),
+            "limit_hits": limit.limit_hits(),
+            "cgroup": limit.path,
+            "cgroup_version": limit.version,
+        }
         return killed, facts
 
-    def _failure(self, outcome: Outcome, traceback_text: str | None, last_lines: list[str], env: dict[str, str],
-                 category: str, oom: dict[str, Any] | None) -> dict[str, Any]:
+    def _failure(
+        self,
+        outcome: Outcome,
+        traceback_text: str | None,
+        last_lines: list[str],
+        env: dict[str, str],
+        category: str,
+        oom: dict[str, Any] | None,
+    ) -> dict[str, Any]:
         failure: dict[str, Any] = (parse_python_traceback(traceback_text) if traceback_text else None) or {}
         ctx = process_context()
         failure.update(
@@ -453,8 +510,12 @@ class Runner:
             end_reason=outcome.end_reason,
             last_lines=last_lines,
             workload={
-                "command": self.opts.command, "cwd": os.getcwd(), "params": self.opts.params,
-                "env": allowed_env(env), "packages": ctx.get("packages", {}), "python": ctx.get("python"),
+                "command": self.opts.command,
+                "cwd": os.getcwd(),
+                "params": self.opts.params,
+                "env": allowed_env(env),
+                "packages": ctx.get("packages", {}),
+                "python": ctx.get("python"),
             },
         )
         if oom is not None:
@@ -467,8 +528,14 @@ class Runner:
         say(message)
         run.log_event(message, level="error", component="flightlog")
         outcome = Outcome("failed", "exit", code, None)
-        failure = {"exception": type(exc).__name__, "message": message, "frames": [], "category": "dependency_error",
-                   "last_lines": [message], "workload": {"command": self.opts.command, "cwd": os.getcwd()}}
+        failure = {
+            "exception": type(exc).__name__,
+            "message": message,
+            "frames": [],
+            "category": "dependency_error",
+            "last_lines": [message],
+            "workload": {"command": self.opts.command, "cwd": os.getcwd()},
+        }
         return AttemptResult(attempt, outcome, "dependency_error", 0.9, started, time.time(), failure)
 
     def _not_started(self, run: flightlog.Run, attempt: int, started: float, signum: int) -> AttemptResult:
@@ -505,16 +572,29 @@ def last_checkpoint(client: Any, run_ids: list[str]) -> str | None:
     return str(last.source or "")
 
 
-def _classify(outcome: Outcome, returncode: int, timed_out: bool, oom_killed: bool,
-              traceback_text: str | None, last_lines: list[str], memory_share: float | None = None) -> tuple[str, float]:
+def _classify(
+    outcome: Outcome,
+    returncode: int,
+    timed_out: bool,
+    oom_killed: bool,
+    traceback_text: str | None,
+    last_lines: list[str],
+    memory_share: float | None = None,
+) -> tuple[str, float]:
     if outcome.succeeded:
         return "none", 0.0
     classify_failure = features().service("classify_failure")
     if classify_failure is None:  # no diagnose feature in this installation: a failure, unclassified
         return "code_error", 0.3
-    return classify_failure(exit_code=outcome.exit_code, signal=outcome.signal, timed_out=timed_out,
-                            oom_killed=oom_killed, traceback_text=traceback_text, last_lines=last_lines,
-                            memory_share=memory_share)
+    return classify_failure(
+        exit_code=outcome.exit_code,
+        signal=outcome.signal,
+        timed_out=timed_out,
+        oom_killed=oom_killed,
+        traceback_text=traceback_text,
+        last_lines=last_lines,
+        memory_share=memory_share,
+    )
 
 
 def _tree_cgroup(run: flightlog.Run, attempt: int) -> Any:
@@ -540,8 +620,10 @@ def _keeper(tree: Any, env: dict[str, str]) -> Keeper | None:
     try:
         return Keeper.start(procs, marks)
     except OSError as exc:
-        say(f"cannot start the process that outlives a killed runner ({exc}): if flightlog run is killed, "
-            "what the workload started may keep running")
+        say(
+            f"cannot start the process that outlives a killed runner ({exc}): if flightlog run is killed, "
+            "what the workload started may keep running"
+        )
         return None
 
 

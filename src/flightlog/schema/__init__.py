@@ -19,13 +19,23 @@ from flightlog.schema.bad import Bad
 from flightlog.schema.check import check_record
 from flightlog.schema.forming import envelope, record
 from flightlog.schema.kinds import (
-           KINDS,
-           Record,
-           kind_struct,
-           known_kinds,
-           record_union,
-           register_kind,
+    KINDS,
+    Record,
+    kind_struct,
+    known_kinds,
+    record_union,
+    register_kind,
 )
 
-__all__ = ["Bad", "check_record", "record", "envelope", "KINDS", "Record", "known_kinds", "kind_struct", "record_union",
-           "register_kind"]
+__all__ = [
+    "Bad",
+    "check_record",
+    "record",
+    "envelope",
+    "KINDS",
+    "Record",
+    "known_kinds",
+    "kind_struct",
+    "record_union",
+    "register_kind",
+]

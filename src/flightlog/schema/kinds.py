@@ -27,9 +27,30 @@ from flightlog.schema.paths import check_artifact_path
 from flightlog.schema.values import metric_name_problem
 
 __all__ = [
-    "Record", "Writer", "WriterEnd", "Run", "Timeline", "Params", "Tags", "Note", "Context", "Metrics",
-    "Logs", "LogColumns", "Spans", "StageStat", "StageStats", "Resources", "Artifact", "Counters", "Evidence",
-    "KINDS", "register_kind", "kind_struct", "known_kinds", "record_union",
+    "Record",
+    "Writer",
+    "WriterEnd",
+    "Run",
+    "Timeline",
+    "Params",
+    "Tags",
+    "Note",
+    "Context",
+    "Metrics",
+    "Logs",
+    "LogColumns",
+    "Spans",
+    "StageStat",
+    "StageStats",
+    "Resources",
+    "Artifact",
+    "Counters",
+    "Evidence",
+    "KINDS",
+    "register_kind",
+    "kind_struct",
+    "known_kinds",
+    "record_union",
 ]
 
 I64 = Annotated[int, Meta(ge=I64_MIN, le=I64_MAX)]
@@ -346,8 +367,24 @@ def register_kind(cls: R) -> R:
     return cls
 
 
-for _cls in (Writer, WriterEnd, Run, Timeline, Params, Tags, Note, Context, Metrics, Logs, Spans, StageStats,
-             Resources, Artifact, Counters, Evidence):
+for _cls in (
+    Writer,
+    WriterEnd,
+    Run,
+    Timeline,
+    Params,
+    Tags,
+    Note,
+    Context,
+    Metrics,
+    Logs,
+    Spans,
+    StageStats,
+    Resources,
+    Artifact,
+    Counters,
+    Evidence,
+):
     register_kind(_cls)
 
 #: The core's record kinds (a feature's own are in :func:`known_kinds`).

@@ -153,8 +153,7 @@ def escape_surrogates(value: Any, _depth: int = 0) -> Any:
         return value
     if isinstance(value, dict):
         return {
-            (storable_text(k) if isinstance(k, str) else k): escape_surrogates(v, _depth + 1)
-            for k, v in value.items()
+            (storable_text(k) if isinstance(k, str) else k): escape_surrogates(v, _depth + 1) for k, v in value.items()
         }
     if isinstance(value, list | tuple):
         return [escape_surrogates(item, _depth + 1) for item in value]

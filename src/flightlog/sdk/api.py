@@ -94,8 +94,15 @@ def init(
     parent_id = parent.id if isinstance(parent, Run) else parent
 
     if settings.mode == "disabled":
-        return Run(NullWriter(settings, run_id), settings, run_id=run_id, project=project, name=name,
-                   owner=False, attempt=settings.attempt)
+        return Run(
+            NullWriter(settings, run_id),
+            settings,
+            run_id=run_id,
+            project=project,
+            name=name,
+            owner=False,
+            attempt=settings.attempt,
+        )
 
     attempt = settings.attempt
     existing = None
@@ -105,16 +112,21 @@ def init(
     journal_only = _check_server(settings, project) if not attach else None  # the warning, if so
     if not attach and id is not None and journal_only is not None:
         unknown = True
-        warn(f"cannot look run {run_id} up in the store; recording it anyway"
-             + (", its attempt number kept as the store has it" if resume else "") + f": {journal_only}")
+        warn(
+            f"cannot look run {run_id} up in the store; recording it anyway"
+            + (", its attempt number kept as the store has it" if resume else "")
+            + f": {journal_only}"
+        )
     elif not attach and id is not None:
         try:
             existing, resumed = _existing_run(settings, run_id, resume=resume)
         except StoreUnavailable as exc:
             unknown = True
-            warn(f"cannot look run {run_id} up in the store ({exc}); recording it anyway: its records are "
-                 "journaled and shipped when the store is back (or by `flightlog sync`)"
-                 + ("; its attempt number is kept as the store has it" if resume else ""))
+            warn(
+                f"cannot look run {run_id} up in the store ({exc}); recording it anyway: its records are "
+                "journaled and shipped when the store is back (or by `flightlog sync`)"
+                + ("; its attempt number is kept as the store has it" if resume else "")
+            )
         if existing is not None and not resume:
             raise Conflict(
                 f"run {run_id} already exists (status {existing.status}): pass resume=True to continue it, "
@@ -128,17 +140,40 @@ def init(
         warn(journal_only)
 
     writer = RunWriter(settings, run_id, attempt=attempt, rank=rank)
-    run = Run(writer, settings, run_id=run_id, project=project, name=name, owner=not attach,
-              attempt=attempt, on_finish=_forget)
+    run = Run(
+        writer,
+        settings,
+        run_id=run_id,
+        project=project,
+        name=name,
+        owner=not attach,
+        attempt=attempt,
+        on_finish=_forget,
+    )
     now = time.time()
     identity = process_identity()  # to be recognised across clock steps (journal/liveness.py)
-    writer.add_record("writer", host=socket.gethostname(), pid=os.getpid(), owner=not attach, attempt=attempt,
-                      **({"pstart": identity["process_start"], "boot": identity["boot"]} if identity else {}))
+    writer.add_record(
+        "writer",
+        host=socket.gethostname(),
+        pid=os.getpid(),
+        owner=not attach,
+        attempt=attempt,
+        **({"pstart": identity["process_start"], "boot": identity["boot"]} if identity else {}),
+    )
     if not attach:
         fields: dict[str, Any] = {
-            "project": project, "name": name, "status": "running", "started": now, "attempt": attempt,
-            "host": socket.gethostname(), "pid": os.getpid(), "owner": writer.writer_id,
-            "ended": None, "end_reason": None, "exit_code": None, "signal": None,
+            "project": project,
+            "name": name,
+            "status": "running",
+            "started": now,
+            "attempt": attempt,
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "owner": writer.writer_id,
+            "ended": None,
+            "end_reason": None,
+            "exit_code": None,
+            "signal": None,
         }
         if unknown:
             del fields["attempt"]  # the store's attempt stands: this process cannot know it
@@ -179,15 +214,28 @@ def say_where(run: Run, *, journal_only: bool = False) -> None:
     settings = run.settings
     short = run.id[:12]
     if settings.url:
-        where, look = _without_credentials(settings.url), f"open {_without_credentials(settings.url)}, or flightlog runs show {run.id[:8]}"
+        where, look = (
+            _without_credentials(settings.url),
+            f"open {_without_credentials(settings.url)}, or flightlog runs show {run.id[:8]}",
+        )
     else:
         store = settings.store_uri
-        where = str(settings.home) if store.startswith("sqlite:") else f"the {store.split(':', 1)[0]} store of FLIGHTLOG_STORE (journal in {settings.home})"
+        where = (
+            str(settings.home)
+            if store.startswith("sqlite:")
+            else f"the {store.split(':', 1)[0]} store of FLIGHTLOG_STORE (journal in {settings.home})"
+        )
         look = f"flightlog ui, or flightlog runs show {run.id[:8]}"
     if settings.mode == "offline":
-        where, look = f"the journal in {settings.home} (offline)", "flightlog sync, then flightlog runs show " + run.id[:8]
+        where, look = (
+            f"the journal in {settings.home} (offline)",
+            "flightlog sync, then flightlog runs show " + run.id[:8],
+        )
     elif journal_only:  # the warning just printed says how it ships
-        where, look = f"the journal in {settings.home} (until the server answers)", f"flightlog runs show {run.id[:8]} once it ships"
+        where, look = (
+            f"the journal in {settings.home} (until the server answers)",
+            f"flightlog runs show {run.id[:8]} once it ships",
+        )
     warn(f"run {short} in project {run.project} → {where} (look: {look})")
 
 

@@ -34,8 +34,9 @@ def resume_attempt(store: Any, info: RunInfo) -> int:
             )
         return info.attempt
     try:
-        claimed = store.claim_attempt(info.id, info.attempt, host=socket.gethostname(), pid=os.getpid(),
-                                      started=time.time())
+        claimed = store.claim_attempt(
+            info.id, info.attempt, host=socket.gethostname(), pid=os.getpid(), started=time.time()
+        )
     except NotFound:  # a server from before claims: resume without one, as it always did
         return info.attempt + 1
     if claimed is None:

@@ -178,9 +178,15 @@ def _feed(pipeline: CapturePipeline, items: list[tuple[str, str]], now: float) -
     return out
 
 
-_COUNTERS = {"lines": "log_lines", "bytes": "log_bytes", "dropped_lines": "dropped_lines",
-             "dropped_bytes": "dropped_bytes", "truncated_lines": "truncated_lines", "redactions": "redactions",
-             "events": "log_events"}
+_COUNTERS = {
+    "lines": "log_lines",
+    "bytes": "log_bytes",
+    "dropped_lines": "dropped_lines",
+    "dropped_bytes": "dropped_bytes",
+    "truncated_lines": "truncated_lines",
+    "redactions": "redactions",
+    "events": "log_events",
+}
 
 
 def _count(run: Run, stats: dict[str, int]) -> None:

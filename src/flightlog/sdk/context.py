@@ -66,7 +66,9 @@ ENV_ALLOW = (
 _lock = threading.Lock()
 _cached: dict[str, Any] | None = None
 _UNSET: Any = object()
-_git_state: Any = _UNSET  # the working directory's git state, once per process (a warm runner leaves it to each step's runner)
+_git_state: Any = (
+    _UNSET  # the working directory's git state, once per process (a warm runner leaves it to each step's runner)
+)
 
 
 def looks_secret(name: str) -> bool:
@@ -85,17 +87,17 @@ def _allow_pattern(extra: tuple[str, ...]) -> re.Pattern[str]:
 def allowed_env(environ: Mapping[str, str], extra: Sequence[str] = ()) -> dict[str, str]:
     """The allow-listed variables of ``environ``; secret-looking names never, even if listed."""
     pattern = _allow_pattern(tuple(extra))
-    return {
-        name: environ[name]
-        for name in sorted(environ)
-        if pattern.match(name) and not looks_secret(name)
-    }
+    return {name: environ[name] for name in sorted(environ) if pattern.match(name) and not looks_secret(name)}
 
 
 def _git(args: list[str], cwd: str) -> str | None:
     try:
         proc = subprocess.run(
-            ["git", *args], cwd=cwd, capture_output=True, timeout=5, check=False,
+            ["git", *args],
+            cwd=cwd,
+            capture_output=True,
+            timeout=5,
+            check=False,
             env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"},
         )
     except (OSError, subprocess.SubprocessError):

@@ -94,4 +94,3 @@ class RunControl:
 def control(run: Run) -> RunControl:
     """The host's handle on ``run`` (the runner's, the pipeline controller's)."""
     return RunControl(run)
-

@@ -63,7 +63,16 @@ def _on_error(run: Run) -> Callable[[str], None]:
     """A feature's failure, as a warning event on the run (stderr has it already)."""
 
     def report(message: str) -> None:
-        run._w.add_log(time=time.time(), stream="sdk", level=level_code("warning"), message=message,
-                       component="flightlog.features", fields=None, rank=run._w.rank, attempt=run.attempt, stage=None)
+        run._w.add_log(
+            time=time.time(),
+            stream="sdk",
+            level=level_code("warning"),
+            message=message,
+            component="flightlog.features",
+            fields=None,
+            rank=run._w.rank,
+            attempt=run.attempt,
+            stage=None,
+        )
 
     return report

@@ -27,9 +27,7 @@ from flightlog.timefmt import iso
 __all__ = ["FlightlogHandler", "logging_handler"]
 
 # attributes every LogRecord has; anything else on a record came from `extra=`
-_STANDARD = frozenset(
-    vars(logging.LogRecord("", 0, "", 0, "", None, None)).keys()
-) | {"message", "asctime", "taskName"}
+_STANDARD = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None)).keys()) | {"message", "asctime", "taskName"}
 _encoder = msgspec.json.Encoder()
 
 
@@ -44,7 +42,9 @@ def _jsonable(value: Any) -> Any:
 
 
 class FlightlogHandler(logging.Handler):
-    def __init__(self, run: Any = None, stream: IO[str] | None = None, level: int = logging.NOTSET, *, record: bool | None = None) -> None:
+    def __init__(
+        self, run: Any = None, stream: IO[str] | None = None, level: int = logging.NOTSET, *, record: bool | None = None
+    ) -> None:
         super().__init__(level)
         self._run = run
         self._stream = stream
@@ -82,10 +82,15 @@ class FlightlogHandler(logging.Handler):
             stream = self._stream or sys.stdout
             stream.write(_encoder.encode(obj).decode() + "\n")
             stream.flush()
-            record_it = self._record if self._record is not None else (
-                os.environ.get("FLIGHTLOG_CAPTURED") != "1" and not capturing(stream))
+            record_it = (
+                self._record
+                if self._record is not None
+                else (os.environ.get("FLIGHTLOG_CAPTURED") != "1" and not capturing(stream))
+            )
             if run is not None and record_it:
-                run.log_event(message, level=record.levelno, component=record.name, fields=fields or None, time=record.created)
+                run.log_event(
+                    message, level=record.levelno, component=record.name, fields=fields or None, time=record.created
+                )
         except Exception:
             self.handleError(record)
 

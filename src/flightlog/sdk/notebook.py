@@ -143,10 +143,19 @@ def run_html(run: Run) -> str:
         if info.params:
             rows.append(("params", ", ".join(f"{k}={v}" for k, v in list(info.params.items())[:12])))
         if info.metrics:
-            rows.append(("metrics", ", ".join(f"{k}={m.last:.4g}" if isinstance(m.last, float) else f"{k}={m.last}"
-                                              for k, m in list(info.metrics.items())[:12])))
+            rows.append(
+                (
+                    "metrics",
+                    ", ".join(
+                        f"{k}={m.last:.4g}" if isinstance(m.last, float) else f"{k}={m.last}"
+                        for k, m in list(info.metrics.items())[:12]
+                    ),
+                )
+            )
     else:
         rows.append(("status", "finished" if run._finished else "running"))
-    body = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th><td style='text-align:left'>{html.escape(str(v))}</td></tr>"
-                   for k, v in rows)
+    body = "".join(
+        f"<tr><th style='text-align:left'>{html.escape(k)}</th><td style='text-align:left'>{html.escape(str(v))}</td></tr>"
+        for k, v in rows
+    )
     return f"<table class='flightlog-run'><caption style='text-align:left'>flightlog run</caption>{body}</table>"

@@ -398,12 +398,21 @@ class Run:
             )
             self.log_event(
                 f"log_artifact skipped {len(skipped)} symbolic link(s) pointing outside {base}: {shown}",
-                level="warning", component="flightlog", fields={"artifact": base, "skipped_symlinks": skipped},
+                level="warning",
+                component="flightlog",
+                fields={"artifact": base, "skipped_symlinks": skipped},
             )
         self._w.add_record(
-            "artifact", role=role, kind=kind or "dir", path=base, source=str(source),
-            size=summary.get("total_size"), sha256=_digest_hex(manifest), uri=None,
-            attempt=self.attempt, meta=summary,
+            "artifact",
+            role=role,
+            kind=kind or "dir",
+            path=base,
+            source=str(source),
+            size=summary.get("total_size"),
+            sha256=_digest_hex(manifest),
+            uri=None,
+            attempt=self.attempt,
+            meta=summary,
         )
         return {"path": base, "kind": kind or "dir", "files": results, **summary}
 
@@ -412,15 +421,27 @@ class Run:
             sha, size, uri = self._artifact_store().put_file(source)
         except (OSError, FlightlogError) as exc:  # a full disk, an unreachable bucket: never the workload's problem
             reason = exc.message if isinstance(exc, FlightlogError) else str(exc)
-            self._w._warn_once("artifact", f"cannot copy {source} into the artifact store ({reason}); recorded without content")
+            self._w._warn_once(
+                "artifact", f"cannot copy {source} into the artifact store ({reason}); recorded without content"
+            )
             sha, size, uri = None, source.stat().st_size, None
-        record = {"role": role, "kind": kind, "path": rel, "source": str(source), "size": size, "sha256": sha,
-                  "uri": uri, **extra}
+        record = {
+            "role": role,
+            "kind": kind,
+            "path": rel,
+            "source": str(source),
+            "size": size,
+            "sha256": sha,
+            "uri": uri,
+            **extra,
+        }
         self._w.add_record("artifact", attempt=self.attempt, **record)
         return record
 
     def _manifest(self, path: Path, exclude: list[str] | None = None) -> dict[str, Any]:
-        build_manifest = features().require("data_manifest", needed_by="run.log_input", install="flightlog with its data feature")
+        build_manifest = features().require(
+            "data_manifest", needed_by="run.log_input", install="flightlog with its data feature"
+        )
         return build_manifest(path, cache_dir=self.settings.home / "cache", exclude=exclude or ())
 
     def log_input(self, path: str | os.PathLike[str], name: str | None = None) -> dict[str, Any]:
@@ -434,8 +455,16 @@ class Run:
         if source.is_file() and manifest.get("files"):
             digest = manifest["files"][0].get("sha256") or digest  # a file's identity is its content hash
         self._w.add_record(
-            "artifact", role="input", kind="dataset", path=name or source.name, source=str(source),
-            size=summary.get("total_size"), sha256=digest, uri=None, attempt=self.attempt, meta=summary,
+            "artifact",
+            role="input",
+            kind="dataset",
+            path=name or source.name,
+            source=str(source),
+            size=summary.get("total_size"),
+            sha256=digest,
+            uri=None,
+            attempt=self.attempt,
+            meta=summary,
         )
         self._w.add_record("evidence", kind="manifest", name=name or source.name, data=manifest)
         return summary
@@ -452,17 +481,34 @@ class Run:
         if copy and source.is_file():
             rec = self._put(source, source.name, "output", "checkpoint", step=step)
         else:
-            size = source.stat().st_size if source.is_file() else sum(
-                p.stat().st_size for p in source.rglob("*") if p.is_file()
+            size = (
+                source.stat().st_size
+                if source.is_file()
+                else sum(p.stat().st_size for p in source.rglob("*") if p.is_file())
             )
-            rec = {"role": "output", "kind": "checkpoint", "path": source.name, "source": str(source),
-                   "size": size, "sha256": None, "uri": f"file://{source}", "step": step}
+            rec = {
+                "role": "output",
+                "kind": "checkpoint",
+                "path": source.name,
+                "source": str(source),
+                "size": size,
+                "sha256": None,
+                "uri": f"file://{source}",
+                "step": step,
+            }
             self._w.add_record("artifact", attempt=self.attempt, **rec)
         self._w.add_record("timeline", data={"last_checkpoint": _time()})
         return {**rec, "step": step}
 
-    def register_model(self, path: str, name: str, *, alias: str | None = None, description: str | None = None,
-                       tags: Mapping[str, str] | None = None) -> Any:
+    def register_model(
+        self,
+        path: str,
+        name: str,
+        *,
+        alias: str | None = None,
+        description: str | None = None,
+        tags: Mapping[str, str] | None = None,
+    ) -> Any:
         """Register the artifact (or checkpoint) this run logged under ``path`` as the next
         version of the model ``name`` (optionally pointing ``alias`` at it); returns the
         `flightlog.registry.ModelVersion`. What the run logged so far is shipped first.
@@ -473,8 +519,10 @@ class Run:
         through the feature table (docs/plugins.md)."""
         action = features().run_action("register_model")
         if action is None:
-            raise InvalidInput("register_model needs the model registry feature (flightlog.registry), "
-                               "which this installation does not have")
+            raise InvalidInput(
+                "register_model needs the model registry feature (flightlog.registry), "
+                "which this installation does not have"
+            )
         self._w.flush()
         return action.function(self, path, name, alias=alias, description=description, tags=tags)
 
@@ -494,15 +542,25 @@ class Run:
         self.log_evidence("profile", name, data)
 
     def log_eval(
-        self, y_true: Any, y_pred: Any, *, cohorts: Mapping[str, Any] | None = None,
-        metrics: list[str] | None = None, name: str = "eval", sample_size: int = 1000,
+        self,
+        y_true: Any,
+        y_pred: Any,
+        *,
+        cohorts: Mapping[str, Any] | None = None,
+        metrics: list[str] | None = None,
+        name: str = "eval",
+        sample_size: int = 1000,
     ) -> dict[str, Any]:
         """Per-cohort evaluation metrics and a bounded sample of predictions."""
-        evaluate = features().require("cohort_evaluate", needed_by="run.log_eval", install="flightlog[data] (its data feature)")
+        evaluate = features().require(
+            "cohort_evaluate", needed_by="run.log_eval", install="flightlog[data] (its data feature)"
+        )
         result = evaluate(y_true, y_pred, cohorts=cohorts, metrics=metrics, sample_size=sample_size)
         self.log_evidence("eval", name, result)
         overall = result.get("overall") or {}
-        numeric = {f"{name}.{k}": v for k, v in overall.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        numeric = {
+            f"{name}.{k}": v for k, v in overall.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
+        }
         if numeric:
             self.log(numeric, step=max(self._step - 1, 0))
         return result
@@ -550,8 +608,14 @@ class Run:
         red = redactor(self.settings.home)
         count_pass("logs")
         self._w.add_log(
-            time=_time(), stream="stderr", level=40, message=red.redact(text.rstrip()), component=component,
-            fields=red.redact_mapping(dict(fields)) if fields else None, rank=self._w.rank, attempt=self.attempt,
+            time=_time(),
+            stream="stderr",
+            level=40,
+            message=red.redact(text.rstrip()),
+            component=component,
+            fields=red.redact_mapping(dict(fields)) if fields else None,
+            rank=self._w.rank,
+            attempt=self.attempt,
             stage=self.current_stage,
         )
 
@@ -586,7 +650,8 @@ class Run:
                 update: dict[str, Any] = {
                     "status": final,
                     "ended": _time(),
-                    "end_reason": end_reason or ("exit" if final in EXITED_STATUSES else "signal" if final in SIGNALLED_STATUSES else None),
+                    "end_reason": end_reason
+                    or ("exit" if final in EXITED_STATUSES else "signal" if final in SIGNALLED_STATUSES else None),
                 }
                 if exit_code is not None or final == "succeeded":
                     update["exit_code"] = exit_code if exit_code is not None else 0

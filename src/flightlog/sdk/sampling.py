@@ -39,8 +39,9 @@ class _ProcessSampler:
             if self._thread is None:
                 from flightlog.resources import SamplerThread
 
-                self._thread = SamplerThread(_OwnTree(), self._fan_out, interval=DEFAULT_INTERVAL,
-                                             name="flightlog-resources").start()
+                self._thread = SamplerThread(
+                    _OwnTree(), self._fan_out, interval=DEFAULT_INTERVAL, name="flightlog-resources"
+                ).start()
             else:
                 self._thread.resume()
 

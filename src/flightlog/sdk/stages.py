@@ -116,7 +116,9 @@ class StageTimer:
 
     __slots__ = ("_agg", "_stack", "_name", "_attrs", "_start", "_offset")
 
-    def __init__(self, agg: StageAggregator, stack: list[str], name: str, attrs: dict[str, Any] | None, offset: float) -> None:
+    def __init__(
+        self, agg: StageAggregator, stack: list[str], name: str, attrs: dict[str, Any] | None, offset: float
+    ) -> None:
         self._agg = agg
         self._stack = stack
         self._name = name

@@ -109,8 +109,11 @@ class RunWriter:
         try:
             self.journal = JournalWriter(self.settings.home, self.run_id, self.writer_id)
         except OSError as exc:
-            self._warn_once("journal", f"cannot write the journal under {self.settings.home} ({exc}); "
-                            "records go straight to the store when it can be reached, else they are dropped and counted")
+            self._warn_once(
+                "journal",
+                f"cannot write the journal under {self.settings.home} ({exc}); "
+                "records go straight to the store when it can be reached, else they are dropped and counted",
+            )
 
     # ── buffers (any thread) ─────────────────────────────────────────────────
     def add_record(self, kind: str, /, **payload: Any) -> None:
@@ -170,8 +173,7 @@ class RunWriter:
             # a forked child shares its parent's packages, code and host (the parent's writer
             # records them); computing them here could deadlock on a lock or an import that a
             # parent thread held at the fork
-            return {"forked_from": self._forked_from, "pid": os.getpid(), "command": list(sys.argv),
-                    "cwd": os.getcwd()}
+            return {"forked_from": self._forked_from, "pid": os.getpid(), "command": list(sys.argv), "cwd": os.getcwd()}
         try:
             return process_context(self.settings.env_allow, home=self.settings.home)
         except Exception as exc:  # context is evidence, never a reason to fail
@@ -195,7 +197,7 @@ class RunWriter:
                 except (OverflowError, TypeError):
                     # `Run.log` refuses these at the call; a point that got past it (another
                     # caller of the buffer) is dropped alone, never the batch around it
-                    del cols[2][len(cols[0]):], cols[1][len(cols[0]):]
+                    del cols[2][len(cols[0]) :], cols[1][len(cols[0]) :]
                     refused += 1
             points += len(data)
         points -= refused
@@ -203,10 +205,17 @@ class RunWriter:
         if refused:
             self.stats["dropped"] += refused
             self.count("dropped_bad_points", refused)
-            self._warn_once("bad-point", f"run {self.run_id[:12]}: {refused} metric point(s) with a step or value "
-                                         "that does not fit 64 bits were dropped")
-        return record("metrics", t=now, attempt=self.attempt,
-                      series={str(name): encode_series(*cols) for name, cols in series.items()})
+            self._warn_once(
+                "bad-point",
+                f"run {self.run_id[:12]}: {refused} metric point(s) with a step or value "
+                "that does not fit 64 bits were dropped",
+            )
+        return record(
+            "metrics",
+            t=now,
+            attempt=self.attempt,
+            series={str(name): encode_series(*cols) for name, cols in series.items()},
+        )
 
     def flush(self, *, final: bool = False) -> None:
         with self._flush_lock:
@@ -258,8 +267,10 @@ class RunWriter:
                 parts.append(encode_record(rec))
             except (TypeError, ValueError, OverflowError) as exc:
                 self.stats["dropped"] += 1
-                self._warn_once(f"encode:{rec.get('k')}", f"run {self.run_id[:12]}: a {rec.get('k')} record "
-                                                          f"could not be encoded and was dropped ({exc})")
+                self._warn_once(
+                    f"encode:{rec.get('k')}",
+                    f"run {self.run_id[:12]}: a {rec.get('k')} record could not be encoded and was dropped ({exc})",
+                )
             else:
                 kept.append(rec)
         records[:] = kept
@@ -291,7 +302,11 @@ class RunWriter:
             self.stats["ship_errors"] += 1
             if self._journal_only():
                 return
-            where = "the journal keeps them for the next try and `flightlog sync`" if self.journal else "they are kept in memory for the next try"
+            where = (
+                "the journal keeps them for the next try and `flightlog sync`"
+                if self.journal
+                else "they are kept in memory for the next try"
+            )
             self._warn_once("ship", f"cannot ship records to the store ({exc}); {where}")
             return
         for reason in result.skipped:
@@ -323,8 +338,11 @@ class RunWriter:
                         data += f.read(8 + int.from_bytes(data[:4], "little") - len(data))
                         found = read_records(data, header=False).records
                     if not found:
-                        self._warn_once("spill-read", f"cannot read the journal {journal.path} back at byte {start}; "
-                                                      "`flightlog sync` will ship the rest")
+                        self._warn_once(
+                            "spill-read",
+                            f"cannot read the journal {journal.path} back at byte {start}; "
+                            "`flightlog sync` will ship the rest",
+                        )
                         return
                     result = self._sink.ingest([rec for _, rec in found])
                     for reason in result.skipped:
@@ -335,7 +353,9 @@ class RunWriter:
             self.stats["ship_errors"] += 1
             if self._journal_only():
                 return
-            self._warn_once("ship", f"cannot ship records to the store ({exc}); the journal keeps them for the next try")
+            self._warn_once(
+                "ship", f"cannot ship records to the store ({exc}); the journal keeps them for the next try"
+            )
             return
         self._spilled = False
         self._pending = []
@@ -378,20 +398,28 @@ class RunWriter:
             clean = True
         except Exception as exc:  # an internal error: keep the journal, `flightlog sync` retries it
             clean = False
-            warn(f"run {self.run_id[:12]}: internal error while saving the last records ({exc!r}); "
-                 "the journal is kept for `flightlog sync`")
+            warn(
+                f"run {self.run_id[:12]}: internal error while saving the last records ({exc!r}); "
+                "the journal is kept for `flightlog sync`"
+            )
         with self._flush_lock:
             self.closed = True
             if self._pending and self.journal is None:  # in no journal and in no store: lost
                 self.stats["dropped"] += sum(_weight(r) for r in self._pending)
                 self._pending = []
             if self.stats["dropped"]:
-                warn(f"run {self.run_id[:12]}: {self.stats['dropped']} records could not be saved (see the warnings above)")
+                warn(
+                    f"run {self.run_id[:12]}: {self.stats['dropped']} records could not be saved (see the warnings above)"
+                )
             if self.journal is not None:
                 shipped = self.online and not self._pending and not self._spilled
-                self.journal.close(remove=clean and shipped and remove_journal_if_shipped and not self.settings.keep_journal)
+                self.journal.close(
+                    remove=clean and shipped and remove_journal_if_shipped and not self.settings.keep_journal
+                )
                 if not shipped and self.online and not getattr(self._sink, "journal_only", False):  # said once already
-                    warn(f"run {self.run_id[:12]}: some records are only in the journal; run `flightlog sync` to ship them")
+                    warn(
+                        f"run {self.run_id[:12]}: some records are only in the journal; run `flightlog sync` to ship them"
+                    )
 
     def _drain(self) -> None:
         """A sink that can wait (a remote server) gets a bounded time to take the last records."""
@@ -440,8 +468,17 @@ class RunWriter:
         self._journal_due = True
         self._forked_from = os.getppid()
         self.on_records = None  # the run's life belongs to the parent
-        self._preamble = [record("writer", t=time.time(), host=socket.gethostname(), pid=os.getpid(),
-                                 owner=False, attempt=self.attempt, forked=True)]
+        self._preamble = [
+            record(
+                "writer",
+                t=time.time(),
+                host=socket.gethostname(),
+                pid=os.getpid(),
+                owner=False,
+                attempt=self.attempt,
+                forked=True,
+            )
+        ]
 
     def _warn_once(self, key: str, message: str) -> None:
         if key not in self._warned:

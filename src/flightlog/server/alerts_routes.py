@@ -37,7 +37,9 @@ __all__ = ["OPERATIONS", "AlertService", "start_alert_service"]
 
 log = logging.getLogger("flightlog.server.alerts")
 _MAX_SILENCE = 10 * 365 * 86400.0
-_CHECK_LIMITERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, anyio.CapacityLimiter] = weakref.WeakKeyDictionary()
+_CHECK_LIMITERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, anyio.CapacityLimiter] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def _check_limiter() -> anyio.CapacityLimiter:
@@ -59,8 +61,14 @@ async def list_alerts(ctx: Ctx) -> Response:
     state = q.choice("state", ("pending", "firing", "resolved"))
     run_ref = q.text("run", max_len=200)
     run_id = (await ctx.run(run_ref)).id if run_ref else None
-    alerts = await ctx.call(_store(ctx).alerts, state=state, run_id=run_id, project=project,
-                            rule=q.text("rule", max_len=200), limit=q.count("limit", default=100, max=10_000))
+    alerts = await ctx.call(
+        _store(ctx).alerts,
+        state=state,
+        run_id=run_id,
+        project=project,
+        rule=q.text("rule", max_len=200),
+        limit=q.count("limit", default=100, max=10_000),
+    )
     return json_response({"alerts": [a.to_dict() for a in alerts if ctx.principal.allows(a.project)]})
 
 
@@ -76,8 +84,15 @@ async def alert_history(ctx: Ctx) -> Response:
 async def list_silences(ctx: Ctx) -> Response:
     now = time.time()
     silences = await ctx.call(_store(ctx).silences, include_expired=ctx.query.flag("all"), now=now)
-    return json_response({"silences": [s.to_dict(now) for s in silences
-                                       if ctx.principal.allows(s.matchers.get("project", ctx.principal.project))]})
+    return json_response(
+        {
+            "silences": [
+                s.to_dict(now)
+                for s in silences
+                if ctx.principal.allows(s.matchers.get("project", ctx.principal.project))
+            ]
+        }
+    )
 
 
 async def add_silence(ctx: Ctx) -> Response:
@@ -127,49 +142,114 @@ async def check_rules(ctx: Ctx) -> Response:
         raise InvalidInput('send the rules file as {"text": "..."}')
     size = len(text.encode("utf-8", "surrogatepass"))
     if size > MAX_RULES_BYTES:
-        raise PayloadTooLarge(f"the rules file is {size} bytes; a rules file may hold at most {MAX_RULES_BYTES}",
-                              details={"limit": MAX_RULES_BYTES})
+        raise PayloadTooLarge(
+            f"the rules file is {size} bytes; a rules file may hold at most {MAX_RULES_BYTES}",
+            details={"limit": MAX_RULES_BYTES},
+        )
     name = str(body.get("name") or "rules.yaml")[:200]
     try:
         config = await anyio.to_thread.run_sync(parse_config, text, name, limiter=_check_limiter())
     except RulesFileError as exc:
         return json_response({"ok": False, "problems": exc.details["problems"], "rules": []})
-    return json_response({"ok": True, "problems": [], "rules": [r.to_dict() for r in config.rules],
-                          "notifiers": [{"name": n.name, "kind": n.kind} for n in config.notifiers]})
+    return json_response(
+        {
+            "ok": True,
+            "problems": [],
+            "rules": [r.to_dict() for r in config.rules],
+            "notifiers": [{"name": n.name, "kind": n.kind} for n in config.notifiers],
+        }
+    )
 
 
 _LIST = {"type": "array", "items": {"type": "object"}}
 OPERATIONS = [
-    Operation("GET", "/alerts", list_alerts, "reader", "Alerts, newest first (pending, firing, resolved)", "alerts",
-              params=(
-                  Param("state", "query", {"type": "string", "enum": ["pending", "firing", "resolved"]}, "Only this state."),
-                  Param("run", "query", {"type": "string"}, "Only alerts about this run (id or prefix)."),
-                  Param("project", "query", {"type": "string"}, "Only this project."),
-                  Param("rule", "query", {"type": "string"}, "Only this rule."),
-                  Param("limit", "query", {"type": "integer", "minimum": 0, "maximum": 10000, "default": 100}, "At most."),
-              ),
-              responses={"200": ok("Alerts", {"type": "object", "properties": {"alerts": _LIST}})}),
-    Operation("GET", "/alerts/history", alert_history, "reader", "What happened to alerts, oldest first", "alerts",
-              params=(Param("run", "query", {"type": "string"}, "Only alerts about this run."),
-                      Param("limit", "query", {"type": "integer", "minimum": 0, "maximum": 10000}, "The latest events.")),
-              responses={"200": ok("Events", {"type": "object", "properties": {"events": _LIST}})}),
-    Operation("GET", "/alerts/silences", list_silences, "reader", "Silences in effect (all=true: also ended ones)", "alerts",
-              params=(Param("all", "query", {"type": "boolean", "default": False}, "Also the silences that ended."),),
-              responses={"200": ok("Silences", {"type": "object", "properties": {"silences": _LIST}})}),
-    Operation("POST", "/alerts/silences", add_silence, "writer", "Hold back the notifications of a rule for a while",
-              "alerts", body=json_body({"type": "object", "required": ["rule", "for"], "properties": {
-                  "rule": {"type": "string", "description": "A rule name or a glob."},
-                  "for": {"type": ["string", "number"], "description": "A duration (2h) or seconds."},
-                  "labels": {"type": "object", "additionalProperties": {"type": "string"}},
-                  "comment": {"type": "string"}, "author": {"type": "string"}}}),
-              responses={"201": ok("The silence", {"type": "object"})}),
-    Operation("DELETE", "/alerts/silences/{silence}", end_silence, "writer", "End a silence now", "alerts",
-              params=(Param("silence", "path", {"type": "string"}, "The silence's id."),),
-              responses={"200": ok("Ended", {"type": "object"})}),
-    Operation("POST", "/alerts/rules/check", check_rules, "reader", "Check a rules file: every problem with its line",
-              "alerts", body=json_body({"type": "object", "required": ["text"], "properties": {
-                  "text": {"type": "string"}, "name": {"type": "string"}}}),
-              responses={"200": ok("The check", {"type": "object"})}),
+    Operation(
+        "GET",
+        "/alerts",
+        list_alerts,
+        "reader",
+        "Alerts, newest first (pending, firing, resolved)",
+        "alerts",
+        params=(
+            Param("state", "query", {"type": "string", "enum": ["pending", "firing", "resolved"]}, "Only this state."),
+            Param("run", "query", {"type": "string"}, "Only alerts about this run (id or prefix)."),
+            Param("project", "query", {"type": "string"}, "Only this project."),
+            Param("rule", "query", {"type": "string"}, "Only this rule."),
+            Param("limit", "query", {"type": "integer", "minimum": 0, "maximum": 10000, "default": 100}, "At most."),
+        ),
+        responses={"200": ok("Alerts", {"type": "object", "properties": {"alerts": _LIST}})},
+    ),
+    Operation(
+        "GET",
+        "/alerts/history",
+        alert_history,
+        "reader",
+        "What happened to alerts, oldest first",
+        "alerts",
+        params=(
+            Param("run", "query", {"type": "string"}, "Only alerts about this run."),
+            Param("limit", "query", {"type": "integer", "minimum": 0, "maximum": 10000}, "The latest events."),
+        ),
+        responses={"200": ok("Events", {"type": "object", "properties": {"events": _LIST}})},
+    ),
+    Operation(
+        "GET",
+        "/alerts/silences",
+        list_silences,
+        "reader",
+        "Silences in effect (all=true: also ended ones)",
+        "alerts",
+        params=(Param("all", "query", {"type": "boolean", "default": False}, "Also the silences that ended."),),
+        responses={"200": ok("Silences", {"type": "object", "properties": {"silences": _LIST}})},
+    ),
+    Operation(
+        "POST",
+        "/alerts/silences",
+        add_silence,
+        "writer",
+        "Hold back the notifications of a rule for a while",
+        "alerts",
+        body=json_body(
+            {
+                "type": "object",
+                "required": ["rule", "for"],
+                "properties": {
+                    "rule": {"type": "string", "description": "A rule name or a glob."},
+                    "for": {"type": ["string", "number"], "description": "A duration (2h) or seconds."},
+                    "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+                    "comment": {"type": "string"},
+                    "author": {"type": "string"},
+                },
+            }
+        ),
+        responses={"201": ok("The silence", {"type": "object"})},
+    ),
+    Operation(
+        "DELETE",
+        "/alerts/silences/{silence}",
+        end_silence,
+        "writer",
+        "End a silence now",
+        "alerts",
+        params=(Param("silence", "path", {"type": "string"}, "The silence's id."),),
+        responses={"200": ok("Ended", {"type": "object"})},
+    ),
+    Operation(
+        "POST",
+        "/alerts/rules/check",
+        check_rules,
+        "reader",
+        "Check a rules file: every problem with its line",
+        "alerts",
+        body=json_body(
+            {
+                "type": "object",
+                "required": ["text"],
+                "properties": {"text": {"type": "string"}, "name": {"type": "string"}},
+            }
+        ),
+        responses={"200": ok("The check", {"type": "object"})},
+    ),
 ]
 
 

@@ -98,7 +98,9 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return error_response(err, headers=dict(exc.headers or {}))
 
 
-def create_app(config: ServerConfig, *, store: ServerStore | None = None, features: Features | None = None) -> FlightlogApp:
+def create_app(
+    config: ServerConfig, *, store: ServerStore | None = None, features: Features | None = None
+) -> FlightlogApp:
     """The app serving ``config.store_uri`` (or ``store``); the store must have the server's extras.
 
     Its routes are the core's and those of the features in ``features`` (by default this
@@ -124,14 +126,17 @@ def create_app(config: ServerConfig, *, store: ServerStore | None = None, featur
             alerts.stop()
 
     routes = [
-        Route(op.route_path, _endpoint(op, state), methods=[op.method], name=op.operation_id)
-        for op in operations
+        Route(op.route_path, _endpoint(op, state), methods=[op.method], name=op.operation_id) for op in operations
     ]
     routes += ui_routes()  # the web UI at / (after the API, so /api/... keeps its own answers)
     starlette = Starlette(routes=routes, exception_handlers={HTTPException: _http_error}, lifespan=lifespan)
     starlette.state.openapi = openapi_document(operations, version=__version__)
     starlette.state.flightlog = state
-    hosts = config.allowed_hosts if config.allowed_hosts is not None else default_allowed_hosts(auth=config.auth, bind=config.bind)
+    hosts = (
+        config.allowed_hosts
+        if config.allowed_hosts is not None
+        else default_allowed_hosts(auth=config.auth, bind=config.bind)
+    )
     inner = HostGuard(MetricsMiddleware(starlette, metrics), HostPolicy(hosts))
     app = ErrorGuard(ForwardedHeaders(inner, TrustedProxies(config.trusted_proxies)), metrics)
     return FlightlogApp(app, starlette, state)

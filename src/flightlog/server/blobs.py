@@ -25,8 +25,15 @@ from flightlog.filemodes import private_dirs
 from flightlog.store.artifacts import LocalArtifactStore, check_artifact_path
 from flightlog.transport.wire import PayloadTooLarge
 
-__all__ = ["BlobStore", "S3BlobStore", "open_blob_store", "DigestMismatch", "check_digest", "check_artifact_path",
-           "download_headers"]
+__all__ = [
+    "BlobStore",
+    "S3BlobStore",
+    "open_blob_store",
+    "DigestMismatch",
+    "check_digest",
+    "check_artifact_path",
+    "download_headers",
+]
 
 _DIGEST = re.compile(r"^[0-9a-f]{64}$")
 _WRITE_EVERY = 1 << 20
@@ -69,12 +76,18 @@ class BlobStore(LocalArtifactStore):
         try:
             st = os.lstat(path)
         except FileNotFoundError:
-            raise NotFound(f"the content {digest[:12]}… is not on this server (never uploaded, or removed by gc)") from None
+            raise NotFound(
+                f"the content {digest[:12]}… is not on this server (never uploaded, or removed by gc)"
+            ) from None
         if not stat.S_ISREG(st.st_mode):  # never follow a link planted in the blob directory
             raise NotFound(f"the content {digest[:12]}… is not a regular file on this server")
         return FileResponse(
-            path, media_type="application/octet-stream", filename=filename or digest,
-            content_disposition_type="attachment", headers=download_headers(filename), stat_result=st,
+            path,
+            media_type="application/octet-stream",
+            filename=filename or digest,
+            content_disposition_type="attachment",
+            headers=download_headers(filename),
+            stat_result=st,
         )
 
     async def receive(self, request: Request, *, limit: int, expected: str | None = None) -> tuple[str, int]:
@@ -82,7 +95,9 @@ class BlobStore(LocalArtifactStore):
         declared = request.headers.get("content-length")
         length = int(declared) if declared is not None and declared.isascii() and declared.isdigit() else None
         if length is not None and length > limit:
-            raise PayloadTooLarge(f"the upload is {length} bytes; this server takes at most {limit}", details={"limit": limit})
+            raise PayloadTooLarge(
+                f"the upload is {length} bytes; this server takes at most {limit}", details={"limit": limit}
+            )
         tmp_dir = self.root / "tmp"
         await anyio.to_thread.run_sync(private_dirs, tmp_dir)  # owner-only (filemodes.py); mkstemp files are 0600
         fd, tmp_name = tempfile.mkstemp(dir=tmp_dir, prefix="upload-")
@@ -95,7 +110,9 @@ class BlobStore(LocalArtifactStore):
                 async for chunk in request.stream():
                     size += len(chunk)
                     if size > limit:
-                        raise PayloadTooLarge(f"the upload is over {limit} bytes, the most this server takes", details={"limit": limit})
+                        raise PayloadTooLarge(
+                            f"the upload is over {limit} bytes, the most this server takes", details={"limit": limit}
+                        )
                     digest.update(chunk)
                     pending.append(chunk)
                     held += len(chunk)

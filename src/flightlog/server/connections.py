@@ -26,7 +26,14 @@ from typing import Any
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-__all__ = ["ACCEPT_BURST", "BODY_TIMEOUT", "HEADER_TIMEOUT", "ConnectionLimits", "default_max_connections", "limited_protocol"]
+__all__ = [
+    "ACCEPT_BURST",
+    "BODY_TIMEOUT",
+    "HEADER_TIMEOUT",
+    "ConnectionLimits",
+    "default_max_connections",
+    "limited_protocol",
+]
 
 log = logging.getLogger("flightlog.server")
 
@@ -49,8 +56,13 @@ def default_max_connections() -> int:
 class ConnectionLimits:
     """The limits every connection of one server shares."""
 
-    def __init__(self, *, max_connections: int | None = None, header_timeout: float = HEADER_TIMEOUT,
-                 body_timeout: float = BODY_TIMEOUT) -> None:
+    def __init__(
+        self,
+        *,
+        max_connections: int | None = None,
+        header_timeout: float = HEADER_TIMEOUT,
+        body_timeout: float = BODY_TIMEOUT,
+    ) -> None:
         self.max_connections = default_max_connections() if max_connections is None else max_connections
         self.header_timeout = header_timeout
         self.body_timeout = body_timeout
@@ -138,9 +150,14 @@ class _LimitedH11(H11Protocol):
 
     def _evict_one(self) -> bool:
         """Close the connection that has waited longest for a request; False when none waits."""
-        waiting = [c for c in self.connections
-                   if c is not self and isinstance(c, _LimitedH11) and c._waiting_for_request()
-                   and not c.transport.is_closing()]
+        waiting = [
+            c
+            for c in self.connections
+            if c is not self
+            and isinstance(c, _LimitedH11)
+            and c._waiting_for_request()
+            and not c.transport.is_closing()
+        ]
         if not waiting:
             return False
         oldest = min(waiting, key=lambda c: c._waiting_since)
@@ -152,6 +169,8 @@ class _LimitedH11(H11Protocol):
         """A plain answer straight on the socket (the request never reached the app), then close."""
         self._disarm()
         body = b'{"error": {"code": "connection_closed", "message": "' + text + b'", "details": {}}}'
-        self.transport.write(b"HTTP/1.1 " + status + b"\r\nContent-Type: application/json\r\nConnection: close\r\n"
-                             b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+        self.transport.write(
+            b"HTTP/1.1 " + status + b"\r\nContent-Type: application/json\r\nConnection: close\r\n"
+            b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body
+        )
         self.transport.close()

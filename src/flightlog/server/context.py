@@ -89,12 +89,16 @@ class Ctx:
         limit = self.state.config.max_body if limit is None else limit
         declared = self.request.headers.get("content-length")
         if declared is not None and declared.isascii() and declared.isdigit() and int(declared) > limit:
-            raise PayloadTooLarge(f"the body is {declared} bytes; this server takes at most {limit}", details={"limit": limit})
+            raise PayloadTooLarge(
+                f"the body is {declared} bytes; this server takes at most {limit}", details={"limit": limit}
+            )
         chunks, size = [], 0
         async for chunk in self.request.stream():
             size += len(chunk)
             if size > limit:
-                raise PayloadTooLarge(f"the body is over {limit} bytes, the most this server takes", details={"limit": limit})
+                raise PayloadTooLarge(
+                    f"the body is over {limit} bytes, the most this server takes", details={"limit": limit}
+                )
             chunks.append(chunk)
         return b"".join(chunks)
 
@@ -146,7 +150,9 @@ class Query:
             raise InvalidInput(f"query parameter {name} contains a NUL character")
         return values or None
 
-    def integer(self, name: str, *, default: int | None = None, min: int | None = None, max: int | None = None) -> int | None:
+    def integer(
+        self, name: str, *, default: int | None = None, min: int | None = None, max: int | None = None
+    ) -> int | None:
         raw = self.text(name, max_len=40)
         if raw is None or raw == "":
             return default
@@ -155,8 +161,10 @@ class Query:
         value = int(raw)
         if (min is not None and value < min) or (max is not None and value > max):
             bounds = f"from {min}" if max is None else f"up to {max}" if min is None else f"from {min} to {max}"
-            raise InvalidInput(f"query parameter {name}={value} is out of range: use a number {bounds}",
-                               details={"parameter": name, "min": min, "max": max})
+            raise InvalidInput(
+                f"query parameter {name}={value} is out of range: use a number {bounds}",
+                details={"parameter": name, "min": min, "max": max},
+            )
         return value
 
     def count(self, name: str, *, default: int, max: int) -> int:
@@ -193,8 +201,10 @@ class Query:
         if raw is None:
             return default
         if raw not in choices:
-            raise InvalidInput(f"query parameter {name}={raw!r} is not valid: use one of {', '.join(choices)}",
-                               details={"parameter": name, "choices": list(choices)})
+            raise InvalidInput(
+                f"query parameter {name}={raw!r} is not valid: use one of {', '.join(choices)}",
+                details={"parameter": name, "choices": list(choices)},
+            )
         return raw
 
 

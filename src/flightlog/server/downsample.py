@@ -20,7 +20,20 @@ def downsample(steps: np.ndarray, times: np.ndarray, values: np.ndarray, buckets
     """Columns, one entry per non-empty bucket; ``steps`` must be sorted (as histories are)."""
     n = len(steps)
     out: dict[str, Any] = {"points": n, "buckets": 0}
-    names = ("step", "step_end", "time", "count", "nonfinite", "min", "min_step", "max", "max_step", "mean", "first", "last")
+    names = (
+        "step",
+        "step_end",
+        "time",
+        "count",
+        "nonfinite",
+        "min",
+        "min_step",
+        "max",
+        "max_step",
+        "mean",
+        "first",
+        "last",
+    )
     if n == 0:
         return {**out, **{k: [] for k in names}}
     first_step, last_step = int(steps[0]), int(steps[-1])

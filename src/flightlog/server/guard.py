@@ -57,11 +57,22 @@ def render_exception(exc: Exception, scope: Scope) -> Response:
     """Our errors keep their status and words; anything else is a logged 500 that says so."""
     if not isinstance(exc, FlightlogError):
         log.error("internal error on %s %s", scope.get("method"), scope.get("path"), exc_info=exc)
-        exc = FlightlogError("internal server error: the server's log has the details (this is a bug; please report it)")
+        exc = FlightlogError(
+            "internal server error: the server's log has the details (this is a bug; please report it)"
+        )
         exc.code = "internal_error"
     return error_response(exc)
 
 
 def _code_for(status: int) -> str:
-    return {400: "invalid_input", 401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed",
-            409: "conflict", 413: "payload_too_large", 415: "unsupported_media_type", 422: "query_timeout"}.get(status, str(status))
+    return {
+        400: "invalid_input",
+        401: "unauthorized",
+        403: "forbidden",
+        404: "not_found",
+        405: "method_not_allowed",
+        409: "conflict",
+        413: "payload_too_large",
+        415: "unsupported_media_type",
+        422: "query_timeout",
+    }.get(status, str(status))

@@ -140,7 +140,9 @@ class TrustedProxies:
             try:
                 self.networks.append(ipaddress.ip_network(entry, strict=False))
             except ValueError:
-                raise InvalidInput(f"trusted proxy {entry!r} is not an address or a network (e.g. 10.0.0.5, 10.0.0.0/24, or *)") from None
+                raise InvalidInput(
+                    f"trusted proxy {entry!r} is not an address or a network (e.g. 10.0.0.5, 10.0.0.0/24, or *)"
+                ) from None
 
     def __contains__(self, peer: str | None) -> bool:
         if peer is None:

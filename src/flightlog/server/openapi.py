@@ -16,53 +16,134 @@ __all__ = ["openapi_document"]
 _ERROR = {
     "type": "object",
     "required": ["error"],
-    "properties": {"error": {
-        "type": "object",
-        "required": ["code", "message", "details"],
-        "properties": {
-            "code": {"type": "string", "description": "Stable, e.g. invalid_input, not_found, unauthorized."},
-            "message": {"type": "string", "description": "What was wrong and how to fix it, for people."},
-            "details": {"type": "object"},
-        },
-    }},
+    "properties": {
+        "error": {
+            "type": "object",
+            "required": ["code", "message", "details"],
+            "properties": {
+                "code": {"type": "string", "description": "Stable, e.g. invalid_input, not_found, unauthorized."},
+                "message": {"type": "string", "description": "What was wrong and how to fix it, for people."},
+                "details": {"type": "object"},
+            },
+        }
+    },
 }
 _TIME = {"type": ["string", "null"], "format": "date-time"}
-_NUM = {"type": ["number", "string", "null"], "description": "A number; NaN and infinities as \"NaN\", \"Infinity\", \"-Infinity\"."}
+_NUM = {
+    "type": ["number", "string", "null"],
+    "description": 'A number; NaN and infinities as "NaN", "Infinity", "-Infinity".',
+}
 
 SCHEMAS: dict[str, Any] = {
     "Error": _ERROR,
-    "Project": {"type": "object", "properties": {
-        "name": {"type": "string"}, "runs": {"type": "integer"}, "running": {"type": "integer"},
-        "failed": {"type": "integer"}, "last_created": _TIME}},
-    "Run": {"type": "object", "required": ["id", "project", "status"], "properties": {
-        "id": {"type": "string"}, "project": {"type": "string"}, "name": {"type": ["string", "null"]},
-        "status": {"type": "string"}, "end_reason": {"type": ["string", "null"]}, "parent_id": {"type": ["string", "null"]},
-        "attempt": {"type": "integer"}, "exit_code": {"type": ["integer", "null"]}, "signal": {"type": ["integer", "null"]},
-        "duration": {"type": ["number", "null"]}, "queue_wait": {"type": ["number", "null"]},
-        "created": _TIME, "queued": _TIME, "started": _TIME, "ended": _TIME, "updated": _TIME,
-        "params": {"type": "object"}, "tags": {"type": "object"}, "metrics": {"type": "object"},
-        "host": {"type": ["string", "null"]}, "pid": {"type": ["integer", "null"]},
-        "failure": {"type": ["object", "null"]}, "timeline": {"type": "object"},
-        "metric_summaries": {"type": "object"}, "counters": {"type": "object"},
-        "cause": {"type": ["string", "null"], "description": "In listings: the taxonomy category of a failed, crashed or killed run."},
-        "nonfinite_metrics": {"type": "array", "items": {"type": "string"},
-                              "description": "In listings: the metrics with a NaN or infinite point."}}},
-    "MetricSummary": {"type": "object", "properties": {
-        "name": {"type": "string"}, "count": {"type": "integer"}, "nonfinite": {"type": "integer"},
-        "min": _NUM, "max": _NUM, "last": _NUM, "last_step": {"type": ["integer", "null"]},
-        "first_step": {"type": ["integer", "null"]}, "first_time": _TIME, "last_time": _TIME}},
-    "LogEvent": {"type": "object", "properties": {
-        "time": _TIME, "stream": {"type": "string"}, "level": {"type": "string"}, "level_no": {"type": "integer"},
-        "component": {"type": ["string", "null"]}, "message": {"type": "string"}, "fields": {"type": ["object", "null"]},
-        "rank": {"type": ["integer", "null"]}, "attempt": {"type": "integer"}, "stage": {"type": ["string", "null"]}}},
-    "Artifact": {"type": "object", "properties": {
-        "id": {"type": "string"}, "run_id": {"type": "string"}, "role": {"type": "string"}, "kind": {"type": ["string", "null"]},
-        "path": {"type": "string"}, "source": {"type": ["string", "null"]}, "size": {"type": ["integer", "null"]},
-        "sha256": {"type": ["string", "null"]}, "uri": {"type": ["string", "null"]}, "step": {"type": ["integer", "null"]},
-        "time": _TIME, "attempt": {"type": "integer"}, "meta": {"type": ["object", "null"]}}},
-    "Note": {"type": "object", "properties": {
-        "id": {"type": "string"}, "run_id": {"type": "string"}, "time": _TIME,
-        "author": {"type": ["string", "null"]}, "text": {"type": "string"}}},
+    "Project": {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string"},
+            "runs": {"type": "integer"},
+            "running": {"type": "integer"},
+            "failed": {"type": "integer"},
+            "last_created": _TIME,
+        },
+    },
+    "Run": {
+        "type": "object",
+        "required": ["id", "project", "status"],
+        "properties": {
+            "id": {"type": "string"},
+            "project": {"type": "string"},
+            "name": {"type": ["string", "null"]},
+            "status": {"type": "string"},
+            "end_reason": {"type": ["string", "null"]},
+            "parent_id": {"type": ["string", "null"]},
+            "attempt": {"type": "integer"},
+            "exit_code": {"type": ["integer", "null"]},
+            "signal": {"type": ["integer", "null"]},
+            "duration": {"type": ["number", "null"]},
+            "queue_wait": {"type": ["number", "null"]},
+            "created": _TIME,
+            "queued": _TIME,
+            "started": _TIME,
+            "ended": _TIME,
+            "updated": _TIME,
+            "params": {"type": "object"},
+            "tags": {"type": "object"},
+            "metrics": {"type": "object"},
+            "host": {"type": ["string", "null"]},
+            "pid": {"type": ["integer", "null"]},
+            "failure": {"type": ["object", "null"]},
+            "timeline": {"type": "object"},
+            "metric_summaries": {"type": "object"},
+            "counters": {"type": "object"},
+            "cause": {
+                "type": ["string", "null"],
+                "description": "In listings: the taxonomy category of a failed, crashed or killed run.",
+            },
+            "nonfinite_metrics": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "In listings: the metrics with a NaN or infinite point.",
+            },
+        },
+    },
+    "MetricSummary": {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string"},
+            "count": {"type": "integer"},
+            "nonfinite": {"type": "integer"},
+            "min": _NUM,
+            "max": _NUM,
+            "last": _NUM,
+            "last_step": {"type": ["integer", "null"]},
+            "first_step": {"type": ["integer", "null"]},
+            "first_time": _TIME,
+            "last_time": _TIME,
+        },
+    },
+    "LogEvent": {
+        "type": "object",
+        "properties": {
+            "time": _TIME,
+            "stream": {"type": "string"},
+            "level": {"type": "string"},
+            "level_no": {"type": "integer"},
+            "component": {"type": ["string", "null"]},
+            "message": {"type": "string"},
+            "fields": {"type": ["object", "null"]},
+            "rank": {"type": ["integer", "null"]},
+            "attempt": {"type": "integer"},
+            "stage": {"type": ["string", "null"]},
+        },
+    },
+    "Artifact": {
+        "type": "object",
+        "properties": {
+            "id": {"type": "string"},
+            "run_id": {"type": "string"},
+            "role": {"type": "string"},
+            "kind": {"type": ["string", "null"]},
+            "path": {"type": "string"},
+            "source": {"type": ["string", "null"]},
+            "size": {"type": ["integer", "null"]},
+            "sha256": {"type": ["string", "null"]},
+            "uri": {"type": ["string", "null"]},
+            "step": {"type": ["integer", "null"]},
+            "time": _TIME,
+            "attempt": {"type": "integer"},
+            "meta": {"type": ["object", "null"]},
+        },
+    },
+    "Note": {
+        "type": "object",
+        "properties": {
+            "id": {"type": "string"},
+            "run_id": {"type": "string"},
+            "time": _TIME,
+            "author": {"type": ["string", "null"]},
+            "text": {"type": "string"},
+        },
+    },
 }
 
 _COMMON_ERRORS = {
@@ -112,16 +193,20 @@ def openapi_document(operations: list[Operation], *, version: str) -> dict[str, 
             "title": "flightlog API",
             "version": version,
             "description": "Runs, metrics, logs, artifacts and live streams of a flightlog server. Errors are "
-                           "`{\"error\": {\"code\", \"message\", \"details\"}}`. Times are ISO-8601 UTC. "
-                           "Deployment: docs/server.md.",
+            '`{"error": {"code", "message", "details"}}`. Times are ISO-8601 UTC. '
+            "Deployment: docs/server.md.",
         },
         "paths": paths,
         "components": {
             "schemas": SCHEMAS,
             "securitySchemes": {
                 "bearer": {"type": "http", "scheme": "bearer", "description": "A token from `flightlog token create`."},
-                "session": {"type": "apiKey", "in": "cookie", "name": "flightlog_session",
-                            "description": "Set by POST /api/v1/session (the web UI)."},
+                "session": {
+                    "type": "apiKey",
+                    "in": "cookie",
+                    "name": "flightlog_session",
+                    "description": "Set by POST /api/v1/session (the web UI).",
+                },
             },
         },
         "security": [{"bearer": []}, {"session": []}],

@@ -71,8 +71,12 @@ class Operation:
         return self.method.lower() + "_" + "_".join(words).replace(".", "_").replace("-", "_")
 
 
-RUN = Param("run", "path", {"type": "string", "pattern": r"^[0-9A-Za-z_.-]+$", "maxLength": 64},
-            "A run id, or a unique prefix of one.")
+RUN = Param(
+    "run",
+    "path",
+    {"type": "string", "pattern": r"^[0-9A-Za-z_.-]+$", "maxLength": 64},
+    "A run id, or a unique prefix of one.",
+)
 
 
 def schema_ref(name: str) -> dict[str, Any]:

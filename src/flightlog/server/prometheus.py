@@ -72,7 +72,9 @@ class Metrics:
             "# TYPE flightlog_http_requests_total counter",
         ]
         for (method, route, status), n in sorted(self.requests.items()):
-            lines.append(f'flightlog_http_requests_total{{method="{method}",route="{_esc(route)}",status="{status}"}} {n}')
+            lines.append(
+                f'flightlog_http_requests_total{{method="{method}",route="{_esc(route)}",status="{status}"}} {n}'
+            )
         lines += [
             "# HELP flightlog_http_errors_total Error answers (4xx and 5xx), by route template and error code.",
             "# TYPE flightlog_http_errors_total counter",
@@ -87,7 +89,9 @@ class Metrics:
             cumulative = 0
             for bound, count in zip(BUCKETS, h.counts, strict=True):
                 cumulative += count
-                lines.append(f'flightlog_http_request_duration_seconds_bucket{{route="{_esc(route)}",le="{bound}"}} {cumulative}')
+                lines.append(
+                    f'flightlog_http_request_duration_seconds_bucket{{route="{_esc(route)}",le="{bound}"}} {cumulative}'
+                )
             lines.append(f'flightlog_http_request_duration_seconds_bucket{{route="{_esc(route)}",le="+Inf"}} {h.n}')
             lines.append(f'flightlog_http_request_duration_seconds_sum{{route="{_esc(route)}"}} {h.total:.6f}')
             lines.append(f'flightlog_http_request_duration_seconds_count{{route="{_esc(route)}"}} {h.n}')

@@ -70,8 +70,14 @@ def address(sock: socket.socket) -> str:
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
-def uvicorn_config(app: FlightlogApp, *, grace: float = 30.0, log_level: str = "warning",
-                   limits: ConnectionLimits | None = None, **extra: Any) -> uvicorn.Config:
+def uvicorn_config(
+    app: FlightlogApp,
+    *,
+    grace: float = 30.0,
+    log_level: str = "warning",
+    limits: ConnectionLimits | None = None,
+    **extra: Any,
+) -> uvicorn.Config:
     return uvicorn.Config(
         app,
         http=limited_protocol(limits or ConnectionLimits()),
@@ -124,7 +130,10 @@ class AcceptErrors:
             return
         exc = context.get("exception")
         reason = getattr(exc, "strerror", None) or str(exc)
-        log.error("cannot accept connections: %s (%d failed accept calls since the last report); raise the limit "
-                  "of open files (ulimit -n, systemd's LimitNOFILE=) or put a proxy with a connection limit in front",
-                  reason, self.failed)
+        log.error(
+            "cannot accept connections: %s (%d failed accept calls since the last report); raise the limit "
+            "of open files (ulimit -n, systemd's LimitNOFILE=) or put a proxy with a connection limit in front",
+            reason,
+            self.failed,
+        )
         self.failed, self.last_logged = 0, now

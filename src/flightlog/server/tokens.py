@@ -23,7 +23,18 @@ from typing import Any, Protocol
 
 from flightlog.errors import Forbidden, InvalidInput, NotFound
 
-__all__ = ["ROLES", "TokenStore", "NewToken", "Scope", "OPERATOR", "create_token", "hash_token", "list_tokens", "revoke_token", "check_role"]
+__all__ = [
+    "ROLES",
+    "TokenStore",
+    "NewToken",
+    "Scope",
+    "OPERATOR",
+    "create_token",
+    "hash_token",
+    "list_tokens",
+    "revoke_token",
+    "check_role",
+]
 
 ROLES = ("reader", "writer", "admin")
 RANK = {role: i for i, role in enumerate(ROLES)}
@@ -80,12 +91,15 @@ def hash_token(token: str) -> str:
 
 def check_role(role: Any) -> str:
     if role not in ROLES:
-        raise InvalidInput(f"role {role!r} is not valid: use one of {', '.join(ROLES)}", details={"choices": list(ROLES)})
+        raise InvalidInput(
+            f"role {role!r} is not valid: use one of {', '.join(ROLES)}", details={"choices": list(ROLES)}
+        )
     return str(role)
 
 
-def create_token(store: TokenStore, role: str, project: str | None = None, name: str | None = None,
-                 *, by: Scope = OPERATOR) -> NewToken:
+def create_token(
+    store: TokenStore, role: str, project: str | None = None, name: str | None = None, *, by: Scope = OPERATOR
+) -> NewToken:
     """Make a token; ``by`` is who asks (a project admin makes tokens of its project only)."""
     role = check_role(role)
     if project is not None and not _PROJECT.match(project):

@@ -40,8 +40,14 @@ _PAGE_HEADERS = {
     "X-Frame-Options": "DENY",
     "Cache-Control": "no-cache",
 }
-_TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8", ".svg": "image/svg+xml",
-          ".png": "image/png", ".woff2": "font/woff2", ".map": "application/json"}
+_TYPES = {
+    ".js": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".svg": "image/svg+xml",
+    ".png": "image/png",
+    ".woff2": "font/woff2",
+    ".map": "application/json",
+}
 _NOT_BUILT = """<!doctype html><html lang="en"><meta charset="utf-8"><title>flightlog</title>
 <body style="font-family: system-ui, sans-serif; max-width: 40em; margin: 3em auto; line-height: 1.5">
 <h1>The web UI is not built</h1>
@@ -74,10 +80,14 @@ async def asset(request: Request) -> Response:
     target = STATIC / "assets" / name
     if not _ASSET.match(name) or not target.is_file():
         raise HTTPException(404)
-    return FileResponse(target, media_type=_TYPES.get(target.suffix), headers={
-        "Cache-Control": "public, max-age=31536000, immutable",  # names carry a content hash
-        "X-Content-Type-Options": "nosniff",
-    })
+    return FileResponse(
+        target,
+        media_type=_TYPES.get(target.suffix),
+        headers={
+            "Cache-Control": "public, max-age=31536000, immutable",  # names carry a content hash
+            "X-Content-Type-Options": "nosniff",
+        },
+    )
 
 
 def routes() -> list[Route]:
@@ -89,9 +99,18 @@ def routes() -> list[Route]:
 
 
 @click.command("ui")
-@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True,
-              help="Port on 127.0.0.1 (a busy default port falls back to a free one; 0: any free port).")
-@click.option("--home", metavar="DIR", help="The store to show (default FLIGHTLOG_HOME, else the nearest .flightlog above the working directory; docs/configuration.md).")
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=8765,
+    show_default=True,
+    help="Port on 127.0.0.1 (a busy default port falls back to a free one; 0: any free port).",
+)
+@click.option(
+    "--home",
+    metavar="DIR",
+    help="The store to show (default FLIGHTLOG_HOME, else the nearest .flightlog above the working directory; docs/configuration.md).",
+)
 @click.option("--project", metavar="NAME", help="Also print the address of this project's runs.")
 @click.pass_context
 def ui_cmd(ctx: click.Context, port: int, home: str | None, project: str | None) -> None:

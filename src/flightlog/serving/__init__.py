@@ -22,11 +22,26 @@ if TYPE_CHECKING:
     from flightlog.serving.middleware import ServingMiddleware
     from flightlog.serving.reading import aggregates, predictions, replicas
 
-__all__ = ["DEFAULT_SAMPLE", "Replica", "ServingMiddleware", "aggregates", "attach", "current", "log_label",
-           "predictions", "replicas", "track"]
+__all__ = [
+    "DEFAULT_SAMPLE",
+    "Replica",
+    "ServingMiddleware",
+    "aggregates",
+    "attach",
+    "current",
+    "log_label",
+    "predictions",
+    "replicas",
+    "track",
+]
 
-_LAZY = {"track": "decorator", "ServingMiddleware": "middleware", "aggregates": "reading",
-         "predictions": "reading", "replicas": "reading"}
+_LAZY = {
+    "track": "decorator",
+    "ServingMiddleware": "middleware",
+    "aggregates": "reading",
+    "predictions": "reading",
+    "replicas": "reading",
+}
 
 
 def __getattr__(name: str) -> Any:

@@ -40,6 +40,7 @@ def track(func: F | None = None, *, replica: Replica | None = None) -> Any:
     parse = _parser(func)
 
     if inspect.iscoroutinefunction(func):
+
         @functools.wraps(func)
         async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
             r = replica or current()
@@ -51,10 +52,20 @@ def track(func: F | None = None, *, replica: Replica | None = None) -> Any:
                 out = await func(*args, **kwargs)
             except BaseException as exc:
                 end = perf_counter()
-                r.record(end, end - start, 500, rid or r.new_request_id(), exc, (args, kwargs) if r.sampled() else None, parse)
+                r.record(
+                    end,
+                    end - start,
+                    500,
+                    rid or r.new_request_id(),
+                    exc,
+                    (args, kwargs) if r.sampled() else None,
+                    parse,
+                )
                 raise
             end = perf_counter()
-            r.record(end, end - start, 200, rid or r.new_request_id(), out, (args, kwargs) if r.sampled() else None, parse)
+            r.record(
+                end, end - start, 200, rid or r.new_request_id(), out, (args, kwargs) if r.sampled() else None, parse
+            )
             return out
 
         _takes_request_id = "request_id" in _parameters(func)
@@ -71,7 +82,9 @@ def track(func: F | None = None, *, replica: Replica | None = None) -> Any:
             out = func(*args, **kwargs)
         except BaseException as exc:
             end = perf_counter()
-            r.record(end, end - start, 500, rid or r.new_request_id(), exc, (args, kwargs) if r.sampled() else None, parse)
+            r.record(
+                end, end - start, 500, rid or r.new_request_id(), exc, (args, kwargs) if r.sampled() else None, parse
+            )
             raise
         end = perf_counter()
         r.record(end, end - start, 200, rid or r.new_request_id(), out, (args, kwargs) if r.sampled() else None, parse)

@@ -40,7 +40,9 @@ def check_allow_list(fields: Any, *, where: str = "attach(inputs=...)") -> froze
     names: set[str] = set()
     for field in fields:
         if not isinstance(field, str) or not field.strip():
-            raise InvalidInput(f"{where}: {field!r} is not a field name: each entry of the allow-list is a non-empty string")
+            raise InvalidInput(
+                f"{where}: {field!r} is not a field name: each entry of the allow-list is a non-empty string"
+            )
         if is_secret_name(field):
             raise InvalidInput(
                 f"{where}: the field {field!r} looks like a secret and cannot be on the allow-list "

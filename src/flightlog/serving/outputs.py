@@ -57,8 +57,15 @@ class _Numeric:
     def to_dict(self) -> dict[str, Any]:
         self.settle()
         q = self.sketch.quantiles((0.5, 0.95))
-        return {"kind": "numeric", "count": self.count, "mean": self.total / self.count if self.count else None,
-                "p50": q[0], "p95": q[1], "nonfinite": self.nonfinite, "sketch": self.sketch.to_dict()}
+        return {
+            "kind": "numeric",
+            "count": self.count,
+            "mean": self.total / self.count if self.count else None,
+            "p50": q[0],
+            "p95": q[1],
+            "nonfinite": self.nonfinite,
+            "sketch": self.sketch.to_dict(),
+        }
 
 
 class _Categorical:
@@ -77,8 +84,12 @@ class _Categorical:
             self.other += 1
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": "categorical", "count": sum(self.counts.values()) + self.other, "values": dict(self.counts),
-                "other": self.other}
+        return {
+            "kind": "categorical",
+            "count": sum(self.counts.values()) + self.other,
+            "values": dict(self.counts),
+            "other": self.other,
+        }
 
 
 class OutputDistribution:
@@ -151,15 +162,26 @@ def _merge_field(a: Mapping[str, Any] | None, b: Mapping[str, Any]) -> dict[str,
 
     if b.get("kind") == "numeric":
         sketch = QuantileSketch.from_dict(b["sketch"])
-        count, total, nonfinite = int(b.get("count") or 0), (b.get("mean") or 0.0) * int(b.get("count") or 0), int(b.get("nonfinite") or 0)
+        count, total, nonfinite = (
+            int(b.get("count") or 0),
+            (b.get("mean") or 0.0) * int(b.get("count") or 0),
+            int(b.get("nonfinite") or 0),
+        )
         if a and a.get("kind") == "numeric":
             sketch.merge(QuantileSketch.from_dict(a["sketch"]))
             count += int(a.get("count") or 0)
             total += (a.get("mean") or 0.0) * int(a.get("count") or 0)
             nonfinite += int(a.get("nonfinite") or 0)
         q = sketch.quantiles((0.5, 0.95))
-        return {"kind": "numeric", "count": count, "mean": total / count if count else None, "p50": q[0], "p95": q[1],
-                "nonfinite": nonfinite, "sketch": sketch.to_dict()}
+        return {
+            "kind": "numeric",
+            "count": count,
+            "mean": total / count if count else None,
+            "p50": q[0],
+            "p95": q[1],
+            "nonfinite": nonfinite,
+            "sketch": sketch.to_dict(),
+        }
     values: dict[str, int] = dict(b.get("values") or {})
     other = int(b.get("other") or 0)
     if a and a.get("kind") == "categorical":

@@ -28,8 +28,14 @@ def replica_runs(client: Any, endpoint: str, project: str | None = None) -> list
     return list(client.runs(project=project, filter=f"tags.`serving.endpoint` = {_quote(endpoint)}"))
 
 
-def predictions(client: Any, endpoint: str, since: str | float | None = None, *, project: str | None = None,
-                limit: int | None = None) -> list[dict[str, Any]]:
+def predictions(
+    client: Any,
+    endpoint: str,
+    since: str | float | None = None,
+    *,
+    project: str | None = None,
+    limit: int | None = None,
+) -> list[dict[str, Any]]:
     """Sampled prediction records, oldest first, with ``label`` (None until one arrived) joined."""
     rows: list[dict[str, Any]] = []
     labels: dict[str, tuple[float, Any]] = {}
@@ -37,10 +43,21 @@ def predictions(client: Any, endpoint: str, since: str | float | None = None, *,
         replica = run.tags.get("serving.replica")
         for event in client.logs(run, component=PREDICTION, since=since):
             f = event.fields or {}
-            rows.append({"time": event.time, "request_id": f.get("request_id"), "version": f.get("version"),
-                         "replica": replica, "run_id": run.id, "latency_ms": f.get("latency_ms"), "status": f.get("status"),
-                         "inputs": f.get("inputs") or {}, "input_hashes": f.get("input_hashes") or {},
-                         "output": f.get("output"), "error": f.get("error")})
+            rows.append(
+                {
+                    "time": event.time,
+                    "request_id": f.get("request_id"),
+                    "version": f.get("version"),
+                    "replica": replica,
+                    "run_id": run.id,
+                    "latency_ms": f.get("latency_ms"),
+                    "status": f.get("status"),
+                    "inputs": f.get("inputs") or {},
+                    "input_hashes": f.get("input_hashes") or {},
+                    "output": f.get("output"),
+                    "error": f.get("error"),
+                }
+            )
         for event in client.logs(run, component=LABEL):  # a label may come long after `since`
             f = event.fields or {}
             rid = f.get("request_id")
@@ -54,8 +71,9 @@ def predictions(client: Any, endpoint: str, since: str | float | None = None, *,
     return rows[-limit:] if limit else rows
 
 
-def aggregates(client: Any, endpoint: str, since: str | float | None = None, *,
-               project: str | None = None) -> list[dict[str, Any]]:
+def aggregates(
+    client: Any, endpoint: str, since: str | float | None = None, *, project: str | None = None
+) -> list[dict[str, Any]]:
     """Per (version, minute), every replica merged: requests, errors, error_rate, p50/p95/p99 (ms),
     the merged latency histogram and output distribution, and how many replicas contributed."""
     merged: dict[tuple[str, int], dict[str, Any]] = {}
@@ -65,8 +83,16 @@ def aggregates(client: Any, endpoint: str, since: str | float | None = None, *,
             key = (str(f.get("version")), int(f.get("minute") or 0))
             row = merged.get(key)
             if row is None:
-                row = merged[key] = {"version": key[0], "minute": key[1], "requests": 0, "errors": 0, "dropped": 0,
-                                     "_hist": LatencyHistogram(), "outputs": None, "replicas": set()}
+                row = merged[key] = {
+                    "version": key[0],
+                    "minute": key[1],
+                    "requests": 0,
+                    "errors": 0,
+                    "dropped": 0,
+                    "_hist": LatencyHistogram(),
+                    "outputs": None,
+                    "replicas": set(),
+                }
             row["requests"] += int(f.get("requests") or 0)
             row["errors"] += int(f.get("errors") or 0)
             row["dropped"] += int(f.get("dropped") or 0)
@@ -85,7 +111,9 @@ def aggregates(client: Any, endpoint: str, since: str | float | None = None, *,
     return out
 
 
-def replicas(client: Any, endpoint: str, *, project: str | None = None, now: float | None = None) -> list[dict[str, Any]]:
+def replicas(
+    client: Any, endpoint: str, *, project: str | None = None, now: float | None = None
+) -> list[dict[str, Any]]:
     """One row per replica run: state ``serving`` or ``gone``, with version, host:pid, start and heartbeat."""
     now = time.time() if now is None else now
     rows = []
@@ -97,7 +125,18 @@ def replicas(client: Any, endpoint: str, *, project: str | None = None, now: flo
         every = (run.params or {}).get("serving.heartbeat_s") or 10.0
         silent = beat is not None and now - float(beat) > 3 * float(every)
         state = "serving" if run.status == "running" and not silent else "gone"
-        rows.append({"run_id": run.id, "endpoint": endpoint, "env": run.tags.get("serving.env"),
-                     "version": run.tags.get("serving.version"), "replica": run.tags.get("serving.replica"),
-                     "state": state, "status": run.status, "started": run.started, "heartbeat": beat, "ended": run.ended})
+        rows.append(
+            {
+                "run_id": run.id,
+                "endpoint": endpoint,
+                "env": run.tags.get("serving.env"),
+                "version": run.tags.get("serving.version"),
+                "replica": run.tags.get("serving.replica"),
+                "state": state,
+                "status": run.status,
+                "started": run.started,
+                "heartbeat": beat,
+                "ended": run.ended,
+            }
+        )
     return rows

@@ -43,7 +43,9 @@ PREDICTION = "serving.prediction"
 LABEL = "serving.label"
 
 #: (end perf_counter, latency s, status, version, request id, output, sampled inputs or None, parse)
-Entry = tuple[float, float, int, str, "str | None", Any, Any, "Callable[[Any, Any], tuple[Any, Any, str | None]] | None"]
+Entry = tuple[
+    float, float, int, str, "str | None", Any, Any, "Callable[[Any, Any], tuple[Any, Any, str | None]] | None"
+]
 
 _GRACE_S = 1.0  # a minute is written this long after it ends (a request ending at :59.9 is in the buffer by then)
 _KEEP_MINUTES = 10  # written minutes remembered, for totals should a late request arrive
@@ -67,8 +69,16 @@ class _Aggregate:
 class Recorder:
     """The buffer (``buffer``, ``limit``, ``dropped``) and its background writer for one run."""
 
-    def __init__(self, run: Run, *, allow: frozenset[str], limit: int = 100_000, interval: float = 1.0,
-                 heartbeat: float = 10.0, warn: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self,
+        run: Run,
+        *,
+        allow: frozenset[str],
+        limit: int = 100_000,
+        interval: float = 1.0,
+        heartbeat: float = 10.0,
+        warn: Callable[[str], None] | None = None,
+    ) -> None:
         self.run = run
         self.allow = allow
         self.buffer: deque[Entry] = deque()
@@ -150,15 +160,37 @@ class Recorder:
             if sampled:
                 self._prediction(wall, rid, version, ms, status, inputs, output, error_name, allow)
 
-    def _prediction(self, wall: float, rid: str | None, version: str, ms: float, status: int, inputs: Any,
-                    output: Any, error: str | None, allow: frozenset[str]) -> None:
+    def _prediction(
+        self,
+        wall: float,
+        rid: str | None,
+        version: str,
+        ms: float,
+        status: int,
+        inputs: Any,
+        output: Any,
+        error: str | None,
+        allow: frozenset[str],
+    ) -> None:
         kept, hashed = split_inputs(inputs, allow)
-        fields: dict[str, Any] = {"request_id": rid, "version": version, "latency_ms": round(ms, 3), "status": status,
-                                  "inputs": kept, "input_hashes": hashed, "output": jsonable_output(output)}
+        fields: dict[str, Any] = {
+            "request_id": rid,
+            "version": version,
+            "latency_ms": round(ms, 3),
+            "status": status,
+            "inputs": kept,
+            "input_hashes": hashed,
+            "output": jsonable_output(output),
+        }
         if error is not None:
             fields["error"] = error
-        self.run.log_event(f"prediction {rid} {status} {ms:.1f} ms", level="error" if status >= 500 else "info",
-                           component=PREDICTION, fields=fields, time=wall)
+        self.run.log_event(
+            f"prediction {rid} {status} {ms:.1f} ms",
+            level="error" if status >= 500 else "info",
+            component=PREDICTION,
+            fields=fields,
+            time=wall,
+        )
 
     def _write(self, *, everything: bool) -> None:
         current = int((time.time() - _GRACE_S) // 60)
@@ -174,19 +206,34 @@ class Recorder:
                 self._aggregate_event(key[0], minute, agg, dropped - self._dropped_written)
                 self._dropped_written = dropped
             p = totals.latency.percentiles()
-            self.run.log({"serving.requests": totals.requests, "serving.errors": totals.errors,
-                          **{f"serving.latency_ms.{k}": v for k, v in p.items() if v is not None},
-                          "serving.dropped": dropped}, step=minute)
+            self.run.log(
+                {
+                    "serving.requests": totals.requests,
+                    "serving.errors": totals.errors,
+                    **{f"serving.latency_ms.{k}": v for k, v in p.items() if v is not None},
+                    "serving.dropped": dropped,
+                },
+                step=minute,
+            )
         for minute in [m for m in self._written if m < current - _KEEP_MINUTES]:
             del self._written[minute]
 
     def _aggregate_event(self, version: str, minute: int, agg: _Aggregate, dropped: int) -> None:
         p = agg.latency.percentiles()
-        fields = {"version": version, "minute": minute, "requests": agg.requests, "errors": agg.errors,
-                  "latency": agg.latency.to_dict(), "outputs": agg.outputs.to_dict(), "dropped": dropped}
+        fields = {
+            "version": version,
+            "minute": minute,
+            "requests": agg.requests,
+            "errors": agg.errors,
+            "latency": agg.latency.to_dict(),
+            "outputs": agg.outputs.to_dict(),
+            "dropped": dropped,
+        }
         p99 = p["p99"]
         self.run.log_event(
             f"version {version} minute {minute}: {agg.requests} requests, {agg.errors} errors"
             + (f", p99 {p99:.1f} ms" if p99 is not None else ""),
-            component=AGGREGATE, fields=fields, time=minute * 60.0,
+            component=AGGREGATE,
+            fields=fields,
+            time=minute * 60.0,
         )

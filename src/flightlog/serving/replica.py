@@ -50,9 +50,13 @@ def _sample_rate(sample: float | None) -> float:
         try:
             sample = float(text)
         except ValueError:
-            raise InvalidInput(f"{SAMPLE_ENV}={text!r} is not a number: use a share between 0 and 1, such as 0.01") from None
+            raise InvalidInput(
+                f"{SAMPLE_ENV}={text!r} is not a number: use a share between 0 and 1, such as 0.01"
+            ) from None
     if isinstance(sample, bool) or not isinstance(sample, (int, float)) or not 0.0 <= float(sample) <= 1.0:
-        raise InvalidInput(f"{where}: the sampling rate {sample!r} is not a share between 0 and 1 (0.01 keeps one request in 100)")
+        raise InvalidInput(
+            f"{where}: the sampling rate {sample!r} is not a share between 0 and 1 (0.01 keeps one request in 100)"
+        )
     return float(sample)
 
 
@@ -61,7 +65,9 @@ def _split_model(model: str | None, version: str | None) -> tuple[str | None, st
     if model is None:
         return None, version
     if not isinstance(model, str) or not model.strip():
-        raise InvalidInput("attach(model=...): give the registered model as NAME@ALIAS or NAME:VERSION, such as 'fraud@production'")
+        raise InvalidInput(
+            "attach(model=...): give the registered model as NAME@ALIAS or NAME:VERSION, such as 'fraud@production'"
+        )
     if version is None and ":" in model and not model.startswith("models:/"):
         name, _, v = model.rpartition(":")
         return name, v
@@ -72,8 +78,9 @@ def _split_model(model: str | None, version: str | None) -> tuple[str | None, st
 class Replica:
     """What ``attach()`` returns: the run, the recorder, and the request path's two helpers."""
 
-    def __init__(self, run: Any, recorder: Recorder, *, endpoint: str, env: str, model: str | None, version: str,
-                 sample: float) -> None:
+    def __init__(
+        self, run: Any, recorder: Recorder, *, endpoint: str, env: str, model: str | None, version: str, sample: float
+    ) -> None:
         self.run = run
         self.recorder = recorder
         self.endpoint = endpoint
@@ -91,8 +98,16 @@ class Replica:
     def new_request_id(self) -> str:
         return self._prefix + str(next(self._ids))
 
-    def record(self, end: float, latency: float, status: int, rid: str | None, output: Any = None, inputs: Any = None,
-               parse: Any = None) -> None:
+    def record(
+        self,
+        end: float,
+        latency: float,
+        status: int,
+        rid: str | None,
+        output: Any = None,
+        inputs: Any = None,
+        parse: Any = None,
+    ) -> None:
         """One request's evidence: ``end`` and ``latency`` from ``time.perf_counter()``; ``inputs``
         only for a sampled request. Appends one tuple; a full buffer drops and counts."""
         buffer = self.buffer
@@ -133,9 +148,13 @@ class Replica:
 
 def _check_label(request_id: Any, label: Any) -> None:
     if not isinstance(request_id, str) or not request_id:
-        raise InvalidInput(f"log_label: the request id must be the non-empty text the response carried (X-Request-ID), got {request_id!r}")
+        raise InvalidInput(
+            f"log_label: the request id must be the non-empty text the response carried (X-Request-ID), got {request_id!r}"
+        )
     if not is_json_value(label):
-        raise InvalidInput(f"log_label: the label of request {request_id!r} must be JSON (a number, text, a list or a dict), got {type(label).__name__}")
+        raise InvalidInput(
+            f"log_label: the label of request {request_id!r} must be JSON (a number, text, a list or a dict), got {type(label).__name__}"
+        )
 
 
 def attach(
@@ -177,17 +196,38 @@ def attach(
     project = project or resolved.get("project")
     with _current_lock:
         if _current is not None:
-            raise InvalidInput(f"this process is already a replica of {_current.endpoint}@{_current.env}: attach() once per process")
+            raise InvalidInput(
+                f"this process is already a replica of {_current.endpoint}@{_current.env}: attach() once per process"
+            )
     from flightlog.data import sketch  # noqa: F401 - numpy, imported now rather than on the first flush
 
     host = socket.gethostname()
-    tags = {"serving.endpoint": endpoint, "serving.env": env, "serving.model": name or "",
-            "serving.version": resolved["version"], "serving.replica": f"{host}:{os.getpid()}"}
+    tags = {
+        "serving.endpoint": endpoint,
+        "serving.env": env,
+        "serving.model": name or "",
+        "serving.version": resolved["version"],
+        "serving.replica": f"{host}:{os.getpid()}",
+    }
     run = flightlog.init(project=project, name=f"serve {endpoint}@{env}", tags=tags, console=False)
-    run.log_params({"serving": {"endpoint": endpoint, "env": env, "model": model, "version": resolved["version"],
-                                "model_run": resolved.get("run_id"), "digest": resolved.get("digest"),
-                                "host": host, "pid": os.getpid(), "started": time.time(), "sample": rate,
-                                "inputs": sorted(allow), "heartbeat_s": heartbeat}})
+    run.log_params(
+        {
+            "serving": {
+                "endpoint": endpoint,
+                "env": env,
+                "model": model,
+                "version": resolved["version"],
+                "model_run": resolved.get("run_id"),
+                "digest": resolved.get("digest"),
+                "host": host,
+                "pid": os.getpid(),
+                "started": time.time(),
+                "sample": rate,
+                "inputs": sorted(allow),
+                "heartbeat_s": heartbeat,
+            }
+        }
+    )
 
     recorder = Recorder(run, allow=allow, limit=buffer_limit, interval=interval, heartbeat=heartbeat, warn=warn)
     replica = Replica(run, recorder, endpoint=endpoint, env=env, model=name, version=resolved["version"], sample=rate)

@@ -119,5 +119,7 @@ def open_artifact_store(home: Path, uri: str | None = None) -> LocalArtifactStor
 
         return S3ArtifactStore(uri, home / "artifacts")
 
-    raise InvalidInput(f"FLIGHTLOG_ARTIFACTS={uri!r} is not an artifact store: use s3://BUCKET/PREFIX, or unset it "
-                       "to keep artifacts under FLIGHTLOG_HOME/artifacts")
+    raise InvalidInput(
+        f"FLIGHTLOG_ARTIFACTS={uri!r} is not an artifact store: use s3://BUCKET/PREFIX, or unset it "
+        "to keep artifacts under FLIGHTLOG_HOME/artifacts"
+    )

@@ -30,7 +30,16 @@ from flightlog.redaction import redact_user_strings
 from flightlog.schema import record as schema_record
 from flightlog.schema.values import escape_surrogates
 
-__all__ = ["IngestResult", "MetadataReader", "MetadataStore", "EventStore", "Store", "StoreReader", "StoreWriter", "ingest_one"]
+__all__ = [
+    "IngestResult",
+    "MetadataReader",
+    "MetadataStore",
+    "EventStore",
+    "Store",
+    "StoreReader",
+    "StoreWriter",
+    "ingest_one",
+]
 
 
 @dataclass
@@ -49,6 +58,7 @@ class MetadataReader(Protocol):
         """The id of the run named by an id or a unique prefix, without reading the run itself
         (a store that resolves references on every call may return ``ref`` unchanged)."""
         ...
+
     def get_run(self, ref: str) -> RunInfo: ...
     def search_runs(
         self,
@@ -98,6 +108,7 @@ class StoreWriter(Protocol):
         call made it (the run is then running, on ``host`` as ``pid``), None when the run is
         no longer at attempt ``seen`` or no longer ended (another process resumed it first)."""
         ...
+
     def delete_runs(self, run_ids: Sequence[str]) -> int: ...
     def add_note(self, run_id: str, text: str, author: str | None = None) -> Note: ...
 

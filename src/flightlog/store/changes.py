@@ -42,9 +42,17 @@ class ChangeFeedStore(Protocol):
         """The newest row id of each of :data:`FEED_TABLES` (0 when empty)."""
         ...
 
-    def changes(self, after: Cursor, upto: Cursor | None = None, *, run_id: str | None = None,
-                metrics: bool = True, samples: bool = True, activity: bool = True,
-                samples_since: float | None = None) -> Changes:
+    def changes(
+        self,
+        after: Cursor,
+        upto: Cursor | None = None,
+        *,
+        run_id: str | None = None,
+        metrics: bool = True,
+        samples: bool = True,
+        activity: bool = True,
+        samples_since: float | None = None,
+    ) -> Changes:
         """Rows committed after ``after`` up to ``upto`` (default: now), of one run or of all;
         ``samples_since`` keeps only samples taken at or after that time."""
         ...

@@ -31,8 +31,15 @@ from flightlog.plugins import StoreMigrations, features, table
 if TYPE_CHECKING:
     from flightlog.plugins import StoreMigrations
 
-__all__ = ["META_KEY", "apply_feature_migrations", "ensure_tables", "feature_migrations", "feature_tables",
-           "loaded_feature_migrations", "recorded_versions"]
+__all__ = [
+    "META_KEY",
+    "apply_feature_migrations",
+    "ensure_tables",
+    "feature_migrations",
+    "feature_tables",
+    "loaded_feature_migrations",
+    "recorded_versions",
+]
 
 #: the ``meta`` key holding a feature's schema version
 META_KEY = "schema_version:{feature}"
@@ -101,11 +108,10 @@ def apply_feature_migrations(
                     (key, str(len(steps))),
                 )
         except Exception as exc:  # noqa: BLE001 - one feature's broken tables never stop the store
-            notice(f"warning: the feature {m.feature!r} (store migrations) was left out: "
-                  f"{type(exc).__name__}: {exc}")
+            notice(f"warning: the feature {m.feature!r} (store migrations) was left out: {type(exc).__name__}: {exc}")
 
 
 def recorded_versions(rows: Sequence[Sequence[Any]]) -> dict[str, int]:
     """``meta`` rows (key, value) of ``schema_version:*`` as {feature: version}."""
     prefix = META_KEY.format(feature="")
-    return {str(k)[len(prefix):]: int(v) for k, v in rows if str(k).startswith(prefix)}
+    return {str(k)[len(prefix) :]: int(v) for k, v in rows if str(k).startswith(prefix)}

@@ -90,8 +90,9 @@ class S3ArtifactStore(LocalArtifactStore):
         except ClientError as exc:
             raise self._client_error(doing, exc) from None
         except BotoCoreError as exc:
-            raise StoreUnavailable(f"cannot {doing} in the artifact bucket {self.uri}: {exc}",
-                                   details={"artifacts": self.uri}) from None
+            raise StoreUnavailable(
+                f"cannot {doing} in the artifact bucket {self.uri}: {exc}", details={"artifacts": self.uri}
+            ) from None
 
     def _client_error(self, doing: str, exc: Any) -> StoreUnavailable:
         error = exc.response.get("Error", {})
@@ -100,12 +101,15 @@ class S3ArtifactStore(LocalArtifactStore):
         if code == "NoSuchBucket" or (code == "404" and doing == "reach the bucket"):
             hint = f"the bucket {self.bucket!r} does not exist: create it, or fix FLIGHTLOG_ARTIFACTS"
         elif code in ("AccessDenied", "403", "InvalidAccessKeyId", "SignatureDoesNotMatch") or status == 403:
-            hint = (f"access to the bucket {self.bucket!r} is denied: check the credentials "
-                    "(AWS_ACCESS_KEY_ID / AWS_PROFILE) and the bucket's policy")
+            hint = (
+                f"access to the bucket {self.bucket!r} is denied: check the credentials "
+                "(AWS_ACCESS_KEY_ID / AWS_PROFILE) and the bucket's policy"
+            )
         else:
             hint = f"{code or status}: {error.get('Message') or exc}"
-        return StoreUnavailable(f"cannot {doing} in the artifact store {self.uri}: {hint}",
-                                details={"artifacts": self.uri, "code": code})
+        return StoreUnavailable(
+            f"cannot {doing} in the artifact store {self.uri}: {hint}", details={"artifacts": self.uri, "code": code}
+        )
 
     def check(self) -> None:
         """Fail early and clearly when the bucket is missing or closed to us (once)."""
@@ -150,8 +154,10 @@ class S3ArtifactStore(LocalArtifactStore):
         if reader.digest.hexdigest() != sha256:
             with self._errors("remove a damaged upload"):
                 self.client.delete_object(Bucket=self.bucket, Key=key)
-            raise InvalidInput(f"{source} changed while it was uploaded (its SHA-256 is no longer {sha256}): "
-                               "log it again once it is complete")
+            raise InvalidInput(
+                f"{source} changed while it was uploaded (its SHA-256 is no longer {sha256}): "
+                "log it again once it is complete"
+            )
 
     # ── reading ─────────────────────────────────────────────────────────────
     def path_of(self, uri: str) -> Path:
@@ -172,8 +178,10 @@ class S3ArtifactStore(LocalArtifactStore):
                 self.client.download_fileobj(self.bucket, self.key(sha), out, Config=self.transfer)
             got, _ = hash_file(tmp_name)
             if got != sha:
-                raise StoreUnavailable(f"the object for {uri} in {self.uri} is damaged: its SHA-256 is {got}",
-                                       details={"expected": sha, "actual": got})
+                raise StoreUnavailable(
+                    f"the object for {uri} in {self.uri} is damaged: its SHA-256 is {got}",
+                    details={"expected": sha, "actual": got},
+                )
             blob.parent.mkdir(parents=True, exist_ok=True)
             os.replace(tmp_name, blob)
         except BaseException:
@@ -196,6 +204,11 @@ class S3ArtifactStore(LocalArtifactStore):
         """Delete the objects (1,000 a request) and their cached copies."""
         with self._errors("remove unreferenced artifacts"):
             for start in range(0, len(digests), 1000):
-                self.client.delete_objects(Bucket=self.bucket, Delete={
-                    "Objects": [{"Key": self.key(sha)} for sha in digests[start : start + 1000]], "Quiet": True})
+                self.client.delete_objects(
+                    Bucket=self.bucket,
+                    Delete={
+                        "Objects": [{"Key": self.key(sha)} for sha in digests[start : start + 1000]],
+                        "Quiet": True,
+                    },
+                )
         super().remove_blobs(digests)

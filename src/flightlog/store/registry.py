@@ -64,8 +64,7 @@ def _sqlite(fork_safe: bool) -> Opener:
         mode = options.pop("mode", "rw")
         if options or mode not in ("rw", "ro"):
             raise InvalidInput(
-                f"store URI {uri!r}: the only option is mode=ro (open the file read-only), "
-                f"got {query!r}"
+                f"store URI {uri!r}: the only option is mode=ro (open the file read-only), got {query!r}"
             )
         if not path:
             raise InvalidInput(

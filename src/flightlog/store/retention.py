@@ -24,8 +24,13 @@ class GcPlan:
     journals: int = 0
 
     def to_dict(self) -> dict[str, Any]:
-        return {"runs": self.run_ids, "run_bytes": self.run_bytes, "blobs": self.blobs,
-                "blob_bytes": self.blob_bytes, "journals": self.journals}
+        return {
+            "runs": self.run_ids,
+            "run_bytes": self.run_bytes,
+            "blobs": self.blobs,
+            "blob_bytes": self.blob_bytes,
+            "journals": self.journals,
+        }
 
 
 def plan_gc(client: Any, *, older_than: float | None, max_size: int | None, now: float) -> GcPlan:
@@ -78,5 +83,10 @@ def run_gc(client: Any, plan: GcPlan) -> dict[str, Any]:
     for journal in journals:
         journal.remove()
     store.reclaim_space()
-    return {"runs": plan.run_ids, "run_bytes": plan.run_bytes, "blobs": blobs, "blob_bytes": blob_bytes,
-            "journals": len(journals)}
+    return {
+        "runs": plan.run_ids,
+        "run_bytes": plan.run_bytes,
+        "blobs": blobs,
+        "blob_bytes": blob_bytes,
+        "journals": len(journals),
+    }

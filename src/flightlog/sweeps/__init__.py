@@ -52,5 +52,15 @@ def sweep(
         else:
             parsed[key] = Choice(tuple(value))
     runner = FunctionTarget(target) if callable(target) else CommandTarget(list(target))
-    return run_sweep(runner, parsed, metric=metric, goal=goal, method=method, trials=trials, project=project,
-                     name=name, alerts=alerts, seed=seed)
+    return run_sweep(
+        runner,
+        parsed,
+        metric=metric,
+        goal=goal,
+        method=method,
+        trials=trials,
+        project=project,
+        name=name,
+        alerts=alerts,
+        seed=seed,
+    )

@@ -57,8 +57,15 @@ class Trial:
         return self.stopped_by is not None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"number": self.number, "run_id": self.run_id, "params": self.params, "state": self.state,
-                "value": self.value, "status": self.status, "stopped_by": self.stopped_by}
+        return {
+            "number": self.number,
+            "run_id": self.run_id,
+            "params": self.params,
+            "state": self.state,
+            "value": self.value,
+            "status": self.status,
+            "stopped_by": self.stopped_by,
+        }
 
 
 @dataclass
@@ -79,8 +86,14 @@ class SweepResult:
 
     def to_dict(self) -> dict[str, Any]:
         best = self.best
-        return {"sweep": self.sweep_id, "metric": self.metric, "goal": self.goal, "method": self.method,
-                "best": best.to_dict() if best else None, "trials": [t.to_dict() for t in self.trials]}
+        return {
+            "sweep": self.sweep_id,
+            "metric": self.metric,
+            "goal": self.goal,
+            "method": self.method,
+            "best": best.to_dict() if best else None,
+            "trials": [t.to_dict() for t in self.trials],
+        }
 
 
 class AlertWatch:
@@ -124,7 +137,9 @@ class CommandTarget:
 
     def __init__(self, command: Sequence[str]) -> None:
         if not command:
-            raise InvalidInput("nothing to run: put the command after --, e.g. flightlog sweep ... -- python train.py --lr {lr}")
+            raise InvalidInput(
+                "nothing to run: put the command after --, e.g. flightlog sweep ... -- python train.py --lr {lr}"
+            )
         self.command = list(command)
 
     def argv(self, params: dict[str, Any]) -> list[str]:
@@ -140,9 +155,14 @@ class CommandTarget:
         from flightlog.runner.options import child_run_argv
 
         trial.run_id = new_run_id()  # chosen here, so the watch knows the trial's run from the start
-        cmd = child_run_argv(project=ctx.project, name=f"{ctx.name}-{trial.number}", parent=ctx.sweep_id,
-                             run_id=trial.run_id, tags={"sweep": ctx.sweep_id, "trial": str(trial.number)},
-                             params=trial.params)
+        cmd = child_run_argv(
+            project=ctx.project,
+            name=f"{ctx.name}-{trial.number}",
+            parent=ctx.sweep_id,
+            run_id=trial.run_id,
+            tags={"sweep": ctx.sweep_id, "trial": str(trial.number)},
+            params=trial.params,
+        )
         if ctx.watch is not None:
             cmd += ["--alerts", ctx.watch.path]
         cmd += ["--", *self.argv(trial.params)]
@@ -173,8 +193,14 @@ class FunctionTarget:
     def run(self, trial: Trial, ctx: SweepContext) -> None:
         from flightlog.alerts.monitor import start_monitor
 
-        run = flightlog.init(project=ctx.project, name=f"{ctx.name}-{trial.number}", parent=ctx.sweep_id,
-                             params=trial.params, tags={"sweep": ctx.sweep_id, "trial": str(trial.number)}, resources=False)
+        run = flightlog.init(
+            project=ctx.project,
+            name=f"{ctx.name}-{trial.number}",
+            parent=ctx.sweep_id,
+            params=trial.params,
+            tags={"sweep": ctx.sweep_id, "trial": str(trial.number)},
+            resources=False,
+        )
         trial.run, trial.run_id, trial._watch = run, run.id, ctx.watch
         monitor = start_monitor(run, ctx.watch.path) if ctx.watch is not None else None
         try:
@@ -222,9 +248,19 @@ def run_sweep(
     try:
         sampler = open_sampler(method, space, seed=seed, goal=goal)
         watch = AlertWatch(client, alerts) if alerts else None
-        sweep = flightlog.init(project=project, name=name or "sweep", resources=False, tags={"kind": "sweep"},
-                               params={"sweep.method": method, "sweep.metric": metric, "sweep.goal": goal,
-                                       "sweep.trials": trials, **{f"sweep.space.{k}": repr(v) for k, v in space.items()}})
+        sweep = flightlog.init(
+            project=project,
+            name=name or "sweep",
+            resources=False,
+            tags={"kind": "sweep"},
+            params={
+                "sweep.method": method,
+                "sweep.metric": metric,
+                "sweep.goal": goal,
+                "sweep.trials": trials,
+                **{f"sweep.space.{k}": repr(v) for k, v in space.items()},
+            },
+        )
         ctx = SweepContext(client, sweep.id, sweep.project, sweep.name or "sweep", watch)
         done: list[Trial] = []
         try:
@@ -268,8 +304,7 @@ def _score(trial: Trial, client: Any, metric: str) -> None:
     if trial.value is None:
         summary = info.metrics.get(metric)
         trial.value = summary.last if summary is not None else None
-    if trial.state == "failed" or info.status in FAILED_STATUSES or (
-            info.status == "stopped" and not trial.stopped_by):
+    if trial.state == "failed" or info.status in FAILED_STATUSES or (info.status == "stopped" and not trial.stopped_by):
         trial.state = "failed"
     elif trial.stopped_by:
         trial.state = "pruned"

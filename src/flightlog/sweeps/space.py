@@ -80,7 +80,9 @@ def grid(space: dict[str, Param]) -> list[dict[str, Any]]:
         elif isinstance(param, IntUniform):
             axes.append([(name, v) for v in range(param.low, param.high + 1)])
         else:
-            raise InvalidInput(f"--param {name}: a grid search needs choices (a,b,c) or int:LOW:HIGH, not a continuous range")
+            raise InvalidInput(
+                f"--param {name}: a grid search needs choices (a,b,c) or int:LOW:HIGH, not a continuous range"
+            )
     return [dict(combo) for combo in itertools.product(*axes)]
 
 

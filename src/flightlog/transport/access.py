@@ -38,15 +38,21 @@ def check_write_access(http: Connection, project: str) -> None:
         return
     role, scope, token_id = who.get("role"), who.get("project"), who.get("token_id")
     token = f"token {token_id}" if token_id else "this token"
-    how = (f"use a writer token for {project!r} (`flightlog token create --role writer --project {project}`)"
-           ", or set FLIGHTLOG_MODE=offline to keep the run in the local journal only")
+    how = (
+        f"use a writer token for {project!r} (`flightlog token create --role writer --project {project}`)"
+        ", or set FLIGHTLOG_MODE=offline to keep the run in the local journal only"
+    )
     details = {"url": http.url, "project": project, "role": role, "token_project": scope, "token_id": token_id}
     if role not in _WRITERS:
-        raise Forbidden(f"the server at {http.url} will not take runs from {token}: its role is {role!r}, "
-                        f"which can only read; nothing was recorded. To record into project {project!r}, {how}",
-                        details=details)
+        raise Forbidden(
+            f"the server at {http.url} will not take runs from {token}: its role is {role!r}, "
+            f"which can only read; nothing was recorded. To record into project {project!r}, {how}",
+            details=details,
+        )
     if scope is not None and scope != project:
-        raise Forbidden(f"the server at {http.url} will not take runs of project {project!r} from {token}: "
-                        f"it is a {role} token limited to project {scope!r}; nothing was recorded. "
-                        f"Record into {scope!r}, or {how}",
-                        details=details)
+        raise Forbidden(
+            f"the server at {http.url} will not take runs of project {project!r} from {token}: "
+            f"it is a {role} token limited to project {scope!r}; nothing was recorded. "
+            f"Record into {scope!r}, or {how}",
+            details=details,
+        )

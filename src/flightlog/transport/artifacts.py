@@ -85,7 +85,11 @@ class RemoteArtifactStore(LocalArtifactStore):
             blob = self._blob(sha)
             size = blob.stat().st_size
             self.http.request(
-                "PUT", path, content=_chunks(blob), retries=0, timeout=_UPLOAD_TIMEOUT,
+                "PUT",
+                path,
+                content=_chunks(blob),
+                retries=0,
+                timeout=_UPLOAD_TIMEOUT,
                 headers={"Content-Type": "application/octet-stream", "Content-Length": str(size)},
             )
         self._on_server.add(sha)
@@ -123,12 +127,17 @@ class RemoteArtifactStore(LocalArtifactStore):
         fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=".flightlog-download-")
         digest = hashlib.sha256()
         try:
-            with os.fdopen(fd, "wb") as out, self.http.stream("GET", f"/blobs/sha256/{sha}", timeout=_UPLOAD_TIMEOUT) as resp:
+            with (
+                os.fdopen(fd, "wb") as out,
+                self.http.stream("GET", f"/blobs/sha256/{sha}", timeout=_UPLOAD_TIMEOUT) as resp,
+            ):
                 for chunk in resp.iter_bytes(_CHUNK):
                     digest.update(chunk)
                     out.write(chunk)
             if digest.hexdigest() != sha:
-                raise InvalidInput(f"artifact content {sha[:12]} arrived damaged (hash {digest.hexdigest()[:12]}); try again")
+                raise InvalidInput(
+                    f"artifact content {sha[:12]} arrived damaged (hash {digest.hexdigest()[:12]}); try again"
+                )
             os.replace(tmp, dest)
         except BaseException:
             try:

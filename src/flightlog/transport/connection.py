@@ -45,8 +45,7 @@ class Connection:
         parsed = urlparse(url)
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
             raise InvalidInput(
-                f"FLIGHTLOG_URL={url!r} is not a server address: use http(s)://HOST[:PORT], "
-                "e.g. http://127.0.0.1:8765"
+                f"FLIGHTLOG_URL={url!r} is not a server address: use http(s)://HOST[:PORT], e.g. http://127.0.0.1:8765"
             )
         self.url = url.rstrip("/")
         self.retries = retries

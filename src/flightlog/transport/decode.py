@@ -160,7 +160,9 @@ def artifact_from_dict(d: dict[str, Any]) -> Artifact:
 
 
 def note_from_dict(d: dict[str, Any]) -> Note:
-    return Note(id=int(d["id"]), run_id=d["run_id"], time=epoch(d["time"]) or 0.0, author=d.get("author"), text=d["text"])
+    return Note(
+        id=int(d["id"]), run_id=d["run_id"], time=epoch(d["time"]) or 0.0, author=d.get("author"), text=d["text"]
+    )
 
 
 def evidence_from_dict(d: dict[str, Any]) -> dict[str, Any]:

@@ -84,7 +84,11 @@ class HttpStore:
         while todo:
             count, body = encode_batches(todo, self.max_batch_bytes)[0]
             response = self.http.request(
-                "POST", "/ingest", content=body, retries=0, ok=(413,),
+                "POST",
+                "/ingest",
+                content=body,
+                retries=0,
+                ok=(413,),
                 # every record this store ships was redacted where it was formed (flightlog.redaction)
                 headers={"Content-Type": MEDIA_TYPE, "Content-Encoding": "gzip", REDACTED_HEADER: REDACTION_VERSION},
             )
@@ -112,14 +116,19 @@ class HttpStore:
     def claim_attempt(self, run_id: str, seen: int, *, host: str, pid: int, started: float) -> int | None:
         """The server's compare-and-set (``POST /runs/{run}/attempts``): 409 is another process's claim."""
         try:
-            doc = self.http.json("POST", _runs_path(run_id, "attempts"),
-                                 json={"seen": seen, "host": host, "pid": pid, "started": started})
+            doc = self.http.json(
+                "POST",
+                _runs_path(run_id, "attempts"),
+                json={"seen": seen, "host": host, "pid": pid, "started": started},
+            )
         except Conflict:
             return None
         return int(doc["attempt"])
 
     def add_note(self, run_id: str, text: str, author: str | None = None) -> Note:
-        return decode.note_from_dict(self.http.json("POST", _runs_path(run_id, "notes"), json={"text": text, "author": author}))
+        return decode.note_from_dict(
+            self.http.json("POST", _runs_path(run_id, "notes"), json={"text": text, "author": author})
+        )
 
     # ── runs ────────────────────────────────────────────────────────────────
     def resolve(self, ref: str) -> str:
@@ -219,7 +228,9 @@ class HttpStore:
             want = LOG_PAGE if query.limit is None else min(LOG_PAGE, query.limit - len(events))
             if want <= 0:
                 return events
-            page = self.http.json("GET", path, params={**params, "limit": want, **({"cursor": cursor} if cursor else {})})
+            page = self.http.json(
+                "GET", path, params={**params, "limit": want, **({"cursor": cursor} if cursor else {})}
+            )
             events.extend(decode.log_event_from_dict(e) for e in page["events"])
             cursor = page.get("next_cursor")
             if not cursor:
@@ -252,7 +263,13 @@ class HttpStore:
         ``reconnect_for`` seconds of failing reconnects.
         """
         params: dict[str, Any] = {"events": "logs,status"}
-        for name, value in (("level", level), ("grep", grep), ("component", component), ("attempt", attempt), ("stage", stage)):
+        for name, value in (
+            ("level", level),
+            ("grep", grep),
+            ("component", component),
+            ("attempt", attempt),
+            ("stage", stage),
+        ):
             if value is not None:
                 params[name] = value
         if since is not None:
@@ -264,8 +281,9 @@ class HttpStore:
         while True:
             headers = {"Accept": "text/event-stream", **({"Last-Event-ID": last_id} if last_id else {})}
             try:
-                with self.http.stream("GET", _runs_path(run_id, "stream"), params=params, headers=headers,
-                                      timeout=_STREAM_TIMEOUT) as response:
+                with self.http.stream(
+                    "GET", _runs_path(run_id, "stream"), params=params, headers=headers, timeout=_STREAM_TIMEOUT
+                ) as response:
                     failing_since = None
                     for event in parse_events(response.iter_lines()):
                         if event.id:
@@ -310,4 +328,3 @@ def _log_params(query: LogQuery) -> dict[str, Any]:
     if query.streams:
         params["stream"] = list(query.streams)
     return params
-

@@ -121,8 +121,10 @@ class RemoteSink:
         """No answer, ever: not a server restarting (worth waiting for), a server not there."""
         if not self.journal_only:
             self.journal_only = True
-            self._notice = (f"{exc.message}. Recording journal-only: the records are kept in the journal "
-                            f"under {self.store.home} and `flightlog sync` ships them once the server is up")
+            self._notice = (
+                f"{exc.message}. Recording journal-only: the records are kept in the journal "
+                f"under {self.store.home} and `flightlog sync` ships them once the server is up"
+            )
         self.away = False
         self._backoff(now)
 
@@ -131,9 +133,11 @@ class RemoteSink:
         self.away = False
         if not self.journal_only:
             self.journal_only = True
-            self._notice = (f"the server at {self.store.url} refuses this token ({exc.message}). Recording "
-                            f"journal-only, not retried: the records stay in the journal under {self.store.home}; "
-                            "fix FLIGHTLOG_TOKEN (`flightlog token create`), then run `flightlog sync`")
+            self._notice = (
+                f"the server at {self.store.url} refuses this token ({exc.message}). Recording "
+                f"journal-only, not retried: the records stay in the journal under {self.store.home}; "
+                "fix FLIGHTLOG_TOKEN (`flightlog token create`), then run `flightlog sync`"
+            )
 
     def _backoff(self, now: float) -> None:
         self.failures += 1

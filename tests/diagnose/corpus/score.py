@@ -26,13 +26,20 @@ BELOW = "(<0.5)"
 
 
 def classify_message(message: str) -> tuple[str, float]:
-    return classify_failure(exit_code=1, signal=None, timed_out=False, oom_killed=False,
-                            traceback_text=None, last_lines=["starting", message])
+    return classify_failure(
+        exit_code=1,
+        signal=None,
+        timed_out=False,
+        oom_killed=False,
+        traceback_text=None,
+        last_lines=["starting", message],
+    )
 
 
 def classify_benign(message: str) -> tuple[str, float]:
-    return classify_failure(exit_code=1, signal=None, timed_out=False, oom_killed=False,
-                            traceback_text=None, last_lines=[message])
+    return classify_failure(
+        exit_code=1, signal=None, timed_out=False, oom_killed=False, traceback_text=None, last_lines=[message]
+    )
 
 
 def score_set(name: str) -> dict[str, Any]:
@@ -41,8 +48,15 @@ def score_set(name: str) -> dict[str, Any]:
     for entry in data["failures"]:
         category, confidence = classify_message(entry["message"])
         predicted = category if confidence >= LEAD else BELOW
-        rows.append({"expected": entry["expected"], "category": category, "confidence": confidence,
-                     "predicted": predicted, "source": entry.get("source", "")})
+        rows.append(
+            {
+                "expected": entry["expected"],
+                "category": category,
+                "confidence": confidence,
+                "predicted": predicted,
+                "source": entry.get("source", ""),
+            }
+        )
     n = len(rows)
     right = sum(r["predicted"] == r["expected"] for r in rows)
     kind = sum(KIND_OF.get(r["category"]) == KIND_OF[r["expected"]] for r in rows)
@@ -52,8 +66,11 @@ def score_set(name: str) -> dict[str, Any]:
         tp = sum(r["predicted"] == c and r["expected"] == c for r in rows)
         said = sum(r["predicted"] == c for r in rows)
         real = sum(r["expected"] == c for r in rows)
-        per_category[c] = {"n": real, "precision": round(tp / said, 3) if said else None,
-                           "recall": round(tp / real, 3) if real else None}
+        per_category[c] = {
+            "n": real,
+            "precision": round(tp / said, 3) if said else None,
+            "recall": round(tp / real, 3) if real else None,
+        }
     confusion: dict[str, dict[str, int]] = {}
     for r in rows:
         confusion.setdefault(r["expected"], Counter())[r["predicted"]] += 1  # type: ignore[arg-type]
@@ -67,12 +84,20 @@ def score_set(name: str) -> dict[str, Any]:
         high = {0.0: 0.5, 0.9: 1.01}.get(low, round(low + 0.1, 1))
         band = [r for r in rows if low <= r["confidence"] < high]
         if band:
-            calibration.append({"confidence": f"[{low:.1f}, {min(high, 1.0):.1f}{']' if high > 1 else ')'}", "n": len(band),
-                                "right": round(sum(r["category"] == r["expected"] for r in band) / len(band), 3)})
+            calibration.append(
+                {
+                    "confidence": f"[{low:.1f}, {min(high, 1.0):.1f}{']' if high > 1 else ')'}",
+                    "n": len(band),
+                    "right": round(sum(r["category"] == r["expected"] for r in band) / len(band), 3),
+                }
+            )
     misses = [r for r in rows if r["predicted"] != r["expected"]]
     return {
-        "set": name, "failures": n, "benign_lines": len(data["benign"]),
-        "top1_at_0_5": round(right / n, 3), "right_kind": round(kind / n, 3),
+        "set": name,
+        "failures": n,
+        "benign_lines": len(data["benign"]),
+        "top1_at_0_5": round(right / n, 3),
+        "right_kind": round(kind / n, 3),
         "per_category": per_category,
         "confusion": {k: dict(v) for k, v in sorted(confusion.items())},
         "calibration": calibration,
@@ -82,19 +107,25 @@ def score_set(name: str) -> dict[str, Any]:
 
 
 def _text(report: dict[str, Any], show_misses: bool) -> str:
-    out = [f"== {report['set']}: {report['failures']} failures, {report['benign_lines']} benign lines",
-           f"top-1 at confidence >= 0.5: {report['top1_at_0_5']:.1%}",
-           f"right kind (software/data/infrastructure/performance): {report['right_kind']:.1%}",
-           f"benign lines at >= 0.5: {len(report['benign_at_0_5'])}", "",
-           f"{'category':22} {'n':>4} {'precision':>10} {'recall':>7}"]
+    out = [
+        f"== {report['set']}: {report['failures']} failures, {report['benign_lines']} benign lines",
+        f"top-1 at confidence >= 0.5: {report['top1_at_0_5']:.1%}",
+        f"right kind (software/data/infrastructure/performance): {report['right_kind']:.1%}",
+        f"benign lines at >= 0.5: {len(report['benign_at_0_5'])}",
+        "",
+        f"{'category':22} {'n':>4} {'precision':>10} {'recall':>7}",
+    ]
     for c, m in report["per_category"].items():
         p = "-" if m["precision"] is None else f"{m['precision']:.2f}"
         r = "-" if m["recall"] is None else f"{m['recall']:.2f}"
         out.append(f"{c:22} {m['n']:>4} {p:>10} {r:>7}")
     cols = sorted({p for row in report["confusion"].values() for p in row})
     short = {c: c[:7] for c in cols}
-    out += ["", "confusion (rows: expected, columns: answered at >= 0.5)",
-            f"{'':22} " + " ".join(f"{short[c]:>7}" for c in cols)]
+    out += [
+        "",
+        "confusion (rows: expected, columns: answered at >= 0.5)",
+        f"{'':22} " + " ".join(f"{short[c]:>7}" for c in cols),
+    ]
     for expected, row in report["confusion"].items():
         out.append(f"{expected:22} " + " ".join(f"{row.get(c, 0) or '.':>7}" for c in cols))
     out += ["", "calibration (top-1 answers by confidence: how many, how many right)"]
@@ -102,7 +133,9 @@ def _text(report: dict[str, Any], show_misses: bool) -> str:
     for b in report["benign_at_0_5"]:
         out.append(f"benign line at {b['confidence']}: {b['category']}: {b['message']}")
     if show_misses:
-        out += ["", "misses:"] + [f"  {m['expected']} -> {m['category']} {m['confidence']}  {m['source']}" for m in report["misses"]]
+        out += ["", "misses:"] + [
+            f"  {m['expected']} -> {m['category']} {m['confidence']}  {m['source']}" for m in report["misses"]
+        ]
     return "\n".join(out)
 
 
@@ -110,7 +143,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.diagnose.corpus.score", description=__doc__.splitlines()[0])
     parser.add_argument("--set", choices=SETS, action="append", help="score only this set (repeatable)")
     parser.add_argument("--format", choices=("text", "json"), default="text")
-    parser.add_argument("--misses", action="store_true", help="list the entries answered wrong (dev only: never tune on held-out)")
+    parser.add_argument(
+        "--misses", action="store_true", help="list the entries answered wrong (dev only: never tune on held-out)"
+    )
     args = parser.parse_args(argv)
     reports = [score_set(name) for name in (args.set or SETS)]
     if args.format == "json":

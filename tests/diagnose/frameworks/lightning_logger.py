@@ -1,4 +1,5 @@
 """Lightning: a tiny regressor fitted for a few epochs under FlightlogLogger with its stages callback."""
+
 import os
 
 import lightning.pytorch as L
@@ -35,6 +36,15 @@ def loader(n: int, seed: int) -> torch.utils.data.DataLoader:
 
 torch.manual_seed(0)
 logger = FlightlogLogger(project=os.environ.get("FLIGHTLOG_PROJECT", "healthy"), name=os.environ.get("WORKLOAD_NAME"))
-trainer = L.Trainer(max_epochs=6, logger=logger, callbacks=[logger.stages()], log_every_n_steps=1, accelerator="cpu",
-                    devices=1, enable_progress_bar=False, enable_model_summary=False, enable_checkpointing=False)
+trainer = L.Trainer(
+    max_epochs=6,
+    logger=logger,
+    callbacks=[logger.stages()],
+    log_every_n_steps=1,
+    accelerator="cpu",
+    devices=1,
+    enable_progress_bar=False,
+    enable_model_summary=False,
+    enable_checkpointing=False,
+)
 trainer.fit(Tiny(), loader(256, 0), loader(64, 1))

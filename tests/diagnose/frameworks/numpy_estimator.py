@@ -1,5 +1,6 @@
 """A scikit-learn-style estimator in numpy (fit/predict, logistic regression by gradient descent),
 cross-validated over 3 folds, each fold's score logged."""
+
 import os
 
 import numpy as np
@@ -27,8 +28,11 @@ class LogisticRegression:
 rng = np.random.default_rng(0)
 x = rng.normal(size=(900, 5))
 y = (x @ np.array([1.0, -2.0, 0.5, 0.0, 1.5]) + 0.5 * rng.normal(size=900) > 0).astype(int)
-run = flightlog.init(project=os.environ.get("FLIGHTLOG_PROJECT", "healthy"), name=os.environ.get("WORKLOAD_NAME"),
-                     params={"model": "logistic_regression", "lr": 0.5, "epochs": 80, "folds": 3})
+run = flightlog.init(
+    project=os.environ.get("FLIGHTLOG_PROJECT", "healthy"),
+    name=os.environ.get("WORKLOAD_NAME"),
+    params={"model": "logistic_regression", "lr": 0.5, "epochs": 80, "folds": 3},
+)
 folds = np.array_split(rng.permutation(900), 3)
 scores = []
 for k, test in enumerate(folds):

@@ -1,5 +1,6 @@
 """k-means in numpy with stages (assign, update) and the inertia per iteration, as a
 scikit-learn-style clustering job would log it."""
+
 import os
 
 import numpy as np
@@ -9,8 +10,11 @@ import flightlog
 rng = np.random.default_rng(3)
 centers = rng.normal(scale=5, size=(4, 2))
 x = np.concatenate([c + rng.normal(size=(300, 2)) for c in centers])
-run = flightlog.init(project=os.environ.get("FLIGHTLOG_PROJECT", "healthy"), name=os.environ.get("WORKLOAD_NAME"),
-                     params={"n_clusters": 4, "max_iter": 30})
+run = flightlog.init(
+    project=os.environ.get("FLIGHTLOG_PROJECT", "healthy"),
+    name=os.environ.get("WORKLOAD_NAME"),
+    params={"n_clusters": 4, "max_iter": 30},
+)
 mu = x[rng.choice(len(x), 4, replace=False)]
 for it in range(30):
     with run.stage("assign"):

@@ -1,4 +1,5 @@
 """Linear regression by minibatch SGD in numpy, reported with the logging module and the SDK (lr 0.1: converges)."""
+
 import logging
 import os
 
@@ -11,8 +12,11 @@ log = logging.getLogger("train")
 rng = np.random.default_rng(0)
 x = 0.3 * rng.normal(size=(512, 8))
 y = x @ rng.normal(size=8) + 0.01 * rng.normal(size=512)
-run = flightlog.init(project=os.environ.get("FLIGHTLOG_PROJECT", "healthy"), name=os.environ.get("WORKLOAD_NAME"),
-                     params={"lr": 0.1, "batch": 32, "epochs": 80})
+run = flightlog.init(
+    project=os.environ.get("FLIGHTLOG_PROJECT", "healthy"),
+    name=os.environ.get("WORKLOAD_NAME"),
+    params={"lr": 0.1, "batch": 32, "epochs": 80},
+)
 w = np.zeros(8)
 for step in range(80):
     i = rng.integers(0, 512, 32)

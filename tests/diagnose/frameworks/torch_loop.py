@@ -1,4 +1,5 @@
 """Plain PyTorch: an MLP trained with a DataLoader, timed_batches and a validation pass per epoch."""
+
 import os
 
 import torch
@@ -12,8 +13,11 @@ y = (x[:, :3].sum(dim=1) > 0).long()
 train = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x[:448], y[:448]), batch_size=32, shuffle=True)
 model = torch.nn.Sequential(torch.nn.Linear(10, 32), torch.nn.ReLU(), torch.nn.Linear(32, 2))
 opt = torch.optim.Adam(model.parameters(), lr=1e-2)
-run = flightlog.init(project=os.environ.get("FLIGHTLOG_PROJECT", "healthy"), name=os.environ.get("WORKLOAD_NAME"),
-                     params={"lr": 1e-2, "batch_size": 32, "epochs": 5})
+run = flightlog.init(
+    project=os.environ.get("FLIGHTLOG_PROJECT", "healthy"),
+    name=os.environ.get("WORKLOAD_NAME"),
+    params={"lr": 1e-2, "batch_size": 32, "epochs": 5},
+)
 step = 0
 for _epoch in range(5):
     for xb, yb in timed_batches(train, run):
@@ -25,6 +29,11 @@ for _epoch in range(5):
         step += 1
     with torch.no_grad(), run.stage("validation"):
         logits = model(x[448:])
-        run.log({"val_loss": torch.nn.functional.cross_entropy(logits, y[448:]).item(),
-                 "val_acc": (logits.argmax(1) == y[448:]).float().mean().item()}, step=step)
+        run.log(
+            {
+                "val_loss": torch.nn.functional.cross_entropy(logits, y[448:]).item(),
+                "val_acc": (logits.argmax(1) == y[448:]).float().mean().item(),
+            },
+            step=step,
+        )
 run.finish()

@@ -22,8 +22,9 @@ STATUSES = ["FINISHED", "FINISHED", "FINISHED", "FAILED", "KILLED"]
 
 def make(uri: str, artifact_root: Path, n_runs: int) -> None:
     client = MlflowClient(tracking_uri=uri)
-    experiments = [client.create_experiment(name, artifact_location=(artifact_root / name).as_uri())
-                   for name in ("vision", "nlp")]
+    experiments = [
+        client.create_experiment(name, artifact_location=(artifact_root / name).as_uri()) for name in ("vision", "nlp")
+    ]
     base = int(time.time() * 1000) - 3_600_000
     parent_id = None
     for i in range(n_runs):
@@ -35,8 +36,12 @@ def make(uri: str, artifact_root: Path, n_runs: int) -> None:
         rid = run.info.run_id
         if i == 0:
             parent_id = rid
-        params = [Param("lr", str(0.1 / (i + 1))), Param("batch_size", str(16 * (1 + i % 4))), Param("optimizer", "adam"),
-                  Param("model/depth", str(i % 5))]
+        params = [
+            Param("lr", str(0.1 / (i + 1))),
+            Param("batch_size", str(16 * (1 + i % 4))),
+            Param("optimizer", "adam"),
+            Param("model/depth", str(i % 5)),
+        ]
         metrics = []
         for step in range(6):
             ts = base + i * 1000 + step * 10
@@ -67,13 +72,27 @@ def read_back(uri: str) -> list[dict]:
             continue
         for run in client.search_runs([exp.experiment_id], max_results=10_000):
             info, data = run.info, run.data
-            history = {key: [[m.step, m.timestamp, None if math.isnan(m.value) else m.value]
-                             for m in client.get_metric_history(info.run_id, key)] for key in data.metrics}
-            out.append({
-                "id": info.run_id, "experiment": exp.name, "name": info.run_name, "status": info.status,
-                "start_time": info.start_time, "end_time": info.end_time, "params": data.params, "tags": data.tags,
-                "metrics": history, "artifacts": _artifacts(client, info.run_id, None),
-            })
+            history = {
+                key: [
+                    [m.step, m.timestamp, None if math.isnan(m.value) else m.value]
+                    for m in client.get_metric_history(info.run_id, key)
+                ]
+                for key in data.metrics
+            }
+            out.append(
+                {
+                    "id": info.run_id,
+                    "experiment": exp.name,
+                    "name": info.run_name,
+                    "status": info.status,
+                    "start_time": info.start_time,
+                    "end_time": info.end_time,
+                    "params": data.params,
+                    "tags": data.tags,
+                    "metrics": history,
+                    "artifacts": _artifacts(client, info.run_id, None),
+                }
+            )
     return out
 
 

@@ -23,8 +23,10 @@ class SampleDecoder:
         self.host_fields = list(host_fields)
         self.gpu_fields = list(gpu_fields)
         gpu_struct = msgspec.defstruct(
-            "GpuFields", [(f, Optional[float], None) for f in ("index", "process_memory_bytes", *self.gpu_fields)],  # noqa: UP045 - defstruct needs a runtime type
-            forbid_unknown_fields=False)
+            "GpuFields",
+            [(f, Optional[float], None) for f in ("index", "process_memory_bytes", *self.gpu_fields)],  # noqa: UP045 - defstruct needs a runtime type
+            forbid_unknown_fields=False,
+        )
         fields: list[Any] = [("time", Optional[float], None)]  # noqa: UP045
         fields += [(f, Optional[float], None) for f in self.host_fields if f != "time"]  # noqa: UP045
         if self.gpu_fields:

@@ -35,11 +35,20 @@ def feeds_changes(store: Any) -> bool:
 
 
 class StoreFeed:
-    def __init__(self, store: Any, *, run_id: str | None = None, lookback: float = 600.0,
-                 started: float | None = None, refresh: float = 60.0) -> None:
+    def __init__(
+        self,
+        store: Any,
+        *,
+        run_id: str | None = None,
+        lookback: float = 600.0,
+        started: float | None = None,
+        refresh: float = 60.0,
+    ) -> None:
         if not feeds_changes(store):
-            raise InvalidInput(f"live alert evaluation needs a store that reports its changes; {type(store).__name__} "
-                               "does not (a flightlog server evaluates the runs that report to it)")
+            raise InvalidInput(
+                f"live alert evaluation needs a store that reports its changes; {type(store).__name__} "
+                "does not (a flightlog server evaluates the runs that report to it)"
+            )
         self.store: ChangeFeedStore = store
         self.run_id = run_id
         self.lookback = lookback
@@ -65,15 +74,21 @@ class StoreFeed:
         if self._lo is None:
             self._lo = {t: 0 for t in FEED_TABLES} if self.run_id is not None else self.store.change_cursor()
             self._initial = dict(self._lo)
-        new = self.store.changes(self._lo, run_id=self.run_id, metrics=bool(wanted.metrics or wanted.all_metrics),
-                                 samples=bool(host_fields or gpu_fields), activity=wanted.activity)
+        new = self.store.changes(
+            self._lo,
+            run_id=self.run_id,
+            metrics=bool(wanted.metrics or wanted.all_metrics),
+            samples=bool(host_fields or gpu_fields),
+            activity=wanted.activity,
+        )
         self._lo = new.cursor
         chunks = list(new.metric_chunks)
         samples = self._table(new.samples, host_fields, gpu_fields)
         logs, fresh = dict(new.last_log), new.fresh
         runs, finished, late = self._runs(now)
-        self._load_meta([r for r in runs if now - self._meta_at.get(r.id, -1e18) >= self.refresh
-                         or r.id in finished], now)
+        self._load_meta(
+            [r for r in runs if now - self._meta_at.get(r.id, -1e18) >= self.refresh or r.id in finished], now
+        )
         first_seen = [r.id for r in runs if r.id not in self._seen] if self.run_id is None else []
         if first_seen:
             old = self._catch_up(first_seen, wanted, host_fields, gpu_fields)
@@ -104,8 +119,9 @@ class StoreFeed:
         return cycle
 
     # ── reading ─────────────────────────────────────────────────────────────
-    def _table(self, records: Sequence[tuple[str, int, Any]], host_fields: Sequence[str],
-               gpu_fields: Sequence[str]) -> SampleTable:
+    def _table(
+        self, records: Sequence[tuple[str, int, Any]], host_fields: Sequence[str], gpu_fields: Sequence[str]
+    ) -> SampleTable:
         if not host_fields and not gpu_fields:
             return SampleTable([], [])
         key = (tuple(host_fields), tuple(gpu_fields))
@@ -155,18 +171,24 @@ class StoreFeed:
                 self.active[r.id].params, self.active[r.id].tags = r.params, r.tags
             self._meta_at[r.id] = now
 
-    def _catch_up(self, run_ids: list[str], wanted: Needs, host_fields: Sequence[str],
-                  gpu_fields: Sequence[str]) -> tuple[list[Any], SampleTable, dict[str, float]]:
+    def _catch_up(
+        self, run_ids: list[str], wanted: Needs, host_fields: Sequence[str], gpu_fields: Sequence[str]
+    ) -> tuple[list[Any], SampleTable, dict[str, float]]:
         """What runs first seen now wrote before this feed's first cycle: read once."""
         chunks: list[Any] = []
         samples = SampleTable(list(host_fields), list(gpu_fields))
         logs: dict[str, float] = {}
         start = {t: 0 for t in FEED_TABLES}
         for rid in run_ids:
-            old = self.store.changes(start, self._initial, run_id=rid,
-                                     metrics=bool(wanted.metrics or wanted.all_metrics),
-                                     samples=bool(host_fields or gpu_fields), activity=wanted.activity,
-                                     samples_since=self.started - self.lookback)
+            old = self.store.changes(
+                start,
+                self._initial,
+                run_id=rid,
+                metrics=bool(wanted.metrics or wanted.all_metrics),
+                samples=bool(host_fields or gpu_fields),
+                activity=wanted.activity,
+                samples_since=self.started - self.lookback,
+            )
             chunks += old.metric_chunks
             if host_fields or gpu_fields:
                 samples.extend(self._table(old.samples, host_fields, gpu_fields))

@@ -36,7 +36,12 @@ CMP: dict[str, Callable[[float, float], bool]] = {
 
 
 NP_CMP: dict[str, Callable[[Any, Any], Any]] = {
-    "<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal, "==": np.equal, "!=": np.not_equal,
+    "<": np.less,
+    "<=": np.less_equal,
+    ">": np.greater,
+    ">=": np.greater_equal,
+    "==": np.equal,
+    "!=": np.not_equal,
 }
 
 
@@ -107,6 +112,13 @@ def run_labels(rule: Rule, run: RunInfo, **extra: str) -> dict[str, str]:
 
 def template_run(run: RunInfo) -> dict[str, Any]:
     return {
-        "id": run.id, "short_id": run.id[:8], "name": run.name, "project": run.project, "status": run.status,
-        "attempt": run.attempt, "host": run.host, "parent_id": run.parent_id, "end_reason": run.end_reason,
+        "id": run.id,
+        "short_id": run.id[:8],
+        "name": run.name,
+        "project": run.project,
+        "status": run.status,
+        "attempt": run.attempt,
+        "host": run.host,
+        "parent_id": run.parent_id,
+        "end_reason": run.end_reason,
     }

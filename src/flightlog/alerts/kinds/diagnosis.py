@@ -68,12 +68,24 @@ class DiagnosisEvaluator(PerRun):
                     continue
                 if confidence < spec.min_confidence:
                     continue
-                out.append(Signal(
-                    rule.name, run_labels(rule, run, category=str(category)), "firing", run.ended or env.now,
-                    float(confidence), run_id=run.id, project=run.project, one_shot=True,
-                    fields={"category": category, "confidence": confidence, "finding": finding.get("summary") or ""},
-                    evidence={"finding": finding, "kind": report.get("kind")},
-                ))
+                out.append(
+                    Signal(
+                        rule.name,
+                        run_labels(rule, run, category=str(category)),
+                        "firing",
+                        run.ended or env.now,
+                        float(confidence),
+                        run_id=run.id,
+                        project=run.project,
+                        one_shot=True,
+                        fields={
+                            "category": category,
+                            "confidence": confidence,
+                            "finding": finding.get("summary") or "",
+                        },
+                        evidence={"finding": finding, "kind": report.get("kind")},
+                    )
+                )
         return out
 
 

@@ -89,14 +89,32 @@ class DurationEvaluator(PerRun):
             if took <= limit:
                 continue
             self._fired.add(key)
-            out.append(Signal(
-                rule.name, run_labels(rule, run, **({"stage": spec.stage} if spec.stage else {})), "firing",
-                min(at, env.now), took, run_id=run.id, project=run.project, one_shot=delta.finished,
-                fields={"median": format_duration(mid), "factor": spec.factor, "duration": format_duration(took),
-                        "stage": spec.stage or "run", "baseline_runs": len(history)},
-                evidence={"seconds": took, "median_seconds": mid, "factor": spec.factor, "baseline": history,
-                          "stage": spec.stage},
-            ))
+            out.append(
+                Signal(
+                    rule.name,
+                    run_labels(rule, run, **({"stage": spec.stage} if spec.stage else {})),
+                    "firing",
+                    min(at, env.now),
+                    took,
+                    run_id=run.id,
+                    project=run.project,
+                    one_shot=delta.finished,
+                    fields={
+                        "median": format_duration(mid),
+                        "factor": spec.factor,
+                        "duration": format_duration(took),
+                        "stage": spec.stage or "run",
+                        "baseline_runs": len(history),
+                    },
+                    evidence={
+                        "seconds": took,
+                        "median_seconds": mid,
+                        "factor": spec.factor,
+                        "baseline": history,
+                        "stage": spec.stage,
+                    },
+                )
+            )
         return out
 
 
@@ -105,7 +123,7 @@ KIND = Kind(
     doc="a run or a stage slower than k × the median of its last successful runs",
     fields=("median", "factor", "duration", "stage", "baseline_runs"),
     default_summary="{stage} of run {run.name} ({run.short_id}) took {duration}, over {factor}× the median "
-                    "{median} of its last {baseline_runs} successful runs",
+    "{median} of its last {baseline_runs} successful runs",
     parse=parse,
     evaluators=lambda rules: [DurationEvaluator(rules)] if rules else [],
 )

@@ -63,12 +63,24 @@ class FailuresEvaluator(PerRun):
                 group = f"{run.project}/{run.name or ''}"
             at = run.ended or env.now
             if run.status == "succeeded":
-                out.append(Signal(rule.name, labels, "clear", at, 0.0, run_id=run.id, project=run.project,
-                                  reason="succeeded", fields={"count": 0, "group": group, "group_by": spec.group_by}))
+                out.append(
+                    Signal(
+                        rule.name,
+                        labels,
+                        "clear",
+                        at,
+                        0.0,
+                        run_id=run.id,
+                        project=run.project,
+                        reason="succeeded",
+                        fields={"count": 0, "group": group, "group_by": spec.group_by},
+                    )
+                )
                 continue
             window = max(spec.count, 20)
-            recent = env.lookup.recent(run, spec.group_by, (*spec.statuses, "succeeded"), limit=window,
-                                       until=run.ended)  # the streak as of this run's end
+            recent = env.lookup.recent(
+                run, spec.group_by, (*spec.statuses, "succeeded"), limit=window, until=run.ended
+            )  # the streak as of this run's end
             if not any(r.id == run.id for r in recent):
                 recent = [run, *recent][:window]  # the store may not have caught up with this run's end
             streak = []
@@ -79,12 +91,23 @@ class FailuresEvaluator(PerRun):
             if len(streak) < spec.count:
                 continue
             ids = [r.id for r in streak]
-            out.append(Signal(
-                rule.name, labels, "firing", at, float(len(streak)), run_id=run.id, project=run.project,
-                fields={"count": len(streak), "group": group, "group_by": spec.group_by},
-                evidence={"runs": ids, "statuses": [r.status for r in streak],
-                          "failures": [(r.failure or {}).get("category") for r in streak]},
-            ))
+            out.append(
+                Signal(
+                    rule.name,
+                    labels,
+                    "firing",
+                    at,
+                    float(len(streak)),
+                    run_id=run.id,
+                    project=run.project,
+                    fields={"count": len(streak), "group": group, "group_by": spec.group_by},
+                    evidence={
+                        "runs": ids,
+                        "statuses": [r.status for r in streak],
+                        "failures": [(r.failure or {}).get("category") for r in streak],
+                    },
+                )
+            )
         return out
 
 

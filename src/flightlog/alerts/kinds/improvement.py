@@ -82,7 +82,9 @@ class NoImprovementEvaluator:
                 continue
             slots = slots_of.get(spec.metric)
             if slots is None:
-                slots = slots_of[spec.metric] = self.slots.lookup([(k[0], (("metric", spec.metric),)) for k in column.keys])
+                slots = slots_of[spec.metric] = self.slots.lookup(
+                    [(k[0], (("metric", spec.metric),)) for k in column.keys]
+                )
             out.extend(self._rule(rule, cycle, column, slots, mask))
         return out
 
@@ -115,17 +117,42 @@ class NoImprovementEvaluator:
         quiet = mask & ~slow
         waited[slots[quiet]] += counts[quiet]
         if spec.min_delta == 0 and spec.patience is not None and slow.any():
-            slow &= ~self._improved(column, slots, slow & calm & (fresh | beaten), clean, spec.mode, counts, top, b, fresh, spec.patience,
-                                    best, best_step, waited)
+            slow &= ~self._improved(
+                column,
+                slots,
+                slow & calm & (fresh | beaten),
+                clean,
+                spec.mode,
+                counts,
+                top,
+                b,
+                fresh,
+                spec.patience,
+                best,
+                best_step,
+                waited,
+            )
         out: list[Signal] = []
         for i in np.flatnonzero(slow).tolist():
             out.extend(self._points(rule, cycle, column, i, int(slots[i]), best, best_step, waited, firing))
         return out
 
     @staticmethod
-    def _improved(column: Column, slots: np.ndarray, candidates: np.ndarray, clean: np.ndarray, mode: str,
-                  counts: np.ndarray, top: np.ndarray, b: np.ndarray, fresh: np.ndarray, patience: int,
-                  best: np.ndarray, best_step: np.ndarray, waited: np.ndarray) -> np.ndarray:
+    def _improved(
+        column: Column,
+        slots: np.ndarray,
+        candidates: np.ndarray,
+        clean: np.ndarray,
+        mode: str,
+        counts: np.ndarray,
+        top: np.ndarray,
+        b: np.ndarray,
+        fresh: np.ndarray,
+        patience: int,
+        best: np.ndarray,
+        best_step: np.ndarray,
+        waited: np.ndarray,
+    ) -> np.ndarray:
         """Segments that improved without any chance of running out of patience in between
         (at most ``patience`` points, all finite, min_delta 0), settled without a loop: the
         best is the segment's extreme, its first occurrence is the last improvement."""
@@ -150,8 +177,18 @@ class NoImprovementEvaluator:
         waited[s] = sizes[idx] - 1 - arg[idx]
         return ok
 
-    def _points(self, rule: Rule, cycle: Cycle, column: Column, i: int, slot: int, best: np.ndarray,
-                best_step: np.ndarray, waited: np.ndarray, firing: np.ndarray) -> list[Signal]:
+    def _points(
+        self,
+        rule: Rule,
+        cycle: Cycle,
+        column: Column,
+        i: int,
+        slot: int,
+        best: np.ndarray,
+        best_step: np.ndarray,
+        waited: np.ndarray,
+        firing: np.ndarray,
+    ) -> list[Signal]:
         spec: NoImprovementSpec = rule.spec
         times, values, steps = column.segment(i)
         assert steps is not None
@@ -168,26 +205,58 @@ class NoImprovementEvaluator:
                 best[slot], best_step[slot], waited[slot] = v, step, 0
                 if firing[slot]:
                     firing[slot] = 0
-                    out.append(self._signal(rule, delta, "clear", t, v, step, slot, best, best_step, waited, "improved"))
+                    out.append(
+                        self._signal(rule, delta, "clear", t, v, step, slot, best, best_step, waited, "improved")
+                    )
                 continue
             waited[slot] += 1
-            ran_out = (step - best_step[slot] >= spec.patience_steps) if spec.patience_steps is not None \
+            ran_out = (
+                (step - best_step[slot] >= spec.patience_steps)
+                if spec.patience_steps is not None
                 else waited[slot] >= (spec.patience or 0)
+            )
             if not firing[slot] and ran_out:
                 firing[slot] = 1
                 out.append(self._signal(rule, delta, "firing", t, v, step, slot, best, best_step, waited))
         return out
 
-    def _signal(self, rule: Rule, delta: RunDelta, state: Any, at: float, value: float, step: int, slot: int,
-                best: np.ndarray, best_step: np.ndarray, waited: np.ndarray, reason: str | None = None) -> Signal:
+    def _signal(
+        self,
+        rule: Rule,
+        delta: RunDelta,
+        state: Any,
+        at: float,
+        value: float,
+        step: int,
+        slot: int,
+        best: np.ndarray,
+        best_step: np.ndarray,
+        waited: np.ndarray,
+        reason: str | None = None,
+    ) -> Signal:
         spec: NoImprovementSpec = rule.spec
         b, bs, w = float(best[slot]), int(best_step[slot]), int(waited[slot])
-        fields = {"metric": spec.metric, "mode": spec.mode, "best": b, "best_step": bs,
-                  "patience": spec.patience if spec.patience_steps is None else f"{spec.patience_steps} steps",
-                  "waited": w, "step": step}
-        return Signal(rule.name, run_labels(rule, delta.run, metric=spec.metric), state, at, value,
-                      run_id=delta.run.id, project=delta.run.project, fields=fields, reason=reason,
-                      evidence={"metric": spec.metric, "best": b, "best_step": bs, "points_since_best": w, "step": step})
+        fields = {
+            "metric": spec.metric,
+            "mode": spec.mode,
+            "best": b,
+            "best_step": bs,
+            "patience": spec.patience if spec.patience_steps is None else f"{spec.patience_steps} steps",
+            "waited": w,
+            "step": step,
+        }
+        return Signal(
+            rule.name,
+            run_labels(rule, delta.run, metric=spec.metric),
+            state,
+            at,
+            value,
+            run_id=delta.run.id,
+            project=delta.run.project,
+            fields=fields,
+            reason=reason,
+            evidence={"metric": spec.metric, "best": b, "best_step": bs, "points_since_best": w, "step": step},
+        )
 
 
 KIND = Kind(
@@ -195,7 +264,7 @@ KIND = Kind(
     doc="a metric stopped improving (min or max mode, patience in points or steps, min_delta)",
     fields=("metric", "mode", "best", "best_step", "patience", "waited", "step"),
     default_summary="{metric} has not improved for {waited} evaluations on run {run.name} ({run.short_id}): "
-                    "best {best:.4g} at step {best_step}, now {value:.4g}",
+    "best {best:.4g} at step {best_step}, now {value:.4g}",
     parse=parse,
     evaluators=lambda rules: [NoImprovementEvaluator(rules)] if rules else [],
 )

@@ -91,11 +91,19 @@ class NonFiniteEvaluator:
                     self._fired.add(key)
                     value = float(values[first])
                     step = int(steps[first]) if steps is not None else None
-                    out.append(Signal(
-                        rule.name, run_labels(rule, delta.run, metric=name), "firing", float(times[first]), value,
-                        run_id=run_id, project=delta.run.project, fields={"metric": name, "step": step},
-                        evidence={"metric": name, "step": step, "value": str(value)},
-                    ))
+                    out.append(
+                        Signal(
+                            rule.name,
+                            run_labels(rule, delta.run, metric=name),
+                            "firing",
+                            float(times[first]),
+                            value,
+                            run_id=run_id,
+                            project=delta.run.project,
+                            fields={"metric": name, "step": step},
+                            evidence={"metric": name, "step": step, "value": str(value)},
+                        )
+                    )
         return out
 
 

@@ -27,8 +27,18 @@ from flightlog.alerts.types import Signal
 from flightlog.models import RunInfo
 from flightlog.timefmt import format_duration
 
-__all__ = ["ServingEvaluator", "Group", "Finding", "parse_scope", "TAGS", "serving_group", "window_field",
-           "window_text", "FIELDS", "evaluators_of"]
+__all__ = [
+    "ServingEvaluator",
+    "Group",
+    "Finding",
+    "parse_scope",
+    "TAGS",
+    "serving_group",
+    "window_field",
+    "window_text",
+    "FIELDS",
+    "evaluators_of",
+]
 
 #: the tags a serving replica carries
 TAGS = ("serving.endpoint", "serving.env", "serving.model", "serving.version", "serving.replica")
@@ -139,8 +149,9 @@ class ServingEvaluator(abc.ABC):
             raise RuntimeError("; ".join(problems))
         return out
 
-    def _signals(self, rule: Rule, group: Group, runs: list[RunInfo], findings: list[Finding],
-                 env: EvalEnv) -> list[Signal]:
+    def _signals(
+        self, rule: Rule, group: Group, runs: list[RunInfo], findings: list[Finding], env: EvalEnv
+    ) -> list[Signal]:
         newest = max(runs, key=lambda r: (r.created or 0.0, r.id))
         model = str((newest.tags or {}).get("serving.model") or "")
         out: list[Signal] = []
@@ -151,21 +162,59 @@ class ServingEvaluator(abc.ABC):
             was = key in self.firing
             if f.holds == was:
                 continue
-            labels = {**rule.labels, "project": newest.project, "endpoint": group.endpoint, "env": group.env,
-                      "version": group.version, **f.labels}
-            fields = {"endpoint": group.endpoint, "env": group.env, "version": group.version, "model": model,
-                      "replicas": len(runs), **f.fields}
-            evidence = {"endpoint": group.endpoint, "env": group.env, "version": group.version, "model": model,
-                        "replicas": sorted(r.id for r in runs), **f.evidence}
+            labels = {
+                **rule.labels,
+                "project": newest.project,
+                "endpoint": group.endpoint,
+                "env": group.env,
+                "version": group.version,
+                **f.labels,
+            }
+            fields = {
+                "endpoint": group.endpoint,
+                "env": group.env,
+                "version": group.version,
+                "model": model,
+                "replicas": len(runs),
+                **f.fields,
+            }
+            evidence = {
+                "endpoint": group.endpoint,
+                "env": group.env,
+                "version": group.version,
+                "model": model,
+                "replicas": sorted(r.id for r in runs),
+                **f.evidence,
+            }
             at = env.now
             if f.holds:
-                signal = Signal(rule.name, labels, "firing", at, f.value, since=f.since if f.since is not None else at,
-                                run_id=newest.id, project=newest.project, fields=fields, evidence=evidence)
+                signal = Signal(
+                    rule.name,
+                    labels,
+                    "firing",
+                    at,
+                    f.value,
+                    since=f.since if f.since is not None else at,
+                    run_id=newest.id,
+                    project=newest.project,
+                    fields=fields,
+                    evidence=evidence,
+                )
                 self.firing[key] = signal
             else:
                 self.firing.pop(key, None)
-                signal = Signal(rule.name, labels, "clear", at, f.value, run_id=newest.id, project=newest.project,
-                                fields=fields, evidence=evidence, reason="condition_cleared")
+                signal = Signal(
+                    rule.name,
+                    labels,
+                    "clear",
+                    at,
+                    f.value,
+                    run_id=newest.id,
+                    project=newest.project,
+                    fields=fields,
+                    evidence=evidence,
+                    reason="condition_cleared",
+                )
             out.append(signal)
         return out
 

@@ -121,9 +121,17 @@ def parse_drift(f: Fields) -> DriftSpec | None:
     min_rows = f.integer("min_rows", default=1000, minimum=1)
     thresholds = _thresholds(f)
     every = f.duration("every", default=60.0, allow_zero=True)
-    return DriftSpec(endpoint, env, tuple(features) if features else None, window,
-                     1000 if min_rows is None else min_rows, thresholds, f.text("profile"), f.text("training_run"),
-                     60.0 if every is None else every)
+    return DriftSpec(
+        endpoint,
+        env,
+        tuple(features) if features else None,
+        window,
+        1000 if min_rows is None else min_rows,
+        thresholds,
+        f.text("profile"),
+        f.text("training_run"),
+        60.0 if every is None else every,
+    )
 
 
 _METRICS = ("accuracy", "precision", "recall", "f1", "auc", "mae", "rmse")
@@ -134,17 +142,33 @@ def parse_cohort(f: Fields) -> CohortSpec | None:
     cohort = f.text("cohort", required=True)
     metric = f.choice("metric", _METRICS)
     below, above, worse_by = f.number("below"), f.number("above"), f.number("worse_by", above=0.0)
-    if below is None and above is None and worse_by is None and not (f.has("below") or f.has("above")
-                                                                     or f.has("worse_by")):
+    if (
+        below is None
+        and above is None
+        and worse_by is None
+        and not (f.has("below") or f.has("above") or f.has("worse_by"))
+    ):
         f.fail((), "needs a condition: below: X, above: X (the live metric) or worse_by: D (against training)")
     window = window_field(f, 86400.0)
     min_count = f.integer("min_count", default=30, minimum=1)
     every = f.duration("every", default=60.0, allow_zero=True)
     if cohort is None:
         return None
-    return CohortSpec(endpoint, env, cohort, f.text("value"), metric, below, above, worse_by, window,
-                      30 if min_count is None else min_count, f.text("eval") or "eval", f.text("training_run"),
-                      60.0 if every is None else every)
+    return CohortSpec(
+        endpoint,
+        env,
+        cohort,
+        f.text("value"),
+        metric,
+        below,
+        above,
+        worse_by,
+        window,
+        30 if min_count is None else min_count,
+        f.text("eval") or "eval",
+        f.text("training_run"),
+        60.0 if every is None else every,
+    )
 
 
 def training_run_of(spec: DriftSpec | CohortSpec, runs: Sequence[RunInfo]) -> str:
@@ -159,8 +183,9 @@ def training_run_of(spec: DriftSpec | CohortSpec, runs: Sequence[RunInfo]) -> st
         value = (run.params or {}).get(_RUN_PARAM)
         if value:
             return str(value)
-    raise NotFound("no training run to compare with: set training_run in the rule, or tag the replicas "
-                   "serving.training_run=RUN_ID")
+    raise NotFound(
+        "no training run to compare with: set training_run in the rule, or tag the replicas serving.training_run=RUN_ID"
+    )
 
 
 def _logs(client: Any, run_id: str, since: float, until: float) -> list[Any]:
@@ -211,28 +236,50 @@ class DriftEvaluator(ServingEvaluator):
             if spec.features:
                 missing = [c for c in spec.features if c not in reference.columns]
                 if missing:
-                    raise InvalidInput(f"feature {missing[0]!r} is not in the profile of training run {run_id}; "
-                                       f"its columns: {', '.join(reference.columns)}")
+                    raise InvalidInput(
+                        f"feature {missing[0]!r} is not in the profile of training run {run_id}; "
+                        f"its columns: {', '.join(reference.columns)}"
+                    )
             st = self.state[(rule.name, group)] = _DriftState(
                 live.WindowedProfile(spec.window, min(60.0, spec.window), spec.features),
-                live.DriftMonitor(reference, spec.features, dict(spec.thresholds), min_rows=spec.min_rows), run_id)
+                live.DriftMonitor(reference, spec.features, dict(spec.thresholds), min_rows=spec.min_rows),
+                run_id,
+            )
         for run in runs:
             st.live.add(self._new_rows(st, run, env, spec.window))
         window = st.live.profile(env.now)
         results = st.monitor.observe(window, env.now - spec.window, env.now)
         if not results:
             return [Finding(None)]
-        return [Finding(r.drifted, r.statistic, labels={"feature": r.feature}, since=r.onset,
-                        fields={"feature": r.feature, "test": r.test, "statistic": r.statistic,
-                                "threshold": r.threshold, "p_value": r.p_value, "rows": r.rows,
-                                "window": window_text(spec.window), "training_run": run_id},
-                        evidence={**r.to_dict(), "training_run": run_id}) for r in results]
+        return [
+            Finding(
+                r.drifted,
+                r.statistic,
+                labels={"feature": r.feature},
+                since=r.onset,
+                fields={
+                    "feature": r.feature,
+                    "test": r.test,
+                    "statistic": r.statistic,
+                    "threshold": r.threshold,
+                    "p_value": r.p_value,
+                    "rows": r.rows,
+                    "window": window_text(spec.window),
+                    "training_run": run_id,
+                },
+                evidence={**r.to_dict(), "training_run": run_id},
+            )
+            for r in results
+        ]
 
     def _new_rows(self, st: _DriftState, run: RunInfo, env: EvalEnv, window: float) -> list[Any]:
         cursor = st.cursors.get(run.id) or _Cursor(env.now - window)
         events = _logs(self.client, run.id, cursor.at, env.now)
-        rows = [r for r in prediction_rows(events)
-                if r.time > cursor.at or (r.time == cursor.at and (r.request_id or "") not in cursor.seen)]
+        rows = [
+            r
+            for r in prediction_rows(events)
+            if r.time > cursor.at or (r.time == cursor.at and (r.request_id or "") not in cursor.seen)
+        ]
         if rows:
             newest = max(r.time for r in rows)
             seen = {r.request_id or "" for r in rows if r.time == newest}
@@ -292,19 +339,44 @@ class CohortEvaluator(ServingEvaluator):
                 continue
             b = base.get(value)
             before = None if b is None else b["metrics"].get(metric)
-            holds = ((spec.below is not None and current < spec.below)
-                     or (spec.above is not None and current > spec.above) or value in regressed)
+            holds = (
+                (spec.below is not None and current < spec.below)
+                or (spec.above is not None and current > spec.above)
+                or value in regressed
+            )
             sentence = f"cohort {spec.cohort}={value} {metric} {current:.2f} live" + (
-                f" vs {before:.2f} in training" if before is not None else "")
-            out.append(Finding(holds, float(current), labels={"cohort": f"{spec.cohort}={value}"},
-                               fields={"cohort": f"{spec.cohort}={value}", "metric": metric, "live": current,
-                                       "training": before, "count": c["count"], "sentence": sentence,
-                                       "window": window_text(spec.window)},
-                               evidence={"cohort": spec.cohort, "value": c["value"], "metric": metric,
-                                         "live": current, "training": before, "count": c["count"],
-                                         "training_count": None if b is None else b["count"],
-                                         "training_run": run_id, "below": spec.below, "above": spec.above,
-                                         "worse_by": spec.worse_by, "window_seconds": spec.window}))
+                f" vs {before:.2f} in training" if before is not None else ""
+            )
+            out.append(
+                Finding(
+                    holds,
+                    float(current),
+                    labels={"cohort": f"{spec.cohort}={value}"},
+                    fields={
+                        "cohort": f"{spec.cohort}={value}",
+                        "metric": metric,
+                        "live": current,
+                        "training": before,
+                        "count": c["count"],
+                        "sentence": sentence,
+                        "window": window_text(spec.window),
+                    },
+                    evidence={
+                        "cohort": spec.cohort,
+                        "value": c["value"],
+                        "metric": metric,
+                        "live": current,
+                        "training": before,
+                        "count": c["count"],
+                        "training_count": None if b is None else b["count"],
+                        "training_run": run_id,
+                        "below": spec.below,
+                        "above": spec.above,
+                        "worse_by": spec.worse_by,
+                        "window_seconds": spec.window,
+                    },
+                )
+            )
         return out
 
 
@@ -313,7 +385,7 @@ DRIFT = Kind(
     doc="a serving endpoint's live input feature drifted against the training run's data profile",
     fields=(*FIELDS, "feature", "test", "statistic", "threshold", "p_value", "rows", "training_run"),
     default_summary="{endpoint} ({env}, version {version}): feature {feature} drifted against training "
-                    "({test} {statistic:.3g}, threshold {threshold:g}, {rows} rows over {window})",
+    "({test} {statistic:.3g}, threshold {threshold:g}, {rows} rows over {window})",
     parse=parse_drift,
     evaluators=evaluators_of(DriftEvaluator),
     run_scoped=False,

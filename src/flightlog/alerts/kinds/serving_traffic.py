@@ -128,12 +128,28 @@ class LatencyEvaluator(ServingEvaluator):
             value = max(values)
         else:
             value = float(np.average(values, weights=weights)) if requests > 0 else float(np.mean(values))
-        return [Finding(value > spec.above, value,
-                        fields={"threshold": spec.above, "quantile": spec.quantile, "aggregate": spec.aggregate,
-                                "window": window_text(spec.window), "requests": int(requests)},
-                        evidence={"latency_ms": value, "quantile": spec.quantile, "aggregate": spec.aggregate,
-                                  "threshold_ms": spec.above, "window_seconds": spec.window, "points": len(values),
-                                  "requests": int(requests)})]
+        return [
+            Finding(
+                value > spec.above,
+                value,
+                fields={
+                    "threshold": spec.above,
+                    "quantile": spec.quantile,
+                    "aggregate": spec.aggregate,
+                    "window": window_text(spec.window),
+                    "requests": int(requests),
+                },
+                evidence={
+                    "latency_ms": value,
+                    "quantile": spec.quantile,
+                    "aggregate": spec.aggregate,
+                    "threshold_ms": spec.above,
+                    "window_seconds": spec.window,
+                    "points": len(values),
+                    "requests": int(requests),
+                },
+            )
+        ]
 
 
 class ErrorRateEvaluator(ServingEvaluator):
@@ -151,11 +167,25 @@ class ErrorRateEvaluator(ServingEvaluator):
         if requests < spec.min_requests:
             return [Finding(None)]
         rate = errors / requests
-        return [Finding(rate > spec.above, rate,
-                        fields={"threshold": spec.above, "window": window_text(spec.window),
-                                "requests": int(requests), "errors": int(errors)},
-                        evidence={"error_rate": rate, "errors": int(errors), "requests": int(requests),
-                                  "threshold": spec.above, "window_seconds": spec.window})]
+        return [
+            Finding(
+                rate > spec.above,
+                rate,
+                fields={
+                    "threshold": spec.above,
+                    "window": window_text(spec.window),
+                    "requests": int(requests),
+                    "errors": int(errors),
+                },
+                evidence={
+                    "error_rate": rate,
+                    "errors": int(errors),
+                    "requests": int(requests),
+                    "threshold": spec.above,
+                    "window_seconds": spec.window,
+                },
+            )
+        ]
 
 
 LATENCY = Kind(
@@ -163,7 +193,7 @@ LATENCY = Kind(
     doc="a serving endpoint's latency quantile (p99) over a window above a number of milliseconds",
     fields=(*FIELDS, "threshold", "quantile", "aggregate", "requests"),
     default_summary="{endpoint} ({env}, version {version}): {quantile} latency {value:.0f} ms over {window}, "
-                    "above {threshold:g} ms",
+    "above {threshold:g} ms",
     parse=parse_latency,
     evaluators=evaluators_of(LatencyEvaluator),
     run_scoped=False,
@@ -174,7 +204,7 @@ ERROR_RATE = Kind(
     doc="a serving endpoint's errors / requests over a window above a share (with a minimum of requests)",
     fields=(*FIELDS, "threshold", "requests", "errors"),
     default_summary="{endpoint} ({env}, version {version}): error rate {value:.1%} over {window} "
-                    "({errors} of {requests} requests), above {threshold:.1%}",
+    "({errors} of {requests} requests), above {threshold:.1%}",
     parse=parse_error_rate,
     evaluators=evaluators_of(ErrorRateEvaluator),
     run_scoped=False,

@@ -140,14 +140,26 @@ class StalledEvaluator(PerRun):
                 out.append(self._signal(rule, delta, "clear", last, last - before, before, "activity_resumed"))
         return out
 
-    def _signal(self, rule: Rule, delta: RunDelta, state: str, at: float, silent: float, last: float,
-                reason: str | None = None) -> Signal:
+    def _signal(
+        self, rule: Rule, delta: RunDelta, state: str, at: float, silent: float, last: float, reason: str | None = None
+    ) -> Signal:
         spec: StalledSpec = rule.spec
-        return Signal(rule.name, run_labels(rule, delta.run), "firing" if state == "firing" else "clear", at, silent,
-                      run_id=delta.run.id, project=delta.run.project, reason=reason,
-                      fields={"after": format_duration(spec.after), "silent_for": format_duration(silent),
-                              "watch": ", ".join(spec.watch)},
-                      evidence={"last_sign_of_life": last, "silent_seconds": silent, "watch": list(spec.watch)})
+        return Signal(
+            rule.name,
+            run_labels(rule, delta.run),
+            "firing" if state == "firing" else "clear",
+            at,
+            silent,
+            run_id=delta.run.id,
+            project=delta.run.project,
+            reason=reason,
+            fields={
+                "after": format_duration(spec.after),
+                "silent_for": format_duration(silent),
+                "watch": ", ".join(spec.watch),
+            },
+            evidence={"last_sign_of_life": last, "silent_seconds": silent, "watch": list(spec.watch)},
+        )
 
 
 KIND = Kind(

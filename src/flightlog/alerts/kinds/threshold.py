@@ -62,7 +62,7 @@ def _window(value: Any) -> tuple[float | None, int | None]:
             raise InvalidInput("a window needs at least 1 point")
         return None, n
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-        raise InvalidInput("must be a duration (5m) or a number of points (\"20 points\")")
+        raise InvalidInput('must be a duration (5m) or a number of points ("20 points")')
     seconds = parse_duration(str(value), what="window")
     if seconds <= 0:
         raise InvalidInput("must be longer than 0s")
@@ -75,8 +75,10 @@ def parse(f: Fields) -> ThresholdSpec | None:
         f.fail("metric", "give series or metric, not both")
     name = metric or series
     if name is None:
-        f.fail((), f"needs the field 'series' (a resource series: {', '.join(RESOURCE_SERIES)}; or a metric name) "
-                    "or 'metric'")
+        f.fail(
+            (),
+            f"needs the field 'series' (a resource series: {', '.join(RESOURCE_SERIES)}; or a metric name) or 'metric'",
+        )
     source = "resource" if series and is_resource_series(series) else "metric"
     op = f.choice("op", tuple(CMP), required=True)
     value = f.number("value", required=True)
@@ -84,7 +86,7 @@ def parse(f: Fields) -> ThresholdSpec | None:
     window: tuple[float | None, int | None] = f.check("window", _window) or (None, None)
     seconds, points = window
     if aggregate != "last" and seconds is None and points is None and not f.has("window"):
-        f.fail((), f"aggregate {aggregate} needs a window: a duration (window: 5m) or points (window: \"20 points\")")
+        f.fail((), f'aggregate {aggregate} needs a window: a duration (window: 5m) or points (window: "20 points")')
     if aggregate == "last" and f.has("window"):
         f.fail("window", "a window needs an aggregate: mean, min or max (last looks at the newest point only)")
     for_seconds = f.duration("for", default=0.0, allow_zero=True) or 0.0
@@ -105,8 +107,11 @@ class ThresholdEvaluator:
         self.spec: ThresholdSpec = rules[0].spec
         self.slots = Slots()
         spec = self.spec
-        self.window = None if spec.aggregate == "last" else RingWindows(
-            self.slots, "w", spec.aggregate, seconds=spec.window_seconds, points=spec.window_points)
+        self.window = (
+            None
+            if spec.aggregate == "last"
+            else RingWindows(self.slots, "w", spec.aggregate, seconds=spec.window_seconds, points=spec.window_points)
+        )
 
     def needs(self) -> Needs:
         if self.spec.source == "resource":
@@ -138,12 +143,23 @@ class ThresholdEvaluator:
             due = (st == _PENDING) & (newest - since[slots] >= rule.spec.for_seconds)
             act = (holds & ((st == _CLEAR) | due)) | (~holds & (st != _CLEAR) & (known | ~mask))
             for i in np.flatnonzero(act).tolist():
-                out.extend(self._step(rule, cycle, column, i, int(slots[i]), bool(holds[i]), float(agg[i]),
-                                      state, since))
+                out.extend(
+                    self._step(rule, cycle, column, i, int(slots[i]), bool(holds[i]), float(agg[i]), state, since)
+                )
         return out
 
-    def _step(self, rule: Rule, cycle: Cycle, column: Column, i: int, slot: int, holds: bool, agg: float,
-              state: np.ndarray, since: np.ndarray) -> list[Signal]:
+    def _step(
+        self,
+        rule: Rule,
+        cycle: Cycle,
+        column: Column,
+        i: int,
+        slot: int,
+        holds: bool,
+        agg: float,
+        state: np.ndarray,
+        since: np.ndarray,
+    ) -> list[Signal]:
         spec: ThresholdSpec = rule.spec
         times, values, steps = column.segment(i)
         t = float(times[-1])
@@ -165,20 +181,52 @@ class ThresholdEvaluator:
         began = float(since[slot])
         if state[slot] == _PENDING and t - began >= spec.for_seconds:
             state[slot] = _FIRING
-            out.append(self._signal(rule, delta, labels, "firing", began if spec.for_seconds == 0 else t, agg, began,
-                                    extra))
+            out.append(
+                self._signal(rule, delta, labels, "firing", began if spec.for_seconds == 0 else t, agg, began, extra)
+            )
         return out
 
-    def _signal(self, rule: Rule, delta: RunDelta, labels: Labels, state: Any, at: float, value: float,
-                since: float, extra: dict[str, Any], reason: str | None = None) -> Signal:
+    def _signal(
+        self,
+        rule: Rule,
+        delta: RunDelta,
+        labels: Labels,
+        state: Any,
+        at: float,
+        value: float,
+        since: float,
+        extra: dict[str, Any],
+        reason: str | None = None,
+    ) -> Signal:
         spec: ThresholdSpec = rule.spec
-        fields = {"threshold": spec.value, "op": spec.op, "series": spec.series, "aggregate": spec.aggregate,
-                  "window": spec.window_text, "for": format_duration(spec.for_seconds) if spec.for_seconds else "0s",
-                  **extra}
-        return Signal(rule.name, run_labels(rule, delta.run, **dict(labels)), state, at, value,
-                      since=since, run_id=delta.run.id, project=delta.run.project, fields=fields, reason=reason,
-                      evidence={"series": spec.series, "aggregate": spec.aggregate, "value": value,
-                                "threshold": f"{spec.op} {spec.value:g}", **dict(labels)})
+        fields = {
+            "threshold": spec.value,
+            "op": spec.op,
+            "series": spec.series,
+            "aggregate": spec.aggregate,
+            "window": spec.window_text,
+            "for": format_duration(spec.for_seconds) if spec.for_seconds else "0s",
+            **extra,
+        }
+        return Signal(
+            rule.name,
+            run_labels(rule, delta.run, **dict(labels)),
+            state,
+            at,
+            value,
+            since=since,
+            run_id=delta.run.id,
+            project=delta.run.project,
+            fields=fields,
+            reason=reason,
+            evidence={
+                "series": spec.series,
+                "aggregate": spec.aggregate,
+                "value": value,
+                "threshold": f"{spec.op} {spec.value:g}",
+                **dict(labels),
+            },
+        )
 
 
 def _onset(times: Any, values: Any, holds: Any) -> float:

@@ -16,7 +16,16 @@ from flightlog.alerts.notifiers.base import (
 )
 from flightlog.plugins import features
 
-__all__ = ["NOTIFIER_KINDS", "notifier_kinds", "Notifier", "DeliveryError", "Outcome", "Route", "RetryPolicy", "deliver"]
+__all__ = [
+    "NOTIFIER_KINDS",
+    "notifier_kinds",
+    "Notifier",
+    "DeliveryError",
+    "Outcome",
+    "Route",
+    "RetryPolicy",
+    "deliver",
+]
 
 NOTIFIER_KINDS: dict[str, Callable[[Any, int], Any]] = {
     "webhook": webhook.parse,

@@ -74,8 +74,13 @@ class Outcome:
     seconds: float = 0.0
 
 
-def deliver(notifier: Notifier, notification: Notification, *, sleep: Callable[[float], Any] = time.sleep,
-            deadline: float | None = None) -> Outcome:
+def deliver(
+    notifier: Notifier,
+    notification: Notification,
+    *,
+    sleep: Callable[[float], Any] = time.sleep,
+    deadline: float | None = None,
+) -> Outcome:
     """Send with retries and backoff; never raises. ``deadline`` (monotonic) cuts retries short."""
     policy = notifier.retry
     started = time.monotonic()

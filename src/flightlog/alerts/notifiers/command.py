@@ -46,8 +46,9 @@ class CommandNotifier:
         )
         body = json.dumps(webhook_payload(notification), ensure_ascii=False, default=str).encode()
         try:
-            proc = subprocess.run(self.command, input=body, env=env, capture_output=True,
-                                  timeout=self.retry.timeout, check=False)
+            proc = subprocess.run(
+                self.command, input=body, env=env, capture_output=True, timeout=self.retry.timeout, check=False
+            )
         except FileNotFoundError:
             raise DeliveryError(f"command not found: {self.command[0]}", permanent=True) from None
         except subprocess.TimeoutExpired:
@@ -56,7 +57,9 @@ class CommandNotifier:
             raise DeliveryError(f"cannot run {self.command[0]}: {exc}", permanent=True) from None
         if proc.returncode != 0:
             tail = proc.stderr.decode("utf-8", "replace").strip().splitlines()[-3:]
-            raise DeliveryError(f"{self.command[0]} exited with {proc.returncode}" + (f": {' / '.join(tail)}" if tail else ""))
+            raise DeliveryError(
+                f"{self.command[0]} exited with {proc.returncode}" + (f": {' / '.join(tail)}" if tail else "")
+            )
 
     def references(self) -> list[str]:
         return [n for v in self.env.values() for n in references(v)]
@@ -76,7 +79,9 @@ def parse(f: Fields, index: int) -> CommandNotifier | None:
             command = shlex.split(raw)
         except ValueError as exc:
             f.fail("command", f"cannot be split into arguments: {exc}")
-    elif isinstance(raw, list) and raw and all(isinstance(a, (str, int, float)) and not isinstance(a, bool) for a in raw):
+    elif (
+        isinstance(raw, list) and raw and all(isinstance(a, (str, int, float)) and not isinstance(a, bool) for a in raw)
+    ):
         command = [str(a) for a in raw]
     else:
         f.fail("command", "must be a list of arguments or one string")

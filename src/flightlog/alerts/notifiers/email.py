@@ -73,15 +73,18 @@ class EmailNotifier:
                     smtp.login(resolve(self.username), resolve(self.password or ""))
                 refused = smtp.send_message(message)
         except smtplib.SMTPAuthenticationError as exc:
-            raise DeliveryError(f"SMTP {host}:{self.port} refused the login: {exc.smtp_code} {_text(exc.smtp_error)}",
-                                permanent=True) from None
+            raise DeliveryError(
+                f"SMTP {host}:{self.port} refused the login: {exc.smtp_code} {_text(exc.smtp_error)}", permanent=True
+            ) from None
         except smtplib.SMTPRecipientsRefused as exc:
-            raise DeliveryError(f"SMTP {host}:{self.port} refused every recipient: {sorted(exc.recipients)}",
-                                permanent=True) from None
+            raise DeliveryError(
+                f"SMTP {host}:{self.port} refused every recipient: {sorted(exc.recipients)}", permanent=True
+            ) from None
         except smtplib.SMTPResponseException as exc:
             permanent = 500 <= exc.smtp_code < 600
-            raise DeliveryError(f"SMTP {host}:{self.port} answered {exc.smtp_code} {_text(exc.smtp_error)}",
-                                permanent=permanent) from None
+            raise DeliveryError(
+                f"SMTP {host}:{self.port} answered {exc.smtp_code} {_text(exc.smtp_error)}", permanent=permanent
+            ) from None
         except smtplib.SMTPNotSupportedError as exc:
             raise DeliveryError(f"SMTP {host}:{self.port}: {exc} (check the tls option)", permanent=True) from None
         except (TimeoutError, smtplib.SMTPException, ssl.SSLError, OSError) as exc:

@@ -1,8 +1,8 @@
 """``kind: webhook``: the generic JSON payload (docs/alerting.md) POSTed to a URL.
 
-    - kind: webhook
-      url: https://hooks.example.com/flightlog
-      headers: {Authorization: "Bearer ${HOOK_TOKEN}"}   # secret headers: ${ENV} only
+- kind: webhook
+  url: https://hooks.example.com/flightlog
+  headers: {Authorization: "Bearer ${HOOK_TOKEN}"}   # secret headers: ${ENV} only
 """
 
 from __future__ import annotations

@@ -78,17 +78,30 @@ class MemoryAlertStore:
         with self._lock:
             self._events.extend(events)
 
-    def alerts(self, *, state: str | None = None, run_id: str | None = None, project: str | None = None,
-               rule: str | None = None, limit: int | None = None) -> list[Alert]:
+    def alerts(
+        self,
+        *,
+        state: str | None = None,
+        run_id: str | None = None,
+        project: str | None = None,
+        rule: str | None = None,
+        limit: int | None = None,
+    ) -> list[Alert]:
         with self._lock:
-            out = [copy.deepcopy(a) for a in self._alerts.values()
-                   if (state is None or a.state == state) and (run_id is None or a.run_id == run_id)
-                   and (project is None or a.project == project) and (rule is None or a.rule == rule)]
+            out = [
+                copy.deepcopy(a)
+                for a in self._alerts.values()
+                if (state is None or a.state == state)
+                and (run_id is None or a.run_id == run_id)
+                and (project is None or a.project == project)
+                and (rule is None or a.rule == rule)
+            ]
         out.sort(key=lambda a: -(a.updated or 0.0))
         return out[:limit] if limit is not None else out
 
-    def events(self, *, run_id: str | None = None, alert_id: str | None = None,
-               limit: int | None = None) -> list[dict[str, Any]]:
+    def events(
+        self, *, run_id: str | None = None, alert_id: str | None = None, limit: int | None = None
+    ) -> list[dict[str, Any]]:
         with self._lock:
             rows = []
             for e in self._events:
@@ -97,9 +110,17 @@ class MemoryAlertStore:
                     continue
                 if run_id is not None and (a is None or a.run_id != run_id):
                     continue
-                rows.append({"alert_id": e.alert_id, "time": iso(e.time), "event": e.event, "detail": e.detail,
-                             "rule": a.rule if a else None, "run_id": a.run_id if a else None,
-                             "labels": dict(a.labels) if a else {}})
+                rows.append(
+                    {
+                        "alert_id": e.alert_id,
+                        "time": iso(e.time),
+                        "event": e.event,
+                        "detail": e.detail,
+                        "rule": a.rule if a else None,
+                        "run_id": a.run_id if a else None,
+                        "labels": dict(a.labels) if a else {},
+                    }
+                )
         return rows[-limit:] if limit else rows
 
     def add_silence(self, silence: Silence) -> None:

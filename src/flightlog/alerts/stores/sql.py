@@ -36,10 +36,26 @@ def _dumps(value: Any) -> str:
 
 def _row(r: Any) -> Alert:
     return Alert(
-        id=r[0], fingerprint=r[1], rule=r[2], kind=r[3], severity=r[4], labels=json.loads(r[5]), state=r[8],
-        run_id=r[6], project=r[7], value=r[9], summary=r[10], evidence=json.loads(r[11]) if r[11] else {},
-        active_since=r[12], fired_at=r[13], resolved_at=r[14], resolved_reason=r[15], updated=r[16],
-        notified_at=r[17], resolved_notified_at=r[18], silenced_by=r[19],
+        id=r[0],
+        fingerprint=r[1],
+        rule=r[2],
+        kind=r[3],
+        severity=r[4],
+        labels=json.loads(r[5]),
+        state=r[8],
+        run_id=r[6],
+        project=r[7],
+        value=r[9],
+        summary=r[10],
+        evidence=json.loads(r[11]) if r[11] else {},
+        active_since=r[12],
+        fired_at=r[13],
+        resolved_at=r[14],
+        resolved_reason=r[15],
+        updated=r[16],
+        notified_at=r[17],
+        resolved_notified_at=r[18],
+        silenced_by=r[19],
     )
 
 
@@ -80,9 +96,28 @@ class SqlAlertStore(ABC):
             with self.db.write() as conn:
                 conn.execute(
                     self._sql(f"INSERT INTO alerts({_COLUMNS}) VALUES({','.join('?' * 20)})"),
-                    (a.id, a.fingerprint, a.rule, a.kind, a.severity, _dumps(a.labels), a.run_id, a.project, a.state,
-                     a.value, a.summary, _dumps(a.evidence), a.active_since, a.fired_at, a.resolved_at,
-                     a.resolved_reason, a.updated or time.time(), a.notified_at, a.resolved_notified_at, a.silenced_by),
+                    (
+                        a.id,
+                        a.fingerprint,
+                        a.rule,
+                        a.kind,
+                        a.severity,
+                        _dumps(a.labels),
+                        a.run_id,
+                        a.project,
+                        a.state,
+                        a.value,
+                        a.summary,
+                        _dumps(a.evidence),
+                        a.active_since,
+                        a.fired_at,
+                        a.resolved_at,
+                        a.resolved_reason,
+                        a.updated or time.time(),
+                        a.notified_at,
+                        a.resolved_notified_at,
+                        a.silenced_by,
+                    ),
                 )
         except self._unique_violation():
             return False  # the identity already has an open episode (another evaluator's)
@@ -92,10 +127,25 @@ class SqlAlertStore(ABC):
         a = alert
         with self.db.write() as conn:
             cur = conn.execute(
-                self._sql("UPDATE alerts SET state=?, value=?, summary=?, evidence=?, active_since=?, fired_at=?, "
-                          "resolved_at=?, resolved_reason=?, run_id=?, silenced_by=?, updated=? WHERE id=? AND state=?"),
-                (a.state, a.value, a.summary, _dumps(a.evidence), a.active_since, a.fired_at, a.resolved_at,
-                 a.resolved_reason, a.run_id, a.silenced_by, a.updated or time.time(), a.id, expected_state),
+                self._sql(
+                    "UPDATE alerts SET state=?, value=?, summary=?, evidence=?, active_since=?, fired_at=?, "
+                    "resolved_at=?, resolved_reason=?, run_id=?, silenced_by=?, updated=? WHERE id=? AND state=?"
+                ),
+                (
+                    a.state,
+                    a.value,
+                    a.summary,
+                    _dumps(a.evidence),
+                    a.active_since,
+                    a.fired_at,
+                    a.resolved_at,
+                    a.resolved_reason,
+                    a.run_id,
+                    a.silenced_by,
+                    a.updated or time.time(),
+                    a.id,
+                    expected_state,
+                ),
             )
             return cur.rowcount == 1
 
@@ -117,8 +167,10 @@ class SqlAlertStore(ABC):
 
     def has_episode(self, fingerprint: str) -> bool:
         with self.db.read() as conn:
-            return conn.execute(self._sql("SELECT 1 FROM alerts WHERE fingerprint=? LIMIT 1"),
-                                (fingerprint,)).fetchone() is not None
+            return (
+                conn.execute(self._sql("SELECT 1 FROM alerts WHERE fingerprint=? LIMIT 1"), (fingerprint,)).fetchone()
+                is not None
+            )
 
     def open_alerts(self, run_id: str | None = None) -> list[Alert]:
         if run_id is None:
@@ -129,8 +181,10 @@ class SqlAlertStore(ABC):
         if column not in CLAIMS:
             raise ValueError(f"not a notification mark: {column}")
         with self.db.write() as conn:
-            cur = conn.execute(self._sql(f"UPDATE alerts SET {column}=? WHERE id=? AND {self.same.format(column=column)}"),
-                               (value, alert_id, expected))
+            cur = conn.execute(
+                self._sql(f"UPDATE alerts SET {column}=? WHERE id=? AND {self.same.format(column=column)}"),
+                (value, alert_id, expected),
+            )
             return cur.rowcount == 1
 
     def add_events(self, events: Sequence[AlertEvent]) -> None:
@@ -142,8 +196,15 @@ class SqlAlertStore(ABC):
                 [(e.alert_id, e.time, e.event, _dumps(e.detail) if e.detail else None) for e in events],
             )
 
-    def alerts(self, *, state: str | None = None, run_id: str | None = None, project: str | None = None,
-               rule: str | None = None, limit: int | None = None) -> list[Alert]:
+    def alerts(
+        self,
+        *,
+        state: str | None = None,
+        run_id: str | None = None,
+        project: str | None = None,
+        rule: str | None = None,
+        limit: int | None = None,
+    ) -> list[Alert]:
         conds: list[str] = []
         args: list[Any] = []
         for column, value in (("state", state), ("run_id", run_id), ("project", project), ("rule", rule)):
@@ -156,8 +217,9 @@ class SqlAlertStore(ABC):
             args.append(limit)
         return self._select(sql, args)
 
-    def events(self, *, run_id: str | None = None, alert_id: str | None = None,
-               limit: int | None = None) -> list[dict[str, Any]]:
+    def events(
+        self, *, run_id: str | None = None, alert_id: str | None = None, limit: int | None = None
+    ) -> list[dict[str, Any]]:
         conds: list[str] = []
         args: list[Any] = []
         if run_id is not None:
@@ -166,16 +228,25 @@ class SqlAlertStore(ABC):
         if alert_id is not None:
             conds.append("e.alert_id=?")
             args.append(alert_id)
-        sql = ("SELECT e.alert_id, e.time, e.event, e.detail, a.rule, a.run_id, a.labels FROM alert_events e "
-               f"LEFT JOIN alerts a ON a.id = e.alert_id {_where(conds)} ORDER BY e.time DESC, e.id DESC")
+        sql = (
+            "SELECT e.alert_id, e.time, e.event, e.detail, a.rule, a.run_id, a.labels FROM alert_events e "
+            f"LEFT JOIN alerts a ON a.id = e.alert_id {_where(conds)} ORDER BY e.time DESC, e.id DESC"
+        )
         if limit is not None:
             sql += " LIMIT ?"
             args.append(limit)
         with self.db.read() as conn:
             rows = conn.execute(self._sql(sql), args).fetchall()
         return [
-            {"alert_id": r[0], "time": iso(r[1]), "event": r[2], "detail": json.loads(r[3]) if r[3] else {},
-             "rule": r[4], "run_id": r[5], "labels": json.loads(r[6]) if r[6] else {}}
+            {
+                "alert_id": r[0],
+                "time": iso(r[1]),
+                "event": r[2],
+                "detail": json.loads(r[3]) if r[3] else {},
+                "rule": r[4],
+                "run_id": r[5],
+                "labels": json.loads(r[6]) if r[6] else {},
+            }
             for r in reversed(rows)
         ]
 
@@ -183,8 +254,10 @@ class SqlAlertStore(ABC):
         s = silence
         with self.db.write() as conn:
             conn.execute(
-                self._sql("INSERT INTO alert_silences(id, rule, matchers, starts, ends, created, author, comment) "
-                          "VALUES(?, ?, ?, ?, ?, ?, ?, ?)"),
+                self._sql(
+                    "INSERT INTO alert_silences(id, rule, matchers, starts, ends, created, author, comment) "
+                    "VALUES(?, ?, ?, ?, ?, ?, ?, ?)"
+                ),
                 (s.id, s.rule, _dumps(s.matchers), s.starts, s.ends, s.created, s.author, s.comment),
             )
 
@@ -202,6 +275,7 @@ class SqlAlertStore(ABC):
     def expire_silence(self, silence_id: str, now: float | None = None) -> bool:
         now = time.time() if now is None else now
         with self.db.write() as conn:
-            cur = conn.execute(self._sql(f"UPDATE alert_silences SET ends={self.least}(ends, ?) WHERE id=?"),
-                               (now, silence_id))
+            cur = conn.execute(
+                self._sql(f"UPDATE alert_silences SET ends={self.least}(ends, ?) WHERE id=?"), (now, silence_id)
+            )
             return cur.rowcount == 1

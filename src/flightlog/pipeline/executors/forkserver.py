@@ -67,8 +67,13 @@ class ForkServer:
         read_end, write_end = os.pipe()
         try:
             process = subprocess.Popen(
-                [sys.executable, "-m", __name__, str(write_end)], env=env, stdin=subprocess.PIPE,
-                start_new_session=True, preexec_fn=preexec, pass_fds=(write_end,), close_fds=True,
+                [sys.executable, "-m", __name__, str(write_end)],
+                env=env,
+                stdin=subprocess.PIPE,
+                start_new_session=True,
+                preexec_fn=preexec,
+                pass_fds=(write_end,),
+                close_fds=True,
             )
         except OSError as exc:
             os.close(read_end)

@@ -71,8 +71,15 @@ class LocalExecutor:
                 self._go_cold(exc)
         output = None if launch.verbose else subprocess.DEVNULL
         return subprocess.Popen(
-            launch.argv, env=launch.env, cwd=launch.cwd, stdin=subprocess.DEVNULL, stdout=output, stderr=output,
-            start_new_session=True, preexec_fn=self._preexec, close_fds=True,
+            launch.argv,
+            env=launch.env,
+            cwd=launch.cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=output,
+            stderr=output,
+            start_new_session=True,
+            preexec_fn=self._preexec,
+            close_fds=True,
         )
 
     def poll(self, handle: subprocess.Popen[bytes] | ForkedRunner) -> int | None:

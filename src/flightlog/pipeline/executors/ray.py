@@ -32,9 +32,16 @@ def run_step_command(argv: list[str], env: dict[str, str], cwd: str) -> int:
 
     if not os.path.exists(argv[0]):
         argv = [sys.executable, *argv[1:]]  # another machine: this worker's Python
-    proc = subprocess.Popen(argv, env=env, cwd=cwd if os.path.isdir(cwd) else None, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-                            preexec_fn=parent_death_signal())
+    proc = subprocess.Popen(
+        argv,
+        env=env,
+        cwd=cwd if os.path.isdir(cwd) else None,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        preexec_fn=parent_death_signal(),
+    )
     try:
         return proc.wait()
     except BaseException:  # cancelled: stop the step so its run says so
@@ -53,7 +60,9 @@ class RayExecutor:
         try:
             import ray
         except ImportError:
-            raise InvalidInput("the ray executor needs Ray: pip install 'flightlog[ray]' (or pip install ray)") from None
+            raise InvalidInput(
+                "the ray executor needs Ray: pip install 'flightlog[ray]' (or pip install ray)"
+            ) from None
         self._ray = ray
         self._owned = False
         if not ray.is_initialized():

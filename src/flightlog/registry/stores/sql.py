@@ -26,8 +26,7 @@ from flightlog.registry.types import (
 
 __all__ = ["SqlRegistryStore"]
 
-_V = ("project, name, version, run_id, source, artifact_path, digest, size, uri, description, tags, created, "
-      "created_by")
+_V = "project, name, version, run_id, source, artifact_path, digest, size, uri, description, tags, created, created_by"
 _RETRIES = 5
 
 
@@ -49,22 +48,44 @@ class SqlRegistryStore:
     def models(self, project: str | None = None) -> list[RegisteredModel]:
         where, args = ("WHERE project=?", [project]) if project is not None else ("", [])
         with self.db.read() as conn:
-            rows = conn.execute(f"SELECT project, name, description, tags, protected, created FROM registry_models "
-                                f"{where} ORDER BY project, name", args).fetchall()
-            latest = dict(((r[0], r[1]), r[2]) for r in conn.execute(
-                f"SELECT project, name, MAX(version) FROM registry_versions {where} GROUP BY project, name", args))
+            rows = conn.execute(
+                f"SELECT project, name, description, tags, protected, created FROM registry_models "
+                f"{where} ORDER BY project, name",
+                args,
+            ).fetchall()
+            latest = dict(
+                ((r[0], r[1]), r[2])
+                for r in conn.execute(
+                    f"SELECT project, name, MAX(version) FROM registry_versions {where} GROUP BY project, name", args
+                )
+            )
             aliases: dict[tuple[str, str], dict[str, int]] = {}
-            for r in conn.execute(f"SELECT project, name, alias, version FROM registry_aliases {where} ORDER BY alias", args):
+            for r in conn.execute(
+                f"SELECT project, name, alias, version FROM registry_aliases {where} ORDER BY alias", args
+            ):
                 aliases.setdefault((r[0], r[1]), {})[r[2]] = int(r[3])
-        return [RegisteredModel(r[0], r[1], r[2], json.loads(r[3]), tuple(json.loads(r[4])), r[5],
-                                int(latest.get((r[0], r[1])) or 0), aliases.get((r[0], r[1]), {})) for r in rows]
+        return [
+            RegisteredModel(
+                r[0],
+                r[1],
+                r[2],
+                json.loads(r[3]),
+                tuple(json.loads(r[4])),
+                r[5],
+                int(latest.get((r[0], r[1])) or 0),
+                aliases.get((r[0], r[1]), {}),
+            )
+            for r in rows
+        ]
 
     def model(self, project: str, name: str) -> RegisteredModel | None:
         return next((m for m in self.models(project) if m.name == name), None)
 
     def projects_of(self, name: str) -> list[str]:
         with self.db.read() as conn:
-            return [r[0] for r in conn.execute("SELECT project FROM registry_models WHERE name=? ORDER BY project", (name,))]
+            return [
+                r[0] for r in conn.execute("SELECT project FROM registry_models WHERE name=? ORDER BY project", (name,))
+            ]
 
     def versions(self, project: str, name: str, version: int | None = None) -> list[ModelVersion]:
         where = "WHERE v.project=? AND v.name=?"
@@ -73,18 +94,23 @@ class SqlRegistryStore:
             where += " AND v.version=?"
             args.append(version)
         with self.db.read() as conn:
-            rows = conn.execute(f"SELECT {', '.join('v.' + c.strip() for c in _V.split(','))} FROM registry_versions v "
-                                f"{where} ORDER BY v.version", args).fetchall()
+            rows = conn.execute(
+                f"SELECT {', '.join('v.' + c.strip() for c in _V.split(','))} FROM registry_versions v "
+                f"{where} ORDER BY v.version",
+                args,
+            ).fetchall()
             aliases: dict[int, list[str]] = {}
-            for r in conn.execute("SELECT version, alias FROM registry_aliases WHERE project=? AND name=? ORDER BY alias",
-                                  (project, name)):
+            for r in conn.execute(
+                "SELECT version, alias FROM registry_aliases WHERE project=? AND name=? ORDER BY alias", (project, name)
+            ):
                 aliases.setdefault(int(r[0]), []).append(r[1])
         return [_version(r, tuple(aliases.get(int(r[2]), ()))) for r in rows]
 
     def alias_version(self, project: str, name: str, alias: str) -> int | None:
         with self.db.read() as conn:
-            row = conn.execute("SELECT version FROM registry_aliases WHERE project=? AND name=? AND alias=?",
-                               (project, name, alias)).fetchone()
+            row = conn.execute(
+                "SELECT version FROM registry_aliases WHERE project=? AND name=? AND alias=?", (project, name, alias)
+            ).fetchone()
         return None if row is None else int(row[0])
 
     def alias_history(self, project: str, name: str, alias: str | None = None) -> list[AliasChange]:
@@ -93,26 +119,35 @@ class SqlRegistryStore:
             where += " AND alias=?"
             args.append(alias)
         with self.db.read() as conn:
-            rows = conn.execute("SELECT project, name, alias, from_version, to_version, time, actor "
-                                f"FROM registry_alias_history {where} ORDER BY id", args).fetchall()
+            rows = conn.execute(
+                "SELECT project, name, alias, from_version, to_version, time, actor "
+                f"FROM registry_alias_history {where} ORDER BY id",
+                args,
+            ).fetchall()
         return [AliasChange(*r) for r in rows]
 
     def deployments(self, project: str | None = None) -> list[Deployment]:
         where, args = ("WHERE project=?", [project]) if project is not None else ("", [])
         with self.db.read() as conn:
-            rows = conn.execute("SELECT project, endpoint, env, name, version, ref, updated, updated_by "
-                                f"FROM registry_deployments {where} ORDER BY project, endpoint, env", args).fetchall()
+            rows = conn.execute(
+                "SELECT project, endpoint, env, name, version, ref, updated, updated_by "
+                f"FROM registry_deployments {where} ORDER BY project, endpoint, env",
+                args,
+            ).fetchall()
         return [Deployment(*r) for r in rows]
 
     def deployment_history(self, project: str, endpoint: str, env: str) -> list[DeploymentChange]:
         with self.db.read() as conn:
-            rows = conn.execute("SELECT project, endpoint, env, name, from_version, to_version, ref, time, actor "
-                                "FROM registry_deployment_history WHERE project=? AND endpoint=? AND env=? ORDER BY id",
-                                (project, endpoint, env)).fetchall()
+            rows = conn.execute(
+                "SELECT project, endpoint, env, name, from_version, to_version, ref, time, actor "
+                "FROM registry_deployment_history WHERE project=? AND endpoint=? AND env=? ORDER BY id",
+                (project, endpoint, env),
+            ).fetchall()
         return [DeploymentChange(*r) for r in rows]
 
-    def events(self, *, after: int = 0, project: str | None = None, limit: int = 1000,
-               undelivered: bool = False) -> list[RegistryEvent]:
+    def events(
+        self, *, after: int = 0, project: str | None = None, limit: int = 1000, undelivered: bool = False
+    ) -> list[RegistryEvent]:
         conds: list[str] = ["id > ?"]
         args: list[Any] = [after]
         if project is not None:
@@ -121,35 +156,88 @@ class SqlRegistryStore:
         if undelivered:
             conds.append("delivered IS NULL")
         with self.db.read() as conn:
-            rows = conn.execute(f"SELECT id, project, kind, key, payload, time, delivered FROM registry_events "
-                                f"WHERE {' AND '.join(conds)} ORDER BY id LIMIT ?", [*args, limit]).fetchall()
+            rows = conn.execute(
+                f"SELECT id, project, kind, key, payload, time, delivered FROM registry_events "
+                f"WHERE {' AND '.join(conds)} ORDER BY id LIMIT ?",
+                [*args, limit],
+            ).fetchall()
         return [RegistryEvent(int(r[0]), r[1], r[2], r[3], json.loads(r[4]), r[5], r[6]) for r in rows]
 
     # ── writes: each one transaction, with its history and its event ───────
-    def register(self, mv: ModelVersion, *, alias: str | None, model_description: str | None,
-                 model_tags: dict[str, str] | None) -> tuple[ModelVersion, AliasChange | None]:
+    def register(
+        self, mv: ModelVersion, *, alias: str | None, model_description: str | None, model_tags: dict[str, str] | None
+    ) -> tuple[ModelVersion, AliasChange | None]:
         """Add ``mv`` as the model's next version (the model is created on its first version)."""
         for attempt in range(_RETRIES):
             try:
                 with self.db.write() as conn:
                     now = mv.created or time.time()
-                    exists = conn.execute("SELECT 1 FROM registry_models WHERE project=? AND name=?",
-                                          (mv.project, mv.name)).fetchone()
+                    exists = conn.execute(
+                        "SELECT 1 FROM registry_models WHERE project=? AND name=?", (mv.project, mv.name)
+                    ).fetchone()
                     if exists is None:
-                        conn.execute("INSERT INTO registry_models(project, name, description, tags, protected, created) "
-                                     "VALUES(?, ?, ?, ?, ?, ?)",
-                                     (mv.project, mv.name, model_description, _dumps(model_tags or {}), "[]", now))
-                    number = int(conn.execute("SELECT COALESCE(MAX(version), 0) FROM registry_versions "
-                                              "WHERE project=? AND name=?", (mv.project, mv.name)).fetchone()[0]) + 1
-                    made = ModelVersion(mv.name, number, mv.run_id, mv.artifact_path, mv.digest, mv.size, mv.project,
-                                        mv.source, mv.uri, mv.description, dict(mv.tags), now, mv.created_by)
-                    conn.execute(f"INSERT INTO registry_versions({_V}) VALUES({','.join('?' * 13)})",
-                                 (made.project, made.name, made.version, made.run_id, made.source, made.artifact_path,
-                                  made.digest, made.size, made.uri, made.description, _dumps(made.tags), now,
-                                  made.created_by))
-                    _event(conn, made.project, "version_created", f"version:{made.project}/{made.name}/{made.version}",
-                           {"model": made.name, "version": made.version, "run_id": made.run_id,
-                            "artifact_path": made.artifact_path, "digest": made.digest, "actor": made.created_by}, now)
+                        conn.execute(
+                            "INSERT INTO registry_models(project, name, description, tags, protected, created) "
+                            "VALUES(?, ?, ?, ?, ?, ?)",
+                            (mv.project, mv.name, model_description, _dumps(model_tags or {}), "[]", now),
+                        )
+                    number = (
+                        int(
+                            conn.execute(
+                                "SELECT COALESCE(MAX(version), 0) FROM registry_versions WHERE project=? AND name=?",
+                                (mv.project, mv.name),
+                            ).fetchone()[0]
+                        )
+                        + 1
+                    )
+                    made = ModelVersion(
+                        mv.name,
+                        number,
+                        mv.run_id,
+                        mv.artifact_path,
+                        mv.digest,
+                        mv.size,
+                        mv.project,
+                        mv.source,
+                        mv.uri,
+                        mv.description,
+                        dict(mv.tags),
+                        now,
+                        mv.created_by,
+                    )
+                    conn.execute(
+                        f"INSERT INTO registry_versions({_V}) VALUES({','.join('?' * 13)})",
+                        (
+                            made.project,
+                            made.name,
+                            made.version,
+                            made.run_id,
+                            made.source,
+                            made.artifact_path,
+                            made.digest,
+                            made.size,
+                            made.uri,
+                            made.description,
+                            _dumps(made.tags),
+                            now,
+                            made.created_by,
+                        ),
+                    )
+                    _event(
+                        conn,
+                        made.project,
+                        "version_created",
+                        f"version:{made.project}/{made.name}/{made.version}",
+                        {
+                            "model": made.name,
+                            "version": made.version,
+                            "run_id": made.run_id,
+                            "artifact_path": made.artifact_path,
+                            "digest": made.digest,
+                            "actor": made.created_by,
+                        },
+                        now,
+                    )
                     change = None
                     if alias is not None:
                         change = self._move(conn, made.project, made.name, alias, made.version, made.created_by, now)
@@ -159,93 +247,168 @@ class SqlRegistryStore:
                     raise
         raise AssertionError("unreachable")
 
-    def set_alias(self, project: str, name: str, alias: str, version: int | None, actor: str | None
-                  ) -> AliasChange | None:
+    def set_alias(
+        self, project: str, name: str, alias: str, version: int | None, actor: str | None
+    ) -> AliasChange | None:
         """Point ``alias`` at ``version`` (None: remove it); None when it already pointed there."""
         with self.db.write() as conn:
             return self._move(conn, project, name, alias, version, actor, time.time())
 
-    def _move(self, conn: Any, project: str, name: str, alias: str, version: int | None, actor: str | None,
-              now: float) -> AliasChange | None:
-        row = conn.execute("SELECT version FROM registry_aliases WHERE project=? AND name=? AND alias=?",
-                           (project, name, alias)).fetchone()
+    def _move(
+        self, conn: Any, project: str, name: str, alias: str, version: int | None, actor: str | None, now: float
+    ) -> AliasChange | None:
+        row = conn.execute(
+            "SELECT version FROM registry_aliases WHERE project=? AND name=? AND alias=?", (project, name, alias)
+        ).fetchone()
         before = None if row is None else int(row[0])
         if before == version:
             return None
         if version is None:
             conn.execute("DELETE FROM registry_aliases WHERE project=? AND name=? AND alias=?", (project, name, alias))
         elif before is None:
-            conn.execute("INSERT INTO registry_aliases(project, name, alias, version, updated, updated_by) "
-                         "VALUES(?, ?, ?, ?, ?, ?)", (project, name, alias, version, now, actor))
+            conn.execute(
+                "INSERT INTO registry_aliases(project, name, alias, version, updated, updated_by) "
+                "VALUES(?, ?, ?, ?, ?, ?)",
+                (project, name, alias, version, now, actor),
+            )
         else:
-            conn.execute("UPDATE registry_aliases SET version=?, updated=?, updated_by=? WHERE project=? AND name=? "
-                         "AND alias=?", (version, now, actor, project, name, alias))
-        cur = conn.execute("INSERT INTO registry_alias_history(project, name, alias, from_version, to_version, time, actor) "
-                           "VALUES(?, ?, ?, ?, ?, ?, ?) RETURNING id", (project, name, alias, before, version, now, actor))
+            conn.execute(
+                "UPDATE registry_aliases SET version=?, updated=?, updated_by=? WHERE project=? AND name=? AND alias=?",
+                (version, now, actor, project, name, alias),
+            )
+        cur = conn.execute(
+            "INSERT INTO registry_alias_history(project, name, alias, from_version, to_version, time, actor) "
+            "VALUES(?, ?, ?, ?, ?, ?, ?) RETURNING id",
+            (project, name, alias, before, version, now, actor),
+        )
         hid = int(cur.fetchone()[0])
         kind = "alias_set" if before is None else "alias_removed" if version is None else "alias_moved"
-        _event(conn, project, kind, f"alias:{project}/{name}@{alias}:{hid}",
-               {"model": name, "alias": alias, "ref": f"models:/{name}@{alias}", "from_version": before,
-                "to_version": version, "actor": actor}, now)
+        _event(
+            conn,
+            project,
+            kind,
+            f"alias:{project}/{name}@{alias}:{hid}",
+            {
+                "model": name,
+                "alias": alias,
+                "ref": f"models:/{name}@{alias}",
+                "from_version": before,
+                "to_version": version,
+                "actor": actor,
+            },
+            now,
+        )
         return AliasChange(project, name, alias, before, version, now, actor)
 
-    def update_model(self, project: str, name: str, *, description: str | None = None,
-                     tags: dict[str, str] | None = None, remove_tags: Sequence[str] = (),
-                     protected: Sequence[str] | None = None) -> None:
+    def update_model(
+        self,
+        project: str,
+        name: str,
+        *,
+        description: str | None = None,
+        tags: dict[str, str] | None = None,
+        remove_tags: Sequence[str] = (),
+        protected: Sequence[str] | None = None,
+    ) -> None:
         with self.db.write() as conn:
-            row = conn.execute("SELECT description, tags, protected FROM registry_models WHERE project=? AND name=?",
-                               (project, name)).fetchone()
+            row = conn.execute(
+                "SELECT description, tags, protected FROM registry_models WHERE project=? AND name=?", (project, name)
+            ).fetchone()
             merged = {**json.loads(row[1]), **(tags or {})}
             for key in remove_tags:
                 merged.pop(key, None)
-            conn.execute("UPDATE registry_models SET description=?, tags=?, protected=? WHERE project=? AND name=?",
-                         (row[0] if description is None else description, _dumps(merged),
-                          row[2] if protected is None else _dumps(sorted(set(protected))), project, name))
+            conn.execute(
+                "UPDATE registry_models SET description=?, tags=?, protected=? WHERE project=? AND name=?",
+                (
+                    row[0] if description is None else description,
+                    _dumps(merged),
+                    row[2] if protected is None else _dumps(sorted(set(protected))),
+                    project,
+                    name,
+                ),
+            )
 
-    def update_version(self, project: str, name: str, version: int, *, description: str | None = None,
-                       tags: dict[str, str] | None = None, remove_tags: Sequence[str] = ()) -> None:
+    def update_version(
+        self,
+        project: str,
+        name: str,
+        version: int,
+        *,
+        description: str | None = None,
+        tags: dict[str, str] | None = None,
+        remove_tags: Sequence[str] = (),
+    ) -> None:
         with self.db.write() as conn:
-            row = conn.execute("SELECT description, tags FROM registry_versions WHERE project=? AND name=? AND version=?",
-                               (project, name, version)).fetchone()
+            row = conn.execute(
+                "SELECT description, tags FROM registry_versions WHERE project=? AND name=? AND version=?",
+                (project, name, version),
+            ).fetchone()
             merged = {**json.loads(row[1]), **(tags or {})}
             for key in remove_tags:
                 merged.pop(key, None)
-            conn.execute("UPDATE registry_versions SET description=?, tags=? WHERE project=? AND name=? AND version=?",
-                         (row[0] if description is None else description, _dumps(merged), project, name, version))
+            conn.execute(
+                "UPDATE registry_versions SET description=?, tags=? WHERE project=? AND name=? AND version=?",
+                (row[0] if description is None else description, _dumps(merged), project, name, version),
+            )
 
-    def deploy(self, project: str, endpoint: str, env: str, name: str, version: int, ref: str,
-               actor: str | None) -> DeploymentChange | None:
+    def deploy(
+        self, project: str, endpoint: str, env: str, name: str, version: int, ref: str, actor: str | None
+    ) -> DeploymentChange | None:
         """Set the desired state of (endpoint, env); None when it already named that version."""
         with self.db.write() as conn:
             now = time.time()
-            row = conn.execute("SELECT name, version FROM registry_deployments WHERE project=? AND endpoint=? AND env=?",
-                               (project, endpoint, env)).fetchone()
+            row = conn.execute(
+                "SELECT name, version FROM registry_deployments WHERE project=? AND endpoint=? AND env=?",
+                (project, endpoint, env),
+            ).fetchone()
             before = None if row is None or row[0] != name else int(row[1])
             if row is not None and row[0] == name and int(row[1]) == version:
                 return None
             if row is None:
-                conn.execute("INSERT INTO registry_deployments(project, endpoint, env, name, version, ref, updated, "
-                             "updated_by) VALUES(?, ?, ?, ?, ?, ?, ?, ?)",
-                             (project, endpoint, env, name, version, ref, now, actor))
+                conn.execute(
+                    "INSERT INTO registry_deployments(project, endpoint, env, name, version, ref, updated, "
+                    "updated_by) VALUES(?, ?, ?, ?, ?, ?, ?, ?)",
+                    (project, endpoint, env, name, version, ref, now, actor),
+                )
             else:
-                conn.execute("UPDATE registry_deployments SET name=?, version=?, ref=?, updated=?, updated_by=? "
-                             "WHERE project=? AND endpoint=? AND env=?", (name, version, ref, now, actor, project,
-                                                                          endpoint, env))
-            cur = conn.execute("INSERT INTO registry_deployment_history(project, endpoint, env, name, from_version, "
-                               "to_version, ref, time, actor) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-                               (project, endpoint, env, name, before, version, ref, now, actor))
+                conn.execute(
+                    "UPDATE registry_deployments SET name=?, version=?, ref=?, updated=?, updated_by=? "
+                    "WHERE project=? AND endpoint=? AND env=?",
+                    (name, version, ref, now, actor, project, endpoint, env),
+                )
+            cur = conn.execute(
+                "INSERT INTO registry_deployment_history(project, endpoint, env, name, from_version, "
+                "to_version, ref, time, actor) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                (project, endpoint, env, name, before, version, ref, now, actor),
+            )
             hid = int(cur.fetchone()[0])
-            _event(conn, project, "deployment_changed", f"deployment:{project}/{endpoint}/{env}:{hid}",
-                   {"endpoint": endpoint, "env": env, "model": name, "from_version": before, "to_version": version,
-                    "ref": ref, "actor": actor}, now)
+            _event(
+                conn,
+                project,
+                "deployment_changed",
+                f"deployment:{project}/{endpoint}/{env}:{hid}",
+                {
+                    "endpoint": endpoint,
+                    "env": env,
+                    "model": name,
+                    "from_version": before,
+                    "to_version": version,
+                    "ref": ref,
+                    "actor": actor,
+                },
+                now,
+            )
             return DeploymentChange(project, endpoint, env, name, before, version, ref, now, actor)
 
     def claim_event(self, event_id: int, now: float, *, stale: float = 300.0) -> bool:
         """Take an event to deliver it (compare-and-set): exactly one dispatcher wins; a claim
         older than ``stale`` seconds without delivery (its dispatcher died) may be taken again."""
         with self.db.write() as conn:
-            cur = conn.execute("UPDATE registry_events SET claimed=? WHERE id=? AND delivered IS NULL AND "
-                               "(claimed IS NULL OR claimed < ?)", (now, event_id, now - stale))
+            cur = conn.execute(
+                "UPDATE registry_events SET claimed=? WHERE id=? AND delivered IS NULL AND "
+                "(claimed IS NULL OR claimed < ?)",
+                (now, event_id, now - stale),
+            )
             return bool(cur.rowcount == 1)
 
     def mark_delivered(self, event_id: int, now: float) -> None:
@@ -259,14 +422,27 @@ class SqlRegistryStore:
 
 
 def _version(r: Sequence[Any], aliases: tuple[str, ...]) -> ModelVersion:
-    return ModelVersion(name=r[1], version=int(r[2]), run_id=r[3], source=r[4], artifact_path=r[5], digest=r[6],
-                        size=None if r[7] is None else int(r[7]), uri=r[8], project=r[0], description=r[9],
-                        tags=json.loads(r[10]), created=r[11], created_by=r[12], aliases=aliases)
+    return ModelVersion(
+        name=r[1],
+        version=int(r[2]),
+        run_id=r[3],
+        source=r[4],
+        artifact_path=r[5],
+        digest=r[6],
+        size=None if r[7] is None else int(r[7]),
+        uri=r[8],
+        project=r[0],
+        description=r[9],
+        tags=json.loads(r[10]),
+        created=r[11],
+        created_by=r[12],
+        aliases=aliases,
+    )
 
 
 def _event(conn: Any, project: str, kind: str, key: str, payload: dict[str, Any], now: float) -> None:
     body = {"kind": kind, "project": project, "key": key, "time": now, **payload}
-    conn.execute("INSERT INTO registry_events(project, kind, key, payload, time) VALUES(?, ?, ?, ?, ?)",
-                 (project, kind, key, _dumps(body), now))
-
-
+    conn.execute(
+        "INSERT INTO registry_events(project, kind, key, payload, time) VALUES(?, ?, ?, ?, ?)",
+        (project, kind, key, _dumps(body), now),
+    )

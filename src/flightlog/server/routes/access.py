@@ -23,9 +23,16 @@ from flightlog.timefmt import iso
 
 __all__ = ["OPERATIONS"]
 
-_PRINCIPAL = {"type": "object", "properties": {
-    "role": {"type": "string", "enum": list(ROLES)}, "project": {"type": ["string", "null"]},
-    "token_id": {"type": ["string", "null"]}, "via": {"type": "string"}, "auth": {"type": "boolean"}}}
+_PRINCIPAL = {
+    "type": "object",
+    "properties": {
+        "role": {"type": "string", "enum": list(ROLES)},
+        "project": {"type": ["string", "null"]},
+        "token_id": {"type": ["string", "null"]},
+        "via": {"type": "string"},
+        "auth": {"type": "boolean"},
+    },
+}
 
 
 async def sign_in(ctx: Ctx) -> Response:
@@ -47,7 +54,12 @@ async def sign_in(ctx: Ctx) -> Response:
     response = json_response({**principal.to_dict(), "via": "cookie", "auth": True})
     # the scheme is https behind a trusted proxy that says so (hosts.ForwardedHeaders), never on a client's word
     response.set_cookie(
-        COOKIE, session, max_age=int(lifetime), path=_cookie_path(ctx), httponly=True, samesite="strict",
+        COOKIE,
+        session,
+        max_age=int(lifetime),
+        path=_cookie_path(ctx),
+        httponly=True,
+        samesite="strict",
         secure=request.url.scheme == "https",
     )
     return response
@@ -80,8 +92,14 @@ def _scope(ctx: Ctx) -> Scope:
 
 async def tokens_list(ctx: Ctx) -> Response:
     rows = await ctx.call(list_tokens, ctx.store, by=_scope(ctx))
-    return json_response({"tokens": [
-        {**r, "created": iso(r["created"]), "last_used": iso(r["last_used"]), "revoked": iso(r["revoked"])} for r in rows]})
+    return json_response(
+        {
+            "tokens": [
+                {**r, "created": iso(r["created"]), "last_used": iso(r["last_used"]), "revoked": iso(r["revoked"])}
+                for r in rows
+            ]
+        }
+    )
 
 
 async def tokens_create(ctx: Ctx) -> Response:
@@ -107,27 +125,92 @@ async def tokens_revoke(ctx: Ctx) -> Response:
     return json_response({"revoked": token_id})
 
 
-_NEW_TOKEN = {"type": "object", "properties": {
-    "id": {"type": "string"}, "token": {"type": "string", "description": "The secret: shown once."},
-    "role": {"type": "string"}, "project": {"type": ["string", "null"]}, "name": {"type": ["string", "null"]}}}
+_NEW_TOKEN = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string"},
+        "token": {"type": "string", "description": "The secret: shown once."},
+        "role": {"type": "string"},
+        "project": {"type": ["string", "null"]},
+        "name": {"type": ["string", "null"]},
+    },
+}
 
 OPERATIONS = [
-    Operation("POST", "/session", sign_in, None, "Sign in with a token: sets the HttpOnly session cookie", "access",
-              body=json_body({"type": "object", "required": ["token"], "properties": {"token": {"type": "string", "maxLength": 512}}}),
-              responses={"200": ok("Signed in", _PRINCIPAL)}),
-    Operation("DELETE", "/session", sign_out, None, "Sign out: clears the session cookie", "access",
-              responses={"200": ok("Signed out", {"type": "object"})}),
-    Operation("GET", "/whoami", whoami, "reader", "The role and project of the token in use", "access",
-              responses={"200": ok("Who you are", _PRINCIPAL)}),
-    Operation("GET", "/tokens", tokens_list, "admin", "API tokens (never their secrets)", "access",
-              responses={"200": ok("Tokens", {"type": "object", "properties": {"tokens": {"type": "array", "items": {"type": "object"}}}})}),
-    Operation("POST", "/tokens", tokens_create, "admin", "Make a token (its secret is in this answer only)", "access",
-              body=json_body({"type": "object", "required": ["role"], "additionalProperties": False, "properties": {
-                  "role": {"type": "string", "enum": list(ROLES)},
-                  "project": {"type": ["string", "null"], "maxLength": 200},
-                  "name": {"type": ["string", "null"], "maxLength": 200}}}),
-              responses={"201": ok("The new token", _NEW_TOKEN)}),
-    Operation("DELETE", "/tokens/{token_id}", tokens_revoke, "admin", "Revoke a token", "access",
-              params=(Param("token_id", "path", {"type": "string", "pattern": "^[0-9a-f]{12}$"}, "The token's id (`token ls`)."),),
-              responses={"200": ok("Revoked", {"type": "object"})}),
+    Operation(
+        "POST",
+        "/session",
+        sign_in,
+        None,
+        "Sign in with a token: sets the HttpOnly session cookie",
+        "access",
+        body=json_body(
+            {"type": "object", "required": ["token"], "properties": {"token": {"type": "string", "maxLength": 512}}}
+        ),
+        responses={"200": ok("Signed in", _PRINCIPAL)},
+    ),
+    Operation(
+        "DELETE",
+        "/session",
+        sign_out,
+        None,
+        "Sign out: clears the session cookie",
+        "access",
+        responses={"200": ok("Signed out", {"type": "object"})},
+    ),
+    Operation(
+        "GET",
+        "/whoami",
+        whoami,
+        "reader",
+        "The role and project of the token in use",
+        "access",
+        responses={"200": ok("Who you are", _PRINCIPAL)},
+    ),
+    Operation(
+        "GET",
+        "/tokens",
+        tokens_list,
+        "admin",
+        "API tokens (never their secrets)",
+        "access",
+        responses={
+            "200": ok(
+                "Tokens", {"type": "object", "properties": {"tokens": {"type": "array", "items": {"type": "object"}}}}
+            )
+        },
+    ),
+    Operation(
+        "POST",
+        "/tokens",
+        tokens_create,
+        "admin",
+        "Make a token (its secret is in this answer only)",
+        "access",
+        body=json_body(
+            {
+                "type": "object",
+                "required": ["role"],
+                "additionalProperties": False,
+                "properties": {
+                    "role": {"type": "string", "enum": list(ROLES)},
+                    "project": {"type": ["string", "null"], "maxLength": 200},
+                    "name": {"type": ["string", "null"], "maxLength": 200},
+                },
+            }
+        ),
+        responses={"201": ok("The new token", _NEW_TOKEN)},
+    ),
+    Operation(
+        "DELETE",
+        "/tokens/{token_id}",
+        tokens_revoke,
+        "admin",
+        "Revoke a token",
+        "access",
+        params=(
+            Param("token_id", "path", {"type": "string", "pattern": "^[0-9a-f]{12}$"}, "The token's id (`token ls`)."),
+        ),
+        responses={"200": ok("Revoked", {"type": "object"})},
+    ),
 ]

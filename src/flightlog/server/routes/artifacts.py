@@ -22,9 +22,15 @@ from flightlog.transport.artifacts import blob_digest
 
 __all__ = ["OPERATIONS"]
 
-_DIGEST = Param("digest", "path", {"type": "string", "pattern": "^[0-9a-f]{64}$"}, "The content's SHA-256, lowercase hex.")
-_PATH = Param("path", "path", {"type": "string", "minLength": 1, "maxLength": 1024},
-              "The artifact's path under the run, e.g. `model.bin` or `eval/report.html`.")
+_DIGEST = Param(
+    "digest", "path", {"type": "string", "pattern": "^[0-9a-f]{64}$"}, "The content's SHA-256, lowercase hex."
+)
+_PATH = Param(
+    "path",
+    "path",
+    {"type": "string", "minLength": 1, "maxLength": 1024},
+    "The artifact's path under the run, e.g. `model.bin` or `eval/report.html`.",
+)
 _BINARY = {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}
 
 
@@ -70,9 +76,22 @@ async def upload_artifact(ctx: Ctx) -> Response:
         ctx.request, limit=ctx.state.config.max_upload, expected=expected.strip().lower() if expected else None
     )
     ctx.state.metrics.add_ingest(upload_bytes=size)
-    record = schema_record("artifact", r=info.id, w=f"api-{new_writer_id()}", s=1, t=time.time(),
-                           role=role, kind=kind, path=path, source=None, size=size, sha256=sha,
-                           uri=f"cas:sha256/{sha}", step=step, attempt=info.attempt)
+    record = schema_record(
+        "artifact",
+        r=info.id,
+        w=f"api-{new_writer_id()}",
+        s=1,
+        t=time.time(),
+        role=role,
+        kind=kind,
+        path=path,
+        source=None,
+        size=size,
+        sha256=sha,
+        uri=f"cas:sha256/{sha}",
+        step=step,
+        attempt=info.attempt,
+    )
     result = await ctx.call(ctx.store.ingest, [record])
     if result.skipped:
         raise InvalidInput(f"the store refused the artifact: {result.skipped[0]}")
@@ -117,34 +136,107 @@ async def put_blob(ctx: Ctx) -> Response:
     return json_response({**blob_info(sha, size), "created": not existed}, status=200 if existed else 201)
 
 
-_ART_LIST = {"type": "object", "required": ["artifacts"], "properties": {"artifacts": {"type": "array", "items": schema_ref("Artifact")}}}
-_BLOB = {"type": "object", "properties": {"sha256": {"type": "string"}, "size": {"type": "integer"}, "uri": {"type": "string"}}}
+_ART_LIST = {
+    "type": "object",
+    "required": ["artifacts"],
+    "properties": {"artifacts": {"type": "array", "items": schema_ref("Artifact")}},
+}
+_BLOB = {
+    "type": "object",
+    "properties": {"sha256": {"type": "string"}, "size": {"type": "integer"}, "uri": {"type": "string"}},
+}
 
 OPERATIONS = [
-    Operation("GET", "/runs/{run}/artifacts", list_artifacts, "reader", "A run's artifacts (inputs and outputs)", "artifacts",
-              params=(RUN,), responses={"200": ok("Artifacts", _ART_LIST)}),
-    Operation("GET", "/runs/{run}/artifacts/{path}", download_artifact, "reader", "Download an artifact (streamed, as an attachment)",
-              "artifacts", route="/runs/{run}/artifacts/{path:path}", params=(RUN, _PATH),
-              responses={"200": {"description": "The content", "content": _BINARY}}),
-    Operation("PUT", "/runs/{run}/artifacts/{path}", upload_artifact, "writer", "Upload a file as an artifact of a run (streamed)",
-              "artifacts", route="/runs/{run}/artifacts/{path:path}",
-              description="The body is the file, streamed; its size is limited by the server's --max-upload. "
-                          "Send `X-Content-SHA256` to have the content checked.",
-              params=(RUN, _PATH,
-                      Param("role", "query", {"type": "string", "enum": ["input", "output"]}, "input or output (default)."),
-                      Param("kind", "query", {"type": "string", "maxLength": 100}, "file (default), model, checkpoint, dataset, ..."),
-                      Param("step", "query", {"type": "integer", "minimum": 0}, "The step it belongs to."),
-                      Param("X-Content-SHA256", "header", {"type": "string", "pattern": "^[0-9a-f]{64}$"}, "Expected SHA-256.")),
-              body={"required": True, "content": _BINARY}, responses={"201": ok("Stored", _BLOB)}),
-    Operation("GET", "/artifacts", artifacts_by_digest, "reader", "Artifacts (of any run) with these contents", "artifacts",
-              params=(Param("sha256", "query", {"type": "array", "items": {"type": "string", "pattern": "^[0-9a-f]{64}$"}, "maxItems": 500},
-                            "SHA-256 digests (repeat the parameter, or separate with commas)."),),
-              responses={"200": ok("Artifacts", _ART_LIST)}),
-    Operation("HEAD", "/blobs/sha256/{digest}", head_blob, "writer", "Whether the server has this content", "artifacts",
-              params=(_DIGEST,), responses={"200": {"description": "It has it"}, "404": {"description": "It does not"}}),
-    Operation("GET", "/blobs/sha256/{digest}", get_blob, "reader", "Download content by its SHA-256 (streamed)", "artifacts",
-              params=(_DIGEST,), responses={"200": {"description": "The content", "content": _BINARY}}),
-    Operation("PUT", "/blobs/sha256/{digest}", put_blob, "writer", "Upload content by its SHA-256 (streamed; size and hash checked)",
-              "artifacts", params=(_DIGEST,), body={"required": True, "content": _BINARY},
-              responses={"200": ok("Already there", _BLOB), "201": ok("Stored", _BLOB)}),
+    Operation(
+        "GET",
+        "/runs/{run}/artifacts",
+        list_artifacts,
+        "reader",
+        "A run's artifacts (inputs and outputs)",
+        "artifacts",
+        params=(RUN,),
+        responses={"200": ok("Artifacts", _ART_LIST)},
+    ),
+    Operation(
+        "GET",
+        "/runs/{run}/artifacts/{path}",
+        download_artifact,
+        "reader",
+        "Download an artifact (streamed, as an attachment)",
+        "artifacts",
+        route="/runs/{run}/artifacts/{path:path}",
+        params=(RUN, _PATH),
+        responses={"200": {"description": "The content", "content": _BINARY}},
+    ),
+    Operation(
+        "PUT",
+        "/runs/{run}/artifacts/{path}",
+        upload_artifact,
+        "writer",
+        "Upload a file as an artifact of a run (streamed)",
+        "artifacts",
+        route="/runs/{run}/artifacts/{path:path}",
+        description="The body is the file, streamed; its size is limited by the server's --max-upload. "
+        "Send `X-Content-SHA256` to have the content checked.",
+        params=(
+            RUN,
+            _PATH,
+            Param("role", "query", {"type": "string", "enum": ["input", "output"]}, "input or output (default)."),
+            Param(
+                "kind", "query", {"type": "string", "maxLength": 100}, "file (default), model, checkpoint, dataset, ..."
+            ),
+            Param("step", "query", {"type": "integer", "minimum": 0}, "The step it belongs to."),
+            Param("X-Content-SHA256", "header", {"type": "string", "pattern": "^[0-9a-f]{64}$"}, "Expected SHA-256."),
+        ),
+        body={"required": True, "content": _BINARY},
+        responses={"201": ok("Stored", _BLOB)},
+    ),
+    Operation(
+        "GET",
+        "/artifacts",
+        artifacts_by_digest,
+        "reader",
+        "Artifacts (of any run) with these contents",
+        "artifacts",
+        params=(
+            Param(
+                "sha256",
+                "query",
+                {"type": "array", "items": {"type": "string", "pattern": "^[0-9a-f]{64}$"}, "maxItems": 500},
+                "SHA-256 digests (repeat the parameter, or separate with commas).",
+            ),
+        ),
+        responses={"200": ok("Artifacts", _ART_LIST)},
+    ),
+    Operation(
+        "HEAD",
+        "/blobs/sha256/{digest}",
+        head_blob,
+        "writer",
+        "Whether the server has this content",
+        "artifacts",
+        params=(_DIGEST,),
+        responses={"200": {"description": "It has it"}, "404": {"description": "It does not"}},
+    ),
+    Operation(
+        "GET",
+        "/blobs/sha256/{digest}",
+        get_blob,
+        "reader",
+        "Download content by its SHA-256 (streamed)",
+        "artifacts",
+        params=(_DIGEST,),
+        responses={"200": {"description": "The content", "content": _BINARY}},
+    ),
+    Operation(
+        "PUT",
+        "/blobs/sha256/{digest}",
+        put_blob,
+        "writer",
+        "Upload content by its SHA-256 (streamed; size and hash checked)",
+        "artifacts",
+        params=(_DIGEST,),
+        body={"required": True, "content": _BINARY},
+        responses={"200": ok("Already there", _BLOB), "201": ok("Stored", _BLOB)},
+    ),
 ]

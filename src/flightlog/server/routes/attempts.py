@@ -33,17 +33,39 @@ async def claim(ctx: Ctx) -> Response:
     run_id = await ctx.run_id()
     attempt = await ctx.call(ctx.store.claim_attempt, run_id, seen, host=host, pid=pid, started=float(started))
     if attempt is None:
-        raise Conflict(f"run {run_id} is no longer ended at attempt {seen}: another process resumed it first",
-                       details={"run": run_id, "seen": seen})
+        raise Conflict(
+            f"run {run_id} is no longer ended at attempt {seen}: another process resumed it first",
+            details={"run": run_id, "seen": seen},
+        )
     return json_response({"run": run_id, "attempt": attempt})
 
 
 OPERATIONS = [
-    Operation("POST", "/runs/{run}/attempts", claim, "writer", "Resume an ended run as its next attempt (atomic)", "runs",
-              params=(RUN,),
-              body=json_body({"type": "object", "required": ["seen", "host", "pid", "started"], "properties": {
-                  "seen": {"type": "integer", "minimum": 1, "description": "The attempt of the ended run, as read."},
-                  "host": {"type": "string"}, "pid": {"type": "integer"}, "started": {"type": "number"}}}),
-              responses={"200": ok("The attempt claimed", {"type": "object", "properties": {
-                  "run": {"type": "string"}, "attempt": {"type": "integer"}}})}),
+    Operation(
+        "POST",
+        "/runs/{run}/attempts",
+        claim,
+        "writer",
+        "Resume an ended run as its next attempt (atomic)",
+        "runs",
+        params=(RUN,),
+        body=json_body(
+            {
+                "type": "object",
+                "required": ["seen", "host", "pid", "started"],
+                "properties": {
+                    "seen": {"type": "integer", "minimum": 1, "description": "The attempt of the ended run, as read."},
+                    "host": {"type": "string"},
+                    "pid": {"type": "integer"},
+                    "started": {"type": "number"},
+                },
+            }
+        ),
+        responses={
+            "200": ok(
+                "The attempt claimed",
+                {"type": "object", "properties": {"run": {"type": "string"}, "attempt": {"type": "integer"}}},
+            )
+        },
+    ),
 ]

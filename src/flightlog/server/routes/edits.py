@@ -35,17 +35,34 @@ async def edit(ctx: Ctx) -> Response:
         raise InvalidInput('tags must be an object of strings, e.g. {"team": "cv"}')
     if not isinstance(remove, list) or not all(isinstance(k, str) for k in remove):
         raise InvalidInput('remove_tags must be a list of tag keys, e.g. ["tmp"]')
-    await ctx.call(edit_run, ctx.store, run_id, origin="api", name=name, description=description, tags=tags,
-                   remove_tags=remove)
+    await ctx.call(
+        edit_run, ctx.store, run_id, origin="api", name=name, description=description, tags=tags, remove_tags=remove
+    )
     return json_response(run_json(await ctx.run(run_id)))
 
 
 OPERATIONS = [
-    Operation("POST", "/runs/{run}/edit", edit, "writer", "Rename, retag or describe a run (any status)", "runs", params=(RUN,),
-              body=json_body({"type": "object", "additionalProperties": False, "minProperties": 1, "properties": {
-                  "name": {"type": "string", "minLength": 1, "maxLength": 200},
-                  "description": {"type": "string", "maxLength": 10000, "description": "'' removes it"},
-                  "tags": {"type": "object", "additionalProperties": {"type": "string", "maxLength": 1000}},
-                  "remove_tags": {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 200}}}}),
-              responses={"200": ok("The run as it now is", schema_ref("Run"))}),
+    Operation(
+        "POST",
+        "/runs/{run}/edit",
+        edit,
+        "writer",
+        "Rename, retag or describe a run (any status)",
+        "runs",
+        params=(RUN,),
+        body=json_body(
+            {
+                "type": "object",
+                "additionalProperties": False,
+                "minProperties": 1,
+                "properties": {
+                    "name": {"type": "string", "minLength": 1, "maxLength": 200},
+                    "description": {"type": "string", "maxLength": 10000, "description": "'' removes it"},
+                    "tags": {"type": "object", "additionalProperties": {"type": "string", "maxLength": 1000}},
+                    "remove_tags": {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 200}},
+                },
+            }
+        ),
+        responses={"200": ok("The run as it now is", schema_ref("Run"))},
+    ),
 ]

@@ -37,7 +37,10 @@ async def metric_summaries(ctx: Ctx) -> Response:
 async def metric_history(ctx: Ctx) -> Response:
     q = ctx.query
     buckets = q.integer("buckets", min=1, max=MAX_BUCKETS)
-    from_step, to_step = q.integer("from_step", min=-(2**63), max=2**63 - 1), q.integer("to_step", min=-(2**63), max=2**63 - 1)
+    from_step, to_step = (
+        q.integer("from_step", min=-(2**63), max=2**63 - 1),
+        q.integer("to_step", min=-(2**63), max=2**63 - 1),
+    )
     name = ctx.path("name")
     history = await ctx.call(ctx.store.metric_history, await ctx.run_id(), name)
     steps, values, times = history.steps, history.values, history.times
@@ -50,12 +53,14 @@ async def metric_history(ctx: Ctx) -> Response:
         doc["time"] = [iso(t) for t in doc["time"]]
         return json_response({"name": name, **doc})
     if _wants_msgpack(ctx):
-        body = _msgpack.encode({
-            "name": name,
-            "steps": np.ascontiguousarray(steps, dtype="<i8").tobytes(),
-            "times": np.ascontiguousarray(times, dtype="<f8").tobytes(),
-            "values": np.ascontiguousarray(values, dtype="<f8").tobytes(),
-        })
+        body = _msgpack.encode(
+            {
+                "name": name,
+                "steps": np.ascontiguousarray(steps, dtype="<i8").tobytes(),
+                "times": np.ascontiguousarray(times, dtype="<f8").tobytes(),
+                "values": np.ascontiguousarray(values, dtype="<f8").tobytes(),
+            }
+        )
         return Response(body, media_type=MEDIA_TYPE)
     if len(steps) > MAX_JSON_POINTS:
         raise InvalidInput(
@@ -63,12 +68,14 @@ async def metric_history(ctx: Ctx) -> Response:
             "ask for buckets=N (a chart), a from_step/to_step range, or Accept: application/msgpack",
             details={"points": len(steps), "max": MAX_JSON_POINTS},
         )
-    return json_response({
-        "name": name,
-        "steps": steps.tolist(),
-        "values": values.tolist(),
-        "times": [iso(t) for t in times.tolist()],
-    })
+    return json_response(
+        {
+            "name": name,
+            "steps": steps.tolist(),
+            "values": values.tolist(),
+            "times": [iso(t) for t in times.tolist()],
+        }
+    )
 
 
 def _wants_msgpack(ctx: Ctx) -> bool:
@@ -154,52 +161,165 @@ async def run_stages(ctx: Ctx) -> Response:
 
 
 LOG_FILTERS = (
-    Param("level", "query", {"type": "string", "maxLength": 20}, "This level and above: debug, info, warning, error, critical (or a number)."),
-    Param("grep", "query", {"type": "string", "maxLength": MAX_PATTERN},
-          "Only events whose message matches this regular expression (case-insensitive; RE2 syntax: "
-          "no backreferences or lookaround)."),
-    Param("since", "query", {"type": "string", "maxLength": 64}, "Events at or after: epoch seconds, ISO-8601, or a duration ago (10m)."),
+    Param(
+        "level",
+        "query",
+        {"type": "string", "maxLength": 20},
+        "This level and above: debug, info, warning, error, critical (or a number).",
+    ),
+    Param(
+        "grep",
+        "query",
+        {"type": "string", "maxLength": MAX_PATTERN},
+        "Only events whose message matches this regular expression (case-insensitive; RE2 syntax: "
+        "no backreferences or lookaround).",
+    ),
+    Param(
+        "since",
+        "query",
+        {"type": "string", "maxLength": 64},
+        "Events at or after: epoch seconds, ISO-8601, or a duration ago (10m).",
+    ),
     Param("until", "query", {"type": "string", "maxLength": 64}, "Events at or before (same forms as since)."),
-    Param("stream", "query", {"type": "array", "items": {"type": "string", "enum": list(STREAMS)}, "maxItems": 3},
-          "Only these streams (repeat the parameter, or separate with commas)."),
+    Param(
+        "stream",
+        "query",
+        {"type": "array", "items": {"type": "string", "enum": list(STREAMS)}, "maxItems": 3},
+        "Only these streams (repeat the parameter, or separate with commas).",
+    ),
     Param("component", "query", {"type": "string", "maxLength": 500}, "Only events of this component (logger name)."),
     Param("attempt", "query", {"type": "integer", "minimum": 0}, "Only events of this attempt."),
     Param("stage", "query", {"type": "string", "maxLength": 500}, "Only events recorded inside this stage."),
 )
-_NAME = Param("name", "path", {"type": "string", "minLength": 1, "maxLength": 1000}, "The metric's name (may contain '/').")
+_NAME = Param(
+    "name", "path", {"type": "string", "minLength": 1, "maxLength": 1000}, "The metric's name (may contain '/')."
+)
 _COLUMN: dict[str, Any] = {"type": "array"}
 
 OPERATIONS = [
-    Operation("GET", "/runs/{run}/metrics", metric_summaries, "reader", "Every metric of a run: count, min, max, last", "events",
-              params=(RUN,), responses={"200": ok("Summaries", {"type": "object", "properties": {
-                  "metrics": {"type": "array", "items": schema_ref("MetricSummary")}}})}),
-    Operation("GET", "/runs/{run}/metrics/{name}", metric_history, "reader", "One metric's points, or N buckets for a chart", "events",
-              route="/runs/{run}/metrics/{name:path}",
-              description="With `buckets=N`, the step range is cut into N buckets and each keeps its count, min and max "
-                          "(with the steps they happened at), mean, first and last value, so spikes survive. Without it, "
-                          "every point: JSON, or binary columns (little-endian int64 steps, float64 times and values) in "
-                          "MessagePack with `Accept: application/msgpack`.",
-              params=(RUN, _NAME,
-                      Param("buckets", "query", {"type": "integer", "minimum": 1, "maximum": MAX_BUCKETS}, "How many buckets."),
-                      Param("from_step", "query", {"type": "integer"}, "Only points at or after this step."),
-                      Param("to_step", "query", {"type": "integer"}, "Only points at or before this step.")),
-              responses={"200": {"description": "Points or buckets", "content": {
-                  "application/json": {"schema": {"type": "object", "required": ["name"], "properties": {
-                      "name": {"type": "string"}, "steps": _COLUMN, "values": _COLUMN, "times": _COLUMN,
-                      "points": {"type": "integer"}, "buckets": {"type": "integer"}, "step": _COLUMN, "min": _COLUMN,
-                      "max": _COLUMN, "mean": _COLUMN}}},
-                  MEDIA_TYPE: {"schema": {"type": "string", "format": "binary"}}}}}),
-    Operation("GET", "/runs/{run}/logs", run_logs, "reader", "Log events with filters, paged with cursors (or the last N)", "events",
-              params=(RUN, *LOG_FILTERS,
-                      Param("limit", "query", {"type": "integer", "minimum": 0, "maximum": MAX_LOG_PAGE, "default": 1000}, "Events per page."),
-                      Param("tail", "query", {"type": "boolean"}, "The last `limit` events instead of the first."),
-                      Param("cursor", "query", {"type": "string", "maxLength": 1000}, "`next_cursor` of the previous page (opaque).")),
-              responses={"200": ok("A page of events, oldest first", {"type": "object", "required": ["events", "next_cursor"], "properties": {
-                  "events": {"type": "array", "items": schema_ref("LogEvent")},
-                  "next_cursor": {"type": ["string", "null"]}}})}),
-    Operation("GET", "/runs/{run}/resources", run_resources, "reader", "Resource samples (CPU, memory, GPUs, disk, network)", "events",
-              params=(RUN, Param("since", "query", {"type": "string", "maxLength": 64}, "Samples at or after this time.")),
-              responses={"200": ok("Samples, oldest first", {"type": "object", "properties": {"samples": {"type": "array", "items": {"type": "object"}}}})}),
-    Operation("GET", "/runs/{run}/stages", run_stages, "reader", "Stage timings with their kept spans", "events", params=(RUN,),
-              responses={"200": ok("Stages", {"type": "object", "properties": {"stages": {"type": "array", "items": {"type": "object"}}}})}),
+    Operation(
+        "GET",
+        "/runs/{run}/metrics",
+        metric_summaries,
+        "reader",
+        "Every metric of a run: count, min, max, last",
+        "events",
+        params=(RUN,),
+        responses={
+            "200": ok(
+                "Summaries",
+                {"type": "object", "properties": {"metrics": {"type": "array", "items": schema_ref("MetricSummary")}}},
+            )
+        },
+    ),
+    Operation(
+        "GET",
+        "/runs/{run}/metrics/{name}",
+        metric_history,
+        "reader",
+        "One metric's points, or N buckets for a chart",
+        "events",
+        route="/runs/{run}/metrics/{name:path}",
+        description="With `buckets=N`, the step range is cut into N buckets and each keeps its count, min and max "
+        "(with the steps they happened at), mean, first and last value, so spikes survive. Without it, "
+        "every point: JSON, or binary columns (little-endian int64 steps, float64 times and values) in "
+        "MessagePack with `Accept: application/msgpack`.",
+        params=(
+            RUN,
+            _NAME,
+            Param("buckets", "query", {"type": "integer", "minimum": 1, "maximum": MAX_BUCKETS}, "How many buckets."),
+            Param("from_step", "query", {"type": "integer"}, "Only points at or after this step."),
+            Param("to_step", "query", {"type": "integer"}, "Only points at or before this step."),
+        ),
+        responses={
+            "200": {
+                "description": "Points or buckets",
+                "content": {
+                    "application/json": {
+                        "schema": {
+                            "type": "object",
+                            "required": ["name"],
+                            "properties": {
+                                "name": {"type": "string"},
+                                "steps": _COLUMN,
+                                "values": _COLUMN,
+                                "times": _COLUMN,
+                                "points": {"type": "integer"},
+                                "buckets": {"type": "integer"},
+                                "step": _COLUMN,
+                                "min": _COLUMN,
+                                "max": _COLUMN,
+                                "mean": _COLUMN,
+                            },
+                        }
+                    },
+                    MEDIA_TYPE: {"schema": {"type": "string", "format": "binary"}},
+                },
+            }
+        },
+    ),
+    Operation(
+        "GET",
+        "/runs/{run}/logs",
+        run_logs,
+        "reader",
+        "Log events with filters, paged with cursors (or the last N)",
+        "events",
+        params=(
+            RUN,
+            *LOG_FILTERS,
+            Param(
+                "limit",
+                "query",
+                {"type": "integer", "minimum": 0, "maximum": MAX_LOG_PAGE, "default": 1000},
+                "Events per page.",
+            ),
+            Param("tail", "query", {"type": "boolean"}, "The last `limit` events instead of the first."),
+            Param(
+                "cursor", "query", {"type": "string", "maxLength": 1000}, "`next_cursor` of the previous page (opaque)."
+            ),
+        ),
+        responses={
+            "200": ok(
+                "A page of events, oldest first",
+                {
+                    "type": "object",
+                    "required": ["events", "next_cursor"],
+                    "properties": {
+                        "events": {"type": "array", "items": schema_ref("LogEvent")},
+                        "next_cursor": {"type": ["string", "null"]},
+                    },
+                },
+            )
+        },
+    ),
+    Operation(
+        "GET",
+        "/runs/{run}/resources",
+        run_resources,
+        "reader",
+        "Resource samples (CPU, memory, GPUs, disk, network)",
+        "events",
+        params=(RUN, Param("since", "query", {"type": "string", "maxLength": 64}, "Samples at or after this time.")),
+        responses={
+            "200": ok(
+                "Samples, oldest first",
+                {"type": "object", "properties": {"samples": {"type": "array", "items": {"type": "object"}}}},
+            )
+        },
+    ),
+    Operation(
+        "GET",
+        "/runs/{run}/stages",
+        run_stages,
+        "reader",
+        "Stage timings with their kept spans",
+        "events",
+        params=(RUN,),
+        responses={
+            "200": ok(
+                "Stages", {"type": "object", "properties": {"stages": {"type": "array", "items": {"type": "object"}}}}
+            )
+        },
+    ),
 ]

@@ -26,7 +26,9 @@ from flightlog.transport.wire import MEDIA_TYPE, MEDIA_TYPES, PayloadTooLarge, d
 __all__ = ["OPERATIONS"]
 
 MAX_RECORDS = 50_000  # per request: the records' checks take ~30 µs each, so a batch costs a second or two at most
-STORE_CHUNK = 5_000  # records per store transaction: an embedded store's readers wait for each one, never for a whole batch
+STORE_CHUNK = (
+    5_000  # records per store transaction: an embedded store's readers wait for each one, never for a whole batch
+)
 
 
 @dataclass
@@ -72,8 +74,14 @@ async def ingest(ctx: Ctx) -> Response:
         duplicates += result.duplicates
         skipped.extend(result.skipped)
     ctx.state.metrics.add_ingest(
-        batches=1, records=batch.received, applied=applied, duplicates=duplicates, skipped=len(skipped),
-        points=batch.points, log_events=batch.log_events, bytes=len(body),
+        batches=1,
+        records=batch.received,
+        applied=applied,
+        duplicates=duplicates,
+        skipped=len(skipped),
+        points=batch.points,
+        log_events=batch.log_events,
+        bytes=len(body),
     )
     return json_response({"applied": applied, "duplicates": duplicates, "skipped": skipped})
 
@@ -91,8 +99,14 @@ def _prepare(body: bytes, encoding: str, limit: int, writer_redacts: bool = Fals
     for rec in good:
         if rec["k"] == "run" and "project" in rec:
             declared.setdefault(rec["r"], rec["project"])
-    return _Batch(len(records), good, skipped, declared, points=sum(_points(r) for r in good),
-                  log_events=sum(int(r.get("n", 0)) for r in good if r["k"] == "logs"))
+    return _Batch(
+        len(records),
+        good,
+        skipped,
+        declared,
+        points=sum(_points(r) for r in good),
+        log_events=sum(int(r.get("n", 0)) for r in good if r["k"] == "logs"),
+    )
 
 
 def _checked(records: list[Any], writer_redacts: bool) -> tuple[list[dict[str, Any]], list[str]]:
@@ -113,7 +127,9 @@ def _checked(records: list[Any], writer_redacts: bool) -> tuple[list[dict[str, A
             try:
                 _redact_log_chunk(rec, home)
             except (TypeError, ValueError, KeyError, AttributeError) as exc:  # never stored unredacted
-                skipped.append(f"record {i} ('logs', run {str(rec.get('r'))[:64]!r}): its events cannot be redacted: {exc}")
+                skipped.append(
+                    f"record {i} ('logs', run {str(rec.get('r'))[:64]!r}): its events cannot be redacted: {exc}"
+                )
                 continue
         good.append(redact_user_strings(rec, home))  # whatever the writer: no secrets in the store
     return good, skipped
@@ -143,7 +159,9 @@ async def _check_scope(ctx: Ctx, batch: _Batch) -> None:
     for run_id in run_ids:
         project = existing.get(run_id, batch.declared.get(run_id))
         if project != scope:
-            what = f"belongs to project {project!r}" if project else "does not exist yet and the batch does not create it"
+            what = (
+                f"belongs to project {project!r}" if project else "does not exist yet and the batch does not create it"
+            )
             raise Forbidden(
                 f"this token is limited to project {scope!r}; run {run_id} {what}",
                 details={"project": scope, "run": run_id},
@@ -172,15 +190,41 @@ async def _own_content_only(ctx: Ctx, records: list[dict[str, Any]], skipped: li
 
 OPERATIONS = [
     Operation(
-        "POST", "/ingest", ingest, "writer", "Ingest a batch of journal records (idempotent)", "ingest",
-        description="The body is MessagePack `{\"records\": [...]}` (the journal's records as they are, series and "
-                    "log chunks as bytes), usually with `Content-Encoding: gzip`. Records already applied (same run, "
-                    "writer and sequence number) are counted as duplicates; malformed records are refused one by one "
-                    "and listed in `skipped`.",
-        body={"required": True, "content": {MEDIA_TYPE: {"schema": {
-            "type": "object", "required": ["records"], "properties": {"records": {"type": "array", "items": {"type": "object"}}}}}}},
-        responses={"200": ok("What was applied", {"type": "object", "required": ["applied", "duplicates", "skipped"], "properties": {
-            "applied": {"type": "integer"}, "duplicates": {"type": "integer"},
-            "skipped": {"type": "array", "items": {"type": "string"}}}})},
+        "POST",
+        "/ingest",
+        ingest,
+        "writer",
+        "Ingest a batch of journal records (idempotent)",
+        "ingest",
+        description='The body is MessagePack `{"records": [...]}` (the journal\'s records as they are, series and '
+        "log chunks as bytes), usually with `Content-Encoding: gzip`. Records already applied (same run, "
+        "writer and sequence number) are counted as duplicates; malformed records are refused one by one "
+        "and listed in `skipped`.",
+        body={
+            "required": True,
+            "content": {
+                MEDIA_TYPE: {
+                    "schema": {
+                        "type": "object",
+                        "required": ["records"],
+                        "properties": {"records": {"type": "array", "items": {"type": "object"}}},
+                    }
+                }
+            },
+        },
+        responses={
+            "200": ok(
+                "What was applied",
+                {
+                    "type": "object",
+                    "required": ["applied", "duplicates", "skipped"],
+                    "properties": {
+                        "applied": {"type": "integer"},
+                        "duplicates": {"type": "integer"},
+                        "skipped": {"type": "array", "items": {"type": "string"}},
+                    },
+                },
+            )
+        },
     ),
 ]

@@ -49,10 +49,31 @@ async def _run_gauges(ctx: Ctx) -> str:
 
 
 OPERATIONS = [
-    Operation("GET", "/openapi.json", openapi_json, None, "This document", "meta",
-              responses={"200": ok("The OpenAPI document", {"type": "object"})}),
-    Operation("GET", "//healthz", healthz, None, "Health check for load balancers", "meta",
-              responses={"200": ok("Serving", {"type": "object"}), "503": {"description": "Not serving"}}),
-    Operation("GET", "//metrics", prometheus, None, "Request, error and ingest counters in Prometheus text format", "meta",
-              responses={"200": ok("Metrics", {"type": "string"}, media="text/plain")}),
+    Operation(
+        "GET",
+        "/openapi.json",
+        openapi_json,
+        None,
+        "This document",
+        "meta",
+        responses={"200": ok("The OpenAPI document", {"type": "object"})},
+    ),
+    Operation(
+        "GET",
+        "//healthz",
+        healthz,
+        None,
+        "Health check for load balancers",
+        "meta",
+        responses={"200": ok("Serving", {"type": "object"}), "503": {"description": "Not serving"}},
+    ),
+    Operation(
+        "GET",
+        "//metrics",
+        prometheus,
+        None,
+        "Request, error and ingest counters in Prometheus text format",
+        "meta",
+        responses={"200": ok("Metrics", {"type": "string"}, media="text/plain")},
+    ),
 ]

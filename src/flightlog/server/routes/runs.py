@@ -91,7 +91,9 @@ async def patch_run(ctx: Ctx) -> Response:
     run_id = await ctx.run_id()
     unknown = sorted(set(body) - set(_PATCHABLE))
     if unknown:
-        raise InvalidInput(f"cannot update run fields {unknown}; allowed: {list(_PATCHABLE)}", details={"allowed": list(_PATCHABLE)})
+        raise InvalidInput(
+            f"cannot update run fields {unknown}; allowed: {list(_PATCHABLE)}", details={"allowed": list(_PATCHABLE)}
+        )
     if not body:
         raise InvalidInput(f"nothing to update: send one or more of {list(_PATCHABLE)}")
     fields: dict[str, Any] = {}
@@ -166,13 +168,19 @@ async def run_lineage(ctx: Ctx) -> Response:
     def linked(sha: str | None, role: str) -> list[str]:
         return sorted({r.run_id for r in related if r.sha256 == sha and r.role == role})
 
-    return json_response({
-        "run": info.id,
-        "parent": info.parent_id,
-        "children": await _visible(ctx, await ctx.call(ctx.store.children, info.id)),
-        "inputs": [{"artifact": a.to_dict(), "produced_by": linked(a.sha256, "output")} for a in arts if a.role == "input"],
-        "outputs": [{"artifact": a.to_dict(), "used_by": linked(a.sha256, "input")} for a in arts if a.role == "output"],
-    })
+    return json_response(
+        {
+            "run": info.id,
+            "parent": info.parent_id,
+            "children": await _visible(ctx, await ctx.call(ctx.store.children, info.id)),
+            "inputs": [
+                {"artifact": a.to_dict(), "produced_by": linked(a.sha256, "output")} for a in arts if a.role == "input"
+            ],
+            "outputs": [
+                {"artifact": a.to_dict(), "used_by": linked(a.sha256, "input")} for a in arts if a.role == "output"
+            ],
+        }
+    )
 
 
 async def run_context(ctx: Ctx) -> Response:
@@ -189,7 +197,7 @@ async def add_note(ctx: Ctx) -> Response:
     run_id = await ctx.run_id()
     text, author = body.get("text"), body.get("author")
     if not isinstance(text, str) or not text.strip():
-        raise InvalidInput("a note needs some text: send {\"text\": \"...\"}")
+        raise InvalidInput('a note needs some text: send {"text": "..."}')
     if len(text) > 100_000:
         raise InvalidInput("a note is at most 100,000 characters")
     if author is not None and (not isinstance(author, str) or len(author) > 200):
@@ -219,59 +227,228 @@ async def add_evidence(ctx: Ctx) -> Response:
     return json_response({"run": run_id, "kind": kind, "name": name}, status=201)
 
 
-_RUN_LIST = {"type": "object", "required": ["runs", "next_cursor"], "properties": {
-    "runs": {"type": "array", "items": schema_ref("Run")},
-    "next_cursor": {"type": ["string", "null"], "description": "Pass as `cursor` for the next page; null on the last."}}}
+_RUN_LIST = {
+    "type": "object",
+    "required": ["runs", "next_cursor"],
+    "properties": {
+        "runs": {"type": "array", "items": schema_ref("Run")},
+        "next_cursor": {
+            "type": ["string", "null"],
+            "description": "Pass as `cursor` for the next page; null on the last.",
+        },
+    },
+}
 
 OPERATIONS = [
-    Operation("GET", "/projects", list_projects, "reader", "Projects with their run counts", "runs",
-              responses={"200": ok("Projects", {"type": "object", "required": ["projects"], "properties": {
-                  "projects": {"type": "array", "items": schema_ref("Project")}}})}),
-    Operation("GET", "/runs", search_runs, "reader", "Search runs with the filter language, newest first", "runs",
-              params=(
-                  Param("project", "query", {"type": "string", "maxLength": 200}, "Only runs of this project."),
-                  Param("filter", "query", {"type": "string", "maxLength": 10000},
-                        "A filter, e.g. `params.lr > 0.01 and status = 'failed'` (docs/filters.md)."),
-                  Param("order_by", "query", {"type": "string", "maxLength": 1000}, "e.g. `-metrics.acc`; default `-created`."),
-                  Param("limit", "query", {"type": "integer", "minimum": 0, "maximum": MAX_PAGE, "default": 50}, "Runs per page."),
-                  Param("offset", "query", {"type": "integer", "minimum": 0}, "Skip this many runs (first page only)."),
-                  Param("cursor", "query", {"type": "string", "maxLength": 1000}, "`next_cursor` of the previous page (opaque)."),
-                  Param("detail", "query", {"type": "boolean", "default": False}, "Each run in full (metric summaries, timeline, failure)."),
-              ),
-              responses={"200": ok("A page of runs", _RUN_LIST)}),
-    Operation("GET", "/runs/{run}", get_run, "reader", "One run in full", "runs", params=(RUN,),
-              responses={"200": ok("The run", schema_ref("Run"))}),
-    Operation("PATCH", "/runs/{run}", patch_run, "writer", "Set a run's status and how it ended", "runs", params=(RUN,),
-              body=json_body({"type": "object", "additionalProperties": False, "minProperties": 1, "properties": {
-                  "status": {"type": "string", "enum": list(STATUSES)},
-                  "end_reason": {"type": ["string", "null"], "maxLength": 100},
-                  "ended": {"type": ["number", "string", "null"], "description": "Epoch seconds or ISO-8601."},
-                  "exit_code": {"type": ["integer", "null"]}, "signal": {"type": ["integer", "null"]},
-                  "failure": {"type": ["object", "null"]}}}),
-              responses={"200": ok("The updated run", schema_ref("Run"))}),
-    Operation("DELETE", "/runs/{run}", delete_run, "writer", "Delete a run and everything recorded on it (whole id only)", "runs",
-              params=(RUN,), responses={"200": ok("How many runs were deleted", {"type": "object", "properties": {"deleted": {"type": "integer"}}})}),
-    Operation("GET", "/runs/{run}/children", run_children, "reader", "Ids of the runs whose parent this run is", "runs", params=(RUN,),
-              responses={"200": ok("Child run ids", {"type": "object", "properties": {"children": {"type": "array", "items": {"type": "string"}}}})}),
-    Operation("GET", "/runs/{run}/lineage", run_lineage, "reader", "Inputs with the runs that produced them, outputs with the runs that used them",
-              "runs", params=(RUN,), responses={"200": ok("Lineage", {"type": "object"})}),
-    Operation("GET", "/runs/{run}/context", run_context, "reader", "Runtime context: code revision, command, host, packages", "runs",
-              params=(RUN,), responses={"200": ok("Context", {"type": "object"})}),
-    Operation("GET", "/runs/{run}/notes", list_notes, "reader", "Notes kept with a run", "runs", params=(RUN,),
-              responses={"200": ok("Notes", {"type": "object", "properties": {"notes": {"type": "array", "items": schema_ref("Note")}}})}),
-    Operation("POST", "/runs/{run}/notes", add_note, "writer", "Keep a note (a hypothesis, a piece of evidence) with a run", "runs",
-              params=(RUN,),
-              body=json_body({"type": "object", "required": ["text"], "properties": {
-                  "text": {"type": "string", "minLength": 1, "maxLength": 100000},
-                  "author": {"type": ["string", "null"], "maxLength": 200}}}),
-              responses={"201": ok("The note", schema_ref("Note"))}),
-    Operation("GET", "/runs/{run}/evidence", list_evidence, "reader", "Evidence kept with a run (profiles, validations, manifests)", "runs",
-              params=(RUN, Param("kind", "query", {"type": "string", "maxLength": 200}, "Only this kind."),
-                      Param("name", "query", {"type": "string", "maxLength": 1000}, "Only this name.")),
-              responses={"200": ok("Evidence", {"type": "object", "properties": {"evidence": {"type": "array", "items": {"type": "object"}}}})}),
-    Operation("POST", "/runs/{run}/evidence", add_evidence, "writer", "Keep a piece of evidence with a run", "runs", params=(RUN,),
-              body=json_body({"type": "object", "required": ["kind", "name", "data"], "properties": {
-                  "kind": {"type": "string", "minLength": 1, "maxLength": 1000},
-                  "name": {"type": "string", "minLength": 1, "maxLength": 1000}, "data": {"type": "object"}}}),
-              responses={"201": ok("Kept", {"type": "object"})}),
+    Operation(
+        "GET",
+        "/projects",
+        list_projects,
+        "reader",
+        "Projects with their run counts",
+        "runs",
+        responses={
+            "200": ok(
+                "Projects",
+                {
+                    "type": "object",
+                    "required": ["projects"],
+                    "properties": {"projects": {"type": "array", "items": schema_ref("Project")}},
+                },
+            )
+        },
+    ),
+    Operation(
+        "GET",
+        "/runs",
+        search_runs,
+        "reader",
+        "Search runs with the filter language, newest first",
+        "runs",
+        params=(
+            Param("project", "query", {"type": "string", "maxLength": 200}, "Only runs of this project."),
+            Param(
+                "filter",
+                "query",
+                {"type": "string", "maxLength": 10000},
+                "A filter, e.g. `params.lr > 0.01 and status = 'failed'` (docs/filters.md).",
+            ),
+            Param(
+                "order_by", "query", {"type": "string", "maxLength": 1000}, "e.g. `-metrics.acc`; default `-created`."
+            ),
+            Param(
+                "limit",
+                "query",
+                {"type": "integer", "minimum": 0, "maximum": MAX_PAGE, "default": 50},
+                "Runs per page.",
+            ),
+            Param("offset", "query", {"type": "integer", "minimum": 0}, "Skip this many runs (first page only)."),
+            Param(
+                "cursor", "query", {"type": "string", "maxLength": 1000}, "`next_cursor` of the previous page (opaque)."
+            ),
+            Param(
+                "detail",
+                "query",
+                {"type": "boolean", "default": False},
+                "Each run in full (metric summaries, timeline, failure).",
+            ),
+        ),
+        responses={"200": ok("A page of runs", _RUN_LIST)},
+    ),
+    Operation(
+        "GET",
+        "/runs/{run}",
+        get_run,
+        "reader",
+        "One run in full",
+        "runs",
+        params=(RUN,),
+        responses={"200": ok("The run", schema_ref("Run"))},
+    ),
+    Operation(
+        "PATCH",
+        "/runs/{run}",
+        patch_run,
+        "writer",
+        "Set a run's status and how it ended",
+        "runs",
+        params=(RUN,),
+        body=json_body(
+            {
+                "type": "object",
+                "additionalProperties": False,
+                "minProperties": 1,
+                "properties": {
+                    "status": {"type": "string", "enum": list(STATUSES)},
+                    "end_reason": {"type": ["string", "null"], "maxLength": 100},
+                    "ended": {"type": ["number", "string", "null"], "description": "Epoch seconds or ISO-8601."},
+                    "exit_code": {"type": ["integer", "null"]},
+                    "signal": {"type": ["integer", "null"]},
+                    "failure": {"type": ["object", "null"]},
+                },
+            }
+        ),
+        responses={"200": ok("The updated run", schema_ref("Run"))},
+    ),
+    Operation(
+        "DELETE",
+        "/runs/{run}",
+        delete_run,
+        "writer",
+        "Delete a run and everything recorded on it (whole id only)",
+        "runs",
+        params=(RUN,),
+        responses={
+            "200": ok("How many runs were deleted", {"type": "object", "properties": {"deleted": {"type": "integer"}}})
+        },
+    ),
+    Operation(
+        "GET",
+        "/runs/{run}/children",
+        run_children,
+        "reader",
+        "Ids of the runs whose parent this run is",
+        "runs",
+        params=(RUN,),
+        responses={
+            "200": ok(
+                "Child run ids",
+                {"type": "object", "properties": {"children": {"type": "array", "items": {"type": "string"}}}},
+            )
+        },
+    ),
+    Operation(
+        "GET",
+        "/runs/{run}/lineage",
+        run_lineage,
+        "reader",
+        "Inputs with the runs that produced them, outputs with the runs that used them",
+        "runs",
+        params=(RUN,),
+        responses={"200": ok("Lineage", {"type": "object"})},
+    ),
+    Operation(
+        "GET",
+        "/runs/{run}/context",
+        run_context,
+        "reader",
+        "Runtime context: code revision, command, host, packages",
+        "runs",
+        params=(RUN,),
+        responses={"200": ok("Context", {"type": "object"})},
+    ),
+    Operation(
+        "GET",
+        "/runs/{run}/notes",
+        list_notes,
+        "reader",
+        "Notes kept with a run",
+        "runs",
+        params=(RUN,),
+        responses={
+            "200": ok(
+                "Notes", {"type": "object", "properties": {"notes": {"type": "array", "items": schema_ref("Note")}}}
+            )
+        },
+    ),
+    Operation(
+        "POST",
+        "/runs/{run}/notes",
+        add_note,
+        "writer",
+        "Keep a note (a hypothesis, a piece of evidence) with a run",
+        "runs",
+        params=(RUN,),
+        body=json_body(
+            {
+                "type": "object",
+                "required": ["text"],
+                "properties": {
+                    "text": {"type": "string", "minLength": 1, "maxLength": 100000},
+                    "author": {"type": ["string", "null"], "maxLength": 200},
+                },
+            }
+        ),
+        responses={"201": ok("The note", schema_ref("Note"))},
+    ),
+    Operation(
+        "GET",
+        "/runs/{run}/evidence",
+        list_evidence,
+        "reader",
+        "Evidence kept with a run (profiles, validations, manifests)",
+        "runs",
+        params=(
+            RUN,
+            Param("kind", "query", {"type": "string", "maxLength": 200}, "Only this kind."),
+            Param("name", "query", {"type": "string", "maxLength": 1000}, "Only this name."),
+        ),
+        responses={
+            "200": ok(
+                "Evidence",
+                {"type": "object", "properties": {"evidence": {"type": "array", "items": {"type": "object"}}}},
+            )
+        },
+    ),
+    Operation(
+        "POST",
+        "/runs/{run}/evidence",
+        add_evidence,
+        "writer",
+        "Keep a piece of evidence with a run",
+        "runs",
+        params=(RUN,),
+        body=json_body(
+            {
+                "type": "object",
+                "required": ["kind", "name", "data"],
+                "properties": {
+                    "kind": {"type": "string", "minLength": 1, "maxLength": 1000},
+                    "name": {"type": "string", "minLength": 1, "maxLength": 1000},
+                    "data": {"type": "object"},
+                },
+            }
+        ),
+        responses={"201": ok("Kept", {"type": "object"})},
+    ),
 ]

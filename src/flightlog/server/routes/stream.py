@@ -48,7 +48,9 @@ async def run_stream(ctx: Ctx) -> Response:
     kinds = set(q.values("events", max_items=3) or KINDS)
     unknown = sorted(kinds - set(KINDS))
     if unknown:
-        raise InvalidInput(f"events {unknown} are not streamed: use {', '.join(KINDS)}", details={"choices": list(KINDS)})
+        raise InvalidInput(
+            f"events {unknown} are not streamed: use {', '.join(KINDS)}", details={"choices": list(KINDS)}
+        )
     query = log_query(q)
     names = q.values("metric", max_items=200)
     info = await ctx.run()
@@ -99,9 +101,13 @@ async def _events(
                 out.append(frame("status", run_json(run, detail=False), f"{log_at}.{metric_at}"))
             last_status = status
             now = time.monotonic()
-            reconnect = ("the server is shutting down" if ctx.state.draining.is_set()
-                         else "this connection reached its maximum age" if now - opened >= config.stream_max_age
-                         else None)
+            reconnect = (
+                "the server is shutting down"
+                if ctx.state.draining.is_set()
+                else "this connection reached its maximum age"
+                if now - opened >= config.stream_max_age
+                else None
+            )
             if run.is_finished:
                 out.append(frame("end", {"status": run.status}, f"{log_at}.{metric_at}"))
             elif reconnect:
@@ -143,21 +149,42 @@ def _points(points: dict[str, tuple[bytes, bytes, bytes]]) -> dict[str, Any]:
 
 OPERATIONS = [
     Operation(
-        "GET", "/runs/{run}/stream", run_stream, "reader", "Live: new log events, metric points and status (server-sent events)",
+        "GET",
+        "/runs/{run}/stream",
+        run_stream,
+        "reader",
+        "Live: new log events, metric points and status (server-sent events)",
         "live",
         description="Events: `logs` ({events: [...]}), `metrics` ({metrics: {name: {steps, values, times}}}), `status` "
-                    "(the run), `end` (the run has finished; the stream closes), `reconnect` (the server is shutting "
-                    "down, or the connection reached the server's maximum stream age), `unauthorized` ({error: "
-                    "{code, message}}: the token was revoked or the session ended; the stream closes). Log events start from the "
-                    "run's first (within the filters; `since` skips older ones), metric points from the moment of "
-                    "connecting. Reconnect with `Last-Event-ID` to resume without gaps.",
-        params=(RUN, *LOG_FILTERS,
-                Param("events", "query", {"type": "array", "items": {"type": "string", "enum": list(KINDS)}},
-                      "Which events: logs, metrics, status (default all)."),
-                Param("metric", "query", {"type": "array", "items": {"type": "string"}, "maxItems": 200},
-                      "Only these metrics' points."),
-                Param("Last-Event-ID", "header", {"type": "string", "pattern": r"^\d{1,18}\.\d{1,18}$"},
-                      "The id of the last event received, to resume.")),
-        responses={"200": {"description": "An event stream", "content": {"text/event-stream": {"schema": {"type": "string"}}}}},
+        "(the run), `end` (the run has finished; the stream closes), `reconnect` (the server is shutting "
+        "down, or the connection reached the server's maximum stream age), `unauthorized` ({error: "
+        "{code, message}}: the token was revoked or the session ended; the stream closes). Log events start from the "
+        "run's first (within the filters; `since` skips older ones), metric points from the moment of "
+        "connecting. Reconnect with `Last-Event-ID` to resume without gaps.",
+        params=(
+            RUN,
+            *LOG_FILTERS,
+            Param(
+                "events",
+                "query",
+                {"type": "array", "items": {"type": "string", "enum": list(KINDS)}},
+                "Which events: logs, metrics, status (default all).",
+            ),
+            Param(
+                "metric",
+                "query",
+                {"type": "array", "items": {"type": "string"}, "maxItems": 200},
+                "Only these metrics' points.",
+            ),
+            Param(
+                "Last-Event-ID",
+                "header",
+                {"type": "string", "pattern": r"^\d{1,18}\.\d{1,18}$"},
+                "The id of the last event received, to resume.",
+            ),
+        ),
+        responses={
+            "200": {"description": "An event stream", "content": {"text/event-stream": {"schema": {"type": "string"}}}}
+        },
     ),
 ]

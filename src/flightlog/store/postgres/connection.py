@@ -55,7 +55,9 @@ def redact_uri(uri: str) -> str:
         userinfo, host = netloc.rsplit("@", 1)
         user = userinfo.split(":", 1)[0]
         netloc = f"{user}:***@{host}" if ":" in userinfo else f"{user}@{host}"
-    query = [(k, "***" if k.lower() in _SECRET_PARAMS else v) for k, v in parse_qsl(parts.query, keep_blank_values=True)]
+    query = [
+        (k, "***" if k.lower() in _SECRET_PARAMS else v) for k, v in parse_qsl(parts.query, keep_blank_values=True)
+    ]
     return urlunsplit((parts.scheme, netloc, parts.path, urlencode(query, safe="*"), ""))
 
 
@@ -112,9 +114,17 @@ class PgDatabase:
         except psycopg.Error as exc:
             raise self.unavailable(exc) from None
         self.pool = ConnectionPool(
-            uri, min_size=1, max_size=max_size, open=False, timeout=30.0, name="flightlog",
-            kwargs={"autocommit": True, "connect_timeout": max(1, int(connect_timeout)),
-                    "cursor_factory": _cursor_class()},
+            uri,
+            min_size=1,
+            max_size=max_size,
+            open=False,
+            timeout=30.0,
+            name="flightlog",
+            kwargs={
+                "autocommit": True,
+                "connect_timeout": max(1, int(connect_timeout)),
+                "cursor_factory": _cursor_class(),
+            },
             check=ConnectionPool.check_connection,
         )
         try:
@@ -169,8 +179,11 @@ class PgDatabase:
 
     def _migrate_features(self, conn: Any, migrations: Sequence[StoreMigrations] | None = None) -> None:
         """The features' own tables (store/features.py), under the same lock as the core's."""
+
         def versions() -> dict[str, int]:
-            return recorded_versions(conn.execute("SELECT key, value FROM meta WHERE key LIKE 'schema_version:%'").fetchall())
+            return recorded_versions(
+                conn.execute("SELECT key, value FROM meta WHERE key LIKE 'schema_version:%'").fetchall()
+            )
 
         @contextmanager
         def transaction() -> Iterator[Any]:

@@ -33,7 +33,9 @@ ON CONFLICT(run_id, name) DO UPDATE SET
         import psycopg
 
         self.record_errors: tuple[type[Exception], ...] = (
-            psycopg.DataError, psycopg.IntegrityError, psycopg.ProgrammingError,
+            psycopg.DataError,
+            psycopg.IntegrityError,
+            psycopg.ProgrammingError,
         )
         self._untyped = _untyped_adapters()
 

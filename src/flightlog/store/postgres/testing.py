@@ -72,17 +72,52 @@ class TemporaryPostgres:
     def start(self) -> TemporaryPostgres:
         if not self.data.exists():
             subprocess.run(
-                [*self._as_user, str(self.bin / "initdb"), "-D", str(self.data), "-A", "trust", "-U", "postgres",
-                 "-E", "UTF8", "--locale=C", "--no-sync"],
-                check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=self.root,
+                [
+                    *self._as_user,
+                    str(self.bin / "initdb"),
+                    "-D",
+                    str(self.data),
+                    "-A",
+                    "trust",
+                    "-U",
+                    "postgres",
+                    "-E",
+                    "UTF8",
+                    "--locale=C",
+                    "--no-sync",
+                ],
+                check=True,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                cwd=self.root,
             )
         log = open(self.root / "postgres.log", "ab")  # noqa: SIM115 - held for the server's lifetime
         self.process = subprocess.Popen(
-            [*self._as_user, str(self.bin / "postgres"), "-D", str(self.data), "-p", str(self.port),
-             "-c", "listen_addresses=127.0.0.1", "-c", f"unix_socket_directories={self.root}",
-             "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
-             "-c", f"max_connections={self.max_connections}", "-c", "shared_buffers=64MB"],
-            stdout=log, stderr=log, cwd=self.root,
+            [
+                *self._as_user,
+                str(self.bin / "postgres"),
+                "-D",
+                str(self.data),
+                "-p",
+                str(self.port),
+                "-c",
+                "listen_addresses=127.0.0.1",
+                "-c",
+                f"unix_socket_directories={self.root}",
+                "-c",
+                "fsync=off",
+                "-c",
+                "synchronous_commit=off",
+                "-c",
+                "full_page_writes=off",
+                "-c",
+                f"max_connections={self.max_connections}",
+                "-c",
+                "shared_buffers=64MB",
+            ],
+            stdout=log,
+            stderr=log,
+            cwd=self.root,
         )
         log.close()
         self.wait_ready()
@@ -100,7 +135,9 @@ class TemporaryPostgres:
                     return
             except psycopg.OperationalError:
                 if time.monotonic() > deadline:
-                    raise RuntimeError(f"postgres did not accept connections in {timeout:.0f}s: {self.log_tail()}") from None
+                    raise RuntimeError(
+                        f"postgres did not accept connections in {timeout:.0f}s: {self.log_tail()}"
+                    ) from None
                 time.sleep(0.05)
 
     def stop(self) -> None:
@@ -151,7 +188,8 @@ class TemporaryPostgres:
                 # FILE_COPY (PostgreSQL 15+) copies a small database several times faster than WAL_LOG
                 strategy = " STRATEGY FILE_COPY" if conn.info.server_version >= 150000 else ""
                 statement = sql.SQL("CREATE DATABASE {} TEMPLATE {}" + strategy).format(
-                    sql.Identifier(name), sql.Identifier(template))
+                    sql.Identifier(name), sql.Identifier(template)
+                )
             conn.execute(statement)
         return self.uri(name)
 

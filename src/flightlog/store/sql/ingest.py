@@ -133,8 +133,18 @@ def _apply_metrics(conn: Any, rec: dict[str, Any], d: Dialect) -> None:
             continue
         summary = series_summary(steps, times, values)
         summary["last_value"] = finite_or_none(summary["last_value"])
-        chunks.append((run_id, name, writer, attempt, len(steps), summary["first_step"], summary["last_step"],
-                       *(bytes(part) for part in encoded)))
+        chunks.append(
+            (
+                run_id,
+                name,
+                writer,
+                attempt,
+                len(steps),
+                summary["first_step"],
+                summary["last_step"],
+                *(bytes(part) for part in encoded),
+            )
+        )
         summaries.append({"run": run_id, "name": name, **summary})
         first_time = summary["first_time"] if first_time is None else min(first_time, summary["first_time"])
         last_time = summary["last_time"] if last_time is None else max(last_time, summary["last_time"])
@@ -173,8 +183,18 @@ def _apply_stage_stats(conn: Any, rec: dict[str, Any], d: Dialect) -> None:
         "min=excluded.min, max=excluded.max, first_start=excluded.first_start, "
         "last_end=excluded.last_end, hist=excluded.hist",
         [
-            (rec["r"], name, rec["w"], st["count"], st["total"], st["min"], st["max"],
-             st["first_start"], st["last_end"], _dumps(st["hist"]))
+            (
+                rec["r"],
+                name,
+                rec["w"],
+                st["count"],
+                st["total"],
+                st["min"],
+                st["max"],
+                st["first_start"],
+                st["last_end"],
+                _dumps(st["hist"]),
+            )
             for name, st in rec["stats"].items()
         ],
     )
@@ -192,8 +212,17 @@ def _apply_artifact(conn: Any, rec: dict[str, Any], d: Dialect) -> None:
         "INSERT INTO artifacts(run_id, role, kind, path, source, size, sha256, uri, step, time, attempt, meta) "
         "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
-            rec["r"], rec["role"], rec.get("kind"), rec["path"], rec.get("source"), rec.get("size"),
-            rec.get("sha256"), rec.get("uri"), rec.get("step"), rec["t"], rec.get("attempt", 1),
+            rec["r"],
+            rec["role"],
+            rec.get("kind"),
+            rec["path"],
+            rec.get("source"),
+            rec.get("size"),
+            rec.get("sha256"),
+            rec.get("uri"),
+            rec.get("step"),
+            rec["t"],
+            rec.get("attempt", 1),
             _dumps(rec["meta"]) if rec.get("meta") is not None else None,
         ),
     )

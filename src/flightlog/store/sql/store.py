@@ -54,8 +54,20 @@ _RUN_COLUMNS = (
 )
 _TOKEN_COLUMNS = ("id", "role", "project", "name", "created", "last_used", "revoked")
 _RUN_TABLES = (
-    "params", "tags", "notes", "context", "metric_series", "metric_chunks", "log_chunks",
-    "spans", "stage_stats", "resource_samples", "artifacts", "counters", "evidence", "ingested",
+    "params",
+    "tags",
+    "notes",
+    "context",
+    "metric_series",
+    "metric_chunks",
+    "log_chunks",
+    "spans",
+    "stage_stats",
+    "resource_samples",
+    "artifacts",
+    "counters",
+    "evidence",
+    "ingested",
 )
 _PART = 500  # ids per ``IN (…)``: well under SQLite's limit of bound variables
 
@@ -65,6 +77,7 @@ class SqlDatabase(Protocol):
     def write(self, *, append: bool = False) -> AbstractContextManager[Any]:
         """One transaction; ``append=True`` for one that inserts (or deletes) chunk rows."""
         ...
+
     def budgeted_read(self, deadline: Deadline) -> AbstractContextManager[Any]: ...
     def close(self) -> None: ...
 
@@ -163,8 +176,9 @@ class SqlStore:
         if project is not None:
             where, args = f"{where} AND project=?", [*args, project]
         with self.db.read() as conn:
-            rows = conn.execute(f"SELECT id FROM runs WHERE {where} ORDER BY id{self.dialect.collate} LIMIT 6",
-                                args).fetchall()
+            rows = conn.execute(
+                f"SELECT id FROM runs WHERE {where} ORDER BY id{self.dialect.collate} LIMIT 6", args
+            ).fetchall()
         if not rows:
             within = "" if project is None else f" in project {project!r}"
             raise NotFound(f"no run with id or prefix {ref!r}{within}: list runs with `flightlog runs ls`")
@@ -197,8 +211,15 @@ class SqlStore:
     ) -> list[RunInfo]:
         from flightlog.query import compile_runs_query
 
-        sql, args = compile_runs_query(project=project, filter=filter, order_by=order_by, limit=limit, offset=offset,
-                                       now=time.time(), placeholder=self.dialect.placeholder)
+        sql, args = compile_runs_query(
+            project=project,
+            filter=filter,
+            order_by=order_by,
+            limit=limit,
+            offset=offset,
+            now=time.time(),
+            placeholder=self.dialect.placeholder,
+        )
         return self.query_runs(sql, args)
 
     def query_runs(self, sql: str, args: Sequence[Any]) -> list[RunInfo]:
@@ -245,8 +266,7 @@ class SqlStore:
                 f"FROM runs GROUP BY project ORDER BY project{self.dialect.collate}"
             ).fetchall()
         return [
-            {"name": r[0], "runs": r[1], "last_created": r[2], "running": int(r[3]), "failed": int(r[4])}
-            for r in rows
+            {"name": r[0], "runs": r[1], "last_created": r[2], "running": int(r[3]), "failed": int(r[4])} for r in rows
         ]
 
     def run_sizes(self) -> list[tuple[str, float, int]]:
@@ -304,8 +324,21 @@ class SqlStore:
                 args,
             ).fetchall()
         return [
-            Artifact(id=r[0], run_id=r[1], role=r[2], kind=r[3], path=r[4], source=r[5], size=r[6], sha256=r[7],
-                     uri=r[8], step=r[9], time=r[10], attempt=r[11], meta=json.loads(r[12]) if r[12] else None)
+            Artifact(
+                id=r[0],
+                run_id=r[1],
+                role=r[2],
+                kind=r[3],
+                path=r[4],
+                source=r[5],
+                size=r[6],
+                sha256=r[7],
+                uri=r[8],
+                step=r[9],
+                time=r[10],
+                attempt=r[11],
+                meta=json.loads(r[12]) if r[12] else None,
+            )
             for r in rows
         ]
 
@@ -509,8 +542,9 @@ class SqlStore:
     def grant_blob(self, sha256: str, project: str) -> None:
         """Record that ``project`` holds this content (its token uploaded it, hash checked)."""
         with self.db.write() as conn:
-            conn.execute(self.dialect.or_ignore("INSERT INTO blob_projects(sha256, project) VALUES(?, ?)"),
-                         (sha256, project))
+            conn.execute(
+                self.dialect.or_ignore("INSERT INTO blob_projects(sha256, project) VALUES(?, ?)"), (sha256, project)
+            )
 
     def create_session(self, digest: str, token_id: str, expires: float) -> None:
         """Keep a web UI session (by the SHA-256 of its id); expired sessions are swept on the way."""
@@ -518,7 +552,8 @@ class SqlStore:
         with self.db.write() as conn:
             conn.execute("DELETE FROM sessions WHERE expires < ?", (now,))
             conn.execute(
-                "INSERT INTO sessions(hash, token_id, created, expires) VALUES(?, ?, ?, ?)", (digest, token_id, now, expires)
+                "INSERT INTO sessions(hash, token_id, created, expires) VALUES(?, ?, ?, ?)",
+                (digest, token_id, now, expires),
             )
 
     def session_by_hash(self, digest: str) -> dict[str, Any] | None:
@@ -549,8 +584,10 @@ class SqlStore:
             row = conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
         if row is None:
             with self.db.write() as conn:  # the first replica to get here makes it; the others keep theirs unused
-                conn.execute("INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO NOTHING",
-                             (key, secrets.token_hex(32)))
+                conn.execute(
+                    "INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO NOTHING",
+                    (key, secrets.token_hex(32)),
+                )
                 row = conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
         self._secrets[name] = value = bytes.fromhex(str(row[0]))
         return value
@@ -588,9 +625,17 @@ class SqlStore:
         with self.db.read() as conn:
             return _cursor(conn)
 
-    def changes(self, after: Cursor, upto: Cursor | None = None, *, run_id: str | None = None,
-                metrics: bool = True, samples: bool = True, activity: bool = True,
-                samples_since: float | None = None) -> Changes:
+    def changes(
+        self,
+        after: Cursor,
+        upto: Cursor | None = None,
+        *,
+        run_id: str | None = None,
+        metrics: bool = True,
+        samples: bool = True,
+        activity: bool = True,
+        samples_since: float | None = None,
+    ) -> Changes:
         with self.db.read() as conn:  # one connection: the cursor and the rows agree
             hi = dict(upto) if upto is not None else _cursor(conn)
 
@@ -605,18 +650,25 @@ class SqlStore:
             if metrics:
                 w, a = where("metric_chunks")
                 out.metric_chunks = conn.execute(
-                    f"SELECT run_id, name, steps, times, vals FROM metric_chunks WHERE {w} ORDER BY id", a).fetchall()
+                    f"SELECT run_id, name, steps, times, vals FROM metric_chunks WHERE {w} ORDER BY id", a
+                ).fetchall()
             w, a = where("resource_samples")
             if samples_since is not None:
                 w, a = w + " AND time >= ?", [*a, samples_since]
             if samples:
                 out.samples = conn.execute(f"SELECT run_id, id, data FROM resource_samples WHERE {w}", a).fetchall()
             if activity:
-                out.fresh = dict(conn.execute(
-                    f"SELECT run_id, MAX(time) FROM resource_samples WHERE {w} GROUP BY run_id", a).fetchall())
+                out.fresh = dict(
+                    conn.execute(
+                        f"SELECT run_id, MAX(time) FROM resource_samples WHERE {w} GROUP BY run_id", a
+                    ).fetchall()
+                )
                 w, a = where("log_chunks")
-                out.last_log = dict(conn.execute(
-                    f"SELECT run_id, MAX(last_time) FROM log_chunks WHERE {w} GROUP BY run_id", a).fetchall())
+                out.last_log = dict(
+                    conn.execute(
+                        f"SELECT run_id, MAX(last_time) FROM log_chunks WHERE {w} GROUP BY run_id", a
+                    ).fetchall()
+                )
         return out
 
     def feed_runs(self, *, run_id: str | None = None, updated_since: float | None = None) -> list[RunInfo]:
@@ -628,7 +680,8 @@ class SqlStore:
             else:
                 rows = conn.execute(
                     f"SELECT {_RUN_COLUMNS} FROM runs WHERE status IN {sql_list(ACTIVE_STATUSES)} OR updated >= ?",
-                    (updated_since,)).fetchall()
+                    (updated_since,),
+                ).fetchall()
         return [run_row(r) for r in rows]
 
     def run_labels(self, run_ids: Sequence[str]) -> dict[str, tuple[dict[str, Any], dict[str, str]]]:
@@ -637,7 +690,8 @@ class SqlStore:
             for part in _parts(list(out)):
                 where, args = self.dialect.any_of("run_id", part)
                 for rid, key, value, kind in conn.execute(
-                        f"SELECT run_id, key, value, kind FROM params WHERE {where}", args):
+                    f"SELECT run_id, key, value, kind FROM params WHERE {where}", args
+                ):
                     out[rid][0][key] = param_value(value, kind)
                 for rid, key, value in conn.execute(f"SELECT run_id, key, value FROM tags WHERE {where}", args):
                     out[rid][1][key] = value
@@ -682,10 +736,24 @@ def merge_stages(stats: Sequence[Any], spans: Sequence[Any]) -> list[StageSummar
 def run_row(r: Any) -> RunInfo:
     """A row of ``_RUN_COLUMNS`` → RunInfo without params, tags or metrics."""
     return RunInfo(
-        id=r[0], project=r[1], name=r[2], parent_id=r[3], status=r[4], end_reason=r[5],
-        created=r[6], queued=r[7], started=r[8], ended=r[9], exit_code=r[10], signal=r[11],
-        attempt=r[12], host=r[13], pid=r[14], failure=json.loads(r[15]) if r[15] else None,
-        timeline=json.loads(r[16]) if r[16] else {}, updated=r[17],
+        id=r[0],
+        project=r[1],
+        name=r[2],
+        parent_id=r[3],
+        status=r[4],
+        end_reason=r[5],
+        created=r[6],
+        queued=r[7],
+        started=r[8],
+        ended=r[9],
+        exit_code=r[10],
+        signal=r[11],
+        attempt=r[12],
+        host=r[13],
+        pid=r[14],
+        failure=json.loads(r[15]) if r[15] else None,
+        timeline=json.loads(r[16]) if r[16] else {},
+        updated=r[17],
     )
 
 
@@ -727,8 +795,17 @@ def _matching(batch: Any, query: LogQuery, pattern: GrepPattern | None) -> list[
         if pattern is not None and not pattern.search(cols.message[i]):
             continue
         out.append(
-            LogEvent(t, cols.stream[i], cols.level[i], cols.message[i], cols.component[i], cols.fields[i],
-                     cols.rank[i], cols.attempt[i], cols.stage[i])
+            LogEvent(
+                t,
+                cols.stream[i],
+                cols.level[i],
+                cols.message[i],
+                cols.component[i],
+                cols.fields[i],
+                cols.rank[i],
+                cols.attempt[i],
+                cols.stage[i],
+            )
         )
     return out
 

@@ -35,7 +35,9 @@ from flightlog.store.sqlite.migrations import MIGRATIONS, SCHEMA_VERSION
 
 __all__ = ["Database", "schema_version"]
 
-_PROGRESS_EVERY = 100  # SQLite VM steps between deadline checks: a few µs, so even slow rows (LIKE over long text) stop soon
+_PROGRESS_EVERY = (
+    100  # SQLite VM steps between deadline checks: a few µs, so even slow rows (LIKE over long text) stop soon
+)
 
 _LOCK_WAIT = 60.0  # seconds a write waits for another process's write lock before it fails
 _SLICE_MS = 20  # a fork-safe connection: SQLite's own busy wait, per try, inside the no-fork section
@@ -76,8 +78,9 @@ class Database:
                 create_private(self.path)  # owner-only, and so its -wal and -shm (filemodes.py)
                 target, uri = str(self.path), False
             with self._section():
-                self.conn = sqlite3.connect(target, timeout=busy_ms / 1000, isolation_level=None,
-                                            check_same_thread=False, uri=uri)
+                self.conn = sqlite3.connect(
+                    target, timeout=busy_ms / 1000, isolation_level=None, check_same_thread=False, uri=uri
+                )
         except (OSError, sqlite3.Error) as exc:
             raise StoreUnavailable(f"cannot open the store at {self.path}: {exc}") from exc
         try:
@@ -121,12 +124,15 @@ class Database:
 
     def apply_feature_migrations(self, migrations: Sequence[StoreMigrations] | None = None) -> None:
         """Features' own tables (store/features.py): ``migrations``, or every loaded feature's."""
-        apply_feature_migrations(self._feature_versions, self.write, dialect="sqlite", placeholder="?",
-                                 migrations=migrations)
+        apply_feature_migrations(
+            self._feature_versions, self.write, dialect="sqlite", placeholder="?", migrations=migrations
+        )
 
     def _feature_versions(self) -> dict[str, int]:
         with self.read() as conn:
-            return recorded_versions(conn.execute("SELECT key, value FROM meta WHERE key LIKE 'schema_version:%'").fetchall())
+            return recorded_versions(
+                conn.execute("SELECT key, value FROM meta WHERE key LIKE 'schema_version:%'").fetchall()
+            )
 
     def _migrate_core(self, version: int) -> None:
         if version > SCHEMA_VERSION:

@@ -1,4 +1,5 @@
 """Pipeline step: the model's accuracy on the table."""
+
 import numpy as np
 
 import flightlog

@@ -1,4 +1,5 @@
 """Pipeline step: make a small classification table."""
+
 import json
 import os
 from pathlib import Path

@@ -1,4 +1,5 @@
 """Pipeline step: logistic regression by gradient descent, the loss per epoch through the SDK."""
+
 from pathlib import Path
 
 import numpy as np

@@ -1,5 +1,6 @@
 # argv: --lr fast --epochs 3
 """argparse rejects the learning rate: usage error, exit 2."""
+
 import argparse
 
 parser = argparse.ArgumentParser(prog="train.py")

@@ -1,5 +1,6 @@
 # argv: --epochs ten
 """A click CLI rejects a value: usage error, exit 2."""
+
 import click
 
 

@@ -1,4 +1,5 @@
 """An optimizer checks its hyperparameters (as torch.optim does)."""
+
 import logging
 
 logging.basicConfig(level=logging.INFO)

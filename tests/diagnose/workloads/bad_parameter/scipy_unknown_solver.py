@@ -1,4 +1,5 @@
 """scipy is asked for a solver that does not exist."""
+
 import numpy as np
 from scipy.optimize import minimize
 

@@ -1,4 +1,5 @@
 """Noise: a handled missing optional file (logged with its traceback); then a real bug."""
+
 import logging
 
 logging.basicConfig(level=logging.INFO)

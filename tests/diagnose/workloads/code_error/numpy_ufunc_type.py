@@ -1,4 +1,5 @@
 """Adds a string column to a float array."""
+
 import numpy as np
 
 scores = np.zeros(3)

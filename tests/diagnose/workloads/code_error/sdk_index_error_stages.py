@@ -1,5 +1,6 @@
 # mode: sdk
 """SDK with stages: an off-by-one in the batching."""
+
 import flightlog
 
 data = list(range(10))

@@ -1,4 +1,5 @@
 """A native extension dereferences NULL: SIGSEGV."""
+
 import ctypes
 import faulthandler
 

@@ -1,4 +1,5 @@
 """Baseline of device_worse_logging."""
+
 import numpy as np
 
 import flightlog

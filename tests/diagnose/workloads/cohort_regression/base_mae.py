@@ -1,4 +1,5 @@
 """Baseline of regression_task_mae: errors of about 8 everywhere."""
+
 import numpy as np
 
 import flightlog

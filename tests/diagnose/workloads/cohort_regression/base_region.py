@@ -1,4 +1,5 @@
 """Baseline of region_de_worse: every region at about 88 %."""
+
 import numpy as np
 
 import flightlog

@@ -1,5 +1,6 @@
 # baseline: base_device.py
 """F1 up overall, the 'web' device cohort down; with logging."""
+
 import logging
 
 import numpy as np

@@ -1,5 +1,6 @@
 # baseline: base_region.py
 """Accuracy improves overall while region DE gets worse (auto-picked baseline)."""
+
 import numpy as np
 
 import flightlog

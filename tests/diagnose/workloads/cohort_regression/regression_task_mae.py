@@ -1,5 +1,6 @@
 # baseline: base_mae.py
 """A regression model: MAE better overall, much worse for 'store=small'."""
+
 import numpy as np
 
 import flightlog

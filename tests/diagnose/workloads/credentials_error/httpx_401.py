@@ -1,4 +1,5 @@
 """The API rejects an expired token: httpx raises on 401."""
+
 import logging
 import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer

@@ -1,4 +1,5 @@
 """Runs as an unprivileged user and cannot read the mounted secret."""
+
 import os
 import tempfile
 

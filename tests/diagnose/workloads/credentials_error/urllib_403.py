@@ -1,4 +1,5 @@
 """Object storage says 403 Forbidden for the bucket."""
+
 import threading
 import urllib.request
 from http.server import BaseHTTPRequestHandler, HTTPServer

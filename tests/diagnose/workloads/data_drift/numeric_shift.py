@@ -1,4 +1,5 @@
 """This week's transaction amounts are in cents, not dollars: profile, drift, evidence."""
+
 import numpy as np
 import pandas as pd
 

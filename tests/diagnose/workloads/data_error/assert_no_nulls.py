@@ -1,4 +1,5 @@
 """An assertion on the data, with a warning before it."""
+
 import warnings
 
 import numpy as np

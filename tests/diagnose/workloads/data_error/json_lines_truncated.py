@@ -1,4 +1,5 @@
 """A truncated JSON Lines export."""
+
 import json
 
 lines = ['{"id": 1, "text": "ok"}', '{"id": 2, "text": "fine"}', '{"id": 3, "text": "cut here']

@@ -1,5 +1,6 @@
 # mode: sdk
 """SDK + flightlog.data: a validation gate fails and stops the pipeline."""
+
 import sys
 
 import pandas as pd

@@ -1,4 +1,5 @@
 """Stages named after the loop: fetch_batch dominates forward."""
+
 import queue
 import threading
 import time

@@ -1,5 +1,6 @@
 # runner: --sample-interval 0.1s
 """No stages: steps arrive slowly while the process sits idle (samples + metric times only)."""
+
 import time
 
 import flightlog

@@ -1,4 +1,5 @@
 """SDK stages: every batch waits on a slow reader; the step itself is quick."""
+
 import time
 
 import numpy as np

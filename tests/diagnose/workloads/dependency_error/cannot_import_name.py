@@ -1,4 +1,5 @@
 """A name that the installed NumPy does not have."""
+
 import logging
 
 logging.basicConfig(level=logging.INFO)

@@ -1,4 +1,5 @@
 """Imports a package that is not installed in the job's image."""
+
 import os
 
 print("python", os.sys.version.split()[0])

@@ -1,4 +1,5 @@
 """Saves a checkpoint to a full device (/dev/full answers ENOSPC)."""
+
 import pickle
 
 state = {"weights": list(range(10000))}

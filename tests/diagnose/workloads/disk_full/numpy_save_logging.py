@@ -1,4 +1,5 @@
 """numpy.save onto a full disk, with logging."""
+
 import logging
 
 import numpy as np

@@ -1,5 +1,6 @@
 # expect: none
 """A batch job that logs one final metric at the end: no steps, no slow start."""
+
 import time
 
 import flightlog

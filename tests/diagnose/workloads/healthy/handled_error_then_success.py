@@ -1,5 +1,6 @@
 # expect: none
 """A refused connection is handled (traceback logged), the retry succeeds, the run finishes."""
+
 import logging
 import socket
 import threading

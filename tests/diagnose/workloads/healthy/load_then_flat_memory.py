@@ -1,6 +1,7 @@
 # expect: none
 # runner: --sample-interval 0.1s
 """Loads a dataset into memory first (a jump), then trains with flat memory: not a leak."""
+
 import time
 
 import numpy as np

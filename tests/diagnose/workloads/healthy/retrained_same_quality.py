@@ -2,6 +2,7 @@
 # baseline: ../metric_regressed/base_classifier.py
 # argv: 0.03
 """Retrained with a little label noise: the final metrics move by a few percent, not a regression."""
+
 import runpy
 import sys
 from pathlib import Path

@@ -1,6 +1,7 @@
 # expect: none
 # mode: sdk
 """SDK only, a loss that keeps converging (1/step): not a plateau."""
+
 import flightlog
 
 with flightlog.init(name="sdk_only_converging") as run:

@@ -1,5 +1,6 @@
 # expect: none
 """A healthy loop: numpy compute, balanced stages, a converging loss."""
+
 import numpy as np
 
 import flightlog

@@ -1,5 +1,6 @@
 # expect: none
 """Warnings on stderr and a deprecation notice; nothing fails."""
+
 import sys
 import warnings
 

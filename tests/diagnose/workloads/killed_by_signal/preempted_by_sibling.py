@@ -1,4 +1,5 @@
 """A node agent preempts the job with SIGTERM (a sibling process sends it)."""
+
 import logging
 import os
 import subprocess

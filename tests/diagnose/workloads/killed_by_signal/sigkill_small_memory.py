@@ -1,4 +1,5 @@
 """kill -9 from an operator while memory is small: not an OOM."""
+
 import os
 import subprocess
 import time

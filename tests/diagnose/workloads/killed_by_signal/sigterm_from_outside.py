@@ -1,5 +1,6 @@
 # signal: 0.8 TERM
 """`docker stop`: the runner receives SIGTERM and forwards it."""
+
 import time
 
 for step in range(1000):

@@ -1,4 +1,5 @@
 """Accuracy (higher is better) stuck at 0.71 after a quick rise, with logging."""
+
 import logging
 
 import numpy as np

@@ -1,5 +1,6 @@
 # mode: sdk
 """SDK only, with stages: the training loss stops improving early."""
+
 import flightlog
 
 run = flightlog.init(name="sdk_only_loss_stalls")

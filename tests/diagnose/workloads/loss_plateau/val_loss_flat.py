@@ -1,4 +1,5 @@
 """Validation loss improves for 10 evaluations, then stays flat with noise."""
+
 import numpy as np
 
 import flightlog

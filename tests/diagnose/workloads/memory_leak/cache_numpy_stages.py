@@ -1,5 +1,6 @@
 # runner: --sample-interval 0.1s --memory-limit 1G
 """An unbounded cache of numpy results, with SDK stages, under a memory limit."""
+
 import time
 
 import numpy as np

@@ -1,5 +1,6 @@
 # runner: --sample-interval 0.1s
 """Keeps every step's activations in a list (the classic: losses kept as tensors)."""
+
 import time
 
 import flightlog

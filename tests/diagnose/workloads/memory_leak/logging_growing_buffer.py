@@ -1,5 +1,6 @@
 # runner: --sample-interval 0.1s
 """A log buffer that is never flushed, logged with `logging`."""
+
 import logging
 import time
 

@@ -3,6 +3,7 @@
 # argv: 0.45
 """The same training with 45 % of the training labels flipped upstream: it runs, exits 0, and
 ends with a much worse validation accuracy and loss than the last good run."""
+
 import runpy
 import sys
 from pathlib import Path

@@ -1,4 +1,5 @@
 """JSON logs; the checkpoint to resume from is missing."""
+
 import json
 import time
 

@@ -1,4 +1,5 @@
 """Reads a CSV that is not there."""
+
 import csv
 
 print("loading training data")

@@ -1,4 +1,5 @@
 """Noise first: a metrics push that fails and is handled; then a missing input kills the run."""
+
 import logging
 import socket
 

@@ -1,4 +1,5 @@
 """JSON-logged metrics plus SDK metrics; the loss turns NaN midway and training continues."""
+
 import json
 import math
 

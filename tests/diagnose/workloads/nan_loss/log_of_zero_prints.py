@@ -1,4 +1,5 @@
 """log(0) in a cross-entropy: -inf, printed and logged."""
+
 import numpy as np
 
 import flightlog

@@ -1,4 +1,5 @@
 """A guard that stops training when the loss is NaN (no SDK metrics)."""
+
 import math
 
 loss = 1.0

@@ -1,4 +1,5 @@
 """Too high a learning rate: the loss diverges to inf, then NaN."""
+
 import numpy as np
 
 import flightlog

@@ -1,5 +1,6 @@
 # expect: nan_loss
 """Silent divergence: plain print() logging, no SDK; the loss turns NaN and the script exits 0."""
+
 import math
 
 loss = 2.0

@@ -1,5 +1,6 @@
 # runner: --memory-limit 100M
 """Keeps every batch it reads in a list: killed at the cgroup limit."""
+
 import time
 
 cache = []

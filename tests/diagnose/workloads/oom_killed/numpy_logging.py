@@ -1,5 +1,6 @@
 # runner: --memory-limit 120M
 """Concatenates features into ever larger numpy arrays, logged with `logging`."""
+
 import logging
 
 import numpy as np

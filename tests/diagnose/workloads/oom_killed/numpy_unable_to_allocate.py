@@ -1,4 +1,5 @@
 """Allocates a dense matrix far larger than the machine: NumPy's MemoryError."""
+
 import numpy as np
 
 n_users, n_items = 3_000_000, 2_000_000

@@ -1,5 +1,6 @@
 # runner: --memory-limit 150M
 """A training loop with SDK stages whose batches grow until the limit kills it."""
+
 import flightlog
 
 run = flightlog.init()

@@ -1,5 +1,6 @@
 # queued-ago: 20m
 """JSON logs; queued 20 minutes."""
+
 import json
 import time
 

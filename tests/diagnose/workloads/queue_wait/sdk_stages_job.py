@@ -1,5 +1,6 @@
 # queued-ago: 45m
 """An SDK job with stages, queued 45 minutes before it could start."""
+
 import time
 
 import flightlog

@@ -1,4 +1,5 @@
 """The model registry's host name does not resolve."""
+
 import urllib.request
 
 print("downloading base model")

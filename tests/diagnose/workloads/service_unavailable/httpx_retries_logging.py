@@ -1,4 +1,5 @@
 """httpx with retries logged as warnings, then gives up."""
+
 import logging
 import socket
 import time

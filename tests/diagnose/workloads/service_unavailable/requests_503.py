@@ -1,4 +1,5 @@
 """A dependency answers 503 Service Unavailable; requests raises on it."""
+
 import json
 import threading
 import time

@@ -1,4 +1,5 @@
 """Connects to a feature store that is not listening."""
+
 import socket
 
 with socket.socket() as s:

@@ -1,4 +1,5 @@
 """A full evaluation pass after the last training step, with logging."""
+
 import logging
 import time
 

@@ -1,4 +1,5 @@
 """A slow checkpoint write at the end, in an SDK stage."""
+
 import time
 
 import flightlog

@@ -1,4 +1,5 @@
 """Uploads the model slowly after training (prints, an artifact, no stages)."""
+
 import os
 import time
 

@@ -1,4 +1,5 @@
 """Builds a lookup index in Python before training (logging, no stages)."""
+
 import logging
 import time
 

@@ -1,4 +1,5 @@
 """Downloads the dataset before the first step, in an SDK stage."""
+
 import time
 
 import flightlog

@@ -1,5 +1,6 @@
 # mode: sdk
 """SDK only (no runner): waits for a shared cache to be unlocked before training."""
+
 import time
 
 import flightlog

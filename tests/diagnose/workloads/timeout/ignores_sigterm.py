@@ -1,5 +1,6 @@
 # runner: --timeout 1s --kill-grace 0.5s
 """Ignores SIGTERM, so the runner has to SIGKILL it after the grace period."""
+
 import logging
 import signal
 import time

@@ -1,5 +1,6 @@
 # runner: --timeout 1.2s --kill-grace 1s
 """Training that needs far longer than its budget."""
+
 import time
 
 import flightlog

@@ -44,8 +44,15 @@ def too_many_retries(ctx: Any) -> list[Any]:
     if ctx.run.info.tags.get("example") != "suspicious":
         return []
     signal = Signal("example_suspicious", 0.9, "example_tag", "evidence", "the run is tagged example=suspicious")
-    return [Finding("example_suspicious", "the example feature finds this run suspicious", [signal], kind="software",
-                    next_steps=["remove the example tag"])]
+    return [
+        Finding(
+            "example_suspicious",
+            "the example feature finds this run suspicious",
+            [signal],
+            kind="software",
+            next_steps=["remove the example tag"],
+        )
+    ]
 
 
 @hookimpl
