@@ -8,18 +8,31 @@ A feature on the feature table (``registry/feature.py``): its tables come throug
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flightlog.errors import InvalidInput
 from flightlog.registry.refs import SCHEME, ModelRef, parse_ref
-from flightlog.registry.types import (
-    AliasChange,
-    Deployment,
-    DeploymentChange,
-    ModelVersion,
-    RegisteredModel,
-    RegistryEvent,
-)
+
+if TYPE_CHECKING:
+    from flightlog.registry.types import (
+        AliasChange,
+        Deployment,
+        DeploymentChange,
+        ModelVersion,
+        RegisteredModel,
+        RegistryEvent,
+    )
+
+_TYPES = {"AliasChange", "Deployment", "DeploymentChange", "ModelVersion", "RegisteredModel", "RegistryEvent"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _TYPES:
+        from flightlog.registry import types  # cost: the feature table imports this package in every run's process
+
+        return getattr(types, name)
+    raise AttributeError(f"module 'flightlog.registry' has no attribute {name!r}")
+
 
 __all__ = [
     "SCHEME",

@@ -15,12 +15,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from flightlog.serving.replica import DEFAULT_SAMPLE, Replica, attach, current, log_label
-
 if TYPE_CHECKING:
     from flightlog.serving.decorator import track
     from flightlog.serving.middleware import ServingMiddleware
     from flightlog.serving.reading import aggregates, predictions, replicas
+    from flightlog.serving.replica import DEFAULT_SAMPLE, Replica, attach, current, log_label
 
 __all__ = [
     "DEFAULT_SAMPLE",
@@ -35,7 +34,14 @@ __all__ = [
     "track",
 ]
 
+# cost: the feature table imports this package in every run's process (serving/feature.py), so
+# even the replica (and the client it opens) waits until a name is used
 _LAZY = {
+    "DEFAULT_SAMPLE": "replica",
+    "Replica": "replica",
+    "attach": "replica",
+    "current": "replica",
+    "log_label": "replica",
     "track": "decorator",
     "ServingMiddleware": "middleware",
     "aggregates": "reading",
