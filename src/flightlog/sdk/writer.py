@@ -138,8 +138,10 @@ class RunWriter:
     def _collect(self, final: bool) -> list[dict[str, Any]]:
         now = time.time()
         out: list[dict[str, Any]] = []
+        closing: list[dict[str, Any]] = []
         while self.records:
-            out.append(self.records.popleft())
+            rec = self.records.popleft()
+            (closing if _closes(rec) else out).append(rec)
         n = len(self.metrics)
         if n:
             out.append(self._metrics_record(n, now))
@@ -158,6 +160,10 @@ class RunWriter:
         if self._counters:
             counters, self._counters = self._counters, {}
             out.append(record("counters", t=now, data=counters))
+        # a run's end (and the writer's) after the points and logs collected with it: a reader that
+        # sees the run ended has seen its last data (a store commits a large batch in parts, and the
+        # server's alert evaluation ends a run's alerts, and stops reading its data, at its end)
+        out.extend(closing)
         if out and (self._preamble or not self._context_sent):
             # the writer's header and its process's context go with its first records, never
             # alone: a process forked only to exec another program writes nothing at all
@@ -538,3 +544,9 @@ class NullWriter:
 
     def _warn_once(self, key: str, message: str) -> None:
         pass
+
+
+def _closes(rec: dict[str, Any]) -> bool:
+    """Whether a record ends the run (its final status) or the writer."""
+    kind = rec.get("k")
+    return kind == "writer_end" or (kind == "run" and rec.get("ended") is not None)
