@@ -104,7 +104,7 @@ def test_an_event_the_receiver_refused_is_sent_on_the_next_pass_once(
     run = logged_run(tmp_path, {"m.bin": b"m"})
     receiver.fail = True
     Registry(client).register(run, "m.bin", "fraud")  # recorded even though the webhook is down
-    assert "not delivered to a webhook" in capfd.readouterr().err
+    assert "not delivered to a webhook of FLIGHTLOG_REGISTRY_WEBHOOK" in capfd.readouterr().err
     receiver.fail = False
     assert Registry(client).deliver() == 1
     assert [_verified(r)["kind"] for r in receiver.received] == ["version_created"]
