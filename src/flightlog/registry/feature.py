@@ -72,6 +72,8 @@ def flightlog_server_start(store: Any) -> Any:
     event a CLI wrote into the server's database is sent too; None for a store without tables."""
     # cost: a server's start only; the table loads this module in every run's process
     from flightlog.registry.events import EventPump
+
+    # cost: as above
     from flightlog.registry.stores import sql_store_of
 
     registry = sql_store_of(store)
