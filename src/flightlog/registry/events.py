@@ -41,7 +41,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from flightlog.alerts.notifiers import DeliveryError, notifier_kinds
+from flightlog.alerts.config import parse_notifiers
+from flightlog.alerts.notifiers import DeliveryError
 from flightlog.alerts.notifiers.command import CommandNotifier, run_command
 from flightlog.alerts.notifiers.http import post_bytes, post_json
 from flightlog.alerts.notifiers.slack import SlackNotifier
@@ -187,54 +188,29 @@ def parse_destinations(text: str, source: str) -> list[Destination]:
     top = Fields(doc, (), problems)
     raw = top.raw("notifiers")
     top.finish()
-    out: list[Destination] = []
-    if raw is not None and not isinstance(raw, list):
-        top.fail("notifiers", "must be a list (each item starting with '- ')")
-        raw = []
-    parsers = notifier_kinds()
-    names: set[str] = set()
-    for i, _ in enumerate(raw or []):
-        f = Fields(doc, ("notifiers", i), problems)
-        if not f.ok:
-            continue
-        kind = f.choice("kind", _KINDS, required=True)
-        kinds = f.text_list("events")
-        for k in kinds or ():
-            if k not in EVENT_KINDS:
-                f.fail("events", f"{k!r} is not an event kind; the kinds: {', '.join(EVENT_KINDS)}")
-        models = f.text_list("models")
-        secret = f.text("secret")
-        if secret is not None:
-            if kind != "webhook":
-                f.fail("secret", "only a webhook is signed")
-            try:
-                check_secret_value("secret", secret, env_name="REGISTRY_HOOK_SECRET")
-            except InvalidInput as exc:
-                f.fail("secret", exc.message)
-        if kind is None:
-            f.finish(f.data.keys())
-            continue
-        notifier = parsers[kind](f, i)
-        f.finish()
-        if notifier is None:
-            continue
-        if notifier.name in names:
-            f.fail("name", f"{notifier.name!r} names another notifier too: notifier names must be unique")
-            continue
-        names.add(notifier.name)
-        out.append(
-            Destination(
-                f"{kind}:{notifier.name}",
-                notifier,
-                secret,
-                frozenset(kinds) if kinds else None,
-                frozenset(models) if models else None,
-            )
-        )
+    found = parse_notifiers(doc, raw, problems, kinds=_KINDS, extra=_event_fields)
     errors = [p for p in problems if not p.warning]
     if errors:
         raise RulesFileError(source, errors)
-    return out
+    return [Destination(f"{n.kind}:{n.name}", n, *more) for n, more in found]
+
+
+def _event_fields(f: Fields, kind: str | None) -> tuple[str | None, frozenset[str] | None, frozenset[str] | None]:
+    """What a registry destination adds to a notifier entry: its secret, event kinds and models."""
+    kinds = f.text_list("events")
+    for k in kinds or ():
+        if k not in EVENT_KINDS:
+            f.fail("events", f"{k!r} is not an event kind; the kinds: {', '.join(EVENT_KINDS)}")
+    models = f.text_list("models")
+    secret = f.text("secret")
+    if secret is not None:
+        if kind != "webhook":
+            f.fail("secret", "only a webhook is signed")
+        try:
+            check_secret_value("secret", secret, env_name="REGISTRY_HOOK_SECRET")
+        except InvalidInput as exc:
+            f.fail("secret", exc.message)
+    return secret, frozenset(kinds) if kinds else None, frozenset(models) if models else None
 
 
 _loaded: dict[str, tuple[float, int, list[Destination]]] = {}
