@@ -57,11 +57,13 @@ class Receiver:
         self.received: list[dict[str, Any]] = []
         self.fail = False
         self.delay = 0.0
+        self.attempts = 0  # every POST, refused ones too
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802 - http.server's name
                 body = self.rfile.read(int(self.headers["Content-Length"]))
+                outer.attempts += 1
                 if outer.delay:
                     time.sleep(outer.delay)  # the receiver is slow, not the test waiting
                 if outer.fail:

@@ -20,7 +20,7 @@ import pytest
 from flightlog.client import Client
 from flightlog.errors import InvalidInput
 from flightlog.registry import Registry
-from flightlog.registry.events import parse_destinations
+from flightlog.registry.events import EventPump, parse_destinations
 from flightlog.server.testing import serve_in_thread
 from tests.registry.conftest import Receiver, logged_run
 
@@ -189,3 +189,21 @@ def test_a_bad_file_leaves_events_waiting_and_the_change_made(
     assert len(Registry(client).store.events(undelivered=True)) == 1
     started = time.monotonic()
     assert Registry(client).deliver() == 0 and time.monotonic() - started < 2
+
+
+def test_the_background_pump_backs_off_from_a_failing_destination_and_a_change_wakes_it(
+    client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, receiver: Receiver
+) -> None:
+    reg = _registered(tmp_path, client)  # three events wait
+    receiver.fail = True
+    monkeypatch.setenv("FLIGHTLOG_REGISTRY_WEBHOOK", receiver.url)
+    pump = EventPump(reg.store, interval=0.05).start()
+    try:
+        time.sleep(1.2)  # a measured span: without the backoff ~24 passes would try the 3 events again
+        assert 3 <= receiver.attempts <= 3 * 6, receiver.attempts  # 0.05 s doubling: at most 6 passes
+        receiver.fail = False
+        reg.set_alias("fraud", "production", 2)  # the change wakes the pump (the call does not deliver)
+        assert [json.loads(r["body"])["kind"] for r in receiver.wait_for(4, timeout=5)][-1] == "alias_moved"
+        assert len(receiver.received) == 4
+    finally:
+        pump.stop()

@@ -75,6 +75,7 @@ _KINDS = ("webhook", "slack", "command")  # the notifier kinds that can carry an
 _INLINE_TIMEOUT = 3.0  # seconds a CLI command or an API request waits for one destination
 _INLINE_BUDGET = 5.0  # and for the whole pass
 _PASS_LIMIT = 200  # events one pass looks at (the rest wait for the next)
+_MAX_WAIT = 60.0  # the longest a server's pump waits between passes while events are stuck
 
 
 def sign(secret: str, timestamp: str, body: bytes) -> str:
@@ -341,15 +342,22 @@ class EventPump:
         self._wake.set()
 
     def _loop(self) -> None:
+        wait = self.interval
         while not self._stop.is_set():
-            self._wake.wait(self.interval)
+            if self._wake.wait(wait):
+                wait = self.interval  # a new change: its events go now, and failed ones are tried again
             self._wake.clear()
             if self._stop.is_set():
                 break
             try:
-                deliver_pending(self.store)
+                sent = deliver_pending(self.store)
+                stuck = not sent and _configured() and bool(self.store.events(undelivered=True, limit=1))
             except Exception as exc:  # noqa: BLE001 - a store hiccup must not end the pump
                 notice(f"warning: registry events: delivery pass failed: {type(exc).__name__}: {exc}")
+                stuck = True
+            # a destination that keeps failing is tried less and less often (up to once a minute),
+            # so a server's log is not one warning every pass
+            wait = min(_MAX_WAIT, wait * 2) if stuck else self.interval
 
     def stop(self, final: bool = True) -> None:
         with _pumps_lock:
@@ -358,6 +366,14 @@ class EventPump:
         self._stop.set()
         self._wake.set()
         self._thread.join(timeout=10.0)
+
+
+def _configured() -> bool:
+    """Whether this process has destinations (a bad setting counts: its events are stuck)."""
+    try:
+        return bool(destinations_from_env())
+    except FlightlogError:
+        return True
 
 
 _pumps: list[EventPump] = []
