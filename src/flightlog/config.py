@@ -110,6 +110,21 @@ VARIABLES: tuple[Variable, ...] = (
         "Share of a serving replica's requests kept as sampled prediction records (`flightlog.serving.attach(sample=...)` overrides it; docs/models.md).",
     ),
     Variable(
+        "FLIGHTLOG_REGISTRY_NOTIFY",
+        "",
+        "A YAML file of `notifiers:` (the rules file's `webhook`, `slack` and `command` kinds, each with optional `events:`, `models:` and, for a webhook, `secret: ${ENV}`) that receive every registry event: version created, alias set, moved or removed, deployment changed (docs/models.md).",
+    ),
+    Variable(
+        "FLIGHTLOG_REGISTRY_WEBHOOK",
+        "",
+        "URL(s), separated by spaces, that receive a signed POST of every registry event (docs/models.md).",
+    ),
+    Variable(
+        "FLIGHTLOG_REGISTRY_WEBHOOK_SECRET",
+        "",
+        "The secret the `FLIGHTLOG_REGISTRY_WEBHOOK` requests are signed with (`X-Flightlog-Signature`, HMAC-SHA256 over the timestamp and the body).",
+    ),
+    Variable(
         "FLIGHTLOG_ENV_ALLOW",
         "",
         "Extra environment variable names (comma-separated, `*` globs) recorded in a run's context.",

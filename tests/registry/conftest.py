@@ -3,7 +3,10 @@ with runs recorded by the real SDK."""
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -44,3 +47,46 @@ def logged_run(
         run.log_artifact(source, name=name)
     run.finish()
     return run.id
+
+
+class Receiver:
+    """A real HTTP server on 127.0.0.1 that keeps every POST (headers and body); ``fail`` makes it
+    answer 503, ``delay`` makes it slow (a wider window for two deliverers to race)."""
+
+    def __init__(self, path: str = "/hook") -> None:
+        self.received: list[dict[str, Any]] = []
+        self.fail = False
+        self.delay = 0.0
+        self.attempts = 0  # every POST, refused ones too
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                outer.attempts += 1
+                if outer.delay:
+                    time.sleep(outer.delay)  # the receiver is slow, not the test waiting
+                if outer.fail:
+                    self.send_response(503)
+                    self.end_headers()
+                    return
+                outer.received.append({"headers": dict(self.headers), "body": body})
+                self.send_response(204)
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = HTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}{path}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def wait_for(self, n: int, timeout: float = 10.0) -> list[dict[str, Any]]:
+        deadline = time.monotonic() + timeout
+        while len(self.received) < n and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return self.received
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

@@ -5,10 +5,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -16,45 +14,14 @@ import pytest
 
 from flightlog.client import Client
 from flightlog.registry import Registry
-from tests.registry.conftest import logged_run
+from tests.registry.conftest import Receiver, logged_run
 
 SECRET = "s3cret-for-tests"
 
 
-class _Receiver:
-    def __init__(self) -> None:
-        self.received: list[dict[str, Any]] = []
-        self.fail = False
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server's name
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                if outer.fail:
-                    self.send_response(503)
-                    self.end_headers()
-                    return
-                outer.received.append({"headers": dict(self.headers), "body": body})
-                self.send_response(204)
-                self.end_headers()
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = HTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def wait_for(self, n: int, timeout: float = 10.0) -> list[dict[str, Any]]:
-        deadline = time.monotonic() + timeout
-        while len(self.received) < n and time.monotonic() < deadline:
-            time.sleep(0.02)
-        return self.received
-
-
 @pytest.fixture
-def receiver(monkeypatch: pytest.MonkeyPatch) -> Iterator[_Receiver]:
-    r = _Receiver()
+def receiver(monkeypatch: pytest.MonkeyPatch) -> Iterator[Receiver]:
+    r = Receiver()
     monkeypatch.setenv("FLIGHTLOG_REGISTRY_WEBHOOK", r.url)
     monkeypatch.setenv("FLIGHTLOG_REGISTRY_WEBHOOK_SECRET", SECRET)
     yield r
@@ -76,7 +43,7 @@ def _verified(request: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_an_alias_move_reaches_the_webhook_signed_exactly_once(
-    client: Client, tmp_path: Path, receiver: _Receiver
+    client: Client, tmp_path: Path, receiver: Receiver
 ) -> None:
     first = logged_run(tmp_path, {"model/weights.npz": b"one"})
     second = logged_run(tmp_path, {"model/weights.npz": b"two"})
@@ -99,12 +66,12 @@ def test_an_alias_move_reaches_the_webhook_signed_exactly_once(
 
 
 def test_an_event_the_receiver_refused_is_sent_on_the_next_pass_once(
-    client: Client, tmp_path: Path, receiver: _Receiver, capfd: pytest.CaptureFixture[str]
+    client: Client, tmp_path: Path, receiver: Receiver, capfd: pytest.CaptureFixture[str]
 ) -> None:
     run = logged_run(tmp_path, {"m.bin": b"m"})
     receiver.fail = True
     Registry(client).register(run, "m.bin", "fraud")  # recorded even though the webhook is down
-    assert "not delivered to a webhook" in capfd.readouterr().err
+    assert "not delivered to a webhook of FLIGHTLOG_REGISTRY_WEBHOOK" in capfd.readouterr().err
     receiver.fail = False
     assert Registry(client).deliver() == 1
     assert [_verified(r)["kind"] for r in receiver.received] == ["version_created"]

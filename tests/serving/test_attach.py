@@ -4,6 +4,7 @@ records sync and async callables; a full buffer drops and counts; the import sta
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -127,6 +128,15 @@ def test_the_decorator_records_sync_and_async_calls_and_errors(tmp_path: Path) -
     assert replica["state"] == "gone" and replica["status"] == "succeeded" and replica["version"] == "7"
     stats = cli_json(home, "serving", "stats", "fraud-batch")
     assert sum(s["requests"] for s in stats) == 7
+    exact = [s["p50_ms"] for s in stats] + [r["latency_ms"] for r in listed]
+    assert any(len(repr(v).split(".")[-1]) > 2 for v in exact)  # the JSON keeps every digit
+    for command in ("stats", "predictions"):
+        table = cli(home, "serving", command, "fraud-batch", env={**child_env(home), "COLUMNS": "250"}).stdout
+        numbers = re.findall(r"\d+\.\d+", re.sub(r"\d{4}-\d\d-\d\dT[\d:.]+Z", "", table))  # times aside
+        assert numbers, table
+        # a latency reads 0.00209 or 4.57, not 4.5678912: 3 significant digits, or 2 decimals
+        long = [n for n in numbers if len(n.replace(".", "").lstrip("0")) > 3 and len(n.split(".")[1]) > 2]
+        assert long == [], table
     bad = cli(home, "serving", "stats", "fraud-batch", "--since", "yesterday-ish", check=False)
     assert bad.returncode == 1 and "since" in bad.stderr.lower() and "Traceback" not in bad.stderr
 

@@ -143,3 +143,20 @@ def test_the_model_server_is_unchanged_without_a_replica(tmp_path: Path, model_s
     app: ModelServer = model_server(tmp_path / "home", SERVING_ATTACH="0")
     response = httpx.post(app.url + "/score", json={"amount": 800}, timeout=30)
     assert response.json() == {"score": 0.8, "label": "fraud"} and "x-request-id" not in response.headers
+
+
+def test_a_replica_stopped_with_sigterm_ends_as_a_stop(tmp_path: Path, model_server: Any) -> None:
+    """uvicorn's graceful shutdown on SIGTERM is how a replica is normally taken down (a rollout,
+    Kubernetes): its run ends ``stopped`` (on purpose, not a failure), its evidence written."""
+    home = tmp_path / "home"
+    app = model_server(home)
+    with httpx.Client(base_url=app.url, timeout=30) as http:
+        ids = [http.post("/score", json={"amount": 1}).headers["x-request-id"] for _ in range(2)]
+    # the ids this replica made differ first, so a table's cut-off cell still tells them apart
+    assert ids[0][:2] != ids[1][:2] and all(len(i) <= 20 for i in ids), ids
+    app.stop(signal.SIGTERM)
+    with Client(home) as client:
+        (replica,) = serving.replicas(client, "fraud-api")
+        run = client.run(replica["run_id"])
+        assert (run.status, run.end_reason, replica["state"]) == ("stopped", "signal", "gone")
+        assert sum(a["requests"] for a in serving.aggregates(client, "fraud-api")) == 3  # the ping and the two scored

@@ -15,6 +15,7 @@ found (``--alerts FILE``, else ``flightlog.alerts.yaml`` in the working director
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,16 @@ from flightlog.alerts.yamlsource import Located, Problem, RulesFileError, load_l
 from flightlog.errors import InvalidInput, NotFound
 from flightlog.query import parse_filter
 
-__all__ = ["Settings", "AlertConfig", "load_config", "parse_config", "discover", "FILE_NAME", "HOME_FILE_NAME"]
+__all__ = [
+    "Settings",
+    "AlertConfig",
+    "load_config",
+    "parse_config",
+    "parse_notifiers",
+    "discover",
+    "FILE_NAME",
+    "HOME_FILE_NAME",
+]
 
 
 @dataclass(frozen=True)
@@ -182,15 +192,31 @@ def _rules(doc: Located, raw: Any, problems: list[Problem]) -> list[Rule]:
 
 
 def _notifiers(doc: Located, raw: Any, problems: list[Problem]) -> list[Notifier]:
-    out: list[Notifier] = []
+    return [n for n, _ in parse_notifiers(doc, raw, problems)]
+
+
+def parse_notifiers(
+    doc: Located,
+    raw: Any,
+    problems: list[Problem],
+    *,
+    kinds: tuple[str, ...] | None = None,
+    extra: Callable[[Fields, str | None], Any] | None = None,
+) -> list[tuple[Notifier, Any]]:
+    """The ``notifiers:`` list of a document, each entry checked, names unique. ``kinds`` limits
+    which notifier kinds it may use; ``extra(fields, kind)`` reads fields of the caller's own
+    before the notifier's parser does (the registry's ``events:``, ``models:``, ``secret:``),
+    and its answer comes paired with the notifier."""
+    out: list[tuple[Notifier, Any]] = []
     names: set[str] = set()
     for i, _ in enumerate(_items(doc, raw, "notifiers", problems)):
         f = Fields(doc, ("notifiers", i), problems)
         if not f.ok:
             continue
         parsers = notifier_kinds()  # the feature table's (alerts' own and any other feature's)
-        kind = f.choice("kind", tuple(parsers), required=True)
-        if kind is None:
+        kind = f.choice("kind", kinds or tuple(parsers), required=True)
+        more = None if extra is None else extra(f, kind)
+        if kind is None or kind not in parsers:
             f.finish(f.data.keys())
             continue
         notifier = parsers[kind](f, i)
@@ -201,5 +227,5 @@ def _notifiers(doc: Located, raw: Any, problems: list[Problem]) -> list[Notifier
             f.fail("name", f"{notifier.name!r} names another notifier too: notifier names must be unique")
             continue
         names.add(notifier.name)
-        out.append(notifier)
+        out.append((notifier, more))
     return out

@@ -159,6 +159,12 @@ class FeatureSpec:
         evaluation) returns a `Watcher`, stopped once the run's final status is stored."""
 
     @hookspec
+    def flightlog_server_start(self, store: Any, home: Any) -> Watcher | None:
+        """A flightlog server started over ``store`` (its `ServerStore`; ``home`` its home
+        directory); a feature that works in the background while it serves (the registry's
+        event delivery) returns a `Watcher`, stopped when the server shuts down."""
+
+    @hookspec
     def flightlog_listing_fields(self) -> Mapping[str, Callable[[Any], Any]]:  # type: ignore[empty-body]
         """Fields the runs listing (``GET /api/v1/runs``) adds to every row: name -> function of the
         run's `RunInfo` (cheap: it runs once per row)."""

@@ -15,7 +15,13 @@ from typing import Any
 from flightlog.plugins import CommandRef, RunAction, StoreMigrations, hookimpl
 from flightlog.registry.migrations import MIGRATIONS
 
-__all__ = ["flightlog_api_operations", "flightlog_cli_commands", "flightlog_run_actions", "flightlog_store_migrations"]
+__all__ = [
+    "flightlog_api_operations",
+    "flightlog_cli_commands",
+    "flightlog_run_actions",
+    "flightlog_server_start",
+    "flightlog_store_migrations",
+]
 
 
 @hookimpl
@@ -58,3 +64,17 @@ def flightlog_api_operations() -> list[Any]:
     from flightlog.registry.api import OPERATIONS
 
     return list(OPERATIONS)
+
+
+@hookimpl
+def flightlog_server_start(store: Any) -> Any:
+    """The server delivers pending registry events in the background (registry/events.py), so an
+    event a CLI wrote into the server's database is sent too; None for a store without tables."""
+    # cost: a server's start only; the table loads this module in every run's process
+    from flightlog.registry.events import EventPump
+
+    # cost: as above
+    from flightlog.registry.stores import sql_store_of
+
+    registry = sql_store_of(store)
+    return None if registry is None else EventPump(registry).start()

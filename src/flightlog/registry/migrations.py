@@ -18,6 +18,7 @@ TABLES = (
     "registry_deployments",
     "registry_deployment_history",
     "registry_events",
+    "registry_event_sends",
 )
 
 
@@ -106,9 +107,22 @@ def _schema(real: str, serial: str, big: str) -> list[str]:
     ]
 
 
+def _sends(real: str, big: str) -> list[str]:
+    """Which destination already got which event: an event sent to two destinations of which one
+    failed is retried to that one only, so each destination gets it once."""
+    return [
+        f"""CREATE TABLE registry_event_sends (
+            event_id {big} NOT NULL,
+            target TEXT NOT NULL,                  -- the destination's key (events.Destination.key)
+            time {real} NOT NULL,
+            PRIMARY KEY (event_id, target)
+        )""",
+    ]
+
+
 MIGRATIONS = StoreMigrations(
     feature="registry",
-    sqlite=[_schema("REAL", "INTEGER PRIMARY KEY", "INTEGER")],
-    postgres=[_schema("DOUBLE PRECISION", "BIGSERIAL PRIMARY KEY", "BIGINT")],
+    sqlite=[_schema("REAL", "INTEGER PRIMARY KEY", "INTEGER"), _sends("REAL", "INTEGER")],
+    postgres=[_schema("DOUBLE PRECISION", "BIGSERIAL PRIMARY KEY", "BIGINT"), _sends("DOUBLE PRECISION", "BIGINT")],
     tables=TABLES,
 )

@@ -15,7 +15,7 @@ from typing import Any
 
 from flightlog.errors import Forbidden, InvalidInput, NotFound
 from flightlog.models import Artifact
-from flightlog.registry.events import deliver_pending
+from flightlog.registry.events import deliver_soon
 from flightlog.registry.refs import ModelRef, check_alias, check_name, parse_ref
 from flightlog.registry.stores.sql import SqlRegistryStore
 from flightlog.registry.types import (
@@ -219,8 +219,9 @@ class LocalRegistry:
         return self.store.versions(made.project, made.name, made.version)[0]
 
     def deliver(self) -> int:
-        """Send the events not delivered yet to the configured webhooks (registry/events.py)."""
-        return deliver_pending(self.store)
+        """Send the events not delivered yet to the configured destinations (registry/events.py):
+        now, within short bounds, or by this process's background pump (a server's)."""
+        return deliver_soon(self.store)
 
     def _logged(self, run_id: str, path: str) -> Artifact:
         if not isinstance(path, str) or not path:

@@ -8,6 +8,7 @@ request (cursors, stream positions), so replicas behind a load balancer can shar
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, cast
@@ -22,6 +23,7 @@ from starlette.types import ASGIApp
 from flightlog._version import __version__
 from flightlog.errors import FlightlogError, NotFound
 from flightlog.plugins import Features
+from flightlog.plugins import features as feature_table
 from flightlog.server import alerts_routes
 from flightlog.server.auth import Principal, authenticate
 from flightlog.server.blobs import open_blob_store
@@ -47,6 +49,7 @@ from flightlog.store.registry import open_store
 __all__ = ["create_app", "FlightlogApp"]
 
 _ANONYMOUS = Principal("reader", via="anonymous")
+log = logging.getLogger("flightlog.server")
 
 
 class FlightlogApp:
@@ -120,8 +123,16 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         alerts = alerts_routes.start_alert_service(state)  # background alert evaluation, when rules exist
+        # the features' background work (the registry's event delivery), each stopped at shutdown
+        table = features if features is not None else feature_table()
+        watchers = [w for _, w in table.call("flightlog_server_start", store=state.store, home=config.home)]
         yield
         state.draining.set()
+        for watcher in watchers:
+            try:
+                watcher.stop(True)
+            except Exception:  # noqa: BLE001 - one feature's shutdown must not stop the others'
+                log.exception("a feature's background work did not stop cleanly")
         if alerts is not None:
             alerts.stop()
 

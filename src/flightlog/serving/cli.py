@@ -36,8 +36,19 @@ def _emit(rows: list[dict[str, Any]], fmt: str, columns: list[str]) -> None:
 
     table = Table(*columns)
     for row in rows:
-        table.add_row(*("" if row.get(c) is None else str(row.get(c)) for c in columns))
+        table.add_row(*(_cell(row.get(c)) for c in columns))
     Console().print(table)
+
+
+def _cell(value: Any) -> str:
+    """A table cell: a float rounded for reading (0.0123, 4.57, 1234), the JSON keeps it exact."""
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        if abs(value) < 1:
+            return f"{value:.3g}"
+        return f"{value:.2f}" if abs(value) < 1000 else f"{value:.0f}"
+    return str(value)
 
 
 _fmt = click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)

@@ -17,6 +17,7 @@ import atexit
 import itertools
 import os
 import random
+import signal
 import socket
 import threading
 import time
@@ -91,12 +92,15 @@ class Replica:
         self.buffer = recorder.buffer
         self.limit = recorder.limit
         self._ids = itertools.count(1)
-        self._prefix = f"{os.getpid():x}{int(time.time()) & 0xFFFFFF:x}-"
+        # this replica's mark (pid and start time), after the counter: ids differ in their first
+        # characters, so a table that cuts a long cell still tells them apart ("17-3f2a6b1c2d")
+        self._suffix = f"-{os.getpid():x}{int(time.time()) & 0xFFFFFF:x}"
         self._closed = False
 
     # ── the request path: as cheap as a list append ────────────────────────
     def new_request_id(self) -> str:
-        return self._prefix + str(next(self._ids))
+        """``N-REPLICA``: the request's number in this replica first, then the replica's mark."""
+        return str(next(self._ids)) + self._suffix
 
     def record(
         self,
@@ -235,11 +239,47 @@ def attach(
         _current = replica
     recorder.start()
     atexit.register(replica.close)  # runs before the SDK's own exit hook (registered earlier): evidence first
+    _stop_on_sigterm(replica)
     if capture_logs:
         import logging
 
         logging.getLogger().addHandler(flightlog.logging_handler(run))
     return replica
+
+
+def _stop_on_sigterm(replica: Replica) -> None:
+    """A SIGTERM is how a replica is taken down (a rollout, Kubernetes, uvicorn's graceful
+    shutdown, which re-raises it once drained): it ends the run ``stopped``, its evidence
+    written, where the SDK's own handler would call it ``killed``; then the previous handler
+    runs, so the process still ends by the signal. A handler of the server's own (installed
+    before ``attach()``) is left alone: it decides what a SIGTERM does."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    try:
+        previous = signal.getsignal(signal.SIGTERM)
+    except (ValueError, OSError):
+        return
+    # the SDK's handler (flightlog.init installs it where there was none) is the one we replace
+    sdk_handler = callable(previous) and getattr(previous, "__module__", None) == "flightlog.sdk.api"
+    if previous not in (signal.SIG_DFL, None) and not sdk_handler:
+        return
+
+    def on_sigterm(signum: int, frame: Any) -> None:
+        try:
+            replica.close()
+            replica.run.finish("stopped", end_reason="signal", signal=signum)
+        except Exception as exc:  # noqa: BLE001 - a signal handler never raises into the server
+            warn(f"could not end the replica's run at SIGTERM: {exc}")
+        signal.signal(signal.SIGTERM, previous if callable(previous) else signal.SIG_DFL)
+        if callable(previous):
+            previous(signum, frame)
+        else:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    try:
+        signal.signal(signal.SIGTERM, on_sigterm)
+    except (ValueError, OSError):
+        pass
 
 
 def _resolve(ref: str | None, name: str | None, version: str | None, project: str | None) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from flightlog.alerts.schema import Fields
 from flightlog.alerts.secrets import check_secret_value, references, resolve, secret_key
 from flightlog.errors import InvalidInput
 
-__all__ = ["CommandNotifier", "parse"]
+__all__ = ["CommandNotifier", "parse", "run_command"]
 
 
 @dataclass
@@ -45,27 +45,29 @@ class CommandNotifier:
             FLIGHTLOG_ALERT_GROUP=notification.group_key,
         )
         body = json.dumps(webhook_payload(notification), ensure_ascii=False, default=str).encode()
-        try:
-            proc = subprocess.run(
-                self.command, input=body, env=env, capture_output=True, timeout=self.retry.timeout, check=False
-            )
-        except FileNotFoundError:
-            raise DeliveryError(f"command not found: {self.command[0]}", permanent=True) from None
-        except subprocess.TimeoutExpired:
-            raise DeliveryError(f"{self.command[0]} ran past {self.retry.timeout:g}s and was killed") from None
-        except OSError as exc:
-            raise DeliveryError(f"cannot run {self.command[0]}: {exc}", permanent=True) from None
-        if proc.returncode != 0:
-            tail = proc.stderr.decode("utf-8", "replace").strip().splitlines()[-3:]
-            raise DeliveryError(
-                f"{self.command[0]} exited with {proc.returncode}" + (f": {' / '.join(tail)}" if tail else "")
-            )
+        run_command(self.command, body, env, self.retry.timeout)
 
     def references(self) -> list[str]:
         return [n for v in self.env.values() for n in references(v)]
 
     def describe(self) -> str:
         return "command " + " ".join(shlex.quote(c) for c in self.command)
+
+
+def run_command(command: list[str], body: bytes, env: dict[str, str], timeout: float) -> None:
+    """Run ``command`` with ``body`` on its standard input; a failure is a `DeliveryError`
+    (permanent when the program cannot be run at all). Shared with the registry's events."""
+    try:
+        proc = subprocess.run(command, input=body, env=env, capture_output=True, timeout=timeout, check=False)
+    except FileNotFoundError:
+        raise DeliveryError(f"command not found: {command[0]}", permanent=True) from None
+    except subprocess.TimeoutExpired:
+        raise DeliveryError(f"{command[0]} ran past {timeout:g}s and was killed") from None
+    except OSError as exc:
+        raise DeliveryError(f"cannot run {command[0]}: {exc}", permanent=True) from None
+    if proc.returncode != 0:
+        tail = proc.stderr.decode("utf-8", "replace").strip().splitlines()[-3:]
+        raise DeliveryError(f"{command[0]} exited with {proc.returncode}" + (f": {' / '.join(tail)}" if tail else ""))
 
 
 def parse(f: Fields, index: int) -> CommandNotifier | None:

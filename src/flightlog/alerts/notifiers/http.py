@@ -20,7 +20,7 @@ from typing import Any
 
 from flightlog.alerts.notifiers.base import DeliveryError
 
-__all__ = ["post_json"]
+__all__ = ["post_bytes", "post_json"]
 
 _RETRYABLE = {408, 425, 429, 500, 502, 503, 504}
 
@@ -37,6 +37,12 @@ _opener = urllib.request.build_opener(_NoRedirects())
 
 def post_json(url: str, body: Any, *, headers: Mapping[str, str], timeout: float) -> int:
     data = json.dumps(body, ensure_ascii=False, allow_nan=False, default=str).encode()
+    return post_bytes(url, data, headers=headers, timeout=timeout)
+
+
+def post_bytes(url: str, data: bytes, *, headers: Mapping[str, str], timeout: float) -> int:
+    """POST a JSON body already encoded (a signed one: the signature covers these exact bytes);
+    ``headers`` may replace the User-Agent. Raises `DeliveryError`; returns the status."""
     request = urllib.request.Request(url, data=data, method="POST")
     request.add_header("Content-Type", "application/json")
     request.add_header("User-Agent", "flightlog-alerts")

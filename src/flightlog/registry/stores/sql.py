@@ -415,6 +415,21 @@ class SqlRegistryStore:
         with self.db.write() as conn:
             conn.execute("UPDATE registry_events SET delivered=? WHERE id=?", (now, event_id))
 
+    def sent_to(self, event_id: int) -> set[str]:
+        """The destinations (by key) that already got the event."""
+        with self.db.read() as conn:
+            rows = conn.execute("SELECT target FROM registry_event_sends WHERE event_id=?", (event_id,)).fetchall()
+        return {str(r[0]) for r in rows}
+
+    def mark_sent(self, event_id: int, target: str, now: float) -> None:
+        """One destination got the event (the claim's holder writes this; a second write is a no-op)."""
+        with self.db.write() as conn:
+            conn.execute(
+                "INSERT INTO registry_event_sends(event_id, target, time) VALUES(?, ?, ?) "
+                "ON CONFLICT (event_id, target) DO NOTHING",
+                (event_id, target, now),
+            )
+
     def release_event(self, event_id: int) -> None:
         """A delivery that failed: let the next pass try again."""
         with self.db.write() as conn:
