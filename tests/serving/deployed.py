@@ -65,10 +65,8 @@ class Deployed:
     live: subprocess.Popen[str] | None  # a v2 replica still serving (its stdin open), or None
 
     def stop(self) -> None:
-        if self.live is not None and self.live.poll() is None:
-            assert self.live.stdin is not None
-            self.live.stdin.close()
-            self.live.wait(timeout=60)
+        if self.live is not None:
+            self.live.communicate(timeout=60)  # closes its stdin (it then ends), reads and closes its pipes
 
 
 def _replicas(home: Path, version: int, count: int, requests: int) -> None:
