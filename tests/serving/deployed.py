@@ -58,6 +58,21 @@ if stay:
 """
 
 
+# v2 fails one request in ten: a server evaluating this fires `fraud-errors` on fraud-api v2
+ALERT_RULES = """\
+settings:
+  interval: 1s
+  lookback: 1d
+rules:
+  - name: fraud-errors
+    kind: serving_error_rate
+    endpoint: fraud-api
+    above: 0.05
+    window: 1d
+    min_requests: 10
+"""
+
+
 @dataclass
 class Deployed:
     home: Path

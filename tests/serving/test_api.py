@@ -14,7 +14,8 @@ from flightlog.client import Client
 from flightlog.registry import Registry
 from flightlog.server.testing import RunningServer, serve_in_thread
 from flightlog.serving.timeline import timeline
-from tests.serving.deployed import Deployed, deploy_with_traffic
+from tests.serving.conftest import poll
+from tests.serving.deployed import ALERT_RULES, Deployed, deploy_with_traffic
 
 
 @dataclass
@@ -30,6 +31,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
             mp.delenv(name, raising=False)
         home = tmp_path_factory.mktemp("serving-api") / "home"
         deployed = deploy_with_traffic(home)
+        (home / "alerts.yaml").write_text(ALERT_RULES)  # the server evaluates them in the background
         with serve_in_thread(home, auth=True) as server:
             yield Served(deployed, server)
 
@@ -85,7 +87,11 @@ def test_the_timeline_has_the_desired_history_replicas_minutes_and_the_rollout(s
         assert by_version["1"]["requests"] == 80 and by_version["1"]["errors"] == 0
         assert by_version["2"]["requests"] == 40 and by_version["2"]["errors"] == 4
         assert by_version["2"]["p50"] > by_version["1"]["p50"]  # v2 sleeps 4 ms, v1 1 ms
-        assert doc["alerts"] == []
+        # v2 fails one request in ten: the server's alert rule fires, naming the endpoint and the version
+        alerts = poll(lambda: api.get("/deployments/fraud-api/timeline").json()["alerts"], timeout=60)
+        assert [(a["rule"], a["labels"]["endpoint"], a["labels"]["version"]) for a in alerts] == [
+            ("fraud-errors", "fraud-api", "2")
+        ]
         # without env=: the endpoint's only environment; the same document
         assert api.get("/deployments/fraud-api/timeline").json()["desired"] == doc["desired"]
         # since= in the future: no minutes, the lanes and history stay

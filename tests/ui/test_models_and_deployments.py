@@ -11,13 +11,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from flightlog.client import Client
 from flightlog.server.testing import serve_in_thread
 from flightlog.serving.reading import replicas
 from tests.serving.conftest import poll
-from tests.serving.deployed import Deployed, deploy_with_traffic
+from tests.serving.deployed import ALERT_RULES, Deployed, deploy_with_traffic
 from tests.ui.conftest import open_page
 
 
@@ -33,6 +34,7 @@ def story(tmp_path_factory: pytest.TempPathFactory, clean_env: None, built_ui: P
     try:
         with Client(deployed.home) as client:  # the live replica's run reaches the store with its first beat
             poll(lambda: any(r["state"] == "serving" for r in replicas(client, "fraud-api")), timeout=60)
+        (deployed.home / "alerts.yaml").write_text(ALERT_RULES)  # the server evaluates them in the background
         with serve_in_thread(deployed.home) as server:
             yield Story(server.url, deployed)
     finally:
@@ -131,5 +133,12 @@ def test_the_deployment_timeline_shows_the_rollout_the_replica_lanes_and_the_cha
         assert ticks and all(re.fullmatch(r"\d+(\.\d{1,2})? m?s", t) for t in ticks), ticks
         expect(page.locator(".desired-history tbody tr")).to_have_count(2)
         expect(page.locator("#deployment-diagnosis")).to_have_count(0)  # no diagnosis route: nothing shown
-        expect(page.locator("#deployment-alerts")).to_contain_text("No alert has named this endpoint")
+        # the server's rule fired on v2's errors: a marker on the timeline and a line in the list
+        # (once the background evaluation has run: the page is read again then)
+        timeline = f"{story.url}/api/v1/deployments/fraud-api/timeline"
+        poll(lambda: httpx.get(timeline, timeout=30).json()["alerts"], timeout=60, every=0.5)
+        page.reload()
+        expect(page.locator('.alert-marker[data-rule="fraud-errors"]')).to_have_count(1)
+        expect(page.locator("#deployment-alerts li")).to_contain_text("fraud-errors")
+        expect(page.locator("#deployment-alerts li")).to_contain_text("v2")
         shot(page, "deployment-timeline")

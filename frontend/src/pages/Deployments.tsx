@@ -16,6 +16,7 @@ import type { Deployment, DeploymentDiagnosis, DeploymentTimeline, ReplicaRow, R
 /** Milliseconds for people: `0.42 ms`, `1.23 ms`, `12.3 ms`, `245 ms`, `1.35 s`. */
 export function fmtMs(v: number | null | undefined): string {
   if (v === null || v === undefined || !Number.isFinite(v)) return "—";
+  if (v === 0) return "0 ms";
   if (v >= 1000) return `${(v / 1000).toFixed(2)} s`;
   if (v >= 100) return `${Math.round(v)} ms`;
   if (v >= 10) return `${v.toFixed(1)} ms`;
