@@ -2,6 +2,8 @@ import { render } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { get, onUnauthorized, send } from "./api";
 import { Compare } from "./pages/Compare";
+import { DeploymentPage, Deployments } from "./pages/Deployments";
+import { ModelPage, Models } from "./pages/Models";
 import { Explore } from "./pages/Explore";
 import { Projects } from "./pages/Projects";
 import { RunPage } from "./pages/Run";
@@ -61,6 +63,10 @@ function App() {
   else if (route.page === "run") page = <RunPage route={route} query={loc.query} />;
   else if (route.page === "compare") page = <Compare project={route.project} query={loc.query} />;
   else if (route.page === "explore") page = <Explore project={route.project} query={loc.query} />;
+  else if (route.page === "models") page = <Models />;
+  else if (route.page === "model") page = <ModelPage name={route.name} query={loc.query} />;
+  else if (route.page === "deployments") page = <Deployments />;
+  else if (route.page === "deployment") page = <DeploymentPage endpoint={route.endpoint} query={loc.query} />;
   else page = <NotFound path={route.path} />;
 
   return (
@@ -69,6 +75,11 @@ function App() {
         <Link to={paths.projects()} class="brand" aria-label="flightlog: projects">
           <span class="brand-mark" aria-hidden="true">◆</span> flightlog
         </Link>
+        <nav class="topnav" aria-label="sections">
+          <Link to={paths.projects()} class={`topnav-link ${route.page === "projects" || "project" in route ? "on" : ""}`}>Projects</Link>
+          <Link to={paths.models()} class={`topnav-link ${route.page === "models" || route.page === "model" ? "on" : ""}`}>Models</Link>
+          <Link to={paths.deployments()} class={`topnav-link ${route.page === "deployments" || route.page === "deployment" ? "on" : ""}`}>Deployments</Link>
+        </nav>
         <nav class="crumbs" aria-label="breadcrumbs">
           {"project" in route && route.project ? (
             <>
@@ -79,6 +90,8 @@ function App() {
           {route.page === "run" ? (<><span class="sep">/</span><span class="crumb mono">{route.run.slice(0, 8)}</span></>) : null}
           {route.page === "compare" ? (<><span class="sep">/</span><span class="crumb">compare</span></>) : null}
           {route.page === "explore" ? (<><span class="sep">/</span><span class="crumb">explore</span></>) : null}
+          {route.page === "model" ? (<><span class="sep">/</span><Link to={paths.models()} class="crumb">models</Link><span class="sep">/</span><span class="crumb">{route.name}</span></>) : null}
+          {route.page === "deployment" ? (<><span class="sep">/</span><Link to={paths.deployments()} class="crumb">deployments</Link><span class="sep">/</span><span class="crumb">{route.endpoint}</span></>) : null}
         </nav>
         <div class="topbar-right">
           {me && me.auth ? (

@@ -9,6 +9,10 @@ export type Route =
   | { page: "run"; project: string | null; run: string; tab: string }
   | { page: "compare"; project: string | null }
   | { page: "explore"; project: string }
+  | { page: "models" }
+  | { page: "model"; name: string }
+  | { page: "deployments" }
+  | { page: "deployment"; endpoint: string }
   | { page: "signin" }
   | { page: "notfound"; path: string };
 
@@ -31,6 +35,10 @@ export function parse(path: string): Route {
   if (parts.length === 0) return { page: "projects" };
   if (parts[0] === "signin" && parts.length === 1) return { page: "signin" };
   if (parts[0] === "compare" && parts.length === 1) return { page: "compare", project: null };
+  if (parts[0] === "models" && parts.length === 1) return { page: "models" };
+  if (parts[0] === "models" && parts.length === 2) return { page: "model", name: parts[1] };
+  if (parts[0] === "deployments" && parts.length === 1) return { page: "deployments" };
+  if (parts[0] === "deployments" && parts.length === 2) return { page: "deployment", endpoint: parts[1] };
   if (parts[0] === "runs" && parts.length >= 2 && parts.length <= 3) {
     return { page: "run", project: null, run: parts[1], tab: tabOf(parts[2]) };
   }
@@ -59,6 +67,11 @@ export const paths = {
   compare: (project: string | null, runs: string[]) =>
     (project ? `projects/${enc(project)}/compare` : "compare") + qs({ runs: runs.join(",") }),
   explore: (project: string, query?: Record<string, string>) => `projects/${enc(project)}/explore` + qs(query),
+  models: () => "models",
+  model: (name: string, project?: string | null) => `models/${enc(name)}` + qs({ project }),
+  deployments: () => "deployments",
+  deployment: (endpoint: string, env?: string | null, project?: string | null) =>
+    `deployments/${enc(endpoint)}` + qs({ env, project }),
   signin: (next?: string) => "signin" + qs(next ? { next } : undefined),
 };
 

@@ -310,3 +310,120 @@ export interface AlertEvent {
   rule: string | null;
   run_id: string | null;
 }
+
+/** A registered model (GET api/v1/models, docs/models.md). */
+export interface RegisteredModel {
+  project: string;
+  name: string;
+  description: string | null;
+  tags: Record<string, string>;
+  protected_aliases: string[];
+  created: string;
+  latest_version: number;
+  aliases: Record<string, number>;
+  versions?: ModelVersion[];
+}
+
+export interface ModelVersion {
+  project: string;
+  name: string;
+  version: number;
+  ref: string;
+  run_id: string;
+  source: string;
+  artifact_path: string;
+  digest: string | null;
+  size: number | null;
+  description: string | null;
+  tags: Record<string, string>;
+  aliases: string[];
+  created: string;
+  created_by: string | null;
+}
+
+export interface AliasChange {
+  alias: string;
+  from_version: number | null;
+  to_version: number | null;
+  time: string;
+  actor: string | null;
+}
+
+/** GET api/v1/models/NAME/versions/V?lineage=true */
+export interface VersionLineage {
+  version: ModelVersion;
+  run: { id: string; name: string | null; status: string; project: string };
+  inputs: { artifact: Artifact; produced_by: string[] }[];
+  manifests: { name: string | null; data: Record<string, Json> | null }[];
+}
+
+export interface Deployment {
+  project: string;
+  endpoint: string;
+  env: string;
+  model: string;
+  version: number;
+  ref: string;
+  updated: string;
+  updated_by: string | null;
+}
+
+export interface ReplicaRow {
+  run_id: string;
+  endpoint: string;
+  env: string | null;
+  version: string | null;
+  replica: string | null;
+  state: "serving" | "gone" | string;
+  status: string;
+  started: string | null;
+  heartbeat: string | null;
+  ended: string | null;
+}
+
+export interface ServingMinute {
+  version: string;
+  minute: number;
+  time: string;
+  requests: number;
+  errors: number;
+  error_rate: number | null;
+  p50_ms: number | null;
+  p95_ms: number | null;
+  p99_ms: number | null;
+  replicas: number;
+}
+
+export interface Rollout {
+  time: string;
+  kind: "rollout" | "rollback" | string;
+  from_version: number;
+  to_version: number;
+  model: string;
+  actor: string | null;
+  replicas: number;
+}
+
+/** GET api/v1/deployments/ENDPOINT/timeline */
+export interface DeploymentTimeline {
+  endpoint: string;
+  env: string;
+  project: string;
+  model: string;
+  version: number;
+  desired: { time: string; version: number; model: string; ref: string | null; actor: string | null; from_version: number | null }[];
+  replicas: ReplicaRow[];
+  minutes: ServingMinute[];
+  rollouts: Rollout[];
+  alerts: Alert[];
+}
+
+/** GET api/v1/deployments/ENDPOINT/diagnosis (when the server has it) */
+export interface DeploymentDiagnosis {
+  headline: string;
+  changes: { time: string | null; kind: string; summary: string }[];
+  before: { version: number | string; run_id: string | null } | null;
+  after: { version: number | string; run_id: string | null } | null;
+  differences: { kind: string; summary: string }[];
+  text: string;
+}

@@ -101,6 +101,15 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return error_response(err, headers=dict(exc.headers or {}))
 
 
+def _specificity(op: Operation) -> list[int]:
+    """Sort key that puts a route before the templates that would shadow it: segment by segment,
+    a literal (0) before a parameter (1) before a ``{name:path}`` (2). Two features may declare
+    ``/deployments/{endpoint}/{env}`` and ``/deployments/{endpoint}/timeline``; Starlette takes
+    the first route that matches, so the literal one must come first whatever the table's order.
+    The sort is stable: routes that cannot shadow each other keep their declared order."""
+    return [2 if ":path}" in seg else 1 if "{" in seg else 0 for seg in op.route_path.split("/")]
+
+
 def create_app(
     config: ServerConfig, *, store: ServerStore | None = None, features: Features | None = None
 ) -> FlightlogApp:
@@ -137,7 +146,8 @@ def create_app(
             alerts.stop()
 
     routes = [
-        Route(op.route_path, _endpoint(op, state), methods=[op.method], name=op.operation_id) for op in operations
+        Route(op.route_path, _endpoint(op, state), methods=[op.method], name=op.operation_id)
+        for op in sorted(operations, key=_specificity)
     ]
     routes += ui_routes()  # the web UI at / (after the API, so /api/... keeps its own answers)
     starlette = Starlette(routes=routes, exception_handlers={HTTPException: _http_error}, lifespan=lifespan)

@@ -24,8 +24,10 @@ def _quote(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def replica_runs(client: Any, endpoint: str, project: str | None = None) -> list[Any]:
-    return list(client.runs(project=project, filter=f"tags.`serving.endpoint` = {_quote(endpoint)}"))
+def replica_runs(client: Any, endpoint: str, project: str | None = None, env: str | None = None) -> list[Any]:
+    """The replica runs of ``endpoint`` (of one environment with ``env``)."""
+    runs = client.runs(project=project, filter=f"tags.`serving.endpoint` = {_quote(endpoint)}")
+    return [r for r in runs if env is None or (r.tags or {}).get("serving.env") == env]
 
 
 def predictions(
@@ -35,11 +37,12 @@ def predictions(
     *,
     project: str | None = None,
     limit: int | None = None,
+    env: str | None = None,
 ) -> list[dict[str, Any]]:
     """Sampled prediction records, oldest first, with ``label`` (None until one arrived) joined."""
     rows: list[dict[str, Any]] = []
     labels: dict[str, tuple[float, Any]] = {}
-    for run in replica_runs(client, endpoint, project):
+    for run in replica_runs(client, endpoint, project, env):
         replica = run.tags.get("serving.replica")
         for event in client.logs(run, component=PREDICTION, since=since):
             f = event.fields or {}
@@ -72,12 +75,17 @@ def predictions(
 
 
 def aggregates(
-    client: Any, endpoint: str, since: str | float | None = None, *, project: str | None = None
+    client: Any,
+    endpoint: str,
+    since: str | float | None = None,
+    *,
+    project: str | None = None,
+    env: str | None = None,
 ) -> list[dict[str, Any]]:
     """Per (version, minute), every replica merged: requests, errors, error_rate, p50/p95/p99 (ms),
     the merged latency histogram and output distribution, and how many replicas contributed."""
     merged: dict[tuple[str, int], dict[str, Any]] = {}
-    for run in replica_runs(client, endpoint, project):
+    for run in replica_runs(client, endpoint, project, env):
         for event in client.logs(run, component=AGGREGATE, since=since):
             f = event.fields or {}
             key = (str(f.get("version")), int(f.get("minute") or 0))
@@ -112,7 +120,7 @@ def aggregates(
 
 
 def replicas(
-    client: Any, endpoint: str, *, project: str | None = None, now: float | None = None
+    client: Any, endpoint: str, *, project: str | None = None, now: float | None = None, env: str | None = None
 ) -> list[dict[str, Any]]:
     """One row per replica run: state ``serving`` or ``gone``, with version, host:pid, start and heartbeat."""
     now = time.time() if now is None else now
@@ -120,7 +128,7 @@ def replicas(
     reconcile = getattr(client, "reconcile", None)
     if reconcile is not None:  # reads never write: settle dead owners first, so a SIGKILLed replica is crashed
         reconcile()
-    for run in replica_runs(client, endpoint, project):
+    for run in replica_runs(client, endpoint, project, env):
         beat = run.timeline.get("heartbeat") if run.timeline else None
         every = (run.params or {}).get("serving.heartbeat_s") or 10.0
         silent = beat is not None and now - float(beat) > 3 * float(every)

@@ -1,0 +1,190 @@
+"""Serving evidence in the HTTP API: ``/api/v1/serving/{endpoint}/aggregates|predictions|replicas``
+and the deployment timeline ``/api/v1/deployments/{endpoint}/timeline``, declared as server
+operations and served through the feature table (``flightlog_api_operations``).
+
+Every handler reads through a `flightlog.Client` over the server's store with the readers of
+`serving.reading` and `serving.timeline` (the CLI's code), limited to the token's project: a
+token of another project sees no replica of the endpoint, so it gets the same 404 as for an
+endpoint nobody served.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.responses import Response
+
+from flightlog.client import Client
+from flightlog.config import Settings
+from flightlog.errors import InvalidInput, NotFound
+from flightlog.registry.service import LocalRegistry
+from flightlog.registry.stores import sql_store_of
+from flightlog.server.context import Ctx, forbid_other_project
+from flightlog.server.operations import Operation, Param, ok
+from flightlog.server.responses import json_response
+from flightlog.serving.reading import aggregates, predictions, replica_runs, replicas
+from flightlog.serving.timeline import timeline
+from flightlog.timefmt import iso, parse_time
+
+__all__ = ["OPERATIONS"]
+
+
+def _client(ctx: Ctx) -> Client:
+    home = getattr(ctx.state.config, "home", None)
+    settings = Settings.from_env(home=home) if home is not None else Settings.from_env()
+    return Client.for_lookups(settings, store=ctx.store)
+
+
+def _registry(ctx: Ctx, client: Client) -> LocalRegistry:
+    store = sql_store_of(ctx.store)
+    if store is None:
+        raise InvalidInput("this server's store keeps no model registry (so no deployments)")
+    return LocalRegistry(client, store, admin=False, scope=ctx.principal.project)
+
+
+def _since(ctx: Ctx) -> float | None:
+    raw = ctx.query.text("since", max_len=100)
+    return None if raw is None or raw == "" else parse_time(raw, what="since")
+
+
+def _scope(ctx: Ctx) -> str | None:
+    return forbid_other_project(ctx.principal, ctx.query.text("project", max_len=200))
+
+
+def _served(client: Client, endpoint: str, project: str | None, env: str | None) -> None:
+    """NotFound unless some replica (in the token's project, and ``env`` when given) served the endpoint."""
+    if replica_runs(client, endpoint, project, env):
+        return
+    where = f" in environment {env!r}" if env else ""
+    raise NotFound(
+        f"no serving replica has reported endpoint {endpoint!r}{where}: attach one with "
+        "serving.attach(model=..., endpoint=...) (docs/models.md#serving)",
+        details={"endpoint": endpoint, "env": env},
+    )
+
+
+def _times(row: dict[str, Any], *keys: str) -> dict[str, Any]:
+    return {**row, **{k: iso(row[k]) for k in keys if isinstance(row.get(k), (int, float))}}
+
+
+async def get_aggregates(ctx: Ctx) -> Response:
+    endpoint, env, since, project = ctx.path("endpoint"), ctx.query.text("env", max_len=128), _since(ctx), _scope(ctx)
+
+    def read() -> dict[str, Any]:
+        client = _client(ctx)
+        _served(client, endpoint, project, env)
+        rows = aggregates(client, endpoint, since, project=project, env=env)
+        return {"endpoint": endpoint, "env": env, "aggregates": [{**r, "time": iso(r["minute"] * 60.0)} for r in rows]}
+
+    return json_response(await ctx.call(read))
+
+
+async def get_predictions(ctx: Ctx) -> Response:
+    endpoint, env, since, project = ctx.path("endpoint"), ctx.query.text("env", max_len=128), _since(ctx), _scope(ctx)
+    limit = ctx.query.count("limit", default=1000, max=100_000)
+
+    def read() -> dict[str, Any]:
+        client = _client(ctx)
+        _served(client, endpoint, project, env)
+        rows = predictions(client, endpoint, since, project=project, env=env, limit=limit or None)
+        return {"endpoint": endpoint, "env": env, "predictions": [_times(r, "time", "labeled_at") for r in rows]}
+
+    return json_response(await ctx.call(read))
+
+
+async def get_replicas(ctx: Ctx) -> Response:
+    endpoint, env, project = ctx.path("endpoint"), ctx.query.text("env", max_len=128), _scope(ctx)
+
+    def read() -> dict[str, Any]:
+        client = _client(ctx)
+        _served(client, endpoint, project, env)
+        rows = replicas(client, endpoint, project=project, env=env)
+        return {
+            "endpoint": endpoint,
+            "env": env,
+            "replicas": [_times(r, "started", "heartbeat", "ended") for r in rows],
+        }
+
+    return json_response(await ctx.call(read))
+
+
+async def get_timeline(ctx: Ctx) -> Response:
+    endpoint, env, since, project = ctx.path("endpoint"), ctx.query.text("env", max_len=128), _since(ctx), _scope(ctx)
+
+    def read() -> dict[str, Any]:
+        client = _client(ctx)
+        return timeline(client, _registry(ctx, client), endpoint, env, since=since, project=project)
+
+    return json_response(await ctx.call(read))
+
+
+_OBJ = {"type": "object"}
+_EP = Param("endpoint", "path", {"type": "string", "maxLength": 128}, "An endpoint (fraud-api).")
+_ENV = Param("env", "query", {"type": "string", "maxLength": 128}, "Only this environment (prod).")
+_ENV_ONE = Param(
+    "env", "query", {"type": "string", "maxLength": 128}, "The environment (default: the endpoint's only one)."
+)
+_SINCE = Param("since", "query", {"type": "string"}, "Only what is newer: 10m, 2h, an ISO time.")
+_PROJECT = Param("project", "query", {"type": "string", "maxLength": 200}, "Only this project (a token keeps its own).")
+_LIMIT = Param(
+    "limit", "query", {"type": "integer", "minimum": 0, "maximum": 100000, "default": 1000}, "The newest N (0: all)."
+)
+_TIMELINE = {
+    "type": "object",
+    "required": ["endpoint", "env", "desired", "replicas", "minutes", "rollouts", "alerts"],
+    "properties": {
+        "endpoint": {"type": "string"},
+        "env": {"type": "string"},
+        "project": {"type": "string"},
+        "model": {"type": "string"},
+        "version": {"type": "integer"},
+        "desired": {"type": "array", "items": _OBJ, "description": "the desired version's history, oldest first"},
+        "replicas": {"type": "array", "items": _OBJ, "description": "each replica: version, state, start, heartbeat"},
+        "minutes": {"type": "array", "items": _OBJ, "description": "per version and minute: requests, errors, p99"},
+        "rollouts": {"type": "array", "items": _OBJ, "description": "desired changes: rollout or rollback"},
+        "alerts": {"type": "array", "items": _OBJ, "description": "alerts that name the endpoint"},
+    },
+}
+
+OPERATIONS: list[Operation] = [
+    Operation(
+        "GET",
+        "/serving/{endpoint}/aggregates",
+        get_aggregates,
+        "reader",
+        "Per version and minute, the replicas merged: requests, errors, p50/p95/p99, histogram, outputs",
+        "serving",
+        params=(_EP, _SINCE, _ENV, _PROJECT),
+        responses={"200": ok("The minutes", _OBJ)},
+    ),
+    Operation(
+        "GET",
+        "/serving/{endpoint}/predictions",
+        get_predictions,
+        "reader",
+        "Sampled prediction records, oldest first, with labels joined by request id",
+        "serving",
+        params=(_EP, _SINCE, _LIMIT, _ENV, _PROJECT),
+        responses={"200": ok("The records", _OBJ)},
+    ),
+    Operation(
+        "GET",
+        "/serving/{endpoint}/replicas",
+        get_replicas,
+        "reader",
+        "The replicas that served the endpoint: serving or gone, version, heartbeat",
+        "serving",
+        params=(_EP, _ENV, _PROJECT),
+        responses={"200": ok("The replicas", _OBJ)},
+    ),
+    Operation(
+        "GET",
+        "/deployments/{endpoint}/timeline",
+        get_timeline,
+        "reader",
+        "A deployment's timeline: desired history, replica lanes, minutes per version, rollouts, alerts",
+        "deployments",
+        params=(_EP, _ENV_ONE, _SINCE, _PROJECT),
+        responses={"200": ok("The timeline", _TIMELINE)},
+    ),
+]
