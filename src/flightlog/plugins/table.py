@@ -51,8 +51,10 @@ BUILTIN: tuple[str, ...] = (
     "flightlog.sweeps.feature",
     "flightlog.pipeline.feature",
     "flightlog.export.feature",
-    "flightlog.registry.feature",
+    # serving before registry: its route /deployments/{endpoint}/diagnosis must come before the
+    # registry's /deployments/{endpoint}/{env}, which would take "diagnosis" for an environment
     "flightlog.serving.feature",
+    "flightlog.registry.feature",
 )
 
 

@@ -24,8 +24,10 @@ def _quote(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def replica_runs(client: Any, endpoint: str, project: str | None = None) -> list[Any]:
-    return list(client.runs(project=project, filter=f"tags.`serving.endpoint` = {_quote(endpoint)}"))
+def replica_runs(client: Any, endpoint: str, project: str | None = None, env: str | None = None) -> list[Any]:
+    """The replica runs of ``endpoint`` (of one environment with ``env``)."""
+    runs = client.runs(project=project, filter=f"tags.`serving.endpoint` = {_quote(endpoint)}")
+    return [r for r in runs if env is None or (r.tags or {}).get("serving.env") == env]
 
 
 def predictions(
@@ -35,11 +37,12 @@ def predictions(
     *,
     project: str | None = None,
     limit: int | None = None,
+    env: str | None = None,
 ) -> list[dict[str, Any]]:
     """Sampled prediction records, oldest first, with ``label`` (None until one arrived) joined."""
     rows: list[dict[str, Any]] = []
     labels: dict[str, tuple[float, Any]] = {}
-    for run in replica_runs(client, endpoint, project):
+    for run in replica_runs(client, endpoint, project, env):
         replica = run.tags.get("serving.replica")
         for event in client.logs(run, component=PREDICTION, since=since):
             f = event.fields or {}
@@ -72,12 +75,17 @@ def predictions(
 
 
 def aggregates(
-    client: Any, endpoint: str, since: str | float | None = None, *, project: str | None = None
+    client: Any,
+    endpoint: str,
+    since: str | float | None = None,
+    *,
+    project: str | None = None,
+    env: str | None = None,
 ) -> list[dict[str, Any]]:
     """Per (version, minute), every replica merged: requests, errors, error_rate, p50/p95/p99 (ms),
     the merged latency histogram and output distribution, and how many replicas contributed."""
     merged: dict[tuple[str, int], dict[str, Any]] = {}
-    for run in replica_runs(client, endpoint, project):
+    for run in replica_runs(client, endpoint, project, env):
         for event in client.logs(run, component=AGGREGATE, since=since):
             f = event.fields or {}
             key = (str(f.get("version")), int(f.get("minute") or 0))
