@@ -125,7 +125,7 @@ def cohort_change(
     ``after`` and ``before`` are (version, training run id)."""
     # the data feature (flightlog[data]), only when a diagnosis has labelled records
     from flightlog.data.cohorts import compare_cohorts
-    from flightlog.data.live import compare_live, live_cohorts, prediction_rows
+    from flightlog.data.live import compare_live, live_cohorts, prediction_rows  # the data feature, as above
 
     every = prediction_rows(rows)
     labelled = [r for r in every if r.label is not None and r.output is not None]
