@@ -140,8 +140,8 @@ def cohort_change(
         return None
     try:
         live_after = live_cohorts(mine, fields)
-        theirs = [r for r in labelled if before is not None and r.version == before[0]]
-        if theirs and live_after is not None:
+        theirs = [r for r in labelled if r.version == before[0]] if before is not None else []
+        if before is not None and theirs and live_after is not None:
             live_before = live_cohorts(theirs, fields, metrics=list(live_after["overall"]))
             against, compared = f"version {before[0]} live", compare_cohorts(live_after, live_before or {})
         elif training is not None and live_after is not None:
