@@ -63,7 +63,11 @@ def _scope(
     runs = replica_runs(client, endpoint, project)
     envs = sorted({d.env for d in mine} | {str((r.tags or {}).get("serving.env")) for r in runs})
     if not envs:
-        known = sorted({d.endpoint for d in deployments})
+        served = client.runs(project=project, filter="tags.`serving.endpoint` is not null")
+        known = sorted(
+            {d.endpoint for d in deployments}
+            | {str(e) for r in served if (e := (r.tags or {}).get("serving.endpoint"))}
+        )
         raise NotFound(
             f"no deployment or serving replica of endpoint {endpoint!r}; "
             + (f"known endpoints: {', '.join(known)}" if known else "no endpoint is deployed yet (flightlog deploy)"),
