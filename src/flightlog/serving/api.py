@@ -1,5 +1,6 @@
-"""Serving evidence in the HTTP API: ``/api/v1/serving/{endpoint}/aggregates|predictions|replicas``
-and the deployment timeline ``/api/v1/deployments/{endpoint}/timeline``, declared as server
+"""Serving evidence in the HTTP API: ``/api/v1/serving/{endpoint}/aggregates|predictions|replicas``,
+the deployment timeline ``/api/v1/deployments/{endpoint}/timeline`` and its diagnosis
+``/api/v1/deployments/{endpoint}/diagnosis`` (the JSON of ``flightlog diagnose --deployment``), declared as server
 operations and served through the feature table (``flightlog_api_operations``).
 
 Every handler reads through a `flightlog.Client` over the server's store with the readers of
@@ -22,6 +23,7 @@ from flightlog.registry.stores import sql_store_of
 from flightlog.server.context import Ctx, forbid_other_project
 from flightlog.server.operations import Operation, Param, ok
 from flightlog.server.responses import json_response
+from flightlog.serving.diagnosis import DEFAULT_SINCE, diagnose_deployment
 from flightlog.serving.reading import aggregates, predictions, replica_runs, replicas
 from flightlog.serving.timeline import timeline
 from flightlog.timefmt import iso, parse_time
@@ -146,6 +148,16 @@ _TIMELINE = {
     },
 }
 
+
+async def get_diagnosis(ctx: Ctx) -> Response:
+    endpoint = ctx.path("endpoint")
+    env = ctx.query.text("env", max_len=128)
+    since = ctx.query.text("since", max_len=64) or DEFAULT_SINCE
+    project = forbid_other_project(ctx.principal, ctx.query.text("project", max_len=200))
+    report = await ctx.call(lambda: diagnose_deployment(_client(ctx), endpoint, env=env, since=since, project=project))
+    return json_response(report)
+
+
 OPERATIONS: list[Operation] = [
     Operation(
         "GET",
@@ -186,5 +198,22 @@ OPERATIONS: list[Operation] = [
         "deployments",
         params=(_EP, _ENV_ONE, _SINCE, _PROJECT),
         responses={"200": ok("The timeline", _TIMELINE)},
+    ),
+    Operation(
+        "GET",
+        "/deployments/{endpoint}/diagnosis",
+        get_diagnosis,
+        "reader",
+        "The way back: what changed in production and when, the versions before and after, what differs in training",
+        "deployments",
+        params=(
+            Param("endpoint", "path", {"type": "string", "maxLength": 128}, "An endpoint (fraud-api)."),
+            Param(
+                "env", "query", {"type": "string", "maxLength": 128}, "Its environment (needed when it has several)."
+            ),
+            Param("since", "query", {"type": "string", "maxLength": 64}, "Look back this far (24h, 2h, an ISO time)."),
+            Param("project", "query", {"type": "string", "maxLength": 200}, "Only this project's deployment."),
+        ),
+        responses={"200": ok("The deployment diagnosis (docs/models.md, The way back)", {"type": "object"})},
     ),
 ]

@@ -24,7 +24,10 @@ from flightlog.alerts.kinds.base import EvalEnv, Evaluator
 from flightlog.alerts.rules import Rule
 from flightlog.alerts.schema import Fields
 from flightlog.alerts.types import Signal
+from flightlog.client import Client
+from flightlog.config import Settings
 from flightlog.models import RunInfo
+from flightlog.plugins import features
 from flightlog.timefmt import format_duration
 
 __all__ = [
@@ -155,6 +158,7 @@ class ServingEvaluator(abc.ABC):
         newest = max(runs, key=lambda r: (r.created or 0.0, r.id))
         model = str((newest.tags or {}).get("serving.model") or "")
         out: list[Signal] = []
+        brief: dict[str, Any] | None = None
         for f in findings:
             if f.holds is None:
                 continue
@@ -188,6 +192,9 @@ class ServingEvaluator(abc.ABC):
             }
             at = env.now
             if f.holds:
+                if brief is None:
+                    brief = deployment_brief(env, group, newest.project)
+                evidence["diagnosis"] = brief
                 signal = Signal(
                     rule.name,
                     labels,
@@ -230,3 +237,19 @@ def evaluators_of(cls: type[ServingEvaluator]) -> Callable[[Sequence[Rule]], lis
 
 def window_text(seconds: float) -> str:
     return format_duration(seconds)
+
+
+def deployment_brief(env: EvalEnv, group: Group, project: str | None) -> dict[str, Any]:
+    """The short form of ``flightlog diagnose --deployment`` a firing serving alert carries (its
+    headline, the versions before and after the main change), so that a page says where to
+    look. Through the serving feature's service (serving sits above alerts); a diagnosis that
+    cannot be made says why instead, and never stops the alert."""
+    brief = features().service("deployment_brief")
+    if brief is None:
+        return {"error": "the serving feature is not installed here (deployment_brief)"}
+    try:
+        client = Client.for_lookups(Settings.from_env(), env.lookup.store)
+        found: dict[str, Any] = brief(client, group.endpoint, group.env or None, project)
+        return found
+    except Exception as exc:  # noqa: BLE001 - an alert goes out with or without its diagnosis
+        return {"error": f"{type(exc).__name__}: {exc}"[:500]}
