@@ -1,0 +1,102 @@
+"""Goodput of a real run whose queue wait, startup, data stall and retried attempt are known by
+construction (the workload writes down its own clock), in `runs show`, the API of the Timeline
+tab and `triage --goodput` with the project's price per hour."""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from tests.helpers import child_env, cli
+
+import flightlog
+from flightlog.triage.goodput import goodput_report, run_goodput, summary_line
+
+WORKLOAD = textwrap.dedent("""
+    import json, os, sys, time
+    t0 = time.time()
+    attempt = int(os.environ["FLIGHTLOG_ATTEMPT"])
+    clock = {"t0": t0}
+    if attempt == 1:
+        time.sleep(0.3)
+        json.dump(clock, open(f"clock{attempt}.json", "w"))
+        raise ConnectionRefusedError("feature store at 10.0.0.7:5432 refused the connection")
+    import flightlog
+    run = flightlog.init()
+    time.sleep(0.5)  # the workload's own setup: startup
+    clock["steps"] = time.time()
+    for i in range(8):
+        with run.stage("data_loading"):
+            time.sleep(0.08)
+        with run.stage("train_step"):
+            time.sleep(0.04)
+        run.log({"loss": 1.0 / (i + 1)}, step=i)
+    clock["steps_end"] = time.time()
+    json.dump(clock, open(f"clock{attempt}.json", "w"))
+""")
+
+
+@pytest.mark.embedded_only("runs a real workload under the runner; the measure is transport-independent")
+def test_goodput_shares_of_a_run_with_known_queue_startup_stall_and_retry(home: Path, tmp_path: Path) -> None:
+    (tmp_path / "work.py").write_text(WORKLOAD)
+    (tmp_path / "flightlog.yaml").write_text("price_per_hour: 36\nprojects:\n  gp: {currency: EUR}\n")
+    queued = time.time() - 1.0
+    env = child_env(home, FLIGHTLOG_QUEUED_AT=f"{queued:.3f}")
+    args = ["run", "--project", "gp", "--retries", "1", "--retry-delay", "0.2s", "--", sys.executable, "work.py"]
+    proc = cli(home, *args, env=env)
+    assert proc.returncode == 0, proc.stderr
+    one, two = (json.loads((tmp_path / f"clock{n}.json").read_text()) for n in (1, 2))
+
+    client = flightlog.Client()
+    info = client.runs("gp")[0]
+    doc = run_goodput(client, info.id)
+    seconds, total = doc["seconds"], doc["wall_seconds"]
+    # what the run's own clock says, each within a few percent of the whole
+    expected = {
+        "queued": one["t0"] - queued,
+        "retried": two["t0"] - one["t0"],
+        "startup": two["steps"] - two["t0"],
+        "data_stall": 8 * 0.08,
+    }
+    for category, want in expected.items():
+        assert abs(seconds[category] - want) / total < 0.04, (category, seconds, expected, total)
+    assert abs(seconds["productive"] - (two["steps_end"] - two["steps"] - 0.64)) / total < 0.04, seconds
+    assert 2.5 < total < 10 and doc["goodput"] == pytest.approx(seconds["productive"] / total)
+    assert doc["attempts"] == 2 and doc["gpus"] == 0 and doc["gpu_hours"] == 0
+    assert doc["summary"].startswith(f"goodput {doc['goodput']:.0%}: ") and "retried" in doc["summary"]
+    assert doc["currency"] == "EUR" and doc["cost"] == pytest.approx((total - seconds["queued"]) / 3600 * 36)
+
+    shown = cli(home, "runs", "show", info.id[:12]).stdout
+    assert f"goodput     {doc['summary']}" in shown, shown
+    card = json.loads(cli(home, "runs", "show", info.id[:12], "--format", "json").stdout)
+    assert card["goodput"]["summary"] == doc["summary"]
+
+    report = json.loads(cli(home, "triage", "--goodput", "--project", "gp", "--format", "json").stdout)
+    assert report["runs"] == 1 and report["top_wasters"][0]["run"] == info.id
+    assert report["seconds"]["retried"] == pytest.approx(seconds["retried"], abs=0.05)
+    text = cli(home, "triage", "--goodput", "--project", "gp").stdout
+    assert "runs that wasted the most" in text and "data stalls" in text, text
+
+
+def test_summary_line_names_the_biggest_wastes_first() -> None:
+    line = summary_line({"productive": 71, "startup": 12, "data_stall": 9, "retried": 8, "queued": 0.1})
+    assert line == "goodput 71%: 12% startup, 9% data stalls, 8% retried"
+    assert summary_line({}) == "goodput -: no time recorded"
+
+
+def test_bad_input_is_a_clear_message(home: Path) -> None:
+    client = flightlog.Client()
+    with flightlog.init(project="known"):
+        pass
+    bad = cli(home, "triage", "--goodput", "--project", "nope", check=False)
+    assert bad.returncode == 1 and "no project 'nope'" in bad.stderr and "known" in bad.stderr
+    bad = cli(home, "triage", "--goodput", "--since", "last tuesday", check=False)
+    assert bad.returncode == 1 and "invalid --since 'last tuesday'" in bad.stderr
+    bad = cli(home, "triage", "--goodput", "--pipeline", "nightly", check=False)
+    assert bad.returncode == 1 and "no runs of pipeline 'nightly'" in bad.stderr
+    empty = goodput_report(client, project="known", since="1s", pipeline=None)
+    assert empty["runs"] == 0 and empty["message"] == "no runs in project 'known' in that time"
