@@ -10,6 +10,8 @@ import click
 
 from flightlog.cli.common import open_client
 from flightlog.cli.output import console, emit_json, format_option
+from flightlog.triage.render import render_triage
+from flightlog.triage.report import DEFAULT_SINCE, triage_report
 
 __all__ = ["triage_cmd"]
 
@@ -23,7 +25,7 @@ def _goodput_built() -> bool:
 @click.option("--project", "-p", help="The project (default: FLIGHTLOG_PROJECT, else every project).")
 @click.option(
     "--since",
-    default="7d",
+    default=DEFAULT_SINCE,
     show_default=True,
     metavar="TIME",
     help="Failures after a time: a duration ago (7d, 12h) or an ISO time (2026-11-30T12:00:00Z).",
@@ -34,6 +36,7 @@ def _goodput_built() -> bool:
 def triage_cmd(project: str | None, since: str, pipeline: str | None, goodput: bool, fmt: str) -> None:
     """Failed, crashed and killed runs grouped by cause, with when each cause began and what changed then."""
     client = open_client()
+    project = project or client.settings.project
     if goodput:
         if not _goodput_built():
             click.echo("goodput: not built yet", err=True)
@@ -47,4 +50,8 @@ def triage_cmd(project: str | None, since: str, pipeline: str | None, goodput: b
         else:
             console().print(render_goodput(report))
         return
-    raise click.ClickException("triage: not built yet")
+    report = triage_report(client, project=project, since=since, pipeline=pipeline)
+    if fmt == "json":
+        emit_json(report)
+        return
+    console().print(render_triage(report))
