@@ -195,9 +195,10 @@ def show_cmd(run: str, fmt: str) -> None:
 def plan_cmd(file: Path, no_cache: bool, project: str | None, fmt: str) -> None:
     """Before running FILE: which steps would run and why (what changed since their last success),
     and which would be reused, from which run. Nothing runs."""
+    # imported when used, as the other commands here: `flightlog --help` loads every command group
     from flightlog.pipeline.plan import plan_pipeline
-    from flightlog.pipeline.render import render_plan
-    from flightlog.pipeline.yamlfile import load_pipeline_file
+    from flightlog.pipeline.render import render_plan  # (as above)
+    from flightlog.pipeline.yamlfile import load_pipeline_file  # (as above)
 
     spec = load_pipeline_file(file)
     if project:

@@ -8,11 +8,30 @@ table imports nothing of triage.
 
 from __future__ import annotations
 
-from flightlog.plugins import CommandRef, hookimpl
+from typing import TYPE_CHECKING
 
-__all__ = ["flightlog_cli_commands"]
+from flightlog.plugins import CommandRef, Ref, hookimpl
+
+if TYPE_CHECKING:
+    from flightlog.server.operations import Operation
+
+__all__ = ["flightlog_cli_commands", "flightlog_api_operations", "flightlog_services"]
 
 
 @hookimpl
 def flightlog_cli_commands() -> list[CommandRef]:
     return [CommandRef("flightlog.triage.cli", "triage_cmd", "triage")]
+
+
+@hookimpl
+def flightlog_api_operations() -> list[Operation]:
+    # imported here: the API module needs Starlette (flightlog[server]), which the CLI does not
+    from flightlog.triage.goodput_api import OPERATIONS as GOODPUT
+
+    return list(GOODPUT)
+
+
+@hookimpl
+def flightlog_services() -> dict[str, Ref]:
+    # `flightlog runs show` prints a run's goodput line when a feature provides it
+    return {"run_goodput": Ref("flightlog.triage.goodput", "run_goodput")}

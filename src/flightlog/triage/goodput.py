@@ -99,15 +99,17 @@ def _check_project(client: Any, project: str) -> None:
         raise NotFound(f"no project {project!r}; projects: {', '.join(names) or 'none yet'}")
 
 
-def goodput_report(client: Any, *, project: str | None, since: str | float | None, pipeline: str | None) -> dict[str, Any]:
+def goodput_report(
+    client: Any, *, project: str | None, since: str | float | None, pipeline: str | None
+) -> dict[str, Any]:
     """Goodput summed over a project's (or every project's) runs created since ``since`` (a
     duration ago or an ISO time), or over one pipeline's runs, with the runs that wasted most.
 
     A pipeline's own run is left out of the sums (its steps' runs hold its hours), so a
     pipeline's hours are not counted twice; its steps' runs are summed per pipeline too."""
+    since_ts = parse_time(since, what="--since") if isinstance(since, str) else since
     if project:
         _check_project(client, project)
-    since_ts = parse_time(since, what="--since") if isinstance(since, str) else since
     clauses = []
     if since_ts is not None:
         clauses.append(f"created >= {_quoted(iso(since_ts) or '')}")
@@ -119,7 +121,8 @@ def goodput_report(client: Any, *, project: str | None, since: str | float | Non
         known = client.runs(project, filter=f"tags.pipeline = {_quoted(pipeline)}", limit=1)
         if not known:
             raise NotFound(
-                f"no runs of pipeline {pipeline!r}" + (f" in project {project!r}" if project else "")
+                f"no runs of pipeline {pipeline!r}"
+                + (f" in project {project!r}" if project else "")
                 + "; list pipelines with `flightlog pipeline ls`"
             )
     truncated = len(runs) > MAX_RUNS

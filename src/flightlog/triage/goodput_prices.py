@@ -82,7 +82,9 @@ def prices_for(project: str | None, path: Path | None = None) -> Prices:
     except (OSError, yaml.YAMLError) as exc:
         raise InvalidInput(f"cannot read the project configuration {path}: {exc}") from None
     if not isinstance(doc, dict):
-        raise InvalidInput(f"{path}: the project configuration must be a mapping of keys ({', '.join(_KEYS)}, projects)")
+        raise InvalidInput(
+            f"{path}: the project configuration must be a mapping of keys ({', '.join(_KEYS)}, projects)"
+        )
     merged = {k: doc.get(k) for k in _KEYS}
     projects = doc.get("projects") or {}
     if not isinstance(projects, dict):

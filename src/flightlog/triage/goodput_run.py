@@ -127,7 +127,7 @@ def _window(client: Any, info: RunInfo, stages: list[StageSummary], since: float
 
 def _gpu_idle(samples: list[dict[str, Any]], start: float, end: float) -> tuple[float, int]:
     """Seconds in [start, end] a GPU held the process's memory while nearly idle; the GPUs held."""
-    idle, held = 0.0, set()
+    idle, held = 0.0, set[Any]()
     timed = [s for s in samples if isinstance(s.get("time"), (int, float))]
     for sample, after in zip(timed, timed[1:], strict=False):
         gpus = [g for g in sample.get("gpus") or [] if (g.get("process_memory_bytes") or 0) > 0]
