@@ -5,17 +5,22 @@ tab and `triage --goodput` with the project's price per hour."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 import textwrap
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 import flightlog
+from flightlog.server import ui
+from flightlog.server.testing import serve_in_thread
 from flightlog.triage.goodput import goodput_report, run_goodput, summary_line
 from tests.helpers import child_env, cli
 
+CHROMIUM = "/usr/bin/chromium"
 WORKLOAD = textwrap.dedent("""
     import json, os, sys, time
     attempt = int(os.environ["FLIGHTLOG_ATTEMPT"])
@@ -104,3 +109,35 @@ def test_bad_input_is_a_clear_message(home: Path) -> None:
     assert bad.returncode == 1 and "no runs of pipeline 'nightly'" in bad.stderr
     empty = goodput_report(client, project="known", since="1s", pipeline=None)
     assert empty["runs"] == 0 and empty["message"] == "no runs in project 'known' in that time"
+
+
+@pytest.mark.embedded_only("serves the embedded store it ran on")
+def test_the_api_and_the_timeline_tab_show_the_goodput_line(home: Path) -> None:
+    with flightlog.init(project="ui") as run:
+        time.sleep(0.2)  # startup
+        for i in range(4):
+            with run.stage("data_loading"):
+                time.sleep(0.05)
+            with run.stage("train_step"):
+                time.sleep(0.05)
+            run.log({"loss": 1.0 / (i + 1)}, step=i)
+    with serve_in_thread(home) as server:
+        doc = httpx.get(f"{server.url}/api/v1/runs/{run.id[:10]}/goodput").json()
+        assert doc["run"] == run.id and doc["seconds"]["startup"] >= 0.2 and doc["seconds"]["data_stall"] > 0.1
+        assert doc["summary"].startswith("goodput ") and "startup" in doc["summary"]
+        missing = httpx.get(f"{server.url}/api/v1/runs/nope/goodput")
+        assert missing.status_code == 404 and missing.json()["error"]["code"]
+
+        if not os.path.exists(CHROMIUM) or not (ui.STATIC / "index.html").exists():
+            pytest.skip("the browser part needs /usr/bin/chromium and the built UI (scripts/setup-ui.sh --browser)")
+        sync_api = pytest.importorskip("playwright.sync_api")
+        with sync_api.sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox"])
+            page = browser.new_page(base_url=server.url)
+            errors: list[str] = []
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            page.goto(f"/projects/ui/runs/{run.id}/timeline")
+            sync_api.expect(page.locator(".goodput-summary")).to_have_text(doc["summary"])
+            sync_api.expect(page.locator('.goodput-bar [data-category="data_stall"]')).to_have_count(1)
+            browser.close()
+            assert errors == []
