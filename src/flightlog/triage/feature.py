@@ -8,11 +8,28 @@ table imports nothing of triage.
 
 from __future__ import annotations
 
+from typing import Any
+
 from flightlog.plugins import CommandRef, hookimpl
 
-__all__ = ["flightlog_cli_commands"]
+__all__ = ["flightlog_alert_rule_kinds", "flightlog_api_operations", "flightlog_cli_commands"]
 
 
 @hookimpl
 def flightlog_cli_commands() -> list[CommandRef]:
     return [CommandRef("flightlog.triage.cli", "triage_cmd", "triage")]
+
+
+@hookimpl
+def flightlog_api_operations() -> list[Any]:
+    # imported here: the API module needs Starlette (flightlog[server]), which the CLI does not
+    from flightlog.triage.api import OPERATIONS
+
+    return list(OPERATIONS)
+
+
+@hookimpl
+def flightlog_alert_rule_kinds() -> list[Any]:
+    from flightlog.triage.alertkind import KIND  # only where rules are read
+
+    return [KIND]
