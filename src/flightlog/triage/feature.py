@@ -1,5 +1,5 @@
-"""Triage as a feature: `flightlog triage`, ``GET /api/v1/triage`` and the ``triage`` alert rule
-kind (docs/triage.md).
+"""Triage as a feature: `flightlog triage`, ``GET /api/v1/triage``, ``GET /api/v1/runs/{run}/goodput``,
+the ``triage`` alert rule kind and the ``run_goodput`` service (docs/triage.md).
 
 Its entry in the feature table (`flightlog.plugins`, docs/plugins.md): the command is named
 lazily, and the operations and the rule kind are imported inside their hooks, so loading the
@@ -8,14 +8,11 @@ table imports nothing of triage.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 from flightlog.plugins import CommandRef, Ref, hookimpl
 
-if TYPE_CHECKING:
-    from flightlog.server.operations import Operation
-
-__all__ = ["flightlog_cli_commands", "flightlog_api_operations", "flightlog_services"]
+__all__ = ["flightlog_alert_rule_kinds", "flightlog_api_operations", "flightlog_cli_commands", "flightlog_services"]
 
 
 @hookimpl
@@ -24,11 +21,19 @@ def flightlog_cli_commands() -> list[CommandRef]:
 
 
 @hookimpl
-def flightlog_api_operations() -> list[Operation]:
-    # imported here: the API module needs Starlette (flightlog[server]), which the CLI does not
-    from flightlog.triage.goodput_api import OPERATIONS as GOODPUT
+def flightlog_api_operations() -> list[Any]:
+    # imported here: the API modules need Starlette (flightlog[server]), which the CLI does not
+    from flightlog.triage.api import OPERATIONS
+    from flightlog.triage.goodput_api import OPERATIONS as GOODPUT  # (as above)
 
-    return list(GOODPUT)
+    return [*OPERATIONS, *GOODPUT]
+
+
+@hookimpl
+def flightlog_alert_rule_kinds() -> list[Any]:
+    from flightlog.triage.alertkind import KIND  # only where rules are read
+
+    return [KIND]
 
 
 @hookimpl
