@@ -141,3 +141,27 @@ def test_the_api_and_the_timeline_tab_show_the_goodput_line(home: Path) -> None:
             sync_api.expect(page.locator('.goodput-bar [data-category="data_stall"]')).to_have_count(1)
             browser.close()
             assert errors == []
+
+
+@pytest.mark.embedded_only("runs a real pipeline")
+def test_a_pipelines_goodput_sums_its_steps_and_counts_a_retried_step_as_retried(home: Path, tmp_path: Path) -> None:
+    flaky = "import os, sys, time\nif not os.path.exists('once'):\n    open('once', 'w').close(); time.sleep(0.3); sys.exit(3)\n"
+    (tmp_path / "flaky.py").write_text(flaky)
+    pipe = flightlog.Pipeline("gp-pipe", workdir=tmp_path)
+    pipe.add("prepare", [sys.executable, "-c", "pass"])
+    pipe.add(
+        "train", [sys.executable, "flaky.py"], needs=["prepare"], retries=1, retry_on=["code_error"], retry_delay=0.1
+    )
+    result = pipe.run(quiet=True)
+    assert result.status == "succeeded" and len(result.steps["train"].attempts) == 2
+    client = flightlog.Client()
+    doc = run_goodput(client, result.run_id)
+    failed_attempt = client.run(result.steps["train"].attempts[0]["run"])
+    assert doc["steps"] == 3 and doc["seconds"]["retried"] >= 0.3
+    assert doc["seconds"]["retried"] == pytest.approx(run_goodput(client, failed_attempt.id)["wall_seconds"], rel=0.01)
+    assert run_goodput(client, failed_attempt.id)["seconds"]["retried"] == pytest.approx(
+        run_goodput(client, failed_attempt.id)["wall_seconds"]
+    )
+    report = goodput_report(client, project=None, since=None, pipeline="gp-pipe")
+    assert report["runs"] == 3 and report["pipelines"]["gp-pipe"]["runs"] == 3
+    assert report["seconds"]["retried"] == pytest.approx(doc["seconds"]["retried"], rel=0.01)

@@ -85,10 +85,32 @@ def _doc(time: RunTime, prices: Prices) -> dict[str, Any]:
 
 
 def run_goodput(client: Any, run: RunInfo | str) -> dict[str, Any]:
-    """One run's goodput: seconds and shares per category, GPU-hours, cost, and the summary line."""
+    """One run's goodput: seconds and shares per category, GPU-hours, cost, and the summary line.
+
+    A pipeline's run is the sum of its steps' runs (its controller only waits on them), a
+    step run again later counted as retried; ``steps`` says how many runs were summed."""
     info = run if isinstance(run, RunInfo) else client.run(run)
     prices = prices_for(info.project)
-    doc = _doc(measure_run(client, info, superseded=_superseded(client, info)), prices)
+    if info.parent_id is None and info.tags.get("pipeline"):
+        steps = client.runs(info.project, filter=f"parent = {_quoted(info.id)}", order_by="created")
+        latest = {r.tags.get("pipeline_step") or r.id: r.id for r in steps}
+        times = [
+            measure_run(
+                client, r, superseded=latest[r.tags.get("pipeline_step") or r.id] != r.id and r.status != "succeeded"
+            )
+            for r in steps
+        ]
+        doc = _doc(measure_run(client, info), prices)
+        if times:
+            whole = RunTime(info, gpus=max(t.gpus for t in times))
+            whole.seconds = {c: sum(t.seconds[c] for t in times) for c in CATEGORIES}
+            summed = [_doc(t, prices) for t in times]
+            doc.update(_sum(summed))
+            doc["gpus"] = whole.gpus
+            doc["wasted_seconds"] = whole.wasted
+        doc["steps"] = len(times)
+    else:
+        doc = _doc(measure_run(client, info, superseded=_superseded(client, info)), prices)
     doc["currency"] = prices.currency if prices.any else None
     return doc
 
