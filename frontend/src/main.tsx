@@ -3,6 +3,7 @@ import { useEffect, useState } from "preact/hooks";
 import { get, onUnauthorized, send } from "./api";
 import { Compare } from "./pages/Compare";
 import { Explore } from "./pages/Explore";
+import { Failures } from "./pages/Failures";
 import { Projects } from "./pages/Projects";
 import { RunPage } from "./pages/Run";
 import { Runs } from "./pages/Runs";
@@ -61,6 +62,7 @@ function App() {
   else if (route.page === "run") page = <RunPage route={route} query={loc.query} />;
   else if (route.page === "compare") page = <Compare project={route.project} query={loc.query} />;
   else if (route.page === "explore") page = <Explore project={route.project} query={loc.query} />;
+  else if (route.page === "failures") page = <Failures project={route.project} query={loc.query} />;
   else page = <NotFound path={route.path} />;
 
   return (
@@ -79,6 +81,10 @@ function App() {
           {route.page === "run" ? (<><span class="sep">/</span><span class="crumb mono">{route.run.slice(0, 8)}</span></>) : null}
           {route.page === "compare" ? (<><span class="sep">/</span><span class="crumb">compare</span></>) : null}
           {route.page === "explore" ? (<><span class="sep">/</span><span class="crumb">explore</span></>) : null}
+          {route.page === "failures" ? (<><span class="sep">/</span><span class="crumb">failures</span></>) : null}
+        </nav>
+        <nav class="topnav" aria-label="pages">
+          <Link to={paths.failures("project" in route ? route.project : null)} class="topnav-link" id="nav-failures">Failures</Link>
         </nav>
         <div class="topbar-right">
           {me && me.auth ? (

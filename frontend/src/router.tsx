@@ -9,6 +9,7 @@ export type Route =
   | { page: "run"; project: string | null; run: string; tab: string }
   | { page: "compare"; project: string | null }
   | { page: "explore"; project: string }
+  | { page: "failures"; project: string | null }
   | { page: "signin" }
   | { page: "notfound"; path: string };
 
@@ -30,6 +31,9 @@ export function parse(path: string): Route {
   const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
   if (parts.length === 0) return { page: "projects" };
   if (parts[0] === "signin" && parts.length === 1) return { page: "signin" };
+  if (parts[0] === "failures" && parts.length === 1) {
+    return { page: "failures", project: new URLSearchParams(location.search).get("project") };
+  }
   if (parts[0] === "compare" && parts.length === 1) return { page: "compare", project: null };
   if (parts[0] === "runs" && parts.length >= 2 && parts.length <= 3) {
     return { page: "run", project: null, run: parts[1], tab: tabOf(parts[2]) };
@@ -59,6 +63,7 @@ export const paths = {
   compare: (project: string | null, runs: string[]) =>
     (project ? `projects/${enc(project)}/compare` : "compare") + qs({ runs: runs.join(",") }),
   explore: (project: string, query?: Record<string, string>) => `projects/${enc(project)}/explore` + qs(query),
+  failures: (project?: string | null, query?: Record<string, string>) => "failures" + qs({ project: project ?? undefined, ...query }),
   signin: (next?: string) => "signin" + qs(next ? { next } : undefined),
 };
 

@@ -26,6 +26,7 @@ from flightlog.triage.signature import normalize_message, signature_parts, user_
         ("lr must be positive, got -0.0042", "lr must be positive, got <n>"),
         ("expected float64, got int8 with shape 64x512", "expected float64, got int8 with shape <id>"),
         ("line one\nline two 42", "line one"),
+        ("read/write error reading data/day-1.csv", "read/write error reading <path>"),
     ],
 )
 def test_masks(raw: str, masked: str) -> None:

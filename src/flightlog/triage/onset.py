@@ -42,6 +42,11 @@ def _change(kind: str, name: str, before: Any, after: Any, text: str) -> dict[st
     return {"kind": kind, "name": name, "before": before, "after": after, "text": text}
 
 
+def _digest(digest: Any) -> str:
+    """A digest as people compare them: its first 12 hex digits, without the ``sha256:`` prefix."""
+    return str(digest).split(":", 1)[-1][:12]
+
+
 def _short(commit: Any) -> str:
     return str(commit or "?")[:10]
 
@@ -80,7 +85,7 @@ def context_changes(cmp: dict[str, Any], good: RunInfo, bad: RunInfo) -> list[di
         before, after = digest.get("baseline"), digest.get("run")
         text = f"data {row['name']!r} {row['status']}"
         if before and after:
-            text += f": {str(before)[:12]} → {str(after)[:12]}"
+            text += f": {_digest(before)} → {_digest(after)}"
         out.append(_change("data", row["name"], before, after, text))
     env = cmp.get("environment") or {}
     for row in env.get("changed", []):

@@ -47,7 +47,11 @@ _MASKS: tuple[tuple[re.Pattern[str], str, frozenset[str]], ...] = tuple(
         (re.compile(r"'(?:[^'\\\n]|\\.)*'"), "<value>", "'"),
         (re.compile(r'"(?:[^"\\\n]|\\.)*"'), "<value>", '"'),
         (
-            re.compile(r"(?:\b[A-Za-z]:)?(?:[\\/][\w.@+~-]+){2,}[\\/]?|(?:\.{1,2}|~)(?:[\\/][\w.@+~-]+)+"),
+            # absolute (two parts or more), ./ ../ ~/, or relative with a file's extension (data/day-1.csv)
+            re.compile(
+                r"(?:\b[A-Za-z]:)?(?:[\\/][\w.@+~-]+){2,}[\\/]?|(?:\.{1,2}|~)(?:[\\/][\w.@+~-]+)+"
+                r"|\b[\w@+~-]+(?:[\\/][\w.@+~-]+)*[\\/][\w@+~-]+\.[A-Za-z]\w{0,7}\b"
+            ),
             "<path>",
             "/\\",
         ),
