@@ -5,6 +5,7 @@ import { Compare } from "./pages/Compare";
 import { DeploymentPage, Deployments } from "./pages/Deployments";
 import { ModelPage, Models } from "./pages/Models";
 import { Explore } from "./pages/Explore";
+import { Failures } from "./pages/Failures";
 import { Projects } from "./pages/Projects";
 import { RunPage } from "./pages/Run";
 import { Runs } from "./pages/Runs";
@@ -67,6 +68,7 @@ function App() {
   else if (route.page === "model") page = <ModelPage name={route.name} query={loc.query} />;
   else if (route.page === "deployments") page = <Deployments />;
   else if (route.page === "deployment") page = <DeploymentPage endpoint={route.endpoint} query={loc.query} />;
+  else if (route.page === "failures") page = <Failures project={route.project} query={loc.query} />;
   else page = <NotFound path={route.path} />;
 
   return (
@@ -76,9 +78,10 @@ function App() {
           <span class="brand-mark" aria-hidden="true">◆</span> flightlog
         </Link>
         <nav class="topnav" aria-label="sections">
-          <Link to={paths.projects()} class={`topnav-link ${route.page === "projects" || "project" in route ? "on" : ""}`}>Projects</Link>
+          <Link to={paths.projects()} class={`topnav-link ${route.page === "projects" || ("project" in route && route.page !== "failures") ? "on" : ""}`}>Projects</Link>
           <Link to={paths.models()} class={`topnav-link ${route.page === "models" || route.page === "model" ? "on" : ""}`}>Models</Link>
           <Link to={paths.deployments()} class={`topnav-link ${route.page === "deployments" || route.page === "deployment" ? "on" : ""}`}>Deployments</Link>
+          <Link to={paths.failures("project" in route ? route.project : null)} class={`topnav-link ${route.page === "failures" ? "on" : ""}`} id="nav-failures">Failures</Link>
         </nav>
         <nav class="crumbs" aria-label="breadcrumbs">
           {"project" in route && route.project ? (
@@ -92,6 +95,7 @@ function App() {
           {route.page === "explore" ? (<><span class="sep">/</span><span class="crumb">explore</span></>) : null}
           {route.page === "model" ? (<><span class="sep">/</span><Link to={paths.models()} class="crumb">models</Link><span class="sep">/</span><span class="crumb">{route.name}</span></>) : null}
           {route.page === "deployment" ? (<><span class="sep">/</span><Link to={paths.deployments()} class="crumb">deployments</Link><span class="sep">/</span><span class="crumb">{route.endpoint}</span></>) : null}
+          {route.page === "failures" ? (<><span class="sep">/</span><span class="crumb">failures</span></>) : null}
         </nav>
         <div class="topbar-right">
           {me && me.auth ? (

@@ -13,6 +13,7 @@ export type Route =
   | { page: "model"; name: string }
   | { page: "deployments" }
   | { page: "deployment"; endpoint: string }
+  | { page: "failures"; project: string | null }
   | { page: "signin" }
   | { page: "notfound"; path: string };
 
@@ -34,6 +35,9 @@ export function parse(path: string): Route {
   const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
   if (parts.length === 0) return { page: "projects" };
   if (parts[0] === "signin" && parts.length === 1) return { page: "signin" };
+  if (parts[0] === "failures" && parts.length === 1) {
+    return { page: "failures", project: new URLSearchParams(location.search).get("project") };
+  }
   if (parts[0] === "compare" && parts.length === 1) return { page: "compare", project: null };
   if (parts[0] === "models" && parts.length === 1) return { page: "models" };
   if (parts[0] === "models" && parts.length === 2) return { page: "model", name: parts[1] };
@@ -72,6 +76,7 @@ export const paths = {
   deployments: () => "deployments",
   deployment: (endpoint: string, env?: string | null, project?: string | null) =>
     `deployments/${enc(endpoint)}` + qs({ env, project }),
+  failures: (project?: string | null, query?: Record<string, string>) => "failures" + qs({ project: project ?? undefined, ...query }),
   signin: (next?: string) => "signin" + qs(next ? { next } : undefined),
 };
 

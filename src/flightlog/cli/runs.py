@@ -11,6 +11,8 @@ from flightlog.cli.common import duration_text, open_client, short_time, status_
 from flightlog.cli.output import clip, console, emit_json, esc, format_option
 from flightlog.errors import InvalidInput
 from flightlog.failure import frames_for_display
+from flightlog.notices import notice
+from flightlog.plugins import features
 from flightlog.timefmt import format_size, iso
 
 __all__ = ["runs_group", "projects_cmd"]
@@ -97,18 +99,40 @@ def runs_show(run: str, fmt: str) -> None:
     stages = client.stages(info)
     artifacts = client.artifacts(info)
     context = client.context(info)
+    goodput = _goodput(client, info)
     if fmt == "json":
         doc = info.to_dict()
+        doc["goodput"] = goodput
         doc["notes"] = [n.to_dict() for n in notes]
         doc["stages"] = [s.to_dict() for s in stages]
         doc["artifacts"] = [a.to_dict() for a in artifacts]
         doc["context"] = context
         emit_json(doc)
         return
-    _print_run(info, notes, stages, artifacts, context)
+    _print_run(info, notes, stages, artifacts, context, goodput)
 
 
-def _print_run(info: Any, notes: list[Any], stages: list[Any], artifacts: list[Any], context: dict[str, Any]) -> None:
+def _goodput(client: Any, info: Any) -> dict[str, Any] | None:
+    """The run's goodput, where a feature measures it (the `run_goodput` service); a run the
+    measure cannot read still shows, without it."""
+    measure = features().service("run_goodput")
+    if measure is None or not info.is_finished:
+        return None
+    try:
+        return dict(measure(client, info))
+    except Exception as exc:  # noqa: BLE001 - the card is the point; its goodput line is extra
+        notice(f"warning: the run's goodput could not be measured: {type(exc).__name__}: {exc}")
+        return None
+
+
+def _print_run(
+    info: Any,
+    notes: list[Any],
+    stages: list[Any],
+    artifacts: list[Any],
+    context: dict[str, Any],
+    goodput: dict[str, Any] | None = None,
+) -> None:
     from rich.table import Table
 
     out = console()
@@ -128,6 +152,7 @@ def _print_run(info: Any, notes: list[Any], stages: list[Any], artifacts: list[A
         ("ended", short_time(info.ended)),
         ("duration", duration_text(info.duration)),
         ("queue wait", duration_text(info.queue_wait)),
+        *([("goodput", str(goodput["summary"]))] if goodput else []),
         ("exit code", "-" if info.exit_code is None else str(info.exit_code)),
         ("signal", "-" if info.signal is None else str(info.signal)),
         ("host", f"{info.host or '-'} (pid {info.pid})"),

@@ -14,6 +14,7 @@ import functools
 import hashlib
 import json
 import subprocess
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +73,8 @@ def source_of(step: StepSpec, workdir: Path) -> dict[str, Any]:
         return {"function": digest or step.function}
     files: dict[str, str] = {}
     for arg in step.command or []:
+        if arg in step.outputs:  # what the step writes is not its code (absent before its first run)
+            continue
         path = Path(arg) if Path(arg).is_absolute() else workdir / arg
         digest = _file_hash(path) if "/" in arg or "." in arg else None
         if digest:
@@ -84,10 +87,25 @@ def source_of(step: StepSpec, workdir: Path) -> dict[str, Any]:
     return {"files": files}
 
 
-def cache_key(pipeline: str, step: StepSpec, workdir: Path, cache_dir: Path | None) -> tuple[str, dict[str, Any]]:
-    """The step's key and what went into it (kept on the step's run, so a miss can be explained)."""
-    inputs: dict[str, str] = {}
+def cache_key(
+    pipeline: str,
+    step: StepSpec,
+    workdir: Path,
+    cache_dir: Path | None,
+    *,
+    pending: Collection[str] = (),
+) -> tuple[str, dict[str, Any]]:
+    """The step's key and what went into it (kept with the step's state, so a miss can be explained
+    part by part: :mod:`flightlog.pipeline.cachemiss`).
+
+    ``pending`` names inputs an upstream step is about to remake (``pipeline plan``): their content
+    is not known yet, so they go in as None and are not read; the key is then no key to look up.
+    """
+    inputs: dict[str, str | None] = {}
     for rel in [*step.inputs, *(c.data for c in step.gate if c.data)]:
+        if rel in pending:
+            inputs[rel] = None
+            continue
         path = workdir / rel
         if not path.exists():
             raise MissingInput(f"step {step.name!r}: declared input {rel} does not exist ({path})")

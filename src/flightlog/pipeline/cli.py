@@ -24,6 +24,7 @@ def pipeline_group() -> None:
     \b
     flightlog pipeline run pipeline.yaml --max-parallel 4
     flightlog pipeline show RUN
+    flightlog pipeline plan pipeline.yaml
     flightlog pipeline resume RUN
     """
 
@@ -184,3 +185,26 @@ def show_cmd(run: str, fmt: str) -> None:
         emit_json(view)
         return
     render_pipeline(view, console())
+
+
+@pipeline_group.command("plan")
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option("--no-cache", is_flag=True, help="Plan as `pipeline run --no-cache` would run: every step.")
+@click.option("--project", "-p", help="Project of the runs (default: the file's project, else FLIGHTLOG_PROJECT).")
+@format_option
+def plan_cmd(file: Path, no_cache: bool, project: str | None, fmt: str) -> None:
+    """Before running FILE: which steps would run and why (what changed since their last success),
+    and which would be reused, from which run. Nothing runs."""
+    # imported when used, as the other commands here: `flightlog --help` loads every command group
+    from flightlog.pipeline.plan import plan_pipeline
+    from flightlog.pipeline.render import render_plan  # (as above)
+    from flightlog.pipeline.yamlfile import load_pipeline_file  # (as above)
+
+    spec = load_pipeline_file(file)
+    if project:
+        spec.project = project
+    plan = plan_pipeline(open_client(), spec, use_cache=not no_cache)
+    if fmt == "json":
+        emit_json(plan)
+        return
+    render_plan(plan, console())

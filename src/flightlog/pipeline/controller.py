@@ -25,8 +25,10 @@ from flightlog.config import Settings
 from flightlog.errors import FlightlogError
 from flightlog.ids import new_run_id
 from flightlog.notices import notice
-from flightlog.pipeline.cachekey import MissingInput, cache_key, digest_of
+from flightlog.pipeline.cachekey import MissingInput, cache_key
+from flightlog.pipeline.cachemiss import explain_miss
 from flightlog.pipeline.executors import StepLaunch, open_executor
+from flightlog.pipeline.reuse import find_reusable, output_digests
 from flightlog.pipeline.spec import PipelineSpec, StepSpec
 from flightlog.pipeline.state import DONE, EVIDENCE_KIND, FINAL, StepState, said_once
 from flightlog.pipeline.wakeup import SignalWakeup
@@ -291,6 +293,7 @@ class Controller:
             self.say(f"  x {step.name} failed: {message}")
             return
         state.cache_key = key
+        state.cache_parts = body
         # a metric gate reads another run's metric, which its key cannot see: it always runs (it is cheap)
         cacheable = step.cache and not any(c.metric for c in step.gate)
         if self.options.use_cache and cacheable and state.status == "pending":
@@ -307,6 +310,8 @@ class Controller:
                     started=now,
                     ended=now,
                     reason=None,
+                    cache_parts=body,
+                    cache_miss=None,
                 )
                 self.run.log_event(f"step {step.name} reused run {run_id} (cache key {key[:12]})", component="pipeline")
                 for rel, digest in outputs.items():  # lineage: the pipeline used what that run produced
@@ -322,37 +327,24 @@ class Controller:
                     )
                 self.say(f"  = {step.name} cached: reused run {run_id[:12]}")
                 return
+        if state.status != "retrying":  # a retry runs for the reason its first attempt did
+            state.cache_miss = self._miss(step, body)
         self._launch(step, key, body)
 
-    def _cached(self, step: StepSpec, key: str) -> tuple[str, dict[str, str]] | None:
-        """The latest succeeded run with this key whose outputs are still on disk, unchanged."""
-        candidates = self.client.runs(
-            self.run.project, filter=f"tags.cache_key = '{key}' and status = 'succeeded'", order_by="-created", limit=5
-        )
-        if not candidates:
-            return None
+    def _miss(self, step: StepSpec, body: dict[str, Any]) -> dict[str, Any] | None:
+        """Why the step runs although it succeeded before (None for a first run); an explanation
+        that cannot be made never stops the step."""
         try:
-            current = self._output_digests(step)  # once: the files on disk are the same for every candidate
-        except MissingInput:
+            return explain_miss(self.client, self.run.project, self.spec.name, step, body, self.options.use_cache)
+        except Exception as exc:  # noqa: BLE001 - evidence, not a reason to fail the pipeline
+            self.say(f"could not explain why step {step.name} runs again: {exc}")
             return None
-        for candidate in candidates:
-            recorded = {
-                a.path: a.sha256
-                for a in self.client.artifacts(candidate.id)
-                if a.role == "output" and a.kind == "step-output"
-            }
-            if all(recorded.get(rel) == digest for rel, digest in current.items()):
-                return candidate.id, current
-        return None
+
+    def _cached(self, step: StepSpec, key: str) -> tuple[str, dict[str, str]] | None:
+        return find_reusable(self.client, self.run.project, step, key, self.workdir, self.run.settings.home / "cache")
 
     def _output_digests(self, step: StepSpec) -> dict[str, str]:
-        out = {}
-        for rel in step.outputs:
-            path = self.workdir / rel
-            if not path.exists():
-                raise MissingInput(f"step {step.name!r} did not produce its declared output {rel} ({path})")
-            out[rel] = digest_of(path, self.run.settings.home / "cache")
-        return out
+        return output_digests(step, self.workdir, self.run.settings.home / "cache")
 
     def _launch(self, step: StepSpec, key: str, body: dict[str, Any]) -> None:
         state = self.states[step.name]
@@ -391,6 +383,7 @@ class Controller:
             run=run_id,
             attempts=attempts,
             cache_key=key,
+            cache_parts=body,
             started=state.started if state.status == "retrying" else started,
             ended=None,
         )

@@ -11,9 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from flightlog.cli.common import STATUS_STYLE, duration_text, short_time
+from flightlog.cli.output import esc
 from flightlog.timefmt import parse_time
 
-__all__ = ["render_pipeline", "STEP_MARK"]
+__all__ = ["render_pipeline", "render_plan", "STEP_MARK"]
 
 STEP_MARK = {
     "succeeded": "✓",
@@ -50,6 +51,10 @@ def _label(step: dict[str, Any]) -> str:
     text = "  ".join(parts)
     if step.get("reason") and status not in ("succeeded", "cached"):
         text += f"\n[dim]{step['reason']}[/]"
+    miss = step.get("cache_miss") or {}
+    if miss.get("changes") and status != "cached":
+        text += f"\n[yellow]ran again[/] [dim](last success: run {str(miss.get('previous_run'))[:12]})[/]: "
+        text += "; ".join(esc(str(c.get("text"))) for c in miss["changes"])
     if len(attempts) > 1:
         text += "".join(f"\n{_attempt_line(a)}" for a in attempts)
     return text
@@ -109,3 +114,25 @@ def render_pipeline(view: dict[str, Any], console: Any) -> None:
     cached = sum(1 for s in steps.values() if s["status"] == "cached")
     if cached:
         console.print(f"[blue]{cached} of {len(steps)} steps reused from cache[/]")
+
+
+_ACTION_STYLE = {"run": "yellow", "reuse": "blue", "fail": "red"}
+_ACTION_WORD = {"run": "would run", "reuse": "would be reused", "fail": "would fail"}
+
+
+def render_plan(plan: dict[str, Any], console: Any) -> None:
+    """``pipeline plan``: one line per step in run order, then its reasons, indented."""
+    console.print(f"[bold]plan for pipeline {esc(plan['name'])}[/]  project {esc(plan['project'])}")
+    for step in plan["steps"]:
+        action = step["action"]
+        style = _ACTION_STYLE.get(action, "")
+        line = f"[{style}]{STEP_MARK['cached'] if action == 'reuse' else '>'} {esc(step['name'])}[/]  "
+        line += f"[{style}]{_ACTION_WORD.get(action, action)}[/]"
+        if step.get("reused_run"):
+            line += f"  [blue]from run {step['reused_run'][:12]}[/]"
+        elif step.get("previous_run"):
+            line += f"  [dim](last success: run {step['previous_run'][:12]})[/]"
+        console.print(line)
+        for reason in step.get("reasons") or []:
+            console.print(f"    [dim]{esc(str(reason.get('text')))}[/]")
+    console.print(f"{len(plan['run'])} to run, {len(plan['reuse'])} to reuse, of {len(plan['steps'])} steps")

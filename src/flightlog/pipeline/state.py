@@ -47,6 +47,8 @@ class StepState:
     attempts: list[dict[str, Any]] = field(default_factory=list)
     cached_from: str | None = None
     cache_key: str | None = None
+    cache_parts: dict[str, Any] = field(default_factory=dict)  # what the key was hashed from (cachekey)
+    cache_miss: dict[str, Any] | None = None  # why it ran although it succeeded before (cachemiss)
     reason: str | None = None
     category: str | None = None
     started: float | None = None

@@ -54,6 +54,7 @@ BUILTIN: tuple[str, ...] = (
     "flightlog.registry.feature",
     "flightlog.serving.feature",
     "flightlog.mlflow_server.feature",
+    "flightlog.triage.feature",
 )
 
 

@@ -1,6 +1,7 @@
 // A pipeline run's DAG: steps in columns by depth, coloured by status, arrows from each step to
 // the steps that need it. A click on a step opens its run (the latest attempt, or the run a
-// cache hit reused). Below it, every attempt of every step across retries and resumes.
+// cache hit reused). Below it, why each step ran again although it had succeeded before (which
+// part of its cache key changed), and every attempt of every step across retries and resumes.
 import { get } from "../../api";
 import { ErrorBox, FINISHED, Loading } from "../../components/ui";
 import { fmtDuration, fmtTime, shortId } from "../../format";
@@ -19,6 +20,20 @@ export interface PipelineStep {
   needs: string[];
   attempts: StepAttempt[];
   pipeline_attempt: number;
+  cache_miss?: CacheMiss | null; // why it ran although an earlier run of it succeeded
+}
+
+export interface CacheChange {
+  part: string; // input, param, commit, source, command, function, gate, outputs, no_cache
+  name: string | null;
+  old: unknown;
+  new: unknown;
+  text: string;
+}
+
+export interface CacheMiss {
+  previous_run: string;
+  changes: CacheChange[];
 }
 
 export interface StepAttempt {
@@ -125,8 +140,32 @@ export function Pipeline({ run }: { run: Run }) {
       {view.steps.filter((s) => s.reason && !["succeeded", "cached"].includes(s.status)).map((s) => (
         <p key={s.name} class="pipeline-reason"><strong>{s.name}</strong> {s.status}: {s.reason}</p>
       ))}
+      <CacheMisses view={view} project={run.project} />
       <Attempts view={view} project={run.project} />
     </div>
+  );
+}
+
+/** The steps that ran although an earlier run of them succeeded, each with what changed in its key. */
+function CacheMisses({ view, project }: { view: PipelineView; project: string }) {
+  const missed = view.steps.filter((s) => s.status !== "cached" && s.cache_miss?.changes.length);
+  if (!missed.length) return null;
+  return (
+    <>
+      <h3 class="sub">Why steps ran again</h3>
+      <ul class="pipeline-cache-misses">
+        {missed.map((s) => (
+          <li key={s.name} class="pipeline-cache-miss" data-step={s.name}>
+            <strong>{s.name}</strong>{" "}
+            <span class="muted">(last success: <Link to={paths.run(project, s.cache_miss!.previous_run)} class="mono">{shortId(s.cache_miss!.previous_run)}</Link>)</span>
+            {": "}
+            {s.cache_miss!.changes.map((c, i) => (
+              <span key={i} class="cache-change" data-part={c.part} data-name={c.name ?? undefined}>{i ? "; " : ""}{c.text}</span>
+            ))}
+          </li>
+        ))}
+      </ul>
+    </>
   );
 }
 

@@ -1,12 +1,13 @@
 // Timeline: a Gantt view of where the run's time went: queue wait, startup, each stage (per-batch
 // stages aggregated: one bar over their span, filled to their share of it), checkpoints,
-// evaluation and the completion tail.
+// evaluation and the completion tail; above it, the run's goodput (Goodput.tsx).
 import { get } from "../../api";
 import { Card, Empty, ErrorBox, FINISHED, Loading } from "../../components/ui";
 import { fmtDuration, fmtTime } from "../../format";
 import { useAsync, useWidth } from "../../hooks";
 import { stageColors } from "../../theme";
 import type { Artifact, Run, Stage } from "../../types";
+import { GoodputCard } from "./Goodput";
 import { type Attempt, attemptAt, attemptsOf, clock, exitNote, isAttemptStage, sec, spanAttempt, spanTimes } from "./attempts";
 
 const PER_BATCH = 50;
@@ -172,6 +173,7 @@ export function Timeline({ run }: { run: Run }) {
   const [ref, width] = useWidth<HTMLDivElement>();
   return (
     <div class="timeline-tab" ref={ref}>
+      {FINISHED.has(run.status) ? <GoodputCard run={run} /> : null}
       {stages.error ? <ErrorBox error={stages.error} what="stages" /> : !stages.data || (!arts.data && !arts.error) ? <Loading what="the timeline" /> : (
         <TimelineBody run={run} stages={stages.data.stages} artifacts={arts.data?.artifacts ?? []} width={width} />
       )}
