@@ -264,7 +264,7 @@ def _operation(
                 ctx = Ctx(ctx.request, ctx.state, principal)
             return await handler(ctx)
         except Exception as exc:  # noqa: BLE001 - every error becomes MLflow's one shape
-            return mlflow_error_response(exc, ctx.request.scope)
+            return mlflow_error_response(exc, dict(ctx.request.scope))
 
     return Operation(
         method,
@@ -304,8 +304,8 @@ async def download(ctx: Ctx) -> Response:
     digest = blob_digest(art.uri)
     if digest is None:
         raise not_found(f"Artifact {target.rest!r} was recorded without its content (it stays where it was logged).")
-    response = await ctx.call(ctx.state.blobs.response, digest, filename_of(art.path))
-    return response  # type: ignore[no-any-return]
+    response: Response = await ctx.call(ctx.state.blobs.response, digest, filename_of(art.path))
+    return response
 
 
 async def list_files(ctx: Ctx) -> Response:

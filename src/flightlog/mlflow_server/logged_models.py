@@ -397,10 +397,10 @@ def _value_of(row: dict[str, Any], clause: Clause) -> Any:
         return row["tags"].get(clause.key)
     if clause.kind in ("param", "params"):
         return row["params"].get(clause.key)
-    if clause.kind == "attributes" or clause.key in _FIELDS:
+    if clause.kind == "attributes" or clause.key in _FIELDS or clause.key.endswith("_timestamp"):
         key = {"creation_timestamp": "created", "last_updated_timestamp": "updated"}.get(clause.key, clause.key)
         value = row.get(key)
-        return int(value * 1000) if key in ("created", "updated") else value
+        return int(value * 1000) if key in ("created", "updated") and value is not None else value
     raise invalid(f"Invalid attribute key '{clause.key}' in the filter: use name, source_run_id, status, tag.KEY.")
 
 

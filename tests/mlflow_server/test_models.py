@@ -1,0 +1,181 @@
+"""MLflow 3's logged models and model registry against a real `flightlog server` (auth on), with
+the real MLflow client in a subprocess: a scikit-learn model logged as a logged model, registered,
+aliased, and loaded back with ``mlflow.pyfunc.load_model("models:/name@alias")``; the flightlog
+side (``flightlog models show``) sees the same version, digest and alias, and an alias set by
+``flightlog models alias`` is the one MLflow reads. Bad input gets MLflow's error codes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+import flightlog
+from flightlog.server.testing import RunningServer
+from tests.helpers import cli_json
+from tests.mlflow_server.test_artifacts import mlflow_python, mlflow_script, server
+
+__all__ = ["mlflow_python", "server"]  # the fixtures, shared with test_artifacts.py
+
+_LOG_REGISTER_LOAD = """
+import json, os, sys
+import numpy as np
+import mlflow
+from mlflow import MlflowClient
+from sklearn.linear_model import LogisticRegression
+
+run_id, work = sys.argv[1], sys.argv[2]
+X = np.array([[0.0], [1.0], [2.0], [3.0]])
+y = np.array([0, 0, 1, 1])
+model = LogisticRegression().fit(X, y)
+local = os.path.join(work, "saved")
+mlflow.sklearn.save_model(model, local)
+
+client = MlflowClient()
+logged = client.create_logged_model(experiment_id="0", name="model", source_run_id=run_id, params={"C": "1.0"})
+client.log_model_artifacts(logged.model_id, local)
+client.finalize_logged_model(logged.model_id, "READY")
+found = client.search_logged_models(experiment_ids=["0"], filter_string="name = 'model'")
+
+mv = mlflow.register_model(f"models:/{logged.model_id}", "fraud")
+client.set_registered_model_alias("fraud", "production", mv.version)
+loaded = mlflow.pyfunc.load_model("models:/fraud@production")
+by_alias = client.get_model_version_by_alias("fraud", "production")
+rm = client.get_registered_model("fraud")
+print(json.dumps({
+    "model_id": logged.model_id,
+    "status": str(client.get_logged_model(logged.model_id).status),
+    "found": [m.model_id for m in found],
+    "version": mv.version,
+    "source": mv.source,
+    "prediction": [int(p) for p in loaded.predict(np.array([[0.0], [3.0]]))],
+    "alias_version": by_alias.version,
+    "aliases": rm.aliases,
+    "download_uri": client.get_model_version_download_uri("fraud", mv.version),
+    "logged_tags": client.get_logged_model(logged.model_id).tags,
+}))
+"""
+
+_READ_BACK = """
+import json, sys
+from mlflow import MlflowClient
+client = MlflowClient()
+v = client.get_model_version_by_alias("fraud", "champion")
+versions = client.search_model_versions("name = 'fraud'")
+models = client.search_registered_models(filter_string="name LIKE 'fr%'")
+client.rename_registered_model("fraud", "fraud-v2")
+renamed = client.get_registered_model("fraud-v2")
+client.delete_registered_model_alias("fraud-v2", "champion")
+print(json.dumps({
+    "champion": v.version,
+    "versions": sorted(int(x.version) for x in versions),
+    "models": [m.name for m in models],
+    "renamed_aliases": renamed.aliases,
+    "latest": [x.version for x in renamed.latest_versions],
+}))
+"""
+
+
+def test_log_register_alias_and_load(mlflow_python: Path, server: RunningServer, tmp_path: Path) -> None:
+    run = flightlog.init(project="default", name="train")
+    run.finish()
+    work = tmp_path / "work"
+    work.mkdir()
+    out = mlflow_script(mlflow_python, server, _LOG_REGISTER_LOAD, run.id, str(work))
+    assert out["status"] == "READY" and out["found"] == [out["model_id"]]
+    assert (out["version"], out["source"]) == ("1", f"models:/{out['model_id']}")
+    assert out["prediction"] == [0, 1]
+    assert out["alias_version"] == "1" and out["aliases"] == {"production": "1"}
+    assert out["download_uri"] == f"mlflow-artifacts:/0/models/{out['model_id']}/artifacts"
+    assert '"name": "fraud"' in out["logged_tags"]["mlflow.modelVersions"]
+
+    # flightlog's side: the version is its run's model directory, one digest over every file
+    home = tmp_path / "client"
+    shown = cli_json(home, "models", "show", "fraud")
+    assert shown["project"] == "default" and shown["aliases"] == {"production": 1}
+    (version,) = shown["versions"]
+    assert (version["run_id"], version["artifact_path"]) == (run.id, f"models/{out['model_id']}")
+    with flightlog.Client() as client:
+        arts = {a.path: a for a in client.artifacts(run.id)}
+    manifest = arts[version["artifact_path"]]
+    assert manifest.kind == "model" and version["digest"] == manifest.sha256
+    assert f"models/{out['model_id']}/MLmodel" in arts, sorted(arts)
+
+    # an alias set on flightlog's side is the one MLflow reads; rename and alias removal go back
+    cli_json(home, "models", "alias", "fraud@champion", "1")
+    back = mlflow_script(mlflow_python, server, _READ_BACK, str(work))
+    assert back["champion"] == "1" and back["versions"] == [1] and back["models"] == ["fraud"]
+    assert back["renamed_aliases"] == {"champion": "1", "production": "1"} and back["latest"] == ["1"]
+    assert cli_json(home, "models", "show", "fraud-v2")["aliases"] == {"production": 1}
+
+
+def _mlflow_error(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
+    assert response.status_code == status, (response.request.url, response.text)
+    body: dict[str, Any] = response.json()
+    assert body["error_code"] == code and body["message"], body
+    return body
+
+
+def test_bad_registry_requests_get_mlflow_errors(server: RunningServer, tmp_path: Path) -> None:
+    weights = tmp_path / "w.bin"
+    weights.write_bytes(b"weights")
+    run = flightlog.init(project="default")
+    run.log_artifact(weights, name="model/w.bin")
+    run.finish()
+    api = server.url + "/api/2.0/mlflow"
+    with httpx.Client(timeout=30, headers={"Authorization": f"Bearer {server.token('writer')}"}) as http:
+        assert http.post(f"{api}/registered-models/create", json={"name": "churn"}).status_code == 200
+        _mlflow_error(
+            http.post(f"{api}/registered-models/create", json={"name": "churn"}), 400, "RESOURCE_ALREADY_EXISTS"
+        )
+        _mlflow_error(http.get(f"{api}/registered-models/get", params={"name": "nope"}), 404, "RESOURCE_DOES_NOT_EXIST")
+        _mlflow_error(http.post(f"{api}/registered-models/create", json={}), 400, "INVALID_PARAMETER_VALUE")
+        made = http.post(
+            f"{api}/model-versions/create", json={"name": "churn", "source": f"runs:/{run.id}/model", "run_id": run.id}
+        )
+        assert made.status_code == 200 and made.json()["model_version"]["version"] == "1", made.text
+        _mlflow_error(
+            http.post(f"{api}/model-versions/create", json={"name": "nope", "source": f"runs:/{run.id}/model"}),
+            404,
+            "RESOURCE_DOES_NOT_EXIST",
+        )
+        _mlflow_error(
+            http.post(f"{api}/model-versions/create", json={"name": "churn", "source": f"runs:/{run.id}/absent"}),
+            404,
+            "RESOURCE_DOES_NOT_EXIST",
+        )
+        _mlflow_error(
+            http.post(f"{api}/model-versions/create", json={"name": "churn", "source": "s3://bucket/x"}),
+            400,
+            "INVALID_PARAMETER_VALUE",
+        )
+        _mlflow_error(
+            http.get(f"{api}/model-versions/get", params={"name": "churn", "version": "7"}),
+            404,
+            "RESOURCE_DOES_NOT_EXIST",
+        )
+        _mlflow_error(
+            http.post(f"{api}/registered-models/alias", json={"name": "churn", "alias": "prod", "version": "9"}),
+            404,
+            "RESOURCE_DOES_NOT_EXIST",
+        )
+        _mlflow_error(
+            http.get(f"{api}/registered-models/alias", params={"name": "churn", "alias": "prod"}),
+            404,
+            "RESOURCE_DOES_NOT_EXIST",
+        )
+        _mlflow_error(
+            http.get(f"{api}/model-versions/search", params={"filter": "name = 'churn' OR run_id = 'x'"}),
+            400,
+            "INVALID_PARAMETER_VALUE",
+        )
+        _mlflow_error(http.get(f"{api}/logged-models/m-{'0' * 32}"), 404, "RESOURCE_DOES_NOT_EXIST")
+        _mlflow_error(
+            http.post(f"{api}/logged-models", json={"experiment_id": "12345"}), 404, "RESOURCE_DOES_NOT_EXIST"
+        )
+        # the version made from a single file points at it, digest and all
+        mv = http.get(f"{api}/model-versions/get", params={"name": "churn", "version": "1"}).json()["model_version"]
+        assert mv["source"] == f"runs:/{run.id}/model" and mv["run_id"] == run.id
+        uri = http.get(f"{api}/model-versions/get-download-uri", params={"name": "churn", "version": "1"}).json()
+        assert uri == {"artifact_uri": f"mlflow-artifacts:/0/{run.id}/artifacts/model"}
