@@ -53,6 +53,7 @@ BUILTIN: tuple[str, ...] = (
     "flightlog.export.feature",
     "flightlog.registry.feature",
     "flightlog.serving.feature",
+    "flightlog.mlflow_server.feature",
     "flightlog.mlflow_server.feature_artifacts",
 )
 

@@ -27,6 +27,7 @@ from flightlog.notices import notice
 from flightlog.plugins import features
 from flightlog.redaction import pattern_files
 from flightlog.redaction.patterns import load_patterns
+from flightlog.runner.mlflow_env import mlflow_env
 from flightlog.runner.options import RunnerOptions, retry_backoff
 from flightlog.runner.outcome import Outcome, outcome_of
 from flightlog.runner.pump import OutputPump, enlarge_pipe
@@ -218,6 +219,8 @@ class Runner:
 
         opts = self.opts
         env = self._child_env(run, attempt, resume_from)
+        if "MLFLOW_RUN_ID" in env:  # the MLflow client inside asks the server for the run at once
+            control(run).flush()
         patterns = [*load_patterns(pattern_files(run.settings.home)), *opts.redact]
         pipeline = CapturePipeline(
             CaptureConfig(
@@ -329,6 +332,7 @@ class Runner:
             env["FLIGHTLOG_RESUME_FROM"] = resume_from
         else:
             env.pop("FLIGHTLOG_RESUME_FROM", None)
+        env.update(mlflow_env(run.settings.url, run.settings.token, run.id, run.project, env))
         return env
 
     def _memory_limit(self, run: flightlog.Run, attempt: int) -> tuple[Any, list[str]]:

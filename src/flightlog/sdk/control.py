@@ -58,6 +58,12 @@ class RunControl:
         """A whole coarse stage span (an attempt of the workload, from start to exit)."""
         self._writer.stages.record(name, start, end, attrs)
 
+    def flush(self) -> None:
+        """Ship what is buffered now, on the calling thread: the runner before it starts a
+        workload that reads the run back from the server (an MLflow client given
+        ``MLFLOW_RUN_ID`` asks for the run first thing)."""
+        self._writer.flush()
+
     def count(self, name: str, value: float = 1) -> None:
         """Add to one of the run's counters (captured lines, drops, leftover processes killed)."""
         self._writer.count(name, value)

@@ -1,0 +1,171 @@
+"""Experiments ↔ projects: MLflow's experiment id for each project, kept in ``mlflow_experiments``.
+
+An experiment's name is its project's name. A project that has runs but no row yet (runs
+logged by flightlog's SDK, or imported) gets its id the first time MLflow asks for it; id
+``0``, MLflow's default experiment, is the project ``default``. Renaming is refused: a
+flightlog project has no identity apart from its name, and its runs keep theirs.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from flightlog.mlflow_server.errors import MlflowError, already_exists, invalid, not_found
+from flightlog.mlflow_server.migrations import MIGRATIONS
+from flightlog.store.features import ensure_tables
+from flightlog.store.sqlite.connection import Database
+
+__all__ = ["Experiment", "Experiments", "experiments_of", "DEFAULT_ID", "DEFAULT_PROJECT"]
+
+DEFAULT_ID = "0"
+DEFAULT_PROJECT = "default"
+_COLS = "id, project, lifecycle, artifact_location, tags, created, updated"
+MAX_NAME = 500  # MLflow's MAX_EXPERIMENT_NAME_LENGTH
+
+
+@dataclass
+class Experiment:
+    id: str
+    name: str
+    lifecycle: str = "active"
+    artifact_location: str | None = None
+    tags: dict[str, str] = field(default_factory=dict)
+    created: float = 0.0
+    updated: float = 0.0
+
+    def to_mlflow(self) -> dict[str, Any]:
+        return {
+            "experiment_id": self.id,
+            "name": self.name,
+            "artifact_location": self.artifact_location or f"mlflow-artifacts:/{self.id}",
+            "lifecycle_stage": self.lifecycle,
+            "creation_time": int(self.created * 1000),
+            "last_update_time": int(self.updated * 1000),
+            "tags": [{"key": k, "value": v} for k, v in sorted(self.tags.items())],
+        }
+
+
+def _row(r: Any) -> Experiment:
+    return Experiment(str(r[0]), r[1], r[2], r[3], json.loads(r[4] or "{}"), float(r[5]), float(r[6]))
+
+
+def check_name(name: str) -> str:
+    if not name.strip():
+        raise invalid("Invalid experiment name: it must not be empty.")
+    if len(name) > MAX_NAME:
+        raise invalid(f"Experiment name is {len(name)} characters long; at most {MAX_NAME} are accepted.")
+    if any(ord(c) < 0x20 for c in name):
+        raise invalid(f"Invalid experiment name {name[:80]!r}: it contains a control character.")
+    return name
+
+
+class Experiments:
+    """The table, on the run store's own database (SQLite or PostgreSQL; both take ``?``)."""
+
+    def __init__(self, db: Any, unique: tuple[type[Exception], ...]) -> None:
+        self.db = db
+        self._unique = unique
+
+    def _one(self, where: str, arg: Any) -> Experiment | None:
+        with self.db.read() as conn:
+            row = conn.execute(f"SELECT {_COLS} FROM mlflow_experiments WHERE {where}", (arg,)).fetchone()
+        return _row(row) if row is not None else None
+
+    def by_name(self, name: str, projects: set[str] | None = None) -> Experiment | None:
+        """The experiment of project ``name``; made for a project that has runs but no id yet."""
+        found = self._one("project = ?", name)
+        if found is None and (name == DEFAULT_PROJECT or (projects is not None and name in projects)):
+            found = self._insert(name, None, {}, quiet=True)
+        return found
+
+    def by_id(self, experiment_id: str) -> Experiment:
+        if experiment_id == DEFAULT_ID:
+            found = self.by_name(DEFAULT_PROJECT)
+            if found is not None:
+                return found
+        if not experiment_id.isdigit() or len(experiment_id) > 18:
+            raise not_found(f"No Experiment with id={experiment_id} exists")
+        found = self._one("id = ?", int(experiment_id))
+        if found is None:
+            raise not_found(f"No Experiment with id={experiment_id} exists")
+        return found
+
+    def all(self, projects: set[str]) -> list[Experiment]:
+        """Every experiment, a row made for each project that has none yet."""
+        with self.db.read() as conn:
+            rows = [_row(r) for r in conn.execute(f"SELECT {_COLS} FROM mlflow_experiments ORDER BY id")]
+        have = {e.name for e in rows}
+        for name in sorted(projects - have):
+            made = self._insert(name, None, {}, quiet=True)
+            if made is not None:
+                rows.append(made)
+        return rows
+
+    def create(self, name: str, artifact_location: str | None, tags: dict[str, str]) -> Experiment:
+        made = self._insert(check_name(name), artifact_location, tags, quiet=False)
+        assert made is not None  # noqa: S101 - quiet=False raises instead of returning None
+        return made
+
+    def _insert(self, name: str, location: str | None, tags: dict[str, str], *, quiet: bool) -> Experiment | None:
+        now = time.time()
+        try:
+            with self.db.write() as conn:
+                if name == DEFAULT_PROJECT:
+                    conn.execute(
+                        "INSERT INTO mlflow_experiments (id, project, artifact_location, tags, created, updated) "
+                        "VALUES (0, ?, ?, ?, ?, ?)",
+                        (name, location, json.dumps(tags), now, now),
+                    )
+                else:
+                    conn.execute(
+                        "INSERT INTO mlflow_experiments (project, artifact_location, tags, created, updated) "
+                        "VALUES (?, ?, ?, ?, ?)",
+                        (name, location, json.dumps(tags), now, now),
+                    )
+        except self._unique:
+            if quiet:
+                return self._one("project = ?", name)
+            raise already_exists(f"Experiment '{name}' already exists.") from None
+        return self._one("project = ?", name)
+
+    def set_lifecycle(self, exp: Experiment, lifecycle: str) -> None:
+        with self.db.write() as conn:
+            conn.execute(
+                "UPDATE mlflow_experiments SET lifecycle = ?, updated = ? WHERE id = ?",
+                (lifecycle, time.time(), int(exp.id)),
+            )
+
+    def set_tag(self, exp: Experiment, key: str, value: str | None) -> None:
+        tags = dict(exp.tags)
+        if value is None:
+            tags.pop(key, None)
+        else:
+            tags[key] = value
+        with self.db.write() as conn:
+            conn.execute(
+                "UPDATE mlflow_experiments SET tags = ?, updated = ? WHERE id = ?",
+                (json.dumps(tags, sort_keys=True), time.time(), int(exp.id)),
+            )
+
+
+def experiments_of(store: Any) -> Experiments:
+    """The experiments table in ``store``'s database; a store without one cannot serve MLflow."""
+    db = getattr(store, "db", None)
+
+    if isinstance(db, Database):
+        ensure_tables(db, MIGRATIONS)
+        return Experiments(db, (sqlite3.IntegrityError,))
+    try:
+        import psycopg  # optional: flightlog[postgres]
+
+        from flightlog.store.postgres.connection import PgDatabase
+    except ImportError:
+        psycopg = None  # type: ignore[assignment]
+    if psycopg is not None and isinstance(db, PgDatabase):
+        ensure_tables(db, MIGRATIONS)
+        return Experiments(db, (psycopg.errors.UniqueViolation,))
+    raise MlflowError("NOT_IMPLEMENTED", "this server's store keeps no MLflow experiments (a SQL run store is needed)")
