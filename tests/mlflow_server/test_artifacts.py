@@ -21,6 +21,8 @@ from flightlog.mlflow_server.artifacts import artifact_uri
 from flightlog.server.testing import RunningServer, serve_in_thread
 
 ROOT = Path(__file__).resolve().parents[2]
+# each script starts the real MLflow client: seconds alone, more on two busy cores
+pytestmark = pytest.mark.timeout(600)
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +45,7 @@ def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[RunningS
         yield running
 
 
-def mlflow_script(python: Path, server: RunningServer, code: str, *args: str, **env: str) -> Any:
+def mlflow_script(python: Path, server: RunningServer, home: Path, code: str, *args: str, **env: str) -> Any:
     """Run ``code`` with the real MLflow client pointed at ``server``; returns the JSON it prints last."""
     proc = subprocess.run(
         [str(python), "-c", textwrap.dedent(code), *args],
@@ -52,7 +54,7 @@ def mlflow_script(python: Path, server: RunningServer, code: str, *args: str, **
         timeout=180,
         env={
             "PATH": "/usr/bin:/bin",
-            "HOME": str(Path(args[0]).parent) if args else "/tmp",
+            "HOME": str(home),  # MLflow writes its config under ~/.config
             "MLFLOW_TRACKING_URI": server.url,
             "MLFLOW_TRACKING_TOKEN": server.token("writer", name="mlflow-client"),
             "MLFLOW_ENABLE_ASYNC_LOGGING": "false",
@@ -98,6 +100,7 @@ def test_artifacts_up_down_multipart_and_delete(mlflow_python: Path, server: Run
     out = mlflow_script(
         mlflow_python,
         server,
+        tmp_path,
         _ROUND_TRIP,
         artifact_uri(run.id, "0"),
         str(work),

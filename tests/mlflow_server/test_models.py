@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 import flightlog
 from flightlog.server.testing import RunningServer
@@ -17,6 +18,8 @@ from tests.helpers import cli_json
 from tests.mlflow_server.test_artifacts import mlflow_python, mlflow_script, server
 
 __all__ = ["mlflow_python", "server"]  # the fixtures, shared with test_artifacts.py
+# each script starts the real MLflow client (and scikit-learn): seconds alone, more on two busy cores
+pytestmark = pytest.mark.timeout(600)
 
 _LOG_REGISTER_LOAD = """
 import json, os, sys
@@ -82,7 +85,7 @@ def test_log_register_alias_and_load(mlflow_python: Path, server: RunningServer,
     run.finish()
     work = tmp_path / "work"
     work.mkdir()
-    out = mlflow_script(mlflow_python, server, _LOG_REGISTER_LOAD, run.id, str(work))
+    out = mlflow_script(mlflow_python, server, tmp_path, _LOG_REGISTER_LOAD, run.id, str(work))
     assert out["status"] == "READY" and out["found"] == [out["model_id"]]
     assert (out["version"], out["source"]) == ("1", f"models:/{out['model_id']}")
     assert out["prediction"] == [0, 1]
@@ -104,7 +107,7 @@ def test_log_register_alias_and_load(mlflow_python: Path, server: RunningServer,
 
     # an alias set on flightlog's side is the one MLflow reads; rename and alias removal go back
     cli_json(home, "models", "alias", "fraud@champion", "1")
-    back = mlflow_script(mlflow_python, server, _READ_BACK, str(work))
+    back = mlflow_script(mlflow_python, server, tmp_path, _READ_BACK, str(work))
     assert back["champion"] == "1" and back["versions"] == [1] and back["models"] == ["fraud"]
     assert back["renamed_aliases"] == {"champion": "1", "production": "1"} and back["latest"] == ["1"]
     assert cli_json(home, "models", "show", "fraud-v2")["aliases"] == {"production": 1}
@@ -179,3 +182,36 @@ def test_bad_registry_requests_get_mlflow_errors(server: RunningServer, tmp_path
         assert mv["source"] == f"runs:/{run.id}/model" and mv["run_id"] == run.id
         uri = http.get(f"{api}/model-versions/get-download-uri", params={"name": "churn", "version": "1"}).json()
         assert uri == {"artifact_uri": f"mlflow-artifacts:/0/{run.id}/artifacts/model"}
+
+
+_FLUENT = """
+import json, sys
+import numpy as np
+import mlflow
+from sklearn.linear_model import LinearRegression
+
+mlflow.set_experiment("churn-models")
+with mlflow.start_run() as run:
+    mlflow.log_param("fit_intercept", True)
+    model = LinearRegression().fit(np.array([[0.0], [1.0], [2.0]]), np.array([1.0, 3.0, 5.0]))
+    info = mlflow.sklearn.log_model(model, name="model")
+mv = mlflow.register_model(f"runs:/{run.info.run_id}/model", "churn")
+mlflow.MlflowClient().set_registered_model_alias("churn", "champion", mv.version)
+loaded = mlflow.pyfunc.load_model("models:/churn@champion")
+print(json.dumps({
+    "run_id": run.info.run_id,
+    "model_id": info.model_id,
+    "source": mv.source,
+    "prediction": [round(float(p), 6) for p in loaded.predict(np.array([[3.0]]))],
+}))
+"""
+
+
+def test_fluent_log_model_in_a_run(mlflow_python: Path, server: RunningServer, tmp_path: Path) -> None:
+    """The way most code does it: ``log_model`` inside ``start_run``, ``register_model("runs:/…")``."""
+    out = mlflow_script(mlflow_python, server, tmp_path, _FLUENT)
+    assert out["prediction"] == [7.0] and out["source"] == f"models:/{out['model_id']}"
+    shown = cli_json(tmp_path / "client", "models", "show", "churn")
+    assert shown["project"] == "churn-models" and shown["aliases"] == {"champion": 1}
+    assert shown["versions"][0]["run_id"] == out["run_id"]
+    assert shown["versions"][0]["artifact_path"] == f"models/{out['model_id']}"
