@@ -85,9 +85,9 @@ def flightlog_store_migrations() -> Sequence[StoreMigrations]:
 
 @hookimpl
 def flightlog_api_operations() -> list[Any]:
-    # imported here: the routes need Starlette (flightlog[server]), which the CLI does not
-    from flightlog.mlflow_server.artifacts import OPERATIONS as ARTIFACTS
-    from flightlog.mlflow_server.logged_models import OPERATIONS as LOGGED_MODELS
-    from flightlog.mlflow_server.model_registry import OPERATIONS as REGISTRY
+    # the routes need Starlette (flightlog[server]), which the CLI does not: imported when serving
+    from flightlog.mlflow_server.artifacts import OPERATIONS as ARTIFACTS  # cost: as above
+    from flightlog.mlflow_server.logged_models import OPERATIONS as LOGGED_MODELS  # cost: as above
+    from flightlog.mlflow_server.model_registry import OPERATIONS as REGISTRY  # cost: as above
 
     return [*ARTIFACTS, *LOGGED_MODELS, *REGISTRY]
