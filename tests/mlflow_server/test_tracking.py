@@ -81,6 +81,7 @@ def test_the_mlflow_client_logs_searches_and_reads_back(mlflow_python: Path, ser
     assert search["ilike"] == ["r0", "r2"]
     assert search["in"] == ["r0", "r1"]
     assert search["start_time"] == ["batch"]
+    assert out["search_data"] == {"metrics": r0["metrics"], "params": r0["params"], "team": "vision-a"}
     assert out["pages"][0] == ["batch", "r0"] and out["pages"][1] == ["r1", "r2"] and out["pages"][2] is None
     assert out["after_delete"] == ["batch", "r0", "r2"] and out["deleted_stage"] == "deleted"
     assert out["after_restore"] == ["batch", "r0", "r1", "r2"]
@@ -96,7 +97,6 @@ def test_the_mlflow_client_logs_searches_and_reads_back(mlflow_python: Path, ser
 
 
 def test_bad_input_gets_mlflows_error_codes(mlflow_python: Path, server: RunningServer) -> None:
-    server.token("writer", project="secret")  # the project exists for flightlog; this token is not of it
     out = _mlflow(mlflow_python, "errors.py", server, "secret", MLFLOW_TRACKING_TOKEN=server.token("writer", "errors"))
     assert out["unknown_run"] == ["RESOURCE_DOES_NOT_EXIST", 404]
     assert out["bad_filter"] == ["INVALID_PARAMETER_VALUE", 400]

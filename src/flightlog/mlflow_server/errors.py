@@ -10,6 +10,7 @@ errors (`flightlog.errors`) keep their message and are mapped by class onto MLfl
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from starlette.responses import Response
@@ -97,7 +98,7 @@ def mlflow_code(exc: FlightlogError) -> str:
     return "INTERNAL_ERROR"
 
 
-def mlflow_error_response(exc: Exception, scope: dict[str, Any] | None = None) -> Response:
+def mlflow_error_response(exc: Exception, scope: Mapping[str, Any] | None = None) -> Response:
     """The response for anything a handler raised: ours keep their words; anything else is our
     bug, logged with its traceback and answered 500 without it."""
     if not isinstance(exc, FlightlogError):

@@ -162,7 +162,7 @@ def experiments_of(store: Any) -> Experiments:
     try:
         import psycopg  # optional: flightlog[postgres]
 
-        from flightlog.store.postgres.connection import PgDatabase
+        from flightlog.store.postgres.connection import PgDatabase  # optional: needs psycopg (flightlog[postgres])
     except ImportError:
         psycopg = None  # type: ignore[assignment]
     if psycopg is not None and isinstance(db, PgDatabase):

@@ -148,7 +148,7 @@ async def search_experiments(call: Call) -> Any:
         raise invalid(f"Invalid view_type '{view}': use ACTIVE_ONLY, DELETED_ONLY or ALL.")
     found = [e for e in found if scope.allows(e.name) and e.lifecycle in wanted]
     found = _filter_experiments(found, call.text("filter"))
-    found.sort(key=lambda e: -e.created if not call.items("order_by") else 0)
+    found.sort(key=lambda e: (-e.created, int(e.id)))  # MLflow's default: the newest first
     for order in reversed(call.items("order_by")):
         found = _order_experiments(found, str(order))
     limit = call.integer("max_results", default=1000, min=1) or 1000
@@ -196,7 +196,7 @@ def _order_experiments(found: list[Experiment], order: str) -> list[Experiment]:
     getter = getters.get(key.removeprefix("attributes.").removeprefix("attribute."))
     if getter is None:
         raise invalid(f"Invalid order_by clause '{order}': use name, experiment_id, creation_time, last_update_time.")
-    return sorted(found, key=getter, reverse=desc)  # type: ignore[arg-type]
+    return sorted(found, key=getter, reverse=desc)
 
 
 async def update_experiment(call: Call) -> Any:
@@ -412,7 +412,7 @@ async def log_inputs(call: Call) -> Any:
                         if dataset.get(k) is not None},
             "tags": [{"key": k, "value": v} for k, v in input_tags.items()],
         }  # fmt: skip
-        manifest = {
+        manifest: dict[str, Any] = {
             "kind": "mlflow_dataset",
             "path": str(dataset.get("source") or ""),
             "digest": str(dataset["digest"]),

@@ -70,6 +70,8 @@ out["search"] = {
     "in": names(f"attributes.run_id IN ('{runs['r0']}', '{runs['r1']}')", ["run_name"]),
     "start_time": names(f"attributes.start_time >= {t}", ["run_name"]),
 }
+top = client.search_runs([exp_id], filter_string="metrics.acc > 0.5", order_by=["metrics.acc DESC"])[0]
+out["search_data"] = {"metrics": top.data.metrics, "params": top.data.params, "team": top.data.tags.get("team")}
 page = client.search_runs([exp_id], max_results=2, order_by=["attributes.run_name ASC"])
 page2 = client.search_runs([exp_id], max_results=2, order_by=["attributes.run_name ASC"], page_token=page.token)
 out["pages"] = [[r.info.run_name for r in page], [r.info.run_name for r in page2], page2.token]
