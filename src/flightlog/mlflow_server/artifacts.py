@@ -43,7 +43,7 @@ from flightlog.models import Artifact, RunInfo
 from flightlog.schema import record as schema_record
 from flightlog.server.blobs import filename_of
 from flightlog.server.context import Ctx
-from flightlog.server.operations import Operation
+from flightlog.server.operations import Operation, Param
 from flightlog.server.prometheus import ROUTE_KEY
 from flightlog.server.responses import json_response
 from flightlog.store.features import ensure_tables
@@ -51,6 +51,7 @@ from flightlog.transport.artifacts import blob_digest
 
 __all__ = [
     "OPERATIONS",
+    "path_param",
     "PROXY",
     "Target",
     "artifact_uri",
@@ -242,6 +243,19 @@ async def write_manifest(ctx: Ctx, run: RunInfo, prefix: str, *, source: str) ->
 # ── routes ─────────────────────────────────────────────────────────────────
 
 
+def path_param(name: str, description: str) -> Param:
+    """A path parameter as the route matches it: any text without control characters (a line
+    break never matches a route, and the core would answer that in flightlog's shape)."""
+    return Param(name, "path", {"type": "string", "pattern": "^[^\\x00-\\x1f]+$", "maxLength": 4096}, description)
+
+
+_PARAMS = {
+    "artifact_path": path_param("artifact_path", "<experiment>/<run>/artifacts/<path>, or a logged model's location"),
+    "upload_id": path_param("upload_id", "The upload's id (from mpu/create)."),
+    "part_number": Param("part_number", "path", {"type": "integer", "minimum": 1}, "The part, from 1."),
+}
+
+
 def _operation(
     method: str,
     path: str,
@@ -274,6 +288,7 @@ def _operation(
         summary,
         "mlflow-artifacts",
         route=None if route is None else PROXY + route,
+        params=tuple(p for name, p in _PARAMS.items() if "{" + name in path),
         description="MLflow's artifact proxy (docs/mlflow.md). "
         + (
             f"Needs the role {role!r}: a flightlog token as `Authorization: Bearer` (MLFLOW_TRACKING_TOKEN) "

@@ -15,11 +15,11 @@ import json
 import re
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from flightlog.ids import new_run_id, new_writer_id
-from flightlog.mlflow_server.artifacts import db_of, live_artifacts, model_artifact_uri, write_manifest
+from flightlog.mlflow_server.artifacts import db_of, live_artifacts, model_artifact_uri, path_param, write_manifest
 from flightlog.mlflow_server.common import Call, mlflow_operations
 from flightlog.mlflow_server.errors import invalid, missing, not_found
 from flightlog.models import RunInfo
@@ -465,19 +465,28 @@ async def list_artifacts(call: Call) -> dict[str, Any]:
 
 _ID = "/logged-models/{model_id}"
 
-OPERATIONS: list[Operation] = [
-    *mlflow_operations("POST", "/logged-models", create, "writer", "Create a logged model (MLflow 3)"),
-    *mlflow_operations("POST", "/logged-models/search", search, "reader", "Search logged models (MLflow 3)"),
-    *mlflow_operations("GET", _ID, get, "reader", "Get a logged model (MLflow 3)"),
-    *mlflow_operations("PATCH", _ID, finalize, "writer", "Finalize a logged model (MLflow 3)"),
-    *mlflow_operations("DELETE", _ID, delete, "writer", "Delete a logged model (MLflow 3)"),
-    *mlflow_operations("PATCH", _ID + "/tags", set_tags, "writer", "Set a logged model's tags (MLflow 3)"),
-    *mlflow_operations(
-        "DELETE", _ID + "/tags/{tag_key}", delete_tag, "writer", "Delete a logged model's tag (MLflow 3)"
-    ),
-    *mlflow_operations("POST", _ID + "/params", log_params, "writer", "Log a logged model's params (MLflow 3)"),
-    *mlflow_operations(
-        "GET", _ID + "/artifacts/directories", list_artifacts, "reader", "List a logged model's files (MLflow 3)"
-    ),
-    *mlflow_operations("POST", "/runs/outputs", log_outputs, "writer", "Record the models a run logged (MLflow 3)"),
-]
+_PARAMS = (path_param("model_id", "A logged model's id (m-…)."), path_param("tag_key", "A tag's key."))
+
+
+def _with_params(ops: list[Operation]) -> list[Operation]:
+    return [replace(op, params=tuple(p for p in _PARAMS if "{" + p.name + "}" in op.path)) for op in ops]
+
+
+OPERATIONS: list[Operation] = _with_params(
+    [
+        *mlflow_operations("POST", "/logged-models", create, "writer", "Create a logged model (MLflow 3)"),
+        *mlflow_operations("POST", "/logged-models/search", search, "reader", "Search logged models (MLflow 3)"),
+        *mlflow_operations("GET", _ID, get, "reader", "Get a logged model (MLflow 3)"),
+        *mlflow_operations("PATCH", _ID, finalize, "writer", "Finalize a logged model (MLflow 3)"),
+        *mlflow_operations("DELETE", _ID, delete, "writer", "Delete a logged model (MLflow 3)"),
+        *mlflow_operations("PATCH", _ID + "/tags", set_tags, "writer", "Set a logged model's tags (MLflow 3)"),
+        *mlflow_operations(
+            "DELETE", _ID + "/tags/{tag_key}", delete_tag, "writer", "Delete a logged model's tag (MLflow 3)"
+        ),
+        *mlflow_operations("POST", _ID + "/params", log_params, "writer", "Log a logged model's params (MLflow 3)"),
+        *mlflow_operations(
+            "GET", _ID + "/artifacts/directories", list_artifacts, "reader", "List a logged model's files (MLflow 3)"
+        ),
+        *mlflow_operations("POST", "/runs/outputs", log_outputs, "writer", "Record the models a run logged (MLflow 3)"),
+    ]
+)

@@ -14,7 +14,8 @@ What differs, because the two models differ:
 * MLflow's registry is global, flightlog's per project: a model created before its first version
   waits in the token's project (``default`` for an unlimited token) and moves to its first
   version's run's project with that version;
-* stages are gone from MLflow 3 (aliases replace them): every version's stage is ``None``.
+* stages are deprecated in MLflow (aliases replace them): every version's stage is ``None`` and
+  ``transition-stage`` is refused as a client's request (400, naming aliases), not a server fault.
 
 What MLflow keeps that flightlog's version does not (the ``source`` the client gave, the logged
 model id) is in this feature's ``mlflow_versions`` table.
@@ -565,7 +566,7 @@ async def delete_version_tag(call: Call) -> dict[str, Any]:
 
 async def transition_stage(call: Call) -> dict[str, Any]:
     raise MlflowError(
-        "NOT_IMPLEMENTED",
+        "INVALID_PARAMETER_VALUE",
         "Model stages are deprecated in MLflow and not kept by flightlog: use aliases "
         "(MlflowClient.set_registered_model_alias), which `flightlog models alias` sees too.",
     )
