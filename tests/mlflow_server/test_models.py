@@ -215,3 +215,38 @@ def test_fluent_log_model_in_a_run(mlflow_python: Path, server: RunningServer, t
     assert shown["project"] == "churn-models" and shown["aliases"] == {"champion": 1}
     assert shown["versions"][0]["run_id"] == out["run_id"]
     assert shown["versions"][0]["artifact_path"] == f"models/{out['model_id']}"
+
+
+def test_a_token_of_another_project_sees_nothing(server: RunningServer, tmp_path: Path) -> None:
+    weights = tmp_path / "w.bin"
+    weights.write_bytes(b"weights")
+    run = flightlog.init(project="default")
+    run.log_artifact(weights, name="model/w.bin")
+    run.finish()
+    api, proxy = server.url + "/api/2.0/mlflow", server.url + "/api/2.0/mlflow-artifacts"
+    with httpx.Client(timeout=30, headers={"Authorization": f"Bearer {server.token('writer')}"}) as http:
+        assert http.post(f"{api}/registered-models/create", json={"name": "fraud"}).status_code == 200
+        made = http.post(f"{api}/model-versions/create", json={"name": "fraud", "source": f"runs:/{run.id}/model"})
+        assert made.status_code == 200, made.text
+    other = {"Authorization": f"Bearer {server.token('writer', project='other')}"}
+    with httpx.Client(timeout=30, headers=other) as http:
+        _mlflow_error(
+            http.get(f"{api}/registered-models/get", params={"name": "fraud"}), 404, "RESOURCE_DOES_NOT_EXIST"
+        )
+        _mlflow_error(
+            http.get(f"{api}/registered-models/alias", params={"name": "fraud", "alias": "x"}),
+            404,
+            "RESOURCE_DOES_NOT_EXIST",
+        )
+        assert http.get(f"{api}/registered-models/search").json() == {"registered_models": []}
+        _mlflow_error(http.get(f"{proxy}/artifacts/0/{run.id}/artifacts/model/w.bin"), 404, "RESOURCE_DOES_NOT_EXIST")
+        _mlflow_error(
+            http.put(f"{proxy}/artifacts/0/{run.id}/artifacts/planted.bin", content=b"x"),
+            404,
+            "RESOURCE_DOES_NOT_EXIST",
+        )
+        _mlflow_error(
+            http.post(f"{api}/model-versions/create", json={"name": "fraud", "source": f"runs:/{run.id}/model"}),
+            404,
+            "RESOURCE_DOES_NOT_EXIST",
+        )
