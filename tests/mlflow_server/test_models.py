@@ -177,6 +177,15 @@ def test_bad_registry_requests_get_mlflow_errors(server: RunningServer, tmp_path
         _mlflow_error(
             http.post(f"{api}/logged-models", json={"experiment_id": "12345"}), 404, "RESOURCE_DOES_NOT_EXIST"
         )
+        elsewhere = flightlog.init(project="elsewhere")
+        elsewhere.log_artifact(weights, name="model/w.bin")
+        elsewhere.finish()
+        refused = _mlflow_error(
+            http.post(f"{api}/model-versions/create", json={"name": "churn", "source": f"runs:/{elsewhere.id}/model"}),
+            400,
+            "INVALID_PARAMETER_VALUE",
+        )
+        assert "project 'default'" in refused["message"]
         # the version made from a single file points at it, digest and all
         mv = http.get(f"{api}/model-versions/get", params={"name": "churn", "version": "1"}).json()["model_version"]
         assert mv["source"] == f"runs:/{run.id}/model" and mv["run_id"] == run.id

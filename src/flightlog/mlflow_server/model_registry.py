@@ -400,8 +400,14 @@ async def create_version(call: Call) -> dict[str, Any]:
     elif not below and path not in arts:
         raise not_found(f"Run '{run.id}' has no artifact at '{path}': the source '{source[:300]}' names nothing.")
 
+    if model.project != run.project and model.latest_version > 0:
+        raise invalid(
+            f"Registered model '{name}' lives in project '{model.project}' (flightlog keeps a registry per project): "
+            f"a version of it must come from a run of that project, not of '{run.project}'."
+        )
+
     def register() -> ModelVersion:
-        if model.project != run.project and model.latest_version == 0:
+        if model.project != run.project:
             _move(reg, model.project, run.project, name)
         mv = reg.register(run.id, path, name, description=description, tags=tags)
         with db_of(ctx).write() as conn:
