@@ -259,3 +259,24 @@ def test_a_token_of_another_project_sees_nothing(server: RunningServer, tmp_path
             404,
             "RESOURCE_DOES_NOT_EXIST",
         )
+
+
+def test_a_model_logged_outside_any_run_gets_a_run_of_its_own(server: RunningServer) -> None:
+    api, proxy = server.url + "/api/2.0/mlflow", server.url + "/api/2.0/mlflow-artifacts"
+    with httpx.Client(timeout=30, headers={"Authorization": f"Bearer {server.token('writer')}"}) as http:
+        made = http.post(f"{api}/logged-models", json={"experiment_id": "0", "name": "scorer", "tags": []})
+        assert made.status_code == 200, made.text
+        info = made.json()["model"]["info"]
+        assert info["status"] == "LOGGED_MODEL_PENDING" and "source_run_id" not in info
+        where = info["artifact_uri"].removeprefix("mlflow-artifacts:/")
+        assert http.put(f"{proxy}/artifacts/{where}/MLmodel", content=b"flavors: {}\n").status_code == 200
+        done = http.patch(f"{api}/logged-models/{info['model_id']}", json={"status": "LOGGED_MODEL_READY"})
+        assert done.json()["model"]["info"]["status"] == "LOGGED_MODEL_READY"
+        listed = http.get(f"{api}/logged-models/{info['model_id']}/artifacts/directories").json()
+        assert listed["files"] == [{"path": "MLmodel", "is_dir": False, "file_size": 12}]
+    with flightlog.Client() as client:
+        (run,) = [r for r in client.runs(project="default") if r.tags.get("mlflow.loggedModelId") == info["model_id"]]
+        arts = {a.path: a for a in client.artifacts(run.id)}
+    assert run.name == "logged model scorer" and run.status == "succeeded"
+    assert set(arts) == {f"models/{info['model_id']}/MLmodel", f"models/{info['model_id']}"}
+    assert arts[f"models/{info['model_id']}"].kind == "model"  # the manifest written at READY

@@ -22,6 +22,7 @@ from flightlog.ids import new_run_id, new_writer_id
 from flightlog.mlflow_server.artifacts import db_of, live_artifacts, model_artifact_uri, path_param, write_manifest
 from flightlog.mlflow_server.common import Call, mlflow_operations
 from flightlog.mlflow_server.errors import invalid, missing, not_found
+from flightlog.mlflow_server.experiments import experiments_of
 from flightlog.models import RunInfo
 from flightlog.schema import record as schema_record
 from flightlog.server.context import Ctx
@@ -44,43 +45,20 @@ _COLS = (
     "params, tags, step, created, updated, deleted"
 )
 _MAX_RESULTS = 1000
-DEFAULT_PROJECT = "default"  # MLflow's experiment 0, "Default"
 
 
-# ── experiments ↔ projects (the tracking routes' table) ────────────────────
+# ── experiments ↔ projects (the tracking routes' table, experiments.py) ────
 
 
-def _experiments_table(conn: Any) -> bool:
-    try:
-        conn.execute("SELECT 1 FROM mlflow_experiments LIMIT 1").fetchall()
-    except Exception:  # noqa: BLE001 - the tracking feature's table is not there (its feature is left out)
-        return False
-    return True
+def project_of_experiment(store: Any, experiment_id: str) -> str:
+    """The project an MLflow experiment id stands for (``0``: ``default``); MLflow's NOT_FOUND otherwise."""
+    return experiments_of(store).by_id(experiment_id).name
 
 
-def project_of_experiment(db: Any, experiment_id: str) -> str | None:
-    """The project an MLflow experiment id stands for (``0``: ``default``), None if unknown."""
-    if experiment_id == "0":
-        return DEFAULT_PROJECT
-    if not experiment_id.isdigit():
-        return None
-    with db.read() as conn:
-        if not _experiments_table(conn):
-            return None
-        row = conn.execute("SELECT project FROM mlflow_experiments WHERE id=?", (int(experiment_id),)).fetchone()
-    return None if row is None else str(row[0])
-
-
-def experiment_of_project(db: Any, project: str) -> str:
-    """The experiment id MLflow knows a project by (``0`` for ``default`` and for a project that
-    the tracking routes have not numbered yet)."""
-    if project == DEFAULT_PROJECT:
-        return "0"
-    with db.read() as conn:
-        if not _experiments_table(conn):
-            return "0"
-        row = conn.execute("SELECT id FROM mlflow_experiments WHERE project=?", (project,)).fetchone()
-    return "0" if row is None else str(row[0])
+def experiment_of_project(store: Any, project: str) -> str:
+    """The experiment id MLflow knows a project by (given on first use, as the tracking routes do)."""
+    found = experiments_of(store).by_name(project, {project})
+    return "0" if found is None else found.id
 
 
 # ── the table ──────────────────────────────────────────────────────────────
@@ -263,7 +241,7 @@ async def _holder_run(ctx: Ctx, project: str, name: str, model_id: str) -> str:
         ended=now,
     )
     tag = schema_record(
-        "tag", r=run_id, w=f"mlflow-{new_writer_id()}", s=1, t=now, key="mlflow.loggedModelId", value=model_id
+        "tags", r=run_id, w=f"mlflow-{new_writer_id()}", s=1, t=now, data={"mlflow.loggedModelId": model_id}
     )
     result = await ctx.call(ctx.store.ingest, [record, tag])
     if result.skipped:
@@ -274,9 +252,7 @@ async def _holder_run(ctx: Ctx, project: str, name: str, model_id: str) -> str:
 async def create(call: Call) -> dict[str, Any]:
     ctx, db = call.ctx, db_of(call.ctx)
     experiment_id = call.need("experiment_id", max_len=40)
-    project = await ctx.call(project_of_experiment, db, experiment_id)
-    if project is None:
-        raise not_found(f"No Experiment with id={experiment_id} exists")
+    project = await ctx.call(project_of_experiment, ctx.store, experiment_id)
     ctx.principal.check_project(project)
     name = call.text("name", max_len=250) or "model"
     model_id = f"m-{uuid.uuid4().hex}"

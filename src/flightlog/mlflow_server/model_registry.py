@@ -43,8 +43,8 @@ from flightlog.mlflow_server.artifacts import (
 )
 from flightlog.mlflow_server.common import Call, mlflow_operations
 from flightlog.mlflow_server.errors import MlflowError, already_exists, invalid, not_found
+from flightlog.mlflow_server.experiments import DEFAULT_PROJECT
 from flightlog.mlflow_server.logged_models import (
-    DEFAULT_PROJECT,
     experiment_of_project,
     logged_model,
     matches,
@@ -538,7 +538,7 @@ async def download_uri(call: Call) -> dict[str, Any]:
                 return {"artifact_uri": model_artifact_uri(model_id, row["experiment_id"])}
             except FlightlogError:
                 pass  # the logged model was deleted: its files are still the run's
-        uri = artifact_uri(mv.run_id, experiment_of_project(db, mv.project))
+        uri = artifact_uri(mv.run_id, experiment_of_project(ctx.store, mv.project))
         return {"artifact_uri": f"{uri}/{mv.artifact_path}"}
 
     return await ctx.call(read)
