@@ -102,7 +102,7 @@ def _head_size(case: Any) -> int:
     return len(urllib.parse.quote(case.formatted_path)) + len(query) + headers
 
 
-MLFLOW_PREFIX = "/api/2.0/mlflow/"
+MLFLOW_PREFIX = ("/api/2.0/mlflow/", "/api/2.0/mlflow-artifacts/")  # MLflow's clients read both
 # MLflow's routes are served twice (/ajax-api/ for its web UI) by the same handlers: fuzzed once
 OPS = [(op.method, op.full_path) for op in OPERATIONS if not op.full_path.startswith("/ajax-api/")]
 

@@ -55,6 +55,7 @@ BUILTIN: tuple[str, ...] = (
     "flightlog.serving.feature",
     "flightlog.mlflow_server.feature",
     "flightlog.triage.feature",
+    "flightlog.mlflow_server.feature_artifacts",
 )
 
 
