@@ -17,6 +17,7 @@ import time
 from typing import Any
 
 from flightlog.ids import new_run_id
+from flightlog.mlflow_server.artifacts import db_of
 from flightlog.mlflow_server.common import Call, mlflow_operations
 from flightlog.mlflow_server.entities import (
     DELETED_TAG,
@@ -27,8 +28,9 @@ from flightlog.mlflow_server.entities import (
     run_doc,
     run_info,
 )
-from flightlog.mlflow_server.errors import invalid, not_found
+from flightlog.mlflow_server.errors import MlflowError, invalid, not_found
 from flightlog.mlflow_server.experiments import Experiment, experiments_of
+from flightlog.mlflow_server.logged_models import run_outputs
 from flightlog.mlflow_server.search import (
     lifecycle_filter,
     parse_mlflow_filter,
@@ -263,7 +265,19 @@ async def create_run(call: Call) -> Any:
 async def get_run(call: Call) -> Any:
     info = await _run(call)
     inputs = await _inputs(call, info.id)
-    return {"run": run_doc(info, await _experiment_id(call, info.project), inputs)}
+    doc = run_doc(info, await _experiment_id(call, info.project), inputs)
+    outputs = await call.ctx.call(_model_outputs, call.ctx, info.id)
+    if outputs:  # MLflow 3's register_model("runs:/…") picks the logged model from these
+        doc["outputs"] = {"model_outputs": outputs}
+    return {"run": doc}
+
+
+def _model_outputs(ctx: Any, run_id: str) -> list[dict[str, Any]]:
+    """The models the run logged (MLflow 3's logged models), none on a store without a database."""
+    try:
+        return run_outputs(db_of(ctx), run_id)
+    except MlflowError:
+        return []
 
 
 async def _inputs(call: Call, run_id: str) -> list[dict[str, Any]]:
