@@ -109,7 +109,7 @@ class Model:
     width × width matrix: the deliberately heavier predict path of version 2)."""
 
     def __init__(self, arrays: dict[str, np.ndarray]) -> None:
-        self.arrays = arrays
+        self.arrays: dict[str, Any] = arrays  # Any: numpy's savez stub reads **arrays as its allow_pickle flag
         self.kind = str(arrays["kind"])
 
     def hidden(self, x: np.ndarray) -> np.ndarray:

@@ -129,8 +129,12 @@ class Replica:
             self.proc.wait()
 
 
+STARTED: list[Replica] = []  # every replica this driver started: all are stopped when it ends
+
+
 def start(work: Path, *names: str) -> list[Replica]:
     replicas = [Replica(work, name) for name in names]  # started together, waited for together
+    STARTED.extend(replicas)
     for r in replicas:
         print(f"  replica {r.name} on {r.url} serves v{r.ready()}", flush=True)
     return replicas
@@ -161,7 +165,7 @@ def main() -> None:
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     started = time.monotonic()
-    running: list[Replica] = []
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stopped from outside: stop the replicas too
     try:
         say("version 1: train on snapshot A, register, @production, deploy")
         a, b = snapshots(work, args.rows)
@@ -186,7 +190,7 @@ def main() -> None:
         running[1] = start(work, "replica-2b")[0]
         traffic(running, args.requests, seed=300)
     finally:
-        for r in running:
+        for r in STARTED:
             r.stop()
     say(f"done in {time.monotonic() - started:.1f} s; replicas stopped, every minute's aggregates written")
     print(f"  work dir (data, weights, replica logs): {work}", flush=True)
