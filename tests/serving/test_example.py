@@ -73,8 +73,10 @@ def test_the_rollout_example_leaves_two_versions_a_deployment_history_and_servin
         assert accuracy[("2", "BR")] < accuracy[("1", "BR")] - 0.05, accuracy  # v2 lost BR's pattern
         assert abs(accuracy[("2", "US")] - accuracy[("1", "US")]) < 0.05, accuracy
 
-    # what a newcomer reads: the first deploy said as such, replicas of the old version marked,
-    # latencies to 0.01 ms
+    # what a newcomer reads: versions under headed columns, the first deploy said as such,
+    # replicas of the old version marked, latencies to 0.01 ms
+    models = cli(home, "models", "show", "fraud").stdout
+    assert "version" in models and "wide scorer on snapshot-b" in models, models
     shown = cli(home, "deployments", "show", "fraud-api", "--env", "prod").stdout
     assert "first: v1" in shown and "v1 → v2" in shown and shown.count("(not desired)") == 2, shown
     stats = cli(home, "serving", "stats", "fraud-api").stdout
