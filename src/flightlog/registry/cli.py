@@ -79,13 +79,23 @@ def models_show(ref: str, project: str | None, fmt: str) -> None:
         if fmt == "json":
             emit_json({**model.to_dict(), "versions": [v.to_dict() for v in versions]})
             return
-        console().print(f"[bold]{esc(model.name)}[/] in {esc(model.project)}  {esc(model.description or '')}")
+        console().print(f"[bold]{esc(model.name)}[/] in project {esc(model.project)}  {esc(model.description or '')}")
+        from rich.table import Table
+
+        table = Table(
+            "version", "aliases", "created", "run", "artifact", "sha256", "description", box=None, padding=(0, 1, 0, 2)
+        )
         for v in versions:
-            aliases = " ".join(f"@{a}" for a in v.aliases)
-            console().print(
-                f"  v{v.version}  run {v.run_id[:12]}  {esc(v.artifact_path)}  "
-                f"{(v.digest or '-')[:12]}  {short_time(v.created)}  {esc(aliases)}"
+            table.add_row(
+                f"v{v.version}",
+                esc(" ".join(f"@{a}" for a in v.aliases)),
+                short_time(v.created),
+                v.run_id[:12],
+                esc(v.artifact_path),
+                (v.digest or "-")[:12],
+                esc(v.description or ""),
             )
+        console().print(table)
         return
     lineage = reg.lineage(ref, project)
     if fmt == "json":
