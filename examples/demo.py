@@ -7,7 +7,11 @@
 4. runs a pipeline (examples/pipeline: prepare -> validate -> train -> evaluate -> publish) whose
    train step loses its connection once and is retried from its checkpoint, then runs it again:
    every step is a cache hit; then where to look next;
-5. at a terminal, serves the web UI on these runs until Ctrl-C (`flightlog ui`); from a script,
+5. models in production (examples/serving): trains and registers fraud v1, deploys it to two
+   replicas of a Starlette API and sends traffic with labels; then v2, a bigger model trained on a
+   snapshot that lost one country's rows, rolled out replica by replica; prints the registry,
+   the deployment, the serving stats and the deployment's diagnosis;
+6. at a terminal, serves the web UI on these runs until Ctrl-C (`flightlog ui`); from a script,
    prints that command instead.
 """
 
@@ -27,6 +31,7 @@ BIN = Path(sys.executable).parent
 FLIGHTLOG = str(BIN / "flightlog")
 HOME = Path(os.environ.get("FLIGHTLOG_HOME") or discover_home(ROOT))  # the store every command here finds
 WORK = ROOT / ".flightlog-demo"
+UI = "http://127.0.0.1:8765"  # `flightlog ui`'s default address (it prints another when that port is busy)
 
 
 def banner(text: str) -> None:
@@ -86,6 +91,7 @@ def main() -> None:
         sh("diagnose", bad[:8], check=False)
 
     pipe_run, cached_run = pipeline_part()
+    models_part()
 
     banner("where to look")
     print(f"""  store:        {HOME}   (FLIGHTLOG_HOME)
@@ -94,13 +100,17 @@ def main() -> None:
   the failure:  {FLIGHTLOG} runs show {bad[:8]}     (logs: flightlog logs {bad[:8]} --level error)
   a pipeline:   {FLIGHTLOG} pipeline show {pipe_run[:8]}   (its re-run, all cache hits: {cached_run[:8]};
                 in the web UI: project pipeline-demo, the run's Pipeline tab)
-  docs:         docs/quickstart.md, docs/cli.md, docs/runner.md, docs/pipelines.md, docs/ui.md""")
+  models:       {FLIGHTLOG} models show fraud     (deployment: flightlog deployments show fraud-api --env prod;
+                serving: flightlog serving stats fraud-api, flightlog serving predictions fraud-api --limit 20;
+                the deployment's page, with the web UI up: {UI}/deployments/fraud-api?env=prod;
+                the example: examples/serving/README.md)
+  docs:         docs/quickstart.md, docs/cli.md, docs/runner.md, docs/pipelines.md, docs/models.md, docs/ui.md""")
 
     serve = [FLIGHTLOG, "ui", "--home", str(HOME), "--project", "demo"]
     if not sys.stdin.isatty():  # a script or CI: say how, and finish
         print(f"  web UI:       {' '.join(serve)}")
         return
-    banner("5. the web UI on these runs (Ctrl-C stops it)")
+    banner("6. the web UI on these runs (Ctrl-C stops it)")
     server = subprocess.Popen(serve, env=ENV, cwd=ROOT)
     while server.poll() is None:
         try:
@@ -129,6 +139,27 @@ def pipeline_part() -> tuple[str, str]:
     second = json.loads(capture("pipeline", "ls", "--name", "moons", "--limit", "1", "--format", "json"))[0]["id"]
     sh("pipeline", "show", second[:8])
     return first, second
+
+
+def models_part() -> None:
+    """The serving example's rollout (v1 on two replicas, then v2 replica by replica), then what
+    the registry, the deployment and the serving evidence show."""
+    banner("5. models in production: fraud v1 deployed, then v2 rolled out (examples/serving)")
+    print("$ python examples/serving/rollout.py", flush=True)
+    work = WORK / "serving"
+    subprocess.run([sys.executable, "examples/serving/rollout.py", "--work", str(work)], env=ENV, cwd=ROOT, check=True)
+    print("\n  what the registry, the deployment and its replicas recorded", flush=True)
+    sh("models", "show", "fraud")
+    sh("models", "alias", "fraud@production", "--history")
+    sh("deployments", "show", "fraud-api", "--env", "prod")
+    sh("serving", "stats", "fraud-api", "--since", "10m")
+    args = ("diagnose", "--deployment", "fraud-api", "--env", "prod")
+    print(f"$ flightlog {' '.join(args)}", flush=True)
+    diagnosis = subprocess.run([FLIGHTLOG, *args], env=ENV, cwd=ROOT, text=True, capture_output=True)
+    if diagnosis.returncode == 2:  # click's usage error: this flightlog has no deployment diagnosis yet
+        print("  (this flightlog cannot diagnose a deployment yet; `flightlog diagnose RUN` takes a run)", flush=True)
+    else:  # a diagnosis that finds something may exit non-zero: the demo goes on either way
+        print(diagnosis.stdout + diagnosis.stderr, end="", flush=True)
 
 
 if __name__ == "__main__":

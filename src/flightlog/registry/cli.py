@@ -16,6 +16,7 @@ from flightlog.cli.output import console, emit_json, esc, format_option
 from flightlog.errors import Conflict, InvalidInput
 from flightlog.registry import Registry
 from flightlog.registry.refs import parse_ref
+from flightlog.timefmt import parse_time
 
 __all__ = ["deploy_cmd", "deployments_group", "models_group"]
 
@@ -78,13 +79,23 @@ def models_show(ref: str, project: str | None, fmt: str) -> None:
         if fmt == "json":
             emit_json({**model.to_dict(), "versions": [v.to_dict() for v in versions]})
             return
-        console().print(f"[bold]{esc(model.name)}[/] in {esc(model.project)}  {esc(model.description or '')}")
+        console().print(f"[bold]{esc(model.name)}[/] in project {esc(model.project)}  {esc(model.description or '')}")
+        from rich.table import Table
+
+        table = Table(
+            "version", "aliases", "created", "run", "artifact", "sha256", "description", box=None, padding=(0, 1, 0, 2)
+        )
         for v in versions:
-            aliases = " ".join(f"@{a}" for a in v.aliases)
-            console().print(
-                f"  v{v.version}  run {v.run_id[:12]}  {esc(v.artifact_path)}  "
-                f"{(v.digest or '-')[:12]}  {short_time(v.created)}  {esc(aliases)}"
+            table.add_row(
+                f"v{v.version}",
+                esc(" ".join(f"@{a}" for a in v.aliases)),
+                short_time(v.created),
+                v.run_id[:12],
+                esc(v.artifact_path),
+                (v.digest or "-")[:12],
+                esc(v.description or ""),
             )
+        console().print(table)
         return
     lineage = reg.lineage(ref, project)
     if fmt == "json":
@@ -254,9 +265,8 @@ def deploy_cmd(ref: str, endpoint: str, env: str, project: str | None, fmt: str)
     if change is None:
         console().print(f"{esc(endpoint)} ({esc(env)}) already serves {deployment.name} v{deployment.version}")
     else:
-        console().print(
-            f"{esc(endpoint)} ({esc(env)}): {deployment.name} v{change.from_version or '-'} → v{deployment.version}"
-        )
+        what = "first deploy" if change.from_version is None else f"was v{change.from_version}"
+        console().print(f"{esc(endpoint)} ({esc(env)}): {esc(deployment.name)} v{deployment.version} ({what})")
 
 
 @click.group("deployments")
@@ -296,6 +306,26 @@ def deployments_show(endpoint: str, env: str, project: str | None, fmt: str) -> 
     d = report["desired"]
     console().print(f"[bold]{esc(endpoint)}[/] ({esc(env)}): {esc(d['model'])} v{d['version']} ({esc(d['ref'])})")
     for h in report["history"]:
-        console().print(f"  {h['time']}  v{h['from_version'] or '-'} → v{h['to_version']}  by {esc(h['actor'] or '?')}")
+        console().print(
+            f"  {_when(h['time'])}  {_move(h['from_version'], h['to_version'])}  by {esc(h['actor'] or '?')}"
+        )
+    if not report["replicas"]:
+        console().print("  no replicas have reported yet (a model server reports with flightlog.serving.attach)")
+        return
+    from rich.table import Table
+
+    table = Table("replica", "version", "status", "started", "run", box=None, padding=(0, 1, 0, 2))
     for r in report["replicas"]:
-        console().print(f"  replica {esc(str(r['replica']))}  v{r['version']}  {r['status']}  run {r['run_id'][:12]}")
+        version = f"v{r['version']}" + ("" if r["current"] else " (not desired)")
+        table.add_row(esc(str(r["replica"])), version, esc(str(r["status"])), _when(r["started"]), r["run_id"][:12])
+    console().print(table)
+
+
+def _move(before: Any, after: Any) -> str:
+    """``v1 → v2``, or ``first: v1`` when there was nothing before."""
+    return f"v{before} → v{after}" if before is not None else f"first: v{after}"
+
+
+def _when(text: str | None) -> str:
+    """An ISO time from a report as a table shows times (local, to the second)."""
+    return short_time(parse_time(text)) if text else "-"

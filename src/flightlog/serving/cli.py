@@ -7,6 +7,8 @@ from typing import Any
 
 import click
 
+from flightlog.cli.common import short_time
+from flightlog.cli.output import clip, console, esc
 from flightlog.client import Client
 from flightlog.serving.reading import aggregates, predictions, replicas
 from flightlog.timefmt import iso
@@ -23,33 +25,45 @@ def _client() -> Any:
     return Client()
 
 
-def _emit(rows: list[dict[str, Any]], fmt: str, columns: list[str]) -> None:
-    for row in rows:
-        for key in ("time", "started", "heartbeat", "ended", "labeled_at"):
-            if isinstance(row.get(key), (int, float)):
-                row[key] = iso(row[key])
-    if fmt == "json":
-        click.echo(json.dumps(rows, default=str))
-        return
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(*columns)
-    for row in rows:
-        table.add_row(*(_cell(row.get(c)) for c in columns))
-    Console().print(table)
+_TIMES = ("time", "started", "heartbeat", "ended", "labeled_at")
 
 
-def _cell(value: Any) -> str:
-    """A table cell: a float rounded for reading (0.0123, 4.57, 1234), the JSON keeps it exact."""
+def _cell(key: str, value: Any) -> str:
+    """One table cell: times to the second, numbers rounded for reading (0.00209, 4.57, 1234; the
+    JSON keeps every digit), outputs as compact JSON."""
     if value is None:
         return ""
+    if key in _TIMES and isinstance(value, (int, float)):
+        return short_time(value)
     if isinstance(value, float):
         if abs(value) < 1:
             return f"{value:.3g}"
         return f"{value:.2f}" if abs(value) < 1000 else f"{value:.0f}"
+    if isinstance(value, (dict, list)):
+        return clip(json.dumps(value, separators=(",", ":"), default=str), 60)
     return str(value)
 
+
+def _emit(rows: list[dict[str, Any]], fmt: str, columns: list[str], empty: str) -> None:
+    if fmt == "json":
+        for row in rows:
+            for key in _TIMES:
+                if isinstance(row.get(key), (int, float)):
+                    row[key] = iso(row[key])
+        click.echo(json.dumps(rows, default=str))
+        return
+    if not rows:
+        console().print(empty)
+        return
+    from rich.table import Table
+
+    table = Table(*columns, box=None)
+    for row in rows:
+        table.add_row(*(esc(_cell(c, row.get(c))) for c in columns))
+    console().print(table)
+
+
+_HINT = " (replicas are runs tagged serving.endpoint: serving.attach(endpoint=...))"
 
 _fmt = click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 _project = click.option("--project", default=None, help="Only this project's replicas.")
@@ -65,7 +79,12 @@ def predictions_cmd(endpoint: str, since: str | None, limit: int | None, project
     """Sampled prediction records of ENDPOINT, labels joined by request id."""
     with _client() as client:
         rows = predictions(client, endpoint, since, project=project, limit=limit)
-    _emit(rows, fmt, ["time", "request_id", "version", "status", "latency_ms", "output", "label"])
+    _emit(
+        rows,
+        fmt,
+        ["time", "request_id", "version", "status", "latency_ms", "output", "label"],
+        f"no prediction records for {endpoint!r}" + (f" since {since}" if since else "") + _HINT,
+    )
 
 
 @serving_group.command("stats")
@@ -78,8 +97,16 @@ def stats_cmd(endpoint: str, since: str | None, project: str | None, fmt: str) -
     with _client() as client:
         rows = aggregates(client, endpoint, since, project=project)
     for row in rows:
-        row["minute_start"] = iso(row["minute"] * 60.0)
-    _emit(rows, fmt, ["version", "minute_start", "requests", "errors", "p50_ms", "p95_ms", "p99_ms", "replicas"])
+        row["minute_start"] = iso(row["minute"] * 60.0) if fmt == "json" else short_time(row["minute"] * 60.0)
+    _emit(
+        rows,
+        fmt,
+        ["version", "minute_start", "requests", "errors", "p50_ms", "p95_ms", "p99_ms", "replicas"],
+        f"no aggregates for {endpoint!r}"
+        + (f" since {since}" if since else "")
+        + " (a minute is written once it is over, or when its replica stops)"
+        + _HINT,
+    )
 
 
 @serving_group.command("replicas")
@@ -90,4 +117,9 @@ def replicas_cmd(endpoint: str, project: str | None, fmt: str) -> None:
     """The replicas of ENDPOINT as they report themselves: serving or gone."""
     with _client() as client:
         rows = replicas(client, endpoint, project=project)
-    _emit(rows, fmt, ["replica", "version", "env", "state", "status", "started", "heartbeat"])
+    _emit(
+        rows,
+        fmt,
+        ["replica", "version", "env", "state", "status", "started", "heartbeat"],
+        f"no replicas of {endpoint!r}{_HINT}",
+    )
