@@ -71,6 +71,7 @@ REPLICA = serving.attach(
     env=ENV,
     project=VERSION.project,
     inputs=list(FIELDS),  # kept as they are in prediction records; other fields (merchant) as hashes
+    label_field="fraud",  # the answer is a JSON object: its labels (chargebacks) are compared with "fraud"
 )
 
 

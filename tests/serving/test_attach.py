@@ -169,3 +169,35 @@ def test_importing_serving_is_light() -> None:
     ).stdout
     assert json.loads(out) == []
     assert serving.ServingMiddleware.__module__ == "flightlog.serving.middleware"
+
+
+def test_labels_are_compared_with_the_output_field_that_label_field_names(tmp_path: Path) -> None:
+    """A model that answers a mapping ({"fraud": ..., "score": ...}): live cohort metrics compare
+    each label with the field ``attach(label_field=...)`` names, not with the whole answer."""
+    from flightlog.data.live import live_cohorts, prediction_rows
+
+    home = tmp_path / "home"
+    run_script(
+        home,
+        """
+        from flightlog import serving
+        serving.attach(model="fraud:2", endpoint="fraud-map", project="fraud", inputs=["country"], sample=1.0,
+                       label_field="fraud")
+
+        @serving.track
+        def predict(features):
+            return {"fraud": features["amount"] > 50, "score": features["amount"] / 100}
+
+        for i in range(40):
+            predict({"amount": i * 5, "country": "BR" if i % 2 else "US"}, request_id=f"r{i}")
+            serving.log_label(f"r{i}", i * 5 > 50 if i % 2 == 0 else False)  # BR: every fraud labelled wrong
+    """,
+    )
+    with Client(home) as client:
+        rows = prediction_rows(serving.predictions(client, "fraud-map"))
+    assert len(rows) == 40 and all(isinstance(r.output, bool) for r in rows)
+    evaluation = live_cohorts(rows, ["country"])
+    assert evaluation is not None
+    by_country = {c["value"]: c["metrics"]["accuracy"] for c in evaluation["cohorts"]}
+    assert by_country["US"] == 1.0 and by_country["BR"] < 0.6, by_country
+    assert "label_field" in _attach_fails(home, "serving.attach(model='fraud:2', endpoint='x', label_field='')")

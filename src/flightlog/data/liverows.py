@@ -71,7 +71,7 @@ def _row(d: Mapping[str, Any], t: Any, where: str) -> PredictionRow:
         inputs = {}
     if not isinstance(inputs, Mapping):
         raise InvalidInput(f"{where}: inputs must be a mapping of field to value, got {type(inputs).__name__}")
-    output = _first(d, _OUTPUT_KEYS)
+    output = _compared_output(_first(d, _OUTPUT_KEYS), d.get("label_field"))
     label = _first(d, _LABEL_KEYS)
     latency = d.get("latency_ms", d.get("latency"))
     return PredictionRow(
@@ -85,6 +85,19 @@ def _row(d: Mapping[str, Any], t: Any, where: str) -> PredictionRow:
         label=None if label is _UNSET else label,
         has_label=label is not _UNSET,
     )
+
+
+def _compared_output(output: Any, label_field: Any) -> Any:
+    """The part of an output a label is compared with: the field ``label_field`` names (the
+    replica's ``attach(label_field=...)``) of a mapping output, the only field of a mapping of one,
+    else the output itself (a mapping of several fields never equals a label)."""
+    if not isinstance(output, Mapping):
+        return output
+    if isinstance(label_field, str) and label_field in output:
+        return output[label_field]
+    if len(output) == 1:
+        return next(iter(output.values()))
+    return output
 
 
 def prediction_rows(items: Iterable[Any]) -> list[PredictionRow]:

@@ -59,6 +59,7 @@ def predictions(
                     "input_hashes": f.get("input_hashes") or {},
                     "output": f.get("output"),
                     "error": f.get("error"),
+                    **({"label_field": f["label_field"]} if f.get("label_field") else {}),
                 }
             )
         for event in client.logs(run, component=LABEL):  # a label may come long after `since`

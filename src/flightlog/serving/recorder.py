@@ -78,9 +78,11 @@ class Recorder:
         interval: float = 1.0,
         heartbeat: float = 10.0,
         warn: Callable[[str], None] | None = None,
+        label_field: str | None = None,
     ) -> None:
         self.run = run
         self.allow = allow
+        self.label_field = label_field
         self.buffer: deque[Entry] = deque()
         self.limit = limit
         self.dropped = 0
@@ -184,6 +186,8 @@ class Recorder:
         }
         if error is not None:
             fields["error"] = error
+        if self.label_field is not None:  # which field of a mapping output its label is compared with
+            fields["label_field"] = self.label_field
         self.run.log_event(
             f"prediction {rid} {status} {ms:.1f} ms",
             level="error" if status >= 500 else "info",

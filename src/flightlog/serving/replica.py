@@ -174,6 +174,7 @@ def attach(
     interval: float = 1.0,
     heartbeat: float = 10.0,
     capture_logs: bool = True,
+    label_field: str | None = None,
 ) -> Replica:
     """Make this process a replica of ``endpoint`` serving ``model`` (once per process).
 
@@ -182,6 +183,9 @@ def attach(
       every other field is kept as its sha256.
     - ``sample``: share of requests kept as prediction records (default ``FLIGHTLOG_SERVING_SAMPLE``, else 0.01).
     - ``capture_logs``: the root logger's records become the replica run's log events.
+    - ``label_field``: for a model that answers a mapping (``{"fraud": true, "score": 0.93}``), the
+      field its labels are compared with (``"fraud"``) in live cohort metrics and the deployment
+      diagnosis; a mapping of one field needs none.
 
     Raises InvalidInput for a bad allow-list, rate or name, and Forbidden for a token that may
     not write the project, before anything is recorded.
@@ -193,6 +197,8 @@ def attach(
         raise InvalidInput("attach(env=...): name the environment, such as 'prod' or 'staging'")
     allow = check_allow_list(inputs)
     rate = _sample_rate(sample)
+    if label_field is not None and (not isinstance(label_field, str) or not label_field.strip()):
+        raise InvalidInput(f"attach(label_field=...): {label_field!r} is not the name of an output field")
     if not isinstance(buffer_limit, int) or buffer_limit < 1:
         raise InvalidInput(f"attach(buffer_limit=...): {buffer_limit!r} is not a positive number of requests")
     name, given = _split_model(model, None if version is None else str(version))
@@ -229,11 +235,14 @@ def attach(
                 "sample": rate,
                 "inputs": sorted(allow),
                 "heartbeat_s": heartbeat,
+                **({"label_field": label_field} if label_field else {}),
             }
         }
     )
 
-    recorder = Recorder(run, allow=allow, limit=buffer_limit, interval=interval, heartbeat=heartbeat, warn=warn)
+    recorder = Recorder(
+        run, allow=allow, limit=buffer_limit, interval=interval, heartbeat=heartbeat, warn=warn, label_field=label_field
+    )
     replica = Replica(run, recorder, endpoint=endpoint, env=env, model=name, version=resolved["version"], sample=rate)
     with _current_lock:
         _current = replica
