@@ -32,7 +32,7 @@ from flightlog.errors import InvalidInput, NotFound
 from flightlog.registry import Registry
 from flightlog.serving.livechanges import cohort_change, drift_change
 from flightlog.serving.reading import aggregates, predictions, replica_runs
-from flightlog.serving.steps import Minute, Step, error_step, latency_step, merge_minutes
+from flightlog.serving.steps import Minute, Step, error_step, latency_step, merge_minutes, version_latency
 from flightlog.serving.versiondiff import version_differences
 from flightlog.timefmt import iso, parse_time
 
@@ -167,6 +167,21 @@ def _step_change(step: Step) -> dict[str, Any]:
     }
 
 
+def _version_latency_change(found: dict[str, Any], before: str, after: str) -> dict[str, Any]:
+    p99, p50 = found["p99_ms"], found["p50_ms"]
+    return {
+        "time": found["time"],
+        "kind": "version_latency",
+        "summary": (
+            f"p99 latency {p99['before']:.1f} → {p99['after']:.1f} ms (×{found['ratio']:.1f}) on version {after} "
+            f"against version {before} (p50 {p50['before']:.2f} → {p50['after']:.2f} ms; "
+            f"{found['requests'][before]} and {found['requests'][after]} requests)"
+        ),
+        "evidence": found,
+        "short": f"p99 latency {found['ratio']:.1f}x",
+    }
+
+
 def _main(changes: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
     """(the rollout behind the symptoms, the symptoms)."""
     rollouts = [c for c in changes if c["kind"] in ("rollout", "rollback")]
@@ -223,7 +238,8 @@ def diagnose_deployment(
     if deployment is not None:
         history = list(registry.deployment_report(endpoint, env, deployment.project)["history"])
     notes: list[str] = []
-    minutes = merge_minutes(aggregates(client, endpoint, start, project=project, env=env))
+    per_version = aggregates(client, endpoint, start, project=project, env=env)
+    minutes = merge_minutes(per_version)
     changes = _rollouts(history, minutes, start)
     for step in (latency_step(minutes), error_step(minutes)):
         if step is not None:
@@ -245,6 +261,10 @@ def diagnose_deployment(
             before_v = None
     before = _version(registry, model, before_v, runs, project)
     after = _version(registry, model, after_v, runs, project)
+    if before is not None and after is not None and not any(c["kind"] == "latency_step" for c in changes):
+        slower = version_latency(per_version, before["version"], after["version"])
+        if slower is not None:
+            changes.append(_version_latency_change(slower, before["version"], after["version"]))
     if after is not None and rows:
         for found in (
             cohort_change(

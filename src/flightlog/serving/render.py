@@ -16,6 +16,7 @@ _STYLE = {
     "rollout": "cyan",
     "rollback": "cyan",
     "latency_step": "bold red",
+    "version_latency": "bold red",
     "error_rate_step": "bold red",
     "drift": "yellow",
     "cohort": "bold red",
@@ -65,7 +66,7 @@ def render_deployment_diagnosis(report: dict[str, Any], out: Console) -> None:
     out.print(f"\n[bold]{escape(report['headline'])}[/]")
     t = report.get("traffic") or {}
     out.print(
-        f"[dim]{t.get('requests', 0)} requests over {t.get('minutes', 0)} minutes, {t.get('sampled', 0)} sampled, "
+        f"[dim]{t.get('requests', 0)} requests over {t.get('minutes', 0)} minute{'' if t.get('minutes') == 1 else 's'}, {t.get('sampled', 0)} sampled, "
         f"{t.get('labelled', 0)} labelled, {t.get('replicas', 0)} replica run(s)[/]"
     )
     out.print("\n[bold]what changed in production[/]")

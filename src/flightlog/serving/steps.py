@@ -180,3 +180,39 @@ def error_step(minutes: list[Minute]) -> Step | None:
             "z": round(best, 2),
         },
     )
+
+
+MIN_VERSION_REQUESTS = 50  # requests of each version before their latencies are compared
+
+
+def version_latency(rows: Iterable[Mapping[str, Any]], before: str, after: str) -> dict[str, Any] | None:
+    """The two versions' p99 over the whole window, each from its own merged histogram, when they
+    differ by ``LATENCY_RATIO`` or more: how a rollout done within a few minutes (too few for a
+    step over time, both versions serving in the same minutes) still shows that the new version is
+    slower. None when either served fewer than ``MIN_VERSION_REQUESTS`` requests."""
+    hist = {before: LatencyHistogram(), after: LatencyHistogram()}
+    requests = {before: 0, after: 0}
+    first: dict[str, float] = {}
+    for row in rows:
+        version = str(row.get("version"))
+        if version not in hist or not row.get("latency"):
+            continue
+        hist[version].merge(LatencyHistogram.from_dict(row["latency"]))
+        requests[version] += int(row.get("requests") or 0)
+        first[version] = min(first.get(version, math.inf), int(row["minute"]) * 60.0)
+    if min(requests.values()) < MIN_VERSION_REQUESTS:
+        return None
+    p99 = {v: h.quantile(0.99) for v, h in hist.items()}
+    p50 = {v: h.quantile(0.5) for v, h in hist.items()}
+    if not p99[before] or not p99[after]:
+        return None
+    ratio = p99[after] / p99[before]
+    if 1 / LATENCY_RATIO < ratio < LATENCY_RATIO:
+        return None
+    return {
+        "time": first.get(after, 0.0),
+        "ratio": ratio,
+        "p99_ms": {"before": p99[before], "after": p99[after]},
+        "p50_ms": {"before": p50[before], "after": p50[after]},
+        "requests": dict(requests),
+    }

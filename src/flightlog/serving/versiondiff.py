@@ -69,30 +69,62 @@ def _data_rows(
         for side, key in ((after, "run"), (before, "baseline")):
             side["size"] = (i.get("total_size") or {}).get(key)
             side["files"] = (i.get("file_count") or {}).get(key)
-        details = []
-        if before.get("rows") is not None and after.get("rows") is not None and before["rows"] != after["rows"]:
-            details.append(f"rows {_n(before['rows'])} → {_n(after['rows'])}")
-        cb, ca = before.get("columns"), after.get("columns")
-        if cb is not None and ca is not None and cb != ca:
-            added = sorted(ca.keys() - cb.keys())
-            removed = sorted(cb.keys() - ca.keys())
-            retyped = sorted(k for k in ca.keys() & cb.keys() if ca[k] != cb[k])
-            details += [f"column {c} added" for c in added[:3]] + [f"column {c} removed" for c in removed[:3]]
-            details += [f"column {c} {cb[c]} → {ca[c]}" for c in retyped[:3]]
-        if (
-            not details
-            and before.get("size") != after.get("size")
-            and None not in (before.get("size"), after.get("size"))
-        ):
-            details.append(f"size {_n(before['size'])} → {_n(after['size'])} bytes")
+        details = _shape_details(before, after)
         if i.get("status") == "changed":
             text = f"training data {base} changed" + (f" ({', '.join(details)})" if details else " (digest)")
         else:
             text = f"training data {base} {'only in the later version' if i.get('status') == 'added' else 'no longer used'}"
         rows.append(
-            {"kind": "data", "summary": text, "before": before, "after": after, "name": base, "details": details}
+            {
+                "kind": "data",
+                "summary": text,
+                "before": before,
+                "after": after,
+                "name": base,
+                "details": details,
+                "status": i.get("status"),
+            }
         )
-    return rows
+    return _paired(rows)
+
+
+def _shape_details(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    """What differs between two data snapshots' shapes: rows, columns, else size."""
+    details = []
+    if before.get("rows") is not None and after.get("rows") is not None and before["rows"] != after["rows"]:
+        details.append(f"rows {_n(before['rows'])} → {_n(after['rows'])}")
+    cb, ca = before.get("columns"), after.get("columns")
+    if cb is not None and ca is not None and cb != ca:
+        added = sorted(ca.keys() - cb.keys())
+        removed = sorted(cb.keys() - ca.keys())
+        retyped = sorted(k for k in ca.keys() & cb.keys() if ca[k] != cb[k])
+        details += [f"column {c} added" for c in added[:3]] + [f"column {c} removed" for c in removed[:3]]
+        details += [f"column {c} {cb[c]} → {ca[c]}" for c in retyped[:3]]
+    if not details and before.get("size") != after.get("size") and None not in (before.get("size"), after.get("size")):
+        details.append(f"size {_n(before['size'])} → {_n(after['size'])} bytes")
+    return details
+
+
+def _paired(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One input no longer used and one new input: a snapshot replaced by another (the usual way a
+    dataset changes between two trainings), said as one difference with the two shapes compared."""
+    gone = [r for r in rows if r["status"] == "removed"]
+    new = [r for r in rows if r["status"] == "added"]
+    if len(gone) != 1 or len(new) != 1:
+        return rows
+    before, after = gone[0]["before"], new[0]["after"]
+    details = _shape_details(before, after)
+    replaced = {
+        "kind": "data",
+        "summary": f"training data {gone[0]['name']} replaced by {new[0]['name']}"
+        + (f" ({', '.join(details)})" if details else ""),
+        "before": {**before, "name": gone[0]["name"]},
+        "after": {**after, "name": new[0]["name"]},
+        "name": new[0]["name"],
+        "details": details,
+        "status": "replaced",
+    }
+    return [replaced] + [r for r in rows if r is not gone[0] and r is not new[0]]
 
 
 def _param_rows(cmp: dict[str, Any]) -> list[dict[str, Any]]:
