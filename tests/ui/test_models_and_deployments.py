@@ -132,7 +132,9 @@ def test_the_deployment_timeline_shows_the_rollout_the_replica_lanes_and_the_cha
         ticks = [t for t in (p99.get_attribute("data-y-ticks") or "").split(" | ") if t]
         assert ticks and all(re.fullmatch(r"\d+(\.\d{1,2})? m?s", t) for t in ticks), ticks
         expect(page.locator(".desired-history tbody tr")).to_have_count(2)
-        expect(page.locator("#deployment-diagnosis")).to_have_count(0)  # no diagnosis route: nothing shown
+        card = page.locator("#deployment-diagnosis")  # the way back (GET …/diagnosis), first on the page
+        expect(card).to_have_count(1)
+        expect(card.locator(".diagnosis-headline")).to_contain_text("v2")
         # the server's rule fired on v2's errors: a marker on the timeline and a line in the list
         # (once the background evaluation has run: the page is read again then)
         timeline = f"{story.url}/api/v1/deployments/fraud-api/timeline"
