@@ -204,9 +204,10 @@ def version_latency(rows: Iterable[Mapping[str, Any]], before: str, after: str) 
         return None
     p99 = {v: h.quantile(0.99) for v, h in hist.items()}
     p50 = {v: h.quantile(0.5) for v, h in hist.items()}
-    if not p99[before] or not p99[after]:
+    slow_before, slow_after = p99[before], p99[after]
+    if not slow_before or not slow_after:
         return None
-    ratio = p99[after] / p99[before]
+    ratio = slow_after / slow_before
     if 1 / LATENCY_RATIO < ratio < LATENCY_RATIO:
         return None
     return {
