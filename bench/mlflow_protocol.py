@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-
 from _common import PEER_PYTHON, emit, machine
 
 FLIGHTLOG = str(Path(sys.executable).with_name("flightlog"))
@@ -68,9 +67,7 @@ def _client(url: str, *args: str) -> dict[str, Any]:
         "MLFLOW_TRACKING_URI": url,
         "MLFLOW_ENABLE_ASYNC_LOGGING": "false",
     }
-    proc = subprocess.run(
-        [str(PEER_PYTHON), str(CLIENT), *args], capture_output=True, text=True, timeout=3600, env=env
-    )
+    proc = subprocess.run([str(PEER_PYTHON), str(CLIENT), *args], capture_output=True, text=True, timeout=3600, env=env)
     if proc.returncode != 0:
         raise SystemExit(f"the MLflow client failed against {url}:\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -128,9 +125,7 @@ def main() -> None:
         for r in range(args.rounds):
             order = list(servers) if r % 2 == 0 else list(reversed(servers))
             for name in order:
-                rounds[name].append(
-                    _client(servers[name], "measure", seeded[name]["experiment_id"], str(args.repeats))
-                )
+                rounds[name].append(_client(servers[name], "measure", seeded[name]["experiment_id"], str(args.repeats)))
     finally:
         for proc in (flightlog, mlflow):
             proc.terminate()

@@ -91,9 +91,7 @@ def measure(experiment_id: str, repeats: int) -> dict:
     top, top_rows = [], 0
     for _ in range(repeats + 1):
         t0 = time.perf_counter()
-        found = client.search_runs(
-            [experiment_id], filter_string=SEARCH_FILTER, order_by=SEARCH_ORDER, max_results=50
-        )
+        found = client.search_runs([experiment_id], filter_string=SEARCH_FILTER, order_by=SEARCH_ORDER, max_results=50)
         top.append(time.perf_counter() - t0)
         top_rows = len(found)
     return {

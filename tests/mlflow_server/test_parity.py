@@ -148,7 +148,9 @@ def test_lightning_mlflowlogger_records_the_same_as_on_mlflows_server(
     mlflow_python: Path, mlflow_server: str, server: RunningServer, tmp_path: Path
 ) -> None:
     site = sysconfig.get_paths(vars={"base": str(mlflow_python.parents[1]), "platbase": str(mlflow_python.parents[1])})
-    want, got = _both(Path(sys.executable), "lightning", mlflow_server, server, tmp_path, PARITY_APPEND_PATH=site["purelib"])
+    want, got = _both(
+        Path(sys.executable), "lightning", mlflow_server, server, tmp_path, PARITY_APPEND_PATH=site["purelib"]
+    )
     assert want["params"] == {"hidden": "4", "lr": "0.1"}
     assert len(want["histories"]["train_loss_step"]) == 8 and len(want["histories"]["val_loss"]) == 2
     _assert_same(want, got)

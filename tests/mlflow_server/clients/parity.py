@@ -97,7 +97,8 @@ if __name__ == "__main__":
     client = MlflowClient()
     run = client.get_run(run_id)
     histories = {
-        key: [[m.step, m.value, m.timestamp] for m in client.get_metric_history(run_id, key)] for key in run.data.metrics
+        key: [[m.step, m.value, m.timestamp] for m in client.get_metric_history(run_id, key)]
+        for key in run.data.metrics
     }
     inputs = [
         {"name": d.dataset.name, "digest": d.dataset.digest, "source_type": d.dataset.source_type}
