@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install ui demo test lint bench bench-peers bench-venv clean
+.PHONY: install ui demo test lint bench bench-peers bench-venv mlflow2-venv clean
 
 $(STAMP): requirements.lock requirements-torch.lock pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -53,6 +53,17 @@ $(BENCH_VENV_STAMP):
 	@test -x .bench-venv/bin/python || $(PYTHON) -m venv .bench-venv
 	.bench-venv/bin/python -m pip install -q --disable-pip-version-check mlflow==3.17.2
 	@touch $(BENCH_VENV_STAMP)
+
+# One MLflow 2.x client (the last 2.x release, skinny: the client without the server) for
+# tests/mlflow_server/test_mlflow2.py: flightlog's MLflow routes must serve 2.x clients too.
+MLFLOW2_VENV_STAMP := .mlflow2-venv/.mlflow-skinny-2.22.5
+
+mlflow2-venv: $(MLFLOW2_VENV_STAMP)
+
+$(MLFLOW2_VENV_STAMP):
+	@test -x .mlflow2-venv/bin/python || $(PYTHON) -m venv .mlflow2-venv
+	.mlflow2-venv/bin/python -m pip install -q --disable-pip-version-check mlflow-skinny==2.22.5
+	@touch $(MLFLOW2_VENV_STAMP)
 
 bench-peers: install bench-venv
 	$(BIN)/python bench/log_throughput.py --peers

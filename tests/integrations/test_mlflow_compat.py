@@ -93,3 +93,50 @@ def test_under_flightlog_run_start_run_is_the_runners_run(home: Path, tmp_path: 
     [info] = flightlog.Client().runs(project="wrapped")
     assert info.id == run_id and info.status == "succeeded"  # the runner set the status, once
     assert info.params == {"lr": 0.1} and info.metrics["loss"].last == 0.5
+
+
+def test_reading_back_get_run_search_runs_and_mlflowclient(home: Path) -> None:
+    import flightlog.mlflow_compat as mlflow
+
+    mlflow.set_experiment("readback")
+    ids = {}
+    for name, lr, acc in [("a", 0.1, 0.9), ("b", 0.01, 0.7), ("c", 0.1, 0.4)]:
+        with mlflow.start_run(run_name=name) as run:
+            mlflow.log_params({"lr": lr, "opt": "adam"})
+            mlflow.set_tag("team", "cv")
+            for step in range(3):
+                mlflow.log_metric("acc", acc - 0.1 * (2 - step), step=step)
+        ids[name] = run.info.run_id
+    got = mlflow.get_run(ids["a"])
+    assert got.info.run_name == "a" and got.info.status == "FINISHED" and got.info.experiment_id == "readback"
+    assert got.data.params == {"lr": "0.1", "opt": "adam"} and got.data.tags == {"team": "cv"}
+    assert got.data.metrics == {"acc": pytest.approx(0.9)}
+    assert (
+        got.info.start_time is not None and got.info.end_time is not None and got.info.start_time <= got.info.end_time
+    )
+    found = mlflow.search_runs(filter_string="params.lr = 0.1", order_by=["metrics.acc DESC"])
+    assert [r.info.run_name for r in found] == ["a", "c"]
+    assert [r.info.run_name for r in mlflow.search_runs(["readback"], order_by=["metrics.acc"])] == ["c", "b", "a"]
+    with pytest.raises(flightlog.FlightlogError, match="output_format='list'"):
+        mlflow.search_runs(output_format="pandas")
+    with pytest.raises(flightlog.FlightlogError, match="ASC or DESC"):
+        mlflow.search_runs(order_by=["metrics.acc SIDEWAYS"])
+
+    client = mlflow.MlflowClient()
+    assert client.get_experiment_by_name("readback").experiment_id == "readback"
+    assert client.get_experiment_by_name("nope") is None and client.create_experiment("new") == "new"
+    history = client.get_metric_history(ids["b"], "acc")
+    assert [(m.step, round(m.value, 6)) for m in history] == [(0, 0.5), (1, 0.6), (2, 0.7)]
+    assert all(m.timestamp > 1_600_000_000_000 for m in history)  # milliseconds, as MLflow's
+    client.log_metric(ids["b"], "val", 3.5, timestamp=1_700_000_000_000, step=7)
+    client.log_param(ids["b"], "extra", 5)
+    client.set_tag(ids["b"], "reviewed", "yes")
+    after = client.get_run(ids["b"])
+    assert (
+        after.data.metrics["val"] == 3.5 and after.data.params["extra"] == "5" and after.data.tags["reviewed"] == "yes"
+    )
+    assert [(m.step, m.timestamp) for m in client.get_metric_history(ids["b"], "val")] == [(7, 1_700_000_000_000)]
+    assert [r.info.run_name for r in client.search_runs("readback", "tags.reviewed = 'yes'")] == ["b"]
+    with pytest.raises(flightlog.FlightlogError, match="MLflow's own client"):
+        mlflow.MlflowClient("http://127.0.0.1:5000")
+    client.close()
