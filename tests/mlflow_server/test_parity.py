@@ -7,9 +7,9 @@ missing, as for the other MLflow tests) and once against flightlog's, and reads 
 through MLflow's client; the test compares the two field by field. Left out: what a server or
 a clock decides (the user and source tags, timestamps' values, ids, artifact URIs).
 
-Artifacts: until the artifact proxy is on main, the script sends both servers' uploads
-(autolog's ``estimator.html``) to a local directory (PARITY_LOCAL_ARTIFACTS), and models are
-not logged (``log_models=False``): this test is about tracking records.
+Artifacts (autolog's ``estimator.html``) go up through each server's own artifact proxy;
+models are not logged (``log_models=False``: tests/mlflow_server/test_models.py covers
+``log_model``): this test is about tracking records.
 
 Lightning and torch live in the project's venv and MLflow in .bench-venv; MLFlowLogger needs
 both in one process, so the Lightning fit runs under the project's interpreter with
@@ -93,7 +93,7 @@ def server(tmp_path: Path) -> Iterator[RunningServer]:
 def _both(python: Path, workload: str, reference: str, srv: RunningServer, tmp: Path, **env: str) -> list[Any]:
     """Run the workload against both servers at once; what each client read back."""
     procs = []
-    for i, (url, token) in enumerate([(reference, ""), (srv.url, srv.token("writer"))]):
+    for url, token in [(reference, ""), (srv.url, srv.token("writer"))]:
         run_env = {
             "PATH": "/usr/bin:/bin",
             "HOME": os.environ.get("HOME", "/tmp"),
@@ -101,7 +101,6 @@ def _both(python: Path, workload: str, reference: str, srv: RunningServer, tmp: 
             "MLFLOW_TRACKING_TOKEN": token,
             "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0",
             "MLFLOW_ENABLE_ASYNC_LOGGING": "false",
-            "PARITY_LOCAL_ARTIFACTS": str(tmp / f"artifacts{i}"),
             **env,
         }
         procs.append(

@@ -5,9 +5,8 @@ real scikit-learn fit (iris, bundled with scikit-learn) in the MLflow venv. ``li
 runs Lightning's ``MLFlowLogger`` on a real two-epoch fit; it runs under the project's
 interpreter (torch and lightning live there) with the MLflow venv's site-packages appended to
 ``sys.path`` (PARITY_APPEND_PATH), since MLFlowLogger imports mlflow in the training process.
-MLFLOW_TRACKING_URI names the server. With PARITY_LOCAL_ARTIFACTS set, the artifacts the
-frameworks upload (autolog's estimator.html) go to that local directory for both servers, so
-the comparison is of tracking records only, on flightlog's main before its artifact proxy. Prints one JSON document: the run as the client reads it.
+MLFLOW_TRACKING_URI names the server; artifacts go through its proxy. Prints one JSON
+document: the run as the client reads it.
 """
 
 import json
@@ -19,17 +18,6 @@ if os.environ.get("PARITY_APPEND_PATH"):  # after this interpreter's own site-pa
 
 import mlflow  # noqa: E402
 from mlflow import MlflowClient  # noqa: E402
-
-
-def _local_artifacts(root: str) -> None:
-    """``mlflow-artifacts:/...`` URIs resolve to ROOT/... on this machine instead of the server's proxy."""
-    from mlflow.store.artifact.artifact_repository_registry import _artifact_repository_registry
-    from mlflow.store.artifact.local_artifact_repo import LocalArtifactRepository
-
-    def repository(uri: str, **_: object) -> LocalArtifactRepository:
-        return LocalArtifactRepository(os.path.join(root, uri.split(":", 1)[1].lstrip("/")))
-
-    _artifact_repository_registry.register("mlflow-artifacts", repository)
 
 
 def sklearn_fit() -> str:
@@ -89,8 +77,6 @@ def lightning_fit() -> str:
 
 
 if __name__ == "__main__":
-    if os.environ.get("PARITY_LOCAL_ARTIFACTS"):
-        _local_artifacts(os.environ["PARITY_LOCAL_ARTIFACTS"])
     if sys.argv[1] == "sklearn":
         mlflow.set_experiment("parity")
     run_id = {"sklearn": sklearn_fit, "lightning": lightning_fit}[sys.argv[1]]()
