@@ -94,7 +94,7 @@ rules:
     assert found[:10] == [
         "r.yaml:3: rules[0].kind: 'threshhold' is not valid (did you mean 'threshold'?): use one of threshold, "
         "no_improvement, non_finite, consecutive_failures, stalled, duration, diagnosis, "
-        "serving_latency, serving_error_rate, serving_drift, serving_cohort",
+        "serving_latency, serving_error_rate, serving_drift, serving_cohort, triage",
         "r.yaml:7: rules[1].op: '<>' is not valid (did you mean '>'?): use one of <, <=, >, >=, ==, !=",
         "r.yaml:8: rules[1].value: must be a number, got 'ten'",
         "r.yaml:9: rules[1].for: invalid for '3 parsecs': use a number with a unit, e.g. 30s, 10m, 2h, 1h30m or 7d",

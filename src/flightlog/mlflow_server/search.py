@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from flightlog.mlflow_server.entities import DELETED_TAG, TO_FLIGHTLOG, USER_TAG
 from flightlog.mlflow_server.errors import invalid
 from flightlog.query.ast import Field
+from flightlog.statuses import ACTIVE_STATUSES, ERROR_STATUSES, SIGNALLED_STATUSES
 
 __all__ = ["Clause", "parse_mlflow_filter", "to_flightlog_filter", "to_flightlog_order", "lifecycle_filter"]
 
@@ -48,10 +49,10 @@ _ATTRS = {
 }
 _STATUS_OF: dict[str, list[str]] = {
     "FINISHED": ["succeeded"],
-    "FAILED": ["failed", "crashed"],
-    "KILLED": ["killed", "stopped"],
+    "FAILED": list(ERROR_STATUSES),
+    "KILLED": list(SIGNALLED_STATUSES),
     "RUNNING": ["running"],
-    "SCHEDULED": ["created", "queued"],
+    "SCHEDULED": [s for s in ACTIVE_STATUSES if s != "running"],
 }
 _ORDER_ATTRS = {"run_id": "id", "run_name": "name", "status": "status", "start_time": "started",
                 "end_time": "ended", "created": "created"}  # fmt: skip

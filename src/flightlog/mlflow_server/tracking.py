@@ -47,6 +47,7 @@ from flightlog.mlflow_server.writes import (
 )
 from flightlog.models import RunInfo
 from flightlog.server.operations import Operation
+from flightlog.statuses import ACTIVE_STATUSES
 
 __all__ = ["OPERATIONS"]
 
@@ -306,7 +307,7 @@ async def update_run(call: Call) -> Any:
         if not owned:
             flightlog_status, reason, exit_code = TO_FLIGHTLOG[status]
             fields["status"] = flightlog_status
-            if flightlog_status in ("running", "queued"):
+            if flightlog_status in ACTIVE_STATUSES:
                 fields.update(ended=None, end_reason=None)
             else:
                 fields["ended"] = end / 1000 if end is not None else time.time()

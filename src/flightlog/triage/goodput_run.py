@@ -28,6 +28,7 @@ from typing import Any
 
 from flightlog.diagnose.window import STEP_SERIES_MIN, is_compute_stage, is_data_stage, is_runner_stage, stage_in
 from flightlog.models import RunInfo, StageSummary
+from flightlog.statuses import ACTIVE_STATUSES, UNSUCCESSFUL_STATUSES
 
 __all__ = ["CATEGORIES", "LABELS", "WASTE", "RunTime", "measure_run"]
 
@@ -58,7 +59,7 @@ LABELS = {
 WASTE = tuple(c for c in CATEGORIES if c != "productive")
 _CHECKPOINT = re.compile(r"checkpoint|ckpt|\bsave", re.I)
 _IDLE_GPU_PERCENT = 5.0
-_FAILED = frozenset({"failed", "killed", "crashed", "stopped"})
+_FAILED = frozenset(UNSUCCESSFUL_STATUSES)
 
 
 @dataclass
@@ -84,7 +85,7 @@ class RunTime:
 
 def _end(info: RunInfo, samples: list[dict[str, Any]]) -> float | None:
     end = info.timeline.get("process_end") or info.ended
-    if end is None and info.status in ("running", "created", "queued"):
+    if end is None and info.status in ACTIVE_STATUSES:
         end = info.updated
     if end is None and samples:
         end = samples[-1].get("time")

@@ -20,6 +20,7 @@ from typing import Any
 
 from flightlog.diagnose.cause import run_cause
 from flightlog.models import RunInfo
+from flightlog.statuses import FAILED_STATUSES
 from flightlog.timefmt import iso
 from flightlog.triage.signature import Signature, signature_parts
 
@@ -35,7 +36,7 @@ __all__ = [
 ]
 
 #: the statuses triage counts as failures (a stopped run was stopped on purpose)
-FAILURE_STATUSES = ("failed", "crashed", "killed")
+FAILURE_STATUSES = FAILED_STATUSES
 #: the most days a sparkline holds (the newest ones)
 MAX_DAYS = 366
 
