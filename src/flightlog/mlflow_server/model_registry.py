@@ -28,8 +28,6 @@ import re
 import time
 from typing import Any
 
-from flightlog.client import Client
-from flightlog.config import Settings
 from flightlog.errors import FlightlogError, NotFound
 from flightlog.mlflow_server.artifacts import (
     MANIFEST,
@@ -51,6 +49,7 @@ from flightlog.mlflow_server.logged_models import (
     parse_filter,
 )
 from flightlog.models import RunInfo
+from flightlog.registry.api import request_registry
 from flightlog.registry.refs import check_name
 from flightlog.registry.service import LocalRegistry
 from flightlog.registry.stores import sql_store_of
@@ -67,26 +66,10 @@ _PAGE = 100
 # ── the registry, as the server's native routes build it ───────────────────
 
 
-def _actor(ctx: Ctx) -> str | None:
-    p = ctx.principal
-    if p.token_id is None:
-        return None
-    for row in ctx.store.tokens():
-        if row.get("id") == p.token_id:
-            return str(row.get("name") or p.token_id)
-    return p.token_id
-
-
 def _registry(ctx: Ctx) -> LocalRegistry:
-    home = getattr(ctx.state.config, "home", None)
-    settings = Settings.from_env(home=home) if home is not None else Settings.from_env()
-    store = sql_store_of(ctx.store)
-    if store is None:
+    if sql_store_of(ctx.store) is None:
         raise MlflowError("NOT_IMPLEMENTED", "this server's store keeps no model registry")
-    client = Client.for_lookups(settings, store=ctx.store)
-    return LocalRegistry(
-        client, store, actor=_actor(ctx), admin=ctx.principal.role == "admin", scope=ctx.principal.project
-    )
+    return request_registry(ctx)
 
 
 def _model(reg: LocalRegistry, name: str) -> RegisteredModel:

@@ -22,7 +22,7 @@ from flightlog.server.context import Ctx
 from flightlog.server.operations import Operation, Param, json_body, ok
 from flightlog.server.responses import json_response
 
-__all__ = ["OPERATIONS"]
+__all__ = ["OPERATIONS", "request_registry"]
 
 _NAME = Param("name", "path", {"type": "string", "maxLength": 128}, "A registered model's name.")
 _PROJECT = Param(
@@ -42,7 +42,9 @@ def _actor(ctx: Ctx) -> str | None:
     return p.token_id
 
 
-def _registry(ctx: Ctx) -> Any:
+def request_registry(ctx: Ctx) -> LocalRegistry:
+    """The registry as this request may use it: the server's store, the token's project and role,
+    the token's name as the actor (the MLflow protocol's registry routes use it too)."""
     home = getattr(ctx.state.config, "home", None)
     settings = Settings.from_env(home=home) if home is not None else Settings.from_env()
     client = Client.for_lookups(settings, store=ctx.store)
@@ -65,7 +67,7 @@ def _text(doc: dict[str, Any], key: str, *, required: bool = False) -> Any:
 
 async def list_models(ctx: Ctx) -> Response:
     project = ctx.query.text("project", max_len=200)
-    models = await ctx.call(lambda: _registry(ctx).models(project))
+    models = await ctx.call(lambda: request_registry(ctx).models(project))
     return json_response({"models": [m.to_dict() for m in models]})
 
 
@@ -73,7 +75,7 @@ async def get_model(ctx: Ctx) -> Response:
     name, project = ctx.path("name"), ctx.query.text("project", max_len=200)
 
     def read() -> dict[str, Any]:
-        reg = _registry(ctx)
+        reg = request_registry(ctx)
         model = reg.model(name, project)
         return {**model.to_dict(), "versions": [v.to_dict() for v in reg.versions(name, model.project)]}
 
@@ -86,7 +88,7 @@ async def patch_model(ctx: Ctx) -> Response:
     if protected is not None and not (isinstance(protected, list) and all(isinstance(a, str) for a in protected)):
         raise InvalidInput("protected_aliases must be a list of alias names")
     model = await ctx.call(
-        lambda: _registry(ctx).update_model(
+        lambda: request_registry(ctx).update_model(
             name,
             project=project,
             description=_text(doc, "description"),
@@ -101,7 +103,7 @@ async def patch_model(ctx: Ctx) -> Response:
 async def post_version(ctx: Ctx) -> Response:
     name, doc = ctx.path("name"), await ctx.json()
     mv = await ctx.call(
-        lambda: _registry(ctx).register(
+        lambda: request_registry(ctx).register(
             _text(doc, "run", required=True),
             _text(doc, "path", required=True),
             name,
@@ -120,13 +122,13 @@ async def get_version(ctx: Ctx) -> Response:
         raise InvalidInput(f"version {version!r} is not a whole number")
     ref = f"{name}/{version}"
     if ctx.query.flag("lineage"):
-        return json_response(await ctx.call(lambda: _registry(ctx).lineage(ref, project)))
-    return json_response((await ctx.call(lambda: _registry(ctx).resolve(ref, project))).to_dict())
+        return json_response(await ctx.call(lambda: request_registry(ctx).lineage(ref, project)))
+    return json_response((await ctx.call(lambda: request_registry(ctx).resolve(ref, project))).to_dict())
 
 
 async def get_alias(ctx: Ctx) -> Response:
     ref, project = f"{ctx.path('name')}@{ctx.path('alias')}", ctx.query.text("project", max_len=200)
-    return json_response((await ctx.call(lambda: _registry(ctx).resolve(ref, project))).to_dict())
+    return json_response((await ctx.call(lambda: request_registry(ctx).resolve(ref, project))).to_dict())
 
 
 async def put_alias(ctx: Ctx) -> Response:
@@ -139,19 +141,19 @@ async def put_alias(ctx: Ctx) -> Response:
     version = doc.get("version")
     if version is None or isinstance(version, bool) or not isinstance(version, (int, str)):
         raise InvalidInput("the body needs 'version': a version number or another alias of the model")
-    change = await ctx.call(lambda: _registry(ctx).set_alias(name, alias, version, project))
+    change = await ctx.call(lambda: request_registry(ctx).set_alias(name, alias, version, project))
     return json_response({"changed": change is not None, "change": None if change is None else change.to_dict()})
 
 
 async def delete_alias(ctx: Ctx) -> Response:
     name, alias, project = ctx.path("name"), ctx.path("alias"), ctx.query.text("project", max_len=200)
-    change = await ctx.call(lambda: _registry(ctx).set_alias(name, alias, None, project))
+    change = await ctx.call(lambda: request_registry(ctx).set_alias(name, alias, None, project))
     return json_response({"changed": change is not None, "change": None if change is None else change.to_dict()})
 
 
 async def alias_history(ctx: Ctx) -> Response:
     name, project, alias = ctx.path("name"), ctx.query.text("project", max_len=200), ctx.query.text("alias", max_len=64)
-    changes = await ctx.call(lambda: _registry(ctx).alias_history(name, alias, project))
+    changes = await ctx.call(lambda: request_registry(ctx).alias_history(name, alias, project))
     return json_response({"history": [c.to_dict() for c in changes]})
 
 
@@ -159,7 +161,7 @@ async def post_deployment(ctx: Ctx) -> Response:
     doc = await ctx.json()
 
     def deploy() -> dict[str, Any]:
-        d, change = _registry(ctx).deploy(
+        d, change = request_registry(ctx).deploy(
             _text(doc, "ref", required=True),
             _text(doc, "endpoint", required=True),
             _text(doc, "env", required=True),
@@ -172,13 +174,13 @@ async def post_deployment(ctx: Ctx) -> Response:
 
 async def list_deployments(ctx: Ctx) -> Response:
     project = ctx.query.text("project", max_len=200)
-    found = await ctx.call(lambda: _registry(ctx).deployments(project))
+    found = await ctx.call(lambda: request_registry(ctx).deployments(project))
     return json_response({"deployments": [d.to_dict() for d in found]})
 
 
 async def get_deployment(ctx: Ctx) -> Response:
     endpoint, env, project = ctx.path("endpoint"), ctx.path("env"), ctx.query.text("project", max_len=200)
-    return json_response(await ctx.call(lambda: _registry(ctx).deployment_report(endpoint, env, project)))
+    return json_response(await ctx.call(lambda: request_registry(ctx).deployment_report(endpoint, env, project)))
 
 
 _OBJ = {"type": "object"}
