@@ -29,13 +29,15 @@ _TIMES = ("time", "started", "heartbeat", "ended", "labeled_at")
 
 
 def _cell(key: str, value: Any) -> str:
-    """One table cell: times to the second, numbers rounded for reading (0.00209, 4.57, 1234; the
-    JSON keeps every digit), outputs as compact JSON."""
+    """One table cell: times to the second, latencies to 0.01 ms, other numbers rounded for reading
+    (0.00209, 4.57, 1234; the JSON keeps every digit), outputs as compact JSON."""
     if value is None:
         return ""
     if key in _TIMES and isinstance(value, (int, float)):
         return short_time(value)
     if isinstance(value, float):
+        if key.endswith("_ms"):
+            return f"{value:.2f}" if abs(value) < 1000 else f"{value:.0f}"
         if abs(value) < 1:
             return f"{value:.3g}"
         return f"{value:.2f}" if abs(value) < 1000 else f"{value:.0f}"
