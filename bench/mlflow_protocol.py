@@ -11,7 +11,10 @@ client side is bench/peer_mlflow_protocol.py in .bench-venv, the same code for b
   REPEATS timed calls;
 - search: `MlflowClient.search_runs` over the N runs with the filter
   `metrics.acc > 0.5 and params.opt = 'adam'` and `order_by=["metrics.loss ASC"]`, with the
-  client's default `max_results` (1,000 rows back) and with `max_results=50`.
+  client's default `max_results` (1,000 rows back) and with `max_results=50`;
+- the wire: the same 1,000-row search as one plain `runs/search` request, its JSON decoded but
+  not turned into MLflow's `Run` entities (the client's own share, the same for both servers,
+  is about 300 ms of a 1,000-row `search_runs` on a 2-core machine).
 
 The measuring client runs ROUNDS times against each server, alternating which goes first.
 Figures are medians over every timed call; ratios are MLflow's time / flightlog's.
@@ -136,12 +139,15 @@ def main() -> None:
         batch = [t for res in results for t in res["log_batch_s"]]
         search = [t for res in results for t in res["search_s"]]
         top = [t for res in results for t in res["search_top50_s"]]
+        wire = [t for res in results for t in res["search_wire_s"]]
         figures[name] = {
             "seed_runs_s": seeded[name]["seed_s"],
             "log_batch_1000_ms": _ms(batch),
             "log_batch_metrics_per_s": round(1000 / statistics.median(batch)),
             "search_runs_ms": _ms(search),
             "search_rows": results[-1]["search_rows"],
+            "search_wire_ms": _ms(wire),
+            "search_wire_rows": results[-1]["search_wire_rows"],
             "search_top50_ms": _ms(top),
             "search_top50_rows": results[-1]["search_top50_rows"],
             "m0_points_stored": results[-1]["m0_points_stored"],
@@ -160,6 +166,7 @@ def main() -> None:
             "ratio_ingest": round(ml["log_batch_1000_ms"] / fl["log_batch_1000_ms"], 1),
             "ratio_search": round(ml["search_runs_ms"] / fl["search_runs_ms"], 1),
             "ratio_search_top50": round(ml["search_top50_ms"] / fl["search_top50_ms"], 1),
+            "ratio_search_wire": round(ml["search_wire_ms"] / fl["search_wire_ms"], 1),
             "ratio_seed": round(ml["seed_runs_s"] / fl["seed_runs_s"], 1),
             "targets": {"ingest": 5, "search": 10},
             "mlflow_version": rounds["mlflow"][-1]["mlflow_version"],

@@ -7,7 +7,9 @@ so both servers answer the same client code. Prints one JSON line.
     seed EXPERIMENT N      N runs made through the REST API by 8 threads (create + one log-batch
                            each: 10 params, 5 metrics, 2 tags, the same data for every server)
     measure EXP_ID REPEATS MlflowClient.log_batch of 1,000 metrics, then search_runs with a filter
-                           and an order_by over the seeded experiment, REPEATS timed calls each
+                           and an order_by over the seeded experiment, then the same search as
+                           one plain REST request (JSON decoded, no MLflow entities), REPEATS
+                           timed calls each
 """
 
 from __future__ import annotations
@@ -88,6 +90,13 @@ def measure(experiment_id: str, repeats: int) -> dict:
         found = client.search_runs([experiment_id], filter_string=SEARCH_FILTER, order_by=SEARCH_ORDER)
         search.append(time.perf_counter() - t0)
         rows = len(found)
+    wire, wire_rows = [], 0  # the same request on the wire, decoded as JSON but not into MLflow's entities
+    body = {"experiment_ids": [experiment_id], "filter": SEARCH_FILTER, "order_by": SEARCH_ORDER, "max_results": 1000}
+    for _ in range(repeats + 1):
+        t0 = time.perf_counter()
+        doc = _post("runs/search", body)
+        wire.append(time.perf_counter() - t0)
+        wire_rows = len(doc["runs"])
     top, top_rows = [], 0
     for _ in range(repeats + 1):
         t0 = time.perf_counter()
@@ -99,6 +108,8 @@ def measure(experiment_id: str, repeats: int) -> dict:
         "m0_points_stored": stored,
         "search_s": search[1:],
         "search_rows": rows,
+        "search_wire_s": wire[1:],
+        "search_wire_rows": wire_rows,
         "search_top50_s": top[1:],
         "search_top50_rows": top_rows,
     }

@@ -62,6 +62,21 @@ def _mlflow(python: Path, script: str, srv: RunningServer, *args: str, **env: st
 
 
 def test_the_mlflow_client_logs_searches_and_reads_back(mlflow_python: Path, server: RunningServer) -> None:
+    _tracked_and_read_back(mlflow_python, server)
+
+
+def test_the_same_on_a_postgresql_store(mlflow_python: Path, tmp_path: Path, postgres_uri: str) -> None:
+    """Experiments live in a table of the store's own database: PostgreSQL's unique violations,
+    its collation and its SQL for the search's filter and order must answer as SQLite's do."""
+    with serve_in_thread(tmp_path / "server", auth=True, store_uri=postgres_uri) as srv:
+        _tracked_and_read_back(mlflow_python, srv)
+        out = _mlflow(mlflow_python, "errors.py", srv, "secret", MLFLOW_TRACKING_TOKEN=srv.token("writer", "errors"))
+    assert out["duplicate_experiment"] == ["RESOURCE_ALREADY_EXISTS", 400]
+    assert out["bad_filter"] == out["batch_metrics"] == ["INVALID_PARAMETER_VALUE", 400]
+    assert out["unknown_run"] == ["RESOURCE_DOES_NOT_EXIST", 404] and out["other_project"] == ["PERMISSION_DENIED", 403]
+
+
+def _tracked_and_read_back(mlflow_python: Path, server: RunningServer) -> None:
     out = _mlflow(mlflow_python, "tracking.py", server, MLFLOW_TRACKING_TOKEN=server.token("writer"))
     assert out["experiment_id"] == out["by_name"] != "0"
     r0 = out["r0"]

@@ -231,6 +231,10 @@ class SqlStore:
             return self._hydrate(conn, rows)
 
     def _hydrate(self, conn: Any, rows: list[Any]) -> list[RunInfo]:
+        """Runs with their params, tags, metric summaries and counters, each in key order.
+
+        Ordered by (run, key), SQLite reads the rows in its primary key's order and sorts
+        nothing (sorting by key alone cost a fifth of a 1,000-run search)."""
         runs = [run_row(r) for r in rows]
         if not runs:
             return runs
@@ -238,21 +242,21 @@ class SqlStore:
         where, ids = self.dialect.any_of("run_id", list(by_id))
         c = self.dialect.collate
         for run_id, key, value, kind in conn.execute(
-            f"SELECT run_id, key, value, kind FROM params WHERE {where} ORDER BY key{c}", ids
+            f"SELECT run_id, key, value, kind FROM params WHERE {where} ORDER BY run_id{c}, key{c}", ids
         ):
             by_id[run_id].params[key] = param_value(value, kind)
         for run_id, key, value in conn.execute(
-            f"SELECT run_id, key, value FROM tags WHERE {where} ORDER BY key{c}", ids
+            f"SELECT run_id, key, value FROM tags WHERE {where} ORDER BY run_id{c}, key{c}", ids
         ):
             by_id[run_id].tags[key] = value
         for row in conn.execute(
             f"SELECT run_id, name, count, nonfinite, min, max, last_value, last_step, first_step, "
-            f"first_time, last_time FROM metric_series WHERE {where} ORDER BY name{c}",
+            f"first_time, last_time FROM metric_series WHERE {where} ORDER BY run_id{c}, name{c}",
             ids,
         ):
             by_id[row[0]].metrics[row[1]] = _summary(row[1:])
         for run_id, name, value in conn.execute(
-            f"SELECT run_id, name, value FROM counters WHERE {where} ORDER BY name{c}", ids
+            f"SELECT run_id, name, value FROM counters WHERE {where} ORDER BY run_id{c}, name{c}", ids
         ):
             by_id[run_id].counters[name] = value
         return runs
