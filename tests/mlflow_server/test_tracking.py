@@ -212,5 +212,36 @@ def test_an_mlflow_client_inside_flightlog_run_logs_into_its_run(
     assert store.metric_history(run.id, "loss").values.tolist() == [1.0, 0.5, 1.0 / 3]
 
 
+def test_experiments_are_searched_by_name_times_and_tags(server: RunningServer) -> None:
+    auth = _bearer(server.token("admin"))
+    with httpx.Client(base_url=server.url + "/api/2.0/mlflow", timeout=10, headers=auth) as http:
+        ids = {}
+        for name in ("vision-a", "vision-b", "nlp"):
+            r = http.post("/experiments/create", json={"name": name, "tags": [{"key": "team", "value": name[:3]}]})
+            assert r.status_code == 200, r.text
+            ids[name] = r.json()["experiment_id"]
+        created = {
+            e["name"]: e["creation_time"]
+            for e in http.post("/experiments/search", json={"max_results": 10}).json()["experiments"]
+        }
+
+        def names(filter: str) -> list[str]:
+            r = http.post("/experiments/search", json={"filter": filter, "order_by": ["name"]})
+            assert r.status_code == 200, r.text
+            return [e["name"] for e in r.json()["experiments"]]
+
+        assert names("name LIKE 'vision%'") == ["vision-a", "vision-b"]
+        assert names("tags.team = 'nlp'") == ["nlp"]
+        assert names(f"creation_time >= {created['vision-b']}") == [
+            n for n in ("nlp", "vision-b") if created[n] >= created["vision-b"]
+        ]
+        assert names(f"attributes.last_update_time < {min(created.values())}") == []
+        r = http.post("/experiments/search", json={"filter": "creation_time > 'yesterday'"})
+        assert r.status_code == 400 and r.json()["error_code"] == "INVALID_PARAMETER_VALUE", r.text
+        assert "milliseconds" in r.json()["message"]
+        r = http.post("/experiments/search", json={"filter": "artifact_location = 'x'"})
+        assert r.status_code == 400 and "creation_time" in r.json()["message"], r.text
+
+
 def _bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}

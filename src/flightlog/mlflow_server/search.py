@@ -23,7 +23,14 @@ from flightlog.mlflow_server.errors import invalid
 from flightlog.query.ast import Field
 from flightlog.statuses import ACTIVE_STATUSES, ERROR_STATUSES, SIGNALLED_STATUSES
 
-__all__ = ["Clause", "parse_mlflow_filter", "to_flightlog_filter", "to_flightlog_order", "lifecycle_filter"]
+__all__ = [
+    "Clause",
+    "EXPERIMENT_ATTRIBUTES",
+    "parse_mlflow_filter",
+    "to_flightlog_filter",
+    "to_flightlog_order",
+    "lifecycle_filter",
+]
 
 _TOKEN = re.compile(
     r"""\s*(?:
@@ -47,6 +54,9 @@ _ATTRS = {
     "created": ("created", "ms"),
     "user_id": (USER_TAG, "tag"),
 }
+#: an experiment's attributes in ``experiments/search`` (``name``, ``creation_time > 1700000000000``)
+EXPERIMENT_ATTRIBUTES = {"name": ("name", "text"), "creation_time": ("created", "ms"),
+                         "last_update_time": ("updated", "ms")}  # fmt: skip
 _STATUS_OF: dict[str, list[str]] = {
     "FINISHED": ["succeeded"],
     "FAILED": list(ERROR_STATUSES),
@@ -111,8 +121,10 @@ def _identifier(text: str, ident: str) -> tuple[str, str]:
     return ("attr", _unquote(ident))
 
 
-def parse_mlflow_filter(text: str | None) -> list[Clause]:
-    """MLflow's filter string as clauses, all of which must hold; refused in MLflow's words."""
+def parse_mlflow_filter(text: str | None, attributes: dict[str, tuple[str, str]] | None = None) -> list[Clause]:
+    """MLflow's filter string as clauses, all of which must hold; refused in MLflow's words.
+
+    ``attributes`` names the attributes the filter may compare (a run's by default)."""
     if text is None or not text.strip():
         return []
     toks = _tokens(text)
@@ -172,7 +184,7 @@ def parse_mlflow_filter(text: str | None) -> list[Clause]:
                 value = float(v)
             else:
                 raise _bad(text, f"expected a value after {ident} {op}, not {v!r}")
-        clauses.append(_clause(text, entity, key, op, value))
+        clauses.append(_clause(text, entity, key, op, value, _ATTRS if attributes is None else attributes))
         if i >= len(toks):
             return clauses
         k, v = take()
@@ -182,7 +194,7 @@ def parse_mlflow_filter(text: str | None) -> list[Clause]:
             raise _bad(text, f"expected AND between comparisons, not {v!r}")
 
 
-def _clause(text: str, entity: str, key: str, op: str, value: object) -> Clause:
+def _clause(text: str, entity: str, key: str, op: str, value: object, attrs: dict[str, tuple[str, str]]) -> Clause:
     if entity == "metric":
         if op in ("like", "ilike", "in", "not in") or isinstance(value, str):
             raise _bad(text, f"metrics.{key} is compared with a number: = != < <= > >=")
@@ -191,9 +203,9 @@ def _clause(text: str, entity: str, key: str, op: str, value: object) -> Clause:
         if isinstance(value, float):
             raise _bad(text, f"{entity}s.{key} is text: quote the value, e.g. {entity}s.{key} = '{value:g}'")
         return Clause(entity, key, op, value)
-    attr = _ATTRS.get(key.lower())
+    attr = attrs.get(key.lower())
     if attr is None:
-        raise _bad(text, f"invalid attribute key '{key}': use one of {', '.join(sorted(_ATTRS))}")
+        raise _bad(text, f"invalid attribute key '{key}': use one of {', '.join(sorted(attrs))}")
     column, how = attr
     if how == "tag":
         return Clause("tag", column, op, value)

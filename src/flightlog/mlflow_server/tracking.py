@@ -32,6 +32,7 @@ from flightlog.mlflow_server.errors import MlflowError, invalid, not_found
 from flightlog.mlflow_server.experiments import Experiment, experiments_of
 from flightlog.mlflow_server.logged_models import run_outputs
 from flightlog.mlflow_server.search import (
+    EXPERIMENT_ATTRIBUTES,
     lifecycle_filter,
     parse_mlflow_filter,
     to_flightlog_filter,
@@ -164,16 +165,32 @@ async def search_experiments(call: Call) -> Any:
 
 
 def _filter_experiments(found: list[Experiment], text: str | None) -> list[Experiment]:
-    """The few experiment filters clients send: ``name = 'x'``, ``name LIKE 'x%'``, tags."""
-    clauses = parse_mlflow_filter(text) if text else []
+    """MLflow's experiment filter: ``name``, ``creation_time``, ``last_update_time`` (epoch
+    milliseconds) and ``tags.KEY``, joined with AND."""
+    clauses = parse_mlflow_filter(text, EXPERIMENT_ATTRIBUTES) if text else []
     for c in clauses:
-        if c.kind == "column" and c.key == "name":
-            found = [e for e in found if _text_matches(e.name, c.op, c.value)]
-        elif c.kind == "tag":
+        if c.kind == "tag":
             found = [e for e in found if c.key in e.tags and _text_matches(e.tags[c.key], c.op, c.value)]
+        elif c.ms:
+            found = [e for e in found if _number_matches(int(getattr(e, c.key) * 1000), c.op, c.value)]
+        elif c.kind == "column" and c.key == "name":
+            found = [e for e in found if _text_matches(e.name, c.op, c.value)]
         else:
-            raise invalid(f"Invalid filter string '{text}': experiments are filtered by name and tags only.")
+            raise invalid(
+                f"Invalid filter string '{text}': experiments are filtered by name, creation_time, "
+                "last_update_time and tags."
+            )
     return found
+
+
+def _number_matches(value: float, op: str, want: object) -> bool:
+    if op in ("is null", "is not null"):
+        return op == "is not null"
+    if not isinstance(want, float):
+        raise invalid(f"Invalid comparator '{op}' for a time in milliseconds.")
+    compare = {"=": value == want, "!=": value != want, "<": value < want, "<=": value <= want,
+               ">": value > want, ">=": value >= want}  # fmt: skip
+    return compare[op]
 
 
 def _text_matches(value: str, op: str, want: object) -> bool:
