@@ -23,9 +23,7 @@ model id) is in this feature's ``mlflow_versions`` table.
 
 from __future__ import annotations
 
-import json
 import re
-import time
 from typing import Any
 
 from flightlog.errors import FlightlogError, NotFound
@@ -155,17 +153,8 @@ def _create(ctx: Ctx, name: str, description: str | None, tags: dict[str, str]) 
     visible = [m for m in reg.models() if m.name == name]
     if visible:
         raise already_exists(f"Registered Model (name={name}) already exists.")
-    project, now = ctx.principal.project or DEFAULT_PROJECT, time.time()
-    with reg.store.db.write() as conn:
-        conn.execute(
-            "INSERT INTO registry_models(project, name, description, tags, protected, created) VALUES(?, ?, ?, ?, ?, ?)",
-            (project, name, description, _json(tags), "[]", now),
-        )
+    reg.store.create_model(ctx.principal.project or DEFAULT_PROJECT, name, description, tags)
     return {"registered_model": model_doc(reg, db, _model(reg, name))}
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), sort_keys=True)
 
 
 def _pairs(call: Call, name: str = "tags") -> dict[str, str]:
@@ -205,34 +194,18 @@ async def update_model(call: Call) -> dict[str, Any]:
     return await ctx.call(update)
 
 
-def _forget_model(reg: LocalRegistry, db: Any, model: RegisteredModel) -> None:
-    key = (model.project, model.name)
-    with reg.store.db.write() as conn:
-        for table in ("registry_aliases", "registry_versions", "registry_models"):
-            conn.execute(f"DELETE FROM {table} WHERE project=? AND name=?", key)  # noqa: S608 - fixed names
-    with db.write() as conn:
-        conn.execute("DELETE FROM mlflow_versions WHERE project=? AND name=?", key)
-
-
 async def delete_model(call: Call) -> dict[str, Any]:
     ctx, name = call.ctx, call.need("name", max_len=256)
 
     def delete() -> None:
         reg = _registry(ctx)
-        _forget_model(reg, db_of(ctx), _model(reg, name))
+        model = _model(reg, name)
+        reg.delete_model(model.name, model.project)  # the registry's rules and events
+        with db_of(ctx).write() as conn:
+            conn.execute("DELETE FROM mlflow_versions WHERE project=? AND name=?", (model.project, model.name))
 
     await ctx.call(delete)
     return {}
-
-
-_NAMED = (
-    "registry_models",
-    "registry_versions",
-    "registry_aliases",
-    "registry_alias_history",
-    "registry_deployments",
-    "registry_deployment_history",
-)
 
 
 async def rename_model(call: Call) -> dict[str, Any]:
@@ -244,9 +217,7 @@ async def rename_model(call: Call) -> dict[str, Any]:
         check_name(new)
         if reg.store.model(model.project, new) is not None:
             raise already_exists(f"Registered Model (name={new}) already exists.")
-        with reg.store.db.write() as conn:
-            for table in _NAMED:
-                conn.execute(f"UPDATE {table} SET name=? WHERE project=? AND name=?", (new, model.project, name))  # noqa: S608
+        reg.rename_model(model.name, new, model.project)
         with db.write() as conn:
             conn.execute("UPDATE mlflow_versions SET name=? WHERE project=? AND name=?", (new, model.project, name))
         return {"registered_model": model_doc(reg, db, _model(reg, new))}
@@ -410,10 +381,7 @@ def _move(reg: LocalRegistry, from_project: str, to_project: str, name: str) -> 
         raise not_found(f"Registered Model with name={name} not found")
     if reg.store.model(to_project, name) is not None:
         raise already_exists(f"Registered Model (name={name}) already exists in project {to_project!r}.")
-    with reg.store.db.write() as conn:
-        conn.execute(
-            "UPDATE registry_models SET project=? WHERE project=? AND name=?", (to_project, from_project, name)
-        )
+    reg.store.move_model(from_project, to_project, name)
 
 
 async def get_version(call: Call) -> dict[str, Any]:
@@ -446,12 +414,12 @@ async def delete_version(call: Call) -> dict[str, Any]:
     def delete() -> None:
         reg = _registry(ctx)
         mv = _version(reg, name, version)
-        key = (mv.project, mv.name, mv.version)
-        with reg.store.db.write() as conn:
-            conn.execute("DELETE FROM registry_aliases WHERE project=? AND name=? AND version=?", key)
-            conn.execute("DELETE FROM registry_versions WHERE project=? AND name=? AND version=?", key)
+        reg.delete_version(mv.name, mv.version, mv.project)  # the registry's rules and events
         with db_of(ctx).write() as conn:
-            conn.execute("DELETE FROM mlflow_versions WHERE project=? AND name=? AND version=?", key)
+            conn.execute(
+                "DELETE FROM mlflow_versions WHERE project=? AND name=? AND version=?",
+                (mv.project, mv.name, mv.version),
+            )
 
     await ctx.call(delete)
     return {}

@@ -100,6 +100,29 @@ async def patch_model(ctx: Ctx) -> Response:
     return json_response(model.to_dict())
 
 
+async def delete_model(ctx: Ctx) -> Response:
+    name, project = ctx.path("name"), ctx.query.text("project", max_len=200)
+    numbers = await ctx.call(lambda: request_registry(ctx).delete_model(name, project))
+    return json_response({"deleted": name, "versions": numbers})
+
+
+async def rename_model(ctx: Ctx) -> Response:
+    name, project, doc = ctx.path("name"), ctx.query.text("project", max_len=200), await ctx.json()
+    new_name = _text(doc, "new_name", required=True)
+    model = await ctx.call(lambda: request_registry(ctx).rename_model(name, new_name, project))
+    return json_response(model.to_dict())
+
+
+async def delete_version(ctx: Ctx) -> Response:
+    name, project, version = ctx.path("name"), ctx.query.text("project", max_len=200), ctx.path("version")
+    if not version.isdigit():
+        raise InvalidInput(f"version {version!r} is not a whole number")
+    removed = await ctx.call(lambda: request_registry(ctx).delete_version(name, int(version), project))
+    return json_response(
+        {"deleted": {"name": name, "version": int(version)}, "aliases_removed": [c.to_dict() for c in removed]}
+    )
+
+
 async def post_version(ctx: Ctx) -> Response:
     name, doc = ctx.path("name"), await ctx.json()
     mv = await ctx.call(
@@ -229,6 +252,37 @@ OPERATIONS: list[Operation] = [
         params=(_NAME, _PROJECT),
         body=json_body(_OBJ),
         responses={"200": ok("The model", _OBJ)},
+    ),
+    Operation(
+        "DELETE",
+        "/models/{name}",
+        delete_model,
+        "writer",
+        "Delete a model with its versions and aliases (refused while a deployment serves it)",
+        "models",
+        params=(_NAME, _PROJECT),
+        responses={"200": ok("What was deleted", _OBJ)},
+    ),
+    Operation(
+        "POST",
+        "/models/{name}/rename",
+        rename_model,
+        "writer",
+        "Rename a model: its versions, aliases, deployments and histories follow",
+        "models",
+        params=(_NAME, _PROJECT),
+        body=json_body({"type": "object", "required": ["new_name"], "properties": {"new_name": {"type": "string"}}}),
+        responses={"200": ok("The model", _OBJ)},
+    ),
+    Operation(
+        "DELETE",
+        "/models/{name}/versions/{version}",
+        delete_version,
+        "writer",
+        "Delete a version and the aliases on it (refused while a deployment serves it)",
+        "models",
+        params=(_NAME, _VERSION, _PROJECT),
+        responses={"200": ok("What was deleted", _OBJ)},
     ),
     Operation(
         "POST",

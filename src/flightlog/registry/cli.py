@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -217,6 +218,56 @@ def models_edit(
         emit_json(out)
     else:
         console().print(f"updated {esc(ref)}")
+
+
+@models_group.command("rm")
+@click.argument("ref")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask before deleting a whole model (needed without a terminal).")
+@_PROJECT
+@format_option
+def models_rm(ref: str, yes: bool, project: str | None, fmt: str) -> None:
+    """Delete a version (NAME/3) and the aliases on it, or a whole model (NAME) with its versions.
+
+    Refused while a deployment should serve it (deploy another version there first); a
+    protected alias on it needs an admin token, as moving it does. The alias and deployment
+    histories stay; a deleted version's number is never given again."""
+    r, reg = parse_ref(ref), _registry()
+    if r.alias is not None:
+        raise InvalidInput(f"{ref!r} names an alias: remove it with `flightlog models alias {ref} --remove`")
+    if r.version is not None:
+        removed = reg.delete_version(r.name, r.version, project)
+        if fmt == "json":
+            emit_json(
+                {"deleted": {"name": r.name, "version": r.version}, "aliases_removed": [c.to_dict() for c in removed]}
+            )
+            return
+        gone = "".join(f", @{c.alias} removed" for c in removed)
+        console().print(f"deleted {esc(r.name)} version {r.version}{esc(gone)}")
+        return
+    if not yes:
+        count = len(reg.versions(r.name, project))
+        if not sys.stdin.isatty():
+            raise InvalidInput(f"deleting model {r.name!r} and its {count} version(s) asks first: pass --yes")
+        click.confirm(f"delete model {r.name!r} and its {count} version(s)?", abort=True, err=True)
+    numbers = reg.delete_model(r.name, project)
+    if fmt == "json":
+        emit_json({"deleted": r.name, "versions": numbers})
+        return
+    console().print(f"deleted model {esc(r.name)} ({len(numbers)} version(s))")
+
+
+@models_group.command("rename")
+@click.argument("name")
+@click.argument("new_name")
+@_PROJECT
+@format_option
+def models_rename(name: str, new_name: str, project: str | None, fmt: str) -> None:
+    """Rename a model: its versions, aliases, deployments and their histories follow the name."""
+    model = _registry().rename_model(name, new_name, project)
+    if fmt == "json":
+        emit_json(model.to_dict())
+        return
+    console().print(f"renamed {esc(name)} → {esc(model.name)}")
 
 
 @models_group.command("get")

@@ -67,7 +67,16 @@ __all__ = [
     "summary",
 ]
 
-EVENT_KINDS = ("version_created", "alias_set", "alias_moved", "alias_removed", "deployment_changed")
+EVENT_KINDS = (
+    "version_created",
+    "version_deleted",
+    "model_deleted",
+    "model_renamed",
+    "alias_set",
+    "alias_moved",
+    "alias_removed",
+    "deployment_changed",
+)
 NOTIFY_ENV = "FLIGHTLOG_REGISTRY_NOTIFY"
 WEBHOOK_ENV = "FLIGHTLOG_REGISTRY_WEBHOOK"
 SECRET_ENV = "FLIGHTLOG_REGISTRY_WEBHOOK_SECRET"
@@ -96,6 +105,13 @@ def summary(event: RegistryEvent) -> str:
     if event.kind == "version_created":
         run = str(p.get("run_id") or "")[:12]
         return f"{model} {_v(p.get('version'))} registered from run {run}{by}"
+    if event.kind == "version_deleted":
+        return f"{model} {_v(p.get('version'))} deleted{by}"
+    if event.kind == "model_deleted":
+        versions = ", ".join(_v(n) for n in p.get("versions") or []) or "no versions"
+        return f"{model} deleted with {versions}{by}"
+    if event.kind == "model_renamed":
+        return f"{p.get('from_name')} renamed to {model}{by}"
     if event.kind in ("alias_set", "alias_moved", "alias_removed"):
         where = f"{model}@{p.get('alias')}"
         if event.kind == "alias_set":

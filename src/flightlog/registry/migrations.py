@@ -120,9 +120,23 @@ def _sends(real: str, big: str) -> list[str]:
     ]
 
 
+def _last_version() -> list[str]:
+    """The highest version number a model ever had: a deleted version's number is never given
+    again, so a deployment's history (``v3 → v4``) keeps naming the model it served."""
+    return [
+        "ALTER TABLE registry_models ADD COLUMN last_version INTEGER NOT NULL DEFAULT 0",
+        "UPDATE registry_models SET last_version = (SELECT COALESCE(MAX(v.version), 0) FROM registry_versions v "
+        "WHERE v.project = registry_models.project AND v.name = registry_models.name)",
+    ]
+
+
 MIGRATIONS = StoreMigrations(
     feature="registry",
-    sqlite=[_schema("REAL", "INTEGER PRIMARY KEY", "INTEGER"), _sends("REAL", "INTEGER")],
-    postgres=[_schema("DOUBLE PRECISION", "BIGSERIAL PRIMARY KEY", "BIGINT"), _sends("DOUBLE PRECISION", "BIGINT")],
+    sqlite=[_schema("REAL", "INTEGER PRIMARY KEY", "INTEGER"), _sends("REAL", "INTEGER"), _last_version()],
+    postgres=[
+        _schema("DOUBLE PRECISION", "BIGSERIAL PRIMARY KEY", "BIGINT"),
+        _sends("DOUBLE PRECISION", "BIGINT"),
+        _last_version(),
+    ],
     tables=TABLES,
 )

@@ -184,6 +184,25 @@ class RemoteRegistry:
             )
         )
 
+    def delete_version(self, name: str, version: int | str, project: str | None = None) -> list[AliasChange]:
+        path = f"{self._m(name)}/versions/{quote(str(version), safe='')}"
+        rows = self.http.json("DELETE", path, params={"project": project} if project else None)["aliases_removed"]
+        return [c for c in map(_change, rows) if c is not None]
+
+    def delete_model(self, name: str, project: str | None = None) -> list[int]:
+        done = self.http.json("DELETE", self._m(name), params={"project": project} if project else None)
+        return [int(n) for n in done["versions"]]
+
+    def rename_model(self, name: str, new_name: str, project: str | None = None) -> RegisteredModel:
+        return _model(
+            self.http.json(
+                "POST",
+                f"{self._m(name)}/rename",
+                params={"project": project} if project else None,
+                json={"new_name": check_name(new_name)},
+            )
+        )
+
     def update_version(self, ref: str, **_: Any) -> ModelVersion:
         raise InvalidInput(
             "a version's description and tags are set when it is registered; through a server they cannot be edited yet"

@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from flightlog.errors import Forbidden, InvalidInput, NotFound
+from flightlog.errors import Conflict, Forbidden, InvalidInput, NotFound
 from flightlog.models import Artifact
 from flightlog.registry.events import deliver_soon
 from flightlog.registry.refs import ModelRef, check_alias, check_name, parse_ref
@@ -327,6 +327,60 @@ class LocalRegistry:
         return self.store.versions(mv.project, mv.name, mv.version)[0]
 
     # ── deployments: the desired state ─────────────────────────────────────
+    # ── removals and renames ───────────────────────────────────────────────
+    def delete_version(self, name: str, version: int | str, project: str | None = None) -> list[AliasChange]:
+        """Remove one version and the aliases on it. Refused while a deployment should serve it
+        (deploy another version there first) or while a protected alias is on it and the
+        caller is not an admin: removing that alias is moving it."""
+        where = self.project_of(name, project)
+        mv = self.resolve(self._target(name, version), where)
+        model = self.store.model(where, name)
+        for alias in mv.aliases:
+            self._may_move(model, alias)
+        self._not_deployed(where, name, {mv.version}, f"version {mv.version} of {name!r}")
+        removed = self.store.delete_version(where, name, mv.version, self.actor)
+        self.deliver()
+        return removed
+
+    def delete_model(self, name: str, project: str | None = None) -> list[int]:
+        """Remove a model, its versions and aliases; the histories stay. Refused as a version's
+        removal is; a model registered again under this name starts at version 1."""
+        where = self.project_of(name, project)
+        model = self.store.model(where, name)
+        versions = self.store.versions(where, name)
+        for mv in versions:
+            for alias in mv.aliases:
+                self._may_move(model, alias)
+        self._not_deployed(where, name, {mv.version for mv in versions}, f"model {name!r}")
+        numbers = self.store.delete_model(where, name, self.actor)
+        self.deliver()
+        return numbers
+
+    def rename_model(self, name: str, new_name: str, project: str | None = None) -> RegisteredModel:
+        """Give a model another name: its versions, aliases, deployments and histories follow."""
+        where = self.project_of(name, project)
+        check_name(new_name)
+        if self.store.model(where, new_name) is not None:
+            raise Conflict(
+                f"project {where!r} already has a registered model {new_name!r}: pick another name",
+                details={"model": new_name, "project": where},
+            )
+        self.store.rename_model(where, name, new_name, self.actor)
+        self.deliver()
+        found = self.store.model(where, new_name)
+        assert found is not None  # noqa: S101 - renamed in the transaction above
+        return found
+
+    def _not_deployed(self, project: str, name: str, versions: set[int], what: str) -> None:
+        serving = [d for d in self.store.deployments(project) if d.name == name and d.version in versions]
+        if serving:
+            places = ", ".join(f"{d.endpoint} ({d.env}) v{d.version}" for d in serving)
+            raise Conflict(
+                f"{what} is what {places} should serve: deploy another version there first "
+                "(flightlog deploy MODEL@ALIAS ENDPOINT --env ENV), then remove it",
+                details={"model": name, "deployments": [f"{d.endpoint}/{d.env}" for d in serving]},
+            )
+
     def deploy(
         self, ref: str, endpoint: str, env: str, project: str | None = None
     ) -> tuple[Deployment, DeploymentChange | None]:

@@ -169,7 +169,7 @@ class RegistryEvent:
 
     id: int
     project: str
-    kind: str  # version_created | alias_set | alias_moved | deployment_changed
+    kind: str  # one of registry.events.EVENT_KINDS
     key: str
     payload: dict[str, Any]
     time: float

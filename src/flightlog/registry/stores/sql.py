@@ -28,6 +28,15 @@ __all__ = ["SqlRegistryStore"]
 
 _V = "project, name, version, run_id, source, artifact_path, digest, size, uri, description, tags, created, created_by"
 _RETRIES = 5
+#: the tables whose rows name a model (a rename moves them all)
+_NAMED = (
+    "registry_models",
+    "registry_versions",
+    "registry_aliases",
+    "registry_alias_history",
+    "registry_deployments",
+    "registry_deployment_history",
+)
 
 
 class _Database(Protocol):
@@ -181,14 +190,23 @@ class SqlRegistryStore:
                             "VALUES(?, ?, ?, ?, ?, ?)",
                             (mv.project, mv.name, model_description, _dumps(model_tags or {}), "[]", now),
                         )
-                    number = (
+                    number = 1 + max(
                         int(
                             conn.execute(
                                 "SELECT COALESCE(MAX(version), 0) FROM registry_versions WHERE project=? AND name=?",
                                 (mv.project, mv.name),
                             ).fetchone()[0]
-                        )
-                        + 1
+                        ),
+                        int(
+                            conn.execute(
+                                "SELECT last_version FROM registry_models WHERE project=? AND name=?",
+                                (mv.project, mv.name),
+                            ).fetchone()[0]
+                        ),
+                    )
+                    conn.execute(
+                        "UPDATE registry_models SET last_version=? WHERE project=? AND name=?",
+                        (number, mv.project, mv.name),
                     )
                     made = ModelVersion(
                         mv.name,
@@ -227,7 +245,7 @@ class SqlRegistryStore:
                         conn,
                         made.project,
                         "version_created",
-                        f"version:{made.project}/{made.name}/{made.version}",
+                        f"version:{made.project}/{made.name}/{made.version}:{now:.6f}",  # a model made again reuses 1
                         {
                             "model": made.name,
                             "version": made.version,
@@ -299,6 +317,96 @@ class SqlRegistryStore:
             now,
         )
         return AliasChange(project, name, alias, before, version, now, actor)
+
+    def create_model(self, project: str, name: str, description: str | None, tags: dict[str, str]) -> None:
+        """A model with no version yet (MLflow's clients create one before registering into it)."""
+        with self.db.write() as conn:
+            conn.execute(
+                "INSERT INTO registry_models(project, name, description, tags, protected, created) "
+                "VALUES(?, ?, ?, ?, ?, ?)",
+                (project, name, description, _dumps(tags), "[]", time.time()),
+            )
+
+    def move_model(self, from_project: str, to_project: str, name: str) -> None:
+        """A model with no version yet joins the project of its first version's run."""
+        with self.db.write() as conn:
+            conn.execute(
+                "UPDATE registry_models SET project=? WHERE project=? AND name=?", (to_project, from_project, name)
+            )
+
+    def delete_version(self, project: str, name: str, version: int, actor: str | None) -> list[AliasChange]:
+        """Remove one version, and the aliases that pointed at it (each removal in the alias
+        history, with its event); its number is never given again. The removals, in order."""
+        with self.db.write() as conn:
+            now = time.time()
+            removed = self._unalias(conn, project, name, version, actor, now)
+            conn.execute(
+                "DELETE FROM registry_versions WHERE project=? AND name=? AND version=?", (project, name, version)
+            )
+            _event(
+                conn,
+                project,
+                "version_deleted",
+                f"version_deleted:{project}/{name}/{version}:{now:.6f}",
+                {"model": name, "version": version, "actor": actor},
+                now,
+            )
+        return removed
+
+    def delete_model(self, project: str, name: str, actor: str | None) -> list[int]:
+        """Remove a model with its versions and aliases (the alias and deployment histories stay,
+        as evidence of what served). The numbers of the versions it had."""
+        with self.db.write() as conn:
+            now = time.time()
+            numbers = [
+                int(r[0])
+                for r in conn.execute(
+                    "SELECT version FROM registry_versions WHERE project=? AND name=? ORDER BY version", (project, name)
+                )
+            ]
+            self._unalias(conn, project, name, None, actor, now)
+            conn.execute("DELETE FROM registry_versions WHERE project=? AND name=?", (project, name))
+            conn.execute("DELETE FROM registry_models WHERE project=? AND name=?", (project, name))
+            _event(
+                conn,
+                project,
+                "model_deleted",
+                f"model_deleted:{project}/{name}:{now:.6f}",
+                {"model": name, "versions": numbers, "actor": actor},
+                now,
+            )
+        return numbers
+
+    def rename_model(self, project: str, name: str, new: str, actor: str | None) -> None:
+        """Give a model another name, with its versions, aliases and both histories (so
+        ``deployments show`` keeps telling the whole story under the new name)."""
+        with self.db.write() as conn:
+            now = time.time()
+            for table in _NAMED:
+                conn.execute(f"UPDATE {table} SET name=? WHERE project=? AND name=?", (new, project, name))  # noqa: S608 - fixed names
+            _event(
+                conn,
+                project,
+                "model_renamed",
+                f"model_renamed:{project}/{name}:{now:.6f}",
+                {"model": new, "from_name": name, "actor": actor},
+                now,
+            )
+
+    def _unalias(
+        self, conn: Any, project: str, name: str, version: int | None, actor: str | None, now: float
+    ) -> list[AliasChange]:
+        """Remove the aliases of ``name`` that point at ``version`` (every alias: None)."""
+        rows = conn.execute(
+            "SELECT alias, version FROM registry_aliases WHERE project=? AND name=? ORDER BY alias", (project, name)
+        ).fetchall()
+        changes = []
+        for alias, points_at in rows:
+            if version is None or int(points_at) == version:
+                change = self._move(conn, project, name, alias, None, actor, now)
+                if change is not None:
+                    changes.append(change)
+        return changes
 
     def update_model(
         self,
