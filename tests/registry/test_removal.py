@@ -31,7 +31,9 @@ def _three_versions(client: Client, tmp_path: Path) -> LocalRegistry:
 def test_a_deleted_version_takes_its_aliases_and_its_number_with_it(client: Client, tmp_path: Path) -> None:
     reg = _three_versions(client, tmp_path)
     reg.deploy("fraud@production", "fraud-api", "prod")
-    with pytest.raises(Conflict, match=r"fraud-api \(prod\) v3 should serve.*deploy another version there first"):
+    with pytest.raises(
+        Conflict, match=r"fraud-api \(prod\) v3 should serve.*deploy fraud@ALIAS --endpoint fraud-api --env prod"
+    ):
         reg.delete_version("fraud", 3)
     reg.deploy("fraud/2", "fraud-api", "prod")
 
@@ -77,7 +79,8 @@ def test_a_renamed_model_keeps_its_versions_aliases_deployments_and_histories(cl
     assert model.name == "fraud-scorer" and model.aliases == {"production": 3, "champion": 3}
     assert [v.version for v in reg.versions("fraud-scorer")] == [1, 2, 3]
     assert reg.resolve("fraud-scorer@production").version == 3
-    assert reg.deployment("fraud-api", "prod").name == "fraud-scorer"
+    deployed = reg.deployment("fraud-api", "prod")
+    assert (deployed.name, deployed.ref) == ("fraud-scorer", "models:/fraud-scorer@production")
     assert len(reg.alias_history("fraud-scorer", "production")) == 1
     with pytest.raises(NotFound):
         reg.model("fraud")

@@ -375,9 +375,10 @@ class LocalRegistry:
         serving = [d for d in self.store.deployments(project) if d.name == name and d.version in versions]
         if serving:
             places = ", ".join(f"{d.endpoint} ({d.env}) v{d.version}" for d in serving)
+            first = serving[0]
             raise Conflict(
                 f"{what} is what {places} should serve: deploy another version there first "
-                "(flightlog deploy MODEL@ALIAS ENDPOINT --env ENV), then remove it",
+                f"(flightlog deploy {name}@ALIAS --endpoint {first.endpoint} --env {first.env}), then remove it",
                 details={"model": name, "deployments": [f"{d.endpoint}/{d.env}" for d in serving]},
             )
 

@@ -13,8 +13,11 @@ import json
 import time
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from typing import Any, Protocol
 
+from flightlog.errors import InvalidInput
+from flightlog.registry.refs import SCHEME, parse_ref
 from flightlog.registry.types import (
     AliasChange,
     Deployment,
@@ -384,6 +387,17 @@ class SqlRegistryStore:
             now = time.time()
             for table in _NAMED:
                 conn.execute(f"UPDATE {table} SET name=? WHERE project=? AND name=?", (new, project, name))  # noqa: S608 - fixed names
+            for table, key in (("registry_deployments", "endpoint, env"), ("registry_deployment_history", "id")):
+                refs = conn.execute(
+                    f"SELECT {key}, ref FROM {table} WHERE project=? AND name=?",  # noqa: S608 - fixed names
+                    (project, new),
+                ).fetchall()
+                for *where, ref in refs:  # what was deployed reads under the new name (models:/new@production)
+                    cond = " AND ".join(f"{k.strip()}=?" for k in key.split(","))
+                    conn.execute(
+                        f"UPDATE {table} SET ref=? WHERE project=? AND {cond}",  # noqa: S608 - fixed names
+                        (_renamed_ref(ref, name, new), project, *where),
+                    )
             _event(
                 conn,
                 project,
@@ -561,6 +575,18 @@ def _version(r: Sequence[Any], aliases: tuple[str, ...]) -> ModelVersion:
         created_by=r[12],
         aliases=aliases,
     )
+
+
+def _renamed_ref(ref: str, old: str, new: str) -> str:
+    """A deployed reference with the model's new name; one that does not parse stays as it was."""
+    try:
+        parsed = parse_ref(ref)
+    except InvalidInput:
+        return ref
+    if parsed.name != old:
+        return ref
+    text = str(replace(parsed, name=new))
+    return text if ref.startswith(SCHEME) or not text.startswith(SCHEME) else text.removeprefix(SCHEME)
 
 
 def _event(conn: Any, project: str, kind: str, key: str, payload: dict[str, Any], now: float) -> None:
