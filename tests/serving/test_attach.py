@@ -128,6 +128,10 @@ def test_the_decorator_records_sync_and_async_calls_and_errors(tmp_path: Path) -
     assert replica["state"] == "gone" and replica["status"] == "succeeded" and replica["version"] == "7"
     stats = cli_json(home, "serving", "stats", "fraud-batch")
     assert sum(s["requests"] for s in stats) == 7
+    assert sum(s["requests"] for s in cli_json(home, "serving", "stats", "fraud-batch", "--env", "prod")) == 7
+    assert cli_json(home, "serving", "replicas", "fraud-batch", "--env", "staging") == []
+    elsewhere = cli(home, "serving", "predictions", "fraud-batch", "--env", "staging").stdout
+    assert "no prediction records for 'fraud-batch' in 'staging'" in elsewhere
     exact = [s["p50_ms"] for s in stats] + [r["latency_ms"] for r in listed]
     assert any(len(repr(v).split(".")[-1]) > 2 for v in exact)  # the JSON keeps every digit
     for command in ("stats", "predictions"):

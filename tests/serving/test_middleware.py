@@ -26,7 +26,9 @@ def _traffic(url: str) -> dict[str, str]:
         made = http.post("/score", json={"amount": 10, "country": "DE", "email": "x@y.z"})
         third = http.post("/score", json={"amount": 990, "country": "FR", "email": "q@r.s"})
         boom = http.post("/boom", json={})
-        assert [r.status_code for r in (given, made, third, boom)] == [200, 200, 200, 500]
+        probe = http.get("/healthz")  # a probe passes through unrecorded (DEFAULT_SKIP_PATHS)
+        assert [r.status_code for r in (given, made, third, boom, probe)] == [200, 200, 200, 500, 200]
+        assert "x-request-id" not in probe.headers
         assert given.headers["x-request-id"] == "req-given"
         assert made.headers["x-request-id"] and made.headers["x-request-id"] != "req-given"
         assert http.post("/label", json={"request_id": "req-given", "label": 1}).status_code == 204

@@ -65,10 +65,15 @@ def _emit(rows: list[dict[str, Any]], fmt: str, columns: list[str], empty: str) 
     console().print(table)
 
 
+def _where(env: str | None, since: str | None) -> str:
+    return (f" in {env!r}" if env else "") + (f" since {since}" if since else "")
+
+
 _HINT = " (replicas are runs tagged serving.endpoint: serving.attach(endpoint=...))"
 
 _fmt = click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 _project = click.option("--project", default=None, help="Only this project's replicas.")
+_env = click.option("--env", default=None, help="Only the replicas of this environment (prod, staging).")
 
 
 @serving_group.command("predictions")
@@ -76,16 +81,19 @@ _project = click.option("--project", default=None, help="Only this project's rep
 @click.option("--since", default=None, help="Only records newer than this (10m, 2h, an ISO time).")
 @click.option("--limit", type=click.IntRange(min=1), default=None)
 @_project
+@_env
 @_fmt
-def predictions_cmd(endpoint: str, since: str | None, limit: int | None, project: str | None, fmt: str) -> None:
+def predictions_cmd(
+    endpoint: str, since: str | None, limit: int | None, project: str | None, env: str | None, fmt: str
+) -> None:
     """Sampled prediction records of ENDPOINT, labels joined by request id."""
     with _client() as client:
-        rows = predictions(client, endpoint, since, project=project, limit=limit)
+        rows = predictions(client, endpoint, since, project=project, limit=limit, env=env)
     _emit(
         rows,
         fmt,
         ["time", "request_id", "version", "status", "latency_ms", "output", "label"],
-        f"no prediction records for {endpoint!r}" + (f" since {since}" if since else "") + _HINT,
+        f"no prediction records for {endpoint!r}" + _where(env, since) + _HINT,
     )
 
 
@@ -93,11 +101,12 @@ def predictions_cmd(endpoint: str, since: str | None, limit: int | None, project
 @click.argument("endpoint")
 @click.option("--since", default=None, help="Only minutes newer than this (10m, 2h, an ISO time).")
 @_project
+@_env
 @_fmt
-def stats_cmd(endpoint: str, since: str | None, project: str | None, fmt: str) -> None:
+def stats_cmd(endpoint: str, since: str | None, project: str | None, env: str | None, fmt: str) -> None:
     """Per version and minute: requests, errors, p50/p95/p99 latency, over every replica."""
     with _client() as client:
-        rows = aggregates(client, endpoint, since, project=project)
+        rows = aggregates(client, endpoint, since, project=project, env=env)
     for row in rows:
         row["minute_start"] = iso(row["minute"] * 60.0) if fmt == "json" else short_time(row["minute"] * 60.0)
     _emit(
@@ -105,7 +114,7 @@ def stats_cmd(endpoint: str, since: str | None, project: str | None, fmt: str) -
         fmt,
         ["version", "minute_start", "requests", "errors", "p50_ms", "p95_ms", "p99_ms", "replicas"],
         f"no aggregates for {endpoint!r}"
-        + (f" since {since}" if since else "")
+        + _where(env, since)
         + " (a minute is written once it is over, or when its replica stops)"
         + _HINT,
     )
@@ -114,14 +123,15 @@ def stats_cmd(endpoint: str, since: str | None, project: str | None, fmt: str) -
 @serving_group.command("replicas")
 @click.argument("endpoint")
 @_project
+@_env
 @_fmt
-def replicas_cmd(endpoint: str, project: str | None, fmt: str) -> None:
+def replicas_cmd(endpoint: str, project: str | None, env: str | None, fmt: str) -> None:
     """The replicas of ENDPOINT as they report themselves: serving or gone."""
     with _client() as client:
-        rows = replicas(client, endpoint, project=project)
+        rows = replicas(client, endpoint, project=project, env=env)
     _emit(
         rows,
         fmt,
         ["replica", "version", "env", "state", "status", "started", "heartbeat"],
-        f"no replicas of {endpoint!r}{_HINT}",
+        f"no replicas of {endpoint!r}{_where(env, None)}{_HINT}",
     )

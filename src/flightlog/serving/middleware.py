@@ -3,20 +3,22 @@
 Per HTTP request it reads the clock twice, looks for ``X-Request-ID`` (else makes one from a
 counter), adds the id to the response headers, and appends one tuple to the replica's buffer;
 a sampled request also keeps its body chunks and the response's (bytes, parsed as JSON later on
-the background thread). Not ``BaseHTTPMiddleware``: that one runs the app in a task and costs
+the background thread). Health and metrics probes (``DEFAULT_SKIP_PATHS``) pass through
+unrecorded: a readiness probe answering 503 while the model loads is not a model error, and a
+probe every few seconds would pull the latency percentiles toward zero. Not ``BaseHTTPMiddleware``: that one runs the app in a task and costs
 tens of microseconds per request. Lifespan shutdown writes the open minute before the server exits.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from time import perf_counter
 from typing import Any
 
 from flightlog.serving.replica import Replica, current
 
-__all__ = ["ServingMiddleware"]
+__all__ = ["DEFAULT_SKIP_PATHS", "ServingMiddleware"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -25,6 +27,9 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 _HEADER = b"x-request-id"
+
+#: The paths Kubernetes probes and Prometheus scrapes usually take; ``skip_paths=()`` records them too.
+DEFAULT_SKIP_PATHS: tuple[str, ...] = ("/health", "/healthz", "/livez", "/readyz", "/metrics")
 
 
 def _parse_http(inputs: Any, output: Any) -> tuple[Any, Any, str | None]:
@@ -45,11 +50,26 @@ def _json(chunks: Any) -> Any:
 
 class ServingMiddleware:
     """``app = ServingMiddleware(app)`` (or ``app.add_middleware(ServingMiddleware)``); the
-    replica is ``attach()``'s, or the one given."""
+    replica is ``attach()``'s, or the one given.
 
-    def __init__(self, app: ASGIApp, replica: Replica | None = None) -> None:
+    ``skip_paths``: request paths served without evidence — exact paths, or prefixes written with
+    a trailing ``*`` (``"/static/*"``); the probes of ``DEFAULT_SKIP_PATHS`` by default."""
+
+    def __init__(
+        self, app: ASGIApp, replica: Replica | None = None, skip_paths: Iterable[str] = DEFAULT_SKIP_PATHS
+    ) -> None:
         self.app = app
         self._replica = replica
+        if isinstance(skip_paths, str):
+            raise TypeError(f"skip_paths takes a list of paths, not one string: write skip_paths=[{skip_paths!r}]")
+        paths = list(skip_paths)
+        for path in paths:
+            if not isinstance(path, str) or not path.startswith("/"):
+                raise ValueError(
+                    f"skip_paths: {path!r} is not a request path; write it from its first '/' ('/healthz')"
+                )
+        self._skip = frozenset(p for p in paths if not p.endswith("*"))
+        self._skip_prefixes = tuple(p[:-1] for p in paths if p.endswith("*"))
 
     @property
     def replica(self) -> Replica | None:
@@ -62,6 +82,10 @@ class ServingMiddleware:
             if kind == "lifespan" and replica is not None:
                 await self.app(scope, self._lifespan(receive, replica), send)
                 return
+            await self.app(scope, receive, send)
+            return
+        path = scope.get("path")
+        if path in self._skip or (self._skip_prefixes and str(path).startswith(self._skip_prefixes)):
             await self.app(scope, receive, send)
             return
         start = perf_counter()
