@@ -5,8 +5,9 @@ counter), adds the id to the response headers, and appends one tuple to the repl
 a sampled request also keeps its body chunks and the response's (bytes, parsed as JSON later on
 the background thread). Health and metrics probes (``DEFAULT_SKIP_PATHS``) pass through
 unrecorded: a readiness probe answering 503 while the model loads is not a model error, and a
-probe every few seconds would pull the latency percentiles toward zero. Not ``BaseHTTPMiddleware``: that one runs the app in a task and costs
-tens of microseconds per request. Lifespan shutdown writes the open minute before the server exits.
+probe every few seconds would pull the latency percentiles toward zero. Not
+``BaseHTTPMiddleware``: that one runs the app in a task and costs tens of microseconds per
+request. Lifespan shutdown writes the open minute before the server exits.
 """
 
 from __future__ import annotations
