@@ -19,6 +19,7 @@ from flightlog.diagnose.baseline import baseline_findings
 from flightlog.diagnose.behaviour import analyze_behaviour
 from flightlog.diagnose.compare import compare_evidence
 from flightlog.diagnose.datachecks import analyze_data, removed_columns
+from flightlog.diagnose.distributed import analyze_distributed, culprit_first
 from flightlog.diagnose.evidence import RunEvidence, Thresholds
 from flightlog.diagnose.failures import FailureFacts, analyze_failure, missing_keys
 from flightlog.diagnose.findings import Finding, merge_findings
@@ -99,6 +100,11 @@ def _schema(ctx: Context) -> list[Finding]:
     return [Finding("data_error", "", [signal], kind="data")]
 
 
+def _distributed(ctx: Context) -> list[Finding]:
+    """Ranks of a distributed run (the culprit and its victims), and hangs (docs/distributed.md)."""
+    return analyze_distributed(ctx.run)
+
+
 def _from_baseline(ctx: Context) -> list[Finding]:
     if ctx.comparison is None:
         return []
@@ -113,6 +119,7 @@ ANALYZERS: tuple[Callable[[Context], list[Finding]], ...] = (
     _data,
     _schema,
     _regression,
+    _distributed,
     _from_baseline,
 )
 
@@ -150,7 +157,7 @@ def diagnose_run(
             ctx.comparison.update(picked.to_dict())
     for analyzer in (*ANALYZERS, *features().diagnosis_analyzers()):  # the built-in ones, then the features'
         ctx.findings.extend(analyzer(ctx))
-    findings = _divergence_first(_secondary(info, merge_findings(ctx.findings)))
+    findings = _divergence_first(_secondary(info, merge_findings(culprit_first(ctx.findings))))
     kind = _kind(info, findings)
     runbook = _runbook(client, ctx, findings, cwd)
     return {

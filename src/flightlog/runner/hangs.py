@@ -359,4 +359,3 @@ def _handles(pid: int, sig: int) -> bool:
     except (OSError, ValueError, IndexError):
         return False
     return False
-
