@@ -314,8 +314,8 @@ def _victims(
                 waited = max(0.0, end - started)
         if waited is None and f.stalls:
             since = _since(f)
-            end = f.failed_at or (now if live and f.stalled else _num(f.stalls[-1].get("time")))
-            waited = max(0.0, end - since) if since is not None and end is not None else None
+            stop = f.failed_at or (now if live and f.stalled else _num(f.stalls[-1].get("time")))
+            waited = max(0.0, stop - since) if since is not None and stop is not None else None
         error = f.victim_error or f.own_error
         text = error.headline if error is not None else (_exit_text(f) if f.ended else None)
         verdict.victims.append(

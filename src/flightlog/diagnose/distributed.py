@@ -175,7 +175,7 @@ def _all_stalled(ranks: dict[int, RankFacts], stalled: list[int], now: float) ->
     if where:
         summary += ": " + "; ".join(where)
     signal = Signal("hang", 0.7, "every_rank_stalled", "evidence", summary, since)
-    extra = {"origin": DISTRIBUTED, "victims": [], "culprit": None}
+    extra: dict[str, Any] = {"origin": DISTRIBUTED, "victims": [], "culprit": None}
     return Finding("hang", summary + ".", [signal], extra=extra)
 
 

@@ -32,6 +32,7 @@ from flightlog.diagnose.runbook import load_runbook, match_runbook
 from flightlog.diagnose.selection import choose_baseline
 from flightlog.diagnose.settings import pinned_baseline, thresholds_for
 from flightlog.diagnose.signals import Signal
+from flightlog.diagnose.stragglers import analyze_stragglers
 from flightlog.diagnose.taxonomy import FAILURE_CATEGORIES
 from flightlog.errors import InvalidInput
 from flightlog.models import RunInfo
@@ -102,7 +103,7 @@ def _schema(ctx: Context) -> list[Finding]:
 
 def _distributed(ctx: Context) -> list[Finding]:
     """Ranks of a distributed run (the culprit and its victims), and hangs (docs/distributed.md)."""
-    return analyze_distributed(ctx.run)
+    return analyze_distributed(ctx.run) + analyze_stragglers(ctx.run)
 
 
 def _from_baseline(ctx: Context) -> list[Finding]:

@@ -214,7 +214,8 @@ class RankWatch:
 
     def _ranked(self) -> bool:
         """A rank of a distributed job (judged from its start), not a single process (judged from its first step)."""
-        return rank_env()["rank"] is not None or (bool(self._last) and self._last[-1] is not None)
+        last = self._last
+        return rank_env()["rank"] is not None or (last is not None and len(last) > 0 and last[-1] is not None)
 
     def _progress(self, now: float) -> bool:
         values: list[Any] = []
