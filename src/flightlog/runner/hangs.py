@@ -176,8 +176,11 @@ class HangCollector:
             data["artifact"] = self._keep_raw(os.path.join(self.directory, raw_name), record_name)
         pid = data.get("pid")
         agent = self.agents.get(pid) if isinstance(pid, int) else None
-        if kind == "stacks" and agent is not None:
-            agent.answered = now
+        if agent is not None:
+            if isinstance(data.get("rank"), int):  # a rank learnt late (Lightning's: when its group forms)
+                agent.identity["rank"] = data["rank"]
+            if kind == "stacks":
+                agent.answered = now
         control(self.run).add_evidence(kind, record_name, data)
         self.records += 1
         if kind == "stall":
@@ -302,7 +305,21 @@ class HangCollector:
                 "threads": dumps[-1],
                 "truncated": False,
             }
-            control(self.run).add_evidence("stacks", f"rank{ident.get('rank')}-fh-{int(now * 1000)}", data)
+            name = f"rank{ident.get('rank')}-fh-{int(now * 1000)}"
+            if agent.pid not in self.stalled:
+                # its watch could not say so itself (it never got the GIL): the runner says it for it
+                stall = {
+                    **{k: ident.get(k) for k in ("rank", "local_rank", "world_size", "host")},
+                    "pid": agent.pid,
+                    "state": "stalled",
+                    "time": now,
+                    "since": agent.asked or now,
+                    "source": "runner",
+                    "reason": "its hang watch did not answer a request for evidence: C code may hold the GIL",
+                }
+                control(self.run).add_evidence("stall", name.replace("-fh-", "-stall-fh-"), stall)
+                self.stalled.add(agent.pid)
+            control(self.run).add_evidence("stacks", name, data)
             agent.answered = now
             agent.asked = None
 

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from flightlog.errors import InvalidInput
 from flightlog.notices import notice
 from flightlog.resources.agent.channel import FileChannel
-from flightlog.resources.agent.settings import HANG_DIR_VAR, HangSettings
+from flightlog.resources.agent.settings import HANG_DIR_VAR, HangSettings, chains
 from flightlog.resources.agent.watch import RankWatch
 
 if TYPE_CHECKING:
@@ -160,7 +160,7 @@ def _register_faulthandler(settings: HangSettings, channel: FileChannel | None) 
             _fh_file = target
         if target is None:
             return
-        faulthandler.register(settings.signal, file=target, all_threads=True, chain=True)
+        faulthandler.register(settings.signal, file=target, all_threads=True, chain=chains(settings.signal))
     except (OSError, RuntimeError, ValueError, AttributeError):
         _fh_file = None
 

@@ -28,7 +28,7 @@ import traceback
 from typing import Any
 
 from .channel import FileChannel
-from .settings import HangSettings
+from .settings import HangSettings, chains
 from .watch import RankWatch, process_identity
 
 __all__ = ["start", "should_start", "RUNNER_PID_VAR"]
@@ -62,7 +62,7 @@ def start(directory: str) -> RankWatch | None:
     if settings.signal is not None:
         try:
             fh = open(channel.faulthandler_file, "a", encoding="utf-8")  # noqa: SIM115 - open for the life of the process
-            faulthandler.register(settings.signal, file=fh, all_threads=True, chain=True)
+            faulthandler.register(settings.signal, file=fh, all_threads=True, chain=chains(settings.signal))
             _kept.append(fh)
             extra.update(signal=settings.signal, faulthandler_file=channel.faulthandler_file)
         except (OSError, RuntimeError, ValueError):

@@ -33,6 +33,7 @@ __all__ = [
     "DEFAULTS",
     "VARIABLES",
     "parse_signal",
+    "chains",
     "rank_env",
     "HANG_DIR_VAR",
 ]
@@ -173,6 +174,17 @@ def parse_signal(text: str) -> int | None:
     if not 1 <= number < getattr(signal, "NSIG", 65):
         raise ValueError("not a valid signal number")
     return number
+
+
+def chains(signum: int) -> bool:
+    """Whether faulthandler should pass ``signum`` on to the handler already there after its dump:
+    only a real handler. Chaining to the default action of a real-time signal would end the
+    process (faulthandler re-raises the signal with the previous disposition)."""
+    try:
+        previous = signal.getsignal(signum)
+    except (ValueError, OSError):
+        return False
+    return callable(previous)
 
 
 def rank_env(environ: Mapping[str, str] | None = None) -> dict[str, int | None]:
