@@ -2,7 +2,8 @@
 
 ``flightlog run`` puts ``agent/_boot`` first on ``PYTHONPATH`` for its workload: Python imports
 its ``sitecustomize`` at start-up, which (for the runner's own child and for processes a
-launcher made ranks, nothing else) loads this package under a private name and calls `start`.
+launcher made ranks, nothing else: it decides from the environment before loading anything)
+loads this package under a private name and calls `start`.
 Then the rank has what ``flightlog.init()`` would have given it for hangs:
 
 * the hang watch (`RankWatch`), its records handed to the runner through files (`FileChannel`);
@@ -31,23 +32,10 @@ from .channel import FileChannel
 from .settings import HangSettings, chains
 from .watch import RankWatch, process_identity
 
-__all__ = ["start", "should_start", "RUNNER_PID_VAR"]
+__all__ = ["start", "RUNNER_PID_VAR"]
 
 RUNNER_PID_VAR = "FLIGHTLOG_RUNNER_PID"
 _kept: list[Any] = []  # the faulthandler file: open for the life of the process
-
-
-def should_start(environ: dict[str, str] | None = None) -> bool:
-    """The runner's direct child (which may become rank 0 of a launcher that starts its own ranks:
-    Lightning, Accelerate's notebook launcher), or a process a launcher made a rank."""
-    env = os.environ if environ is None else environ
-    try:
-        if int(env.get(RUNNER_PID_VAR, "0")) == os.getppid():
-            return True
-    except ValueError:
-        pass
-    names = ("RANK", "LOCAL_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID")
-    return any(env.get(n, "").strip() for n in names)
 
 
 def start(directory: str) -> RankWatch | None:

@@ -16,9 +16,25 @@ import os
 import sys
 
 
+def _flightlog_wanted():
+    """The runner's direct child (which may become rank 0 of a launcher that starts its own ranks:
+    Lightning, Accelerate's notebook launcher), or a process a launcher made a rank. Decided from
+    the environment alone: every other process pays two lookups and nothing else."""
+    env = os.environ
+    try:
+        if int(env.get("FLIGHTLOG_RUNNER_PID", "0")) == os.getppid():
+            return True
+    except ValueError:
+        pass
+    names = ("RANK", "LOCAL_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID")
+    return any(env.get(n, "").strip() for n in names)
+
+
 def _flightlog_start():
     directory = os.environ.get("FLIGHTLOG_HANG_DIR")
     if not directory or sys.version_info < (3, 8) or "_flightlog_agent" in sys.modules:
+        return
+    if not _flightlog_wanted() or not os.path.isdir(directory):
         return
     import types
 
@@ -30,8 +46,7 @@ def _flightlog_start():
     import importlib
 
     boot = importlib.import_module("_flightlog_agent.boot")
-    if boot.should_start():
-        boot.start(directory)
+    boot.start(directory)
 
 
 def _flightlog_chain():
