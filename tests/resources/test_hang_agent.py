@@ -386,7 +386,11 @@ def test_the_bootstrap_starts_only_in_ranks_and_keeps_the_sitecustomize_it_hides
     assert rank.stdout.split() == ["yes", "True"]
     (agent,) = hang_dir.glob("agent-*.json")
     announced = json.loads(agent.read_text())
-    assert announced["rank"] == 1 and announced["source"] == "bootstrap" and announced["signal"] == int(signal.SIGRTMIN) + 7
+    assert (
+        announced["rank"] == 1
+        and announced["source"] == "bootstrap"
+        and announced["signal"] == int(signal.SIGRTMIN) + 7
+    )
     # no rank, not the runner's child: nothing started, the site's own sitecustomize still ran
     other = _python(code, tmp_path, PYTHONPATH=pythonpath, FLIGHTLOG_HANG_DIR=str(hang_dir))
     assert other.stdout.split() == ["yes", "False"]

@@ -4,7 +4,6 @@ runs, resolved when progress resumes; its settings are checked at ``init``."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
@@ -164,6 +163,3 @@ def test_the_hang_signal_prints_a_process_s_stacks_without_ending_it(home: Path)
     )
     assert proc.returncode == 0 and proc.stdout.strip() == "alive", proc.stderr
     assert "most recent call first" in proc.stderr  # faulthandler's dump, on stderr
-
-
-

@@ -115,7 +115,7 @@ def judge(ranks: dict[int, RankFacts], *, live: bool, now: float) -> Verdict | N
     verdict = verdict or _own_error(ranks) or _silent_exit(ranks) or _stuck_outside(ranks)
     if verdict is None:
         return None
-    _cause_of(verdict, ranks[verdict.culprit] if verdict.culprit is not None else None, live, now)
+    _cause_of(verdict, ranks[verdict.culprit] if verdict.culprit is not None else None, ranks, live, now)
     _victims(verdict, ranks, view, live, now)
     return verdict
 
@@ -242,7 +242,13 @@ def _stuck_outside(ranks: dict[int, RankFacts]) -> Verdict | None:
 # ── the culprit's own cause, and its victims ───────────────────────────────────────────────────
 
 
-def _cause_of(verdict: Verdict, f: RankFacts | None, live: bool, now: float) -> None:
+def _job_end(culprit: RankFacts, ranks: dict[int, RankFacts]) -> float | None:
+    """When the others gave up on a culprit that never ended by itself: their last failure."""
+    ends = [f.failed_at for r, f in ranks.items() if r != culprit.rank and f.failed_at is not None]
+    return max(ends) if ends else None
+
+
+def _cause_of(verdict: Verdict, f: RankFacts | None, ranks: dict[int, RankFacts], live: bool, now: float) -> None:
     if f is None:
         return
     error = f.own_error
@@ -279,7 +285,7 @@ def _cause_of(verdict: Verdict, f: RankFacts | None, live: bool, now: float) -> 
     verdict.where = where_in_stacks(stacks)
     if f.stalls:
         since = _since(f)
-        end = now if live and f.stalled else f.failed_at or _num(f.stalls[-1].get("time")) or now
+        end = now if live and f.stalled else f.failed_at or _job_end(f, ranks) or _num(f.stalls[-1].get("time")) or now
         verdict.stuck_for = max(0.0, end - since) if since is not None else None
         if verdict.where is not None:
             verdict.signals.append(

@@ -201,10 +201,9 @@ def where_in_stacks(stacks: dict[str, Any] | None) -> dict[str, Any] | None:
     thread) that is the workload's own code — not the standard library, a package or flightlog."""
     if not stacks:
         return None
-    threads = [t for t in stacks.get("threads") or [] if isinstance(t, dict)]
-    if not threads:
+    main = _main_thread(stacks)
+    if main is None:
         return None
-    main = next((t for t in threads if t.get("name") in ("MainThread", "current")), threads[0])
     frames = [f for f in main.get("frames") or [] if isinstance(f, dict)]
     for frame in reversed(frames):
         path = str(frame.get("file") or "")
@@ -221,11 +220,26 @@ def where_in_stacks(stacks: dict[str, Any] | None) -> dict[str, Any] | None:
 
 def waiting_in_collective(stacks: dict[str, Any] | None) -> bool:
     """Whether a rank's main thread is inside ``torch.distributed`` (waiting for the others)."""
-    if not stacks:
-        return False
-    threads = [t for t in stacks.get("threads") or [] if isinstance(t, dict)]
-    main = next((t for t in threads if t.get("name") in ("MainThread", "current")), threads[0] if threads else None)
+    main = _main_thread(stacks)
     if main is None:
         return False
     frames = [f for f in main.get("frames") or [] if isinstance(f, dict)]
     return any("torch/distributed/" in str(f.get("file") or "") for f in frames[-4:])
+
+
+def _main_thread(stacks: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The main thread of a stacks record: named so (``sys._current_frames``), else the one that
+    runs the program's ``<module>`` (faulthandler names threads by id only), else the first."""
+    if not stacks:
+        return None
+    threads = [t for t in stacks.get("threads") or [] if isinstance(t, dict)]
+    if not threads:
+        return None
+    named = next((t for t in threads if t.get("name") == "MainThread"), None)
+    if named is not None:
+        return named
+    for t in threads:
+        frames = t.get("frames") or []
+        if frames and isinstance(frames[0], dict) and frames[0].get("function") == "<module>":
+            return t
+    return next((t for t in threads if t.get("name") == "current"), threads[0])

@@ -133,12 +133,14 @@ def _weight(share: float, lag: float, interval: float) -> float:
 
 
 def _onset(lags: Lags, rank: int) -> int:
-    """The first collective from which the rank was last in at least ``_LAST_SHARE`` of the rest."""
-    n = len(lags.seqs)
-    is_last = [lags.times[rank][i] >= max(lags.times[r][i] for r in lags.times) for i in range(n)]
-    for i in range(n):
-        rest = is_last[i:]
-        if is_last[i] and sum(rest) / len(rest) >= max(_LAST_SHARE, 0.9):
+    """The first collective from which the rank stays late: its lag at least half its median lag,
+    there and in nine in ten of the collectives after it."""
+    lag = lags.lag(rank)
+    bar = 0.5 * statistics.median(lag)
+    late = [x >= bar for x in lag]
+    for i in range(len(lag)):
+        rest = late[i:]
+        if late[i] and sum(rest) / len(rest) >= 0.9:
             return i
     return 0
 
