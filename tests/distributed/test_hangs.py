@@ -338,3 +338,37 @@ def test_a_rank_that_holds_the_gil_answers_through_faulthandler(home: Path, tmp_
         assert top["culprit"]["where"]["function"] == "parse_header"
     finally:
         job.stop()
+
+
+# ── Lightning DDP on CPU, two processes: (d) and (g) ───────────────────────────────────────────
+
+LIGHTNING = Path(__file__).with_name("lightning_job.py")
+
+
+def _lightning(home: Path, tmp_path: Path, scenario: str) -> tuple[int, str, dict[str, Any]]:
+    pytest.importorskip("lightning")
+    environ = child_env(home, SCENARIO=scenario, **SHORT)
+    proc = _start([str(FLIGHTLOG), "run", "--project", "dist", "--", sys.executable, str(LIGHTNING)], environ, tmp_path)
+    out, err = proc.communicate(timeout=300)
+    client = flightlog.Client(home=home)
+    run = client.runs(project="dist")[0]
+    return proc.returncode, err, client.diagnose(run.id, auto_baseline=False)
+
+
+@EMBEDDED
+def test_lightning_ddp_a_rank_s_exception_is_the_finding(home: Path, tmp_path: Path) -> None:
+    code, err, report = _lightning(home, tmp_path, "raises")
+    assert code != 0
+    leads = _leads(report)
+    assert len(leads) == 1, report
+    top = leads[0]
+    assert top["culprit"]["rank"] == 1 and top["culprit"]["where"]["function"] == "training_step"
+    assert top["summary"].startswith("rank 1 failed first: ValueError: batch 2 of rank 1 has no labels")
+    assert [v["rank"] for v in top["victims"]] == [0]
+
+
+@EMBEDDED
+def test_lightning_ddp_a_healthy_job_has_no_finding(home: Path, tmp_path: Path) -> None:
+    code, err, report = _lightning(home, tmp_path, "healthy")
+    assert code == 0, err
+    assert not _leads(report) and report["kind"] == "none", report
