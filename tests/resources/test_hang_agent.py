@@ -436,3 +436,11 @@ def test_a_broken_bootstrap_leaves_the_workload_as_python_started_it(tmp_path: P
         "print('ok')", tmp_path, PYTHONPATH=str(BOOTSTRAP_DIR), FLIGHTLOG_HANG_DIR=str(tmp_path / "gone"), RANK="0"
     )
     assert proc.returncode == 0 and proc.stdout.strip() == "ok" and proc.stderr == ""
+
+
+def test_the_documented_defaults_are_the_watch_s_own() -> None:
+    from flightlog.config import VARIABLES as DOCUMENTED
+    from flightlog.resources.agent.settings import VARIABLES
+
+    documented = {v.name: v.default for v in DOCUMENTED}
+    assert {name: default for name, (_, default, _) in VARIABLES.items()} == {n: documented[n] for n in VARIABLES}
