@@ -17,8 +17,9 @@ The rules, strongest first (docs/distributed.md, "Hangs, culprits and victims"):
 4. **Stacks.** With no recorder and no exit: among stalled ranks, the ones whose main thread is
    not inside ``torch.distributed`` (the others wait there).
 
-The culprit's own cause is read with the usual taxonomy (its traceback's signals, its exit or
-signal); a culprit with none — it was stuck — is a ``hang``.
+The culprit's own cause is read with the usual taxonomy: its own events read whole by
+`structure.read_failure` (contract C4), their exceptions' signals, its exit or signal; a culprit
+with none — it was stuck — is a ``hang``.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from typing import Any
 
 from flightlog.diagnose.ranks import RankFacts, waiting_in_collective, where_in_stacks
 from flightlog.diagnose.signals import Signal, combine, exit_signals, signal_name, traceback_signals
-from flightlog.diagnose.tracebacks import parse_chain
+from flightlog.diagnose.structure import read_failure
 
 __all__ = ["Verdict", "judge", "CollectiveView", "read_collectives"]
 
@@ -253,7 +254,10 @@ def _cause_of(verdict: Verdict, f: RankFacts | None, ranks: dict[int, RankFacts]
         return
     error = f.own_error
     if error is not None:
-        chain = parse_chain(error.text)
+        # the rank's own failure read whole (C4): its traceback behind a launcher's prefixes, in a
+        # JSON log line's field or a rich box, a worker's error re-raised by its parent
+        texts = [e.text for e in sorted(f.errors, key=lambda e: e.time) if not e.victim]
+        chain = read_failure(texts, exit_code=f.exit_code, signal=f.signal, rank=f.rank).links
         signals = traceback_signals(chain, at=error.time) if chain else []
         signals += exit_signals(exit_code=f.exit_code, signal=f.signal, timed_out=False, oom_killed=False)
         top = combine(signals)
