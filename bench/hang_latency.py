@@ -125,6 +125,5 @@ def main() -> None:
     )
 
 
-
 if __name__ == "__main__":
     main()

@@ -63,6 +63,7 @@ dist.destroy_process_group()
 print(json.dumps({"sample_ms": best * 1000, "entries": data["total"]}))
 """
 
+
 def _env(home: str, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FLIGHTLOG_", "RANK", "LOCAL_RANK", "WORLD_SIZE"))}
     env.update(FLIGHTLOG_HOME=home, FLIGHTLOG_QUIET="1", FLIGHTLOG_CONSOLE="off", **extra)
@@ -108,7 +109,9 @@ def main() -> None:
         for r in range(args.rounds):
             order = list(modes) if r % 2 == 0 else list(reversed(modes))
             for mode in order:
-                env = _env(home, **{**modes[mode], "TORCHELASTIC_RUN_ID": f"bench-{mode}-{r}"} if mode != "single" else {})
+                env = _env(
+                    home, **{**modes[mode], "TORCHELASTIC_RUN_ID": f"bench-{mode}-{r}"} if mode != "single" else {}
+                )
                 rounds[mode].append(_loop(env, args.steps))
         best = {m: {k: min(x[k] for x in rs) for k in rs[0]} for m, rs in rounds.items()}
         env = _env(home, PORT=str(29_000 + os.getpid() % 1000))

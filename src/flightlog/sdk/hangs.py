@@ -66,7 +66,7 @@ def _in_notebook() -> bool:
     if "IPython" not in sys.modules:
         return False
     try:
-        from flightlog.sdk.notebook import kernel_shell
+        from flightlog.sdk.notebook import kernel_shell  # only where IPython is loaded (it imports IPython's)
 
         return kernel_shell() is not None
     except Exception:

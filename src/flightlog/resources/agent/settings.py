@@ -35,6 +35,7 @@ __all__ = [
     "parse_signal",
     "chains",
     "rank_env",
+    "say",
     "HANG_DIR_VAR",
 ]
 
@@ -94,14 +95,14 @@ class HangSettings:
             except ValueError as exc:
                 if strict:
                     raise ValueError(f"{name}={raw!r}: {exc}") from None
-                _say(f"{name}={raw!r} ignored ({exc}); using {default}")
+                say(f"{name}={raw!r} ignored ({exc}); using {default}")
                 values[field_name] = _parse(kind, default)
         settings = cls(**values)
         if settings.floor > settings.ceiling:
             problem = f"FLIGHTLOG_HANG_MIN ({settings.floor:g} s) is above FLIGHTLOG_HANG_MAX ({settings.ceiling:g} s)"
             if strict:
                 raise ValueError(problem + ": make the floor the smaller one")
-            _say(problem + f"; using {settings.floor:g} s for both")
+            say(problem + f"; using {settings.floor:g} s for both")
             settings = cls(**{**values, "ceiling": settings.floor})
         return settings
 
@@ -208,7 +209,10 @@ def rank_env(environ: Mapping[str, str] | None = None) -> dict[str, int | None]:
     }
 
 
-def _say(message: str) -> None:
+def say(message: str) -> None:
+    """The agent's one line on stderr, ``flightlog:`` first like every notice of flightlog's; its
+    own because this package runs where flightlog may not be importable (``notices.py`` is the
+    rest of flightlog's). Never raises."""
     try:
         sys.stderr.write(f"flightlog: {message}\n")
         sys.stderr.flush()

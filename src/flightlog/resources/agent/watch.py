@@ -22,14 +22,16 @@ Standard library only (see ``agent/__init__.py``).
 from __future__ import annotations
 
 import os
+import socket
 import statistics
+import sys
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from .settings import HangSettings, rank_env
+from .settings import HangSettings, rank_env, say
 from .stacks import (
     collective_progress,
     flight_recorder_evidence,
@@ -59,13 +61,9 @@ def process_identity() -> dict[str, Any]:
     ident: dict[str, Any] = dict(rank_env())
     ident["pid"] = os.getpid()
     try:
-        import socket
-
         ident["host"] = socket.gethostname()
     except Exception:
         ident["host"] = None
-    import sys
-
     dist = sys.modules.get("torch.distributed")
     if dist is not None:
         try:
@@ -376,13 +374,7 @@ class RankWatch:
         if key in self._said:
             return
         self._said.add(key)
-        try:
-            import sys
-
-            sys.stderr.write(f"flightlog: {message}\n")
-            sys.stderr.flush()
-        except Exception:
-            pass
+        say(message)
 
 
 def _tag(ident: dict[str, Any]) -> str:
