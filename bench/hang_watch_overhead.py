@@ -1,4 +1,4 @@
-"""What recording costs a rank of a distributed job, against the same loop in one process.
+"""What the hang watch costs a rank of a distributed job, against the same loop in one process.
 
 The loop (W1's: 5 metrics per step with ``run.log``, plus a ``data_loading`` stage per step) runs
 in fresh processes, alternated, best of the rounds:
@@ -120,7 +120,7 @@ def main() -> None:
         idle = _watch_cpu(home)
     emit(
         {
-            "benchmark": "rank_overhead",
+            "benchmark": "hang_watch_overhead",
             "machine": machine(),
             "steps": args.steps,
             "rounds": args.rounds,
