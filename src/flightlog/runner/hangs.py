@@ -57,16 +57,17 @@ def bootstrap_wanted(environ: dict[str, str] | None = None) -> bool:
 
 
 class _Agent:
-    __slots__ = ("pid", "identity", "mtime", "asked", "answered", "signalled", "fh_offset", "gone")
+    __slots__ = ("pid", "identity", "mtime", "asked", "answered", "signalled", "fh_offset", "fh_size", "gone")
 
     def __init__(self, pid: int) -> None:
         self.pid = pid
         self.identity: dict[str, Any] = {}
         self.mtime = 0.0
         self.asked: float | None = None
-        self.answered = 0.0  # the last time its stacks arrived
+        self.answered = float("-inf")  # the last time its stacks arrived
         self.signalled: float | None = None
         self.fh_offset = 0
+        self.fh_size = -1  # the file's size at the last look: a dump is read once it stopped growing
         self.gone = False
 
 
@@ -185,6 +186,10 @@ class HangCollector:
         self.records += 1
         if kind == "stall":
             self._on_stall(data, now)
+        elif kind == "flight_recorder" and data.get("problem"):
+            rank = data.get("rank")
+            who = f"rank {rank}" if rank is not None else f"process {data.get('pid')}"
+            self._event(f"{who}'s Flight Recorder dump: {data['problem']}", "warning", rank, data)
 
     def _keep_raw(self, path: str, name: str) -> str | None:
         try:
@@ -282,6 +287,10 @@ class HangCollector:
             if not isinstance(path, str) or agent.signalled is None:
                 continue
             try:
+                size = os.path.getsize(path)
+                if size != agent.fh_size:  # still being written (faulthandler writes a dump piece by piece)
+                    agent.fh_size = size
+                    continue
                 with open(path, "rb") as fh:
                     fh.seek(agent.fh_offset)
                     text = fh.read(_MAX_FH_BYTES)

@@ -204,6 +204,8 @@ def _record(run: Run, kind: str, name: str, data: dict[str, Any], raw: str | Non
     run.log_evidence(kind, name, data)
     if kind == "stall":
         _tell(run, data)
+    elif kind == "flight_recorder" and data.get("problem"):
+        run.log_event(f"the Flight Recorder dump: {data['problem']}", level="warning", component="flightlog")
 
 
 def _keep_raw(run: Run, name: str, raw: str) -> str | None:
