@@ -39,9 +39,11 @@ def render_diagnosis(report: dict[str, Any], out: Console) -> None:
         how = base.get("reason") or "given with --baseline"
         out.print(f"[dim]baseline {escape(base['baseline'])} ({escape(how)})[/]")
     else:
+        choice = report.get("baseline_choice") or {}
+        why = choice.get("reason") or "none found"
         out.print(
-            "[dim]no baseline: no run pinned (--tag baseline=true), none earlier of this name, none comparable "
-            "(same script, same param keys) that succeeded unflagged (pass --baseline RUN)[/]"
+            f"[dim]no baseline: {escape(why)}; none pinned (flightlog runs edit RUN --tag baseline=true), "
+            "or pass --baseline RUN[/]"
         )
     findings = report["findings"]
     leads = [f for f in findings if f["confidence"] >= _LEAD]
