@@ -108,6 +108,8 @@ def render_comparison(cmp: dict[str, Any], out: Console) -> None:
         f"[bold]run {escape(cmp['run'])}[/] ({escape(cmp['status']['run'])}) against baseline "
         f"[bold]{escape(cmp['baseline'])}[/] ({escape(cmp['status']['baseline'])})"
     )
+    if cmp.get("reason"):  # chosen automatically: how, and why
+        out.print(f"[dim]baseline {escape(cmp['reason'])}[/]")
     d = cmp["duration"]
     if d["run"] is not None and d["baseline"] is not None:
         out.print(
