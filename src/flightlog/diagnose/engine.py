@@ -213,13 +213,14 @@ def _divergence_first(findings: list[Finding]) -> list[Finding]:
 
 #: findings about the run against others: never above what the run itself shows
 _AGAINST_OTHERS = ("metric_regressed",)
-#: what the run itself shows: its failure, its behaviour, its phases (besides the failure categories)
+#: what the run itself shows: its failure, its behaviour, its phases (a plateau is not among
+#: them: a model that converged to a worse place stops improving too, and its reference
+#: run plateaued the same way — the regression says more than the plateau)
 _OWN = frozenset(
     {
         *FAILURE_CATEGORIES,
         "nan_loss",
         "loss_divergence",
-        "loss_plateau",
         "slow_startup",
         "slow_completion",
         "queue_wait",
