@@ -28,7 +28,7 @@ from flightlog.statuses import UNSUCCESSFUL_STATUSES
 if TYPE_CHECKING:
     from flightlog.diagnose.reader import Reader
 
-__all__ = ["Work", "Flag", "work_of", "script_path", "same_work", "not_comparable", "flag_of", "flag_counts", "FLAG_ORDER"]
+__all__ = ["Work", "Flag", "work_of", "script_path", "same_work", "same_script", "not_comparable", "flag_of", "flag_counts", "FLAG_ORDER"]
 
 _SCRIPT_SUFFIXES = (".py", ".sh", ".ipynb", ".r", ".jl")
 #: how flags are listed: the statuses in lifecycle order, then what the metrics say
@@ -99,10 +99,22 @@ def _in_repository(path: str, cwd: str | None, root: str | None) -> str:
     return path
 
 
+def same_script(a: str, b: str) -> bool:
+    """The same script: the same path — or, where one run knew its repository and the other
+    did not, the absolute path ends with the repository path (``/src/app/vision/train.py``
+    and ``vision/train.py``)."""
+    if a == b:
+        return True
+    if posixpath.isabs(a) != posixpath.isabs(b) and not a.startswith("-m ") and not b.startswith("-m "):
+        full, rel = (a, b) if posixpath.isabs(a) else (b, a)
+        return "/" in rel and full.endswith("/" + rel)
+    return False
+
+
 def not_comparable(info: RunInfo, work: Work, other: RunInfo, other_work: Work) -> str | None:
     """Why ``other`` is no reference for ``info`` although they are related (same name or same
     work), or None when it is comparable."""
-    if work.script and other_work.script and work.script != other_work.script:
+    if work.script and other_work.script and not same_script(work.script, other_work.script):
         return f"another script ({other_work.script})"
     if (info.params or other.params) and not (info.params.keys() & other.params.keys()):
         return "no params in common"
@@ -112,7 +124,7 @@ def not_comparable(info: RunInfo, work: Work, other: RunInfo, other_work: Work) 
 def same_work(work: Work, other_work: Work) -> bool:
     if work.step is not None:
         return other_work.step == work.step
-    return work.script is not None and other_work.script == work.script
+    return work.script is not None and other_work.script is not None and same_script(work.script, other_work.script)
 
 
 def flag_of(client: Reader, info: RunInfo, th: Thresholds | None = None) -> Flag | None:
