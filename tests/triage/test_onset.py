@@ -224,7 +224,9 @@ def test_an_oom_group_shows_its_memory_figures_the_same_in_every_report(home: Pa
     memory = group["memory"]
     assert memory["limit_bytes"] == 128 * 1024 * 1024, memory
     assert 64 * 1024 * 1024 < memory["peak_bytes"] <= 160 * 1024 * 1024, memory
-    figure = f"memory peaked at {format_size(memory['peak_bytes'])} against a limit of {format_size(memory['limit_bytes'])}"
+    figure = (
+        f"memory peaked at {format_size(memory['peak_bytes'])} against a limit of {format_size(memory['limit_bytes'])}"
+    )
     assert memory["text"].startswith(figure), memory
     doc = json.loads(cli(home, "triage", "--project", "nightly", "--format", "json").stdout)
     assert doc["groups"][0]["memory"] == memory
@@ -235,4 +237,7 @@ def test_an_oom_group_shows_its_memory_figures_the_same_in_every_report(home: Pa
         summary = client.diagnose(newest)["findings"][0]["summary"]
     own = memory["runs"][0]  # the newest run's own figure: the one its diagnosis quotes
     assert own["run"] == newest
-    assert f"memory peaked at {format_size(own['peak_bytes'])} against a limit of {format_size(own['limit_bytes'])}" in summary, summary
+    assert (
+        f"memory peaked at {format_size(own['peak_bytes'])} against a limit of {format_size(own['limit_bytes'])}"
+        in summary
+    ), summary

@@ -379,7 +379,9 @@ def _test(name: str, current: float, baseline: float, cur: Mapping[str, Any], ba
     se, bse = (cur.get("stderr") or {}).get(name), (base.get("stderr") or {}).get(name)
     if se is None or bse is None:
         return None
-    return bootstrap_difference(float(current), float(se), float(baseline), float(bse), cur.get("count"), base.get("count"))
+    return bootstrap_difference(
+        float(current), float(se), float(baseline), float(bse), cur.get("count"), base.get("count")
+    )
 
 
 def _key(v: Any) -> str:

@@ -102,9 +102,7 @@ def bootstrap_stderr(
             if name in values and v is not None and math.isfinite(v):
                 values[name].append(float(v))
     scale = math.sqrt(size / rows.size)
-    return {
-        name: float(np.std(vs, ddof=1)) * scale for name, vs in values.items() if len(vs) >= max(2, rounds // 2)
-    }
+    return {name: float(np.std(vs, ddof=1)) * scale for name, vs in values.items() if len(vs) >= max(2, rounds // 2)}
 
 
 def holm(tests: Sequence[Test]) -> None:

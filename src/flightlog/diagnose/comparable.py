@@ -28,7 +28,18 @@ from flightlog.statuses import UNSUCCESSFUL_STATUSES
 if TYPE_CHECKING:
     from flightlog.diagnose.reader import Reader
 
-__all__ = ["Work", "Flag", "work_of", "script_path", "same_work", "same_script", "not_comparable", "flag_of", "flag_counts", "FLAG_ORDER"]
+__all__ = [
+    "Work",
+    "Flag",
+    "work_of",
+    "script_path",
+    "same_work",
+    "same_script",
+    "not_comparable",
+    "flag_of",
+    "flag_counts",
+    "FLAG_ORDER",
+]
 
 _SCRIPT_SUFFIXES = (".py", ".sh", ".ipynb", ".r", ".jl")
 #: how flags are listed: the statuses in lifecycle order, then what the metrics say
@@ -147,4 +158,3 @@ def flag_counts(flags: list[Flag]) -> dict[str, int]:
         if n:
             counts[kind] = n
     return counts
-

@@ -181,15 +181,15 @@ def _inputs(a: RunEvidence, b: RunEvidence) -> list[dict[str, Any]]:
     for name in sorted(ma.keys() | mb.keys()):
         x, y = ma.get(name), mb.get(name)
         if x is None or y is None:
-            row = {
+            one: dict[str, Any] = {
                 "name": name,
                 "status": "added" if y is None else "removed",
                 "file_count": _change((x or {}).get("file_count"), (y or {}).get("file_count")),
                 "total_size": _change((x or {}).get("total_size"), (y or {}).get("total_size")),
             }
             if x is None:
-                row["reached"] = _reached(a, b, logged_at.get(name))
-            out.append(row)
+                one["reached"] = _reached(a, b, logged_at.get(name))
+            out.append(one)
             continue
         row: dict[str, Any] = {
             "name": name,

@@ -45,7 +45,7 @@ __all__ = ["diagnose_run", "Context", "ANALYZERS", "LEAD"]
 #: a finding at or above this confidence is a lead; below it, a hint
 LEAD = 0.5
 #: the choice of a diagnosis made with --no-baseline
-_NOT_LOOKED_FOR = {
+_NOT_LOOKED_FOR: dict[str, Any] = {
     "run": None,
     "choice": None,
     "reason": "not looked for (--no-baseline)",

@@ -141,7 +141,14 @@ def nan_in_log(ev: RunEvidence) -> Finding | None:
             undefined = True
             scale = 0.5 if is_loss else 0.4
             signals = [
-                Signal(s.category, s.weight * scale, s.id, s.source, f"{s.detail} ({going_on} printed finite values on)", s.at)
+                Signal(
+                    s.category,
+                    s.weight * scale,
+                    s.id,
+                    s.source,
+                    f"{s.detail} ({going_on} printed finite values on)",
+                    s.at,
+                )
                 for s in signals
             ]
     if recovered:

@@ -157,7 +157,10 @@ def analyze_regression(
         "diagnosis settings (higher_is_better / lower_is_better).",
     ]
     if not judged_alone and not backed:
-        steps.insert(0, "Pin the reference run (flightlog runs edit RUN --tag baseline=true), or run it 3 times to see the spread.")
+        steps.insert(
+            0,
+            "Pin the reference run (flightlog runs edit RUN --tag baseline=true), or run it 3 times to see the spread.",
+        )
     return [Finding("metric_regressed", summary, signals, steps)]
 
 

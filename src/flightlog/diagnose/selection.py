@@ -124,7 +124,9 @@ def choose_baseline(
         return BaselineChoice(same_name[0], "same_name", reason, work, skipped, unlike, references)
     if references:
         best, how = _best(info, references, th)
-        keys = "same param keys" if all(r.params.keys() == info.params.keys() for r in references) else "params in common"
+        keys = (
+            "same param keys" if all(r.params.keys() == info.params.keys() for r in references) else "params in common"
+        )
         reason = f"comparable: same {work.describe()}, {keys}, {how}{_skipped_text(skipped)}"
         return BaselineChoice(best, "comparable", reason, work, skipped, unlike, references)
     return BaselineChoice(None, None, _none_reason(info, work, skipped, unlike), work, skipped, unlike, [])
