@@ -113,13 +113,17 @@ def choose_baseline(
     work = work_of(client, info)
     if pinned is not None:  # a person's word: no spread needed, none looked for
         return BaselineChoice(pinned[0], "pinned", pinned[1], work)
-    related, skipped, unlike = _related(client, info, work, th)
+    related, flagged, unlike = _related(client, info, work, th)
     references = [r for r, _ in related]
+    skipped = [{"run": r.id, "why": f.why, "flag": f.kind} for r, f in flagged]
+    created = {r.id: r.created or 0.0 for r, _ in flagged}
     same_name = [r for r, by_name in related if by_name]
     if same_name:
+        # the flagged runs it passed over on the way to it (newer than it), not the older ones seen after
+        newer = [s for s in skipped if created.get(s["run"], 0.0) > (same_name[0].created or 0.0)]
         reason = (
             f"picked automatically: the most recent successful run of project {info.project!r} and name "
-            f"{info.name!r}{_skipped_text(skipped)}"
+            f"{info.name!r}{_skipped_text(newer)}"
         )
         return BaselineChoice(same_name[0], "same_name", reason, work, skipped, unlike, references)
     if references:
@@ -134,7 +138,7 @@ def choose_baseline(
 
 def _related(
     client: Reader, info: RunInfo, work: Work, th: Thresholds
-) -> tuple[list[tuple[RunInfo, bool]], list[dict[str, str]], list[dict[str, str]]]:
+) -> tuple[list[tuple[RunInfo, bool]], list[tuple[RunInfo, Flag]], list[dict[str, str]]]:
     """The earlier runs of the same name or the same work: the comparable ones (with whether
     they share the name), the flagged ones and the ones that are not comparable, newest first."""
     if work.script is None and work.step is None and not info.name:
@@ -150,7 +154,7 @@ def _related(
         if r.id != info.id and (info.created is None or r.created is None or r.created <= info.created)
     ]
     good: list[tuple[RunInfo, bool]] = []
-    skipped: list[dict[str, str]] = []
+    skipped: list[tuple[RunInfo, Flag]] = []
     unlike: list[dict[str, str]] = []
     for r in earlier:
         if len(good) >= MAX_REFERENCES:
@@ -169,7 +173,7 @@ def _related(
             continue
         flag = flag_of(client, r, th)
         if flag is not None:
-            skipped.append({"run": r.id, "why": flag.why, "flag": flag.kind})
+            skipped.append((r, flag))
             continue
         good.append((r, by_name))
     return good, skipped, unlike
