@@ -8,7 +8,8 @@ same step of another run of the pipeline. Without a repository the script's abso
 stands in for it; a module run with ``-m`` is its module.
 
 **Params in common**: a run that shares no param name with the candidate was configured for
-something else (two runs with no params at all are not told apart by them).
+something else. A run that recorded no params at all is not told apart by them (a job that
+gained its first ``--param`` is still the same job).
 
 **Flagged** runs are no reference, whatever their status says: a run that failed (or crashed,
 was killed, was stopped), one whose loss became NaN or infinite, one whose loss diverged.
@@ -127,7 +128,7 @@ def not_comparable(info: RunInfo, work: Work, other: RunInfo, other_work: Work) 
     work), or None when it is comparable."""
     if work.script and other_work.script and not same_script(work.script, other_work.script):
         return f"another script ({other_work.script})"
-    if (info.params or other.params) and not (info.params.keys() & other.params.keys()):
+    if info.params and other.params and not (info.params.keys() & other.params.keys()):
         return "no params in common"
     return None
 

@@ -162,7 +162,13 @@ def _related(
         by_name = bool(info.name) and r.name == info.name
         if not by_name and (work.step is not None) != (r.parent_id is not None):
             continue
-        if not by_name and work.step is None and info.params and not (r.params.keys() & info.params.keys()):
+        if (
+            not by_name
+            and work.step is None
+            and info.params
+            and r.params
+            and not (r.params.keys() & info.params.keys())
+        ):
             continue  # another name and nothing in common: unrelated, not worth reading its context
         other = work_of(client, r)
         if not by_name and not same_work(work, other):
