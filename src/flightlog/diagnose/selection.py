@@ -113,9 +113,10 @@ def choose_baseline(
     work = work_of(client, info)
     if pinned is not None:  # a person's word: no spread needed, none looked for
         return BaselineChoice(pinned[0], "pinned", pinned[1], work)
-    related, flagged, unlike = _related(client, info, work, th)
+    related, flagged, different = _related(client, info, work, th)
     references = [r for r, _ in related]
     skipped = [{"run": r.id, "why": f.why, "flag": f.kind} for r, f in flagged]
+    unlike = [{"run": r.id, "why": why} for r, why in different]
     created = {r.id: r.created or 0.0 for r, _ in flagged}
     same_name = [r for r, by_name in related if by_name]
     if same_name:
@@ -133,12 +134,18 @@ def choose_baseline(
         )
         reason = f"comparable: same {work.describe()}, {keys}, {how}{_skipped_text(skipped)}"
         return BaselineChoice(best, "comparable", reason, work, skipped, unlike, references)
-    return BaselineChoice(None, None, _none_reason(info, work, skipped, unlike), work, skipped, unlike, [])
+    by_name = sum(
+        1 for r in [*(r for r, _ in flagged), *(r for r, _ in different)] if info.name and r.name == info.name
+    )
+    of = "of this name" if by_name == len(skipped) + len(unlike) else f"of this {work.describe()}"
+    if 0 < by_name < len(skipped) + len(unlike):
+        of = f"of this name or {work.describe()}"
+    return BaselineChoice(None, None, _none_reason(info, work, skipped, unlike, of), work, skipped, unlike, [])
 
 
 def _related(
     client: Reader, info: RunInfo, work: Work, th: Thresholds
-) -> tuple[list[tuple[RunInfo, bool]], list[tuple[RunInfo, Flag]], list[dict[str, str]]]:
+) -> tuple[list[tuple[RunInfo, bool]], list[tuple[RunInfo, Flag]], list[tuple[RunInfo, str]]]:
     """The earlier runs of the same name or the same work: the comparable ones (with whether
     they share the name), the flagged ones and the ones that are not comparable, newest first."""
     if work.script is None and work.step is None and not info.name:
@@ -155,7 +162,7 @@ def _related(
     ]
     good: list[tuple[RunInfo, bool]] = []
     skipped: list[tuple[RunInfo, Flag]] = []
-    unlike: list[dict[str, str]] = []
+    unlike: list[tuple[RunInfo, str]] = []
     for r in earlier:
         if len(good) >= MAX_REFERENCES:
             break
@@ -175,7 +182,7 @@ def _related(
             continue
         why = not_comparable(info, work, r, other)
         if why is not None:
-            unlike.append({"run": r.id, "why": why})
+            unlike.append((r, why))
             continue
         flag = flag_of(client, r, th)
         if flag is not None:
@@ -195,12 +202,15 @@ def _best(info: RunInfo, references: list[RunInfo], th: Thresholds) -> tuple[Run
     return references[0], "the most recent"
 
 
-def _none_reason(info: RunInfo, work: Work, skipped: list[dict[str, str]], unlike: list[dict[str, str]]) -> str:
-    """Why there is no baseline, counted: what was found and what was wrong with it."""
-    of = "of this name" if info.name else f"of this {work.describe()}"
+def _none_reason(
+    info: RunInfo, work: Work, skipped: list[dict[str, str]], unlike: list[dict[str, str]], of: str
+) -> str:
+    """Why there is no baseline, counted: what was found (``of`` this name, this script) and
+    what was wrong with it."""
     n = len(skipped) + len(unlike)
     if n == 0:
-        what = f"name {info.name!r} or {work.describe()}" if info.name else work.describe()
+        known = work.script is not None or work.step is not None
+        what = work.describe() if not info.name else f"name {info.name!r}" + (f" or {work.describe()}" if known else "")
         if work.script is None and work.step is None and not info.name:
             return "nothing says which runs do the same work (no script, no pipeline step, no name)"
         return f"no earlier run of the same {what}"
