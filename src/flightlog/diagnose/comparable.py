@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import posixpath
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from flightlog.diagnose.behaviour import loss_divergence, nonfinite_losses
 from flightlog.diagnose.evidence import RunEvidence, Thresholds
@@ -69,21 +69,27 @@ class Flag:
 def work_of(client: Reader, info: RunInfo) -> Work:
     if info.parent_id is not None:
         return Work(None, info.name)
-    return Work(script_path(RunEvidence(client, info)))
+    # only the two records the script is read from: a run's evidence can be large (manifests)
+    configs = [e for e in client.evidence(info.id, "runner", "config") if isinstance(e.get("data"), dict)]
+    try:
+        context = client.context(info.id)
+    except Exception:  # context is optional evidence
+        context = {}
+    return Work(script_path(configs[-1]["data"] if configs else {}, context or {}))
 
 
-def script_path(ev: RunEvidence) -> str | None:
+def script_path(runner_config: dict[str, Any], context: dict[str, Any]) -> str | None:
     """The script a run ran, as a path in its repository (see the module docstring): from the
     runner's command, else the SDK's argv; resolved against the run's working directory."""
-    argv = ev.runner_config.get("command") or ev.context.get("command")
+    argv = runner_config.get("command") or context.get("command")
     if isinstance(argv, str):
         argv = argv.split()
     if not isinstance(argv, list) or not argv:
         return None
     args = [str(a) for a in argv]
-    where = ev.runner_config.get("cwd") or ev.context.get("cwd")
+    where = runner_config.get("cwd") or context.get("cwd")
     cwd = where if isinstance(where, str) else None
-    git = ev.context.get("git")
+    git = context.get("git")
     top = git.get("root") if isinstance(git, dict) else None
     root = top if isinstance(top, str) else None
     for i, a in enumerate(args):
