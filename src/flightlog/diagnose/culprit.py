@@ -132,9 +132,7 @@ def _behind(view: CollectiveView, ranks: dict[int, RankFacts]) -> Verdict | None
     seq = lowest + 1
     op = view.op_at(seq) or "collective"
     culprit = behind[0]
-    who = _ranks_text(behind)
-    verb = "never entered" if len(behind) == 1 else "never entered"
-    detail = f"{who} {verb} {op} #{seq} (process group {view.pg}); " + ", ".join(
+    detail = f"{_ranks_text(behind)} never entered {op} #{seq} (process group {view.pg}); " + ", ".join(
         f"rank {r} entered it" for r in sorted(view.last) if view.last[r] >= seq
     )
     signal = Signal("hang", 0.8, "culprit_by_the_flight_recorder", "evidence", detail)
