@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 import flightlog
+from tests.helpers import cli
 
 pytestmark = pytest.mark.embedded_only("the reading of evidence; tests/distributed run the jobs through a server")
 
@@ -141,6 +142,10 @@ def test_the_rank_that_never_entered_the_collective_is_the_culprit_and_the_other
     # the victims' timeout is evidence of the culprit finding, never a cause of its own
     assert [f["category"] for f in report["findings"] if f["confidence"] >= 0.5] == ["hang"]
     assert report["kind"] == "performance"
+    # for a person: the culprit first, the victims under it
+    text = cli(home, "diagnose", run.id, "--no-baseline").stdout
+    assert "culprit rank 1 on node1, in read_shard at /job/data.py:88, never in all_reduce #4" in " ".join(text.split())
+    assert text.count("victim  rank") == 2
 
 
 def test_a_live_hang_is_a_finding_before_any_timeout(home: Path) -> None:
