@@ -110,10 +110,12 @@ def _measure(tmp: Path, runner: bool) -> dict[str, float | str | None]:
 
 
 def main() -> None:
-    argparse.ArgumentParser(description=__doc__).parse_args()
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--only", choices=("runner", "sdk"), help="measure one way only")
+    args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="flightlog-bench-hang-") as tmp:
-        runner = _measure(Path(tmp), runner=True)
-        sdk = _measure(Path(tmp), runner=False)
+        runner = _measure(Path(tmp), runner=True) if args.only != "sdk" else None
+        sdk = _measure(Path(tmp), runner=False) if args.only != "runner" else None
     emit(
         {
             "benchmark": "hang_latency",

@@ -146,7 +146,8 @@ def _waited_text(waited: list[dict[str, Any]], live: bool) -> str:
         groups.setdefault(format_duration(float(x["waited_s"])), []).append(int(x["rank"]))
     bits = []
     for took, who in groups.items():
-        bits.append(f"{_ranks(sorted(who))} {'have waited' if live else 'waited'} {took}")
+        verb = ("has waited" if len(who) == 1 else "have waited") if live else "waited"
+        bits.append(f"{_ranks(sorted(who))} {verb} {took}")
     text = ", ".join(bits)
     errors = [x["error"] for x in waited if x.get("error")]
     if errors and not live:
