@@ -207,7 +207,7 @@ def _silent_exit(ranks: dict[int, RankFacts]) -> Verdict | None:
         for r, f in ranks.items()
         if f.own_error is None
         and f.victim_error is None
-        and ((f.exit_code not in (None, 0)) or (f.signal is not None and f.signal != _SIGTERM))
+        and ((f.exit_code not in (None, 0)) or (f.signal is not None and f.signal != _SIGTERM) or f.lost)
     ]
     if not silent or not (waited or len(silent) < len(ranks)):
         return None
@@ -273,6 +273,9 @@ def _cause_of(verdict: Verdict, f: RankFacts | None, ranks: dict[int, RankFacts]
     stuck = f.stalled or (f.stalls and not f.ended)
     if f.ended and not stuck:
         signals = exit_signals(exit_code=f.exit_code, signal=f.signal, timed_out=False, oom_killed=False)
+        if not signals and f.lost:
+            detail = f"rank {f.rank} {_exit_text(f)}: most often a SIGKILL from outside or the OOM killer"
+            signals = [Signal("killed_by_signal", 0.4, "the_rank_vanished", "exit", detail)]
         top = combine(signals)
         category = top[0].category if top else "code_error"
         verdict.category = category if verdict.category != "collective_mismatch" else verdict.category
@@ -355,6 +358,8 @@ def _exit_text(f: RankFacts) -> str:
         return f"was killed by {signal_name(f.signal)}"
     if f.exit_code is not None:
         return f"exited with code {f.exit_code}"
+    if f.lost:
+        return "vanished without recording its end (killed, os._exit, or its host lost)"
     return "ended"
 
 

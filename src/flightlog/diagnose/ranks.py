@@ -57,6 +57,7 @@ class RankFacts:
     signal: int | None = None
     exited_at: float | None = None
     launcher_root_cause: bool = False
+    lost: bool = False  # it vanished without recording an end (SIGKILL, os._exit, a lost host)
     errors: list[RankError] = field(default_factory=list)
     stalls: list[dict[str, Any]] = field(default_factory=list)
     stacks: list[dict[str, Any]] = field(default_factory=list)
@@ -98,7 +99,7 @@ class RankFacts:
 
     @property
     def ended(self) -> bool:
-        return self.exited_at is not None or self.exit_code is not None or self.signal is not None
+        return self.exited_at is not None or self.exit_code is not None or self.signal is not None or self.lost
 
     @property
     def failed_at(self) -> float | None:
@@ -153,6 +154,7 @@ def gather_ranks(ev: RunEvidence) -> tuple[dict[int, RankFacts], list[dict[str, 
         for items in (facts_.stalls, facts_.stacks, facts_.flight, facts_.samples):
             items.sort(key=lambda d: _num(d.get("time")) or 0.0)
     _launcher_exits(ev, facts)
+    _rank_rows(ev, facts)
     _log_errors(ev, ranks, facts)
     return ranks, unranked
 
@@ -178,6 +180,37 @@ def _launcher_exits(ev: RunEvidence, facts: Any) -> None:
             if isinstance(error, str) and error and not any(error in e.text for e in f.errors):
                 at = _num(entry.get("error_at")) or _num(item.get("time")) or 0.0
                 f.errors.append(RankError(at, error, "launcher"))
+
+
+def _rank_rows(ev: RunEvidence, facts: Any) -> None:
+    """Each rank's own account in the store (contract C2, ``Client.ranks``): its end (exit code,
+    signal, ``lost`` for a rank that vanished without a word) and its first error. Readers
+    without it (an older server) leave this out."""
+    read = getattr(ev.client, "ranks", None)
+    if read is None:
+        return
+    try:
+        rows = read(ev.id)
+    except Exception:
+        return
+    for row in rows or []:
+        rank = getattr(row, "rank", None)
+        if not isinstance(rank, int):
+            continue
+        f = facts(rank)
+        f.host = f.host or getattr(row, "host", None)
+        f.pid = f.pid or getattr(row, "pid", None)
+        f.world_size = f.world_size or getattr(row, "world_size", None)
+        state = getattr(row, "state", None)
+        if f.exit_code is None and getattr(row, "exit_code", None) is not None and state != "succeeded":
+            f.exit_code = row.exit_code
+        if f.signal is None and getattr(row, "signal", None) is not None:
+            f.signal = row.signal
+        if state == "lost" and f.exited_at is None:
+            f.lost = True
+        error = getattr(row, "first_error", None)
+        if isinstance(error, dict) and error.get("message") and not any(error["message"] in e.text for e in f.errors):
+            f.errors.append(RankError(_num(error.get("time")) or 0.0, str(error["message"]), "ranks"))
 
 
 def _log_errors(ev: RunEvidence, ranks: dict[int, RankFacts], facts: Any) -> None:
