@@ -79,8 +79,10 @@ def _hook_exceptions(channel: FileChannel) -> None:
 
     def excepthook(exc_type: Any, exc: Any, tb: Any) -> None:
         try:
-            if not issubclass(exc_type, (KeyboardInterrupt, SystemExit)):
-                ident = process_identity()
+            ident = process_identity()
+            # a rank's own error; a process that is no rank (a launcher: torchrun's
+            # ChildFailedError) says nothing about a rank, and the runner captures it anyway
+            if ident.get("rank") is not None and not issubclass(exc_type, (KeyboardInterrupt, SystemExit)):
                 text = "".join(traceback.format_exception(exc_type, exc, tb))[-20_000:]
                 data = {
                     **ident,
