@@ -444,3 +444,42 @@ def test_the_documented_defaults_are_the_watch_s_own() -> None:
 
     documented = {v.name: v.default for v in DOCUMENTED}
     assert {name: default for name, (_, default, _) in VARIABLES.items()} == {n: documented[n] for n in VARIABLES}
+
+
+@pytest.mark.parametrize("interpreter", ["python2.7", "python3.8", "python3.13"])
+def test_the_bootstrap_is_safe_under_the_workload_s_own_python(interpreter: str, tmp_path: Path) -> None:
+    """A workload may run another Python than flightlog's: the watch starts where it can (3.8 and
+    later), the hidden sitecustomize still runs, and an older Python starts as if nothing were there."""
+    exe = _interpreter(interpreter)
+    if exe is None:
+        pytest.skip(f"no {interpreter} here")
+    theirs = tmp_path / "site"
+    theirs.mkdir()
+    (theirs / "sitecustomize.py").write_text("import os\nos.environ['SITE_RAN'] = 'yes'\n")
+    hang_dir = tmp_path / "hangs"
+    hang_dir.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FLIGHTLOG_", "PYTHON"))}
+    env.update(PYTHONPATH=f"{BOOTSTRAP_DIR}{os.pathsep}{theirs}", FLIGHTLOG_HANG_DIR=str(hang_dir), RANK="1")
+    code = (
+        "import os, threading; print(os.environ.get('SITE_RAN')); print(sorted(t.name for t in threading.enumerate()))"
+    )
+    proc = subprocess.run([exe, "-c", code], env=env, capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    site_ran, threads = proc.stdout.splitlines()
+    assert site_ran == "yes"
+    watched = interpreter != "python2.7"
+    assert ("flightlog-hang-watch" in threads) is watched
+    assert bool(list(hang_dir.glob("agent-*.json"))) is watched
+
+
+def _interpreter(name: str) -> str | None:
+    """``name`` on PATH, else in pyenv's versions (whose shims answer only for the selected one)."""
+    import glob
+    import shutil
+
+    version = name.removeprefix("python")
+    found = [shutil.which(name), *sorted(glob.glob(os.path.expanduser(f"~/.pyenv/versions/{version}*/bin/{name}")))]
+    for exe in found:
+        if exe and subprocess.run([exe, "-c", "pass"], capture_output=True).returncode == 0:
+            return exe
+    return None

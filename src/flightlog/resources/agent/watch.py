@@ -29,7 +29,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .settings import HangSettings, rank_env, say
 from .stacks import (
@@ -40,10 +40,11 @@ from .stacks import (
     stacks_evidence,
 )
 
-__all__ = ["RankWatch", "Deliver", "current_watch", "process_identity"]
+__all__ = ["RankWatch", "current_watch", "process_identity"]
 
-#: (kind, name, data, raw text to keep as an artifact or None) → None
-Deliver = Callable[[str, str, dict, "str | None"], None]
+if TYPE_CHECKING:  # only for the checker: no subscripted ABC at run time on a workload's older Python
+    #: (kind, name, data, raw text to keep as an artifact or None) → None
+    Deliver = Callable[[str, str, dict[str, Any], str | None], None]
 _GAPS = 32  # gaps between signs of progress kept to judge the usual one
 _SAMPLE_ENTRIES = 256  # collective entry times kept per sample
 

@@ -60,7 +60,7 @@ def _flightlog_chain():
 
         importlib.import_module("sitecustomize")
     except ImportError as exc:
-        if exc.name != "sitecustomize":
+        if getattr(exc, "name", "sitecustomize") != "sitecustomize":  # (Python 2 names no module)
             raise
     finally:
         sys.path[:] = saved
