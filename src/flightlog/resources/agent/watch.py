@@ -296,7 +296,7 @@ class RankWatch:
 
     def _maybe_sample(self, now: float) -> None:
         every = self.settings.sample_every
-        if not every:
+        if not every or not self._ranked():  # a single process has no collectives to be late for
             return
         if self._next_sample is None:
             self._next_sample = (now // every + 1) * every  # the same instants on every rank
