@@ -14,8 +14,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from flightlog.errors import InvalidInput
+from flightlog.launchenv import RankIdentity, rank_identity
 
-__all__ = ["Variable", "VARIABLES", "Settings", "MODES", "LOG_POLICIES", "rank_from_env", "discover_home", "HOME_DIR"]
+__all__ = [
+    "Variable",
+    "VARIABLES",
+    "Settings",
+    "MODES",
+    "LOG_POLICIES",
+    "rank_from_env",
+    "rank_identity",
+    "RankIdentity",
+    "discover_home",
+    "HOME_DIR",
+]
 
 MODES = ("online", "offline", "disabled")
 LOG_POLICIES = ("block", "drop")
@@ -257,6 +269,9 @@ def _upwards(start: Path, home: str) -> list[Path]:
 
 def rank_from_env(environ: Mapping[str, str] | None = None) -> int | None:
     """The distributed rank a launcher gave this process (``RANK``, else ``LOCAL_RANK``), if any.
+
+    The whole identity (world size, node, restart, job) is :func:`rank_identity`'s
+    (``flightlog.launchenv``); this stays the one number the capture pipeline stamps on events.
 
     Only ASCII integers count: ``str.isdigit`` also accepts digits such as ``'\u00b9'`` that
     ``int`` rejects, and a malformed variable must never stop a run from starting.
