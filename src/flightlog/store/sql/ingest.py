@@ -139,6 +139,9 @@ def _apply_context(conn: Any, rec: dict[str, Any], d: Dialect) -> None:
 
 def _apply_metrics(conn: Any, rec: dict[str, Any], d: Dialect) -> None:
     run_id, writer, attempt = rec["r"], rec["w"], rec.get("attempt", 1)
+    # a rank's points: on a tie at the last step the lowest rank's value is the run's `last`
+    ranked = conn.execute("SELECT rank FROM run_writers WHERE run_id=? AND writer=?", (run_id, writer)).fetchone()
+    rank = ranked[0] if ranked else None
     chunks, summaries = [], []
     first_time = last_time = None
     for name, encoded in rec["series"].items():
@@ -159,7 +162,7 @@ def _apply_metrics(conn: Any, rec: dict[str, Any], d: Dialect) -> None:
                 *(bytes(part) for part in encoded),
             )
         )
-        summaries.append({"run": run_id, "name": name, **summary})
+        summaries.append({"run": run_id, "name": name, **summary, "last_rank": rank})
         first_time = summary["first_time"] if first_time is None else min(first_time, summary["first_time"])
         last_time = summary["last_time"] if last_time is None else max(last_time, summary["last_time"])
     cur = conn.cursor()

@@ -311,6 +311,8 @@ MIGRATIONS: list[list[str]] = [
             PRIMARY KEY (run_id, writer)
         ) WITHOUT ROWID""",
         "CREATE INDEX run_writers_rank ON run_writers(run_id, rank)",
+        # the rank whose value `last_value` is, when ranks tie at the last step: the lowest wins
+        "ALTER TABLE metric_series ADD COLUMN last_rank INTEGER",
     ],
 ]
 
