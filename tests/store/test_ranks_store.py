@@ -219,7 +219,14 @@ def test_metrics_logs_and_resources_per_rank(home: Path) -> None:
     r0, r1, loner = Rank(0), Rank(1), Rank(None, writer="runner")
     ingest(r0.join(T0), r1.join(T0), loner.rec("writer", T0, host="node-a", pid=1))
     ingest(r1.metrics(T0 + 1, [0, 1, 2], [2.0, 1.5, 1.25]), r0.metrics(T0 + 1.1, [0, 1, 2], [1.0, 0.5, 0.25]))
-    ingest(r1.rec("metrics", T0 + 1.2, attempt=1, series={"only1": encode_series(array("q", [5]), array("d", [T0]), array("d", [7.0]))}))
+    ingest(
+        r1.rec(
+            "metrics",
+            T0 + 1.2,
+            attempt=1,
+            series={"only1": encode_series(array("q", [5]), array("d", [T0]), array("d", [7.0]))},
+        )
+    )
     ingest(
         r0.logs(T0 + 2, (20, "hello 0", 0)),
         r1.logs(T0 + 2, (20, "hello 1", 1)),

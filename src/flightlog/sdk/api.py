@@ -567,8 +567,13 @@ def _uncaught() -> BaseException | None:
     return exc
 
 
+_exiting = False  # the interpreter is ending: the exit hook is finishing the runs
+
+
 def _at_exit() -> None:
     """Finish what is still active (shipping its last records), then close the transports."""
+    global _exiting
+    _exiting = True
     uncaught = _uncaught()
     for run in _snapshot():
         try:
@@ -584,6 +589,11 @@ def _at_exit() -> None:
 
 
 def _on_sigterm(signum: int, frame: Any) -> None:
+    if _exiting:
+        # the process is already ending and its runs are being finished (a launcher stopping the
+        # other ranks of a job often sends SIGTERM just then): let that finish record the end,
+        # rather than die halfway with the last records unsent
+        return
     for run in _snapshot():
         try:
             run.finish("killed", end_reason="signal", signal=signum)
