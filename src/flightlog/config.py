@@ -50,7 +50,11 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("FLIGHTLOG_URL", "", "Use a remote flightlog server instead of the embedded store."),
     Variable("FLIGHTLOG_TOKEN", "", "API token sent to the server as `Authorization: Bearer`."),
     Variable("FLIGHTLOG_PROJECT", "default", "Default project for new runs and listings."),
-    Variable("FLIGHTLOG_RUN_ID", "", "Attach to this existing run (set by `flightlog run` for its child)."),
+    Variable(
+        "FLIGHTLOG_RUN_ID",
+        "",
+        "Attach to this existing run (set by `flightlog run` for its child); set for every rank of a distributed job, the run they all join (docs/distributed.md).",
+    ),
     Variable("FLIGHTLOG_MODE", "online", "`online`, `offline` (journal only; `flightlog sync` later) or `disabled`."),
     Variable(
         "FLIGHTLOG_STORE",
