@@ -299,7 +299,9 @@ def apply_peer_run(conn: Any, rec: dict[str, Any], d: Dialect, merge_timeline: A
                 level="info",
             )
         conn.execute(
-            "UPDATE runs SET project=COALESCE(?, project), name=COALESCE(name, ?), parent_id=COALESCE(parent_id, ?), "
+            # the project of the rank that made the run (a run that existed keeps its own)
+            "UPDATE runs SET project=CASE WHEN status='created' THEN COALESCE(?, project) ELSE project END, "
+            "name=COALESCE(name, ?), parent_id=COALESCE(parent_id, ?), "
             "status='running', attempt=?, "
             "created=CASE WHEN created IS NULL OR created > ? THEN ? ELSE created END, "
             "queued=CASE WHEN queued IS NULL OR queued > ? THEN ? ELSE queued END, "
