@@ -411,7 +411,7 @@ class SqlStore:
         return MetricHistory(name, steps, values, times)
 
     def logs(self, run_id: str, query: LogQuery) -> list[LogEvent]:
-        sql = "SELECT first_time, last_time, data FROM log_chunks WHERE run_id=?"
+        sql = "SELECT first_time, last_time, data, writer FROM log_chunks WHERE run_id=?"
         args: list[Any] = [run_id]
         if query.min_level is not None:
             sql += " AND max_level >= ?"
@@ -432,7 +432,8 @@ class SqlStore:
         events: list[LogEvent] = []
         deadline = self._deadline()
         with self.db.budgeted_read(deadline) as conn:
-            for first_time, last_time, data in conn.execute(sql, args):
+            ranks = rank_writers(conn, run_id)  # an event without a rank is its writer's rank's
+            for first_time, last_time, data, writer in conn.execute(sql, args):
                 deadline.check()
                 if limit and len(events) >= limit:
                     # chunks of several writers overlap in time: stop once no later chunk can
@@ -442,7 +443,7 @@ class SqlStore:
                         break
                     if not backwards and first_time > events[limit - 1].time:
                         break
-                events.extend(_matching(decode_log_chunk(data), query, pattern))
+                events.extend(_matching(decode_log_chunk(data), query, pattern, ranks.get(writer)))
         events.sort(key=_event_time)
         if limit:
             events = events[-limit:] if backwards else events[:limit]
@@ -514,20 +515,21 @@ class SqlStore:
             conds.append("max_level >= ?")
             args.append(query.min_level)
         sql = (
-            f"SELECT id, CASE WHEN {' AND '.join(conds)} THEN data END FROM log_chunks "
+            f"SELECT id, CASE WHEN {' AND '.join(conds)} THEN data END, writer FROM log_chunks "
             "WHERE run_id=? AND id > ? ORDER BY id"
         )
         pattern = compile_grep(query.grep) if query.grep else None
         deadline = self._deadline()
         with self.db.budgeted_read(deadline) as conn:
             rows = conn.execute(sql, [*args, run_id, after]).fetchall()
+            ranks = rank_writers(conn, run_id) if rows else {}
         events: list[LogEvent] = []
         last = after
-        for chunk_id, data in rows:
+        for chunk_id, data, writer in rows:
             deadline.check()
             last = chunk_id
             if data is not None:
-                events.extend(_matching(decode_log_chunk(data), query, pattern))
+                events.extend(_matching(decode_log_chunk(data), query, pattern, ranks.get(writer)))
         events.sort(key=_event_time)
         return events, last
 
@@ -819,9 +821,13 @@ def _event_time(event: LogEvent) -> float:
     return event.time
 
 
-def _matching(batch: Any, query: LogQuery, pattern: GrepPattern | None) -> list[LogEvent]:
+def _matching(batch: Any, query: LogQuery, pattern: GrepPattern | None, rank: int | None = None) -> list[LogEvent]:
+    """The chunk's events that pass ``query``; ``rank``: its writer's rank, the rank of an event
+    that names none (everything a rank's writer records belongs to that rank)."""
     out = []
     cols = batch
+    if rank is not None:
+        cols.rank = [rank if r is None else r for r in cols.rank]
     for i in range(len(cols.time)):
         if query.min_level is not None and cols.level[i] < query.min_level:
             continue
