@@ -31,7 +31,7 @@ from flightlog.journal.liveness import process_identity
 from flightlog.sdk.attempts import resume_attempt
 from flightlog.sdk.console import paused
 from flightlog.sdk.features import run_started
-from flightlog.sdk.ranks import Join, join_job, notice_records
+from flightlog.sdk.ranks import Join, join_job, named_run_taken, notice_records
 from flightlog.sdk.run import Run
 from flightlog.sdk.shipper import shipper
 from flightlog.sdk.writer import NullWriter, RunWriter, warn
@@ -127,6 +127,11 @@ def init(
         if id is None and not peer_env:  # the job key names the run
             join = join_job(settings, identity, project, started=_process_start())
             run_id, attempt = join.run_id, join.attempt
+        elif (taken := named_run_taken(settings, identity, run_id, started=_process_start())) is not None:
+            warn(
+                f"rank {identity.rank} joins run {run_id[:12]} as asked, but that run looks like another job's: "
+                f"{taken}. The store keeps both and says so on the run; give each job its own id."
+            )
         if journal_only is not None:
             warn(journal_only)
     elif not attach and id is not None and journal_only is not None:

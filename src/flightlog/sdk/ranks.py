@@ -39,7 +39,16 @@ from flightlog.timefmt import iso
 if TYPE_CHECKING:
     from flightlog.store.base import Store
 
-__all__ = ["Join", "derived_run_id", "join_job", "judge", "notice_records", "settle_dead_peers", "MAX_GENERATIONS"]
+__all__ = [
+    "Join",
+    "derived_run_id",
+    "join_job",
+    "judge",
+    "named_run_taken",
+    "notice_records",
+    "settle_dead_peers",
+    "MAX_GENERATIONS",
+]
 
 MAX_GENERATIONS = 20
 
@@ -114,6 +123,24 @@ def join_job(settings: Settings, identity: RankIdentity, project: str, *, starte
     finally:
         lookups.close()
     return Join(new_run_id(), attempt, passed, unknown=f"{MAX_GENERATIONS} runs of this job key are taken")
+
+
+def named_run_taken(settings: Settings, identity: RankIdentity, run_id: str, *, started: float) -> str | None:
+    """Why the run a user named for the job (``FLIGHTLOG_RUN_ID``, ``init(id=...)``) looks like
+    another job's (the rank joins it all the same: it was asked to), or None."""
+    if settings.mode != "online":
+        return None
+    try:
+        lookups = _Lookups(settings)
+    except FlightlogError:
+        return None
+    try:
+        run, ranks = lookups.read(run_id)
+    except FlightlogError:
+        return None
+    finally:
+        lookups.close()
+    return judge(identity, identity.restart_count + 1, run, ranks, started)
 
 
 class _Lookups:
