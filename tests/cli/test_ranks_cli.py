@@ -17,7 +17,9 @@ def test_a_run_of_one_process_has_no_ranks_and_says_so(home: Path) -> None:
     assert shown.stdout == "" and "has no ranks: it is not a distributed run" in shown.stderr
     assert json.loads(cli(home, "ranks", run.id, "--format", "json").stdout) == []
     refused = cli(home, "logs", run.id, "--rank", "0", check=False)
-    assert refused.returncode == 1 and f"error: run {run.id} has no rank 0: it is not a distributed run" in refused.stderr
+    assert (
+        refused.returncode == 1 and f"error: run {run.id} has no rank 0: it is not a distributed run" in refused.stderr
+    )
     bad = cli(home, "logs", run.id, "--rank", "-1", check=False)
     assert bad.returncode == 2 and "-1 is not in the range x>=0" in bad.stderr
     assert cli(home, "logs", run.id).stdout == "INFO     hello\n"  # no rank shown where there is none
