@@ -190,3 +190,31 @@ def test_no_launcher_and_bad_values() -> None:
     assert me is not None and me.world_size is None and me.restart_count == 0
     single = rank_identity({"RANK": "0", "WORLD_SIZE": "1", "LOCAL_WORLD_SIZE": "1"}, launcher_process="1@2")
     assert single is not None and not single.distributed
+
+
+def test_lightnings_own_launcher() -> None:
+    # Lightning's DDP on one node: rank 1 started by the script's process, which is rank 0
+    child = {"LOCAL_RANK": "1", "NODE_RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "51659"}
+    me = rank_identity(child, launcher_process="4617@99")
+    assert me == RankIdentity(
+        rank=1,
+        local_rank=1,
+        world_size=2,
+        node_rank=0,
+        local_world_size=2,
+        restart_count=0,
+        launcher="lightning",
+        job_key="lightning|127.0.0.1:51659|4617@99",
+    )
+    import os
+
+    rank0 = rank_identity({**child, "LOCAL_RANK": "0"})
+    assert (
+        rank0 is not None
+        and rank0.job_key is not None
+        and rank0.job_key.endswith(f"|{os.getpid()}@" + rank0.job_key.rsplit("@", 1)[1])
+    )
+    assert (
+        rank_identity({**child, "NODE_RANK": "1"}) is None
+    )  # several nodes: Lightning runs under a launcher with RANK
+    assert rank_identity({"LOCAL_RANK": "0"}) is None  # torch.distributed.launch's LOCAL_RANK alone is no job

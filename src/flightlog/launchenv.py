@@ -24,6 +24,10 @@ per launcher (docs/distributed.md, "Ranks of one run"):
   (``SLURM_RESTART_COUNT``) is the same job, restarted.
 - MPI: the PMIx namespace (``PMIX_NAMESPACE``) or Open MPI's job id, else Slurm's ids, else the
   launching process on a single node.
+- Lightning's own launcher (``Trainer(strategy="ddp")`` on one node, no ``RANK``: the script's
+  process is rank 0 and starts the others with ``LOCAL_RANK``, ``NODE_RANK``, ``WORLD_SIZE``):
+  ``lightning|MASTER_ADDR:MASTER_PORT|<rank 0's process>``. Rank 0 usually started its run before
+  Lightning set these, so the SDK has the other ranks join rank 0's run (``sdk/ranks.py``).
 
 No key (None) when nothing shared can be found: such ranks each record their own run unless
 ``FLIGHTLOG_RUN_ID`` (or ``init(id=...)``) names one. Nothing here raises: a malformed variable
@@ -40,7 +44,7 @@ from typing import Any
 
 __all__ = ["RankIdentity", "rank_identity", "LAUNCHERS"]
 
-LAUNCHERS = ("torchrun", "slurm", "mpi", "deepspeed", "accelerate")
+LAUNCHERS = ("torchrun", "slurm", "mpi", "deepspeed", "accelerate", "lightning")
 _INT = re.compile(r"-?[0-9]+")
 
 
@@ -92,7 +96,7 @@ def rank_identity(
     a single-node job; by default this process's parent's, read from the system (tests pass one).
     """
     env = os.environ if environ is None else environ
-    for read in (_torch, _mpi, _slurm):
+    for read in (_torch, _mpi, _slurm, _lightning):
         found = read(env, launcher_process)
         if found is not None:
             return found
@@ -192,6 +196,26 @@ def _slurm(env: Mapping[str, str], launcher_process: str | None) -> RankIdentity
     )
 
 
+def _lightning(env: Mapping[str, str], launcher_process: str | None) -> RankIdentity | None:
+    """A process of Lightning's single-node launcher: ``LOCAL_RANK`` is the rank (``NODE_RANK``
+    0; on several nodes Lightning runs under a launcher that sets ``RANK``)."""
+    local, node, world = _int(env, "LOCAL_RANK"), _int(env, "NODE_RANK"), _int(env, "WORLD_SIZE")
+    if local is None or local < 0 or node != 0 or world is None or "RANK" in env:
+        return None
+    rank0 = launcher_process or (_process_identity(os.getpid()) if local == 0 else _parent_identity())
+    master = f"{_text(env, 'MASTER_ADDR') or ''}:{_text(env, 'MASTER_PORT') or ''}"
+    return RankIdentity(
+        rank=local,
+        local_rank=local,
+        world_size=world,
+        node_rank=0,
+        local_world_size=world,
+        restart_count=0,
+        launcher="lightning",
+        job_key=f"lightning|{master}|{rank0}" if rank0 else None,
+    )
+
+
 def _slurm_job(env: Mapping[str, str]) -> str | None:
     """``<cluster>:<job>.<step>`` of a Slurm job (the step only inside ``srun``), or None."""
     job = _text(env, "SLURM_JOB_ID", "SLURM_JOBID")
@@ -209,15 +233,20 @@ def _parent_identity() -> str | None:
     ppid = os.getppid()
     if ppid <= 1:
         return None  # re-parented to init: the launcher is gone
+    return _process_identity(ppid)
+
+
+def _process_identity(pid: int) -> str | None:
+    """``pid@start`` of a process, its start in clock ticks since boot where Linux says."""
     try:
-        with open(f"/proc/{ppid}/stat", "rb") as f:
+        with open(f"/proc/{pid}/stat", "rb") as f:
             fields = f.read().rsplit(b")", 1)[1].split()
-        return f"{ppid}@{int(fields[19])}"
+        return f"{pid}@{int(fields[19])}"
     except (OSError, ValueError, IndexError):
         pass
     try:
         import psutil
 
-        return f"{ppid}@{psutil.Process(ppid).create_time():.2f}"
+        return f"{pid}@{psutil.Process(pid).create_time():.2f}"
     except Exception:  # noqa: BLE001 - no key is better than a crash at init
         return None

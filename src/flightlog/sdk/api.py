@@ -31,7 +31,7 @@ from flightlog.journal.liveness import process_identity
 from flightlog.sdk.attempts import resume_attempt
 from flightlog.sdk.console import paused
 from flightlog.sdk.features import run_started
-from flightlog.sdk.ranks import Join, join_job, named_run_taken, notice_records
+from flightlog.sdk.ranks import Join, join_job, launching_run, named_run_taken, notice_records
 from flightlog.sdk.run import Run
 from flightlog.sdk.shipper import shipper
 from flightlog.sdk.writer import NullWriter, RunWriter, warn
@@ -95,6 +95,10 @@ def init(
     # FLIGHTLOG_RUN_ID set for the ranks by hand (no runner around them): they meet there as peers
     peer_env = ranked and env_run is not None and not settings.captured and (id is None or id == env_run)
     attach = env_run is not None and (id is None or id == env_run) and not peer_env
+    launched = False  # attached to the run of the process that started this one (Lightning's rank 0)
+    if ranked and identity is not None and identity.launcher == "lightning" and not (attach or peer_env or id):
+        env_run = launching_run(settings)  # Lightning's rank 0 started its run, then this process
+        attach = launched = env_run is not None
     peer = ranked and not attach and (id is not None or peer_env or identity.job_key is not None)  # type: ignore[union-attr]
     run_id = env_run if (attach or peer_env) else (id or new_run_id())
     assert run_id is not None
@@ -237,7 +241,7 @@ def init(
         _say_passed(run, join, identity)
     if not (attach or nested or (settings.quiet if quiet is None else quiet)) and lead:
         say_where(run, journal_only=journal_only is not None)
-    if _console_wanted(console, settings, attach):
+    if _console_wanted(console, settings, attach and not launched):
         _start_console(run)
     if resources:
         _start_sampler(run)

@@ -22,13 +22,16 @@ store's own checks then flag a mixed job on the run (``store/sql/ranks.py``).
 from __future__ import annotations
 
 import hashlib
+import os
+import socket
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 from flightlog.config import RankIdentity, Settings
 from flightlog.errors import FlightlogError, NotFound, StoreUnavailable
 from flightlog.ids import new_run_id
-from flightlog.journal.sync import settle_dead_writers
+from flightlog.journal import list_journals
+from flightlog.journal.sync import journal_header, settle_dead_writers
 from flightlog.logevents import LogBatch
 from flightlog.models import RankInfo, RunInfo
 from flightlog.schema import record
@@ -44,6 +47,7 @@ __all__ = [
     "derived_run_id",
     "join_job",
     "judge",
+    "launching_run",
     "named_run_taken",
     "notice_records",
     "settle_dead_peers",
@@ -141,6 +145,18 @@ def named_run_taken(settings: Settings, identity: RankIdentity, run_id: str, *, 
     finally:
         lookups.close()
     return judge(identity, identity.restart_count + 1, run, ranks, started)
+
+
+def launching_run(settings: Settings) -> str | None:
+    """The run this process's parent has open on this host (its journal's header names the
+    parent as the run's owner), or None: Lightning's rank 0 starts the other ranks itself, after
+    its own run began, so they join that run (``flightlog.launchenv``)."""
+    ppid, host = os.getppid(), socket.gethostname()
+    for journal in list_journals(settings.home):
+        header = journal_header(journal)
+        if header and header.get("pid") == ppid and header.get("host") == host and header.get("owner"):
+            return journal.run_id
+    return None
 
 
 class _Lookups:

@@ -20,7 +20,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from flightlog.config import Settings
+from flightlog.config import Settings, rank_identity
 from flightlog.forksafe import no_fork
 from flightlog.ids import new_writer_id
 from flightlog.journal import JournalWriter, encode_record, encode_records
@@ -171,6 +171,8 @@ class RunWriter:
         # sees the run ended has seen its last data (a store commits a large batch in parts, and the
         # server's alert evaluation ends a run's alerts, and stops reading its data, at its end)
         out.extend(closing)
+        if not self.rank_fields and "LOCAL_RANK" in os.environ and self._forked_from is None:
+            self._adopt_rank(out, now)
         if out:
             self._last_sent = now
         elif now - self._last_sent >= HEARTBEAT_S and self._context_sent and self._forked_from is None:
@@ -186,6 +188,26 @@ class RunWriter:
                 first.append(record("context", t=now, data=self._context()))
             out[:0] = first
         return out
+
+    def _adopt_rank(self, out: list[dict[str, Any]], now: float) -> None:
+        """This process became a rank after its run began (Lightning's rank 0: its launcher sets
+        ``LOCAL_RANK``, ``WORLD_SIZE`` when training starts): its writer says so, once, in a second
+        `writer` record, and what it records from now on belongs to that rank."""
+        identity = rank_identity()
+        if identity is None or not identity.distributed:
+            return
+        self.rank = identity.rank
+        self.rank_fields = {
+            "rank": identity.rank,
+            "local_rank": identity.local_rank,
+            "world_size": identity.world_size,
+            "node_rank": identity.node_rank,
+            "local_world_size": identity.local_world_size,
+            "restart": identity.restart_count,
+            "launcher": identity.launcher,
+            "job": identity.job_key[:1000] if identity.job_key else None,
+        }
+        out.insert(0, record("writer", t=now, host=socket.gethostname(), pid=os.getpid(), **self.rank_fields))
 
     def _context(self) -> dict[str, Any]:
         if self._forked_from is not None:

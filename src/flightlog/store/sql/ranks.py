@@ -106,6 +106,23 @@ def apply_writer(conn: Any, rec: dict[str, Any], d: Dialect) -> None:
             time.time(),
         ),
     )
+    if rec.get("rank") is not None:  # a writer that became a rank after it began (Lightning's rank 0)
+        conn.execute(
+            "UPDATE run_writers SET rank=?, local_rank=?, world_size=?, node_rank=?, local_world_size=?, restart=?, "
+            "launcher=?, job_key=? WHERE run_id=? AND writer=? AND rank IS NULL",
+            (
+                rec["rank"],
+                rec.get("local_rank"),
+                rec.get("world_size"),
+                rec.get("node_rank"),
+                rec.get("local_world_size"),
+                restart,
+                rec.get("launcher"),
+                rec.get("job"),
+                run_id,
+                writer,
+            ),
+        )
     if rec.get("rank") is not None and not rec.get("forked"):
         _check_claims(conn, rec, d)
 
