@@ -31,7 +31,7 @@ from flightlog.journal.liveness import process_identity
 from flightlog.sdk.attempts import resume_attempt
 from flightlog.sdk.console import paused
 from flightlog.sdk.features import run_started
-from flightlog.sdk.ranks import Join, join_job, launching_run, named_run_taken, notice_records
+from flightlog.sdk.ranks import Join, derived_run_id, join_job, launching_run, named_run_taken, notice_records
 from flightlog.sdk.run import Run
 from flightlog.sdk.shipper import shipper
 from flightlog.sdk.writer import NullWriter, RunWriter, warn
@@ -97,7 +97,7 @@ def init(
     attach = env_run is not None and (id is None or id == env_run) and not peer_env
     launched = False  # attached to the run of the process that started this one (Lightning's rank 0)
     if ranked and identity is not None and identity.launcher == "lightning" and not (attach or peer_env or id):
-        env_run = launching_run(settings)  # Lightning's rank 0 started its run, then this process
+        env_run = _launching_run(settings)  # Lightning's rank 0 started its run, then this process
         attach = launched = env_run is not None
     peer = ranked and not attach and (id is not None or peer_env or identity.job_key is not None)  # type: ignore[union-attr]
     run_id = env_run if (attach or peer_env) else (id or new_run_id())
@@ -129,9 +129,9 @@ def init(
         assert identity is not None
         attempt = identity.restart_count + 1
         if id is None and not peer_env:  # the job key names the run
-            join = join_job(settings, identity, project, started=_process_start())
+            join = _join(settings, identity, project)
             run_id, attempt = join.run_id, join.attempt
-        elif (taken := named_run_taken(settings, identity, run_id, started=_process_start())) is not None:
+        elif (taken := _named_run_taken(settings, identity, run_id)) is not None:
             warn(
                 f"rank {identity.rank} joins run {run_id[:12]} as asked, but that run looks like another job's: "
                 f"{taken}. The store keeps both and says so on the run; give each job its own id."
@@ -246,6 +246,30 @@ def init(
     if resources:
         _start_sampler(run)
     return run
+
+
+def _launching_run(settings: Settings) -> str | None:
+    try:
+        return launching_run(settings)
+    except Exception:  # noqa: BLE001 - the job's own run then (by its key)
+        return None
+
+
+def _join(settings: Settings, identity: RankIdentity, project: str) -> Join:
+    """The job's run (sdk/ranks.py); an internal error there costs the check, never the run."""
+    try:
+        return join_job(settings, identity, project, started=_process_start())
+    except Exception as exc:  # noqa: BLE001 - the first run of the key, unchecked, as when offline
+        warn(f"could not check the job's run in the store ({type(exc).__name__}: {exc}); joining it unchecked")
+        assert identity.job_key is not None
+        return Join(derived_run_id(project, identity.job_key), identity.restart_count + 1, unknown=str(exc))
+
+
+def _named_run_taken(settings: Settings, identity: RankIdentity, run_id: str) -> str | None:
+    try:
+        return named_run_taken(settings, identity, run_id, started=_process_start())
+    except Exception:  # noqa: BLE001 - a warning not given, never a run not started
+        return None
 
 
 def _rank_fields(identity: RankIdentity | None, peer: bool) -> dict[str, Any]:
