@@ -256,3 +256,19 @@ def test_a_run_of_one_process_has_no_ranks(home: Path) -> None:
     assert client.metric_history(run.id, "loss").values.tolist() == [1.0]
     with pytest.raises(NotFound, match="has no ranks"):
         client.metric_history(run.id, "loss", rank=0)
+
+
+def test_a_rank_never_reopens_a_run_its_owner_ended(home: Path) -> None:
+    owner = Rank(None, writer="owner")
+    ingest(
+        owner.rec("writer", T0, host="node-a", pid=1, owner=True, attempt=1),
+        owner.rec("run", T0, project="dist", status="running", started=T0, created=T0, owner="owner", attempt=1),
+        owner.rec("run", T0 + 1, status="succeeded", ended=T0 + 1, end_reason="exit", exit_code=0),
+    )
+    late = Rank(0)
+    ingest(late.join(T0 + 5), late.end(T0 + 6, "failed", exit_code=1))
+    run = flightlog.Client().run(RUN)
+    assert (run.status, run.exit_code, run.project) == ("succeeded", 0, "dist")  # the owner's, as it was
+    assert [r.state for r in flightlog.Client().ranks(RUN)] == ["failed"]  # the rank's own end is kept
+    [said] = notices()
+    assert "rank 0" in said and "status is its owner's" in said

@@ -129,9 +129,9 @@ def init(
         assert identity is not None
         attempt = identity.restart_count + 1
         if id is None and not peer_env:  # the job key names the run
-            join = _join(settings, identity, project)
+            join = _join(settings, identity, project, unreachable=journal_only)
             run_id, attempt = join.run_id, join.attempt
-        elif (taken := _named_run_taken(settings, identity, run_id)) is not None:
+        elif journal_only is None and (taken := _named_run_taken(settings, identity, run_id)) is not None:
             warn(
                 f"rank {identity.rank} joins run {run_id[:12]} as asked, but that run looks like another job's: "
                 f"{taken}. The store keeps both and says so on the run; give each job its own id."
@@ -255,13 +255,16 @@ def _launching_run(settings: Settings) -> str | None:
         return None
 
 
-def _join(settings: Settings, identity: RankIdentity, project: str) -> Join:
-    """The job's run (sdk/ranks.py); an internal error there costs the check, never the run."""
+def _join(settings: Settings, identity: RankIdentity, project: str, *, unreachable: str | None) -> Join:
+    """The job's run (sdk/ranks.py); an internal error there costs the check, never the run. A
+    server that did not answer is not asked again (``unreachable``: why): the key's first run."""
+    assert identity.job_key is not None
+    if unreachable is not None:
+        return Join(derived_run_id(project, identity.job_key), identity.restart_count + 1, unknown=unreachable)
     try:
         return join_job(settings, identity, project, started=_process_start())
     except Exception as exc:  # noqa: BLE001 - the first run of the key, unchecked, as when offline
         warn(f"could not check the job's run in the store ({type(exc).__name__}: {exc}); joining it unchecked")
-        assert identity.job_key is not None
         return Join(derived_run_id(project, identity.job_key), identity.restart_count + 1, unknown=str(exc))
 
 

@@ -298,15 +298,23 @@ def apply_peer_run(conn: Any, rec: dict[str, Any], d: Dialect, merge_timeline: A
     run_id, t = rec["r"], rec["t"]
     if rec.get("project"):
         conn.execute(d.or_ignore("INSERT INTO projects(name, created) VALUES(?, ?)"), (rec["project"], t))
-    row = conn.execute("SELECT status, attempt, ended FROM runs WHERE id=?", (run_id,)).fetchone()
-    status, current, ended = row[0], row[1] or 1, row[2]
+    row = conn.execute("SELECT status, attempt, ended, owner FROM runs WHERE id=?", (run_id,)).fetchone()
+    status, current, ended, owner = row[0], row[1] or 1, row[2], row[3]
     attempt = rec.get("attempt") or 1
     started = rec.get("started") if rec.get("started") is not None else t
     me = conn.execute(
         "SELECT rank, host, pid, job_key FROM run_writers WHERE run_id=? AND writer=?", (run_id, rec["w"])
     ).fetchone()
     who = f"rank {me[0]} (host {me[1] or '?'}, pid {me[2] or '?'})" if me and me[0] is not None else "a rank"
-    if status in ACTIVE_STATUSES or attempt > current:
+    if owner is not None:  # a process owns the run (a runner, a plain init): it alone sets its status
+        if status not in ACTIVE_STATUSES:
+            _notice(
+                conn,
+                {**rec, "rank": me[0] if me else None},
+                f"{who} reached this run after it had ended ({status}); its records are kept, the run's status "
+                "is its owner's",
+            )
+    elif status in ACTIVE_STATUSES or attempt > current:
         if status not in ACTIVE_STATUSES:  # a restart of the job (the launcher's restart count went up)
             _notice(
                 conn,
