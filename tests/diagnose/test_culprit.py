@@ -311,3 +311,22 @@ def test_a_healthy_job_has_no_straggler(home: Path) -> None:
     run.finish("succeeded")
     report = _diagnose(run)
     assert not [f for f in report["findings"] if f["category"] == "straggler"], report
+
+
+def test_a_rank_that_left_no_record_while_the_others_only_waited_is_a_hint(home: Path) -> None:
+    run = _run(home)
+    run.log_evidence(
+        "rank_error",
+        "r0",
+        {
+            "rank": 0,
+            "world_size": 2,
+            "time": T0 + 2,
+            "traceback": "RuntimeError: [pair.cc:553] Connection closed by peer",
+        },
+    )
+    run.finish("failed", exit_code=1)
+    report = _diagnose(run)
+    (finding,) = [f for f in report["findings"] if f.get("culprit")]
+    assert finding["culprit"]["rank"] == 1 and finding["confidence"] < 0.5
+    assert finding["summary"].startswith("rank 1 left no record")

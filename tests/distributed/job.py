@@ -20,10 +20,11 @@ SCENARIO = os.environ["SCENARIO"]
 SIGNALS = Path(os.environ["SIGNALS"])
 CULPRIT = 1
 STEPS = int(os.environ.get("STEPS", "8"))
+AT_STEP = int(os.environ.get("AT_STEP", "3"))  # the step at which the culprit misbehaves
 
 
 def read_shard(rank, step):
-    if rank == CULPRIT and step == 3:
+    if rank == CULPRIT and step == AT_STEP:
         if SCENARIO == "stuck":
             while not (SIGNALS / "release").exists():  # a storage read that stopped answering
                 time.sleep(0.05)
@@ -55,7 +56,7 @@ def main():
                 x = read_shard(rank, step)
         else:
             x = read_shard(rank, step)
-        if SCENARIO == "mismatch" and rank == CULPRIT and step == 3:
+        if SCENARIO == "mismatch" and rank == CULPRIT and step == AT_STEP:
             dist.broadcast(x, src=0)  # the others all_reduce here
         else:
             dist.all_reduce(x)

@@ -268,6 +268,11 @@ def test_ranks_with_the_sdk_alone_name_the_stuck_rank_while_it_hangs(home: Path,
         assert top["culprit"]["where"]["function"] == "read_shard"
         assert [v["rank"] for v in top["victims"]] == [0]
         assert {e["data"]["source"] for e in job.evidence("stacks")} == {"sdk"}
+        # the ranks' table says which rank hangs (flightlog ranks RUN)
+        states = job.wait_for(
+            "rank 1 reads hung", lambda: {r.rank: r.state for r in job.client.ranks(job.run_id()) if r.state == "hung"}
+        )
+        assert 1 in states
     finally:
         (job.signals / "release").write_text("go")
     code, err = job.finish()
@@ -281,6 +286,29 @@ def test_ranks_with_the_sdk_alone_name_the_rank_that_raised(home: Path, tmp_path
     assert code != 0
     top = _leads(job.diagnose())[0]
     assert top["culprit"]["rank"] == 1 and top["summary"].startswith("rank 1 failed first: ValueError")
+    assert [v["rank"] for v in top["victims"]] == [0]
+
+
+@EMBEDDED
+@pytest.mark.parametrize("scenario", ["exit", "killed"])
+def test_ranks_with_the_sdk_alone_name_the_rank_that_vanished(home: Path, tmp_path: Path, scenario: str) -> None:
+    """Without a launcher's summary a rank that vanished (``os._exit``, SIGKILL) left no exit code:
+    the store knows it ``lost``, and a kill from outside is the likelier reading."""
+    categories = ("killed_by_signal", "code_error")
+    # late enough that the rank's first records were shipped: a rank gone before it ever shipped
+    # is not in the store at all (its journal is settled later by a survivor on its host, or by sync)
+    job = Job(home, tmp_path, scenario, runner=False, USE_SDK="1", GROUP_TIMEOUT="60", STEPS="40", AT_STEP="30")
+    if scenario == "killed":
+        pid_file = job.signals / "pid"
+        job.wait_for("rank 1 wrote its pid", pid_file.exists)
+        job.wait_for("rank 1 in the ranks' table", lambda: any(r.rank == 1 for r in job.client.ranks(job.run_id())))
+        os.kill(int(job.wait_for("rank 1's pid", lambda: pid_file.read_text().strip())), signal.SIGKILL)
+    code, err = job.finish()
+    assert code != 0
+    report = job.diagnose()
+    top = _leads(report)[0] if _leads(report) else report
+    assert top["culprit"]["rank"] == 1 and top["category"] in categories, top
+    assert "rank 1 vanished without recording its end" in top["summary"]
     assert [v["rank"] for v in top["victims"]] == [0]
 
 

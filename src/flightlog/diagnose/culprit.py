@@ -12,10 +12,13 @@ The rules, strongest first (docs/distributed.md, "Hangs, culprits and victims"):
    "Timed out waiting … for recv", "Connection closed by peer", the NCCL watchdog's timeout,
    "remote process exited", a launcher's teardown: `capture.launchers.VICTIM_MESSAGES`) is
    its own failure; the earliest such rank is the culprit.
-3. **Silent exits.** A rank that ended (an exit code, a signal: ``launcher_exits``) with no
-   error of its own while the others only reported victims' messages.
+3. **Silent exits.** A rank that ended (an exit code, a signal: ``launcher_exits``; ``lost`` in
+   the store: it vanished without recording an end) with no error of its own while the others
+   only reported victims' messages.
 4. **Stacks.** With no recorder and no exit: among stalled ranks, the ones whose main thread is
    not inside ``torch.distributed`` (the others wait there).
+5. **A rank never seen**, as a hint: every rank that recorded only waited, and a rank of the
+   job's world left no record at all.
 
 The culprit's own cause is read with the usual taxonomy: its own events read whole by
 `structure.read_failure` (contract C4), their exceptions' signals, its exit or signal; a culprit
@@ -92,7 +95,7 @@ class Verdict:
 
     category: str
     culprit: int | None
-    rule: str  # flight_recorder | mismatch | error | exit | stacks
+    rule: str  # flight_recorder | mismatch | error | exit | stacks | unseen
     signals: list[Signal] = field(default_factory=list)
     collective: dict[str, Any] | None = None  # {"op", "seq", "pg"}
     where: dict[str, Any] | None = None
@@ -113,10 +116,10 @@ def judge(ranks: dict[int, RankFacts], *, live: bool, now: float) -> Verdict | N
     verdict = None
     if view is not None:
         verdict = _behind(view, ranks) or _mismatch(view, ranks)
-    verdict = verdict or _own_error(ranks) or _silent_exit(ranks) or _stuck_outside(ranks)
+    verdict = verdict or _own_error(ranks) or _silent_exit(ranks) or _stuck_outside(ranks) or _never_seen(ranks)
     if verdict is None:
         return None
-    _cause_of(verdict, ranks[verdict.culprit] if verdict.culprit is not None else None, ranks, live, now)
+    _cause_of(verdict, ranks.get(verdict.culprit) if verdict.culprit is not None else None, ranks, live, now)
     _victims(verdict, ranks, view, live, now)
     return verdict
 
@@ -236,6 +239,29 @@ def _stuck_outside(ranks: dict[int, RankFacts]) -> Verdict | None:
         "torch.distributed (no Flight Recorder to read)"
     )
     return Verdict("hang", culprit, "stacks", [Signal("hang", 0.6, "culprit_by_its_stacks", "evidence", detail)])
+
+
+def _never_seen(ranks: dict[int, RankFacts]) -> Verdict | None:
+    """Every rank the run heard from only waited or was stopped, and a rank of the job's world
+    left no record at all: it is the likeliest culprit, named as a hint (it never called
+    ``flightlog.init()``, or it died before its first records were shipped)."""
+    world = max((f.world_size or 0 for f in ranks.values()), default=0)
+    missing = sorted(set(range(world)) - set(ranks))
+    if not missing or not ranks:
+        return None
+    waited = all(f.victim_error is not None or f.signal == _SIGTERM or f.stalled for f in ranks.values())
+    if not waited:
+        return None
+    culprit = missing[0]
+    detail = (
+        f"rank {culprit} of {world} left no record while {_ranks_text(sorted(ranks))} only waited or were stopped "
+        "(it did not call flightlog.init(), or it ended before its first records were shipped)"
+    )
+    verdict = Verdict(
+        "code_error", culprit, "unseen", [Signal("code_error", 0.35, "a_rank_never_seen", "evidence", detail)]
+    )
+    verdict.cause = "left no record"
+    return verdict
 
 
 # ── the culprit's own cause, and its victims ───────────────────────────────────────────────────

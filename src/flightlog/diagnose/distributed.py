@@ -119,6 +119,10 @@ def _summary(v: Verdict, live: bool) -> str:
     elif v.rule == "mismatch":
         parts.append(f"ranks called different collectives at #{coll['seq'] if coll else '?'}: {v.details[0]}")
         parts.append(f"rank {c}'s call is the odd one")
+    elif v.rule == "unseen":
+        parts.append(f"rank {c} left no record (no flightlog.init(), or it ended before its first records shipped)")
+    elif v.rule == "exit" and v.cause is not None:
+        parts.append(f"rank {c} {v.cause} first")
     elif v.cause is not None:
         parts.append(f"rank {c} failed first: {v.cause}")
     else:
