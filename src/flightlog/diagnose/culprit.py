@@ -258,7 +258,7 @@ def _never_seen(ranks: dict[int, RankFacts]) -> Verdict | None:
         "(it did not call flightlog.init(), or it ended before its first records were shipped)"
     )
     verdict = Verdict(
-        "code_error", culprit, "unseen", [Signal("code_error", 0.35, "a_rank_never_seen", "evidence", detail)]
+        "code_error", culprit, "unseen", [Signal("code_error", 0.25, "a_rank_never_seen", "evidence", detail)]
     )
     verdict.cause = "left no record"
     return verdict
