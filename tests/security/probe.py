@@ -3,6 +3,7 @@ other requests run in threads, each probe timed; and a real server process to me
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -10,6 +11,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -93,3 +95,103 @@ def server_subprocess(home: Path, store_uri: str = "") -> Iterator[ServerSubproc
         yield server
     finally:
         server.close()
+
+
+@dataclass
+class HealthUnderAttack:
+    """What ``/healthz`` answered while an attack ran: every probe's latency in seconds (a probe
+    that got no answer within the probe timeout counts as that timeout), and what each attack
+    request returned or raised."""
+
+    latencies: list[float]
+    attacks: list[Any]
+
+    def quantile(self, q: float) -> float:
+        ordered = sorted(self.latencies)
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+    def describe(self) -> str:
+        return (
+            f"{len(self.latencies)} probes: median {self.quantile(0.5) * 1000:.0f} ms, "
+            f"p90 {self.quantile(0.9) * 1000:.0f} ms, slowest {max(self.latencies) * 1000:.0f} ms"
+        )
+
+
+def health_under_attack(
+    url: str,
+    attack: Callable[[], Any],
+    *,
+    attackers: int = 2,
+    seconds: float = 2.0,
+    every: float = 0.02,
+    probe_timeout: float = 5.0,
+) -> HealthUnderAttack:
+    """Send ``attack`` again and again from ``attackers`` threads for ``seconds`` while probing
+    ``url``/healthz open-loop: a new probe every ``every`` seconds whether or not the earlier ones
+    were answered, each timed from when it was due. A server whose event loop is held for a
+    stretch then answers every probe due in that stretch late, so the share of slow probes is the
+    share of time the server was unavailable (a closed loop of one probe at a time would see one
+    slow probe per stall and hide it in any quantile)."""
+    attacks: list[Any] = []
+    stop = threading.Event()
+
+    def attacker() -> None:
+        while not stop.is_set():
+            try:
+                attacks.append(attack())
+            except BaseException as exc:  # noqa: BLE001 - the caller asserts on it
+                attacks.append(exc)
+
+    async def probe_all() -> list[float]:
+        latencies: list[float] = []
+        limits = httpx.Limits(max_connections=400, max_keepalive_connections=50)
+        async with httpx.AsyncClient(timeout=probe_timeout, limits=limits) as client:
+
+            async def one(due: float) -> None:
+                try:
+                    response = await client.get(f"{url}/healthz")
+                    ok = response.status_code == 200
+                except httpx.HTTPError:
+                    ok = False
+                latencies.append(time.perf_counter() - due if ok else probe_timeout)
+
+            tasks, start = [], time.perf_counter()
+            due = start
+            while due - start < seconds:
+                await asyncio.sleep(max(0.0, due - time.perf_counter()))
+                tasks.append(asyncio.create_task(one(due)))
+                due += every
+            await asyncio.gather(*tasks)
+        return latencies
+
+    threads = [threading.Thread(target=attacker, daemon=True) for _ in range(attackers)]
+    for t in threads:
+        t.start()
+    try:
+        latencies = asyncio.run(probe_all())
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=probe_timeout * 4)
+    return HealthUnderAttack(latencies, attacks)
+
+
+def assert_healthy_under_attack(
+    url: str, attack: Callable[[], Any], *, limit: float = 0.1, tries: int = 3, **options: Any
+) -> HealthUnderAttack:
+    """``/healthz`` answered within ``limit`` (issue 31: 100 ms) at the 90th percentile of the
+    probes while ``attack`` ran (see :func:`health_under_attack`). A held event loop is slow on
+    every try, while on a loaded 2-core machine a neighbour can stall the server once: so up to
+    ``tries`` windows, and the best must pass. Returns that window."""
+    windows: list[HealthUnderAttack] = []
+    for _ in range(tries):
+        window = health_under_attack(url, attack, **options)
+        windows.append(window)
+        assert len(window.latencies) >= 20, window.describe()
+        if window.quantile(0.9) < limit:
+            return window
+    best = min(windows, key=lambda w: w.quantile(0.9))
+    raise AssertionError(
+        f"/healthz was slower than {limit * 1000:.0f} ms at the 90th percentile under attack in every try; "
+        f"best: {best.describe()}"
+    )

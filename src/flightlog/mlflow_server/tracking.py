@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import base64
 import json
-import re
 import time
 from typing import Any
 
@@ -47,6 +46,7 @@ from flightlog.mlflow_server.writes import (
     write,
 )
 from flightlog.models import RunInfo
+from flightlog.query.like import like_match
 from flightlog.server.operations import Operation
 from flightlog.statuses import ACTIVE_STATUSES
 
@@ -144,19 +144,24 @@ async def get_experiment_by_name(call: Call) -> Any:
 async def search_experiments(call: Call) -> Any:
     exps = experiments_of(call.ctx.store)
     projects = await _projects(call)
-    found = await call.ctx.call(exps.all, projects)
     scope = call.ctx.principal
     view = (call.text("view_type") or "ACTIVE_ONLY").upper()
     wanted = {"ACTIVE_ONLY": {"active"}, "DELETED_ONLY": {"deleted"}, "ALL": {"active", "deleted"}}.get(view)
     if wanted is None:
         raise invalid(f"Invalid view_type '{view}': use ACTIVE_ONLY, DELETED_ONLY or ALL.")
-    found = [e for e in found if scope.allows(e.name) and e.lifecycle in wanted]
-    found = _filter_experiments(found, call.text("filter"))
-    found.sort(key=lambda e: (-e.created, int(e.id)))  # MLflow's default: the newest first
-    for order in reversed(call.items("order_by")):
-        found = _order_experiments(found, str(order))
+    text, orders = call.text("filter", max_len=10_000), [str(o) for o in call.items("order_by", limit=10)]
     limit = call.integer("max_results", default=1000, min=1) or 1000
     start = _offset(call.text("page_token"))
+
+    def select() -> list[Experiment]:  # in a worker thread: filtering and sorting never hold the event loop
+        found = [e for e in exps.all(projects) if scope.allows(e.name) and e.lifecycle in wanted]
+        found = _filter_experiments(found, text)
+        found.sort(key=lambda e: (-e.created, int(e.id)))  # MLflow's default: the newest first
+        for order in reversed(orders):
+            found = _order_experiments(found, order)
+        return found
+
+    found = await call.ctx.call(select)
     page = found[start : start + limit]
     doc: dict[str, Any] = {"experiments": [e.to_mlflow() for e in page]}
     if start + limit < len(found):
@@ -195,8 +200,7 @@ def _number_matches(value: float, op: str, want: object) -> bool:
 
 def _text_matches(value: str, op: str, want: object) -> bool:
     if op in ("like", "ilike"):
-        pattern = "^" + "".join(".*" if ch == "%" else "." if ch == "_" else re.escape(ch) for ch in str(want)) + "$"
-        return re.match(pattern, value, re.IGNORECASE if op == "ilike" else 0) is not None
+        return like_match(value, str(want), fold=op == "ilike")  # RE2: linear, whatever the pattern
     if op == "=":
         return value == want
     if op == "!=":
