@@ -24,6 +24,7 @@ from flightlog.mlflow_server.common import Call, mlflow_operations
 from flightlog.mlflow_server.errors import invalid, missing, not_found
 from flightlog.mlflow_server.experiments import experiments_of
 from flightlog.models import RunInfo
+from flightlog.names import check_name_text
 from flightlog.query.like import like_match
 from flightlog.schema import record as schema_record
 from flightlog.server.context import Ctx
@@ -128,6 +129,7 @@ def _pairs(call: Call, name: str) -> dict[str, str]:
     for item in call.items(name, limit=1000):
         if not isinstance(item, dict) or not isinstance(item.get("key"), str) or not item["key"]:
             raise invalid(f"Each entry of '{name}' needs a 'key' (text) and a 'value'.")
+        check_name_text(item["key"], f"{name[:-1]} key")
         value = item.get("value")
         out[item["key"]] = "" if value is None else str(value)
     return out

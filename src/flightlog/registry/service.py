@@ -15,6 +15,7 @@ from typing import Any
 
 from flightlog.errors import Conflict, Forbidden, InvalidInput, NotFound
 from flightlog.models import Artifact
+from flightlog.names import check_name_text
 from flightlog.registry.events import deliver_soon
 from flightlog.registry.refs import ModelRef, check_alias, check_name, parse_ref
 from flightlog.registry.stores.sql import SqlRegistryStore
@@ -30,13 +31,14 @@ from flightlog.timefmt import iso
 
 __all__ = ["LocalRegistry", "check_place", "check_tags"]
 
-_PLACE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+_PLACE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")  # fullmatch: "$" would let a final newline in
 #: the run tags a serving replica carries (the serving feature sets them)
 SERVING_TAGS = ("serving.endpoint", "serving.env", "serving.model", "serving.version", "serving.replica")
 
 
 def check_place(value: str, what: str) -> str:
-    if not isinstance(value, str) or not _PLACE.match(value):
+    check_name_text(value, what)
+    if not isinstance(value, str) or not _PLACE.fullmatch(value):
         raise InvalidInput(
             f"{what} {value!r} is not valid: use letters, digits, '_', '.' and '-' (up to 128)",
             details={what.replace(" ", "_"): str(value)[:200]},
@@ -53,6 +55,7 @@ def check_tags(tags: Any, what: str = "tags") -> dict[str, str]:
     for key, value in tags.items():
         if not isinstance(key, str) or not key or len(key) > 250:
             raise InvalidInput(f"a tag name must be text of 1 to 250 characters, not {key!r:.60}")
+        check_name_text(key, "tag name")
         if not isinstance(value, (str, int, float, bool)) or len(str(value)) > 5000:
             raise InvalidInput(f"tag {key!r} must have a text value of at most 5000 characters")
         out[key] = str(value)

@@ -27,6 +27,7 @@ import flightlog
 from flightlog.client import Client
 from flightlog.config import Settings
 from flightlog.errors import InvalidInput, StoreUnavailable
+from flightlog.names import check_name_text
 from flightlog.schema.values import is_json_value
 from flightlog.sdk.writer import warn
 from flightlog.serving.fields import check_allow_list
@@ -195,6 +196,8 @@ def attach(
         raise InvalidInput("attach(endpoint=...): name the endpoint this process serves, such as 'fraud-api'")
     if not isinstance(env, str) or not env.strip():
         raise InvalidInput("attach(env=...): name the environment, such as 'prod' or 'staging'")
+    check_name_text(endpoint, "endpoint")  # the rule every name keeps (flightlog.names): no "fraud-api\n"
+    check_name_text(env, "environment")
     allow = check_allow_list(inputs)
     rate = _sample_rate(sample)
     if label_field is not None and (not isinstance(label_field, str) or not label_field.strip()):
