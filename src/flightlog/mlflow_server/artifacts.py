@@ -42,8 +42,9 @@ from flightlog.mlflow_server.feature_artifacts import MIGRATIONS
 from flightlog.models import Artifact, RunInfo
 from flightlog.schema import record as schema_record
 from flightlog.server.blobs import filename_of
-from flightlog.server.context import Ctx
+from flightlog.server.context import Ctx, UnsupportedMediaType
 from flightlog.server.operations import Operation, Param
+from flightlog.server.origins import check_same_origin
 from flightlog.server.prometheus import ROUTE_KEY
 from flightlog.server.responses import json_response
 from flightlog.store.features import ensure_tables
@@ -272,6 +273,7 @@ def _operation(
     async def endpoint(ctx: Ctx) -> Response:
         ctx.request.scope[ROUTE_KEY] = full[1:]
         try:
+            check_same_origin(ctx.request)  # a page of another origin changes nothing (server/origins.py)
             if role is not None:
                 principal = await principal_of(ctx)
                 principal.require(role)
@@ -289,6 +291,7 @@ def _operation(
         "mlflow-artifacts",
         route=None if route is None else PROXY + route,
         params=tuple(p for name, p in _PARAMS.items() if "{" + name in path),
+        own_origin_check=True,
         description="MLflow's artifact proxy (docs/mlflow.md). "
         + (
             f"Needs the role {role!r}: a flightlog token as `Authorization: Bearer` (MLFLOW_TRACKING_TOKEN) "
@@ -365,6 +368,12 @@ async def delete(ctx: Ctx) -> Response:
 
 
 async def _message(ctx: Ctx) -> dict[str, Any]:
+    media = ctx.request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media != "application/json":  # no form or text/plain post of another origin's page (server/origins.py)
+        raise UnsupportedMediaType(
+            f"send this request's message as application/json, not {media or 'no Content-Type'}",
+            details={"content_type": media},
+        )
     raw = await ctx.body()
     try:
         doc = json.loads(raw or b"{}")
