@@ -22,7 +22,7 @@ from typing import Any
 
 from flightlog.errors import InvalidInput
 
-__all__ = ["NAME_RULE", "InvalidName", "check_name_text", "name_problem"]
+__all__ = ["NAME_RULE", "InvalidName", "check_name_text", "control_character", "name_problem"]
 
 NAME_RULE = (
     "a name is printable text: no control characters (U+0000-U+001F, U+007F-U+009F: newlines, tabs, "
@@ -51,12 +51,20 @@ def _bad_char(cp: int) -> str | None:
     return None
 
 
-def name_problem(value: str) -> tuple[str, int] | None:
-    """What breaks the rule in ``value`` and where (a character's index), or None when it holds."""
+def control_character(value: str) -> tuple[str, int] | None:
+    """The first character of ``value`` that no name may hold (what it is, its index), or None."""
     for i, ch in enumerate(value):
         what = _bad_char(ord(ch))
         if what is not None:
             return f"{what} (U+{ord(ch):04X})", i
+    return None
+
+
+def name_problem(value: str) -> tuple[str, int] | None:
+    """What breaks the rule in ``value`` and where (a character's index), or None when it holds."""
+    bad = control_character(value)
+    if bad is not None:
+        return bad
     if value != value.strip():
         return "white space at one end", 0 if value[:1].isspace() else len(value) - 1
     return None

@@ -38,8 +38,8 @@ from flightlog.server.hosts import (
     default_allowed_hosts,
 )
 from flightlog.server.openapi import openapi_document
-from flightlog.server.origins import check_same_origin
 from flightlog.server.operations import Operation
+from flightlog.server.origins import check_same_origin
 from flightlog.server.prometheus import ROUTE_KEY, Metrics, MetricsMiddleware
 from flightlog.server.responses import error_response
 from flightlog.server.routes import OPERATIONS, assemble
