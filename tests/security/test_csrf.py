@@ -7,6 +7,7 @@ and a browser's write from another origin is refused (403 ``cross_origin``) on e
 from __future__ import annotations
 
 import http.server
+import json
 import os
 import threading
 from collections.abc import Iterator
@@ -46,7 +47,7 @@ def _untouched(server: RunningServer, ids: dict[str, str]) -> None:
 def test_simple_requests_are_refused_415(open_server: tuple[RunningServer, dict[str, str]]) -> None:
     server, ids = open_server
     base = server.url + "/api/2.0/mlflow"
-    body = '{"experiment_id": "%s"}' % ids["experiment_id"]
+    body = json.dumps({"experiment_id": ids["experiment_id"]})
     attempts = [
         httpx.post(f"{base}/experiments/delete", content=body, headers={"Content-Type": "text/plain"}),
         httpx.post(f"{base}/experiments/delete", data={"experiment_id": ids["experiment_id"]}),

@@ -47,11 +47,12 @@ def test_the_proxy_refuses_a_bad_path(live: RunningServer, proxy: tuple[httpx.Cl
     _refused(http.put(f"{where}/{quote(name, safe='')}", content=b"evil"))
     _refused(http.put(f"{where}/models/{quote(name, safe='')}", content=b"evil"))
     mpu = where.replace("/artifacts/", "/mpu/create/", 1)
-    _refused(http.post(mpu, json={"path": name, "num_parts": 1}))
+    _refused(http.post(f"{mpu}/{quote(name, safe='')}", json={"path": "/home/me/model.bin", "num_parts": 1}))
     assert live.app.state.store.artifacts(run) == []
 
 
-@pytest.mark.parametrize("name", ["..", ".", "../evil.txt", "/etc/evil.txt", "C:\\evil.txt"])
+# a multipart upload names the client's local file: its name (after the last / or \\) lands in the run
+@pytest.mark.parametrize("name", ["..", ".", "/home/me/..", "C:\\Users\\me\\..", "C:", "x/a\x1b[2Jb.bin", "dir/"])
 def test_multipart_names_keep_the_rule(live: RunningServer, proxy: tuple[httpx.Client, str, str], name: str) -> None:
     http, where, run = proxy
     mpu = where.replace("/artifacts/", "/mpu/create/", 1)
@@ -64,6 +65,7 @@ def test_good_paths_still_upload(live: RunningServer, proxy: tuple[httpx.Client,
     http, where, run = proxy
     assert http.put(f"{where}/model/weights.bin", content=b"w").status_code == 200
     assert http.put(f"{where}/{quote('données é.txt')}", content=b"d").status_code == 200
-    made = http.post(where.replace("/artifacts/", "/mpu/create/", 1), json={"path": "big.bin", "num_parts": 1})
-    assert made.status_code == 200, made.text
+    for local in ("big.bin", "/home/me/big.bin", "C:\\Users\\me\\big.bin"):  # the client's local path
+        made = http.post(where.replace("/artifacts/", "/mpu/create/", 1), json={"path": local, "num_parts": 1})
+        assert made.status_code == 200, made.text
     assert sorted(a.path for a in live.app.state.store.artifacts(run)) == ["données é.txt", "model/weights.bin"]

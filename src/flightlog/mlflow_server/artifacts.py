@@ -401,7 +401,9 @@ def _local_name(doc: dict[str, Any]) -> str:
     name = doc.get("path")
     if not isinstance(name, str) or not name:
         raise invalid("Missing value for required parameter 'path'.")
-    return posixpath.basename(check_artifact_path(name))  # no "..", ".", backslash or drive: refused, not rewritten
+    # the client sends its local file's path (a Windows one too): the file's name is what lands here,
+    # and that name keeps the one artifact path rule (no "..", ".", drive or escape code: refused)
+    return check_artifact_path(posixpath.basename(name.replace("\\", "/")))
 
 
 async def mpu_create(ctx: Ctx) -> Response:

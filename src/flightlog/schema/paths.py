@@ -24,7 +24,7 @@ def check_artifact_path(path: str) -> str:
     if not path or len(path) > 1024:
         problem = "must have 1 to 1024 characters"
     elif (bad := control_character(path)) is not None:
-        problem = f"contains {bad[0]} at position {bad[1]} (escape codes and bidi controls are not names)"
+        problem = f"contains control characters: {bad[0]} at position {bad[1]} (no escape codes, no bidi controls)"
     elif "\\" in path:
         problem = "contains a backslash: use '/' between directories"
     elif path.startswith("/") or _DRIVE.match(path):
