@@ -9,13 +9,21 @@ from dataclasses import dataclass
 from flightlog.errors import InvalidInput
 from flightlog.names import check_name_text
 
-__all__ = ["ModelRef", "check_alias", "check_name", "parse_ref", "SCHEME"]
+__all__ = ["AmbiguousModel", "ModelRef", "check_alias", "check_name", "parse_ref", "SCHEME"]
 
 SCHEME = "models:/"
 # fullmatch, never "^…$": "$" also matches before a final newline, and "fraud\n" is not "fraud"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 _ALIAS = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,63}")
 _FORMS = "models:/NAME@ALIAS, models:/NAME/VERSION, NAME@ALIAS, NAME/VERSION or NAME (its latest version)"
+
+
+class AmbiguousModel(InvalidInput):
+    """A model reference that several projects could mean (a 400, ``ambiguous_model``): an
+    error naming them, never a silent pick. Here, where every surface that parses a reference
+    (the HTTP client too) imports it, so a server's refusal comes back as this type."""
+
+    code = "ambiguous_model"
 
 
 @dataclass(frozen=True)
