@@ -29,9 +29,9 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from flightlog.serving.fields import jsonable_output, split_inputs
 from flightlog.serving.histogram import LatencyHistogram
 from flightlog.serving.outputs import OutputDistribution
+from flightlog.serving.privacy import Scrubber
 
 if TYPE_CHECKING:
     from flightlog.sdk.run import Run
@@ -73,7 +73,7 @@ class Recorder:
         self,
         run: Run,
         *,
-        allow: frozenset[str],
+        scrub: Scrubber,
         limit: int = 100_000,
         interval: float = 1.0,
         heartbeat: float = 10.0,
@@ -81,7 +81,7 @@ class Recorder:
         label_field: str | None = None,
     ) -> None:
         self.run = run
-        self.allow = allow
+        self.scrub = scrub
         self.label_field = label_field
         self.buffer: deque[Entry] = deque()
         self.limit = limit
@@ -138,7 +138,7 @@ class Recorder:
 
     # ── the work ───────────────────────────────────────────────────────────
     def _drain(self) -> None:
-        buffer, offset, allow = self.buffer, self._offset, self.allow
+        buffer, offset = self.buffer, self._offset
         popleft = buffer.popleft
         for _ in range(len(buffer)):  # what is there now; what arrives meanwhile waits for the next round
             end, latency, status, version, rid, output, inputs, parse = popleft()
@@ -157,10 +157,11 @@ class Recorder:
             error_name: str | None = None
             if parse is not None and (sampled or output is not None):
                 inputs, output, error_name = parse(inputs if sampled else None, output)
-            if output is not None:
+            if output is not None:  # keys and values scrubbed before they are counted (privacy.py)
+                output = self.scrub.clean(output)
                 agg.outputs.add(output)
             if sampled:
-                self._prediction(wall, rid, version, ms, status, inputs, output, error_name, allow)
+                self._prediction(wall, rid, version, ms, status, inputs, output, error_name)
 
     def _prediction(
         self,
@@ -172,9 +173,8 @@ class Recorder:
         inputs: Any,
         output: Any,
         error: str | None,
-        allow: frozenset[str],
     ) -> None:
-        kept, hashed = split_inputs(inputs, allow)
+        kept, hashed = self.scrub.split_inputs(inputs)
         fields: dict[str, Any] = {
             "request_id": rid,
             "version": version,
@@ -182,7 +182,7 @@ class Recorder:
             "status": status,
             "inputs": kept,
             "input_hashes": hashed,
-            "output": jsonable_output(output),
+            "output": None if output is None else self.scrub.bounded(output, clean=True),
         }
         if error is not None:
             fields["error"] = error

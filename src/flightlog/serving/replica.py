@@ -17,6 +17,7 @@ import atexit
 import itertools
 import os
 import random
+import secrets
 import signal
 import socket
 import threading
@@ -28,9 +29,11 @@ from flightlog.client import Client
 from flightlog.config import Settings
 from flightlog.errors import InvalidInput, StoreUnavailable
 from flightlog.names import check_name_text
+from flightlog.redaction import redactor
 from flightlog.schema.values import is_json_value
 from flightlog.sdk.writer import warn
 from flightlog.serving.fields import check_allow_list
+from flightlog.serving.privacy import Scrubber
 from flightlog.serving.recorder import LABEL, Recorder
 
 __all__ = ["DEFAULT_SAMPLE", "Replica", "attach", "current", "log_label"]
@@ -223,6 +226,7 @@ def attach(
         "serving.replica": f"{host}:{os.getpid()}",
     }
     run = flightlog.init(project=project, name=f"serve {endpoint}@{env}", tags=tags, console=False)
+    key, keyed_by = _serving_key(run.project)
     run.log_params(
         {
             "serving": {
@@ -237,14 +241,16 @@ def attach(
                 "started": time.time(),
                 "sample": rate,
                 "inputs": sorted(allow),
+                "hashes": f"hmac-sha256, the {keyed_by}'s key",
                 "heartbeat_s": heartbeat,
                 **({"label_field": label_field} if label_field else {}),
             }
         }
     )
 
+    scrub = Scrubber(key, redactor(run.settings.home), allow)
     recorder = Recorder(
-        run, allow=allow, limit=buffer_limit, interval=interval, heartbeat=heartbeat, warn=warn, label_field=label_field
+        run, scrub=scrub, limit=buffer_limit, interval=interval, heartbeat=heartbeat, warn=warn, label_field=label_field
     )
     replica = Replica(run, recorder, endpoint=endpoint, env=env, model=name, version=resolved["version"], sample=rate)
     with _current_lock:
@@ -257,6 +263,31 @@ def attach(
 
         logging.getLogger().addHandler(flightlog.logging_handler(run))
     return replica
+
+
+def _serving_key(project: str) -> tuple[bytes, str]:
+    """The project's serving key (privacy.py) and where it came from: the store keeps one per
+    project and gives it to writers only (a server through ``GET /api/v1/serving/key``). When
+    neither can be asked now, a key of this process: its hashes are still keyed, but do not
+    join other replicas' (said once on stderr and in the run's params)."""
+    try:
+        client = Client.for_lookups(Settings.from_env())
+        try:
+            # the registry's way to tell the two stores apart (registry/__init__.py): a server's
+            # HTTP connection, else the store's own secret table
+            http = getattr(client.store, "http", None)
+            if http is not None:
+                doc = http.json("GET", "/serving/key", params={"project": project})
+                return bytes.fromhex(str(doc["key"])), "project"
+            shared_secret = getattr(client.store, "shared_secret", None)
+            if shared_secret is None:
+                raise InvalidInput(f"the store {type(client.store).__name__} keeps no keys")
+            return bytes(shared_secret(f"serving:{project}")), "project"
+        finally:
+            client.close()
+    except Exception as exc:  # noqa: BLE001 - serving goes on; its hashes are keyed by this process
+        warn(f"cannot get project {project!r}'s serving key ({exc}); hashing with a key of this process")
+        return secrets.token_bytes(32), "process"
 
 
 def _stop_on_sigterm(replica: Replica) -> None:
