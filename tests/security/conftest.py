@@ -15,6 +15,7 @@ import pytest
 from flightlog.server.app import FlightlogApp, create_app
 from flightlog.server.config import ServerConfig
 from tests.server.conftest import api, clean_env, live, server_process, server_store, token  # noqa: F401 - fixtures shared with tests/server
+from tests.serving.conftest import model_server  # noqa: F401 - a real uvicorn model server, shared with tests/serving
 
 
 class InProcess:

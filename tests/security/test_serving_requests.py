@@ -26,7 +26,7 @@ from flightlog import Client, serving
 from flightlog.errors import InvalidInput
 from flightlog.serving.middleware import MAX_SAMPLED_BODY
 from tests.helpers import run_script
-from tests.serving.conftest import ModelServer, model_server  # noqa: F401 - the fixture, shared with tests/serving
+from tests.serving.conftest import ModelServer
 
 STREAM_MB = 200
 
