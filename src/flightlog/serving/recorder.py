@@ -153,7 +153,10 @@ class Recorder:
         buffer, offset = self.buffer, self._offset
         popleft = buffer.popleft
         for _ in range(len(buffer)):  # what is there now; what arrives meanwhile waits for the next round
-            end, latency, status, version, rid, output, inputs, parse = popleft()
+            try:
+                end, latency, status, version, rid, output, inputs, parse = popleft()
+            except IndexError:  # emptied meanwhile by its owner (buffer.clear()): nothing more to drain
+                break
             if rid is not None:
                 self._remember(rid)
             wall = end + offset
