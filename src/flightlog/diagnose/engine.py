@@ -19,6 +19,7 @@ from flightlog.diagnose.baseline import baseline_findings
 from flightlog.diagnose.behaviour import analyze_behaviour
 from flightlog.diagnose.compare import compare_evidence
 from flightlog.diagnose.datachecks import analyze_data, removed_columns
+from flightlog.diagnose.distributed import analyze_distributed, culprit_first
 from flightlog.diagnose.evidence import RunEvidence, Thresholds
 from flightlog.diagnose.failures import FailureFacts, analyze_failure, missing_keys
 from flightlog.diagnose.findings import Finding, merge_findings
@@ -31,6 +32,7 @@ from flightlog.diagnose.runbook import load_runbook, match_runbook
 from flightlog.diagnose.selection import BaselineChoice, baseline_for, choice_fields
 from flightlog.diagnose.settings import thresholds_for
 from flightlog.diagnose.signals import Signal
+from flightlog.diagnose.stragglers import analyze_stragglers
 from flightlog.diagnose.taxonomy import FAILURE_CATEGORIES
 from flightlog.errors import InvalidInput
 from flightlog.models import RunInfo
@@ -112,6 +114,11 @@ def _schema(ctx: Context) -> list[Finding]:
     return [Finding("data_error", "", [signal], kind="data")]
 
 
+def _distributed(ctx: Context) -> list[Finding]:
+    """Ranks of a distributed run (the culprit and its victims), and hangs (docs/distributed.md)."""
+    return analyze_distributed(ctx.run) + analyze_stragglers(ctx.run)
+
+
 def _from_baseline(ctx: Context) -> list[Finding]:
     if ctx.comparison is None:
         return []
@@ -126,6 +133,7 @@ ANALYZERS: tuple[Callable[[Context], list[Finding]], ...] = (
     _data,
     _schema,
     _regression,
+    _distributed,
     _from_baseline,
 )
 
@@ -161,7 +169,7 @@ def diagnose_run(
         ctx.comparison.update(choice_fields(ctx.choice))
     for analyzer in (*ANALYZERS, *features().diagnosis_analyzers()):  # the built-in ones, then the features'
         ctx.findings.extend(analyzer(ctx))
-    findings = _own_findings_first(_divergence_first(_secondary(info, merge_findings(ctx.findings))))
+    findings = _own_findings_first(_divergence_first(_secondary(info, merge_findings(culprit_first(ctx.findings)))))
     kind = _kind(info, findings)
     runbook = _runbook(client, ctx, findings, cwd)
     return {
@@ -226,6 +234,9 @@ _OWN = frozenset(
         "queue_wait",
         "data_loader_bottleneck",
         "memory_leak",
+        "hang",
+        "collective_mismatch",
+        "straggler",
     }
 )
 

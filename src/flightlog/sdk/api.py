@@ -31,6 +31,7 @@ from flightlog.journal.liveness import process_identity
 from flightlog.sdk.attempts import resume_attempt
 from flightlog.sdk.console import paused
 from flightlog.sdk.features import run_started
+from flightlog.sdk.hangs import hang_settings, watch_run
 from flightlog.sdk.ranks import Join, derived_run_id, join_job, launching_run, named_run_taken, notice_records
 from flightlog.sdk.run import Run
 from flightlog.sdk.shipper import shipper
@@ -75,6 +76,9 @@ def init(
     - ``console``: record what the process prints (``sys.stdout``/``sys.stderr``) as the run's
       log events; default on (``FLIGHTLOG_CONSOLE=off`` turns it off), never when attached to
       a ``flightlog run`` run, which captures the output itself.
+    - ``resources``: sample this process's CPU, memory and GPUs, and watch it for hangs (no
+      progress for a while: its stacks and torch's Flight Recorder are recorded, see
+      docs/distributed.md); ``False`` for a process that only hosts a run (a controller).
 
     Prints one line on stderr saying where the run went and how to look at it, unless
     ``quiet=True`` (or ``FLIGHTLOG_QUIET=1``), attached to a runner's run, or a child of a run
@@ -88,6 +92,7 @@ def init(
     settings = Settings.from_env(**overrides)
     if settings.mode not in ("online", "offline", "disabled"):
         raise InvalidInput(f"mode {settings.mode!r} is not valid: use online, offline or disabled")
+    hangs = hang_settings()  # FLIGHTLOG_HANG_*: a bad value is said here, before anything is recorded
     rank = rank_from_env()
     identity = rank_identity() if settings.mode != "disabled" else None
     ranked = identity is not None and identity.distributed and not resume
@@ -245,6 +250,7 @@ def init(
         _start_console(run)
     if resources:
         _start_sampler(run)
+        watch_run(run, hangs)  # where the training happens (docs/distributed.md): never raises
     return run
 
 
