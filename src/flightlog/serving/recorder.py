@@ -29,14 +29,14 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from flightlog.serving.fields import jsonable_output, split_inputs
 from flightlog.serving.histogram import LatencyHistogram
 from flightlog.serving.outputs import OutputDistribution
+from flightlog.serving.privacy import Scrubber
 
 if TYPE_CHECKING:
     from flightlog.sdk.run import Run
 
-__all__ = ["AGGREGATE", "PREDICTION", "LABEL", "Recorder", "Entry"]
+__all__ = ["AGGREGATE", "PREDICTION", "LABEL", "Recorder", "Entry", "Truncated"]
 
 AGGREGATE = "serving.aggregate"
 PREDICTION = "serving.prediction"
@@ -46,6 +46,14 @@ LABEL = "serving.label"
 Entry = tuple[
     float, float, int, str, "str | None", Any, Any, "Callable[[Any, Any], tuple[Any, Any, str | None]] | None"
 ]
+
+ANSWERED = 100_000  # request ids a replica remembers answering (about 12 MB at most)
+
+
+class Truncated(int):
+    """A sampled body too large to keep (the middleware kept a bounded prefix): its size in bytes.
+    Recorded as ``input_bytes`` / ``output_bytes``, never parsed or counted as an output."""
+
 
 _GRACE_S = 1.0  # a minute is written this long after it ends (a request ending at :59.9 is in the buffer by then)
 _KEEP_MINUTES = 10  # written minutes remembered, for totals should a late request arrive
@@ -73,7 +81,7 @@ class Recorder:
         self,
         run: Run,
         *,
-        allow: frozenset[str],
+        scrub: Scrubber,
         limit: int = 100_000,
         interval: float = 1.0,
         heartbeat: float = 10.0,
@@ -81,10 +89,14 @@ class Recorder:
         label_field: str | None = None,
     ) -> None:
         self.run = run
-        self.allow = allow
+        self.scrub = scrub
         self.label_field = label_field
         self.buffer: deque[Entry] = deque()
         self.limit = limit
+        # the ids this replica answered, the newest ANSWERED of them: a caller's id already in it
+        # is not taken again (replica.request_id), a label for an id not in it is checked further
+        self.answered: set[str] = set()
+        self._answered_order: deque[str] = deque()
         self.dropped = 0
         self.interval = interval
         self.heartbeat_s = heartbeat
@@ -138,10 +150,15 @@ class Recorder:
 
     # ── the work ───────────────────────────────────────────────────────────
     def _drain(self) -> None:
-        buffer, offset, allow = self.buffer, self._offset, self.allow
+        buffer, offset = self.buffer, self._offset
         popleft = buffer.popleft
         for _ in range(len(buffer)):  # what is there now; what arrives meanwhile waits for the next round
-            end, latency, status, version, rid, output, inputs, parse = popleft()
+            try:
+                end, latency, status, version, rid, output, inputs, parse = popleft()
+            except IndexError:  # emptied meanwhile by its owner (buffer.clear()): nothing more to drain
+                break
+            if rid is not None:
+                self._remember(rid)
             wall = end + offset
             key = (version, int(wall // 60))
             agg = self._open.get(key)
@@ -157,10 +174,27 @@ class Recorder:
             error_name: str | None = None
             if parse is not None and (sampled or output is not None):
                 inputs, output, error_name = parse(inputs if sampled else None, output)
-            if output is not None:
+            if output is not None and not isinstance(output, Truncated):  # scrubbed before counted (privacy.py)
+                output = self.scrub.clean(output)
                 agg.outputs.add(output)
             if sampled:
-                self._prediction(wall, rid, version, ms, status, inputs, output, error_name, allow)
+                self._prediction(wall, rid, version, ms, status, inputs, output, error_name)
+
+    def _remember(self, rid: str) -> None:
+        answered, order = self.answered, self._answered_order
+        answered.add(rid)  # a caller's id is in it already (added on the request path): a set ignores that
+        order.append(rid)
+        while len(order) > ANSWERED:
+            answered.discard(order.popleft())
+
+    def has_answered(self, rid: str) -> bool:
+        """Whether this replica answered ``rid`` (among its newest :data:`ANSWERED` requests),
+        the requests still in the buffer included."""
+        if rid in self.answered:
+            return True
+        with self._lock:
+            self._drain()
+        return rid in self.answered
 
     def _prediction(
         self,
@@ -172,9 +206,13 @@ class Recorder:
         inputs: Any,
         output: Any,
         error: str | None,
-        allow: frozenset[str],
     ) -> None:
-        kept, hashed = split_inputs(inputs, allow)
+        sizes: dict[str, int] = {}
+        if isinstance(inputs, Truncated):
+            sizes["input_bytes"], inputs = int(inputs), None
+        if isinstance(output, Truncated):
+            sizes["output_bytes"], output = int(output), None
+        kept, hashed = self.scrub.split_inputs(inputs)
         fields: dict[str, Any] = {
             "request_id": rid,
             "version": version,
@@ -182,8 +220,9 @@ class Recorder:
             "status": status,
             "inputs": kept,
             "input_hashes": hashed,
-            "output": jsonable_output(output),
+            "output": None if output is None else self.scrub.bounded(output, clean=True),
         }
+        fields.update(sizes)  # a body over the bound: its size, not its content
         if error is not None:
             fields["error"] = error
         if self.label_field is not None:  # which field of a mapping output its label is compared with

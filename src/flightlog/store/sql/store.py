@@ -682,6 +682,15 @@ class SqlStore:
         with self.db.read() as conn:
             return _cursor(conn)
 
+    def change_position(self) -> str:
+        """A text that changes whenever anything a report reads changes: how many runs there are
+        and the latest time one changed (every ingest and edit sets it), and the feed cursor (new
+        metric, log and sample rows). A reader caches what it derived from the store under it."""
+        with self.db.read() as conn:  # one connection: one snapshot
+            count, latest = conn.execute("SELECT COUNT(*), MAX(updated) FROM runs").fetchone()
+            cursor = _cursor(conn)
+        return f"{int(count)}:{float(latest or 0.0)!r}:" + ":".join(str(cursor[t]) for t in FEED_TABLES)
+
     def changes(
         self,
         after: Cursor,
