@@ -107,3 +107,23 @@ def test_healthz_answers_within_100_ms_while_triage_runs(triage_process: ServerS
 
     window = assert_healthy_under_attack(triage_process.url, attack, seconds=3.0)
     assert window.attacks and all(a == 200 for a in window.attacks), window.attacks[:5]
+
+
+def test_a_remembered_report_answers_for_a_minute_from_when_it_was_asked() -> None:
+    """Not by clock minutes: a report that took most of a minute to make on a busy server still
+    answers the same question asked right after it came out (it used to be made again when the
+    second question fell in the next minute)."""
+    from flightlog.triage.budget import ReportCache
+
+    made: list[float] = []
+    cache = ReportCache()
+
+    def make_at(now: float) -> dict[str, float]:
+        made.append(now)
+        return {"made": now}
+
+    first = cache.get(("p",), "pos1", lambda: make_at(119.0), now=119.0)  # asked at second 59 of a minute
+    assert cache.get(("p",), "pos1", lambda: make_at(170.0), now=170.0) is first  # the next clock minute
+    assert cache.get(("p",), "pos2", lambda: make_at(171.0), now=171.0)["made"] == 171.0  # the store changed
+    assert cache.get(("p",), "pos1", lambda: make_at(179.0), now=179.0)["made"] == 179.0  # a minute old
+    assert made == [119.0, 171.0, 179.0]

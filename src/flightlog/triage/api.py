@@ -4,7 +4,7 @@ server operation and served through the feature table (``flightlog_api_operation
 The handler builds the same report as ``flightlog triage`` (:func:`~flightlog.triage.report.triage_report`)
 over the server's store, in the server's triage worker process (worker.py) and within the
 bounds of budget.py; a report is remembered by the store's change position (the same question
-in the same minute, with nothing changed, is answered from memory). A token of one project sees that
+within a minute, with nothing changed, is answered from memory). A token of one project sees that
 project only: without ``project`` it is that project, another one is refused.
 """
 
@@ -53,8 +53,8 @@ async def get_triage(ctx: Ctx) -> Response:
                 config.store_uri, config.home, ctx.store, project=project, since=since, pipeline=pipeline, now=now
             )
 
-        key = (project, pipeline, since, int(now // 60))
-        return json_bytes(reports.get(key, ctx.store.change_position(), make))
+        key = (project, pipeline, since)
+        return json_bytes(reports.get(key, ctx.store.change_position(), make, now=now))
 
     return Response(await ctx.call(report), media_type="application/json")
 

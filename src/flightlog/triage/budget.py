@@ -107,22 +107,38 @@ class LruCache(MutableMapping[K, V], Generic[K, V]):
 
 class ReportCache:
     """Reports by what was asked and the store's change position: a report is made again only
-    when the store changed since (or the minute it was asked in moved on). One report is made at
+    when the store changed since, or when the one remembered was made ``max_age`` seconds or
+    more before the question (its window, "the last 7 days", moved on). One report is made at
     a time: readers asking at once wait for it in their worker threads (never on the event loop)
-    rather than each spending the server's CPU on it."""
+    rather than each spending the server's CPU on it.
 
-    def __init__(self, size: int = 32) -> None:
-        self._reports: LruCache[tuple[Any, ...], dict[str, Any]] = LruCache(size)
+    The age is counted from when the remembered report was asked for, not by clock minutes: a
+    report that took 50 s to make on a busy server still answers the same question asked the
+    moment it came out."""
+
+    def __init__(self, size: int = 32, *, max_age: float = 60.0) -> None:
+        self._reports: LruCache[tuple[Any, ...], tuple[float, dict[str, Any]]] = LruCache(size)
         self._making = threading.Lock()
+        self.max_age = max_age
 
-    def get(self, key: tuple[Any, ...], position: str, make: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-        """The report for ``key`` at ``position``; made by ``make`` when none is remembered."""
+    def get(
+        self, key: tuple[Any, ...], position: str, make: Callable[[], dict[str, Any]], *, now: float
+    ) -> dict[str, Any]:
+        """The report for ``key`` at ``position`` asked at ``now``; made by ``make`` when none
+        young enough is remembered."""
         full = (*key, position)
-        found = self._reports.get(full)
+        found = self._fresh(full, now)
         if found is not None:
             return found
         with self._making:
-            found = self._reports.get(full)  # made by the reader this one waited for
+            found = self._fresh(full, now)  # made by the reader this one waited for
             if found is None:
-                found = self._reports[full] = make()
+                found = make()
+                self._reports[full] = (now, found)
         return found
+
+    def _fresh(self, key: tuple[Any, ...], now: float) -> dict[str, Any] | None:
+        entry = self._reports.get(key)
+        if entry is None or now - entry[0] >= self.max_age:
+            return None
+        return entry[1]
