@@ -63,6 +63,15 @@ def test_the_timeline_has_the_desired_history_replicas_minutes_and_the_rollout(s
             2,
             1,
         )
+        # one rollout time everywhere: v2's first traffic, its deploy beside it
+        assert rollout["deployed_at"] <= rollout["time"] == rollout["first_traffic_at"]
+        v2_minutes = [m["time"] for m in doc["minutes"] if m["version"] == "2"]
+        assert rollout["time"][:16] == min(v2_minutes)[:16]  # in v2's first minute of traffic
+        # each version's totals over the window it served
+        versions = {v["version"]: v for v in doc["versions"]}
+        assert (versions["1"]["requests"], versions["2"]["requests"]) == (80, 40)
+        assert versions["2"]["errors"] == 4 and versions["2"]["error_rate"] == 0.1
+        assert versions["2"]["p50_ms"] > versions["1"]["p50_ms"] and versions["2"]["first"].endswith("Z")
         lanes = sorted((r["version"], r["state"]) for r in doc["replicas"])
         assert lanes == [("1", "gone"), ("1", "gone"), ("2", "gone")]
         assert all(r["started"].endswith("Z") and r["ended"].endswith("Z") for r in doc["replicas"])
@@ -75,6 +84,8 @@ def test_the_timeline_has_the_desired_history_replicas_minutes_and_the_rollout(s
                 "requests",
                 "errors",
                 "error_rate",
+                "client_errors",
+                "client_error_rate",
                 "p50_ms",
                 "p95_ms",
                 "p99_ms",
@@ -111,6 +122,9 @@ def test_the_serving_routes_read_aggregates_predictions_and_replicas(served: Ser
         assert preds[-1]["inputs"] == {"amount": 39} and "country" in preds[-1]["input_hashes"]
         everything = api.get("/serving/fraud-api/predictions", params={"limit": 0}).json()["predictions"]
         assert len(everything) == 120
+        versions = api.get("/serving/fraud-api/versions", params={"env": "prod"}).json()["versions"]
+        assert [(v["version"], v["requests"], v["errors"]) for v in versions] == [("1", 80, 0), ("2", 40, 4)]
+        assert versions[1]["error_types"] == {"ValueError": 4} and "bad amount" in versions[1]["error_messages"]["ValueError"] and versions[1]["throughput_per_min"] > 0
         replicas = api.get("/serving/fraud-api/replicas").json()["replicas"]
         assert len(replicas) == 3 and {r["state"] for r in replicas} == {"gone"}
         assert api.get("/serving/fraud-api/replicas", params={"env": "staging"}).status_code == 404
@@ -120,7 +134,7 @@ def test_unknown_endpoints_and_bad_input_are_4xx_with_the_json_error(served: Ser
     with _api(served) as api:
         assert "fraud-api (prod)" in _error(api.get("/deployments/nope/timeline"), 404)["message"]
         _error(api.get("/deployments/fraud-api/timeline", params={"env": "staging"}), 404)
-        for route in ("aggregates", "predictions", "replicas"):
+        for route in ("aggregates", "predictions", "replicas", "versions"):
             assert "serving.attach" in _error(api.get(f"/serving/nope/{route}"), 404)["message"]
         assert "since" in _error(api.get("/serving/fraud-api/aggregates", params={"since": "soonish"}), 400)["message"]
         _error(api.get("/serving/fraud-api/predictions", params={"limit": "-1"}), 400)
@@ -142,6 +156,7 @@ def test_the_routes_are_in_the_openapi_document(served: Served) -> None:
         "/api/v1/serving/{endpoint}/aggregates",
         "/api/v1/serving/{endpoint}/predictions",
         "/api/v1/serving/{endpoint}/replicas",
+        "/api/v1/serving/{endpoint}/versions",
         "/api/v1/deployments/{endpoint}/timeline",
     ):
         assert "get" in doc["paths"][path], path

@@ -128,7 +128,15 @@ def test_the_cli_names_the_rollout_the_versions_and_the_training_data_change(dep
     assert any(d["kind"] == "cohort_metrics" and "country=BR" in d["summary"] for d in report["differences"])
 
     headline = report["headline"]
-    assert headline.startswith("p99 latency ")
+    # 240 requests a version: p50 and p95 are judged (a p99 needs 500), each with its size and n
+    assert headline.startswith("p95 latency ×3") or headline.startswith("p50 latency ×3"), headline
+    assert "p50 latency ×3" in headline and " ms) " in headline
+    assert "on v2 (240 requests against 240 on v1)" in headline
+    change = next(c for c in report["changes"] if c["kind"] == "version_change")
+    assert change["time"] == v2["time"]
+    p99 = next(c for c in change["evidence"]["changes"] if c["metric"] == "p99_ms")
+    assert not p99["finding"] and p99["why_not"] == "too few requests (240 of the 500 a p99 needs on each side)"
+    assert [v["version"] for v in report["versions"]] == ["1", "2"] and report["versions"][1]["requests"] == 240
     assert "cohort country=BR accuracy −" in headline
     assert "since fraud v2 rolled out at " in headline
     assert headline.endswith("v2's training data train.csv changed (rows 300 → 180)")
@@ -136,6 +144,7 @@ def test_the_cli_names_the_rollout_the_versions_and_the_training_data_change(dep
 
     human = cli(home, "diagnose", "--deployment", "fraud-api", "--env", "prod").stdout
     assert "diagnosis of deployment fraud-api" in human and "rows 300 → 180" in human and "latency_step" in human
+    assert "version_change" in human and "v1: 240 requests" in human
 
 
 def test_the_http_route_answers_the_same_report(deployed: dict[str, Any]) -> None:

@@ -26,6 +26,7 @@ from flightlog.server.responses import json_response
 from flightlog.serving.diagnosis import DEFAULT_SINCE, diagnose_deployment
 from flightlog.serving.reading import aggregates, predictions, replica_runs, replicas
 from flightlog.serving.timeline import timeline
+from flightlog.serving.versions import version_stats
 from flightlog.timefmt import iso, parse_time
 
 __all__ = ["OPERATIONS"]
@@ -77,6 +78,22 @@ async def get_aggregates(ctx: Ctx) -> Response:
         _served(client, endpoint, project, env)
         rows = aggregates(client, endpoint, since, project=project, env=env)
         return {"endpoint": endpoint, "env": env, "aggregates": [{**r, "time": iso(r["minute"] * 60.0)} for r in rows]}
+
+    return json_response(await ctx.call(read))
+
+
+async def get_versions(ctx: Ctx) -> Response:
+    endpoint, env, since, project = ctx.path("endpoint"), ctx.query.text("env", max_len=128), _since(ctx), _scope(ctx)
+
+    def read() -> dict[str, Any]:
+        client = _client(ctx)
+        _served(client, endpoint, project, env)
+        rows = aggregates(client, endpoint, since, project=project, env=env)
+        return {
+            "endpoint": endpoint,
+            "env": env,
+            "versions": [_times(v.to_dict(), "first", "last") for v in version_stats(rows)],
+        }
 
     return json_response(await ctx.call(read))
 
@@ -168,6 +185,17 @@ OPERATIONS: list[Operation] = [
         "serving",
         params=(_EP, _SINCE, _ENV, _PROJECT),
         responses={"200": ok("The minutes", _OBJ)},
+    ),
+    Operation(
+        "GET",
+        "/serving/{endpoint}/versions",
+        get_versions,
+        "reader",
+        "Per version over the window, the replicas merged: requests, 5xx and 4xx rates, p50/p95/p99, "
+        "throughput, the exception types of its 5xx",
+        "serving",
+        params=(_EP, _SINCE, _ENV, _PROJECT),
+        responses={"200": ok("The versions", _OBJ)},
     ),
     Operation(
         "GET",

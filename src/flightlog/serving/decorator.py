@@ -60,6 +60,7 @@ def track(func: F | None = None, *, replica: Replica | None = None) -> Any:
                     exc,
                     (args, kwargs) if r.sampled() else None,
                     parse,
+                    exc,
                 )
                 raise
             end = perf_counter()
@@ -83,7 +84,14 @@ def track(func: F | None = None, *, replica: Replica | None = None) -> Any:
         except BaseException as exc:
             end = perf_counter()
             r.record(
-                end, end - start, 500, rid or r.new_request_id(), exc, (args, kwargs) if r.sampled() else None, parse
+                end,
+                end - start,
+                500,
+                rid or r.new_request_id(),
+                exc,
+                (args, kwargs) if r.sampled() else None,
+                parse,
+                exc,
             )
             raise
         end = perf_counter()

@@ -29,8 +29,10 @@ from flightlog.config import Settings
 from flightlog.errors import InvalidInput, StoreUnavailable
 from flightlog.schema.values import is_json_value
 from flightlog.sdk.writer import warn
+from flightlog.serving.clock import Clock
 from flightlog.serving.fields import check_allow_list
 from flightlog.serving.recorder import LABEL, Recorder
+from flightlog.serving.sampling import DEFAULT_MIN_RECORDS, DEFAULT_RECORD_BYTES, AdaptiveSampler
 
 __all__ = ["DEFAULT_SAMPLE", "Replica", "attach", "current", "log_label"]
 
@@ -91,6 +93,7 @@ class Replica:
         self.sample = sample
         self.buffer = recorder.buffer
         self.limit = recorder.limit
+        self._sampler = recorder.sampler
         self._ids = itertools.count(1)
         # this replica's mark (pid and start time), after the counter: ids differ in their first
         # characters, so a table that cuts a long cell still tells them apart ("17-3f2a6b1c2d")
@@ -111,17 +114,20 @@ class Replica:
         output: Any = None,
         inputs: Any = None,
         parse: Any = None,
+        error: BaseException | None = None,
     ) -> None:
         """One request's evidence: ``end`` and ``latency`` from ``time.perf_counter()``; ``inputs``
-        only for a sampled request. Appends one tuple; a full buffer drops and counts."""
+        only for a sampled request; ``error``: the exception it raised, if any. Appends one
+        tuple; a full buffer drops and counts."""
         buffer = self.buffer
         if len(buffer) < self.limit:
-            buffer.append((end, latency, status, self.version, rid, output, inputs, parse))
+            buffer.append((end, latency, status, self.version, rid, output, inputs, parse, error))
         else:
             self.recorder.dropped += 1
 
     def sampled(self) -> bool:
-        return random.random() < self.sample
+        """Whether this request becomes a prediction record (the share adapts to traffic)."""
+        return random.random() < self._sampler.rate
 
     # ── after the request ──────────────────────────────────────────────────
     def log_label(self, request_id: str, label: Any) -> None:
@@ -175,17 +181,24 @@ def attach(
     heartbeat: float = 10.0,
     capture_logs: bool = True,
     label_field: str | None = None,
+    min_records: int = DEFAULT_MIN_RECORDS,
+    record_bytes: int = DEFAULT_RECORD_BYTES,
+    clock: Clock | None = None,
 ) -> Replica:
     """Make this process a replica of ``endpoint`` serving ``model`` (once per process).
 
     - ``model``: ``NAME@ALIAS`` or ``NAME:VERSION``; ``version=`` names the version outright.
     - ``inputs``: the allow-list of input fields kept as they are in sampled prediction records;
       every other field is kept as its sha256.
-    - ``sample``: share of requests kept as prediction records (default ``FLIGHTLOG_SERVING_SAMPLE``, else 0.01).
+    - ``sample``: share of requests kept as prediction records (default ``FLIGHTLOG_SERVING_SAMPLE``,
+      else 0.01), raised while a ten-minute window holds fewer than ``min_records`` records of
+      this replica, up to ``record_bytes`` of records per window (``sampling.py``; 0 turns it off).
     - ``capture_logs``: the root logger's records become the replica run's log events.
     - ``label_field``: for a model that answers a mapping (``{"fraud": true, "score": 0.93}``), the
       field its labels are compared with (``"fraud"``) in live cohort metrics and the deployment
       diagnosis; a mapping of one field needs none.
+    - ``clock``: how request times become wall times (``serving.clock``); a ``FastClock`` runs
+      minutes in seconds for tests and replays.
 
     Raises InvalidInput for a bad allow-list, rate or name, and Forbidden for a token that may
     not write the project, before anything is recorded.
@@ -201,6 +214,9 @@ def attach(
         raise InvalidInput(f"attach(label_field=...): {label_field!r} is not the name of an output field")
     if not isinstance(buffer_limit, int) or buffer_limit < 1:
         raise InvalidInput(f"attach(buffer_limit=...): {buffer_limit!r} is not a positive number of requests")
+    for what, value in (("min_records", min_records), ("record_bytes", record_bytes)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise InvalidInput(f"attach({what}=...): {value!r} is not a whole number of 0 or more")
     name, given = _split_model(model, None if version is None else str(version))
     resolved = _resolve(model, name, given, project)
     project = project or resolved.get("project")
@@ -233,6 +249,7 @@ def attach(
                 "pid": os.getpid(),
                 "started": time.time(),
                 "sample": rate,
+                "min_records": min_records,
                 "inputs": sorted(allow),
                 "heartbeat_s": heartbeat,
                 **({"label_field": label_field} if label_field else {}),
@@ -240,8 +257,17 @@ def attach(
         }
     )
 
+    sampler = AdaptiveSampler(rate, min_records=min_records, record_bytes=record_bytes)
     recorder = Recorder(
-        run, allow=allow, limit=buffer_limit, interval=interval, heartbeat=heartbeat, warn=warn, label_field=label_field
+        run,
+        allow=allow,
+        limit=buffer_limit,
+        interval=interval,
+        heartbeat=heartbeat,
+        warn=warn,
+        label_field=label_field,
+        clock=clock,
+        sampler=sampler,
     )
     replica = Replica(run, recorder, endpoint=endpoint, env=env, model=name, version=resolved["version"], sample=rate)
     with _current_lock:
