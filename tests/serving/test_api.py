@@ -124,7 +124,11 @@ def test_the_serving_routes_read_aggregates_predictions_and_replicas(served: Ser
         assert len(everything) == 120
         versions = api.get("/serving/fraud-api/versions", params={"env": "prod"}).json()["versions"]
         assert [(v["version"], v["requests"], v["errors"]) for v in versions] == [("1", 80, 0), ("2", 40, 4)]
-        assert versions[1]["error_types"] == {"ValueError": 4} and "bad amount" in versions[1]["error_messages"]["ValueError"] and versions[1]["throughput_per_min"] > 0
+        assert (
+            versions[1]["error_types"] == {"ValueError": 4}
+            and "bad amount" in versions[1]["error_messages"]["ValueError"]
+            and versions[1]["throughput_per_min"] > 0
+        )
         replicas = api.get("/serving/fraud-api/replicas").json()["replicas"]
         assert len(replicas) == 3 and {r["state"] for r in replicas} == {"gone"}
         assert api.get("/serving/fraud-api/replicas", params={"env": "staging"}).status_code == 404

@@ -219,3 +219,24 @@ def test_a_firing_serving_alert_carries_the_short_form(
     assert "since fraud v2 rolled out" in brief["headline"], json.dumps(brief)
     assert brief["before"]["version"] == "1" and brief["after"]["version"] == "2"
     assert brief["command"] == "flightlog diagnose --deployment fraud-api --env prod"
+
+
+def test_serving_drift_puts_each_feature_beside_its_training_data(deployed: dict[str, Any]) -> None:
+    """240 records a version: judged (a significance test on the live rows' own number); the
+    amounts and countries are those the runs trained on, so nothing drifted; both sides shown."""
+    home, runs = deployed["home"], deployed["runs"]
+    doc = cli_json(home, "serving", "drift", "fraud-api", "--since", "24h")
+    assert [v["version"] for v in doc["versions"]] == ["2", "1"]  # the version serving now first
+    v2 = doc["versions"][0]
+    assert v2["training_run"] == runs["2"] and v2["rows"] == 240 and v2["judged"] and v2["failed"] == 0
+    by = {f["feature"]: f for f in v2["features"]}
+    assert set(by) == {"amount", "country"} and doc["drifted"] == []
+    assert by["amount"]["test"] == "ks" and by["country"]["test"] == "z"
+    assert by["amount"]["training"]["kind"] == "numeric" and 90 < by["amount"]["live"]["mean"] < 110
+    assert {t["value"] for t in by["country"]["live"]["top"]} == {"BR", "US"}
+    one = cli_json(home, "serving", "drift", "fraud-api", "--since", "24h", "--version", "1")
+    assert [v["version"] for v in one["versions"]] == ["1"] and one["versions"][0]["training_run"] == runs["1"]
+    human = cli(home, "serving", "drift", "fraud-api", "--since", "24h").stdout
+    assert "version 2 (training run" in human and "amount" in human and "mean" in human
+    unknown = cli(home, "serving", "drift", "fraud-api", "--version", "9", check=False)
+    assert unknown.returncode == 1 and "its versions: 1, 2" in unknown.stderr

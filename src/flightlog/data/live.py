@@ -31,6 +31,7 @@ from typing import Any, Protocol
 
 from flightlog.data.cohorts import DEFAULT_MIN_COUNT, DEFAULT_THRESHOLD, compare_cohorts, evaluate
 from flightlog.data.liverows import PredictionRow, prediction_rows
+from flightlog.data.livetypes import TYPE_SHARE, TypeCounts, merge_counts, one_type_per_field, successful
 from flightlog.data.profiling import Profile, _Builder, _merge_into
 from flightlog.data.stats import EXACT_VALUES_LIMIT, MAX_CATEGORIES
 from flightlog.errors import InvalidInput, NotFound
@@ -49,15 +50,22 @@ __all__ = [
     "prediction_rows",
     "PredictionRow",
     "MIN_ROWS",
+    "TYPE_SHARE",
 ]
 
 
-#: Fewest rows a live window needs to be judged. Why: against a large training profile the
-#: drift test is an effect size (Wasserstein distance in reference stds, threshold 0.1), and
-#: its sampling noise alone is about 0.8 / sqrt(rows): 300 rows of unchanged data often read
-#: 0.08-0.1, 1,000 rows stay near 0.05. A window of fewer rows is not judged (no false alarm
-#: from a quiet minute); use a longer window for a low-traffic endpoint.
-MIN_ROWS = 1000
+#: Fewest rows a live window needs to be judged. Why not fewer: a test of a hundred or two rows
+#: tells only large shifts from noise. Why not more: a window of fewer than ``SAMPLE_LIMIT``
+#: live rows is judged with a significance test on the live rows' own number (Kolmogorov–Smirnov
+#: for numbers, chi-square or a z-test for categories, at ``LIVE_P_VALUE``), not with the effect
+#: size that suits large windows — whose noise alone is about 0.8 / sqrt(rows) reference
+#: standard deviations, so 300 unchanged rows would often read as drift at its threshold of 0.1.
+MIN_ROWS = 200
+#: Live windows of at most this many rows get the significance tests (see ``MIN_ROWS``).
+SAMPLE_LIMIT = 1000
+#: The p-value under which a small live window drifts: stricter than a one-off comparison's
+#: 0.05, since a monitor judges every feature in every window.
+LIVE_P_VALUE = 0.01
 
 
 class EvidenceReader(Protocol):
@@ -73,6 +81,10 @@ class LiveProfile:
     Mergeable (``a.merge(b)``); memory bounded by the profile's own caps: per numeric field a
     quantile sketch of at most 4,096 buckets and up to 1,000 exact values, per categorical
     field up to 1,000 counted values.
+
+    Rows of requests that failed (a :class:`PredictionRow` with a non-2xx status) are skipped
+    and counted (``failed``); a field whose values mix types is profiled as its majority type,
+    the others counted per field and type (``set_aside``; ``types`` has every value's type).
     """
 
     def __init__(
@@ -87,6 +99,9 @@ class LiveProfile:
         self._builder = _Builder(relative_accuracy, exact_limit, max_categories, None)
         self.start: float | None = None
         self.end: float | None = None
+        self.failed = 0  # rows of failed requests, not profiled
+        self.types: TypeCounts = {}  # field → type → values seen
+        self.set_aside: TypeCounts = {}  # field → type → values not of the field's type, not profiled
 
     @property
     def rows(self) -> int:
@@ -104,6 +119,9 @@ class LiveProfile:
         batch: list[dict[str, Any]] = []
         for r in rows:
             if isinstance(r, PredictionRow):
+                if not successful(r.status):
+                    self.failed += 1
+                    continue
                 self._seen(r.time)
                 inputs: Mapping[str, Any] = r.inputs
             elif isinstance(r, Mapping):
@@ -116,12 +134,11 @@ class LiveProfile:
                 batch.append({str(k): _plain(v) for k, v in inputs.items()})
         if not batch:
             return
+        batch = one_type_per_field(batch, self.types, self.set_aside, self._builder.profile.columns)
         try:
             table = pa.Table.from_pylist(batch)
-        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-            raise InvalidInput(
-                f"live rows mix types in one field ({exc}); log each input field with one type"
-            ) from None
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:  # pragma: no cover - one type per field by now
+            raise InvalidInput(f"live rows could not be profiled ({exc})") from None
         for rb in table.to_batches():
             self._builder.feed(rb)
 
@@ -136,10 +153,23 @@ class LiveProfile:
         for t in (self.start, self.end, other.start, other.end):
             if t is not None:
                 out._seen(t)
+        out._counts_of(self, other)
         return out
 
+    def _counts_of(self, *parts: LiveProfile) -> None:
+        for part in parts:
+            self.failed += part.failed
+            self.types = merge_counts(self.types, part.types)
+            self.set_aside = merge_counts(self.set_aside, part.set_aside)
+
     def to_dict(self) -> dict[str, Any]:
-        return {**self.profile.to_dict(), "window": {"start": iso(self.start), "end": iso(self.end)}}
+        return {
+            **self.profile.to_dict(),
+            "window": {"start": iso(self.start), "end": iso(self.end)},
+            "failed": self.failed,
+            "types": self.types,
+            "set_aside": self.set_aside,
+        }
 
 
 def _plain(v: Any) -> Any:
@@ -189,6 +219,7 @@ class WindowedProfile:
             for t in (live.start, live.end):
                 if t is not None:
                     out._seen(t)
+        out._counts_of(*inside)
         return out
 
 
@@ -208,6 +239,7 @@ class FeatureDrift:
     rows: int
     reference_rows: int
     onset: float | None = None  # start of the first window of the current drifted streak
+    types: dict[str, int] | None = None  # a type finding: the field's values per type
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -222,6 +254,7 @@ class FeatureDrift:
             "reference_rows": self.reference_rows,
             "onset": iso(self.onset),
             "onset_epoch": self.onset,
+            **({"types": self.types} if self.types is not None else {}),
         }
 
 
@@ -253,8 +286,11 @@ def live_drift(
         names = [c for c in ref.columns if c in cur.columns]
     if not names or cur.row_count == 0 or cur.row_count < min_rows:
         return []
-    report = drift(ref, _like(ref, cur, names), columns=names, thresholds=thresholds)
-    return [
+    small = cur.row_count <= SAMPLE_LIMIT
+    limits = {"p_value": LIVE_P_VALUE, **(thresholds or {})} if small else thresholds
+    tests = _small_tests(ref, cur, names) if small else None
+    report = drift(ref, _like(ref, cur, names), columns=names, thresholds=limits, tests=tests)
+    out = [
         FeatureDrift(
             c.column,
             c.test,
@@ -270,6 +306,44 @@ def live_drift(
         )
         for c in report.columns
     ]
+    retyped = {s["column"]: s for s in report.schema_changes if s.get("change") == "type" and s.get("drifted")}
+    types = live.types if isinstance(live, LiveProfile) else {}
+    for name in dict.fromkeys([*names, *retyped]):
+        per = types.get(name) or {}
+        total = sum(per.values())
+        share = 1.0 - max(per.values()) / total if total else 0.0
+        if name in retyped or (share >= TYPE_SHARE and len(per) > 1):
+            out.append(
+                FeatureDrift(
+                    name,
+                    "type",
+                    1.0 if name in retyped else share,
+                    None,
+                    TYPE_SHARE,
+                    True,
+                    None,
+                    start,
+                    end,
+                    cur.row_count,
+                    ref.row_count,
+                    types=dict(per) or {str(retyped[name].get("current")): cur.row_count},
+                )
+            )
+    return out
+
+
+def _small_tests(ref: Profile, cur: Profile, names: Sequence[str]) -> dict[str, str]:
+    """The significance tests a small live window is judged with, per feature (see MIN_ROWS)."""
+    tests = {}
+    for name in names:
+        rc, cc = ref.columns[name], cur.columns[name]
+        if rc.numeric is not None and cc.numeric is not None:
+            tests[name] = "ks"
+        elif rc.categorical is not None and cc.categorical is not None:
+            keys = set(rc.categorical.counts) | set(cc.categorical.counts)
+            other = bool(rc.categorical.other_count or cc.categorical.other_count)
+            tests[name] = "z" if len(keys) + other <= 2 else "chisquare"
+    return tests
 
 
 def _like(ref: Profile, cur: Profile, names: Sequence[str]) -> Profile:
@@ -313,13 +387,17 @@ class DriftMonitor:
             window=(start if start is not None else live.start, end if end is not None else live.end),
             min_rows=self.min_rows,
         )
+        typed = {r.feature for r in results if r.test == "type"}
+        for key in [k for k in self.onsets if k.endswith(":type") and k[: -len(":type")] not in typed]:
+            self.onsets[key] = None  # a field that no longer mixes types: its streak is over
         for r in results:
+            key = f"{r.feature}:type" if r.test == "type" else r.feature
             if r.drifted:
-                if self.onsets.get(r.feature) is None:
-                    self.onsets[r.feature] = r.window_start
-                r.onset = self.onsets[r.feature]
+                if self.onsets.get(key) is None:
+                    self.onsets[key] = r.window_start
+                r.onset = self.onsets[key]
             else:
-                self.onsets[r.feature] = None
+                self.onsets[key] = None
         self.history = [*self.history[-(self.keep - 1) :], results]
         return results
 

@@ -207,3 +207,70 @@ def replicas_cmd(endpoint: str, project: str | None, env: str | None, fmt: str) 
         ["replica", "version", "env", "state", "status", "started", "heartbeat"],
         f"no replicas of {endpoint!r}{_where(env, None)}{_HINT}",
     )
+
+
+@serving_group.command("drift")
+@click.argument("endpoint")
+@click.option("--since", default="1h", show_default=True, help="The live window: 10m, 2h, an ISO time.")
+@click.option("--version", "version", default=None, help="Only this version (default: every version that served).")
+@_project
+@_env
+@_fmt
+def drift_cmd(endpoint: str, since: str, version: str | None, project: str | None, env: str | None, fmt: str) -> None:
+    """Each input feature of ENDPOINT live against its version's training data: the test, the
+    verdict, and the two distributions side by side (successful requests only; a field of mixed
+    types is judged on its majority type, the rest is type drift)."""
+    # cost: the data stack (pyarrow, scipy), only for this command
+    from flightlog.serving.drift import endpoint_drift
+
+    with _client() as client:
+        doc = endpoint_drift(client, endpoint, env=env, since=since, version=version, project=project)
+    if fmt == "json":
+        click.echo(json.dumps(doc, default=str))
+        return
+    render_drift(doc)
+
+
+def _dist(summary: dict[str, Any] | None) -> str:
+    """A distribution in one cell: ``mean 100 p5 67 p50 100 p95 133`` or ``BR 30% US 50% DE 20%``."""
+    if not summary:
+        return ""
+    if summary.get("kind") == "numeric":
+        return " ".join(
+            f"{k} {_cell(k, summary.get(k))}" for k in ("mean", "p5", "p50", "p95") if summary.get(k) is not None
+        )
+    return " ".join(f"{t['value']} {t['share']:.0%}" for t in summary.get("top") or [])
+
+
+def render_drift(doc: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    out = console()
+    if not doc["versions"]:
+        out.print(f"no prediction records for {doc['endpoint']!r} since {doc['since']}{_HINT}")
+        return
+    for v in doc["versions"]:
+        run = f" (training run {str(v['training_run'])[:12]})" if v.get("training_run") else ""
+        out.print(
+            f"[bold]version {esc(v['version'])}[/]{esc(run)}: {v['rows']} sampled records of successful requests"
+            + (f", {v['failed']} of failed requests left out" if v["failed"] else "")
+        )
+        if v["features"]:
+            table = Table("feature", "test", "statistic", "threshold", "drifted", "training", "live", box=None)
+            for f in v["features"]:
+                stat = f["statistic"]
+                live = _dist(f.get("live"))
+                if f["test"] == "type":
+                    live = ", ".join(f"{n} {t}" for t, n in (f.get("types") or {}).items())
+                table.add_row(
+                    esc(f["feature"]),
+                    f["test"],
+                    "" if stat is None else f"{stat:.3g}",
+                    f"{f['threshold']:.3g}",
+                    "[bold red]yes[/]" if f["drifted"] else "no",
+                    esc(_dist(f.get("training"))) if f["test"] != "type" else "",
+                    esc(live),
+                )
+            out.print(table)
+        for note in v["notes"]:
+            out.print(f"  [dim]{esc(note)}[/]")

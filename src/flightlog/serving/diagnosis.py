@@ -29,12 +29,12 @@ import time
 from typing import Any
 
 from flightlog.errors import InvalidInput, NotFound
-from flightlog.registry import Registry
 from flightlog.serving.livechanges import cohort_change, drift_change
 from flightlog.serving.reading import aggregates, predictions, replica_runs
 from flightlog.serving.rollouts import first_traffic, rollouts
 from flightlog.serving.steps import Minute, Step, error_step, latency_step, merge_minutes
-from flightlog.serving.versiondiff import version_differences
+from flightlog.serving.versiondiff import feature_differences, version_differences
+from flightlog.serving.versioninfo import registry_of, version_info
 from flightlog.serving.versions import Change, VersionStats, compare_versions, version_stats
 from flightlog.timefmt import iso, parse_time
 
@@ -46,13 +46,6 @@ _LEAD_S = 120.0  # a rollout up to two minutes after a symptom's first minute st
 
 def _hhmm(t: float | None) -> str:
     return (iso(t) or "?")[11:16]
-
-
-def _registry(client: Any) -> Any:
-    try:
-        return Registry(client)
-    except InvalidInput:  # a store that keeps no registry: replicas alone still tell a story
-        return None
 
 
 def _scope(
@@ -187,28 +180,6 @@ def _main(changes: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, list[di
     return rollouts[-1], symptoms
 
 
-def _version(
-    registry: Any, model: str | None, version: str | None, runs: list[Any], project: str | None
-) -> dict[str, Any] | None:
-    if version is None:
-        return None
-    out: dict[str, Any] = {"version": version, "model": model, "run_id": None, "digest": None, "ref": None}
-    for r in runs:  # what a replica recorded when it attached (serving.model_run)
-        if (r.tags or {}).get("serving.version") == version:
-            out["model"] = out["model"] or (r.tags or {}).get("serving.model") or None
-            params = r.params or {}
-            out["run_id"] = out["run_id"] or params.get("serving.model_run")
-            out["digest"] = out["digest"] or params.get("serving.digest")
-    if registry is not None and out["model"] and version.isdigit():
-        try:
-            mv = registry.resolve(f"{out['model']}/{version}", project)
-        except (NotFound, InvalidInput):
-            pass
-        else:
-            out.update(run_id=mv.run_id, digest=mv.digest, ref=mv.ref, created=iso(mv.created))
-    return out
-
-
 def diagnose_deployment(
     client: Any,
     endpoint: str,
@@ -223,7 +194,7 @@ def diagnose_deployment(
         raise InvalidInput("name the endpoint to diagnose, such as --deployment fraud-api")
     now = time.time() if now is None else now
     start = parse_time(since, now=now, what="since") if isinstance(since, str) else float(since or 0.0)
-    registry = _registry(client)
+    registry = registry_of(client)
     env, deployment, runs = _scope(client, registry, endpoint, env, project)
     history: list[dict[str, Any]] = []
     if deployment is not None:
@@ -259,8 +230,8 @@ def diagnose_deployment(
         after_v = serving_v[-1] if serving_v else (str(deployment.version) if deployment is not None else None)
         if before_v == after_v:
             before_v = None
-    before = _version(registry, model, before_v, runs, project)
-    after = _version(registry, model, after_v, runs, project)
+    before = version_info(registry, model, before_v, runs, project)
+    after = version_info(registry, model, after_v, runs, project)
     if main is None and before is not None and after is not None:  # no rollout in the window: the two ends
         comparison = _comparison(
             {"time": minutes[-1].start, "evidence": {"from_version": before_v, "to_version": after_v}}, stats
@@ -289,6 +260,9 @@ def diagnose_deployment(
     differences: list[dict[str, Any]] = []
     if before and after and before.get("run_id") and after.get("run_id") and before["run_id"] != after["run_id"]:
         differences, _ = version_differences(client, after["run_id"], before["run_id"])
+        drifted = next((c for c in changes if c["kind"] == "drift"), None)
+        if drifted is not None:  # the features that moved live, with both versions' training data beside them
+            differences = feature_differences(client, drifted, before, after) + differences
     elif before and after and not (before.get("run_id") and after.get("run_id")):
         notes.append(
             "the training runs of the two versions are not known (register them with flightlog models register)"
@@ -333,7 +307,7 @@ def _times_cmp(c: dict[str, Any]) -> dict[str, Any]:
 
 
 def _public(row: dict[str, Any]) -> dict[str, Any]:
-    out = {k: v for k, v in row.items() if k not in ("short", "features", "details", "size")}
+    out = {k: v for k, v in row.items() if k not in ("short", "features", "details", "size", "profiles")}
     if isinstance(out.get("evidence"), dict) and "before" in out["evidence"] and "changes" in out["evidence"]:
         out["evidence"] = _times_cmp(out["evidence"])
     if isinstance(out.get("time"), (int, float)):
