@@ -1,4 +1,7 @@
-"""What readers get back: runs, metric histories, log events, stages, artifacts.
+"""What readers get back: runs, metric histories, log events, stages, artifacts — and, as
+MLflow users look for it here, ``flightlog.models.load("models:/fraud@production")``: a
+registered model resolved, downloaded, checked against its digest and loaded, in one call
+(the registry's ``loading.py`` does the work).
 
 Plain dataclasses with ``to_dict()`` giving the JSON shape of the CLI and the HTTP API
 (snake_case, ids as strings, times ISO-8601 UTC). The same objects come from the embedded store
@@ -30,6 +33,8 @@ __all__ = [
     "StageSummary",
     "Artifact",
     "Note",
+    "load",
+    "download",
 ]
 
 _TIME_FIELDS = ("created", "queued", "started", "ended")
@@ -325,3 +330,19 @@ def _json_float(v: float | None) -> float | str | None:
     if math.isnan(v):
         return "NaN"
     return "Infinity" if v > 0 else "-Infinity"
+
+
+def load(ref: str, **options: Any) -> Any:
+    """The registered model ``ref`` names, loaded (``flightlog.registry.loading.load``: options
+    ``client``, ``project``, ``cache_dir``, ``kind``, ``model``)."""
+    from flightlog.registry.loading import load as load_model  # the registry's, imported when called
+
+    return load_model(ref, **options)
+
+
+def download(ref: str, **options: Any) -> Any:
+    """The local path of the registered model ``ref`` names, downloaded and checked against its
+    digest (``flightlog.registry.loading.download``)."""
+    from flightlog.registry.loading import download as download_model  # the registry's, imported when called
+
+    return download_model(ref, **options)
