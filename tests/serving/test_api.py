@@ -14,6 +14,7 @@ from flightlog.client import Client
 from flightlog.registry import Registry
 from flightlog.server.testing import RunningServer, serve_in_thread
 from flightlog.serving.timeline import timeline
+from tests.helpers import cli, cli_json
 from tests.serving.conftest import poll
 from tests.serving.deployed import ALERT_RULES, Deployed, deploy_with_traffic
 
@@ -173,3 +174,56 @@ def test_the_timeline_is_plain_python_over_a_client(served: Served) -> None:
     with Client(served.deployed.home) as client:
         doc = timeline(client, Registry(client), "fraud-api", "prod")
     assert [r["to_version"] for r in doc["rollouts"]] == [2] and len(doc["replicas"]) == 3
+
+
+_TRAINING_CATEGORIES = {"slow_completion", "slow_startup", "data_loader_bottleneck", "loss_plateau", "nan_loss"}
+
+
+def test_replicas_are_serving_runs_out_of_the_runs_table_and_diagnosed_as_serving(served: Served) -> None:
+    home = served.deployed.home
+    with _api(served) as api:
+        every = api.get("/runs", params={"project": "fraud-team", "limit": 100}).json()["runs"]
+        training = api.get("/runs", params={"project": "fraud-team", "kind": "training"}).json()["runs"]
+        serving = api.get("/runs", params={"project": "fraud-team", "kind": "serving"}).json()["runs"]
+        assert len(every) == 5 and {r["kind"] for r in every} == {"training", "serving"}
+        assert sorted(r["name"] for r in training) == ["train fraud v1", "train fraud v2"]
+        assert len(serving) == 3 and all(r["name"] == "serve fraud-api@prod" for r in serving)
+        _error(api.get("/runs", params={"kind": "batch"}), 400)
+    listed = cli_json(home, "runs", "ls")
+    assert sorted(r["name"] for r in listed) == ["train fraud v1", "train fraud v2"], "replicas left out"
+    assert len(cli_json(home, "runs", "ls", "--kind", "serving")) == 3
+    assert len(cli_json(home, "runs", "ls", "--kind", "all")) == 5
+    replica = next(r for r in serving if r["tags"]["serving.version"] == "2")
+    report = cli_json(home, "diagnose", replica["id"])
+    assert report["baseline"] is None, "a replica has no training run as its baseline"
+    assert not {f["category"] for f in report["findings"]} & _TRAINING_CATEGORIES
+    section = report["serving"]
+    assert (section["endpoint"], section["env"], section["version"]) == ("fraud-api", "prod", "2")
+    (own,) = section["traffic"]
+    assert own["requests"] == 40 and own["error_rate"] == 0.1 and own["error_types"] == {"ValueError": 4}
+    assert section["commands"]["deployment"] == "flightlog deployments show fraud-api --env prod"
+    assert "since fraud v2 rolled out" in section["diagnosis"]["headline"]
+    human = cli(home, "diagnose", replica["id"]).stdout
+    assert "serving replica" in human and "flightlog diagnose --deployment fraud-api --env prod" in human
+    assert "training step" not in human
+    show = cli(home, "runs", "show", replica["id"]).stdout
+    assert "serving replica" in show and "flightlog deployments show fraud-api --env prod" in show
+
+
+def test_the_views_tell_one_story(served: Served) -> None:
+    """`deployments show` and `serving replicas` count the same replicas the same way; the CLI's
+    rollout time is the timeline's; `--limit 0` means all, as in the API."""
+    home = served.deployed.home
+    shown = cli_json(home, "deployments", "show", "fraud-api", "--env", "prod")["replicas"]
+    listed = cli_json(home, "serving", "replicas", "fraud-api", "--env", "prod")
+    assert sorted((r["run_id"], r["state"]) for r in shown) == sorted((r["run_id"], r["state"]) for r in listed)
+    assert len(shown) == 3
+    human = cli(home, "deployments", "show", "fraud-api", "--env", "prod").stdout
+    assert "0 serving, 3 gone" in human
+    assert len(cli_json(home, "serving", "predictions", "fraud-api", "--limit", "0")) == 120
+    assert len(cli_json(home, "serving", "predictions", "fraud-api", "--limit", "7")) == 7
+    report = cli_json(home, "diagnose", "--deployment", "fraud-api")
+    rollout = next(c for c in report["changes"] if c["kind"] == "rollout" and c["evidence"]["to_version"] == "2")
+    with _api(served) as api:
+        (marker,) = api.get("/deployments/fraud-api/timeline").json()["rollouts"]
+    assert marker["time"] == rollout["time"] and marker["deployed_at"] == rollout["evidence"]["desired_at"]

@@ -359,10 +359,24 @@ def deployments_show(endpoint: str, env: str, project: str | None, fmt: str) -> 
         return
     from rich.table import Table
 
-    table = Table("replica", "version", "status", "started", "run", box=None, padding=(0, 1, 0, 2))
+    serving = sum(1 for r in report["replicas"] if r["state"] == "serving")
+    console().print(
+        f"  {serving} serving, {len(report['replicas']) - serving} gone (flightlog serving replicas {esc(endpoint)} --env {esc(env)})"
+    )
+    table = Table(
+        "replica", "version", "state", "status", "started", "heartbeat", "run", box=None, padding=(0, 1, 0, 2)
+    )
     for r in report["replicas"]:
         version = f"v{r['version']}" + ("" if r["current"] else " (not desired)")
-        table.add_row(esc(str(r["replica"])), version, esc(str(r["status"])), _when(r["started"]), r["run_id"][:12])
+        table.add_row(
+            esc(str(r["replica"])),
+            version,
+            esc(str(r["state"])),
+            esc(str(r["status"])),
+            _when(r["started"]),
+            _when(r.get("heartbeat")),
+            r["run_id"][:12],
+        )
     console().print(table)
 
 

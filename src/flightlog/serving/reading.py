@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from flightlog.registry.replicas import replica_state
 from flightlog.serving.histogram import LatencyHistogram
 from flightlog.serving.outputs import merge_output_dicts
 from flightlog.serving.recorder import AGGREGATE, LABEL, PREDICTION
@@ -141,9 +142,7 @@ def replicas(
         reconcile()
     for run in replica_runs(client, endpoint, project, env):
         beat = run.timeline.get("heartbeat") if run.timeline else None
-        every = (run.params or {}).get("serving.heartbeat_s") or 10.0
-        silent = beat is not None and now - float(beat) > 3 * float(every)
-        state = "serving" if run.status == "running" and not silent else "gone"
+        state = replica_state(run, now)
         rows.append(
             {
                 "run_id": run.id,

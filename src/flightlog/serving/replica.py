@@ -27,6 +27,7 @@ import flightlog
 from flightlog.client import Client
 from flightlog.config import Settings
 from flightlog.errors import InvalidInput, StoreUnavailable
+from flightlog.models import KIND_TAG, SERVING_KIND
 from flightlog.schema.values import is_json_value
 from flightlog.sdk.writer import warn
 from flightlog.serving.clock import Clock
@@ -229,6 +230,7 @@ def attach(
 
     host = socket.gethostname()
     tags = {
+        KIND_TAG: SERVING_KIND,  # a run of its own kind: out of the runs table by default, diagnosed as serving
         "serving.endpoint": endpoint,
         "serving.env": env,
         "serving.model": name or "",
