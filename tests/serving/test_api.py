@@ -202,10 +202,13 @@ def test_replicas_are_serving_runs_out_of_the_runs_table_and_diagnosed_as_servin
     (own,) = section["traffic"]
     assert own["requests"] == 40 and own["error_rate"] == 0.1 and own["error_types"] == {"ValueError": 4}
     assert section["commands"]["deployment"] == "flightlog deployments show fraud-api --env prod"
-    assert "since fraud v2 rolled out" in section["diagnosis"]["headline"]
+    assert "fraud v2 rolled out at" in section["diagnosis"]["headline"]
     human = cli(home, "diagnose", replica["id"]).stdout
     assert "serving replica" in human and "flightlog diagnose --deployment fraud-api --env prod" in human
     assert "training step" not in human
+    with _api(served) as api:  # the server's diagnosis route: the same report, through its store reader
+        over_http = api.get(f"/runs/{replica['id']}/diagnosis").json()
+    assert over_http["serving"]["traffic"] == section["traffic"] and over_http["baseline"] is None
     show = cli(home, "runs", "show", replica["id"]).stdout
     assert "serving replica" in show and "flightlog deployments show fraud-api --env prod" in show
 

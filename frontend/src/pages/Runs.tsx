@@ -45,6 +45,8 @@ export function Runs({ project, query }: { project: string; query: URLSearchPara
   const group = query.get("group") ?? "";
   const colsParam = query.get("cols");
   const flat = query.get("flat") === "1";
+  const withServing = query.get("serving") === "1"; // serving replicas are runs of their own kind, hidden by default
+  const kind = withServing ? "all" : "training";
 
   const [total, setTotal] = useState<number | null | undefined>(undefined);
   const [tick, setTick] = useState(0);
@@ -66,12 +68,12 @@ export function Runs({ project, query }: { project: string; query: URLSearchPara
 
   const orderBy = group ? `${group},${sort}` : sort;
   const pages = useMemo(
-    () => new RunPages({ project, filter, orderBy }, total ?? null, () => setTick((t) => t + 1)),
-    [project, filter, orderBy],
+    () => new RunPages({ project, filter, orderBy, kind }, total ?? null, () => setTick((t) => t + 1)),
+    [project, filter, orderBy, kind],
   );
   useEffect(() => {
     // the project's run count sizes the scrollbar of an unfiltered table before the last page is read
-    if (total !== undefined && total !== null && !filter.trim() && pages.exact === null && pages.lastFull) {
+    if (total !== undefined && total !== null && !filter.trim() && kind === "all" && pages.exact === null && pages.lastFull) {
       pages.exact = Math.max(total, pages.loadedEnd);
       setTick((t) => t + 1);
     }
@@ -311,6 +313,8 @@ export function Runs({ project, query }: { project: string; query: URLSearchPara
           <Toggle name="flat" checked={flat} onChange={(v) => setQuery({ flat: v ? "1" : null })}
             title="List every run on its own row instead of child runs (pipeline steps, sweep trials) under their parent">Flat</Toggle>
         ) : null}
+        <Toggle name="serving" checked={withServing} onChange={(v) => setQuery({ serving: v ? "1" : null })}
+          title="Show the runs of serving replicas too (each model server process is a run of kind serving)">Serving replicas</Toggle>
         <button type="button" class="btn btn-primary" id="compare-button" disabled={selected.length < 2}
           title={selected.length < 2 ? "Select 2 to 10 runs to compare them" : "Compare the selected runs"}
           onClick={() => navigate(paths.compare(project, selected))}>

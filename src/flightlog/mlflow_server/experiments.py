@@ -140,6 +140,9 @@ class Experiments:
         try:
             with self.db.write() as conn:
                 if name == DEFAULT_PROJECT:
+                    # MLflow's Default is there before any experiment: made late, it is dated as the earliest
+                    first = conn.execute("SELECT MIN(created) FROM mlflow_experiments").fetchone()[0]
+                    now = min(now, float(first)) if first is not None else now
                     conn.execute(
                         "INSERT INTO mlflow_experiments (id, project, artifact_location, tags, created, updated) "
                         "VALUES (0, ?, ?, ?, ?, ?)",
