@@ -148,14 +148,14 @@ def test_torchscript_boosters_and_directories_load_by_kind(tmp_path: Path, store
 def test_an_unknown_kind_is_a_clear_error_and_download_artifact_takes_a_directory(
     tmp_path: Path, store: Client
 ) -> None:
-    _register(tmp_path, {"notes.md": lambda p: p.write_text("# not a model\n")}, "readme", "notes.md")
+    _register(tmp_path, {"notes.txt": lambda p: p.write_text("not a model\n")}, "readme", "notes.txt")
     with pytest.raises(InvalidInput, match=r"no model kind flightlog knows: scikit-learn/joblib \(.joblib, .pkl\)"):
         flightlog.models.load("readme@production")
     with pytest.raises(InvalidInput, match="use one of joblib, torch"):
         flightlog.models.load("readme@production", kind="tensorflow")
-    assert flightlog.models.load("readme@production", kind="directory").name == "notes.md"
+    assert flightlog.models.load("readme@production", kind="directory").name == "notes.txt"
     mv = flightlog.registry.resolve("readme@production", store)
     into = tmp_path / "downloads"
     into.mkdir()
-    got = store.download_artifact(mv.run_id, "notes.md", into)  # an existing directory: the file goes inside
-    assert got == into / "notes.md" and got.read_text() == "# not a model\n"
+    got = store.download_artifact(mv.run_id, "notes.txt", into)  # an existing directory: the file goes inside
+    assert got == into / "notes.txt" and got.read_text() == "not a model\n"
