@@ -328,12 +328,15 @@ class Client:
             self, _run_id(run), None if baseline is None else _run_id(baseline), auto_baseline=auto_baseline
         )
 
-    def compare(self, run: RunRef, baseline: RunRef) -> dict[str, Any]:
-        """What changed from ``baseline`` to ``run``: params, code, packages, environment, inputs, stages, peaks, metrics."""
+    def compare(self, run: RunRef, baseline: RunRef | None = None) -> dict[str, Any]:
+        """What changed from ``baseline`` to ``run``: params, code, packages, environment, inputs, stages, peaks, metrics.
+
+        Without ``baseline``, the one a diagnosis would choose (docs/troubleshooting.md), and
+        the document says which and why; NotFound, saying why, when none qualifies."""
         compare_runs = features().require(
             "compare_runs", needed_by="Client.compare", install="flightlog (its diagnose feature)"
         )
-        return compare_runs(self, _run_id(run), _run_id(baseline))
+        return compare_runs(self, _run_id(run), None if baseline is None else _run_id(baseline))
 
     def rightsize(self, run_or_name: RunRef, *, project: str | None = None) -> dict[str, Any]:
         """Memory and CPU requests with headroom from the peaks of a run's attempts or of the runs of one name."""

@@ -20,12 +20,15 @@ __all__ = [
     "expand_wrappers",
     "find_last_traceback",
     "is_library_file",
+    "parse_block",
+    "CHAINED",
+    "normalize_header",
 ]
 
 _HEADER = "Traceback (most recent call last):"
 #: IPython and Jupyter print the exception type first: ``KeyError      Traceback (most recent call last)``
 _IPYTHON_HEADER = re.compile(r"^([A-Za-z_][\w.]*)\s{2,}Traceback \(most recent call last\)\s*$", re.M)
-_CHAINED = re.compile(
+CHAINED = _CHAINED = re.compile(
     r"The above exception was the direct cause of the following exception:|"
     r"During handling of the above exception, another exception occurred:"
 )
@@ -86,7 +89,7 @@ def find_last_traceback(texts: list[str]) -> str | None:
     return None
 
 
-def _normalize(text: str) -> str:
+def normalize_header(text: str) -> str:
     """IPython's header (``KeyError   Traceback (most recent call last)``) as the interpreter's."""
     return _IPYTHON_HEADER.sub(_HEADER, text)
 
@@ -96,7 +99,7 @@ def parse_chain(text: str | None) -> list[ParsedException]:
     ended the program last. Empty when ``text`` holds no Python traceback."""
     if not text:
         return []
-    text = _normalize(text)
+    text = normalize_header(text)
     if _HEADER not in text:
         return []
     starts = [m.start() for m in re.finditer(re.escape(_HEADER), text)]
@@ -110,7 +113,7 @@ def parse_chain(text: str | None) -> list[ParsedException]:
         # printed just before "The above exception was the direct cause..." is still the cause
         chain = parse_exception_lines(preamble[: marker.start()])[-1:]
     for index, block in enumerate(blocks):
-        parsed, trailer = _parse_block(block)
+        parsed, trailer = parse_block(block)
         if parsed is None:
             continue
         chain.append(parsed)
@@ -119,7 +122,7 @@ def parse_chain(text: str | None) -> list[ParsedException]:
     return expand_wrappers(chain)
 
 
-def _parse_block(block: str) -> tuple[ParsedException | None, str]:
+def parse_block(block: str) -> tuple[ParsedException | None, str]:
     """One traceback block → (exception, the text after its exception line)."""
     lines = block.splitlines()
     frames: list[Frame] = []
@@ -155,12 +158,14 @@ _PREFIX = re.compile(
 )
 #: ``Type: message`` (a qualified name ending like an exception class) at the start of a line
 _EXC_LINE = re.compile(
-    r"^(?P<type>(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*)?(?:Error|Exception|Exit|Interrupt|Timeout|Forbidden|Unavailable|NotFound|Denied|Failure|Unauthorized)"
+    r"^(?P<type>(?:(?:[A-Za-z_]\w*\.)*(?:_?[A-Z]\w*)?(?:Error|Exception|Exit|Interrupt|Timeout|Forbidden|Unavailable|NotFound|Denied|Failure|Unauthorized)"
+    r"|(?:[a-z_]\w*\.)*[a-z_]*(?:exc|error|exception)\w*\._?[A-Z]\w*)"
     r"(?:\([\w.]*\))?)(?::\s*(?P<message>.*))?$"
 )
 #: the same after a logger's or a launcher's prefix (``12:00 ERROR worker.py:431 -- ray.exceptions...: ``)
 _EXC_IN_LINE = re.compile(
-    r"(?:^|[\s>\]|])(?P<type>(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*)?(?:Error|Exception|Exit|Interrupt|Timeout|Forbidden|Unavailable|NotFound|Denied|Unauthorized)"
+    r"(?:^|[\s>\]|])(?P<type>(?:(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*)?(?:Error|Exception|Exit|Interrupt|Timeout|Forbidden|Unavailable|NotFound|Denied|Unauthorized)"
+    r"|(?:[a-z_]\w*\.)*[a-z_]*(?:exc|error|exception)\w*\._?[A-Z]\w*)"
     r"(?:\([\w.]*\))?):\s+(?P<message>\S.*)$"
 )
 #: a line that starts with the wrapped driver exception, as SQLAlchemy and MLflow log it:
@@ -170,7 +175,7 @@ _LEADING_WRAPPED = re.compile(r"^\((?P<type>(?:[A-Za-z_]\w*\.)+[A-Z]\w*(?:Error|
 _BARE = re.compile(r"^(?P<type>KeyboardInterrupt|SystemExit|MemoryError|StopIteration)\s*$")
 
 
-def parse_exception_lines(text: str) -> list[ParsedException]:
+def parse_exception_lines(text: str, *, expand: bool = True) -> list[ParsedException]:
     """The exceptions a block of text names line by line when it holds no whole traceback (a
     traceback trimmed by its reporter, a launcher or a worker pool that prints ``Type: message``),
     in order, the last one taken as the one that ended the program; the frames printed before
@@ -213,7 +218,7 @@ def parse_exception_lines(text: str) -> list[ParsedException]:
             i = j
             continue
         i += 1
-    return expand_wrappers(found)
+    return expand_wrappers(found) if expand else found
 
 
 #: a wrapper naming the exception it wraps: ``RayTaskError(ValueError)``

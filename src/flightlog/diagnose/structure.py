@@ -1,0 +1,401 @@
+"""The whole failure read as a structure (contract C4): every exception of the chain with the
+library it comes from and the codes its message carries, innermost cause first; the process's
+exit and signal with the memory share at the end; the line printed last.
+
+Why a structure and not the last message: the words of the exception that ended a program are
+often a wrapper's (``sqlalchemy.exc.OperationalError``, ``RuntimeError: Caught ValueError in
+DataLoader worker process 0``, ``ChildFailedError``), while the cause is the innermost link, a
+code inside a message (``[Errno 28]``, ``429``, SQLSTATE ``53300``) or the way the process
+ended. The rules (:mod:`.candidates`) read each link for what it is and where it sits; the
+ranker (:mod:`.ranker`) weighs them. The fast classifier and the full diagnosis both start here.
+
+Tracebacks are found anywhere in the texts: plain, ``[rank0]: ``-prefixed, drawn by ``rich``,
+escaped inside JSON log lines (:mod:`.textforms`), split over several log events, re-raised by
+a parent from a worker (data-loader workers, process pools, joblib, Ray), or followed by a
+launcher's own traceback (torchrun's ``ChildFailedError``) that wraps the rank's.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from flightlog.diagnose.codes import Codes, read_codes
+from flightlog.diagnose.textforms import native_library, plain_text
+from flightlog.diagnose.tracebacks import (
+    CHAINED,
+    Frame,
+    ParsedException,
+    expand_wrappers,
+    normalize_header,
+    parse_block,
+    parse_exception_lines,
+)
+
+__all__ = ["Codes", "Link", "FailureRead", "read_failure", "library_of", "package_of_path", "VIA"]
+
+#: how a link entered the chain, relative to the link after it (the last one: "raised")
+VIA = ("raised", "cause", "context", "wrapped", "worker")
+_HEADER = "Traceback (most recent call last):"
+#: how many of the last lines are read for exceptions when no whole traceback was printed
+EXCEPTION_LINES = 20
+#: how many lines a read keeps for the line rules (the last ones)
+KEEP_LINES = 400
+#: the most characters of one text that are read (a traceback is at most a few thousand)
+MAX_TEXT = 100_000
+
+
+@dataclass
+class Link(ParsedException):
+    """One exception of the chain."""
+
+    library: str | None = None
+    codes: Codes = field(default_factory=Codes)
+    via: str = "raised"
+
+
+@dataclass
+class FailureRead:
+    """A failed (or ended) process, read as a whole. ``links`` innermost cause first; the last
+    link is the exception that ended the program."""
+
+    links: list[Link]
+    exit_code: int | None = None
+    signal: int | None = None
+    end_reason: str | None = None
+    timed_out: bool = False
+    oom_killed: bool = False
+    memory_share_at_end: float | None = None
+    last_line: str | None = None
+    rank: int | None = None
+    #: the plain lines outside the chain (launcher prefixes stripped, JSON unfolded), the last
+    #: ``KEEP_LINES`` of them, in order: what the line rules read
+    lines: list[str] = field(default_factory=list)
+    #: how many lines were printed after the chain (many: it was probably handled)
+    lines_after_chain: int = 0
+    #: the chain came from a whole traceback (not from exception lines named in the log)
+    from_traceback: bool = False
+
+    @property
+    def innermost(self) -> Link | None:
+        return self.links[0] if self.links else None
+
+    @property
+    def outermost(self) -> Link | None:
+        return self.links[-1] if self.links else None
+
+
+def read_failure(
+    texts: Sequence[str],
+    *,
+    exit_code: int | None = None,
+    signal: int | None = None,
+    end_reason: str | None = None,
+    timed_out: bool = False,
+    oom_killed: bool = False,
+    memory_share_at_end: float | None = None,
+    rank: int | None = None,
+) -> FailureRead:
+    """Read a process's log texts (its events in order; a multi-line traceback may be one text
+    or many) and its exit facts as one :class:`FailureRead`."""
+    plain = [p for p in (plain_text(t[:MAX_TEXT]) for t in _join_boxes(texts) if t) if p.strip()]
+    docs = _documents(plain)
+    index = next((i for i in range(len(docs) - 1, -1, -1) if _HEADER in docs[i]), None)
+    links: list[Link] = []
+    after: list[str] = []
+    if index is not None:
+        links = read_chain(docs[index])
+        after = docs[index + 1 :]
+        if links and _is_launcher_wrapper(links[-1]):
+            earlier = next((i for i in range(index - 1, -1, -1) if _HEADER in docs[i]), None)
+            if earlier is not None:
+                inner = read_chain(docs[earlier])
+                if inner:
+                    inner[-1].via = "worker"
+                    links = inner + links
+        native = [ln for ln in _lines_of(after) if ln.startswith(_NATIVE_PREFIXES)]
+        if native:  # a native library's last words after the traceback: what ended the process
+            extra = _links_from(parse_exception_lines("\n".join(native), expand=False))
+            if extra:
+                links[-1].via = "context"
+                links += extra
+    from_traceback = bool(links)
+    tail_lines = _lines_of(docs)[-KEEP_LINES:]
+    if not links:
+        found = parse_exception_lines("\n".join(tail_lines[-EXCEPTION_LINES:]), expand=False)
+        links = _links_from([e for e in found if not _WARNING_TYPE.search(e.type)])
+    outside = _lines_of(docs[:index] + after) if index is not None else tail_lines
+    last = next((ln.strip() for ln in reversed(tail_lines) if ln.strip()), None)
+    return FailureRead(
+        links=links,
+        exit_code=exit_code,
+        signal=signal,
+        end_reason=end_reason,
+        timed_out=timed_out,
+        oom_killed=oom_killed,
+        memory_share_at_end=memory_share_at_end,
+        last_line=last[:2000] if last else None,
+        rank=rank,
+        lines=outside[-KEEP_LINES:],
+        lines_after_chain=sum(1 for ln in _lines_of(after) if ln.strip()) if index is not None else 0,
+        from_traceback=from_traceback,
+    )
+
+
+# ── documents: log events that belong to one traceback ───────────────────────
+_BOX_TOP = re.compile(r"^(?:\[\w+\]:\s?)?\s*[╭+][─-]+ Traceback \(most recent call last\)")
+_BOX_BOTTOM = re.compile(r"^(?:\[\w+\]:\s?)?\s*[╰+][─-]+[╯+]\s*$", re.M)
+
+
+def _join_boxes(texts: Sequence[str]) -> list[str]:
+    """A ``rich`` box printed one log event per line, joined into one text from its top line to
+    the exception line under its bottom (the box is only read whole)."""
+    if not any("Traceback (most recent call last) ─" in t or "Traceback (most recent call last) -" in t for t in texts):
+        return list(texts)
+    out: list[str] = []
+    box: list[str] | None = None
+    for text in texts:
+        if box is None:
+            if _BOX_TOP.match(text) and not _BOX_BOTTOM.search(text):
+                box = [text]
+            else:
+                out.append(text)
+            continue
+        box.append(text)
+        if _BOX_BOTTOM.search(text):
+            out.append("\n".join(box))
+            box = None
+    if box:
+        out.append("\n".join(box))
+    return out
+
+
+_FRAME_START = re.compile(r'^\s+File "|^\s{4}\S')
+
+
+def _documents(texts: list[str]) -> list[str]:
+    """Consecutive texts that continue one another (a traceback split over several events: one
+    event per line of a launcher or a JSON logger) joined into one document."""
+    docs: list[str] = []
+    awaiting = False  # the document's last traceback has no exception line yet
+    for text in texts:
+        first = text.split("\n", 1)[0]
+        joins = bool(docs) and (
+            awaiting
+            or bool(CHAINED.search(first))
+            or bool(CHAINED.search(docs[-1][-120:]))
+            or (bool(_FRAME_START.match(first)) and _HEADER in docs[-1][-20000:])
+            or first.startswith(("Original Traceback", '"""'))  # a worker's traceback inside its parent's
+            or (first.startswith("Traceback") and docs[-1].rstrip().endswith(('"""', "RemoteTraceback:")))
+        )
+        if joins:
+            docs[-1] += "\n" + text
+        else:
+            docs.append(text)
+        awaiting = _awaiting_exception(docs[-1])
+    return docs
+
+
+def _awaiting_exception(doc: str) -> bool:
+    at = doc.rfind(_HEADER)
+    if at < 0:
+        return False
+    for line in doc[at + len(_HEADER) :].splitlines():
+        if line and not line[0].isspace() and not line.startswith(("Traceback", "During handling", "The above")):
+            return False
+    return True
+
+
+def _lines_of(docs: list[str]) -> list[str]:
+    return [line for doc in docs for line in doc.splitlines()]
+
+
+# ── one chain ────────────────────────────────────────────────────────────────
+#: the text before a block that says the traceback is a worker's, printed by its parent
+_WORKER_PREAMBLE = re.compile(r'(?:RemoteTraceback:\s*"""|Sub-process traceback:\s*-*|"""\s*)\s*$')
+#: a traceback embedded in an exception's message: the data loader's "Original Traceback",
+#: a pool's quoted remote traceback, Spark's Python worker
+_EMBEDDED = re.compile(r"(?:Original )?Traceback \(most recent call last\):")
+_WARNING_TYPE = re.compile(r"Warning\b")
+_NATIVE_PREFIXES = ("NativeCheckFailure:", "c10.", "std.", "tensorflow.", "xgboost.", "dmlc.")
+#: exceptions a launcher raises about a child that failed: the child's own traceback, printed
+#: before, is the cause
+_LAUNCHER_WRAPPERS = re.compile(
+    r"(?:^|\.)(?:ChildFailedError|CalledProcessError|ProcessExitedException|ProcessRaisedException|BrokenProcessPool"
+    r"|WorkerCrashedError|TerminatedWorkerError|JobFailedError|RayActorError)$"
+)
+
+
+def _is_launcher_wrapper(link: Link) -> bool:
+    return bool(_LAUNCHER_WRAPPERS.search(link.type))
+
+
+def read_chain(text: str, depth: int = 0) -> list[Link]:
+    """The links of the last chain in ``text``, innermost first; tracebacks of workers that a
+    parent printed inside its own (as a quoted remote traceback or in the message) come before
+    the exception that re-raised them, with ``via="worker"``."""
+    text = normalize_header(text)
+    starts = [m.start() for m in re.finditer(r"(?m)^[ \t]*Traceback \(most recent call last\):", text)]
+    if not starts:
+        if depth and re.search(r'^\s+File "', text, re.M):  # a header-less traceback (Ray's message)
+            return _links_from(parse_exception_lines(text, expand=False), depth)
+        return []
+    chain: list[tuple[ParsedException, str]] = []
+    preamble = text[: starts[0]]
+    markers = list(CHAINED.finditer(preamble))
+    if markers and not preamble[markers[-1].end() :].strip():
+        # the first traceback's header was cut off: the exception printed before the marker is its cause
+        relation = "cause" if "direct cause" in markers[-1][0] else "context"
+        chain = [(e, relation) for e in parse_exception_lines(preamble[: markers[-1].start()], expand=False)[-1:]]
+    bounds = [*starts[1:], len(text)]
+    for index, (a, b) in enumerate(zip(starts, bounds, strict=True)):
+        parsed, trailer = parse_block(text[a:b])
+        if parsed is None:
+            continue
+        worker = bool(_WORKER_PREAMBLE.search(text[max(0, a - 200) : a]))
+        parsed.message = parsed.message.rstrip('"').rstrip()
+        relation = "cause" if "direct cause" in trailer else "context" if "During handling" in trailer else ""
+        if worker and chain == [] and relation:
+            relation = "worker"
+        chain.append((parsed, relation))
+        if index < len(starts) - 1 and not relation:
+            chain = []  # the next traceback is an independent one: only the last chain counts
+    links: list[Link] = []
+    for n, (exc, relation) in enumerate(chain):
+        links += _expanded(exc, "raised" if n == len(chain) - 1 else relation or "context", depth)
+    return links
+
+
+def _expanded(exc: ParsedException, via: str, depth: int) -> list[Link]:
+    """``exc`` as links: a worker's traceback inside its message first (``via="worker"``), else
+    the exceptions a wrapper names in its type or message (``via="wrapped"``), then itself."""
+    inner = _embedded(exc, depth)
+    if inner:
+        exc.type = _WRAPPER_SUFFIX.sub("", exc.type)
+        return [*inner, _link(exc, via)]
+    expanded = expand_wrappers([exc])
+    return [*(_link(e, "wrapped") for e in expanded[:-1]), _link(expanded[-1], via)]
+
+
+#: ``RayTaskError(ValueError)``: the wrapped type, once the wrapped exception is a link of its own
+_WRAPPER_SUFFIX = re.compile(r"\([\w.]+\)$")
+_FIRST_FRAME = re.compile(r'^\s+File "', re.M)
+
+
+def _embedded(exc: ParsedException, depth: int) -> list[Link]:
+    """A worker's traceback inside ``exc``'s message (``Original Traceback (most recent call
+    last):`` of a data-loader worker, a ``RayTaskError``'s frames), as links; the wrapper keeps
+    only its own words."""
+    if depth >= 3 or ("Traceback" not in exc.message and 'File "' not in exc.message):
+        return []
+    m = _EMBEDDED.search(exc.message)
+    body = exc.message[m.start() :].replace("Original Traceback", "Traceback", 1) if m else exc.message
+    inner = read_chain(body, depth + 1)
+    if not inner:
+        return []
+    inner[-1].via = "worker"
+    cut = m.start() if m else (f.start() if (f := _FIRST_FRAME.search(exc.message)) else len(exc.message))
+    exc.message = exc.message[:cut].rstrip()
+    return inner
+
+
+def _links_from(found: list[ParsedException], depth: int = 0) -> list[Link]:
+    """Exceptions named line by line (unexpanded), in order, as links: the last one raised. A
+    wrapper that names its inner type and is followed by that type's own line (Ray prints
+    ``RayTaskError(ValueError): ray::f()``, the task's frames, then ``ValueError: ...``) comes
+    after it: the line that follows is the worker's exception."""
+    found = list(found)
+    workers: set[int] = set()  # ids of the exceptions that are a worker's
+    i = 0
+    while i < len(found) - 1:
+        m = _WRAPPER_SUFFIX.search(found[i].type)
+        nxt = found[i + 1]
+        if m and nxt.short_type == m[0][1:-1].rsplit(".", 1)[-1]:
+            wrapper = found[i]
+            wrapper.type = _WRAPPER_SUFFIX.sub("", wrapper.type)
+            found[i], found[i + 1] = nxt, wrapper
+            workers.add(id(nxt))
+            i += 2
+            continue
+        i += 1
+    links: list[Link] = []
+    for n, exc in enumerate(found):
+        via = "raised" if n == len(found) - 1 else "worker" if id(exc) in workers else "context"
+        links += _expanded(exc, via, depth)
+    return links
+
+
+def _link(exc: ParsedException, via: str) -> Link:
+    if isinstance(exc, Link):
+        exc.via = via
+        return exc
+    return Link(
+        exc.type,
+        exc.message,
+        exc.frames,
+        library=library_of(exc.type, exc.frames, exc.message),
+        codes=read_codes(exc.message, exc.type),
+        via=via,
+    )
+
+
+# ── libraries ────────────────────────────────────────────────────────────────
+_SITE = re.compile(r"[/\\](?:site|dist)-packages[/\\](?P<pkg>[A-Za-z_][\w]*)")
+_STDLIB = re.compile(r"[/\\]lib(?:64)?[/\\]python\d[\d.]*[/\\](?P<mod>[A-Za-z_]\w*)|^<frozen (?P<frozen>[\w.]+)>")
+#: a module name whose top level is not the package's import name
+_ALIASES = {
+    "_pytest": "pytest",
+    "sklearn": "sklearn",
+    "google": "google",
+    "tensorflow_core": "tensorflow",
+    "keras_core": "keras",
+    "safetensors_rust": "safetensors",
+    "torch_xla": "torch_xla",
+    "botocore": "botocore",
+    "_pickle": "pickle",
+    "_socket": "socket",
+    "_ssl": "ssl",
+    "_io": "io",
+    "pydantic_core": "pydantic",
+}
+_NOT_A_LIBRARY = {"builtins", "__main__", "exceptions"}
+#: namespace packages: the library is their second level (``google.api_core``, ``azure.storage``)
+_NAMESPACES = {"google", "azure", "jaxlib", "nvidia"}
+
+
+def package_of_path(path: str) -> str | None:
+    """The top-level package a frame's file belongs to (``…/site-packages/torch/nn/x.py`` →
+    ``torch``; the standard library's ``…/lib/python3.11/socket.py`` → ``socket``); None for the
+    workload's own files."""
+    m = _SITE.search(path)
+    if m:
+        pkg = m["pkg"]
+        if pkg in _NAMESPACES:
+            second = re.match(r"[/\\](\w+)", path[m.end() :])
+            return f"{pkg}.{second[1]}" if second else pkg
+        return _ALIASES.get(pkg, pkg)
+    m = _STDLIB.search(path)
+    if m:
+        mod = (m["mod"] or m["frozen"] or "").split(".")[0]
+        return _ALIASES.get(mod, mod) if mod and mod != "site" else None
+    return None
+
+
+def library_of(type_name: str, frames: Sequence[Frame], message: str = "") -> str | None:
+    """The library an exception comes from: its class's module (``sqlalchemy.exc.X`` →
+    ``sqlalchemy``, ``c10.Error`` → ``torch``), else the package of the innermost frame, where
+    it was raised; None when that frame is the workload's own code (or nothing says)."""
+    if "." in type_name:
+        native = native_library(type_name.replace(".", "::"))
+        if native:
+            return native
+        parts = type_name.split(".")
+        top = parts[0]
+        if top in _NAMESPACES and len(parts) > 2:
+            return f"{top}.{parts[1]}"
+        if top not in _NOT_A_LIBRARY:
+            return _ALIASES.get(top, top)
+    if type_name == "NativeCheckFailure":
+        return native_library(message)
+    return package_of_path(frames[-1].file) if frames else None

@@ -1,0 +1,231 @@
+"""The whole failure read as a structure (contract C4, ``flightlog.diagnose.structure``): the
+chain innermost first with libraries, codes and how each link entered it, wherever the text
+was printed — real exceptions raised here (torch's data loader, process pools, joblib, rich)
+and texts recorded from the libraries' own output."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import traceback
+from collections.abc import Callable
+
+import pytest
+
+from flightlog.diagnose.structure import Codes, FailureRead, Link, read_failure
+
+
+def _tb(func: Callable[[], object]) -> str:
+    try:
+        func()
+    except BaseException:  # noqa: BLE001 - the real text of anything
+        return traceback.format_exc()
+    raise AssertionError("expected an exception")
+
+
+def _python(code: str) -> str:
+    """What a child interpreter printed on stderr (its uncaught exception)."""
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120).stderr
+
+
+def _shape(read: FailureRead) -> list[tuple[str, str]]:
+    return [(link.short_type, link.via) for link in read.links]
+
+
+def _wrapped_disk_full() -> None:
+    try:
+        raise OSError(28, "No space left on device")
+    except OSError as exc:
+        raise RuntimeError("checkpoint could not be written") from exc
+
+
+def test_a_chain_innermost_first_with_its_relations_codes_and_libraries() -> None:
+    read = read_failure(["epoch 1 loss=0.3", _tb(_wrapped_disk_full)], exit_code=1)
+    assert _shape(read) == [("OSError", "cause"), ("RuntimeError", "raised")]
+    inner = read.innermost
+    assert inner is not None and inner.codes == Codes(errno=28) and inner.library is None
+    assert read.last_line == "RuntimeError: checkpoint could not be written"
+    assert read.exit_code == 1 and read.from_traceback and read.lines_after_chain == 0
+    assert read.lines == ["epoch 1 loss=0.3"]
+
+
+def test_the_library_comes_from_the_class_s_module_else_the_raising_frame() -> None:
+    import pandas as pd
+
+    read = read_failure([_tb(lambda: pd.DataFrame({"a": [1]})["b"])])
+    assert read.outermost is not None and read.outermost.library == "pandas"
+    read = read_failure(
+        ["sqlalchemy.exc.OperationalError: (psycopg2.OperationalError) FATAL:  sorry, too many clients already"]
+    )
+    assert [(link.type, link.library, link.via) for link in read.links] == [
+        ("psycopg2.OperationalError", "psycopg2", "wrapped"),
+        ("sqlalchemy.exc.OperationalError", "sqlalchemy", "raised"),
+    ]
+    assert read.links[0].codes.sqlstate == "53300"
+
+
+@pytest.mark.parametrize(
+    ("message", "codes"),
+    [
+        (
+            "requests.exceptions.HTTPError: 429 Client Error: Too Many Requests for url: https://x",
+            Codes(http_status=429),
+        ),
+        ("google.api_core.exceptions.ResourceExhausted: 429 Quota exceeded for quota metric", Codes(http_status=429)),
+        ("psycopg2.OperationalError: connection failed SQLSTATE[08006]", Codes(sqlstate="08006")),
+        ("mysql.connector.errors.ProgrammingError: 1045 (28000): Access denied for user 'ml'", Codes(sqlstate="28P01")),
+        ("grpc.RpcError: status = StatusCode.RESOURCE_EXHAUSTED details = 'quota'", Codes(grpc="RESOURCE_EXHAUSTED")),
+        ("RuntimeError: the job's container exited with code 137", Codes(exit_code=137)),
+        ("ConnectionRefusedError: [Errno 111] Connection refused", Codes(errno=111)),
+        (
+            "subprocess.CalledProcessError: Command '['python', 'x.py']' returned non-zero exit status 2.",
+            Codes(exit_code=2),
+        ),
+    ],
+)
+def test_codes_read_from_messages(message: str, codes: Codes) -> None:
+    (link,) = read_failure([message]).links
+    assert link.codes == codes
+
+
+def test_a_json_log_line_s_escaped_traceback() -> None:
+    line = json.dumps({"levelname": "ERROR", "message": "step failed", "exc_info": _tb(_wrapped_disk_full).rstrip()})
+    read = read_failure(["starting", line])
+    assert _shape(read) == [("OSError", "cause"), ("RuntimeError", "raised")]
+    # one JSON line per traceback line (a log shipper), and the traceback escaped in a plain line
+    lines = [json.dumps({"level": "error", "msg": ln}) for ln in _tb(_wrapped_disk_full).splitlines()]
+    assert _shape(read_failure(lines)) == [("OSError", "cause"), ("RuntimeError", "raised")]
+    escaped = "ERROR step failed: " + repr(_tb(_wrapped_disk_full))
+    assert _shape(read_failure([escaped]))[0] == ("OSError", "cause")
+
+
+def test_launcher_prefixes_on_every_line() -> None:
+    text = "\n".join(f"[rank0]: {ln}" for ln in _tb(_wrapped_disk_full).splitlines())
+    assert _shape(read_failure([text])) == [("OSError", "cause"), ("RuntimeError", "raised")]
+    # one event per line, as a launcher's lines arrive
+    assert _shape(read_failure(text.splitlines())) == [("OSError", "cause"), ("RuntimeError", "raised")]
+
+
+def test_a_traceback_drawn_by_rich() -> None:
+    pytest.importorskip("rich")
+    code = (
+        "import sys\nfrom rich.console import Console\nfrom rich.traceback import Traceback\n"
+        "c = Console(width=100, file=sys.stderr, color_system=None)\n"
+        "def save():\n    try:\n        raise OSError(28, 'No space left on device')\n"
+        "    except OSError as e:\n        raise RuntimeError('checkpoint could not be written') from e\n"
+        "try:\n    save()\nexcept Exception:\n    c.print(Traceback())\n"
+    )
+    text = _python(code)
+    assert "╭" in text
+    for texts in ([text], text.splitlines()):
+        read = read_failure(texts)
+        assert _shape(read) == [("OSError", "cause"), ("RuntimeError", "raised")]
+        assert read.links[-1].frames and read.links[-1].frames[-1].function == "save"
+
+
+def test_a_data_loader_worker_s_original_traceback() -> None:
+    pytest.importorskip("torch")
+    code = (
+        "import torch\nfrom torch.utils.data import DataLoader, Dataset\n"
+        "class D(Dataset):\n    def __len__(self): return 4\n"
+        "    def __getitem__(self, i): raise FileNotFoundError(2, 'No such file or directory', f'/data/img_{i}.png')\n"
+        "if __name__ == '__main__':\n    next(iter(DataLoader(D(), num_workers=1)))\n"
+    )
+    read = read_failure(_python(code).splitlines())
+    # torch re-raises the worker's type with its own words; the worker's traceback is in the message
+    assert _shape(read)[-2:] == [("FileNotFoundError", "worker"), ("FileNotFoundError", "raised")]
+    assert read.links[-2].codes.errno == 2 and read.links[-2].frames[-1].function == "__getitem__"
+    assert read.links[-1].message == "Caught FileNotFoundError in DataLoader worker process 0."
+    assert read.links[-1].library == "torch"
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "from concurrent.futures import ProcessPoolExecutor\ndef work(x):\n    raise OSError(28, 'No space left on device')\n"
+        "if __name__ == '__main__':\n    with ProcessPoolExecutor(1) as ex:\n        ex.submit(work, 1).result()\n",
+        "from multiprocessing import Pool\ndef work(x):\n    raise OSError(28, 'No space left on device')\n"
+        "if __name__ == '__main__':\n    with Pool(1) as p:\n        p.map(work, [1])\n",
+        "from joblib import Parallel, delayed\ndef work(x):\n    raise OSError(28, 'No space left on device')\n"
+        "Parallel(n_jobs=2)(delayed(work)(i) for i in range(2))\n",
+    ],
+    ids=["process_pool", "multiprocessing_pool", "joblib"],
+)
+def test_a_pool_worker_s_traceback_re_raised_by_its_parent(code: str) -> None:
+    read = read_failure([_python(code)])
+    assert ("OSError", "worker") in _shape(read) and read.outermost is not None
+    worker = next(link for link in read.links if link.via == "worker")
+    assert worker.codes.errno == 28 and '"""' not in worker.message
+
+
+def test_ray_s_task_error_carries_the_worker_s_frames() -> None:
+    text = (
+        "ray.exceptions.RayTaskError(ConnectionError): ray::fetch() (pid=4242, ip=10.0.0.3)\n"
+        '  File "/home/ray/job.py", line 12, in fetch\n'
+        "    r = requests.get(url)\n"
+        "ConnectionError: HTTPConnectionPool(host='feature-store', port=80): Max retries exceeded"
+    )
+    read = read_failure([text])
+    assert [(link.type, link.via) for link in read.links] == [
+        ("ConnectionError", "worker"),
+        ("ray.exceptions.RayTaskError", "raised"),
+    ]
+    assert read.links[0].frames[-1].function == "fetch"
+
+
+def test_a_launcher_s_own_traceback_wraps_the_rank_s() -> None:
+    rank = _tb(_wrapped_disk_full)
+    launcher = (
+        "Traceback (most recent call last):\n"
+        '  File "/usr/bin/torchrun", line 8, in <module>\n'
+        "    sys.exit(main())\n"
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
+        "============================================================\n"
+        "train.py FAILED\n"
+    )
+    read = read_failure([rank, "E0105 12:00:00 1234 api.py:881] failed (exitcode: 1) local_rank: 0", launcher])
+    assert _shape(read) == [("OSError", "cause"), ("RuntimeError", "worker"), ("ChildFailedError", "raised")]
+
+
+def test_a_native_check_failure_before_sigabrt() -> None:
+    lines = [
+        "I0105 12:34:50.000000  1234 main.cc:10] starting",
+        "F0105 12:34:56.789012  1234 gpu_device.cc:123] Check failed: cudaSuccess == cudaStat (2 vs. 0) out of memory",
+        "*** Check failure stack trace: ***",
+        "    @     0x7f3c2b1c4d5a  google::LogMessage::Fail()",
+    ]
+    read = read_failure(lines, signal=6, exit_code=-6)
+    assert [link.type for link in read.links] == ["NativeCheckFailure"]
+    assert "out of memory" in read.links[0].message and read.signal == 6
+    thrown = read_failure(
+        [
+            "terminate called after throwing an instance of 'c10::Error'\n"
+            "  what():  CUDA error: an illegal memory access was encountered"
+        ]
+    )
+    assert [(link.type, link.library) for link in thrown.links] == [("c10.Error", "torch")]
+
+
+def test_exit_facts_and_a_process_with_no_exception() -> None:
+    read = read_failure(
+        ["step 10 loss=0.2", "step 20 loss=0.1"],
+        exit_code=137,
+        signal=9,
+        memory_share_at_end=0.98,
+        rank=3,
+        end_reason="signal",
+    )
+    assert read.links == [] and read.memory_share_at_end == 0.98 and read.rank == 3
+    assert read.last_line == "step 20 loss=0.1" and not read.from_traceback
+    assert read_failure([]).links == [] and read_failure([]).last_line is None
+
+
+def test_a_handled_traceback_followed_by_more_output() -> None:
+    read = read_failure([_tb(_wrapped_disk_full), "retrying on another volume", "saved", "epoch 2"])
+    assert read.lines_after_chain == 3 and read.last_line == "epoch 2"
+
+
+def test_a_link_is_a_parsed_exception() -> None:
+    link = Link("ValueError", "bad", [], library=None)
+    assert link.headline() == "ValueError: bad" and link.via == "raised" and not link.codes
