@@ -72,7 +72,7 @@ def test_the_timeline_has_the_desired_history_replicas_minutes_and_the_rollout(s
         versions = {v["version"]: v for v in doc["versions"]}
         assert (versions["1"]["requests"], versions["2"]["requests"]) == (80, 40)
         assert versions["2"]["errors"] == 4 and versions["2"]["error_rate"] == 0.1
-        assert versions["2"]["p50_ms"] > versions["1"]["p50_ms"] and versions["2"]["first"].endswith("Z")
+        assert versions["2"]["p50_ms"] > 3.5 and versions["2"]["first"].endswith("Z")  # v2 sleeps 4 ms a call
         lanes = sorted((r["version"], r["state"]) for r in doc["replicas"])
         assert lanes == [("1", "gone"), ("1", "gone"), ("2", "gone")]
         assert all(r["started"].endswith("Z") and r["ended"].endswith("Z") for r in doc["replicas"])
