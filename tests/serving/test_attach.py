@@ -68,7 +68,7 @@ def test_a_token_that_cannot_write_the_project_is_refused_before_anything_is_rec
         home = tmp_path / "home"
         out = _attach_fails(
             home,
-            "serving.attach(model='fraud:3', endpoint='fraud-api', project='fraud')",
+            "serving.attach(version='3', endpoint='fraud-api', project='fraud')",
             FLIGHTLOG_URL=srv.url,
             FLIGHTLOG_TOKEN=token,
         )
@@ -84,7 +84,7 @@ def test_the_decorator_records_sync_and_async_calls_and_errors(tmp_path: Path) -
         """
         import asyncio
         from flightlog import serving
-        replica = serving.attach(model="fraud:7", endpoint="fraud-batch", project="fraud", inputs=["amount"], sample=1.0)
+        replica = serving.attach(version="7", endpoint="fraud-batch", project="fraud", inputs=["amount"], sample=1.0)
 
         @serving.track
         def predict(features):
@@ -151,7 +151,7 @@ def test_a_full_buffer_drops_and_counts(tmp_path: Path) -> None:
         home,
         """
         from flightlog import serving
-        replica = serving.attach(model="fraud:1", endpoint="tiny", buffer_limit=10, interval=3600, sample=0.0)
+        replica = serving.attach(version="1", endpoint="tiny", buffer_limit=10, interval=3600, sample=0.0)
         for i in range(25):
             replica.record(0.0, 0.001, 200, None)
     """,
@@ -185,7 +185,7 @@ def test_labels_are_compared_with_the_output_field_that_label_field_names(tmp_pa
         home,
         """
         from flightlog import serving
-        serving.attach(model="fraud:2", endpoint="fraud-map", project="fraud", inputs=["country"], sample=1.0,
+        serving.attach(version="2", endpoint="fraud-map", project="fraud", inputs=["country"], sample=1.0,
                        label_field="fraud")
 
         @serving.track

@@ -44,8 +44,12 @@ def test_the_run_link_an_mlflow_client_prints_opens_the_run(
         capture_output=True,
         text=True,
         timeout=180,
-        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "MLFLOW_TRACKING_URI": mlflow_server.url,
-             "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0"},  # fmt: skip
+        env={
+            "PATH": "/usr/bin:/bin",
+            "HOME": str(tmp_path),
+            "MLFLOW_TRACKING_URI": mlflow_server.url,
+            "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0",
+        },  # fmt: skip
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     printed = proc.stdout + proc.stderr

@@ -161,7 +161,7 @@ def _version_change(comparison: dict[str, Any], when: float) -> dict[str, Any] |
         "kind": "version_change",
         "summary": f"version {b} against version {a}: {'; '.join(said)} ({n})",
         "evidence": {k: v for k, v in comparison.items() if not k.startswith("_")},
-        "short": " and ".join(said[:2]) + f" on v{b} ({n})",
+        "short": " and ".join(said[:3]) + f" on v{b} ({n})",
         "size": findings[0].size,
     }
 

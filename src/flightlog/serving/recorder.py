@@ -15,7 +15,9 @@ one daemon thread every ``interval`` seconds:
   event per version in component ``serving.aggregate`` holding the full histogram and the output
   distribution (what readers merge across replicas);
 * each sampled request becomes one log event in component ``serving.prediction``; how many are
-  sampled adapts to the traffic (``sampling.AdaptiveSampler``);
+  sampled adapts to the traffic (``sampling.AdaptiveSampler``); a request answered with a status
+  outside 2xx keeps no body (its status and error type only), and an answer keeps only the fields
+  of the output allow-list when there is one (``outputfields.py``);
 * a heartbeat on the run's timeline every ``heartbeat`` seconds (a replica that stops beating is
   gone, ``reading.replicas``).
 
@@ -33,8 +35,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from flightlog.serving.clock import Clock, WallClock
-from flightlog.serving.fields import jsonable_output, split_inputs
+from flightlog.serving.fields import digest, jsonable_output, split_inputs
 from flightlog.serving.histogram import LatencyHistogram
+from flightlog.serving.outputfields import split_output
 from flightlog.serving.outputs import OutputDistribution
 from flightlog.serving.sampling import AdaptiveSampler
 
@@ -120,9 +123,11 @@ class Recorder:
         label_field: str | None = None,
         clock: Clock | None = None,
         sampler: AdaptiveSampler | None = None,
+        outputs: frozenset[str] | None = None,
     ) -> None:
         self.run = run
         self.allow = allow
+        self.outputs = outputs  # the output's allow-list (outputfields.py); None: the answer whole
         self.label_field = label_field
         self.buffer: deque[Entry] = deque()
         self.limit = limit
@@ -201,17 +206,20 @@ class Recorder:
             ms = latency * 1000.0
             agg.latency.add(ms)
             sampled = inputs is not None
+            served = 200 <= status < 300 and exc is None
+            if not served:  # privacy: a refused or failed request keeps no body, its status and error type only
+                if sampled:
+                    kind, message = error if error is not None else (f"HTTP {status}", None)
+                    self._prediction(wall, rid, version, ms, status, None, None, kind, allow, message)
+                continue
             error_name: str | None = None
             if parse is not None and (sampled or output is not None):
                 inputs, output, error_name = parse(inputs if sampled else None, output)
-            if output is not None and 200 <= status < 300 and exc is None:
+            output, output_hashes = split_output(output, self.outputs, digest)
+            if output is not None:
                 agg.outputs.add(output)
             if sampled:
-                if error is not None:
-                    error_name = error_name or error[0]
-                self._prediction(
-                    wall, rid, version, ms, status, inputs, output, error_name, allow, error[1] if error else None
-                )
+                self._prediction(wall, rid, version, ms, status, inputs, output, error_name, allow, None, output_hashes)
         return count
 
     def _prediction(
@@ -226,6 +234,7 @@ class Recorder:
         error: str | None,
         allow: frozenset[str],
         message: str | None = None,
+        output_hashes: dict[str, str] | None = None,
     ) -> None:
         kept, hashed = split_inputs(inputs, allow)
         fields: dict[str, Any] = {
@@ -237,6 +246,8 @@ class Recorder:
             "input_hashes": hashed,
             "output": jsonable_output(output),
         }
+        if output_hashes:
+            fields["output_hashes"] = output_hashes
         if error is not None:
             fields["error"] = error
             if message:

@@ -26,12 +26,15 @@ from typing import Any
 import flightlog
 from flightlog.client import Client
 from flightlog.config import Settings
-from flightlog.errors import InvalidInput, StoreUnavailable
+from flightlog.errors import InvalidInput, NotFound, StoreUnavailable
 from flightlog.models import KIND_TAG, SERVING_KIND
+from flightlog.redaction import redact_personal_data
+from flightlog.registry.refs import FORMS
 from flightlog.schema.values import is_json_value
 from flightlog.sdk.writer import warn
 from flightlog.serving.clock import Clock
 from flightlog.serving.fields import check_allow_list
+from flightlog.serving.outputfields import check_output_allow_list
 from flightlog.serving.recorder import LABEL, Recorder
 from flightlog.serving.sampling import DEFAULT_MIN_RECORDS, DEFAULT_RECORD_BYTES, AdaptiveSampler
 
@@ -62,21 +65,6 @@ def _sample_rate(sample: float | None) -> float:
             f"{where}: the sampling rate {sample!r} is not a share between 0 and 1 (0.01 keeps one request in 100)"
         )
     return float(sample)
-
-
-def _split_model(model: str | None, version: str | None) -> tuple[str | None, str | None]:
-    """``fraud@production`` / ``fraud:3`` → (name, version as given); the registry resolves aliases."""
-    if model is None:
-        return None, version
-    if not isinstance(model, str) or not model.strip():
-        raise InvalidInput(
-            "attach(model=...): give the registered model as NAME@ALIAS or NAME:VERSION, such as 'fraud@production'"
-        )
-    if version is None and ":" in model and not model.startswith("models:/"):
-        name, _, v = model.rpartition(":")
-        return name, v
-    bare = model.removeprefix("models:/")
-    return bare.split("@", 1)[0].split("/", 1)[0], version
 
 
 class Replica:
@@ -185,12 +173,20 @@ def attach(
     min_records: int = DEFAULT_MIN_RECORDS,
     record_bytes: int = DEFAULT_RECORD_BYTES,
     clock: Clock | None = None,
+    outputs: Any = None,
+    redact_personal: bool = True,
 ) -> Replica:
     """Make this process a replica of ``endpoint`` serving ``model`` (once per process).
 
-    - ``model``: ``NAME@ALIAS`` or ``NAME:VERSION``; ``version=`` names the version outright.
+    - ``model``: a registered model's reference in any form (``NAME@ALIAS``, ``NAME:VERSION``,
+      ``models:/NAME/VERSION``, …), resolved by the registry now (the replica runs in the
+      model's project); ``version=`` with a bare name means ``NAME/VERSION``; ``version=``
+      alone serves a model outside the registry.
     - ``inputs``: the allow-list of input fields kept as they are in sampled prediction records;
-      every other field is kept as its sha256.
+      every other field is kept as its hash.
+    - ``outputs``: the same for the fields of the model's answer (default: the answer whole).
+    - ``redact_personal``: this process's log lines (and everything it records) lose e-mail
+      addresses, phone, card and national id numbers too (``[REDACTED:email]``), not only secrets.
     - ``sample``: share of requests kept as prediction records (default ``FLIGHTLOG_SERVING_SAMPLE``,
       else 0.01), raised while a ten-minute window holds fewer than ``min_records`` records of
       this replica, up to ``record_bytes`` of records per window (``sampling.py``; 0 turns it off).
@@ -210,6 +206,7 @@ def attach(
     if not isinstance(env, str) or not env.strip():
         raise InvalidInput("attach(env=...): name the environment, such as 'prod' or 'staging'")
     allow = check_allow_list(inputs)
+    allow_out = check_output_allow_list(outputs)
     rate = _sample_rate(sample)
     if label_field is not None and (not isinstance(label_field, str) or not label_field.strip()):
         raise InvalidInput(f"attach(label_field=...): {label_field!r} is not the name of an output field")
@@ -218,9 +215,9 @@ def attach(
     for what, value in (("min_records", min_records), ("record_bytes", record_bytes)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise InvalidInput(f"attach({what}=...): {value!r} is not a whole number of 0 or more")
-    name, given = _split_model(model, None if version is None else str(version))
-    resolved = _resolve(model, name, given, project)
-    project = project or resolved.get("project")
+    resolved = _resolve(model, None if version is None else str(version), project)
+    name = resolved.get("name")
+    project = resolved.get("project") or project  # a registered model's project is the registry's, always
     with _current_lock:
         if _current is not None:
             raise InvalidInput(
@@ -228,6 +225,8 @@ def attach(
             )
     from flightlog.data import sketch  # noqa: F401 - numpy, imported now rather than on the first flush
 
+    if redact_personal:  # before the run exists: its every record goes through it
+        redact_personal_data()
     host = socket.gethostname()
     tags = {
         KIND_TAG: SERVING_KIND,  # a run of its own kind: out of the runs table by default, diagnosed as serving
@@ -253,6 +252,8 @@ def attach(
                 "sample": rate,
                 "min_records": min_records,
                 "inputs": sorted(allow),
+                **({"outputs": sorted(allow_out)} if allow_out is not None else {}),
+                "redact_personal": redact_personal,
                 "heartbeat_s": heartbeat,
                 **({"label_field": label_field} if label_field else {}),
             }
@@ -270,6 +271,7 @@ def attach(
         label_field=label_field,
         clock=clock,
         sampler=sampler,
+        outputs=allow_out,
     )
     replica = Replica(run, recorder, endpoint=endpoint, env=env, model=name, version=resolved["version"], sample=rate)
     with _current_lock:
@@ -319,18 +321,28 @@ def _stop_on_sigterm(replica: Replica) -> None:
         pass
 
 
-def _resolve(ref: str | None, name: str | None, version: str | None, project: str | None) -> dict[str, Any]:
-    """The version to report: given outright, else the registry's answer for ``ref``
-    (``fraud@production``): its number, run, digest and project. An unknown model or alias
-    raises (NotFound) before anything is recorded; a store that cannot answer now (a server
-    that is down) leaves the alias as the version, with a warning, and serving goes on."""
-    if version is not None:
-        return {"version": version}
+def _resolve(ref: str | None, version: str | None, project: str | None) -> dict[str, Any]:
+    """The version to report, through the registry: ``ref`` in any of its forms (``fraud@production``,
+    ``fraud:3``, ``models:/fraud/3``; ``version=`` with a bare name is ``NAME/VERSION``), with its
+    number, run, digest and the project the registry keeps it in. A reference the registry cannot
+    resolve is refused with the forms that work, before anything is recorded (a replica never runs
+    detached from its model). ``version=`` alone (no ``model=``) is a model outside the registry.
+    A store that cannot answer now (a server that is down) leaves the reference as the version,
+    with a warning, and serving goes on."""
     if ref is None:
-        return {"version": "unknown"}
-    # cost: the registry (sqlite3, its store) only for attach(model=NAME@ALIAS)
-    from flightlog.registry import resolve
+        return {"version": version or "unknown"}
+    if not isinstance(ref, str) or not ref.strip():
+        raise InvalidInput(f"attach(model=...): give the registered model as one of {FORMS}")
+    # cost: the registry (sqlite3, its store) only for attach(model=...)
+    from flightlog.registry import parse_ref, resolve
 
+    parsed = parse_ref(ref)
+    if version is not None:
+        if parsed.alias is not None or parsed.version is not None:
+            raise InvalidInput(
+                f"attach(model={ref!r}, version={version!r}): the reference names a version already; give one of them"
+            )
+        ref = f"{parsed.name}/{version}"
     try:
         client = Client.for_lookups(Settings.from_env())
         try:
@@ -339,8 +351,19 @@ def _resolve(ref: str | None, name: str | None, version: str | None, project: st
             client.close()
     except StoreUnavailable as exc:
         warn(f"cannot resolve {ref!r} now ({exc}); recording the replica with version {ref!r} until it restarts")
-        return {"version": ref}
-    return {"version": str(found.version), "run_id": found.run_id, "digest": found.digest, "project": found.project}
+        return {"version": ref, "name": parsed.name}
+    except (NotFound, InvalidInput) as exc:
+        outside = " (a model outside the registry: give version= alone, without model=)"
+        raise type(exc)(
+            f"attach(model={ref!r}): {exc.message}; attach takes {FORMS}{outside}", details=exc.details
+        ) from None
+    return {
+        "version": str(found.version),
+        "name": found.name,
+        "run_id": found.run_id,
+        "digest": found.digest,
+        "project": found.project,
+    }
 
 
 def current() -> Replica | None:
