@@ -205,3 +205,36 @@ def test_labels_are_compared_with_the_output_field_that_label_field_names(tmp_pa
     by_country = {c["value"]: c["metrics"]["accuracy"] for c in evaluation["cohorts"]}
     assert by_country["US"] == 1.0 and by_country["BR"] < 0.6, by_country
     assert "label_field" in _attach_fails(home, "serving.attach(model='fraud:2', endpoint='x', label_field='')")
+
+
+def test_an_output_allow_list_keeps_the_listed_fields_and_hashes_the_rest(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    run_script(
+        home,
+        """
+        from flightlog import serving
+        serving.attach(version="1", endpoint="recs", project="shop", inputs=["user_segment"], outputs=["items"],
+                       sample=1.0)
+
+        @serving.track
+        def recommend(features):
+            return {"items": ["a", "b"], "email": "carol@example.com", "reason": "bought before"}
+
+        for i in range(3):
+            recommend({"user_segment": "new", "user": f"u{i}"}, request_id=f"r{i}")
+        try:
+            serving.attach(version="1", endpoint="x", outputs="items")
+        except Exception as exc:
+            print(type(exc).__name__, exc)
+    """,
+    )
+    with Client(home) as client:
+        rows = serving.predictions(client, "recs")
+        aggs = serving.aggregates(client, "recs")
+        run = client.runs(project="shop")[0]
+    assert len(rows) == 3 and all(r["output"] == {"items": ["a", "b"]} for r in rows)
+    assert set(rows[0]["output_hashes"]) == {"email", "reason"}
+    assert set(sum((list(a["outputs"]["fields"]) for a in aggs), [])) <= {"items"}, "only listed fields are counted"
+    assert run.params["serving.outputs"] == ["items"] and run.params["serving.redact_personal"] is True
+    stored = b"".join(p.read_bytes() for p in home.rglob("*") if p.is_file())
+    assert b"carol@example.com" not in stored and b"bought before" not in stored

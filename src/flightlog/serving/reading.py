@@ -59,6 +59,7 @@ def predictions(
                     "inputs": f.get("inputs") or {},
                     "input_hashes": f.get("input_hashes") or {},
                     "output": f.get("output"),
+                    **({"output_hashes": f["output_hashes"]} if f.get("output_hashes") else {}),
                     "error": f.get("error"),
                     **({"label_field": f["label_field"]} if f.get("label_field") else {}),
                 }
