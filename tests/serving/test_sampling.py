@@ -41,7 +41,7 @@ def test_the_byte_budget_caps_a_window_and_a_new_window_starts_over() -> None:
     sampler = AdaptiveSampler(0.0001, min_records=1000, record_bytes=60_000)
     kept = _window(sampler, 5, 590, start=6000.0, size=300)  # records of 300 B: the budget holds 200
     assert 150 <= kept <= 230, kept
-    assert sampler.kept_rows == kept and 55_000 < sampler.kept_bytes <= 60_300 and sampler.rate == 0.0001
+    assert sampler.kept_rows == kept and 55_000 < sampler.kept_bytes <= 60_300 and sampler.rate <= 0.05
     _window(sampler, 5, 15, start=6590.0)  # into the next window (from 6,600 s): the floor again
     assert sampler.kept_rows < 100 and sampler.rate > 0.1
 
