@@ -43,7 +43,7 @@ def test_the_byte_budget_caps_a_window_and_a_new_window_starts_over() -> None:
     assert 150 <= kept <= 230, kept
     assert sampler.kept_rows == kept and 55_000 < sampler.kept_bytes <= 60_300 and sampler.rate <= 0.05
     _window(sampler, 5, 15, start=6590.0)  # into the next window (from 6,600 s): the floor again
-    assert sampler.kept_rows < 100 and sampler.rate > 0.1
+    assert sampler.kept_rows < 100 and sampler.rate > 0.03  # as much as the new window's budget allows
 
 
 def test_off_switches() -> None:
