@@ -10,9 +10,9 @@ nothing, where a median of per-minute p99s gives it the weight of a busy one.
 Why a test before a finding: two versions always differ a little. A difference is a finding
 only when (1) each version served enough requests for the figure to mean something — a
 quantile needs ``MIN_TAIL`` requests beyond it (500 for a p99), a rate ``MIN_REQUESTS`` —, (2)
-it is significant — for a quantile, the share of each version's requests beyond the other's
-quantile compared with a two-proportion z test (a quantile test in the manner of Mood's median
-test), for a rate the two-proportion z of the rates — at ``Z_MIN``, and (3) it is large enough to
+it is significant — for a quantile, the share of each version's requests beyond a latency
+halfway between the two quantiles compared with a two-proportion z test (a quantile test in the
+manner of Mood's median test), for a rate the two-proportion z of the rates — at ``Z_MIN``, and (3) it is large enough to
 matter: latency by ``LATENCY_CHANGE`` either way, a rate by ``RATE_CHANGE`` points. The headline
 is the largest of them, with its size and both versions' numbers of requests.
 """
@@ -231,10 +231,11 @@ def _quantile_change(name: str, q: float, before: VersionStats, after: VersionSt
     if a is None or b is None or fewest < need:
         change.why_not = f"too few requests ({fewest} of the {need} a {name} needs on each side)"
         return change
-    # the share of each version's requests beyond the quantile of the one that is faster there:
-    # a slower version has many more than 1 - q of its requests beyond the faster one's quantile
-    slower_after = b >= a
-    edge = bucket_of(a if slower_after else b)
+    # the share of each version's requests beyond a latency between the two quantiles (the bucket
+    # halfway between them, on the log scale): if one version's quantile really is higher, more of
+    # its requests lie beyond any latency below it than of the other's, beyond one above it; halfway
+    # keeps the power of the test at a tail quantile (a p99 moved by 2 % of slow requests)
+    edge = (bucket_of(a) + bucket_of(b)) // 2
     k_before, k_after = _beyond(before.latency, edge), _beyond(after.latency, edge)
     z = _z(k_before, before.requests, k_after, after.requests)
     change.z = z
