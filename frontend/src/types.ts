@@ -8,6 +8,8 @@ export type JsonNumber = number | string | null;
 export interface Project {
   name: string;
   runs: number;
+  /** of them, serving replicas (runs of kind serving) */
+  serving_runs?: number;
   last_created: string | null;
   running: number;
   failed: number;

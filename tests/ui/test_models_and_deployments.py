@@ -188,10 +188,12 @@ def test_replicas_are_out_of_the_runs_table_and_link_to_their_deployment(browser
         page.goto("/projects/fraud-team")
         rows = page.locator(".runs-table .row[data-run] .run-name")
         expect(rows).to_have_count(2)  # the two training runs; the replicas are runs of kind serving
+        expect(page.locator("#run-count")).to_have_text("2 runs")
         expect(rows.first).to_contain_text("train fraud v")
         page.get_by_label("Serving replicas").check()
         expect(page).to_have_url(re.compile(r"serving=1"))
         expect(rows).to_have_count(6)
+        expect(page.locator("#run-count")).to_have_text("6 runs")
         page.locator(".runs-table .row[data-run]", has_text="serve fraud-api@prod").first.locator("a").first.click()
         link = page.locator("#deployment-link")
         expect(link).to_contain_text("fraud-api (prod)")

@@ -58,22 +58,29 @@ export function Runs({ project, query }: { project: string; query: URLSearchPara
   const range = useRef<[number, number]>([0, 40]);
   useEffect(() => setDraft(filter), [filter]);
 
+  const totalFor = useRef<string | null>(null); // the kind of runs `total` counts
   useEffect(() => {
+    totalFor.current = null;
     setTotal(undefined);
     get<{ projects: Project[] }>("projects").then(
-      (d) => setTotal(d.projects.find((p) => p.name === project)?.runs ?? 0),
+      (d) => {
+        const p = d.projects.find((x) => x.name === project);
+        totalFor.current = kind;
+        setTotal(p ? p.runs - (kind === "all" ? 0 : p.serving_runs ?? 0) : 0); // the runs of the kind shown
+      },
       () => setTotal(null),
     );
-  }, [project]);
+  }, [project, kind]);
 
   const orderBy = group ? `${group},${sort}` : sort;
   const pages = useMemo(
-    () => new RunPages({ project, filter, orderBy, kind }, total ?? null, () => setTick((t) => t + 1)),
+    () => new RunPages({ project, filter, orderBy, kind }, totalFor.current === kind ? total ?? null : null,
+      () => setTick((t) => t + 1)),
     [project, filter, orderBy, kind],
   );
   useEffect(() => {
     // the project's run count sizes the scrollbar of an unfiltered table before the last page is read
-    if (total !== undefined && total !== null && !filter.trim() && kind === "all" && pages.exact === null && pages.lastFull) {
+    if (total !== undefined && total !== null && totalFor.current === kind && !filter.trim() && pages.exact === null && pages.lastFull) {
       pages.exact = Math.max(total, pages.loadedEnd);
       setTick((t) => t + 1);
     }

@@ -24,8 +24,7 @@ export class RunPages {
   private ctrl = new AbortController();
 
   constructor(public query: Query, knownTotal: number | null, private changed: () => void) {
-    // the project's count includes its serving replicas: it sizes only a table that shows them too
-    this.exact = query.filter.trim() || query.kind === "training" ? null : knownTotal;
+    this.exact = query.filter.trim() ? null : knownTotal; // the count of the kind of runs asked for
   }
 
   get count(): number {
