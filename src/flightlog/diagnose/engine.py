@@ -19,6 +19,7 @@ from flightlog.diagnose.baseline import baseline_findings
 from flightlog.diagnose.behaviour import analyze_behaviour
 from flightlog.diagnose.compare import compare_evidence
 from flightlog.diagnose.datachecks import analyze_data, removed_columns
+from flightlog.diagnose.distributed import analyze_distributed, culprit_first
 from flightlog.diagnose.evidence import RunEvidence, Thresholds
 from flightlog.diagnose.failures import FailureFacts, analyze_failure, missing_keys
 from flightlog.diagnose.findings import Finding, merge_findings
@@ -31,6 +32,7 @@ from flightlog.diagnose.runbook import load_runbook, match_runbook
 from flightlog.diagnose.selection import BaselineChoice, baseline_for, choice_fields
 from flightlog.diagnose.settings import thresholds_for
 from flightlog.diagnose.signals import Signal
+from flightlog.diagnose.stragglers import analyze_stragglers
 from flightlog.diagnose.taxonomy import FAILURE_CATEGORIES
 from flightlog.errors import InvalidInput
 from flightlog.models import SERVING_KIND, RunInfo
@@ -112,6 +114,11 @@ def _schema(ctx: Context) -> list[Finding]:
     return [Finding("data_error", "", [signal], kind="data")]
 
 
+def _distributed(ctx: Context) -> list[Finding]:
+    """Ranks of a distributed run (the culprit and its victims), and hangs (docs/distributed.md)."""
+    return analyze_distributed(ctx.run) + analyze_stragglers(ctx.run)
+
+
 def _from_baseline(ctx: Context) -> list[Finding]:
     if ctx.comparison is None:
         return []
@@ -131,6 +138,7 @@ ANALYZERS: tuple[Callable[[Context], list[Finding]], ...] = (
     _data,
     _schema,
     _regression,
+    _distributed,
     _from_baseline,
 )
 
@@ -173,7 +181,7 @@ def diagnose_run(
     built_in = SERVICE_ANALYZERS if service else ANALYZERS
     for analyzer in (*built_in, *features().diagnosis_analyzers()):  # the built-in ones, then the features'
         ctx.findings.extend(analyzer(ctx))
-    findings = _own_findings_first(_divergence_first(_secondary(info, merge_findings(ctx.findings))))
+    findings = _own_findings_first(_divergence_first(_secondary(info, merge_findings(culprit_first(ctx.findings)))))
     kind = _kind(info, findings)
     runbook = _runbook(client, ctx, findings, cwd)
     return {
@@ -238,6 +246,9 @@ _OWN = frozenset(
         "queue_wait",
         "data_loader_bottleneck",
         "memory_leak",
+        "hang",
+        "collective_mismatch",
+        "straggler",
     }
 )
 

@@ -117,6 +117,8 @@ def _has_advice(rs: dict[str, Any]) -> bool:
 def _finding(out: Console, index: int, f: dict[str, Any], *, full: bool) -> None:
     out.print(f"\n{index}. [bold]{f['category']}[/] {_bar(f['confidence'])} [dim]{TITLE.get(f['category'], '')}[/]")
     out.print(f"   {escape(f['summary'])}")
+    if full:
+        _ranks(out, f)
     evidence = f["evidence"] if full else f["evidence"][:2]
     for e in evidence:
         detail = escape(str(e["detail"]).replace("\n", " ⏎ "))
@@ -125,6 +127,28 @@ def _finding(out: Console, index: int, f: dict[str, Any], *, full: bool) -> None
         out.print("   [bold]next[/]")
         for step in f["next_steps"][:4]:
             out.print(f"   → {escape(step)}")
+
+
+def _ranks(out: Console, f: dict[str, Any]) -> None:
+    """A distributed finding's culprit first, its victims folded under it (docs/distributed.md)."""
+    culprit = f.get("culprit")
+    if isinstance(culprit, dict) and culprit.get("rank") is not None:
+        where = culprit.get("where") or {}
+        coll = culprit.get("collective") or {}
+        text = f"rank {culprit['rank']}" + (f" on {culprit['host']}" if culprit.get("host") else "")
+        if where:
+            text += f", in {where.get('function')} at {where.get('file')}:{where.get('line')}"
+        if coll:
+            text += (
+                f", never in {coll.get('op')} #{coll.get('seq')}"
+                if f.get("category") == "hang"
+                else f", {coll.get('op')} #{coll.get('seq')}"
+            )
+        out.print(f"   [bold]culprit[/] {escape(text)}")
+    for v in f.get("victims") or []:
+        waited = f" waited {format_duration(float(v['waited_s']))}" if v.get("waited_s") is not None else ""
+        error = f": {v['error']}" if v.get("error") else ""
+        out.print(f"   [dim]victim[/]  rank {v['rank']}{escape(waited + error)}")
 
 
 def render_comparison(cmp: dict[str, Any], out: Console) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 
 from flightlog.mlflow_server.errors import MlflowError, already_exists, invalid, not_found
 from flightlog.mlflow_server.migrations import MIGRATIONS
+from flightlog.names import check_name_text
 from flightlog.store.features import ensure_tables
 from flightlog.store.sqlite.connection import Database
 
@@ -81,8 +82,7 @@ def check_name(name: str) -> str:
         raise invalid("Invalid experiment name: it must not be empty.")
     if len(name) > MAX_NAME:
         raise invalid(f"Experiment name is {len(name)} characters long; at most {MAX_NAME} are accepted.")
-    if any(ord(c) < 0x20 for c in name):
-        raise invalid(f"Invalid experiment name {name[:80]!r}: it contains a control character.")
+    check_name_text(name, "experiment name")  # control characters, DEL, bidi controls (flightlog.names)
     return name
 
 

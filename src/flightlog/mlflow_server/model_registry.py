@@ -50,6 +50,7 @@ from flightlog.mlflow_server.logged_models import (
     parse_filter,
 )
 from flightlog.models import RunInfo
+from flightlog.names import check_name_text
 from flightlog.registry.api import request_registry
 from flightlog.registry.refs import check_name
 from flightlog.registry.service import LocalRegistry
@@ -176,6 +177,7 @@ def _pairs(call: Call, name: str = "tags") -> dict[str, str]:
     for item in call.items(name, limit=1000):
         if not isinstance(item, dict) or not isinstance(item.get("key"), str) or not item["key"]:
             raise invalid(f"Each entry of '{name}' needs a 'key' (text) and a 'value'.")
+        check_name_text(item["key"], f"{name[:-1]} key")
         out[item["key"]] = "" if item.get("value") is None else str(item["value"])
     return out
 

@@ -18,6 +18,7 @@ from starlette.responses import Response
 from flightlog.client import Client
 from flightlog.config import Settings
 from flightlog.errors import InvalidInput, NotFound
+from flightlog.names import check_name_text
 from flightlog.registry.service import LocalRegistry
 from flightlog.registry.stores import sql_store_of
 from flightlog.server.context import Ctx, forbid_other_project
@@ -189,7 +190,32 @@ async def get_diagnosis(ctx: Ctx) -> Response:
     return json_response(report)
 
 
+async def get_serving_key(ctx: Ctx) -> Response:
+    """The project's serving key (serving/privacy.py): what a replica keys its hashes with. A
+    writer's only (a replica writes): a reader holding a record must not be able to test guesses
+    against its hashes. Made on first use, kept in the store, never in any reader's answer."""
+    project = ctx.query.text("project", max_len=200)
+    if not project:
+        raise InvalidInput("give the project whose serving key this is: ?project=NAME")
+    check_name_text(project, "project name")
+    ctx.principal.check_project(project)
+    key = await ctx.call(ctx.store.shared_secret, f"serving:{project}")
+    return json_response({"project": project, "key": key.hex()}, headers={"Cache-Control": "no-store"})
+
+
 OPERATIONS: list[Operation] = [
+    Operation(
+        "GET",
+        "/serving/key",
+        get_serving_key,
+        "writer",
+        "The project's serving key: the HMAC key a replica's hashes use (writers only)",
+        "serving",
+        params=(
+            Param("project", "query", {"type": "string", "maxLength": 200}, "The replica's project.", required=True),
+        ),
+        responses={"200": ok("The key", _OBJ)},
+    ),
     Operation(
         "GET",
         "/serving/{endpoint}/aggregates",

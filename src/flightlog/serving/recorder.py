@@ -35,16 +35,16 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from flightlog.serving.clock import Clock, WallClock
-from flightlog.serving.fields import digest, jsonable_output, split_inputs
 from flightlog.serving.histogram import LatencyHistogram
 from flightlog.serving.outputfields import split_output
 from flightlog.serving.outputs import OutputDistribution
+from flightlog.serving.privacy import Scrubber
 from flightlog.serving.sampling import AdaptiveSampler
 
 if TYPE_CHECKING:
     from flightlog.sdk.run import Run
 
-__all__ = ["AGGREGATE", "PREDICTION", "LABEL", "Recorder", "Entry"]
+__all__ = ["AGGREGATE", "PREDICTION", "LABEL", "Recorder", "Entry", "Truncated"]
 
 AGGREGATE = "serving.aggregate"
 PREDICTION = "serving.prediction"
@@ -66,6 +66,13 @@ Entry = tuple[
 
 MAX_ERROR_TYPES = 20  # distinct exception types counted per version and minute; more are "other"
 MAX_MESSAGE_CHARS = 500  # an exception's message as a record keeps it (redacted), at most
+ANSWERED = 100_000  # request ids a replica remembers answering (about 12 MB at most)
+
+
+class Truncated(int):
+    """A sampled body too large to keep (the middleware kept a bounded prefix): its size in bytes.
+    Recorded as ``input_bytes`` / ``output_bytes``, never parsed or counted as an output."""
+
 
 _GRACE_S = 1.0  # a minute is written this long after it ends (a request ending at :59.9 is in the buffer by then)
 _KEEP_MINUTES = 10  # written minutes remembered, for totals should a late request arrive
@@ -115,7 +122,7 @@ class Recorder:
         self,
         run: Run,
         *,
-        allow: frozenset[str],
+        scrub: Scrubber,
         limit: int = 100_000,
         interval: float = 1.0,
         heartbeat: float = 10.0,
@@ -126,11 +133,15 @@ class Recorder:
         outputs: frozenset[str] | None = None,
     ) -> None:
         self.run = run
-        self.allow = allow
+        self.scrub = scrub
         self.outputs = outputs  # the output's allow-list (outputfields.py); None: the answer whole
         self.label_field = label_field
         self.buffer: deque[Entry] = deque()
         self.limit = limit
+        # the ids this replica answered, the newest ANSWERED of them: a caller's id already in it
+        # is not taken again (replica.request_id), a label for an id not in it is checked further
+        self.answered: set[str] = set()
+        self._answered_order: deque[str] = deque()
         self.dropped = 0
         self.interval = interval
         self.heartbeat_s = heartbeat
@@ -186,11 +197,17 @@ class Recorder:
 
     # ── the work ───────────────────────────────────────────────────────────
     def _drain(self) -> int:
-        buffer, wall_of, allow = self.buffer, self.clock.wall, self.allow
+        buffer, wall_of = self.buffer, self.clock.wall
         popleft = buffer.popleft
-        count = len(buffer)
-        for _ in range(count):  # what is there now; what arrives meanwhile waits for the next round
-            end, latency, status, version, rid, output, inputs, parse, exc = popleft()
+        count = 0
+        for _ in range(len(buffer)):  # what is there now; what arrives meanwhile waits for the next round
+            try:
+                end, latency, status, version, rid, output, inputs, parse, exc = popleft()
+            except IndexError:  # emptied meanwhile by its owner (buffer.clear()): nothing more to drain
+                break
+            count += 1
+            if rid is not None:
+                self._remember(rid)
             wall = wall_of(end)
             key = (version, int(wall // 60))
             agg = self._open.get(key)
@@ -210,17 +227,35 @@ class Recorder:
             if not served:  # privacy: a refused or failed request keeps no body, its status and error type only
                 if sampled:
                     kind, message = error if error is not None else (f"HTTP {status}", None)
-                    self._prediction(wall, rid, version, ms, status, None, None, kind, allow, message)
+                    self._prediction(wall, rid, version, ms, status, None, None, kind, message)
                 continue
             error_name: str | None = None
             if parse is not None and (sampled or output is not None):
                 inputs, output, error_name = parse(inputs if sampled else None, output)
-            output, output_hashes = split_output(output, self.outputs, digest)
-            if output is not None:
+            output_hashes: dict[str, str] = {}
+            if output is not None and not isinstance(output, Truncated):  # scrubbed before counted (privacy.py)
+                output, output_hashes = split_output(output, self.outputs, self.scrub.digest)
+                output = self.scrub.clean(output)
                 agg.outputs.add(output)
             if sampled:
-                self._prediction(wall, rid, version, ms, status, inputs, output, error_name, allow, None, output_hashes)
+                self._prediction(wall, rid, version, ms, status, inputs, output, error_name, None, output_hashes)
         return count
+
+    def _remember(self, rid: str) -> None:
+        answered, order = self.answered, self._answered_order
+        answered.add(rid)  # a caller's id is in it already (added on the request path): a set ignores that
+        order.append(rid)
+        while len(order) > ANSWERED:
+            answered.discard(order.popleft())
+
+    def has_answered(self, rid: str) -> bool:
+        """Whether this replica answered ``rid`` (among its newest :data:`ANSWERED` requests),
+        the requests still in the buffer included."""
+        if rid in self.answered:
+            return True
+        with self._lock:
+            self._drain()
+        return rid in self.answered
 
     def _prediction(
         self,
@@ -232,11 +267,15 @@ class Recorder:
         inputs: Any,
         output: Any,
         error: str | None,
-        allow: frozenset[str],
         message: str | None = None,
         output_hashes: dict[str, str] | None = None,
     ) -> None:
-        kept, hashed = split_inputs(inputs, allow)
+        sizes: dict[str, int] = {}
+        if isinstance(inputs, Truncated):
+            sizes["input_bytes"], inputs = int(inputs), None
+        if isinstance(output, Truncated):
+            sizes["output_bytes"], output = int(output), None
+        kept, hashed = self.scrub.split_inputs(inputs)
         fields: dict[str, Any] = {
             "request_id": rid,
             "version": version,
@@ -244,8 +283,9 @@ class Recorder:
             "status": status,
             "inputs": kept,
             "input_hashes": hashed,
-            "output": jsonable_output(output),
+            "output": None if output is None else self.scrub.bounded(output, clean=True),
         }
+        fields.update(sizes)  # a body over the bound: its size, not its content
         if output_hashes:
             fields["output_hashes"] = output_hashes
         if error is not None:

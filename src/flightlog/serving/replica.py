@@ -14,13 +14,15 @@ cannot write the project) raises here, before the run exists: nothing is recorde
 from __future__ import annotations
 
 import atexit
-import itertools
 import os
 import random
+import re
+import secrets
 import signal
 import socket
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import flightlog
@@ -28,19 +30,26 @@ from flightlog.client import Client
 from flightlog.config import Settings
 from flightlog.errors import InvalidInput, NotFound, StoreUnavailable
 from flightlog.models import KIND_TAG, SERVING_KIND
-from flightlog.redaction import redact_personal_data
+from flightlog.names import check_name_text
+from flightlog.redaction import redact_personal_data, redactor
 from flightlog.registry.refs import FORMS
 from flightlog.schema.values import is_json_value
 from flightlog.sdk.writer import warn
 from flightlog.serving.clock import Clock
 from flightlog.serving.fields import check_allow_list
 from flightlog.serving.outputfields import check_output_allow_list
-from flightlog.serving.recorder import LABEL, Recorder
+from flightlog.serving.privacy import Scrubber
+from flightlog.serving.reading import replica_runs
+from flightlog.serving.recorder import LABEL, PREDICTION, Recorder
 from flightlog.serving.sampling import DEFAULT_MIN_RECORDS, DEFAULT_RECORD_BYTES, AdaptiveSampler
 
 __all__ = ["DEFAULT_SAMPLE", "Replica", "attach", "current", "log_label"]
 
 DEFAULT_SAMPLE = 0.01  # share of requests kept as prediction records
+MAX_REQUEST_ID = 128
+#: a request id a caller may give (X-Request-ID, request_id=): a UUID, a ULID, a trace id
+_REQUEST_ID = re.compile(rf"[A-Za-z0-9._:/+=@-]{{1,{MAX_REQUEST_ID}}}")
+_ID_BATCH = 512  # fresh ids drawn from one read of random bytes
 SAMPLE_ENV = "FLIGHTLOG_SERVING_SAMPLE"
 
 _current: Replica | None = None
@@ -83,16 +92,34 @@ class Replica:
         self.buffer = recorder.buffer
         self.limit = recorder.limit
         self._sampler = recorder.sampler
-        self._ids = itertools.count(1)
-        # this replica's mark (pid and start time), after the counter: ids differ in their first
-        # characters, so a table that cuts a long cell still tells them apart ("17-3f2a6b1c2d")
-        self._suffix = f"-{os.getpid():x}{int(time.time()) & 0xFFFFFF:x}"
+        self._answered = recorder.answered
+        self._ids: Iterator[str] = iter(())
         self._closed = False
 
     # ── the request path: as cheap as a list append ────────────────────────
     def new_request_id(self) -> str:
-        """``N-REPLICA``: the request's number in this replica first, then the replica's mark."""
-        return str(next(self._ids)) + self._suffix
+        """A fresh id no caller can guess (80 random bits from the OS, as 20 hex digits): a label
+        names the prediction it is for by this id, so a guessable one (a counter) would let a
+        caller make labels join the wrong prediction (issue 31, item 10). 80 bits, 20 characters:
+        a table that cuts a long cell still tells two ids apart. Drawn from a batch of
+        random bytes read at once, so an id costs about what a counter did."""
+        try:
+            return next(self._ids)
+        except StopIteration:
+            batch = os.urandom(10 * _ID_BATCH).hex()
+            self._ids = iter([batch[i : i + 20] for i in range(0, len(batch), 20)])
+            return next(self._ids)
+
+    def request_id(self, given: Any) -> str:
+        """The id a request is recorded and answered under: the caller's ``X-Request-ID`` when it
+        is one (1 to 128 characters of letters, digits and ``. _ : / + = @ -``) that this replica
+        has not answered before; else a fresh one (:meth:`new_request_id`). A given id is never
+        taken as it is: an 8 KB id, escape codes, or the id of an earlier request (whose label
+        would then join this one) is replaced."""
+        if not isinstance(given, str) or given in self._answered or not _REQUEST_ID.fullmatch(given):
+            return self.new_request_id()
+        self._answered.add(given)
+        return given
 
     def record(
         self,
@@ -120,9 +147,34 @@ class Replica:
 
     # ── after the request ──────────────────────────────────────────────────
     def log_label(self, request_id: str, label: Any) -> None:
-        """A label (the truth, learned later) for one request; joined by request id when read."""
+        """A label (the truth, learned later) for one request; joined by request id when read.
+
+        Refused (InvalidInput) for an id this endpoint never answered: one this replica did not
+        answer and whose prediction no replica of the endpoint recorded."""
         _check_label(request_id, label)
+        if not self.recorder.has_answered(request_id) and not self._recorded_elsewhere(request_id):
+            raise InvalidInput(
+                f"log_label: endpoint {self.endpoint!r} ({self.env}) never answered a request with id "
+                f"{request_id[:130]!r}: give the id the response carried in X-Request-ID (a label is taken on "
+                "the replica that answered, or for a prediction another replica sampled)",
+                details={"request_id": request_id[:130], "endpoint": self.endpoint, "env": self.env},
+            )
         self.run.log_event(f"label {request_id}", component=LABEL, fields={"request_id": request_id, "label": label})
+
+    def _recorded_elsewhere(self, request_id: str) -> bool:
+        """Whether a replica of this endpoint recorded a sampled prediction with this id."""
+        try:
+            client = Client.for_lookups(Settings.from_env())
+        except Exception:  # noqa: BLE001 - no store to ask now: the label cannot be checked, so it is refused
+            return False
+        try:
+            for run in replica_runs(client, self.endpoint, self.run.project, self.env):
+                for event in client.logs(run, component=PREDICTION, grep=re.escape(request_id)):
+                    if (event.fields or {}).get("request_id") == request_id:
+                        return True
+            return False
+        finally:
+            client.close()
 
     def flush(self) -> None:
         """Write what is buffered now, the current minute included (tests, a deploy hook)."""
@@ -146,9 +198,10 @@ class Replica:
 
 
 def _check_label(request_id: Any, label: Any) -> None:
-    if not isinstance(request_id, str) or not request_id:
+    if not isinstance(request_id, str) or not _REQUEST_ID.fullmatch(request_id):
         raise InvalidInput(
-            f"log_label: the request id must be the non-empty text the response carried (X-Request-ID), got {request_id!r}"
+            f"log_label: the request id must be the id the response carried (X-Request-ID: 1 to {MAX_REQUEST_ID} "
+            f"letters, digits and . _ : / + = @ -), got {str(request_id)[:130]!r}"
         )
     if not is_json_value(label):
         raise InvalidInput(
@@ -205,6 +258,8 @@ def attach(
         raise InvalidInput("attach(endpoint=...): name the endpoint this process serves, such as 'fraud-api'")
     if not isinstance(env, str) or not env.strip():
         raise InvalidInput("attach(env=...): name the environment, such as 'prod' or 'staging'")
+    check_name_text(endpoint, "endpoint")  # the rule every name keeps (flightlog.names): no "fraud-api\n"
+    check_name_text(env, "environment")
     allow = check_allow_list(inputs)
     allow_out = check_output_allow_list(outputs)
     rate = _sample_rate(sample)
@@ -237,6 +292,7 @@ def attach(
         "serving.replica": f"{host}:{os.getpid()}",
     }
     run = flightlog.init(project=project, name=f"serve {endpoint}@{env}", tags=tags, console=False)
+    key, keyed_by = _serving_key(run.project)
     run.log_params(
         {
             "serving": {
@@ -254,6 +310,7 @@ def attach(
                 "inputs": sorted(allow),
                 **({"outputs": sorted(allow_out)} if allow_out is not None else {}),
                 "redact_personal": redact_personal,
+                "hashes": f"hmac-sha256, the {keyed_by}'s key",
                 "heartbeat_s": heartbeat,
                 **({"label_field": label_field} if label_field else {}),
             }
@@ -261,9 +318,10 @@ def attach(
     )
 
     sampler = AdaptiveSampler(rate, min_records=min_records, record_bytes=record_bytes)
+    scrub = Scrubber(key, redactor(run.settings.home), allow)
     recorder = Recorder(
         run,
-        allow=allow,
+        scrub=scrub,
         limit=buffer_limit,
         interval=interval,
         heartbeat=heartbeat,
@@ -284,6 +342,31 @@ def attach(
 
         logging.getLogger().addHandler(flightlog.logging_handler(run))
     return replica
+
+
+def _serving_key(project: str) -> tuple[bytes, str]:
+    """The project's serving key (privacy.py) and where it came from: the store keeps one per
+    project and gives it to writers only (a server through ``GET /api/v1/serving/key``). When
+    neither can be asked now, a key of this process: its hashes are still keyed, but do not
+    join other replicas' (said once on stderr and in the run's params)."""
+    try:
+        client = Client.for_lookups(Settings.from_env())
+        try:
+            # the registry's way to tell the two stores apart (registry/__init__.py): a server's
+            # HTTP connection, else the store's own secret table
+            http = getattr(client.store, "http", None)
+            if http is not None:
+                doc = http.json("GET", "/serving/key", params={"project": project})
+                return bytes.fromhex(str(doc["key"])), "project"
+            shared_secret = getattr(client.store, "shared_secret", None)
+            if shared_secret is None:
+                raise InvalidInput(f"the store {type(client.store).__name__} keeps no keys")
+            return bytes(shared_secret(f"serving:{project}")), "project"
+        finally:
+            client.close()
+    except Exception as exc:  # noqa: BLE001 - serving goes on; its hashes are keyed by this process
+        warn(f"cannot get project {project!r}'s serving key ({exc}); hashing with a key of this process")
+        return secrets.token_bytes(32), "process"
 
 
 def _stop_on_sigterm(replica: Replica) -> None:

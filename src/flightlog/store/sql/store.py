@@ -48,7 +48,7 @@ from flightlog.store.budget import Deadline, query_timeout_from_env
 from flightlog.store.changes import FEED_TABLES, Changes, Cursor
 from flightlog.store.sql.dialect import Dialect
 from flightlog.store.sql.ingest import apply_records
-from flightlog.store.sql.rankview import RANK_COLUMNS, rank_infos, rank_writers
+from flightlog.store.sql.rankview import RANK_COLUMNS, hung_ranks, rank_infos, rank_writers
 
 __all__ = ["SqlDatabase", "SqlStore"]
 
@@ -510,12 +510,21 @@ class SqlStore:
                 "ORDER BY attempt, rank, restart, started",
                 (run_id,),
             ).fetchall()
+            finished = run[0] in TERMINAL_STATUSES
+            stalls = (
+                conn.execute(
+                    "SELECT data FROM evidence WHERE run_id=? AND kind='stall' ORDER BY time, id", (run_id,)
+                ).fetchall()
+                if rows and not finished
+                else []
+            )
         return rank_infos(
             rows,
             run_status=run[0],
             run_attempt=run[1] or 1,
-            finished=run[0] in TERMINAL_STATUSES,
+            finished=finished,
             all_attempts=all_attempts,
+            hung=hung_ranks(json.loads(r[0]) for r in stalls),
         )
 
     # ── for the server: change feeds, scope checks, API tokens ───────────────
@@ -690,6 +699,15 @@ class SqlStore:
     def change_cursor(self) -> dict[str, int]:
         with self.db.read() as conn:
             return _cursor(conn)
+
+    def change_position(self) -> str:
+        """A text that changes whenever anything a report reads changes: how many runs there are
+        and the latest time one changed (every ingest and edit sets it), and the feed cursor (new
+        metric, log and sample rows). A reader caches what it derived from the store under it."""
+        with self.db.read() as conn:  # one connection: one snapshot
+            count, latest = conn.execute("SELECT COUNT(*), MAX(updated) FROM runs").fetchone()
+            cursor = _cursor(conn)
+        return f"{int(count)}:{float(latest or 0.0)!r}:" + ":".join(str(cursor[t]) for t in FEED_TABLES)
 
     def changes(
         self,
