@@ -3,7 +3,7 @@ other requests run in threads, each probe timed; and a real server process to me
 
 from __future__ import annotations
 
-import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -168,7 +168,10 @@ def health_under_attack(
     were answered, each timed from when it was due. A server whose event loop is held for a
     stretch then answers every probe due in that stretch late, so the share of slow probes is the
     share of time the server was unavailable (a closed loop of one probe at a time would see one
-    slow probe per stall and hide it in any quantile)."""
+    slow probe per stall and hide it in any quantile).
+
+    The probes run in a process of their own: the attackers' work in this process (sending,
+    reading answers) never delays a probe, so what is measured is the server alone."""
     attacks: list[Any] = []
     stop = threading.Event()
 
