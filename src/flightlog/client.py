@@ -40,9 +40,9 @@ __all__ = ["Client"]
 
 RunRef = str | RunInfo | Any  # a run id, a prefix, a RunInfo, or a flightlog.Run
 
-#: artifact records that stand for a directory (the SDK's ``dir``, an MLflow model's manifest
-#: ``model``) or for a deleted path: their files are the records under their path
-_DIRECTORY_KINDS = frozenset({"dir", "model", "deleted"})
+#: artifact records that stand for a directory (the SDK's ``dir``) or a deleted path, never a file
+#: of one; a manifest (an MLflow model's ``model``) is told by the files recorded under its path
+_DIRECTORY_KINDS = frozenset({"dir", "deleted"})
 
 
 def _run_id(ref: RunRef) -> str:
@@ -262,14 +262,12 @@ class Client:
         exact = latest.get(wanted)
         if exact is not None and exact.kind == "deleted":
             raise NotFound(f"artifact {wanted!r} of run {exact.run_id[:12]} was deleted")
-        if exact is not None and exact.uri and exact.kind not in _DIRECTORY_KINDS:
+        below = {p[len(wanted) + 1 :]: a for p, a in latest.items() if p.startswith(wanted + "/") and a.uri}
+        parents = {rel[:i] for rel in below for i, ch in enumerate(rel) if ch == "/"}  # nested directories' own records
+        below = {rel: a for rel, a in below.items() if rel not in parents and a.kind not in _DIRECTORY_KINDS}
+        if exact is not None and exact.uri and not below:  # a file (even one its writer called "model")
             return self.artifact_store.copy_out(exact.uri, target)
-        below = {
-            p[len(wanted) + 1 :]: a
-            for p, a in latest.items()
-            if p.startswith(wanted + "/") and a.uri and a.kind not in _DIRECTORY_KINDS
-        }
-        if below:
+        if below:  # a directory: the SDK's, or an MLflow model recorded with its manifest
             root = target.resolve()
             for rel, a in sorted(below.items()):
                 out = (root / rel).resolve()

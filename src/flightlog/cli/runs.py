@@ -9,7 +9,7 @@ import click
 
 from flightlog.cli.common import duration_text, open_client, short_time, status_text
 from flightlog.cli.output import clip, console, emit_json, esc, format_option
-from flightlog.errors import InvalidInput
+from flightlog.errors import FilterSyntaxError, InvalidInput
 from flightlog.failure import frames_for_display
 from flightlog.models import RUN_KINDS, SERVING_KIND, kind_filter
 from flightlog.notices import notice
@@ -54,7 +54,12 @@ def runs_ls(
     fmt: str,
 ) -> None:
     """List runs, newest first (serving replicas only with --kind serving or all)."""
-    runs = open_client().runs(project=project, filter=kind_filter(filter_, kind), order_by=order_by, limit=limit)
+    client = open_client()
+    try:
+        runs = client.runs(project=project, filter=kind_filter(filter_, kind), order_by=order_by, limit=limit)
+    except FilterSyntaxError:
+        client.runs(project=project, filter=filter_, limit=1)  # the error as the user wrote the filter
+        raise
     if fmt == "json":
         emit_json([r.to_dict(detail=False) for r in runs])
         return
