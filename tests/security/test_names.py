@@ -117,6 +117,6 @@ def test_serving_attach_refuses_a_bad_endpoint_before_recording(tmp_path: Any, m
     monkeypatch.setenv("FLIGHTLOG_HOME", str(tmp_path / "home"))
     for endpoint, env in (("fraud-api\n", "prod"), ("fraud-api", "prod\u202e")):
         with pytest.raises(InvalidInput) as refused:
-            serving.attach(endpoint=endpoint, env=env, model="fraud", version="1")
+            serving.attach(endpoint=endpoint, env=env, version="1")
         assert refused.value.code == "invalid_name"
     assert not (tmp_path / "home").exists()  # refused before anything was recorded

@@ -30,7 +30,7 @@ RAW = [TOKEN, "alice@example.com", "123-45-6789", "987-65-4321", "bob@example.or
 
 REPLICA = f"""
 from flightlog import serving
-serving.attach(model="fraud:1", endpoint="fraud-api", project="fraud", inputs=["customer", "amount"], sample=1.0)
+serving.attach(version="1", endpoint="fraud-api", project="fraud", inputs=["customer", "amount"], sample=1.0)
 
 @serving.track
 def predict(features):

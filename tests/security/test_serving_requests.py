@@ -130,7 +130,7 @@ def test_a_given_id_that_is_not_one_is_replaced_and_cannot_be_labeled(tmp_path: 
         import time
         from flightlog import serving
         from flightlog.errors import InvalidInput
-        replica = serving.attach(model="m:1", endpoint="ids", project="p", sample=1.0)
+        replica = serving.attach(version="1", endpoint="ids", project="p", sample=1.0)
         rid = replica.request_id({given!r})
         replica.record(time.perf_counter(), 0.001, 200, rid, {{"score": 1}}, {{"amount": 1}})  # answered
         print(rid)

@@ -57,7 +57,7 @@ async def model_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
 
 if os.environ.get("SERVING_ATTACH", "1") == "1":
     serving.attach(
-        model="fraud:3",
+        version="3",  # a model outside the registry: no model= (a reference is resolved by the registry)
         endpoint="fraud-api",
         env="prod",
         project="fraud",

@@ -17,6 +17,7 @@ from typing import Any
 
 from starlette.responses import Response
 
+from flightlog.errors import FlightlogError
 from flightlog.ids import new_run_id
 from flightlog.mlflow_server.artifacts import db_of
 from flightlog.mlflow_server.common import Call, mlflow_operations
@@ -30,7 +31,7 @@ from flightlog.mlflow_server.entities import (
     run_info,
 )
 from flightlog.mlflow_server.errors import MlflowError, invalid, not_found
-from flightlog.mlflow_server.experiments import Experiment, experiments_of
+from flightlog.mlflow_server.experiments import Experiment, experiments_of, project_of_name
 from flightlog.mlflow_server.logged_models import run_outputs
 from flightlog.mlflow_server.search import (
     EXPERIMENT_ATTRIBUTES,
@@ -127,7 +128,7 @@ def _tag_list(items: list[Any]) -> dict[str, str]:
 
 async def create_experiment(call: Call) -> Any:
     name = call.need("name", max_len=10_000)
-    call.ctx.principal.check_project(name)
+    call.ctx.principal.check_project(project_of_name(name))
     tags = _tag_list(call.items("tags"))
     exps = experiments_of(call.ctx.store)
     exp = await call.ctx.call(exps.create, name, call.text("artifact_location"), tags)
@@ -141,7 +142,7 @@ async def get_experiment(call: Call) -> Any:
 
 async def get_experiment_by_name(call: Call) -> Any:
     name = call.need("experiment_name", max_len=10_000)
-    call.ctx.principal.check_project(name)
+    call.ctx.principal.check_project(project_of_name(name))
     exps = experiments_of(call.ctx.store)
     exp = await call.ctx.call(exps.by_name, name, await _projects(call))
     if exp is None:
@@ -187,7 +188,7 @@ def _filter_experiments(found: list[Experiment], text: str | None) -> list[Exper
         elif c.ms:
             found = [e for e in found if _number_matches(int(getattr(e, c.key) * 1000), c.op, c.value)]
         elif c.kind == "column" and c.key == "name":
-            found = [e for e in found if _text_matches(e.name, c.op, c.value)]
+            found = [e for e in found if _text_matches(e.mlflow_name, c.op, c.value)]
         else:
             raise invalid(
                 f"Invalid filter string '{text}': experiments are filtered by name, creation_time, "
@@ -223,7 +224,7 @@ def _text_matches(value: str, op: str, want: object) -> bool:
 def _order_experiments(found: list[Experiment], order: str) -> list[Experiment]:
     parts = order.split()
     key, desc = parts[0].lower(), len(parts) > 1 and parts[1].lower() == "desc"
-    getters = {"name": lambda e: e.name, "experiment_id": lambda e: int(e.id), "creation_time": lambda e: e.created,
+    getters = {"name": lambda e: e.mlflow_name, "experiment_id": lambda e: int(e.id), "creation_time": lambda e: e.created,
                "last_update_time": lambda e: e.updated}  # fmt: skip
     getter = getters.get(key.removeprefix("attributes.").removeprefix("attribute."))
     if getter is None:
@@ -427,6 +428,8 @@ async def log_batch(call: Call) -> Any:
         param_map[key] = value
     _check_params(info, param_map)
     tag_map = _tag_list(tags)
+    if any(type(m) is dict and m.get("model_id") for m in metrics):
+        metrics = await call.ctx.call(_not_yet_logged, call.ctx.store, info.id, metrics)
     series = metric_series(metrics)
     parts: list[tuple[str, dict[str, Any]]] = []
     if param_map:
@@ -439,6 +442,34 @@ async def log_batch(call: Call) -> Any:
         parts.append(("metrics", {"attempt": info.attempt, "series": series}))
     await _write(call, info.id, parts)
     return {}
+
+
+def _not_yet_logged(store: Any, run_id: str, metrics: list[Any]) -> list[Any]:
+    """``metrics`` less the points a model id only links to a logged model: MLflow 3's
+    ``log_model`` sends the run's points of its step again, each with the new model's id, and an
+    MLflow server keeps one point per (key, step, timestamp, value), so the history a client
+    reads back has each point once."""
+    keys = {m.get("key") for m in metrics if type(m) is dict and m.get("model_id") and isinstance(m.get("key"), str)}
+    have: set[tuple[Any, int, int, float]] = set()
+    for key in keys:
+        try:
+            history = store.metric_history(run_id, key)
+        except FlightlogError:  # no such metric yet: every point is new
+            continue
+        for step, t, value in zip(history.steps.tolist(), history.times.tolist(), history.values.tolist(), strict=True):
+            have.add((key, int(step), round(t * 1000), value))
+
+    def logged(m: Any) -> bool:
+        if type(m) is not dict or not m.get("model_id"):
+            return False
+        try:
+            stamp, value = m["timestamp"], m["value"]
+            point = (m.get("key"), int(m.get("step") or 0), int(stamp), float(value))
+        except (KeyError, TypeError, ValueError):
+            return False  # checked, and refused with its words, by metric_series
+        return point in have
+
+    return [m for m in metrics if not logged(m)]
 
 
 async def log_inputs(call: Call) -> Any:

@@ -1,5 +1,6 @@
 """Model references: ``models:/fraud@production``, ``models:/fraud/3``, ``fraud@champion``,
-``fraud/3`` or ``fraud`` (its latest version), parsed once for every surface that takes one."""
+``fraud/3``, ``fraud:3`` or ``fraud`` (its latest version), parsed once for every surface that
+takes one (the registry resolves every form the same way: one grammar)."""
 
 from __future__ import annotations
 
@@ -9,13 +10,14 @@ from dataclasses import dataclass
 from flightlog.errors import InvalidInput
 from flightlog.names import check_name_text
 
-__all__ = ["AmbiguousModel", "ModelRef", "check_alias", "check_name", "parse_ref", "SCHEME"]
+__all__ = ["AmbiguousModel", "FORMS", "ModelRef", "check_alias", "check_name", "parse_ref", "SCHEME"]
 
 SCHEME = "models:/"
 # fullmatch, never "^…$": "$" also matches before a final newline, and "fraud\n" is not "fraud"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 _ALIAS = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,63}")
-_FORMS = "models:/NAME@ALIAS, models:/NAME/VERSION, NAME@ALIAS, NAME/VERSION or NAME (its latest version)"
+_FORMS = "models:/NAME@ALIAS, models:/NAME/VERSION, NAME@ALIAS, NAME/VERSION, NAME:VERSION or NAME (its latest version)"
+FORMS = _FORMS  # the forms, for messages elsewhere (attach() refusing a reference)
 
 
 class AmbiguousModel(InvalidInput):
@@ -73,8 +75,8 @@ def parse_ref(ref: str) -> ModelRef:
     if "@" in text:
         name, _, alias = text.partition("@")
         return ModelRef(_named(name, ref), alias=_aliased(alias, ref))
-    if "/" in text:
-        name, _, version = text.partition("/")
+    if "/" in text or ":" in text:  # NAME/VERSION, or NAME:VERSION as serving code often writes it
+        name, _, version = text.partition("/") if "/" in text else text.rpartition(":")
         if not version.isdigit() or int(version) < 1:
             raise InvalidInput(f"{ref!r}: the version must be a whole number from 1 (use {_FORMS})")
         return ModelRef(_named(name, ref), version=int(version))

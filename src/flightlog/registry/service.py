@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import getpass
 import re
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -18,6 +19,7 @@ from flightlog.models import Artifact
 from flightlog.names import check_name_text
 from flightlog.registry.events import deliver_soon
 from flightlog.registry.refs import AmbiguousModel, ModelRef, check_alias, check_name, parse_ref
+from flightlog.registry.replicas import replica_state
 from flightlog.registry.stores.sql import SqlRegistryStore
 from flightlog.registry.types import (
     AliasChange,
@@ -427,10 +429,12 @@ class LocalRegistry:
         quoted = "'" + endpoint.replace("'", "''") + "'"
         runs = self.client.runs(project=d.project, filter=f"tags.serving.endpoint = {quoted}")
         replicas = []
+        now = time.time()
         for r in runs:
-            if r.tags.get("serving.env", env) != env:
+            if r.tags.get("serving.env") != env:  # exactly the environment's: as `serving replicas --env` counts
                 continue
             version = r.tags.get("serving.version")
+            beat = r.timeline.get("heartbeat") if r.timeline else None
             replicas.append(
                 {
                     "run_id": r.id,
@@ -438,8 +442,10 @@ class LocalRegistry:
                     "host": r.host,
                     "model": r.tags.get("serving.model"),
                     "version": int(version) if str(version).isdigit() else version,
+                    "state": replica_state(r, now),  # serving | gone: the one definition (registry/replicas.py)
                     "status": "gone" if r.status == "crashed" else r.status,
                     "started": None if r.started is None else _iso(r.started),
+                    "heartbeat": None if beat is None else _iso(float(beat)),
                     "current": str(version) == str(d.version) and r.tags.get("serving.model", d.name) == d.name,
                 }
             )

@@ -61,6 +61,7 @@ def track(func: F | None = None, *, replica: Replica | None = None) -> Any:
                     exc,
                     (args, kwargs) if r.sampled() else None,
                     parse,
+                    exc,
                 )
                 raise
             end = perf_counter()
@@ -82,7 +83,7 @@ def track(func: F | None = None, *, replica: Replica | None = None) -> Any:
             out = func(*args, **kwargs)
         except BaseException as exc:
             end = perf_counter()
-            r.record(end, end - start, 500, rid, exc, (args, kwargs) if r.sampled() else None, parse)
+            r.record(end, end - start, 500, rid, exc, (args, kwargs) if r.sampled() else None, parse, exc)
             raise
         end = perf_counter()
         r.record(end, end - start, 200, rid, out, (args, kwargs) if r.sampled() else None, parse)

@@ -148,9 +148,12 @@ class ServingMiddleware:
 
         try:
             await self.app(scope, receive, send_wrapper)
-        finally:
+        except BaseException as exc:  # the server turns it into a 500; the evidence keeps its type
             end = perf_counter()
-            replica.record(end, end - start, status, rid, body_out, body_in, _parse_http if sampled else None)
+            replica.record(end, end - start, status, rid, body_out, body_in, _parse_http if sampled else None, exc)
+            raise
+        end = perf_counter()
+        replica.record(end, end - start, status, rid, body_out, body_in, _parse_http if sampled else None)
 
     @staticmethod
     def _lifespan(receive: Receive, replica: Replica) -> Receive:
