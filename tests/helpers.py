@@ -1,4 +1,4 @@
-"""Helpers for tests that run real processes (scripts, the CLI) against a FLIGHTLOG_HOME."""
+"""Helpers for tests that run scripts (real processes) and the CLI against a FLIGHTLOG_HOME."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ import sys
 import textwrap
 from pathlib import Path
 from typing import Any
+
+from tests.inprocess import run_cli
 
 
 def child_env(home: Path, **extra: str) -> dict[str, str]:
@@ -49,6 +51,21 @@ def run_script(
     return proc
 
 
+#: commands whose behaviour is the process itself (it supervises a workload, serves, watches, runs
+#: steps as its children, installs signal handlers): `cli` always starts the real `flightlog`
+REAL_PROCESS_COMMANDS = frozenset({("run",), ("server",), ("ui",), ("sweep",), ("pipeline", "run"),
+                                   ("pipeline", "resume"), ("alerts", "watch")})  # fmt: skip
+#: FLIGHTLOG_TEST_CLI=process makes every `cli` call a real process (to tell the two apart when in doubt)
+ALWAYS_A_PROCESS = os.environ.get("FLIGHTLOG_TEST_CLI") == "process"
+
+
+def needs_a_process(args: tuple[str, ...]) -> bool:
+    """Whether `flightlog ARGS` must be a real process (see REAL_PROCESS_COMMANDS)."""
+    words = tuple(a for a in args[:2] if not a.startswith("-"))
+    following = any(a in ("-f", "--follow") for a in args)
+    return ALWAYS_A_PROCESS or following or words[:1] in REAL_PROCESS_COMMANDS or words in REAL_PROCESS_COMMANDS
+
+
 def cli(
     home: Path,
     *args: str,
@@ -56,18 +73,31 @@ def cli(
     env: dict[str, str] | None = None,
     timeout: float = 60,
     input: str | None = None,
+    process: bool | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """Run the real `flightlog` command."""
-    exe = Path(sys.executable).with_name("flightlog")
-    proc = subprocess.run(
-        [str(exe), *args],
-        env=env or child_env(home),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=home.parent,
-        input=input,
-    )
+    """`flightlog ARGS` against ``home``, as a user runs it: the same environment, working
+    directory, stdin, stdout, stderr and exit status as the real command.
+
+    Argument, format and error behaviour runs in this process (``tests/inprocess.py``: the same
+    ``main`` the script calls, without the cost of a new interpreter); the commands of
+    REAL_PROCESS_COMMANDS, ``--follow``, and a call with ``process=True`` start the real
+    `flightlog` (``timeout`` applies to those; pytest's timeout covers the others)."""
+    env = env or child_env(home)
+    if process is None:
+        process = needs_a_process(args)
+    if process:
+        exe = Path(sys.executable).with_name("flightlog")
+        proc = subprocess.run(
+            [str(exe), *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd=home.parent,
+            input=input,
+        )
+    else:
+        proc = run_cli(args, env=env, cwd=home.parent, input=input)
     if check and proc.returncode != 0:
         raise AssertionError(f"flightlog {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
     return proc
