@@ -60,6 +60,34 @@ def on_postgres(path: Path) -> bool:
     return len(parts) > 1 and (parts[0] in POSTGRES_SUITES or parts[:2] in POSTGRES_FILES)
 
 
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def peer_python(target: str, venv: str) -> Path:
+    """The interpreter of a peer's environment (MLflow's), which `make TARGET` builds; `make test`
+    builds every one before the suite starts (beside lint), so no test waits on a pip install.
+    A missing or stale one fails the test that needs it, saying what to run (never a skip)."""
+    question = subprocess.run(["make", "-q", target], cwd=ROOT, capture_output=True, text=True)
+    if question.returncode != 0:
+        pytest.fail(
+            f"{venv} is missing or out of date: run `make {target}` (or `make peers`; `make test` builds it)",
+            pytrace=False,
+        )
+    return ROOT / venv / "bin" / "python"
+
+
+@pytest.fixture(scope="session")
+def mlflow_python() -> Path:
+    """The pinned MLflow 3 client and server (.bench-venv, `make bench-venv`)."""
+    return peer_python("bench-venv", ".bench-venv")
+
+
+@pytest.fixture(scope="session")
+def mlflow2_python() -> Path:
+    """The last MLflow 2.x client, skinny (.mlflow2-venv, `make mlflow2-venv`)."""
+    return peer_python("mlflow2-venv", ".mlflow2-venv")
+
+
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[Any]:
     """One PostgreSQL server per test session (per xdist worker), from the system's binaries,

@@ -7,10 +7,15 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, TypeVar
 
 from tests.inprocess import run_cli
+
+T = TypeVar("T")
 
 
 def child_env(home: Path, **extra: str) -> dict[str, str]:
@@ -106,3 +111,51 @@ def cli(
 def cli_json(home: Path, *args: str, **kw: Any) -> Any:
     proc = cli(home, *args, "--format", "json", **kw)
     return json.loads(proc.stdout)
+
+
+def wait_for(check: Callable[[], T | None], what: str, timeout: float = 30.0, every: float = 0.02) -> T:
+    """``check()``'s first truthy value: the test goes on at the component's own signal (a row
+    written, a line printed, a counter moved), never after a guessed sleep. ``timeout`` only
+    bounds a wait for something that never comes (then AssertionError, naming ``what``); it is
+    not a claim about speed, so make it generous."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what} (last: {value!r})")
+        time.sleep(every)
+
+
+class Lines:
+    """A child's text stream read line by line in a thread, so a test can wait on a line while
+    the child runs and still have the whole text at the end (``text``)."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self.lines: list[str] = []
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._read, args=(stream,), daemon=True)
+        self._thread.start()
+
+    def _read(self, stream: IO[str]) -> None:
+        with stream:  # closed at its end: the child is gone
+            for line in stream:
+                with self._lock:
+                    self.lines.append(line)
+
+    def wait_for(self, needle: str, timeout: float = 60.0) -> str:
+        """The first line containing ``needle``, once the child has written it."""
+
+        def found() -> str | None:
+            with self._lock:
+                return next((line for line in self.lines if needle in line), None)
+
+        return wait_for(found, f"a line with {needle!r}", timeout)
+
+    @property
+    def text(self) -> str:
+        """Everything read (after the child ended: all it wrote)."""
+        self._thread.join(timeout=60)
+        with self._lock:
+            return "".join(self.lines)
