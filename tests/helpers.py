@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
@@ -159,3 +160,25 @@ class Lines:
         self._thread.join(timeout=60)
         with self._lock:
             return "".join(self.lines)
+
+
+#: Put before a child's script: each ``time.sleep`` of its main thread is noted, and the list is
+#: printed last on stdout as ``slept: [...]`` (at exit, after flightlog's own exit hook). A test of
+#: "flightlog never makes the job wait" asserts on that list (``slept(stdout)``): what the job
+#: was made to do, counted, instead of a bound on wall time that a loaded machine breaks.
+SLEEP_LEDGER = """
+import atexit as _atexit, threading as _threading, time as _time
+_real_sleep, _slept = _time.sleep, []
+def _noted_sleep(seconds):
+    if _threading.current_thread() is _threading.main_thread():
+        _slept.append(round(seconds, 3))
+    _real_sleep(seconds)
+_time.sleep = _noted_sleep
+_atexit.register(lambda: print("slept:", _slept, flush=True))
+"""
+
+
+def slept(stdout: str) -> list[float]:
+    """The main thread's sleeps a SLEEP_LEDGER child noted, in order."""
+    line = next(line for line in reversed(stdout.splitlines()) if line.startswith("slept: "))
+    return [float(s) for s in ast.literal_eval(line.removeprefix("slept: "))]
