@@ -162,15 +162,20 @@ class Lines:
             return "".join(self.lines)
 
 
-#: Put before a child's script: each ``time.sleep`` of its main thread is noted, and the list is
-#: printed last on stdout as ``slept: [...]`` (at exit, after flightlog's own exit hook). A test of
-#: "flightlog never makes the job wait" asserts on that list (``slept(stdout)``): what the job
-#: was made to do, counted, instead of a bound on wall time that a loaded machine breaks.
+#: Put before a child's script: each ``time.sleep`` that flightlog or the script itself calls in
+#: the main thread is noted (not the standard library's own polling, e.g. ``subprocess`` waiting
+#: for git), and the list is printed last on stdout as ``slept: [...]`` (at exit, after
+#: flightlog's own exit hook). A test of "flightlog never makes the job wait" asserts on that list
+#: (``slept(stdout)``): what the job was made to do, counted, instead of a bound on wall time
+#: that a loaded machine breaks.
 SLEEP_LEDGER = """
-import atexit as _atexit, threading as _threading, time as _time
+import atexit as _atexit, sys as _sys, threading as _threading, time as _time
 _real_sleep, _slept = _time.sleep, []
 def _noted_sleep(seconds):
-    if _threading.current_thread() is _threading.main_thread():
+    caller = _sys._getframe(1).f_globals.get("__name__", "")
+    if _threading.current_thread() is _threading.main_thread() and (
+        caller == "__main__" or caller.startswith("flightlog")
+    ):
         _slept.append(round(seconds, 3))
     _real_sleep(seconds)
 _time.sleep = _noted_sleep
