@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import importlib.util
 import json
 import os
 import subprocess
@@ -13,6 +14,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any, TypeVar
+
+import pytest
 
 from tests.inprocess import run_cli
 
@@ -187,3 +190,10 @@ def slept(stdout: str) -> list[float]:
     """The main thread's sleeps a SLEEP_LEDGER child noted, in order."""
     line = next(line for line in reversed(stdout.splitlines()) if line.startswith("slept: "))
     return [float(s) for s in ast.literal_eval(line.removeprefix("slept: "))]
+
+
+def needs(module: str) -> None:
+    """Skip when ``module`` is not installed, without importing it: a framework that only the
+    test's child processes run costs this process nothing (``pytest.importorskip`` imports it)."""
+    if importlib.util.find_spec(module) is None:
+        pytest.skip(f"{module} is not installed")
