@@ -23,6 +23,8 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
+from tests.browser import build_ui, fail_without_chromium, launch
+
 # Property tests run a fixed (derandomized) example set, so a red `make test` always reproduces;
 # FLIGHTLOG_FUZZ_EXAMPLES=N (see tests/server/test_fuzz.py) switches every one to fresh random examples.
 settings.register_profile("fixed", derandomize=True, database=None)
@@ -43,6 +45,10 @@ def pytest_configure(config: pytest.Config) -> None:
         "embedded_only(reason, postgres=False): runs against the embedded store only "
         "(and PostgreSQL with postgres=True), never through a server (the reason says why)",
     )
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    fail_without_chromium(item)  # a browser test without Chromium fails, saying how to install it
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -140,6 +146,22 @@ def home(
             yield h
         return
     yield h
+
+
+@pytest.fixture(scope="session")
+def built_ui() -> Path:
+    """The web UI's built files (tests/browser.py)."""
+    return build_ui()
+
+
+@pytest.fixture(scope="package")
+def browser(built_ui: Path) -> Iterator[Any]:
+    """Headless Chromium, one per test package, closed when the package's tests are done (its
+    processes would otherwise count as children of the test process in other packages' tests).
+    A test that looks at a page takes it, with ``tests.browser.open_page``, so that it fails,
+    never skips, when Chromium is missing."""
+    with launch() as b:
+        yield b
 
 
 @pytest.fixture

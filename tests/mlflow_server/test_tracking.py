@@ -24,7 +24,9 @@ from flightlog.server.testing import RunningServer, serve_in_thread
 ROOT = Path(__file__).resolve().parents[2]
 CLIENTS = Path(__file__).with_name("clients")
 GHP = "ghp_" + "Q" * 36  # a GitHub token's shape: the redaction families know it
-pytestmark = pytest.mark.timeout(600)  # each script starts the real MLflow client: seconds alone, more on two busy cores
+pytestmark = pytest.mark.timeout(
+    600
+)  # each script starts the real MLflow client: seconds alone, more on two busy cores
 
 
 @pytest.fixture
