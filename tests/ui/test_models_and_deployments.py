@@ -17,9 +17,9 @@ import pytest
 from flightlog.client import Client
 from flightlog.server.testing import serve_in_thread
 from flightlog.serving.reading import predictions, replicas
+from tests.browser import open_page
 from tests.serving.conftest import poll
 from tests.serving.deployed import ALERT_RULES, LIVE_REQUESTS, Deployed, deploy_with_traffic
-from tests.ui.conftest import open_page
 
 
 @dataclass
