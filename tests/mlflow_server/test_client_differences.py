@@ -15,9 +15,9 @@ import pytest
 import flightlog
 from flightlog.server.testing import RunningServer
 from tests.helpers import cli_json
-from tests.mlflow_server.test_artifacts import mlflow_python, mlflow_script, server
+from tests.mlflow_server.test_artifacts import mlflow_script, server
 
-__all__ = ["mlflow_python", "server"]
+__all__ = ["server"]
 pytestmark = pytest.mark.timeout(600)
 
 _SCRIPT = """

@@ -14,10 +14,8 @@ from typing import Any
 import pytest
 
 from flightlog.server.testing import RunningServer, serve_in_thread
-from tests.mlflow_server.test_artifacts import mlflow_python
 from tests.ui.conftest import open_page
 
-__all__ = ["mlflow_python"]
 pytestmark = pytest.mark.timeout(600)
 
 _LOG = """
