@@ -121,6 +121,11 @@ def _summary(v: Verdict, live: bool) -> str:
         parts.append(f"rank {c}'s call is the odd one")
     elif v.rule == "unseen":
         parts.append(f"rank {c} left no record (no flightlog.init(), or it ended before its first records shipped)")
+    elif v.rule == "torn_down":
+        parts.append(
+            f"rank {c} was stuck: it never reached the collective the others waited in, reported no error of its own, "
+            "and its launcher stopped it (SIGTERM) once they gave up"
+        )
     elif v.rule == "exit" and v.cause is not None:
         parts.append(f"rank {c} {v.cause} first")
     elif v.cause is not None:
