@@ -9,6 +9,7 @@ import click
 
 from flightlog.cli.common import duration_text, open_client, short_time, status_text
 from flightlog.cli.output import clip, console, emit_json, esc, format_option
+from flightlog.cli.ranks import ranks_line
 from flightlog.errors import InvalidInput
 from flightlog.failure import frames_for_display
 from flightlog.notices import notice
@@ -100,16 +101,18 @@ def runs_show(run: str, fmt: str) -> None:
     artifacts = client.artifacts(info)
     context = client.context(info)
     goodput = _goodput(client, info)
+    ranks = client.ranks(info)
     if fmt == "json":
         doc = info.to_dict()
         doc["goodput"] = goodput
+        doc["ranks"] = [r.to_dict() for r in ranks]
         doc["notes"] = [n.to_dict() for n in notes]
         doc["stages"] = [s.to_dict() for s in stages]
         doc["artifacts"] = [a.to_dict() for a in artifacts]
         doc["context"] = context
         emit_json(doc)
         return
-    _print_run(info, notes, stages, artifacts, context, goodput)
+    _print_run(info, notes, stages, artifacts, context, goodput, ranks)
 
 
 def _goodput(client: Any, info: Any) -> dict[str, Any] | None:
@@ -132,6 +135,7 @@ def _print_run(
     artifacts: list[Any],
     context: dict[str, Any],
     goodput: dict[str, Any] | None = None,
+    ranks: list[Any] | None = None,
 ) -> None:
     from rich.table import Table
 
@@ -157,6 +161,8 @@ def _print_run(
         ("signal", "-" if info.signal is None else str(info.signal)),
         ("host", f"{info.host or '-'} (pid {info.pid})"),
     ]
+    if ranks:  # a distributed run: its ranks at a glance, the table one command away
+        facts.append(("ranks", f"{ranks_line(ranks)} (flightlog ranks {info.id[:12]})"))
     git = context.get("git") or {}
     if git:
         facts.append(("commit", f"{str(git.get('commit') or '')[:12]}{' (dirty)' if git.get('dirty') else ''}"))
