@@ -246,6 +246,20 @@ def test_metrics_logs_and_resources_per_rank(home: Path) -> None:
     assert [e.message for e in client.logs(RUN, rank=1)] == ["hello 1"]
     assert [s["cpu_percent"] for s in client.resources(RUN, rank=1)] == [90.0]
     assert len(client.resources(RUN)) == 2
+    # each rank's own stages (the UI's lane per rank): its spans and totals, never the others'
+    hist = [0] * 4
+    for rank, took in ((r0, 0.1), (r1, 0.5)):
+        ingest(
+            rank.rec("spans", T0 + 3, spans=[["data_loading", T0 + 2, T0 + 2 + took, 1, True, None]]),
+            rank.rec("stage_stats", T0 + 3, stats={"data_loading": {"count": 1, "total": took, "min": took,
+                                                                     "max": took, "hist": hist, "first_start": T0 + 2,
+                                                                     "last_end": T0 + 2 + took}}),
+        )  # fmt: skip
+    [both] = client.stages(RUN)
+    assert both.count == 2 and len(both.spans) == 2
+    [mine] = client.stages(RUN, rank=1)
+    assert (mine.count, mine.total, [s.duration for s in mine.spans]) == (1, pytest.approx(0.5), [pytest.approx(0.5)])
+    assert client.stages(RUN, rank=7) == []
 
 
 def test_a_run_of_one_process_has_no_ranks(home: Path) -> None:
