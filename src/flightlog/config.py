@@ -179,7 +179,12 @@ VARIABLES: tuple[Variable, ...] = (
     Variable(
         "FLIGHTLOG_SERVING_SAMPLE",
         "0.01",
-        "Share of a serving replica's requests kept as sampled prediction records (`flightlog.serving.attach(sample=...)` overrides it; docs/models.md).",
+        "Share of a serving replica's requests kept as sampled prediction records, at least (`flightlog.serving.attach(sample=...)` overrides it; the share rises while a ten-minute window holds fewer than `min_records` records; docs/models.md).",
+    ),
+    Variable(
+        "FLIGHTLOG_MODEL_CACHE",
+        "",
+        "Where `flightlog.models.load` keeps downloaded model versions, one folder per digest (default `$XDG_CACHE_HOME/flightlog/models`, else `~/.cache/flightlog/models`; docs/models.md).",
     ),
     Variable(
         "FLIGHTLOG_REGISTRY_NOTIFY",

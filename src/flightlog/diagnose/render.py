@@ -35,7 +35,10 @@ def render_diagnosis(report: dict[str, Any], out: Console) -> None:
         f"[bold]diagnosis of run {escape(report['run'])}[/]  status [bold]{escape(status)}[/]  kind [bold]{report['kind']}[/]"
     )
     base = report.get("baseline")
-    if base:
+    serving = report.get("serving")
+    if serving:  # a model server's replica: diagnosed as serving, with its deployment a command away
+        _serving(serving, out)
+    elif base:
         how = base.get("reason") or "given with --baseline"
         out.print(f"[dim]baseline {escape(base['baseline'])} ({escape(how)})[/]")
     else:
@@ -82,6 +85,27 @@ def render_diagnosis(report: dict[str, Any], out: Console) -> None:
     elif rs:  # nothing to recommend: one line that says why, not a section of "no recommendation" lines
         why = (rs.get("evidence") or {}).get("reason") or "no resource samples to go on"
         out.print(f"\n[dim]rightsizing: nothing to recommend ({escape(why)})[/]")
+
+
+def _serving(section: dict[str, Any], out: Console) -> None:
+    """A replica's own traffic and its deployment's diagnosis (the serving feature's ``serving`` section)."""
+    model = f"{section.get('model')} " if section.get("model") else ""
+    out.print(
+        f"serving replica {escape(str(section.get('replica')))} of [bold]{escape(str(section.get('endpoint')))}[/] "
+        f"({escape(str(section.get('env')))}), {escape(model)}v{escape(str(section.get('version')))}"
+    )
+    for t in section.get("traffic") or []:
+        rates = f"5xx {t['error_rate']:.1%}, 4xx {t['client_error_rate']:.1%}" if t.get("requests") else "no requests"
+        p50, p99 = t.get("p50_ms"), t.get("p99_ms")
+        lat = f", p50 {p50:.1f} ms, p99 {p99:.1f} ms" if p50 is not None and p99 is not None else ""
+        out.print(f"  [dim]v{escape(str(t['version']))}: {t['requests']} requests, {rates}{lat}[/]")
+    brief = section.get("diagnosis") or {}
+    if brief.get("headline"):
+        out.print(f"  deployment: {escape(brief['headline'])}")
+    elif brief.get("error"):
+        out.print(f"  [dim]deployment diagnosis: {escape(brief['error'])}[/]")
+    for what, command in (section.get("commands") or {}).items():
+        out.print(f"  [dim]{what}: {escape(command)}[/]")
 
 
 def _has_advice(rs: dict[str, Any]) -> bool:

@@ -22,7 +22,7 @@ import sys
 import threading
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 from flightlog.config import RankIdentity, Settings, rank_from_env, rank_identity
 from flightlog.errors import Conflict, FlightlogError, InvalidInput, NotFound, StoreUnavailable
@@ -569,6 +569,7 @@ def _install_hooks() -> None:
 
     sys.excepthook = excepthook
     threading.excepthook = thread_excepthook
+    _wrap_sys_exit()
     atexit.register(_at_exit)
     if threading.current_thread() is threading.main_thread():
         try:
@@ -609,6 +610,48 @@ def _uncaught() -> BaseException | None:
     return exc
 
 
+#: the status the main thread asked ``sys.exit`` for (None: it did not), read by the exit hook
+_exit_request: list[Any] = []
+
+
+def _wrap_sys_exit() -> None:
+    """``sys.exit(2)`` (argparse's usage error, click, ``sys.exit(main())``) ends the process
+    without an exception hook, and an exit hook cannot see the status: without this, a script
+    that exited 2 was recorded as succeeded. The wrapper notes the status the main thread asked
+    for, then exits exactly as before. A ``raise SystemExit(n)`` written by hand (or the
+    ``exit()`` builtin) does not go through ``sys.exit`` and is not seen: ``flightlog run``
+    sees every exit status. A program that catches the ``SystemExit`` of its own ``sys.exit(n)``
+    and goes on is still recorded with that status."""
+    original = sys.exit
+    if getattr(original, "__flightlog_wrapped__", False):
+        return
+
+    def exit(status: Any = None) -> NoReturn:  # noqa: A001 - it is sys.exit
+        if threading.current_thread() is threading.main_thread():
+            _exit_request[:] = [status]
+        original(status)
+        raise SystemExit(status)  # pragma: no cover - the original always raises
+
+    exit.__flightlog_wrapped__ = True  # type: ignore[attr-defined]
+    exit.__doc__ = original.__doc__
+    exit.__wrapped__ = original  # type: ignore[attr-defined]
+    sys.exit = exit
+
+
+def _requested_exit() -> tuple[int, dict[str, Any] | None] | None:
+    """``(exit code, failure)`` of a ``sys.exit`` with a failing status, else None."""
+    if not _exit_request:
+        return None
+    status = _exit_request[0]
+    if status is None or status == 0 or status is False:
+        return None
+    if isinstance(status, int) and not isinstance(status, bool):
+        code = status & 0xFF  # what the operating system keeps of it: sys.exit(256) exits 0
+        return (code, None) if code else None
+    # any other object: Python prints it to stderr and exits 1
+    return 1, {"exception": "SystemExit", "message": str(status)[:4000]}
+
+
 _exiting = False  # the interpreter is ending: the exit hook is finishing the runs
 
 
@@ -617,10 +660,14 @@ def _at_exit() -> None:
     global _exiting
     _exiting = True
     uncaught = _uncaught()
+    requested = _requested_exit() if uncaught is None else None
     for run in _snapshot():
         try:
             if uncaught is not None:
                 run.fail(uncaught)
+            elif requested is not None:
+                code, failure = requested
+                run.finish("failed", end_reason="exit", exit_code=code, failure=failure)
             else:
                 run.finish()
         except Exception as exc:

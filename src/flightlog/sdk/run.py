@@ -382,7 +382,13 @@ class Run:
         """
         if role not in ("input", "output"):
             raise InvalidInput(f"artifact role {role!r} is not valid: use 'input' or 'output'")
-        source = Path(path).resolve()
+        try:
+            source = Path(path).resolve()
+        except (RuntimeError, OSError) as exc:  # pathlib's "Symlink loop" (RuntimeError; OSError ELOOP on 3.13)
+            raise ValueError(
+                f"log_artifact: {path} is a loop of symbolic links (following it comes back to it: {exc}); "
+                "point it at a real file or directory"
+            ) from None
         if not source.exists():
             raise FileNotFoundError(f"log_artifact: {path} does not exist")
         if not (source.is_file() or source.is_dir()):

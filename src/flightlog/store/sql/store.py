@@ -26,6 +26,8 @@ from typing import Any, Protocol
 
 from flightlog.errors import AmbiguousId, InvalidInput, NotFound
 from flightlog.models import (
+    KIND_TAG,
+    SERVING_KIND,
     TERMINAL_STATUSES,
     Artifact,
     LogEvent,
@@ -272,8 +274,24 @@ class SqlStore:
                 f"SUM(CASE WHEN status IN {sql_list(FAILED_STATUSES)} THEN 1 ELSE 0 END) "
                 f"FROM runs GROUP BY project ORDER BY project{self.dialect.collate}"
             ).fetchall()
+            # the serving replicas among them (models.KIND_TAG): the runs table counts them apart
+            serving = dict(
+                conn.execute(
+                    "SELECT r.project, COUNT(*) FROM tags t JOIN runs r ON r.id = t.run_id "
+                    "WHERE t.key = ? AND t.value = ? GROUP BY r.project",
+                    (KIND_TAG, SERVING_KIND),
+                ).fetchall()
+            )
         return [
-            {"name": r[0], "runs": r[1], "last_created": r[2], "running": int(r[3]), "failed": int(r[4])} for r in rows
+            {
+                "name": r[0],
+                "runs": r[1],
+                "serving_runs": int(serving.get(r[0], 0)),
+                "last_created": r[2],
+                "running": int(r[3]),
+                "failed": int(r[4]),
+            }
+            for r in rows
         ]
 
     def run_sizes(self) -> list[tuple[str, float, int]]:
@@ -689,6 +707,15 @@ class SqlStore:
     def change_cursor(self) -> dict[str, int]:
         with self.db.read() as conn:
             return _cursor(conn)
+
+    def change_position(self) -> str:
+        """A text that changes whenever anything a report reads changes: how many runs there are
+        and the latest time one changed (every ingest and edit sets it), and the feed cursor (new
+        metric, log and sample rows). A reader caches what it derived from the store under it."""
+        with self.db.read() as conn:  # one connection: one snapshot
+            count, latest = conn.execute("SELECT COUNT(*), MAX(updated) FROM runs").fetchone()
+            cursor = _cursor(conn)
+        return f"{int(count)}:{float(latest or 0.0)!r}:" + ":".join(str(cursor[t]) for t in FEED_TABLES)
 
     def changes(
         self,
