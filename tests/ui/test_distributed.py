@@ -73,6 +73,7 @@ def test_the_overview_names_the_culprit_first_with_its_victims_folded_and_the_ra
     expect(table.locator('tr[data-rank="1"]')).to_contain_text("culprit")
     expect(table.locator('tr[data-rank="1"] td').nth(4)).to_have_text("2")  # its last step
     shot(page, "distributed-run-overview")
+    _shoot_between(page, "#diagnosis", "#ranks", "distributed-run")  # docs/images/distributed-run.png
     table.locator('tr[data-rank="1"]').get_by_role("link", name="logs").click()
     expect(page).to_have_url(re.compile(r"/logs\?rank=1$"))
     expect(page.locator("select[name=rank]")).to_have_value("1")
@@ -92,3 +93,16 @@ def test_the_logs_of_one_rank(page: Any, distributed: str, server: Any) -> None:
     assert shown and set(shown) == {"r0"}, shown
     api = httpx.get(f"{server.url}/api/v1/runs/{distributed}/logs", params={"rank": 0, "limit": 1000}).json()
     assert len(api["events"]) == rows.count()
+
+
+def _shoot_between(page: Any, first: str, last: str, name: str) -> None:
+    """A screenshot from the top of ``first`` to the bottom of ``last`` (test-artifacts/ui/NAME.png)."""
+    from tests.ui.conftest import ARTIFACTS
+
+    top, bottom = page.locator(first).bounding_box(), page.locator(last).bounding_box()
+    assert top is not None and bottom is not None
+    scroll = page.evaluate("window.scrollY")
+    clip = {"x": 0, "y": top["y"] + scroll - 8, "width": page.viewport_size["width"],
+            "height": bottom["y"] + bottom["height"] - top["y"] + 16}  # fmt: skip
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), clip=clip, full_page=True)

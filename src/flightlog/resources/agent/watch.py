@@ -399,8 +399,8 @@ def _tag(ident: dict[str, Any]) -> str:
 
 def _reason(stalled: float, limit: float, usual: float | None, timeout: float | None = None) -> str:
     base = f"no progress for {stalled:.0f} s (threshold {limit:.3g} s"
-    if timeout is not None and limit <= timeout / 2 + 1e-9:
-        base += f": at most half the process group's {timeout:.3g} s timeout"
+    if timeout is not None and abs(limit - timeout / 2) < 1e-6:
+        base += f": half the process group's {timeout:.3g} s timeout"
     if usual is not None:
         base += f"; usually {usual:.2g} s between steps"
     return base + ")"
@@ -414,8 +414,8 @@ def stalled_text(data: dict[str, Any]) -> str:
         limit = float(data.get("threshold_s") or 0)
         timeout = data.get("group_timeout_s")
         text = f"no progress for {stalled:.0f} s (threshold {limit:.3g} s"
-        if isinstance(timeout, (int, float)) and timeout > 0 and limit <= timeout / 2 + 1e-9:
-            text += f": at most half the process group's {timeout:.3g} s timeout"
+        if isinstance(timeout, (int, float)) and timeout > 0 and abs(limit - timeout / 2) < 1e-6:
+            text += f": half the process group's {timeout:.3g} s timeout"
         return text + ")"
     except (TypeError, ValueError):
         return "no progress"
