@@ -194,7 +194,10 @@ def _print_run(
         *([("goodput", str(goodput["summary"]))] if goodput else []),
         ("exit code", "-" if info.exit_code is None else str(info.exit_code)),
         ("signal", "-" if info.signal is None else str(info.signal)),
-        ("host", f"{info.host or '-'} (pid {info.pid})"),
+        (
+            "host",
+            f"{info.host} (pid {info.pid})" if info.host else "-" if not ranks else "- (one per rank: flightlog ranks)",
+        ),
         *_serving_facts(info),
     ]
     if ranks:  # a distributed run: its ranks at a glance, the table one command away
@@ -214,6 +217,8 @@ def _print_run(
         f = info.failure
         summary = f"{f.get('exception', '')}: {f.get('message', '')}"
         out.print(f"\n[bold red]failure[/] {esc(clip(summary, room))}")
+        if ranks:  # a distributed run: whose error this is, and which rank caused the failure
+            out.print(f"  [dim]{esc(clip(_whose_failure(info), room))}[/]")
         for frame in frames_for_display(f.get("frames")):  # the user's innermost frame first
             where = f"{frame.get('file')}:{frame.get('line')} in {frame.get('function')}"
             if frame["user"]:
@@ -265,6 +270,24 @@ def _print_run(
         out.print("\n[bold]notes[/]")
         for n in notes:
             out.print(f"  [dim]{short_time(n.time)} {esc(n.author or '')}[/] {esc(n.text)}")
+
+
+def _whose_failure(info: Any) -> str:
+    """Under a distributed run's failure: the rank whose error it is, and the culprit (the
+    runner's verdict) or where to find it — the first rank to fail often only waited."""
+    f = info.failure or {}
+    culprit = f.get("culprit") if isinstance(f.get("culprit"), dict) else None
+    shown = f.get("rank")
+    whose = f"rank {shown}'s error" if isinstance(shown, int) else "a rank's error"
+    if culprit is not None and isinstance(culprit.get("rank"), int):
+        if culprit["rank"] == shown:
+            return f"{whose}, the culprit: {culprit.get('summary') or ''}".rstrip(": ")
+        return (
+            f"{whose}; it only waited for rank {culprit['rank']}, the culprit: {culprit.get('summary') or ''}".rstrip(
+                ": "
+            )
+        )
+    return f"{whose}; which rank caused the failure: flightlog diagnose {info.id[:12]}"
 
 
 def _num(value: float | None) -> str:

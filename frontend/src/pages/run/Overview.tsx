@@ -163,8 +163,16 @@ function FailureCard({ run }: { run: Run }) {
 function CulpritNote({ run }: { run: Run }) {
   const f = run.failure!;
   const c = f.culprit as { rank?: number; summary?: string } | undefined;
-  if (!c || typeof c.rank !== "number") return null;
   const shown = typeof f.rank === "number" ? f.rank : null;
+  if ((!c || typeof c.rank !== "number") && shown !== null) {
+    // ranks without a runner: the run's failure is the first rank's to fail, often one that only waited
+    return (
+      <div class="failure-culprit" id="failure-culprit">
+        The error above is rank {shown}'s, the first rank to fail; the <a href="#diagnosis">diagnosis</a> says which rank caused it.
+      </div>
+    );
+  }
+  if (!c || typeof c.rank !== "number") return null;
   return (
     <div class="failure-culprit" id="failure-culprit" data-rank={c.rank}>
       <span class="chip chip-danger">culprit</span> <span class="strong">rank {c.rank}</span>{c.summary ? `: ${c.summary}` : ""}
