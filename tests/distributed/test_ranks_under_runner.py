@@ -62,6 +62,7 @@ def test_a_plain_script_s_ranks_are_listed_with_their_ends_and_first_errors(home
     doc = json.loads(_cli(home, "runs", "show", run_id, "--format", "json").stdout)
     assert [r["rank"] for r in doc["ranks"]] == [0, 1, 2]
     assert doc["failure"]["culprit"]["rank"] == 1
+    assert doc["tags"]["distributed"] == "torchrun"
 
 
 @EMBEDDED

@@ -89,6 +89,9 @@ def test_the_logs_of_one_rank(page: Any, distributed: str, server: Any) -> None:
     rows = page.locator(".log-row")
     expect(rows.first).to_be_visible()
     expect(page.locator(".log-row", has_text="Timed out waiting").first).to_be_visible()
+    expect(page.locator("#rank-logs-note")).to_contain_text(
+        "torchrun --tee 3"
+    )  # why a plain script's prints are not a rank's
     shown = page.locator(".log-row .log-rank").all_inner_texts()
     assert shown and set(shown) == {"r0"}, shown
     api = httpx.get(f"{server.url}/api/v1/runs/{distributed}/logs", params={"rank": 0, "limit": 1000}).json()

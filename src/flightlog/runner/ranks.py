@@ -93,6 +93,7 @@ class RankObserver:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._said: set[str] = set()
+        self._tagged = False
 
     # ── its life ────────────────────────────────────────────────────────────
     def start(self) -> RankObserver:
@@ -159,6 +160,12 @@ class RankObserver:
         rank = ObservedRank(pid, identity, started)
         self.ranks[pid] = rank
         rank.writer = self._writer(rank)
+        if not self._tagged:  # readers know a distributed run by it, as when its ranks call init()
+            self._tagged = True
+            try:
+                self.run.set_tags({"distributed": str(identity.get("launcher") or "ranks")})
+            except Exception:
+                pass
 
     def _writer(self, rank: ObservedRank) -> RunWriter | None:
         try:

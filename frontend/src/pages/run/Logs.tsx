@@ -323,6 +323,12 @@ export function Logs({ run, query }: { run: Run; query: URLSearchParams }) {
           }}>Follow</Toggle>
         ) : null}
       </div>
+      {rank ? (
+        <p class="muted small" id="rank-logs-note">
+          Rank {rank}'s events: what its SDK recorded, and the lines its launcher marked with its rank (torch marks a rank's
+          traceback <code>[rank{rank}]:</code>; <code>torchrun --tee 3</code> marks every line).
+        </p>
+      ) : null}
       {reError ? <p class="form-error" role="alert">Not a regular expression: {reError}</p> : null}
       {jumpError ? <p class="form-error" role="alert">{jumpError}</p> : null}
       {error ? <ErrorBox error={error} what="logs" /> : null}

@@ -5,7 +5,7 @@ import { ApiError, get, send } from "../../api";
 import { RunAlerts } from "../../components/Alerts";
 import { Card, Empty, ErrorBox, FINISHED, KV, Loading } from "../../components/ui";
 import { fmtBytes, fmtDuration, fmtMs, fmtNum, fmtRate, fmtTime, fmtValue, shellJoin, shortId, signalName } from "../../format";
-import { useAsync, useInterval, useStored } from "../../hooks";
+import { type Async, useAsync, useInterval, useStored } from "../../hooks";
 import { Link, paths } from "../../router";
 import type { Context, Culprit, Diagnosis, Finding, Lineage, Note, Rightsizing, Run, RunbookEntry, Stage, Victim, VersionStats } from "../../types";
 import { framesForDisplay } from "../../frames";
@@ -17,14 +17,16 @@ const LIVE_DIAGNOSIS_MS = 10_000;
 export function Overview({ run }: { run: Run }) {
   const ranks = useRanks(run);
   const list = ranks.data?.ranks ?? [];
-  const culprit = typeof run.failure?.culprit === "object" && run.failure?.culprit ? (run.failure.culprit as { rank?: number }).rank ?? null : null;
+  const diag = useAsync((signal) => get<Diagnosis>(`runs/${run.id}/diagnosis`, undefined, signal), [run.id, run.status]);
+  useInterval(() => diag.reload(), FINISHED.has(run.status) ? null : LIVE_DIAGNOSIS_MS); // a hang is a finding while it happens
+  const culprit = culpritRank(run, diag.data);
   return (
     <div class="overview">
       <div class="grid-2">
         <Summary run={run} />
         {run.failure ? <FailureCard run={run} /> : <Outcome run={run} />}
       </div>
-      <DiagnosisCard run={run} />
+      <DiagnosisCard run={run} diag={diag} />
       {ranks.error ? <ErrorBox error={ranks.error} what="the ranks" /> : null}
       {list.length ? <RanksCard run={run} ranks={list} culprit={culprit} /> : null}
       <RunAlerts runId={run.id} />
@@ -168,7 +170,9 @@ function CulpritNote({ run }: { run: Run }) {
     // ranks without a runner: the run's failure is the first rank's to fail, often one that only waited
     return (
       <div class="failure-culprit" id="failure-culprit">
-        The error above is rank {shown}'s, the first rank to fail; the <a href="#diagnosis">diagnosis</a> says which rank caused it.
+        The error above is rank {shown}'s, the first rank to fail; the{" "}
+        <button type="button" class="link-button" onClick={() => document.getElementById("diagnosis")?.scrollIntoView({ block: "start" })}>diagnosis ↓</button>{" "}
+        says which rank caused it.
       </div>
     );
   }
@@ -181,10 +185,16 @@ function CulpritNote({ run }: { run: Run }) {
   );
 }
 
-function DiagnosisCard({ run }: { run: Run }) {
+/** The culprit rank: the runner's verdict on the run's failure, else the diagnosis's lead finding. */
+function culpritRank(run: Run, d: Diagnosis | undefined): number | null {
+  const fromRun = run.failure?.culprit as { rank?: number } | undefined;
+  if (fromRun && typeof fromRun.rank === "number") return fromRun.rank;
+  const lead = d?.findings.find((f) => f.confidence >= 0.5 && f.culprit);
+  return lead ? (lead.culprit as Culprit).rank : null;
+}
+
+function DiagnosisCard({ run, diag }: { run: Run; diag: Async<Diagnosis> }) {
   const finished = FINISHED.has(run.status);
-  const diag = useAsync((signal) => get<Diagnosis>(`runs/${run.id}/diagnosis`, undefined, signal), [run.id, run.status]);
-  useInterval(() => diag.reload(), finished ? null : LIVE_DIAGNOSIS_MS); // a hang is a finding while it happens
   if (diag.error instanceof ApiError && diag.error.noRoute) return null; // this server has no diagnosis
   if (!finished && !diag.data) return null;
   const findings = (diag.data?.findings ?? []).filter((f) => f.confidence >= 0.3);
