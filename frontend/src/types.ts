@@ -508,3 +508,61 @@ export interface DeploymentDiagnosis {
   differences: { kind: string; summary: string }[];
   text: string;
 }
+
+/** One rank of a distributed run (GET api/v1/runs/RUN/ranks; docs/distributed.md). */
+export interface RankInfo {
+  rank: number;
+  local_rank: number | null;
+  world_size: number | null;
+  node_rank?: number | null;
+  host: string | null;
+  pid: number | null;
+  restart: number;
+  attempt: number;
+  state: "running" | "succeeded" | "failed" | "stopped" | "killed" | "lost" | "hung" | string;
+  started: string | null;
+  last_heartbeat: string | null;
+  last_step: number | null;
+  last_step_time: string | null;
+  ended: string | null;
+  end_reason: string | null;
+  exit_code: number | null;
+  signal: number | null;
+  first_error: { message: string; time: string | null } | null;
+  launcher: string | null;
+  writer?: string | null;
+}
+
+/** A piece of a run's evidence (GET api/v1/runs/RUN/evidence). */
+export interface EvidenceItem<T = Record<string, unknown>> {
+  kind: string;
+  name: string;
+  time: string;
+  data: T;
+}
+
+/** `stall` evidence: a process stopped (or resumed) making progress (docs/distributed.md). */
+export interface Stall {
+  rank?: number | null;
+  pid?: number | null;
+  state: "stalled" | "resumed";
+  since: number | null;
+  time: number;
+  threshold_s?: number | null;
+  group_timeout_s?: number | null;
+}
+
+/** The culprit of a distributed run's finding (contract C5). */
+export interface Culprit {
+  rank: number;
+  host: string | null;
+  where: { file: string; line: number | null; function: string } | null;
+  collective: { op: string; seq: number } | null;
+  stuck_s?: number;
+}
+
+export interface Victim {
+  rank: number;
+  waited_s: number | null;
+  error: string | null;
+}

@@ -189,8 +189,12 @@ class Client:
         )
         return self.store.logs(self._ref(run), query)
 
-    def stages(self, run: RunRef) -> list[StageSummary]:
-        return self.store.stages(self._ref(run))
+    def stages(self, run: RunRef, *, rank: int | None = None) -> list[StageSummary]:
+        """The run's stages (count, total, min, max, spans kept); with ``rank``, only what that
+        rank's processes timed (a distributed run: each rank times its own stages)."""
+        if rank is not None:
+            _check_rank(rank)
+        return self.store.stages(self._ref(run), rank)
 
     def resources(self, run: RunRef, since: float | None = None, *, rank: int | None = None) -> list[dict[str, Any]]:
         """Resource samples, oldest first: every process's, or with ``rank`` that rank's only."""

@@ -133,12 +133,12 @@ VARIABLES: tuple[Variable, ...] = (
     Variable(
         "FLIGHTLOG_HANG_MIN",
         "60",
-        "Seconds without progress that always count as a stall at the least: the floor that keeps a slow step from reading as a hang.",
+        "Seconds without progress that count as a stall at the least: the floor that keeps a slow step from reading as a hang. A rank whose torch process group has a shorter timeout is judged at half of that timeout at most, below this floor if need be (docs/distributed.md).",
     ),
     Variable(
         "FLIGHTLOG_HANG_MAX",
         "300",
-        "Seconds without progress that count as a stall at the most (and for a rank before its first step): half of NCCL's default 10-minute collective timeout, so a hang is found before the watchdog kills the job.",
+        "Seconds without progress that count as a stall at the most (and for a rank before its first step): half of NCCL's default 10-minute collective timeout, so a hang is found before the watchdog kills the job; a shorter process-group timeout lowers it to half of that timeout.",
     ),
     Variable(
         "FLIGHTLOG_HANG_REPEAT",

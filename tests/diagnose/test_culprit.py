@@ -330,3 +330,64 @@ def test_a_rank_that_left_no_record_while_the_others_only_waited_is_a_hint(home:
     (finding,) = [f for f in report["findings"] if f.get("culprit")]
     assert finding["culprit"]["rank"] == 1 and finding["confidence"] < 0.5
     assert "rank 1 left no record" in finding["summary"]
+
+
+# torchrun's summary of the coordinator's scenario: rank 0 timed out waiting (the "root cause"
+# torchrun saw first), rank 1 — stuck in its data read — was then torn down with SIGTERM
+_TORN_DOWN = {
+    "launcher": "torchrun",
+    "reported_root_cause": 0,
+    "first_error_rank": 0,
+    "ranks": [
+        {"rank": 0, "exit_code": 1, "signal": None, "root_cause": True, "victim": True,
+         "error": "RuntimeError: [../gloo/transport/tcp/unbound_buffer.cc:78] Timed out waiting 8000ms for recv "
+         "operation to complete", "error_at": T0 + 12},
+        {"rank": 1, "exit_code": None, "signal": 15, "root_cause": False,
+         "error": "Signal 15 (SIGTERM) received by PID 27632"},
+    ],
+}  # fmt: skip
+
+
+def test_a_rank_its_launcher_stopped_while_the_others_waited_was_stuck_not_terminated(home: Path) -> None:
+    run = _run(home)
+    run.log_evidence("rank_error", "r0", {"rank": 0, "time": T0 + 12, "traceback": GLOO_TIMEOUT})
+    run.log_evidence("launcher_exits", "attempt 1", _TORN_DOWN)
+    run.finish("failed", exit_code=1)
+    report = _diagnose(run)
+    top = report["findings"][0]
+    assert top["category"] == "hang" and top["confidence"] >= 0.5, report
+    assert top["culprit"]["rank"] == 1 and [v["rank"] for v in top["victims"]] == [0]
+    assert top["summary"].startswith("rank 1 was stuck: it never reached the collective the others waited in")
+    # torchrun's "Signal 15 (SIGTERM) received by PID …" is the rank's end, never its error or a cause
+    assert not any(f["category"] == "killed_by_signal" and f["confidence"] >= 0.3 for f in report["findings"])
+    assert "received by PID" not in str(top["evidence"])
+
+
+def test_with_its_stacks_and_recorder_the_stopped_rank_is_named_with_its_collective_and_line(home: Path) -> None:
+    run = _run(home)
+    _stall(run, 1, T0 + 3.5, T0 + 7.5)
+    _fr(run, 1, _entries(3, in_flight=False), T0 + 7.5)
+    run.log_evidence("stacks", "rank1", _stacks(1, IN_READ_SHARD, T0 + 7.5))
+    _stall(run, 0, T0 + 4, T0 + 8)
+    _fr(run, 0, _entries(4), T0 + 8)
+    run.log_evidence("rank_error", "r0", {"rank": 0, "time": T0 + 12, "traceback": GLOO_TIMEOUT})
+    run.log_evidence("launcher_exits", "attempt 1", _TORN_DOWN)
+    run.finish("failed", exit_code=1)
+    top = _diagnose(run)["findings"][0]
+    assert top["category"] == "hang" and top["confidence"] >= 0.8, top
+    assert top["culprit"]["collective"] == {"op": "all_reduce", "seq": 4}
+    assert top["culprit"]["where"] == {"file": "/job/data.py", "line": 88, "function": "read_shard"}
+    assert "rank 1 was then stopped by its launcher (SIGTERM)" in top["summary"]
+
+
+def test_a_job_stopped_from_outside_is_no_hang_of_one_rank(home: Path) -> None:
+    """Every rank SIGTERMed (the launcher itself was stopped) and none waited: nothing points at a rank."""
+    run = _run(home)
+    run.log_evidence(
+        "launcher_exits",
+        "attempt 1",
+        {"launcher": "torchrun", "ranks": [{"rank": 0, "signal": 15}, {"rank": 1, "signal": 15}]},
+    )
+    run.finish("killed", signal=15)
+    report = _diagnose(run)
+    assert not any(f["category"] == "hang" for f in report["findings"]), report

@@ -40,11 +40,24 @@ SHORT = {"FLIGHTLOG_HANG_MIN": "1", "FLIGHTLOG_HANG_MAX": "3", "FLIGHTLOG_HANG_F
 class Job:
     """A distributed job started in the background (the test waits on what it records)."""
 
-    def __init__(self, home: Path, tmp_path: Path, scenario: str, *, ranks: int = 2, runner: bool = True, **env: str):
+    def __init__(
+        self,
+        home: Path,
+        tmp_path: Path,
+        scenario: str,
+        *,
+        ranks: int = 2,
+        runner: bool = True,
+        defaults: bool = False,
+        **env: str,
+    ):
+        """``defaults``: the hang watch's own settings (no short thresholds)."""
         self.home = home
         self.signals = tmp_path / "signals"
         self.signals.mkdir(exist_ok=True)
-        environ = child_env(home, SCENARIO=scenario, SIGNALS=str(self.signals), **{**SHORT, **env})
+        environ = child_env(
+            home, SCENARIO=scenario, SIGNALS=str(self.signals), **{**({} if defaults else SHORT), **env}
+        )
         command = [str(TORCHRUN), "--nproc_per_node", str(ranks), "--standalone", str(JOB)]
         if runner:
             command = [str(FLIGHTLOG), "run", "--project", "dist", "--", *command]
@@ -153,6 +166,42 @@ def test_a_stuck_rank_is_named_while_it_hangs_before_any_timeout(home: Path, tmp
     assert "flightlog: rank 1: no progress for" in err
     # once it went on and the job succeeded, no hang is left to report
     assert not _leads(job.diagnose())
+
+
+@EMBEDDED
+@pytest.mark.parametrize("runner", [True, False], ids=["flightlog-run", "sdk-alone"])
+def test_with_the_default_settings_a_short_group_timeout_still_finds_the_stuck_rank(
+    home: Path, tmp_path: Path, runner: bool
+) -> None:
+    """The issue's own scenario: the group's timeout (6 s here) fires long before the watch's
+    60 s floor; the watch judges at half the group's timeout, so each rank's stacks and Flight
+    Recorder are taken while rank 1 is still stuck, and the diagnosis names its line and the
+    collective. Then rank 0 times out and torchrun stops rank 1 with SIGTERM: a rank stopped by its
+    own launcher while the others only waited for it was stuck, never "terminated from outside"."""
+    job = Job(
+        home, tmp_path, "stuck", runner=runner, defaults=True, GROUP_TIMEOUT="6", **({} if runner else {"USE_SDK": "1"})
+    )
+    code, err = job.finish()
+    assert code != 0
+    stalls = [e["data"] for e in job.evidence("stall", rank=1) if e["data"]["state"] == "stalled"]
+    assert stalls and stalls[0]["threshold_s"] == 3.0 and stalls[0]["group_timeout_s"] == 6.0, stalls
+    timed_out = [e for e in job.client.logs(job.run_id(), level="error") if "Timed out waiting" in e.message]
+    assert timed_out and stalls[0]["time"] < min(e.time for e in timed_out)  # found before the timeout
+    report = job.diagnose()
+    top = report["findings"][0]
+    assert top["category"] == "hang" and top["confidence"] >= 0.8, report
+    culprit = top["culprit"]
+    assert culprit["rank"] == 1 and culprit["collective"] == {"op": "all_reduce", "seq": 4}
+    assert culprit["where"]["function"] == "read_shard" and culprit["where"]["file"] == str(JOB)
+    loop = _line_of('while not (SIGNALS / "release").exists()')
+    assert culprit["where"]["line"] in (loop, loop + 1)
+    assert [v["rank"] for v in top["victims"]] == [0] and "Timed out waiting" in top["victims"][0]["error"]
+    assert top["summary"].startswith("rank 1 never entered all_reduce #4; rank 0 waited"), top["summary"]
+    assert f"rank 1 was in read_shard at job.py:{culprit['where']['line']}" in top["summary"]
+    assert not [f for f in _leads(report) if f["category"] == "killed_by_signal"]
+    text = " ".join(subprocess.run([str(FLIGHTLOG), "diagnose", job.run_id(), "--no-baseline"], env=child_env(home),
+                                   capture_output=True, text=True).stdout.split())  # fmt: skip
+    assert "hang" in text and f"job.py:{culprit['where']['line']}" in text and "all_reduce #4" in text
 
 
 def _line_of(text: str) -> int:

@@ -45,6 +45,61 @@ def test_defaults_find_a_hang_well_before_the_collective_timeouts() -> None:
     assert s.threshold(None, 0.0, ranked=False) is None
 
 
+def test_a_short_process_group_timeout_brings_the_threshold_inside_it() -> None:
+    """The collective's own timeout fires first otherwise: gloo's receive gives up after it, the
+    launcher tears the job down, and the stuck rank's stacks are never taken."""
+    s = HangSettings.from_env({})
+    # 8 s group timeout (the issue's scenario): judged at 4 s, below the 60 s floor
+    assert s.threshold(0.2, 0.0, ranked=True, group_timeout=8.0) == 4.0
+    assert s.threshold(None, 0.0, ranked=True, group_timeout=8.0) == 4.0  # before the first step too
+    # NCCL's default 10 minutes: the defaults already judge within half of it
+    assert s.threshold(0.5, 0.0, ranked=True, group_timeout=600.0) == 60.0
+    assert s.threshold(None, 0.0, ranked=True, group_timeout=600.0) == 300.0
+    # a job whose own rhythm is slower than half its timeout is not flagged every step
+    assert s.threshold(3.0, 0.0, ranked=True, group_timeout=8.0) == 6.0
+    assert s.threshold(0.2, 5.0, ranked=True, group_timeout=8.0) == 7.5
+    # a single process is still not judged before its first steps
+    assert s.threshold(None, 0.0, ranked=False, group_timeout=8.0) is None
+
+
+def test_the_watch_reads_torch_s_process_group_timeouts(tmp_path: Path) -> None:
+    """A real gloo group of one rank: its timeout, then a shorter new_group's, read from the
+    watch's thread (torch's registry of groups and each backend's options)."""
+    script = textwrap.dedent(
+        """
+        import datetime, json, os, socket, sys
+        import torch.distributed as dist
+        from flightlog.resources.agent.groups import GroupTimeouts, group_timeout
+        from flightlog.resources.agent.settings import HangSettings
+        from flightlog.resources.agent.watch import RankWatch
+        out = {"before": group_timeout()}
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1,
+                                timeout=datetime.timedelta(seconds=8))
+        out["default"] = group_timeout()
+        cached = GroupTimeouts()
+        out["cached"] = cached.current()
+        dist.new_group([0], timeout=datetime.timedelta(seconds=3))
+        out["shortest"] = group_timeout()
+        out["cached_after_new_group"] = cached.current()
+        watch = RankWatch(HangSettings.from_env({}), lambda *a: None)
+        out["threshold"] = watch.threshold()
+        dist.destroy_process_group()
+        print(json.dumps(out))
+        """
+    )
+    env = {**os.environ, "RANK": "0", "WORLD_SIZE": "1", "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["before"] is None
+    assert out["default"] == 8.0 and out["cached"] == 8.0
+    assert out["shortest"] == 3.0 and out["cached_after_new_group"] == 3.0  # a new group is read at once
+    assert out["threshold"] == 1.5  # a rank before its first step: half the shortest timeout
+
+
 @pytest.mark.parametrize(
     ("name", "value", "words"),
     [

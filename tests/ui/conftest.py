@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.browser import open_page
-from tests.ui.workloads import ROOT, Seeded, make_edges, make_oom, make_resumed, seed
+from tests.ui.workloads import ROOT, Seeded, make_distributed, make_edges, make_oom, make_resumed, seed
 
 ARTIFACTS = ROOT / "test-artifacts" / "ui"
 
@@ -51,6 +51,12 @@ def resumed(seeded: Seeded) -> str:
 def oom(seeded: Seeded) -> str:
     """A run killed at its memory limit (project "oom")."""
     return make_oom(seeded.home, seeded.work)
+
+
+@pytest.fixture(scope="session")
+def distributed(seeded: Seeded) -> str:
+    """A 2-rank torchrun job whose rank 1 hung before all_reduce #4 (project "dist")."""
+    return make_distributed(seeded.home, seeded.work)
 
 
 ALERT_RULES = """\

@@ -9,6 +9,7 @@ import click
 
 from flightlog.cli.common import duration_text, open_client, short_time, status_text
 from flightlog.cli.output import clip, console, emit_json, esc, format_option
+from flightlog.cli.ranks import ranks_line
 from flightlog.errors import FilterSyntaxError, InvalidInput
 from flightlog.failure import frames_for_display
 from flightlog.models import RUN_KINDS, SERVING_KIND, kind_filter
@@ -135,16 +136,18 @@ def runs_show(run: str, fmt: str) -> None:
     artifacts = client.artifacts(info)
     context = client.context(info)
     goodput = _goodput(client, info)
+    ranks = client.ranks(info)
     if fmt == "json":
         doc = info.to_dict()
         doc["goodput"] = goodput
+        doc["ranks"] = [r.to_dict() for r in ranks]
         doc["notes"] = [n.to_dict() for n in notes]
         doc["stages"] = [s.to_dict() for s in stages]
         doc["artifacts"] = [a.to_dict() for a in artifacts]
         doc["context"] = context
         emit_json(doc)
         return
-    _print_run(info, notes, stages, artifacts, context, goodput)
+    _print_run(info, notes, stages, artifacts, context, goodput, ranks)
 
 
 def _goodput(client: Any, info: Any) -> dict[str, Any] | None:
@@ -167,6 +170,7 @@ def _print_run(
     artifacts: list[Any],
     context: dict[str, Any],
     goodput: dict[str, Any] | None = None,
+    ranks: list[Any] | None = None,
 ) -> None:
     from rich.table import Table
 
@@ -190,9 +194,14 @@ def _print_run(
         *([("goodput", str(goodput["summary"]))] if goodput else []),
         ("exit code", "-" if info.exit_code is None else str(info.exit_code)),
         ("signal", "-" if info.signal is None else str(info.signal)),
-        ("host", f"{info.host or '-'} (pid {info.pid})"),
+        (
+            "host",
+            f"{info.host} (pid {info.pid})" if info.host else "-" if not ranks else "- (one per rank: flightlog ranks)",
+        ),
         *_serving_facts(info),
     ]
+    if ranks:  # a distributed run: its ranks at a glance, the table one command away
+        facts.append(("ranks", f"{ranks_line(ranks)} (flightlog ranks {info.id[:12]})"))
     git = context.get("git") or {}
     if git:
         facts.append(("commit", f"{str(git.get('commit') or '')[:12]}{' (dirty)' if git.get('dirty') else ''}"))
@@ -208,6 +217,8 @@ def _print_run(
         f = info.failure
         summary = f"{f.get('exception', '')}: {f.get('message', '')}"
         out.print(f"\n[bold red]failure[/] {esc(clip(summary, room))}")
+        if ranks:  # a distributed run: whose error this is, and which rank caused the failure
+            out.print(f"  [dim]{esc(clip(_whose_failure(info), room))}[/]")
         for frame in frames_for_display(f.get("frames")):  # the user's innermost frame first
             where = f"{frame.get('file')}:{frame.get('line')} in {frame.get('function')}"
             if frame["user"]:
@@ -259,6 +270,24 @@ def _print_run(
         out.print("\n[bold]notes[/]")
         for n in notes:
             out.print(f"  [dim]{short_time(n.time)} {esc(n.author or '')}[/] {esc(n.text)}")
+
+
+def _whose_failure(info: Any) -> str:
+    """Under a distributed run's failure: the rank whose error it is, and the culprit (the
+    runner's verdict) or where to find it — the first rank to fail often only waited."""
+    f = info.failure or {}
+    culprit = f.get("culprit") if isinstance(f.get("culprit"), dict) else None
+    shown = f.get("rank")
+    whose = f"rank {shown}'s error" if isinstance(shown, int) else "a rank's error"
+    if culprit is not None and isinstance(culprit.get("rank"), int):
+        if culprit["rank"] == shown:
+            return f"{whose}, the culprit: {culprit.get('summary') or ''}".rstrip(": ")
+        return (
+            f"{whose}; it only waited for rank {culprit['rank']}, the culprit: {culprit.get('summary') or ''}".rstrip(
+                ": "
+            )
+        )
+    return f"{whose}; which rank caused the failure: flightlog diagnose {info.id[:12]}"
 
 
 def _num(value: float | None) -> str:

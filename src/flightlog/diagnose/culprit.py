@@ -14,7 +14,10 @@ The rules, strongest first (docs/distributed.md, "Hangs, culprits and victims"):
    its own failure; the earliest such rank is the culprit.
 3. **Silent exits.** A rank that ended (an exit code, a signal: ``launcher_exits``; ``lost`` in
    the store: it vanished without recording an end) with no error of its own while the others
-   only reported victims' messages.
+   only reported victims' messages. A rank its launcher stopped (SIGTERM: torchrun tears the
+   job down once one rank failed) with no error of its own, while the others failed waiting
+   for it, was **stuck**: it never reached the collective they waited in (a ``hang``, never
+   "terminated from outside").
 4. **Stacks.** With no recorder and no exit: among stalled ranks, the ones whose main thread is
    not inside ``torch.distributed`` (the others wait there).
 5. **A rank never seen**, as a hint: every rank that recorded only waited, and a rank of the
@@ -95,7 +98,7 @@ class Verdict:
 
     category: str
     culprit: int | None
-    rule: str  # flight_recorder | mismatch | error | exit | stacks | unseen
+    rule: str  # flight_recorder | mismatch | error | exit | torn_down | stacks | unseen
     signals: list[Signal] = field(default_factory=list)
     collective: dict[str, Any] | None = None  # {"op", "seq", "pg"}
     where: dict[str, Any] | None = None
@@ -116,7 +119,14 @@ def judge(ranks: dict[int, RankFacts], *, live: bool, now: float) -> Verdict | N
     verdict = None
     if view is not None:
         verdict = _behind(view, ranks) or _mismatch(view, ranks)
-    verdict = verdict or _own_error(ranks) or _silent_exit(ranks) or _stuck_outside(ranks) or _never_seen(ranks)
+    verdict = (
+        verdict
+        or _own_error(ranks)
+        or _silent_exit(ranks)
+        or _torn_down(ranks)
+        or _stuck_outside(ranks)
+        or _never_seen(ranks)
+    )
     if verdict is None:
         return None
     _cause_of(verdict, ranks.get(verdict.culprit) if verdict.culprit is not None else None, ranks, live, now)
@@ -224,6 +234,44 @@ def _silent_exit(ranks: dict[int, RankFacts]) -> Verdict | None:
     return Verdict("code_error", culprit, "exit", [Signal("code_error", 0.5, "culprit_by_its_exit", "exit", detail)])
 
 
+def _torn_down(ranks: dict[int, RankFacts]) -> Verdict | None:
+    """Ranks the launcher stopped (SIGTERM) with no error of their own, while every other rank
+    that failed only waited: the stopped one was stuck before the collective the others waited
+    in. Several such ranks: the one whose stacks are not inside torch.distributed, else the lowest."""
+    if any(f.own_error is not None for f in ranks.values()):
+        return None
+    waited = sorted(r for r, f in ranks.items() if f.victim_error is not None)
+    stopped = sorted(r for r in ranks if _stopped_by_launcher(ranks, r))
+    if not waited or not stopped:
+        return None
+    outside = [r for r in stopped if not waiting_in_collective(ranks[r].latest_stacks) and ranks[r].latest_stacks]
+    culprit = (outside or stopped)[0]
+    weight = 0.6 if len(stopped) == 1 or len(outside) == 1 else 0.35
+    detail = (
+        f"rank {culprit} reported no error of its own and was stopped by its launcher (SIGTERM) after "
+        f"{_ranks_text(waited)} failed waiting for it: it never reached the collective they waited in"
+    )
+    verdict = Verdict(
+        "hang", culprit, "torn_down", [Signal("hang", weight, "culprit_stopped_while_others_waited", "exit", detail)]
+    )
+    others = [r for r in stopped if r != culprit]
+    if others:
+        verdict.details.append(f"{_ranks_text(others)} {'was' if len(others) == 1 else 'were'} stopped the same way")
+    return verdict
+
+
+def _stopped_by_launcher(ranks: dict[int, RankFacts], rank: int) -> bool:
+    """``rank`` ended by SIGTERM with no error of its own while another rank failed waiting: its
+    launcher tore the job down (torchrun: "Sending process … closing signal SIGTERM")."""
+    f = ranks[rank]
+    return (
+        f.signal == _SIGTERM
+        and f.own_error is None
+        and f.victim_error is None
+        and any(o.victim_error is not None for r, o in ranks.items() if r != rank)
+    )
+
+
 def _stuck_outside(ranks: dict[int, RankFacts]) -> Verdict | None:
     """Without a recorder: among stalled ranks, those not waiting inside torch.distributed."""
     stalled = {r: f for r, f in ranks.items() if f.stalled and f.latest_stacks is not None}
@@ -296,7 +344,8 @@ def _cause_of(verdict: Verdict, f: RankFacts | None, ranks: dict[int, RankFacts]
         if own is not None:
             verdict.where = {"file": own.file, "line": own.line, "function": own.function, "code": own.code or None}
         return
-    stuck = f.stalled or (f.stalls and not f.ended)
+    torn = _stopped_by_launcher(ranks, f.rank)  # stopped because the others gave up on it: it was stuck
+    stuck = f.stalled or (f.stalls and not f.ended) or torn
     if f.ended and not stuck:
         signals = exit_signals(exit_code=f.exit_code, signal=f.signal, timed_out=False, oom_killed=False)
         if not signals and f.lost:
@@ -329,7 +378,9 @@ def _cause_of(verdict: Verdict, f: RankFacts | None, ranks: dict[int, RankFacts]
                     _num(stacks.get("time")) if stacks else None,
                 )
             )
-    if f.ended:
+    if torn and verdict.rule != "torn_down":
+        verdict.details.append(f"rank {f.rank} was then stopped by its launcher (SIGTERM)")
+    elif f.ended and not torn:
         verdict.details.append(f"rank {f.rank} then {_exit_text(f)}")
 
 

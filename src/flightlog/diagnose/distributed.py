@@ -30,7 +30,7 @@ from flightlog.diagnose.taxonomy import FAILURE_CATEGORIES
 from flightlog.statuses import UNSUCCESSFUL_STATUSES
 from flightlog.timefmt import format_duration
 
-__all__ = ["analyze_distributed", "culprit_first", "DISTRIBUTED"]
+__all__ = ["analyze_distributed", "culprit_first", "judge_attempt", "DISTRIBUTED"]
 
 #: a finding this analyzer made (``Finding.extra["origin"]``)
 DISTRIBUTED = "distributed"
@@ -53,6 +53,20 @@ def analyze_distributed(ev: RunEvidence, now: float | None = None) -> list[Findi
             {"kind": "stacks", "data": s} for s in only.stacks
         ]
     return _single(ev, single, live, now)
+
+
+def judge_attempt(client: Any, run_id: str) -> dict[str, Any] | None:
+    """The culprit of a distributed attempt that just failed, read from what its run holds now
+    (``flightlog run``'s own quick verdict, before it sets the run's status: the runner's
+    category is then the culprit's, not the one of a victim's timeout): ``{"category",
+    "confidence", "summary", "rank"}`` of the lead finding, or None when none leads at 0.5."""
+    info = replace(client.run(run_id), status="failed")
+    findings = analyze_distributed(RunEvidence(client, info))
+    lead = [f for f in findings if f.extra.get("culprit") and f.confidence >= _LEAD]
+    if not lead:
+        return None
+    top = max(lead, key=lambda f: f.confidence)
+    return {"category": top.category, "confidence": top.confidence, "summary": top.summary, "rank": top.extra["rank"]}
 
 
 # ── several ranks ──────────────────────────────────────────────────────────────────────────────
@@ -90,7 +104,7 @@ def _finding(ev: RunEvidence, v: Verdict, ranks: dict[int, RankFacts], live: boo
             f"Start at rank {v.culprit}'s {v.where.get('function')} in {v.where.get('file')}:{v.where.get('line')}: "
             "what does it wait for or fail on?"
         )
-    next_steps.append(f"Each rank's stacks and Flight Recorder: `flightlog runs show {ev.id[:12]}` (evidence).")
+    next_steps.append(f"Where each rank was, its stacks and last collectives: `flightlog ranks {ev.id[:12]} --stacks`.")
     extra: dict[str, Any] = {
         "origin": DISTRIBUTED,
         "rank": v.culprit,
@@ -121,6 +135,11 @@ def _summary(v: Verdict, live: bool) -> str:
         parts.append(f"rank {c}'s call is the odd one")
     elif v.rule == "unseen":
         parts.append(f"rank {c} left no record (no flightlog.init(), or it ended before its first records shipped)")
+    elif v.rule == "torn_down":
+        parts.append(
+            f"rank {c} was stuck: it never reached the collective the others waited in, reported no error of its own, "
+            "and its launcher stopped it (SIGTERM) once they gave up"
+        )
     elif v.rule == "exit" and v.cause is not None:
         parts.append(f"rank {c} {v.cause} first")
     elif v.cause is not None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from flightlog.capture.launchers import is_victim_message
+from flightlog.capture.launchers import is_signal_notice, is_victim_message
 from flightlog.diagnose.evidence import ERROR, RunEvidence
 from flightlog.diagnose.tracebacks import is_library_file
 
@@ -177,6 +177,8 @@ def _launcher_exits(ev: RunEvidence, facts: Any) -> None:
                 f.signal = entry.get("signal")
             f.launcher_root_cause = f.launcher_root_cause or rank == data.get("reported_root_cause")
             error = entry.get("error")
+            if isinstance(error, str) and is_signal_notice(error):
+                continue  # torchrun's "Signal 15 (SIGTERM) received by PID …": the rank's end, not its error
             if isinstance(error, str) and error and not any(error in e.text for e in f.errors):
                 at = _num(entry.get("error_at")) or _num(item.get("time")) or 0.0
                 f.errors.append(RankError(at, error, "launcher"))

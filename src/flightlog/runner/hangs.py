@@ -37,6 +37,7 @@ from flightlog.resources.agent.boot import RUNNER_PID_VAR
 from flightlog.resources.agent.channel import request_file
 from flightlog.resources.agent.settings import HANG_DIR_VAR, HangSettings
 from flightlog.resources.agent.stacks import parse_faulthandler
+from flightlog.resources.agent.watch import stalled_text
 from flightlog.sdk.control import control
 
 if TYPE_CHECKING:
@@ -212,9 +213,8 @@ class HangCollector:
             first = not self.stalled
             if isinstance(pid, int):
                 self.stalled.add(pid)
-            stalled = float(data.get("time") or now) - float(data.get("since") or now)
             message = (
-                f"{who}: no progress for {stalled:.0f} s (threshold {float(data.get('threshold_s') or 0):.0f} s); "
+                f"{who}: {stalled_text(data)}; "
                 f"stacks and Flight Recorder recorded (flightlog diagnose {self.run.id[:12]})"
             )
             self._event(message, "warning", rank, data)

@@ -31,7 +31,7 @@ from flightlog.errors import InvalidInput
 from flightlog.notices import notice
 from flightlog.resources.agent.channel import FileChannel
 from flightlog.resources.agent.settings import HANG_DIR_VAR, HangSettings, chains
-from flightlog.resources.agent.watch import RankWatch
+from flightlog.resources.agent.watch import RankWatch, stalled_text
 
 if TYPE_CHECKING:
     from flightlog.sdk.run import Run
@@ -225,11 +225,7 @@ def _tell(run: Run, data: dict[str, Any]) -> None:
     rank = data.get("rank")
     who = f"rank {rank}" if rank is not None else "this process"
     if data.get("state") == "stalled":
-        since = float(data.get("time", 0)) - float(data.get("since", 0))
-        message = (
-            f"{who}: no progress for {since:.0f} s (threshold {float(data.get('threshold_s') or 0):.0f} s); "
-            f"its stacks are recorded: flightlog diagnose {run.id[:12]}"
-        )
+        message = f"{who}: {stalled_text(data)}; its stacks are recorded: flightlog diagnose {run.id[:12]}"
         level = "warning"
     else:
         since = float(data.get("time", 0)) - float(data.get("since") or data.get("time", 0))

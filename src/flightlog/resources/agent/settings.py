@@ -11,6 +11,8 @@ Why these defaults (docs/distributed.md, "Hangs found while they happen"):
   least ``MIN`` seconds and at most ``MAX``: NCCL's collective timeout is 10 minutes by
   default and gloo's 30, so 5 minutes at most finds a hang with time to spare before the
   watchdog kills the job, and one minute at least keeps a slow step from reading as a hang;
+  a job that sets a shorter timeout on its process group is judged at half of it at most
+  (``GROUP_TIMEOUT_SHARE``), or the job would be torn down before its evidence is taken;
 * a stalled rank's evidence is taken again every ``REPEAT`` seconds while it stays stuck, at
   most ``DUMPS`` times: enough to tell a slow read from a dead one, bounded for a job that
   waits all night;
@@ -37,8 +39,11 @@ __all__ = [
     "rank_env",
     "say",
     "HANG_DIR_VAR",
+    "GROUP_TIMEOUT_SHARE",
 ]
 
+#: at most this share of the process group's timeout passes before a stall is judged (see `threshold`)
+GROUP_TIMEOUT_SHARE = 0.5
 HANG_DIR_VAR = "FLIGHTLOG_HANG_DIR"  # set by `flightlog run` for its children: where the ranks' agents meet it
 
 #: variable → (field, default as text, kind)
@@ -72,14 +77,26 @@ class HangSettings:
         """Seconds between two looks at the progress counters: a small share of the floor."""
         return max(0.05, min(1.0, self.floor / 8))
 
-    def threshold(self, usual: float | None, longest: float, ranked: bool) -> float | None:
+    def threshold(
+        self, usual: float | None, longest: float, ranked: bool, group_timeout: float | None = None
+    ) -> float | None:
         """Seconds without progress that count as stalled, given the usual time between signs of
         progress and the longest pause the process recovered from; None: not judged yet (a
-        single process before its first step: a long start is no hang)."""
+        single process before its first step: a long start is no hang).
+
+        ``group_timeout`` is the shortest timeout of the process's torch process groups
+        (`groups.group_timeout`): a collective that waits that long fails and the launcher
+        tears the job down, so a stall is judged at most at ``GROUP_TIMEOUT_SHARE`` of it —
+        below the floor if need be — unless the process's own rhythm says that is normal for
+        it (twice its usual gap, 1.5 × the longest pause it recovered from)."""
         if usual is None:
-            return self.ceiling if ranked else None
-        judged = max(self.factor * usual, 1.5 * longest)
-        return max(self.floor, min(self.ceiling, judged))
+            judged: float | None = self.ceiling if ranked else None
+        else:
+            judged = max(self.floor, min(self.ceiling, max(self.factor * usual, 1.5 * longest)))
+        if judged is None or group_timeout is None or group_timeout <= 0:
+            return judged
+        own = max(2.0 * usual, 1.5 * longest) if usual is not None else 0.0
+        return min(judged, max(GROUP_TIMEOUT_SHARE * group_timeout, own))
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, *, strict: bool = False) -> HangSettings:

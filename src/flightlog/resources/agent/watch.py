@@ -31,6 +31,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from .groups import GroupTimeouts
 from .settings import HangSettings, rank_env, say
 from .stacks import (
     collective_progress,
@@ -40,7 +41,7 @@ from .stacks import (
     stacks_evidence,
 )
 
-__all__ = ["RankWatch", "current_watch", "process_identity"]
+__all__ = ["RankWatch", "current_watch", "process_identity", "stalled_text"]
 
 if TYPE_CHECKING:  # only for the checker: no subscripted ABC at run time on a workload's older Python
     #: (kind, name, data, raw text to keep as an artifact or None) → None
@@ -120,6 +121,8 @@ class RankWatch:
         self._sample_seq: dict[str, int] = {}
         self._next_sample: float | None = None
         self.stalls = 0
+        self._timeouts = GroupTimeouts()  # the process groups' timeout: a stall is judged well inside it
+        self._poll = settings.poll
 
     # ── what the process tells it ───────────────────────────────────────────
     def add_source(self, name: str, read: Callable[[], Any]) -> None:
@@ -175,7 +178,7 @@ class RankWatch:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            self._wake.wait(self.settings.poll)
+            self._wake.wait(self._poll)
             self._wake.clear()
             if self._stop.is_set():
                 break
@@ -199,6 +202,8 @@ class RankWatch:
             self._resumed(now)
         if self.stalled_since is None:
             limit = self.threshold()
+            if limit is not None:  # look often enough to judge a short threshold in time
+                self._poll = max(0.05, min(s.poll, limit / 8))
             since = self._last_move if self._last_move is not None else self._started
             if limit is not None and now - since >= limit:
                 self._stalled(now, since, limit)
@@ -209,7 +214,14 @@ class RankWatch:
     def threshold(self) -> float | None:
         """Seconds without progress that count as stalled now (None: not judged yet)."""
         usual = statistics.median(self._gaps) if self._gaps else None
-        return self.settings.threshold(usual, self._longest, self._ranked())
+        return self.settings.threshold(usual, self._longest, self._ranked(), self.group_timeout())
+
+    def group_timeout(self) -> float | None:
+        """The shortest timeout of this process's torch process groups (None: none known)."""
+        try:
+            return self._timeouts.current()
+        except Exception:
+            return None
 
     def _ranked(self) -> bool:
         """A rank of a distributed job (judged from its start), not a single process (judged from its first step)."""
@@ -256,6 +268,7 @@ class RankWatch:
         self.stalls += 1
         self._dumps = 0
         usual = statistics.median(self._gaps) if self._gaps else None
+        timeout = self.group_timeout()
         ident = self._identity()
         record = {
             **ident,
@@ -264,11 +277,12 @@ class RankWatch:
             "since": since,
             "threshold_s": limit,
             "usual_s": usual,
+            "group_timeout_s": timeout,
             "source": self.source,
             "progress": self._progress_view(),
         }
         self._deliver("stall", f"rank{_tag(ident)}-stall-{self.stalls}", record)
-        self._evidence(now, _reason(now - since, limit, usual), stalled_for=now - since)
+        self._evidence(now, _reason(now - since, limit, usual, timeout), stalled_for=now - since)
 
     def _resumed(self, now: float) -> None:
         since = self.stalled_since
@@ -383,11 +397,28 @@ def _tag(ident: dict[str, Any]) -> str:
     return str(rank) if rank is not None else f"-pid{ident.get('pid')}"
 
 
-def _reason(stalled: float, limit: float, usual: float | None) -> str:
-    base = f"no progress for {stalled:.0f} s (threshold {limit:.0f} s"
+def _reason(stalled: float, limit: float, usual: float | None, timeout: float | None = None) -> str:
+    base = f"no progress for {stalled:.0f} s (threshold {limit:.3g} s"
+    if timeout is not None and abs(limit - timeout / 2) < 1e-6:
+        base += f": half the process group's {timeout:.3g} s timeout"
     if usual is not None:
         base += f"; usually {usual:.2g} s between steps"
     return base + ")"
+
+
+def stalled_text(data: dict[str, Any]) -> str:
+    """A ``stall`` record in words: "no progress for 4 s (threshold 4 s: half the process group's
+    8 s timeout)" — what the warning event and the line on stderr say."""
+    try:
+        stalled = float(data.get("time") or 0) - float(data.get("since") or data.get("time") or 0)
+        limit = float(data.get("threshold_s") or 0)
+        timeout = data.get("group_timeout_s")
+        text = f"no progress for {stalled:.0f} s (threshold {limit:.3g} s"
+        if isinstance(timeout, (int, float)) and timeout > 0 and abs(limit - timeout / 2) < 1e-6:
+            text += f": half the process group's {timeout:.3g} s timeout"
+        return text + ")"
+    except (TypeError, ValueError):
+        return "no progress"
 
 
 def _reset_after_fork() -> None:

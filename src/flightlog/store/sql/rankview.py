@@ -19,6 +19,7 @@ import socket
 import time
 from typing import Any
 
+from flightlog.ids import is_observed_writer
 from flightlog.journal.liveness import process_alive
 from flightlog.models import RankInfo
 
@@ -48,6 +49,7 @@ def rank_infos(
     """``rows`` (of :data:`RANK_COLUMNS`, ranks only) as RankInfo, current attempt first chosen."""
     now = time.time() if now is None else now
     host = socket.gethostname()
+    rows = _one_row_per_process(rows)
     if not all_attempts and rows:
         attempt = max(r[10] for r in rows)
         rows = [r for r in rows if r[10] == attempt]
@@ -60,6 +62,36 @@ def rank_infos(
         if info.state == "running" and (info.rank, info.pid) in hung:
             info.state = "hung"
     out.sort(key=lambda i: (i.attempt, i.rank, i.restart, i.started))
+    return out
+
+
+_END = slice(19, 25)  # ended, status, end_reason, exit_code, signal, failure
+_FIRST_ERROR = slice(25, 27)  # first_error, first_error_time
+
+
+def _one_row_per_process(rows: list[Any]) -> list[Any]:
+    """A rank recorded both by its own SDK and by ``flightlog run`` on its behalf (an observed
+    writer, runner/ranks.py) is one rank: its own row, with the end and first error the runner
+    knew where its own has none (the launcher's exit code; a rank killed before its SDK could say)."""
+    if not any(is_observed_writer(r[0]) for r in rows):
+        return rows
+    own: dict[tuple[Any, ...], list[Any]] = {}
+    for r in rows:
+        if not is_observed_writer(r[0]):
+            own[(r[10], r[1], r[11], r[6], r[7])] = list(r)
+    out: list[Any] = []
+    for r in rows:
+        if not is_observed_writer(r[0]):
+            continue
+        mine = own.get((r[10], r[1], r[11], r[6], r[7]))
+        if mine is None:
+            out.append(r)
+            continue
+        if r[20] is not None and (mine[20] is None or mine[20] == "lost"):
+            mine[_END] = r[_END]
+        if mine[25] is None and r[25] is not None:
+            mine[_FIRST_ERROR] = r[_FIRST_ERROR]
+    out.extend(tuple(r) for r in own.values())
     return out
 
 

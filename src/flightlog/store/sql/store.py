@@ -467,16 +467,24 @@ class SqlStore:
             events = events[-limit:] if backwards else events[:limit]
         return events
 
-    def stages(self, run_id: str) -> list[StageSummary]:
+    def stages(self, run_id: str, rank: int | None = None) -> list[StageSummary]:
+        """The run's stages, merged over its writers; with ``rank``, that rank's writers' only."""
         with self.db.read() as conn:
+            mine, args = "", [run_id]
+            if rank is not None:
+                writers = [w for w, r in rank_writers(conn, run_id).items() if r == rank]
+                if not writers:
+                    return []
+                where, more = self.dialect.any_of("writer", writers)
+                mine, args = f" AND {where}", [run_id, *more]
             stats = conn.execute(
                 "SELECT name, count, total, min, max, first_start, last_end, hist FROM stage_stats "
-                f"WHERE run_id=? ORDER BY writer{self.dialect.collate}",
-                (run_id,),
+                f"WHERE run_id=?{mine} ORDER BY writer{self.dialect.collate}",
+                args,
             ).fetchall()
             spans = conn.execute(
-                'SELECT name, start, "end", attempt, sampled, attrs FROM spans WHERE run_id=? ORDER BY start, id',
-                (run_id,),
+                f'SELECT name, start, "end", attempt, sampled, attrs FROM spans WHERE run_id=?{mine} ORDER BY start, id',
+                args,
             ).fetchall()
         return merge_stages(stats, spans)
 
