@@ -14,6 +14,7 @@ cannot write the project) raises here, before the run exists: nothing is recorde
 from __future__ import annotations
 
 import atexit
+import logging
 import os
 import random
 import re
@@ -338,9 +339,9 @@ def attach(
     atexit.register(replica.close)  # runs before the SDK's own exit hook (registered earlier): evidence first
     _stop_on_sigterm(replica)
     if capture_logs:
-        import logging
-
-        logging.getLogger().addHandler(flightlog.logging_handler(run))
+        # recorded (redacted) on the replica run, never echoed: the app's own handlers already
+        # print its lines, and a raw JSON copy on stdout would keep what redaction took out
+        logging.getLogger().addHandler(flightlog.logging_handler(run, echo=False))
     return replica
 
 

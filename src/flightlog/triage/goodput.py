@@ -13,7 +13,7 @@ from collections import defaultdict
 from typing import Any
 
 from flightlog.errors import NotFound
-from flightlog.models import RunInfo
+from flightlog.models import RunInfo, kind_filter
 from flightlog.timefmt import format_duration, iso, parse_time
 from flightlog.triage.goodput_prices import Prices, prices_for
 from flightlog.triage.goodput_run import CATEGORIES, LABELS, WASTE, RunTime, measure_run
@@ -137,7 +137,9 @@ def goodput_report(
         clauses.append(f"created >= {_quoted(iso(since_ts) or '')}")
     if pipeline:
         clauses.append(f"tags.pipeline = {_quoted(pipeline)}")
-    where = " and ".join(clauses) or None
+    # training runs only: a serving replica lives until a rollout replaces it, and its hours
+    # would read as "thrown away" and drown the training time this report is about
+    where = kind_filter(" and ".join(clauses) or None, "training")
     runs = client.runs(project, filter=where, order_by="-created", limit=MAX_RUNS + 1)
     if pipeline and not runs:
         known = client.runs(project, filter=f"tags.pipeline = {_quoted(pipeline)}", limit=1)
