@@ -103,6 +103,9 @@ class RunWriter:
         self._preamble: list[dict[str, Any]] = []
         self.journal: JournalWriter | None = None
         self._journal_due = True  # opened on the first append: a writer that records nothing leaves no file
+        #: the journal bytes of a final flush that is also the writer's first, held back while the
+        #: store takes them (`_prepare`): written to the journal only if the store does not
+        self._held: bytes | None = None
         self._forked_from: int | None = None  # the parent's pid, in a forked child
         #: the records a feature asked for go here after they are journaled (sdk/features.py)
         self.on_records: Callable[[list[dict[str, Any]]], None] | None = None
@@ -289,7 +292,7 @@ class RunWriter:
             rec["w"] = self.writer_id
             rec["s"] = self._seq
         self.stats["records"] += len(records)
-        self._journal_append(records)
+        self._journal_append(records, hold=final and self._journal_due and self._may_hold())
         if self.on_records is not None:  # a feature asked for some kinds (sdk/features.py)
             self.on_records(records)
         if not (self._spilled and self.journal is not None):
@@ -317,10 +320,23 @@ class RunWriter:
         records[:] = kept
         return b"".join(parts)
 
-    def _journal_append(self, records: list[dict[str, Any]]) -> None:
+    def _may_hold(self) -> bool:
+        """Whether a writer whose whole life fits in one flush (a short run: init, a few calls,
+        finish) may ship before it journals: the records then reach the store, committed, before
+        ``finish()`` returns, and a journal file created, written and removed around that one
+        transaction would have bought nothing (they were only in memory until this flush, as any
+        record is between two flushes). Should the store not take them, they are journaled
+        before ``finish()`` returns, as always. Never offline (the journal is the destination)
+        nor with ``FLIGHTLOG_KEEP_JOURNAL``."""
+        return self.online and not self.settings.keep_journal and not self._spilled
+
+    def _journal_append(self, records: list[dict[str, Any]], *, hold: bool = False) -> None:
+        data = self._encode(records)  # also what drops a record that cannot be encoded
+        if hold:
+            self._held = data
+            return
         if self._journal_due:
             self._open_journal()
-        data = self._encode(records)
         if self.journal is None:
             return
         try:
@@ -341,6 +357,7 @@ class RunWriter:
             result = self._sink.ingest(self._pending)
         except Exception as exc:  # the store is down, locked, full, unreachable...
             self.stats["ship_errors"] += 1
+            self._journal_held()
             if self._journal_only():
                 return
             where = (
@@ -353,11 +370,28 @@ class RunWriter:
         for reason in result.skipped:
             self._warn_once(f"skip:{reason[:40]}", f"the store skipped a record: {reason}")
         self._pending = []
+        self._held = None  # in the store: never journaled, nothing to remove
         if self.journal is not None and self._pending_end is not None:
             try:
                 self.journal.mark_shipped(self._pending_end)
             except OSError:
                 pass
+
+    def _journal_held(self) -> None:
+        """The store did not take a held-back flush (`_may_hold`): journal it now."""
+        data, self._held = self._held, None
+        if data is None:
+            return
+        self._open_journal()
+        if self.journal is None:
+            return
+        try:
+            self._pending_end = self.journal.append(data)
+        except OSError as exc:
+            self.stats["journal_errors"] += 1
+            self._warn_once("journal-write", f"cannot append to the journal {self.journal.path} ({exc})")
+            self.journal.close()
+            self.journal = None
 
     def _ship_spilled(self) -> None:
         """Catch up from the journal (the memory buffer overflowed while the store was away):
@@ -448,6 +482,7 @@ class RunWriter:
             )
         with self._flush_lock:
             self.closed = True
+            self._journal_held()  # a held-back flush that did not reach the store (an internal error)
             if self._pending and self.journal is None:  # in no journal and in no store: lost
                 self.stats["dropped"] += sum(_weight(r) for r in self._pending)
                 self._pending = []
@@ -510,6 +545,7 @@ class RunWriter:
         self._context_sent = False
         self.journal = None  # the parent's descriptor stays the parent's
         self._journal_due = True
+        self._held = None
         self._forked_from = os.getppid()
         self.on_records = None  # the run's life belongs to the parent
         self._preamble = [
