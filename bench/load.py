@@ -358,7 +358,8 @@ def run_load(store_uri: str, args: Any, work: Path, src: Path | None, pg_pid: in
     work.mkdir(parents=True, exist_ok=True)
     servers = [_start_server(store_uri, work / name, src) for name in ("a", "b")]
     urls = [url for _, url in servers]
-    meter = CpuMeter([p.pid for p, _ in servers] + ([pg_pid] if pg_pid else []))
+    meter = CpuMeter([p.pid for p, _ in servers])
+    pg_meter = CpuMeter([pg_pid] if pg_pid else [])
     result: dict[str, Any] = {"load_average_before": [round(x, 2) for x in os.getloadavg()]}
     try:
         start = time.time()
@@ -388,6 +389,7 @@ def run_load(store_uri: str, args: Any, work: Path, src: Path | None, pg_pid: in
             async def metering() -> None:
                 while time.time() < deadline:
                     meter.sample()
+                    pg_meter.sample()
                     await asyncio.sleep(1.0)
 
             down: set[str] = set()  # the servers readers saw fail (shared, as a load balancer's view)
@@ -400,9 +402,11 @@ def run_load(store_uri: str, args: Any, work: Path, src: Path | None, pg_pid: in
         for p in procs:
             p.join()
         elapsed = time.time() - start
-        cpu = meter.spent()
+        server_cpu, pg_cpu = meter.spent(), pg_meter.spent()
+        cpu = server_cpu + pg_cpu
         runs = [r for o in outs for r in o["runs"]]
         latencies = [x for o in outs for x in o["latencies"]]
+        batches = max(1, len(latencies))
         points = sum(r["points"] for r in runs)
         result.update(
             {
@@ -423,7 +427,9 @@ def run_load(store_uri: str, args: Any, work: Path, src: Path | None, pg_pid: in
                 "failovers": sum(o["failovers"] for o in outs),
                 "server_a_killed_at_s": None if killed_at is None else round(killed_at, 1),
                 "servers_and_postgres_cpu_s": round(cpu, 2),
-                "cpu_ms_per_batch": round(1000 * cpu / max(1, len(latencies)), 3),
+                "cpu_ms_per_batch": round(1000 * cpu / batches, 3),
+                "servers_cpu_ms_per_batch": round(1000 * server_cpu / batches, 3),
+                "postgres_cpu_ms_per_batch": round(1000 * pg_cpu / batches, 3),
                 "load_average_after": [round(x, 2) for x in os.getloadavg()],
                 "check": _check(store_uri, runs),
             }

@@ -103,6 +103,7 @@ class SqlStore:
         self._query_timeout: float | None = None
         self._query_timeout_read = False
         self._secrets: dict[str, bytes] = {}
+        self.auth_changes = 0  # tokens revoked through this store object (server/auth.py's cache)
 
     @property
     def query_timeout(self) -> float | None:
@@ -679,7 +680,9 @@ class SqlStore:
         """Revoke a token; False when no token has that id (revoking twice is fine)."""
         with self.db.write() as conn:
             cur = conn.execute("UPDATE tokens SET revoked=COALESCE(revoked, ?) WHERE id=?", (time.time(), token_id))
-            return int(cur.rowcount) > 0
+            found = int(cur.rowcount) > 0
+        self.auth_changes += 1  # a server's remembered token rows are stale (server/auth.py)
+        return found
 
     def touch_token(self, token_id: str, when: float) -> None:
         with self.db.write() as conn:
