@@ -18,6 +18,8 @@ import time
 from array import array
 from collections import deque
 from collections.abc import Callable
+from itertools import chain
+from operator import itemgetter
 from typing import Any, Protocol
 
 from flightlog.config import Settings, rank_identity
@@ -225,26 +227,21 @@ class RunWriter:
 
     def _metrics_record(self, n: int, now: float) -> dict[str, Any]:
         popleft = self.metrics.popleft
+        entries = [popleft() for _ in range(n)]
         series: dict[str, tuple[array, array, array]] = {}
-        points = 0
-        refused = 0
-        for _ in range(n):
-            step, t, data = popleft()
-            for name, value in data.items():
-                cols = series.get(name)
-                if cols is None:
-                    cols = series[name] = (array("q"), array("d"), array("d"))
-                try:
-                    cols[2].append(value)
-                    cols[1].append(t)
-                    cols[0].append(step)
-                except (OverflowError, TypeError):
-                    # `Run.log` refuses these at the call; a point that got past it (another
-                    # caller of the buffer) is dropped alone, never the batch around it
-                    del cols[2][len(cols[0]) :], cols[1][len(cols[0]) :]
-                    refused += 1
-            points += len(data)
-        points -= refused
+        refused = _columns(entries, series) if n else 0  # every call logged the same names, as a loop does
+        start = 0 if refused is None else n
+        refused = refused or 0
+        while start < n:  # else runs of calls that logged the same names, each turned into columns at once
+            end = _same_names(entries, start)
+            done = _columns(entries[start:end], series) if end > start else None
+            if done is None:
+                refused += _one_by_one(entries[start], series)
+                start += 1
+            else:
+                refused += done
+                start = end
+        points = sum(len(cols[0]) for cols in series.values())
         self.stats["points"] += points
         if refused:
             self.stats["dropped"] += refused
@@ -566,6 +563,82 @@ class RunWriter:
         if key not in self._warned:
             self._warned.add(key)
             warn(message)
+
+
+Entry = tuple[int, float, dict[str, float]]
+
+
+def _same_names(entries: list[Entry], start: int) -> int:
+    """The end of the run of calls from ``start`` that logged the same names (as a set: each
+    name's values are taken by name), or ``start`` when that call logged none."""
+    first = entries[start][2].keys()
+    if not first:
+        return start
+    end = start + 1
+    n = len(entries)
+    while end < n and entries[end][2].keys() == first:
+        end += 1
+    return end
+
+
+def _columns(run: list[Entry], series: dict[str, tuple[array, array, array]]) -> int | None:
+    """Calls that logged the same names, turned into columns by C loops (``itemgetter``,
+    ``chain``, strided ``array`` slices) rather than a Python loop per point: the shipper shares
+    the GIL with the training loop, so its time per point is the loop's too. None when the calls
+    did not all log the same names (the caller splits them); a value ``array`` refuses (from
+    another caller of the buffer than ``Run.log``) sends the calls one by one instead. Returns
+    the points dropped."""
+    names = list(run[0][2])
+    k = len(names)
+    rows = list(map(_third, run))
+    try:
+        flat = array("d", chain.from_iterable(map(itemgetter(*names), rows))) if k > 1 else None
+        if flat is None:
+            only = names[0]
+            value_cols = [array("d", [row[only] for row in rows])]
+        else:
+            value_cols = [flat[j::k] for j in range(k)]
+        if sum(map(len, rows)) != k * len(rows):
+            return None  # some call logged a name more (each has all of ``names``: itemgetter said so)
+        step_col = array("q", map(_first, run))
+        time_col = array("d", map(_second, run))
+    except KeyError:  # some call lacks one of the names
+        return None
+    except (OverflowError, TypeError):
+        return sum(_one_by_one(entry, series) for entry in run)
+    for name, values in zip(names, value_cols, strict=True):
+        cols = series.get(name)
+        if cols is None:
+            series[name] = (array("q", step_col), array("d", time_col), values)
+        else:
+            cols[0].extend(step_col)
+            cols[1].extend(time_col)
+            cols[2].extend(values)
+    return 0
+
+
+_first, _second, _third = itemgetter(0), itemgetter(1), itemgetter(2)
+
+
+def _one_by_one(entry: Entry, series: dict[str, tuple[array, array, array]]) -> int:
+    """One call's points, each alone: a point whose step or value does not fit is dropped, never
+    the points around it. Returns how many were dropped."""
+    step, t, data = entry
+    refused = 0
+    for name, value in data.items():
+        cols = series.get(name)
+        if cols is None:
+            cols = series[name] = (array("q"), array("d"), array("d"))
+        try:
+            cols[2].append(value)
+            cols[1].append(t)
+            cols[0].append(step)
+        except (OverflowError, TypeError):
+            # `Run.log` refuses these at the call; a point that got past it (another
+            # caller of the buffer) is dropped alone, never the batch around it
+            del cols[2][len(cols[0]) :], cols[1][len(cols[0]) :]
+            refused += 1
+    return refused
 
 
 def _weight(record: dict[str, Any]) -> int:
