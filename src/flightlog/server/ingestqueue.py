@@ -48,6 +48,11 @@ class IngestQueue:
         self.transactions = 0  # shared transactions applied (for the bench and the tests)
         self.batches = 0
 
+    @property
+    def waiting(self) -> int:
+        """Requests queued and not yet taken into a transaction."""
+        return len(self._pending)
+
     async def ingest(self, records: Sequence[dict[str, Any]]) -> IngestResult:
         """``records`` applied (with whatever else is queued), once committed."""
         if not records:
