@@ -192,10 +192,33 @@ def _read_packages() -> dict[str, str]:
 
     packages: dict[str, str] = {}
     for dist in metadata.distributions():
-        name = dist.metadata["Name"]
+        name, version = _name_and_version(dist)
         if name:
-            packages[name.lower()] = dist.version
+            packages[name.lower()] = version
     return dict(sorted(packages.items()))
+
+
+def _name_and_version(dist: Any) -> tuple[str | None, str]:
+    """A distribution's Name and Version, read from its metadata's header lines: ``dist.metadata``
+    runs the email parser over the whole file (the long description too), which across a few
+    hundred packages is most of a first run's cost in a new home. Anything unusual (no such
+    lines before the blank line that ends the header) is read the parser's way."""
+    try:
+        text = dist.read_text("METADATA") or dist.read_text("PKG-INFO")
+    except (OSError, UnicodeDecodeError):
+        text = None
+    if text:
+        name = version = None
+        for line in text.splitlines():
+            if not line:
+                break
+            if name is None and line.startswith("Name:"):
+                name = line[5:].strip()
+            elif version is None and line.startswith("Version:"):
+                version = line[8:].strip()
+            if name and version:
+                return name, version
+    return dist.metadata["Name"], dist.version
 
 
 def _container() -> dict[str, Any] | None:
