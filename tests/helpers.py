@@ -14,6 +14,7 @@ from typing import Any
 def child_env(home: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("FLIGHTLOG_")}
     env["FLIGHTLOG_HOME"] = str(home)
+    env["FLIGHTLOG_MODEL_CACHE"] = str(home.parent / "model-cache")  # flightlog.models.load: never the user's cache
     for name in ("FLIGHTLOG_URL", "FLIGHTLOG_TOKEN", "FLIGHTLOG_STORE"):  # set by the `home` fixture (http, postgres)
         if name in os.environ and not (name == "FLIGHTLOG_STORE" and "FLIGHTLOG_URL" in extra):
             env[name] = os.environ[name]  # (a child told to use a server does not read the store itself)

@@ -8,6 +8,8 @@ export type JsonNumber = number | string | null;
 export interface Project {
   name: string;
   runs: number;
+  /** of them, serving replicas (runs of kind serving) */
+  serving_runs?: number;
   last_created: string | null;
   running: number;
   failed: number;
@@ -58,6 +60,8 @@ export interface Run {
   signal: number | null;
   duration: number | null;
   queue_wait: number | null;
+  /** training (any workload) or serving (a model server's replica: its own kind, out of the runs table by default) */
+  kind?: "training" | "serving" | string;
   created: string | null;
   queued: string | null;
   started: string | null;
@@ -390,20 +394,94 @@ export interface ServingMinute {
   requests: number;
   errors: number;
   error_rate: number | null;
+  client_errors?: number;
+  client_error_rate?: number | null;
   p50_ms: number | null;
   p95_ms: number | null;
   p99_ms: number | null;
   replicas: number;
 }
 
+/** A version's totals over the window it served (serving stats --by version). */
+export interface VersionStats {
+  version: string;
+  requests: number;
+  errors: number;
+  error_rate: number | null;
+  client_errors: number;
+  client_error_rate: number | null;
+  p50_ms: number | null;
+  p95_ms: number | null;
+  p99_ms: number | null;
+  throughput_per_min: number | null;
+  minutes: number;
+  first: string | null;
+  last: string | null;
+  replicas: number;
+  error_types: Record<string, number>;
+  error_messages?: Record<string, string>;
+}
+
 export interface Rollout {
+  /** first traffic of the new version (the deploy time when none yet) */
   time: string;
+  deployed_at: string | null;
+  first_traffic_at: string | null;
   kind: "rollout" | "rollback" | string;
   from_version: number;
   to_version: number;
   model: string;
   actor: string | null;
   replicas: number;
+}
+
+/** A distribution as the drift document shows it (training side or live side). */
+export interface DistributionSummary {
+  kind: string;
+  type: string;
+  count: number;
+  nulls: number;
+  mean?: number | null;
+  std?: number | null;
+  min?: number | null;
+  max?: number | null;
+  p5?: number | null;
+  p25?: number | null;
+  p50?: number | null;
+  p75?: number | null;
+  p95?: number | null;
+  top?: { value: string; share: number }[];
+  distinct?: number;
+}
+
+export interface FeatureDriftRow {
+  feature: string;
+  test: string;
+  statistic: number | null;
+  p_value: number | null;
+  threshold: number;
+  drifted: boolean;
+  types?: Record<string, number>;
+  training?: DistributionSummary | null;
+  live?: DistributionSummary | null;
+}
+
+/** GET api/v1/serving/ENDPOINT/drift */
+export interface EndpointDrift {
+  endpoint: string;
+  env: string | null;
+  since: string;
+  drifted: string[];
+  versions: {
+    version: string;
+    model: string | null;
+    training_run: string | null;
+    rows: number;
+    failed: number;
+    judged: boolean;
+    features: FeatureDriftRow[];
+    notes: string[];
+  }[];
 }
 
 /** GET api/v1/deployments/ENDPOINT/timeline */
@@ -416,6 +494,7 @@ export interface DeploymentTimeline {
   desired: { time: string; version: number; model: string; ref: string | null; actor: string | null; from_version: number | null }[];
   replicas: ReplicaRow[];
   minutes: ServingMinute[];
+  versions?: VersionStats[];
   rollouts: Rollout[];
   alerts: Alert[];
 }

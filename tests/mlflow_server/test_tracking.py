@@ -155,7 +155,11 @@ def test_auth_roles_and_basic_auth_on_both_prefixes(server: RunningServer) -> No
         assert r.status_code == 403 and r.json()["error_code"] == "PERMISSION_DENIED"
         r = http.post("/api/2.0/mlflow/runs/search", json={"experiment_ids": [exp_id]}, headers=other)
         assert r.status_code == 200 and r.json() == {"runs": []}
-        r = http.post("/api/2.0/mlflow/runs/log-batch", content=b"{not json", headers={**reader, **_bearer(writer)})
+        r = http.post(
+            "/api/2.0/mlflow/runs/log-batch",
+            content=b"{not json",
+            headers={**reader, **_bearer(writer), "Content-Type": "application/json"},
+        )
         assert r.status_code == 400 and r.json()["error_code"] == "INVALID_PARAMETER_VALUE"
         r = http.get("/api/2.0/mlflow/runs/get", params={"run_id": run_id}, headers=reader)
         assert r.json()["run"]["info"]["start_time"] == 1

@@ -9,8 +9,9 @@ import click
 
 from flightlog.cli.common import duration_text, open_client, short_time, status_text
 from flightlog.cli.output import clip, console, emit_json, esc, format_option
-from flightlog.errors import InvalidInput
+from flightlog.errors import FilterSyntaxError, InvalidInput
 from flightlog.failure import frames_for_display
+from flightlog.models import RUN_KINDS, SERVING_KIND, kind_filter
 from flightlog.notices import notice
 from flightlog.plugins import features
 from flightlog.timefmt import format_size, iso
@@ -35,12 +36,30 @@ def runs_group() -> None:
 @click.option("--order-by", "-o", metavar="KEY", help="e.g. -metrics.acc (descending), created; default -created.")
 @click.option("--limit", "-n", type=click.IntRange(min=0), default=50, show_default=True)
 @click.option("--columns", "-c", metavar="KEYS", help="Extra columns, comma-separated: params.lr,metrics.acc,tags.team")
+@click.option(
+    "--kind",
+    type=click.Choice(RUN_KINDS),
+    default="training",
+    show_default=True,
+    help="Which runs: training (serving replicas left out), serving (only replicas), all.",
+)
 @format_option
 def runs_ls(
-    project: str | None, filter_: str | None, order_by: str | None, limit: int, columns: str | None, fmt: str
+    project: str | None,
+    filter_: str | None,
+    order_by: str | None,
+    limit: int,
+    columns: str | None,
+    kind: str,
+    fmt: str,
 ) -> None:
-    """List runs, newest first."""
-    runs = open_client().runs(project=project, filter=filter_, order_by=order_by, limit=limit)
+    """List runs, newest first (serving replicas only with --kind serving or all)."""
+    client = open_client()
+    try:
+        runs = client.runs(project=project, filter=kind_filter(filter_, kind), order_by=order_by, limit=limit)
+    except FilterSyntaxError:
+        client.runs(project=project, filter=filter_, limit=1)  # the error as the user wrote the filter
+        raise
     if fmt == "json":
         emit_json([r.to_dict(detail=False) for r in runs])
         return
@@ -63,7 +82,23 @@ def runs_ls(
     out = console()
     out.print(table)
     if not runs:
-        out.print("[dim]no runs match[/]")
+        out.print(
+            "[dim]no runs match[/]" + (" [dim](serving replicas: --kind serving)[/]" if kind == "training" else "")
+        )
+
+
+def _serving_facts(info: Any) -> list[tuple[str, str]]:
+    """A serving replica's run says which deployment it serves and how to open it."""
+    if info.kind != SERVING_KIND:
+        return []
+    tags = info.tags or {}
+    endpoint, env = tags.get("serving.endpoint", "?"), tags.get("serving.env", "?")
+    model = tags.get("serving.model") or "?"
+    return [
+        ("kind", "serving replica"),
+        ("serves", f"{endpoint} ({env}): {model} v{tags.get('serving.version', '?')}"),
+        ("deployment", f"flightlog deployments show {endpoint} --env {env}"),
+    ]
 
 
 def _default_columns(runs: list[Any]) -> list[str]:
@@ -156,6 +191,7 @@ def _print_run(
         ("exit code", "-" if info.exit_code is None else str(info.exit_code)),
         ("signal", "-" if info.signal is None else str(info.signal)),
         ("host", f"{info.host or '-'} (pid {info.pid})"),
+        *_serving_facts(info),
     ]
     git = context.get("git") or {}
     if git:

@@ -28,6 +28,9 @@ class Finding:
     next_steps: list[str] = field(default_factory=list)
     kind: str | None = None  # overrides the category's kind (a missing config file is software)
     context: list[dict[str, Any]] = field(default_factory=list)  # evidence that carries no weight
+    #: fields the report carries besides the usual ones (a distributed run's ``rank``, ``culprit``,
+    #: ``victims``: contract C5); ``origin`` names the analyzer and stays out of the report
+    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def confidence(self) -> float:
@@ -42,13 +45,15 @@ class Finding:
         ordered = sorted(self.signals, key=lambda s: -s.weight)
         evidence = _unique([s.evidence() for s in ordered] + self.context)
         steps = _unique_text([*self.next_steps, *NEXT_STEPS.get(self.category, ())])
-        return {
+        out = {
             "category": self.category,
             "confidence": self.confidence,
             "summary": self.summary,
             "evidence": evidence,
             "next_steps": steps,
         }
+        out.update((k, v) for k, v in self.extra.items() if k != "origin")
+        return out
 
 
 def merge_findings(findings: Iterable[Finding]) -> list[Finding]:
@@ -69,6 +74,7 @@ def merge_findings(findings: Iterable[Finding]) -> list[Finding]:
                 [step for f in group for step in f.next_steps],
                 head.kind,
                 [c for f in group for c in f.context],
+                next((f.extra for f in group if f.extra), {}),
             )
         merged.append(head)
     merged = [f for f in merged if f.confidence >= REPORT_FLOOR]

@@ -28,6 +28,7 @@ from flightlog.notices import notice
 from flightlog.plugins import features
 from flightlog.redaction import pattern_files
 from flightlog.redaction.patterns import load_patterns
+from flightlog.runner.hangs import HangCollector
 from flightlog.runner.mlflow_env import mlflow_env
 from flightlog.runner.options import RunnerOptions, retry_backoff
 from flightlog.runner.outcome import Outcome, outcome_of
@@ -35,6 +36,7 @@ from flightlog.runner.pump import OutputPump, enlarge_pipe
 from flightlog.runner.reaper import MARK, Keeper, Reaper, become_subreaper, death_signal
 from flightlog.sdk.context import allowed_env, process_context
 from flightlog.sdk.control import control
+from flightlog.sdk.hangs import hang_settings
 from flightlog.sdk.shipper import shipper
 from flightlog.timefmt import format_duration
 
@@ -194,6 +196,7 @@ class Runner:
             "sample_interval_s": o.sample_interval,
             "log_policy": o.log_policy,
             "max_log_rate": o.max_log_rate,
+            "hang_watch": _hang_config(),
         }
 
     def _should_retry(self, result: AttemptResult, attempts_done: int) -> bool:
@@ -220,6 +223,7 @@ class Runner:
 
         opts = self.opts
         env = self._child_env(run, attempt, resume_from)
+        hangs = self._hang_collector(run, attempt, env)
         if "MLFLOW_RUN_ID" in env:  # the MLflow client inside asks the server for the run at once
             control(run).flush()
         patterns = [*load_patterns(pattern_files(run.settings.home)), *opts.redact]
@@ -258,8 +262,12 @@ class Runner:
                 keeper.stand_down()
             if tree is not None:
                 tree.close()
+            if hangs is not None:
+                hangs.stop()
             return self._spawn_failed(run, attempt, started, exc)
         self._child = child
+        if hangs is not None:
+            hangs.start()
         reaper = self._reaper = Reaper(child.pid, tree.pids if tree is not None else None)
         if self._received is not None:  # a signal landed while the child was being spawned
             _kill_group(child.pid, self._received)
@@ -289,6 +297,8 @@ class Runner:
         if keeper is not None:
             keeper.stand_down()
         pump.join(5.0)
+        if hangs is not None:
+            hangs.stop()  # what the ranks handed over last is on the run before its end is classified
         if killed:
             control(run).count("leftover_processes_killed", killed)
         self._store_line_metrics(run, final=True)
@@ -346,6 +356,20 @@ class Runner:
             env.pop("FLIGHTLOG_RESUME_FROM", None)
         env.update(mlflow_env(run.settings.url, run.settings.token, run.id, run.project, env))
         return env
+
+    def _hang_collector(self, run: flightlog.Run, attempt: int, env: dict[str, str]) -> HangCollector | None:
+        """The attempt's hang collector (docs/distributed.md), its variables put in ``env``; None
+        when ``FLIGHTLOG_HANG_WATCH=off``."""
+        settings = hang_settings()
+        if not settings.enabled:
+            return None
+        try:
+            collector = HangCollector(run, settings, attempt)
+        except OSError as exc:
+            say(f"hangs are not watched in this attempt: {exc}")
+            return None
+        collector.child_env(env)
+        return collector
 
     def _memory_limit(self, run: flightlog.Run, attempt: int) -> tuple[Any, list[str]]:
         opts = self.opts
@@ -611,6 +635,20 @@ def _classify(
         last_lines=last_lines,
         memory_share=memory_share,
     )
+
+
+def _hang_config() -> dict[str, Any]:
+    """The hang watch's settings as the run's configuration evidence (what diagnosis quotes)."""
+    s = hang_settings()
+    return {
+        "enabled": s.enabled,
+        "factor": s.factor,
+        "min_s": s.floor,
+        "max_s": s.ceiling,
+        "repeat_s": s.repeat,
+        "signal": s.signal,
+        "flight_recorder_entries": s.fr_buffer,
+    }
 
 
 def _tree_cgroup(run: flightlog.Run, attempt: int) -> Any:

@@ -4,10 +4,10 @@ import { useState } from "preact/hooks";
 import { ApiError, get, send } from "../../api";
 import { RunAlerts } from "../../components/Alerts";
 import { Card, Empty, ErrorBox, FINISHED, KV, Loading } from "../../components/ui";
-import { fmtBytes, fmtDuration, fmtTime, fmtValue, shellJoin, shortId, signalName } from "../../format";
+import { fmtBytes, fmtDuration, fmtMs, fmtNum, fmtRate, fmtTime, fmtValue, shellJoin, shortId, signalName } from "../../format";
 import { useAsync, useStored } from "../../hooks";
 import { Link, paths } from "../../router";
-import type { Context, Diagnosis, Lineage, Note, Rightsizing, Run, RunbookEntry, Stage } from "../../types";
+import type { Context, Diagnosis, Lineage, Note, Rightsizing, Run, RunbookEntry, Stage, VersionStats } from "../../types";
 import { framesForDisplay } from "../../frames";
 import { attemptAt, attemptsOf, clock, exitNote, sec } from "./attempts";
 
@@ -165,6 +165,7 @@ function DiagnosisCard({ run }: { run: Run }) {
     ) : null}>
       {diag.error ? <ErrorBox error={diag.error} what="the diagnosis" /> : null}
       {diag.loading && !diag.data ? <Loading what="the diagnosis" /> : null}
+      {diag.data?.serving ? <ServingSection s={diag.data.serving as ServingDiagnosis} project={run.project} /> : null}
       {diag.data && !findings.length ? <p class="muted">No likely problem found.</p> : null}
       <ol class="findings">
         {findings.map((f, i) => (
@@ -206,6 +207,39 @@ function pointsTo(step: string, d: Diagnosis): preact.ComponentChildren {
   return (
     <> <button type="button" class="link-button small" onClick={() => document.getElementById(target)?.scrollIntoView({ block: "start" })}>
       {target} ↓</button></>
+  );
+}
+
+interface ServingDiagnosis {
+  endpoint: string;
+  env: string;
+  model: string | null;
+  version: string;
+  traffic: VersionStats[];
+  diagnosis?: { headline?: string; error?: string };
+  commands: Record<string, string>;
+}
+
+/** A serving replica is diagnosed as serving: its own traffic, and its deployment's story. */
+function ServingSection({ s, project }: { s: ServingDiagnosis; project: string }) {
+  return (
+    <section class="serving-diagnosis" id="serving-diagnosis">
+      <p>
+        Serving replica of <Link to={paths.deployment(s.endpoint, s.env, project)} class="strong">{s.endpoint} ({s.env})</Link>
+        {s.model ? ` · ${s.model}` : ""} v{s.version}
+      </p>
+      <ul class="serving-traffic">
+        {s.traffic.map((t) => (
+          <li key={t.version} data-version={t.version}>
+            v{t.version}: {fmtNum(t.requests)} requests · 5xx {fmtRate(t.error_rate)} · 4xx {fmtRate(t.client_error_rate)}
+            {t.p50_ms !== null ? ` · p50 ${fmtMs(t.p50_ms)} · p99 ${fmtMs(t.p99_ms)}` : ""}
+            {Object.keys(t.error_types).length ? ` · ${Object.entries(t.error_types).map(([k, n]) => `${k} ${n}`).join(", ")}` : ""}
+          </li>
+        ))}
+      </ul>
+      {s.diagnosis?.headline ? <p class="serving-headline">Deployment: {s.diagnosis.headline}</p> : null}
+      {s.diagnosis?.error ? <p class="muted small">{s.diagnosis.error}</p> : null}
+    </section>
   );
 }
 
