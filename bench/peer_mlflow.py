@@ -23,6 +23,8 @@ def _setup(store: str = "sqlite") -> str:
     import mlflow
 
     tmp = tempfile.mkdtemp(prefix="mlflow-bench-")
+    if store == "file":  # in "maintenance mode" since 3.x: refused unless asked for
+        os.environ["MLFLOW_ALLOW_FILE_STORE"] = "true"
     uri = f"sqlite:///{tmp}/mlflow.db" if store == "sqlite" else f"file://{tmp}/mlruns"
     mlflow.set_tracking_uri(uri)
     os.chdir(tmp)
