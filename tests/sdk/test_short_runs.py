@@ -130,3 +130,29 @@ def test_git_state_names_changed_files_exactly_and_is_not_asked_outside_a_reposi
     assert git_info(str(outside)) is None
     assert not (tmp_path / "git-was-run").exists(), "no .git above it: git is not asked"
     assert git_info(str(repo)) is None and (tmp_path / "git-was-run").exists()  # (the spy answers inside one)
+
+
+SAMPLED_SWEEP = """
+    import json, time, flightlog
+    ids, t0 = [], time.monotonic()
+    for i in range(30):
+        run = flightlog.init(project="sweep", name=f"trial-{i}", quiet=True)  # resources on, the default
+        run.log({"x": float(i)})
+        run.finish()
+        ids.append(run.id)
+    print(json.dumps({"ids": ids, "elapsed": time.monotonic() - t0}))
+"""
+
+
+def test_every_short_run_carries_a_reading_of_its_process_taken_once_an_interval(home: Path) -> None:
+    """The process's sampler is resumed by each run: a run gets a sample, but the process is not
+    read once per run: a run that starts less than an interval after the last reading gets that
+    reading (sdk/sampling.py)."""
+    report = json.loads(run_script(home, SAMPLED_SWEEP).stdout.strip().splitlines()[-1])
+    client = flightlog.Client()
+    times = set()
+    for run_id in report["ids"]:
+        samples = client.resources(run_id)
+        assert samples, f"run {run_id} has no reading of its process"
+        times.update(s["time"] for s in samples)
+    assert len(times) <= report["elapsed"] / 1.0 + 2, "more readings than one an interval"
