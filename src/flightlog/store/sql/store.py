@@ -726,8 +726,8 @@ class SqlStore:
         metric, log and sample rows). A reader caches what it derived from the store under it."""
         with self.db.read() as conn:  # one connection: one snapshot
             count, latest = conn.execute("SELECT COUNT(*), MAX(updated) FROM runs").fetchone()
-            cursor = _cursor(conn)
-        return f"{int(count)}:{float(latest or 0.0)!r}:" + ":".join(str(cursor[t]) for t in FEED_TABLES)
+            cursor = self.dialect.feed_cursor(conn)
+        return f"{int(count)}:{float(latest or 0.0)!r}:" + ":".join(str(cursor[t]) for t in sorted(cursor))
 
     def changes(
         self,
