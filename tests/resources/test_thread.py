@@ -137,3 +137,21 @@ def _wait_until(condition: Any, timeout: float = 10.0) -> None:
     while not condition():
         assert time.monotonic() < deadline, "condition not met in time"
         time.sleep(0.005)
+
+
+def test_a_resume_not_at_once_keeps_the_schedule_and_wakes_a_parked_thread() -> None:
+    thread = SamplerThread(Counting(), lambda s: None, interval=60.0).start()
+    _wait_until(lambda: thread.samples == 1)
+    thread.pause()
+    thread.resume(at_once=False)  # before the thread parked: its next sample stays a minute away
+    time.sleep(0.3)
+    assert thread.samples == 1 and not thread.paused
+    thread.stop()
+    quick = SamplerThread(Counting(), lambda s: None, interval=0.05).start()
+    _wait_until(lambda: quick.samples >= 1)
+    quick.pause()
+    _wait_until(lambda: quick._parked)  # parked at its next tick, with no timer
+    before = quick.samples
+    quick.resume(at_once=False)  # a parked thread is woken, and samples on its schedule again
+    _wait_until(lambda: quick.samples > before)
+    assert quick.stop() is True

@@ -241,7 +241,7 @@ def init(
     lead = not peer or (identity is not None and identity.rank == 0)  # of peers, rank 0 speaks for the run
     if not attach and lead:
         run_started(run)  # the features' run-start hooks (sdk/features.py): never raise
-    shipper.register(writer)
+    shipper.register(writer, at_once=bool(writer.rank_fields))  # a rank is looked for by its peers
     if join is not None and join.passed:
         _say_passed(run, join, identity)
     if not (attach or nested or (settings.quiet if quiet is None else quiet)) and lead:

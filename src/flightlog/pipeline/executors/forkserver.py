@@ -232,13 +232,21 @@ def _load_runner_code() -> None:
     import flightlog.runner.runner  # noqa: F401
     from flightlog.capture import CaptureConfig, CapturePipeline, LineMetrics  # noqa: F401
     from flightlog.config import Settings
+    from flightlog.plugins import features
+    from flightlog.redaction import redactor
     from flightlog.redaction.patterns import load_patterns  # noqa: F401
     from flightlog.resources import ProcessTreeSampler, ResourceSummary, SamplerThread  # noqa: F401
-    from flightlog.sdk.context import warm_interpreter_context
+    from flightlog.sdk.context import allowed_env, warm_interpreter_context
     from flightlog.sdk.sink import load_sink_code
 
+    try:
+        features()  # the feature table every runner's run-start hooks use: its imports and entry points, once
+    except Exception:  # noqa: BLE001 - each runner reports a broken table, as a runner started afresh does
+        pass
     settings = Settings.from_env()
     warm_interpreter_context(settings.home)  # the run context every runner records, less its git state
+    allowed_env(os.environ, settings.env_allow)  # its allow-list's pattern, compiled once
+    redactor(settings.home)  # the redaction rules every runner applies to its records, compiled once
     try:
         load_sink_code(settings)
     except FlightlogError:
@@ -269,6 +277,7 @@ def _wait_as_spare(request_fd: int, server_pid: int, die_with_parent: Any, serve
     ``flightlog run ARGS`` in the step's directory and environment, exactly as a runner started
     with ``python -m flightlog.runner`` would be."""
     from flightlog.runner.__main__ import main
+    from flightlog.runner.reaper import fork_keeper_ahead
 
     code = 1
     try:
@@ -281,6 +290,7 @@ def _wait_as_spare(request_fd: int, server_pid: int, die_with_parent: Any, serve
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         for fd in server_fds:
             os.close(fd)
+        fork_keeper_ahead()  # now, while this process has no thread: a fork, not a new interpreter
         _open_store_ahead()
         request = _read_all(request_fd)
         if not request:  # dismissed: the pipeline is over
