@@ -32,7 +32,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio.to_thread
-from starlette.responses import Response
 
 from flightlog.errors import NotFound
 from flightlog.ids import new_writer_id
@@ -47,7 +46,7 @@ from flightlog.server.context import Ctx, UnsupportedMediaType
 from flightlog.server.operations import Operation, Param
 from flightlog.server.origins import check_same_origin
 from flightlog.server.prometheus import ROUTE_KEY
-from flightlog.server.responses import json_response
+from flightlog.server.responses import Response, json_response
 from flightlog.store.features import ensure_tables
 from flightlog.transport.artifacts import blob_digest
 

@@ -15,8 +15,6 @@ import json
 import time
 from typing import Any
 
-from starlette.responses import Response
-
 from flightlog.errors import FlightlogError
 from flightlog.ids import new_run_id
 from flightlog.mlflow_server.artifacts import db_of
@@ -51,7 +49,7 @@ from flightlog.mlflow_server.writes import (
 from flightlog.models import RunInfo
 from flightlog.query.like import like_match
 from flightlog.server.operations import Operation
-from flightlog.server.responses import json_bytes
+from flightlog.server.responses import Response, json_bytes
 from flightlog.statuses import ACTIVE_STATUSES
 
 __all__ = ["OPERATIONS"]

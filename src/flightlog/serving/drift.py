@@ -43,7 +43,7 @@ def endpoint_drift(
     """The drift document of ``endpoint`` (see the module docstring)."""
     # the data feature (flightlog[data]: pyarrow, scipy), only when drift is asked for
     from flightlog.data.live import MIN_ROWS, LiveProfile, live_drift, prediction_rows
-    from flightlog.data.livesummary import profile_column
+    from flightlog.data.livesummary import profile_column  # (as above)
 
     now = time.time() if now is None else now
     start = parse_time(since, now=now, what="since") if isinstance(since, str) else float(since or 0.0)

@@ -42,8 +42,8 @@ def drift_change(
     """The drift onset of ``version``'s live inputs against its training profile, or None."""
     # the data feature (flightlog[data]), as above
     from flightlog.data.live import MIN_ROWS, DriftMonitor, LiveProfile, prediction_rows
-    from flightlog.data.livesummary import profile_column
-    from flightlog.data.livetypes import successful
+    from flightlog.data.livesummary import profile_column  # (as above)
+    from flightlog.data.livetypes import successful  # (as above)
 
     if run_id is None:
         return None

@@ -25,7 +25,6 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-import flightlog
 from flightlog.client import Client
 from flightlog.config import Settings
 from flightlog.errors import InvalidInput, NotFound, StoreUnavailable
@@ -34,6 +33,8 @@ from flightlog.names import check_name_text
 from flightlog.redaction import redact_personal_data, redactor
 from flightlog.registry.refs import FORMS
 from flightlog.schema.values import is_json_value
+from flightlog.sdk import init
+from flightlog.sdk.logging import logging_handler
 from flightlog.sdk.writer import warn
 from flightlog.serving.clock import Clock
 from flightlog.serving.fields import check_allow_list
@@ -291,7 +292,7 @@ def attach(
         "serving.version": resolved["version"],
         "serving.replica": f"{host}:{os.getpid()}",
     }
-    run = flightlog.init(project=project, name=f"serve {endpoint}@{env}", tags=tags, console=False)
+    run = init(project=project, name=f"serve {endpoint}@{env}", tags=tags, console=False)
     key, keyed_by = _serving_key(run.project)
     run.log_params(
         {
@@ -340,7 +341,7 @@ def attach(
     if capture_logs:
         import logging
 
-        logging.getLogger().addHandler(flightlog.logging_handler(run))
+        logging.getLogger().addHandler(logging_handler(run))
     return replica
 
 

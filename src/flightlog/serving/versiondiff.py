@@ -56,7 +56,7 @@ def _shifts(before: dict[str, Any] | None, after: dict[str, Any] | None) -> list
     """Columns whose distribution moved between two profiles, as figures: "amount mean 100 → 140"."""
     # the data feature (flightlog[data]): only for a diagnosis whose two runs logged profiles
     from flightlog.data.livesummary import column_summary, describe_change
-    from flightlog.data.profiling import Profile
+    from flightlog.data.profiling import Profile  # (as above)
 
     if not before or not after:
         return []
@@ -322,7 +322,7 @@ def feature_differences(
     too, in figures, rather than a file's bytes."""
     # the data feature (flightlog[data]): only for a diagnosis that found drift
     from flightlog.data.livesummary import describe_change, profile_column
-    from flightlog.serving.livechanges import profile_of
+    from flightlog.serving.livechanges import profile_of  # (as above)
 
     try:
         profiles = {side: profile_of(client, v["run_id"]) for side, v in (("before", before), ("after", after))}

@@ -15,12 +15,10 @@ import time
 import weakref
 from typing import Any
 
-from starlette.responses import Response
-
 from flightlog.errors import Forbidden
 from flightlog.server.context import Ctx
 from flightlog.server.operations import Operation, Param, ok
-from flightlog.server.responses import json_bytes
+from flightlog.server.responses import Response, json_bytes
 from flightlog.triage.budget import ReportCache
 from flightlog.triage.report import DEFAULT_SINCE
 from flightlog.triage.worker import report_in_worker

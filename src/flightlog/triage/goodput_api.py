@@ -3,12 +3,10 @@ draws its summary line and its bar from it)."""
 
 from __future__ import annotations
 
-from starlette.responses import Response
-
 from flightlog.diagnose.reader import StoreReader
 from flightlog.server.context import Ctx
 from flightlog.server.operations import RUN, Operation, ok
-from flightlog.server.responses import json_response
+from flightlog.server.responses import Response, json_response
 from flightlog.triage.goodput import run_goodput
 
 __all__ = ["OPERATIONS"]
