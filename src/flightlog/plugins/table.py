@@ -54,7 +54,6 @@ BUILTIN: tuple[str, ...] = (
     "flightlog.serving.feature",
     "flightlog.mlflow_server.feature",
     "flightlog.triage.feature",
-    "flightlog.mlflow_server.feature_artifacts",
 )
 
 

@@ -22,9 +22,9 @@ from flightlog.models import STATUSES
 from flightlog.names import check_run_name as check_name
 from flightlog.plugins import features
 from flightlog.schema.values import MAX_PARAM_DEPTH, is_json_value, metric_name_problem
-from flightlog.sdk.features import run_ended
 from flightlog.sdk.hangs import unwatch_run
 from flightlog.sdk.ranks import settle_dead_peers
+from flightlog.sdk.runhooks import run_ended
 from flightlog.sdk.stages import StageTimer
 from flightlog.statuses import EXITED_STATUSES, SIGNALLED_STATUSES
 from flightlog.store.artifacts import LocalArtifactStore, open_artifact_store
@@ -690,7 +690,7 @@ class Run:
                 self._w.add_record("run", **update)
                 if self._w.on_records is not None:
                     self._w.persist()  # the records a feature asked for reach it before the run's end
-                run_ended(self, final)  # the features' run-end hooks (sdk/features.py): never raise
+                run_ended(self, final)  # the features' run-end hooks (sdk/runhooks.py): never raise
             elif self.peer and getattr(self._w, "rank_fields", {}).get("rank") == 0:
                 run_ended(self, final)  # of peer ranks, rank 0 speaks for the run (its own end)
             rank_fields = getattr(self._w, "rank_fields", {})

@@ -104,7 +104,7 @@ class RunWriter:
         self.journal: JournalWriter | None = None
         self._journal_due = True  # opened on the first append: a writer that records nothing leaves no file
         self._forked_from: int | None = None  # the parent's pid, in a forked child
-        #: the records a feature asked for go here after they are journaled (sdk/features.py)
+        #: the records a feature asked for go here after they are journaled (sdk/runhooks.py)
         self.on_records: Callable[[list[dict[str, Any]]], None] | None = None
         #: the rank this writer's process is in a distributed job (`writer` record fields), also
         #: in the header of a forked child's writer: what it records belongs to the same rank
@@ -290,7 +290,7 @@ class RunWriter:
             rec["s"] = self._seq
         self.stats["records"] += len(records)
         self._journal_append(records)
-        if self.on_records is not None:  # a feature asked for some kinds (sdk/features.py)
+        if self.on_records is not None:  # a feature asked for some kinds (sdk/runhooks.py)
             self.on_records(records)
         if not (self._spilled and self.journal is not None):
             self._pending.extend(records)

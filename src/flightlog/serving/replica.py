@@ -43,6 +43,7 @@ from flightlog.serving.privacy import Scrubber
 from flightlog.serving.reading import replica_runs
 from flightlog.serving.recorder import LABEL, PREDICTION, Recorder
 from flightlog.serving.sampling import DEFAULT_MIN_RECORDS, DEFAULT_RECORD_BYTES, AdaptiveSampler
+from flightlog.store.base import feature_store
 
 __all__ = ["DEFAULT_SAMPLE", "Replica", "attach", "current", "log_label"]
 
@@ -353,21 +354,29 @@ def _serving_key(project: str) -> tuple[bytes, str]:
     try:
         client = Client.for_lookups(Settings.from_env())
         try:
-            # the registry's way to tell the two stores apart (registry/__init__.py): a server's
-            # HTTP connection, else the store's own secret table
-            http = getattr(client.store, "http", None)
-            if http is not None:
-                doc = http.json("GET", "/serving/key", params={"project": project})
-                return bytes.fromhex(str(doc["key"])), "project"
-            shared_secret = getattr(client.store, "shared_secret", None)
-            if shared_secret is None:
+            # by the store's database (``store.backend``): a server's HTTP API, else the store's own secret table
+            key = feature_store(client.store, _KEYS, project)
+            if key is None:
                 raise InvalidInput(f"the store {type(client.store).__name__} keeps no keys")
-            return bytes(shared_secret(f"serving:{project}")), "project"
+            return key, "project"
         finally:
             client.close()
     except Exception as exc:  # noqa: BLE001 - serving goes on; its hashes are keyed by this process
         warn(f"cannot get project {project!r}'s serving key ({exc}); hashing with a key of this process")
         return secrets.token_bytes(32), "process"
+
+
+def _server_key(store: Any, project: str) -> bytes:
+    doc = store.http.json("GET", "/serving/key", params={"project": project})
+    return bytes.fromhex(str(doc["key"]))
+
+
+def _stored_key(store: Any, project: str) -> bytes:
+    return bytes(store.shared_secret(f"serving:{project}"))
+
+
+#: a project's serving key, by the database of the store that keeps it (``Store.backend``)
+_KEYS = {"http": _server_key, "sqlite": _stored_key, "postgresql": _stored_key}
 
 
 def _stop_on_sigterm(replica: Replica) -> None:

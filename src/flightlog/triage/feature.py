@@ -23,16 +23,15 @@ def flightlog_cli_commands() -> list[CommandRef]:
 
 @hookimpl
 def flightlog_api_operations() -> list[Operation]:
-    # imported here: the API modules need Starlette (flightlog[server]), which the CLI does not
+    # imported here: the API module needs Starlette (flightlog[server]), which the CLI does not
     from flightlog.triage.api import OPERATIONS
-    from flightlog.triage.goodput_api import OPERATIONS as GOODPUT  # (as above)
 
-    return [*OPERATIONS, *GOODPUT]
+    return list(OPERATIONS)
 
 
 @hookimpl
 def flightlog_alert_rule_kinds() -> list[Any]:
-    from flightlog.triage.alertkind import KIND  # only where rules are read
+    from flightlog.triage.alertkinds import KIND  # only where rules are read
 
     return [KIND]
 

@@ -17,7 +17,8 @@ from typing import Any
 
 from flightlog.errors import FlightlogError
 from flightlog.ids import new_run_id
-from flightlog.mlflow_server.artifacts import db_of
+from flightlog.mlflow_server.api.artifacts import db_of
+from flightlog.mlflow_server.api.logged_models import run_outputs
 from flightlog.mlflow_server.common import Call, mlflow_operations
 from flightlog.mlflow_server.entities import (
     DELETED_TAG,
@@ -30,7 +31,6 @@ from flightlog.mlflow_server.entities import (
 )
 from flightlog.mlflow_server.errors import MlflowError, invalid, not_found
 from flightlog.mlflow_server.experiments import Experiment, experiments_of, project_of_name
-from flightlog.mlflow_server.logged_models import run_outputs
 from flightlog.mlflow_server.search import (
     EXPERIMENT_ATTRIBUTES,
     lifecycle_filter,
