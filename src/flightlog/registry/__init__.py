@@ -73,9 +73,9 @@ def _local(store: Any, client: Any) -> Any:
     # cost: the feature table imports this package in every run's process (registry/feature.py);
     # the stores, the service and the HTTP client are imported when a registry is asked for
     from flightlog.registry.service import LocalRegistry
-    from flightlog.registry.stores import sql_store_of  # cost: as above
+    from flightlog.registry.stores import open_registry_store  # cost: as above
 
-    return LocalRegistry(client, sql_store_of(store))
+    return LocalRegistry(client, open_registry_store(store))
 
 
 def _remote(store: Any, client: Any) -> Any:

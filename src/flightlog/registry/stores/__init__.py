@@ -12,17 +12,18 @@ from flightlog.registry.stores.sql import SqlRegistryStore
 from flightlog.store.base import feature_store
 from flightlog.store.features import ensure_tables
 
-__all__ = ["SqlRegistryStore", "sql_store_of"]
+__all__ = ["SqlRegistryStore", "open_registry_store", "sql_store_of"]
 
 
-def _sql(store: Any) -> SqlRegistryStore:
-    """The registry's tables in a SQL run store's own database (either dialect)."""
+def open_registry_store(store: Any) -> SqlRegistryStore:
+    """The registry's tables in a SQL run store's own database (either dialect: the store's ``db``
+    and ``dialect``)."""
     ensure_tables(store.db, MIGRATIONS)
     return SqlRegistryStore(store.db, store.dialect.unique_violation)
 
 
 #: the registry's storage of each run store's database (``Store.backend``); a server keeps its own
-_BUILDERS = {"sqlite": _sql, "postgresql": _sql}
+_BUILDERS = {"sqlite": open_registry_store, "postgresql": open_registry_store}
 
 
 def sql_store_of(store: Any) -> SqlRegistryStore | None:
