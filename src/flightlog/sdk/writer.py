@@ -114,7 +114,7 @@ class RunWriter:
         #: store takes them (`_prepare`): written to the journal only if the store does not
         self._held: bytes | None = None
         self._forked_from: int | None = None  # the parent's pid, in a forked child
-        #: the records a feature asked for go here after they are journaled (sdk/features.py)
+        #: the records a feature asked for go here after they are journaled (sdk/runhooks.py)
         self.on_records: Callable[[list[dict[str, Any]]], None] | None = None
         #: the rank this writer's process is in a distributed job (`writer` record fields), also
         #: in the header of a forked child's writer: what it records belongs to the same rank
@@ -295,7 +295,7 @@ class RunWriter:
             rec["s"] = self._seq
         self.stats["records"] += len(records)
         self._journal_append(records, hold=final and self._journal_due and self._may_hold())
-        if self.on_records is not None:  # a feature asked for some kinds (sdk/features.py)
+        if self.on_records is not None:  # a feature asked for some kinds (sdk/runhooks.py)
             self.on_records(records)
         if not (self._spilled and self.journal is not None):
             self._pending.extend(records)

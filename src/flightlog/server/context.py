@@ -25,7 +25,7 @@ from flightlog.server.storeapi import ServerStore
 from flightlog.timefmt import parse_time
 from flightlog.transport.wire import PayloadTooLarge
 
-__all__ = ["AppState", "Ctx", "Query", "UnsupportedMediaType"]
+__all__ = ["AppState", "Ctx", "Query", "Request", "UnsupportedMediaType"]  # Request: for the MLflow routes' own reading
 
 T = TypeVar("T")
 _json = msgspec.json.Decoder()

@@ -44,6 +44,7 @@ ON CONFLICT(run_id, name) DO UPDATE SET
             psycopg.IntegrityError,
             psycopg.ProgrammingError,
         )
+        self.unique_violation: tuple[type[Exception], ...] = (psycopg.errors.UniqueViolation,)
         self._untyped = _untyped_adapters()
 
     def any_of(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:

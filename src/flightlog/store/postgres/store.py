@@ -18,6 +18,7 @@ __all__ = ["PostgresStore"]
 
 
 class PostgresStore(SqlStore):
+    backend = "postgresql"
     db: PgDatabase
 
     def __init__(self, uri: str) -> None:

@@ -13,6 +13,8 @@ __all__ = ["Dialect"]
 
 
 class Dialect(Protocol):
+    #: the errors of an INSERT that a unique key refused (a feature's "already exists")
+    unique_violation: tuple[type[Exception], ...]
     #: the placeholder of the filter compiler's SQL (``flightlog.query.compile_runs_query``)
     placeholder: str
     #: after ``ORDER BY`` a text column: order by code point on either store

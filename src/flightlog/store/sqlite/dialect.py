@@ -15,6 +15,7 @@ class SqliteDialect:
     placeholder = "?"
     collate = ""  # BINARY: code point order
     record_errors: tuple[type[Exception], ...] = (sqlite3.IntegrityError,)
+    unique_violation: tuple[type[Exception], ...] = (sqlite3.IntegrityError,)
     series_upsert = """
 INSERT INTO metric_series(run_id, name, count, nonfinite, min, max, first_step, last_step,
                           last_value, first_time, last_time, last_rank)
