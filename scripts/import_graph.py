@@ -131,11 +131,7 @@ def _imports(module: str, path: Path, known: set[str]) -> Iterator[Import]:
 
     def visit(node: ast.AST, in_function: bool, guarded: bool) -> Iterator[Import]:
         for child in ast.iter_child_nodes(node):
-            if (
-                isinstance(child, ast.Call)
-                and isinstance(child.func, ast.Name)
-                and child.func.id == "lazy_attributes"
-            ):
+            if isinstance(child, ast.Call) and isinstance(child.func, ast.Name) and child.func.id == "lazy_attributes":
                 for home in lazy_homes(child):
                     if home.split(".")[0] == ROOT and (target := target_of(home)):
                         yield Import(module, target, child.lineno, True, guarded)  # imported when used
