@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from flightlog.forksafe import no_fork
 from flightlog.resources import ProcessTreeSampler, SamplerThread
 from tests.helpers import wait_for
 from tests.resources.conftest import Spawn
@@ -75,15 +76,20 @@ def test_sampler_exceptions_are_contained(capsys: pytest.CaptureFixture[str]) ->
 
 
 def test_stop_returns_after_timeout_when_the_callback_hangs() -> None:
-    release = threading.Event()
+    release, entered = threading.Event(), threading.Event()
 
     def hang(sample: dict[str, Any]) -> None:
+        entered.set()
         release.wait(120)
 
     thread = SamplerThread(Counting(), hang, interval=0.01).start()
-    wait_for(lambda: thread.samples, "the first sample (its callback hangs)")
-    assert thread.stop(timeout=0.2) is False  # returned while the callback still hangs
-    release.set()
+    try:
+        wait_for(entered.is_set, "the first sample's callback, which hangs")
+        assert thread.stop(timeout=0.2) is False  # returned while the callback still hangs
+        with no_fork():  # the hanging callback holds no lock of the process's
+            pass
+    finally:
+        release.set()
     assert thread.stop() is True
 
 

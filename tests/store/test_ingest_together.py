@@ -15,13 +15,16 @@ from typing import Any
 import psycopg
 import pytest
 
+from flightlog.errors import StoreUnavailable
 from flightlog.logevents import LogBatch
 from flightlog.models import LogQuery
 from flightlog.schema.values import encode_series, log_chunk_payload
 from flightlog.server.ingestqueue import IngestQueue
+from flightlog.server.testing import serve_in_thread
 from flightlog.store.postgres.connection import RUN_LOCK_SPACE
 from flightlog.store.postgres.store import PostgresStore
 from flightlog.store.sqlite.store import SqliteStore
+from flightlog.transport import HttpStore
 
 pytestmark = pytest.mark.embedded_only("about the stores' ingest itself")
 
@@ -192,4 +195,41 @@ def test_the_servers_queue_answers_each_request_with_its_own_result_from_one_tra
             assert list(store.metric_history(f"run-{i}", "loss").steps) == list(range(100))
     finally:
         holder.close()
+        queue.close()
         store.close()
+
+
+def test_a_closed_queue_applies_what_it_holds_then_ends_its_thread(tmp_path: Path) -> None:
+    """The server's shutdown closes its queue: what was queued is committed, and the thread
+    ends (a server started and stopped in one process left one thread per server, each holding
+    its store), and a batch that comes after the close is told the server is going away."""
+    store = SqliteStore(tmp_path / "flightlog.db")
+    queue = IngestQueue(store)
+    try:
+        first = asyncio.run(queue.ingest(_batch("run-1", 0)))
+        assert first.applied == 2
+        thread = queue._thread
+        assert thread is not None and thread.is_alive()
+        queue.close()
+        assert not thread.is_alive()
+        assert list(store.metric_history("run-1", "loss").steps) == list(range(100))
+        with pytest.raises(StoreUnavailable, match="shutting down"):
+            asyncio.run(queue.ingest(_batch("run-1", 1)))
+    finally:
+        store.close()
+
+
+def _ingest_threads() -> set[threading.Thread]:
+    return {t for t in threading.enumerate() if t.name == "flightlog-ingest" and t.is_alive()}
+
+
+def test_a_server_stopped_leaves_no_ingest_thread(tmp_path: Path) -> None:
+    before = _ingest_threads()
+    with serve_in_thread(tmp_path / "home") as server:
+        client = HttpStore(server.url, home=tmp_path / "client", close_at_exit=False)
+        try:
+            assert client.ingest(_batch("run-1", 0)).applied == 2
+        finally:
+            client.close()
+        assert _ingest_threads() - before, "the server's queue has its thread"
+    assert not _ingest_threads() - before

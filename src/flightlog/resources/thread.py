@@ -100,7 +100,10 @@ class SamplerThread:
     def _tick(self) -> None:
         try:
             with no_fork():  # local reads whose first use imports code: see flightlog.forksafe
-                self.on_sample(self.sampler.sample())
+                sample = self.sampler.sample()
+            # outside the guard: a callback that blocks (a store that hangs) must not hold every
+            # os.fork() and every other guarded step of the process with it
+            self.on_sample(sample)
             self.samples += 1
         except Exception as exc:
             self.errors += 1

@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, cast
 
+import anyio
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
@@ -64,6 +65,8 @@ class FlightlogApp:
         await self.app(scope, receive, send)
 
     def close(self) -> None:
+        if self.state.ingest_queue is not None:
+            self.state.ingest_queue.close()
         self.state.store.close()
 
 
@@ -147,6 +150,8 @@ def create_app(
                 watcher.stop(True)
             except Exception:  # noqa: BLE001 - one feature's shutdown must not stop the others'
                 log.exception("a feature's background work did not stop cleanly")
+        if state.ingest_queue is not None:  # the batches already taken are applied, then its thread ends
+            await anyio.to_thread.run_sync(state.ingest_queue.close)
 
     routes = [
         Route(op.route_path, _endpoint(op, state), methods=[op.method], name=op.operation_id)

@@ -45,6 +45,7 @@ class IngestQueue:
         self._pending: deque[_Item] = deque()
         self._cond = threading.Condition(threading.Lock())
         self._thread: threading.Thread | None = None
+        self._closed = False
         self.transactions = 0  # shared transactions applied (for the bench and the tests)
         self.batches = 0
 
@@ -59,6 +60,8 @@ class IngestQueue:
             return IngestResult()
         future: Future[IngestResult] = Future()
         with self._cond:
+            if self._closed:
+                raise StoreUnavailable("the server is shutting down: send the batch again to another server or later")
             self._pending.append((records, future))
             if self._thread is None:
                 self._thread = threading.Thread(target=self._loop, name="flightlog-ingest", daemon=True)
@@ -66,10 +69,23 @@ class IngestQueue:
             self._cond.notify()
         return await asyncio.wrap_future(future)
 
+    def close(self, timeout: float = 30.0) -> None:
+        """Apply what is queued, then end the thread (at the server's shutdown): a server made
+        and stopped again in one process — tests, a notebook's `serve_in_thread` — leaves no
+        thread behind holding its store."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify()
+            thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+
     def _take(self) -> list[_Item]:
         with self._cond:
-            while not self._pending:
+            while not self._pending and not self._closed:
                 self._cond.wait()
+            if not self._pending:
+                return []
             taken = [self._pending.popleft()]
             size = len(taken[0][0])
             while self._pending and size + len(self._pending[0][0]) <= self.max_records:
@@ -81,6 +97,8 @@ class IngestQueue:
     def _loop(self) -> None:
         while True:
             items = self._take()
+            if not items:
+                return  # closed, and nothing left to apply
             live = [(records, f) for records, f in items if f.set_running_or_notify_cancel()]
             if live:
                 self._apply(live)
