@@ -54,7 +54,9 @@ function prefetch(): void {
   const project = parts[1];
   if (parts.length === 2 && !query.get("filter") && !query.get("group")) {
     const sort = query.get("sort") ?? "-created";
-    start(apiUrl("runs", { project, order_by: sort, limit: PAGE, offset: 0 }), prefetched);
+    // the same URL the runs page asks for (pages/Runs.tsx): serving replicas left out unless shown
+    const kind = query.get("serving") === "1" ? "all" : "training";
+    start(apiUrl("runs", { project, order_by: sort, limit: PAGE, offset: 0, kind }), prefetched);
     return;
   }
   if (parts[2] !== "runs" || parts.length < 4) return;
