@@ -317,8 +317,8 @@ def test_a_stall_is_judged_against_the_usual_step_then_recorded_again_and_resolv
     assert not got
     watch.tick(last_move + 2.0)
     kinds = [k for k, _ in got]
-    assert kinds == ["stall", "stacks"]
-    stall = got[0][1]
+    assert kinds == ["stacks", "stall"]  # the stacks first: whoever reads the stall finds where it is
+    stall = got[1][1]
     assert stall["state"] == "stalled" and stall["since"] == last_move and stall["threshold_s"] == 2.0
     assert stall["usual_s"] == pytest.approx(0.1) and stall["progress"]["run"] == 10
     watch.tick(last_move + 4.0)  # within `repeat`: nothing new

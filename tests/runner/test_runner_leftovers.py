@@ -195,6 +195,7 @@ keeper = Keeper.start(None, [f"{{k}}={{v}}" for k, v in marks.items()])
 kept = subprocess.Popen(["setsid", "sleep", "300"], env={{**os.environ, **marks}})
 print(kept.pid, keeper._pid, flush=True)
 if sys.argv[1] == "stand-down":
+    sys.stdin.readline()  # the test has looked at the keeper: told to stand down only now
     keeper.stand_down()
     print("stood down", flush=True)
 time.sleep(300)
@@ -212,7 +213,7 @@ def test_a_keeper_forked_ahead_kills_for_a_killed_runner_and_leaves_quietly_when
     marks = {"FLIGHTLOG_CAPTURED": "1", "FLIGHTLOG_RUN_ID": os.urandom(16).hex(), "FLIGHTLOG_ATTEMPT": "1"}
     fake_runner = tmp_path / "runner.py"
     fake_runner.write_text(FORKED_KEEPER.format(marks=marks))
-    runner = subprocess.Popen([PY, str(fake_runner), end], stdout=subprocess.PIPE, text=True)
+    runner = subprocess.Popen([PY, str(fake_runner), end], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     daemon = 0
     try:
         assert runner.stdout is not None
@@ -224,6 +225,9 @@ def test_a_keeper_forked_ahead_kills_for_a_killed_runner_and_leaves_quietly_when
             runner.wait(timeout=10)
             assert gone(daemon, within=5), f"the marked setsid daemon (pid {daemon}) outlived its killed runner"
         else:
+            assert runner.stdin is not None
+            runner.stdin.write("stand down\n")
+            runner.stdin.flush()
             assert runner.stdout.readline().strip() == "stood down"
             assert gone(keeper, within=5), "the keeper stood down and exited"
             assert not gone(daemon, within=0.5), "a keeper told to stand down kills nothing"
@@ -231,8 +235,9 @@ def test_a_keeper_forked_ahead_kills_for_a_killed_runner_and_leaves_quietly_when
         if runner.poll() is None:
             runner.kill()
             runner.wait(timeout=10)
-        if runner.stdout is not None:
-            runner.stdout.close()
+        for pipe in (runner.stdin, runner.stdout):
+            if pipe is not None:
+                pipe.close()
         if daemon:
             try:
                 os.kill(daemon, signal.SIGKILL)

@@ -236,3 +236,20 @@ def _views(home: Path) -> list[tuple[str, ...]]:
     for run_id in ids:
         views += [("runs", "show", run_id), ("logs", run_id), ("metrics", run_id, "loss")]
     return views
+
+
+def test_the_change_position_moves_with_this_store_s_writes_only(postgres_uri: str, empty_db: str) -> None:
+    """A cache keyed on the change position (the triage report's) is reused while the store is
+    unchanged, however busy the rest of the cluster is, and dropped on the next metric row."""
+    store, other = PostgresStore(postgres_uri), PostgresStore(empty_db)
+    try:
+        store.ingest([{"k": "run", "r": "pos", "w": "w1", "s": 1, "t": 1.0, "project": "vision", "status": "running"}])
+        before = store.change_position()
+        other.ingest([{"k": "run", "r": "elsewhere", "w": "w1", "s": 1, "t": 1.0, "status": "running"}])
+        other.ingest(_batch("elsewhere", "w1", 2, 3))  # another database's transactions, committed
+        assert store.change_position() == before
+        store.ingest(_batch("pos", "w1", 2, 1))
+        assert store.change_position() != before
+    finally:
+        store.close()
+        other.close()

@@ -281,8 +281,9 @@ class RankWatch:
             "source": self.source,
             "progress": self._progress_view(),
         }
-        self._deliver("stall", f"rank{_tag(ident)}-stall-{self.stalls}", record)
+        # the stacks first: whoever sees the stall (the hang alert, a diagnosis) sees where it is
         self._evidence(now, _reason(now - since, limit, usual, timeout), stalled_for=now - since)
+        self._deliver("stall", f"rank{_tag(ident)}-stall-{self.stalls}", record)
 
     def _resumed(self, now: float) -> None:
         since = self.stalled_since

@@ -85,6 +85,17 @@ ON CONFLICT(run_id, name) DO UPDATE SET
         xmin = int(conn.execute("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint").fetchone()[0])
         return dict.fromkeys(FEED_TABLES, xmin)
 
+    def feed_marks(self, conn: Any) -> str:
+        """The newest id of each feed table (its primary key's end: no scan). Not the feed cursor:
+        the oldest running transaction is the whole cluster's, so it moves with any database's
+        work and a cache keyed on it was never reused. A row of a transaction that commits after
+        a younger one's is seen by the run's ``updated`` (every ingest sets it) in
+        ``change_position``, or at the latest when the cache's own age runs out."""
+        row = conn.execute(
+            "SELECT " + ", ".join(f"(SELECT COALESCE(MAX(id), 0) FROM {t})" for t in FEED_TABLES)
+        ).fetchone()
+        return ":".join(str(int(v)) for v in row)
+
     def feed_window(self, after: int, upto: int) -> tuple[str, list[Any]]:
         """Rows of the transactions that ended between two cursors; rows from before migration 6
         have no xid and count as the oldest."""

@@ -56,6 +56,11 @@ class Dialect(Protocol):
         """Where every feed table (``store/changes.py``) stands now: what ``feed_window`` reads up to."""
         ...
 
+    def feed_marks(self, conn: Any) -> str:
+        """What changes whenever a row is added to a feed table of this store, and only then
+        (``change_position``: a cache is kept while it stays the same)."""
+        ...
+
     def feed_window(self, after: int, upto: int) -> tuple[str, list[Any]]:
         """The rows of a feed table committed after cursor ``after`` and by cursor ``upto``: the
         condition and its arguments (0: from the first row)."""

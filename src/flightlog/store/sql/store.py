@@ -730,12 +730,13 @@ class SqlStore:
 
     def change_position(self) -> str:
         """A text that changes whenever anything a report reads changes: how many runs there are
-        and the latest time one changed (every ingest and edit sets it), and the feed cursor (new
-        metric, log and sample rows). A reader caches what it derived from the store under it."""
+        and the latest time one changed (every ingest and edit sets it), and the feed tables'
+        marks (new metric, log and sample rows; the dialect's ``feed_marks``: only this store's
+        writes move them). A reader caches what it derived from the store under it."""
         with self.db.read() as conn:  # one connection: one snapshot
             count, latest = conn.execute("SELECT COUNT(*), MAX(updated) FROM runs").fetchone()
-            cursor = self.dialect.feed_cursor(conn)
-        return f"{int(count)}:{float(latest or 0.0)!r}:" + ":".join(str(cursor[t]) for t in sorted(cursor))
+            marks = self.dialect.feed_marks(conn)
+        return f"{int(count)}:{float(latest or 0.0)!r}:{marks}"
 
     def changes(
         self,

@@ -71,6 +71,10 @@ ON CONFLICT(run_id, name) DO UPDATE SET
         ).fetchone()
         return {t: int(v) for t, v in zip(FEED_TABLES, row, strict=True)}
 
+    def feed_marks(self, conn: Any) -> str:
+        """The feed cursor itself: with one writer at a time it moves with every new row."""
+        return ":".join(str(v) for v in self.feed_cursor(conn).values())
+
     def feed_window(self, after: int, upto: int) -> tuple[str, list[Any]]:
         return "id > ? AND id <= ?", [after, upto]
 
