@@ -33,19 +33,11 @@ from typing import Any
 
 from _common import ROOT, emit, machine
 
+from flightlog.server.testing import HEADLESS_CHROMIUM_ARGS
+
 FLIGHTLOG = str(Path(sys.executable).with_name("flightlog"))
 CHROMIUM = "/usr/bin/chromium"
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-dev-shm-usage",
-]
+ARGS = list(HEADLESS_CHROMIUM_ARGS)
 BIG = "ffffffff" + "0" * 24
 
 

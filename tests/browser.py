@@ -18,19 +18,11 @@ from typing import Any
 
 import pytest
 
+from flightlog.server.testing import HEADLESS_CHROMIUM_ARGS
+
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = os.environ.get("FLIGHTLOG_TEST_CHROMIUM", "/usr/bin/chromium")
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-dev-shm-usage",
-]
+ARGS = list(HEADLESS_CHROMIUM_ARGS)
 TIMEOUT_MS = 15_000
 NO_CHROMIUM = (
     f"the browser tests need Chromium at {CHROMIUM} and it is missing: install it with "

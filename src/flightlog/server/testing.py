@@ -27,7 +27,21 @@ from flightlog.server.config import ServerConfig
 from flightlog.server.serve import Server, address, bind, uvicorn_config
 from flightlog.server.tokens import create_token
 
-__all__ = ["RunningServer", "serve_in_thread"]
+__all__ = ["HEADLESS_CHROMIUM_ARGS", "RunningServer", "serve_in_thread"]
+
+#: how the suite's UI tests and bench/ui_perf.py launch Chromium: headless, as root in a
+#: container (no sandbox, no /dev/shm), and nothing of its own on the network
+HEADLESS_CHROMIUM_ARGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+)
 
 
 @dataclass

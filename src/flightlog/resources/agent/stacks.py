@@ -88,12 +88,14 @@ def thread_stacks(skip: set[int] | None = None) -> tuple[list[dict[str, Any]], i
         return [], 0
     names = {t.ident: t.name for t in threading.enumerate()}
     main = threading.main_thread().ident
+
     # the main thread, then the workload's threads, then flightlog's own (``flightlog-*``): when
     # the bounds cut the list, what is cut is flightlog's, not the data loader that hangs
-    order = sorted(
-        frames,
-        key=lambda ident: (ident != main, names.get(ident, "~").startswith("flightlog-"), names.get(ident, "~"), ident),
-    )
+    def place(ident: int) -> tuple[bool, bool, str, int]:
+        name = names.get(ident, "~")
+        return ident != main, name.startswith("flightlog-"), name, ident
+
+    order = sorted(frames, key=place)
     threads: list[dict[str, Any]] = []
     dropped = 0
     budget = MAX_TOTAL_FRAMES
