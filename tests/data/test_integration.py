@@ -15,7 +15,8 @@ from click.testing import CliRunner
 
 import flightlog
 from flightlog.cli.main import cli
-from flightlog.data import Between, NotNull, profile, validate
+from flightlog.data import Between, NotNull, Profile, profile, validate
+from flightlog.errors import InvalidInput
 
 OLD = 1_700_000_000
 
@@ -140,3 +141,19 @@ def test_sdk_validation_result_and_real_cli_process(home: Path, tmp_path: Path) 
         and "names on this run: train" in missing.stderr
     )
     assert not ref.exists()
+
+
+def test_log_profile_takes_the_table_itself_and_refuses_what_is_no_table(home: Path) -> None:
+    """Given the data rather than its profile, ``run.log_profile`` profiles it: what is kept is a
+    profile live drift and ``data drift`` can read, never the raw columns under its name."""
+    run = flightlog.init(project="data", name="train")
+    run.log_profile("columns", {"age": [31.0, 45.0, 28.0, None], "plan": ["a", "b", "a", "a"]})
+    run.log_profile("frame", pd.DataFrame({"age": [1.0, 2.0]}))
+    with pytest.raises(InvalidInput, match="cannot profile a int"):
+        run.log_profile("nothing", 42)
+    run.finish()
+    client = flightlog.Client()
+    kept = {e["name"]: e["data"] for e in client.evidence(run.id, kind="profile")}
+    assert set(kept) == {"columns", "frame"}
+    assert kept["columns"]["row_count"] == 4 and kept["frame"]["row_count"] == 2
+    assert Profile.from_dict(kept["columns"])["age"].null_share == 0.25

@@ -13,7 +13,7 @@ from typing import Any
 
 from flightlog.plugins import CommandRef, hookimpl
 
-__all__ = ["flightlog_cli_commands", "flightlog_cohort_evaluate", "flightlog_data_manifest"]
+__all__ = ["flightlog_cli_commands", "flightlog_cohort_evaluate", "flightlog_data_manifest", "flightlog_data_profile"]
 
 
 @hookimpl
@@ -28,6 +28,13 @@ def flightlog_data_manifest(path: Any, cache_dir: Any, exclude: Sequence[str]) -
     from flightlog.data.manifest import build_manifest  # cost: run.log_input only
 
     return build_manifest(path, cache_dir=cache_dir, exclude=exclude)
+
+
+@hookimpl
+def flightlog_data_profile(data: Any) -> dict[str, Any]:
+    from flightlog.data.profiling import profile  # cost: run.log_profile given a table only (pyarrow)
+
+    return profile(data).to_dict()
 
 
 @hookimpl

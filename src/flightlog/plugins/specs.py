@@ -200,6 +200,10 @@ class FeatureSpec:
         """A dataset's manifest: its files, sizes and hashes (``run.log_input``)."""
 
     @hookspec
+    def flightlog_data_profile(self, data: Any) -> Mapping[str, Any] | None:
+        """A table's profile as ``Profile.to_dict()`` writes it (``run.log_profile`` given data)."""
+
+    @hookspec
     def flightlog_cohort_evaluate(
         self, y_true: Any, y_pred: Any, cohorts: Any, metrics: Sequence[str] | None, sample_size: int
     ) -> Mapping[str, Any] | None:

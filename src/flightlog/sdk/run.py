@@ -558,8 +558,23 @@ class Run:
         self._w.add_record("evidence", kind=kind, name=name, data=dict(data))
 
     def log_profile(self, name: str, profile: Any) -> None:
-        """Keep a data profile (see ``flightlog.data.profile``) with the run."""
-        data = profile.to_dict() if hasattr(profile, "to_dict") else dict(profile)
+        """Keep a data profile with the run: a ``flightlog.data.profile(...)`` result (or its
+        ``to_dict()``), or the table itself — a data frame, a pyarrow table, a dict of columns,
+        a file — profiled here. Live drift and ``data drift`` compare against what is kept, so
+        raw columns are never kept under the name of a profile."""
+        if hasattr(profile, "to_dict") and hasattr(profile, "columns") and hasattr(profile, "row_count"):
+            data = profile.to_dict()
+        elif isinstance(profile, Mapping) and "row_count" in profile and "columns" in profile:
+            data = dict(profile)
+        else:
+            data = dict(
+                features().need(
+                    "flightlog_data_profile",
+                    needed_by="run.log_profile",
+                    install="flightlog[data] (its data feature)",
+                    data=profile,
+                )
+            )
         self.log_evidence("profile", name, data)
 
     def log_eval(
