@@ -127,6 +127,20 @@ def test_mixed_types_are_profiled_as_the_majority_and_the_rest_is_type_drift() -
     assert only.feature == "amount" and only.drifted and only.statistic == 1.0
 
 
+def test_rows_are_profiled_whatever_fields_the_first_one_has() -> None:
+    """A request with no allow-listed field (a GET of the API's docs page) sampled first once
+    left the whole batch without columns: none of the rows after it were profiled."""
+    rng = np.random.default_rng(5)
+    rows = [PredictionRow(time=999.0, inputs={}, status=200)]
+    rows += [PredictionRow(time=1000.0 + i, inputs=x, status=200) for i, x in enumerate(_inputs(rng, 300))]
+    rows[5].inputs = {"amount": 120.0}  # a request without its other fields
+    live = LiveProfile()
+    live.update(rows)
+    assert live.rows == 300, "the row with no fields is not a row of the input distribution"
+    assert live.profile["amount"].null_count == 0 and live.profile["age"].null_count == 1
+    assert live.profile["country"].categorical is not None
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_a_small_window_is_judged_without_false_alarms(seed: int) -> None:
     """300 live rows: a significance test on the live rows' own number, so an unchanged window

@@ -74,6 +74,8 @@ class LiveProfile:
                 inputs = r
             else:
                 raise InvalidInput(f"a live row must be a mapping of inputs or a PredictionRow, got {type(r).__name__}")
+            if not inputs:  # a request with no allow-listed field (a GET, a page): nothing to profile
+                continue
             if self.features is not None:
                 batch.append({k: inputs.get(k) for k in self.features})
             else:
@@ -81,6 +83,9 @@ class LiveProfile:
         if not batch:
             return
         batch = one_type_per_field(batch, self.types, self.set_aside, self._builder.profile.columns)
+        # every field in every row: from_pylist takes its columns from the first row alone
+        fields = list(dict.fromkeys(k for row in batch for k in row))
+        batch = [{k: row.get(k) for k in fields} for row in batch]
         try:
             table = pa.Table.from_pylist(batch)
         except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:  # pragma: no cover - one type per field by now
