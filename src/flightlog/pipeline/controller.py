@@ -162,7 +162,9 @@ class Controller:
                 },
             },
         )
-        control(run).persist()  # journaled before any step starts: `resume` needs it after a kill -9
+        # in the store (and the journal) before any step starts: `resume` needs it after a kill -9,
+        # and the steps' runs name it as their parent, so readers look for it from the first step on
+        control(run).flush()
         verb = f"resumed (attempt {run.attempt})" if self.resume else "started"
         self.say(
             f"pipeline {spec.name} run {run.id} {verb}: {len(spec.steps)} steps, "
