@@ -62,7 +62,9 @@ CONN = _re(
     r"|network is unreachable|\bENETUNREACH\b|failed to establish a new connection|max retries exceeded"
     r"|remote end closed connection|server disconnected|could(?:n't| not) connect to|failed to connect|unable to connect"
     r"|connect(?:ion)? timeout|read timed out|connection closed by (?:remote )?peer|software caused connection abort"
-    r"|(?:check|make sure) your (?:internet )?connection"
+    r"|(?:check|make sure) your (?:internet )?connection|\bconnection error\b|\bconnection (?:failed|lost|closed unexpectedly)\b"
+    r"|(?:can't|cannot|could not|couldn't|unable to) (?:connect|reach)\b|\bsocket timed out\b|\bno brokers available\b"
+    r"|\bNoBrokersAvailable\b|\bbroker transport failure\b|\bactively refused\b|\bnetwork (?:error|is down)\b"
 )
 #: distributed training: a collective, a rendezvous or a peer rank that stopped answering (NCCL, Gloo, c10d)
 COLLECTIVE = _re(
@@ -187,7 +189,10 @@ NOT_THERE = _re(
     r"|\bwhen calling the HeadObject operation\b|\bno such object\b|\bstorageexception: 404\b"
 )
 #: a disk-space check of a library itself (no errno)
-NO_ROOM = _re(r"\bnot enough (?:free )?disk space\b|\binsufficient disk space\b|\bdisk is full\b|\bquota exceeded\b")
+NO_ROOM = _re(
+    r"\bnot enough (?:free )?disk space\b|\binsufficient disk space\b|\bdisk is full\b"
+    r"|\b(?:disk|storage|file ?system|inode|volume) quota (?:exceeded|reached)\b"
+)
 #: shared memory (/dev/shm) or a container's memory limit reached
 MEMORY_LIMIT = re.compile(
     r"out of shared memory|insufficient shared memory|raise your shared memory limit|\bOOMKilled\b|\bOOM (?:error|kill(?:ed)?)\b"
@@ -223,11 +228,17 @@ ERRNO_CATEGORY: Final[dict[int, str]] = {
     -2: "service_unavailable",
     -3: "service_unavailable",
     -5: "service_unavailable",  # getaddrinfo: EAI_NONAME, EAI_AGAIN, EAI_NODATA
+    10054: "service_unavailable",
+    10060: "service_unavailable",
+    10061: "service_unavailable",
+    10065: "service_unavailable",
+    11001: "service_unavailable",  # Windows sockets: WSAECONNRESET, WSAETIMEDOUT, WSAECONNREFUSED, WSAEHOSTUNREACH, WSAHOST_NOT_FOUND
 }
 #: how an errno is printed: ``[Errno 28]``, ``OSError(28, ...)``, ``errno: 113``, ``errno=111``,
 #: ``Os { code: 28, kind: StorageFull }`` (Rust), ``Error 111 connecting to`` (redis-py)
 _ERRNO = re.compile(
-    r"\[Errno (-?\d+)\]|\bOSError\((-?\d+),|\berrno[:=]? ?(-?\d+)\b|\bOs \{ code: (\d+)|^Error (\d+) connecting to|\bError (\d+) connecting to",
+    r"\[Errno (-?\d+)\]|\bOSError\((-?\d+),|\berrno[:=]? ?(-?\d+)\b|\bOs \{ code: (\d+)|^Error (\d+) connecting to|\bError (\d+) connecting to"
+    r"|\[WinError (\d+)\]",
     re.I,
 )
 

@@ -46,6 +46,8 @@ MAX_CONFIDENCE = 0.99
 SIGKILL = "sigkill"
 _TERMINATING = {1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 15: "SIGTERM"}
 _CRASHING = {4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 11: "SIGSEGV"}
+#: a time limit raised inside the process: ``alarm()`` (SIGALRM), ``ulimit -t`` (SIGXCPU)
+_TIMING = {14: "SIGALRM", 24: "SIGXCPU"}
 
 
 @dataclass(frozen=True)
@@ -146,6 +148,17 @@ def exit_signals(
         elif sig in _CRASHING:
             out.append(
                 Signal("code_error", 0.55 * factor, "a_crash_signal", "exit", f"{how}: a crash in native code", at)
+            )
+        elif sig in _TIMING:
+            out.append(
+                Signal(
+                    "timeout",
+                    0.7 * factor,
+                    "a_time_limit_signal",
+                    "exit",
+                    f"{how}: a time limit set inside the process (alarm, CPU-time limit) ran out",
+                    at,
+                )
             )
     if signal is None and exit_code is not None:
         if exit_code == 127:

@@ -156,18 +156,25 @@ def parse_block(block: str) -> tuple[ParsedException | None, str]:
 _PREFIX = re.compile(
     r"^\s*(?:E\s{2,}|>\s*|\[(?:rank|default)\d+\]:\s*|\((?:\w+ )?pid=\d+(?:, ip=[\d.]+)?\)\s*|[\w.-]+\s+\|\s+)"
 )
+#: exception classes whose names do not end like one (``ArrowInvalid``, google-api-core's
+#: ``ResourceExhausted``, boto's ``NoSuchKey``): named so a line ``ArrowInvalid: ...`` is read as one
+UNSUFFIXED_EXCEPTIONS = (
+    "ArrowInvalid|ArrowNotImplementedError|ArrowKeyError|NoBrokersAvailable|ResourceExhausted|DeadlineExceeded|NotFound"
+    "|Forbidden|Unauthorized|Unauthenticated|ServiceUnavailable|TooManyRequests|InvalidArgument|FailedPrecondition"
+    "|PermissionDenied|AlreadyExists|InternalServerError|BadRequest|GatewayTimeout|Conflict|OutOfResources"
+    "|AirflowTaskTimeout|SoftTimeLimitExceeded|TimeLimitExceeded|FunctionTimedOut|TimeoutExpired|NoSuchKey"
+    "|NoSuchBucket|AccessDenied|ExpiredToken|InvalidAccessKeyId|SignatureDoesNotMatch|RequestLimitExceeded|SlowDown"
+    "|StopIteration|GeneratorExit|InvalidGrant|Fail|NoSuchFile|EngineDeadError|MisconfigurationException"
+)
+_TYPE = (
+    r"(?:(?:[A-Za-z_]\w*\.)*(?:_?[A-Z]\w*)?(?:Error|Exception|Exit|Interrupt|Timeout|Forbidden|Unavailable|NotFound|Denied|Failure|Unauthorized)"
+    r"|(?:[a-z_]\w*\.)*[a-z_]*(?:exc|error|exception)\w*\._?[A-Z]\w*"
+    r"|(?:[A-Za-z_]\w*\.)*(?:" + UNSUFFIXED_EXCEPTIONS + r")(?![\w.]))"
+)
 #: ``Type: message`` (a qualified name ending like an exception class) at the start of a line
-_EXC_LINE = re.compile(
-    r"^(?P<type>(?:(?:[A-Za-z_]\w*\.)*(?:_?[A-Z]\w*)?(?:Error|Exception|Exit|Interrupt|Timeout|Forbidden|Unavailable|NotFound|Denied|Failure|Unauthorized)"
-    r"|(?:[a-z_]\w*\.)*[a-z_]*(?:exc|error|exception)\w*\._?[A-Z]\w*)"
-    r"(?:\([\w.]*\))?)(?::\s*(?P<message>.*))?$"
-)
+_EXC_LINE = re.compile(r"^(?P<type>" + _TYPE + r"(?:\([\w.]*\))?)(?::\s*(?P<message>.*))?$")
 #: the same after a logger's or a launcher's prefix (``12:00 ERROR worker.py:431 -- ray.exceptions...: ``)
-_EXC_IN_LINE = re.compile(
-    r"(?:^|[\s>\]|])(?P<type>(?:(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*)?(?:Error|Exception|Exit|Interrupt|Timeout|Forbidden|Unavailable|NotFound|Denied|Unauthorized)"
-    r"|(?:[a-z_]\w*\.)*[a-z_]*(?:exc|error|exception)\w*\._?[A-Z]\w*)"
-    r"(?:\([\w.]*\))?):\s+(?P<message>\S.*)$"
-)
+_EXC_IN_LINE = re.compile(r"(?:^|[\s>\]|])(?P<type>" + _TYPE + r"(?:\([\w.]*\))?):\s+(?P<message>\S.*)$")
 #: a line that starts with the wrapped driver exception, as SQLAlchemy and MLflow log it:
 #: ``(psycopg2.OperationalError) could not connect to server: Connection refused``
 _LEADING_WRAPPED = re.compile(r"^\((?P<type>(?:[A-Za-z_]\w*\.)+[A-Z]\w*(?:Error|Exception))\)\s*(?P<message>\S.*)$")

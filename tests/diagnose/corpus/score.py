@@ -1,7 +1,8 @@
 """Score the fast classifier on the corpus: ``python -m tests.diagnose.corpus.score``.
 
-Each failure is replayed the way tests/diagnose/test_corpus.py does (the message as the last
-log event of a process that exited 1); each benign line as the only line of such a process.
+Each failure is replayed the way tests/diagnose/corpus/replay.py says (the message as the last
+log event of a process that ended as the entry's ``ending`` says, else exit 1); each benign
+line as the only line of a process that exited 1.
 Prints, per set: top-1 accuracy at confidence >= 0.5, the share in the right kind, per-category
 precision and recall, the confusion matrix, the calibration (how often the top answer is right
 at each confidence) and the benign lines at 0.5 or more.
@@ -15,9 +16,9 @@ import sys
 from collections import Counter
 from typing import Any
 
-from flightlog.diagnose.classify import classify_failure
 from flightlog.diagnose.taxonomy import KIND_OF
 from tests.diagnose.corpus.load import SETS, load_set
+from tests.diagnose.corpus.replay import classify_benign_line, classify_entry
 
 #: a finding at or above this confidence is a lead (docs/architecture.md)
 LEAD = 0.5
@@ -25,28 +26,19 @@ LEAD = 0.5
 BELOW = "(<0.5)"
 
 
-def classify_message(message: str) -> tuple[str, float]:
-    return classify_failure(
-        exit_code=1,
-        signal=None,
-        timed_out=False,
-        oom_killed=False,
-        traceback_text=None,
-        last_lines=["starting", message],
-    )
+def classify_message(message: str, ending: str | None = None) -> tuple[str, float]:
+    return classify_entry({"message": message, "ending": ending})
 
 
 def classify_benign(message: str) -> tuple[str, float]:
-    return classify_failure(
-        exit_code=1, signal=None, timed_out=False, oom_killed=False, traceback_text=None, last_lines=[message]
-    )
+    return classify_benign_line(message)
 
 
 def score_set(name: str) -> dict[str, Any]:
     data = load_set(name)
     rows = []
     for entry in data["failures"]:
-        category, confidence = classify_message(entry["message"])
+        category, confidence = classify_message(entry["message"], entry.get("ending"))
         predicted = category if confidence >= LEAD else BELOW
         rows.append(
             {

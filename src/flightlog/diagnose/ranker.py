@@ -1,0 +1,234 @@
+"""The learned ranker over the rules: which candidate category is the failure's, and how sure.
+
+Why learned: rules tuned one message at a time reached their limit (issue 29). The rules stay
+the source of evidence — every candidate is a category some rule found, and every finding
+cites the lines its rules matched — but how much a rule is worth *where it matched* (on the
+innermost cause or on the wrapper, on the last line or on a handled error earlier, with which
+exit) is learned from the corpus's development side by a logistic regression, and its
+decision value is calibrated (Platt scaling on out-of-fold predictions, grouped by repository)
+so the confidence is a probability: of the answers given at 0.8, about eight in ten are right.
+
+Features are facts of the structure, never words: per candidate category, the strongest weight
+of its rules at each place (``pos:inner``, ``pos:outer``, ``pos:tail``, ``pos:exit``), each
+rule that fired, the innermost exception's type and library (only those seen across several
+repositories in training), the exit code's and signal's kind, the memory at the end.
+
+The fitted model ships as ``ranker.json`` (coefficients by feature name, the intercept, the
+calibration); scoring is a sparse dot product in plain Python, so the fast classifier that
+``flightlog run`` calls imports neither scikit-learn nor numpy. ``python -m
+tests.diagnose.corpus.train`` refits it; ``tests/diagnose/test_ranker.py`` checks that refitting
+reproduces the shipped file from the corpus it names.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from flightlog.diagnose.candidates import CANDIDATE_FLOOR, Hit
+from flightlog.diagnose.signals import MAX_CONFIDENCE, Signal, combine
+from flightlog.diagnose.structural_rules import STDLIB
+from flightlog.diagnose.structure import FailureRead
+from flightlog.diagnose.taxonomy import FAILURE_CATEGORIES
+
+__all__ = ["Ranked", "rank", "features_of", "Model", "load_model", "MODEL_PATH", "POSITIONS", "NONE", "CANDIDATES"]
+
+MODEL_PATH = Path(__file__).with_name("ranker.json")
+POSITIONS = ("only", "inner", "middle", "outer", "line", "tail", "last", "exit", "resources")
+#: the vias whose hits get a feature of their own (how a link entered the chain)
+_VIAS = ("worker", "wrapped", "cause", "context")
+#: every category a failed process can be given: each is a candidate of every failure, so a
+#: category no rule names can still be chosen from the structure (a ValueError raised in a
+#: library's configuration code)
+CANDIDATES = (*FAILURE_CATEGORIES, "nan_loss")
+
+
+@dataclass
+class Ranked:
+    """One candidate category: its calibrated confidence and the evidence its rules found."""
+
+    category: str
+    confidence: float
+    hits: list[Hit]
+
+    @property
+    def signals(self) -> list[Signal]:
+        """The evidence, strongest first, one signal per rule and place."""
+        best: dict[tuple[str, str], Signal] = {}
+        for h in self.hits:
+            key = (h.rule, h.signal.detail)
+            if key not in best or h.weight > best[key].weight:
+                best[key] = h.signal
+        return sorted(best.values(), key=lambda s: -s.weight)
+
+
+@dataclass(frozen=True)
+class Model:
+    """A multinomial logistic regression over the failure categories and ``none`` (nothing
+    failed, or nothing says what), with a temperature that calibrates its probabilities."""
+
+    classes: tuple[str, ...]
+    intercepts: dict[str, float]
+    coefficients: dict[str, dict[str, float]]  # class → feature → weight
+    temperature: float
+    meta: dict[str, Any]
+
+    def probabilities(self, features: dict[str, float]) -> dict[str, float]:
+        logits = {}
+        for c in self.classes:
+            z = self.intercepts[c]
+            weights = self.coefficients[c]
+            for name, value in features.items():
+                w = weights.get(name)
+                if w is not None:
+                    z += w * value
+            logits[c] = z / self.temperature
+        top = max(logits.values())
+        exps = {c: math.exp(z - top) for c, z in logits.items()}
+        total = sum(exps.values())
+        return {c: e / total for c, e in exps.items()}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Model:
+        classes = tuple(data["classes"])
+        return cls(
+            classes,
+            {c: float(data["intercepts"][c]) for c in classes},
+            {c: {str(k): float(v) for k, v in data["coefficients"].get(c, {}).items()} for c in classes},
+            float(data["calibration"]["temperature"]),
+            {k: v for k, v in data.items() if k not in ("coefficients", "intercepts", "calibration", "classes")},
+        )
+
+
+@functools.lru_cache(maxsize=1)
+def load_model(path: str | None = None) -> Model:
+    """The shipped model (read once per process)."""
+    data = json.loads(Path(path or MODEL_PATH).read_text())
+    return Model.from_dict(data)
+
+
+NONE = "none"
+
+
+def rank(read: FailureRead, hits: Sequence[Hit], model: Model | None = None) -> list[Ranked]:
+    """Every failure category, by calibrated probability, highest first (``none`` left out: its
+    share is what makes every category's confidence low on a healthy run)."""
+    model = model or load_model()
+    if not hits and not read.links:
+        return []
+    probabilities = model.probabilities(features_of(read, hits))
+    by_category: dict[str, list[Hit]] = {}
+    for h in hits:
+        by_category.setdefault(h.category, []).append(h)
+    out = [
+        Ranked(c, round(min(MAX_CONFIDENCE, p), 2), by_category.get(c) or _structural_evidence(read, c))
+        for c, p in probabilities.items()
+        if c != NONE
+    ]
+    out.sort(key=lambda r: (-r.confidence, -max((h.weight for h in r.hits), default=0.0), r.category))
+    return out
+
+
+def _structural_evidence(read: FailureRead, category: str) -> list[Hit]:
+    """What a category no rule named was chosen from: the exception and where it was raised."""
+    link = read.innermost if read.innermost is not None and read.innermost.via == "worker" else read.outermost
+    if link is None:
+        if not read.last_line:
+            return []
+        detail = f"the last line printed: {read.last_line[:280]}"
+    else:
+        frame = link.frames[-1] if link.frames else None
+        where = f" raised in {link.library or 'the workload'}" + (f" at {frame.where()}" if frame else "")
+        detail = f"{link.headline()[:280]}{where}"
+    return [
+        Hit(category, "structure", 0.0, "structure", "", "", Signal(category, 0.0, "structure", "traceback", detail))
+    ]
+
+
+# ── features ─────────────────────────────────────────────────────────────────
+def features_of(read: FailureRead, hits: Sequence[Hit]) -> dict[str, float]:
+    """The model's input for one failure: per category, the strongest weight of its rules at
+    each place and each rule that fired (``bad_parameter|pos:inner``, ``data_error|rule:...``),
+    the categories' pooled rule confidence, and the facts of the structure (``inner:ValueError``,
+    ``inner_lib:third_party``, ``exit:sigkill``, ``memory:at_limit``)."""
+    f: dict[str, float] = {}
+    by_category: dict[str, list[Hit]] = {}
+    for h in hits:
+        if h.weight >= CANDIDATE_FLOOR:
+            by_category.setdefault(h.category, []).append(h)
+    pooled = {s.category: s.confidence for s in combine(h.signal for hs in by_category.values() for h in hs)}
+    best = max(pooled.values(), default=0.0)
+    for category, mine in by_category.items():
+        for h in mine:
+            names = [f"{category}|pos:{h.position}", f"{category}|rule:{h.rule}"]
+            if h.kind:
+                names.append(f"{category}|pos:{h.position}.{h.kind}")
+            if h.via in _VIAS:
+                names.append(f"{category}|via:{h.via}")
+            for name in names:
+                if h.weight > f.get(name, 0.0):
+                    f[name] = h.weight
+        score = pooled.get(category, 0.0)
+        f[f"{category}|pooled"] = score
+        if score >= best:
+            f[f"{category}|leads"] = 1.0
+    for fact in _shared_facts(read):
+        f[fact] = 1.0
+    return f
+
+
+def _shared_facts(read: FailureRead) -> list[str]:
+    """Facts of the failure that every candidate sees (each crossed with the candidate's
+    category): the chain's shape, the innermost and outermost types and libraries, the exit."""
+    facts = [f"links:{min(len(read.links), 2)}"]
+    if read.links:
+        inner, outer = read.links[0], read.links[-1]
+        facts.append("traceback" if read.from_traceback else "exception_lines")
+        facts.append(f"inner:{inner.short_type}")
+        facts.append(f"inner_lib:{_library_kind(inner.library)}")
+        if inner.library:
+            facts.append(f"inner_lib={inner.library}")
+        if len(read.links) > 1:
+            facts.append(f"outer:{outer.short_type}")
+            facts.append(f"outer_lib:{_library_kind(outer.library)}")
+        if any(link.via == "worker" for link in read.links):
+            facts.append("has_worker")
+        if read.lines_after_chain > 5:
+            facts.append("output_after_the_chain")
+    facts.append(f"exit:{_exit_kind(read.exit_code, read.signal)}")
+    if read.end_reason:
+        facts.append(f"end:{read.end_reason}")
+    if read.timed_out:
+        facts.append("timed_out")
+    if read.oom_killed:
+        facts.append("oom_killed")
+    share = read.memory_share_at_end
+    if share is not None:
+        facts.append("memory:at_limit" if share >= 0.97 else "memory:near_limit" if share >= 0.9 else "memory:below")
+    return facts
+
+
+def _library_kind(library: str | None) -> str:
+    if library is None:
+        return "own"
+    return "stdlib" if library in STDLIB else "third_party"
+
+
+def _exit_kind(exit_code: int | None, signal: int | None) -> str:
+    sig = signal
+    if sig is None and exit_code is not None and 128 < exit_code < 160:
+        sig = exit_code - 128
+    if sig is not None:
+        return {9: "sigkill", 15: "sigterm", 2: "sigint", 1: "sighup", 6: "sigabrt", 11: "sigsegv", 14: "sigalrm"}.get(
+            sig, "signal"
+        )
+    if exit_code is None:
+        return "unknown"
+    if exit_code in (0, 1, 2, 124, 126, 127):
+        return str(exit_code)
+    return "other"
