@@ -99,15 +99,15 @@ def _link_hits(link: Link, position: str, source: str, at: float | None) -> list
     short = link.short_type
     if short == "KeyboardInterrupt":
         add("killed_by_signal", 0.7, "keyboardinterrupt", f"KeyboardInterrupt (SIGINT){_where(link)}")
-    for rule in ALL_EXCEPTION_RULES:
-        if exception_matches(rule, link.type, link.message):
-            add(rule.category, rule.weight, rule.id)
+    for exception_rule in ALL_EXCEPTION_RULES:
+        if exception_matches(exception_rule, link.type, link.message):
+            add(exception_rule.category, exception_rule.weight, exception_rule.id)
     for number in errno_numbers(link.message):
         category = ERRNO_CATEGORY.get(number)
         if category is not None:
             add(category, 0.8, f"errno:{number}", f"errno {number} in {detail}")
-    for category, weight, rule in code_rules(link.codes):
-        add(category, weight, rule, f"{rule.replace('_', ' ')} in {detail}")
+    for category, weight, code_rule in code_rules(link.codes):
+        add(category, weight, code_rule, f"{code_rule.replace('_', ' ')} in {detail}")
     raised_in_library = bool(link.frames) and link.frames[-1].in_library
     api = library_api_rule(short, link.message, link.library, raised_in_library)
     if api is not None:

@@ -8,7 +8,7 @@ What it learns from (never from heldout.yaml):
   one that exited 0: no candidate is right;
 - every third dev failure followed by more output and an exit 0 (a handled error in a healthy
   run): no candidate is right;
-- ``SCENARIOS``: endings the corpus's messages cannot show, each labelled by the taxonomy's own
+- :func:`scenarios`: endings the corpus's messages cannot show, each labelled by the taxonomy's own
   definition (a runner's timeout is ``timeout``; SIGKILL with memory at its limit is
   ``oom_killed``, far below it ``killed_by_signal``; a process that says it caught SIGTERM and
   then exited 0 was ``killed_by_signal``; SIGALRM is a ``timeout``; ...).
@@ -39,7 +39,7 @@ from flightlog.diagnose.structure import FailureRead
 from tests.diagnose.corpus.load import HERE, load_set, repository
 from tests.diagnose.corpus.replay import replay, replay_benign
 
-__all__ = ["Example", "examples", "fit", "corpus_digest", "SCENARIOS", "main"]
+__all__ = ["Example", "examples", "fit", "corpus_digest", "scenarios", "main"]
 
 FORMAT = 1
 C_GRID = (0.3, 1.0, 3.0, 10.0, 30.0)
