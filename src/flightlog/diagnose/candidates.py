@@ -58,6 +58,7 @@ class Hit:
     kind: str  # a line's own level: "error", "warning", "quiet" (INFO, retried, resolved); "" elsewhere
     via: str  # the link's via ("raised", "cause", "worker", ...) or "" off the chain
     signal: Signal
+    link: int = -1  # the index of the link it matched in ``FailureRead.links`` (-1: off the chain)
 
 
 def link_position(index: int, count: int) -> str:
@@ -76,7 +77,7 @@ def collect(read: FailureRead, *, at: float | None = None, memory_detail: str | 
     count = len(read.links)
     source = "traceback" if read.from_traceback else "log"
     for index, link in enumerate(read.links):
-        hits += _link_hits(link, link_position(index, count), source, at)
+        hits += _link_hits(link, index, link_position(index, count), source, at)
     hits += _line_hits(read.lines, read.last_line, at)
     hits += _exit_hits(read, at, memory_detail)
     return hits
@@ -87,13 +88,13 @@ def _where(link: Link) -> str:
     return f" (at {frame.where()})" if frame else ""
 
 
-def _link_hits(link: Link, position: str, source: str, at: float | None) -> list[Hit]:
+def _link_hits(link: Link, index: int, position: str, source: str, at: float | None) -> list[Hit]:
     out: list[Hit] = []
     detail = link.headline()[:300] + _where(link)
 
     def add(category: str, weight: float, rule: str, text: str = detail) -> None:
         out.append(
-            Hit(category, rule, weight, position, "", link.via, Signal(category, weight, rule, source, text, at))
+            Hit(category, rule, weight, position, "", link.via, Signal(category, weight, rule, source, text, at), index)
         )
 
     short = link.short_type

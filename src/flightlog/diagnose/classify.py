@@ -13,14 +13,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from flightlog.diagnose.candidates import collect
-from flightlog.diagnose.ranker import Ranked, rank
+from flightlog.diagnose.ranker import UNEXPLAINED, Ranked, rank
 from flightlog.diagnose.signals import Signal
 from flightlog.diagnose.structure import FailureRead, read_failure
 
 __all__ = ["classify_failure", "failure_signals", "read_process", "rank_process"]
-
-#: confidence given to a non-zero exit that nothing explains
-UNEXPLAINED = 0.25
 
 
 def read_process(

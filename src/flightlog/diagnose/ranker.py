@@ -4,17 +4,18 @@ Why learned: rules tuned one message at a time reached their limit (issue 29). T
 the source of evidence — every candidate is a category some rule found, and every finding
 cites the lines its rules matched — but how much a rule is worth *where it matched* (on the
 innermost cause or on the wrapper, on the last line or on a handled error earlier, with which
-exit) is learned from the corpus's development side by a logistic regression, and its
-decision value is calibrated (Platt scaling on out-of-fold predictions, grouped by repository)
-so the confidence is a probability: of the answers given at 0.8, about eight in ten are right.
+exit) is learned from the corpus's development side by a conditional logit (a logistic
+regression whose classes are the candidates of each failure), and calibrated by a temperature
+fitted on out-of-fold predictions grouped by repository, so the confidence is a probability:
+of the answers given at 0.8, about eight in ten are right.
 
 Features are facts of the structure, never words: per candidate category, the strongest weight
 of its rules at each place (``pos:inner``, ``pos:outer``, ``pos:tail``, ``pos:exit``), each
 rule that fired, the innermost exception's type and library (only those seen across several
 repositories in training), the exit code's and signal's kind, the memory at the end.
 
-The fitted model ships as ``ranker.json`` (coefficients by feature name, the intercept, the
-calibration); scoring is a sparse dot product in plain Python, so the fast classifier that
+The fitted model ships as ``ranker.json`` (a weight per feature name, the temperature);
+scoring is a sparse dot product and a softmax in plain Python, so the fast classifier that
 ``flightlog run`` calls imports neither scikit-learn nor numpy. ``python -m
 tests.diagnose.corpus.train`` refits it; ``tests/diagnose/test_ranker.py`` checks that refitting
 reproduces the shipped file from the corpus it names.
@@ -36,7 +37,17 @@ from flightlog.diagnose.structural_rules import STDLIB
 from flightlog.diagnose.structure import FailureRead
 from flightlog.diagnose.taxonomy import FAILURE_CATEGORIES
 
-__all__ = ["Ranked", "rank", "features_of", "Model", "load_model", "MODEL_PATH", "POSITIONS", "NONE", "CANDIDATES"]
+__all__ = [
+    "Ranked",
+    "rank",
+    "candidate_features",
+    "Model",
+    "load_model",
+    "MODEL_PATH",
+    "POSITIONS",
+    "NONE",
+    "CANDIDATES",
+]
 
 MODEL_PATH = Path(__file__).with_name("ranker.json")
 POSITIONS = ("only", "inner", "middle", "outer", "line", "tail", "last", "exit", "resources")
@@ -69,39 +80,38 @@ class Ranked:
 
 @dataclass(frozen=True)
 class Model:
-    """A multinomial logistic regression over the failure categories and ``none`` (nothing
-    failed, or nothing says what), with a temperature that calibrates its probabilities."""
+    """A conditional logit over the candidates of one failure: each candidate (every failure
+    category, and ``none`` — nothing failed, or nothing says what) gets the score
+    ``weights · features``, and the probabilities are the softmax of the scores divided by a
+    temperature. The weights are shared by all candidates, so what a place of the chain is
+    worth is learned once for every category; what is a category's own (its bias, its rules,
+    the structure facts crossed with it) has features of its own."""
 
-    classes: tuple[str, ...]
-    intercepts: dict[str, float]
-    coefficients: dict[str, dict[str, float]]  # class → feature → weight
+    weights: dict[str, float]
     temperature: float
     meta: dict[str, Any]
 
-    def probabilities(self, features: dict[str, float]) -> dict[str, float]:
-        logits = {}
-        for c in self.classes:
-            z = self.intercepts[c]
-            weights = self.coefficients[c]
+    def probabilities(self, candidates: dict[str, dict[str, float]]) -> dict[str, float]:
+        scores = {}
+        w = self.weights
+        for category, features in candidates.items():
+            z = 0.0
             for name, value in features.items():
-                w = weights.get(name)
-                if w is not None:
-                    z += w * value
-            logits[c] = z / self.temperature
-        top = max(logits.values())
-        exps = {c: math.exp(z - top) for c, z in logits.items()}
+                coef = w.get(name)
+                if coef is not None:
+                    z += coef * value
+            scores[category] = z / self.temperature
+        top = max(scores.values())
+        exps = {c: math.exp(z - top) for c, z in scores.items()}
         total = sum(exps.values())
         return {c: e / total for c, e in exps.items()}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Model:
-        classes = tuple(data["classes"])
         return cls(
-            classes,
-            {c: float(data["intercepts"][c]) for c in classes},
-            {c: {str(k): float(v) for k, v in data["coefficients"].get(c, {}).items()} for c in classes},
+            {str(k): float(v) for k, v in data["weights"].items()},
             float(data["calibration"]["temperature"]),
-            {k: v for k, v in data.items() if k not in ("coefficients", "intercepts", "calibration", "classes")},
+            {k: v for k, v in data.items() if k not in ("weights", "calibration")},
         )
 
 
@@ -113,15 +123,19 @@ def load_model(path: str | None = None) -> Model:
 
 
 NONE = "none"
+#: the confidence given to a failing exit that nothing explains (no exception, no rule)
+UNEXPLAINED = 0.25
+UNEXPLAINED_RULE = "a_failing_exit"
 
 
 def rank(read: FailureRead, hits: Sequence[Hit], model: Model | None = None) -> list[Ranked]:
     """Every failure category, by calibrated probability, highest first (``none`` left out: its
-    share is what makes every category's confidence low on a healthy run)."""
+    share is what keeps every category's confidence low when nothing says what failed)."""
     model = model or load_model()
-    if not hits and not read.links:
-        return []
-    probabilities = model.probabilities(features_of(read, hits))
+    if not read.links and all(h.rule == UNEXPLAINED_RULE for h in hits):
+        # nothing to go on but a failing exit: the model's prior is no answer; say so, weakly
+        return [Ranked("code_error", UNEXPLAINED, list(hits))] if hits else []
+    probabilities = model.probabilities(candidate_features(read, hits))
     by_category: dict[str, list[Hit]] = {}
     for h in hits:
         by_category.setdefault(h.category, []).append(h)
@@ -151,35 +165,53 @@ def _structural_evidence(read: FailureRead, category: str) -> list[Hit]:
 
 
 # ── features ─────────────────────────────────────────────────────────────────
-def features_of(read: FailureRead, hits: Sequence[Hit]) -> dict[str, float]:
-    """The model's input for one failure: per category, the strongest weight of its rules at
-    each place and each rule that fired (``bad_parameter|pos:inner``, ``data_error|rule:...``),
-    the categories' pooled rule confidence, and the facts of the structure (``inner:ValueError``,
-    ``inner_lib:third_party``, ``exit:sigkill``, ``memory:at_limit``)."""
-    f: dict[str, float] = {}
-    by_category: dict[str, list[Hit]] = {}
+def candidate_features(read: FailureRead, hits: Sequence[Hit]) -> dict[str, dict[str, float]]:
+    """``{candidate: {feature: value}}`` for one failure: every failure category and ``none``.
+
+    A category's features: its bias; the strongest weight of its rules at each place, shared
+    (``pos:inner``) and its own (``bad_parameter|pos:inner``), with the line's own level
+    (``pos:last.warning``) and the link's way into the chain (``via:worker``); each of its
+    rules (``data_error|rule:...``); its pooled rule confidence and whether it leads; and the
+    facts of the structure crossed with it (``bad_parameter|inner:ValueError``,
+    ``oom_killed|exit:sigkill``). ``none``'s: its bias, the facts crossed with it, and how
+    strong the strongest category's evidence is."""
+    by_category: dict[str, list[Hit]] = {c: [] for c in CANDIDATES}
     for h in hits:
         if h.weight >= CANDIDATE_FLOOR:
             by_category.setdefault(h.category, []).append(h)
     pooled = {s.category: s.confidence for s in combine(h.signal for hs in by_category.values() for h in hs)}
     best = max(pooled.values(), default=0.0)
+    facts = _shared_facts(read)
+    out: dict[str, dict[str, float]] = {}
     for category, mine in by_category.items():
+        f: dict[str, float] = {category: 1.0}
         for h in mine:
-            names = [f"{category}|pos:{h.position}", f"{category}|rule:{h.rule}"]
+            names = [f"pos:{h.position}", f"{category}|pos:{h.position}", f"{category}|rule:{h.rule}"]
             if h.kind:
-                names.append(f"{category}|pos:{h.position}.{h.kind}")
+                names.append(f"pos:{h.position}.{h.kind}")
             if h.via in _VIAS:
-                names.append(f"{category}|via:{h.via}")
+                names.append(f"via:{h.via}")
             for name in names:
                 if h.weight > f.get(name, 0.0):
                     f[name] = h.weight
         score = pooled.get(category, 0.0)
-        f[f"{category}|pooled"] = score
-        if score >= best:
-            f[f"{category}|leads"] = 1.0
-    for fact in _shared_facts(read):
-        f[fact] = 1.0
-    return f
+        others = max((v for k, v in pooled.items() if k != category), default=0.0)
+        if mine:
+            f["pooled"] = score
+            f["margin"] = score - others
+            f[f"{category}|pooled"] = score
+            if score >= others:
+                f["leads"] = 1.0
+                f[f"{category}|leads"] = 1.0
+            f["rules"] = min(len({h.rule for h in mine}), 5) / 5
+        for fact in facts:
+            f[f"{category}|{fact}"] = 1.0
+        out[category] = f
+    none: dict[str, float] = {NONE: 1.0, "none|best": best}
+    for fact in facts:
+        none[f"none|{fact}"] = 1.0
+    out[NONE] = none
+    return out
 
 
 def _shared_facts(read: FailureRead) -> list[str]:
@@ -201,8 +233,8 @@ def _shared_facts(read: FailureRead) -> list[str]:
         if read.lines_after_chain > 5:
             facts.append("output_after_the_chain")
     facts.append(f"exit:{_exit_kind(read.exit_code, read.signal)}")
-    if read.end_reason:
-        facts.append(f"end:{read.end_reason}")
+    if read.end_reason == "crashed":  # the process vanished without recording its end
+        facts.append("end:crashed")
     if read.timed_out:
         facts.append("timed_out")
     if read.oom_killed:

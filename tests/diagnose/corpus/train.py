@@ -13,11 +13,12 @@ What it learns from (never from heldout.yaml):
   ``oom_killed``, far below it ``killed_by_signal``; a process that says it caught SIGTERM and
   then exited 0 was ``killed_by_signal``; SIGALRM is a ``timeout``; ...).
 
-How: scikit-learn's ``LogisticRegression`` (L2) over the features of :mod:`flightlog.diagnose.
-ranker`, features seen in fewer than two repositories dropped; the regularisation chosen by
-five-fold cross-validation grouped by repository (a repository never on both sides of a fold),
-by top-1 accuracy at confidence 0.5; the decision values of those out-of-fold predictions
-calibrated by Platt scaling. ``--check`` fits again and compares with the shipped file
+How: a conditional logit (a logistic regression whose classes are each failure's candidates,
+with weights shared by all candidates; fitted by L-BFGS with an L2 penalty) over the features
+of :mod:`flightlog.diagnose.ranker`, features seen in fewer than two repositories dropped; the
+penalty chosen by five-fold cross-validation grouped by repository (scikit-learn's
+``GroupKFold``: a repository is never on both sides of a fold), by top-1 accuracy at confidence
+0.5; a temperature fitted on those out-of-fold scores calibrates the probabilities. ``--check`` fits again and compares with the shipped file
 (exit 1 when they differ, or when the corpus changed since: then train and commit both).
 """
 
@@ -34,7 +35,7 @@ from typing import Any
 
 from flightlog.diagnose.candidates import collect
 from flightlog.diagnose.classify import read_process
-from flightlog.diagnose.ranker import MODEL_PATH, NONE, features_of
+from flightlog.diagnose.ranker import MODEL_PATH, NONE, candidate_features
 from flightlog.diagnose.structure import FailureRead
 from tests.diagnose.corpus.load import HERE, load_set, repository
 from tests.diagnose.corpus.replay import replay, replay_benign
@@ -67,7 +68,9 @@ _CAUGHT = (
 )
 
 
-def _scenario(name: str, expected: str | None, lines: list[str], **facts: Any) -> Example:
+def _scenario(
+    name: str, expected: str | None, lines: list[str], *, end_reason: str | None = None, **facts: Any
+) -> Example:
     args: dict[str, Any] = {
         "exit_code": None,
         "signal": None,
@@ -77,7 +80,9 @@ def _scenario(name: str, expected: str | None, lines: list[str], **facts: Any) -
         "memory_share": None,
         **facts,
     }
-    return Example(read_process(last_lines=lines, **args), expected, f"scenario:{name}")
+    read = read_process(last_lines=lines, **args)
+    read.end_reason = end_reason
+    return Example(read, expected, f"scenario:{name}")
 
 
 def scenarios() -> list[Example]:
@@ -105,6 +110,9 @@ def scenarios() -> list[Example]:
         _scenario("abort", "code_error", p, exit_code=134, signal=6),
         _scenario("alarm", "timeout", p, exit_code=142, signal=14),
         _scenario("alarm", "timeout", [*p, "Alarm clock"], exit_code=142),
+        _scenario("vanished", "killed_by_signal", p, end_reason="crashed"),
+        _scenario("vanished", "killed_by_signal", p[:5], end_reason="crashed", memory_share=0.2),
+        _scenario("vanished_at_the_host_s_size", "oom_killed", p, end_reason="crashed", memory_share=0.93),
         _scenario("exit_127", "dependency_error", ["bash: line 1: trainz: command not found"], exit_code=127),
         _scenario("healthy", None, p, exit_code=0),
         _scenario("unexplained", None, p, exit_code=1),
@@ -157,98 +165,138 @@ def corpus_digest() -> str:
     return h.hexdigest()
 
 
-def _features(exs: list[Example]) -> list[dict[str, float]]:
-    return [features_of(ex.read, collect(ex.read)) for ex in exs]
+def _candidates(exs: list[Example]) -> list[dict[str, dict[str, float]]]:
+    return [candidate_features(ex.read, collect(ex.read)) for ex in exs]
 
 
-def _keep(feats: list[dict[str, float]], groups: list[str]) -> set[str]:
+def _keep(cands: list[dict[str, dict[str, float]]], groups: list[str]) -> set[str]:
     seen: dict[str, set[str]] = defaultdict(set)
-    for f, g in zip(feats, groups, strict=True):
-        for name, value in f.items():
-            if value:
-                seen[name].add(g)
+    for c, g in zip(cands, groups, strict=True):
+        for f in c.values():
+            for name, value in f.items():
+                if value:
+                    seen[name].add(g)
     return {name for name, gs in seen.items() if len(gs) >= MIN_GROUPS}
 
 
-def _softmax(z: Any, temperature: float) -> Any:
+@dataclass
+class _Design:
+    """The candidates of every example stacked as rows of one sparse matrix."""
+
+    x: Any  # (rows, features)
+    starts: Any  # the first row of each example
+    target: Any  # the row of each example's right candidate
+    categories: list[list[str]]  # each example's candidates, in row order
+
+
+def _design(cands: list[dict[str, dict[str, float]]], labels: list[str], vec: Any) -> _Design:
     import numpy as np
 
-    z = z / temperature
-    z = z - z.max(axis=1, keepdims=True)
-    e = np.exp(z)
-    return e / e.sum(axis=1, keepdims=True)
+    rows: list[dict[str, float]] = []
+    starts, target, categories = [], [], []
+    for c, label in zip(cands, labels, strict=True):
+        starts.append(len(rows))
+        names = list(c)
+        categories.append(names)
+        target.append(len(rows) + names.index(label))
+        rows += [c[n] for n in names]
+    return _Design(vec.transform(rows), np.array(starts), np.array(target), categories)
 
 
-def _top1(labels: list[str], classes: list[str], probs: Any) -> float:
-    """Top-1 among the failure categories at LEAD or more, over the failures."""
+def _scores(design: _Design, w: Any) -> Any:
+    return design.x @ w
+
+
+def _softmax_by_example(z: Any, starts: Any) -> Any:
     import numpy as np
 
-    failure_cols = [i for i, c in enumerate(classes) if c != NONE]
+    top = np.maximum.reduceat(z, starts)
+    counts = np.diff(np.append(starts, len(z)))
+    e = np.exp(z - np.repeat(top, counts))
+    return e / np.repeat(np.add.reduceat(e, starts), counts)
+
+
+def _fit_weights(design: _Design, c: float) -> Any:
+    """Maximum likelihood of each example's right candidate, with an L2 penalty 1 / (2C)."""
+    import numpy as np
+    from scipy.optimize import minimize
+
+    x, starts, target = design.x, design.starts, design.target
+    y = np.zeros(x.shape[0])
+    y[target] = 1.0
+
+    def loss(w: Any) -> tuple[float, Any]:
+        p = _softmax_by_example(x @ w, starts)
+        nll = -float(np.sum(np.log(np.maximum(p[target], 1e-300))))
+        grad = x.T @ (p - y)
+        return nll + float(w @ w) / (2 * c), grad + w / c
+
+    result = minimize(loss, np.zeros(x.shape[1]), jac=True, method="L-BFGS-B", options={"maxiter": 5000})
+    return result.x
+
+
+def _top1(design: _Design, labels: list[str], p: Any, rows: list[int]) -> float:
+    """Top-1 among the failure categories at LEAD or more, over the failures among ``rows``."""
     right = total = 0
-    for label, row in zip(labels, probs, strict=True):
-        if label == NONE:
+    for i in rows:
+        if labels[i] == NONE:
             continue
         total += 1
-        j = failure_cols[int(np.argmax(row[failure_cols]))]
-        right += int(classes[j] == label and row[j] >= LEAD)
+        a = design.starts[i]
+        names = design.categories[i]
+        best = max((float(p[a + k]), n) for k, n in enumerate(names) if n != NONE)
+        right += int(best[1] == labels[i] and best[0] >= LEAD)
     return right / max(total, 1)
 
 
 def fit(exs: list[Example]) -> dict[str, Any]:
     """The model file's content (see the module docstring)."""
     import numpy as np
-    import sklearn
+    import scipy
     from sklearn.feature_extraction import DictVectorizer
-    from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import GroupKFold
 
     groups = [ex.group for ex in exs]
     labels = [ex.expected or NONE for ex in exs]
-    feats = _features(exs)
-    keep = _keep(feats, groups)
-    feats = [{k: v for k, v in f.items() if k in keep} for f in feats]
+    cands = _candidates(exs)
+    keep = _keep(cands, groups)
+    cands = [{k: {n: v for n, v in f.items() if n in keep} for k, f in c.items()} for c in cands]
     vec = DictVectorizer(sparse=True, sort=True)
-    x = vec.fit_transform(feats)
-    classes = sorted(set(labels))
-    y = np.array([classes.index(label) for label in labels])
-    folds = list(GroupKFold(n_splits=FOLDS).split(x, y, groups))
+    vec.fit([f for c in cands for f in c.values()])
+    design = _design(cands, labels, vec)
+    folds = list(GroupKFold(n_splits=FOLDS).split(np.zeros(len(exs)), np.zeros(len(exs)), groups))
 
     def out_of_fold(c: float) -> Any:
-        z = np.zeros((len(y), len(classes)))
+        z = np.zeros(design.x.shape[0])
         for train, test in folds:
-            model = LogisticRegression(C=c, max_iter=10000)
-            model.fit(x[train], y[train])
-            cols = [classes.index(classes[k]) for k in model.classes_]
-            z[np.ix_(test, cols)] = model.decision_function(x[test])
-            missing = [k for k in range(len(classes)) if k not in model.classes_]
-            z[np.ix_(test, missing)] = -30.0
+            part = _design([cands[i] for i in train], [labels[i] for i in train], vec)
+            w = _fit_weights(part, c)
+            for i in test:
+                a = design.starts[i]
+                b = a + len(design.categories[i])
+                z[a:b] = design.x[a:b] @ w
         return z
 
     def temperature(z: Any) -> float:
         best, best_nll = 1.0, float("inf")
         for t in np.arange(0.5, 3.01, 0.05):
-            p = _softmax(z, float(t))
-            nll = -float(np.mean(np.log(np.maximum(p[np.arange(len(y)), y], 1e-12))))
+            p = _softmax_by_example(z / float(t), design.starts)
+            nll = -float(np.mean(np.log(np.maximum(p[design.target], 1e-300))))
             if nll < best_nll - 1e-9:
                 best, best_nll = float(round(t, 2)), nll
         return best
 
+    every = list(range(len(exs)))
     scores: dict[float, float] = {}
     temps: dict[float, float] = {}
     for c in C_GRID:
         z = out_of_fold(c)
         temps[c] = temperature(z)
-        scores[c] = _top1(labels, classes, _softmax(z, temps[c]))
+        scores[c] = _top1(design, labels, _softmax_by_example(z / temps[c], design.starts), every)
     best_c = max(C_GRID, key=lambda c: (round(scores[c], 4), -c))
-    final = LogisticRegression(C=best_c, max_iter=10000)
-    final.fit(x, y)
+    w = _fit_weights(design, best_c)
     names = vec.get_feature_names_out()
-    coefficients = {
-        classes[k]: {
-            str(n): round(float(w), 6) for n, w in zip(names, final.coef_[i], strict=True) if abs(float(w)) >= 1e-5
-        }
-        for i, k in enumerate(final.classes_)
-    }
+    weights = {str(n): round(float(v), 6) for n, v in zip(names, w, strict=True) if abs(float(v)) >= 1e-5}
     return {
         "format": FORMAT,
         "trained_on": {
@@ -258,12 +306,10 @@ def fit(exs: list[Example]) -> dict[str, Any]:
             "examples": len(exs),
             "features": len(names),
         },
-        "fitted_with": f"scikit-learn {sklearn.__version__} LogisticRegression(C={best_c}) multinomial, temperature scaling",
+        "fitted_with": f"conditional logit, L2 C={best_c} (scipy {scipy.__version__} L-BFGS-B; scikit-learn folds), temperature",
         "cross_validated_top1": {str(c): round(s, 4) for c, s in scores.items()},
-        "classes": classes,
-        "intercepts": {classes[k]: round(float(b), 6) for k, b in zip(final.classes_, final.intercept_, strict=True)},
         "calibration": {"temperature": temps[best_c]},
-        "coefficients": {c: dict(sorted(coefficients[c].items())) for c in classes},
+        "weights": dict(sorted(weights.items())),
     }
 
 
@@ -272,17 +318,12 @@ def differences(shipped: dict[str, Any], fitted: dict[str, Any], tolerance: floa
     out = []
     if shipped.get("trained_on", {}).get("digest") != fitted["trained_on"]["digest"]:
         out.append("the corpus or the training script changed since the model was fitted")
-    if shipped["classes"] != fitted["classes"]:
-        return [*out, f"classes: {shipped['classes']} != {fitted['classes']}"]
     if abs(shipped["calibration"]["temperature"] - fitted["calibration"]["temperature"]) > tolerance:
         out.append(f"temperature: {shipped['calibration']['temperature']} != {fitted['calibration']['temperature']}")
-    for c in fitted["classes"]:
-        if abs(shipped["intercepts"][c] - fitted["intercepts"][c]) > tolerance:
-            out.append(f"intercept of {c}: {shipped['intercepts'][c]} != {fitted['intercepts'][c]}")
-        a, b = shipped["coefficients"][c], fitted["coefficients"][c]
-        for name in sorted(set(a) | set(b)):
-            if abs(a.get(name, 0.0) - b.get(name, 0.0)) > tolerance:
-                out.append(f"{c} {name}: {a.get(name, 0.0)} != {b.get(name, 0.0)}")
+    a, b = shipped["weights"], fitted["weights"]
+    for name in sorted(set(a) | set(b)):
+        if abs(a.get(name, 0.0) - b.get(name, 0.0)) > tolerance:
+            out.append(f"{name}: {a.get(name, 0.0)} != {b.get(name, 0.0)}")
     return out
 
 
