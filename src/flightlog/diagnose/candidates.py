@@ -79,6 +79,9 @@ def collect(read: FailureRead, *, at: float | None = None, memory_detail: str | 
     for index, link in enumerate(read.links):
         hits += _link_hits(link, index, link_position(index, count), source, at)
     hits += _line_hits(read.lines, read.last_line, at)
+    hits += [
+        Hit(h.category, h.rule, h.weight, "handled", h.kind, "", h.signal) for h in _line_hits(read.handled, None, at)
+    ]
     hits += _exit_hits(read, at, memory_detail)
     return hits
 

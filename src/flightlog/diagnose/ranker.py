@@ -50,7 +50,7 @@ __all__ = [
 ]
 
 MODEL_PATH = Path(__file__).with_name("ranker.json")
-POSITIONS = ("only", "inner", "middle", "outer", "line", "tail", "last", "exit", "resources")
+POSITIONS = ("only", "inner", "middle", "outer", "line", "tail", "last", "handled", "exit", "resources")
 #: the vias whose hits get a feature of their own (how a link entered the chain)
 _VIAS = ("worker", "wrapped", "cause", "context")
 #: every category a failed process can be given: each is a candidate of every failure, so a
@@ -123,6 +123,17 @@ def load_model(path: str | None = None) -> Model:
 
 
 NONE = "none"
+#: the value of a structure fact crossed with a category: below 1, so that the L2 penalty holds
+#: these many, sparsely seen features back more than the rules' (a category's own facts must be
+#: seen often before they outweigh what its rules found)
+FACT_SCALE = 0.35
+
+
+def _logit(p: float) -> float:
+    p = min(max(p, 0.01), 0.99)
+    return math.log(p / (1.0 - p))
+
+
 #: the confidence given to a failing exit that nothing explains (no exception, no rule)
 UNEXPLAINED = 0.25
 UNEXPLAINED_RULE = "a_failing_exit"
@@ -197,7 +208,7 @@ def candidate_features(read: FailureRead, hits: Sequence[Hit]) -> dict[str, dict
         score = pooled.get(category, 0.0)
         others = max((v for k, v in pooled.items() if k != category), default=0.0)
         if mine:
-            f["pooled"] = score
+            f["pooled_logit"] = _logit(score)
             f["margin"] = score - others
             f[f"{category}|pooled"] = score
             if score >= others:
@@ -205,11 +216,11 @@ def candidate_features(read: FailureRead, hits: Sequence[Hit]) -> dict[str, dict
                 f[f"{category}|leads"] = 1.0
             f["rules"] = min(len({h.rule for h in mine}), 5) / 5
         for fact in facts:
-            f[f"{category}|{fact}"] = 1.0
+            f[f"{category}|{fact}"] = FACT_SCALE
         out[category] = f
-    none: dict[str, float] = {NONE: 1.0, "none|best": best}
+    none: dict[str, float] = {NONE: 1.0, "none|best": best, "none|best_logit": _logit(best)}
     for fact in facts:
-        none[f"none|{fact}"] = 1.0
+        none[f"none|{fact}"] = FACT_SCALE
     out[NONE] = none
     return out
 

@@ -74,6 +74,8 @@ class FailureRead:
     lines: list[str] = field(default_factory=list)
     #: how many lines were printed after the chain (many: it was probably handled)
     lines_after_chain: int = 0
+    #: the exception lines of earlier tracebacks not joined to the chain (errors handled before)
+    handled: list[str] = field(default_factory=list)
     #: the chain came from a whole traceback (not from exception lines named in the log)
     from_traceback: bool = False
 
@@ -125,7 +127,14 @@ def read_failure(
     if not links:
         found = parse_exception_lines("\n".join(tail_lines[-EXCEPTION_LINES:]), expand=False)
         links = _links_from([e for e in found if not _WARNING_TYPE.search(e.type)])
-    outside = _lines_of(docs[:index] + after) if index is not None else tail_lines
+    if index is not None:
+        before = docs[:index]
+        # an earlier traceback (a handled error logged with its traceback) is not the failure:
+        # its exception line is kept as a handled error, its frames are dropped
+        handled = [_last_exception_line(d) for d in before if _HEADER in d]
+        outside = _lines_of([d for d in before if _HEADER not in d] + after)
+    else:
+        handled, outside = [], tail_lines
     last = next((ln.strip() for ln in reversed(tail_lines) if ln.strip()), None)
     return FailureRead(
         links=links,
@@ -138,6 +147,7 @@ def read_failure(
         last_line=last[:2000] if last else None,
         rank=rank,
         lines=outside[-KEEP_LINES:],
+        handled=[h for h in handled if h][-20:],
         lines_after_chain=sum(1 for ln in _lines_of(after) if ln.strip()) if index is not None else 0,
         from_traceback=from_traceback,
     )
@@ -205,6 +215,12 @@ def _awaiting_exception(doc: str) -> bool:
         if line and not line[0].isspace() and not line.startswith(("Traceback", "During handling", "The above")):
             return False
     return True
+
+
+def _last_exception_line(doc: str) -> str:
+    """The exception line of a document's last traceback."""
+    tail = doc[doc.rfind(_HEADER) :].splitlines()[1:]
+    return next((ln for ln in tail if ln and not ln[0].isspace()), "")
 
 
 def _lines_of(docs: list[str]) -> list[str]:
