@@ -151,6 +151,43 @@ os._exit(137)
 """
 
 
+LAUNCHER_REPORTS_SIGKILL = """
+import os, sys, time
+limit = int(sys.argv[1])
+page = os.sysconf("SC_PAGE_SIZE")
+def rss():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * page
+blocks = []
+print("[default0]: step 10 loss=1.93", flush=True)
+while rss() < 0.95 * limit:
+    blocks.append(bytearray(b"x" * (1 << 20)))
+time.sleep(0.6)
+del blocks
+sys.stderr.write(
+    "W0105 12:00:03.118000 4242 torch/distributed/elastic/multiprocessing/api.py:897] Sending process 4244 closing signal SIGTERM\\n"
+    "E0105 12:00:03.318000 4242 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: -9) local_rank: 0 (pid: 4243) of binary: /usr/bin/python3\\n"
+    "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\\n"
+    "Root Cause (first observed failure):\\n"
+    "[0]:\\n"
+    "  rank      : 0 (local_rank: 0)\\n"
+    "  exitcode  : -9 (pid: 4243)\\n"
+    "  traceback : Signal 9 (SIGKILL) received by PID 4243\\n"
+)
+sys.exit(1)
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="reads its own memory from /proc")
+def test_a_launcher_reports_its_worker_killed_with_memory_at_the_limit(home: Path) -> None:
+    """The launcher exits 1 and says its worker got SIGKILL; the samples show the tree at its limit."""
+    limit = 160 * 1024 * 1024
+    _, report = _run(
+        home, LAUNCHER_REPORTS_SIGKILL, "--memory-limit", "160M", "--sample-interval", "0.1s", argv=(str(limit),)
+    )
+    _lead(report, "oom_killed")
+
+
 @pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="reads its own memory from /proc")
 def test_exit_137_reported_by_a_launcher_with_memory_at_its_limit(home: Path) -> None:
     limit = 160 * 1024 * 1024
@@ -186,56 +223,54 @@ except RuntimeError:
 
 RICH_BOX = """
 import sys
+import pandas as pd
 from rich.console import Console
 from rich.traceback import Traceback
-console = Console(file=sys.stderr, width=110, color_system=None)
-def shard(i):
-    return open(f"/nonexistent/shards/shard-{i:05d}.parquet", "rb")
-def train():
-    for i in range(3):
-        try:
-            shard(i)
-        except FileNotFoundError as exc:
-            raise RuntimeError(f"data loading failed at shard {i}") from exc
+console = Console(file=sys.stderr, width=120, color_system=None)
+frame = pd.DataFrame({"user_id": [1, 2], "amount_usd": [3.0, 4.5]})
 try:
-    train()
+    print("computing features", flush=True)
+    total = frame["amount"].sum()
 except Exception:
-    console.print(Traceback(max_frames=20))
-    for i in range(30):
-        print(f"cleanup: released worker {i}", file=sys.stderr)
+    console.print(Traceback(max_frames=30))
     sys.exit(1)
 """
 
 RANK_PREFIXED = """
 import sys, traceback
-def save():
-    try:
+def write_checkpoint(depth):
+    if depth == 0:
         raise OSError(28, "No space left on device")
+    write_checkpoint(depth - 1)
+def save(step):
+    try:
+        write_checkpoint(15)
     except OSError as exc:
-        raise RuntimeError("checkpoint could not be written") from exc
+        raise RuntimeError(f"checkpoint at step {step} could not be written") from exc
+def train(depth):
+    if depth == 0:
+        save(300)
+    train(depth - 1)
 try:
-    save()
+    train(15)
 except RuntimeError:
-    text = traceback.format_exc()
-    for line in text.splitlines():
+    for line in traceback.format_exc().splitlines():
         print(f"[rank0]: {line}", file=sys.stderr)
-    for i in range(25):
-        print(f"[rank0]: [W1205 12:00:{i:02d}] ProcessGroupNCCL: destroying process group {i}", file=sys.stderr)
     sys.exit(1)
 """
 
 WORKER_RERAISED = """
-import torch
 from torch.utils.data import DataLoader, Dataset
-class Shards(Dataset):
+class Captions(Dataset):
+    # reads captions as UTF-8; one file of the set is Latin-1
     def __len__(self):
-        return 8
+        return 4
     def __getitem__(self, i):
-        with open(f"/data/tokenized/shard-{i:05d}.bin", "rb") as f:
-            return f.read()
+        raw = b"caf\xe9 au lait" if i == 0 else b"a photo of a cat"
+        return raw.decode("utf-8")
 if __name__ == "__main__":
     print("epoch 1", flush=True)
-    for batch in DataLoader(Shards(), num_workers=1):
+    for batch in DataLoader(Captions(), num_workers=1):
         pass
 """
 
@@ -264,9 +299,9 @@ os.abort()
     ("script", "expected", "needs"),
     [
         (JSON_LOGS, "disk_full", None),
-        (RICH_BOX, "missing_file", "rich"),
+        (RICH_BOX, "data_error", "rich"),
         (RANK_PREFIXED, "disk_full", None),
-        (WORKER_RERAISED, "missing_file", "torch"),
+        (WORKER_RERAISED, "data_error", "torch"),
         (POOL_RERAISED, "service_unavailable", None),
         (NATIVE_CHECK, "missing_file", None),
     ],

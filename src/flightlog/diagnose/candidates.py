@@ -24,7 +24,7 @@ from flightlog.diagnose.patterns import (
     errno_numbers,
     exception_matches,
 )
-from flightlog.diagnose.signals import Signal, exit_signals, line_factor, weigh_memory_at_the_kill
+from flightlog.diagnose.signals import SIGKILL, Signal, exit_signals, line_factor, weigh_memory_at_the_kill
 from flightlog.diagnose.structural_rules import (
     EXTRA_EXCEPTION_RULES,
     EXTRA_LINE_RULES,
@@ -157,10 +157,33 @@ def _line_hits(lines: Sequence[str], last_line: str | None, at: float | None) ->
     return out
 
 
+_REPORTED_KILL = re.compile(
+    r"\bexit ?code\s*:?\s*(?:-9|137)\b|\bexited with (?:exit )?code 137\b|\bSignal 9 \(SIGKILL\)|\bkilled by signal 9\b"
+    r"|\bexit status 137\b|\breturned non-zero exit status (?:-9|137)\b|\bOOMKilled\b",
+    re.I,
+)
+
+
+def _reported_kill(read: FailureRead) -> str | None:
+    """The line in which a launcher reports a worker's SIGKILL (exit code 137 or -9), if any."""
+    for link in read.links:
+        if link.codes.exit_code in (137, -9):
+            return link.headline()
+    for line in read.lines[-60:]:
+        if ("137" in line or "9" in line) and _REPORTED_KILL.search(line):
+            return line.strip()
+    return None
+
+
 def _exit_hits(read: FailureRead, at: float | None, memory_detail: str | None) -> list[Hit]:
     signals = exit_signals(
         exit_code=read.exit_code, signal=read.signal, timed_out=read.timed_out, oom_killed=read.oom_killed, at=at
     )
+    reported = _reported_kill(read)
+    if reported is not None and not any(s.id == SIGKILL for s in signals):
+        # a launcher (torchrun, a remote job's client) says its worker was killed: a kill, as
+        # far as the memory at the end is concerned
+        signals.append(Signal("killed_by_signal", 0.3, SIGKILL, "log", f"a launcher reported: {reported[:280]}", at))
     if not read.timed_out and read.memory_share_at_end is not None:
         share = read.memory_share_at_end
         signals = weigh_memory_at_the_kill(

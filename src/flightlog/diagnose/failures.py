@@ -81,7 +81,9 @@ def read_run(ev: RunEvidence) -> FailureRead:
     traceback when the log lacks it, the exit facts, and the memory at the end."""
     info = ev.info
     failure = info.failure or {}
-    events = [e for e in ev.recent if e.component != "flightlog"][-_EVENTS:]
+    tail = ev.tail  # in the order they were written (several lines of one read share a time)
+    first = tail[0].time if tail else float("inf")
+    events = [e for e in [*(e for e in ev.recent if e.time < first), *tail] if e.component != "flightlog"][-_EVENTS:]
     texts = [plain_text(e.message, e.fields) if e.fields else e.message for e in events]
     recorded = str(failure.get("exception") or "")
     summary = failure.get("traceback") or (
@@ -234,18 +236,23 @@ def _memory(ev: RunEvidence) -> list[Signal]:
 
 #: how many of the last resource samples before the end say "just before the kill"
 _LAST_SAMPLES = 3
+#: samples this close to the end also count: a launcher's worker killed at the limit frees its
+#: memory before the launcher itself reports it and exits
+_LAST_SECONDS = 10.0
 
 
 def _memory_before_the_end(ev: RunEvidence) -> tuple[int, int, float | None] | None:
-    """``(bytes, limit, time)``: the most memory of the last samples before the process ended,
-    against its limit — or the peak the runner's cgroup recorded, when there are no samples."""
+    """``(bytes, limit, time)``: the most memory of the last samples before the process ended
+    (the last three, and any of its last ten seconds), against its limit — or the peak the
+    runner's cgroup recorded, when there are no samples."""
     limit = ev.memory_limit
     if not limit:
         return None
     end = ev.process_end or ev.info.ended
     samples = [s for s in ev.resources if end is None or (s.get("time") or 0.0) <= end + 1.0]
     best: tuple[int, float | None] | None = None
-    for s in samples[-_LAST_SAMPLES:]:
+    recent = [s for s in samples if end is not None and (s.get("time") or 0.0) >= end - _LAST_SECONDS]
+    for s in recent if len(recent) > _LAST_SAMPLES else samples[-_LAST_SAMPLES:]:
         for key in ("rss_bytes", "cgroup_memory_usage"):
             v = s.get(key)
             if isinstance(v, (int, float)) and v > 0 and (best is None or v > best[0]):

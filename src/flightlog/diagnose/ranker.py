@@ -126,7 +126,7 @@ NONE = "none"
 #: the value of a structure fact crossed with a category: below 1, so that the L2 penalty holds
 #: these many, sparsely seen features back more than the rules' (a category's own facts must be
 #: seen often before they outweigh what its rules found)
-FACT_SCALE = 0.35
+FACT_SCALE = 0.2
 
 
 def _logit(p: float) -> float:

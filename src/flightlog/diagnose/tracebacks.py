@@ -174,7 +174,9 @@ _TYPE = (
 #: ``Type: message`` (a qualified name ending like an exception class) at the start of a line
 _EXC_LINE = re.compile(r"^(?P<type>" + _TYPE + r"(?:\([\w.]*\))?)(?::\s*(?P<message>.*))?$")
 #: the same after a logger's or a launcher's prefix (``12:00 ERROR worker.py:431 -- ray.exceptions...: ``)
-_EXC_IN_LINE = re.compile(r"(?:^|[\s>\]|])(?P<type>" + _TYPE + r"(?:\([\w.]*\))?):\s+(?P<message>\S.*)$")
+_EXC_IN_LINE = re.compile(
+    r"(?:^|[\s>\]|])(?<!except )(?<!raise )(?P<type>" + _TYPE + r"(?:\([\w.]*\))?):\s+(?P<message>\S.*)$"
+)
 #: a line that starts with the wrapped driver exception, as SQLAlchemy and MLflow log it:
 #: ``(psycopg2.OperationalError) could not connect to server: Connection refused``
 _LEADING_WRAPPED = re.compile(r"^\((?P<type>(?:[A-Za-z_]\w*\.)+[A-Z]\w*(?:Error|Exception))\)\s*(?P<message>\S.*)$")
@@ -192,6 +194,9 @@ def parse_exception_lines(text: str, *, expand: bool = True) -> list[ParsedExcep
     lines = text.splitlines()
     i = 0
     while i < len(lines):
+        if lines[i].lstrip().startswith(("│", "╭", "╰", "┃")):  # a box's inside: code, not an exception
+            i += 1
+            continue
         raw = _PREFIX.sub("", lines[i]).strip().strip("`*")
         m = _FRAME.match(lines[i]) or _FRAME.match(_PREFIX.sub("", lines[i]))
         if m:

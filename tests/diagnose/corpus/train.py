@@ -43,7 +43,11 @@ from tests.diagnose.corpus.replay import replay, replay_benign
 __all__ = ["Example", "examples", "fit", "corpus_digest", "scenarios", "main"]
 
 FORMAT = 1
-C_GRID = (0.3, 1.0, 3.0, 10.0, 30.0)
+#: a scenario stands for a whole kind of ending the corpus cannot show: it counts as this many entries
+SCENARIO_WEIGHT = 3.0
+#: the categories a native library's check message can name (its words, not the abort, are the cause)
+_NATIVE_NAMES = ("missing_file", "oom_killed", "data_error", "bad_parameter", "dependency_error", "disk_full")
+C_GRID = (1.0, 3.0, 10.0, 30.0)
 FOLDS = 5
 #: a feature must be seen in rows of at least this many repositories to be kept
 MIN_GROUPS = 2
@@ -56,9 +60,24 @@ class Example:
     read: FailureRead
     expected: str | None  # None: no candidate is right (a healthy or unexplained ending)
     group: str  # the repository (or scenario) it comes from: folds never split a group
+    weight: float = 1.0  # how much it counts in the likelihood
+    derived: bool = False  # made from an entry or a definition (a scenario), not an entry as printed
 
 
 _PROGRESS = [f"epoch {i // 4} step {i * 50}/2000 loss={1.5 / (i + 1):.4f} lr=3e-4" for i in range(12)]
+#: a launcher's report of a worker killed by SIGKILL (torchrun's words)
+_LAUNCHER_SIGKILL = (
+    "failed (exitcode: -9) local_rank: 0 (pid: 4243) of binary: /usr/bin/python3",
+    "traceback : Signal 9 (SIGKILL) received by PID 4243",
+)
+#: what numeric guards raise (torch's anomaly detection, TensorFlow's check_numerics, JAX's
+#: debug_nans, numpy's seterr) — written from the frameworks' formats, one per framework
+_GUARDS = (
+    "RuntimeError: Function 'AddmmBackward0' returned nan values in its 0th output.",
+    "tensorflow.python.framework.errors_impl.InvalidArgumentError: Tensor had NaN values [Op:CheckNumerics]",
+    "FloatingPointError: invalid value (nan) encountered in mul",
+    "FloatingPointError: invalid value encountered in divide",
+)
 _CAUGHT = (
     "Received SIGTERM: 15",
     "[rank: 0] Received SIGTERM: 15 Bypassing SIGTERM.",
@@ -82,7 +101,7 @@ def _scenario(
     }
     read = read_process(last_lines=lines, **args)
     read.end_reason = end_reason
-    return Example(read, expected, f"scenario:{name}")
+    return Example(read, expected, f"scenario:{name}", SCENARIO_WEIGHT, derived=True)
 
 
 def scenarios() -> list[Example]:
@@ -110,6 +129,19 @@ def scenarios() -> list[Example]:
         _scenario("abort", "code_error", p, exit_code=134, signal=6),
         _scenario("alarm", "timeout", p, exit_code=142, signal=14),
         _scenario("alarm", "timeout", [*p, "Alarm clock"], exit_code=142),
+        _scenario(
+            "launcher_reports_sigkill_at_limit", "oom_killed", [*p, *_LAUNCHER_SIGKILL], exit_code=1, memory_share=0.96
+        ),
+        _scenario(
+            "launcher_reports_sigkill_at_limit",
+            "oom_killed",
+            [*p[:4], _LAUNCHER_SIGKILL[0]],
+            exit_code=1,
+            memory_share=0.99,
+        ),
+        _scenario(
+            "launcher_reports_sigkill", "killed_by_signal", [*p, *_LAUNCHER_SIGKILL], exit_code=1, memory_share=0.4
+        ),
         _scenario("vanished", "killed_by_signal", p, end_reason="crashed"),
         _scenario("vanished", "killed_by_signal", p[:5], end_reason="crashed", memory_share=0.2),
         _scenario("vanished_at_the_host_s_size", "oom_killed", p, end_reason="crashed", memory_share=0.93),
@@ -119,6 +151,8 @@ def scenarios() -> list[Example]:
         _scenario("unexplained", None, p[:2], exit_code=3),
         _scenario("unexplained", None, [], exit_code=1),
     ]
+    for guard in _GUARDS:  # a numeric guard stops the run before any NaN is printed
+        out.append(_scenario("numeric_guard", "nan_loss", [*p[:5], guard], exit_code=1))
     for i, line in enumerate(_CAUGHT):
         out.append(
             _scenario("caught_sigterm", "killed_by_signal", [*p[: 3 + i], line, "saved checkpoint"], exit_code=0)
@@ -147,8 +181,23 @@ def examples() -> list[Example]:
                     ),
                     None,
                     repository(entry["source"]) or entry["source"],
+                    derived=True,
                 )
             )
+    for index, entry in enumerate(dev["failures"]):
+        # a native library's check that names the cause, then SIGABRT: the message decides
+        message = entry["message"].strip()
+        if entry["expected"] in _NATIVE_NAMES and "\n" not in message and index % 2 == 0 and len(message) < 300:
+            words = message.split(": ", 1)[-1]
+            lines = [
+                *_PROGRESS[:3],
+                f"F0105 12:34:56.789012  4242 reader.cc:88] Check failed: {words}",
+                "*** Check failure stack trace: ***",
+            ]
+            read = read_process(
+                exit_code=134, signal=6, timed_out=False, oom_killed=False, traceback_text=None, last_lines=lines
+            )
+            out.append(Example(read, entry["expected"], repository(entry["source"]) or entry["source"], derived=True))
     for entry in dev["benign"]:
         group = repository(entry.get("source", "")) or "benign"
         out.append(Example(replay_benign(entry), None, group))
@@ -187,9 +236,12 @@ class _Design:
     starts: Any  # the first row of each example
     target: Any  # the row of each example's right candidate
     categories: list[list[str]]  # each example's candidates, in row order
+    weights: Any  # each example's weight
 
 
-def _design(cands: list[dict[str, dict[str, float]]], labels: list[str], vec: Any) -> _Design:
+def _design(
+    cands: list[dict[str, dict[str, float]]], labels: list[str], vec: Any, weights: list[float] | None = None
+) -> _Design:
     import numpy as np
 
     rows: list[dict[str, float]] = []
@@ -200,7 +252,8 @@ def _design(cands: list[dict[str, dict[str, float]]], labels: list[str], vec: An
         categories.append(names)
         target.append(len(rows) + names.index(label))
         rows += [c[n] for n in names]
-    return _Design(vec.transform(rows), np.array(starts), np.array(target), categories)
+    w = np.array(weights if weights is not None else [1.0] * len(labels))
+    return _Design(vec.transform(rows), np.array(starts), np.array(target), categories, w)
 
 
 def _scores(design: _Design, w: Any) -> Any:
@@ -221,14 +274,16 @@ def _fit_weights(design: _Design, c: float) -> Any:
     import numpy as np
     from scipy.optimize import minimize
 
-    x, starts, target = design.x, design.starts, design.target
+    x, starts, target, weights = design.x, design.starts, design.target, design.weights
     y = np.zeros(x.shape[0])
     y[target] = 1.0
+    counts = np.diff(np.append(starts, x.shape[0]))
+    row_weight = np.repeat(weights, counts)
 
     def loss(w: Any) -> tuple[float, Any]:
         p = _softmax_by_example(x @ w, starts)
-        nll = -float(np.sum(np.log(np.maximum(p[target], 1e-300))))
-        grad = x.T @ (p - y)
+        nll = -float(np.sum(weights * np.log(np.maximum(p[target], 1e-300))))
+        grad = x.T @ (row_weight * (p - y))
         return nll + float(w @ w) / (2 * c), grad + w / c
 
     result = minimize(loss, np.zeros(x.shape[1]), jac=True, method="L-BFGS-B", options={"maxiter": 5000})
@@ -258,18 +313,19 @@ def fit(exs: list[Example]) -> dict[str, Any]:
 
     groups = [ex.group for ex in exs]
     labels = [ex.expected or NONE for ex in exs]
+    weights = [ex.weight for ex in exs]
     cands = _candidates(exs)
     keep = _keep(cands, groups)
     cands = [{k: {n: v for n, v in f.items() if n in keep} for k, f in c.items()} for c in cands]
     vec = DictVectorizer(sparse=True, sort=True)
     vec.fit([f for c in cands for f in c.values()])
-    design = _design(cands, labels, vec)
+    design = _design(cands, labels, vec, weights)
     folds = list(GroupKFold(n_splits=FOLDS).split(np.zeros(len(exs)), np.zeros(len(exs)), groups))
 
     def out_of_fold(c: float) -> Any:
         z = np.zeros(design.x.shape[0])
         for train, test in folds:
-            part = _design([cands[i] for i in train], [labels[i] for i in train], vec)
+            part = _design([cands[i] for i in train], [labels[i] for i in train], vec, [weights[i] for i in train])
             w = _fit_weights(part, c)
             for i in test:
                 a = design.starts[i]
@@ -286,7 +342,7 @@ def fit(exs: list[Example]) -> dict[str, Any]:
                 best, best_nll = float(round(t, 2)), nll
         return best
 
-    every = list(range(len(exs)))
+    every = [i for i, ex in enumerate(exs) if not ex.derived]  # the corpus's own entries
     scores: dict[float, float] = {}
     temps: dict[float, float] = {}
     for c in C_GRID:

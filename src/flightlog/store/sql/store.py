@@ -416,6 +416,7 @@ class SqlStore:
         sql += " ORDER BY last_time DESC, id DESC" if backwards else " ORDER BY first_time, id"
         pattern = compile_grep(query.grep) if query.grep else None
         events: list[LogEvent] = []
+        chunks: list[list[LogEvent]] = []
         deadline = self._deadline()
         with self.db.budgeted_read(deadline) as conn:
             for first_time, last_time, data in conn.execute(sql, args):
@@ -428,7 +429,13 @@ class SqlStore:
                         break
                     if not backwards and first_time > events[limit - 1].time:
                         break
-                events.extend(_matching(decode_log_chunk(data), query, pattern))
+                chunk = list(_matching(decode_log_chunk(data), query, pattern))
+                chunks.append(chunk)
+                events.extend(chunk)
+        # events of one time keep the order they were written in (a traceback's lines and the
+        # exception line after them often share one read's time): chunks in write order, then a
+        # stable sort by time
+        events = [e for chunk in (reversed(chunks) if backwards else chunks) for e in chunk]
         events.sort(key=_event_time)
         if limit:
             events = events[-limit:] if backwards else events[:limit]
