@@ -266,7 +266,7 @@ class Captions(Dataset):
     def __len__(self):
         return 4
     def __getitem__(self, i):
-        raw = b"caf\xe9 au lait" if i == 0 else b"a photo of a cat"
+        raw = bytes([99, 97, 102, 233]) if i == 0 else b"a photo of a cat"
         return raw.decode("utf-8")
 if __name__ == "__main__":
     print("epoch 1", flush=True)
@@ -412,3 +412,18 @@ def test_the_fast_classifier_agrees_with_the_full_diagnosis(home: Path) -> None:
     with Client(home) as c:
         info = c.run(run)
     assert info.failure["category"] == report["findings"][0]["category"] == "disk_full"
+
+
+EVAL_NAN = """
+import sys
+print("epoch 1: loss=0.91 eval_loss=0.88", flush=True)
+print("eval: {'eval_loss': 0.412, 'eval_f1_minority': nan, 'eval_accuracy': 0.913}", flush=True)
+print("epoch 3: val_auc=nan (one class in this fold) val_loss=0.52", flush=True)
+print("training complete", flush=True)
+"""
+
+
+def test_an_evaluation_statistic_printed_as_nan_is_no_lead(home: Path) -> None:
+    """An F1 or an AUC undefined on a subset with no positives is printed as nan by healthy runs."""
+    _, report = _run(home, EVAL_NAN)
+    assert all(f["confidence"] < 0.5 for f in report["findings"]), report["findings"][:3]

@@ -80,11 +80,14 @@ def nan_loss(ev: RunEvidence) -> Finding | None:
                 lead += f", up from a median of {float(np.median(before)):.4g} (it diverged first)"
         text = "NaN" if math.isnan(value) else ("+inf" if value > 0 else "-inf")
         is_loss = bool(LOSS_LIKE.search(m.name))
+        # an evaluation statistic (an F1, an AUC, a precision) is legitimately undefined on a
+        # subset with no positives: a hint, however many of them; a loss that went NaN is the run's
+        statistic = not is_loss and lower_is_better(m.name, ev.thresholds) is False
         signals.append(
             Signal(
                 "nan_loss",
-                0.85 if is_loss else 0.6,
-                f"non_finite:{m.name}",
+                0.85 if is_loss else 0.25 if statistic else 0.6,
+                "non_finite_statistic" if statistic else f"non_finite:{m.name}",
                 "metrics",
                 f"{m.name} became {text} at step {step} ({int(mask.sum())} of {mask.size} points non-finite){lead}",
                 at,

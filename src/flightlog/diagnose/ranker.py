@@ -205,6 +205,7 @@ def candidate_features(read: FailureRead, hits: Sequence[Hit]) -> dict[str, dict
             for name in names:
                 if h.weight > f.get(name, 0.0):
                     f[name] = h.weight
+
         score = pooled.get(category, 0.0)
         others = max((v for k, v in pooled.items() if k != category), default=0.0)
         if mine:

@@ -45,6 +45,8 @@ __all__ = ["Example", "examples", "fit", "corpus_digest", "scenarios", "main"]
 FORMAT = 1
 #: a scenario stands for a whole kind of ending the corpus cannot show: it counts as this many entries
 SCENARIO_WEIGHT = 3.0
+#: a benign line is rarer in the corpus than a failure, and a false alarm costs more than a miss
+BENIGN_WEIGHT = 2.0
 #: the categories a native library's check message can name (its words, not the abort, are the cause)
 _NATIVE_NAMES = ("missing_file", "oom_killed", "data_error", "bad_parameter", "dependency_error", "disk_full")
 C_GRID = (1.0, 3.0, 10.0, 30.0)
@@ -200,10 +202,10 @@ def examples() -> list[Example]:
             out.append(Example(read, entry["expected"], repository(entry["source"]) or entry["source"], derived=True))
     for entry in dev["benign"]:
         group = repository(entry.get("source", "")) or "benign"
-        out.append(Example(replay_benign(entry), None, group))
+        out.append(Example(replay_benign(entry), None, group, BENIGN_WEIGHT))
         read = replay_benign(entry)
         read.exit_code = 0
-        out.append(Example(read, None, group))
+        out.append(Example(read, None, group, BENIGN_WEIGHT, derived=True))
     return out + scenarios()
 
 
