@@ -43,6 +43,8 @@ TAIL = 5
 _MAY_HOLD_A_CODE = re.compile(
     r"\b[45]\d\d\b|SQLSTATE|StatusCode|grpc_status|exit(?:ed)? (?:with )?(?:code|status)|exitcode"
 )
+#: a frame whose code is an import: the exception came out of importing a package
+_IMPORT_STATEMENT = re.compile(r"^(?:import [\w.]+|from [\w.]+ import\b)")
 #: a category is a candidate when one of its hits weighs at least this much
 CANDIDATE_FLOOR = 0.05
 
@@ -118,6 +120,9 @@ def _link_hits(link: Link, index: int, position: str, source: str, at: float | N
         add(*api)
     if short == "KeyError" and any("/pandas/" in f.file.replace("\\", "/") for f in link.frames):
         add("data_error", 0.4, "a_keyerror_from_pandas_indexing")
+    code = next((f.code for f in reversed(link.frames) if f.code), "")
+    if _IMPORT_STATEMENT.match(code):
+        add("dependency_error", 0.45, "an_import_statement_raised", f"{detail}: the failing line imports: {code[:200]}")
     class_weight = CODE_ERROR_CLASSES.get(short)
     add("code_error", class_weight if class_weight is not None else 0.3, "code_error_class")
     own = link.innermost_own_frame()

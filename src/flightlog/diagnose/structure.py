@@ -25,19 +25,23 @@ from flightlog.diagnose.codes import Codes, read_codes
 from flightlog.diagnose.textforms import native_library, plain_text
 from flightlog.diagnose.tracebacks import (
     CHAINED,
+    IPYTHON_HEADER,
     Frame,
     ParsedException,
+    block_frames,
     expand_wrappers,
     normalize_header,
     parse_block,
     parse_exception_lines,
 )
 
-__all__ = ["Codes", "Link", "FailureRead", "read_failure", "library_of", "package_of_path", "VIA"]
+__all__ = ["Codes", "Link", "FailureRead", "read_failure", "library_of", "package_of_path", "VIA", "TRUNCATED"]
 
+#: the type of a link whose traceback lost its exception line
+TRUNCATED = "TruncatedTraceback"
 #: how a link entered the chain, relative to the link after it (the last one: "raised")
 VIA = ("raised", "cause", "context", "wrapped", "worker")
-_HEADER = "Traceback (most recent call last):"
+_HEADER = "Traceback (most recent call last)"  # the interpreter's (with ":") and IPython's
 #: how many of the last lines are read for exceptions when no whole traceback was printed
 EXCEPTION_LINES = 20
 #: how many lines a read keeps for the line rules (the last ones)
@@ -211,7 +215,7 @@ def _awaiting_exception(doc: str) -> bool:
     at = doc.rfind(_HEADER)
     if at < 0:
         return False
-    for line in doc[at + len(_HEADER) :].splitlines():
+    for line in doc[at + len(_HEADER) :].splitlines()[1:]:
         if line and not line[0].isspace() and not line.startswith(("Traceback", "During handling", "The above")):
             return False
     return True
@@ -250,7 +254,10 @@ def _is_launcher_wrapper(link: Link) -> bool:
 def read_chain(text: str, depth: int = 0) -> list[Link]:
     """The links of the last chain in ``text``, innermost first; tracebacks of workers that a
     parent printed inside its own (as a quoted remote traceback or in the message) come before
-    the exception that re-raised them, with ``via="worker"``."""
+    the exception that re-raised them, with ``via="worker"``. A last traceback whose exception
+    line was cut off is a link of type ``TruncatedTraceback`` (IPython's header names the
+    type: then that type) with the frames it kept."""
+    ipython = [m[1] for m in IPYTHON_HEADER.finditer(text)]
     text = normalize_header(text)
     starts = [m.start() for m in re.finditer(r"(?m)^[ \t]*Traceback \(most recent call last\):", text)]
     if not starts:
@@ -268,7 +275,10 @@ def read_chain(text: str, depth: int = 0) -> list[Link]:
     for index, (a, b) in enumerate(zip(starts, bounds, strict=True)):
         parsed, trailer = parse_block(text[a:b])
         if parsed is None:
-            continue
+            frames = block_frames(text[a:b]) if index == len(starts) - 1 else []
+            if not frames:
+                continue
+            parsed = ParsedException(ipython[-1] if ipython else TRUNCATED, "", frames)
         worker = bool(_WORKER_PREAMBLE.search(text[max(0, a - 200) : a]))
         parsed.message = parsed.message.rstrip('"').rstrip()
         relation = "cause" if "direct cause" in trailer else "context" if "During handling" in trailer else ""

@@ -23,11 +23,15 @@ __all__ = [
     "parse_block",
     "CHAINED",
     "normalize_header",
+    "block_frames",
+    "IPYTHON_HEADER",
 ]
 
 _HEADER = "Traceback (most recent call last):"
 #: IPython and Jupyter print the exception type first: ``KeyError      Traceback (most recent call last)``
-_IPYTHON_HEADER = re.compile(r"^([A-Za-z_][\w.]*)\s{2,}Traceback \(most recent call last\)\s*$", re.M)
+_IPYTHON_HEADER = IPYTHON_HEADER = re.compile(r"^([A-Za-z_][\w.]*)\s{2,}Traceback \(most recent call last\)\s*$", re.M)
+#: IPython's frame lines: ``----> 8 sp500 = data[0].loc[...]`` (the line that raised)
+_IPYTHON_CODE = re.compile(r"^-+> ?(?P<line>\d+)\s+(?P<code>\S.*)$")
 CHAINED = _CHAINED = re.compile(
     r"The above exception was the direct cause of the following exception:|"
     r"During handling of the above exception, another exception occurred:"
@@ -148,6 +152,23 @@ def parse_block(block: str) -> tuple[ParsedException | None, str]:
                 return ParsedException(em["type"], "\n".join(message).strip(), frames), "\n".join(lines[j:])
         i += 1
     return None, ""
+
+
+def block_frames(block: str) -> list[Frame]:
+    """The frames of a traceback block whose exception line is missing (a reporter or a log
+    window cut it): the interpreter's ``File`` frames and IPython's ``---->`` lines."""
+    frames: list[Frame] = []
+    lines = block.splitlines()
+    for i, line in enumerate(lines):
+        m = _FRAME.match(line)
+        if m:
+            code = lines[i + 1].strip() if i + 1 < len(lines) and lines[i + 1].startswith("    ") else ""
+            frames.append(Frame(m["file"], int(m["line"]), (m["function"] or "").strip(), code))
+            continue
+        c = _IPYTHON_CODE.match(line.strip())
+        if c:
+            frames.append(Frame("<ipython>", int(c["line"]), "<cell>", c["code"].strip()))
+    return frames
 
 
 # ── exceptions outside a whole traceback ─────────────────────────────────────
