@@ -85,32 +85,29 @@ def read_run(ev: RunEvidence) -> FailureRead:
     first = tail[0].time if tail else float("inf")
     events = [e for e in [*(e for e in ev.recent if e.time < first), *tail] if e.component != "flightlog"][-_EVENTS:]
     texts = [plain_text(e.message, e.fields) if e.fields else e.message for e in events]
-    recorded = str(failure.get("exception") or "")
-    summary = failure.get("traceback") or (
-        f"{_HEADER}:\n{recorded}: {failure.get('message', '')}" if recorded else None
-    )
-    if summary:
-        last = next((t for t in reversed(texts) if _HEADER in t), None)
-        short = recorded.rsplit(".", 1)[-1]
-        if last is None or (short and short not in last.rstrip().splitlines()[-1]):
-            # the failure summary (the SDK's exception, the runner's last traceback) names another
-            # exception than the log's last traceback, or the log has none: the summary ended it
-            texts.append(summary)
     if not texts:  # no stored events (pruned logs): the failure summary's last lines
         texts = [str(x) for x in failure.get("last_lines") or []]
     oom = failure.get("oom") or {}
     near = None if ev.timed_out else _memory_before_the_end(ev)
     share = near[0] / near[1] if near else _share_of_the_host(ev)
-    return read_failure(
-        texts,
-        exit_code=info.exit_code,
-        signal=info.signal,
-        end_reason="crashed" if info.status == "crashed" else info.end_reason,
-        timed_out=ev.timed_out,
-        oom_killed=ev.oom_killed or bool(oom.get("oom_kills")),
-        memory_share_at_end=share,
-        rank=None,
-    )
+    facts: dict[str, Any] = {
+        "exit_code": info.exit_code,
+        "signal": info.signal,
+        "end_reason": "crashed" if info.status == "crashed" else info.end_reason,
+        "timed_out": ev.timed_out,
+        "oom_killed": ev.oom_killed or bool(oom.get("oom_kills")),
+        "memory_share_at_end": share,
+        "rank": None,
+    }
+    read = read_failure(texts, **facts)
+    recorded = str(failure.get("exception") or "")
+    short = recorded.rsplit(".", 1)[-1]
+    if short and (read.outermost is None or read.outermost.short_type != short):
+        # the failure summary (the SDK's exception, the runner's last traceback) names another
+        # exception than the log's last chain, or the log has none: the summary ended it
+        summary = failure.get("traceback") or f"{_HEADER}:\n{recorded}: {failure.get('message', '')}"
+        read = read_failure([*texts, summary], **facts)
+    return read
 
 
 def analyze_failure(ev: RunEvidence, facts: FailureFacts | None = None) -> list[Finding]:
@@ -349,6 +346,8 @@ def _summary(category: str, signals: list[Signal], ev: RunEvidence, facts: Failu
         elif limit:
             text += f"; the limit was {format_size(limit)}"
         text += "."
+    elif category == "timeout" and not ev.timed_out:
+        text = f"A time limit stopped the run: {head.rstrip('.')}."
     elif category == "timeout":
         limit = ev.runner_config.get("timeout_s")
         text = (

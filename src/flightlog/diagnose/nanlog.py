@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from flightlog.diagnose.evidence import RunEvidence
 from flightlog.diagnose.findings import Finding
-from flightlog.diagnose.metricnames import LOSS_LIKE
+from flightlog.diagnose.metricnames import LOSS_LIKE, metric_direction
 from flightlog.diagnose.signals import Signal
 from flightlog.models import LogEvent
 
@@ -94,13 +94,17 @@ def nan_in_log(ev: RunEvidence) -> Finding | None:
     if not hits:
         return None
     losses = [h for h in hits if LOSS_LIKE.search(h.key)]
-    lead = losses or hits
+    # an evaluation statistic (F1, AUC, precision, accuracy) printed as nan is undefined on its
+    # subset, not a model that diverged: a hint at most
+    others = [h for h in hits if metric_direction(h.key) != "higher"]
+    lead = losses or others or hits
     first = lead[0]
     is_loss = bool(losses)
+    statistic = not losses and not others
     signals = [
         Signal(
             "nan_loss",
-            0.7 if is_loss else 0.3,
+            0.7 if is_loss else 0.1 if statistic else 0.3,
             NONFINITE_LINE,
             "log",
             f"{first.key} printed as {first.value}{_step_text(first)}: {first.line[:200]}",
@@ -114,7 +118,7 @@ def nan_in_log(ev: RunEvidence) -> Finding | None:
         signals.append(
             Signal(
                 "nan_loss",
-                0.4 if is_loss else 0.15,
+                0.4 if is_loss else 0.05 if statistic else 0.15,
                 NONFINITE_REPEATED,
                 "log",
                 f"{len(lines)} log lines print a non-finite {first.key}",
@@ -125,7 +129,7 @@ def nan_in_log(ev: RunEvidence) -> Finding | None:
         signals.append(
             Signal(
                 "nan_loss",
-                0.35 if is_loss else 0.1,
+                0.35 if is_loss else 0.05 if statistic else 0.1,
                 NONFINITE_AT_END,
                 "log",
                 f"{first.key} never printed a finite value again (last: {same_key[-1].line[:160]})",

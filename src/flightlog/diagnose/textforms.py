@@ -50,7 +50,8 @@ def plain_text(text: str, fields: dict[str, Any] | None = None) -> str:
         text = strip_launcher_prefixes(text)
     parts = [text]
     stripped = text.lstrip()
-    if stripped.startswith("{") or '{"' in text:
+    boxed = "─ Traceback (most recent call last) ─" in text or "- Traceback (most recent call last) -" in text
+    if (stripped.startswith("{") or '{"' in text) and not boxed:
         found = json_texts(text)
         if found is not None:
             parts = found
@@ -69,6 +70,11 @@ def plain_text(text: str, fields: dict[str, Any] | None = None) -> str:
 
 
 # ── JSON log lines ───────────────────────────────────────────────────────────
+#: how long the prefix before a JSON log line's object may be (a timestamp, a level, a pod name)
+_JSON_PREFIX = 80
+_PREFIX_OK = re.compile(r"^[\w\s:.,/\[\]|=+-]*$")
+
+
 def json_texts(text: str) -> list[str] | None:
     """The human text of the JSON objects in ``text`` (one per line, possibly after a prefix):
     each object's message, then the exception text its fields carry (unescaped by the JSON
@@ -78,15 +84,16 @@ def json_texts(text: str) -> list[str] | None:
     found = False
     for line in text.splitlines():
         start = line.find("{")
-        if start < 0:
+        body = line.rstrip()
+        if start < 0 or start > _JSON_PREFIX or not _PREFIX_OK.match(line[:start]):
             out.append(line)
             continue
         try:
-            obj, _ = decoder.raw_decode(line, start)
+            obj, end = decoder.raw_decode(body, start)
         except ValueError:
             out.append(line)
             continue
-        if not isinstance(obj, dict):
+        if not isinstance(obj, dict) or end != len(body):  # a dict inside code or prose is not a log line
             out.append(line)
             continue
         found = True
