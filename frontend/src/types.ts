@@ -250,6 +250,8 @@ export interface Diagnosis {
   kind: string;
   findings: Finding[];
   baseline?: unknown;
+  /** How the baseline was chosen (the one choice of diagnose, compare and triage), and why none when none. */
+  baseline_choice?: { run: string | null; choice: string | null; reason: string } | null;
   runbook?: RunbookEntry[];
   rightsizing?: Rightsizing | null;
   [key: string]: unknown;

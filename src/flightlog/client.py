@@ -26,6 +26,7 @@ from flightlog.models import (
     MetricHistory,
     MetricSummary,
     Note,
+    RankInfo,
     RunInfo,
     StageSummary,
 )
@@ -140,9 +141,14 @@ class Client:
     def metrics(self, run: RunRef) -> dict[str, MetricSummary]:
         return self.store.metric_summaries(self._ref(run))
 
-    def metric_history(self, run: RunRef, name: str) -> MetricHistory:
-        """Every point of one metric, in step order, as numpy arrays ``steps``, ``values``, ``times``."""
-        return self.store.metric_history(self._ref(run), name)
+    def metric_history(self, run: RunRef, name: str, *, rank: int | None = None) -> MetricHistory:
+        """Every point of one metric, in step order, as numpy arrays ``steps``, ``values``, ``times``.
+
+        In a distributed run the points of one rank: ``rank``, else the lowest rank that logged
+        the metric (rank 0, as a rule), never every rank's points interleaved."""
+        if rank is not None:
+            _check_rank(rank)
+        return self.store.metric_history(self._ref(run), name, rank)
 
     def logs(
         self,
@@ -158,8 +164,12 @@ class Client:
         component: str | None = None,
         attempt: int | None = None,
         stage: str | None = None,
+        rank: int | None = None,
     ) -> list[LogEvent]:
-        """Log events; ``level="warning"`` means warning and above; ``since`` takes ``10m`` or ISO times."""
+        """Log events; ``level="warning"`` means warning and above; ``since`` takes ``10m`` or ISO
+        times; ``rank`` keeps one rank's events of a distributed run."""
+        if rank is not None:
+            _check_rank(rank)
         query = LogQuery(
             min_level=_level(level),
             grep=_grep(grep),
@@ -171,14 +181,25 @@ class Client:
             stage=stage,
             limit=limit,
             tail=tail,
+            rank=rank,
         )
         return self.store.logs(self._ref(run), query)
 
     def stages(self, run: RunRef) -> list[StageSummary]:
         return self.store.stages(self._ref(run))
 
-    def resources(self, run: RunRef, since: float | None = None) -> list[dict[str, Any]]:
-        return self.store.resource_samples(self._ref(run), since)
+    def resources(self, run: RunRef, since: float | None = None, *, rank: int | None = None) -> list[dict[str, Any]]:
+        """Resource samples, oldest first: every process's, or with ``rank`` that rank's only."""
+        if rank is not None:
+            _check_rank(rank)
+        return self.store.resource_samples(self._ref(run), since, rank)
+
+    def ranks(self, run: RunRef, *, all_attempts: bool = False) -> list[RankInfo]:
+        """The ranks of a distributed run, by rank: identity (rank, local rank, world size, node,
+        host, pid, restart), ``state`` (running, succeeded, failed, stopped, killed, lost, hung),
+        heartbeat, last step, exit code or signal, first error. The current attempt's newest
+        restart of each rank, unless ``all_attempts``; empty for a run of one process."""
+        return self.store.ranks(self._ref(run), all_attempts=all_attempts)
 
     # ── metadata ────────────────────────────────────────────────────────────
     def context(self, run: RunRef) -> dict[str, Any]:
@@ -298,12 +319,15 @@ class Client:
             self, _run_id(run), None if baseline is None else _run_id(baseline), auto_baseline=auto_baseline
         )
 
-    def compare(self, run: RunRef, baseline: RunRef) -> dict[str, Any]:
-        """What changed from ``baseline`` to ``run``: params, code, packages, environment, inputs, stages, peaks, metrics."""
+    def compare(self, run: RunRef, baseline: RunRef | None = None) -> dict[str, Any]:
+        """What changed from ``baseline`` to ``run``: params, code, packages, environment, inputs, stages, peaks, metrics.
+
+        Without ``baseline``, the one a diagnosis would choose (docs/troubleshooting.md), and
+        the document says which and why; NotFound, saying why, when none qualifies."""
         compare_runs = features().require(
             "compare_runs", needed_by="Client.compare", install="flightlog (its diagnose feature)"
         )
-        return compare_runs(self, _run_id(run), _run_id(baseline))
+        return compare_runs(self, _run_id(run), None if baseline is None else _run_id(baseline))
 
     def rightsize(self, run_or_name: RunRef, *, project: str | None = None) -> dict[str, Any]:
         """Memory and CPU requests with headroom from the peaks of a run's attempts or of the runs of one name."""
@@ -322,6 +346,11 @@ class Client:
 
     def _write(self, run_id: str, kind: str, /, **payload: Any) -> None:
         ingest_one(self.store, run_id, kind, origin="client", **payload)
+
+
+def _check_rank(rank: Any) -> None:
+    if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
+        raise InvalidInput(f"rank must be a whole number from 0, not {rank!r}")
 
 
 def _level(level: str | int | None) -> int | None:

@@ -14,8 +14,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from flightlog.errors import InvalidInput
+from flightlog.launchenv import RankIdentity, rank_identity
 
-__all__ = ["Variable", "VARIABLES", "Settings", "MODES", "LOG_POLICIES", "rank_from_env", "discover_home", "HOME_DIR"]
+__all__ = [
+    "Variable",
+    "VARIABLES",
+    "Settings",
+    "MODES",
+    "LOG_POLICIES",
+    "rank_from_env",
+    "rank_identity",
+    "RankIdentity",
+    "discover_home",
+    "HOME_DIR",
+]
 
 MODES = ("online", "offline", "disabled")
 LOG_POLICIES = ("block", "drop")
@@ -38,7 +50,11 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("FLIGHTLOG_URL", "", "Use a remote flightlog server instead of the embedded store."),
     Variable("FLIGHTLOG_TOKEN", "", "API token sent to the server as `Authorization: Bearer`."),
     Variable("FLIGHTLOG_PROJECT", "default", "Default project for new runs and listings."),
-    Variable("FLIGHTLOG_RUN_ID", "", "Attach to this existing run (set by `flightlog run` for its child)."),
+    Variable(
+        "FLIGHTLOG_RUN_ID",
+        "",
+        "Attach to this existing run (set by `flightlog run` for its child); set for every rank of a distributed job, the run they all join (docs/distributed.md).",
+    ),
     Variable("FLIGHTLOG_MODE", "online", "`online`, `offline` (journal only; `flightlog sync` later) or `disabled`."),
     Variable(
         "FLIGHTLOG_STORE",
@@ -257,6 +273,9 @@ def _upwards(start: Path, home: str) -> list[Path]:
 
 def rank_from_env(environ: Mapping[str, str] | None = None) -> int | None:
     """The distributed rank a launcher gave this process (``RANK``, else ``LOCAL_RANK``), if any.
+
+    The whole identity (world size, node, restart, job) is :func:`rank_identity`'s
+    (``flightlog.launchenv``); this stays the one number the capture pipeline stamps on events.
 
     Only ASCII integers count: ``str.isdigit`` also accepts digits such as ``'\u00b9'`` that
     ``int`` rejects, and a malformed variable must never stop a run from starting.

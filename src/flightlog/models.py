@@ -30,6 +30,8 @@ __all__ = [
     "StageSummary",
     "Artifact",
     "Note",
+    "RankInfo",
+    "RANK_STATES",
 ]
 
 _TIME_FIELDS = ("created", "queued", "started", "ended")
@@ -206,6 +208,7 @@ class LogQuery:
     stage: str | None = None
     limit: int | None = None
     tail: bool = False  # with limit: the last `limit` events instead of the first
+    rank: int | None = None  # only events of this rank of a distributed job
 
 
 @dataclass
@@ -315,6 +318,72 @@ class Note:
             "time": iso(self.time),
             "author": self.author,
             "text": self.text,
+        }
+
+
+#: A rank's state: running; its own end (succeeded, failed, stopped, killed); lost (it vanished
+#: without an end: its process is gone, its heartbeat stopped, or its run ended without it);
+#: hung (progress stopped while its process lives: set by hang detection, issue 28).
+RANK_STATES = ("running", "succeeded", "failed", "stopped", "killed", "lost", "hung")
+
+
+@dataclass
+class RankInfo:
+    """One rank of a distributed run: one process of the job, as its writer recorded it
+    (``flightlog ranks RUN``, ``Client.ranks``, ``GET /api/v1/runs/{run}/ranks``)."""
+
+    rank: int
+    local_rank: int | None
+    world_size: int | None
+    host: str | None
+    pid: int | None
+    restart: int
+    state: str  # one of RANK_STATES
+    started: float
+    last_heartbeat: float | None
+    last_step: int | None
+    last_step_time: float | None
+    exit_code: int | None
+    signal: int | None
+    first_error: dict[str, Any] | None  # {"message", "time"}
+    node_rank: int | None = None
+    local_world_size: int | None = None
+    attempt: int = 1
+    launcher: str | None = None
+    job_key: str | None = None
+    writer: str | None = None
+    ended: float | None = None
+    end_reason: str | None = None
+    failure: dict[str, Any] | None = None
+    last_received: float | None = None  # when the store last heard from it (the store's clock)
+
+    def to_dict(self) -> dict[str, Any]:
+        error = self.first_error
+        return {
+            "rank": self.rank,
+            "local_rank": self.local_rank,
+            "world_size": self.world_size,
+            "node_rank": self.node_rank,
+            "local_world_size": self.local_world_size,
+            "host": self.host,
+            "pid": self.pid,
+            "restart": self.restart,
+            "attempt": self.attempt,
+            "state": self.state,
+            "started": iso(self.started),
+            "last_heartbeat": iso(self.last_heartbeat),
+            "last_received": iso(self.last_received),
+            "last_step": self.last_step,
+            "last_step_time": iso(self.last_step_time),
+            "ended": iso(self.ended),
+            "end_reason": self.end_reason,
+            "exit_code": self.exit_code,
+            "signal": self.signal,
+            "first_error": None if error is None else {"message": error.get("message"), "time": iso(error.get("time"))},
+            "failure": self.failure,
+            "launcher": self.launcher,
+            "job_key": self.job_key,
+            "writer": self.writer,
         }
 
 

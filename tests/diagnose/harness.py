@@ -10,7 +10,8 @@ A workload declares how to run it in its first comment lines::
     # mode: sdk                      run the script directly (it calls flightlog.init); default: runner
     # signal: 0.8 TERM               send this signal to `flightlog run` 0.8 s after the workload's first line
     # queued-ago: 2h                 pass --queued-at that long ago
-    # baseline: other.py             run this workload first, under the same run name
+    # baseline: other.py             run this workload first, under the same run name, and pin it
+                                     (tag baseline=true: one reference run is enough when a person names it)
 
 ``python -m tests.diagnose.harness`` runs every workload and prints the per-category table.
 """
@@ -169,13 +170,24 @@ def run_workload(w: Workload, root: Path, timeout: float = 60.0) -> Outcome:
     home.mkdir(parents=True, exist_ok=True)
     if w.baseline is not None:
         base = load(w.baseline)
-        _execute(base, home, w.name, timeout)
+        ran = _execute(base, home, w.name, timeout)
+        _pin(home, _RUN_ID.search(ran.stderr))
     started = time.monotonic()
     done = _execute(w, home, w.name, timeout)
     seconds = time.monotonic() - started
     m = _RUN_ID.search(done.stderr)
     run_id = m[1] if m else _newest_run(home)
     return Outcome(w, home, run_id, done.returncode, done.stdout, done.stderr, seconds)
+
+
+def _pin(home: Path, started: re.Match[str] | None) -> None:
+    """Tag the baseline run ``baseline=true``: a reference a person named (docs/troubleshooting.md)."""
+    from flightlog.client import Client
+
+    run_id = started[1] if started else _newest_run(home)
+    if run_id is not None:
+        with Client(home) as c:
+            c.edit_run(run_id, tags={"baseline": "true"})
 
 
 def _newest_run(home: Path) -> str | None:

@@ -31,7 +31,13 @@ def test_diagnosis_comparison_and_rightsizing_endpoints(tmp_path: Path) -> None:
             f"{server.url}/api/v1/runs/{failed['id']}/comparison", params={"baseline": ok["id"]}, headers=headers
         )
         assert comparison.status_code == 200
+        # without a baseline, the one a diagnosis would choose: none here (another script), and why
         missing = httpx.get(f"{server.url}/api/v1/runs/{failed['id']}/comparison", headers=headers)
-        assert missing.status_code == 400 and "baseline is required" in missing.json()["error"]["message"]
+        assert missing.status_code == 404, missing.text
+        assert "no baseline for run" in missing.json()["error"]["message"]
+        assert "no earlier run of the same name 'load.py' or script" in missing.json()["error"]["message"]
+        choice = httpx.get(f"{server.url}/api/v1/runs/{failed['id']}/baseline", headers=headers).json()
+        assert choice["run"] is None and choice["script"].endswith("load.py"), choice
+        assert choice["reason"] in missing.json()["error"]["message"]
         assert httpx.get(f"{server.url}/api/v1/runs/{failed['id']}/rightsizing", headers=headers).status_code == 200
         assert httpx.get(f"{server.url}/api/v1/runs/{failed['id']}/diagnosis").status_code == 401

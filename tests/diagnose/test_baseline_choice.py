@@ -55,12 +55,15 @@ def test_with_a_name_per_run_the_best_comparable_run_unflagged(home: Path) -> No
     base = report["baseline"]
     assert base is not None and base["baseline"] == best, (base, good, best)
     assert base["chosen"] == "automatic" and base["choice"] == "comparable"
-    assert base["reason"].startswith("comparable: same script train.py, same param keys, best val_loss (0.2383)"), base[
-        "reason"
-    ]
-    assert {"run": diverged, "why": "its loss diverged"} in base["skipped"]
+    # no repository here: the script is its absolute path (vision/train.py and speech/train.py are two scripts)
+    script = home.parent / "train.py"
+    assert base["reason"].startswith(f"comparable: same script {script}, same param keys, best val_loss (0.2383)"), (
+        base["reason"]
+    )
+    assert base["script"] == str(script) and base["comparable_runs"] == 2  # run-1 and run-2
+    assert {"run": diverged, "why": "its loss diverged", "flag": "diverged"} in base["skipped"]
     text = cli(home, "diagnose", run).stdout
-    assert f"baseline {best} (comparable: same script train.py, same param keys, best val_loss" in " ".join(
+    assert f"baseline {best} (comparable: same script {script}, same param keys, best val_loss" in " ".join(
         text.split()
     )
 

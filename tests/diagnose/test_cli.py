@@ -33,7 +33,7 @@ def test_diagnose_json_is_one_document_in_the_design_shape(home: Path) -> None:
     run = _run(home, FAIL)
     proc = cli(home, "diagnose", run[:8], "--format", "json")
     report = json.loads(proc.stdout)  # exactly one document: json.loads would refuse two
-    assert set(report) == {"run", "status", "kind", "findings", "baseline", "runbook", "rightsizing"}
+    assert set(report) == {"run", "status", "kind", "findings", "baseline", "baseline_choice", "runbook", "rightsizing"}
     assert report["run"] == run and report["status"] == "failed" and report["kind"] == "data"
     assert report["findings"], report
     confidences = [f["confidence"] for f in report["findings"]]

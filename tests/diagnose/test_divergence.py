@@ -104,3 +104,36 @@ def test_factors_read_as_a_person_writes_them() -> None:
     assert factor_text(3.1e8) == "×3.1·10⁸"
     assert factor_text(2.5) == "×2.5"
     assert factor_text(999_999) == "×1·10⁶"
+
+
+NOISY = """
+import sys
+import numpy as np
+import flightlog
+
+rng = np.random.default_rng(int(sys.argv[1]))
+explode = sys.argv[2] == "explode"
+run = flightlog.init(project="lm", name=sys.argv[2], params={"lr": 3e-3 if explode else 3e-4})
+for step in range(200):
+    # warm-up from a high start down to a low; then, at the higher learning rate, the loss
+    # runs away from that low by two orders of magnitude, with minibatch noise all along
+    level = 6.0 * np.exp(-step / 15) + 0.25
+    if explode and step >= 120:
+        level = 0.25 * 1.06 ** (step - 120)
+    run.log({"loss": level * float(np.exp(rng.normal(0, 0.8)))}, step=step)
+run.finish()
+print(run.id)
+"""
+
+
+def test_a_noisy_loss_that_runs_away_from_its_low_is_a_divergence(home: Path) -> None:
+    """Issue #29: ×100 above where it had got to, though below where it started, and noisy."""
+    bad = _run(home, NOISY, "1", "explode")
+    healthy = _run(home, NOISY, "2", "steady")
+    report = c_diagnose(home, bad)
+    top = report["findings"][0]
+    assert top["category"] == "loss_divergence" and top["confidence"] >= 0.5, report["findings"]
+    assert "from its low" in top["summary"], top["summary"]
+    calm = c_diagnose(home, healthy)
+    assert not any(f["category"] == "loss_divergence" for f in calm["findings"]), calm["findings"]
+    assert not any(f["confidence"] >= 0.5 for f in calm["findings"]), calm["findings"]

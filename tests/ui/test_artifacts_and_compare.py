@@ -174,3 +174,33 @@ def test_a_metric_up_to_1e195_has_y_labels(page: Any, edges: list[str], shot: An
         loss = page.locator(".metric-chart[data-metric=loss] .uplot")
         expect(loss).to_have_attribute("data-y-ticks", re.compile(r"0\.\d"))
     shot(page.locator(".metric-chart[data-metric=huge]"), "huge-metric")
+
+
+def test_one_run_is_compared_with_the_baseline_diagnose_chooses(page: Any, seeded: Seeded) -> None:
+    """Issue #29: the compare page asks the server for the baseline (the one choice of
+    `flightlog diagnose`, `flightlog compare` and triage) and says why that run."""
+    from flightlog.client import Client
+    from flightlog.diagnose.selection import baseline_for
+
+    with Client(seeded.home) as c:
+        choice = baseline_for(c, c.run(seeded.failed))
+    assert choice.run is not None, choice.reason
+    page.goto(f"/projects/vision/compare?runs={seeded.failed}")
+    expect(page.locator("#baseline-reason")).to_contain_text(choice.reason[:60])
+    head = page.locator("thead tr").first
+    expect(head.locator("th.run-col").nth(0)).to_contain_text(choice.run.id[:8])
+    expect(head.locator("th.run-col").nth(0).locator(".chip")).to_have_text("baseline")
+    expect(head.locator("th.run-col").nth(1)).to_contain_text(seeded.failed[:8])
+
+
+def test_one_run_without_a_baseline_says_why(page: Any, seeded: Seeded) -> None:
+    from flightlog.client import Client
+    from flightlog.diagnose.selection import baseline_for
+
+    with Client(seeded.home) as c:
+        first = c.runs(project="vision", order_by="created", limit=1)[0]
+        choice = baseline_for(c, first)
+    assert choice.run is None
+    page.goto(f"/projects/vision/compare?runs={first.id}")
+    expect(page.locator("#baseline-none")).to_contain_text(f"No baseline for run {first.id[:8]}")
+    expect(page.locator("#baseline-none")).to_contain_text(choice.reason[:40])

@@ -85,3 +85,18 @@ def test_the_failures_page_shows_causes_with_sparklines_onsets_and_runs(browser:
         page.get_by_role("button", name="1 day").click()
         expect(page).to_have_url(server.url + "/failures?project=nightly&since=1d")
         expect(groups).to_have_count(2)
+
+
+def test_an_oom_group_shows_the_memory_figure_triage_prints(browser: Any, oom: str, server: Any) -> None:
+    """Issue #29: the peak and the limit of an out-of-memory group, the figure of every report."""
+    from flightlog.client import Client
+    from flightlog.triage.report import triage_report
+
+    with Client(server.home) as c:
+        group = next(g for g in triage_report(c, project="oom")["groups"] if g["category"] == "oom_killed")
+    memory = group["memory"]
+    assert memory and memory["limit_bytes"] == 128 * 1024 * 1024, memory
+    with open_page(browser, server.url) as page:
+        page.goto(server.url + "/failures?project=oom")
+        card = page.locator(".failure-group[data-category='oom_killed']")
+        expect(card.locator(".memory")).to_have_text(memory["text"])

@@ -1,6 +1,8 @@
 // Compare 2–10 runs: params that differ (highlighted), metric overlays, stage time differences,
 // resource peaks, differing inputs (manifests) and context (packages, commit). The first run is
-// the baseline the others are measured against.
+// the baseline the others are measured against. One run alone is compared with its baseline as
+// the server chooses it (GET runs/{id}/baseline: the one choice of `flightlog diagnose`,
+// `flightlog compare` and triage), and the page says why that run, or why none.
 import type { ComponentChildren } from "preact";
 import { get } from "../api";
 import { type XKind } from "../components/Chart";
@@ -86,8 +88,38 @@ function peaks(samples: ResourceSample[]) {
   };
 }
 
+/** The server's choice of a run's baseline (GET runs/{id}/baseline). */
+interface BaselineChoice {
+  run: string | null;
+  choice: string | null;
+  reason: string;
+  flagged: Record<string, number>;
+  comparable_runs: number;
+}
+
 export function Compare({ project, query }: { project: string | null; query: URLSearchParams }) {
   const ids = [...new Set((query.get("runs") ?? "").split(",").map((s) => s.trim()).filter(Boolean))].slice(0, 10);
+  const single = ids.length === 1 ? ids[0] : null;
+  const choice = useAsync(
+    (signal) => (single ? get<BaselineChoice>(`runs/${encodeURIComponent(single)}/baseline`, undefined, signal) : Promise.resolve(null)),
+    [single],
+  );
+  if (!single) return <Comparison project={project} query={query} ids={ids} choice={null} />;
+  if (choice.error) return <div class="page"><ErrorBox error={choice.error} what="the run's baseline" /></div>;
+  if (!choice.data) return <div class="page"><Loading what="the run's baseline" /></div>;
+  if (!choice.data.run) {
+    return (
+      <div class="page">
+        <h1>Compare runs</h1>
+        <Empty><span id="baseline-none">No baseline for run {shortId(single)}: {choice.data.reason}.</span>{" "}
+          Pin one (<span class="mono">flightlog runs edit RUN --tag baseline=true</span>), or pick 2 to 10 runs in a project's runs table.</Empty>
+      </div>
+    );
+  }
+  return <Comparison project={project} query={query} ids={[choice.data.run, single]} choice={choice.data} />;
+}
+
+function Comparison({ project, query, ids, choice }: { project: string | null; query: URLSearchParams; ids: string[]; choice: BaselineChoice | null }) {
   const data = useAsync((signal) => Promise.all(ids.map((id) => load(id, signal))), [ids.join(",")]);
   const x = (query.get("x") as XKind) || "step";
   const smooth = Math.min(0.99, Math.max(0, Number(query.get("smooth") ?? 0) || 0));
@@ -172,6 +204,7 @@ export function Compare({ project, query }: { project: string | null; query: URL
     <div class="page compare-page">
       <div class="page-head">
         <h1>Compare {runs.length} runs</h1>
+        {choice ? <p class="muted" id="baseline-reason">Baseline chosen as <span class="mono">flightlog diagnose</span> chooses it: {choice.reason}</p> : null}
         <span class="muted">{runs[0].project}</span>
       </div>
       <div class="compare-runs">

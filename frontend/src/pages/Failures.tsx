@@ -10,6 +10,8 @@ import { Link, paths, setQuery } from "../router";
 
 interface Change { kind: string; name: string; before: unknown; after: unknown; text: string }
 interface Onset { first_bad: string; last_good: string | null; summary: string | null; changes: Change[] }
+/** An out-of-memory group's figure: the same text `flightlog triage` prints and the runs' diagnoses quote. */
+interface GroupMemory { peak_bytes: number | null; limit_bytes: number | null; text: string }
 interface FailureGroup {
   id: string;
   signature: string;
@@ -23,6 +25,7 @@ interface FailureGroup {
   runs: string[];
   per_day: number[];
   onset: Onset | null;
+  memory: GroupMemory | null;
 }
 interface Triage {
   project: string | null;
@@ -78,6 +81,7 @@ function GroupCard({ g, days, project }: { g: FailureGroup; days: string[]; proj
       <div class="card-body">
         <div class="signature mono" title="cause signature: category · masked exception · your innermost frame · step">{g.signature}</div>
         <div class="example" title="the newest run's own message (redacted when stored)">{g.example}</div>
+        {g.memory ? <div class="memory" title="the highest peak among the group's newest runs, against the limit it ran under">{g.memory.text}</div> : null}
         {g.onset ? (
           <div class="onset">
             <strong>Onset</strong>{" "}

@@ -311,8 +311,10 @@ export function Runs({ project, query }: { project: string; query: URLSearchPara
           <Toggle name="flat" checked={flat} onChange={(v) => setQuery({ flat: v ? "1" : null })}
             title="List every run on its own row instead of child runs (pipeline steps, sweep trials) under their parent">Flat</Toggle>
         ) : null}
-        <button type="button" class="btn btn-primary" id="compare-button" disabled={selected.length < 2}
-          title={selected.length < 2 ? "Select 2 to 10 runs to compare them" : "Compare the selected runs"}
+        <button type="button" class="btn btn-primary" id="compare-button" disabled={selected.length < 1}
+          title={selected.length < 1 ? "Select 2 to 10 runs to compare them, or one to compare it with its baseline"
+            : selected.length === 1 ? "Compare the selected run with its baseline (the run flightlog diagnose compares it with)"
+            : "Compare the selected runs"}
           onClick={() => navigate(paths.compare(project, selected))}>
           Compare{selected.length ? ` (${selected.length})` : ""}
         </button>

@@ -13,7 +13,10 @@ JSON and logfmt lines give their numeric fields, and count only with a step key 
 quantity among them. A ``step``/``global_step``/``iter``/``iteration``/``train_step`` key (else
 ``epoch``) gives the step and is not a metric itself; without one, each progress line is the
 next step. Never from: multi-line events (tracebacks and other
-blocks), values that were redacted, keys that name a secret. Names keep what the line says
+blocks), values that were redacted, keys that name a secret, keys that name an identity, an
+address or an end rather than a quantity (``NEVER_METRICS``: a launcher's failure summary's
+``exitcode``/``local_rank``/``pid``, ports, ranks, timestamps). A number may be quoted
+(``{'loss': '0.69'}``, as Hugging Face's Trainer 5 prints it). Names keep what the line says
 (a JSON key's other characters become ``_``: ``"loss (train)"`` → ``loss_train_``), cut to 64
 characters; at most ``max_names`` distinct names per run (the rest are counted in
 ``stats["line_metric_names_dropped"]``, never stored).
@@ -38,7 +41,7 @@ from typing import Any
 from flightlog.logevents import LogBatch
 from flightlog.redaction.names import is_secret_name
 
-__all__ = ["LineMetrics", "MAX_NAMES", "MAX_RATE"]
+__all__ = ["LineMetrics", "MAX_NAMES", "MAX_RATE", "NEVER_METRICS"]
 
 MAX_NAMES = 200
 MAX_RATE = 1000  # candidate lines read in full per second before sampling starts
@@ -47,7 +50,10 @@ _NAME_CHARS = 64
 _NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|NaN|NAN|inf|Inf|INF|infinity|Infinity)"
 # key, separator, number; the number must end the token (``v1.2.3``, ``10:30``, ``3/10`` are not).
 # A quote may close the key: Python dicts (``{'loss': 0.5, 'epoch': 1}``, Hugging Face's Trainer).
-_PAIR = re.compile(rf"(?<![\w./\-])([A-Za-z][\w./\-]{{0,127}})['\"]?[ \t]*(?:=|:[ \t])[ \t]*({_NUMBER})(?![\w.:/\-])")
+# The number may be quoted as a string: Hugging Face's Trainer (5.x) prints ``{'loss': '0.6924'}``.
+_PAIR = re.compile(
+    rf"(?<![\w./\-])([A-Za-z][\w./\-]{{0,127}})['\"]?[ \t]*(?:=|:[ \t])[ \t]*['\"]?({_NUMBER})(?![\w.:/\-])"
+)
 _STEP_KEYS = ("step", "global_step", "iter", "iteration", "train_step")
 _EPOCH_KEYS = ("epoch",)
 # A lone pair counts when its key names one of these (the last word, any prefix: ``val_loss``).
@@ -56,6 +62,20 @@ _TRAINING_WORDS = re.compile(
     r"mse|mae|rmse|bleu|wer|cer|nll|top1|top5)$",
     re.I,
 )
+#: keys whose numbers are identities, addresses or ends, never a quantity that changes with
+#: training: a launcher's failure summary (``exitcode : 1 (pid: 1234)``, ``rank : 0 (local_rank:
+#: 0)``), a process's ids, ports, exit codes and timestamps (compared lower-case, ``-`` as ``_``)
+NEVER_METRICS = frozenset(
+    {
+        "pid", "ppid", "tid", "uid", "gid", "thread", "thread_id", "process", "process_id",
+        "rank", "local_rank", "global_rank", "node_rank", "group_rank", "role_rank", "world_size",
+        "local_world_size", "member", "exitcode", "exit_code", "exitstatus", "exit_status",
+        "returncode", "return_code", "signal", "signum", "port", "master_port", "errno",
+        "error_code", "timestamp", "ts", "time_ns", "line", "lineno", "version", "attempt",
+        "restart_count", "restarts", "job_id", "jobid", "task_id", "device", "device_id", "gpu",
+        "gpu_id", "cuda_device", "seed",
+    }
+)  # fmt: skip
 _NONFINITE = re.compile(r"[=:][ \t]*[-+]?(?:nan|inf)", re.I)
 _UNSAFE = re.compile(r"[^\w./\-]+")  # in a name; structured keys may hold anything
 _TRAILING = " \t,;)]}|'\""
@@ -207,7 +227,7 @@ class LineMetrics:
         wanted = [
             (i, _UNSAFE.sub("_", key.strip())[:_NAME_CHARS])
             for i, key in enumerate(names)
-            if i != step_index and not is_secret_name(key) and key.strip()
+            if i != step_index and not is_secret_name(key) and key.strip() and not _never_metric(key)
         ]
         # Not clearly progress: one number in a sentence ("retrying in: 5"), or a structured log
         # line's numeric fields ({"pid": 12, "port": 8080}).
@@ -285,6 +305,10 @@ class LineMetrics:
             if kept:
                 out.append((step, time, kept))
         return out
+
+
+def _never_metric(key: str) -> bool:
+    return key.strip().lower().replace("-", "_") in NEVER_METRICS
 
 
 def _ends_line(message: str, value: str) -> bool:

@@ -32,6 +32,7 @@ from typing import Protocol
 
 from flightlog.capture.grouping import StreamGrouper, special_lines
 from flightlog.capture.keyhold import KeyHold
+from flightlog.capture.launchers import has_launcher_marks, read_prefix
 from flightlog.capture.lines import LineSplitter, decode, split_lines, strip_ansi, truncate_lines
 from flightlog.capture.ratelimit import RateLimiter
 from flightlog.errors import InvalidInput
@@ -71,6 +72,10 @@ class CaptureConfig:
     rank: int | None = None
     group_idle: float = 0.5
     """A pending multi-line block is stored after this much quiet on its stream."""
+    launcher_labels: bool = False
+    """The launcher numbers every line with its rank (``srun --label``): a leading ``3: `` is a
+    rank's mark, not the program's text (``capture/launchers.py``). Bracketed marks
+    (``[rank3]: ``, ``[default3]:``, ``[1,3]<stdout>:``) are always read."""
 
     def __post_init__(self) -> None:
         if self.max_line_bytes < 16:
@@ -114,12 +119,31 @@ class RedactFields:
 
 
 class _Stream:
-    __slots__ = ("splitter", "keys", "grouper")
+    """One stream's steps. ``ranked`` holds a grouper per rank that a launcher's line prefixes
+    named (``[rank1]: ``): each rank's lines are grouped on their own, so two ranks' tracebacks
+    printed at once stay two events, each with its rank."""
+
+    __slots__ = ("splitter", "keys", "grouper", "ranked")
 
     def __init__(self, splitter: LineSplitter, keys: KeyHold, grouper: StreamGrouper) -> None:
         self.splitter = splitter
         self.keys = keys
         self.grouper = grouper
+        self.ranked: dict[int, StreamGrouper] = {}
+
+    def groupers(self) -> list[StreamGrouper]:
+        return [self.grouper, *self.ranked.values()]
+
+    def for_rank(self, rank: int | None) -> StreamGrouper:
+        if rank is None:
+            return self.grouper
+        grouper = self.ranked.get(rank)
+        if grouper is None:
+            base = self.grouper
+            grouper = self.ranked[rank] = StreamGrouper(
+                base.stream, rank=rank, attempt=base.attempt, idle=base.idle, max_block_chars=base.max_block_chars
+            )
+        return grouper
 
 
 class CapturePipeline:
@@ -169,7 +193,8 @@ class CapturePipeline:
         with self._lock:
             out = LogBatch()
             for state in self._streams.values():
-                state.grouper.poll(now, out)
+                for grouper in state.groupers():
+                    grouper.poll(now, out)
                 released = state.keys.poll(now)
                 if released:
                     self._lines(state, released, now, out)
@@ -184,7 +209,8 @@ class CapturePipeline:
                 if rest:
                     self.stats["lines"] += 1
                 self._text(state, rest, now, out, final=True)
-                state.grouper.flush(out)
+                for grouper in state.groupers():
+                    grouper.flush(out)
             return self._finish(out, now, final=True)
 
     # --- steps --------------------------------------------------------------------------
@@ -219,8 +245,30 @@ class CapturePipeline:
             text += "\n"
         lines, progress = split_lines(text)
         truncate_lines(lines, self.config.max_line_bytes, self.stats)
+        if self.config.launcher_labels or has_launcher_marks(text):
+            self._ranked_lines(state, lines, progress, now, out)
+            return
         specials = special_lines(text, lines, progress)
         state.grouper.feed(lines, specials, frozenset(progress) if progress else _NO_PROGRESS, now, out)
+
+    def _ranked_lines(self, state: _Stream, lines: list[str], progress: list[int], now: float, out: LogBatch) -> None:
+        """Lines some of which carry a launcher's rank prefix: each run of lines of one rank
+        goes, without its prefixes, to that rank's grouper (unmarked lines to the stream's own)."""
+        labels = self.config.launcher_labels
+        marked = [read_prefix(line, labels=labels) for line in lines]
+        collapsed = set(progress)
+        start = 0
+        n = len(lines)
+        while start < n:
+            rank = marked[start].rank
+            end = start + 1
+            while end < n and marked[end].rank == rank:
+                end += 1
+            body = [p.text for p in marked[start:end]]
+            moved = [i - start for i in range(start, end) if i in collapsed]
+            specials = special_lines("\n".join(body) + "\n", body, moved)
+            state.for_rank(rank).feed(body, specials, frozenset(moved) if moved else _NO_PROGRESS, now, out)
+            start = end
 
     def _finish(self, batch: LogBatch, now: float, final: bool) -> LogBatch:
         for step in self.event_steps:

@@ -18,6 +18,7 @@ import click
 
 from flightlog.cli.common import open_client
 from flightlog.cli.output import emit_json, printable
+from flightlog.errors import InvalidInput
 from flightlog.logevents import level_code, level_name
 from flightlog.timefmt import iso
 
@@ -48,6 +49,9 @@ _LEVEL_STYLE = {"warning": "\x1b[33m", "error": "\x1b[31m", "critical": "\x1b[1;
 @click.option("--attempt", type=int, help="Only events of this attempt.")
 @click.option("--stage", metavar="NAME", help="Only events recorded inside this stage.")
 @click.option(
+    "--rank", type=click.IntRange(min=0), help="Only events of this rank of a distributed run (see `flightlog ranks`)."
+)
+@click.option(
     "--format", "fmt", type=click.Choice(["text", "json"]), default="text", help="json: JSON Lines, one event per line."
 )
 def logs_cmd(
@@ -63,17 +67,25 @@ def logs_cmd(
     stream: tuple[str, ...],
     attempt: int | None,
     stage: str | None,
+    rank: int | None,
     fmt: str,
 ) -> None:
-    """Print a run's log events (tracebacks are one event each)."""
+    """Print a run's log events (tracebacks are one event each).
+
+    In a distributed run each event of a rank is shown after its rank (`[rank 1]`); --rank N
+    keeps one rank's events."""
     client = open_client()
     info = client.run(run)
     color = fmt == "text" and sys.stdout.isatty()
     filters: dict[str, Any] = dict(
-        level=level, grep=grep, component=component, stream=stream or None, attempt=attempt, stage=stage
+        level=level, grep=grep, component=component, stream=stream or None, attempt=attempt, stage=stage, rank=rank
     )
+    if rank is not None and not client.ranks(info, all_attempts=True) and not client.logs(info, rank=rank, limit=1):
+        raise InvalidInput(
+            f"run {info.id} has no rank {rank}: it is not a distributed run (see `flightlog ranks {info.id[:8]}`)"
+        )
     events = client.logs(info, since=since, until=until, limit=tail, tail=tail is not None, **filters)
-    seen = _Printer(fmt, timestamps, color, run_id=info.id, project=info.project)
+    seen = _Printer(fmt, timestamps, color, run_id=info.id, project=info.project, ranks=rank is None)
     seen.print_all(events)
     if not follow:
         if not events and tail != 0:  # --tail 0 asked for nothing
@@ -106,7 +118,7 @@ def _nothing_matched(
     "nothing was logged" (or as a broken command) when a filter only asked too much."""
     asked = [f"at level {level_name(level_code(level))} or above"] if level is not None else []
     asked += [f"{what} {filters[key]!r}" for key, what in (("grep", "matching"), ("component", "of component"),
-              ("attempt", "of attempt"), ("stage", "in stage")) if filters.get(key) is not None]  # fmt: skip
+              ("attempt", "of attempt"), ("stage", "in stage"), ("rank", "of rank")) if filters.get(key) is not None]  # fmt: skip
     if filters.get("stream"):
         asked.append("on " + "/".join(filters["stream"]))
     if since is not None or until is not None:
@@ -127,9 +139,12 @@ def _nothing_matched(
 class _Printer:
     """Prints events once, even when a poll returns events already printed (same timestamp)."""
 
-    def __init__(self, fmt: str, timestamps: bool, color: bool, *, run_id: str, project: str) -> None:
+    def __init__(
+        self, fmt: str, timestamps: bool, color: bool, *, run_id: str, project: str, ranks: bool = True
+    ) -> None:
         self.fmt, self.timestamps, self.color = fmt, timestamps, color
         self.run_id, self.project = run_id, project
+        self.ranks = ranks  # show each event's rank (not when one rank was asked for)
         self.last_time: float | None = None
         self._at_last: set[tuple[Any, ...]] = set()
 
@@ -155,6 +170,8 @@ class _Printer:
         if event.stream == "sdk":  # recorded by the SDK, not printed by the workload: show its level
             prefix = f"{event.level_name.upper():8} "
             text = prefix + (f"{event.component}: {text}" if event.component else text)
+        if self.ranks and event.rank is not None:  # a rank of a distributed run
+            text = f"[rank {event.rank}] {text}"
         if self.timestamps:
             text = f"{iso(event.time)} {text}"
         text = printable(text + self._fields(event))

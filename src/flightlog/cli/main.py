@@ -82,12 +82,14 @@ def _register() -> None:
     from flightlog.cli.logs import logs_cmd
     from flightlog.cli.maintenance import gc_cmd, migrate_store_cmd, sync_cmd, version_cmd
     from flightlog.cli.metrics import metrics_cmd
+    from flightlog.cli.ranks import ranks_cmd  # as the other core commands: imported once, to register
     from flightlog.cli.runs import projects_cmd, runs_group
 
     for command in (
         runs_group,
         projects_cmd,
         logs_cmd,
+        ranks_cmd,
         metrics_cmd,
         artifacts_cmd,
         sync_cmd,

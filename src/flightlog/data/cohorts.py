@@ -8,7 +8,10 @@ examples later). ``run.log_eval`` stores the result as evidence kind ``eval``.
 ``compare_cohorts(current, baseline)`` lines two evaluations up and reports the cohorts whose
 metric got worse by more than a threshold, and whether the aggregate improved at the same
 time — the classic "the average went up, Germany went down" that the ``cohort_regression``
-finding is about.
+finding is about. Every difference comes with its sample sizes and a test suited to it
+(:mod:`.significance`: two proportions for a rate with its counts, a bootstrap interval
+otherwise, adjusted for the many cohorts tested at once): a slice of sixty coin flips moves
+by ten points often enough, and is not a regression for it.
 """
 
 from __future__ import annotations
@@ -19,12 +22,15 @@ from typing import Any
 import numpy as np
 
 from flightlog.data import metrics as m
+from flightlog.data.significance import RATES, Test, bootstrap_difference, bootstrap_stderr, holm, two_proportions
 from flightlog.errors import InvalidInput
 
-__all__ = ["evaluate", "compare_cohorts", "DEFAULT_THRESHOLD", "DEFAULT_MIN_COUNT"]
+__all__ = ["evaluate", "compare_cohorts", "DEFAULT_THRESHOLD", "DEFAULT_MIN_COUNT", "DEFAULT_BOOTSTRAP"]
 
 DEFAULT_THRESHOLD = 0.05
 DEFAULT_MIN_COUNT = 30
+#: bootstrap rounds for the standard error of the metrics that are not a simple rate
+DEFAULT_BOOTSTRAP = 200
 
 
 def _array(x: Any, what: str) -> np.ndarray:
@@ -80,12 +86,18 @@ def evaluate(
     positive_label: Any = None,
     threshold: float = 0.5,
     seed: int = 0,
+    bootstrap: int = DEFAULT_BOOTSTRAP,
 ) -> dict[str, Any]:
     """Aggregate and per-cohort metrics plus a bounded sample of predictions (JSON-able).
 
     ``y_pred`` holds labels, a score per row for a binary task (labels are ``score >=
     threshold``), or a 2-D matrix of class probabilities (columns in sorted label order). The
     task is inferred (float targets → regression) unless ``task`` or ``metrics`` say it.
+
+    Each set of metrics comes with what a later comparison tests it by: ``support``, the count
+    each rate is a share of (accuracy: the rows; precision: the predicted positives; recall:
+    the actual positives), and ``stderr``, the bootstrap standard error (``bootstrap`` rounds,
+    seeded by ``seed``; 0 skips it) of each other metric.
     """
     yt = _array(y_true, "y_true")
     yp = _array(y_pred, "y_pred")
@@ -139,13 +151,31 @@ def evaluate(
                 positive = classes[-1]
         labels = _same_kind(labels, yt)
 
-    def compute(idx: np.ndarray | None) -> dict[str, float | None]:
+    def compute(idx: np.ndarray | None, only: Sequence[str] | None = None) -> dict[str, float | None]:
         t = yt if idx is None else yt[idx]
         p = labels if idx is None else labels[idx]
+        which = names if only is None else only
         if kind == "regression":
-            return m.regression(t, p, names=names)
+            return m.regression(t, p, names=which)
         s = scores if (idx is None or scores is None) else scores[idx]
-        return m.classification(t, p, classes=classes, positive=positive, scores=s, names=names)
+        return m.classification(t, p, classes=classes, positive=positive, scores=s, names=which)
+
+    def support(idx: np.ndarray) -> dict[str, int]:
+        out = {"accuracy": int(idx.size)} if "accuracy" in names else {}
+        if kind == "classification" and positive is not None:
+            if "precision" in names:
+                out["precision"] = int(np.count_nonzero(labels[idx] == positive))
+            if "recall" in names:
+                out["recall"] = int(np.count_nonzero(yt[idx] == positive))
+        return out
+
+    rng = np.random.default_rng(seed)
+
+    def spread(idx: np.ndarray) -> tuple[dict[str, int], dict[str, float]]:
+        counts = support(idx)
+        others = [x for x in names if x not in counts]
+        stderr = bootstrap_stderr(lambda rows: compute(rows, others), idx, others, rounds=bootstrap, rng=rng)
+        return counts, stderr
 
     out_cohorts: list[dict[str, Any]] = []
     for col, values in cols.items():
@@ -153,12 +183,26 @@ def evaluate(
         uniq, inverse = np.unique(keys, return_inverse=True)
         for i, v in enumerate(uniq.tolist()):
             idx = np.flatnonzero(inverse == i)
-            out_cohorts.append({"cohort": col, "value": _plain(v), "count": int(idx.size), "metrics": compute(idx)})
+            counts, stderr = spread(idx)
+            out_cohorts.append(
+                {
+                    "cohort": col,
+                    "value": _plain(v),
+                    "count": int(idx.size),
+                    "metrics": compute(idx),
+                    "support": counts,
+                    "stderr": stderr,
+                }
+            )
+    every = np.arange(yt.shape[0])
+    overall_support, overall_stderr = spread(every)
     return {
         "task": kind,
         "count": int(yt.shape[0]),
         "positive_label": _plain(positive),
         "overall": compute(None),
+        "overall_support": overall_support,
+        "overall_stderr": overall_stderr,
         "cohorts": out_cohorts,
         "sample": _sample(yt, labels, scores, cols, sample_size, seed),
     }
@@ -227,6 +271,12 @@ def compare_cohorts(
     ``threshold`` (absolute, default 0.05 = five points); an error metric (MAE, RMSE) when it
     grows by at least ``threshold`` relative to the baseline (default 5 %). Cohorts with fewer
     than ``min_count`` rows on either side are skipped: their metrics are mostly noise.
+
+    Every aggregate row and every regression carries ``test`` (:mod:`.significance`: the
+    method, the p-value — adjusted over every cohort and metric compared — the 95 % interval
+    of the difference, the sizes and whether it is significant), or None when the evaluations
+    lack what a test needs (recorded before they kept it); ``significant_regressions`` counts
+    the regressions that are more than chance.
     """
     for label, ev in (("current", current), ("baseline", baseline)):
         if not isinstance(ev, Mapping) or "overall" not in ev or "cohorts" not in ev:
@@ -236,6 +286,7 @@ def compare_cohorts(
     names = list(metrics) if metrics else [k for k in current["overall"] if k in baseline["overall"]]
     aggregate = []
     agg_regressed = agg_improved = False
+    agg_tests: list[Test] = []
     for name in names:
         b, c = baseline["overall"].get(name), current["overall"].get(name)
         if b is None or c is None:
@@ -245,6 +296,9 @@ def compare_cohorts(
         agg_regressed |= worse
         agg_improved |= better
         change = "regressed" if worse else "improved" if better else "unchanged"
+        test = _test(name, c, b, _overall(current), _overall(baseline))
+        if test is not None:
+            agg_tests.append(test)
         aggregate.append(
             {
                 "metric": name,
@@ -253,10 +307,12 @@ def compare_cohorts(
                 "delta": delta,
                 "relative": rel,
                 "change": change,
+                "test": test,
             }
         )
     base = {(x["cohort"], _key(x["value"])): x for x in baseline["cohorts"]}
     regressions, compared = [], 0
+    tests: list[Test] = []  # every cohort and metric compared: one family for the adjustment
     for x in current["cohorts"]:
         y = base.get((x["cohort"], _key(x["value"])))
         if y is None or x["count"] < min_count or y["count"] < min_count:
@@ -266,6 +322,9 @@ def compare_cohorts(
             b, c = y["metrics"].get(name), x["metrics"].get(name)
             if b is None or c is None:
                 continue
+            test = _test(name, c, b, x, y)
+            if test is not None:
+                tests.append(test)
             worse, delta, rel = _worse(name, b, c, threshold)
             if worse:
                 regressions.append(
@@ -279,9 +338,15 @@ def compare_cohorts(
                         "relative": rel,
                         "count": x["count"],
                         "baseline_count": y["count"],
+                        "test": test,
                     }
                 )
+    holm(tests)
+    holm(agg_tests)
+    for row in [*aggregate, *regressions]:
+        row["test"] = row["test"].to_dict() if row["test"] is not None else None
     regressions.sort(key=lambda r: -abs(r["relative"] if r["relative"] is not None else r["delta"]))
+    significant = [r for r in regressions if (r["test"] or {}).get("significant")]
     return {
         "task": current.get("task"),
         "threshold": threshold,
@@ -290,9 +355,33 @@ def compare_cohorts(
         "aggregate_improved": agg_improved and not agg_regressed,
         "aggregate_regressed": agg_regressed,
         "cohorts_compared": compared,
+        "tests": len(tests),
         "regressions": regressions,
+        "significant_regressions": len(significant),
         "hidden_regression": bool(regressions) and not agg_regressed,
     }
+
+
+def _overall(ev: Mapping[str, Any]) -> dict[str, Any]:
+    return {"count": ev.get("count"), "support": ev.get("overall_support"), "stderr": ev.get("overall_stderr")}
+
+
+def _test(name: str, current: float, baseline: float, cur: Mapping[str, Any], base: Mapping[str, Any]) -> Test | None:
+    """The test suited to ``name`` (see :mod:`.significance`), from what each side kept:
+    two proportions for a rate with its counts, else the bootstrap interval, else None."""
+    if name in RATES:
+        n = (cur.get("support") or {}).get(name)
+        bn = (base.get("support") or {}).get(name)
+        if name == "accuracy":  # an evaluation kept before its support was: accuracy is a share of its rows
+            n, bn = n or cur.get("count"), bn or base.get("count")
+        if n and bn:
+            return two_proportions(float(current), int(n), float(baseline), int(bn))
+    se, bse = (cur.get("stderr") or {}).get(name), (base.get("stderr") or {}).get(name)
+    if se is None or bse is None:
+        return None
+    return bootstrap_difference(
+        float(current), float(se), float(baseline), float(bse), cur.get("count"), base.get("count")
+    )
 
 
 def _key(v: Any) -> str:

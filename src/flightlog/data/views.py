@@ -213,6 +213,15 @@ def show_drift(d: dict[str, Any]) -> None:
     con.print(f"{verdict}: {d['drift_share']:.0%} of columns drifted (threshold {d['drift_share_threshold']:.0%})")
 
 
+def _test_cell(test: dict[str, Any] | None) -> str:
+    """``p=0.003 ✓`` (significant, adjusted p-value) or ``p=0.41 chance?``; ``–`` untested."""
+    if not test:
+        return "–"
+    p = test.get("p_adjusted") if test.get("p_adjusted") is not None else test.get("p_value")
+    how = "2 props" if test.get("method") == "two_proportions" else "bootstrap"
+    return f"[red]{how} p={p:.2g}[/]" if test.get("significant") else f"[dim]{how} p={p:.2g} (chance?)[/]"
+
+
 def show_cohorts(c: dict[str, Any]) -> None:
     con = _console()
     t = Table("metric", "baseline", "current", "delta", "", title="aggregate", title_justify="left")
@@ -235,6 +244,7 @@ def show_cohorts(c: dict[str, Any]) -> None:
             "current",
             "delta",
             "rows",
+            "test",
             title="regressed cohorts",
             title_justify="left",
         )
@@ -246,11 +256,15 @@ def show_cohorts(c: dict[str, Any]) -> None:
                 _n(x["baseline"]),
                 _n(x["current"]),
                 _n(x["delta"]),
-                f"{x['count']:,}",
+                f"{x['count']:,} vs {x.get('baseline_count', 0):,}",
+                _test_cell(x.get("test")),
             )
         con.print(r)
     cohorts = len({(x["cohort"], str(x["value"])) for x in c["regressions"]})
-    what = f"{cohorts} cohort{'s' if cohorts != 1 else ''} regressed ({len(c['regressions'])} metrics)"
+    what = f"{cohorts} cohort{'s' if cohorts != 1 else ''} regressed ({len(c['regressions'])} metrics"
+    if "significant_regressions" in c:
+        what += f", {c['significant_regressions']} significant"
+    what += ")"
     if c["hidden_regression"]:
         con.print(f"[red]{what} while the aggregate did not[/]")
     elif c["regressions"]:

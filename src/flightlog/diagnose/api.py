@@ -13,7 +13,6 @@ from typing import Any
 from starlette.responses import Response
 
 from flightlog.diagnose.reader import StoreReader
-from flightlog.errors import InvalidInput
 from flightlog.server.context import Ctx
 from flightlog.server.operations import RUN, Operation, Param, ok
 from flightlog.server.responses import json_response
@@ -46,10 +45,18 @@ async def get_comparison(ctx: Ctx) -> Response:
 
     info = await ctx.run()
     baseline = ctx.query.text("baseline", max_len=64)
-    if not baseline:
-        raise InvalidInput("baseline is required: GET /api/v1/runs/{run}/comparison?baseline=RUN")
+    if baseline is None:  # the baseline a diagnosis would choose (404 with the reason when none)
+        return json_response(await ctx.call(compare_runs, _reader(ctx), info.id, None))
     base = await ctx.run(baseline)
     return json_response(await ctx.call(compare_runs, _reader(ctx), info.id, base.id))
+
+
+async def get_baseline(ctx: Ctx) -> Response:
+    from flightlog.diagnose.selection import baseline_for  # on use: the server imports this module at start
+
+    info = await ctx.run()
+    choice = await ctx.call(baseline_for, _reader(ctx), info)
+    return json_response(choice.to_dict())
 
 
 async def get_rightsizing(ctx: Ctx) -> Response:
@@ -74,7 +81,7 @@ OPERATIONS: list[Operation] = [
                 "auto_baseline",
                 "query",
                 {"type": "boolean", "default": True},
-                "Without baseline: compare with the most recent successful run of the same project and name.",
+                "Without baseline: compare with the run GET /runs/{run}/baseline chooses (docs/troubleshooting.md).",
             ),
         ),
         responses={"200": ok("The diagnosis (docs/troubleshooting.md)", _REPORT)},
@@ -88,9 +95,29 @@ OPERATIONS: list[Operation] = [
         "diagnosis",
         params=(
             RUN,
-            Param("baseline", "query", {"type": "string", "maxLength": 64}, "The baseline run.", required=True),
+            Param(
+                "baseline",
+                "query",
+                {"type": "string", "maxLength": 64},
+                "The baseline run; without it, the one a diagnosis would choose (404, saying why, when none qualifies).",
+            ),
         ),
         responses={"200": ok("The comparison", {"type": "object"})},
+    ),
+    Operation(
+        "GET",
+        "/runs/{run}/baseline",
+        get_baseline,
+        "reader",
+        "The run a run is measured against, chosen the one way diagnose, compare, triage and the UI choose it, and why",
+        "diagnosis",
+        params=(RUN,),
+        responses={
+            "200": ok(
+                "The choice (run is null when none qualifies; reason says why)",
+                {"type": "object", "required": ["run", "choice", "reason", "skipped", "flagged", "comparable_runs"]},
+            )
+        },
     ),
     Operation(
         "GET",

@@ -43,7 +43,7 @@ def baseline_findings(findings: list[Finding], cmp: dict[str, Any]) -> list[Find
         )
     if (cmp.get("python") or {}).get("changed"):
         add("dependency_error", 0.2, "python_changed", f"Python {cmp['python']['baseline']} → {cmp['python']['run']}")
-    inputs = [i for i in cmp.get("inputs") or [] if i.get("status") != "identical"]
+    inputs = [i for i in cmp.get("inputs") or [] if i.get("status") != "identical" and i.get("reached") is not False]
     if inputs:
         i = inputs[0]
         fc = i.get("file_count") or {}

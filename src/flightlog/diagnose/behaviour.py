@@ -13,14 +13,17 @@ import numpy as np
 from flightlog.diagnose.evidence import RunEvidence, Thresholds
 from flightlog.diagnose.factors import factor_text
 from flightlog.diagnose.findings import Finding
-from flightlog.diagnose.metricnames import LOSS_LIKE, metric_direction
+from flightlog.diagnose.metricnames import LOSS_LIKE, VALIDATION, metric_direction
 from flightlog.diagnose.nanlog import nan_in_log
 from flightlog.diagnose.signals import Signal
 from flightlog.diagnose.window import ramp
+from flightlog.models import RunInfo
 
 __all__ = [
     "analyze_behaviour",
     "nan_loss",
+    "nonfinite_losses",
+    "is_loss",
     "loss_divergence",
     "loss_plateau",
     "monitored_metric",
@@ -59,12 +62,39 @@ def monitored_metric(names: list[str], th: Thresholds | None = None) -> str | No
     return min(candidates, key=rank) if candidates else None
 
 
+def is_loss(name: str, th: Thresholds | None = None) -> bool:
+    """A loss (or an error, a perplexity: lower is better and the name says so), not a scale."""
+    return bool(LOSS_LIKE.search(name)) and metric_direction(name, th) == "lower"
+
+
+def nonfinite_losses(info: RunInfo, th: Thresholds | None = None) -> list[str]:
+    """The losses of a run that became NaN or infinite (an evaluation statistic that is
+    undefined on its data is not one of them: see :func:`nan_loss`)."""
+    return sorted(m.name for m in info.metrics.values() if m.nonfinite and is_loss(m.name, th))
+
+
+#: the weights of a first non-finite point: a training loss, an evaluation loss, another metric
+_NAN_LOSS, _NAN_OTHER = 0.85, 0.6
+#: ... and of one while a training loss went on finite after it: an evaluation loss, a statistic
+_NAN_EVAL_LOSS_LOSS_FINITE, _NAN_STATISTIC_LOSS_FINITE = 0.4, 0.2
+
+
 def nan_loss(ev: RunEvidence) -> Finding | None:
+    """The first non-finite point of each metric that has one.
+
+    A statistic (a correlation, an AUC, an F1) is legitimately undefined on some data — a
+    slice with one class, constant predictions — and evaluation code prints it as ``nan``
+    while the loss trains on, finite: that is a hint about the evaluation, never a NaN loss.
+    So is an evaluation loss that went NaN while the training loss stayed finite after it,
+    though more strongly (an empty evaluation split averages to NaN; so does an overflow)."""
+    th = ev.thresholds
     bad = [m for m in ev.info.metrics.values() if m.nonfinite > 0]
     if not bad:
         return None
     signals: list[Signal] = []
     firsts: list[tuple[int, str, float, str]] = []
+    healthy = _finite_training_losses(ev)
+    undefined: list[str] = []
     for m in bad:
         h = ev.history(m.name)
         mask = ~np.isfinite(h.values)
@@ -79,15 +109,18 @@ def nan_loss(ev: RunEvidence) -> Finding | None:
             if before.size >= 4 and abs(before[-1]) > 10 * max(1e-12, float(np.median(np.abs(before)))):
                 lead += f", up from a median of {float(np.median(before)):.4g} (it diverged first)"
         text = "NaN" if math.isnan(value) else ("+inf" if value > 0 else "-inf")
-        is_loss = bool(LOSS_LIKE.search(m.name))
-        # an evaluation statistic (an F1, an AUC, a precision) is legitimately undefined on a
-        # subset with no positives: a hint, however many of them; a loss that went NaN is the run's
-        statistic = not is_loss and lower_is_better(m.name, ev.thresholds) is False
+        loss = is_loss(m.name, th)
+        weight = _NAN_LOSS if loss else _NAN_OTHER
+        went_on = [n for n, last_step in healthy.items() if n != m.name and last_step >= step]
+        if went_on and (not loss or _VALIDATION.search(m.name) or VALIDATION.search(m.name)):
+            weight = _NAN_EVAL_LOSS_LOSS_FINITE if loss else _NAN_STATISTIC_LOSS_FINITE
+            lead += f"; {went_on[0]} stayed finite after it"
+            undefined.append(m.name)
         signals.append(
             Signal(
                 "nan_loss",
-                0.85 if is_loss else 0.25 if statistic else 0.6,
-                "non_finite_statistic" if statistic else f"non_finite:{m.name}",
+                weight,
+                f"non_finite:{m.name}",
                 "metrics",
                 f"{m.name} became {text} at step {step} ({int(mask.sum())} of {mask.size} points non-finite){lead}",
                 at,
@@ -96,10 +129,10 @@ def nan_loss(ev: RunEvidence) -> Finding | None:
         firsts.append((step, m.name, at, text))
     if not signals:
         return None
-    firsts.sort()
+    firsts.sort(key=lambda f: (f[1] in undefined, f[0]))
     step, name, _, text = firsts[0]
     log_hits = [e for e in ev.recent if re.search(r"\b(?:nan|inf)\b", e.message, re.I) and e.level >= 30]
-    if log_hits:
+    if log_hits and name not in undefined:
         e = log_hits[0]
         signals.append(
             Signal(
@@ -107,11 +140,30 @@ def nan_loss(ev: RunEvidence) -> Finding | None:
             )
         )
     others = f" (also: {', '.join(n for _, n, _, _ in firsts[1:4])})" if len(firsts) > 1 else ""
-    summary = f"{name} became {text} at step {step}{others}; every step after it trains on garbage."
-    steps = [
-        f"Inspect the batch and the gradients at step {step}: replay from the checkpoint before it with anomaly detection on."
-    ]
+    if name in undefined:
+        summary = (
+            f"{name} became {text} at step {step}{others} while the loss stayed finite: an evaluation statistic "
+            "undefined on its data (a slice with one class, constant predictions, an empty split), not a NaN loss."
+        )
+        steps = [f"Check the data {name} is computed on at step {step}: how many rows, how many classes."]
+    else:
+        summary = f"{name} became {text} at step {step}{others}; every step after it trains on garbage."
+        steps = [
+            f"Inspect the batch and the gradients at step {step}: replay from the checkpoint before it with anomaly detection on."
+        ]
     return Finding("nan_loss", summary, signals, steps, kind="software")
+
+
+def _finite_training_losses(ev: RunEvidence) -> dict[str, int]:
+    """``{name: last step}`` of the training losses (not an evaluation's) that ended finite."""
+    out: dict[str, int] = {}
+    for m in ev.info.metrics.values():
+        if m.nonfinite or m.last_step is None or not is_loss(m.name, ev.thresholds):
+            continue
+        if _VALIDATION.search(m.name) or VALIDATION.search(m.name):
+            continue
+        out[m.name] = int(m.last_step)
+    return out
 
 
 def learning_rate_params(params: dict[str, object]) -> dict[str, object]:
@@ -121,11 +173,14 @@ def learning_rate_params(params: dict[str, object]) -> dict[str, object]:
 
 
 def loss_divergence(ev: RunEvidence) -> Finding | None:
-    """A loss that ended ``divergence_factor`` times (or more) above where it started while
-    every point stayed finite: the optimisation ran away (a learning rate too high, a bad
-    initialisation, no gradient clipping). A loss that went NaN is :func:`nan_loss`'s."""
+    """A loss that ran away while every point stayed finite: it ended ``divergence_factor``
+    times (or more) above where it started — or above the low it had come down to, when it
+    rose back over a fair share of the way it had come (a warm-up that fell from 6 to 0.25
+    and then climbed to 25 diverged, though it ended below its start). The levels are running
+    medians, so minibatch noise and single spikes move neither the low nor the end. A loss
+    that went NaN is :func:`nan_loss`'s."""
     th = ev.thresholds
-    worst: tuple[float, str, float, float, int, float] | None = None
+    worst: tuple[float, str, float, float, int, float, bool] | None = None
     for m in ev.info.metrics.values():
         if m.count < th.divergence_min_points or m.nonfinite or lower_is_better(m.name, th) is not True:
             continue
@@ -135,29 +190,25 @@ def loss_divergence(ev: RunEvidence) -> Finding | None:
         values = h.values
         if values.size < th.divergence_min_points or not np.isfinite(values).all():
             continue
-        k = max(1, min(3, values.size // 5))
-        start, end = float(np.median(values[:k])), float(np.median(values[-k:]))
-        if start <= 0 or end <= 0:
-            continue  # a factor needs positive values (a negative log-likelihood is judged by plateau and regression)
-        factor = end / start
-        if factor < th.divergence_factor:
+        run = _runaway(values, th.divergence_factor)
+        if run is None:
             continue
-        # where it took off: the first point past the geometric middle of start and end
-        threshold = float(np.sqrt(start * end))
-        i = int(np.argmax(values > threshold))
+        factor, start, end, i, from_low = run
         if worst is None or factor > worst[0]:
-            worst = (factor, m.name, start, end, int(h.steps[i]), float(h.times[i]))
+            worst = (factor, m.name, start, end, int(h.steps[i]), float(h.times[i]), from_low)
     if worst is None:
         return None
-    factor, name, start, end, step, at = worst
+    factor, name, start, end, step, at, from_low = worst
     times = factor_text(factor)
+    where = "its low of" if from_low else ""
+    rose = f"rose from {where} {start:.4g} to {end:.4g}".replace("  ", " ")
     signals = [
         Signal(
             "loss_divergence",
             ramp(float(np.log10(factor)), np.log10(th.divergence_factor), 4.0, 0.55, 0.85),
             f"loss_exploded:{name}",
             "metrics",
-            f"{name} rose from {start:.4g} to {end:.4g} ({times}), past {np.sqrt(start * end):.4g} from step {step}",
+            f"{name} {rose} ({times}, running medians), past {np.sqrt(start * end):.4g} from step {step}",
             at,
         )
     ]
@@ -165,7 +216,7 @@ def loss_divergence(ev: RunEvidence) -> Finding | None:
     context = [{"source": "params", "detail": f"{k} = {v!r}", "at": None} for k, v in list(lrs.items())[:3]]
     lr_text = f" with {', '.join(f'{k}={v!r}' for k, v in list(lrs.items())[:2])}" if lrs else ""
     summary = (
-        f"{name} diverged: it rose from {start:.4g} to {end:.4g} ({times}) from step {step}{lr_text}; "
+        f"{name} diverged: it {rose} ({times}) from step {step}{lr_text}; "
         "the optimisation ran away instead of converging."
     )
     steps = [
@@ -173,6 +224,34 @@ def loss_divergence(ev: RunEvidence) -> Finding | None:
         f"and replay from a checkpoint before step {step}."
     ]
     return Finding("loss_divergence", summary, signals, steps, kind="software", context=context)
+
+
+#: a rise from the low must climb back this share of the way down from the start to count
+_RISE_SHARE = 0.25
+
+
+def _runaway(values: np.ndarray, factor_needed: float) -> tuple[float, float, float, int, bool] | None:
+    """``(factor, from, end, take-off index, from its low)`` of a loss that ran away, or None."""
+    n = values.size
+    w = max(1, min(25, n // 8)) if n >= 24 else max(1, min(3, n // 5))
+    smooth = np.median(np.lib.stride_tricks.sliding_window_view(values, w), axis=1) if w > 1 else values
+    start, end = float(smooth[0]), float(smooth[-1])
+    if start <= 0 or end <= 0:
+        return None  # a factor needs positive values (a negative log-likelihood is judged by plateau and regression)
+    low_i = int(np.argmin(smooth[:-1])) if smooth.size > 1 else 0
+    low = float(smooth[low_i])
+    candidates = [(end / start, start, False)]
+    if 0 < low < start and end - low >= _RISE_SHARE * (start - low):
+        candidates.append((end / low, low, True))
+    factor, base, from_low = max(candidates)
+    if factor < factor_needed:
+        return None
+    # where it took off: the first point past the geometric middle of the base and the end
+    threshold = float(np.sqrt(base * end))
+    after = low_i if from_low else 0
+    rising = np.flatnonzero(smooth[after:] > threshold)
+    i = min(n - 1, after + int(rising[0]) + w - 1) if rising.size else n - 1
+    return factor, base, end, i, from_low
 
 
 def loss_plateau(ev: RunEvidence) -> Finding | None:

@@ -90,11 +90,17 @@ def _diagnose_deployment(endpoint: str, env: str | None, since: str, project: st
 
 @click.command("compare")
 @click.argument("run")
-@click.argument("baseline")
+@click.argument("baseline", required=False)
 @format_option
-def compare_cmd(run: str, baseline: str, fmt: str) -> None:
+def compare_cmd(run: str, baseline: str | None, fmt: str) -> None:
     """What changed from BASELINE to RUN: params, code, packages, environment, inputs, stages,
-    resource peaks and final metrics."""
+    resource peaks and final metrics. Without BASELINE, the run a diagnosis would compare
+    with (pinned, else the last comparable run of the same name, else the best comparable
+    one; docs/troubleshooting.md), and why it was chosen.
+
+    \b
+    flightlog compare 3f2a 91c0
+    flightlog compare 3f2a --format json"""
     cmp = open_client().compare(run, baseline)
     if fmt == "json":
         emit_json(cmp)

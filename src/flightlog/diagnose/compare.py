@@ -8,12 +8,17 @@ part of a diagnosis; :mod:`.selection` chooses the baseline when the user names 
 from __future__ import annotations
 
 import math
+import re
+import shlex
 from typing import TYPE_CHECKING, Any
 
 from flightlog.diagnose.differences import count_differences
 from flightlog.diagnose.evidence import RunEvidence
+from flightlog.diagnose.selection import baseline_for, choice_fields
 from flightlog.diagnose.window import is_runner_stage, training_window
+from flightlog.errors import InvalidInput, NotFound
 from flightlog.models import MetricSummary, RunInfo
+from flightlog.statuses import ACTIVE_STATUSES
 
 if TYPE_CHECKING:
     from flightlog.diagnose.reader import Reader
@@ -21,9 +26,25 @@ if TYPE_CHECKING:
 __all__ = ["compare_runs", "compare_evidence", "package_changes", "command_line"]
 
 
-def compare_runs(client: Reader, run: str | RunInfo, baseline: str | RunInfo) -> dict[str, Any]:
-    a = RunEvidence(client, client.run(run if isinstance(run, str) else run.id))
+def compare_runs(client: Reader, run: str | RunInfo, baseline: str | RunInfo | None = None) -> dict[str, Any]:
+    """``flightlog compare RUN [BASELINE]``: without a baseline, the one
+    :func:`~.selection.baseline_for` chooses — the same as a diagnosis's — with the choice's
+    reason in the document; :class:`~flightlog.errors.NotFound` (saying why) when none qualifies."""
+    info = client.run(run if isinstance(run, str) else run.id)
+    a = RunEvidence(client, info)
+    if baseline is None:
+        choice = baseline_for(client, info)
+        if choice.run is None:
+            raise NotFound(
+                f"no baseline for run {info.id[:12]}: {choice.reason}. Name one: flightlog compare RUN BASELINE",
+                details={"run": info.id, "baseline_choice": choice.to_dict()},
+            )
+        doc = compare_evidence(a, RunEvidence(client, choice.run), chosen="automatic")
+        doc.update(choice_fields(choice))
+        return doc
     b = RunEvidence(client, client.run(baseline if isinstance(baseline, str) else baseline.id))
+    if b.id == info.id:
+        raise InvalidInput("a run cannot be compared with itself: name another run as the baseline")
     return compare_evidence(a, b)
 
 
@@ -57,16 +78,34 @@ def compare_evidence(a: RunEvidence, b: RunEvidence, *, chosen: str = "given") -
 
 
 def _command(a: RunEvidence, b: RunEvidence) -> dict[str, Any]:
-    """The command lines, as stored (the workload's under ``flightlog run``, else the SDK's argv)."""
+    """The command lines, as stored (the workload's under ``flightlog run``, else the SDK's
+    argv). Changed means the program's own arguments changed: the SDK's argv starts at the
+    script, the runner's at the interpreter, and ``python train.py`` under the runner is
+    ``train.py`` to the SDK."""
     ra, rb = command_line(a), command_line(b)
-    return {"run": ra, "baseline": rb, "changed": None if ra is None or rb is None else ra != rb}
+    changed = None if ra is None or rb is None else _program(ra) != _program(rb)
+    return {"run": ra, "baseline": rb, "changed": changed}
+
+
+_INTERPRETER = re.compile(r"^(?:.*/)?python[\d.]*$")
+
+
+def _program(line: str) -> list[str]:
+    """A command line without its Python interpreter and the interpreter's own options."""
+    try:
+        args = shlex.split(line)
+    except ValueError:
+        return [line]
+    if args and _INTERPRETER.match(args[0]):
+        args = args[1:]
+        while args and args[0].startswith("-") and args[0] not in ("-m", "-c"):
+            args = args[1:]
+    return args
 
 
 def command_line(ev: RunEvidence) -> str | None:
     """The run's command line as one shell-quoted string, secrets redacted (they are redacted
     when stored; this holds for runs recorded before that, too)."""
-    import shlex
-
     from flightlog.redaction.engine import Redactor
 
     argv = ev.runner_config.get("command") or ev.context.get("command")
@@ -137,18 +176,20 @@ def _environment(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
 def _inputs(a: RunEvidence, b: RunEvidence) -> list[dict[str, Any]]:
     ma = {e["name"]: e["data"] for e in a.evidence_of("manifest") if isinstance(e.get("data"), dict)}
     mb = {e["name"]: e["data"] for e in b.evidence_of("manifest") if isinstance(e.get("data"), dict)}
+    logged_at = {e["name"]: e.get("time") for e in b.evidence_of("manifest")}
     out = []
     for name in sorted(ma.keys() | mb.keys()):
         x, y = ma.get(name), mb.get(name)
         if x is None or y is None:
-            out.append(
-                {
-                    "name": name,
-                    "status": "added" if y is None else "removed",
-                    "file_count": _change((x or {}).get("file_count"), (y or {}).get("file_count")),
-                    "total_size": _change((x or {}).get("total_size"), (y or {}).get("total_size")),
-                }
-            )
+            one: dict[str, Any] = {
+                "name": name,
+                "status": "added" if y is None else "removed",
+                "file_count": _change((x or {}).get("file_count"), (y or {}).get("file_count")),
+                "total_size": _change((x or {}).get("total_size"), (y or {}).get("total_size")),
+            }
+            if x is None:
+                one["reached"] = _reached(a, b, logged_at.get(name))
+            out.append(one)
             continue
         row: dict[str, Any] = {
             "name": name,
@@ -171,6 +212,18 @@ def _inputs(a: RunEvidence, b: RunEvidence) -> list[dict[str, Any]]:
                 pass
         out.append(row)
     return out
+
+
+def _reached(a: RunEvidence, b: RunEvidence, logged: Any) -> bool | None:
+    """Whether run ``a`` lived as long as the baseline ``b`` had when it logged an input (the
+    offset from each one's start): an input a run never got far enough to log was not
+    removed from it. None when a time is missing (or the run is still going)."""
+    start_a, start_b = a.process_start, b.process_start
+    end_a = a.process_end if a.info.status not in ACTIVE_STATUSES else None
+    if not isinstance(logged, (int, float)) or None in (start_a, start_b, end_a):
+        return None
+    assert start_a is not None and start_b is not None and end_a is not None
+    return end_a - start_a >= float(logged) - start_b
 
 
 def _stages(a: RunEvidence, b: RunEvidence) -> list[dict[str, Any]]:

@@ -198,11 +198,14 @@ def cohort_findings(ev: RunEvidence, baseline: RunEvidence | None) -> list[Findi
         regressions = cmp.get("regressions") or []
         if not regressions:
             continue
-        worst = regressions[0]
+        # the headline is the worst regression that is more than chance, when there is one
+        significant = [r for r in regressions if (r.get("test") or {}).get("significant")]
+        worst = significant[0] if significant else regressions[0]
         size = abs(worst.get("relative") if worst.get("relative") is not None else worst.get("delta") or 0.0)
         improved = [a for a in cmp.get("aggregate") or [] if a.get("change") == "improved"]
+        chance = "" if significant else f" — {_not_significant(worst)}"
         if cmp.get("hidden_regression"):
-            weight = ramp(size, 0.05, 0.3, 0.6, 0.8)
+            weight = ramp(size, 0.05, 0.3, 0.6, 0.8) if significant else _HINT
             agg = (
                 f"the aggregate {improved[0]['metric']} improved ({improved[0]['baseline']:.4g} → {improved[0]['current']:.4g})"
                 if improved
@@ -210,33 +213,71 @@ def cohort_findings(ev: RunEvidence, baseline: RunEvidence | None) -> list[Findi
             )
             summary = summary or (
                 f"{agg}, but cohort {worst['cohort']}={worst['value']} got worse: "
-                f"{worst['metric']} {worst['baseline']:.4g} → {worst['current']:.4g}."
+                f"{worst['metric']} {worst['baseline']:.4g} → {worst['current']:.4g}{_sizes(worst)}{chance}."
             )
         else:
-            weight = 0.3
-            summary = summary or f"Cohort {worst['cohort']}={worst['value']} regressed, along with the aggregate."
+            weight = 0.3 if significant else _HINT * 0.5
+            summary = summary or (
+                f"Cohort {worst['cohort']}={worst['value']} regressed, along with the aggregate{_sizes(worst)}{chance}."
+            )
+        tested = len(significant)
         signals.append(
             Signal(
                 "cohort_regression",
                 weight,
                 f"cohort_comparison:{name}",
                 "baseline",
-                f"{len(regressions)} cohort(s) regressed in evaluation {name!r}; aggregate "
+                f"{len(regressions)} cohort difference(s) beyond the threshold in evaluation {name!r}, {tested} of them "
+                f"significant ({cmp.get('tests', '?')} cohort and metric pairs tested, p-values adjusted together); "
+                f"aggregate "
                 f"{'improved' if cmp.get('aggregate_improved') else 'regressed' if cmp.get('aggregate_regressed') else 'unchanged'}",
                 at,
             )
         )
-        for r in regressions[:3]:
+        for r in [*significant, *[r for r in regressions if r not in significant]][:3]:
             signals.append(
                 Signal(
                     "cohort_regression",
                     0.0,
                     f"cohort:{r['cohort']}={r['value']}:{r['metric']}",
                     "baseline",
-                    f"{r['cohort']}={r['value']} ({r.get('count')} rows): {r['metric']} {r['baseline']:.4g} → {r['current']:.4g}",
+                    f"{r['cohort']}={r['value']} (n={r.get('count')} vs {r.get('baseline_count')} rows): {r['metric']} "
+                    f"{r['baseline']:.4g} → {r['current']:.4g}; {_test_text(r.get('test'))}",
                     at,
                 )
             )
     if not signals:
         return []
     return [Finding("cohort_regression", summary, signals, kind="data")]
+
+
+#: a cohort difference that chance explains (or that nothing could test) weighs this at most
+_HINT = 0.3
+_METHOD = {"two_proportions": "two proportions", "bootstrap": "bootstrap"}
+
+
+def _sizes(r: dict[str, Any]) -> str:
+    return f" (n={r.get('count')} vs {r.get('baseline_count')})"
+
+
+def _not_significant(r: dict[str, Any]) -> str:
+    test = r.get("test")
+    if not test:
+        return "not tested: the evaluations were recorded without what a test needs (log them again)"
+    return f"not significant at these sizes ({_METHOD.get(test['method'], test['method'])}, p={_p(test)})"
+
+
+def _p(test: dict[str, Any]) -> str:
+    p = test.get("p_adjusted") if test.get("p_adjusted") is not None else test.get("p_value")
+    return f"{p:.2g}" if isinstance(p, (int, float)) else "?"
+
+
+def _test_text(test: dict[str, Any] | None) -> str:
+    if not test:
+        return "no test (the evaluations kept no counts or spread)"
+    lo, hi = test["interval"]
+    verdict = "significant" if test.get("significant") else "not significant"
+    return (
+        f"{_METHOD.get(test['method'], test['method'])}: p={_p(test)} (adjusted), 95% interval of the difference "
+        f"[{lo:+.3g}, {hi:+.3g}], {verdict}"
+    )

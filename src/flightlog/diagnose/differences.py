@@ -102,6 +102,8 @@ def difference_lines(cmp: dict[str, Any]) -> list[tuple[str, str]]:
 def _input_line(i: dict[str, Any]) -> str:
     fc, ts = i.get("file_count") or {}, i.get("total_size") or {}
     text = f"input {i['name']!r} {i['status']}"
+    if i.get("reached") is False:
+        return text + " (the run ended before the point where the baseline logged it: it never got there)"
     if fc.get("run") is not None and fc.get("baseline") is not None:
         text += (
             f": {fc['baseline']} → {fc['run']} files, {format_size(ts.get('baseline'))} → {format_size(ts.get('run'))}"

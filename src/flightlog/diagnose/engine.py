@@ -28,8 +28,8 @@ from flightlog.diagnose.reader import reader_home
 from flightlog.diagnose.regression import analyze_regression
 from flightlog.diagnose.rightsize import rightsize_runs
 from flightlog.diagnose.runbook import load_runbook, match_runbook
-from flightlog.diagnose.selection import choose_baseline
-from flightlog.diagnose.settings import pinned_baseline, thresholds_for
+from flightlog.diagnose.selection import BaselineChoice, baseline_for, choice_fields
+from flightlog.diagnose.settings import thresholds_for
 from flightlog.diagnose.signals import Signal
 from flightlog.diagnose.taxonomy import FAILURE_CATEGORIES
 from flightlog.errors import InvalidInput
@@ -44,6 +44,18 @@ __all__ = ["diagnose_run", "Context", "ANALYZERS", "LEAD"]
 
 #: a finding at or above this confidence is a lead; below it, a hint
 LEAD = 0.5
+#: the choice of a diagnosis made with --no-baseline
+_NOT_LOOKED_FOR: dict[str, Any] = {
+    "run": None,
+    "choice": None,
+    "reason": "not looked for (--no-baseline)",
+    "script": None,
+    "step": None,
+    "skipped": [],
+    "flagged": {},
+    "not_comparable": [],
+    "comparable_runs": 0,
+}
 #: the weight kept by a performance or behaviour signal in a run that failed for another reason
 SECONDARY = 0.6
 
@@ -53,6 +65,7 @@ class Context:
     run: RunEvidence
     baseline: RunEvidence | None = None
     comparison: dict[str, Any] | None = None
+    choice: BaselineChoice | None = None  # how the baseline was chosen, and the comparable runs seen
     facts: FailureFacts = field(default_factory=FailureFacts)
     findings: list[Finding] = field(default_factory=list)
 
@@ -78,7 +91,7 @@ def _data(ctx: Context) -> list[Finding]:
 
 
 def _regression(ctx: Context) -> list[Finding]:
-    return analyze_regression(ctx.run, ctx.baseline, ctx.comparison)
+    return analyze_regression(ctx.run, ctx.baseline, ctx.comparison, ctx.choice)
 
 
 def _schema(ctx: Context) -> list[Finding]:
@@ -139,18 +152,16 @@ def diagnose_run(
         base = client.run(baseline if isinstance(baseline, str) else baseline.id)
         if base.id == info.id:
             raise InvalidInput("a run cannot be its own baseline: pass another run to --baseline")
-        ctx.baseline = RunEvidence(client, base, ev.thresholds)
-        ctx.comparison = compare_evidence(ev, ctx.baseline, chosen="given")
-        ctx.comparison.update(choice="given", reason="given with --baseline", skipped=[])
+        ctx.choice = BaselineChoice(base, "given", "given with --baseline")
     elif auto_baseline:
-        picked = choose_baseline(client, info, ev.thresholds, pinned_baseline(info.project, reader_home(client), cwd))
-        if picked is not None:
-            ctx.baseline = RunEvidence(client, picked.run, ev.thresholds)
-            ctx.comparison = compare_evidence(ev, ctx.baseline, chosen="automatic")
-            ctx.comparison.update(picked.to_dict())
+        ctx.choice = baseline_for(client, info, cwd=cwd, th=ev.thresholds)
+    if ctx.choice is not None and ctx.choice.run is not None:
+        ctx.baseline = RunEvidence(client, ctx.choice.run, ev.thresholds)
+        ctx.comparison = compare_evidence(ev, ctx.baseline, chosen="given" if baseline is not None else "automatic")
+        ctx.comparison.update(choice_fields(ctx.choice))
     for analyzer in (*ANALYZERS, *features().diagnosis_analyzers()):  # the built-in ones, then the features'
         ctx.findings.extend(analyzer(ctx))
-    findings = _divergence_first(_secondary(info, merge_findings(ctx.findings)))
+    findings = _own_findings_first(_divergence_first(_secondary(info, merge_findings(ctx.findings))))
     kind = _kind(info, findings)
     runbook = _runbook(client, ctx, findings, cwd)
     return {
@@ -159,6 +170,7 @@ def diagnose_run(
         "kind": kind,
         "findings": [f.to_dict() for f in findings],
         "baseline": ctx.comparison,
+        "baseline_choice": ctx.choice.to_dict() if ctx.choice is not None else _NOT_LOOKED_FOR,
         "runbook": runbook,
         "rightsizing": rightsize_runs([ev], {"run": info.id}),
     }
@@ -197,6 +209,57 @@ def _divergence_first(findings: list[Finding]) -> list[Finding]:
             f = replace(f, signals=[replace(s, weight=s.weight * scale) for s in f.signals])
         out.append(f)
     return merge_findings(out)
+
+
+#: findings about the run against others: never above what the run itself shows
+_AGAINST_OTHERS = ("metric_regressed",)
+#: what the run itself shows: its failure, its behaviour, its phases (a plateau is not among
+#: them: a model that converged to a worse place stops improving too, and its reference
+#: run plateaued the same way — the regression says more than the plateau)
+_OWN = frozenset(
+    {
+        *FAILURE_CATEGORIES,
+        "nan_loss",
+        "loss_divergence",
+        "slow_startup",
+        "slow_completion",
+        "queue_wait",
+        "data_loader_bottleneck",
+        "memory_leak",
+    }
+)
+
+
+def _own_findings_first(findings: list[Finding]) -> list[Finding]:
+    """A regression against other runs never outranks the run's own failure or behaviour
+    lead (a slow start, a slow completion, a failure category): it keeps a lower weight,
+    below the strongest of them."""
+    lead = next((f for f in findings if f.category in _OWN and f.confidence >= LEAD), None)
+    if lead is None:
+        return findings
+    out = []
+    for f in findings:
+        if f.category in _AGAINST_OTHERS and f.confidence >= 0.95 * lead.confidence:
+            f = _capped(f, 0.9 * lead.confidence)
+        out.append(f)
+    return merge_findings(out)
+
+
+def _capped(f: Finding, target: float) -> Finding:
+    """``f`` with every signal's weight scaled by one factor so that its confidence (a
+    noisy-OR of the weights, not their sum) comes to at most ``target``."""
+    lo, hi = 0.0, 1.0
+    for _ in range(30):
+        mid = (lo + hi) / 2
+        if _scaled(f, mid).confidence <= target:
+            lo = mid
+        else:
+            hi = mid
+    return _scaled(f, lo)
+
+
+def _scaled(f: Finding, k: float) -> Finding:
+    return replace(f, signals=[replace(s, weight=s.weight * k) for s in f.signals])
 
 
 def _kind(info: RunInfo, findings: list[Finding]) -> str:

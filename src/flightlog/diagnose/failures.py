@@ -17,6 +17,8 @@ from typing import Any
 from flightlog.diagnose.candidates import collect
 from flightlog.diagnose.evidence import RunEvidence
 from flightlog.diagnose.findings import REPORT_FLOOR, Finding
+from flightlog.diagnose.memory import memory_figure
+from flightlog.diagnose.memory import peak_memory as _peak_memory
 from flightlog.diagnose.ranker import Ranked, rank
 from flightlog.diagnose.signals import Signal, signal_name
 from flightlog.diagnose.structure import FailureRead, read_failure
@@ -310,41 +312,17 @@ def _timeout(ev: RunEvidence) -> list[Signal]:
     return []
 
 
-def _peak_memory(ev: RunEvidence) -> tuple[int | None, float | None]:
-    best, at = None, None
-    for s in ev.resources:
-        for key in ("rss_bytes", "cgroup_memory_usage"):
-            v = s.get(key)
-            if key == "cgroup_memory_usage" and not s.get("cgroup_memory_limit"):
-                continue  # the usage of an unlimited cgroup is the whole host's business
-            if isinstance(v, (int, float)) and (best is None or v > best):
-                best, at = int(v), s.get("time")
-    for summary in ev.resource_summaries:
-        for key in ("rss_bytes_max", "cgroup_memory_max"):
-            v = summary.get(key)
-            if key == "cgroup_memory_max" and not summary.get("cgroup_memory_limit"):
-                continue
-            if isinstance(v, (int, float)) and (best is None or v > best):
-                best, at = int(v), summary.get("end")
-    return best, at
-
-
 # ── words for a person ───────────────────────────────────────────────────────
 def _summary(category: str, signals: list[Signal], ev: RunEvidence, facts: FailureFacts, head: str) -> str:
     info = ev.info
     took = format_duration(info.duration) if info.duration is not None else None
     text = f"{TITLE[category][0].upper()}{TITLE[category][1:]}: {head.rstrip('.')}."
     if category == "oom_killed":
-        peak, _ = _peak_memory(ev)
-        oom_peak = ((info.failure or {}).get("oom") or {}).get("peak_bytes")
-        peak = max(peak or 0, oom_peak or 0) or None
-        limit = ev.memory_limit
+        figure = memory_figure(ev)  # the figure triage shows for the run, too
         how = "the kernel killed the process for memory" if ev.oom_killed or info.signal == 9 else head
         text = f"Killed for exceeding memory: {how}"
-        if peak and limit:
-            text += f"; memory peaked at {format_size(peak)} against a limit of {format_size(limit)}"
-        elif limit:
-            text += f"; the limit was {format_size(limit)}"
+        if figure.limit_bytes:
+            text += f"; {figure.text()}"
         text += "."
     elif category == "timeout" and not ev.timed_out:
         text = f"A time limit stopped the run: {head.rstrip('.')}."

@@ -20,7 +20,7 @@ from flightlog.diagnose.window import ramp, training_window
 from flightlog.statuses import ERROR_STATUSES
 from flightlog.timefmt import format_duration, format_size
 
-__all__ = ["analyze_memory", "Trend", "fit_trend"]
+__all__ = ["analyze_memory", "Trend", "fit_trend", "peak_memory", "memory_figure", "MemoryFigure"]
 
 _MAX_POINTS = 400
 #: the weight a trend keeps when the run recorded no training steps to measure it against
@@ -70,6 +70,54 @@ def fit_trend(t: np.ndarray, y: np.ndarray) -> Trend | None:
     head = float(np.median(y[: max(1, y.size // 10)]))
     tail = float(np.median(y[-max(1, y.size // 10) :]))
     return Trend(slope, intercept, tau, r2, int(t.size), head, tail)
+
+
+@dataclass(frozen=True)
+class MemoryFigure:
+    """How much memory a run took at most, against the limit it ran under: the one figure an
+    out-of-memory kill is quoted with, in its diagnosis and in triage's group (CLI, JSON, UI)."""
+
+    peak_bytes: int | None
+    limit_bytes: int | None
+
+    def text(self) -> str:
+        if self.peak_bytes and self.limit_bytes:
+            return f"memory peaked at {format_size(self.peak_bytes)} against a limit of {format_size(self.limit_bytes)}"
+        if self.limit_bytes:
+            return f"the limit was {format_size(self.limit_bytes)}"
+        if self.peak_bytes:
+            return f"memory peaked at {format_size(self.peak_bytes)} (no limit recorded)"
+        return "no memory figures recorded"
+
+
+def memory_figure(ev: RunEvidence) -> MemoryFigure:
+    """The run's memory peak (its samples, its resource summaries, the cgroup's own peak when
+    the runner read one) and its limit (:attr:`RunEvidence.memory_limit`)."""
+    peak, _ = peak_memory(ev)
+    oom_peak = ((ev.info.failure or {}).get("oom") or {}).get("peak_bytes")
+    if isinstance(oom_peak, (int, float)) and oom_peak > 0:
+        peak = max(peak or 0, int(oom_peak))
+    return MemoryFigure(peak or None, ev.memory_limit)
+
+
+def peak_memory(ev: RunEvidence) -> tuple[int | None, float | None]:
+    """``(bytes, time)``: the most memory the run's tree (or its limited cgroup) held."""
+    best, at = None, None
+    for s in ev.resources:
+        for key in ("rss_bytes", "cgroup_memory_usage"):
+            v = s.get(key)
+            if key == "cgroup_memory_usage" and not s.get("cgroup_memory_limit"):
+                continue  # the usage of an unlimited cgroup is the whole host's business
+            if isinstance(v, (int, float)) and (best is None or v > best):
+                best, at = int(v), s.get("time")
+    for summary in ev.resource_summaries:
+        for key in ("rss_bytes_max", "cgroup_memory_max"):
+            v = summary.get(key)
+            if key == "cgroup_memory_max" and not summary.get("cgroup_memory_limit"):
+                continue
+            if isinstance(v, (int, float)) and (best is None or v > best):
+                best, at = int(v), summary.get("end")
+    return best, at
 
 
 def analyze_memory(ev: RunEvidence) -> list[Finding]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from flightlog.diagnose.evidence import RunEvidence
 from flightlog.diagnose.findings import Finding
-from flightlog.diagnose.metricnames import LOSS_LIKE, metric_direction
+from flightlog.diagnose.metricnames import LOSS_LIKE, VALIDATION
 from flightlog.diagnose.signals import Signal
 from flightlog.models import LogEvent
 
@@ -94,17 +94,13 @@ def nan_in_log(ev: RunEvidence) -> Finding | None:
     if not hits:
         return None
     losses = [h for h in hits if LOSS_LIKE.search(h.key)]
-    # an evaluation statistic (F1, AUC, precision, accuracy) printed as nan is undefined on its
-    # subset, not a model that diverged: a hint at most
-    others = [h for h in hits if metric_direction(h.key) != "higher"]
-    lead = losses or others or hits
+    lead = losses or hits
     first = lead[0]
     is_loss = bool(losses)
-    statistic = not losses and not others
     signals = [
         Signal(
             "nan_loss",
-            0.7 if is_loss else 0.1 if statistic else 0.3,
+            0.7 if is_loss else 0.3,
             NONFINITE_LINE,
             "log",
             f"{first.key} printed as {first.value}{_step_text(first)}: {first.line[:200]}",
@@ -118,7 +114,7 @@ def nan_in_log(ev: RunEvidence) -> Finding | None:
         signals.append(
             Signal(
                 "nan_loss",
-                0.4 if is_loss else 0.05 if statistic else 0.15,
+                0.4 if is_loss else 0.15,
                 NONFINITE_REPEATED,
                 "log",
                 f"{len(lines)} log lines print a non-finite {first.key}",
@@ -129,13 +125,32 @@ def nan_in_log(ev: RunEvidence) -> Finding | None:
         signals.append(
             Signal(
                 "nan_loss",
-                0.35 if is_loss else 0.05 if statistic else 0.1,
+                0.35 if is_loss else 0.1,
                 NONFINITE_AT_END,
                 "log",
                 f"{first.key} never printed a finite value again (last: {same_key[-1].line[:160]})",
                 same_key[-1].event.time,
             )
         )
+    undefined = False
+    if not is_loss or VALIDATION.search(first.key):
+        # a statistic (or an evaluation's loss) printed non-finite while a training loss printed
+        # finite values on: undefined on its data, not a loss gone NaN (see behaviour.nan_loss)
+        going_on = _training_loss_went_on(ordered, first.event.time, first.key)
+        if going_on is not None:
+            undefined = True
+            scale = 0.5 if is_loss else 0.4
+            signals = [
+                Signal(
+                    s.category,
+                    s.weight * scale,
+                    s.id,
+                    s.source,
+                    f"{s.detail} ({going_on} printed finite values on)",
+                    s.at,
+                )
+                for s in signals
+            ]
     if recovered:
         signals = [
             Signal(
@@ -146,13 +161,34 @@ def nan_in_log(ev: RunEvidence) -> Finding | None:
     others = sorted({h.key for h in hits} - {first.key})
     also = f" (also: {', '.join(others[:4])})" if others else ""
     summary = f"The log prints {first.key}={first.value}{_step_text(first)}{also}" + (
-        "; it printed finite values again later." if recovered else f"; training went on with a non-finite {first.key}."
+        "; it printed finite values again later."
+        if recovered
+        else "; the loss stayed finite: an evaluation statistic undefined on its data, not a NaN loss."
+        if undefined
+        else f"; training went on with a non-finite {first.key}."
     )
     step = _step(first)
     steps = [
         f"Inspect the batch and the gradients{f' at step {step}' if step else ''}: replay it with anomaly detection on."
     ]
     return Finding("nan_loss", summary, signals, steps, kind="software")
+
+
+#: ``key=0.52``, ``'key': 0.52``, ``"key": 1e-3``: a key printed with a finite number
+_FINITE_PAIR = re.compile(r"""(?<![\w./-])(?P<key>[A-Za-z_][\w./-]{0,80})["']?\s*[=:]\s*["']?[+-]?(?:\d|\.\d)""")
+
+
+def _training_loss_went_on(events: list[LogEvent], after: float, key: str) -> str | None:
+    """A training loss (not an evaluation's) that printed a finite value at or after ``after``."""
+    for e in events:
+        if e.time < after:
+            continue
+        for raw in e.message.splitlines()[:50]:
+            for m in _FINITE_PAIR.finditer(raw):
+                name = m["key"]
+                if name != key and LOSS_LIKE.search(name) and not VALIDATION.search(name) and not _IGNORE.match(name):
+                    return name
+    return None
 
 
 def _line_of(event: LogEvent, key: str) -> str:

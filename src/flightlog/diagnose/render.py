@@ -39,9 +39,11 @@ def render_diagnosis(report: dict[str, Any], out: Console) -> None:
         how = base.get("reason") or "given with --baseline"
         out.print(f"[dim]baseline {escape(base['baseline'])} ({escape(how)})[/]")
     else:
+        choice = report.get("baseline_choice") or {}
+        why = choice.get("reason") or "none found"
         out.print(
-            "[dim]no baseline: no run pinned (--tag baseline=true), none earlier of this name, none comparable "
-            "(same script, same param keys) that succeeded unflagged (pass --baseline RUN)[/]"
+            f"[dim]no baseline: {escape(why)}; none pinned (flightlog runs edit RUN --tag baseline=true), "
+            "or pass --baseline RUN[/]"
         )
     findings = report["findings"]
     leads = [f for f in findings if f["confidence"] >= _LEAD]
@@ -106,6 +108,8 @@ def render_comparison(cmp: dict[str, Any], out: Console) -> None:
         f"[bold]run {escape(cmp['run'])}[/] ({escape(cmp['status']['run'])}) against baseline "
         f"[bold]{escape(cmp['baseline'])}[/] ({escape(cmp['status']['baseline'])})"
     )
+    if cmp.get("reason"):  # chosen automatically: how, and why
+        out.print(f"[dim]baseline {escape(cmp['reason'])}[/]")
     d = cmp["duration"]
     if d["run"] is not None and d["baseline"] is not None:
         out.print(

@@ -16,6 +16,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from flightlog.capture.launchers import strip_launcher_prefixes  # contract C1: torchrun, srun, mpirun, pdsh
+
 __all__ = [
     "plain_text",
     "strip_launcher_prefixes",
@@ -24,16 +26,6 @@ __all__ = [
     "native_failures",
     "unescape_traceback",
 ]
-
-try:  # contract C1 (the coordinator's launcher lines); the fallback below reads the two common prefixes
-    from flightlog.capture.launchers import strip_launcher_prefixes  # type: ignore[import-not-found,unused-ignore]
-except ImportError:  # pragma: no cover - replaced once flightlog.capture.launchers lands
-    _RANK_PREFIX = re.compile(r"^\[(?:rank|default)\d+\]:[ \t]?", re.M)
-
-    def strip_launcher_prefixes(text: str) -> str:  # type: ignore[misc,unused-ignore]
-        """Every line without torchrun's ``[rank3]: `` or elastic's ``[default3]:`` prefix."""
-        return _RANK_PREFIX.sub("", text) if "]:" in text else text
-
 
 _HEADER = "Traceback (most recent call last)"
 #: JSON keys that hold a logged exception's text (python-json-logger, structlog, loguru, GCP, ECS)
@@ -46,8 +38,7 @@ def plain_text(text: str, fields: dict[str, Any] | None = None) -> str:
     """One log event's text (and the fields its JSON line carried) in the interpreter's plain
     format: launcher prefixes stripped, JSON fields and escaped tracebacks unfolded, ``rich``
     boxes redrawn as ``File "...", line N`` frames, native check failures as exception lines."""
-    if "]:" in text:
-        text = strip_launcher_prefixes(text)
+    text = strip_launcher_prefixes(text)
     parts = [text]
     stripped = text.lstrip()
     boxed = "─ Traceback (most recent call last) ─" in text or "- Traceback (most recent call last) -" in text

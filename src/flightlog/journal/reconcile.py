@@ -21,6 +21,11 @@ liveness check per live run). A new run on this host adds a journal, so it chang
 a recorded owner that died fails its check; either leads to a full pass, one indexed query
 for this host's unfinished runs. A run whose journals live in another ``FLIGHTLOG_HOME`` is
 caught by the full pass the marker's age forces.
+
+The ranks of a distributed job have no owner process to check: each rank's writer is settled
+on its own. A full pass also looks at this host's journals of ranks (``writer`` headers with a
+rank) and ships those whose processes are gone, marking them lost (``journal/sync.py``); the
+marker keeps the live ones, so that the death of one forces the next full pass.
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ from flightlog.errors import FlightlogError
 from flightlog.journal.files import journal_root, list_journals
 from flightlog.journal.format import MAGIC
 from flightlog.journal.liveness import process_alive
-from flightlog.journal.sync import sync
+from flightlog.journal.sync import header_alive, journal_header, settle_dead_writers, sync
 from flightlog.models import RunInfo
 from flightlog.statuses import OWNED_STATUSES
 
@@ -110,6 +115,7 @@ def reconcile(home: Path, store: Store, *, store_key: str = "", force: bool = Fa
             )
             continue
         _settle(home, store, run, report)
+    live.extend(_settle_dead_ranks(home, store, host, report))
     if not report.errors:
         _write_marker(marker, names if report.synced == [] else _journal_names(home), live)
     return report
@@ -148,6 +154,38 @@ def _settle(home: Path, store: Store, run: RunInfo, report: ReconcileReport) -> 
         report.errors.append(f"run {run.id}: cannot mark it crashed ({exc})")
         return
     report.crashed.append(run.id)
+
+
+def _settle_dead_ranks(home: Path, store: Store, host: str, report: ReconcileReport) -> list[dict[str, Any]]:
+    """Ship and mark lost the journals of this host's ranks whose processes are gone; the live
+    ones, for the marker."""
+    live: list[dict[str, Any]] = []
+    dead: set[str] = set()
+    for journal in list_journals(home):
+        header = journal_header(journal)
+        if header is None or header.get("rank") is None or header.get("owner") or header.get("forked"):
+            continue
+        if header.get("host") != host:
+            continue  # another host's writer (a shared home): its own clients settle it
+        if header_alive(header):
+            live.append(
+                {
+                    "id": f"{journal.run_id}+{journal.writer_id}",
+                    "pid": header.get("pid"),
+                    "started": header.get("t"),
+                    "pstart": header.get("pstart"),
+                    "boot": header.get("boot"),
+                }
+            )
+        else:
+            dead.add(journal.run_id)
+    for run_id in sorted(dead):
+        try:
+            if settle_dead_writers(home, store, run_id):
+                report.synced.append(run_id)
+        except (FlightlogError, OSError) as exc:
+            report.errors.append(f"run {run_id}: cannot settle its lost ranks now ({exc})")
+    return live
 
 
 def _has_unshipped_journal(home: Path, run_id: str) -> bool:

@@ -8,7 +8,10 @@ record before it is shipped. Each record passes the same check as the server's i
 A journal is removed once it has nothing left to give: its writer ended cleanly, or its
 process is gone, and every record was shipped; or it holds no record at all. The owner's
 journal of a run whose process died without an end record marks the run ``crashed``
-(``end_reason: lost``) first. A store that cannot take the records (a full disk) stops the
+(``end_reason: lost``) first; any other writer's (a rank of a distributed job, an attached
+process) is marked lost on the run with a ``writer_lost`` record, which ends a run of peer
+ranks once its last rank is settled (``store/sql/ranks.py``). :func:`settle_dead_writers` does
+the same for one run's writers on this host, from a surviving rank as it exits. A store that cannot take the records (a full disk) stops the
 sync with that error; what was shipped before it is marked, and the rest stays in the journal.
 """
 
@@ -22,12 +25,15 @@ from typing import Any
 
 from flightlog.errors import StoreUnavailable
 from flightlog.journal.files import JournalFile, list_journals
-from flightlog.journal.format import read_records
+from flightlog.journal.format import MAGIC, read_records
 from flightlog.journal.liveness import process_alive
 from flightlog.schema import Bad, check_record
+from flightlog.schema import record as schema_record
 from flightlog.store.base import Store
 
-__all__ = ["SyncReport", "sync"]
+__all__ = ["SyncReport", "sync", "settle_dead_writers", "journal_header", "header_alive"]
+
+HEADER_BYTES = 64 << 10  # enough for a writer's header and its first records
 
 BATCH_RECORDS = 2000
 # a journal with no record yet is left alone this long: its writer may be between creating
@@ -100,22 +106,14 @@ def _sync_one(journal: JournalFile, store: Store, report: SyncReport, *, keep: b
     records = [rec for _, rec in result.records]
     ended = any(r.get("k") == "writer_end" for r in records)
     header = next((r for r in records if r.get("k") == "writer"), None)
-    alive = (
-        not ended
-        and header is not None
-        and process_alive(
-            header.get("pid"),
-            header.get("t"),
-            header.get("host"),
-            process_start=_number(header.get("pstart")),
-            boot=_number(header.get("boot")),
-        )
-    )
+    alive = not ended and header is not None and header_alive(header)
     if alive:
         report.active += 1
         return
     if not ended and header is not None and header.get("owner"):
         _mark_lost(store, journal.run_id, records, report)
+    elif not ended and header is not None and not header.get("forked"):
+        _mark_writer_lost(store, journal, records, report)
     if result.damage is None and not keep:
         journal.remove()
         report.removed += 1
@@ -164,6 +162,68 @@ def _mark_lost(store: Store, run_id: str, records: list[dict[str, Any]], report:
     last = max((float(r["t"]) for r in records if isinstance(r.get("t"), (int, float))), default=time.time())
     store.update_run(run_id, status="crashed", end_reason="lost", ended=last)
     report.crashed_runs.append(run_id)
+
+
+def _mark_writer_lost(store: Store, journal: JournalFile, records: list[dict[str, Any]], report: SyncReport) -> None:
+    """A writer that is not the run's owner vanished: say so on the run, once (the record's
+    writer id and sequence are derived from the lost writer's, so a second sync is a duplicate)."""
+    last = max((float(r["t"]) for r in records if isinstance(r.get("t"), (int, float))), default=time.time())
+    lost = schema_record(
+        "writer_lost",
+        r=journal.run_id,
+        w=f"lost-{journal.writer_id}"[:128],
+        s=1,
+        t=time.time(),
+        writer=journal.writer_id,
+        at=last,
+        reason="its process is gone and its journal has no end",
+    )
+    outcome = store.ingest([lost])
+    report.skipped.extend(outcome.skipped)
+
+
+def journal_header(journal: JournalFile) -> dict[str, Any] | None:
+    """A journal's `writer` record, read from its first bytes only (None: none there yet)."""
+    try:
+        with open(journal.path, "rb") as f:
+            data = f.read(HEADER_BYTES)
+    except OSError:
+        return None
+    if len(data) <= len(MAGIC):
+        return None
+    found = read_records(data).records
+    return next((rec for _, rec in found if rec.get("k") == "writer"), None)
+
+
+def header_alive(header: dict[str, Any]) -> bool:
+    """Whether the process a `writer` record describes still runs (another host's: assumed so)."""
+    return process_alive(
+        header.get("pid"),
+        header.get("t"),
+        header.get("host"),
+        process_start=_number(header.get("pstart")),
+        boot=_number(header.get("boot")),
+    )
+
+
+def settle_dead_writers(home: Path, store: Any, run_id: str, *, skip: str | None = None) -> list[str]:
+    """Ship the journals of ``run_id``'s writers on this host whose processes are gone without
+    an end (other than the owner's and forked children's), marking each lost on the run; the
+    writer ids settled. ``store`` needs only ``ingest`` (a sink will do). Never raises: a
+    surviving rank calls it as it exits, and ``flightlog sync`` settles whatever is left."""
+    settled: list[str] = []
+    for journal in list_journals(home, run_id):
+        if journal.writer_id == skip:
+            continue
+        header = journal_header(journal)
+        if header is None or header.get("owner") or header.get("forked") or header_alive(header):
+            continue
+        try:
+            _sync_one(journal, store, SyncReport(), keep=False)
+        except Exception:  # noqa: BLE001 - best effort: `flightlog sync` settles it later
+            continue
+        settled.append(journal.writer_id)
+    return settled
 
 
 def _number(value: Any) -> float | None:

@@ -7,4 +7,4 @@ __all__ = ["USER_STRING_KINDS"]
 #: Record kinds whose user strings ``userstrings.redact_record`` redacts. ``logs`` is not
 #: among them: log events are redacted where they are formed (``Run.log_event``, the capture
 #: pipeline), and at server ingest only when their writer does not redact.
-USER_STRING_KINDS = frozenset({"params", "tags", "note", "context", "run", "evidence"})
+USER_STRING_KINDS = frozenset({"params", "tags", "note", "context", "run", "writer_end", "evidence"})

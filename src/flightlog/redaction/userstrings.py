@@ -150,6 +150,7 @@ _HANDLERS: dict[str, Callable[[dict[str, Any], Redactor], None]] = {
     "note": _note,
     "context": _context,
     "run": _run,
+    "writer_end": _run,  # a rank's own end carries its failure, as the run record does
     "evidence": _evidence,
 }
 assert set(_HANDLERS) == USER_STRING_KINDS, "every user-string kind needs a handler"  # a programming error, at import

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from flightlog.logevents import LogBatch
+from flightlog.runner.launcher import LauncherOutput
 
 __all__ = ["OutputPump", "enlarge_pipe"]
 
@@ -56,6 +57,8 @@ class OutputPump:
         self.first_output: float | None = None
         self.last_lines: deque[str] = deque(maxlen=50)
         self.last_traceback: str | None = None
+        #: each rank's tracebacks and a distributed launcher's summary (runner/launcher.py)
+        self.launcher = LauncherOutput()
         self.passthrough_error: OSError | None = None
         self._thread = threading.Thread(target=self._run, name="flightlog-output", daemon=True)
 
@@ -78,6 +81,10 @@ class OutputPump:
         for message, level in zip(messages, batch.level, strict=True):
             if level >= 40 and "Traceback (most recent call last)" in message:
                 self.last_traceback = message
+        try:
+            self.launcher.feed(batch)
+        except Exception:  # reading a launcher's output is evidence, never worth the capture
+            pass
         self._on_batch(batch)
 
     def _pass(self, fd: int, data: bytes) -> None:

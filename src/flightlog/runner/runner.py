@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import flightlog
+from flightlog.capture.launchers import launcher_of
 from flightlog.config import rank_from_env
 from flightlog.failure import parse_python_traceback
 from flightlog.logevents import LogBatch
@@ -230,6 +231,7 @@ class Runner:
                 env=env,
                 attempt=attempt,
                 rank=rank_from_env(env),
+                launcher_labels=launcher_of(list(opts.command))[1],
             ),
             metrics=self._line_metrics,
         )
@@ -306,6 +308,12 @@ class Runner:
         control(run).span(f"attempt {attempt}", started, ended, {"exit": returncode})
         outcome = outcome_of(returncode, timed_out=timed_out, oom_killed=oom_killed)
         traceback_text = pump.last_traceback
+        worker = pump.launcher.cause()
+        if worker is not None:  # a worker's error, never the launcher's wrapper of it
+            traceback_text = worker.last
+        launcher_facts = pump.launcher.facts()
+        if launcher_facts is not None:
+            control(run).add_evidence("launcher_exits", f"attempt {attempt}", launcher_facts)
         share = sampling.memory_share(self.opts.memory_limit) if sampling is not None else None
         category, confidence = _classify(
             outcome, returncode, timed_out, oom_killed, traceback_text, list(pump.last_lines), share
@@ -313,6 +321,10 @@ class Runner:
         failure = None
         if not outcome.succeeded:
             failure = self._failure(outcome, traceback_text, list(pump.last_lines), env, category, oom)
+            if worker is not None:
+                failure["rank"] = worker.rank
+            if launcher_facts is not None:
+                failure["ranks"] = launcher_facts["ranks"]
         for note in notes:
             run.note(note, author="flightlog")
         return AttemptResult(attempt, outcome, category, confidence, started, ended, failure, oom, notes)

@@ -30,6 +30,9 @@ __all__ = [
     "Record",
     "Writer",
     "WriterEnd",
+    "WRITER_END_STATUSES",
+    "Heartbeat",
+    "WriterLost",
     "Run",
     "Timeline",
     "Params",
@@ -84,7 +87,11 @@ class Record(msgspec.Struct, tag_field="k", kw_only=True, omit_defaults=True):
 
 
 class Writer(Record, tag="writer"):
-    """A writer's header: the process that writes (crash detection reads it, the store does not)."""
+    """A writer's header: the process that writes, and, in a distributed job, which rank it is.
+
+    Crash detection reads it from the journal; the store keeps one row per writer
+    (``run_writers``: the ranks of a run, their heartbeats, steps and ends). Everything a writer
+    records belongs to its rank."""
 
     host: str | UnsetType = UNSET
     pid: I64 | UnsetType = UNSET
@@ -93,10 +100,59 @@ class Writer(Record, tag="writer"):
     forked: bool | UnsetType = UNSET
     pstart: float | UnsetType = UNSET  # the process's start, as psutil reads it (journal/liveness.py)
     boot: float | UnsetType = UNSET  # the host's boot time
+    # a rank of a distributed job (flightlog.launchenv.RankIdentity)
+    rank: Count | None | UnsetType = UNSET
+    local_rank: Count | None | UnsetType = UNSET
+    world_size: Count | None | UnsetType = UNSET
+    node_rank: Count | None | UnsetType = UNSET
+    local_world_size: Count | None | UnsetType = UNSET
+    restart: Count | None | UnsetType = UNSET
+    launcher: Short | None | UnsetType = UNSET
+    job: Short | None | UnsetType = UNSET  # the launcher's job key
+    peer: bool | UnsetType = UNSET  # one of the job's ranks, none of which owns the run (its end is theirs)
+
+    def _validate(self) -> None:
+        if isinstance(self.rank, int) and isinstance(self.world_size, int) and self.rank >= self.world_size > 0:
+            raise Bad(f"rank {self.rank} is not below the world size {self.world_size}")
+
+
+#: How a writer (a rank) ended: its own end's statuses, and ``lost`` for one that vanished.
+WRITER_END_STATUSES = ("succeeded", "failed", "stopped", "killed", "crashed", "lost")
 
 
 class WriterEnd(Record, tag="writer_end"):
-    """The writer closed cleanly."""
+    """The writer closed cleanly; with ``status``, how its process ended (a rank's own end:
+    an exception, a signal, a normal exit), which a run of peer ranks derives its end from."""
+
+    status: str | UnsetType = UNSET
+    end_reason: Short | None | UnsetType = UNSET
+    exit_code: I64 | None | UnsetType = UNSET
+    signal: I64 | None | UnsetType = UNSET
+    failure: JSONMap | None | UnsetType = UNSET
+
+    def _validate(self) -> None:
+        if self.status is not UNSET and self.status not in WRITER_END_STATUSES:
+            raise Bad(f"status {self.status!r} is not one of {', '.join(WRITER_END_STATUSES)}")
+        if self.failure:
+            check_plain(self.failure, "failure")
+
+
+class Heartbeat(Record, tag="heartbeat"):
+    """The writer's process is alive (sent by an idle writer at least every few seconds; any
+    other record of the writer says as much)."""
+
+
+class WriterLost(Record, tag="writer_lost"):
+    """Another writer (``writer``) of the run vanished without its end: its process is gone
+    (found by a peer on its host, by ``flightlog sync`` or a Client's reconciliation)."""
+
+    writer: Annotated[str, Meta(min_length=1, max_length=128)]
+    at: float | UnsetType = UNSET  # its last sign of life
+    reason: Medium | UnsetType = UNSET
+
+    def _validate(self) -> None:
+        if self.at is not UNSET:
+            check_time(self.at, "at")
 
 
 class Run(Record, tag="run"):
@@ -119,6 +175,9 @@ class Run(Record, tag="run"):
     owner: Short | None | UnsetType = UNSET  # the owning writer's id
     failure: JSONMap | None | UnsetType = UNSET
     timeline: dict[str, float] | None | UnsetType = UNSET
+    #: sent by a rank of a job whose ranks are peers: it joins the run rather than setting it
+    #: (earliest start, newest attempt; a finished run reopens for a restart), see store/sql/ranks.py
+    peer: bool | UnsetType = UNSET
 
     def _validate(self) -> None:
         if self.project == "":
@@ -370,6 +429,8 @@ def register_kind(cls: R) -> R:
 for _cls in (
     Writer,
     WriterEnd,
+    Heartbeat,
+    WriterLost,
     Run,
     Timeline,
     Params,

@@ -24,13 +24,14 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
-from flightlog.config import Settings, rank_from_env
+from flightlog.config import RankIdentity, Settings, rank_from_env, rank_identity
 from flightlog.errors import Conflict, FlightlogError, InvalidInput, NotFound, StoreUnavailable
 from flightlog.ids import RUN_ID_RE, new_run_id
 from flightlog.journal.liveness import process_identity
 from flightlog.sdk.attempts import resume_attempt
 from flightlog.sdk.console import paused
 from flightlog.sdk.features import run_started
+from flightlog.sdk.ranks import Join, derived_run_id, join_job, launching_run, named_run_taken, notice_records
 from flightlog.sdk.run import Run
 from flightlog.sdk.shipper import shipper
 from flightlog.sdk.writer import NullWriter, RunWriter, warn
@@ -65,6 +66,10 @@ def init(
 
     - In a process started by ``flightlog run`` (``FLIGHTLOG_RUN_ID`` set), attaches to that
       run: this process then owns only its own writer, and the runner sets the status.
+    - In a rank of a distributed job (``torchrun``, ``srun``, ``mpirun``, DeepSpeed, Accelerate:
+      ``flightlog.config.rank_identity``), every rank joins one run: the one ``FLIGHTLOG_RUN_ID``
+      or ``id=`` names, else the one its launcher's job key names (docs/distributed.md). The
+      ranks are peers: each records its own end, and the run ends when its ranks have.
     - ``id=`` names the run; an existing id needs ``resume=True``, which continues it as a new
       attempt when it had ended.
     - ``console``: record what the process prints (``sys.stdout``/``sys.stderr``) as the run's
@@ -84,9 +89,18 @@ def init(
     if settings.mode not in ("online", "offline", "disabled"):
         raise InvalidInput(f"mode {settings.mode!r} is not valid: use online, offline or disabled")
     rank = rank_from_env()
+    identity = rank_identity() if settings.mode != "disabled" else None
+    ranked = identity is not None and identity.distributed and not resume
     env_run = settings.run_id
-    attach = env_run is not None and (id is None or id == env_run)
-    run_id = env_run if attach else (id or new_run_id())
+    # FLIGHTLOG_RUN_ID set for the ranks by hand (no runner around them): they meet there as peers
+    peer_env = ranked and env_run is not None and not settings.captured and (id is None or id == env_run)
+    attach = env_run is not None and (id is None or id == env_run) and not peer_env
+    launched = False  # attached to the run of the process that started this one (Lightning's rank 0)
+    if ranked and identity is not None and identity.launcher == "lightning" and not (attach or peer_env or id):
+        env_run = _launching_run(settings)  # Lightning's rank 0 started its run, then this process
+        attach = launched = env_run is not None
+    peer = ranked and not attach and (id is not None or peer_env or identity.job_key is not None)  # type: ignore[union-attr]
+    run_id = env_run if (attach or peer_env) else (id or new_run_id())
     assert run_id is not None
     if not RUN_ID_RE.match(run_id):
         raise InvalidInput(f"run id {run_id!r} is not valid: use letters, digits, '_', '-' and '.' (at most 64)")
@@ -110,7 +124,21 @@ def init(
     unknown = False  # the store could not say whether the run exists: journal now, ship later
     # a token that cannot write the project raises here, before anything is recorded (docs/server.md)
     journal_only = _check_server(settings, project) if not attach else None  # the warning, if so
-    if not attach and id is not None and journal_only is not None:
+    join: Join | None = None
+    if peer:
+        assert identity is not None
+        attempt = identity.restart_count + 1
+        if id is None and not peer_env:  # the job key names the run
+            join = _join(settings, identity, project, unreachable=journal_only)
+            run_id, attempt = join.run_id, join.attempt
+        elif journal_only is None and (taken := _named_run_taken(settings, identity, run_id)) is not None:
+            warn(
+                f"rank {identity.rank} joins run {run_id[:12]} as asked, but that run looks like another job's: "
+                f"{taken}. The store keeps both and says so on the run; give each job its own id."
+            )
+        if journal_only is not None:
+            warn(journal_only)
+    elif not attach and id is not None and journal_only is not None:
         unknown = True
         warn(
             f"cannot look run {run_id} up in the store; recording it anyway"
@@ -139,28 +167,35 @@ def init(
     elif journal_only is not None:
         warn(journal_only)
 
-    writer = RunWriter(settings, run_id, attempt=attempt, rank=rank)
+    writer = RunWriter(settings, run_id, attempt=attempt, rank=identity.rank if identity is not None else rank)
+    writer.rank_fields = _rank_fields(identity, peer)
     run = Run(
         writer,
         settings,
         run_id=run_id,
         project=project,
         name=name,
-        owner=not attach,
+        owner=not (attach or peer),
         attempt=attempt,
         on_finish=_forget,
+        peer=peer,
     )
     now = time.time()
-    identity = process_identity()  # to be recognised across clock steps (journal/liveness.py)
+    process = process_identity()  # to be recognised across clock steps (journal/liveness.py)
     writer.add_record(
         "writer",
         host=socket.gethostname(),
         pid=os.getpid(),
-        owner=not attach,
+        owner=not (attach or peer),
         attempt=attempt,
-        **({"pstart": identity["process_start"], "boot": identity["boot"]} if identity else {}),
+        **({"pstart": process["process_start"], "boot": process["boot"]} if process else {}),
+        **writer.rank_fields,
     )
-    if not attach:
+    if peer:
+        _join_record(
+            writer, project=project, name=name, attempt=attempt, now=now, parent_id=parent_id, settings=settings
+        )
+    elif not attach:
         fields: dict[str, Any] = {
             "project": project,
             "name": name,
@@ -184,11 +219,13 @@ def init(
         if settings.queued_at:
             fields["queued"] = _queued_at(settings.queued_at)
         timeline = {"process_start": _process_start()}
-        if identity:
-            timeline.update(owner_process_start=identity["process_start"], host_boot=identity["boot"])
+        if process:
+            timeline.update(owner_process_start=process["process_start"], host_boot=process["boot"])
         writer.add_record("run", timeline=timeline, **fields)
     if params is not None:
         run.log_params(params)
+    if ranked and identity is not None:  # readers know a distributed run by it (docs/distributed.md)
+        tags = {"distributed": identity.launcher or "ranks", **(tags or {})}
     if tags:
         run.set_tags(tags)
     with _active_lock:
@@ -196,16 +233,112 @@ def init(
         _active.append(run)
     _install_hooks()
     _notebook(run, parent_id)
-    if not attach:
+    lead = not peer or (identity is not None and identity.rank == 0)  # of peers, rank 0 speaks for the run
+    if not attach and lead:
         run_started(run)  # the features' run-start hooks (sdk/features.py): never raise
     shipper.register(writer)
-    if not (attach or nested or (settings.quiet if quiet is None else quiet)):
+    if join is not None and join.passed:
+        _say_passed(run, join, identity)
+    if not (attach or nested or (settings.quiet if quiet is None else quiet)) and lead:
         say_where(run, journal_only=journal_only is not None)
-    if _console_wanted(console, settings, attach):
+    if _console_wanted(console, settings, attach and not launched):
         _start_console(run)
     if resources:
         _start_sampler(run)
     return run
+
+
+def _launching_run(settings: Settings) -> str | None:
+    try:
+        return launching_run(settings)
+    except Exception:  # noqa: BLE001 - the job's own run then (by its key)
+        return None
+
+
+def _join(settings: Settings, identity: RankIdentity, project: str, *, unreachable: str | None) -> Join:
+    """The job's run (sdk/ranks.py); an internal error there costs the check, never the run. A
+    server that did not answer is not asked again (``unreachable``: why): the key's first run."""
+    assert identity.job_key is not None
+    if unreachable is not None:
+        return Join(derived_run_id(project, identity.job_key), identity.restart_count + 1, unknown=unreachable)
+    try:
+        return join_job(settings, identity, project, started=_process_start())
+    except Exception as exc:  # noqa: BLE001 - the first run of the key, unchecked, as when offline
+        warn(f"could not check the job's run in the store ({type(exc).__name__}: {exc}); joining it unchecked")
+        return Join(derived_run_id(project, identity.job_key), identity.restart_count + 1, unknown=str(exc))
+
+
+def _named_run_taken(settings: Settings, identity: RankIdentity, run_id: str) -> str | None:
+    try:
+        return named_run_taken(settings, identity, run_id, started=_process_start())
+    except Exception:  # noqa: BLE001 - a warning not given, never a run not started
+        return None
+
+
+def _rank_fields(identity: RankIdentity | None, peer: bool) -> dict[str, Any]:
+    """A rank's identity as its `writer` record carries it (empty for a process that is not one)."""
+    if identity is None:
+        return {}
+    fields: dict[str, Any] = {
+        "rank": identity.rank,
+        "local_rank": identity.local_rank,
+        "world_size": identity.world_size,
+        "node_rank": identity.node_rank,
+        "local_world_size": identity.local_world_size,
+        "restart": identity.restart_count,
+        "launcher": identity.launcher,
+        "job": identity.job_key[:1000] if identity.job_key else None,
+    }
+    if peer:
+        fields["peer"] = True
+    return fields
+
+
+def _join_record(
+    writer: RunWriter,
+    *,
+    project: str,
+    name: str | None,
+    attempt: int,
+    now: float,
+    parent_id: str | None,
+    settings: Settings,
+) -> None:
+    """A peer rank's `run` record: it joins the run (the store keeps the earliest start and the
+    newest attempt, store/sql/ranks.py), and sets neither an owner nor an end."""
+    fields: dict[str, Any] = {
+        "project": project,
+        "name": name,
+        "status": "running",
+        "started": now,
+        "created": now,
+        "attempt": attempt,
+        "peer": True,
+    }
+    if parent_id:
+        fields["parent_id"] = parent_id
+    if settings.queued_at:
+        fields["queued"] = _queued_at(settings.queued_at)
+    writer.add_record("run", timeline={"process_start": _process_start()}, **fields)
+
+
+def _say_passed(run: Run, join: Join, identity: RankIdentity | None) -> None:
+    """This job's run is not the one its key named first (another job's): say so on stderr, and
+    as a notice event on both runs (one event per run, however many ranks say it)."""
+    assert identity is not None
+    passed = "; ".join(f"run {rid[:12]} {why}" for rid, why in join.passed)
+    warn(
+        f"rank {identity.rank} records into run {run.id[:12]}, not into the run its job key names "
+        f"({identity.job_key}), which belongs to another job: {passed}"
+    )
+    if run.settings.mode != "online":
+        return
+    try:
+        from flightlog.sdk.sink import open_sink  # the shipping connection, opened with the run's writer's
+
+        open_sink(run.settings).ingest(notice_records(run.id, join.passed, identity, t=time.time()))
+    except Exception as exc:  # the stderr line above is said; the events are evidence
+        warn(f"could not leave the notice on the runs: {exc}")
 
 
 def say_where(run: Run, *, journal_only: bool = False) -> None:
@@ -470,8 +603,13 @@ def _uncaught() -> BaseException | None:
     return exc
 
 
+_exiting = False  # the interpreter is ending: the exit hook is finishing the runs
+
+
 def _at_exit() -> None:
     """Finish what is still active (shipping its last records), then close the transports."""
+    global _exiting
+    _exiting = True
     uncaught = _uncaught()
     for run in _snapshot():
         try:
@@ -487,6 +625,11 @@ def _at_exit() -> None:
 
 
 def _on_sigterm(signum: int, frame: Any) -> None:
+    if _exiting:
+        # the process is already ending and its runs are being finished (a launcher stopping the
+        # other ranks of a job often sends SIGTERM just then): let that finish record the end,
+        # rather than die halfway with the last records unsent
+        return
     for run in _snapshot():
         try:
             run.finish("killed", end_reason="signal", signal=signum)

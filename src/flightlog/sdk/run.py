@@ -22,6 +22,7 @@ from flightlog.models import STATUSES
 from flightlog.plugins import features
 from flightlog.schema.values import MAX_PARAM_DEPTH, is_json_value, metric_name_problem
 from flightlog.sdk.features import run_ended
+from flightlog.sdk.ranks import settle_dead_peers
 from flightlog.sdk.stages import StageTimer
 from flightlog.statuses import EXITED_STATUSES, SIGNALLED_STATUSES
 from flightlog.store.artifacts import LocalArtifactStore, open_artifact_store
@@ -139,11 +140,15 @@ class Run:
         owner: bool,
         attempt: int,
         on_finish: Any = None,
+        peer: bool = False,
     ) -> None:
         self.id = run_id
         self.project = project
         self.name = name
         self.owner = owner
+        #: one of the ranks of a job that own the run together (sdk/ranks.py): none sets its
+        #: status, each records its own end, the store ends the run when they all have
+        self.peer = peer
         self.attempt = attempt
         self.settings = settings
         self._w = writer
@@ -645,25 +650,33 @@ class Run:
                     console.detach(self)  # what it printed is stored before its end
                 except Exception as exc:
                     self._w._warn_once("console", f"console output not recorded: {type(exc).__name__}: {exc}")
+            final = status or "succeeded"
+            update: dict[str, Any] = {
+                "status": final,
+                "ended": _time(),
+                "end_reason": end_reason
+                or ("exit" if final in EXITED_STATUSES else "signal" if final in SIGNALLED_STATUSES else None),
+            }
+            if exit_code is not None or final == "succeeded":
+                update["exit_code"] = exit_code if exit_code is not None else 0
+            if signal is not None:
+                update["signal"] = signal
+            if failure is not None:
+                update["failure"] = failure
             if self.owner:
-                final = status or "succeeded"
-                update: dict[str, Any] = {
-                    "status": final,
-                    "ended": _time(),
-                    "end_reason": end_reason
-                    or ("exit" if final in EXITED_STATUSES else "signal" if final in SIGNALLED_STATUSES else None),
-                }
-                if exit_code is not None or final == "succeeded":
-                    update["exit_code"] = exit_code if exit_code is not None else 0
-                if signal is not None:
-                    update["signal"] = signal
-                if failure is not None:
-                    update["failure"] = failure
                 self._w.add_record("run", **update)
                 if self._w.on_records is not None:
                     self._w.persist()  # the records a feature asked for reach it before the run's end
                 run_ended(self, final)  # the features' run-end hooks (sdk/features.py): never raise
-            self._w.close(remove_journal_if_shipped=True)
+            elif self.peer and getattr(self._w, "rank_fields", {}).get("rank") == 0:
+                run_ended(self, final)  # of peer ranks, rank 0 speaks for the run (its own end)
+            rank_fields = getattr(self._w, "rank_fields", {})
+            if rank_fields.get("rank") is not None and self.settings.mode == "online":
+                # peers on this host that vanished (SIGKILL, os._exit) are lost: said before this
+                # rank's own end, so that the last rank to end also ends a run of peers
+                settle_dead_peers(self.settings, self.id, getattr(self._w, "writer_id", None))
+            end = {k: v for k, v in update.items() if k != "ended"}
+            self._w.close(remove_journal_if_shipped=True, end=end)
         finally:
             if self._on_finish is not None:
                 self._on_finish(self)

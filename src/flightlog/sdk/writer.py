@@ -20,7 +20,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from flightlog.config import Settings
+from flightlog.config import Settings, rank_identity
 from flightlog.forksafe import no_fork
 from flightlog.ids import new_writer_id
 from flightlog.journal import JournalWriter, encode_record, encode_records
@@ -36,6 +36,9 @@ from flightlog.sdk.stages import StageAggregator
 
 __all__ = ["Writer", "RunWriter", "NullWriter"]
 
+#: Seconds an idle writer waits before it sends a `heartbeat` record (any record it ships says
+#: as much): well inside the 5 s a rank's liveness must be known by (docs/distributed.md).
+HEARTBEAT_S = 2.0
 MAX_PENDING_RECORDS = 20_000
 SPILL_BATCH_BYTES = 4 << 20  # journal bytes read back and shipped at a time when catching up
 LOG_CHUNK_EVENTS = 50_000  # events per stored log chunk: big enough to be cheap, small enough to skip  # unshipped records kept in memory (the journal keeps the rest)
@@ -62,7 +65,7 @@ class Writer(Protocol):
     def pending_log_events(self) -> int: ...
     def flush(self, *, final: bool = False) -> None: ...
     def persist(self) -> None: ...
-    def close(self, *, remove_journal_if_shipped: bool) -> None: ...
+    def close(self, *, remove_journal_if_shipped: bool, end: dict[str, Any] | None = None) -> None: ...
     def _warn_once(self, key: str, message: str) -> None: ...
 
 
@@ -103,6 +106,10 @@ class RunWriter:
         self._forked_from: int | None = None  # the parent's pid, in a forked child
         #: the records a feature asked for go here after they are journaled (sdk/features.py)
         self.on_records: Callable[[list[dict[str, Any]]], None] | None = None
+        #: the rank this writer's process is in a distributed job (`writer` record fields), also
+        #: in the header of a forked child's writer: what it records belongs to the same rank
+        self.rank_fields: dict[str, Any] = {}
+        self._last_sent = time.time()  # the last flush that shipped something: idle → heartbeat
 
     def _open_journal(self) -> None:
         self._journal_due = False
@@ -164,6 +171,14 @@ class RunWriter:
         # sees the run ended has seen its last data (a store commits a large batch in parts, and the
         # server's alert evaluation ends a run's alerts, and stops reading its data, at its end)
         out.extend(closing)
+        if not self.rank_fields and "LOCAL_RANK" in os.environ and self._forked_from is None:
+            self._adopt_rank(out, now)
+        if out:
+            self._last_sent = now
+        elif now - self._last_sent >= HEARTBEAT_S and self._context_sent and self._forked_from is None:
+            # idle: a sign of life (any record is one), never on `run.log`'s path (docs/distributed.md)
+            self._last_sent = now
+            out.append(record("heartbeat", t=now))
         if out and (self._preamble or not self._context_sent):
             # the writer's header and its process's context go with its first records, never
             # alone: a process forked only to exec another program writes nothing at all
@@ -173,6 +188,26 @@ class RunWriter:
                 first.append(record("context", t=now, data=self._context()))
             out[:0] = first
         return out
+
+    def _adopt_rank(self, out: list[dict[str, Any]], now: float) -> None:
+        """This process became a rank after its run began (Lightning's rank 0: its launcher sets
+        ``LOCAL_RANK``, ``WORLD_SIZE`` when training starts): its writer says so, once, in a second
+        `writer` record, and what it records from now on belongs to that rank."""
+        identity = rank_identity()
+        if identity is None or not identity.distributed:
+            return
+        self.rank = identity.rank
+        self.rank_fields = {
+            "rank": identity.rank,
+            "local_rank": identity.local_rank,
+            "world_size": identity.world_size,
+            "node_rank": identity.node_rank,
+            "local_world_size": identity.local_world_size,
+            "restart": identity.restart_count,
+            "launcher": identity.launcher,
+            "job": identity.job_key[:1000] if identity.job_key else None,
+        }
+        out.insert(0, record("writer", t=now, host=socket.gethostname(), pid=os.getpid(), **self.rank_fields))
 
     def _context(self) -> dict[str, Any]:
         if self._forked_from is not None:
@@ -395,9 +430,12 @@ class RunWriter:
         elif not self.online:
             pass  # offline: the journal is the destination
 
-    def close(self, *, remove_journal_if_shipped: bool) -> None:
-        """Final flush; the journal is removed when everything reached the store (and not asked to keep)."""
-        self.add_record("writer_end")
+    def close(self, *, remove_journal_if_shipped: bool, end: dict[str, Any] | None = None) -> None:
+        """Final flush; the journal is removed when everything reached the store (and not asked to keep).
+
+        ``end``: how this writer's process ended (status, end_reason, exit_code, signal, failure),
+        kept on its `writer_end` record: a rank's own end."""
+        self.add_record("writer_end", **(end or {}))
         try:
             self.flush(final=True)
             self._drain()
@@ -483,8 +521,10 @@ class RunWriter:
                 owner=False,
                 attempt=self.attempt,
                 forked=True,
+                **self.rank_fields,
             )
         ]
+        self._last_sent = time.time()
 
     def _warn_once(self, key: str, message: str) -> None:
         if key not in self._warned:
@@ -539,7 +579,7 @@ class NullWriter:
     def persist(self) -> None:
         pass
 
-    def close(self, *, remove_journal_if_shipped: bool) -> None:
+    def close(self, *, remove_journal_if_shipped: bool, end: dict[str, Any] | None = None) -> None:
         pass
 
     def _warn_once(self, key: str, message: str) -> None:

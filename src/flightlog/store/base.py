@@ -23,6 +23,7 @@ from flightlog.models import (
     MetricHistory,
     MetricSummary,
     Note,
+    RankInfo,
     RunInfo,
     StageSummary,
 )
@@ -84,10 +85,19 @@ class EventStore(Protocol):
     """Reading a run's events: metrics, logs, stages, resource samples. Never writes."""
 
     def metric_summaries(self, run_id: str) -> dict[str, MetricSummary]: ...
-    def metric_history(self, run_id: str, name: str) -> MetricHistory: ...
+    def metric_history(self, run_id: str, name: str, rank: int | None = None) -> MetricHistory:
+        """One metric's points; in a distributed run one rank's (``rank``, else the lowest that logged it)."""
+        ...
+
     def logs(self, run_id: str, query: LogQuery) -> list[LogEvent]: ...
     def stages(self, run_id: str) -> list[StageSummary]: ...
-    def resource_samples(self, run_id: str, since: float | None = None) -> list[dict[str, Any]]: ...
+    def resource_samples(
+        self, run_id: str, since: float | None = None, rank: int | None = None
+    ) -> list[dict[str, Any]]: ...
+    def ranks(self, run_id: str, *, all_attempts: bool = False) -> list[RankInfo]:
+        """The ranks of a distributed run, each with its state (empty for a run of one process);
+        the current attempt's newest restart of each rank unless ``all_attempts``."""
+        ...
 
 
 @runtime_checkable

@@ -43,6 +43,7 @@ TABLES = (
     "counters",
     "evidence",
     "ingested",
+    "run_writers",
     "tokens",
     "alerts",
     "alert_events",

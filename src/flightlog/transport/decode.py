@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from flightlog.logevents import level_code
-from flightlog.models import Artifact, LogEvent, MetricSummary, Note, RunInfo, Span, StageSummary
+from flightlog.models import Artifact, LogEvent, MetricSummary, Note, RankInfo, RunInfo, Span, StageSummary
 
 __all__ = [
     "epoch",
@@ -25,6 +25,7 @@ __all__ = [
     "note_from_dict",
     "evidence_from_dict",
     "project_from_dict",
+    "rank_from_dict",
 ]
 
 _SPECIAL = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
@@ -171,3 +172,33 @@ def evidence_from_dict(d: dict[str, Any]) -> dict[str, Any]:
 
 def project_from_dict(d: dict[str, Any]) -> dict[str, Any]:
     return {**d, "last_created": epoch(d.get("last_created"))}
+
+
+def rank_from_dict(d: dict[str, Any]) -> RankInfo:
+    error = d.get("first_error")
+    return RankInfo(
+        rank=int(d["rank"]),
+        local_rank=d.get("local_rank"),
+        world_size=d.get("world_size"),
+        host=d.get("host"),
+        pid=d.get("pid"),
+        restart=int(d.get("restart") or 0),
+        state=str(d["state"]),
+        started=epoch(d.get("started")) or 0.0,
+        last_heartbeat=epoch(d.get("last_heartbeat")),
+        last_step=d.get("last_step"),
+        last_step_time=epoch(d.get("last_step_time")),
+        exit_code=d.get("exit_code"),
+        signal=d.get("signal"),
+        first_error=None if not error else {"message": error.get("message"), "time": epoch(error.get("time"))},
+        node_rank=d.get("node_rank"),
+        local_world_size=d.get("local_world_size"),
+        attempt=int(d.get("attempt") or 1),
+        launcher=d.get("launcher"),
+        job_key=d.get("job_key"),
+        writer=d.get("writer"),
+        ended=epoch(d.get("ended")),
+        end_reason=d.get("end_reason"),
+        failure=d.get("failure"),
+        last_received=epoch(d.get("last_received")),
+    )

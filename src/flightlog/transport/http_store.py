@@ -26,6 +26,7 @@ from flightlog.models import (
     MetricHistory,
     MetricSummary,
     Note,
+    RankInfo,
     RunInfo,
     StageSummary,
 )
@@ -202,9 +203,12 @@ class HttpStore:
         doc = self.http.json("GET", _runs_path(run_id, "metrics"))
         return {s["name"]: decode.summary_from_dict(s) for s in doc["metrics"]}
 
-    def metric_history(self, run_id: str, name: str) -> MetricHistory:
+    def metric_history(self, run_id: str, name: str, rank: int | None = None) -> MetricHistory:
         response = self.http.request(
-            "GET", _runs_path(run_id, "metrics", segment(name)), headers={"Accept": MEDIA_TYPE}
+            "GET",
+            _runs_path(run_id, "metrics", segment(name)),
+            headers={"Accept": MEDIA_TYPE},
+            params={} if rank is None else {"rank": rank},
         )
         doc = _msgpack.decode(response.content)
         return MetricHistory(
@@ -239,9 +243,18 @@ class HttpStore:
     def stages(self, run_id: str) -> list[StageSummary]:
         return [decode.stage_from_dict(s) for s in self.http.json("GET", _runs_path(run_id, "stages"))["stages"]]
 
-    def resource_samples(self, run_id: str, since: float | None = None) -> list[dict[str, Any]]:
-        params = {} if since is None else {"since": repr(float(since))}
+    def resource_samples(
+        self, run_id: str, since: float | None = None, rank: int | None = None
+    ) -> list[dict[str, Any]]:
+        params: dict[str, Any] = {} if since is None else {"since": repr(float(since))}
+        if rank is not None:
+            params["rank"] = rank
         return list(self.http.json("GET", _runs_path(run_id, "resources"), params=params)["samples"])
+
+    def ranks(self, run_id: str, *, all_attempts: bool = False) -> list[RankInfo]:
+        params = {"all": "true"} if all_attempts else {}
+        doc = self.http.json("GET", _runs_path(run_id, "ranks"), params=params)
+        return [decode.rank_from_dict(r) for r in doc["ranks"]]
 
     # ── live ────────────────────────────────────────────────────────────────
     def follow_logs(
@@ -255,6 +268,7 @@ class HttpStore:
         stream: Sequence[str] | str | None = None,
         attempt: int | None = None,
         stage: str | None = None,
+        rank: int | None = None,
         reconnect_for: float = 60.0,
     ) -> Iterator[list[LogEvent]]:
         """New log events of a run as the server pushes them (SSE), until the run ends.
@@ -269,6 +283,7 @@ class HttpStore:
             ("component", component),
             ("attempt", attempt),
             ("stage", stage),
+            ("rank", rank),
         ):
             if value is not None:
                 params[name] = value
@@ -317,7 +332,7 @@ def _log_params(query: LogQuery) -> dict[str, Any]:
     params: dict[str, Any] = {}
     if query.min_level is not None:
         params["level"] = query.min_level
-    for name in ("grep", "component", "attempt", "stage"):
+    for name in ("grep", "component", "attempt", "stage", "rank"):
         value = getattr(query, name)
         if value is not None:
             params[name] = value

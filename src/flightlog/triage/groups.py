@@ -73,6 +73,7 @@ class Group:
     runs: list[RunInfo] = field(default_factory=list)
     example: str = ""
     onset: dict[str, Any] | None = None
+    memory: dict[str, Any] | None = None  # an out-of-memory group's figures (triage/oom.py)
 
     @property
     def count(self) -> int:
@@ -112,6 +113,7 @@ class Group:
             "runs": [r.id for r in self.runs],
             "per_day": per_day([failure_time(r) for r in self.runs], days),
             "onset": self.onset,
+            "memory": self.memory,
         }
 
 

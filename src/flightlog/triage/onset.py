@@ -1,20 +1,24 @@
 """The onset of a cause: what changed between the last good run and the first bad one.
 
-For a group's first failure, the last good run is the newest run of the same project and name
-that succeeded and was created before it (a pipeline step's runs share the name
-``pipeline.step``). The differences in context between the two come from the diagnosis
-feature's comparison (``Client.compare``, `flightlog.diagnose.compare`), of which the onset
-keeps the context — code commit, package versions, data manifests (input digests), the
-allow-listed environment variables, the container image, the host, the Python version — in
-that order: the first change is the onset's headline.
+For a group's first failure, the last good run is its baseline, chosen the way ``flightlog
+diagnose`` chooses one (:func:`flightlog.diagnose.selection.baseline_for`: a pinned run, else
+the newest comparable run of the same name, else the best comparable run of the same script —
+never a flagged one, failed, NaN or diverged; docs/troubleshooting.md). The differences in
+context between the two come from the diagnosis feature's comparison (``Client.compare``,
+`flightlog.diagnose.compare`), of which the onset keeps the context — code commit, command
+line, package versions, data manifests (input digests), the allow-listed environment
+variables, the container image, the host, the Python version — in that order: the first change
+is the onset's headline. An input the first bad run never logged is a change only when that
+run lived past the point where the last good one logged it: a run that died at its imports
+did not lose its data.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from flightlog.diagnose.selection import baseline_for
 from flightlog.models import RunInfo
-from flightlog.triage.groups import quote
 
 __all__ = ["last_good_run", "onset_of", "context_changes", "COMMIT_TAGS"]
 
@@ -23,19 +27,8 @@ COMMIT_TAGS = ("commit", "git_commit", "git_sha", "revision")
 
 
 def last_good_run(client: Any, first_bad: RunInfo) -> RunInfo | None:
-    """The newest succeeded run of ``first_bad``'s project and name created before it."""
-    if first_bad.created is None:
-        return None
-    name = f"name = {quote(first_bad.name)}" if first_bad.name is not None else "name is null"
-    before = first_bad.created
-    # the filter compares times at millisecond precision: a run created in the same millisecond is not "before"
-    found = client.runs(
-        project=first_bad.project,
-        filter=f"status = 'succeeded' and {name} and created < {before!r}",
-        order_by="-created",
-        limit=1,
-    )
-    return found[0] if found else None
+    """The baseline of ``first_bad`` (see the module docstring), None when none qualifies."""
+    return baseline_for(client, first_bad).run
 
 
 def _change(kind: str, name: str, before: Any, after: Any, text: str) -> dict[str, Any]:
@@ -54,6 +47,10 @@ def _short(commit: Any) -> str:
 def context_changes(cmp: dict[str, Any], good: RunInfo, bad: RunInfo) -> list[dict[str, Any]]:
     """The context differences of a comparison (``compare_runs``'s document), headline first."""
     out: list[dict[str, Any]] = []
+    command = cmp.get("command") or {}
+    if command.get("changed"):
+        before, after = command.get("baseline"), command.get("run")
+        out.append(_change("command", "command", before, after, f"command: {before} → {after}"))
     code = cmp.get("code") or {}
     if code.get("changed"):
         before, after = (code.get("baseline") or {}).get("commit"), (code.get("run") or {}).get("commit")
@@ -79,8 +76,8 @@ def context_changes(cmp: dict[str, Any], good: RunInfo, bad: RunInfo) -> list[di
     for row in packages.get("removed", []):
         out.append(_change("package", row["name"], row["version"], None, f"{row['name']} {row['version']} removed"))
     for row in cmp.get("inputs") or []:
-        if row.get("status") == "identical":
-            continue
+        if row.get("status") == "identical" or row.get("reached") is False:
+            continue  # the same data, or an input the bad run died before it would have logged
         digest = row.get("digest") or {}
         before, after = digest.get("baseline"), digest.get("run")
         text = f"data {row['name']!r} {row['status']}"
@@ -109,16 +106,23 @@ def context_changes(cmp: dict[str, Any], good: RunInfo, bad: RunInfo) -> list[di
     py = cmp.get("python") or {}
     if py.get("changed") and py.get("run") and py.get("baseline"):
         out.append(_change("python", "python", py["baseline"], py["run"], f"python {py['baseline']} → {py['run']}"))
-    order = {"commit": 0, "package": 1, "data": 2, "env": 3, "image": 4, "host": 5, "python": 6}
+    order = {"commit": 0, "command": 1, "package": 2, "data": 3, "env": 4, "image": 5, "host": 6, "python": 7}
     return sorted(out, key=lambda c: order[c["kind"]])
 
 
 def onset_of(client: Any, first_bad: RunInfo) -> dict[str, Any]:
     """The onset document of a group whose first failure is ``first_bad``."""
-    good = last_good_run(client, first_bad)
-    doc: dict[str, Any] = {"first_bad": first_bad.id, "last_good": None, "changes": [], "summary": None}
+    choice = baseline_for(client, first_bad)
+    good = choice.run
+    doc: dict[str, Any] = {
+        "first_bad": first_bad.id,
+        "last_good": None,
+        "changes": [],
+        "summary": None,
+        "choice": choice.to_dict(),
+    }
     if good is None:
-        doc["summary"] = "no earlier succeeded run of the same name to compare with"
+        doc["summary"] = f"no last good run to compare with: {choice.reason}"
         return doc
     doc["last_good"] = good.id
     cmp = client.compare(first_bad.id, good.id)
@@ -126,6 +130,6 @@ def onset_of(client: Any, first_bad: RunInfo) -> dict[str, Any]:
     doc["summary"] = (
         doc["changes"][0]["text"]
         if doc["changes"]
-        else "nothing in the context changed (code, packages, data, environment)"
+        else "nothing in the context changed (code, command line, packages, data, environment)"
     )
     return doc

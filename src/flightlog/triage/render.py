@@ -61,6 +61,8 @@ def render_triage(report: dict[str, Any]) -> RenderableType:
             f"   per day    [cyan]{sparkline(g['per_day'])}[/]  [dim]{report['days'][0]} … {report['days'][-1]}[/]",
             f"   runs       {esc(runs)}",
         ]
+        if g.get("memory"):
+            lines.append(f"   memory     [bold]{esc(g['memory']['text'])}[/]")
         onset = g.get("onset")
         if onset is not None:
             if onset.get("last_good"):

@@ -13,6 +13,7 @@ from flightlog.errors import InvalidInput, NotFound
 from flightlog.timefmt import iso, parse_time
 from flightlog.triage.groups import day_range, failures_filter, group_failures, quote
 from flightlog.triage.onset import onset_of
+from flightlog.triage.oom import MEMORY_CATEGORIES, group_memory
 
 __all__ = ["triage_report", "parse_since", "check_scope", "DEFAULT_SINCE", "MAX_ONSETS"]
 
@@ -72,6 +73,9 @@ def triage_report(
     if onsets:
         for group in groups[:MAX_ONSETS]:
             group.onset = onset_of(client, group.first_bad)
+    for group in groups[:MAX_ONSETS]:
+        if group.signature.category in MEMORY_CATEGORIES:
+            group.memory = group_memory(client, group.runs)
     earliest = min((g.first_seen for g in groups), default=None)
     # a long window starts its sparkline at the first failure, not months of zeros before it
     days = day_range(start, now, earliest if now - start > 31 * 86400 else None)

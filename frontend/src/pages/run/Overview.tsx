@@ -159,7 +159,8 @@ function DiagnosisCard({ run }: { run: Run }) {
     <Card title="Diagnosis" id="diagnosis" actions={diag.data ? (
       <span class="muted small">
         kind: {diag.data.kind}
-        {baselineOf(diag.data) ? <> · <Link to={paths.compare(run.project, [baselineOf(diag.data)!, run.id])}>compare with its baseline</Link></> : null}
+        {baselineOf(diag.data) ? <> · <Link to={paths.compare(run.project, [baselineOf(diag.data)!, run.id])}>compare with its baseline</Link></>
+          : diag.data.baseline_choice?.reason ? <> · <span id="no-baseline" title="why no run was compared with">no baseline: {diag.data.baseline_choice.reason}</span></> : null}
       </span>
     ) : null}>
       {diag.error ? <ErrorBox error={diag.error} what="the diagnosis" /> : null}

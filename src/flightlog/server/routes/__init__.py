@@ -18,6 +18,7 @@ from flightlog.server.routes import (
     events,
     ingest,
     meta,
+    ranks,
     runs,
     stream,
 )
@@ -32,6 +33,7 @@ CORE_OPERATIONS: list[Operation] = [
     *edits.OPERATIONS,
     *attempts.OPERATIONS,
     *events.OPERATIONS,
+    *ranks.OPERATIONS,
     *stream.OPERATIONS,
     *artifacts.OPERATIONS,
 ]

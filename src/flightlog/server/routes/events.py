@@ -42,7 +42,8 @@ async def metric_history(ctx: Ctx) -> Response:
         q.integer("to_step", min=-(2**63), max=2**63 - 1),
     )
     name = ctx.path("name")
-    history = await ctx.call(ctx.store.metric_history, await ctx.run_id(), name)
+    rank = q.integer("rank", min=0, max=2**31 - 1)
+    history = await ctx.call(ctx.store.metric_history, await ctx.run_id(), name, rank)
     steps, values, times = history.steps, history.values, history.times
     if from_step is not None or to_step is not None:
         lo = 0 if from_step is None else int(np.searchsorted(steps, from_step, side="left"))
@@ -110,6 +111,7 @@ def log_query(q: Query, *, limit: int | None = None, tail: bool = False) -> LogQ
         stage=q.text("stage", max_len=500),
         limit=limit,
         tail=tail,
+        rank=q.integer("rank", min=0, max=2**31 - 1),
     )
 
 
@@ -151,7 +153,8 @@ async def run_logs(ctx: Ctx) -> Response:
 
 async def run_resources(ctx: Ctx) -> Response:
     since = ctx.query.when("since")
-    samples = await ctx.call(ctx.store.resource_samples, await ctx.run_id(), since)
+    rank = ctx.query.integer("rank", min=0, max=2**31 - 1)
+    samples = await ctx.call(ctx.store.resource_samples, await ctx.run_id(), since, rank)
     return json_response({"samples": samples})
 
 
@@ -190,6 +193,13 @@ LOG_FILTERS = (
     Param("component", "query", {"type": "string", "maxLength": 500}, "Only events of this component (logger name)."),
     Param("attempt", "query", {"type": "integer", "minimum": 0}, "Only events of this attempt."),
     Param("stage", "query", {"type": "string", "maxLength": 500}, "Only events recorded inside this stage."),
+    Param("rank", "query", {"type": "integer", "minimum": 0}, "Only events of this rank of a distributed run."),
+)
+_RANK = Param(
+    "rank",
+    "query",
+    {"type": "integer", "minimum": 0},
+    "In a distributed run, this rank's points (default: the lowest rank that logged the metric).",
 )
 _NAME = Param(
     "name", "path", {"type": "string", "minLength": 1, "maxLength": 1000}, "The metric's name (may contain '/')."
@@ -223,13 +233,15 @@ OPERATIONS = [
         description="With `buckets=N`, the step range is cut into N buckets and each keeps its count, min and max "
         "(with the steps they happened at), mean, first and last value, so spikes survive. Without it, "
         "every point: JSON, or binary columns (little-endian int64 steps, float64 times and values) in "
-        "MessagePack with `Accept: application/msgpack`.",
+        "MessagePack with `Accept: application/msgpack`. In a distributed run the points are one rank's: `rank`, "
+        "else the lowest rank that logged the metric (ranks' points are never interleaved).",
         params=(
             RUN,
             _NAME,
             Param("buckets", "query", {"type": "integer", "minimum": 1, "maximum": MAX_BUCKETS}, "How many buckets."),
             Param("from_step", "query", {"type": "integer"}, "Only points at or after this step."),
             Param("to_step", "query", {"type": "integer"}, "Only points at or before this step."),
+            _RANK,
         ),
         responses={
             "200": {
@@ -300,7 +312,11 @@ OPERATIONS = [
         "reader",
         "Resource samples (CPU, memory, GPUs, disk, network)",
         "events",
-        params=(RUN, Param("since", "query", {"type": "string", "maxLength": 64}, "Samples at or after this time.")),
+        params=(
+            RUN,
+            Param("since", "query", {"type": "string", "maxLength": 64}, "Samples at or after this time."),
+            Param("rank", "query", {"type": "integer", "minimum": 0}, "Only the samples of this rank's processes."),
+        ),
         responses={
             "200": ok(
                 "Samples, oldest first",

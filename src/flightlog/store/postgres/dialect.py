@@ -14,16 +14,21 @@ class PgDialect:
     collate = ' COLLATE "C"'  # the database's collation may not be code point order
     series_upsert = """
 INSERT INTO metric_series AS m (run_id, name, count, nonfinite, min, max, first_step, last_step,
-                                last_value, first_time, last_time)
+                                last_value, first_time, last_time, last_rank)
 VALUES(%(run)s, %(name)s, %(count)s, %(nonfinite)s, %(min)s, %(max)s, %(first_step)s, %(last_step)s,
-       %(last_value)s, %(first_time)s, %(last_time)s)
+       %(last_value)s, %(first_time)s, %(last_time)s, %(last_rank)s)
 ON CONFLICT(run_id, name) DO UPDATE SET
   count = m.count + excluded.count,
   nonfinite = m.nonfinite + excluded.nonfinite,
   min = LEAST(m.min, excluded.min),
   max = GREATEST(m.max, excluded.max),
   first_step = LEAST(m.first_step, excluded.first_step),
-  last_value = CASE WHEN excluded.last_step >= m.last_step THEN excluded.last_value ELSE m.last_value END,
+  last_value = CASE WHEN excluded.last_step > m.last_step OR (excluded.last_step = m.last_step
+                    AND COALESCE(excluded.last_rank, -1) <= COALESCE(m.last_rank, -1))
+                    THEN excluded.last_value ELSE m.last_value END,
+  last_rank = CASE WHEN excluded.last_step > m.last_step OR (excluded.last_step = m.last_step
+                   AND COALESCE(excluded.last_rank, -1) <= COALESCE(m.last_rank, -1))
+                   THEN excluded.last_rank ELSE m.last_rank END,
   last_step = GREATEST(m.last_step, excluded.last_step),
   first_time = LEAST(m.first_time, excluded.first_time),
   last_time = GREATEST(m.last_time, excluded.last_time)

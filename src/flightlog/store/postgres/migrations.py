@@ -264,6 +264,46 @@ MIGRATIONS: list[list[str]] = [
         )""",
         "CREATE INDEX sessions_token ON sessions(token_id)",
     ],
+    # 5: the writers of a run: identity, rank, heartbeat, last step, end, first error (issue 28).
+    [
+        """CREATE TABLE run_writers (
+            run_id TEXT NOT NULL,
+            writer TEXT NOT NULL,
+            host TEXT,
+            pid BIGINT,
+            pstart DOUBLE PRECISION,
+            boot DOUBLE PRECISION,
+            owner BIGINT NOT NULL DEFAULT 0,
+            forked BIGINT NOT NULL DEFAULT 0,
+            peer BIGINT NOT NULL DEFAULT 0,
+            attempt BIGINT NOT NULL DEFAULT 1,
+            rank BIGINT,
+            local_rank BIGINT,
+            world_size BIGINT,
+            node_rank BIGINT,
+            local_world_size BIGINT,
+            restart BIGINT NOT NULL DEFAULT 0,
+            launcher TEXT,
+            job_key TEXT,
+            started DOUBLE PRECISION NOT NULL,
+            heartbeat DOUBLE PRECISION,
+            received DOUBLE PRECISION,
+            last_step BIGINT,
+            last_step_time DOUBLE PRECISION,
+            ended DOUBLE PRECISION,
+            status TEXT,
+            end_reason TEXT,
+            exit_code BIGINT,
+            signal BIGINT,
+            failure TEXT,
+            first_error TEXT,
+            first_error_time DOUBLE PRECISION,
+            PRIMARY KEY (run_id, writer)
+        )""",
+        "CREATE INDEX run_writers_rank ON run_writers(run_id, rank)",
+        # the rank whose value `last_value` is, when ranks tie at the last step: the lowest wins
+        "ALTER TABLE metric_series ADD COLUMN last_rank BIGINT",
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

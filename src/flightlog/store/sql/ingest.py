@@ -24,6 +24,15 @@ from flightlog.schema.kinds import KINDS, Record, Run
 from flightlog.schema.values import decode_series, escape_surrogates, param_columns, series_summary
 from flightlog.store.base import IngestResult
 from flightlog.store.sql.dialect import Dialect
+from flightlog.store.sql.ranks import (
+    apply_peer_run,
+    apply_writer,
+    apply_writer_end,
+    apply_writer_lost,
+    note_first_errors,
+    note_heartbeats,
+    note_last_step,
+)
 
 __all__ = ["apply_records", "finite_or_none"]
 
@@ -31,7 +40,9 @@ Apply = Callable[[Any, dict[str, Any], Dialect], None]
 
 #: The run row's columns a ``run`` record sets: its Struct's fields, less the envelope and the
 #: two stored as JSON (failure, timeline).
-_RUN_FIELDS = tuple(f for f in Run.__struct_fields__ if f not in (*Record.__struct_fields__, "failure", "timeline"))
+_RUN_FIELDS = tuple(
+    f for f in Run.__struct_fields__ if f not in (*Record.__struct_fields__, "failure", "timeline", "peer")
+)
 
 
 def _dumps(value: Any) -> str:
@@ -51,6 +62,9 @@ def _ensure_run(conn: Any, run_id: str, rec: dict[str, Any], d: Dialect) -> None
 
 
 def _apply_run(conn: Any, rec: dict[str, Any], d: Dialect) -> None:
+    if rec.get("peer"):  # a rank joining its job's run (store/sql/ranks.py)
+        apply_peer_run(conn, rec, d, _merge_timeline)
+        return
     fields = {k: rec[k] for k in _RUN_FIELDS if k in rec}
     if "project" in fields:
         conn.execute(d.or_ignore("INSERT INTO projects(name, created) VALUES(?, ?)"), (fields["project"], rec["t"]))
@@ -125,6 +139,9 @@ def _apply_context(conn: Any, rec: dict[str, Any], d: Dialect) -> None:
 
 def _apply_metrics(conn: Any, rec: dict[str, Any], d: Dialect) -> None:
     run_id, writer, attempt = rec["r"], rec["w"], rec.get("attempt", 1)
+    # a rank's points: on a tie at the last step the lowest rank's value is the run's `last`
+    ranked = conn.execute("SELECT rank FROM run_writers WHERE run_id=? AND writer=?", (run_id, writer)).fetchone()
+    rank = ranked[0] if ranked else None
     chunks, summaries = [], []
     first_time = last_time = None
     for name, encoded in rec["series"].items():
@@ -145,7 +162,7 @@ def _apply_metrics(conn: Any, rec: dict[str, Any], d: Dialect) -> None:
                 *(bytes(part) for part in encoded),
             )
         )
-        summaries.append({"run": run_id, "name": name, **summary})
+        summaries.append({"run": run_id, "name": name, **summary, "last_rank": rank})
         first_time = summary["first_time"] if first_time is None else min(first_time, summary["first_time"])
         last_time = summary["last_time"] if last_time is None else max(last_time, summary["last_time"])
     cur = conn.cursor()
@@ -157,6 +174,8 @@ def _apply_metrics(conn: Any, rec: dict[str, Any], d: Dialect) -> None:
     cur.executemany(d.series_upsert, summaries)
     if first_time is not None and last_time is not None:
         _merge_timeline(conn, run_id, {"first_metric": first_time, "last_metric": last_time})
+    if summaries:  # the writer's (its rank's) last step
+        note_last_step(conn, run_id, writer, max(int(s["last_step"]) for s in summaries), float(last_time or rec["t"]))
 
 
 def _apply_logs(conn: Any, rec: dict[str, Any], d: Dialect) -> None:
@@ -165,6 +184,7 @@ def _apply_logs(conn: Any, rec: dict[str, Any], d: Dialect) -> None:
         "VALUES(?, ?, ?, ?, ?, ?, ?, ?)",
         (rec["r"], rec["w"], rec["n"], rec["t0"], rec["t1"], rec["maxlvl"], rec["attempts"], bytes(rec["data"])),
     )
+    note_first_errors(conn, rec)  # a chunk with an error event: its rank's first error
 
 
 def _apply_spans(conn: Any, rec: dict[str, Any], d: Dialect) -> None:
@@ -244,12 +264,14 @@ def _apply_evidence(conn: Any, rec: dict[str, Any], d: Dialect) -> None:
 
 
 def _apply_nothing(conn: Any, rec: dict[str, Any], d: Dialect) -> None:
-    """writer / writer_end records matter to the journal (crash detection), not to the store."""
+    """A heartbeat only says the writer lives: ``apply_records`` notes every writer's newest record."""
 
 
 _APPLY: dict[str, Apply] = {
-    "writer": _apply_nothing,
-    "writer_end": _apply_nothing,
+    "writer": apply_writer,
+    "writer_end": apply_writer_end,
+    "heartbeat": _apply_nothing,
+    "writer_lost": apply_writer_lost,
     "run": _apply_run,
     "timeline": _apply_timeline,
     "params": _apply_params,
@@ -273,6 +295,7 @@ def apply_records(conn: Any, records: Sequence[dict[str, Any]], d: Dialect) -> I
     bad_record: tuple[type[Exception], ...] = (KeyError, TypeError, ValueError, IndexError, *d.record_errors)
     result = IngestResult()
     marks: dict[tuple[str, str], int] = {}
+    newest: dict[tuple[str, str], float] = {}  # each writer's newest record: its heartbeat (ranks.py)
     touched: set[str] = set()
     for rec in records:
         try:
@@ -289,6 +312,9 @@ def apply_records(conn: Any, records: Sequence[dict[str, Any]], d: Dialect) -> I
             continue
         apply = _APPLY.get(rec.get("k", ""))
         marks[key] = seq
+        t = rec.get("t")
+        if type(t) is float and t > newest.get(key, 0.0):
+            newest[key] = t
         if apply is None:
             result.skipped.append(f"unknown record kind {rec.get('k')!r} (run {run_id}, seq {seq})")
             continue
@@ -309,6 +335,7 @@ def apply_records(conn: Any, records: Sequence[dict[str, Any]], d: Dialect) -> I
             result.applied += 1
         conn.execute("RELEASE SAVEPOINT rec")
     now = time.time()
+    note_heartbeats(conn, newest, now)
     conn.cursor().executemany(
         "INSERT INTO ingested AS i (run_id, writer, last_seq, updated) VALUES(?, ?, ?, ?) "
         "ON CONFLICT(run_id, writer) DO UPDATE SET updated=excluded.updated, "

@@ -33,6 +33,7 @@ from flightlog.models import (
     MetricHistory,
     MetricSummary,
     Note,
+    RankInfo,
     RunInfo,
     Span,
     StageSummary,
@@ -45,6 +46,7 @@ from flightlog.store.budget import Deadline, query_timeout_from_env
 from flightlog.store.changes import FEED_TABLES, Changes, Cursor
 from flightlog.store.sql.dialect import Dialect
 from flightlog.store.sql.ingest import apply_records
+from flightlog.store.sql.rankview import RANK_COLUMNS, rank_infos, rank_writers
 
 __all__ = ["SqlDatabase", "SqlStore"]
 
@@ -68,6 +70,7 @@ _RUN_TABLES = (
     "counters",
     "evidence",
     "ingested",
+    "run_writers",
 )
 _PART = 500  # ids per ``IN (…)``: well under SQLite's limit of bound variables
 
@@ -375,14 +378,25 @@ class SqlStore:
             ).fetchall()
         return {r[0]: _summary(r) for r in rows}
 
-    def metric_history(self, run_id: str, name: str) -> MetricHistory:
+    def metric_history(self, run_id: str, name: str, rank: int | None = None) -> MetricHistory:
+        """One metric's points. In a distributed run, one rank's: ``rank``, else the lowest rank
+        that logged the metric (every rank logging ``loss`` must not read as one zigzag series);
+        points of writers without a rank (a runner's) when no rank logged it."""
         import numpy as np
 
         with self.db.read() as conn:
-            rows = conn.execute(
-                "SELECT steps, times, vals FROM metric_chunks WHERE run_id=? AND name=? ORDER BY first_step, id",
-                (run_id, name),
-            ).fetchall()
+            writers = rank_writers(conn, run_id)
+            if not writers and rank is None:
+                rows = conn.execute(
+                    "SELECT steps, times, vals FROM metric_chunks WHERE run_id=? AND name=? ORDER BY first_step, id",
+                    (run_id, name),
+                ).fetchall()
+            else:
+                chunks = conn.execute(
+                    "SELECT writer, steps, times, vals FROM metric_chunks WHERE run_id=? AND name=? ORDER BY first_step, id",
+                    (run_id, name),
+                ).fetchall()
+                rows = _rank_chunks(chunks, writers, rank, run_id, name)
         if not rows:
             known = self.metric_summaries(run_id)
             if name not in known:
@@ -397,7 +411,7 @@ class SqlStore:
         return MetricHistory(name, steps, values, times)
 
     def logs(self, run_id: str, query: LogQuery) -> list[LogEvent]:
-        sql = "SELECT first_time, last_time, data FROM log_chunks WHERE run_id=?"
+        sql = "SELECT first_time, last_time, data, writer FROM log_chunks WHERE run_id=?"
         args: list[Any] = [run_id]
         if query.min_level is not None:
             sql += " AND max_level >= ?"
@@ -419,7 +433,8 @@ class SqlStore:
         chunks: list[list[LogEvent]] = []
         deadline = self._deadline()
         with self.db.budgeted_read(deadline) as conn:
-            for first_time, last_time, data in conn.execute(sql, args):
+            ranks = rank_writers(conn, run_id)  # an event without a rank is its writer's rank's
+            for first_time, last_time, data, writer in conn.execute(sql, args):
                 deadline.check()
                 if limit and len(events) >= limit:
                     # chunks of several writers overlap in time: stop once no later chunk can
@@ -429,7 +444,7 @@ class SqlStore:
                         break
                     if not backwards and first_time > events[limit - 1].time:
                         break
-                chunk = list(_matching(decode_log_chunk(data), query, pattern))
+                chunk = list(_matching(decode_log_chunk(data), query, pattern, ranks.get(writer)))
                 chunks.append(chunk)
                 events.extend(chunk)
         # events of one time keep the order they were written in (a traceback's lines and the
@@ -454,15 +469,43 @@ class SqlStore:
             ).fetchall()
         return merge_stages(stats, spans)
 
-    def resource_samples(self, run_id: str, since: float | None = None) -> list[dict[str, Any]]:
+    def resource_samples(
+        self, run_id: str, since: float | None = None, rank: int | None = None
+    ) -> list[dict[str, Any]]:
+        """Every process's samples, or with ``rank`` those of that rank's processes only."""
         sql = "SELECT data FROM resource_samples WHERE run_id=?"
         args: list[Any] = [run_id]
         if since is not None:
             sql += " AND time >= ?"
             args.append(since)
         with self.db.read() as conn:
+            if rank is not None:
+                writers = [w for w, r in rank_writers(conn, run_id).items() if r == rank]
+                if not writers:
+                    return []
+                where, more = self.dialect.any_of("writer", writers)
+                sql, args = f"{sql} AND {where}", [*args, *more]
             rows = conn.execute(sql + " ORDER BY time, id", args).fetchall()
         return [json.loads(r[0]) for r in rows]
+
+    def ranks(self, run_id: str, *, all_attempts: bool = False) -> list[RankInfo]:
+        """The ranks of a distributed run (empty for a run of one process): see store/sql/rankview.py."""
+        with self.db.read() as conn:
+            run = conn.execute("SELECT status, attempt FROM runs WHERE id=?", (run_id,)).fetchone()
+            if run is None:
+                raise NotFound(f"no run with id {run_id!r}: list runs with `flightlog runs ls`")
+            rows = conn.execute(
+                f"SELECT {RANK_COLUMNS} FROM run_writers WHERE run_id=? AND rank IS NOT NULL AND forked=0 "
+                "ORDER BY attempt, rank, restart, started",
+                (run_id,),
+            ).fetchall()
+        return rank_infos(
+            rows,
+            run_status=run[0],
+            run_attempt=run[1] or 1,
+            finished=run[0] in TERMINAL_STATUSES,
+            all_attempts=all_attempts,
+        )
 
     # ── for the server: change feeds, scope checks, API tokens ───────────────
     def log_events_after(self, run_id: str, after: int, query: LogQuery) -> tuple[list[LogEvent], int]:
@@ -479,20 +522,21 @@ class SqlStore:
             conds.append("max_level >= ?")
             args.append(query.min_level)
         sql = (
-            f"SELECT id, CASE WHEN {' AND '.join(conds)} THEN data END FROM log_chunks "
+            f"SELECT id, CASE WHEN {' AND '.join(conds)} THEN data END, writer FROM log_chunks "
             "WHERE run_id=? AND id > ? ORDER BY id"
         )
         pattern = compile_grep(query.grep) if query.grep else None
         deadline = self._deadline()
         with self.db.budgeted_read(deadline) as conn:
             rows = conn.execute(sql, [*args, run_id, after]).fetchall()
+            ranks = rank_writers(conn, run_id) if rows else {}
         events: list[LogEvent] = []
         last = after
-        for chunk_id, data in rows:
+        for chunk_id, data, writer in rows:
             deadline.check()
             last = chunk_id
             if data is not None:
-                events.extend(_matching(decode_log_chunk(data), query, pattern))
+                events.extend(_matching(decode_log_chunk(data), query, pattern, ranks.get(writer)))
         events.sort(key=_event_time)
         return events, last
 
@@ -784,9 +828,13 @@ def _event_time(event: LogEvent) -> float:
     return event.time
 
 
-def _matching(batch: Any, query: LogQuery, pattern: GrepPattern | None) -> list[LogEvent]:
+def _matching(batch: Any, query: LogQuery, pattern: GrepPattern | None, rank: int | None = None) -> list[LogEvent]:
+    """The chunk's events that pass ``query``; ``rank``: its writer's rank, the rank of an event
+    that names none (everything a rank's writer records belongs to that rank)."""
     out = []
     cols = batch
+    if rank is not None:
+        cols.rank = [rank if r is None else r for r in cols.rank]
     for i in range(len(cols.time)):
         if query.min_level is not None and cols.level[i] < query.min_level:
             continue
@@ -802,6 +850,8 @@ def _matching(batch: Any, query: LogQuery, pattern: GrepPattern | None) -> list[
         if query.attempt is not None and cols.attempt[i] != query.attempt:
             continue
         if query.stage is not None and cols.stage[i] != query.stage:
+            continue
+        if query.rank is not None and cols.rank[i] != query.rank:
             continue
         if pattern is not None and not pattern.search(cols.message[i]):
             continue
@@ -819,6 +869,24 @@ def _matching(batch: Any, query: LogQuery, pattern: GrepPattern | None) -> list[
             )
         )
     return out
+
+
+def _rank_chunks(
+    chunks: list[Any], writers: dict[str, int], rank: int | None, run_id: str, name: str
+) -> list[tuple[bytes, bytes, bytes]]:
+    """The chunks (writer, steps, times, values) of one rank: ``rank``, else the lowest rank
+    that has any (else every chunk: the metric comes from writers that are not ranks)."""
+    present = sorted({writers[c[0]] for c in chunks if c[0] in writers})
+    if rank is None:
+        if not present:
+            return [c[1:] for c in chunks]
+        rank = present[0]
+    elif not writers:
+        raise NotFound(f"run {run_id[:12]} has no ranks (it is not a distributed run): leave rank out")
+    elif chunks and rank not in present:
+        known = ", ".join(map(str, present)) or "none (only writers without a rank logged it)"
+        raise NotFound(f"rank {rank} of run {run_id[:12]} logged no points of {name!r}; ranks that did: {known}")
+    return [c[1:] for c in chunks if writers.get(c[0]) == rank]
 
 
 def _min_opt(a: float | None, b: float | None) -> float | None:

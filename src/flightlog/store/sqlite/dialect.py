@@ -15,9 +15,9 @@ class SqliteDialect:
     record_errors: tuple[type[Exception], ...] = (sqlite3.IntegrityError,)
     series_upsert = """
 INSERT INTO metric_series(run_id, name, count, nonfinite, min, max, first_step, last_step,
-                          last_value, first_time, last_time)
+                          last_value, first_time, last_time, last_rank)
 VALUES(:run, :name, :count, :nonfinite, :min, :max, :first_step, :last_step, :last_value,
-       :first_time, :last_time)
+       :first_time, :last_time, :last_rank)
 ON CONFLICT(run_id, name) DO UPDATE SET
   count = count + excluded.count,
   nonfinite = nonfinite + excluded.nonfinite,
@@ -26,7 +26,12 @@ ON CONFLICT(run_id, name) DO UPDATE SET
   max = CASE WHEN max IS NULL THEN excluded.max WHEN excluded.max IS NULL THEN max
              ELSE MAX(max, excluded.max) END,
   first_step = MIN(first_step, excluded.first_step),
-  last_value = CASE WHEN excluded.last_step >= last_step THEN excluded.last_value ELSE last_value END,
+  last_value = CASE WHEN excluded.last_step > last_step OR (excluded.last_step = last_step
+                    AND COALESCE(excluded.last_rank, -1) <= COALESCE(last_rank, -1))
+                    THEN excluded.last_value ELSE last_value END,
+  last_rank = CASE WHEN excluded.last_step > last_step OR (excluded.last_step = last_step
+                   AND COALESCE(excluded.last_rank, -1) <= COALESCE(last_rank, -1))
+                   THEN excluded.last_rank ELSE last_rank END,
   last_step = MAX(last_step, excluded.last_step),
   first_time = MIN(first_time, excluded.first_time),
   last_time = MAX(last_time, excluded.last_time)

@@ -270,6 +270,50 @@ MIGRATIONS: list[list[str]] = [
         ) WITHOUT ROWID""",
         "CREATE INDEX sessions_token ON sessions(token_id)",
     ],
+    # 5: the writers of a run (issue 28): one row per writer, from its `writer` record; in a
+    # distributed job each non-forked writer is one rank. Heartbeats (any record of the writer),
+    # the last step it logged, its own end (or `lost`, settled by a peer or a sync) and the first
+    # error its rank logged. A run whose ranks are peers derives its end from these rows
+    # (store/sql/ranks.py).
+    [
+        """CREATE TABLE run_writers (
+            run_id TEXT NOT NULL,
+            writer TEXT NOT NULL,
+            host TEXT,
+            pid INTEGER,
+            pstart REAL,             -- the process's start and the host's boot (journal/liveness.py)
+            boot REAL,
+            owner INTEGER NOT NULL DEFAULT 0,   -- 1: this writer's process sets the run's status
+            forked INTEGER NOT NULL DEFAULT 0,  -- 1: a forked child (a data-loader worker) of its rank
+            peer INTEGER NOT NULL DEFAULT 0,    -- 1: a rank of a job whose ranks own the run together
+            attempt INTEGER NOT NULL DEFAULT 1,
+            rank INTEGER,            -- NULL: not a rank (a runner, a single process)
+            local_rank INTEGER,
+            world_size INTEGER,
+            node_rank INTEGER,
+            local_world_size INTEGER,
+            restart INTEGER NOT NULL DEFAULT 0, -- the launcher's restart count (TORCHELASTIC_RESTART_COUNT)
+            launcher TEXT,
+            job_key TEXT,
+            started REAL NOT NULL,   -- the writer record's time
+            heartbeat REAL,          -- the newest record time of the writer (its clock)
+            received REAL,           -- when the store last received a record of the writer (its clock)
+            last_step INTEGER,
+            last_step_time REAL,
+            ended REAL,
+            status TEXT,             -- succeeded | failed | stopped | killed | crashed | lost; NULL: no end yet
+            end_reason TEXT,
+            exit_code INTEGER,
+            signal INTEGER,
+            failure TEXT,            -- JSON, a failed rank's own failure summary
+            first_error TEXT,        -- the first error line its rank logged
+            first_error_time REAL,
+            PRIMARY KEY (run_id, writer)
+        ) WITHOUT ROWID""",
+        "CREATE INDEX run_writers_rank ON run_writers(run_id, rank)",
+        # the rank whose value `last_value` is, when ranks tie at the last step: the lowest wins
+        "ALTER TABLE metric_series ADD COLUMN last_rank INTEGER",
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

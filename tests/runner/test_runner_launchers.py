@@ -1,0 +1,85 @@
+"""`flightlog run -- torchrun …` with real ranks on gloo: the ranks' lines are theirs, a worker's
+error is the failure (never the launcher's ``ChildFailedError``), the launcher's summary is
+evidence of each rank's end and never metrics."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import flightlog
+from tests.helpers import cli
+
+TORCHRUN = Path(sys.executable).with_name("torchrun")
+pytestmark = pytest.mark.skipif(not TORCHRUN.exists() and shutil.which("torchrun") is None, reason="torchrun")
+
+RANK_RAISES = """
+import datetime
+import torch
+import torch.distributed as dist
+from torch.distributed.elastic.multiprocessing.errors import record
+
+def load_batch(rank, step):
+    if rank == 1 and step == 2:
+        raise ValueError(f"shard 7 has 0 rows (rank {rank})")
+    return torch.ones(4)
+
+@record
+def main():
+    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=20))
+    rank = dist.get_rank()
+    for step in range(4):
+        x = load_batch(rank, step)
+        dist.all_reduce(x)
+        print(f"step={step} loss={1.0 / (step + 1):.4f}", flush=True)
+    dist.destroy_process_group()
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_worker_s_error_is_the_failure_and_each_rank_s_lines_are_its_own(home: Path, tmp_path: Path) -> None:
+    path = tmp_path / "train.py"
+    path.write_text(textwrap.dedent(RANK_RAISES))
+    proc = cli(
+        home,
+        "run",
+        "--project",
+        "t",
+        "--",
+        str(TORCHRUN),
+        "--nproc_per_node",
+        "2",
+        "--standalone",
+        str(path),
+        check=False,
+        timeout=180,
+    )
+    assert proc.returncode == 1, proc.stderr
+    client = flightlog.Client(home=home)
+    run = client.runs(project="t", limit=1)[0]
+    failure = run.failure or {}
+    # the worker's exception, not torchrun's ChildFailedError
+    assert failure.get("exception") == "ValueError", failure
+    assert failure.get("rank") == 1
+    assert {r["rank"] for r in failure.get("ranks", [])} == {0, 1}
+    (exits,) = client.evidence(run.id, kind="launcher_exits")
+    data = exits["data"]
+    assert data["launcher"] == "torchrun" and data["first_error_rank"] == 1
+    by_rank = {r["rank"]: r for r in data["ranks"]}
+    assert by_rank[0]["victim"] is True and by_rank[1]["victim"] is False
+    assert by_rank[1]["error"] == "ValueError: shard 7 has 0 rows (rank 1)"
+    # each rank's traceback is one event carrying its rank, stored without the prefix
+    lines = cli(home, "logs", run.id, "--level", "error", "--format", "json").stdout.splitlines()
+    errors = [e for e in map(json.loads, lines) if e.get("rank") is not None]
+    assert {e["rank"] for e in errors} == {0, 1}
+    assert all(e["message"].startswith("Traceback (most recent call last):") for e in errors)
+    # the summary's "exitcode : 1 (pid: …)", "rank : 0 (local_rank: 0)" are no metrics
+    names = set(client.metrics(run.id))
+    assert names == {"loss"}, names
