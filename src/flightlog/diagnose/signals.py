@@ -348,7 +348,7 @@ _WARNING = re.compile(
 )
 #: a line about trouble that went away or is being handled
 _RECOVERED = re.compile(
-    r"\bretrying\b|\bwill retry\b|\bretry(?:ing)? in \d|\battempt \d+ (?:of|/) \d+|\bresolved\b|\bresuming\b"
+    r"\bretrying\b|\bwill retry\b|\bretry(?:ing)? in \d|\bentering retry loop\b|\battempt \d+ (?:of|/) \d+|\bresolved\b|\bresuming\b"
     r"|\bsucceeded\b|\bsuccessfully\b|\brecovered\b|\bfalling back\b|\bfell back\b|\bignor(?:ed|ing)\b",
     re.I,
 )

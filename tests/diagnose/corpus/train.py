@@ -46,7 +46,7 @@ FORMAT = 1
 #: a scenario stands for a whole kind of ending the corpus cannot show: it counts as this many entries
 SCENARIO_WEIGHT = 5.0
 #: a benign line is rarer in the corpus than a failure, and a false alarm costs more than a miss
-BENIGN_WEIGHT = 2.0
+BENIGN_WEIGHT = 4.0
 #: the categories a native library's check message can name (its words, not the abort, are the cause)
 _NATIVE_NAMES = ("missing_file", "oom_killed", "data_error", "bad_parameter", "dependency_error", "disk_full")
 C_GRID = (1.0, 3.0, 10.0, 30.0)
