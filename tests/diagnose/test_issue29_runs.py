@@ -420,9 +420,10 @@ def test_the_fast_classifier_agrees_with_the_full_diagnosis(home: Path) -> None:
 
 EVAL_NAN = """
 import sys
-print("epoch 1: loss=0.91 eval_loss=0.88", flush=True)
-print("eval: {'eval_loss': 0.412, 'eval_f1_minority': nan, 'eval_accuracy': 0.913}", flush=True)
-print("epoch 3: val_auc=nan (one class in this fold) val_loss=0.52", flush=True)
+for epoch in range(1, 4):
+    for step in range(1, 4):
+        print(f"epoch {epoch} step {step}: loss={1.0 / (epoch * step):.4f}", flush=True)
+    print(f"eval: {{'eval_loss': {0.5 / epoch:.3f}, 'eval_f1_minority': nan, 'eval_accuracy': 0.913}}", flush=True)
 print("training complete", flush=True)
 """
 

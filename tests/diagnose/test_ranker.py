@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from flightlog.diagnose.candidates import collect
 from flightlog.diagnose.classify import read_process
 from flightlog.diagnose.ranker import CANDIDATES, MODEL_PATH, NONE, candidate_features, load_model, rank
@@ -25,6 +27,7 @@ def test_the_shipped_model_names_the_corpus_it_was_trained_on() -> None:
     )
 
 
+@pytest.mark.timeout(900)
 def test_retraining_reproduces_the_shipped_model() -> None:
     """``python -m tests.diagnose.corpus.train --check`` fits again (cross-validation included)
     and finds the same weights, temperature and corpus."""

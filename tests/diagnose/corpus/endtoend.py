@@ -174,9 +174,11 @@ HEALTHY = (
         "done: model saved to ./out/model.pt",
     ],
     [
+        "step 100: loss=0.9120",
         "eval: {'eval_loss': 0.412, 'eval_f1_minority': nan, 'eval_accuracy': 0.913}",
+        "step 200: loss=0.7311",
         "precision for class 'rare' is nan (no predicted samples)",
-        "epoch 3: val_auc=nan (one class in this fold) val_loss=0.52",
+        "step 300: loss=0.6025",
         "training complete",
     ],
     [
