@@ -33,8 +33,10 @@ def read_process(
     """The arguments of :func:`classify_failure` read as one structure: the last lines, then the
     traceback when the lines do not hold it already."""
     texts = list(last_lines)
-    if traceback_text and not any(traceback_text in t or t in traceback_text for t in texts[-3:] if t):
+    if traceback_text and not any(traceback_text.strip() in t for t in texts[-3:] if t):
         texts.append(traceback_text)
+    if exit_code is None and signal is None and not timed_out and not oom_killed and traceback_text:
+        exit_code = 1  # an uncaught exception the SDK recorded without an exit code: Python exits 1
     return read_failure(
         texts,
         exit_code=exit_code,

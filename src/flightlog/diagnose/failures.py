@@ -92,8 +92,13 @@ def read_run(ev: RunEvidence) -> FailureRead:
     oom = failure.get("oom") or {}
     near = None if ev.timed_out else _memory_before_the_end(ev)
     share = near[0] / near[1] if near else _share_of_the_host(ev)
+    exit_code = info.exit_code
+    if exit_code is None and info.signal is None and (info.end_reason == "exception" or failure.get("exception")):
+        # an uncaught exception recorded by the SDK alone (no runner saw the exit): the
+        # interpreter exits 1 on it, and that is how the same crash reads under `flightlog run`
+        exit_code = 1
     facts: dict[str, Any] = {
-        "exit_code": info.exit_code,
+        "exit_code": exit_code,
         "signal": info.signal,
         "end_reason": "crashed" if info.status == "crashed" else info.end_reason,
         "timed_out": ev.timed_out,

@@ -216,8 +216,11 @@ def candidate_features(read: FailureRead, hits: Sequence[Hit]) -> dict[str, dict
                 f["leads"] = 1.0
                 f[f"{category}|leads"] = 1.0
             f["rules"] = min(len({h.rule for h in mine}), 5) / 5
-        for fact in facts:
-            f[f"{category}|{fact}"] = FACT_SCALE
+        if mine:  # the structure's facts speak for a category some rule found, not for every category
+            for fact in facts:
+                f[f"{category}|{fact}"] = FACT_SCALE
+        else:
+            f["no_rule"] = 1.0
         out[category] = f
     none: dict[str, float] = {NONE: 1.0, "none|best": best, "none|best_logit": _logit(best)}
     for fact in facts:
