@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install ui demo test lint bench bench-peers bench-venv mlflow2-venv clean
+.PHONY: install ui demo test test-setup browser postgres peers lint bench bench-peers bench-venv mlflow2-venv clean
 
 $(STAMP): requirements.lock requirements-torch.lock pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,10 +23,24 @@ ui:
 demo: install
 	$(BIN)/python examples/demo.py
 
-test: install lint
-	@scripts/setup-ui.sh --browser
-	@scripts/setup-postgres.sh
+# Everything the suite needs is made before it starts, side by side (-j: the peers' environments,
+# the UI and the browser while the project installs and lint runs), never inside a test; then the
+# suite on both cores (tests/README.md: how to run it, what keeps it fast).
+test:
+	@$(MAKE) --no-print-directory -j4 test-setup
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile
+
+test-setup: lint browser postgres peers
+
+# Debian's chromium for tests/ui (after the UI build: both steps are in setup-ui.sh)
+browser: ui
+	@scripts/setup-ui.sh --browser
+
+postgres:
+	@scripts/setup-postgres.sh
+
+# the peers' environments the MLflow tests run (tests/conftest.py: mlflow_python, mlflow2_python)
+peers: bench-venv mlflow2-venv
 
 lint: install
 	$(BIN)/ruff check src tests bench examples scripts

@@ -46,7 +46,7 @@ def middleware_cost(calls: int) -> dict[str, Any]:
     from flightlog import serving
 
     replica = serving.attach(
-        model="bench:1", endpoint="bench", inputs=["x"], buffer_limit=10 * calls, interval=3600, capture_logs=False
+        version="1", endpoint="bench", inputs=["x"], buffer_limit=10 * calls, interval=3600, capture_logs=False
     )
 
     async def app(scope: Any, receive: Any, send: Any) -> None:
@@ -219,7 +219,7 @@ INGEST = textwrap.dedent("""
     from time import perf_counter
     from flightlog import serving
     n = int(sys.argv[1])
-    replica = serving.attach(model="bench:1", endpoint="ingest", inputs=["amount"], sample=1.0, interval=3600,
+    replica = serving.attach(version="1", endpoint="ingest", inputs=["amount"], sample=1.0, interval=3600,
                              buffer_limit=n + 1, capture_logs=False)
     body = [b'{"amount": 12.5, "country": "FR", "email": "a@b.c"}']
     from flightlog.serving.middleware import _parse_http

@@ -11,7 +11,11 @@
    replicas of a Starlette API and sends traffic with labels; then v2, a bigger model trained on a
    snapshot that lost one country's rows, rolled out replica by replica; prints the registry,
    the deployment, the serving stats and the deployment's diagnosis;
-6. at a terminal, serves the web UI on these runs until Ctrl-C (`flightlog ui`); from a script,
+6. a distributed job (examples/distributed: torchrun, two ranks on gloo, CPU) whose rank 1 gets
+   stuck in its data read: the hang is found while it happens (a short threshold through the
+   documented FLIGHTLOG_HANG_* settings), then the ranks and the diagnosis — rank 1 is the
+   culprit, with its line and the collective it never entered; rank 0 only waited;
+7. at a terminal, serves the web UI on these runs until Ctrl-C (`flightlog ui`); from a script,
    prints that command instead.
 """
 
@@ -92,6 +96,7 @@ def main() -> None:
 
     pipe_run, cached_run = pipeline_part()
     models_part()
+    hung = distributed_part()
 
     banner("where to look")
     print(f"""  store:        {HOME}   (FLIGHTLOG_HOME)
@@ -103,20 +108,57 @@ def main() -> None:
   models:       {FLIGHTLOG} models show fraud     (deployment: flightlog deployments show fraud-api --env prod;
                 serving: flightlog serving stats fraud-api, flightlog serving predictions fraud-api --limit 20;
                 the deployment's page, with the web UI up: {UI}/deployments/fraud-api?env=prod;
-                the example: examples/serving/README.md)
-  docs:         docs/quickstart.md, docs/cli.md, docs/runner.md, docs/pipelines.md, docs/models.md, docs/ui.md""")
+                the example: examples/serving/README.md)""")
+    if hung:
+        print(f"""  distributed:  {FLIGHTLOG} ranks {hung[:8]} --stacks   (the diagnosis: flightlog diagnose {hung[:8]};
+                rank 1's logs: flightlog logs {hung[:8]} --rank 1; in the web UI: project distributed-demo,
+                the run's Timeline tab has a lane per rank; the example: examples/distributed/README.md)""")
+    print(
+        "  docs:         docs/quickstart.md, docs/cli.md, docs/runner.md, docs/pipelines.md, docs/models.md, docs/ui.md,"
+    )
+    print("                docs/distributed.md")
 
     serve = [FLIGHTLOG, "ui", "--home", str(HOME), "--project", "demo"]
     if not sys.stdin.isatty():  # a script or CI: say how, and finish
         print(f"  web UI:       {' '.join(serve)}")
         return
-    banner("6. the web UI on these runs (Ctrl-C stops it)")
+    banner("7. the web UI on these runs (Ctrl-C stops it)")
     server = subprocess.Popen(serve, env=ENV, cwd=ROOT)
     while server.poll() is None:
         try:
             server.wait()
         except KeyboardInterrupt:
             pass  # the server got the same Ctrl-C and is stopping; the demo ends with it
+
+
+def distributed_part() -> str | None:
+    """examples/distributed/hang.py under `flightlog run -- torchrun`: rank 1 hangs, rank 0 waits;
+    then the ranks and the diagnosis. The id of its run, or None without torch."""
+    torchrun = BIN / "torchrun"
+    banner("6. a distributed job: torchrun, 2 ranks on gloo; rank 1 gets stuck in its data read")
+    if not torchrun.exists():
+        print("  (torch is not installed in this environment: see examples/distributed/README.md)", flush=True)
+        return None
+    # a short hang threshold through the documented settings, and a short group timeout: seconds, not minutes
+    hang = {"FLIGHTLOG_HANG_MIN": "1", "FLIGHTLOG_HANG_MAX": "30"}
+    job = [
+        "--",
+        str(torchrun),
+        "--nproc_per_node",
+        "2",
+        "--standalone",
+        "examples/distributed/hang.py",
+        "--timeout",
+        "5",
+    ]
+    args = ["run", "--project", "distributed-demo", "--name", "ddp-hang", *job]
+    print(f"$ {' '.join(f'{k}={v}' for k, v in hang.items())} flightlog {' '.join(args)}", flush=True)
+    subprocess.run([FLIGHTLOG, *args], env={**ENV, **hang}, cwd=ROOT)  # it fails: rank 0 times out waiting
+    runs = json.loads(capture("runs", "ls", "--project", "distributed-demo", "--limit", "1", "--format", "json"))
+    run = str(runs[0]["id"])
+    sh("ranks", run[:8])
+    sh("diagnose", run[:8], "--no-baseline", check=False)
+    return run
 
 
 def pipeline_part() -> tuple[str, str]:

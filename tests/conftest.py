@@ -23,6 +23,8 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
+from tests.browser import build_ui, fail_without_chromium, launch
+
 # Property tests run a fixed (derandomized) example set, so a red `make test` always reproduces;
 # FLIGHTLOG_FUZZ_EXAMPLES=N (see tests/server/test_fuzz.py) switches every one to fresh random examples.
 settings.register_profile("fixed", derandomize=True, database=None)
@@ -45,6 +47,10 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    fail_without_chromium(item)  # a browser test without Chromium fails, saying how to install it
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "transport" in metafunc.fixturenames:
         only = metafunc.definition.get_closest_marker("embedded_only")
@@ -58,6 +64,34 @@ def on_postgres(path: Path) -> bool:
     """Whether a test file belongs to a suite that also runs against PostgreSQL."""
     parts = path.relative_to(Path(__file__).parent).parts
     return len(parts) > 1 and (parts[0] in POSTGRES_SUITES or parts[:2] in POSTGRES_FILES)
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def peer_python(target: str, venv: str) -> Path:
+    """The interpreter of a peer's environment (MLflow's), which `make TARGET` builds; `make test`
+    builds every one before the suite starts (beside lint), so no test waits on a pip install.
+    A missing or stale one fails the test that needs it, saying what to run (never a skip)."""
+    question = subprocess.run(["make", "-q", target], cwd=ROOT, capture_output=True, text=True)
+    if question.returncode != 0:
+        pytest.fail(
+            f"{venv} is missing or out of date: run `make {target}` (or `make peers`; `make test` builds it)",
+            pytrace=False,
+        )
+    return ROOT / venv / "bin" / "python"
+
+
+@pytest.fixture(scope="session")
+def mlflow_python() -> Path:
+    """The pinned MLflow 3 client and server (.bench-venv, `make bench-venv`)."""
+    return peer_python("bench-venv", ".bench-venv")
+
+
+@pytest.fixture(scope="session")
+def mlflow2_python() -> Path:
+    """The last MLflow 2.x client, skinny (.mlflow2-venv, `make mlflow2-venv`)."""
+    return peer_python("mlflow2-venv", ".mlflow2-venv")
 
 
 @pytest.fixture(scope="session")
@@ -112,6 +146,22 @@ def home(
             yield h
         return
     yield h
+
+
+@pytest.fixture(scope="session")
+def built_ui() -> Path:
+    """The web UI's built files (tests/browser.py)."""
+    return build_ui()
+
+
+@pytest.fixture(scope="package")
+def browser(built_ui: Path) -> Iterator[Any]:
+    """Headless Chromium, one per test package, closed when the package's tests are done (its
+    processes would otherwise count as children of the test process in other packages' tests).
+    A test that looks at a page takes it, with ``tests.browser.open_page``, so that it fails,
+    never skips, when Chromium is missing."""
+    with launch() as b:
+        yield b
 
 
 @pytest.fixture

@@ -128,3 +128,20 @@ export function parseJump(text: string, start: number | null): number | null {
   const t = Date.parse(s);
   return Number.isNaN(t) ? null : t;
 }
+
+/** Milliseconds for people: `0.42 ms`, `1.23 ms`, `12.3 ms`, `245 ms`, `1.35 s`. */
+export function fmtMs(v: number | null | undefined): string {
+  if (v === null || v === undefined || !Number.isFinite(v)) return "—";
+  if (v === 0) return "0 ms";
+  if (v >= 1000) return `${(v / 1000).toFixed(2)} s`;
+  if (v >= 100) return `${Math.round(v)} ms`;
+  if (v >= 10) return `${v.toFixed(1)} ms`;
+  return `${v.toFixed(2)} ms`;
+}
+
+export function fmtRate(v: number | null | undefined): string {
+  if (v === null || v === undefined || !Number.isFinite(v)) return "—";
+  if (v === 0) return "0%";
+  const p = v * 100;
+  return `${p < 0.1 ? p.toFixed(2) : p < 10 ? p.toFixed(1) : Math.round(p)}%`;
+}

@@ -10,12 +10,31 @@ import { Projects } from "./pages/Projects";
 import { RunPage } from "./pages/Run";
 import { Runs } from "./pages/Runs";
 import { SignIn } from "./pages/SignIn";
-import { Link, navigate, paths, useLocation } from "./router";
+import { href, Link, mlflowHashTarget, navigate, paths, useLocation } from "./router";
 import "./styles.css";
 import { applyTheme, setTheme, themeChoice, type ThemeChoice } from "./theme";
 import type { Principal } from "./types";
 
 applyTheme();
+followMlflowLink();
+
+/** An MLflow client's link (`http://server/#/experiments/1/runs/ID`) opens what it names. */
+function followMlflowLink(): void {
+  const target = mlflowHashTarget(location.hash);
+  if (!target) return;
+  if ("path" in target) {
+    history.replaceState(null, "", href(target.path));
+    return;
+  }
+  history.replaceState(null, "", href(""));
+  fetch(href(`api/2.0/mlflow/experiments/get?experiment_id=${encodeURIComponent(target.experiment)}`), { credentials: "same-origin" })
+    .then((r) => (r.ok ? r.json() : null))
+    .then((doc: { experiment?: { name?: string } } | null) => {
+      const name = doc?.experiment?.name;
+      if (name) navigate(paths.runs(name === "Default" ? "default" : name), { replace: true });
+    })
+    .catch(() => undefined); // no MLflow API here: the projects list it is
+}
 
 const NEXT_THEME: Record<ThemeChoice, ThemeChoice> = { auto: "light", light: "dark", dark: "auto" };
 

@@ -58,6 +58,22 @@ export function parse(path: string): Route {
   return { page: "notfound", path };
 }
 
+/**
+ * The app path an MLflow UI link means: MLflow clients print `#/experiments/1/runs/ID` (and
+ * `#/models/NAME/versions/2`) after the server's address; the run and the model have pages here.
+ * An experiment alone is a project, found by asking the MLflow API for its name (`experimentPath`).
+ */
+export function mlflowHashTarget(hash: string): { path: string } | { experiment: string } | null {
+  const m = /^#\/(experiments|models)\/([^/?]+)(?:\/(runs|versions)\/([^/?]+))?/.exec(hash);
+  if (!m) return null;
+  const [, kind, id, sub, subId] = m;
+  const dec = (x: string) => { try { return decodeURIComponent(x); } catch { return x; } };
+  if (kind === "experiments" && sub === "runs" && subId) return { path: `runs/${enc(dec(subId))}` };
+  if (kind === "experiments") return { experiment: dec(id) };
+  if (kind === "models") return { path: paths.model(dec(id)) };
+  return null;
+}
+
 function tabOf(part: string | undefined): string {
   return part && (TABS as readonly string[]).includes(part) ? part : part ? "notfound" : "overview";
 }

@@ -8,6 +8,8 @@ export type JsonNumber = number | string | null;
 export interface Project {
   name: string;
   runs: number;
+  /** of them, serving replicas (runs of kind serving) */
+  serving_runs?: number;
   last_created: string | null;
   running: number;
   failed: number;
@@ -58,6 +60,8 @@ export interface Run {
   signal: number | null;
   duration: number | null;
   queue_wait: number | null;
+  /** training (any workload) or serving (a model server's replica: its own kind, out of the runs table by default) */
+  kind?: "training" | "serving" | string;
   created: string | null;
   queued: string | null;
   started: string | null;
@@ -390,20 +394,94 @@ export interface ServingMinute {
   requests: number;
   errors: number;
   error_rate: number | null;
+  client_errors?: number;
+  client_error_rate?: number | null;
   p50_ms: number | null;
   p95_ms: number | null;
   p99_ms: number | null;
   replicas: number;
 }
 
+/** A version's totals over the window it served (serving stats --by version). */
+export interface VersionStats {
+  version: string;
+  requests: number;
+  errors: number;
+  error_rate: number | null;
+  client_errors: number;
+  client_error_rate: number | null;
+  p50_ms: number | null;
+  p95_ms: number | null;
+  p99_ms: number | null;
+  throughput_per_min: number | null;
+  minutes: number;
+  first: string | null;
+  last: string | null;
+  replicas: number;
+  error_types: Record<string, number>;
+  error_messages?: Record<string, string>;
+}
+
 export interface Rollout {
+  /** first traffic of the new version (the deploy time when none yet) */
   time: string;
+  deployed_at: string | null;
+  first_traffic_at: string | null;
   kind: "rollout" | "rollback" | string;
   from_version: number;
   to_version: number;
   model: string;
   actor: string | null;
   replicas: number;
+}
+
+/** A distribution as the drift document shows it (training side or live side). */
+export interface DistributionSummary {
+  kind: string;
+  type: string;
+  count: number;
+  nulls: number;
+  mean?: number | null;
+  std?: number | null;
+  min?: number | null;
+  max?: number | null;
+  p5?: number | null;
+  p25?: number | null;
+  p50?: number | null;
+  p75?: number | null;
+  p95?: number | null;
+  top?: { value: string; share: number }[];
+  distinct?: number;
+}
+
+export interface FeatureDriftRow {
+  feature: string;
+  test: string;
+  statistic: number | null;
+  p_value: number | null;
+  threshold: number;
+  drifted: boolean;
+  types?: Record<string, number>;
+  training?: DistributionSummary | null;
+  live?: DistributionSummary | null;
+}
+
+/** GET api/v1/serving/ENDPOINT/drift */
+export interface EndpointDrift {
+  endpoint: string;
+  env: string | null;
+  since: string;
+  drifted: string[];
+  versions: {
+    version: string;
+    model: string | null;
+    training_run: string | null;
+    rows: number;
+    failed: number;
+    judged: boolean;
+    features: FeatureDriftRow[];
+    notes: string[];
+  }[];
 }
 
 /** GET api/v1/deployments/ENDPOINT/timeline */
@@ -416,6 +494,7 @@ export interface DeploymentTimeline {
   desired: { time: string; version: number; model: string; ref: string | null; actor: string | null; from_version: number | null }[];
   replicas: ReplicaRow[];
   minutes: ServingMinute[];
+  versions?: VersionStats[];
   rollouts: Rollout[];
   alerts: Alert[];
 }
@@ -428,4 +507,62 @@ export interface DeploymentDiagnosis {
   after: { version: number | string; run_id: string | null } | null;
   differences: { kind: string; summary: string }[];
   text: string;
+}
+
+/** One rank of a distributed run (GET api/v1/runs/RUN/ranks; docs/distributed.md). */
+export interface RankInfo {
+  rank: number;
+  local_rank: number | null;
+  world_size: number | null;
+  node_rank?: number | null;
+  host: string | null;
+  pid: number | null;
+  restart: number;
+  attempt: number;
+  state: "running" | "succeeded" | "failed" | "stopped" | "killed" | "lost" | "hung" | string;
+  started: string | null;
+  last_heartbeat: string | null;
+  last_step: number | null;
+  last_step_time: string | null;
+  ended: string | null;
+  end_reason: string | null;
+  exit_code: number | null;
+  signal: number | null;
+  first_error: { message: string; time: string | null } | null;
+  launcher: string | null;
+  writer?: string | null;
+}
+
+/** A piece of a run's evidence (GET api/v1/runs/RUN/evidence). */
+export interface EvidenceItem<T = Record<string, unknown>> {
+  kind: string;
+  name: string;
+  time: string;
+  data: T;
+}
+
+/** `stall` evidence: a process stopped (or resumed) making progress (docs/distributed.md). */
+export interface Stall {
+  rank?: number | null;
+  pid?: number | null;
+  state: "stalled" | "resumed";
+  since: number | null;
+  time: number;
+  threshold_s?: number | null;
+  group_timeout_s?: number | null;
+}
+
+/** The culprit of a distributed run's finding (contract C5). */
+export interface Culprit {
+  rank: number;
+  host: string | null;
+  where: { file: string; line: number | null; function: string } | null;
+  collective: { op: string; seq: number } | null;
+  stuck_s?: number;
+}
+
+export interface Victim {
+  rank: number;
+  waited_s: number | null;
+  error: string | null;
 }

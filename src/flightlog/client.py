@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from flightlog.config import Settings
@@ -39,6 +39,10 @@ from flightlog.timefmt import parse_time
 __all__ = ["Client"]
 
 RunRef = str | RunInfo | Any  # a run id, a prefix, a RunInfo, or a flightlog.Run
+
+#: artifact records that stand for a directory (the SDK's ``dir``) or a deleted path, never a file
+#: of one; a manifest (an MLflow model's ``model``) is told by the files recorded under its path
+_DIRECTORY_KINDS = frozenset({"dir", "deleted"})
 
 
 def _run_id(ref: RunRef) -> str:
@@ -185,8 +189,12 @@ class Client:
         )
         return self.store.logs(self._ref(run), query)
 
-    def stages(self, run: RunRef) -> list[StageSummary]:
-        return self.store.stages(self._ref(run))
+    def stages(self, run: RunRef, *, rank: int | None = None) -> list[StageSummary]:
+        """The run's stages (count, total, min, max, spans kept); with ``rank``, only what that
+        rank's processes timed (a distributed run: each rank times its own stages)."""
+        if rank is not None:
+            _check_rank(rank)
+        return self.store.stages(self._ref(run), rank)
 
     def resources(self, run: RunRef, since: float | None = None, *, rank: int | None = None) -> list[dict[str, Any]]:
         """Resource samples, oldest first: every process's, or with ``rank`` that rank's only."""
@@ -242,15 +250,39 @@ class Client:
         return self.artifact_store.path_of(artifact.uri)
 
     def download_artifact(self, run: RunRef, path: str, dest: str | os.PathLike[str]) -> Path:
-        matches = [a for a in self.artifacts(run) if a.path == path]
-        if not matches:
-            names = ", ".join(a.path for a in self.artifacts(run)[:20]) or "none"
-            raise NotFound(f"run has no artifact {path!r}; its artifacts: {names}")
-        return (
-            self.artifact_store.copy_out(matches[-1].uri or "", dest)
-            if matches[-1].uri
-            else self.artifact_file(matches[-1])
-        )
+        """Copy the artifact ``path`` of ``run`` to ``dest`` and return where it went.
+
+        ``dest`` is the file to write, or an existing directory to write into (under the
+        artifact's own name, as ``cp`` does). An artifact that is a directory — a directory the
+        SDK logged, a model an MLflow client logged — comes down as a directory of its files."""
+        arts = self.artifacts(run)
+        wanted = path.strip("/")
+        latest: dict[str, Artifact] = {}
+        for a in arts:  # the last record of each path is the artifact now
+            latest[a.path] = a
+        target = Path(dest)
+        if target.is_dir():
+            target = target / PurePosixPath(wanted).name
+        exact = latest.get(wanted)
+        if exact is not None and exact.kind == "deleted":
+            raise NotFound(f"artifact {wanted!r} of run {exact.run_id[:12]} was deleted")
+        below = {p[len(wanted) + 1 :]: a for p, a in latest.items() if p.startswith(wanted + "/") and a.uri}
+        parents = {rel[:i] for rel in below for i, ch in enumerate(rel) if ch == "/"}  # nested directories' own records
+        below = {rel: a for rel, a in below.items() if rel not in parents and a.kind not in _DIRECTORY_KINDS}
+        if exact is not None and exact.uri and not below:  # a file (even one its writer called "model")
+            return self.artifact_store.copy_out(exact.uri, target)
+        if below:  # a directory: the SDK's, or an MLflow model recorded with its manifest
+            root = target.resolve()
+            for rel, a in sorted(below.items()):
+                out = (root / rel).resolve()
+                if not out.is_relative_to(root):  # recorded paths never climb; a damaged record must not either
+                    raise InvalidInput(f"artifact {a.path!r} of run {a.run_id[:12]} would be written outside {root}")
+                self.artifact_store.copy_out(str(a.uri), out)
+            return target
+        if exact is not None:
+            raise NotFound(f"artifact {exact.path} was recorded without its content (source: {exact.source})")
+        names = ", ".join(a.path for a in arts[:20]) or "none"
+        raise NotFound(f"run has no artifact {path!r}; its artifacts: {names}")
 
     def log_artifact(
         self,

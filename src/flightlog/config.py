@@ -121,9 +121,70 @@ VARIABLES: tuple[Variable, ...] = (
         "`auto` (default): a run started by `flightlog.init()` also records what the process writes to `sys.stdout`/`sys.stderr` (passed through unchanged); `off` does not. Never under `flightlog run`, which captures at the file-descriptor level.",
     ),
     Variable(
+        "FLIGHTLOG_HANG_WATCH",
+        "on",
+        "`off` turns the hang watch off: the thread in each training process (`flightlog.init()`, or a rank under `flightlog run`) that records its stacks and torch's Flight Recorder when it stops making progress (docs/distributed.md).",
+    ),
+    Variable(
+        "FLIGHTLOG_HANG_FACTOR",
+        "10",
+        "A process counts as stalled after this many times its usual time between signs of progress (steps, finished stages, heartbeats, collectives), within `FLIGHTLOG_HANG_MIN` and `FLIGHTLOG_HANG_MAX`.",
+    ),
+    Variable(
+        "FLIGHTLOG_HANG_MIN",
+        "60",
+        "Seconds without progress that count as a stall at the least: the floor that keeps a slow step from reading as a hang. A rank whose torch process group has a shorter timeout is judged at half of that timeout at most, below this floor if need be (docs/distributed.md).",
+    ),
+    Variable(
+        "FLIGHTLOG_HANG_MAX",
+        "300",
+        "Seconds without progress that count as a stall at the most (and for a rank before its first step): half of NCCL's default 10-minute collective timeout, so a hang is found before the watchdog kills the job; a shorter process-group timeout lowers it to half of that timeout.",
+    ),
+    Variable(
+        "FLIGHTLOG_HANG_REPEAT",
+        "300",
+        "Seconds between two records of a process's stacks and Flight Recorder while it stays stalled.",
+    ),
+    Variable("FLIGHTLOG_HANG_DUMPS", "3", "At most this many records of stacks per stall."),
+    Variable(
+        "FLIGHTLOG_HANG_SIGNAL",
+        "SIGRTMIN+7",
+        "The signal on which a watched process prints every thread's stack (faulthandler), even while C code holds the GIL; `flightlog run` sends it to a rank whose watch does not answer. A name (`SIGRTMIN+7`, `SIGUSR2`), a number, or `off`. Never SIGUSR1 (Lightning and Slurm use it to requeue).",
+    ),
+    Variable(
+        "FLIGHTLOG_FR_BUFFER",
+        "2000",
+        "Collectives torch's Flight Recorder keeps per process group, set as `TORCH_FR_BUFFER_SIZE` by `flightlog run` for its workload and by `flightlog.init()` before the process group exists, unless the job set it; `0` leaves the recorder off.",
+    ),
+    Variable(
+        "FLIGHTLOG_COLLECTIVE_SAMPLE",
+        "60",
+        "Seconds between two samples of when each rank entered its collectives (the same instants on every rank): how stragglers are found. `0`: none.",
+    ),
+    Variable(
+        "FLIGHTLOG_BOOTSTRAP",
+        "on",
+        "`off` stops `flightlog run` from putting its bootstrap on the workload's `PYTHONPATH` (a `sitecustomize` that starts the hang watch in ranks without the SDK and then imports any `sitecustomize` it hides).",
+    ),
+    Variable(
+        "FLIGHTLOG_HANG_DIR",
+        "",
+        "Set by `flightlog run` for its workload: the directory in which the ranks' hang watches hand it their evidence.",
+    ),
+    Variable(
+        "FLIGHTLOG_RUNNER_PID",
+        "",
+        "Set by `flightlog run` for its workload: its own process id (its direct child gets the hang watch even before it is a rank: Lightning's first process).",
+    ),
+    Variable(
         "FLIGHTLOG_SERVING_SAMPLE",
         "0.01",
-        "Share of a serving replica's requests kept as sampled prediction records (`flightlog.serving.attach(sample=...)` overrides it; docs/models.md).",
+        "Share of a serving replica's requests kept as sampled prediction records, at least (`flightlog.serving.attach(sample=...)` overrides it; the share rises while a ten-minute window holds fewer than `min_records` records; docs/models.md).",
+    ),
+    Variable(
+        "FLIGHTLOG_MODEL_CACHE",
+        "",
+        "Where `flightlog.models.load` keeps downloaded model versions, one folder per digest (default `$XDG_CACHE_HOME/flightlog/models`, else `~/.cache/flightlog/models`; docs/models.md).",
     ),
     Variable(
         "FLIGHTLOG_REGISTRY_NOTIFY",

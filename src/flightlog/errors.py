@@ -17,6 +17,7 @@ __all__ = [
     "NotFound",
     "AmbiguousId",
     "Conflict",
+    "DigestMismatch",
     "SchemaTooOld",
     "SchemaTooNew",
     "StoreUnavailable",
@@ -89,6 +90,12 @@ class AmbiguousId(InvalidInput):
 class Conflict(FlightlogError):
     code = "conflict"
     http_status = 409
+
+
+class DigestMismatch(Conflict):
+    """Downloaded bytes whose sha256 is not the one recorded (a registered model, an artifact)."""
+
+    code = "digest_mismatch"
 
 
 class SchemaTooOld(FlightlogError):

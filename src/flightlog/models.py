@@ -1,4 +1,7 @@
-"""What readers get back: runs, metric histories, log events, stages, artifacts.
+"""What readers get back: runs, metric histories, log events, stages, artifacts — and, as
+MLflow users look for it here, ``flightlog.models.load("models:/fraud@production")``: a
+registered model resolved, downloaded, checked against its digest and loaded, in one call
+(the registry's ``loading.py`` does the work).
 
 Plain dataclasses with ``to_dict()`` giving the JSON shape of the CLI and the HTTP API
 (snake_case, ids as strings, times ISO-8601 UTC). The same objects come from the embedded store
@@ -11,6 +14,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from flightlog.errors import InvalidInput
 from flightlog.logevents import level_name
 from flightlog.statuses import STATUSES, TERMINAL_STATUSES
 from flightlog.timefmt import iso
@@ -32,9 +36,36 @@ __all__ = [
     "Note",
     "RankInfo",
     "RANK_STATES",
+    "KIND_TAG",
+    "SERVING_KIND",
+    "RUN_KINDS",
+    "kind_filter",
+    "load",
+    "download",
 ]
 
 _TIME_FIELDS = ("created", "queued", "started", "ended")
+
+#: The tag that says what kind of run a run is, when it is not a training (or pipeline) run:
+#: ``serving`` for a model server's replica (``serving.attach`` sets it). Readers list runs of
+#: one kind (the runs table leaves replicas out unless asked) and diagnose each as its kind.
+KIND_TAG = "flightlog.kind"
+SERVING_KIND = "serving"
+RUN_KINDS = ("all", "training", SERVING_KIND)
+
+
+def kind_filter(filter_: str | None, kind: str | None) -> str | None:
+    """A run filter (docs/filters.md) limited to runs of one kind: ``training`` leaves serving
+    replicas out (the runs table's default), ``serving`` keeps only them, ``all`` (or None) both."""
+    if kind in (None, "", "all"):
+        return filter_
+    if kind == "training":
+        only = f"tags.{KIND_TAG} is null"
+    elif kind == SERVING_KIND:
+        only = f"tags.{KIND_TAG} = '{SERVING_KIND}'"
+    else:
+        raise InvalidInput(f"kind {kind!r} is not a kind of run: use training, serving or all", details={"kind": kind})
+    return f"({filter_}) and {only}" if filter_ and filter_.strip() else only
 
 
 @dataclass
@@ -98,6 +129,12 @@ class RunInfo:
         return None if end is None else max(0.0, end - self.started)
 
     @property
+    def kind(self) -> str:
+        """``training`` (any run a workload records), or the kind its ``flightlog.kind`` tag names
+        (``serving``: a model server's replica)."""
+        return self.tags.get(KIND_TAG) or "training"
+
+    @property
     def queue_wait(self) -> float | None:
         if self.queued is None or self.started is None:
             return None
@@ -120,6 +157,7 @@ class RunInfo:
             "signal": self.signal,
             "duration": self.duration,
             "queue_wait": self.queue_wait,
+            "kind": self.kind,
         }
         for name in _TIME_FIELDS:
             out[name] = iso(getattr(self, name))
@@ -394,3 +432,19 @@ def _json_float(v: float | None) -> float | str | None:
     if math.isnan(v):
         return "NaN"
     return "Infinity" if v > 0 else "-Infinity"
+
+
+def load(ref: str, **options: Any) -> Any:
+    """The registered model ``ref`` names, loaded (``flightlog.registry.loading.load``: options
+    ``client``, ``project``, ``cache_dir``, ``kind``, ``model``)."""
+    from flightlog.registry.loading import load as load_model  # the registry's, imported when called
+
+    return load_model(ref, **options)
+
+
+def download(ref: str, **options: Any) -> Any:
+    """The local path of the registered model ``ref`` names, downloaded and checked against its
+    digest (``flightlog.registry.loading.download``)."""
+    from flightlog.registry.loading import download as download_model  # the registry's, imported when called
+
+    return download_model(ref, **options)

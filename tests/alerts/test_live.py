@@ -156,9 +156,10 @@ notifiers:
     url: {webhook.url}
 """,
     )
-    frun(ahome, rules, "sleep", "3")
+    run, _ = frun(ahome, rules, "sleep", "3")
     kinds = [reason for _, _, reason in webhook.alerts()]
-    assert kinds[0] == "new" and set(kinds[1:]) == {"repeat"} and 1 <= len(kinds) - 1 <= 3
+    lasted = cli_json(ahome, "runs", "show", run)["duration"]  # 3 s, more on a loaded machine
+    assert kinds[0] == "new" and set(kinds[1:]) == {"repeat"} and 1 <= len(kinds) - 1 <= lasted / 0.8
     sent = [parse_time(p["sent_at"]) for p in webhook.payloads]
     assert all(b - a >= 0.8 for a, b in zip(sent, sent[1:], strict=False))
     assert webhook.alerts("resolved") == []  # send_resolved: false
@@ -182,7 +183,14 @@ notifiers:
     assert doc["rule"] == "cpu-*" and doc["labels"] == {"project": "live"} and doc["active"] is True
     run, _ = frun(ahome, rules, "sh", "-c", "echo start; sleep 2.5")
     webhook.wait(2)
-    assert sorted(webhook.alerts()) == [("silent", "firing", "new"), ("silent", "resolved", "resolved")]
+    # the silenced rule is never delivered; the other is, firing then resolved, once per episode (a
+    # loaded machine slow to start the workload or to end the run may make a second silence)
+    episodes: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    for p in webhook.payloads:
+        for a in p["alerts"]:
+            episodes.setdefault((a["rule"], a["id"]), []).append((a["status"], p["reason"]))
+    assert {rule for rule, _ in episodes} == {"silent"}, episodes
+    assert all(sent == [("firing", "new"), ("resolved", "resolved")] for sent in episodes.values()), episodes
     cpu = [a for a in cli_json(ahome, "alerts", "ls", "--run", run) if a["rule"] == "cpu-idle"]
     assert len(cpu) == 1 and cpu[0]["silenced_by"] == doc["id"] and cpu[0]["state"] == "resolved"
     assert [s["id"] for s in cli_json(ahome, "alerts", "silences")] == [doc["id"]]

@@ -93,7 +93,7 @@ rules:
     assert found[10].startswith("r.yaml:21: rules[3].filter: missing value after >")
     assert found[:10] == [
         "r.yaml:3: rules[0].kind: 'threshhold' is not valid (did you mean 'threshold'?): use one of threshold, "
-        "no_improvement, non_finite, consecutive_failures, stalled, duration, diagnosis, "
+        "no_improvement, non_finite, consecutive_failures, stalled, hang, duration, diagnosis, "
         "serving_latency, serving_error_rate, serving_drift, serving_cohort, triage",
         "r.yaml:7: rules[1].op: '<>' is not valid (did you mean '>'?): use one of <, <=, >, >=, ==, !=",
         "r.yaml:8: rules[1].value: must be a number, got 'ten'",

@@ -14,8 +14,11 @@ from flightlog.alerts.dispatch import Dispatcher
 from flightlog.alerts.engine import AlertEngine
 from flightlog.alerts.feeds.store import StoreFeed
 from flightlog.alerts.lookup import Lookup
+from flightlog.alerts.payload import AlertView, Notification
+from flightlog.alerts.routing import Pending
 from flightlog.alerts.silences import new_silence
 from flightlog.alerts.stores import open_alert_store
+from flightlog.alerts.types import Alert
 from tests.alerts.conftest import Webhook
 from tests.alerts.test_kinds import sdk_run
 
@@ -113,4 +116,27 @@ def test_a_silence_holds_notifications_until_it_ends(ahome: Path, webhook: Webho
     assert webhook.alerts() == [("keeps-failing", "firing", "new")]
     events = [e["event"] for e in store.events()]
     assert events == ["firing", "silenced", "notified"]
+    client.close()
+
+
+def test_a_notification_that_resolves_one_alert_and_fires_another_records_each_ones_status(
+    ahome: Path, webhook: Webhook
+) -> None:
+    """One evaluation can resolve an alert of a run and fire another: the notification is
+    "mixed", and the history says of each alert what the notification said of it."""
+    client = flightlog.Client(home=ahome)
+    store = open_alert_store(client.store)
+    now = time.time()
+    gone, new = (
+        Alert(f"a{i}", f"f{i}", rule, "threshold", "warning", {"run": "r1"}, state, run_id="r1", fired_at=now)
+        for i, (rule, state) in enumerate((("silent", "resolved"), ("cpu-idle", "firing")))
+    )
+    for alert in (gone, new):
+        assert store.create(alert)
+    notifier = parse_config(RULES.format(url=webhook.url), "rules.yaml").notifiers[0]
+    views = [AlertView(gone, status="resolved"), AlertView(new, status="firing")]
+    Dispatcher(store, threaded=False).submit(Pending(notifier, Notification("mixed", "run=r1", {"run": "r1"}, views)))
+    assert webhook.alerts() == [("silent", "resolved", "mixed"), ("cpu-idle", "firing", "mixed")]
+    notified = {(e["rule"], e["detail"]["status"]) for e in store.events() if e["event"] == "notified"}
+    assert notified == {("silent", "resolved"), ("cpu-idle", "firing")}
     client.close()

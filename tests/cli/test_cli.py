@@ -178,6 +178,7 @@ def test_version_and_projects(home: Path, filled: dict[str, str]) -> None:
         {
             "name": "vision",
             "runs": 2,
+            "serving_runs": 0,
             "last_created": pytest.approx(cli_json(home, "projects")[0]["last_created"]),
             "running": 0,
             "failed": 0,

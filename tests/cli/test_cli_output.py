@@ -10,14 +10,21 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 import flightlog
 from flightlog.cli.output import clip, printable
 from tests.helpers import cli, cli_json, run_script
 
 # `[/x]` made rich raise MarkupError; `[bold]` vanished without a trace
 MARKUP = "a[/x]b[bold]c"
+#: a test of how the CLI renders what the Client returned runs once: the records are the same on
+#: every transport (tests/store is the contract every backend passes; the behaviour suites, these
+#: commands' filters and follow mode included, run on each transport)
+RENDERING = pytest.mark.embedded_only("rendering: the Client returns the same records on every transport")
 
 
+@RENDERING
 def test_text_that_looks_like_markup_prints_as_itself_everywhere(home: Path, tmp_path: Path) -> None:
     run = flightlog.init(
         project="p" + MARKUP,
@@ -106,6 +113,7 @@ def test_text_that_looks_like_markup_prints_as_itself_everywhere(home: Path, tmp
     assert f"{MARKUP} is 1" in outputs[("alerts", "test", str(rules), "--run", rid, "--interval", "0.05s")]
 
 
+@RENDERING
 def test_escape_sequences_in_recorded_text_are_shown_not_obeyed(home: Path) -> None:
     run = flightlog.init(project="esc", name="title\x1b]0;pwned\x07", resources=False)
     run.log_event(
@@ -199,6 +207,7 @@ def test_logs_text_does_not_repeat_what_a_logfmt_line_says(home: Path) -> None:
     ]
 
 
+@RENDERING
 def test_metrics_of_a_run_without_metrics(home: Path) -> None:
     run = flightlog.init(project="quiet", resources=False)
     run.finish()
@@ -207,6 +216,7 @@ def test_metrics_of_a_run_without_metrics(home: Path) -> None:
     assert json.loads(cli(home, "metrics", run.id, "--format", "json").stdout) == []
 
 
+@RENDERING
 def test_runs_show_neither_pads_nor_cuts_silently(home: Path, tmp_path: Path) -> None:
     deep = tmp_path / ("d" * 150) / ("z" * 100 + ".bin")
     deep.parent.mkdir()

@@ -17,8 +17,10 @@ from flightlog.data import profile
 from flightlog.data.live import (
     DriftMonitor,
     LiveProfile,
+    PredictionRow,
     compare_live,
     live_cohorts,
+    live_drift,
     prediction_rows,
     training_eval,
     training_profile,
@@ -96,8 +98,53 @@ def test_a_live_profile_merges_like_the_whole_and_stays_bounded() -> None:
     assert merged["country"].categorical.counts == whole.profile["country"].categorical.counts
     num = whole.profile["amount"].numeric
     assert num.values is None and num.sketch._pos[1].size <= num.sketch.max_bins  # memory does not grow with rows
-    with pytest.raises(InvalidInput, match="mix types"):
-        LiveProfile().update([{"amount": 1.0}, {"amount": "a lot"}])
+
+
+def test_mixed_types_are_profiled_as_the_majority_and_the_rest_is_type_drift() -> None:
+    """17 of 1,400 requests sent text where a number belongs: the field is judged on its numbers,
+    and the text is a finding of its own; the rows of requests that failed are not profiled."""
+    rng = np.random.default_rng(4)
+    reference = profile(pd.DataFrame(_inputs(rng, 5000)))
+    rows = [PredictionRow(time=1000.0 + i, inputs=x, status=200) for i, x in enumerate(_inputs(rng, 1400))]
+    for i in range(17):
+        rows[i * 80].inputs["amount"] = "one hundred"
+    rows += [PredictionRow(time=3000.0 + i, inputs={"amount": "n/a", "age": "?"}, status=422) for i in range(30)]
+    live = LiveProfile()
+    live.update(rows)
+    assert live.rows == 1400 and live.failed == 30
+    assert live.types["amount"] == {"number": 1383, "text": 17} and live.set_aside == {"amount": {"text": 17}}
+    assert live.profile["amount"].numeric is not None and live.profile["amount"].null_count == 17
+    found = {(d.feature, d.test): d for d in DriftMonitor(reference).observe(live)}
+    typed = found[("amount", "type")]
+    assert typed.drifted and typed.types == {"number": 1383, "text": 17}
+    assert typed.statistic == pytest.approx(17 / 1400)
+    assert not found[("amount", "wasserstein")].drifted, "judged on its numbers, which did not move"
+    assert ("age", "type") not in found and ("country", "type") not in found
+    # a field whose values are all text where training had numbers: retyped, drifted
+    retyped = LiveProfile()
+    retyped.update([{"amount": str(x["amount"]), "age": x["age"]} for x in _inputs(rng, 400)])
+    (only,) = [d for d in DriftMonitor(reference).observe(retyped) if d.test == "type"]
+    assert only.feature == "amount" and only.drifted and only.statistic == 1.0
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_small_window_is_judged_without_false_alarms(seed: int) -> None:
+    """300 live rows: a significance test on the live rows' own number, so an unchanged window
+    stays quiet and a shift of one standard deviation is found."""
+    rng = np.random.default_rng(10 + seed)
+    reference = profile(pd.DataFrame(_inputs(rng, 20_000)))
+    quiet, shifted = LiveProfile(), LiveProfile()
+    quiet.update(_inputs(rng, 300))
+    shifted.update(_inputs(rng, 300, shift=20.0))
+    calm = {d.feature: d for d in live_drift(reference, quiet)}
+    assert calm["amount"].test == "ks" and calm["country"].test == "chisquare"
+    assert not any(d.drifted for d in calm.values()), calm
+    moved = {d.feature: d for d in live_drift(reference, shifted)}
+    assert moved["amount"].drifted and moved["amount"].p_value is not None and moved["amount"].p_value < 0.01
+    assert not moved["age"].drifted and not moved["country"].drifted
+    tiny = LiveProfile()
+    tiny.update(_inputs(rng, 150))
+    assert live_drift(reference, tiny) == [], "fewer than MIN_ROWS: not judged"
 
 
 def test_a_cohort_regression_on_live_labels_is_found(home: Path) -> None:

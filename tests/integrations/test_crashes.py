@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import child_env, cli_json
+from tests.helpers import child_env, cli_json, needs
 
 pytestmark = pytest.mark.embedded_only(
     "both runs are compared through the local store; transports are covered in tests/sdk"
@@ -90,7 +90,7 @@ def assert_crash_recorded_as_under_the_runner(
 
 
 def test_lightning_logger_records_the_crash_it_sees_in_finalize(home: Path, tmp_path: Path) -> None:
-    pytest.importorskip("lightning")
+    needs("lightning")
     plain = assert_crash_recorded_as_under_the_runner(
         home,
         tmp_path,
@@ -123,7 +123,7 @@ def test_lightning_logger_records_the_crash_it_sees_in_finalize(home: Path, tmp_
 
 
 def test_huggingface_callback_run_records_the_crash(home: Path, tmp_path: Path) -> None:
-    pytest.importorskip("transformers")
+    needs("transformers")
     assert_crash_recorded_as_under_the_runner(
         home,
         tmp_path,
@@ -160,7 +160,7 @@ def test_huggingface_callback_run_records_the_crash(home: Path, tmp_path: Path) 
 
 
 def test_keras_callback_run_records_a_crash_before_its_first_hook(home: Path, tmp_path: Path) -> None:
-    pytest.importorskip("keras")
+    needs("keras")
     assert_crash_recorded_as_under_the_runner(
         home,
         tmp_path,
@@ -183,7 +183,7 @@ def test_keras_callback_run_records_a_crash_before_its_first_hook(home: Path, tm
 
 
 def test_xgboost_callback_run_records_the_crash(home: Path, tmp_path: Path) -> None:
-    pytest.importorskip("xgboost")
+    needs("xgboost")
     assert_crash_recorded_as_under_the_runner(
         home,
         tmp_path,
@@ -209,7 +209,7 @@ def test_xgboost_callback_run_records_the_crash(home: Path, tmp_path: Path) -> N
 
 
 def test_lightgbm_callback_run_records_a_crash_in_the_first_round(home: Path, tmp_path: Path) -> None:
-    pytest.importorskip("lightgbm")
+    needs("lightgbm")
     assert_crash_recorded_as_under_the_runner(
         home,
         tmp_path,
@@ -237,7 +237,7 @@ def test_lightgbm_callback_run_records_a_crash_in_the_first_round(home: Path, tm
 
 
 def test_plain_init_records_its_uncaught_exception(home: Path, tmp_path: Path) -> None:
-    pytest.importorskip("torch")
+    needs("torch")
     plain = assert_crash_recorded_as_under_the_runner(
         home,
         tmp_path,

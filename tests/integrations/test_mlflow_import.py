@@ -1,8 +1,8 @@
 """`flightlog import mlflow` against stores made by the real `mlflow` package.
 
 MLflow is never a dependency of flightlog: it lives in .bench-venv (`make bench-venv`, the
-same install `make bench-peers` uses), which the `mlflow_python` fixture creates when it is
-missing. The truth each test compares against is what MLflow's own client reads back.
+same install `make bench-peers` uses), which `make test` builds before the suite (the
+`mlflow_python` fixture of tests/conftest.py fails, saying so, when it is missing). The truth each test compares against is what MLflow's own client reads back.
 """
 
 from __future__ import annotations
@@ -25,14 +25,6 @@ MAKE_STORE = Path(__file__).with_name("mlflow_fixtures") / "make_store.py"
 N_RUNS = 100
 # the module's fixtures run the real mlflow to write 100 runs: about 30 s alone, minutes on two busy cores
 pytestmark = pytest.mark.timeout(900)
-
-
-@pytest.fixture(scope="module")
-def mlflow_python() -> Path:
-    python = ROOT / ".bench-venv" / "bin" / "python"
-    proc = subprocess.run(["make", "-s", "bench-venv"], cwd=ROOT, capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, f"make bench-venv failed:\n{proc.stdout}\n{proc.stderr}"
-    return python
 
 
 def _make_store(python: Path, uri: str, artifacts: Path, n: int, **env: str) -> list[dict[str, Any]]:

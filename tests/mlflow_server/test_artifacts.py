@@ -25,14 +25,6 @@ ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.timeout(600)
 
 
-@pytest.fixture(scope="module")
-def mlflow_python() -> Path:
-    python = ROOT / ".bench-venv" / "bin" / "python"
-    proc = subprocess.run(["make", "-s", "bench-venv"], cwd=ROOT, capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, f"make bench-venv failed:\n{proc.stdout}\n{proc.stderr}"
-    return python
-
-
 @pytest.fixture
 def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[RunningServer]:
     for name in ("FLIGHTLOG_URL", "FLIGHTLOG_TOKEN", "FLIGHTLOG_STORE", "FLIGHTLOG_RUN_ID", "FLIGHTLOG_HOME"):

@@ -15,9 +15,9 @@ import pytest
 import flightlog
 from flightlog.server.testing import RunningServer
 from tests.helpers import cli_json
-from tests.mlflow_server.test_artifacts import mlflow_python, mlflow_script, server
+from tests.mlflow_server.test_artifacts import mlflow_script, server
 
-__all__ = ["mlflow_python", "server"]  # the fixtures, shared with test_artifacts.py
+__all__ = ["server"]  # the fixture, shared with test_artifacts.py
 # each script starts the real MLflow client (and scikit-learn): seconds alone, more on two busy cores
 pytestmark = pytest.mark.timeout(600)
 

@@ -2,8 +2,8 @@
 
 The same script (``clients/parity.py``) runs `mlflow.sklearn.autolog()` on a real
 scikit-learn fit and Lightning's `MLFlowLogger` on a real fit, once against MLflow's own
-server (SQLite backend, from .bench-venv, which the `mlflow_python` fixture builds when it is
-missing, as for the other MLflow tests) and once against flightlog's, and reads each run back
+server (SQLite backend, from .bench-venv, which `make test` builds before the suite, as for the
+other MLflow tests) and once against flightlog's, and reads each run back
 through MLflow's client; the test compares the two field by field. Left out: what a server or
 a clock decides (the user and source tags, timestamps' values, ids, artifact URIs).
 
@@ -37,16 +37,7 @@ from flightlog.server.testing import RunningServer, serve_in_thread
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = Path(__file__).with_name("clients") / "parity.py"
 SERVER_SPECIFIC = ("mlflow.user", "mlflow.source.")
-pytestmark = pytest.mark.timeout(900)  # the first test may build .bench-venv
-
-
-@pytest.fixture(scope="module")
-def mlflow_python() -> Path:
-    python = ROOT / ".bench-venv" / "bin" / "python"
-    if not python.exists():
-        proc = subprocess.run(["make", "-s", "bench-venv"], cwd=ROOT, capture_output=True, text=True, timeout=900)
-        assert proc.returncode == 0, f"make bench-venv failed:\n{proc.stdout}\n{proc.stderr}"
-    return python
+pytestmark = pytest.mark.timeout(900)  # MLflow's server and two fits: minutes on two busy cores
 
 
 @pytest.fixture(scope="module")

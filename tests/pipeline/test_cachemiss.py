@@ -4,17 +4,17 @@ the reasons of exactly the steps they reach, and `pipeline plan` predicted the s
 from __future__ import annotations
 
 import json
-import os
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
+from tests.browser import open_page
 from tests.helpers import cli
 
 import flightlog
-from flightlog.server import ui
 from flightlog.server.testing import serve_in_thread
 
 PY = sys.executable
@@ -112,7 +112,7 @@ def test_no_cache_says_so_and_plan_of_a_missing_input_fails_the_step(home: Path,
 
 
 @pytest.mark.embedded_only("serves the embedded store it ran on")
-def test_the_api_and_the_ui_say_why_a_step_ran_again(home: Path, tmp_path: Path) -> None:
+def test_the_api_and_the_ui_say_why_a_step_ran_again(home: Path, tmp_path: Path, browser: Any) -> None:
     def pipeline(lr: float) -> flightlog.pipeline.PipelineResult:  # type: ignore[name-defined]
         pipe = flightlog.Pipeline("again", workdir=tmp_path)
         pipe.add("prepare", [PY, "-c", "pass"])
@@ -128,18 +128,11 @@ def test_the_api_and_the_ui_say_why_a_step_ran_again(home: Path, tmp_path: Path)
         assert train["cache_miss"]["previous_run"] == first.steps["train"].run
         assert [c["text"] for c in train["cache_miss"]["changes"]] == ["param lr 0.1 → 0.3"]
 
-        if not os.path.exists("/usr/bin/chromium") or not (ui.STATIC / "index.html").exists():
-            pytest.skip("the browser part needs /usr/bin/chromium and the built UI (scripts/setup-ui.sh --browser)")
-        sync_api = pytest.importorskip("playwright.sync_api")
-        with sync_api.sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=["--headless", "--no-sandbox"])
-            page = browser.new_page(base_url=server.url)
-            errors: list[str] = []
-            page.on("pageerror", lambda exc: errors.append(str(exc)))
+        from playwright.sync_api import expect
+
+        with open_page(browser, server.url) as page:  # fails, never skips, without Chromium
             page.goto(f"/runs/{second.run_id}/pipeline")
             misses = page.locator(".pipeline-cache-miss")
-            sync_api.expect(misses).to_have_count(1)
-            sync_api.expect(misses.first).to_have_attribute("data-step", "train")
-            sync_api.expect(misses.first.locator('.cache-change[data-part="param"]')).to_have_text("param lr 0.1 → 0.3")
-            browser.close()
-            assert errors == []
+            expect(misses).to_have_count(1)
+            expect(misses.first).to_have_attribute("data-step", "train")
+            expect(misses.first.locator('.cache-change[data-part="param"]')).to_have_text("param lr 0.1 → 0.3")

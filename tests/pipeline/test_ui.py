@@ -3,20 +3,18 @@ opens the step's run (headless Chromium against a real server, as tests/ui)."""
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
+from tests.browser import open_page
 
 import flightlog
-from flightlog.server import ui
 
 PY = sys.executable
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run"]
 
 
 def failing_pipeline(tmp_path: Path) -> flightlog.pipeline.PipelineResult:  # type: ignore[name-defined]
@@ -29,7 +27,7 @@ def failing_pipeline(tmp_path: Path) -> flightlog.pipeline.PipelineResult:  # ty
 
 
 @pytest.mark.embedded_only("serves the embedded store it ran on")
-def test_the_api_returns_the_pipeline_and_refuses_a_plain_run(home: Path, tmp_path: Path) -> None:
+def test_the_api_returns_the_pipeline_and_refuses_a_plain_run(home: Path, tmp_path: Path, browser: Any) -> None:
     from flightlog.server.testing import serve_in_thread
 
     result = failing_pipeline(tmp_path)
@@ -48,25 +46,18 @@ def test_the_api_returns_the_pipeline_and_refuses_a_plain_run(home: Path, tmp_pa
         assert plain.status_code == 400 and "is not a pipeline run" in plain.json()["error"]["message"]
         assert f"it is a step of pipeline run {result.run_id[:12]}" in plain.json()["error"]["message"]
 
-        if not os.path.exists(CHROMIUM) or not (ui.STATIC / "index.html").exists():
-            pytest.skip("the browser part needs /usr/bin/chromium and the built UI (scripts/setup-ui.sh --browser)")
-        sync_api = pytest.importorskip("playwright.sync_api")
-        with sync_api.sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-            page = browser.new_page(base_url=server.url)
-            errors: list[str] = []
-            page.on("pageerror", lambda exc: errors.append(str(exc)))
+        from playwright.sync_api import expect
+
+        with open_page(browser, server.url) as page:  # fails, never skips, without Chromium
             page.goto(f"/runs/{result.run_id}/pipeline")
             dag = page.locator(".pipeline-dag")
-            sync_api.expect(dag.locator(".pipeline-step")).to_have_count(4)
+            expect(dag.locator(".pipeline-step")).to_have_count(4)
             for name, status in (("prepare", "succeeded"), ("train", "failed"), ("publish", "skipped")):
                 step = dag.locator(f'.pipeline-step[data-step="{name}"]')
-                sync_api.expect(step).to_have_attribute("data-status", status)
-                sync_api.expect(step).to_have_class(re.compile(f"step-{status}"))
-            sync_api.expect(dag.locator(".pipeline-edge")).to_have_count(3)  # prepare, lint -> train -> publish
-            sync_api.expect(page.locator(".pipeline-reason")).to_contain_text(["diverged"])
+                expect(step).to_have_attribute("data-status", status)
+                expect(step).to_have_class(re.compile(f"step-{status}"))
+            expect(dag.locator(".pipeline-edge")).to_have_count(3)  # prepare, lint -> train -> publish
+            expect(page.locator(".pipeline-reason")).to_contain_text(["diverged"])
             dag.locator('.pipeline-step[data-step="train"]').click()
-            sync_api.expect(page).to_have_url(re.compile(rf"/runs/{result.steps['train'].run}$"))
-            sync_api.expect(page.locator(".run-meta")).to_contain_text("step of")
-            browser.close()
-            assert errors == []
+            expect(page).to_have_url(re.compile(rf"/runs/{result.steps['train'].run}$"))
+            expect(page.locator(".run-meta")).to_contain_text("step of")

@@ -47,6 +47,7 @@ def test_replicas_are_listed_and_a_vanished_one_is_gone(tmp_path: Path) -> None:
     report = cli_json(home, "deployments", "show", "fraud-api", "--env", "prod")
     replicas = {r["replica"]: r for r in report["replicas"]}
     assert set(replicas) == {"r-ok", "r-gone"}
-    assert replicas["r-gone"]["status"] == "gone"
+    assert replicas["r-gone"]["status"] == "gone" and replicas["r-gone"]["state"] == "gone"
+    assert replicas["r-ok"]["state"] == "gone", "its run ended: it serves no more"
     assert replicas["r-ok"]["status"] == "succeeded" and replicas["r-ok"]["version"] == 1
     assert replicas["r-ok"]["current"] is True

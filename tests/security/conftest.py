@@ -15,6 +15,7 @@ import pytest
 from flightlog.server.app import FlightlogApp, create_app
 from flightlog.server.config import ServerConfig
 from tests.server.conftest import api, clean_env, live, server_process, server_store, token  # noqa: F401 - fixtures shared with tests/server
+from tests.serving.conftest import model_server  # noqa: F401 - a real uvicorn model server, shared with tests/serving
 
 
 class InProcess:
@@ -39,13 +40,17 @@ class InProcess:
 
 
 @pytest.fixture
-def make_app(tmp_path: Path) -> Iterator[Any]:
-    """``make_app(**config)`` → an :class:`InProcess` app over a fresh home (closed after the test)."""
+def make_app(tmp_path: Path, server_store: str) -> Iterator[Any]:  # noqa: F811 - the fixture imported above
+    """``make_app(**config)`` → an :class:`InProcess` app over a fresh home (closed after the test),
+    whose store is the home's SQLite file or a fresh PostgreSQL database (``server_store``: the
+    suite runs against both; a file about SQLite's own internals overrides ``server_store``). Apps
+    made in one test share that database, as replicas of one server do."""
     made: list[FlightlogApp] = []
 
     def make(
         *, base_url: str = "http://127.0.0.1:8765", client: tuple[str, int] = ("127.0.0.1", 50000), **config: Any
     ) -> InProcess:
+        config.setdefault("store_uri", server_store)
         app = create_app(ServerConfig.for_home(tmp_path / f"srv{len(made)}", **config))
         made.append(app)
         return InProcess(app, base_url, client)

@@ -106,3 +106,20 @@ def test_a_device_or_a_fifo_is_refused_with_a_clear_error(home: Path, tmp_path: 
             run.log_artifact(fifo)
     finally:
         run.finish()
+
+
+def test_a_symlink_loop_is_a_clear_error(home: Path, tmp_path: Path) -> None:
+    """Issue 31, item 11: a loop of symbolic links surfaced as pathlib's bare RuntimeError; now
+    it is the same kind of clear refusal as every other bad path, and the run goes on."""
+    first, second = tmp_path / "loop-a", tmp_path / "loop-b"
+    first.symlink_to(second)
+    second.symlink_to(first)
+    run = flightlog.init(project="a", resources=False)
+    try:
+        with pytest.raises(ValueError, match=r"loop-a is a loop of symbolic links") as refused:
+            run.log_artifact(first)
+        assert not isinstance(refused.value, RuntimeError)
+        (tmp_path / "fine.txt").write_text("ok")
+        assert run.log_artifact(tmp_path / "fine.txt")["path"] == "fine.txt"  # the run still logs
+    finally:
+        run.finish()

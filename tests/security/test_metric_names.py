@@ -9,9 +9,18 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import flightlog
 from flightlog.store.sqlite.store import SqliteStore
 from tests.server.journal import Writer
+
+
+@pytest.fixture
+def server_store() -> str:
+    """SQLite only: this file checks what SQLite itself does (the statements it runs, its LIKE)."""
+    return ""
+
 
 RUN = "d" * 32
 NAMES = [f"layer{i:03d}/grad_norm" for i in range(300)]

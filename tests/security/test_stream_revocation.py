@@ -99,3 +99,39 @@ def test_a_stream_whose_credential_holds_keeps_streaming(streaming: RunningServe
             if time.monotonic() - started > 1.5:  # five re-checks
                 break
     assert not any("unauthorized" in k for k in kinds) and any(k.startswith(": keep-alive") for k in kinds)
+
+
+def test_nothing_written_after_the_revocation_is_sent(tmp_path: Path, server_store: str) -> None:
+    """Issue 31, item 11: a revoked token's stream once delivered 2 of the 6 batches written after
+    the revocation (it re-checked every few seconds). Now the credential is checked before every
+    batch: six batches written after the revocation, none delivered, only ``unauthorized``."""
+    with serve_in_thread(
+        tmp_path / "srv", auth=True, store_uri=server_store, stream_poll=0.05, stream_keepalive=0.2, stream_recheck=30
+    ) as server:
+        store = server.app.state.store
+        writer = Writer("liverun")
+        store.ingest([writer.run("vision")])
+        new = create_token(store, "reader")
+        after: list[str] = []
+        unauthorized = None
+        with httpx.stream(
+            "GET",
+            f"{server.url}/api/v1/runs/liverun/stream",
+            headers={"Authorization": f"Bearer {new.secret}"},
+            timeout=httpx.Timeout(10, read=5),
+        ) as response:
+            revoked = False
+            for event in parse_events(response.iter_lines()):
+                if not revoked and event.event == "status":
+                    revoke_token(store, new.id)
+                    revoked = True
+                    for i in range(6):  # six batches, all written after the revocation
+                        store.ingest([writer.logs([(time.time(), "stdout", "info", f"after revocation {i}")])])
+                    continue
+                if revoked:
+                    after.append(event.event)
+                    if event.event == "unauthorized":
+                        unauthorized = event
+                        break
+        assert after == ["unauthorized"], after
+        assert unauthorized is not None and unauthorized.id == "0.0"  # resuming there loses nothing

@@ -14,61 +14,99 @@ from pathlib import Path
 import pytest
 
 import flightlog
-from tests.helpers import child_env, cli
+from flightlog.errors import FlightlogError
+from tests.helpers import Lines, child_env, cli, wait_for
 from tests.server.conftest import ServerProcess
 
-WRITER = """
+#: the shipper's backoff (transport/sink.py: BASE_DELAY 0.25 s doubling up to MAX_DELAY 5 s) and the
+#: outage compressed by the same factor: the outage still spans the whole backoff range, twice its
+#: longest delay, in 1/25 of the time (10 s of outage become 0.4 s)
+COMPRESS = 25
+OUTAGE = 10.0 / COMPRESS
+COMPRESSED_BACKOFF = f"""
+import flightlog.transport.sink as sink
+sink.BASE_DELAY, sink.MAX_DELAY = sink.BASE_DELAY / {COMPRESS}, sink.MAX_DELAY / {COMPRESS}
+"""
+
+WRITER = (
+    COMPRESSED_BACKOFF
+    + """
 import sys, time, flightlog
 from pathlib import Path
 run = flightlog.init(project="outage", name="through-a-restart", resources=False)
 print(run.id, flush=True)
-artifact = Path(sys.argv[1])
-t0 = time.time()
-i = 0
-while time.time() - t0 < float(sys.argv[2]):
+artifact, down, stop = (Path(a) for a in sys.argv[1:4])
+i, logged = 0, False
+while not stop.exists():
     run.log({"i": float(i), "sq": float(i * i)}, step=i)
     if i % 25 == 0:
         run.log_event(f"line {i}")
-    if i == 2500:
+    if down.exists() and not logged:
         artifact.write_bytes(b"logged while the server was down " * 1000)
         run.log_artifact(artifact, kind="model")
+        logged = True
+        print("artifact logged", flush=True)
     i += 1
     time.sleep(0.002)
 run.log_event(f"last {i}")
 run.finish()
 print(i, flush=True)
 """
+)
 
 
-def test_server_down_10s_mid_run_every_point_and_line_exactly_once(
+def _shipped(client: flightlog.Client, run_id: str, metric: str = "i") -> int:
+    """How many points of ``metric`` the server has for the run (none yet: 0)."""
+    try:
+        return len(client.metric_history(run_id, metric))
+    except FlightlogError:
+        return 0
+
+
+def _artifacts(client: flightlog.Client, run_id: str) -> list[str]:
+    """The paths of the run's artifacts on the server (a server still starting: none)."""
+    try:
+        return [a.path for a in client.artifacts(run_id)]
+    except FlightlogError:
+        return []
+
+
+def test_server_down_mid_run_past_the_longest_backoff_every_point_and_line_exactly_once(
     tmp_path: Path, clean_env: Path, server_process: Callable[..., ServerProcess], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     server = server_process("--auth")
     secret = cli(clean_env, "token", "create", "--role", "writer", "--home", str(server.home)).stdout.strip()
     url = server.start()
     env = child_env(clean_env, FLIGHTLOG_URL=url, FLIGHTLOG_TOKEN=secret, FLIGHTLOG_FLUSH_INTERVAL="0.2")
+    down, stop = tmp_path / "down", tmp_path / "stop"
     writer = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(WRITER), str(tmp_path / "model.bin"), "16"],
+        [sys.executable, "-c", textwrap.dedent(WRITER), str(tmp_path / "model.bin"), str(down), str(stop)],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
-    assert writer.stdout is not None
-    run_id = writer.stdout.readline().strip()
-    time.sleep(3)
-    server.stop(signal.SIGKILL)  # a crash: no goodbye
-    time.sleep(10)
-    server.start()  # same port, same store
-    out, err = writer.communicate(timeout=90)
-    assert writer.returncode == 0, err
-    points = int(out.strip().splitlines()[-1])
-    assert "cannot ship records" in err  # the user was told, once
-    assert err.count("cannot ship records") == 1
-
+    assert writer.stdout is not None and writer.stderr is not None
+    out, err = Lines(writer.stdout), Lines(writer.stderr)
+    run_id = out.wait_for("").strip()
     monkeypatch.setenv("FLIGHTLOG_URL", url)
     monkeypatch.setenv("FLIGHTLOG_TOKEN", secret)
     client = flightlog.Client(home=tmp_path / "reader")
+    wait_for(lambda: _shipped(client, run_id), "the run's first points on the server")
+    server.stop(signal.SIGKILL)  # a crash: no goodbye
+    down.touch()  # the writer logs an artifact while the server is down
+    err.wait_for("cannot ship records")
+    out.wait_for("artifact logged")
+    time.sleep(OUTAGE)  # the outage itself (compressed with the backoff: see COMPRESS)
+    server.start()  # same port, same store
+    # what was logged during the outage reaches the server while the run goes on
+    wait_for(lambda: "model.bin" in _artifacts(client, run_id), "the outage's artifact on the server")
+    stop.touch()
+    assert writer.wait(timeout=90) == 0, err.text
+    points = int(out.text.strip().splitlines()[-1])
+    assert "cannot ship records" in err.text  # the user was told, once
+    assert err.text.count("cannot ship records") == 1
+
     info = client.run(run_id)
     assert info.status == "succeeded"
     history = client.metric_history(run_id, "i")
@@ -84,22 +122,29 @@ def test_server_down_10s_mid_run_every_point_and_line_exactly_once(
     assert server.stop() in (0, -signal.SIGTERM)  # graceful: uvicorn re-raises SIGTERM once drained
 
 
-SPILLER = """
+SPILLER = (
+    COMPRESSED_BACKOFF
+    + """
 import sys, time, flightlog
 import flightlog.sdk.writer as writer
+from pathlib import Path
 writer.MAX_PENDING_RECORDS = 30  # a long outage, compressed: memory holds 30 unshipped records
 run = flightlog.init(project="outage", resources=False)
 print(run.id, flush=True)
-t0, i = time.time(), 0
-while time.time() - t0 < float(sys.argv[1]):
+stop = Path(sys.argv[1])
+i = 0
+while not stop.exists():
     run.log({"i": float(i)}, step=i)
     if i % 10 == 0:
         run.log_event(f"line {i}")
     i += 1
+    if i == 600:
+        print("600 points logged", flush=True)  # with their lines, over 20 times what memory holds
     time.sleep(0.001)
 run.finish()
 print(i, flush=True)
 """
+)
 
 
 def test_an_outage_longer_than_memory_ships_from_the_journal_in_order(
@@ -109,24 +154,27 @@ def test_an_outage_longer_than_memory_ships_from_the_journal_in_order(
     url = server.start()
     server.stop()  # its port is ours; the server is down when the run starts
     env = child_env(clean_env, FLIGHTLOG_URL=url, FLIGHTLOG_FLUSH_INTERVAL="0.02")
-    # the run lasts long enough for the server to be back before it ends (a writer that never
+    stop = tmp_path / "stop"
+    # the run goes on until the server is back and has its first records (a writer that never
     # reached its server does not wait for it at finish: docs/server.md)
     writer = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(SPILLER), "12"],
+        [sys.executable, "-c", textwrap.dedent(SPILLER), str(stop)],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
-    assert writer.stdout is not None
-    run_id = writer.stdout.readline().strip()
-    time.sleep(3.5)  # ~170 flushes, far more records than memory holds
+    assert writer.stdout is not None and writer.stderr is not None
+    out, err = Lines(writer.stdout), Lines(writer.stderr)
+    run_id = out.wait_for("").strip()
+    out.wait_for("600 points logged")  # dozens of flushes, far more records than memory holds
     server.start()
-    out, err = writer.communicate(timeout=90)
-    assert writer.returncode == 0, err
-    points = int(out.strip().splitlines()[-1])
     monkeypatch.setenv("FLIGHTLOG_URL", url)
     client = flightlog.Client(home=tmp_path / "reader")
+    wait_for(lambda: _shipped(client, run_id), "the run's first points on the server that came back")
+    stop.touch()
+    assert writer.wait(timeout=90) == 0, err.text
+    points = int(out.text.strip().splitlines()[-1])
     assert client.metric_history(run_id, "i").steps.tolist() == list(range(points))
     assert [e.message for e in client.logs(run_id)] == [f"line {i}" for i in range(0, points, 10)]
     assert client.run(run_id).status == "succeeded"

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import signal
 import sqlite3
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -24,7 +23,7 @@ from tests.server.journal import Writer
 def test_server_process_serves_the_cli_and_drains_on_sigterm(
     tmp_path: Path, clean_env: Path, server_process: Callable[..., ServerProcess]
 ) -> None:
-    server = server_process()
+    server = server_process("--grace", "600")  # longer than any wait here: an exit is a drain, not the grace ending
     url = server.start()
     assert url.startswith("http://127.0.0.1:")
     store = HttpStore(url, token=None, home=tmp_path / "c")
@@ -36,13 +35,11 @@ def test_server_process_serves_the_cli_and_drains_on_sigterm(
     with httpx.stream("GET", f"{url}/api/v1/runs/served/stream", timeout=30) as response:
         events = parse_events(response.iter_lines())
         assert next(events).event in ("logs", "status")
-        stopped_at = time.monotonic()
         assert server.proc is not None
         server.proc.send_signal(signal.SIGTERM)
         rest = [e.event for e in events]
     assert "reconnect" in rest, "a live stream is told to reconnect elsewhere"
-    assert server.stop(None, timeout=20) in (0, -signal.SIGTERM)
-    assert time.monotonic() - stopped_at < 10
+    assert server.stop(None, timeout=120) in (0, -signal.SIGTERM)  # drained: well before its 600 s of grace
     store.close()
 
 

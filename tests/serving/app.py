@@ -8,6 +8,7 @@ import os
 from typing import Any
 
 from flightlog import serving
+from flightlog.errors import InvalidInput
 
 
 async def model_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -27,8 +28,20 @@ async def model_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
             break
     if scope["path"] == "/label":  # the truth, learned later, for one request id
         given = json.loads(body)
-        serving.log_label(given["request_id"], given["label"])
+        try:
+            serving.log_label(given["request_id"], given["label"])
+        except InvalidInput as exc:
+            await send({"type": "http.response.start", "status": 400, "headers": [(b"content-type", b"text/plain")]})
+            await send({"type": "http.response.body", "body": exc.message.encode()})
+            return
         await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+        return
+    if scope["path"] == "/stream":  # a long streamed answer: ?mb=N megabytes, 1 MB a chunk
+        mb = int((scope.get("query_string") or b"mb=1").decode().split("=")[-1])
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
+        for i in range(mb):  # a new chunk each time, as a real stream's (one object sent 200 times costs nothing)
+            await send({"type": "http.response.body", "body": b"%08d" % i + b"x" * ((1 << 20) - 8), "more_body": True})
         await send({"type": "http.response.body", "body": b""})
         return
     if scope["path"] == "/boom":
@@ -44,7 +57,7 @@ async def model_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
 
 if os.environ.get("SERVING_ATTACH", "1") == "1":
     serving.attach(
-        model="fraud:3",
+        version="3",  # a model outside the registry: no model= (a reference is resolved by the registry)
         endpoint="fraud-api",
         env="prod",
         project="fraud",

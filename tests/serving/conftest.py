@@ -27,13 +27,13 @@ def free_port() -> int:
 
 
 class ModelServer:
-    def __init__(self, home: Path, env: dict[str, str]) -> None:
+    def __init__(self, home: Path, env: dict[str, str], app: str = "app:app") -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = home.parent / f"uvicorn-{self.port}.log"
         self._out = open(self.log, "w")  # noqa: SIM115 - the server writes to it until stop()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "app:app", "--port", str(self.port), "--log-level", "warning"],
+            [sys.executable, "-m", "uvicorn", app, "--port", str(self.port), "--log-level", "warning"],
             cwd=HERE,
             env={**child_env(home), "PYTHONPATH": os.environ.get("PYTHONPATH", ""), **env},
             stdout=self._out,
@@ -65,8 +65,8 @@ class ModelServer:
 def model_server(tmp_path: Path) -> Iterator[Callable[..., ModelServer]]:
     made: list[ModelServer] = []
 
-    def make(home: Path | None = None, **env: str) -> ModelServer:
-        server = ModelServer(home or tmp_path / "home", env)
+    def make(home: Path | None = None, app: str = "app:app", **env: str) -> ModelServer:
+        server = ModelServer(home or tmp_path / "home", env, app)
         made.append(server)
         return server
 

@@ -17,6 +17,7 @@ from tests.helpers import child_env, cli_json
 
 TRAIN = """
 import pathlib, sys, flightlog
+from flightlog.data import profile
 version, rows = sys.argv[1], int(sys.argv[2])
 data = pathlib.Path(f"train-{version}.csv")
 data.write_text("amount,country,label\\n" + "".join(f"{i},{'BR' if i % 3 else 'US'},{i % 2}\\n" for i in range(rows)))
@@ -24,6 +25,7 @@ weights = pathlib.Path(f"weights-{version}.npz")
 weights.write_bytes(b"weights of v" + version.encode() * 100)
 run = flightlog.init(project="fraud-team", name=f"train fraud v{version}", params={"lr": 0.1 * int(version)})
 run.log_input(data, name="data/train.csv")
+run.log_profile("train", profile(str(data)))  # what live drift compares the version's inputs with
 run.log({"auc": 0.9 + int(version) / 100}, step=1)
 run.log_artifact(weights, name="model/weights.npz")
 run.finish()
@@ -31,7 +33,9 @@ print(run.id)
 """
 
 # A replica of fraud-api: serves `n` requests through the decorator (v2 is slower and fails
-# one request in ten), then exits, or with "stay" keeps serving until its stdin closes.
+# one request in ten), then exits, or with "stay" keeps serving until its stdin closes. It sends
+# amounts 0..n-1 from BR only: against the training data (amounts 0..rows-1, two thirds BR) the
+# live inputs drift.
 REPLICA = """
 import sys, time
 from flightlog import serving
@@ -71,6 +75,9 @@ rules:
     window: 1d
     min_requests: 10
 """
+
+
+LIVE_REQUESTS = 200  # the live v2 replica's: with the 40 before, enough records for live drift to be judged
 
 
 @dataclass
@@ -130,7 +137,7 @@ def deploy_with_traffic(home: Path, *, live: bool = False) -> Deployed:
     stay = None
     if live:
         stay = subprocess.Popen(
-            [sys.executable, "-c", textwrap.dedent(REPLICA), "2", "20", "stay"],
+            [sys.executable, "-c", textwrap.dedent(REPLICA), "2", str(LIVE_REQUESTS), "stay"],
             env=child_env(home),
             cwd=home.parent,
             stdin=subprocess.PIPE,

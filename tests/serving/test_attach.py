@@ -68,7 +68,7 @@ def test_a_token_that_cannot_write_the_project_is_refused_before_anything_is_rec
         home = tmp_path / "home"
         out = _attach_fails(
             home,
-            "serving.attach(model='fraud:3', endpoint='fraud-api', project='fraud')",
+            "serving.attach(version='3', endpoint='fraud-api', project='fraud')",
             FLIGHTLOG_URL=srv.url,
             FLIGHTLOG_TOKEN=token,
         )
@@ -84,7 +84,7 @@ def test_the_decorator_records_sync_and_async_calls_and_errors(tmp_path: Path) -
         """
         import asyncio
         from flightlog import serving
-        replica = serving.attach(model="fraud:7", endpoint="fraud-batch", project="fraud", inputs=["amount"], sample=1.0)
+        replica = serving.attach(version="7", endpoint="fraud-batch", project="fraud", inputs=["amount"], sample=1.0)
 
         @serving.track
         def predict(features):
@@ -151,7 +151,7 @@ def test_a_full_buffer_drops_and_counts(tmp_path: Path) -> None:
         home,
         """
         from flightlog import serving
-        replica = serving.attach(model="fraud:1", endpoint="tiny", buffer_limit=10, interval=3600, sample=0.0)
+        replica = serving.attach(version="1", endpoint="tiny", buffer_limit=10, interval=3600, sample=0.0)
         for i in range(25):
             replica.record(0.0, 0.001, 200, None)
     """,
@@ -185,7 +185,7 @@ def test_labels_are_compared_with_the_output_field_that_label_field_names(tmp_pa
         home,
         """
         from flightlog import serving
-        serving.attach(model="fraud:2", endpoint="fraud-map", project="fraud", inputs=["country"], sample=1.0,
+        serving.attach(version="2", endpoint="fraud-map", project="fraud", inputs=["country"], sample=1.0,
                        label_field="fraud")
 
         @serving.track
@@ -205,3 +205,36 @@ def test_labels_are_compared_with_the_output_field_that_label_field_names(tmp_pa
     by_country = {c["value"]: c["metrics"]["accuracy"] for c in evaluation["cohorts"]}
     assert by_country["US"] == 1.0 and by_country["BR"] < 0.6, by_country
     assert "label_field" in _attach_fails(home, "serving.attach(model='fraud:2', endpoint='x', label_field='')")
+
+
+def test_an_output_allow_list_keeps_the_listed_fields_and_hashes_the_rest(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    run_script(
+        home,
+        """
+        from flightlog import serving
+        serving.attach(version="1", endpoint="recs", project="shop", inputs=["user_segment"], outputs=["items"],
+                       sample=1.0)
+
+        @serving.track
+        def recommend(features):
+            return {"items": ["a", "b"], "email": "carol@example.com", "reason": "bought before"}
+
+        for i in range(3):
+            recommend({"user_segment": "new", "user": f"u{i}"}, request_id=f"r{i}")
+        try:
+            serving.attach(version="1", endpoint="x", outputs="items")
+        except Exception as exc:
+            print(type(exc).__name__, exc)
+    """,
+    )
+    with Client(home) as client:
+        rows = serving.predictions(client, "recs")
+        aggs = serving.aggregates(client, "recs")
+        run = client.runs(project="shop")[0]
+    assert len(rows) == 3 and all(r["output"] == {"items": ["a", "b"]} for r in rows)
+    assert set(rows[0]["output_hashes"]) == {"email", "reason"}
+    assert set(sum((list(a["outputs"]["fields"]) for a in aggs), [])) <= {"items"}, "only listed fields are counted"
+    assert run.params["serving.outputs"] == ["items"] and run.params["serving.redact_personal"] is True
+    stored = b"".join(p.read_bytes() for p in home.rglob("*") if p.is_file())
+    assert b"carol@example.com" not in stored and b"bought before" not in stored

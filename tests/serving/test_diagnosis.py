@@ -128,7 +128,15 @@ def test_the_cli_names_the_rollout_the_versions_and_the_training_data_change(dep
     assert any(d["kind"] == "cohort_metrics" and "country=BR" in d["summary"] for d in report["differences"])
 
     headline = report["headline"]
-    assert headline.startswith("p99 latency ")
+    # 240 requests a version: p50 and p95 are judged (a p99 needs 500), each with its size and n
+    assert headline.startswith("p95 latency ×3") or headline.startswith("p50 latency ×3"), headline
+    assert "p50 latency ×3" in headline and " ms) " in headline
+    assert "on v2 (240 requests against 240 on v1)" in headline
+    change = next(c for c in report["changes"] if c["kind"] == "version_change")
+    assert change["time"] == v2["time"]
+    p99 = next(c for c in change["evidence"]["changes"] if c["metric"] == "p99_ms")
+    assert not p99["finding"] and p99["why_not"] == "too few requests (240 of the 500 a p99 needs on each side)"
+    assert [v["version"] for v in report["versions"]] == ["1", "2"] and report["versions"][1]["requests"] == 240
     assert "cohort country=BR accuracy −" in headline
     assert "since fraud v2 rolled out at " in headline
     assert headline.endswith("v2's training data train.csv changed (rows 300 → 180)")
@@ -136,6 +144,7 @@ def test_the_cli_names_the_rollout_the_versions_and_the_training_data_change(dep
 
     human = cli(home, "diagnose", "--deployment", "fraud-api", "--env", "prod").stdout
     assert "diagnosis of deployment fraud-api" in human and "rows 300 → 180" in human and "latency_step" in human
+    assert "version_change" in human and "v1: 240 requests" in human
 
 
 def test_the_http_route_answers_the_same_report(deployed: dict[str, Any]) -> None:
@@ -210,3 +219,24 @@ def test_a_firing_serving_alert_carries_the_short_form(
     assert "since fraud v2 rolled out" in brief["headline"], json.dumps(brief)
     assert brief["before"]["version"] == "1" and brief["after"]["version"] == "2"
     assert brief["command"] == "flightlog diagnose --deployment fraud-api --env prod"
+
+
+def test_serving_drift_puts_each_feature_beside_its_training_data(deployed: dict[str, Any]) -> None:
+    """240 records a version: judged (a significance test on the live rows' own number); the
+    amounts and countries are those the runs trained on, so nothing drifted; both sides shown."""
+    home, runs = deployed["home"], deployed["runs"]
+    doc = cli_json(home, "serving", "drift", "fraud-api", "--since", "24h")
+    assert [v["version"] for v in doc["versions"]] == ["2", "1"]  # the version serving now first
+    v2 = doc["versions"][0]
+    assert v2["training_run"] == runs["2"] and v2["rows"] == 240 and v2["judged"] and v2["failed"] == 0
+    by = {f["feature"]: f for f in v2["features"]}
+    assert set(by) == {"amount", "country"} and doc["drifted"] == []
+    assert by["amount"]["test"] == "ks" and by["country"]["test"] == "z"
+    assert by["amount"]["training"]["kind"] == "numeric" and 90 < by["amount"]["live"]["mean"] < 110
+    assert {t["value"] for t in by["country"]["live"]["top"]} == {"BR", "US"}
+    one = cli_json(home, "serving", "drift", "fraud-api", "--since", "24h", "--version", "1")
+    assert [v["version"] for v in one["versions"]] == ["1"] and one["versions"][0]["training_run"] == runs["1"]
+    human = cli(home, "serving", "drift", "fraud-api", "--since", "24h").stdout
+    assert "version 2 (training run" in human and "amount" in human and "mean" in human
+    unknown = cli(home, "serving", "drift", "fraud-api", "--version", "9", check=False)
+    assert unknown.returncode == 1 and "its versions: 1, 2" in unknown.stderr

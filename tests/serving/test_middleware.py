@@ -44,7 +44,9 @@ def _check_evidence(client: Client, ids: dict[str, str]) -> None:
     assert "a@b.c" not in str(given)
     assert given["output"] == {"score": 0.8, "label": "fraud"} and given["version"] == "3"
     assert given["label"] == 1 and rows[ids["made"]]["label"] is None
-    assert rows[ids["boom"]]["status"] == 500
+    boom = rows[ids["boom"]]
+    assert boom["status"] == 500 and boom["error"] == "HTTP 500"
+    assert boom["output"] is None and boom["inputs"] == {} and boom["input_hashes"] == {}, "no body for a non-2xx"
     aggs = serving.aggregates(client, "fraud-api")
     assert (
         sum(a["requests"] for a in aggs) == 6 and sum(a["errors"] for a in aggs) == 1
@@ -60,7 +62,7 @@ def _check_evidence(client: Client, ids: dict[str, str]) -> None:
     assert {k: tags[k] for k in tags if k.startswith("serving.")} == {
         "serving.endpoint": "fraud-api",
         "serving.env": "prod",
-        "serving.model": "fraud",
+        "serving.model": "",  # served outside the registry (attach(version=...) alone)
         "serving.version": "3",
         "serving.replica": run["replica"],
     }

@@ -30,7 +30,7 @@ def test_a_users_skip_list_replaces_the_default(tmp_path: Path) -> None:
         async def send(message):
             pass
 
-        replica = serving.attach(model="fraud:2", endpoint="fraud-skip", project="fraud", sample=1.0)
+        replica = serving.attach(version="2", endpoint="fraud-skip", project="fraud", sample=1.0)
         wrapped = serving.ServingMiddleware(app, skip_paths=["/ping", "/static/*"])
         paths = ["/score", "/ping", "/static/app.js", "/static/css/a.css", "/healthz", "/statics"]
         for i, path in enumerate(paths):

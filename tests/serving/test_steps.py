@@ -16,7 +16,7 @@ import flightlog
 from flightlog.data import profile
 from flightlog.serving.histogram import LatencyHistogram
 from flightlog.serving.livechanges import drift_change
-from flightlog.serving.steps import error_step, latency_step, merge_minutes, version_latency
+from flightlog.serving.steps import error_step, latency_step, merge_minutes
 from flightlog.serving.versiondiff import _paired
 
 
@@ -80,27 +80,32 @@ def test_a_drift_onset_is_found_against_the_training_profile(tmp_path: Path, mon
     with flightlog.Client() as client:
         change = drift_change(client, rows, "2", run.id, notes)
         quiet = drift_change(client, rows[:2400], "2", run.id, notes)
-        few = drift_change(client, rows[:500], "2", run.id, notes)
+        few = drift_change(client, rows[:500], "2", run.id, notes)  # judged with a significance test: no drift
+        tiny = drift_change(client, rows[:150], "2", run.id, notes)
+        # the inputs of failed requests are not judged: 600 refused requests with wild amounts change nothing
+        refused = [
+            dict(r, time=r["time"] + 0.1, status=422, inputs={"amount": 1e6, "country": "??"}) for r in rows[:600]
+        ]
+        calm = drift_change(client, rows[:2400] + refused, "2", run.id, notes)
     assert change is not None and change["kind"] == "drift" and change["features"] == ["amount"]
     assert change["time"] == pytest.approx(start + 1200, abs=1)  # the first shifted window
-    assert quiet is None and few is None
-    assert notes == ["drift not judged: 500 sampled records of version 2, fewer than 1000 per window"]
+    (amount,) = change["evidence"]["features"]
+    assert amount["training"]["kind"] == "numeric" and 95 < amount["training"]["mean"] < 105
+    assert 135 < amount["live"]["mean"] < 145, "the live side of the feature, as people read it"
+    assert quiet is None and few is None and tiny is None and calm is None
+    assert notes == [
+        "drift not judged: 150 sampled records of successful requests of version 2, fewer than 200 per window"
+    ]
 
 
-def test_a_slower_version_is_found_when_both_served_the_same_minutes() -> None:
-    """A rollout within one minute: no step over time, but v2's own p99 is twice v1's."""
-    rows = []
-    for version, ms in (("1", 4.0), ("2", 8.0)):
-        h = LatencyHistogram()
-        h.update([ms * 0.5] * 97 + [ms] * 3)
-        rows.append({"version": version, "minute": 1000, "requests": 100, "errors": 0, "latency": h.to_dict()})
+def test_a_quiet_minute_is_left_out_of_the_latency_series() -> None:
+    """Six busy minutes at 10 ms then one minute of three slow requests: no step from three requests."""
+    rows = _rows([10, 11, 10, 12, 10, 11])
+    h = LatencyHistogram()
+    h.update([40.0, 41.0, 39.0])
+    rows.append({"version": "2", "minute": 1006, "requests": 3, "errors": 0, "latency": h.to_dict()})
+    rows += [dict(r, minute=1007 + i) for i, r in enumerate(_rows([10, 11, 10])[:2])]
     assert latency_step(merge_minutes(rows)) is None
-    found = version_latency(rows, "1", "2")
-    assert found is not None and 1.8 < found["ratio"] < 2.2 and found["requests"] == {"1": 100, "2": 100}
-    few = [dict(r, requests=10) for r in rows]
-    assert version_latency(few, "1", "2") is None, "too few requests to compare"
-    same = [rows[0], dict(rows[0], version="2")]
-    assert version_latency(same, "1", "2") is None, "as fast: no change"
 
 
 def test_one_snapshot_replaced_by_another_is_one_difference() -> None:
@@ -124,3 +129,30 @@ def test_one_snapshot_replaced_by_another_is_one_difference() -> None:
     assert row["summary"] == "training data snapshot-a replaced by snapshot-b (rows 4,000 → 3,433)"
     third = dict(new, name="extra")
     assert len(_paired([gone, new, third])) == 3, "two new inputs: no pairing"
+
+
+def test_a_training_data_change_is_told_from_the_runs_profiles_not_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two runs read a snapshot of the same size whose amounts moved; each logged a profile of a
+    DataFrame (no file name to match the input by): the difference says how the data moved."""
+    from flightlog.serving.versiondiff import version_differences
+
+    monkeypatch.setenv("FLIGHTLOG_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("FLIGHTLOG_CONSOLE", "off")
+    rng = np.random.default_rng(3)
+    ids = []
+    for mean in (100.0, 130.0):
+        frame = pd.DataFrame({"amount": rng.normal(mean, 20, 4000).round(2), "country": rng.choice(["BR", "US"], 4000)})
+        path = tmp_path / f"snapshot-{int(mean)}.csv"
+        frame.to_csv(path, index=False)
+        run = flightlog.init(project="train", name="fraud")
+        run.log_input(path, name="data/train.csv")
+        run.log_profile("train", profile(frame))
+        run.finish()
+        ids.append(run.id)
+    with flightlog.Client() as client:
+        rows, _ = version_differences(client, ids[1], ids[0])
+    data = next(r for r in rows if r["kind"] == "data")
+    assert data["summary"].startswith("training data train.csv changed (amount mean 100 → 130"), data["summary"]
+    assert "bytes" not in data["summary"] and "country" not in data["summary"]

@@ -246,6 +246,20 @@ def test_metrics_logs_and_resources_per_rank(home: Path) -> None:
     assert [e.message for e in client.logs(RUN, rank=1)] == ["hello 1"]
     assert [s["cpu_percent"] for s in client.resources(RUN, rank=1)] == [90.0]
     assert len(client.resources(RUN)) == 2
+    # each rank's own stages (the UI's lane per rank): its spans and totals, never the others'
+    hist = [0] * 4
+    for rank, took in ((r0, 0.1), (r1, 0.5)):
+        ingest(
+            rank.rec("spans", T0 + 3, spans=[["data_loading", T0 + 2, T0 + 2 + took, 1, True, None]]),
+            rank.rec("stage_stats", T0 + 3, stats={"data_loading": {"count": 1, "total": took, "min": took,
+                                                                     "max": took, "hist": hist, "first_start": T0 + 2,
+                                                                     "last_end": T0 + 2 + took}}),
+        )  # fmt: skip
+    [both] = client.stages(RUN)
+    assert both.count == 2 and len(both.spans) == 2
+    [mine] = client.stages(RUN, rank=1)
+    assert (mine.count, mine.total, [s.duration for s in mine.spans]) == (1, pytest.approx(0.5), [pytest.approx(0.5)])
+    assert client.stages(RUN, rank=7) == []
 
 
 def test_a_run_of_one_process_has_no_ranks(home: Path) -> None:
@@ -272,3 +286,38 @@ def test_a_rank_never_reopens_a_run_its_owner_ended(home: Path) -> None:
     assert [r.state for r in flightlog.Client().ranks(RUN)] == ["failed"]  # the rank's own end is kept
     [said] = notices()
     assert "rank 0" in said and "status is its owner's" in said
+
+
+def test_flightlog_run_s_account_of_a_rank_yields_to_the_rank_s_own_and_fills_what_it_lacks(home: Path) -> None:
+    """``flightlog run -- torchrun`` speaks for each rank it sees (runner/ranks.py: writers named
+    ``observed-…``): alone, it is the rank's row; beside the rank's own SDK writer (the same
+    process), the rank's own row leads and takes from it only the end and first error it lacks."""
+    owner = Rank(None, writer="owner")
+    ingest(
+        owner.rec("writer", T0, host="node-a", pid=1, owner=True, attempt=1),
+        owner.rec("run", T0, project="dist", status="running", started=T0, created=T0, owner="owner", attempt=1),
+    )
+    sdk0 = Rank(0, writer="sdk-rank-0")  # rank 0 called flightlog.init(): its steps are its own
+    seen0, seen1 = Rank(0, writer="observed-0"), Rank(1, writer="observed-1")  # the runner's accounts
+    ingest(sdk0.join(T0, peer=False), seen0.join(T0, peer=False), seen1.join(T0, peer=False))
+    ingest(sdk0.metrics(T0 + 1, [0, 1, 2], [1.0, 0.5, 0.25]))
+    client = flightlog.Client()
+    ranks = client.ranks(RUN)
+    assert [(r.rank, r.writer, r.last_step) for r in ranks] == [(0, "sdk-rank-0", 2), (1, "observed-1", None)]
+    # the job fails: torchrun's summary gives each rank's end; rank 0's SDK was killed before it could say
+    failure = {"exception": "ValueError", "message": "bad shard", "first_error": {"message": "ValueError: bad shard",
+                                                                                  "time": T0 + 2}}  # fmt: skip
+    ingest(
+        seen1.end(T0 + 3, "failed", end_reason="exit", exit_code=1, failure=failure),
+        seen0.end(T0 + 3, "killed", end_reason="signal", exit_code=143, signal=15),
+    )
+    ranks = client.ranks(RUN)
+    assert [(r.rank, r.state, r.exit_code, r.signal) for r in ranks] == [(0, "killed", 143, 15), (1, "failed", 1, None)]
+    assert ranks[0].writer == "sdk-rank-0" and ranks[0].last_step == 2
+    assert ranks[1].first_error == {"message": "ValueError: bad shard", "time": pytest.approx(T0 + 2)}
+    assert not [m for m in notices() if "claimed twice" in m]  # one process, two accounts: no false alarm
+    # a rank's own end, where it recorded one, is never replaced by the runner's
+    sdk1 = Rank(1, writer="sdk-rank-1")
+    ingest(sdk1.join(T0 + 0.1, peer=False), sdk1.end(T0 + 2.5, "failed", end_reason="exception", exit_code=1))
+    one = next(r for r in client.ranks(RUN) if r.rank == 1)
+    assert (one.writer, one.end_reason, one.first_error) == ("sdk-rank-1", "exception", ranks[1].first_error)

@@ -77,7 +77,9 @@ def test_the_api_groups_failures_and_keeps_a_project_token_in_its_project(server
 def test_the_command_prints_json_and_refuses_bad_input_clearly(home: Path) -> None:
     ids = [_fail("vision", i) for i in range(2)]
     doc = cli_json(home, "triage", "--project", "vision")
-    assert list(doc) == ["project", "pipeline", "since", "until", "failures", "days", "groups"]
+    assert list(doc) == [
+        "project", "pipeline", "since", "until", "failures", "days", "groups", "truncated", "unclassified"
+    ]  # fmt: skip
     assert doc["groups"][0]["runs"] == ids[::-1] and len(doc["days"]) == 8
     text = cli(home, "triage", "--project", "vision").stdout
     assert "2 failures in vision" in text and "missing_file" in text

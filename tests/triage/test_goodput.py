@@ -5,22 +5,21 @@ tab and `triage --goodput` with the project's price per hour."""
 from __future__ import annotations
 
 import json
-import os
 import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
 import flightlog
-from flightlog.server import ui
 from flightlog.server.testing import serve_in_thread
 from flightlog.triage.goodput import goodput_report, run_goodput, summary_line
+from tests.browser import open_page
 from tests.helpers import child_env, cli
 
-CHROMIUM = "/usr/bin/chromium"
 WORKLOAD = textwrap.dedent("""
     import json, os, sys, time
     attempt = int(os.environ["FLIGHTLOG_ATTEMPT"])
@@ -113,7 +112,7 @@ def test_bad_input_is_a_clear_message(home: Path) -> None:
 
 
 @pytest.mark.embedded_only("serves the embedded store it ran on")
-def test_the_api_and_the_timeline_tab_show_the_goodput_line(home: Path) -> None:
+def test_the_api_and_the_timeline_tab_show_the_goodput_line(home: Path, browser: Any) -> None:
     with flightlog.init(project="ui") as run:
         time.sleep(0.2)  # startup
         for i in range(4):
@@ -129,19 +128,12 @@ def test_the_api_and_the_timeline_tab_show_the_goodput_line(home: Path) -> None:
         missing = httpx.get(f"{server.url}/api/v1/runs/nope/goodput")
         assert missing.status_code == 404 and missing.json()["error"]["code"]
 
-        if not os.path.exists(CHROMIUM) or not (ui.STATIC / "index.html").exists():
-            pytest.skip("the browser part needs /usr/bin/chromium and the built UI (scripts/setup-ui.sh --browser)")
-        sync_api = pytest.importorskip("playwright.sync_api")
-        with sync_api.sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox"])
-            page = browser.new_page(base_url=server.url)
-            errors: list[str] = []
-            page.on("pageerror", lambda exc: errors.append(str(exc)))
+        from playwright.sync_api import expect
+
+        with open_page(browser, server.url) as page:  # fails, never skips, without Chromium
             page.goto(f"/projects/ui/runs/{run.id}/timeline")
-            sync_api.expect(page.locator(".goodput-summary")).to_have_text(doc["summary"])
-            sync_api.expect(page.locator('.goodput-bar [data-category="data_stall"]')).to_have_count(1)
-            browser.close()
-            assert errors == []
+            expect(page.locator(".goodput-summary")).to_have_text(doc["summary"])
+            expect(page.locator('.goodput-bar [data-category="data_stall"]')).to_have_count(1)
 
 
 @pytest.mark.embedded_only("runs a real pipeline")

@@ -3,63 +3,23 @@ flightlog server (uvicorn in a thread) over runs made by the SDK and `flightlog 
 
 The runs are made once per test process (``seeded``); each test gets a fresh browser context
 (``page``), fails on any uncaught JavaScript error, and may save screenshots with ``shot`` into
-test-artifacts/ui/. `make test` installs chromium and builds the UI (scripts/setup-ui.sh).
-
-Without Chromium a browser test fails (never skips: a skipped UI suite looks like a green one)
-and says how to install it. FLIGHTLOG_TEST_CHROMIUM names another Chromium binary.
+test-artifacts/ui/. The browser itself, and failing (never skipping) without Chromium, are
+tests/browser.py's, shared with every suite that looks at a page.
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from flightlog.server import ui
-from tests.ui.workloads import ROOT, Seeded, make_edges, make_oom, make_resumed, seed
+from tests.browser import open_page
+from tests.ui.workloads import ROOT, Seeded, make_distributed, make_edges, make_oom, make_resumed, seed
 
-CHROMIUM = os.environ.get("FLIGHTLOG_TEST_CHROMIUM", "/usr/bin/chromium")
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-dev-shm-usage",
-]
 ARTIFACTS = ROOT / "test-artifacts" / "ui"
-TIMEOUT_MS = 15_000
-
-
-NO_CHROMIUM = (
-    f"the browser tests need Chromium at {CHROMIUM} and it is missing: install it with "
-    "`sudo apt-get install chromium` (Debian/Ubuntu) or `scripts/setup-ui.sh --browser`, "
-    "or leave these tests out with `pytest --ignore=tests/ui`"
-)
-
-
-def pytest_runtest_setup(item: pytest.Item) -> None:
-    """Fail a browser test before its fixtures make runs and start servers for nothing."""
-    if {"browser", "page"} & set(getattr(item, "fixturenames", ())) and not os.access(CHROMIUM, os.X_OK):
-        pytest.fail(NO_CHROMIUM, pytrace=False)
-
-
-@pytest.fixture(scope="session")
-def built_ui() -> Path:
-    """The built UI; built here when it is missing (scripts/setup-ui.sh is idempotent)."""
-    if not (ui.STATIC / "index.html").exists():
-        subprocess.run([str(ROOT / "scripts" / "setup-ui.sh")], check=False, timeout=600)
-    if not (ui.STATIC / "index.html").exists():
-        pytest.fail("the web UI is not built and could not be: run scripts/setup-ui.sh (it needs Node.js and npm)")
-    return ui.STATIC
 
 
 @pytest.fixture(scope="session")
@@ -93,6 +53,12 @@ def oom(seeded: Seeded) -> str:
     return make_oom(seeded.home, seeded.work)
 
 
+@pytest.fixture(scope="session")
+def distributed(seeded: Seeded) -> str:
+    """A 2-rank torchrun job whose rank 1 hung before all_reduce #4 (project "dist")."""
+    return make_distributed(seeded.home, seeded.work)
+
+
 ALERT_RULES = """\
 settings:
   interval: 1s
@@ -118,34 +84,6 @@ def server(seeded: Seeded) -> Iterator[Any]:
     (seeded.home / "alerts.yaml").write_text(ALERT_RULES)
     with serve_in_thread(seeded.home) as running:
         yield running
-
-
-@pytest.fixture(scope="package")
-def browser() -> Iterator[Any]:
-    """Chromium, closed when this package's tests are done (its processes would otherwise count
-    as children of the test process in other packages' tests)."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
-
-
-@contextmanager
-def open_page(browser: Any, base_url: str, **options: Any) -> Iterator[Any]:
-    """A page in a fresh browser context on a server; any uncaught script error or dialog fails the test."""
-    context = browser.new_context(viewport={"width": 1400, "height": 900}, base_url=base_url, **options)
-    context.set_default_timeout(TIMEOUT_MS)
-    pg = context.new_page()
-    errors: list[str] = []
-    dialogs: list[str] = []
-    pg.on("pageerror", lambda exc: errors.append(str(exc)))
-    pg.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-    yield pg
-    context.close()
-    assert not errors, f"uncaught errors in the page: {errors}"
-    assert not dialogs, f"a dialog was opened (script ran from a workload value?): {dialogs}"
 
 
 @pytest.fixture

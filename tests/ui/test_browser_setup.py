@@ -1,5 +1,6 @@
 """The browser tests need Chromium: without it they fail and say how to install it, never skip
-(a skipped UI suite in CI reads as a green one)."""
+(a skipped UI suite in CI reads as a green one); those of other suites too (a page the
+pipeline suite checks)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ def test_a_missing_chromium_fails_the_browser_tests_with_how_to_install_it() -> 
             "-p",
             "no:cacheprovider",
             "tests/ui/test_app.py::test_dark_mode_is_readable_and_remembered",
+            "tests/pipeline/test_ui.py::test_the_api_returns_the_pipeline_and_refuses_a_plain_run[embedded]",
         ],
         cwd=ROOT,
         env=env,
@@ -31,7 +33,7 @@ def test_a_missing_chromium_fails_the_browser_tests_with_how_to_install_it() -> 
     )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1, out
-    assert "1 error" in out and "skipped" not in out, out
+    assert "2 errors" in out and "skipped" not in out, out
     assert "no-such-chromium" in out and "apt-get install chromium" in out and "scripts/setup-ui.sh --browser" in out, (
         out
     )

@@ -14,7 +14,7 @@ from playwright.sync_api import expect
 
 import flightlog
 from flightlog.sweeps import LogUniform, SweepResult, Trial, sweep
-from tests.ui.conftest import open_page
+from tests.browser import open_page
 
 
 def _train(trial: Trial) -> None:

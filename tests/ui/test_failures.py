@@ -13,7 +13,7 @@ import pytest
 from playwright.sync_api import expect
 
 import flightlog
-from tests.ui.conftest import open_page
+from tests.browser import open_page
 
 QUIET: dict[str, Any] = {"quiet": True, "resources": False, "console": False}
 

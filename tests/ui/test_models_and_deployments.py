@@ -16,10 +16,10 @@ import pytest
 
 from flightlog.client import Client
 from flightlog.server.testing import serve_in_thread
-from flightlog.serving.reading import replicas
+from flightlog.serving.reading import predictions, replicas
+from tests.browser import open_page
 from tests.serving.conftest import poll
-from tests.serving.deployed import ALERT_RULES, Deployed, deploy_with_traffic
-from tests.ui.conftest import open_page
+from tests.serving.deployed import ALERT_RULES, LIVE_REQUESTS, Deployed, deploy_with_traffic
 
 
 @dataclass
@@ -34,6 +34,8 @@ def story(tmp_path_factory: pytest.TempPathFactory, clean_env: None, built_ui: P
     try:
         with Client(deployed.home) as client:  # the live replica's run reaches the store with its first beat
             poll(lambda: any(r["state"] == "serving" for r in replicas(client, "fraud-api")), timeout=60)
+            # and its sampled records (written every 0.2 s) for the drift panel
+            poll(lambda: len(predictions(client, "fraud-api")) >= 80 + 40 + LIVE_REQUESTS, timeout=60)
         (deployed.home / "alerts.yaml").write_text(ALERT_RULES)  # the server evaluates them in the background
         with serve_in_thread(deployed.home) as server:
             yield Story(server.url, deployed)
@@ -93,7 +95,8 @@ def test_the_deployment_timeline_shows_the_rollout_the_replica_lanes_and_the_cha
         page.goto("/deployments")
         row = page.locator('.deployments-table tr[data-endpoint="fraud-api"]')
         expect(row).to_contain_text("prod")
-        expect(row).to_contain_text("fraud@v2")
+        expect(row.locator("td").nth(2)).to_contain_text("fraud v2")  # a version, never read as an alias
+        expect(row).not_to_contain_text("fraud@v2")
         expect(row.locator("td").nth(3)).to_have_text("1")  # serving
         expect(row.locator("td").nth(4)).to_have_text("3")  # gone
         shot(page, "deployments-list")
@@ -144,3 +147,59 @@ def test_the_deployment_timeline_shows_the_rollout_the_replica_lanes_and_the_cha
         expect(page.locator("#deployment-alerts li")).to_contain_text("fraud-errors")
         expect(page.locator("#deployment-alerts li")).to_contain_text("v2")
         shot(page, "deployment-timeline")
+
+
+def test_the_deployment_page_answers_per_version_and_shows_live_drift(browser: Any, story: Story, shot: Any) -> None:
+    from playwright.sync_api import expect
+
+    with open_page(browser, story.url) as page:
+        page.goto("/deployments/fraud-api?env=prod&project=fraud-team")
+        table = page.locator("#version-stats")
+        v1, v2 = table.locator('tr[data-version="1"]'), table.locator('tr[data-version="2"]')
+        expect(v1.locator('[data-col="requests"]')).to_have_text("80")  # two replicas' 40 each, merged
+        expect(v1.locator('[data-col="error_rate"]')).to_have_text("0%")
+        expect(v2.locator('[data-col="error_rate"]')).to_have_text("10%")  # one request in ten raised
+        expect(v2.locator('[data-col="error_types"]')).to_contain_text("ValueError")
+        expect(v2.locator('[data-col="client_error_rate"]')).to_have_text("0%")
+        p50 = [float(t.split()[0]) for t in table.locator('[data-col="p50_ms"]').all_inner_texts()]
+        assert p50[1] > p50[0], p50  # v2 sleeps 4 ms, v1 1 ms
+        # the charts' headers give each version's figure over its window: the table's
+        head = page.locator('.serving-charts [data-panel="p99"] .metric-head').inner_text()
+        for v, row in (("1", v1), ("2", v2)):
+            window_p99 = row.locator('[data-col="p99_ms"]').inner_text()
+            assert f"v{v} {window_p99}" in head, head
+        # live drift: v2's live amounts (0..39, then 0..199) against its training data's (0..119)
+        panel = page.locator("#drift-panel")
+        v2_drift = panel.locator('.drift-version[data-version="2"]')
+        expect(v2_drift.locator('tr[data-feature="amount"][data-test="ks"]')).to_have_attribute("data-drifted", "true")
+        expect(v2_drift.locator('tr[data-feature="amount"] .training-dist')).to_contain_text("mean 59.5")
+        expect(v2_drift.locator('tr[data-feature="amount"] .live-dist')).to_contain_text("mean")
+        expect(v2_drift.locator('tr[data-feature="country"]')).to_have_count(0)  # hashed: not on the allow-list
+        expect(v2_drift).to_contain_text("of failed requests left out")
+        v1_drift = panel.locator('.drift-version[data-version="1"]')
+        expect(v1_drift.locator(".drift-note")).to_contain_text("fewer than 200")
+        shot(page, "deployment-versions-and-drift")
+
+
+def test_replicas_are_out_of_the_runs_table_and_link_to_their_deployment(browser: Any, story: Story, shot: Any) -> None:
+    from playwright.sync_api import expect
+
+    with open_page(browser, story.url) as page:
+        page.goto("/projects/fraud-team")
+        rows = page.locator(".runs-table .row[data-run] .run-name")
+        expect(rows).to_have_count(2)  # the two training runs; the replicas are runs of kind serving
+        expect(page.locator("#run-count")).to_have_text("2 runs")
+        expect(rows.first).to_contain_text("train fraud v")
+        page.get_by_label("Serving replicas").check()
+        expect(page).to_have_url(re.compile(r"serving=1"))
+        expect(rows).to_have_count(6)
+        expect(page.locator("#run-count")).to_have_text("6 runs")
+        page.locator(".runs-table .row[data-run]", has_text="serve fraud-api@prod").first.locator("a").first.click()
+        link = page.locator("#deployment-link")
+        expect(link).to_contain_text("fraud-api (prod)")
+        expect(page.locator("#serving-diagnosis")).to_contain_text("Serving replica of fraud-api (prod)")
+        expect(page.locator("#diagnosis")).not_to_contain_text("training step")
+        expect(page.locator("#diagnosis .finding[data-category=slow_completion]")).to_have_count(0)
+        shot(page, "replica-run")
+        link.click()
+        expect(page.locator(".deployment-page h1")).to_contain_text("fraud-api")

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+from tests.browser import open_page
 from tests.pipeline.resumable import mend, write_pipeline
-from tests.ui.conftest import open_page
 from tests.ui.workloads import flightlog
 
 

@@ -195,6 +195,22 @@ def make_oom(home: Path, work: Path) -> str:
     return last_run(home, "oom")
 
 
+def make_distributed(home: Path, work: Path) -> str:
+    """A 2-rank torchrun job on gloo (tests/distributed/job.py, every rank with flightlog.init()):
+    rank 1 gets stuck in its data read before all_reduce #4; the hang watch (its defaults, under
+    a 6 s group timeout) records both ranks' stacks and Flight Recorders; rank 0 times out
+    waiting and torchrun stops rank 1 (project "dist")."""
+    signals = work / "dist-signals"
+    signals.mkdir(parents=True, exist_ok=True)
+    job = ROOT / "tests" / "distributed" / "job.py"
+    torchrun = str(Path(sys.executable).with_name("torchrun"))
+    env = env_for(home, SCENARIO="stuck", SIGNALS=str(signals), USE_SDK="1", GROUP_TIMEOUT="6", STEPS="8")
+    env["FLIGHTLOG_CONSOLE"] = "off"
+    flightlog(home, "run", "--project", "dist", "--name", "ddp-hang", "--", torchrun, "--nproc_per_node", "2",
+              "--standalone", str(job), env=env, check=False, timeout=300)  # fmt: skip
+    return last_run(home, "dist")
+
+
 @dataclass
 class Seeded:
     home: Path

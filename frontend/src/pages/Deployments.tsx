@@ -1,34 +1,21 @@
 // Deployments (docs/models.md): every endpoint in every environment with the version it should
-// serve and how many replicas serve it, and a deployment's page: its timeline (rollout markers,
-// a lane per replica from its start to its last heartbeat, the desired version above), the
-// charts per version under it (p99 latency, error rate, requests per minute), the alerts that
-// named the endpoint, and the deployment diagnosis when the server has one.
-import { useMemo, useRef } from "preact/hooks";
+// serve and how many replicas serve it, and a deployment's page: its timeline (rollout markers at
+// the new version's first traffic, a lane per replica from its start to its last heartbeat, the
+// desired version above), each version's totals over the window it served (the table `flightlog
+// serving stats --by version` prints), the charts per version under it (p99 latency, 5xx rate,
+// requests per minute), live drift per feature against the version's training data, the alerts
+// that named the endpoint, and the deployment diagnosis when the server has one.
+import { useMemo, useRef, useState } from "preact/hooks";
 import { ApiError, get } from "../api";
 import { Chart, uPlot, xAxis, yAxis } from "../components/Chart";
 import { Card, Empty, ErrorBox, Loading } from "../components/ui";
-import { fmtAgo, fmtNum, fmtTime, ms, shortId } from "../format";
+import { fmtAgo, fmtMs, fmtNum, fmtRate, fmtTime, ms, shortId } from "../format";
 import { useAsync, useInterval, useWidth } from "../hooks";
 import { Link, paths } from "../router";
 import { colorOf, cssVar } from "../theme";
-import type { Deployment, DeploymentDiagnosis, DeploymentTimeline, ReplicaRow, Rollout } from "../types";
-
-/** Milliseconds for people: `0.42 ms`, `1.23 ms`, `12.3 ms`, `245 ms`, `1.35 s`. */
-export function fmtMs(v: number | null | undefined): string {
-  if (v === null || v === undefined || !Number.isFinite(v)) return "—";
-  if (v === 0) return "0 ms";
-  if (v >= 1000) return `${(v / 1000).toFixed(2)} s`;
-  if (v >= 100) return `${Math.round(v)} ms`;
-  if (v >= 10) return `${v.toFixed(1)} ms`;
-  return `${v.toFixed(2)} ms`;
-}
-
-export function fmtRate(v: number | null | undefined): string {
-  if (v === null || v === undefined || !Number.isFinite(v)) return "—";
-  if (v === 0) return "0%";
-  const p = v * 100;
-  return `${p < 0.1 ? p.toFixed(2) : p < 10 ? p.toFixed(1) : Math.round(p)}%`;
-}
+import type {
+  Deployment, DeploymentDiagnosis, DeploymentTimeline, DistributionSummary, EndpointDrift, ReplicaRow, Rollout, VersionStats,
+} from "../types";
 
 function notThere(err: unknown): boolean {
   return err instanceof ApiError && (err.status === 404 || err.status === 403);
@@ -70,7 +57,7 @@ function DeploymentRow({ d }: { d: Deployment }) {
     <tr data-endpoint={d.endpoint} data-env={d.env}>
       <td><Link to={paths.deployment(d.endpoint, d.env, d.project)} class="strong">{d.endpoint}</Link></td>
       <td>{d.env}</td>
-      <td><Link to={paths.model(d.model, d.project)}>{d.model}</Link>@v{d.version} {d.ref && !d.ref.endsWith(`/${d.version}`) ? <span class="muted small">({d.ref.replace(/^models:\//, "")})</span> : null}</td>
+      <td><Link to={paths.model(d.model, d.project)}>{d.model}</Link> v{d.version} {d.ref && !d.ref.endsWith(`/${d.version}`) ? <span class="muted small">({d.ref.replace(/^models:\//, "")})</span> : null}</td>
       <td class="num" title={`${current} on the desired version`}>{reps.data ? serving.length : "…"}</td>
       <td class="num">{reps.data ? all.length - serving.length : "…"}</td>
       <td title={fmtTime(d.updated)}>{fmtAgo(d.updated)}</td>
@@ -143,7 +130,9 @@ export function DeploymentPage({ endpoint, query }: { endpoint: string; query: U
       <Card title="Timeline" id="timeline">
         <Timeline doc={d} />
       </Card>
+      <VersionTable doc={d} />
       <ServingCharts doc={d} />
+      <DriftPanel endpoint={d.endpoint} env={d.env} project={d.project} />
       <Card title={`Alerts (${d.alerts.length})`} id="deployment-alerts">
         {d.alerts.length ? (
           <ul class="alerts">
@@ -191,7 +180,11 @@ const LANE_H = 22;
 
 function rolloutLabel(r: Rollout, withSeconds: boolean): string {
   const verb = r.kind === "rollback" ? "rollback " : "";
-  return `${verb}v${r.from_version} → v${r.to_version} at ${hhmm(ms(r.time)! / 1000, withSeconds)} on ${r.replicas} replica${r.replicas === 1 ? "" : "s"}`;
+  const deployed = ms(r.deployed_at);
+  const at = hhmm(ms(r.time)! / 1000, withSeconds);
+  const asked = deployed !== null ? hhmm(deployed / 1000, withSeconds) : null;
+  const beside = r.first_traffic_at ? (asked && asked !== at ? ` (deployed ${asked})` : "") : " (deployed; no traffic yet)";
+  return `${verb}v${r.from_version} → v${r.to_version} at ${at}${beside} on ${r.replicas} replica${r.replicas === 1 ? "" : "s"}`;
 }
 
 function Timeline({ doc }: { doc: DeploymentTimeline }) {
@@ -334,12 +327,16 @@ function ServingCharts({ doc }: { doc: DeploymentTimeline }) {
   }
   const panels: { id: string; title: string; unit: (v: number) => string; pick: (m: DeploymentTimeline["minutes"][number]) => number | null }[] = [
     { id: "p99", title: "p99 latency", unit: fmtMs, pick: (m) => m.p99_ms },
-    { id: "error-rate", title: "Error rate", unit: fmtRate, pick: (m) => m.error_rate },
+    { id: "error-rate", title: "5xx error rate", unit: fmtRate, pick: (m) => m.error_rate },
     { id: "requests", title: "Requests per minute", unit: (v) => fmtNum(Math.round(v)), pick: (m) => m.requests },
   ];
-  const last = (v: string, pick: (m: DeploymentTimeline["minutes"][number]) => number | null) => {
-    const vals = col(v, pick).filter((x): x is number => x !== null);
-    return vals.length ? vals[vals.length - 1] : null;
+  // each header says the version's figure over the whole window it served (traffic-weighted),
+  // never the last minute's: the per-minute values are the chart's
+  const totals = new Map((doc.versions ?? []).map((v) => [String(v.version), v]));
+  const windowed: Record<string, (v: VersionStats) => number | null> = {
+    "p99": (v) => v.p99_ms,
+    "error-rate": (v) => v.error_rate,
+    "requests": (v) => v.throughput_per_min,
   };
   return (
     <Card title="Traffic per version" id="serving-charts">
@@ -348,7 +345,10 @@ function ServingCharts({ doc }: { doc: DeploymentTimeline }) {
           <div class="chart-card" key={p.id} data-panel={p.id}>
             <div class="metric-head">
               <h3>{p.title}</h3>
-              <span class="muted small">{versions.map((v) => `v${v} ${p.unit(last(v, p.pick) ?? NaN)}`).join(" · ")}</span>
+              <span class="muted small" title="over the window each version served">{versions.map((v) => {
+                const t = totals.get(String(v));
+                return `v${v} ${p.unit((t ? windowed[p.id](t) : null) ?? NaN)}`;
+              }).join(" · ")}</span>
             </div>
             <Chart label={`${p.title} chart`} data={[xs, ...versions.map((v) => col(v, p.pick))] as uPlot.AlignedData}
               rebuildKey={`${p.id}|${versions.join(",")}|${span.t0}|${span.t1}`}
@@ -367,6 +367,99 @@ function ServingCharts({ doc }: { doc: DeploymentTimeline }) {
           </div>
         ))}
       </div>
+    </Card>
+  );
+}
+
+/** Each version over the window it served: what users felt, side by side. */
+function VersionTable({ doc }: { doc: DeploymentTimeline }) {
+  const rows = doc.versions ?? [];
+  if (!rows.length) return null;
+  const color = versionColors(doc);
+  return (
+    <Card title="Per version" id="version-stats">
+      <table class="table compact version-stats">
+        <thead>
+          <tr>
+            <th>Version</th><th class="num">Requests</th><th class="num">5xx</th><th class="num">4xx</th>
+            <th class="num">p50</th><th class="num">p95</th><th class="num">p99</th><th class="num">Req/min</th>
+            <th>Served</th><th>5xx types</th>
+          </tr>
+        </thead>
+        <tbody>
+          {rows.map((v) => (
+            <tr key={v.version} data-version={v.version}>
+              <td><span class="swatch" style={{ background: color(v.version) }} /> v{v.version}</td>
+              <td class="num" data-col="requests">{fmtNum(v.requests)}</td>
+              <td class="num" data-col="error_rate">{fmtRate(v.error_rate)}</td>
+              <td class="num" data-col="client_error_rate">{fmtRate(v.client_error_rate)}</td>
+              <td class="num" data-col="p50_ms">{fmtMs(v.p50_ms)}</td>
+              <td class="num" data-col="p95_ms">{fmtMs(v.p95_ms)}</td>
+              <td class="num" data-col="p99_ms">{fmtMs(v.p99_ms)}</td>
+              <td class="num" data-col="throughput">{v.throughput_per_min === null ? "—" : fmtNum(Math.round(v.throughput_per_min))}</td>
+              <td class="small">{fmtTime(v.first, { date: false })} → {fmtTime(v.last, { date: false })} <span class="muted">({v.minutes} min)</span></td>
+              <td class="small" data-col="error_types" title={Object.entries(v.error_messages ?? {}).map(([k, m]) => `${k}: ${m}`).join("\n")}>
+                {Object.entries(v.error_types).map(([k, n]) => `${k} ${n}`).join(", ") || "—"}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </Card>
+  );
+}
+
+/** A distribution in one line: `mean 100 · p5 67 · p50 100 · p95 133` or `BR 30% · US 50%`. */
+function fmtDist(d: DistributionSummary | null | undefined): string {
+  if (!d) return "—";
+  if (d.kind === "numeric") {
+    return (["mean", "p5", "p50", "p95"] as const).filter((k) => d[k] !== null && d[k] !== undefined)
+      .map((k) => `${k} ${fmtNum(Number(Number(d[k]).toPrecision(3)))}`).join(" · ");
+  }
+  return (d.top ?? []).map((t) => `${t.value} ${fmtRate(t.share)}`).join(" · ") || "—";
+}
+
+/** Live drift: each feature of each version serving, against the training data of that version. */
+function DriftPanel({ endpoint, env, project }: { endpoint: string; env: string; project: string }) {
+  const [since, setSince] = useState("1h");
+  const drift = useAsync((signal) => get<EndpointDrift>(`serving/${encodeURIComponent(endpoint)}/drift`, { env, project, since }, signal)
+    .catch((err) => (notThere(err) ? null : Promise.reject(err))), [endpoint, env, project, since]);
+  return (
+    <Card title="Live drift" id="drift-panel" actions={
+      <select class="small" aria-label="drift window" value={since} onChange={(e) => setSince((e.target as HTMLSelectElement).value)}>
+        {["15m", "1h", "6h", "24h", "7d"].map((w) => <option key={w} value={w}>last {w}</option>)}
+      </select>
+    }>
+      {drift.error ? <ErrorBox error={drift.error} what="live drift" /> : null}
+      {drift.loading && !drift.data ? <Loading what="live drift" /> : null}
+      {drift.data && !drift.data.versions.length ? <Empty>No sampled prediction in the last {since}.</Empty> : null}
+      {drift.data?.versions.map((v) => (
+        <section key={v.version} class="drift-version" data-version={v.version}>
+          <h3 class="subhead">
+            v{v.version} · {fmtNum(v.rows)} records of successful requests
+            {v.failed ? <span class="muted small"> · {fmtNum(v.failed)} of failed requests left out</span> : null}
+            {v.training_run ? <> · against the training data of run <Link to={`runs/${encodeURIComponent(v.training_run)}`} class="mono">{shortId(v.training_run)}</Link></> : null}
+          </h3>
+          {v.features.length ? (
+            <table class="table compact drift-table">
+              <thead><tr><th>Feature</th><th>Test</th><th class="num">Statistic</th><th>Drifted</th><th>Training</th><th>Live</th></tr></thead>
+              <tbody>
+                {v.features.map((f) => (
+                  <tr key={`${f.feature}|${f.test}`} class={f.drifted ? "drifted" : ""} data-feature={f.feature} data-test={f.test} data-drifted={String(f.drifted)}>
+                    <td class="strong">{f.feature}</td>
+                    <td>{f.test}</td>
+                    <td class="num">{f.statistic === null ? "—" : Number(f.statistic.toPrecision(3))}</td>
+                    <td>{f.drifted ? <span class="chip chip-danger">drifted</span> : <span class="muted">no</span>}</td>
+                    <td class="small training-dist">{f.test === "type" ? "—" : fmtDist(f.training)}</td>
+                    <td class="small live-dist">{f.test === "type" ? Object.entries(f.types ?? {}).map(([t, n]) => `${fmtNum(n)} ${t}`).join(" · ") : fmtDist(f.live)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          ) : null}
+          {v.notes.map((n, i) => <p key={i} class="muted small drift-note">{n}</p>)}
+        </section>
+      ))}
     </Card>
   );
 }

@@ -91,6 +91,13 @@ export function RunPage({ route, query }: { route: Route & { page: "run" }; quer
           {run.host ? <span>· on {run.host}</span> : null}
           {run.parent_id ? <span>· step of <Link to={paths.run(run.project, run.parent_id)}>{shortId(run.parent_id)}</Link></span> : null}
           {run.tags.kind === "sweep" ? <span>· <Link to={paths.explore(run.project, { sweep: run.id })} id="sweep-link">sweep view</Link></span> : null}
+          {run.kind === "serving" ? (
+            <span class="serving-link">· serving replica of{" "}
+              <Link to={paths.deployment(run.tags["serving.endpoint"] ?? "", run.tags["serving.env"], run.project)} id="deployment-link">
+                {run.tags["serving.endpoint"]} ({run.tags["serving.env"]})
+              </Link>{run.tags["serving.version"] ? ` v${run.tags["serving.version"]}` : ""}
+            </span>
+          ) : null}
         </div>
       </div>
       <nav class="tabs" role="tablist" aria-label="run views">

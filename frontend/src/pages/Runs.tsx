@@ -45,6 +45,8 @@ export function Runs({ project, query }: { project: string; query: URLSearchPara
   const group = query.get("group") ?? "";
   const colsParam = query.get("cols");
   const flat = query.get("flat") === "1";
+  const withServing = query.get("serving") === "1"; // serving replicas are runs of their own kind, hidden by default
+  const kind = withServing ? "all" : "training";
 
   const [total, setTotal] = useState<number | null | undefined>(undefined);
   const [tick, setTick] = useState(0);
@@ -56,22 +58,29 @@ export function Runs({ project, query }: { project: string; query: URLSearchPara
   const range = useRef<[number, number]>([0, 40]);
   useEffect(() => setDraft(filter), [filter]);
 
+  const totalFor = useRef<string | null>(null); // the kind of runs `total` counts
   useEffect(() => {
+    totalFor.current = null;
     setTotal(undefined);
     get<{ projects: Project[] }>("projects").then(
-      (d) => setTotal(d.projects.find((p) => p.name === project)?.runs ?? 0),
+      (d) => {
+        const p = d.projects.find((x) => x.name === project);
+        totalFor.current = kind;
+        setTotal(p ? p.runs - (kind === "all" ? 0 : p.serving_runs ?? 0) : 0); // the runs of the kind shown
+      },
       () => setTotal(null),
     );
-  }, [project]);
+  }, [project, kind]);
 
   const orderBy = group ? `${group},${sort}` : sort;
   const pages = useMemo(
-    () => new RunPages({ project, filter, orderBy }, total ?? null, () => setTick((t) => t + 1)),
-    [project, filter, orderBy],
+    () => new RunPages({ project, filter, orderBy, kind }, totalFor.current === kind ? total ?? null : null,
+      () => setTick((t) => t + 1)),
+    [project, filter, orderBy, kind],
   );
   useEffect(() => {
     // the project's run count sizes the scrollbar of an unfiltered table before the last page is read
-    if (total !== undefined && total !== null && !filter.trim() && pages.exact === null && pages.lastFull) {
+    if (total !== undefined && total !== null && totalFor.current === kind && !filter.trim() && pages.exact === null && pages.lastFull) {
       pages.exact = Math.max(total, pages.loadedEnd);
       setTick((t) => t + 1);
     }
@@ -311,6 +320,8 @@ export function Runs({ project, query }: { project: string; query: URLSearchPara
           <Toggle name="flat" checked={flat} onChange={(v) => setQuery({ flat: v ? "1" : null })}
             title="List every run on its own row instead of child runs (pipeline steps, sweep trials) under their parent">Flat</Toggle>
         ) : null}
+        <Toggle name="serving" checked={withServing} onChange={(v) => setQuery({ serving: v ? "1" : null })}
+          title="Show the runs of serving replicas too (each model server process is a run of kind serving)">Serving replicas</Toggle>
         <button type="button" class="btn btn-primary" id="compare-button" disabled={selected.length < 1}
           title={selected.length < 1 ? "Select 2 to 10 runs to compare them, or one to compare it with its baseline"
             : selected.length === 1 ? "Compare the selected run with its baseline (the run flightlog diagnose compares it with)"

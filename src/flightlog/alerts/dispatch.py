@@ -94,8 +94,13 @@ class Dispatcher:
             detail["error"] = outcome.error
         now = time.time()
         try:
-            if self.store is not None:
-                self.store.add_events([AlertEvent(v.alert.id, now, event, detail) for v in pending.notification.alerts])
+            if self.store is not None:  # each alert's own status: one notification may resolve one and fire another
+                self.store.add_events(
+                    [
+                        AlertEvent(v.alert.id, now, event, {**detail, "status": v.status})
+                        for v in pending.notification.alerts
+                    ]
+                )
         except Exception:  # noqa: BLE001 - the record is best effort; the report below still happens
             pass
         callback = self.on_delivered if outcome.ok else self.on_failure

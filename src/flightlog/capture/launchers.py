@@ -54,6 +54,7 @@ __all__ = [
     "parse_deepspeed_exits",
     "read_error_file",
     "is_victim_message",
+    "is_signal_notice",
     "launcher_of",
 ]
 
@@ -371,6 +372,17 @@ def is_victim_message(text: str) -> bool:
     """Whether ``text`` is what a rank says when it only waited for (or was stopped because of)
     another rank: a collective or receive that timed out, a peer that closed the connection."""
     return VICTIM_MESSAGES.search(text) is not None
+
+
+#: what torchrun's summary puts in a worker's ``traceback`` field when a signal ended it: its
+#: end, already in ``exitcode : -15``, not an error the worker raised
+_SIGNAL_NOTICE = re.compile(r"^\s*Signal \d+ \(SIG[A-Z0-9+]+\) received by PID \d+\s*$")
+
+
+def is_signal_notice(text: str) -> bool:
+    """Whether ``text`` only says that a signal ended a worker (torchrun's "Signal 15 (SIGTERM)
+    received by PID 1234"): the worker's end, never its own error."""
+    return _SIGNAL_NOTICE.match(text) is not None
 
 
 _LAUNCHERS = (

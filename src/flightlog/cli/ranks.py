@@ -3,12 +3,15 @@
 Rank, host, state, last step, last heartbeat, exit, first error: what tells which rank failed,
 which vanished and which only waited. ``--format json`` prints the list of
 ``models.RankInfo.to_dict()`` (the same objects as ``GET /api/v1/runs/{run}/ranks``).
+``--stacks`` adds where each rank was when it last stalled (its hang evidence: the stall, the
+main thread's innermost frames, its last collectives), what ``diagnose`` read the culprit from.
 """
 
 from __future__ import annotations
 
 import signal as signals
 import time
+from typing import Any
 
 import click
 
@@ -17,7 +20,7 @@ from flightlog.cli.output import clip, console, emit_json, esc, format_option, s
 from flightlog.models import RankInfo
 from flightlog.timefmt import format_duration
 
-__all__ = ["ranks_cmd"]
+__all__ = ["ranks_cmd", "ranks_line"]
 
 STATE_STYLE = {
     "running": "bold cyan",
@@ -33,26 +36,36 @@ STATE_STYLE = {
 @click.command("ranks")
 @click.argument("run")
 @click.option("--all", "all_attempts", is_flag=True, help="Every attempt and restart, not only the current ones.")
+@click.option(
+    "--stacks", is_flag=True, help="Also where each rank was when it stalled: its main thread and last collectives."
+)
 @format_option
-def ranks_cmd(run: str, all_attempts: bool, fmt: str) -> None:
+def ranks_cmd(run: str, all_attempts: bool, stacks: bool, fmt: str) -> None:
     """Show the ranks of a distributed run: host, state, last step, heartbeat, exit, first error.
 
     \b
-    A rank is one process of the job (torchrun, srun, mpirun, DeepSpeed, Accelerate) that
-    called flightlog.init(). `lost` is a rank that vanished without an end (SIGKILL, the OOM
-    killer, os._exit): its process is gone, or nothing was heard from it for 30 s, or its run
-    ended without it. Logs of one rank: flightlog logs RUN --rank N.
+    A rank is one process of the job (torchrun, srun, mpirun, DeepSpeed, Accelerate): one that
+    called flightlog.init(), or one that `flightlog run -- torchrun …` saw its launcher start
+    (the last step then needs the SDK). `hung`: its hang watch says it stalled. `lost`: it
+    vanished without an end (SIGKILL, the OOM killer, os._exit): its process is gone, or nothing
+    was heard from it for 30 s, or its run ended without it. Logs of one rank: flightlog logs
+    RUN --rank N.
     """
     client = open_client()
     info = client.run(run)
     ranks = client.ranks(info, all_attempts=all_attempts)
+    evidence = _hang_evidence(client, info.id) if stacks else {}
     if fmt == "json":
-        emit_json([r.to_dict() for r in ranks])
+        docs = [r.to_dict() for r in ranks]
+        if stacks:
+            for doc in docs:
+                doc["hang_evidence"] = evidence.get(doc["rank"])
+        emit_json(docs)
         return
     if not ranks:
         click.echo(
-            f"run {info.id} has no ranks: it is not a distributed run, or its processes did not call "
-            "flightlog.init() (under `flightlog run -- torchrun …` the ranks' output is in `flightlog logs RUN`)",
+            f"run {info.id} has no ranks: it is not a distributed run, or its processes neither called "
+            "flightlog.init() nor ran under `flightlog run -- <launcher> …` (the run's output: flightlog logs RUN)",
             err=True,
         )
         return
@@ -88,6 +101,119 @@ def ranks_cmd(run: str, all_attempts: bool, fmt: str) -> None:
             f"ranks never seen: {missing} (they did not call flightlog.init(), or their records have not arrived)",
             err=True,
         )
+    if stacks:
+        _print_stacks(ranks, evidence)
+
+
+def ranks_line(ranks: list[RankInfo]) -> str:
+    """The ranks in one line (``flightlog runs show``): how many, their launcher, and each state
+    with the ranks in it (counted past a few)."""
+    if not ranks:
+        return "-"
+    world = next((r.world_size for r in ranks if r.world_size is not None), None)
+    launcher = next((r.launcher for r in ranks if r.launcher), None)
+    head = f"{len(ranks)}" + (f" of {world}" if world is not None and world != len(ranks) else "")
+    head += f" ({launcher})" if launcher else ""
+    by_state: dict[str, list[RankInfo]] = {}
+    for r in ranks:
+        by_state.setdefault(r.state, []).append(r)
+    parts = []
+    for state in ("failed", "lost", "hung", "killed", "stopped", "running", "succeeded"):
+        members = by_state.pop(state, [])
+        if members:
+            parts.append(_state_part(state, members, everyone=len(members) == len(ranks)))
+    parts.extend(_state_part(state, members, everyone=False) for state, members in by_state.items())
+    return f"{head}: " + "; ".join(parts)
+
+
+def _state_part(state: str, members: list[RankInfo], *, everyone: bool) -> str:
+    """``ranks 0 and 2 killed (SIGTERM)``: the ranks of one state, grouped by how they exited."""
+    if everyone:
+        return f"all {state}"
+    if len(members) > 4:
+        return f"{len(members)} {state}"
+    by_exit: dict[str, list[int]] = {}
+    for r in members:
+        by_exit.setdefault(_exit_words(r), []).append(r.rank)
+    return "; ".join(f"{_numbers(ranks)} {state}" + (f" ({how})" if how else "") for how, ranks in by_exit.items())
+
+
+def _exit_words(r: RankInfo) -> str:
+    how = _exit(r)
+    if how in ("-", "none", "0"):
+        return ""
+    return f"exit {how}" if how.lstrip("-").isdigit() else how
+
+
+def _numbers(ranks: list[int]) -> str:
+    if len(ranks) == 1:
+        return f"rank {ranks[0]}"
+    return "ranks " + ", ".join(str(r) for r in ranks[:-1]) + f" and {ranks[-1]}"
+
+
+# ── --stacks: where each rank was when it stalled ─────────────────────────────────────────────
+
+_FRAMES = 6  # innermost frames of the main thread shown per rank
+_ENTRIES = 3  # last Flight Recorder entries shown per rank
+
+
+def _hang_evidence(client: Any, run_id: str) -> dict[int, dict[str, Any]]:
+    """Per rank, its latest ``stall``, ``stacks`` and ``flight_recorder`` evidence (docs/distributed.md)."""
+    out: dict[int, dict[str, Any]] = {}
+    for kind in ("stall", "stacks", "flight_recorder"):
+        for item in client.evidence(run_id, kind=kind):
+            data = item.get("data")
+            rank = data.get("rank") if isinstance(data, dict) else None
+            if isinstance(rank, int) and not isinstance(rank, bool):
+                latest = out.setdefault(rank, {}).get(kind)
+                if latest is None or (data.get("time") or 0) >= (latest.get("time") or 0):
+                    out[rank][kind] = data
+    return out
+
+
+def _print_stacks(ranks: list[RankInfo], evidence: dict[int, dict[str, Any]]) -> None:
+    out = console()
+    shown = False
+    for r in ranks:
+        ev = evidence.get(r.rank) or {}
+        if not ev:
+            continue
+        shown = True
+        out.print(f"\n[bold]rank {r.rank}[/] {esc(r.host or '')} pid {r.pid if r.pid is not None else '-'}")
+        stall = ev.get("stall")
+        if isinstance(stall, dict):
+            since, at = stall.get("since"), stall.get("time")
+            took = (
+                format_duration(float(at) - float(since))
+                if isinstance(since, (int, float)) and isinstance(at, (int, float))
+                else "?"
+            )
+            verb = "stalled" if stall.get("state") == "stalled" else "resumed after a stall"
+            out.print(f"  {verb} at {short_time(at)}: no progress for {took}")
+        recorder = ev.get("flight_recorder")
+        if isinstance(recorder, dict):
+            entries = [e for e in recorder.get("entries") or [] if isinstance(e, dict) and not e.get("p2p")]
+            for e in entries[-_ENTRIES:]:
+                retired = e.get("retired")
+                state = "not completed" if retired is False else "completed" if retired else str(e.get("state") or "")
+                out.print(f"  [dim]collective[/] {esc(str(e.get('op')))} #{e.get('seq')} ({esc(state)})")
+        stacks = ev.get("stacks")
+        threads = stacks.get("threads") if isinstance(stacks, dict) else None
+        main = _main(threads if isinstance(threads, list) else [])
+        if main is not None:
+            frames = [f for f in main.get("frames") or [] if isinstance(f, dict)]
+            out.print(f"  [dim]{esc(str(main.get('name') or 'main thread'))}, innermost frame last:[/]")
+            for f in frames[-_FRAMES:]:
+                code = f"  {f.get('code')}" if f.get("code") else ""
+                where = "{}:{} in {}".format(f.get("file"), f.get("line"), f.get("function"))
+                out.print(f"    {esc(clip(where + code, 150))}")
+    if not shown:
+        click.echo("no rank has hang evidence (no rank stalled, or the hang watch was off)", err=True)
+
+
+def _main(threads: list[Any]) -> dict[str, Any] | None:
+    dicts = [t for t in threads if isinstance(t, dict)]
+    return next((t for t in dicts if t.get("name") == "MainThread"), dicts[0] if dicts else None)
 
 
 def _rank_label(r: RankInfo) -> str:

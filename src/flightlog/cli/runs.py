@@ -9,8 +9,10 @@ import click
 
 from flightlog.cli.common import duration_text, open_client, short_time, status_text
 from flightlog.cli.output import clip, console, emit_json, esc, format_option
-from flightlog.errors import InvalidInput
+from flightlog.cli.ranks import ranks_line
+from flightlog.errors import FilterSyntaxError, InvalidInput
 from flightlog.failure import frames_for_display
+from flightlog.models import RUN_KINDS, SERVING_KIND, kind_filter
 from flightlog.notices import notice
 from flightlog.plugins import features
 from flightlog.timefmt import format_size, iso
@@ -35,12 +37,30 @@ def runs_group() -> None:
 @click.option("--order-by", "-o", metavar="KEY", help="e.g. -metrics.acc (descending), created; default -created.")
 @click.option("--limit", "-n", type=click.IntRange(min=0), default=50, show_default=True)
 @click.option("--columns", "-c", metavar="KEYS", help="Extra columns, comma-separated: params.lr,metrics.acc,tags.team")
+@click.option(
+    "--kind",
+    type=click.Choice(RUN_KINDS),
+    default="training",
+    show_default=True,
+    help="Which runs: training (serving replicas left out), serving (only replicas), all.",
+)
 @format_option
 def runs_ls(
-    project: str | None, filter_: str | None, order_by: str | None, limit: int, columns: str | None, fmt: str
+    project: str | None,
+    filter_: str | None,
+    order_by: str | None,
+    limit: int,
+    columns: str | None,
+    kind: str,
+    fmt: str,
 ) -> None:
-    """List runs, newest first."""
-    runs = open_client().runs(project=project, filter=filter_, order_by=order_by, limit=limit)
+    """List runs, newest first (serving replicas only with --kind serving or all)."""
+    client = open_client()
+    try:
+        runs = client.runs(project=project, filter=kind_filter(filter_, kind), order_by=order_by, limit=limit)
+    except FilterSyntaxError:
+        client.runs(project=project, filter=filter_, limit=1)  # the error as the user wrote the filter
+        raise
     if fmt == "json":
         emit_json([r.to_dict(detail=False) for r in runs])
         return
@@ -63,7 +83,23 @@ def runs_ls(
     out = console()
     out.print(table)
     if not runs:
-        out.print("[dim]no runs match[/]")
+        out.print(
+            "[dim]no runs match[/]" + (" [dim](serving replicas: --kind serving)[/]" if kind == "training" else "")
+        )
+
+
+def _serving_facts(info: Any) -> list[tuple[str, str]]:
+    """A serving replica's run says which deployment it serves and how to open it."""
+    if info.kind != SERVING_KIND:
+        return []
+    tags = info.tags or {}
+    endpoint, env = tags.get("serving.endpoint", "?"), tags.get("serving.env", "?")
+    model = tags.get("serving.model") or "?"
+    return [
+        ("kind", "serving replica"),
+        ("serves", f"{endpoint} ({env}): {model} v{tags.get('serving.version', '?')}"),
+        ("deployment", f"flightlog deployments show {endpoint} --env {env}"),
+    ]
 
 
 def _default_columns(runs: list[Any]) -> list[str]:
@@ -100,16 +136,18 @@ def runs_show(run: str, fmt: str) -> None:
     artifacts = client.artifacts(info)
     context = client.context(info)
     goodput = _goodput(client, info)
+    ranks = client.ranks(info)
     if fmt == "json":
         doc = info.to_dict()
         doc["goodput"] = goodput
+        doc["ranks"] = [r.to_dict() for r in ranks]
         doc["notes"] = [n.to_dict() for n in notes]
         doc["stages"] = [s.to_dict() for s in stages]
         doc["artifacts"] = [a.to_dict() for a in artifacts]
         doc["context"] = context
         emit_json(doc)
         return
-    _print_run(info, notes, stages, artifacts, context, goodput)
+    _print_run(info, notes, stages, artifacts, context, goodput, ranks)
 
 
 def _goodput(client: Any, info: Any) -> dict[str, Any] | None:
@@ -132,6 +170,7 @@ def _print_run(
     artifacts: list[Any],
     context: dict[str, Any],
     goodput: dict[str, Any] | None = None,
+    ranks: list[Any] | None = None,
 ) -> None:
     from rich.table import Table
 
@@ -155,8 +194,14 @@ def _print_run(
         *([("goodput", str(goodput["summary"]))] if goodput else []),
         ("exit code", "-" if info.exit_code is None else str(info.exit_code)),
         ("signal", "-" if info.signal is None else str(info.signal)),
-        ("host", f"{info.host or '-'} (pid {info.pid})"),
+        (
+            "host",
+            f"{info.host} (pid {info.pid})" if info.host else "-" if not ranks else "- (one per rank: flightlog ranks)",
+        ),
+        *_serving_facts(info),
     ]
+    if ranks:  # a distributed run: its ranks at a glance, the table one command away
+        facts.append(("ranks", f"{ranks_line(ranks)} (flightlog ranks {info.id[:12]})"))
     git = context.get("git") or {}
     if git:
         facts.append(("commit", f"{str(git.get('commit') or '')[:12]}{' (dirty)' if git.get('dirty') else ''}"))
@@ -172,6 +217,8 @@ def _print_run(
         f = info.failure
         summary = f"{f.get('exception', '')}: {f.get('message', '')}"
         out.print(f"\n[bold red]failure[/] {esc(clip(summary, room))}")
+        if ranks:  # a distributed run: whose error this is, and which rank caused the failure
+            out.print(f"  [dim]{esc(clip(_whose_failure(info), room))}[/]")
         for frame in frames_for_display(f.get("frames")):  # the user's innermost frame first
             where = f"{frame.get('file')}:{frame.get('line')} in {frame.get('function')}"
             if frame["user"]:
@@ -223,6 +270,24 @@ def _print_run(
         out.print("\n[bold]notes[/]")
         for n in notes:
             out.print(f"  [dim]{short_time(n.time)} {esc(n.author or '')}[/] {esc(n.text)}")
+
+
+def _whose_failure(info: Any) -> str:
+    """Under a distributed run's failure: the rank whose error it is, and the culprit (the
+    runner's verdict) or where to find it — the first rank to fail often only waited."""
+    f = info.failure or {}
+    culprit = f.get("culprit") if isinstance(f.get("culprit"), dict) else None
+    shown = f.get("rank")
+    whose = f"rank {shown}'s error" if isinstance(shown, int) else "a rank's error"
+    if culprit is not None and isinstance(culprit.get("rank"), int):
+        if culprit["rank"] == shown:
+            return f"{whose}, the culprit: {culprit.get('summary') or ''}".rstrip(": ")
+        return (
+            f"{whose}; it only waited for rank {culprit['rank']}, the culprit: {culprit.get('summary') or ''}".rstrip(
+                ": "
+            )
+        )
+    return f"{whose}; which rank caused the failure: flightlog diagnose {info.id[:12]}"
 
 
 def _num(value: float | None) -> str:

@@ -30,9 +30,10 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from flightlog.data.cohorts import DEFAULT_MIN_COUNT, DEFAULT_THRESHOLD, compare_cohorts, evaluate
+from flightlog.data.liveprofile import LiveProfile, WindowedProfile
 from flightlog.data.liverows import PredictionRow, prediction_rows
-from flightlog.data.profiling import Profile, _Builder, _merge_into
-from flightlog.data.stats import EXACT_VALUES_LIMIT, MAX_CATEGORIES
+from flightlog.data.livetypes import TYPE_SHARE
+from flightlog.data.profiling import Profile
 from flightlog.errors import InvalidInput, NotFound
 from flightlog.timefmt import iso
 
@@ -49,147 +50,28 @@ __all__ = [
     "prediction_rows",
     "PredictionRow",
     "MIN_ROWS",
+    "TYPE_SHARE",
 ]
 
 
-#: Fewest rows a live window needs to be judged. Why: against a large training profile the
-#: drift test is an effect size (Wasserstein distance in reference stds, threshold 0.1), and
-#: its sampling noise alone is about 0.8 / sqrt(rows): 300 rows of unchanged data often read
-#: 0.08-0.1, 1,000 rows stay near 0.05. A window of fewer rows is not judged (no false alarm
-#: from a quiet minute); use a longer window for a low-traffic endpoint.
-MIN_ROWS = 1000
+#: Fewest rows a live window needs to be judged. Why not fewer: a test of a hundred or two rows
+#: tells only large shifts from noise. Why not more: a window of fewer than ``SAMPLE_LIMIT``
+#: live rows is judged with a significance test on the live rows' own number (Kolmogorov–Smirnov
+#: for numbers, chi-square or a z-test for categories, at ``LIVE_P_VALUE``), not with the effect
+#: size that suits large windows — whose noise alone is about 0.8 / sqrt(rows) reference
+#: standard deviations, so 300 unchanged rows would often read as drift at its threshold of 0.1.
+MIN_ROWS = 200
+#: Live windows of at most this many rows get the significance tests (see ``MIN_ROWS``).
+SAMPLE_LIMIT = 1000
+#: The p-value under which a small live window drifts: stricter than a one-off comparison's
+#: 0.05, since a monitor judges every feature in every window.
+LIVE_P_VALUE = 0.01
 
 
 class EvidenceReader(Protocol):
     """What reading a training run needs: :class:`flightlog.Client` is one."""
 
     def evidence(self, run: Any, kind: str | None = None, name: str | None = None) -> list[dict[str, Any]]: ...
-
-
-class LiveProfile:
-    """A profile built batch by batch from rows of inputs (mappings of field to value).
-
-    ``features`` limits it to those fields (others are ignored); by default every field seen.
-    Mergeable (``a.merge(b)``); memory bounded by the profile's own caps: per numeric field a
-    quantile sketch of at most 4,096 buckets and up to 1,000 exact values, per categorical
-    field up to 1,000 counted values.
-    """
-
-    def __init__(
-        self,
-        features: Sequence[str] | None = None,
-        *,
-        relative_accuracy: float = 0.01,
-        exact_limit: int = EXACT_VALUES_LIMIT,
-        max_categories: int = MAX_CATEGORIES,
-    ) -> None:
-        self.features = list(features) if features else None
-        self._builder = _Builder(relative_accuracy, exact_limit, max_categories, None)
-        self.start: float | None = None
-        self.end: float | None = None
-
-    @property
-    def rows(self) -> int:
-        return self._builder.profile.row_count
-
-    @property
-    def profile(self) -> Profile:
-        """The profile so far (a live object: later updates change it)."""
-        return self._builder.profile
-
-    def update(self, rows: Iterable[Mapping[str, Any] | PredictionRow]) -> None:
-        """Add a batch: mappings of inputs, or :class:`PredictionRow`\\ s (their inputs and times)."""
-        import pyarrow as pa
-
-        batch: list[dict[str, Any]] = []
-        for r in rows:
-            if isinstance(r, PredictionRow):
-                self._seen(r.time)
-                inputs: Mapping[str, Any] = r.inputs
-            elif isinstance(r, Mapping):
-                inputs = r
-            else:
-                raise InvalidInput(f"a live row must be a mapping of inputs or a PredictionRow, got {type(r).__name__}")
-            if self.features is not None:
-                batch.append({k: inputs.get(k) for k in self.features})
-            else:
-                batch.append({str(k): _plain(v) for k, v in inputs.items()})
-        if not batch:
-            return
-        try:
-            table = pa.Table.from_pylist(batch)
-        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-            raise InvalidInput(
-                f"live rows mix types in one field ({exc}); log each input field with one type"
-            ) from None
-        for rb in table.to_batches():
-            self._builder.feed(rb)
-
-    def _seen(self, t: float) -> None:
-        self.start = t if self.start is None else min(self.start, t)
-        self.end = t if self.end is None else max(self.end, t)
-
-    def merge(self, other: LiveProfile) -> LiveProfile:
-        """A new LiveProfile of the rows of both."""
-        out = LiveProfile(self.features)
-        out._builder.profile = self.profile.merge(other.profile)
-        for t in (self.start, self.end, other.start, other.end):
-            if t is not None:
-                out._seen(t)
-        return out
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**self.profile.to_dict(), "window": {"start": iso(self.start), "end": iso(self.end)}}
-
-
-def _plain(v: Any) -> Any:
-    """Nested values (a list of tokens, a dict) are profiled as their text."""
-    return str(v) if isinstance(v, dict | list | tuple) else v
-
-
-class WindowedProfile:
-    """Profiles of the rows of the last ``window`` seconds, kept per ``bucket`` of time.
-
-    Rows are profiled once, into the bucket of their time; :meth:`profile` merges the buckets
-    inside the window ending at ``now``; buckets that fell out are dropped, so memory is at most
-    ``window / bucket + 1`` bounded profiles.
-    """
-
-    def __init__(self, window: float, bucket: float = 60.0, features: Sequence[str] | None = None) -> None:
-        if window <= 0 or bucket <= 0:
-            raise InvalidInput("a live window and its bucket must be longer than 0s")
-        self.window = float(window)
-        self.bucket = float(min(bucket, window))
-        self.features = features
-        self.buckets: dict[int, LiveProfile] = {}
-
-    def add(self, rows: Iterable[PredictionRow]) -> None:
-        by_bucket: dict[int, list[PredictionRow]] = {}
-        for r in rows:
-            by_bucket.setdefault(math.floor(r.time / self.bucket), []).append(r)
-        for key, batch in by_bucket.items():
-            live = self.buckets.get(key)
-            if live is None:
-                live = self.buckets[key] = LiveProfile(self.features)
-            live.update(batch)
-
-    def profile(self, now: float) -> LiveProfile:
-        lo = math.floor((now - self.window) / self.bucket)
-        for key in [k for k in self.buckets if k < lo]:
-            del self.buckets[key]
-        inside = [self.buckets[k] for k in sorted(self.buckets) if k * self.bucket <= now]
-        out = LiveProfile(self.features)
-        if not inside:
-            return out
-        merged = Profile.from_dict(inside[0].profile.to_dict())  # one copy, then each bucket added in place
-        for live in inside[1:]:
-            _merge_into(merged, live.profile)
-        out._builder.profile = merged
-        for live in inside:
-            for t in (live.start, live.end):
-                if t is not None:
-                    out._seen(t)
-        return out
 
 
 @dataclass
@@ -208,6 +90,7 @@ class FeatureDrift:
     rows: int
     reference_rows: int
     onset: float | None = None  # start of the first window of the current drifted streak
+    types: dict[str, int] | None = None  # a type finding: the field's values per type
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -222,6 +105,7 @@ class FeatureDrift:
             "reference_rows": self.reference_rows,
             "onset": iso(self.onset),
             "onset_epoch": self.onset,
+            **({"types": self.types} if self.types is not None else {}),
         }
 
 
@@ -253,8 +137,11 @@ def live_drift(
         names = [c for c in ref.columns if c in cur.columns]
     if not names or cur.row_count == 0 or cur.row_count < min_rows:
         return []
-    report = drift(ref, _like(ref, cur, names), columns=names, thresholds=thresholds)
-    return [
+    small = cur.row_count <= SAMPLE_LIMIT
+    limits = {"p_value": LIVE_P_VALUE, **(thresholds or {})} if small else thresholds
+    tests = _small_tests(ref, cur, names) if small else None
+    report = drift(ref, _like(ref, cur, names), columns=names, thresholds=limits, tests=tests)
+    out = [
         FeatureDrift(
             c.column,
             c.test,
@@ -270,6 +157,44 @@ def live_drift(
         )
         for c in report.columns
     ]
+    retyped = {s["column"]: s for s in report.schema_changes if s.get("change") == "type" and s.get("drifted")}
+    types = live.types if isinstance(live, LiveProfile) else {}
+    for name in dict.fromkeys([*names, *retyped]):
+        per = types.get(name) or {}
+        total = sum(per.values())
+        share = 1.0 - max(per.values()) / total if total else 0.0
+        if name in retyped or (share >= TYPE_SHARE and len(per) > 1):
+            out.append(
+                FeatureDrift(
+                    name,
+                    "type",
+                    1.0 if name in retyped else share,
+                    None,
+                    TYPE_SHARE,
+                    True,
+                    None,
+                    start,
+                    end,
+                    cur.row_count,
+                    ref.row_count,
+                    types=dict(per) or {str(retyped[name].get("current")): cur.row_count},
+                )
+            )
+    return out
+
+
+def _small_tests(ref: Profile, cur: Profile, names: Sequence[str]) -> dict[str, str]:
+    """The significance tests a small live window is judged with, per feature (see MIN_ROWS)."""
+    tests = {}
+    for name in names:
+        rc, cc = ref.columns[name], cur.columns[name]
+        if rc.numeric is not None and cc.numeric is not None:
+            tests[name] = "ks"
+        elif rc.categorical is not None and cc.categorical is not None:
+            keys = set(rc.categorical.counts) | set(cc.categorical.counts)
+            other = bool(rc.categorical.other_count or cc.categorical.other_count)
+            tests[name] = "z" if len(keys) + other <= 2 else "chisquare"
+    return tests
 
 
 def _like(ref: Profile, cur: Profile, names: Sequence[str]) -> Profile:
@@ -313,13 +238,17 @@ class DriftMonitor:
             window=(start if start is not None else live.start, end if end is not None else live.end),
             min_rows=self.min_rows,
         )
+        typed = {r.feature for r in results if r.test == "type"}
+        for key in [k for k in self.onsets if k.endswith(":type") and k[: -len(":type")] not in typed]:
+            self.onsets[key] = None  # a field that no longer mixes types: its streak is over
         for r in results:
+            key = f"{r.feature}:type" if r.test == "type" else r.feature
             if r.drifted:
-                if self.onsets.get(r.feature) is None:
-                    self.onsets[r.feature] = r.window_start
-                r.onset = self.onsets[r.feature]
+                if self.onsets.get(key) is None:
+                    self.onsets[key] = r.window_start
+                r.onset = self.onsets[key]
             else:
-                self.onsets[r.feature] = None
+                self.onsets[key] = None
         self.history = [*self.history[-(self.keep - 1) :], results]
         return results
 

@@ -19,6 +19,7 @@ from flightlog.diagnose.baseline import baseline_findings
 from flightlog.diagnose.behaviour import analyze_behaviour
 from flightlog.diagnose.compare import compare_evidence
 from flightlog.diagnose.datachecks import analyze_data, removed_columns
+from flightlog.diagnose.distributed import analyze_distributed, culprit_first
 from flightlog.diagnose.evidence import RunEvidence, Thresholds
 from flightlog.diagnose.failures import FailureFacts, analyze_failure, missing_keys
 from flightlog.diagnose.findings import Finding, merge_findings
@@ -31,9 +32,10 @@ from flightlog.diagnose.runbook import load_runbook, match_runbook
 from flightlog.diagnose.selection import BaselineChoice, baseline_for, choice_fields
 from flightlog.diagnose.settings import thresholds_for
 from flightlog.diagnose.signals import Signal
+from flightlog.diagnose.stragglers import analyze_stragglers
 from flightlog.diagnose.taxonomy import FAILURE_CATEGORIES
 from flightlog.errors import InvalidInput
-from flightlog.models import RunInfo
+from flightlog.models import SERVING_KIND, RunInfo
 from flightlog.plugins import Ref, features
 from flightlog.statuses import UNSUCCESSFUL_STATUSES
 
@@ -112,11 +114,21 @@ def _schema(ctx: Context) -> list[Finding]:
     return [Finding("data_error", "", [signal], kind="data")]
 
 
+def _distributed(ctx: Context) -> list[Finding]:
+    """Ranks of a distributed run (the culprit and its victims), and hangs (docs/distributed.md)."""
+    return analyze_distributed(ctx.run) + analyze_stragglers(ctx.run)
+
+
 def _from_baseline(ctx: Context) -> list[Finding]:
     if ctx.comparison is None:
         return []
     return baseline_findings(merge_findings(ctx.findings), ctx.comparison)
 
+
+#: what is judged on a long-running service's run (a serving replica): what ended or broke the
+#: process — a crash, an out-of-memory kill, a signal —, never training behaviour (steps, data
+#: loading, losses, a tail after the last step), and no training run as its baseline
+SERVICE_ANALYZERS: tuple[Callable[[Context], list[Finding]], ...] = (_failures,)
 
 ANALYZERS: tuple[Callable[[Context], list[Finding]], ...] = (
     _failures,
@@ -126,6 +138,7 @@ ANALYZERS: tuple[Callable[[Context], list[Finding]], ...] = (
     _data,
     _schema,
     _regression,
+    _distributed,
     _from_baseline,
 )
 
@@ -138,11 +151,17 @@ def diagnose_run(
     auto_baseline: bool = True,
     thresholds: Thresholds | None = None,
     cwd: str | os.PathLike[str] | None = None,
+    service: bool = False,
 ) -> dict[str, Any]:
-    """The diagnosis report of ``run`` (see the module docstring for its shape)."""
+    """The diagnosis report of ``run`` (see the module docstring for its shape).
+
+    A serving replica's run (``RunInfo.kind``) gets its feature's report, which asks for this
+    one with ``service=True``: only ``SERVICE_ANALYZERS``, no baseline."""
     info = client.run(run if isinstance(run, str) else run.id)
-    if info.parent_id is None and "pipeline" in info.tags and baseline is None:  # a pipeline: its failing step's cause
-        for diagnoser in features().diagnosis_reports():  # a whole-run diagnosis a feature has (a pipeline's)
+    pipeline = info.parent_id is None and "pipeline" in info.tags
+    if baseline is None and not service and (pipeline or info.kind == SERVING_KIND):
+        # a whole-run diagnosis a feature has (a pipeline's, a replica's)
+        for diagnoser in features().diagnosis_reports():
             report = diagnoser.load()(client, info.id) if isinstance(diagnoser, Ref) else diagnoser(client, info.id)
             if report is not None:
                 return dict(report)
@@ -153,15 +172,16 @@ def diagnose_run(
         if base.id == info.id:
             raise InvalidInput("a run cannot be its own baseline: pass another run to --baseline")
         ctx.choice = BaselineChoice(base, "given", "given with --baseline")
-    elif auto_baseline:
+    elif auto_baseline and not service:
         ctx.choice = baseline_for(client, info, cwd=cwd, th=ev.thresholds)
     if ctx.choice is not None and ctx.choice.run is not None:
         ctx.baseline = RunEvidence(client, ctx.choice.run, ev.thresholds)
         ctx.comparison = compare_evidence(ev, ctx.baseline, chosen="given" if baseline is not None else "automatic")
         ctx.comparison.update(choice_fields(ctx.choice))
-    for analyzer in (*ANALYZERS, *features().diagnosis_analyzers()):  # the built-in ones, then the features'
+    built_in = SERVICE_ANALYZERS if service else ANALYZERS
+    for analyzer in (*built_in, *features().diagnosis_analyzers()):  # the built-in ones, then the features'
         ctx.findings.extend(analyzer(ctx))
-    findings = _own_findings_first(_divergence_first(_secondary(info, merge_findings(ctx.findings))))
+    findings = _own_findings_first(_divergence_first(_secondary(info, merge_findings(culprit_first(ctx.findings)))))
     kind = _kind(info, findings)
     runbook = _runbook(client, ctx, findings, cwd)
     return {
@@ -226,6 +246,9 @@ _OWN = frozenset(
         "queue_wait",
         "data_loader_bottleneck",
         "memory_leak",
+        "hang",
+        "collective_mismatch",
+        "straggler",
     }
 )
 

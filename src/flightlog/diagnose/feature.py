@@ -38,6 +38,8 @@ def flightlog_api_operations() -> list[Operation]:
 def flightlog_services() -> dict[str, Ref]:
     return {
         "classify_failure": Ref("flightlog.diagnose.classify", "classify_failure"),  # the runner, at each exit
+        # the runner, at the failed exit of a distributed job: the culprit rank's category
+        "judge_ranks": Ref("flightlog.diagnose.distributed", "judge_attempt"),
         "diagnose_run": Ref("flightlog.diagnose.engine", "diagnose_run"),  # Client.diagnose
         "compare_runs": Ref("flightlog.diagnose.compare", "compare_runs"),  # Client.compare
         "rightsize": Ref("flightlog.diagnose.rightsize", "rightsize"),  # Client.rightsize

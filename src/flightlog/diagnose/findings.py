@@ -31,16 +31,19 @@ class Finding:
     kind: str | None = None  # overrides the category's kind (a missing config file is software)
     context: list[dict[str, Any]] = field(default_factory=list)  # evidence that carries no weight
     #: the ranker's calibrated probability, when the finding is a failure it ranked; its signals
-    #: are then evidence, and only ``extra`` signals (other analyzers') add to it
+    #: are then evidence, and only ``added`` signals (other analyzers') add to it
     score: float | None = None
-    extra: list[Signal] = field(default_factory=list)
+    added: list[Signal] = field(default_factory=list)
+    #: fields the report carries besides the usual ones (a distributed run's ``rank``, ``culprit``,
+    #: ``victims``: contract C5); ``origin`` names the analyzer and stays out of the report
+    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def confidence(self) -> float:
         if self.score is None:
             scores = combine(s for s in self.signals if s.category == self.category)
             return scores[0].confidence if scores else 0.0
-        more = combine(s for s in self.extra if s.category == self.category)
+        more = combine(s for s in self.added if s.category == self.category)
         other = more[0].confidence if more else 0.0
         return round(min(MAX_CONFIDENCE, 1.0 - (1.0 - self.score) * (1.0 - other)), 2)
 
@@ -52,13 +55,15 @@ class Finding:
         ordered = sorted(self.signals, key=lambda s: -s.weight)
         evidence = _unique([s.evidence() for s in ordered] + self.context)
         steps = _unique_text([*self.next_steps, *NEXT_STEPS.get(self.category, ())])
-        return {
+        out = {
             "category": self.category,
             "confidence": self.confidence,
             "summary": self.summary,
             "evidence": evidence,
             "next_steps": steps,
         }
+        out.update((k, v) for k, v in self.extra.items() if k != "origin")
+        return out
 
 
 def merge_findings(findings: Iterable[Finding]) -> list[Finding]:
@@ -81,7 +86,8 @@ def merge_findings(findings: Iterable[Finding]) -> list[Finding]:
                 head.kind,
                 [c for f in group for c in f.context],
                 max((f.score for f in scored if f.score is not None), default=None),
-                [s for f in group for s in (f.extra if f.score is not None else f.signals)] if scored else [],
+                [s for f in group for s in (f.added if f.score is not None else f.signals)] if scored else [],
+                next((f.extra for f in group if f.extra), {}),
             )
         merged.append(head)
     merged = [f for f in merged if f.confidence >= REPORT_FLOOR]

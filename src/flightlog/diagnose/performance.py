@@ -177,9 +177,9 @@ def slow_startup(ev: RunEvidence) -> Finding | None:
             )
         )
     context = [
-        {"source": "log", "detail": e.message.splitlines()[0][:200], "at": iso(e.time)}
+        {"source": "log", "detail": e.message.strip().splitlines()[0][:200], "at": iso(e.time)}
         for e in ev.tail
-        if start <= e.time <= window.start
+        if start <= e.time <= window.start and e.message.strip()  # a blank line (a launcher's bare prefix) says nothing
     ][:3]
     where = f"; {explained[0][0]!r} took {format_duration(explained[0][1])} of it" if explained else ""
     summary = (
@@ -256,9 +256,9 @@ def slow_completion(ev: RunEvidence) -> Finding | None:
             )
         )
     context = [
-        {"source": "log", "detail": e.message.splitlines()[0][:200], "at": iso(e.time)}
+        {"source": "log", "detail": e.message.strip().splitlines()[0][:200], "at": iso(e.time)}
         for e in ev.tail
-        if e.time >= window.end
+        if e.time >= window.end and e.message.strip()
     ][:3]
     where = f"; {explained[0][0]!r} took {format_duration(explained[0][1])} of it" if explained else ""
     summary = (

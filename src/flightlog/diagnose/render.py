@@ -35,7 +35,10 @@ def render_diagnosis(report: dict[str, Any], out: Console) -> None:
         f"[bold]diagnosis of run {escape(report['run'])}[/]  status [bold]{escape(status)}[/]  kind [bold]{report['kind']}[/]"
     )
     base = report.get("baseline")
-    if base:
+    serving = report.get("serving")
+    if serving:  # a model server's replica: diagnosed as serving, with its deployment a command away
+        _serving(serving, out)
+    elif base:
         how = base.get("reason") or "given with --baseline"
         out.print(f"[dim]baseline {escape(base['baseline'])} ({escape(how)})[/]")
     else:
@@ -84,6 +87,27 @@ def render_diagnosis(report: dict[str, Any], out: Console) -> None:
         out.print(f"\n[dim]rightsizing: nothing to recommend ({escape(why)})[/]")
 
 
+def _serving(section: dict[str, Any], out: Console) -> None:
+    """A replica's own traffic and its deployment's diagnosis (the serving feature's ``serving`` section)."""
+    model = f"{section.get('model')} " if section.get("model") else ""
+    out.print(
+        f"serving replica {escape(str(section.get('replica')))} of [bold]{escape(str(section.get('endpoint')))}[/] "
+        f"({escape(str(section.get('env')))}), {escape(model)}v{escape(str(section.get('version')))}"
+    )
+    for t in section.get("traffic") or []:
+        rates = f"5xx {t['error_rate']:.1%}, 4xx {t['client_error_rate']:.1%}" if t.get("requests") else "no requests"
+        p50, p99 = t.get("p50_ms"), t.get("p99_ms")
+        lat = f", p50 {p50:.1f} ms, p99 {p99:.1f} ms" if p50 is not None and p99 is not None else ""
+        out.print(f"  [dim]v{escape(str(t['version']))}: {t['requests']} requests, {rates}{lat}[/]")
+    brief = section.get("diagnosis") or {}
+    if brief.get("headline"):
+        out.print(f"  deployment: {escape(brief['headline'])}")
+    elif brief.get("error"):
+        out.print(f"  [dim]deployment diagnosis: {escape(brief['error'])}[/]")
+    for what, command in (section.get("commands") or {}).items():
+        out.print(f"  [dim]{what}: {escape(command)}[/]")
+
+
 def _has_advice(rs: dict[str, Any]) -> bool:
     return bool(
         rs["memory"].get("recommended_bytes") or rs["cpu"].get("recommended_cores") or rs.get("gpu") or rs.get("flags")
@@ -93,6 +117,8 @@ def _has_advice(rs: dict[str, Any]) -> bool:
 def _finding(out: Console, index: int, f: dict[str, Any], *, full: bool) -> None:
     out.print(f"\n{index}. [bold]{f['category']}[/] {_bar(f['confidence'])} [dim]{TITLE.get(f['category'], '')}[/]")
     out.print(f"   {escape(f['summary'])}")
+    if full:
+        _ranks(out, f)
     evidence = f["evidence"] if full else f["evidence"][:2]
     for e in evidence:
         detail = escape(str(e["detail"]).replace("\n", " ⏎ "))
@@ -101,6 +127,28 @@ def _finding(out: Console, index: int, f: dict[str, Any], *, full: bool) -> None
         out.print("   [bold]next[/]")
         for step in f["next_steps"][:4]:
             out.print(f"   → {escape(step)}")
+
+
+def _ranks(out: Console, f: dict[str, Any]) -> None:
+    """A distributed finding's culprit first, its victims folded under it (docs/distributed.md)."""
+    culprit = f.get("culprit")
+    if isinstance(culprit, dict) and culprit.get("rank") is not None:
+        where = culprit.get("where") or {}
+        coll = culprit.get("collective") or {}
+        text = f"rank {culprit['rank']}" + (f" on {culprit['host']}" if culprit.get("host") else "")
+        if where:
+            text += f", in {where.get('function')} at {where.get('file')}:{where.get('line')}"
+        if coll:
+            text += (
+                f", never in {coll.get('op')} #{coll.get('seq')}"
+                if f.get("category") == "hang"
+                else f", {coll.get('op')} #{coll.get('seq')}"
+            )
+        out.print(f"   [bold]culprit[/] {escape(text)}")
+    for v in f.get("victims") or []:
+        waited = f" waited {format_duration(float(v['waited_s']))}" if v.get("waited_s") is not None else ""
+        error = f": {v['error']}" if v.get("error") else ""
+        out.print(f"   [dim]victim[/]  rank {v['rank']}{escape(waited + error)}")
 
 
 def render_comparison(cmp: dict[str, Any], out: Console) -> None:

@@ -47,10 +47,14 @@ KIND_OF: Final[dict[str, str]] = {
     "cohort_regression": "data",
     # extensions of the list in docs/architecture.md
     "metric_regressed": "software",
+    # distributed runs (issue 28, docs/distributed.md)
+    "hang": "performance",
+    "collective_mismatch": "software",
+    "straggler": "performance",
 }
 
 #: categories flightlog adds to the taxonomy of docs/architecture.md
-EXTENSIONS: Final = ("metric_regressed",)
+EXTENSIONS: Final = ("metric_regressed", "hang", "collective_mismatch", "straggler")
 
 CATEGORIES: Final = tuple(KIND_OF)
 
@@ -92,6 +96,9 @@ TITLE: Final[dict[str, str]] = {
     "data_drift": "the input data drifted from the reference",
     "cohort_regression": "a cohort got worse while the aggregate improved",
     "metric_regressed": "a final metric is much worse than the baseline's",
+    "hang": "progress stopped on some or all ranks",
+    "collective_mismatch": "ranks called different collectives",
+    "straggler": "one rank is consistently slower than the others",
 }
 
 #: generic first steps per category; findings add specific ones in front of these
@@ -177,5 +184,19 @@ NEXT_STEPS: Final[dict[str, tuple[str, ...]]] = {
     "metric_regressed": (
         "Find the change that cost quality: params, code, packages and inputs that differ from the baseline are listed in this report.",
         "Re-run the baseline's configuration on the same data to rule out noise before bisecting the changes.",
+    ),
+    "hang": (
+        "Open the culprit's frame in the evidence: what does that line wait for (a file, a lock, a queue, a peer)?",
+        "The other ranks only waited for it: their timeouts are consequences, not causes (docs/distributed.md).",
+        "Give long phases without steps a sign of life (`run.heartbeat()`), or raise FLIGHTLOG_HANG_MIN if they are expected.",
+    ),
+    "collective_mismatch": (
+        "Make every rank call the same collectives in the same order with the same shapes: look for a branch on the rank, "
+        "an early `break`, or data of different sizes per rank (uneven last batch: `drop_last=True`).",
+        "Run once with TORCH_DISTRIBUTED_DEBUG=DETAIL to have torch check each collective's shapes across ranks.",
+    ),
+    "straggler": (
+        "Look at the slow rank's own stages in the evidence: its data loading, its host (CPU, disk, network), its device.",
+        "Balance the work per rank (shard sizes, sequence lengths), or give the slow host's loader more workers.",
     ),
 }

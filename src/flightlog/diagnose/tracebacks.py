@@ -10,7 +10,11 @@ a traceback printed earlier and not joined to the last one (a handled error logg
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
+
+import re2
 
 __all__ = [
     "Frame",
@@ -28,6 +32,20 @@ __all__ = [
 ]
 
 _HEADER = "Traceback (most recent call last):"
+
+
+def _linear(pattern: str, *, dot_nl: bool = False) -> Any:
+    """``pattern`` compiled by RE2, which matches in time linear in the text: the patterns that
+    look for a dotted exception name anywhere in a line (``(?:[A-Za-z_]\\w*\\.)*[A-Z]\\w*…``) cost a
+    backtracking engine the square of the line — 0.4 s for one crafted 3,000-character message,
+    a minute for a triage of a few hundred (issue 31, item 8). RE2's \\w is ASCII, as exception
+    names are."""
+    options = re2.Options()
+    options.dot_nl = dot_nl
+    options.log_errors = False
+    return re2.compile(pattern, options)
+
+
 #: IPython and Jupyter print the exception type first: ``KeyError      Traceback (most recent call last)``
 _IPYTHON_HEADER = IPYTHON_HEADER = re.compile(r"^([A-Za-z_][\w.]*)\s{2,}Traceback \(most recent call last\)\s*$", re.M)
 #: IPython's frame lines: ``----> 8 sp500 = data[0].loc[...]`` (the line that raised)
@@ -190,17 +208,28 @@ UNSUFFIXED_EXCEPTIONS = (
 _TYPE = (
     r"(?:(?:[A-Za-z_]\w*\.)*(?:_?[A-Z]\w*)?(?:Error|Exception|Exit|Interrupt|Timeout|Forbidden|Unavailable|NotFound|Denied|Failure|Unauthorized)"
     r"|(?:[a-z_]\w*\.)*[a-z_]*(?:exc|error|exception)\w*\._?[A-Z]\w*"
-    r"|(?:[A-Za-z_]\w*\.)*(?:" + UNSUFFIXED_EXCEPTIONS + r")(?![\w.]))"
-)
+    r"|(?:[A-Za-z_]\w*\.)*(?:" + UNSUFFIXED_EXCEPTIONS + r"))"
+)  # no lookahead (RE2 has none): in both patterns below a type is followed by "(", ":" or the end
 #: ``Type: message`` (a qualified name ending like an exception class) at the start of a line
-_EXC_LINE = re.compile(r"^(?P<type>" + _TYPE + r"(?:\([\w.]*\))?)(?::\s*(?P<message>.*))?$")
+_EXC_LINE = _linear(r"^(?P<type>" + _TYPE + r"(?:\([\w.]*\))?)(?::\s*(?P<message>.*))?$")
 #: the same after a logger's or a launcher's prefix (``12:00 ERROR worker.py:431 -- ray.exceptions...: ``)
-_EXC_IN_LINE = re.compile(
-    r"(?:^|[\s>\]|])(?<!except )(?<!raise )(?P<type>" + _TYPE + r"(?:\([\w.]*\))?):\s+(?P<message>\S.*)$"
-)
+_EXC_IN_LINE = _linear(r"(?:^|[\s>\]|])(?P<type>" + _TYPE + r"(?:\([\w.]*\))?):\s+(?P<message>\S.*)$")
+_TYPE_GROUP = _EXC_IN_LINE.groupindex["type"]  # RE2's match takes a group's number, not its name
+
+
+def _exception_in_line(raw: str) -> Any:
+    """``_EXC_IN_LINE``'s match in ``raw``, unless it is code that names the class
+    (``except ValueError: ...``, ``raise KeyError: ...`` in a shown source line): RE2 has no
+    lookbehind, so the word before the type is looked at here."""
+    m = _EXC_IN_LINE.search(raw)
+    if m is not None and raw[: m.start(_TYPE_GROUP)].endswith(("except ", "raise ")):
+        return None
+    return m
+
+
 #: a line that starts with the wrapped driver exception, as SQLAlchemy and MLflow log it:
 #: ``(psycopg2.OperationalError) could not connect to server: Connection refused``
-_LEADING_WRAPPED = re.compile(r"^\((?P<type>(?:[A-Za-z_]\w*\.)+[A-Z]\w*(?:Error|Exception))\)\s*(?P<message>\S.*)$")
+_LEADING_WRAPPED = _linear(r"^\((?P<type>(?:[A-Za-z_]\w*\.)+[A-Z]\w*(?:Error|Exception))\)\s*(?P<message>\S.*)$")
 #: a line that is only an exception's name, as Python prints ``KeyboardInterrupt``
 _BARE = re.compile(r"^(?P<type>KeyboardInterrupt|SystemExit|MemoryError|StopIteration)\s*$")
 
@@ -224,10 +253,10 @@ def parse_exception_lines(text: str, *, expand: bool = True) -> list[ParsedExcep
             frames.append(Frame(m["file"], int(m["line"]), (m["function"] or "").strip()))
             i += 1
             continue
-        em = _EXC_LINE.match(raw) or _BARE.match(raw) or _LEADING_WRAPPED.match(raw) or _EXC_IN_LINE.search(raw)
+        em = _EXC_LINE.match(raw) or _BARE.match(raw) or _LEADING_WRAPPED.match(raw) or _exception_in_line(raw)
         if em is None and len(raw) < 4000:
             # an exception's repr inside an ordinary line: ``Trial 3 failed because of ValueError('nan')``
-            for rm in _WRAPPED_REPR.finditer(raw):
+            for rm in _wrapped_reprs(raw):
                 found.append(ParsedException(rm["inner"], rm["rest"], frames))
                 frames = []
         if em and len(raw) < 4000:
@@ -257,14 +286,33 @@ def parse_exception_lines(text: str, *, expand: bool = True) -> list[ParsedExcep
 #: a wrapper naming the exception it wraps: ``RayTaskError(ValueError)``
 _WRAPPED_TYPE = re.compile(r"^(?P<outer>[\w.]+)\((?P<inner>[\w.]+)\)$")
 #: SQLAlchemy's ``(psycopg2.OperationalError) could not connect`` at the start of the message
-_WRAPPED_PREFIX = re.compile(r"^\((?P<inner>(?:[A-Za-z_]\w*\.)*[A-Z]\w*)\)\s*(?P<rest>.*)", re.S)
+_WRAPPED_PREFIX = _linear(r"^\((?P<inner>(?:[A-Za-z_]\w*\.)*[A-Z]\w*)\)\s*(?P<rest>.*)", dot_nl=True)
 #: a wrapped exception's repr inside the message: ``... the following error: ValueError('nan loss')``,
 #: ``raised unexpected: ConnectionError('Error 111 connecting to ...')``, ``Caused by ResponseError('too many 503')``
-_WRAPPED_REPR = re.compile(
-    r"\b(?P<inner>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt|Timeout))\((?P<q>['\"])(?P<rest>.{1,2000}?)(?P=q)\)"
+_WRAPPED_REPR = tuple(
+    _linear(
+        r"\b(?P<inner>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt|Timeout))\("
+        + q
+        + r"(?P<rest>[^\n]+?)"
+        + q
+        + r"\)"
+    )
+    for q in ("'", '"')
 )
+
+
+def _wrapped_reprs(text: str) -> Iterator[Any]:
+    """The wrapped reprs in ``text`` in order, in either quote, none overlapping another."""
+    found = sorted((m for pattern in _WRAPPED_REPR for m in pattern.finditer(text)), key=lambda m: m.start())
+    end = -1
+    for m in found:
+        if m.start() >= end:
+            end = m.end()
+            yield m
+
+
 #: Java's and some libraries' "Caused by: Type: message"
-_CAUSED_BY = re.compile(
+_CAUSED_BY = _linear(
     r"(?:^|\n)\W*Caused by:?\s+(?P<inner>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)):\s*(?P<rest>[^\n]*)"
 )
 
@@ -285,7 +333,7 @@ def expand_wrappers(chain: list[ParsedException]) -> list[ParsedException]:
         pm = _WRAPPED_PREFIX.match(exc.message)
         if pm:
             inner.append(ParsedException(pm["inner"], pm["rest"]))
-        for rm in _WRAPPED_REPR.finditer(exc.message):
+        for rm in _wrapped_reprs(exc.message):
             if rm["inner"] != exc.short_type:
                 inner.append(ParsedException(rm["inner"], rm["rest"]))
         for cm in _CAUSED_BY.finditer(exc.message):

@@ -41,9 +41,11 @@ from flightlog.mlflow_server.errors import MlflowError, invalid, mlflow_error_re
 from flightlog.mlflow_server.feature_artifacts import MIGRATIONS
 from flightlog.models import Artifact, RunInfo
 from flightlog.schema import record as schema_record
+from flightlog.schema.paths import check_artifact_path
 from flightlog.server.blobs import filename_of
-from flightlog.server.context import Ctx
+from flightlog.server.context import Ctx, UnsupportedMediaType
 from flightlog.server.operations import Operation, Param
+from flightlog.server.origins import check_same_origin
 from flightlog.server.prometheus import ROUTE_KEY
 from flightlog.server.responses import json_response
 from flightlog.store.features import ensure_tables
@@ -105,7 +107,10 @@ class Target:
     model_id: str | None = None
 
     def path(self, *more: str) -> str:
-        return "/".join(p for p in (self.prefix, self.rest, *more) if p)
+        """The artifact path under the run, checked by the one rule every artifact path passes
+        (`flightlog.schema.paths`: relative, no ``..``, ``.``, backslash, drive or control character)."""
+        joined = "/".join(p for p in (self.prefix, self.rest, *more) if p)
+        return check_artifact_path(joined) if joined else joined
 
 
 def _segments(path: str) -> list[str]:
@@ -124,13 +129,21 @@ async def resolve_target(ctx: Ctx, path: str) -> Target:
     parts = _segments(path)
     if len(parts) >= 4 and parts[1] == "models" and parts[3] == "artifacts":
         model_id = parts[2]
+        _check_rest(parts[4:])
         run_id = await ctx.call(_model_run, db_of(ctx), model_id)
         if run_id is None:
             raise not_found(f"Logged model with ID '{model_id}' not found.")
         return Target(await _run(ctx, run_id), f"models/{model_id}", "/".join(parts[4:]), model_id)
     if len(parts) >= 3 and parts[2] == "artifacts":
+        _check_rest(parts[3:])
         return Target(await _run(ctx, parts[1]), "", "/".join(parts[3:]))
     raise not_found(f"{path[:200]!r} is not an artifact location of this server: paths here are {_FORMS}")
+
+
+def _check_rest(parts: list[str]) -> None:
+    """Refuse a bad path before the run is even looked up (and whatever the caller's scope)."""
+    if parts:
+        check_artifact_path("/".join(parts))
 
 
 async def _run(ctx: Ctx, run_id: str) -> RunInfo:
@@ -172,6 +185,7 @@ async def record_artifact(
     meta: dict[str, Any] | None = None,
 ) -> None:
     """An artifact record of ``run``, as the native upload route forms one (one writer per record)."""
+    check_artifact_path(path)  # whatever route named it (issue 31, item 5)
     fields: dict[str, Any] = {"meta": meta} if meta else {}
     record = schema_record(
         "artifact",
@@ -272,6 +286,7 @@ def _operation(
     async def endpoint(ctx: Ctx) -> Response:
         ctx.request.scope[ROUTE_KEY] = full[1:]
         try:
+            check_same_origin(ctx.request)  # a page of another origin changes nothing (server/origins.py)
             if role is not None:
                 principal = await principal_of(ctx)
                 principal.require(role)
@@ -289,6 +304,7 @@ def _operation(
         "mlflow-artifacts",
         route=None if route is None else PROXY + route,
         params=tuple(p for name, p in _PARAMS.items() if "{" + name in path),
+        own_origin_check=True,
         description="MLflow's artifact proxy (docs/mlflow.md). "
         + (
             f"Needs the role {role!r}: a flightlog token as `Authorization: Bearer` (MLFLOW_TRACKING_TOKEN) "
@@ -365,6 +381,12 @@ async def delete(ctx: Ctx) -> Response:
 
 
 async def _message(ctx: Ctx) -> dict[str, Any]:
+    media = ctx.request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media != "application/json":  # no form or text/plain post of another origin's page (server/origins.py)
+        raise UnsupportedMediaType(
+            f"send this request's message as application/json, not {media or 'no Content-Type'}",
+            details={"content_type": media},
+        )
     raw = await ctx.body()
     try:
         doc = json.loads(raw or b"{}")
@@ -379,7 +401,9 @@ def _local_name(doc: dict[str, Any]) -> str:
     name = doc.get("path")
     if not isinstance(name, str) or not name:
         raise invalid("Missing value for required parameter 'path'.")
-    return posixpath.basename(name.replace("\\", "/"))
+    # the client sends its local file's path (a Windows one too): the file's name is what lands here,
+    # and that name keeps the one artifact path rule (no "..", ".", drive or escape code: refused)
+    return check_artifact_path(posixpath.basename(name.replace("\\", "/")))
 
 
 async def mpu_create(ctx: Ctx) -> Response:

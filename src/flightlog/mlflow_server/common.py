@@ -30,8 +30,9 @@ from starlette.responses import Response
 from flightlog.errors import Unauthorized
 from flightlog.mlflow_server.errors import invalid, missing, mlflow_error_response
 from flightlog.server.auth import Principal, authenticate
-from flightlog.server.context import Ctx
+from flightlog.server.context import Ctx, UnsupportedMediaType
 from flightlog.server.operations import JSON, Operation
+from flightlog.server.origins import check_same_origin
 from flightlog.server.prometheus import ROUTE_KEY
 from flightlog.server.responses import json_response
 
@@ -138,14 +139,32 @@ async def principal_of(ctx: Ctx) -> Principal:
     return await authenticate(request, ctx.store, enabled=ctx.state.config.auth)
 
 
+def _json_media(ctx: Ctx) -> None:
+    """A write's body must be declared JSON: a browser cannot send that from another origin
+    without asking first (a preflight this server never grants), so no form or ``text/plain``
+    post of another page's is read as a request (issue 31, item 3; server/origins.py)."""
+    media = ctx.request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media != JSON:
+        raise UnsupportedMediaType(
+            f"send this request's message as {JSON} (Content-Type: {JSON}), not {media or 'no Content-Type'}",
+            details={"content_type": media},
+        )
+
+
 async def _message(ctx: Ctx) -> tuple[dict[str, Any], dict[str, list[str]]]:
+    """The request message: a read's query parameters; a write's JSON body. A write's query
+    parameters are not merged into it (a form-less POST to ``…/delete?experiment_id=1`` must not
+    act), except DELETE's, which browsers always preflight."""
     request = ctx.request
     multi: dict[str, list[str]] = {}
-    for key, value in request.query_params.multi_items():
-        multi.setdefault(key, []).append(value)
+    if request.method not in _WRITES or request.method == "DELETE":
+        for key, value in request.query_params.multi_items():
+            multi.setdefault(key, []).append(value)
     message: dict[str, Any] = {k: v[0] for k, v in multi.items()}
     if request.method in _WRITES:
         raw = await ctx.body()
+        if raw.strip() or request.method != "DELETE":
+            _json_media(ctx)
         if raw.strip():
             try:
                 doc = _json.decode(raw)
@@ -163,6 +182,7 @@ def _guarded(handler: MlflowHandler, role: str, route: str) -> Callable[[Ctx], A
     async def endpoint(ctx: Ctx) -> Response:
         ctx.request.scope[ROUTE_KEY] = route
         try:
+            check_same_origin(ctx.request)  # a page of another origin changes nothing (server/origins.py)
             principal = await principal_of(ctx)
             principal.require(role)
             ctx = Ctx(ctx.request, ctx.state, principal)
@@ -200,6 +220,7 @@ def mlflow_operations(
                 body={"required": False, "content": {JSON: {"schema": {"type": "object"}}}}
                 if method in _WRITES
                 else None,
+                own_origin_check=True,
                 description=f"MLflow's REST protocol (docs/mlflow.md). Needs the role {role!r}: a flightlog token "
                 "as `Authorization: Bearer` (MLFLOW_TRACKING_TOKEN) or as the basic-auth password. Errors are "
                 'MLflow\'s `{"error_code", "message"}`.',

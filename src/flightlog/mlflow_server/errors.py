@@ -116,4 +116,14 @@ def mlflow_error_response(exc: Exception, scope: Mapping[str, Any] | None = None
     if code == "INVALID_PARAMETER_VALUE" and exc.http_status in (413, 415):
         status = exc.http_status  # too large / wrong media type: MLflow's code, the precise status
     headers = {"WWW-Authenticate": 'Basic realm="flightlog", Bearer realm="flightlog"'} if status == 401 else None
-    return json_response({"error_code": code, "message": exc.message}, status=status, headers=headers)
+    message = exc.message
+    if isinstance(exc, Unauthorized) and exc.details.get("reason") == "no_token":
+        message = NO_TOKEN  # an MLflow client is configured with MLflow's variable, not flightlog's
+    return json_response({"error_code": code, "message": message}, status=status, headers=headers)
+
+
+#: what an MLflow client that sent no token is told
+NO_TOKEN = (
+    "this server needs a token: set MLFLOW_TRACKING_TOKEN in the client's environment (it is sent as "
+    "`Authorization: Bearer TOKEN`; `flightlog token create` makes one)"
+)

@@ -2,7 +2,9 @@
 
 An experiment's name is its project's name. A project that has runs but no row yet (runs
 logged by flightlog's SDK, or imported) gets its id the first time MLflow asks for it; id
-``0``, MLflow's default experiment, is the project ``default``. Renaming is refused: a
+``0``, MLflow's default experiment, is the project ``default``, named ``Default`` as MLflow
+names it (``get_experiment_by_name("Default")``, ``set_experiment("Default")``), and listed by
+every search whether or not it has runs yet. Renaming is refused: a
 flightlog project has no identity apart from its name, and its runs keep theirs.
 """
 
@@ -16,13 +18,30 @@ from typing import Any
 
 from flightlog.mlflow_server.errors import MlflowError, already_exists, invalid, not_found
 from flightlog.mlflow_server.migrations import MIGRATIONS
+from flightlog.names import check_name_text
 from flightlog.store.features import ensure_tables
 from flightlog.store.sqlite.connection import Database
 
-__all__ = ["Experiment", "Experiments", "experiments_of", "DEFAULT_ID", "DEFAULT_PROJECT"]
+__all__ = [
+    "Experiment",
+    "Experiments",
+    "experiments_of",
+    "project_of_name",
+    "DEFAULT_ID",
+    "DEFAULT_NAME",
+    "DEFAULT_PROJECT",
+]
 
 DEFAULT_ID = "0"
 DEFAULT_PROJECT = "default"
+DEFAULT_NAME = "Default"  # what MLflow calls experiment 0
+
+
+def project_of_name(name: str) -> str:
+    """The project an MLflow experiment name means: ``Default`` is the project ``default``."""
+    return DEFAULT_PROJECT if name == DEFAULT_NAME else name
+
+
 _COLS = "id, project, lifecycle, artifact_location, tags, created, updated"
 MAX_NAME = 500  # MLflow's MAX_EXPERIMENT_NAME_LENGTH
 
@@ -37,10 +56,15 @@ class Experiment:
     created: float = 0.0
     updated: float = 0.0
 
+    @property
+    def mlflow_name(self) -> str:
+        """The name MLflow clients see: the project's, ``Default`` for experiment 0."""
+        return DEFAULT_NAME if self.id == DEFAULT_ID else self.name
+
     def to_mlflow(self) -> dict[str, Any]:
         return {
             "experiment_id": self.id,
-            "name": self.name,
+            "name": self.mlflow_name,
             "artifact_location": self.artifact_location or f"mlflow-artifacts:/{self.id}",
             "lifecycle_stage": self.lifecycle,
             "creation_time": int(self.created * 1000),
@@ -58,8 +82,7 @@ def check_name(name: str) -> str:
         raise invalid("Invalid experiment name: it must not be empty.")
     if len(name) > MAX_NAME:
         raise invalid(f"Experiment name is {len(name)} characters long; at most {MAX_NAME} are accepted.")
-    if any(ord(c) < 0x20 for c in name):
-        raise invalid(f"Invalid experiment name {name[:80]!r}: it contains a control character.")
+    check_name_text(name, "experiment name")  # control characters, DEL, bidi controls (flightlog.names)
     return name
 
 
@@ -76,7 +99,9 @@ class Experiments:
         return _row(row) if row is not None else None
 
     def by_name(self, name: str, projects: set[str] | None = None) -> Experiment | None:
-        """The experiment of project ``name``; made for a project that has runs but no id yet."""
+        """The experiment of project ``name`` (``Default``: experiment 0); made for a project that
+        has runs but no id yet."""
+        name = project_of_name(name)
         found = self._one("project = ?", name)
         if found is None and (name == DEFAULT_PROJECT or (projects is not None and name in projects)):
             found = self._insert(name, None, {}, quiet=True)
@@ -95,18 +120,18 @@ class Experiments:
         return found
 
     def all(self, projects: set[str]) -> list[Experiment]:
-        """Every experiment, a row made for each project that has none yet."""
+        """Every experiment, a row made for each project that has none yet (and for ``Default``)."""
         with self.db.read() as conn:
             rows = [_row(r) for r in conn.execute(f"SELECT {_COLS} FROM mlflow_experiments ORDER BY id")]
         have = {e.name for e in rows}
-        for name in sorted(projects - have):
+        for name in sorted((projects | {DEFAULT_PROJECT}) - have):
             made = self._insert(name, None, {}, quiet=True)
             if made is not None:
                 rows.append(made)
         return rows
 
     def create(self, name: str, artifact_location: str | None, tags: dict[str, str]) -> Experiment:
-        made = self._insert(check_name(name), artifact_location, tags, quiet=False)
+        made = self._insert(project_of_name(check_name(name)), artifact_location, tags, quiet=False)
         assert made is not None  # noqa: S101 - quiet=False raises instead of returning None
         return made
 
@@ -115,6 +140,9 @@ class Experiments:
         try:
             with self.db.write() as conn:
                 if name == DEFAULT_PROJECT:
+                    # MLflow's Default is there before any experiment: made late, it is dated as the earliest
+                    first = conn.execute("SELECT MIN(created) FROM mlflow_experiments").fetchone()[0]
+                    now = min(now, float(first)) if first is not None else now
                     conn.execute(
                         "INSERT INTO mlflow_experiments (id, project, artifact_location, tags, created, updated) "
                         "VALUES (0, ?, ?, ?, ?, ?)",
@@ -129,7 +157,8 @@ class Experiments:
         except self._unique:
             if quiet:
                 return self._one("project = ?", name)
-            raise already_exists(f"Experiment '{name}' already exists.") from None
+            shown = DEFAULT_NAME if name == DEFAULT_PROJECT else name
+            raise already_exists(f"Experiment '{shown}' already exists.") from None
         return self._one("project = ?", name)
 
     def set_lifecycle(self, exp: Experiment, lifecycle: str) -> None:

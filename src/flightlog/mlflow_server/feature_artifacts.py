@@ -9,7 +9,7 @@ migrations are plain text, kept here so a store can ask for them on any thread.
 The tables: MLflow's logged models (flightlog has no such noun: a logged model's files are
 artifacts of its run, under ``models/<model_id>/``), the multipart uploads in flight (their
 parts are content-addressed blobs, so any replica can finish an upload), and what MLflow says
-of a registry version that flightlog's version does not keep (its ``source`` and model id).
+of a registry version that flightlog's version does not keep (its ``source``, model id and stage).
 """
 
 from __future__ import annotations
@@ -70,10 +70,13 @@ def _schema(real: str, big: str) -> list[str]:
     ]
 
 
+#: 2: a version's MLflow stage (None | Staging | Production | Archived), for CI jobs that still use stages
+_STAGES = ["ALTER TABLE mlflow_versions ADD COLUMN stage TEXT NOT NULL DEFAULT 'None'"]
+
 MIGRATIONS = StoreMigrations(
     feature="mlflow_models",
-    sqlite=[_schema("REAL", "INTEGER")],
-    postgres=[_schema("DOUBLE PRECISION", "BIGINT")],
+    sqlite=[_schema("REAL", "INTEGER"), _STAGES],
+    postgres=[_schema("DOUBLE PRECISION", "BIGINT"), _STAGES],
     tables=TABLES,
 )
 

@@ -24,6 +24,8 @@ from flightlog.mlflow_server.common import Call, mlflow_operations
 from flightlog.mlflow_server.errors import invalid, missing, not_found
 from flightlog.mlflow_server.experiments import experiments_of
 from flightlog.models import RunInfo
+from flightlog.names import check_name_text
+from flightlog.query.like import like_match
 from flightlog.schema import record as schema_record
 from flightlog.server.context import Ctx
 from flightlog.server.operations import Operation
@@ -127,6 +129,7 @@ def _pairs(call: Call, name: str) -> dict[str, str]:
     for item in call.items(name, limit=1000):
         if not isinstance(item, dict) or not isinstance(item.get("key"), str) or not item["key"]:
             raise invalid(f"Each entry of '{name}' needs a 'key' (text) and a 'value'.")
+        check_name_text(item["key"], f"{name[:-1]} key")
         value = item.get("value")
         out[item["key"]] = "" if value is None else str(value)
     return out
@@ -183,11 +186,6 @@ def parse_filter(text: str | None) -> list[Clause]:
     return clauses
 
 
-def _like(value: str, pattern: str, *, fold: bool) -> bool:
-    rx = "".join(".*" if c == "%" else "." if c == "_" else re.escape(c) for c in pattern)
-    return re.fullmatch(rx, value, re.IGNORECASE | re.DOTALL if fold else re.DOTALL) is not None
-
-
 def matches(value: Any, clause: Clause) -> bool:
     """Whether ``value`` (None when the key is absent) passes ``clause``."""
     op, want = clause.op, clause.value
@@ -196,7 +194,7 @@ def matches(value: Any, clause: Clause) -> bool:
     if op == "IN":
         return str(value) in {str(v) for v in (want if isinstance(want, list) else [want])}
     if op in ("LIKE", "ILIKE", "NOT LIKE", "NOT ILIKE"):
-        hit = _like(str(value), str(want), fold="ILIKE" in op)
+        hit = like_match(str(value), str(want), fold="ILIKE" in op)  # RE2: linear, whatever the pattern
         return not hit if op.startswith("NOT") else hit
     if isinstance(want, (int, float)) and not isinstance(value, (int, float)):
         try:
@@ -399,9 +397,10 @@ async def search(call: Call) -> dict[str, Any]:
             rows = conn.execute(
                 f"SELECT {_COLS} FROM mlflow_logged_models WHERE {where} ORDER BY created DESC, model_id", args
             ).fetchall()
-        return [_as_dict(r) for r in rows]
+        # the filter runs here too, in the worker thread: matching never holds the event loop
+        return [d for d in map(_as_dict, rows) if all(matches(_value_of(d, c), c) for c in clauses)]
 
-    rows = [r for r in await ctx.call(read) if all(matches(_value_of(r, c), c) for c in clauses)]
+    rows = await ctx.call(read)
     for order in reversed(call.items("order_by", limit=10)):
         field = order.get("field_name") if isinstance(order, dict) else None
         if not isinstance(field, str):

@@ -14,8 +14,11 @@ What differs, because the two models differ:
 * MLflow's registry is global, flightlog's per project: a model created before its first version
   waits in the token's project (``default`` for an unlimited token) and moves to its first
   version's run's project with that version;
-* stages are deprecated in MLflow (aliases replace them): every version's stage is ``None`` and
-  ``transition-stage`` is refused as a client's request (400, naming aliases), not a server fault.
+* stages are deprecated in MLflow (aliases replace them), but CI jobs still move versions through
+  them: ``transition-stage`` keeps a version's stage (``None``, ``Staging``, ``Production``,
+  ``Archived``; ``archive_existing_versions`` archives the others in that stage) in this
+  feature's table, and ``get-latest-versions`` answers per stage, so ``models:/fraud/Production``
+  resolves in MLflow clients. flightlog's own references use aliases.
 
 What MLflow keeps that flightlog's version does not (the ``source`` the client gave, the logged
 model id) is in this feature's ``mlflow_versions`` table.
@@ -24,7 +27,7 @@ model id) is in this feature's ``mlflow_versions`` table.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 from flightlog.errors import FlightlogError, NotFound
 from flightlog.mlflow_server.artifacts import (
@@ -47,6 +50,7 @@ from flightlog.mlflow_server.logged_models import (
     parse_filter,
 )
 from flightlog.models import RunInfo
+from flightlog.names import check_name_text
 from flightlog.registry.api import request_registry
 from flightlog.registry.refs import check_name
 from flightlog.registry.service import LocalRegistry
@@ -87,12 +91,23 @@ def _version(reg: LocalRegistry, name: str, version: str) -> ModelVersion:
     return found[0]
 
 
-def _extra(db: Any, project: str, name: str) -> dict[int, tuple[str, str | None]]:
+class Extra(NamedTuple):
+    """What MLflow keeps of a version that flightlog's does not."""
+
+    source: str
+    model_id: str | None
+    stage: str = "None"
+
+
+STAGES = ("None", "Staging", "Production", "Archived")
+
+
+def _extra(db: Any, project: str, name: str) -> dict[int, Extra]:
     with db.read() as conn:
         rows = conn.execute(
-            "SELECT version, source, model_id FROM mlflow_versions WHERE project=? AND name=?", (project, name)
+            "SELECT version, source, model_id, stage FROM mlflow_versions WHERE project=? AND name=?", (project, name)
         ).fetchall()
-    return {int(r[0]): (str(r[1]), r[2]) for r in rows}
+    return {int(r[0]): Extra(str(r[1]), r[2], str(r[3] or "None")) for r in rows}
 
 
 def _ms(t: float) -> int:
@@ -103,15 +118,15 @@ def _tags(tags: dict[str, str]) -> list[dict[str, str]]:
     return [{"key": k, "value": v} for k, v in sorted(tags.items())]
 
 
-def version_doc(mv: ModelVersion, extra: dict[int, tuple[str, str | None]]) -> dict[str, Any]:
+def version_doc(mv: ModelVersion, extra: dict[int, Extra]) -> dict[str, Any]:
     """A version in MLflow's message shape (``ModelVersion``)."""
-    source, model_id = extra.get(mv.version, (f"runs:/{mv.run_id}/{mv.artifact_path}", None))
+    source, model_id, stage = extra.get(mv.version, Extra(f"runs:/{mv.run_id}/{mv.artifact_path}", None))
     doc: dict[str, Any] = {
         "name": mv.name,
         "version": str(mv.version),
         "creation_timestamp": _ms(mv.created),
         "last_updated_timestamp": _ms(mv.created),
-        "current_stage": "None",
+        "current_stage": stage,
         "description": mv.description or "",
         "source": source,
         "run_id": mv.run_id,
@@ -162,6 +177,7 @@ def _pairs(call: Call, name: str = "tags") -> dict[str, str]:
     for item in call.items(name, limit=1000):
         if not isinstance(item, dict) or not isinstance(item.get("key"), str) or not item["key"]:
             raise invalid(f"Each entry of '{name}' needs a 'key' (text) and a 'value'.")
+        check_name_text(item["key"], f"{name[:-1]} key")
         out[item["key"]] = "" if item.get("value") is None else str(item["value"])
     return out
 
@@ -299,18 +315,31 @@ async def delete_model_tag(call: Call) -> dict[str, Any]:
 
 
 async def latest_versions(call: Call) -> dict[str, Any]:
+    """The latest version in each stage asked for (every stage when none is): what an MLflow
+    client resolves ``models:/NAME/Production`` with."""
     ctx, name = call.ctx, call.need("name", max_len=256)
-    stages = [str(s) for s in call.items("stages", limit=10)]
+    stages = [_stage(str(s)) for s in call.items("stages", limit=10)]
 
     def read() -> dict[str, Any]:
         reg = _registry(ctx)
         model = _model(reg, name)
-        versions = reg.store.versions(model.project, model.name)
-        if not versions or (stages and not any(s.lower() == "none" for s in stages)):
-            return {}
-        return {"model_versions": [version_doc(versions[-1], _extra(db_of(ctx), model.project, model.name))]}
+        extra = _extra(db_of(ctx), model.project, model.name)
+        latest: dict[str, ModelVersion] = {}
+        for mv in reg.store.versions(model.project, model.name):
+            latest[extra.get(mv.version, Extra("", None)).stage] = mv  # versions come oldest first
+        wanted = stages or list(STAGES)
+        found = [latest[s] for s in wanted if s in latest]
+        return {"model_versions": [version_doc(mv, extra) for mv in found]} if found else {}
 
     return await ctx.call(read)
+
+
+def _stage(text: str) -> str:
+    """A stage as MLflow writes it (``production`` → ``Production``); refused when it is none."""
+    for stage in STAGES:
+        if text.strip().lower() == stage.lower():
+            return stage
+    raise invalid(f"Invalid Model Version stage: {text}. Value must be one of {', '.join(STAGES)}.")
 
 
 # ── model versions ─────────────────────────────────────────────────────────
@@ -372,7 +401,7 @@ async def create_version(call: Call) -> dict[str, Any]:
         return mv
 
     mv = await ctx.call(register)
-    return {"model_version": version_doc(mv, {mv.version: (source, model_id)})}
+    return {"model_version": version_doc(mv, {mv.version: Extra(source, model_id)})}
 
 
 def _move(reg: LocalRegistry, from_project: str, to_project: str, name: str) -> None:
@@ -482,7 +511,7 @@ async def download_uri(call: Call) -> dict[str, Any]:
     def read() -> dict[str, Any]:
         db = db_of(ctx)
         mv = _version(_registry(ctx), name, version)
-        _, model_id = _extra(db, mv.project, mv.name).get(mv.version, ("", None))
+        model_id = _extra(db, mv.project, mv.name).get(mv.version, Extra("", None)).model_id
         if model_id:
             try:
                 row = logged_model(db, model_id)
@@ -522,11 +551,36 @@ async def delete_version_tag(call: Call) -> dict[str, Any]:
 
 
 async def transition_stage(call: Call) -> dict[str, Any]:
-    raise MlflowError(
-        "INVALID_PARAMETER_VALUE",
-        "Model stages are deprecated in MLflow and not kept by flightlog: use aliases "
-        "(MlflowClient.set_registered_model_alias), which `flightlog models alias` sees too.",
-    )
+    """Move a version to a stage (deprecated in MLflow, still used by CI jobs): kept in this
+    feature's table; ``archive_existing_versions`` archives the model's other versions in a
+    Staging or Production stage it moves into."""
+    ctx, name, version = call.ctx, call.need("name", max_len=256), call.need("version", max_len=20)
+    stage = _stage(call.need("stage", max_len=64))
+    archive = call.message.get("archive_existing_versions") in (True, "true", "True", "1", 1)
+
+    def update() -> dict[str, Any]:
+        reg, db = _registry(ctx), db_of(ctx)
+        mv = _version(reg, name, version)
+        extra = _extra(db, mv.project, mv.name)
+        with db.write() as conn:
+            if mv.version not in extra:  # a version flightlog registered: MLflow's row for it now
+                conn.execute(
+                    "INSERT INTO mlflow_versions(project, name, version, source, model_id, stage) VALUES(?, ?, ?, ?, ?, ?)",
+                    (mv.project, mv.name, mv.version, f"runs:/{mv.run_id}/{mv.artifact_path}", None, stage),
+                )
+            else:
+                conn.execute(
+                    "UPDATE mlflow_versions SET stage=? WHERE project=? AND name=? AND version=?",
+                    (stage, mv.project, mv.name, mv.version),
+                )
+            if archive and stage in ("Staging", "Production"):
+                conn.execute(
+                    "UPDATE mlflow_versions SET stage='Archived' WHERE project=? AND name=? AND version<>? AND stage=?",
+                    (mv.project, mv.name, mv.version, stage),
+                )
+        return {"model_version": version_doc(mv, _extra(db, mv.project, mv.name))}
+
+    return await ctx.call(update)
 
 
 # ── aliases: flightlog's own ───────────────────────────────────────────────
@@ -600,5 +654,11 @@ OPERATIONS: list[Operation] = [
     *mlflow_operations(
         "GET", _MV + "/get-download-uri", download_uri, "reader", "Where a version's files are (MLflow)"
     ),
-    *mlflow_operations("POST", _MV + "/transition-stage", transition_stage, "writer", "Stages: not kept (use aliases)"),
+    *mlflow_operations(
+        "POST",
+        _MV + "/transition-stage",
+        transition_stage,
+        "writer",
+        "Move a version to a stage (None, Staging, Production, Archived)",
+    ),
 ]

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import base64
 import json
-import re
 import time
 from typing import Any
 
+from starlette.responses import Response
+
+from flightlog.errors import FlightlogError
 from flightlog.ids import new_run_id
 from flightlog.mlflow_server.artifacts import db_of
 from flightlog.mlflow_server.common import Call, mlflow_operations
@@ -29,7 +31,7 @@ from flightlog.mlflow_server.entities import (
     run_info,
 )
 from flightlog.mlflow_server.errors import MlflowError, invalid, not_found
-from flightlog.mlflow_server.experiments import Experiment, experiments_of
+from flightlog.mlflow_server.experiments import Experiment, experiments_of, project_of_name
 from flightlog.mlflow_server.logged_models import run_outputs
 from flightlog.mlflow_server.search import (
     EXPERIMENT_ATTRIBUTES,
@@ -47,13 +49,20 @@ from flightlog.mlflow_server.writes import (
     write,
 )
 from flightlog.models import RunInfo
+from flightlog.query.like import like_match
 from flightlog.server.operations import Operation
+from flightlog.server.responses import json_bytes
 from flightlog.statuses import ACTIVE_STATUSES
 
 __all__ = ["OPERATIONS"]
 
 MAX_RESULTS = 50_000
 MAX_HISTORY = 25_000
+#: what one ``get-history-bulk-interval`` request may ask (issue 31, item 4): runs (MLflow's bound),
+#: points a run (MLflow's bound), points in all (each run sampled more sparsely past it)
+MAX_BULK_RUNS = 100
+MAX_BULK_PER_RUN = 2500
+MAX_BULK_POINTS = 100_000
 
 
 # ── helpers ─────────────────────────────────────────────────────────────────────────────────
@@ -119,7 +128,7 @@ def _tag_list(items: list[Any]) -> dict[str, str]:
 
 async def create_experiment(call: Call) -> Any:
     name = call.need("name", max_len=10_000)
-    call.ctx.principal.check_project(name)
+    call.ctx.principal.check_project(project_of_name(name))
     tags = _tag_list(call.items("tags"))
     exps = experiments_of(call.ctx.store)
     exp = await call.ctx.call(exps.create, name, call.text("artifact_location"), tags)
@@ -133,7 +142,7 @@ async def get_experiment(call: Call) -> Any:
 
 async def get_experiment_by_name(call: Call) -> Any:
     name = call.need("experiment_name", max_len=10_000)
-    call.ctx.principal.check_project(name)
+    call.ctx.principal.check_project(project_of_name(name))
     exps = experiments_of(call.ctx.store)
     exp = await call.ctx.call(exps.by_name, name, await _projects(call))
     if exp is None:
@@ -144,19 +153,24 @@ async def get_experiment_by_name(call: Call) -> Any:
 async def search_experiments(call: Call) -> Any:
     exps = experiments_of(call.ctx.store)
     projects = await _projects(call)
-    found = await call.ctx.call(exps.all, projects)
     scope = call.ctx.principal
     view = (call.text("view_type") or "ACTIVE_ONLY").upper()
     wanted = {"ACTIVE_ONLY": {"active"}, "DELETED_ONLY": {"deleted"}, "ALL": {"active", "deleted"}}.get(view)
     if wanted is None:
         raise invalid(f"Invalid view_type '{view}': use ACTIVE_ONLY, DELETED_ONLY or ALL.")
-    found = [e for e in found if scope.allows(e.name) and e.lifecycle in wanted]
-    found = _filter_experiments(found, call.text("filter"))
-    found.sort(key=lambda e: (-e.created, int(e.id)))  # MLflow's default: the newest first
-    for order in reversed(call.items("order_by")):
-        found = _order_experiments(found, str(order))
+    text, orders = call.text("filter", max_len=10_000), [str(o) for o in call.items("order_by", limit=10)]
     limit = call.integer("max_results", default=1000, min=1) or 1000
     start = _offset(call.text("page_token"))
+
+    def select() -> list[Experiment]:  # in a worker thread: filtering and sorting never hold the event loop
+        found = [e for e in exps.all(projects) if scope.allows(e.name) and e.lifecycle in wanted]
+        found = _filter_experiments(found, text)
+        found.sort(key=lambda e: (-e.created, int(e.id)))  # MLflow's default: the newest first
+        for order in reversed(orders):
+            found = _order_experiments(found, order)
+        return found
+
+    found = await call.ctx.call(select)
     page = found[start : start + limit]
     doc: dict[str, Any] = {"experiments": [e.to_mlflow() for e in page]}
     if start + limit < len(found):
@@ -174,7 +188,7 @@ def _filter_experiments(found: list[Experiment], text: str | None) -> list[Exper
         elif c.ms:
             found = [e for e in found if _number_matches(int(getattr(e, c.key) * 1000), c.op, c.value)]
         elif c.kind == "column" and c.key == "name":
-            found = [e for e in found if _text_matches(e.name, c.op, c.value)]
+            found = [e for e in found if _text_matches(e.mlflow_name, c.op, c.value)]
         else:
             raise invalid(
                 f"Invalid filter string '{text}': experiments are filtered by name, creation_time, "
@@ -195,8 +209,7 @@ def _number_matches(value: float, op: str, want: object) -> bool:
 
 def _text_matches(value: str, op: str, want: object) -> bool:
     if op in ("like", "ilike"):
-        pattern = "^" + "".join(".*" if ch == "%" else "." if ch == "_" else re.escape(ch) for ch in str(want)) + "$"
-        return re.match(pattern, value, re.IGNORECASE if op == "ilike" else 0) is not None
+        return like_match(value, str(want), fold=op == "ilike")  # RE2: linear, whatever the pattern
     if op == "=":
         return value == want
     if op == "!=":
@@ -211,7 +224,7 @@ def _text_matches(value: str, op: str, want: object) -> bool:
 def _order_experiments(found: list[Experiment], order: str) -> list[Experiment]:
     parts = order.split()
     key, desc = parts[0].lower(), len(parts) > 1 and parts[1].lower() == "desc"
-    getters = {"name": lambda e: e.name, "experiment_id": lambda e: int(e.id), "creation_time": lambda e: e.created,
+    getters = {"name": lambda e: e.mlflow_name, "experiment_id": lambda e: int(e.id), "creation_time": lambda e: e.created,
                "last_update_time": lambda e: e.updated}  # fmt: skip
     getter = getters.get(key.removeprefix("attributes.").removeprefix("attribute."))
     if getter is None:
@@ -415,6 +428,8 @@ async def log_batch(call: Call) -> Any:
         param_map[key] = value
     _check_params(info, param_map)
     tag_map = _tag_list(tags)
+    if any(type(m) is dict and m.get("model_id") for m in metrics):
+        metrics = await call.ctx.call(_not_yet_logged, call.ctx.store, info.id, metrics)
     series = metric_series(metrics)
     parts: list[tuple[str, dict[str, Any]]] = []
     if param_map:
@@ -427,6 +442,34 @@ async def log_batch(call: Call) -> Any:
         parts.append(("metrics", {"attempt": info.attempt, "series": series}))
     await _write(call, info.id, parts)
     return {}
+
+
+def _not_yet_logged(store: Any, run_id: str, metrics: list[Any]) -> list[Any]:
+    """``metrics`` less the points a model id only links to a logged model: MLflow 3's
+    ``log_model`` sends the run's points of its step again, each with the new model's id, and an
+    MLflow server keeps one point per (key, step, timestamp, value), so the history a client
+    reads back has each point once."""
+    keys = {m.get("key") for m in metrics if type(m) is dict and m.get("model_id") and isinstance(m.get("key"), str)}
+    have: set[tuple[Any, int, int, float]] = set()
+    for key in keys:
+        try:
+            history = store.metric_history(run_id, key)
+        except FlightlogError:  # no such metric yet: every point is new
+            continue
+        for step, t, value in zip(history.steps.tolist(), history.times.tolist(), history.values.tolist(), strict=True):
+            have.add((key, int(step), round(t * 1000), value))
+
+    def logged(m: Any) -> bool:
+        if type(m) is not dict or not m.get("model_id"):
+            return False
+        try:
+            stamp, value = m["timestamp"], m["value"]
+            point = (m.get("key"), int(m.get("step") or 0), int(stamp), float(value))
+        except (KeyError, TypeError, ValueError):
+            return False  # checked, and refused with its words, by metric_series
+        return point in have
+
+    return [m for m in metrics if not logged(m)]
 
 
 async def log_inputs(call: Call) -> Any:
@@ -516,29 +559,45 @@ async def search_runs(call: Call) -> Any:
     return doc
 
 
-async def get_metric_history(call: Call) -> Any:
+async def get_metric_history(call: Call) -> Response:
     info = await _run(call)
     key = call.need("metric_key")
-    history = await call.ctx.call(call.ctx.store.metric_history, info.id, key)
-    limit = call.integer("max_results", default=MAX_HISTORY, min=1) or MAX_HISTORY
+    limit = min(call.integer("max_results", default=MAX_HISTORY, min=1) or MAX_HISTORY, MAX_HISTORY)
     start = _offset(call.text("page_token"))
-    points = _points(history, key)
-    page = points[start : start + limit]
-    doc: dict[str, Any] = {"metrics": page}
-    if start + limit < len(points):
-        doc["next_page_token"] = _token(start + limit)
-    return doc
+
+    def page() -> bytes:  # in a worker thread: only the page's points are ever built, and encoded there
+        history = call.ctx.store.metric_history(info.id, key)
+        points = _points(history, key, slice(start, start + limit))
+        doc: dict[str, Any] = {"metrics": points}
+        if start + limit < len(history.steps):
+            doc["next_page_token"] = _token(start + limit)
+        return json_bytes(doc)
+
+    return _encoded(await call.ctx.call(page))
 
 
-def _points(history: Any, key: str) -> list[dict[str, Any]]:
+def _encoded(body: bytes) -> Response:
+    return Response(body, media_type="application/json")
+
+
+def _points(history: Any, key: str, which: Any = None) -> list[dict[str, Any]]:
+    """MLflow's metric messages for the points ``which`` (a slice or an index array) selects."""
+    sel = slice(None) if which is None else which
     return [
         {"key": key, "value": metric_value(float(v)), "timestamp": int(round(float(t) * 1000)), "step": int(s)}
-        for s, t, v in zip(history.steps.tolist(), history.times.tolist(), history.values.tolist(), strict=True)
+        for s, t, v in zip(
+            history.steps[sel].tolist(), history.times[sel].tolist(), history.values[sel].tolist(), strict=True
+        )
     ]
 
 
-async def get_history_bulk_interval(call: Call) -> Any:
-    run_ids = [str(r) for r in call.items("run_ids", limit=100)]
+async def get_history_bulk_interval(call: Call) -> Response:
+    """Sampled histories of one metric over several runs, bounded (issue 31, item 4): each run is
+    read once however often it is named, at most :data:`MAX_BULK_PER_RUN` points a run (MLflow's
+    own bound) and :data:`MAX_BULK_POINTS` in all (with many runs each is sampled more sparsely),
+    and the answer is built and encoded in a worker thread, from the sampled points only."""
+    asked = [str(r) for r in call.items("run_ids", limit=MAX_BULK_RUNS)]
+    run_ids = list(dict.fromkeys(asked))  # one run named 100 times is read, and answered, once
     if not run_ids:
         raise invalid("Missing value for required parameter 'run_ids'.")
     key = call.need("metric_key")
@@ -547,29 +606,35 @@ async def get_history_bulk_interval(call: Call) -> Any:
         raise invalid("If either start step or end step are specified, both must be specified.")
     if first is not None and last is not None and first > last:
         raise invalid("end_step must be greater than start_step.")
-    limit = call.integer("max_results", default=MAX_HISTORY, min=1) or MAX_HISTORY
-    out: list[dict[str, Any]] = []
-    for run_id in run_ids:
-        info = await _run(call, run_id)
-        history = await call.ctx.call(call.ctx.store.metric_history, info.id, key)
-        points = [
-            p
-            for p in _points(history, key)
-            if first is None or (first <= p["step"] <= (last if last is not None else 0))
-        ]
-        out.extend({**p, "run_id": info.id} for p in _sampled(points, limit))
-    return {"metrics": out}
+    limit = call.integer("max_results", default=MAX_BULK_PER_RUN, min=1) or MAX_BULK_PER_RUN
+    if limit > MAX_BULK_PER_RUN:
+        raise invalid(f"max_results must be between 1 and {MAX_BULK_PER_RUN}.")
+    per_run = max(1, min(limit, MAX_BULK_POINTS // len(run_ids)))
+    infos = [await _run(call, run_id) for run_id in run_ids]
+
+    def answer() -> bytes:
+        import numpy as np  # cost: numpy only for metric answers (the store's histories are numpy already)
+
+        out: list[dict[str, Any]] = []
+        for info in infos:
+            history = call.ctx.store.metric_history(info.id, key)
+            inside = np.arange(len(history.steps))
+            if first is not None and last is not None:
+                inside = np.flatnonzero((history.steps >= first) & (history.steps <= last))
+            out.extend({**p, "run_id": info.id} for p in _points(history, key, inside[_sample(len(inside), per_run)]))
+        return json_bytes({"metrics": out})
+
+    return _encoded(await call.ctx.call(answer))
 
 
-def _sampled(points: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
-    """At most ``limit`` points, evenly over the steps, always with the first and the last
-    (MLflow's bulk-interval answer samples the same way)."""
-    if len(points) <= limit:
-        return points
+def _sample(count: int, limit: int) -> Any:
+    """The positions of at most ``limit`` of ``count`` points, evenly over them, always with the
+    first and the last (MLflow's bulk-interval answer samples the same way)."""
+    if count <= limit:
+        return slice(None)
     if limit == 1:
-        return [points[-1]]
-    idx = sorted({round(i * (len(points) - 1) / (limit - 1)) for i in range(limit)})
-    return [points[i] for i in idx]
+        return [count - 1]
+    return sorted({round(i * (count - 1) / (limit - 1)) for i in range(limit)})
 
 
 # ── the routes ──────────────────────────────────────────────────────────────────────────────

@@ -18,6 +18,7 @@ from typing import Any
 from flightlog.config import home_from_env
 from flightlog.ids import new_writer_id
 from flightlog.mlflow_server.errors import invalid, missing
+from flightlog.names import check_name_text
 from flightlog.redaction import redact_user_strings
 from flightlog.schema import Bad, check_record
 from flightlog.schema import record as schema_record
@@ -46,7 +47,7 @@ MAX_ENTITIES = 1000
 MAX_PARAM_VALUE = 6000
 MAX_TAG_VALUE = 8000
 MAX_KEY = 250
-_KEY = re.compile(r"^[/\w.\- :]*$")
+_KEY = re.compile(r"[/\w.\- :]*")  # fullmatch: "$" would let a final newline in
 _NONFINITE = {"nan": math.nan, "infinity": math.inf, "-infinity": -math.inf, "inf": math.inf, "-inf": -math.inf}
 
 
@@ -57,7 +58,8 @@ def check_key(kind: str, key: Any) -> str:
         raise invalid(f"Invalid {kind} name {key!r}: it must be a string.")
     if len(key) > MAX_KEY:
         raise invalid(f"{kind.capitalize()} name '{key[:80]}...' exceeds the maximum length of {MAX_KEY}.")
-    if not _KEY.match(key) or ".." in key.split("/") or key.startswith("/"):
+    check_name_text(key, f"{kind} name")
+    if not _KEY.fullmatch(key) or ".." in key.split("/") or key.startswith("/"):
         raise invalid(
             f"Invalid {kind} name: '{key[:80]}'. Names may only contain alphanumerics, underscores (_), dashes (-), "
             "periods (.), spaces ( ), colons (:) and slashes (/)."

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import operator
-import re
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -30,6 +29,7 @@ from flightlog.query.ast import (
     Value,
 )
 from flightlog.query.fields import COLUMNS
+from flightlog.query.like import ascii_lower, like_match
 from flightlog.query.parser import parse_filter
 from flightlog.query.sqlparts import like_contains
 from flightlog.schema.values import param_columns
@@ -41,7 +41,6 @@ _CMP: dict[str, Callable[[Any, Any], bool]] = {
     "=": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
     ">": operator.gt, ">=": operator.ge,
 }  # fmt: skip
-_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 _MISSING = object()
 
 
@@ -161,15 +160,5 @@ def _compare(actual: Any, op: str, value: Any) -> bool:
 
 
 def _like(text: str, pattern: str) -> bool:
-    """SQL ``LOWER(text) LIKE LOWER(pattern) ESCAPE '\\'`` as SQLite computes it."""
-    regex, i = [], 0
-    pattern = pattern.translate(_ASCII_LOWER)
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "\\" and i + 1 < len(pattern):
-            regex.append(re.escape(pattern[i + 1]))
-            i += 2
-            continue
-        regex.append(".*" if c == "%" else "." if c == "_" else re.escape(c))
-        i += 1
-    return re.fullmatch("".join(regex), text.translate(_ASCII_LOWER), re.DOTALL) is not None
+    """SQL ``LOWER(text) LIKE LOWER(pattern) ESCAPE '\\'`` as SQLite computes it, in linear time (like.py)."""
+    return like_match(ascii_lower(text), ascii_lower(pattern), escape="\\")

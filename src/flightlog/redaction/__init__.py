@@ -61,7 +61,13 @@ flightlog`` does not compile them.
 from __future__ import annotations
 
 from flightlog.redaction.kinds import USER_STRING_KINDS
-from flightlog.redaction.process import pattern_files, redact_user_strings, redactor
+from flightlog.redaction.process import (
+    pattern_files,
+    personal_data_redacted,
+    redact_personal_data,
+    redact_user_strings,
+    redactor,
+)
 from flightlog.redaction.stats import count_pass, reset_stats, stats
 
 __all__ = [
@@ -70,6 +76,8 @@ __all__ = [
     "USER_STRING_KINDS",
     "count_pass",
     "pattern_files",
+    "personal_data_redacted",
+    "redact_personal_data",
     "redact_user_strings",
     "redactor",
     "reset_stats",

@@ -9,7 +9,8 @@ matters and is fixed:
 2. name-based assignments (``assignments.py``): ``password=…``, ``Authorization: …``,
    ``--password X``; then options by their place in a command (``commands.py``):
    ``docker login -p X``, ``curl -u user:X``;
-3. the values of secret-looking environment variables (``names.py``);
+3. the values of secret-looking environment variables (``names.py``); then, in a process that
+   turned it on (a model server's), personal data by its shape (``personal.py``);
 4. the user's own patterns (``patterns.py``) — on decoded text, since they are ``str`` regexes.
 
 Earlier rules leave ``[REDACTED:…]`` markers that later rules skip, so a value is counted once.
@@ -26,6 +27,7 @@ from flightlog.redaction.commands import redact_commands
 from flightlog.redaction.families import FAMILIES, marker
 from flightlog.redaction.names import is_secret_name, secret_env_values
 from flightlog.redaction.patterns import compile_patterns
+from flightlog.redaction.personal import redact_personal
 
 __all__ = ["Redactor"]
 
@@ -44,8 +46,11 @@ class Redactor:
     ``extra_patterns`` are user regexes; a bad one raises InvalidInput.
     """
 
-    def __init__(self, extra_patterns: Sequence[str] = (), env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, extra_patterns: Sequence[str] = (), env: Mapping[str, str] | None = None, *, personal: bool = False
+    ) -> None:
         self.count = 0
+        self.personal = personal  # the personal family too (personal.py): a serving process's
         self._custom = compile_patterns(list(extra_patterns))
         source = os.environ if env is None else env
         self._env = [
@@ -89,6 +94,9 @@ class Redactor:
             if value in data:
                 total += data.count(value)
                 data = data.replace(value, replacement)
+        if self.personal:
+            data, n = redact_personal(data)
+            total += n
         self.count += total
         return data
 

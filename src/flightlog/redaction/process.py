@@ -22,7 +22,23 @@ from flightlog.redaction.patterns import load_patterns
 if TYPE_CHECKING:
     from flightlog.redaction.engine import Redactor
 
-__all__ = ["redactor", "pattern_files", "redact_user_strings"]
+__all__ = ["redactor", "pattern_files", "redact_user_strings", "redact_personal_data", "personal_data_redacted"]
+
+_personal = False  # the personal family (personal.py) in this process's redactors: a serving process turns it on
+
+
+def redact_personal_data(on: bool = True) -> None:
+    """Turn the personal family on (or off) for every redactor this process builds from now on
+    (``flightlog.serving.attach`` turns it on: a model server's log lines name its users)."""
+    global _personal
+    if _personal != on:
+        _personal = on
+        _build.cache_clear()
+
+
+def personal_data_redacted() -> bool:
+    """Whether this process's redactors hide personal data too."""
+    return _personal
 
 
 def pattern_files(home: Path) -> list[Path]:
@@ -40,7 +56,7 @@ def _build(home: str) -> Redactor:
     except (FlightlogError, OSError) as exc:  # never raise into the workload: say so, go on
         notice(f"redaction patterns not used: {exc}")
         patterns = []
-    return Redactor(extra_patterns=patterns, env=dict(os.environ))
+    return Redactor(extra_patterns=patterns, env=dict(os.environ), personal=_personal)
 
 
 def redactor(home: str | os.PathLike[str]) -> Redactor:

@@ -81,10 +81,11 @@ def is_model_ref(text: str) -> bool:
 def resolve(ref: str, client: Any, *, project: str | None = None) -> ModelVersion:
     """The version ``ref`` names (``models:/fraud@production``, ``fraud@production``,
     ``models:/fraud/3``, ``fraud/3``, or ``fraud`` for its latest), in ``project`` or the
-    project the model is found in (the client's default project first).
+    one project the model is found in (among those the caller's token may read).
 
-    Raises `flightlog.errors.NotFound` for an unknown model, alias or version and
-    `flightlog.errors.InvalidInput` for a reference that is not one."""
+    Raises `flightlog.errors.NotFound` for an unknown model, alias or version,
+    `flightlog.registry.refs.AmbiguousModel` when several projects have the model and none is
+    named (never a silent pick), and `flightlog.errors.InvalidInput` for a reference that is not one."""
     registry: Any = Registry(client)
     found: ModelVersion = registry.resolve(ref, project)
     return found

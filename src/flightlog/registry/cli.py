@@ -3,10 +3,8 @@ command line; every listing and report takes ``--format json`` (docs/cli.md, doc
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +12,9 @@ import click
 
 from flightlog.cli.common import open_client, short_time
 from flightlog.cli.output import console, emit_json, esc, format_option
-from flightlog.errors import Conflict, InvalidInput
+from flightlog.errors import InvalidInput
 from flightlog.registry import Registry
+from flightlog.registry.loading import download
 from flightlog.registry.refs import parse_ref
 from flightlog.timefmt import parse_time
 
@@ -278,22 +277,17 @@ def models_rename(name: str, new_name: str, project: str | None, fmt: str) -> No
 @_PROJECT
 @format_option
 def models_get(ref: str, dest: str, project: str | None, fmt: str) -> None:
-    """Download the version REF names (models:/fraud@production) into DIR, checked by its digest."""
-    reg = _registry()
-    mv = reg.resolve(ref, project)
-    target = Path(dest) / Path(mv.artifact_path).name
+    """Download the version REF names (models:/fraud@production) into DIR, checked by its digest
+    (a file, or a directory: every file and the whole; the copy comes from the model cache)."""
+    client = open_client()
+    mv = Registry(client).resolve(ref, project)
+    got = download(mv, client=client)  # checked: a mismatch is an error and nothing reaches DIR
+    target = Path(dest) / got.name
     target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
-        got = open_client().download_artifact(mv.run_id, mv.artifact_path, Path(tmp) / target.name)
-        if mv.digest is not None and Path(got).is_file():
-            digest = hashlib.sha256(Path(got).read_bytes()).hexdigest()
-            if digest != mv.digest:
-                raise Conflict(
-                    f"the download of {mv.ref} has sha256 {digest}, not the registered {mv.digest}: "
-                    "the artifact store holds other bytes; nothing was written to " + dest,
-                    details={"expected": mv.digest, "got": digest},
-                )
-        shutil.move(str(got), target)
+    if got.is_dir():
+        shutil.copytree(got, target, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".flightlog-*"))
+    else:
+        shutil.copyfile(got, target)
     out = {**mv.to_dict(), "path": str(target), "verified": mv.digest is not None}
     if fmt == "json":
         emit_json(out)
@@ -365,10 +359,24 @@ def deployments_show(endpoint: str, env: str, project: str | None, fmt: str) -> 
         return
     from rich.table import Table
 
-    table = Table("replica", "version", "status", "started", "run", box=None, padding=(0, 1, 0, 2))
+    serving = sum(1 for r in report["replicas"] if r["state"] == "serving")
+    console().print(
+        f"  {serving} serving, {len(report['replicas']) - serving} gone (flightlog serving replicas {esc(endpoint)} --env {esc(env)})"
+    )
+    table = Table(
+        "replica", "version", "state", "status", "started", "heartbeat", "run", box=None, padding=(0, 1, 0, 2)
+    )
     for r in report["replicas"]:
         version = f"v{r['version']}" + ("" if r["current"] else " (not desired)")
-        table.add_row(esc(str(r["replica"])), version, esc(str(r["status"])), _when(r["started"]), r["run_id"][:12])
+        table.add_row(
+            esc(str(r["replica"])),
+            version,
+            esc(str(r["state"])),
+            esc(str(r["status"])),
+            _when(r["started"]),
+            _when(r.get("heartbeat")),
+            r["run_id"][:12],
+        )
     console().print(table)
 
 

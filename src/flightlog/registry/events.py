@@ -344,6 +344,10 @@ class EventPump:
     def __init__(self, store: SqlRegistryStore, interval: float = 2.0) -> None:
         self.store = store
         self.interval = interval
+        # what the pump did, for whoever watches it (a test waits on these, not on the clock):
+        # delivery passes made, and the wait it chose after the last one (its backoff)
+        self.passes = 0
+        self.next_wait = interval
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="flightlog-registry-events", daemon=True)
@@ -374,6 +378,8 @@ class EventPump:
             # a destination that keeps failing is tried less and less often (up to once a minute),
             # so a server's log is not one warning every pass
             wait = min(_MAX_WAIT, wait * 2) if stuck else self.interval
+            self.next_wait = wait
+            self.passes += 1
 
     def stop(self, final: bool = True) -> None:
         with _pumps_lock:

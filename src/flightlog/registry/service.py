@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import getpass
 import re
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from flightlog.errors import Conflict, Forbidden, InvalidInput, NotFound
 from flightlog.models import Artifact
+from flightlog.names import check_name_text
 from flightlog.registry.events import deliver_soon
-from flightlog.registry.refs import ModelRef, check_alias, check_name, parse_ref
+from flightlog.registry.refs import AmbiguousModel, ModelRef, check_alias, check_name, parse_ref
+from flightlog.registry.replicas import replica_state
 from flightlog.registry.stores.sql import SqlRegistryStore
 from flightlog.registry.types import (
     AliasChange,
@@ -30,13 +33,14 @@ from flightlog.timefmt import iso
 
 __all__ = ["LocalRegistry", "check_place", "check_tags"]
 
-_PLACE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+_PLACE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")  # fullmatch: "$" would let a final newline in
 #: the run tags a serving replica carries (the serving feature sets them)
 SERVING_TAGS = ("serving.endpoint", "serving.env", "serving.model", "serving.version", "serving.replica")
 
 
 def check_place(value: str, what: str) -> str:
-    if not isinstance(value, str) or not _PLACE.match(value):
+    check_name_text(value, what)
+    if not isinstance(value, str) or not _PLACE.fullmatch(value):
         raise InvalidInput(
             f"{what} {value!r} is not valid: use letters, digits, '_', '.' and '-' (up to 128)",
             details={what.replace(" ", "_"): str(value)[:200]},
@@ -53,6 +57,7 @@ def check_tags(tags: Any, what: str = "tags") -> dict[str, str]:
     for key, value in tags.items():
         if not isinstance(key, str) or not key or len(key) > 250:
             raise InvalidInput(f"a tag name must be text of 1 to 250 characters, not {key!r:.60}")
+        check_name_text(key, "tag name")
         if not isinstance(value, (str, int, float, bool)) or len(str(value)) > 5000:
             raise InvalidInput(f"tag {key!r} must have a text value of at most 5000 characters")
         out[key] = str(value)
@@ -83,8 +88,13 @@ class LocalRegistry:
 
     # ── which project ──────────────────────────────────────────────────────
     def project_of(self, name: str, project: str | None = None) -> str:
-        """The project a model name lives in: the one given; else the client's default project if
-        it has the model; else the only project that has it. NotFound names where to look."""
+        """The project a model name lives in: the one given (a token's own when it is limited to
+        one); else the only project, among those the caller may read, that has the model.
+
+        Never a silent pick (issue 31, item 2): when several projects have the name, the answer
+        is an error naming them, not the caller's or the server's default project — a writer of
+        ``default`` who registers ``fraud@production`` there must not be served to everyone who
+        asks for ``fraud@production``. NotFound names where to look."""
         check_name(name)
         if self.scope is not None:
             if project is not None and project != self.scope:
@@ -97,18 +107,15 @@ class LocalRegistry:
                     details={"model": name, "project": project},
                 )
             return project
-        default = getattr(getattr(self.client, "settings", None), "project", None)
         projects = self.store.projects_of(name)
-        if default in projects:
-            return str(default)
         if len(projects) == 1:
             return projects[0]
         if not projects:
             raise NotFound(f"no registered model {name!r}" + self._known(None), details={"model": name})
-        raise InvalidInput(
-            f"model {name!r} is registered in several projects ({', '.join(projects)}): name one "
-            "(--project, or FLIGHTLOG_PROJECT)",
-            details={"projects": projects},
+        raise AmbiguousModel(
+            f"model {name!r} is registered in several projects ({', '.join(projects)}): a reference to it must "
+            "name one (--project, ?project= in the API, project= in the SDK); flightlog never picks one for you",
+            details={"model": name, "projects": projects},
         )
 
     def _known(self, project: str | None) -> str:
@@ -422,10 +429,12 @@ class LocalRegistry:
         quoted = "'" + endpoint.replace("'", "''") + "'"
         runs = self.client.runs(project=d.project, filter=f"tags.serving.endpoint = {quoted}")
         replicas = []
+        now = time.time()
         for r in runs:
-            if r.tags.get("serving.env", env) != env:
+            if r.tags.get("serving.env") != env:  # exactly the environment's: as `serving replicas --env` counts
                 continue
             version = r.tags.get("serving.version")
+            beat = r.timeline.get("heartbeat") if r.timeline else None
             replicas.append(
                 {
                     "run_id": r.id,
@@ -433,8 +442,10 @@ class LocalRegistry:
                     "host": r.host,
                     "model": r.tags.get("serving.model"),
                     "version": int(version) if str(version).isdigit() else version,
+                    "state": replica_state(r, now),  # serving | gone: the one definition (registry/replicas.py)
                     "status": "gone" if r.status == "crashed" else r.status,
                     "started": None if r.started is None else _iso(r.started),
+                    "heartbeat": None if beat is None else _iso(float(beat)),
                     "current": str(version) == str(d.version) and r.tags.get("serving.model", d.name) == d.name,
                 }
             )

@@ -20,6 +20,7 @@ from typing import Any
 
 from flightlog.capture.launchers import (
     ElasticSummary,
+    is_signal_notice,
     is_victim_message,
     parse_deepspeed_exits,
     parse_elastic_summary,
@@ -121,7 +122,9 @@ class LauncherOutput:
             if exit_.rank is None:
                 continue
             ranks[exit_.rank] = {k: v for k, v in exit_.to_dict().items() if k != "traceback"}
-            if exit_.traceback:
+            if exit_.traceback and not is_signal_notice(
+                exit_.traceback
+            ):  # "Signal 15 … received": its end, not an error
                 ranks[exit_.rank]["error"] = _headline(exit_.traceback)
         for rank, tb in self.tracebacks.items():
             entry = ranks.setdefault(rank, {"rank": rank})

@@ -28,13 +28,16 @@ from flightlog.notices import notice
 from flightlog.plugins import features
 from flightlog.redaction import pattern_files
 from flightlog.redaction.patterns import load_patterns
+from flightlog.runner.hangs import HangCollector
 from flightlog.runner.mlflow_env import mlflow_env
 from flightlog.runner.options import RunnerOptions, retry_backoff
 from flightlog.runner.outcome import Outcome, outcome_of
 from flightlog.runner.pump import OutputPump, enlarge_pipe
+from flightlog.runner.ranks import RankObserver
 from flightlog.runner.reaper import MARK, Keeper, Reaper, become_subreaper, death_signal
 from flightlog.sdk.context import allowed_env, process_context
 from flightlog.sdk.control import control
+from flightlog.sdk.hangs import hang_settings
 from flightlog.sdk.shipper import shipper
 from flightlog.timefmt import format_duration
 
@@ -194,6 +197,7 @@ class Runner:
             "sample_interval_s": o.sample_interval,
             "log_policy": o.log_policy,
             "max_log_rate": o.max_log_rate,
+            "hang_watch": _hang_config(),
         }
 
     def _should_retry(self, result: AttemptResult, attempts_done: int) -> bool:
@@ -220,6 +224,7 @@ class Runner:
 
         opts = self.opts
         env = self._child_env(run, attempt, resume_from)
+        hangs = self._hang_collector(run, attempt, env)
         if "MLFLOW_RUN_ID" in env:  # the MLflow client inside asks the server for the run at once
             control(run).flush()
         patterns = [*load_patterns(pattern_files(run.settings.home)), *opts.redact]
@@ -258,8 +263,13 @@ class Runner:
                 keeper.stand_down()
             if tree is not None:
                 tree.close()
+            if hangs is not None:
+                hangs.stop()
             return self._spawn_failed(run, attempt, started, exc)
         self._child = child
+        if hangs is not None:
+            hangs.start()
+        observer = _observe_ranks(run, attempt, child.pid, hangs)
         reaper = self._reaper = Reaper(child.pid, tree.pids if tree is not None else None)
         if self._received is not None:  # a signal landed while the child was being spawned
             _kill_group(child.pid, self._received)
@@ -289,6 +299,8 @@ class Runner:
         if keeper is not None:
             keeper.stand_down()
         pump.join(5.0)
+        if hangs is not None:
+            hangs.stop()  # what the ranks handed over last is on the run before its end is classified
         if killed:
             control(run).count("leftover_processes_killed", killed)
         self._store_line_metrics(run, final=True)
@@ -314,10 +326,22 @@ class Runner:
         launcher_facts = pump.launcher.facts()
         if launcher_facts is not None:
             control(run).add_evidence("launcher_exits", f"attempt {attempt}", launcher_facts)
+        if observer is not None:  # each rank's end, as far as the launcher and the outcome say
+            observer.finish(
+                succeeded=outcome.succeeded,
+                launcher=launcher_facts,
+                tracebacks=pump.launcher.tracebacks,
+                stopped_by=self._received or (signal.SIGTERM if timed_out else None),
+            )
         share = sampling.memory_share(self.opts.memory_limit) if sampling is not None else None
         category, confidence = _classify(
             outcome, returncode, timed_out, oom_killed, traceback_text, list(pump.last_lines), share
         )
+        culprit = None
+        if not outcome.succeeded and (launcher_facts is not None or (observer is not None and observer.ranks)):
+            culprit = self._judge_ranks(run)  # the culprit rank's cause, not a victim's timeout
+            if culprit is not None:
+                category, confidence = str(culprit["category"]), float(culprit["confidence"])
         failure = None
         if not outcome.succeeded:
             failure = self._failure(outcome, traceback_text, list(pump.last_lines), env, category, oom)
@@ -325,9 +349,27 @@ class Runner:
                 failure["rank"] = worker.rank
             if launcher_facts is not None:
                 failure["ranks"] = launcher_facts["ranks"]
+            if culprit is not None:
+                failure["culprit"] = {"rank": culprit["rank"], "summary": culprit["summary"]}
         for note in notes:
             run.note(note, author="flightlog")
         return AttemptResult(attempt, outcome, category, confidence, started, ended, failure, oom, notes)
+
+    def _judge_ranks(self, run: flightlog.Run) -> dict[str, Any] | None:
+        """The diagnosis's verdict on the failed distributed attempt (which rank caused it, and
+        how), from what the run holds once this attempt's records are in; None without one."""
+        judge = features().service("judge_ranks")
+        if judge is None:
+            return None
+        try:
+            control(run).flush()
+            if self._client is None:
+                self._client = flightlog.Client(reconcile=False)
+            verdict = judge(self._client, run.id)
+            return dict(verdict) if verdict else None
+        except Exception as exc:  # noqa: BLE001 - the quick classification stands
+            say(f"the ranks of this attempt were not judged: {type(exc).__name__}: {exc}")
+            return None
 
     def _child_env(self, run: flightlog.Run, attempt: int, resume_from: str | None) -> dict[str, str]:
         env = dict(os.environ)
@@ -346,6 +388,20 @@ class Runner:
             env.pop("FLIGHTLOG_RESUME_FROM", None)
         env.update(mlflow_env(run.settings.url, run.settings.token, run.id, run.project, env))
         return env
+
+    def _hang_collector(self, run: flightlog.Run, attempt: int, env: dict[str, str]) -> HangCollector | None:
+        """The attempt's hang collector (docs/distributed.md), its variables put in ``env``; None
+        when ``FLIGHTLOG_HANG_WATCH=off``."""
+        settings = hang_settings()
+        if not settings.enabled:
+            return None
+        try:
+            collector = HangCollector(run, settings, attempt)
+        except OSError as exc:
+            say(f"hangs are not watched in this attempt: {exc}")
+            return None
+        collector.child_env(env)
+        return collector
 
     def _memory_limit(self, run: flightlog.Run, attempt: int) -> tuple[Any, list[str]]:
         opts = self.opts
@@ -569,7 +625,9 @@ class Runner:
         run.finish(o.status, end_reason=o.end_reason, exit_code=o.exit_code, signal=o.signal, failure=last.failure)
         took = format_duration(last.ended - results[0].started)
         reason = "" if o.end_reason == "exit" else f"{o.end_reason}, "
-        detail = "" if o.succeeded else f" ({reason}exit code {o.exit_code}, looks like {last.category})"
+        culprit = (last.failure or {}).get("culprit") or {}
+        on = f" on rank {culprit['rank']}" if isinstance(culprit.get("rank"), int) else ""
+        detail = "" if o.succeeded else f" ({reason}exit code {o.exit_code}, looks like {last.category}{on})"
         tries = f" after {len(results)} attempts" if len(results) > 1 else ""
         say(f"run {run.id} {o.status}{detail} in {took}{tries}")
         return o.exit_code
@@ -611,6 +669,30 @@ def _classify(
         last_lines=last_lines,
         memory_share=memory_share,
     )
+
+
+def _hang_config() -> dict[str, Any]:
+    """The hang watch's settings as the run's configuration evidence (what diagnosis quotes)."""
+    s = hang_settings()
+    return {
+        "enabled": s.enabled,
+        "factor": s.factor,
+        "min_s": s.floor,
+        "max_s": s.ceiling,
+        "repeat_s": s.repeat,
+        "signal": s.signal,
+        "flight_recorder_entries": s.fr_buffer,
+    }
+
+
+def _observe_ranks(run: flightlog.Run, attempt: int, pid: int, hangs: HangCollector | None) -> RankObserver | None:
+    """The attempt's observer of the ranks the workload's launcher starts (runner/ranks.py);
+    None where it cannot start (the run goes on without it)."""
+    try:
+        return RankObserver(run, attempt, pid, collector=hangs).start()
+    except Exception as exc:  # noqa: BLE001 - the ranks' table is evidence, never a reason to fail
+        say(f"the ranks of this attempt are not observed: {type(exc).__name__}: {exc}")
+        return None
 
 
 def _tree_cgroup(run: flightlog.Run, attempt: int) -> Any:

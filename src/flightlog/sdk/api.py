@@ -22,7 +22,7 @@ import sys
 import threading
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 from flightlog.config import RankIdentity, Settings, rank_from_env, rank_identity
 from flightlog.errors import Conflict, FlightlogError, InvalidInput, NotFound, StoreUnavailable
@@ -31,6 +31,7 @@ from flightlog.journal.liveness import process_identity
 from flightlog.sdk.attempts import resume_attempt
 from flightlog.sdk.console import paused
 from flightlog.sdk.features import run_started
+from flightlog.sdk.hangs import hang_settings, watch_run
 from flightlog.sdk.ranks import Join, derived_run_id, join_job, launching_run, named_run_taken, notice_records
 from flightlog.sdk.run import Run
 from flightlog.sdk.shipper import shipper
@@ -75,6 +76,9 @@ def init(
     - ``console``: record what the process prints (``sys.stdout``/``sys.stderr``) as the run's
       log events; default on (``FLIGHTLOG_CONSOLE=off`` turns it off), never when attached to
       a ``flightlog run`` run, which captures the output itself.
+    - ``resources``: sample this process's CPU, memory and GPUs, and watch it for hangs (no
+      progress for a while: its stacks and torch's Flight Recorder are recorded, see
+      docs/distributed.md); ``False`` for a process that only hosts a run (a controller).
 
     Prints one line on stderr saying where the run went and how to look at it, unless
     ``quiet=True`` (or ``FLIGHTLOG_QUIET=1``), attached to a runner's run, or a child of a run
@@ -88,6 +92,7 @@ def init(
     settings = Settings.from_env(**overrides)
     if settings.mode not in ("online", "offline", "disabled"):
         raise InvalidInput(f"mode {settings.mode!r} is not valid: use online, offline or disabled")
+    hangs = hang_settings()  # FLIGHTLOG_HANG_*: a bad value is said here, before anything is recorded
     rank = rank_from_env()
     identity = rank_identity() if settings.mode != "disabled" else None
     ranked = identity is not None and identity.distributed and not resume
@@ -245,6 +250,7 @@ def init(
         _start_console(run)
     if resources:
         _start_sampler(run)
+        watch_run(run, hangs)  # where the training happens (docs/distributed.md): never raises
     return run
 
 
@@ -563,6 +569,7 @@ def _install_hooks() -> None:
 
     sys.excepthook = excepthook
     threading.excepthook = thread_excepthook
+    _wrap_sys_exit()
     atexit.register(_at_exit)
     if threading.current_thread() is threading.main_thread():
         try:
@@ -603,6 +610,48 @@ def _uncaught() -> BaseException | None:
     return exc
 
 
+#: the status the main thread asked ``sys.exit`` for (None: it did not), read by the exit hook
+_exit_request: list[Any] = []
+
+
+def _wrap_sys_exit() -> None:
+    """``sys.exit(2)`` (argparse's usage error, click, ``sys.exit(main())``) ends the process
+    without an exception hook, and an exit hook cannot see the status: without this, a script
+    that exited 2 was recorded as succeeded. The wrapper notes the status the main thread asked
+    for, then exits exactly as before. A ``raise SystemExit(n)`` written by hand (or the
+    ``exit()`` builtin) does not go through ``sys.exit`` and is not seen: ``flightlog run``
+    sees every exit status. A program that catches the ``SystemExit`` of its own ``sys.exit(n)``
+    and goes on is still recorded with that status."""
+    original = sys.exit
+    if getattr(original, "__flightlog_wrapped__", False):
+        return
+
+    def exit(status: Any = None) -> NoReturn:  # noqa: A001 - it is sys.exit
+        if threading.current_thread() is threading.main_thread():
+            _exit_request[:] = [status]
+        original(status)
+        raise SystemExit(status)  # pragma: no cover - the original always raises
+
+    exit.__flightlog_wrapped__ = True  # type: ignore[attr-defined]
+    exit.__doc__ = original.__doc__
+    exit.__wrapped__ = original  # type: ignore[attr-defined]
+    sys.exit = exit
+
+
+def _requested_exit() -> tuple[int, dict[str, Any] | None] | None:
+    """``(exit code, failure)`` of a ``sys.exit`` with a failing status, else None."""
+    if not _exit_request:
+        return None
+    status = _exit_request[0]
+    if status is None or status == 0 or status is False:
+        return None
+    if isinstance(status, int) and not isinstance(status, bool):
+        code = status & 0xFF  # what the operating system keeps of it: sys.exit(256) exits 0
+        return (code, None) if code else None
+    # any other object: Python prints it to stderr and exits 1
+    return 1, {"exception": "SystemExit", "message": str(status)[:4000]}
+
+
 _exiting = False  # the interpreter is ending: the exit hook is finishing the runs
 
 
@@ -611,10 +660,14 @@ def _at_exit() -> None:
     global _exiting
     _exiting = True
     uncaught = _uncaught()
+    requested = _requested_exit() if uncaught is None else None
     for run in _snapshot():
         try:
             if uncaught is not None:
                 run.fail(uncaught)
+            elif requested is not None:
+                code, failure = requested
+                run.finish("failed", end_reason="exit", exit_code=code, failure=failure)
             else:
                 run.finish()
         except Exception as exc:

@@ -22,6 +22,7 @@ from flightlog.models import STATUSES
 from flightlog.plugins import features
 from flightlog.schema.values import MAX_PARAM_DEPTH, is_json_value, metric_name_problem
 from flightlog.sdk.features import run_ended
+from flightlog.sdk.hangs import unwatch_run
 from flightlog.sdk.ranks import settle_dead_peers
 from flightlog.sdk.stages import StageTimer
 from flightlog.statuses import EXITED_STATUSES, SIGNALLED_STATUSES
@@ -164,6 +165,7 @@ class Run:
         self._sampler: Any = None
         self._names: set[str] = set()  # metric names already checked
         self._console = False  # its process's console output is recorded on it (sdk/console.py)
+        self._beats = 0  # heartbeats given: a sign of progress to the hang watch (sdk/hangs.py)
 
     def __repr__(self) -> str:
         return f"<flightlog.Run {self.id[:12]} project={self.project!r} name={self.name!r}>"
@@ -341,7 +343,9 @@ class Run:
     def heartbeat(self, at: float | None = None) -> None:
         """A sign of life on the run's timeline (``heartbeat``), for a process that may be idle
         for long (a serving replica without traffic): the ``stalled`` alert and
-        ``flightlog.serving.replicas`` read it."""
+        ``flightlog.serving.replicas`` read it, and the hang watch counts it as progress (call it
+        in a long phase without steps, such as an evaluation, so it does not read as a hang)."""
+        self._beats += 1
         self._w.add_record("timeline", data={"heartbeat": at if at is not None else _time()})
 
     # ── artifacts, inputs, checkpoints, evidence ─────────────────────────────
@@ -378,7 +382,13 @@ class Run:
         """
         if role not in ("input", "output"):
             raise InvalidInput(f"artifact role {role!r} is not valid: use 'input' or 'output'")
-        source = Path(path).resolve()
+        try:
+            source = Path(path).resolve()
+        except (RuntimeError, OSError) as exc:  # pathlib's "Symlink loop" (RuntimeError; OSError ELOOP on 3.13)
+            raise ValueError(
+                f"log_artifact: {path} is a loop of symbolic links (following it comes back to it: {exc}); "
+                "point it at a real file or directory"
+            ) from None
         if not source.exists():
             raise FileNotFoundError(f"log_artifact: {path} does not exist")
         if not (source.is_file() or source.is_dir()):
@@ -643,6 +653,7 @@ class Run:
         try:
             if self._sampler is not None:
                 self._sampler.stop()
+            unwatch_run(self)  # its last look (a stall its last steps ended) is recorded before the end
             if self._console:
                 from flightlog.sdk import console
 

@@ -53,10 +53,13 @@ class StageAggregator:
         self._dirty: set[str] = set()
         self._lock = threading.Lock()
         self._rng = random.Random(0x5EED)
+        #: spans recorded so far (all names): the hang watch reads it as a sign of progress
+        self.recorded = 0
 
     def record(self, name: str, start: float, end: float, attrs: dict[str, Any] | None) -> None:
         duration = end - start
         with self._lock:
+            self.recorded += 1
             st = self._stats.get(name)
             if st is None:
                 st = self._stats[name] = _Stat()
@@ -109,6 +112,11 @@ class StageAggregator:
                     spans.extend([name, s, e, self.attempt, True, a] for s, e, a in st.sample)
                     st.sample = []
         return spans, stats
+
+    def totals(self) -> dict[str, dict[str, float]]:
+        """Per stage: how many spans and their total seconds so far (where a rank's time goes)."""
+        with self._lock:
+            return {name: {"count": st.count, "total": st.total} for name, st in self._stats.items()}
 
 
 class StageTimer:

@@ -75,7 +75,12 @@ def warn(message: str) -> None:
 
 
 class RunWriter:
-    def __init__(self, settings: Settings, run_id: str, *, attempt: int, rank: int | None) -> None:
+    def __init__(
+        self, settings: Settings, run_id: str, *, attempt: int, rank: int | None, context: bool = True
+    ) -> None:
+        """``context=False``: a writer that speaks for another process (``flightlog run``'s
+        account of a rank, runner/ranks.py) sends no `context` record: this process's context
+        would describe the wrong one."""
         self.settings = settings
         self.run_id = run_id
         self.attempt = attempt
@@ -94,7 +99,7 @@ class RunWriter:
         self._pending: list[dict[str, Any]] = []
         self._pending_end: int | None = None
         self._spilled = False  # more unshipped records than MAX_PENDING_RECORDS: ship from the journal
-        self._context_sent = False
+        self._context_sent = not context
         self.closed = False
         self.stats = {"records": 0, "points": 0, "dropped": 0, "journal_errors": 0, "ship_errors": 0}
         self._warned: set[str] = set()

@@ -39,6 +39,7 @@ from flightlog.server.hosts import (
 )
 from flightlog.server.openapi import openapi_document
 from flightlog.server.operations import Operation
+from flightlog.server.origins import check_same_origin
 from flightlog.server.prometheus import ROUTE_KEY, Metrics, MetricsMiddleware
 from flightlog.server.responses import error_response
 from flightlog.server.routes import OPERATIONS, assemble
@@ -73,6 +74,8 @@ def _endpoint(op: Operation, state: AppState) -> Any:
     async def endpoint(request: Request) -> Response:
         request.scope[ROUTE_KEY] = route
         try:
+            if not op.own_origin_check:  # no write from another origin's page, auth or not (origins.py)
+                check_same_origin(request)
             if op.role is None:
                 principal = _ANONYMOUS
             else:

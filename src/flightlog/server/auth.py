@@ -86,7 +86,8 @@ async def authenticate(conn: HTTPConnection, store: Any, *, enabled: bool) -> Pr
     if token is None:
         raise Unauthorized(
             "this server needs a token: send `Authorization: Bearer TOKEN` "
-            "(FLIGHTLOG_TOKEN for the SDK and CLI; `flightlog token create` makes one)"
+            "(FLIGHTLOG_TOKEN for the SDK and CLI; `flightlog token create` makes one)",
+            details={"reason": "no_token"},  # a protocol's own words for it (MLflow's: MLFLOW_TRACKING_TOKEN)
         )
     if len(token) > 512:
         raise Unauthorized("the token is not valid")

@@ -41,6 +41,7 @@ SCHEMAS: dict[str, Any] = {
         "properties": {
             "name": {"type": "string"},
             "runs": {"type": "integer"},
+            "serving_runs": {"type": "integer", "description": "of them, serving replicas (runs of kind serving)"},
             "running": {"type": "integer"},
             "failed": {"type": "integer"},
             "last_created": _TIME,

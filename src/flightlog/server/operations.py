@@ -55,6 +55,8 @@ class Operation:
     responses: dict[str, Any] = field(default_factory=dict)
     route: str | None = None  # the Starlette path when it differs from ``path`` ({name:path})
     description: str = ""
+    # the handler checks the request's origin itself, to refuse in its own error shape (the MLflow routes)
+    own_origin_check: bool = False
 
     @property
     def full_path(self) -> str:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from flightlog.errors import Forbidden, InvalidInput, NotFound
+from flightlog.names import check_name_text
 
 __all__ = [
     "ROLES",
@@ -38,7 +39,7 @@ __all__ = [
 
 ROLES = ("reader", "writer", "admin")
 RANK = {role: i for i, role in enumerate(ROLES)}
-_PROJECT = re.compile(r"^[^\x00-\x1f]{1,200}$")
+_PROJECT = re.compile(r".{1,200}", re.DOTALL)  # and flightlog.names' rule (no control characters, no bidi controls)
 _TOKEN_ID = re.compile(r"^[0-9a-f]{12}$")
 
 
@@ -102,8 +103,9 @@ def create_token(
 ) -> NewToken:
     """Make a token; ``by`` is who asks (a project admin makes tokens of its project only)."""
     role = check_role(role)
-    if project is not None and not _PROJECT.match(project):
-        raise InvalidInput(f"project {project!r} is not a valid project name")
+    if project is not None and not (isinstance(project, str) and _PROJECT.fullmatch(project)):
+        raise InvalidInput(f"project {project!r} is not a valid project name (1 to 200 characters)")
+    check_name_text(project, "project name")
     if name is not None and (len(name) > 200 or not name.isprintable()):
         raise InvalidInput("a token name is printable text of at most 200 characters")
     by.check_new(project)

@@ -18,14 +18,17 @@ from starlette.responses import Response
 from flightlog.client import Client
 from flightlog.config import Settings
 from flightlog.errors import InvalidInput, NotFound
+from flightlog.names import check_name_text
 from flightlog.registry.service import LocalRegistry
 from flightlog.registry.stores import sql_store_of
 from flightlog.server.context import Ctx, forbid_other_project
 from flightlog.server.operations import Operation, Param, ok
 from flightlog.server.responses import json_response
 from flightlog.serving.diagnosis import DEFAULT_SINCE, diagnose_deployment
+from flightlog.serving.drift import DEFAULT_DRIFT_SINCE, endpoint_drift
 from flightlog.serving.reading import aggregates, predictions, replica_runs, replicas
 from flightlog.serving.timeline import timeline
+from flightlog.serving.versions import version_stats
 from flightlog.timefmt import iso, parse_time
 
 __all__ = ["OPERATIONS"]
@@ -77,6 +80,35 @@ async def get_aggregates(ctx: Ctx) -> Response:
         _served(client, endpoint, project, env)
         rows = aggregates(client, endpoint, since, project=project, env=env)
         return {"endpoint": endpoint, "env": env, "aggregates": [{**r, "time": iso(r["minute"] * 60.0)} for r in rows]}
+
+    return json_response(await ctx.call(read))
+
+
+async def get_versions(ctx: Ctx) -> Response:
+    endpoint, env, since, project = ctx.path("endpoint"), ctx.query.text("env", max_len=128), _since(ctx), _scope(ctx)
+
+    def read() -> dict[str, Any]:
+        client = _client(ctx)
+        _served(client, endpoint, project, env)
+        rows = aggregates(client, endpoint, since, project=project, env=env)
+        return {
+            "endpoint": endpoint,
+            "env": env,
+            "versions": [_times(v.to_dict(), "first", "last") for v in version_stats(rows)],
+        }
+
+    return json_response(await ctx.call(read))
+
+
+async def get_drift(ctx: Ctx) -> Response:
+    endpoint, env, project = ctx.path("endpoint"), ctx.query.text("env", max_len=128), _scope(ctx)
+    since = ctx.query.text("since", max_len=100) or DEFAULT_DRIFT_SINCE
+    version = ctx.query.text("version", max_len=64)
+
+    def read() -> dict[str, Any]:
+        client = _client(ctx)
+        _served(client, endpoint, project, env)
+        return endpoint_drift(client, endpoint, env=env, since=since, version=version, project=project)
 
     return json_response(await ctx.call(read))
 
@@ -158,7 +190,32 @@ async def get_diagnosis(ctx: Ctx) -> Response:
     return json_response(report)
 
 
+async def get_serving_key(ctx: Ctx) -> Response:
+    """The project's serving key (serving/privacy.py): what a replica keys its hashes with. A
+    writer's only (a replica writes): a reader holding a record must not be able to test guesses
+    against its hashes. Made on first use, kept in the store, never in any reader's answer."""
+    project = ctx.query.text("project", max_len=200)
+    if not project:
+        raise InvalidInput("give the project whose serving key this is: ?project=NAME")
+    check_name_text(project, "project name")
+    ctx.principal.check_project(project)
+    key = await ctx.call(ctx.store.shared_secret, f"serving:{project}")
+    return json_response({"project": project, "key": key.hex()}, headers={"Cache-Control": "no-store"})
+
+
 OPERATIONS: list[Operation] = [
+    Operation(
+        "GET",
+        "/serving/key",
+        get_serving_key,
+        "writer",
+        "The project's serving key: the HMAC key a replica's hashes use (writers only)",
+        "serving",
+        params=(
+            Param("project", "query", {"type": "string", "maxLength": 200}, "The replica's project.", required=True),
+        ),
+        responses={"200": ok("The key", _OBJ)},
+    ),
     Operation(
         "GET",
         "/serving/{endpoint}/aggregates",
@@ -168,6 +225,33 @@ OPERATIONS: list[Operation] = [
         "serving",
         params=(_EP, _SINCE, _ENV, _PROJECT),
         responses={"200": ok("The minutes", _OBJ)},
+    ),
+    Operation(
+        "GET",
+        "/serving/{endpoint}/versions",
+        get_versions,
+        "reader",
+        "Per version over the window, the replicas merged: requests, 5xx and 4xx rates, p50/p95/p99, "
+        "throughput, the exception types of its 5xx",
+        "serving",
+        params=(_EP, _SINCE, _ENV, _PROJECT),
+        responses={"200": ok("The versions", _OBJ)},
+    ),
+    Operation(
+        "GET",
+        "/serving/{endpoint}/drift",
+        get_drift,
+        "reader",
+        "Each feature live against its version's training profile: test, verdict, both distributions",
+        "serving",
+        params=(
+            _EP,
+            Param("since", "query", {"type": "string"}, "The live window: 10m, 2h (default 1h), an ISO time."),
+            Param("version", "query", {"type": "string", "maxLength": 64}, "Only this version."),
+            _ENV,
+            _PROJECT,
+        ),
+        responses={"200": ok("The drift of each version that served", _OBJ)},
     ),
     Operation(
         "GET",

@@ -11,6 +11,7 @@ from flightlog.cli.common import short_time
 from flightlog.cli.output import clip, console, esc
 from flightlog.client import Client
 from flightlog.serving.reading import aggregates, predictions, replicas
+from flightlog.serving.versions import version_stats
 from flightlog.timefmt import iso
 
 __all__ = ["serving_group"]
@@ -25,7 +26,7 @@ def _client() -> Any:
     return Client()
 
 
-_TIMES = ("time", "started", "heartbeat", "ended", "labeled_at")
+_TIMES = ("time", "started", "heartbeat", "ended", "labeled_at", "first", "last")
 
 
 def _cell(key: str, value: Any) -> str:
@@ -36,6 +37,8 @@ def _cell(key: str, value: Any) -> str:
     if key in _TIMES and isinstance(value, (int, float)):
         return short_time(value)
     if isinstance(value, float):
+        if key.endswith("_rate"):
+            return f"{value:.2%}"
         if key.endswith("_ms"):
             return f"{value:.2f}" if abs(value) < 1000 else f"{value:.0f}"
         if abs(value) < 1:
@@ -46,7 +49,13 @@ def _cell(key: str, value: Any) -> str:
     return str(value)
 
 
-def _emit(rows: list[dict[str, Any]], fmt: str, columns: list[str], empty: str) -> None:
+def _emit(
+    rows: list[dict[str, Any]],
+    fmt: str,
+    columns: list[str],
+    empty: str,
+    headers: dict[str, str] | None = None,
+) -> None:
     if fmt == "json":
         for row in rows:
             for key in _TIMES:
@@ -59,7 +68,7 @@ def _emit(rows: list[dict[str, Any]], fmt: str, columns: list[str], empty: str) 
         return
     from rich.table import Table
 
-    table = Table(*columns, box=None)
+    table = Table(*((headers or {}).get(c, c) for c in columns), box=None)
     for row in rows:
         table.add_row(*(esc(_cell(c, row.get(c))) for c in columns))
     console().print(table)
@@ -79,7 +88,9 @@ _env = click.option("--env", default=None, help="Only the replicas of this envir
 @serving_group.command("predictions")
 @click.argument("endpoint")
 @click.option("--since", default=None, help="Only records newer than this (10m, 2h, an ISO time).")
-@click.option("--limit", type=click.IntRange(min=1), default=None)
+@click.option(
+    "--limit", type=click.IntRange(min=0), default=None, help="Only the newest N records (0, the default: all)."
+)
 @_project
 @_env
 @_fmt
@@ -88,7 +99,7 @@ def predictions_cmd(
 ) -> None:
     """Sampled prediction records of ENDPOINT, labels joined by request id."""
     with _client() as client:
-        rows = predictions(client, endpoint, since, project=project, limit=limit, env=env)
+        rows = predictions(client, endpoint, since, project=project, limit=limit or None, env=env)
     _emit(
         rows,
         fmt,
@@ -100,24 +111,85 @@ def predictions_cmd(
 @serving_group.command("stats")
 @click.argument("endpoint")
 @click.option("--since", default=None, help="Only minutes newer than this (10m, 2h, an ISO time).")
+@click.option(
+    "--by",
+    type=click.Choice(["minute", "version"]),
+    default="minute",
+    show_default=True,
+    help="One row per version and minute, or one per version: its totals over the window.",
+)
 @_project
 @_env
 @_fmt
-def stats_cmd(endpoint: str, since: str | None, project: str | None, env: str | None, fmt: str) -> None:
-    """Per version and minute: requests, errors, p50/p95/p99 latency, over every replica."""
+def stats_cmd(endpoint: str, since: str | None, by: str, project: str | None, env: str | None, fmt: str) -> None:
+    """Latency and error rates of ENDPOINT over every replica: per version and minute, or per
+    version over the window (--by version: requests, 5xx and 4xx rates, p50/p95/p99, throughput,
+    the exception types of its 5xx)."""
     with _client() as client:
         rows = aggregates(client, endpoint, since, project=project, env=env)
-    for row in rows:
-        row["minute_start"] = iso(row["minute"] * 60.0) if fmt == "json" else short_time(row["minute"] * 60.0)
-    _emit(
-        rows,
-        fmt,
-        ["version", "minute_start", "requests", "errors", "p50_ms", "p95_ms", "p99_ms", "replicas"],
+    empty = (
         f"no aggregates for {endpoint!r}"
         + _where(env, since)
         + " (a minute is written once it is over, or when its replica stops)"
-        + _HINT,
+        + _HINT
     )
+    if by == "version":
+        totals = [v.to_dict() for v in version_stats(rows)]
+        if fmt != "json":
+            for row in totals:
+                row["error_types"] = _types(row["error_types"])
+        _emit(
+            totals,
+            fmt,
+            [
+                "version",
+                "requests",
+                "error_rate",
+                "client_error_rate",
+                "p50_ms",
+                "p95_ms",
+                "p99_ms",
+                "throughput_per_min",
+                "first",
+                "last",
+                "error_types",
+            ],
+            empty,
+            headers={
+                "error_rate": "5xx",
+                "client_error_rate": "4xx",
+                "throughput_per_min": "req/min",
+                "error_types": "5xx types",
+            },
+        )
+        return
+    for row in rows:
+        row["minute_start"] = iso(row["minute"] * 60.0) if fmt == "json" else short_time(row["minute"] * 60.0)
+        if fmt != "json":
+            row["error_types"] = _types(row["error_types"])
+    _emit(
+        rows,
+        fmt,
+        [
+            "version",
+            "minute_start",
+            "requests",
+            "errors",
+            "client_errors",
+            "error_rate",
+            "p50_ms",
+            "p95_ms",
+            "p99_ms",
+            "replicas",
+        ],
+        empty,
+        headers={"errors": "5xx", "client_errors": "4xx", "error_rate": "5xx rate"},
+    )
+
+
+def _types(counts: dict[str, int]) -> str:
+    """``ValueError 3, HTTP 503 1`` (the JSON keeps the mapping)."""
+    return ", ".join(f"{k} {n}" for k, n in counts.items())
 
 
 @serving_group.command("replicas")
@@ -135,3 +207,70 @@ def replicas_cmd(endpoint: str, project: str | None, env: str | None, fmt: str) 
         ["replica", "version", "env", "state", "status", "started", "heartbeat"],
         f"no replicas of {endpoint!r}{_where(env, None)}{_HINT}",
     )
+
+
+@serving_group.command("drift")
+@click.argument("endpoint")
+@click.option("--since", default="1h", show_default=True, help="The live window: 10m, 2h, an ISO time.")
+@click.option("--version", "version", default=None, help="Only this version (default: every version that served).")
+@_project
+@_env
+@_fmt
+def drift_cmd(endpoint: str, since: str, version: str | None, project: str | None, env: str | None, fmt: str) -> None:
+    """Each input feature of ENDPOINT live against its version's training data: the test, the
+    verdict, and the two distributions side by side (successful requests only; a field of mixed
+    types is judged on its majority type, the rest is type drift)."""
+    # cost: the data stack (pyarrow, scipy), only for this command
+    from flightlog.serving.drift import endpoint_drift
+
+    with _client() as client:
+        doc = endpoint_drift(client, endpoint, env=env, since=since, version=version, project=project)
+    if fmt == "json":
+        click.echo(json.dumps(doc, default=str))
+        return
+    render_drift(doc)
+
+
+def _dist(summary: dict[str, Any] | None) -> str:
+    """A distribution in one cell: ``mean 100 p5 67 p50 100 p95 133`` or ``BR 30% US 50% DE 20%``."""
+    if not summary:
+        return ""
+    if summary.get("kind") == "numeric":
+        return " ".join(
+            f"{k} {_cell(k, summary.get(k))}" for k in ("mean", "p5", "p50", "p95") if summary.get(k) is not None
+        )
+    return " ".join(f"{t['value']} {t['share']:.0%}" for t in summary.get("top") or [])
+
+
+def render_drift(doc: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    out = console()
+    if not doc["versions"]:
+        out.print(f"no prediction records for {doc['endpoint']!r} since {doc['since']}{_HINT}")
+        return
+    for v in doc["versions"]:
+        run = f" (training run {str(v['training_run'])[:12]})" if v.get("training_run") else ""
+        out.print(
+            f"[bold]version {esc(v['version'])}[/]{esc(run)}: {v['rows']} sampled records of successful requests"
+            + (f", {v['failed']} of failed requests left out" if v["failed"] else "")
+        )
+        if v["features"]:
+            table = Table("feature", "test", "statistic", "threshold", "drifted", "training", "live", box=None)
+            for f in v["features"]:
+                stat = f["statistic"]
+                live = _dist(f.get("live"))
+                if f["test"] == "type":
+                    live = ", ".join(f"{n} {t}" for t, n in (f.get("types") or {}).items())
+                table.add_row(
+                    esc(f["feature"]),
+                    f["test"],
+                    "" if stat is None else f"{stat:.3g}",
+                    f"{f['threshold']:.3g}",
+                    "[bold red]yes[/]" if f["drifted"] else "no",
+                    esc(_dist(f.get("training"))) if f["test"] != "type" else "",
+                    esc(live),
+                )
+            out.print(table)
+        for note in v["notes"]:
+            out.print(f"  [dim]{esc(note)}[/]")

@@ -46,7 +46,8 @@ def track(func: F | None = None, *, replica: Replica | None = None) -> Any:
             r = replica or current()
             if r is None:
                 return await func(*args, **kwargs)
-            rid = kwargs.pop("request_id", None) if "request_id" in kwargs and not _takes_request_id else None
+            given = kwargs.pop("request_id", None) if "request_id" in kwargs and not _takes_request_id else None
+            rid = r.request_id(given)  # a caller's id when valid and new (replica.request_id), else a fresh one
             start = perf_counter()
             try:
                 out = await func(*args, **kwargs)
@@ -56,16 +57,15 @@ def track(func: F | None = None, *, replica: Replica | None = None) -> Any:
                     end,
                     end - start,
                     500,
-                    rid or r.new_request_id(),
+                    rid,
                     exc,
                     (args, kwargs) if r.sampled() else None,
                     parse,
+                    exc,
                 )
                 raise
             end = perf_counter()
-            r.record(
-                end, end - start, 200, rid or r.new_request_id(), out, (args, kwargs) if r.sampled() else None, parse
-            )
+            r.record(end, end - start, 200, rid, out, (args, kwargs) if r.sampled() else None, parse)
             return out
 
         _takes_request_id = "request_id" in _parameters(func)
@@ -76,18 +76,17 @@ def track(func: F | None = None, *, replica: Replica | None = None) -> Any:
         r = replica or current()
         if r is None:
             return func(*args, **kwargs)
-        rid = kwargs.pop("request_id", None) if "request_id" in kwargs and not takes_request_id else None
+        given = kwargs.pop("request_id", None) if "request_id" in kwargs and not takes_request_id else None
+        rid = r.request_id(given)  # a caller's id when valid and new (replica.request_id), else a fresh one
         start = perf_counter()
         try:
             out = func(*args, **kwargs)
         except BaseException as exc:
             end = perf_counter()
-            r.record(
-                end, end - start, 500, rid or r.new_request_id(), exc, (args, kwargs) if r.sampled() else None, parse
-            )
+            r.record(end, end - start, 500, rid, exc, (args, kwargs) if r.sampled() else None, parse, exc)
             raise
         end = perf_counter()
-        r.record(end, end - start, 200, rid or r.new_request_id(), out, (args, kwargs) if r.sampled() else None, parse)
+        r.record(end, end - start, 200, rid, out, (args, kwargs) if r.sampled() else None, parse)
         return out
 
     takes_request_id = "request_id" in _parameters(func)

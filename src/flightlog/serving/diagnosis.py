@@ -29,11 +29,13 @@ import time
 from typing import Any
 
 from flightlog.errors import InvalidInput, NotFound
-from flightlog.registry import Registry
 from flightlog.serving.livechanges import cohort_change, drift_change
 from flightlog.serving.reading import aggregates, predictions, replica_runs
-from flightlog.serving.steps import Minute, Step, error_step, latency_step, merge_minutes, version_latency
-from flightlog.serving.versiondiff import version_differences
+from flightlog.serving.rollouts import first_traffic, rollouts
+from flightlog.serving.steps import Minute, Step, error_step, latency_step, merge_minutes
+from flightlog.serving.versiondiff import feature_differences, version_differences
+from flightlog.serving.versioninfo import registry_of, version_info
+from flightlog.serving.versions import Change, VersionStats, compare_versions, version_stats
 from flightlog.timefmt import iso, parse_time
 
 __all__ = ["diagnose_deployment", "deployment_brief", "DEFAULT_SINCE"]
@@ -44,13 +46,6 @@ _LEAD_S = 120.0  # a rollout up to two minutes after a symptom's first minute st
 
 def _hhmm(t: float | None) -> str:
     return (iso(t) or "?")[11:16]
-
-
-def _registry(client: Any) -> Any:
-    try:
-        return Registry(client)
-    except InvalidInput:  # a store that keeps no registry: replicas alone still tell a story
-        return None
 
 
 def _scope(
@@ -89,45 +84,13 @@ def _scope(
     return env, deployment, [r for r in runs if (r.tags or {}).get("serving.env") == env]
 
 
-def _rollouts(history: list[dict[str, Any]], minutes: list[Minute], since: float) -> list[dict[str, Any]]:
-    """Rollouts from the desired history and from the versions observed in traffic, joined: a
-    desired change to version V and V's first minute of traffic after it are one rollout."""
-    first_seen: dict[str, float] = {}
-    for m in minutes:
-        for v, n in m.versions.items():
-            if n and v not in first_seen:
-                first_seen[v] = m.start
-    start = minutes[0].start if minutes else None
-    out: list[dict[str, Any]] = []
-    claimed: set[str] = set()
-    for h in history:
-        t = parse_time(h["time"]) if isinstance(h.get("time"), str) else float(h.get("time") or 0)
-        if t < since:
-            continue
-        to, frm = str(h["to_version"]), None if h.get("from_version") is None else str(h["from_version"])
-        seen = first_seen.get(to)
-        observed = seen if seen is not None and seen >= t - 60 else None  # its first traffic after the deploy
-        if observed is not None:
-            claimed.add(to)
-        out.append(_rollout(h.get("model"), frm, to, t, observed, h.get("actor"), h.get("ref")))
-    for v, seen in first_seen.items():
-        if v in claimed or start is None or seen <= start:
-            continue
-        before = next((m.main_version for m in reversed(minutes) if m.start < seen and m.main_version != v), None)
-        out.append(_rollout(None, before, v, None, seen, None, None))
-    out.sort(key=lambda r: r["time"])
-    return out
-
-
-def _rollout(
-    model: Any, frm: str | None, to: str, desired: float | None, observed: float | None, actor: Any, ref: Any
-) -> dict[str, Any]:
-    when = observed if observed is not None else desired
-    assert when is not None
-    back = frm is not None and frm.isdigit() and to.isdigit() and int(to) < int(frm)
-    word = "rolled back" if back else "rolled out"
+def _rollout_change(r: dict[str, Any]) -> dict[str, Any]:
+    """A rollout (``rollouts.rollouts``) as a change row of the report."""
+    model, frm, to = r["model"], r["from_version"], r["to_version"]
+    desired, observed = r["deployed_at"], r["first_traffic_at"]
+    word = "rolled back" if r["kind"] == "rollback" else "rolled out"
     name = f"{model} " if model else ""
-    summary = f"{name}v{to} {word} at {_hhmm(when)}" + (f", replacing v{frm}" if frm else "")
+    summary = f"{name}v{to} {word} at {_hhmm(r['time'])}" + (f", replacing v{frm}" if frm else "")
     if desired is not None and observed is not None:
         summary += f" (deployed {_hhmm(desired)}, first traffic {_hhmm(observed)})"
     elif desired is None:
@@ -135,8 +98,8 @@ def _rollout(
     else:
         summary += " (deployed; no traffic from it yet)"
     return {
-        "time": when,
-        "kind": "rollback" if back else "rollout",
+        "time": r["time"],
+        "kind": r["kind"],
         "summary": summary,
         "evidence": {
             "model": model,
@@ -144,8 +107,8 @@ def _rollout(
             "to_version": to,
             "desired_at": iso(desired),
             "first_traffic_at": iso(observed),
-            "actor": actor,
-            "ref": ref,
+            "actor": r["actor"],
+            "ref": r["ref"],
         },
     }
 
@@ -167,18 +130,39 @@ def _step_change(step: Step) -> dict[str, Any]:
     }
 
 
-def _version_latency_change(found: dict[str, Any], before: str, after: str) -> dict[str, Any]:
-    p99, p50 = found["p99_ms"], found["p50_ms"]
+def _comparison(rollout: dict[str, Any], stats: dict[str, VersionStats]) -> dict[str, Any] | None:
+    """The two versions of a rollout compared on their whole windows (``versions.py``)."""
+    ev = rollout["evidence"]
+    before, after = stats.get(str(ev["from_version"])), stats.get(str(ev["to_version"]))
+    if before is None or after is None:
+        return None
+    changes = compare_versions(before, after)
     return {
-        "time": found["time"],
-        "kind": "version_latency",
-        "summary": (
-            f"p99 latency {p99['before']:.1f} → {p99['after']:.1f} ms (×{found['ratio']:.1f}) on version {after} "
-            f"against version {before} (p50 {p50['before']:.2f} → {p50['after']:.2f} ms; "
-            f"{found['requests'][before]} and {found['requests'][after]} requests)"
-        ),
-        "evidence": found,
-        "short": f"p99 latency {found['ratio']:.1f}x",
+        "from_version": before.version,
+        "to_version": after.version,
+        "rollout_at": iso(rollout["time"]),
+        "before": before.to_dict(),
+        "after": after.to_dict(),
+        "changes": [c.to_dict() for c in changes],
+        "_findings": [c for c in changes if c.finding],
+    }
+
+
+def _version_change(comparison: dict[str, Any], when: float) -> dict[str, Any] | None:
+    """The findings of a comparison as one change row: the largest first, each with its size."""
+    findings: list[Change] = comparison["_findings"]
+    if not findings:
+        return None
+    a, b = comparison["from_version"], comparison["to_version"]
+    n = f"{findings[0].n_after:,} requests against {findings[0].n_before:,} on v{a}"
+    said = [c.text() for c in findings]
+    return {
+        "time": when,
+        "kind": "version_change",
+        "summary": f"version {b} against version {a}: {'; '.join(said)} ({n})",
+        "evidence": {k: v for k, v in comparison.items() if not k.startswith("_")},
+        "short": " and ".join(said[:3]) + f" on v{b} ({n})",
+        "size": findings[0].size,
     }
 
 
@@ -196,28 +180,6 @@ def _main(changes: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, list[di
     return rollouts[-1], symptoms
 
 
-def _version(
-    registry: Any, model: str | None, version: str | None, runs: list[Any], project: str | None
-) -> dict[str, Any] | None:
-    if version is None:
-        return None
-    out: dict[str, Any] = {"version": version, "model": model, "run_id": None, "digest": None, "ref": None}
-    for r in runs:  # what a replica recorded when it attached (serving.model_run)
-        if (r.tags or {}).get("serving.version") == version:
-            out["model"] = out["model"] or (r.tags or {}).get("serving.model") or None
-            params = r.params or {}
-            out["run_id"] = out["run_id"] or params.get("serving.model_run")
-            out["digest"] = out["digest"] or params.get("serving.digest")
-    if registry is not None and out["model"] and version.isdigit():
-        try:
-            mv = registry.resolve(f"{out['model']}/{version}", project)
-        except (NotFound, InvalidInput):
-            pass
-        else:
-            out.update(run_id=mv.run_id, digest=mv.digest, ref=mv.ref, created=iso(mv.created))
-    return out
-
-
 def diagnose_deployment(
     client: Any,
     endpoint: str,
@@ -232,7 +194,7 @@ def diagnose_deployment(
         raise InvalidInput("name the endpoint to diagnose, such as --deployment fraud-api")
     now = time.time() if now is None else now
     start = parse_time(since, now=now, what="since") if isinstance(since, str) else float(since or 0.0)
-    registry = _registry(client)
+    registry = registry_of(client)
     env, deployment, runs = _scope(client, registry, endpoint, env, project)
     history: list[dict[str, Any]] = []
     if deployment is not None:
@@ -240,7 +202,16 @@ def diagnose_deployment(
     notes: list[str] = []
     per_version = aggregates(client, endpoint, start, project=project, env=env)
     minutes = merge_minutes(per_version)
-    changes = _rollouts(history, minutes, start)
+    changes = [_rollout_change(r) for r in rollouts(history, first_traffic(per_version), since=start)]
+    stats = {s.version: s for s in version_stats(per_version)}
+    comparisons: list[dict[str, Any]] = []
+    for rollout in list(changes):  # every rollout: its two versions over the windows each served
+        comparison = _comparison(rollout, stats)
+        if comparison is not None:
+            comparisons.append(comparison)
+            found = _version_change(comparison, rollout["time"])
+            if found is not None:
+                changes.append(found)
     for step in (latency_step(minutes), error_step(minutes)):
         if step is not None:
             changes.append(_step_change(step))
@@ -259,12 +230,18 @@ def diagnose_deployment(
         after_v = serving_v[-1] if serving_v else (str(deployment.version) if deployment is not None else None)
         if before_v == after_v:
             before_v = None
-    before = _version(registry, model, before_v, runs, project)
-    after = _version(registry, model, after_v, runs, project)
-    if before is not None and after is not None and not any(c["kind"] == "latency_step" for c in changes):
-        slower = version_latency(per_version, before["version"], after["version"])
-        if slower is not None:
-            changes.append(_version_latency_change(slower, before["version"], after["version"]))
+    before = version_info(registry, model, before_v, runs, project)
+    after = version_info(registry, model, after_v, runs, project)
+    if main is None and before is not None and after is not None:  # no rollout in the window: the two ends
+        comparison = _comparison(
+            {"time": minutes[-1].start, "evidence": {"from_version": before_v, "to_version": after_v}}, stats
+        )
+        if comparison is not None:
+            comparisons.append(comparison)
+            found = _version_change(comparison, stats[str(after_v)].first_minute * 60.0)  # type: ignore[operator]
+            if found is not None:
+                changes.append(found)
+        main, symptoms = _main(changes)
     if after is not None and rows:
         for found in (
             cohort_change(
@@ -283,6 +260,9 @@ def diagnose_deployment(
     differences: list[dict[str, Any]] = []
     if before and after and before.get("run_id") and after.get("run_id") and before["run_id"] != after["run_id"]:
         differences, _ = version_differences(client, after["run_id"], before["run_id"])
+        drifted = next((c for c in changes if c["kind"] == "drift"), None)
+        if drifted is not None:  # the features that moved live, with both versions' training data beside them
+            differences = feature_differences(client, drifted, before, after) + differences
     elif before and after and not (before.get("run_id") and after.get("run_id")):
         notes.append(
             "the training runs of the two versions are not known (register them with flightlog models register)"
@@ -298,12 +278,15 @@ def diagnose_deployment(
             "minutes": len(minutes),
             "requests": sum(m.requests for m in minutes),
             "errors": sum(m.errors for m in minutes),
+            "client_errors": sum(v.client_errors for v in stats.values()),
             "sampled": len(rows),
             "labelled": sum(1 for r in rows if r.get("label") is not None),
             "replicas": len(runs),
         },
         "headline": _headline(endpoint, env, main, symptoms, after, differences, minutes, model),
         "changes": [_public(c) for c in changes],
+        "versions": [_times(v.to_dict()) for v in stats.values()],
+        "comparisons": [_times_cmp(c) for c in comparisons],
         "before": before,
         "after": after,
         "differences": [_public(d) for d in differences],
@@ -313,11 +296,47 @@ def diagnose_deployment(
     return report
 
 
+def _times(row: dict[str, Any]) -> dict[str, Any]:
+    return {**row, "first": iso(row.get("first")), "last": iso(row.get("last"))}
+
+
+def _times_cmp(c: dict[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in c.items() if not k.startswith("_")}
+    out["before"], out["after"] = _times(c["before"]), _times(c["after"])
+    return out
+
+
 def _public(row: dict[str, Any]) -> dict[str, Any]:
-    out = {k: v for k, v in row.items() if k not in ("short", "features", "details")}
+    out = {k: v for k, v in row.items() if k not in ("short", "features", "details", "size", "profiles")}
+    if isinstance(out.get("evidence"), dict) and "before" in out["evidence"] and "changes" in out["evidence"]:
+        out["evidence"] = _times_cmp(out["evidence"])
     if isinstance(out.get("time"), (int, float)):
         out["time"] = iso(out["time"])
     return out
+
+
+def _said(symptoms: list[dict[str, Any]], main: dict[str, Any] | None) -> list[str]:
+    """The symptoms a headline names: the main rollout's version comparison first (its largest
+    significant change leads), then the others in time order; a step over time that the
+    comparison already says (latency, the 5xx rate) is not said twice."""
+    compared = [s for s in symptoms if s["kind"] == "version_change"]
+    if main is not None:
+        ev = main["evidence"]
+        compared = [
+            s
+            for s in compared
+            if (s["evidence"]["from_version"], s["evidence"]["to_version"]) == (ev["from_version"], ev["to_version"])
+        ]
+    lead = max(compared, key=lambda s: s["size"]) if compared else None
+    found = set() if lead is None else {c["metric"] for c in lead["evidence"]["changes"] if c["finding"]}
+    skip = {"version_change"}
+    if found & {"p50_ms", "p95_ms", "p99_ms"}:
+        skip.add("latency_step")
+    if "error_rate" in found:
+        skip.add("error_rate_step")
+    rest = [s for s in sorted(symptoms, key=lambda s: s["time"]) if s["kind"] not in skip]
+    said = ([lead] if lead is not None else []) + rest
+    return [t for t in (s.get("short") or s["summary"] for s in said) if t][:3]
 
 
 def _headline(
@@ -339,8 +358,7 @@ def _headline(
                 f" ({ev.get('model') or model or 'the model'} v{ev['to_version']} deployed at {_hhmm(main['time'])})"
             )
         return f"{where}: no traffic recorded in this window, so nothing to diagnose yet{deployed}"
-    said = [s.get("short") or s["summary"] for s in sorted(symptoms, key=lambda s: s["time"])]
-    said = [s for s in said if s][:3]
+    said = _said(symptoms, main)
     if main is not None:
         ev = main["evidence"]
         name = f"{ev.get('model') or model or 'the model'} v{ev['to_version']}"

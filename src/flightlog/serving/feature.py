@@ -25,6 +25,12 @@ def flightlog_services() -> dict[str, Ref]:
 
 
 @hookimpl
+def flightlog_diagnosis_reports() -> list[Ref]:
+    # a serving replica's run is diagnosed as serving (None for any other run)
+    return [Ref("flightlog.serving.replicadiag", "diagnose_replica")]
+
+
+@hookimpl
 def flightlog_api_operations() -> list[Any]:
     # imported here: the API module needs Starlette (flightlog[server]), which the CLI does not
     from flightlog.serving.api import OPERATIONS

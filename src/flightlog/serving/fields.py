@@ -1,5 +1,5 @@
-"""What a sampled prediction record keeps of a request: the input fields on the allow-list as
-they are, a sha256 of every other field, and the output.
+"""Which input fields a sampled prediction record keeps, and how a decorated function's
+arguments become fields. What is kept of them (scrubbed, keyed hashes) is privacy.py's.
 
 Why hashes and not nothing: a hash of a field lets one join two records of the same customer
 or find every prediction for one input without storing the value (an email, an account
@@ -7,25 +7,18 @@ number). Why an allow-list and not a deny-list: a new field in the request is th
 default, never stored because nobody thought to deny it. A secret-named field (``password``,
 ``api_key``) cannot be put on the allow-list at all: that is refused in ``attach()``, before
 anything is recorded.
-
-Runs on the background thread (sha256 and JSON cost microseconds each, never on the request).
 """
 
 from __future__ import annotations
 
-import hashlib
 import inspect
-import json
-import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from flightlog.errors import InvalidInput
 from flightlog.redaction.names import is_secret_name
 
-__all__ = ["MAX_VALUE_CHARS", "check_allow_list", "split_inputs", "jsonable_output", "call_inputs", "digest"]
-
-MAX_VALUE_CHARS = 2048  # an allow-listed value or an output longer than this as JSON is kept as its hash
+__all__ = ["check_allow_list", "call_inputs"]
 
 
 def check_allow_list(fields: Any, *, where: str = "attach(inputs=...)") -> frozenset[str]:
@@ -50,53 +43,6 @@ def check_allow_list(fields: Any, *, where: str = "attach(inputs=...)") -> froze
             )
         names.add(field)
     return frozenset(names)
-
-
-def digest(value: Any) -> str:
-    """sha256 of a value's canonical JSON (sorted keys), hex; the same value hashes the same everywhere."""
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str, ensure_ascii=False)
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-def _small_json(value: Any) -> Any:
-    """``value`` when it is JSON-safe and small; else a marker with its hash and size."""
-    try:
-        text = json.dumps(value, separators=(",", ":"), allow_nan=False)
-    except (TypeError, ValueError):
-        if isinstance(value, float) and not math.isfinite(value):
-            return str(value)
-        text = json.dumps(value, separators=(",", ":"), default=str)
-        value = json.loads(text)
-    if len(text) > MAX_VALUE_CHARS:
-        return {"sha256": hashlib.sha256(text.encode()).hexdigest(), "chars": len(text)}
-    return value
-
-
-def split_inputs(inputs: Any, allow: frozenset[str]) -> tuple[dict[str, Any], dict[str, str]]:
-    """(allow-listed fields as given, {other field: sha256}); a non-mapping input is one field, ``input``."""
-    if not isinstance(inputs, Mapping):
-        if inputs is None:
-            return {}, {}
-        inputs = {"input": inputs}
-    kept: dict[str, Any] = {}
-    hashed: dict[str, str] = {}
-    for key, value in inputs.items():
-        name = str(key)
-        if name in allow:
-            kept[name] = _small_json(value)
-        else:
-            hashed[name] = digest(value)
-    return kept, hashed
-
-
-def jsonable_output(output: Any) -> Any:
-    """An output as a record keeps it (JSON, bounded); numpy scalars and arrays as numbers and lists."""
-    if hasattr(output, "tolist"):
-        try:
-            output = output.tolist()
-        except Exception:  # noqa: BLE001 - an odd object: its repr below
-            pass
-    return _small_json(output)
 
 
 def call_inputs(func: Callable[..., Any]) -> Callable[[tuple[Any, ...], dict[str, Any]], Any]:

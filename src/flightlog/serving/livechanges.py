@@ -19,13 +19,14 @@ from typing import Any
 
 from flightlog.errors import FlightlogError
 
-__all__ = ["DRIFT_WINDOW_S", "drift_change", "cohort_change"]
+__all__ = ["DRIFT_WINDOW_S", "drift_change", "cohort_change", "profile_of"]
 
 DRIFT_WINDOW_S = 600.0  # live rows per drift window: ten minutes (each needs MIN_ROWS sampled rows)
+#: the sampling window of a replica (``sampling.DEFAULT_WINDOW_S``) is the same ten minutes
 _MAX_CATEGORIES = 50  # an input with more distinct values is no cohort
 
 
-def _profile_of(client: Any, run_id: str) -> Any:
+def profile_of(client: Any, run_id: str) -> Any:
     # the data feature (flightlog[data]: pyarrow, scipy), only when a diagnosis judges drift
     from flightlog.data.live import training_profile
 
@@ -40,15 +41,18 @@ def drift_change(
 ) -> dict[str, Any] | None:
     """The drift onset of ``version``'s live inputs against its training profile, or None."""
     # the data feature (flightlog[data]), as above
-    from flightlog.data.live import MIN_ROWS, DriftMonitor, prediction_rows
+    from flightlog.data.live import MIN_ROWS, DriftMonitor, LiveProfile, prediction_rows
+    from flightlog.data.livesummary import profile_column  # as above
+    from flightlog.data.livetypes import successful  # as above
 
     if run_id is None:
         return None
-    live = [r for r in prediction_rows(rows) if r.version == version and r.inputs]
+    # judged on what the model served: the inputs of successful requests (a 422's are not)
+    live = [r for r in prediction_rows(rows) if r.version == version and r.inputs and successful(r.status)]
     if not live:
         return None
     try:
-        reference = _profile_of(client, run_id)
+        reference = profile_of(client, run_id)
     except FlightlogError as exc:
         notes.append(f"drift not judged: {exc}")
         return None
@@ -59,7 +63,8 @@ def drift_change(
         return None
     if len(live) < MIN_ROWS:
         notes.append(
-            f"drift not judged: {len(live)} sampled records of version {version}, fewer than {MIN_ROWS} per window"
+            f"drift not judged: {len(live)} sampled records of successful requests of version {version}, "
+            f"fewer than {MIN_ROWS} per window"
         )
         return None
     monitor = DriftMonitor(reference)
@@ -82,12 +87,22 @@ def drift_change(
     names = ", ".join(
         f"{d.feature} ({d.test} {d.statistic:.2g})" if d.statistic is not None else d.feature for d in drifted[:4]
     )
+    last = LiveProfile()  # the last window's rows: the live side of each drifted feature, as people read it
+    last.update([r for r in live if judged[-1][0].window_start is None or r.time >= judged[-1][0].window_start])
+    features = [
+        {
+            **d.to_dict(),
+            "training": profile_column(reference, d.feature),
+            "live": profile_column(last.profile, d.feature),
+        }
+        for d in drifted
+    ]
     return {
         "time": onset,
         "kind": "drift",
         "summary": f"live inputs of version {version} drifted from its training data: {names}",
-        "evidence": {"version": version, "training_run": run_id, "features": [d.to_dict() for d in drifted]},
-        "features": [d.feature for d in drifted],
+        "evidence": {"version": version, "training_run": run_id, "features": features},
+        "features": sorted({d.feature for d in drifted if d.test != "type"}),
     }
 
 

@@ -1,9 +1,10 @@
 """``ServingMiddleware``: pure ASGI (no Starlette import), for any ASGI app — Starlette, FastAPI.
 
-Per HTTP request it reads the clock twice, looks for ``X-Request-ID`` (else makes one from a
-counter), adds the id to the response headers, and appends one tuple to the replica's buffer;
-a sampled request also keeps its body chunks and the response's (bytes, parsed as JSON later on
-the background thread). Health and metrics probes (``DEFAULT_SKIP_PATHS``) pass through
+Per HTTP request it reads the clock twice, takes a valid new ``X-Request-ID`` (else makes an
+unguessable one), adds the id to the response headers, and appends one tuple to the replica's
+buffer; a sampled request also keeps the first ``MAX_SAMPLED_BODY`` bytes of its body and of
+the response's, and their sizes (parsed as JSON later on the background thread; a body over
+the bound is recorded by its size only). Nothing is ever awaited for the evidence. Health and metrics probes (``DEFAULT_SKIP_PATHS``) pass through
 unrecorded: a readiness probe answering 503 while the model loads is not a model error, and a
 probe every few seconds would pull the latency percentiles toward zero. Not
 ``BaseHTTPMiddleware``: that one runs the app in a task and costs tens of microseconds per
@@ -17,6 +18,7 @@ from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from time import perf_counter
 from typing import Any
 
+from flightlog.serving.recorder import Truncated
 from flightlog.serving.replica import Replica, current
 
 __all__ = ["DEFAULT_SKIP_PATHS", "ServingMiddleware"]
@@ -33,6 +35,27 @@ _HEADER = b"x-request-id"
 DEFAULT_SKIP_PATHS: tuple[str, ...] = ("/health", "/healthz", "/livez", "/readyz", "/metrics")
 
 
+#: the most of a sampled request's (and its response's) body kept to parse on the background
+#: thread; past it, only its size (issue 31, item 7: a 300 MB streamed response was buffered whole)
+MAX_SAMPLED_BODY = 64 * 1024
+
+
+class _Capture(list[bytes]):
+    """A sampled body's chunks up to :data:`MAX_SAMPLED_BODY`, and the size of the whole."""
+
+    __slots__ = ("size",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.size = 0
+
+    def take(self, chunk: bytes) -> None:
+        kept = self.size
+        self.size += len(chunk)
+        if kept < MAX_SAMPLED_BODY:
+            self.append(chunk[: MAX_SAMPLED_BODY - kept])
+
+
 def _parse_http(inputs: Any, output: Any) -> tuple[Any, Any, str | None]:
     return _json(inputs), _json(output), None
 
@@ -40,6 +63,8 @@ def _parse_http(inputs: Any, output: Any) -> tuple[Any, Any, str | None]:
 def _json(chunks: Any) -> Any:
     if chunks is None:
         return None
+    if isinstance(chunks, _Capture) and chunks.size > MAX_SAMPLED_BODY:
+        return Truncated(chunks.size)  # never parsed: a prefix is not the document
     body = b"".join(chunks)
     if not body:
         return None
@@ -93,23 +118,23 @@ class ServingMiddleware:
         rid = None
         for name, value in scope["headers"]:
             if name == _HEADER:
-                rid = value.decode("latin-1")
+                rid = replica.request_id(value.decode("latin-1"))  # checked: bounded, plain, never reused
                 break
         if rid is None:
             rid = replica.new_request_id()
         raw = rid.encode("latin-1")
         status = 500
         sampled = replica.sampled()
-        body_in: list[bytes] | None = None
-        body_out: list[bytes] | None = None
+        body_in: _Capture | None = None
+        body_out: _Capture | None = None
         if sampled:
-            body_in, body_out = [], []
+            body_in, body_out = _Capture(), _Capture()
             inner_receive = receive
 
             async def receive() -> Message:
                 message = await inner_receive()
                 if message["type"] == "http.request":
-                    body_in.append(message.get("body", b""))
+                    body_in.take(message.get("body", b""))
                 return message
 
         async def send_wrapper(message: Message) -> None:
@@ -118,14 +143,17 @@ class ServingMiddleware:
                 status = message["status"]
                 message["headers"] = [*message.get("headers", ()), (_HEADER, raw)]
             elif body_out is not None and message["type"] == "http.response.body":
-                body_out.append(message.get("body", b""))
+                body_out.take(message.get("body", b""))
             await send(message)
 
         try:
             await self.app(scope, receive, send_wrapper)
-        finally:
+        except BaseException as exc:  # the server turns it into a 500; the evidence keeps its type
             end = perf_counter()
-            replica.record(end, end - start, status, rid, body_out, body_in, _parse_http if sampled else None)
+            replica.record(end, end - start, status, rid, body_out, body_in, _parse_http if sampled else None, exc)
+            raise
+        end = perf_counter()
+        replica.record(end, end - start, status, rid, body_out, body_in, _parse_http if sampled else None)
 
     @staticmethod
     def _lifespan(receive: Receive, replica: Replica) -> Receive:

@@ -182,10 +182,17 @@ def _merge_field(a: Mapping[str, Any] | None, b: Mapping[str, Any]) -> dict[str,
             "nonfinite": nonfinite,
             "sketch": sketch.to_dict(),
         }
-    values: dict[str, int] = dict(b.get("values") or {})
-    other = int(b.get("other") or 0)
+    # a count that is not a number (an old record whose label read as a secret's name and was
+    # hidden on its way to the journal) is left out rather than failing the whole read
+    values: dict[str, int] = {v: int(n) for v, n in dict(b.get("values") or {}).items() if _count(n)}
+    other = int(b.get("other") or 0) if _count(b.get("other")) else 0
     if a and a.get("kind") == "categorical":
         for v, n in dict(a.get("values") or {}).items():
-            values[v] = values.get(v, 0) + int(n)
-        other += int(a.get("other") or 0)
+            if _count(n):
+                values[v] = values.get(v, 0) + int(n)
+        other += int(a.get("other") or 0) if _count(a.get("other")) else 0
     return {"kind": "categorical", "count": sum(values.values()) + other, "values": values, "other": other}
+
+
+def _count(n: Any) -> bool:
+    return isinstance(n, int) and not isinstance(n, bool)

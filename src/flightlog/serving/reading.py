@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from flightlog.registry.replicas import replica_state
 from flightlog.serving.histogram import LatencyHistogram
 from flightlog.serving.outputs import merge_output_dicts
 from flightlog.serving.recorder import AGGREGATE, LABEL, PREDICTION
@@ -58,6 +59,7 @@ def predictions(
                     "inputs": f.get("inputs") or {},
                     "input_hashes": f.get("input_hashes") or {},
                     "output": f.get("output"),
+                    **({"output_hashes": f["output_hashes"]} if f.get("output_hashes") else {}),
                     "error": f.get("error"),
                     **({"label_field": f["label_field"]} if f.get("label_field") else {}),
                 }
@@ -83,8 +85,10 @@ def aggregates(
     project: str | None = None,
     env: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Per (version, minute), every replica merged: requests, errors, error_rate, p50/p95/p99 (ms),
-    the merged latency histogram and output distribution, and how many replicas contributed."""
+    """Per (version, minute), every replica merged: requests, errors (5xx and exceptions, with
+    ``error_types`` and their last ``error_messages``), ``client_errors`` (4xx), the two rates,
+    p50/p95/p99 (ms), the merged latency histogram and output distribution, and how many
+    replicas contributed."""
     merged: dict[tuple[str, int], dict[str, Any]] = {}
     for run in replica_runs(client, endpoint, project, env):
         for event in client.logs(run, component=AGGREGATE, since=since):
@@ -97,6 +101,9 @@ def aggregates(
                     "minute": key[1],
                     "requests": 0,
                     "errors": 0,
+                    "client_errors": 0,
+                    "error_types": {},
+                    "error_messages": {},
                     "dropped": 0,
                     "_hist": LatencyHistogram(),
                     "outputs": None,
@@ -104,6 +111,10 @@ def aggregates(
                 }
             row["requests"] += int(f.get("requests") or 0)
             row["errors"] += int(f.get("errors") or 0)
+            row["client_errors"] += int(f.get("client_errors") or 0)
+            for kind, n in dict(f.get("error_types") or {}).items():
+                row["error_types"][str(kind)] = row["error_types"].get(str(kind), 0) + int(n or 0)
+            row["error_messages"].update({str(k): str(v) for k, v in dict(f.get("error_messages") or {}).items()})
             row["dropped"] += int(f.get("dropped") or 0)
             row["_hist"].merge(LatencyHistogram.from_dict(f.get("latency") or {"base_ms": 0.001, "per_octave": 8}))
             row["outputs"] = merge_output_dicts(row["outputs"], f.get("outputs"))
@@ -114,6 +125,7 @@ def aggregates(
         hist: LatencyHistogram = row.pop("_hist")
         row.update({f"{k}_ms": v for k, v in hist.percentiles().items()})
         row["error_rate"] = row["errors"] / row["requests"] if row["requests"] else None
+        row["client_error_rate"] = row["client_errors"] / row["requests"] if row["requests"] else None
         row["latency"] = hist.to_dict()
         row["replicas"] = len(row["replicas"])
         out.append(row)
@@ -131,9 +143,7 @@ def replicas(
         reconcile()
     for run in replica_runs(client, endpoint, project, env):
         beat = run.timeline.get("heartbeat") if run.timeline else None
-        every = (run.params or {}).get("serving.heartbeat_s") or 10.0
-        silent = beat is not None and now - float(beat) > 3 * float(every)
-        state = "serving" if run.status == "running" and not silent else "gone"
+        state = replica_state(run, now)
         rows.append(
             {
                 "run_id": run.id,

@@ -16,7 +16,7 @@ _STYLE = {
     "rollout": "cyan",
     "rollback": "cyan",
     "latency_step": "bold red",
-    "version_latency": "bold red",
+    "version_change": "bold red",
     "error_rate_step": "bold red",
     "drift": "yellow",
     "cohort": "bold red",
@@ -38,6 +38,14 @@ def _evidence_line(change: dict[str, Any]) -> str | None:
     if kind == "error_rate_step":
         e, r = ev.get("errors") or {}, ev.get("requests") or {}
         return f"errors {e.get('before')} of {r.get('before')} → {e.get('after')} of {r.get('after')} requests (z {ev.get('z')})"
+    if kind == "version_change":
+        b, a = ev.get("before") or {}, ev.get("after") or {}
+        return (
+            f"v{b.get('version')}: {b.get('requests')} requests, p50 {_ms(b.get('p50_ms'))} p99 {_ms(b.get('p99_ms'))} ms, "
+            f"5xx {_pct(b.get('error_rate'))}, 4xx {_pct(b.get('client_error_rate'))}  │  "
+            f"v{a.get('version')}: {a.get('requests')} requests, p50 {_ms(a.get('p50_ms'))} p99 {_ms(a.get('p99_ms'))} ms, "
+            f"5xx {_pct(a.get('error_rate'))}, 4xx {_pct(a.get('client_error_rate'))}"
+        )
     if kind == "cohort":
         labelled = ev.get("labelled") or {}
         return f"{labelled.get('after')} labelled records of version {ev.get('version')}, against {ev.get('against')}"
@@ -49,6 +57,14 @@ def _evidence_line(change: dict[str, Any]) -> str | None:
         parts.append(f"by {ev['actor']}" if ev.get("actor") else None)
         return ", ".join(p for p in parts if p) or None
     return None
+
+
+def _ms(x: Any) -> str:
+    return "-" if not isinstance(x, (int, float)) else f"{x:.1f}" if x >= 1 else f"{x:.2f}"
+
+
+def _pct(x: Any) -> str:
+    return "-" if not isinstance(x, (int, float)) else f"{x:.1%}"
 
 
 def _version(v: dict[str, Any] | None) -> str:

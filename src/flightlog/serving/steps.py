@@ -7,7 +7,9 @@ from an "after" (the largest standardized difference of the means, on log latenc
 two-proportion z for errors), and then keeps it only when it is a step and not one noisy minute:
 each side has at least `MIN_SEGMENT` minutes and the medians of the two sides differ (latency by
 `LATENCY_RATIO`, errors by `ERROR_RATE_DELTA` and a z of `ERROR_Z`). A spike in one minute moves
-a median of three or more minutes very little, so it is never a step.
+a median of three or more minutes very little, so it is never a step; and a quiet minute (fewer
+than `MIN_MINUTE_REQUESTS` requests) has no p99 worth the name, so it is left out of the latency
+series (its requests still count in the versions' totals, `versions.py`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from flightlog.serving.histogram import LatencyHistogram
 
 __all__ = [
     "MIN_SEGMENT",
+    "MIN_MINUTE_REQUESTS",
     "LATENCY_RATIO",
     "ERROR_RATE_DELTA",
     "ERROR_Z",
@@ -36,6 +39,7 @@ MIN_SEGMENT = 3  # minutes with traffic on each side of a step
 LATENCY_RATIO = 1.5  # the medians of per-minute p99 differ by this factor (either way)
 ERROR_RATE_DELTA = 0.01  # the error rates differ by one point of requests or more
 ERROR_Z = 3.0  # and by a two-proportion z of three or more
+MIN_MINUTE_REQUESTS = 20  # a minute with fewer requests has no p99 in the latency series
 
 
 @dataclass
@@ -101,7 +105,7 @@ def _merged_p99(minutes: list[Minute]) -> float | None:
 
 def latency_step(minutes: list[Minute]) -> Step | None:
     """The p99 step of the series, or None (too few minutes, or no split that is a step)."""
-    series = [(m, m.p99) for m in minutes if m.requests and m.p99]
+    series = [(m, m.p99) for m in minutes if m.requests >= MIN_MINUTE_REQUESTS and m.p99]
     n = len(series)
     if n < 2 * MIN_SEGMENT:
         return None
@@ -180,40 +184,3 @@ def error_step(minutes: list[Minute]) -> Step | None:
             "z": round(best, 2),
         },
     )
-
-
-MIN_VERSION_REQUESTS = 50  # requests of each version before their latencies are compared
-
-
-def version_latency(rows: Iterable[Mapping[str, Any]], before: str, after: str) -> dict[str, Any] | None:
-    """The two versions' p99 over the whole window, each from its own merged histogram, when they
-    differ by ``LATENCY_RATIO`` or more: how a rollout done within a few minutes (too few for a
-    step over time, both versions serving in the same minutes) still shows that the new version is
-    slower. None when either served fewer than ``MIN_VERSION_REQUESTS`` requests."""
-    hist = {before: LatencyHistogram(), after: LatencyHistogram()}
-    requests = {before: 0, after: 0}
-    first: dict[str, float] = {}
-    for row in rows:
-        version = str(row.get("version"))
-        if version not in hist or not row.get("latency"):
-            continue
-        hist[version].merge(LatencyHistogram.from_dict(row["latency"]))
-        requests[version] += int(row.get("requests") or 0)
-        first[version] = min(first.get(version, math.inf), int(row["minute"]) * 60.0)
-    if min(requests.values()) < MIN_VERSION_REQUESTS:
-        return None
-    p99 = {v: h.quantile(0.99) for v, h in hist.items()}
-    p50 = {v: h.quantile(0.5) for v, h in hist.items()}
-    slow_before, slow_after = p99[before], p99[after]
-    if not slow_before or not slow_after:
-        return None
-    ratio = slow_after / slow_before
-    if 1 / LATENCY_RATIO < ratio < LATENCY_RATIO:
-        return None
-    return {
-        "time": first.get(after, 0.0),
-        "ratio": ratio,
-        "p99_ms": {"before": p99[before], "after": p99[after]},
-        "p50_ms": {"before": p50[before], "after": p50[after]},
-        "requests": dict(requests),
-    }

@@ -9,19 +9,32 @@ the CLI and the deployment diagnosis read the same evidence the same way.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from flightlog.alerts.stores import open_alert_store
 from flightlog.errors import InvalidInput, NotFound
 from flightlog.serving.reading import aggregates, replicas
-from flightlog.timefmt import iso, parse_time
+from flightlog.serving.rollouts import as_iso, first_traffic, rollouts
+from flightlog.serving.versions import version_stats
+from flightlog.timefmt import iso
 
 __all__ = ["MINUTE_FIELDS", "deployment_of", "timeline"]
 
 #: what a minute row of the timeline keeps of an aggregate (its histogram and outputs stay out:
 #: a day of minutes would weigh megabytes; `serving.aggregates` has them)
-MINUTE_FIELDS = ("version", "minute", "requests", "errors", "error_rate", "p50_ms", "p95_ms", "p99_ms", "replicas")
+MINUTE_FIELDS = (
+    "version",
+    "minute",
+    "requests",
+    "errors",
+    "error_rate",
+    "client_errors",
+    "client_error_rate",
+    "p50_ms",
+    "p95_ms",
+    "p99_ms",
+    "replicas",
+)
 _ALERTS_READ = 1000
 
 
@@ -59,50 +72,6 @@ def _desired(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
-def _epoch(value: Any) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    return parse_time(str(value), what="deployment time")
-
-
-def _rollouts(desired: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each change of the desired version: a rollout, or a rollback to a version served before;
-    ``replicas``: how many replicas served the new version after the change (until the next)."""
-    out: list[dict[str, Any]] = []
-    seen: set[int] = set()
-    for i, change in enumerate(desired):
-        to, before = change["version"], change["from_version"]
-        start = _epoch(change["time"]) or 0.0
-        end = _epoch(desired[i + 1]["time"]) if i + 1 < len(desired) else None
-        served = 0
-        for r in rows:
-            if str(r.get("version")) != str(to):
-                continue
-            began = r.get("started") or 0.0
-            last = r.get("ended") or r.get("heartbeat") or time.time()
-            if last >= start - 1.0 and (end is None or began < end):
-                served += 1
-        if before is not None and before != to:
-            kind = "rollback" if to in seen else "rollout"
-            out.append(
-                {
-                    "time": change["time"],
-                    "kind": kind,
-                    "from_version": before,
-                    "to_version": to,
-                    "model": change["model"],
-                    "actor": change["actor"],
-                    "replicas": served,
-                }
-            )
-        seen.add(to)
-        if before is not None:
-            seen.add(before)
-    return out
-
-
 def _alerts(client: Any, endpoint: str, env: str, project: str) -> list[dict[str, Any]]:
     """Alerts whose labels or evidence name the endpoint (and, when they name one, the environment)."""
     try:
@@ -119,6 +88,20 @@ def _alerts(client: Any, endpoint: str, env: str, project: str) -> list[dict[str
             out.append(a.to_dict())
     out.sort(key=lambda a: a.get("active_since") or a.get("fired_at") or "")
     return out
+
+
+def _version_row(v: dict[str, Any]) -> dict[str, Any]:
+    """A version's totals over the window (the page's per-version table), times ISO."""
+    return {**v, "first": iso(v["first"]), "last": iso(v["last"])}
+
+
+def _rollout_row(r: dict[str, Any]) -> dict[str, Any]:
+    """A rollout as the timeline gives it: versions as numbers (the desired history's), times ISO."""
+    row = as_iso(r)
+    for key in ("from_version", "to_version"):
+        v = row[key]
+        row[key] = int(v) if isinstance(v, str) and v.isdigit() else v
+    return row
 
 
 def _replica_row(r: dict[str, Any]) -> dict[str, Any]:
@@ -145,10 +128,14 @@ def timeline(
     desired = _desired(report["history"])
     rows = replicas(client, d.endpoint, project=d.project, env=d.env, now=now)
     rows.sort(key=lambda r: (r["started"] or 0.0, str(r["replica"])))
-    minutes = [
-        {**{k: m.get(k) for k in MINUTE_FIELDS}, "time": iso(float(m["minute"]) * 60.0)}
-        for m in aggregates(client, d.endpoint, since, project=d.project, env=d.env)
-    ]
+    per_minute = aggregates(client, d.endpoint, since, project=d.project, env=d.env)
+    minutes = [{**{k: m.get(k) for k in MINUTE_FIELDS}, "time": iso(float(m["minute"]) * 60.0)} for m in per_minute]
+    # first traffic needs every minute, not only those since `since`: a rollout before it keeps its time
+    traffic = first_traffic(
+        per_minute if since is None else aggregates(client, d.endpoint, project=d.project, env=d.env)
+    )
+    changes = [r for r in rollouts(report["history"], traffic, replicas=rows, observed=False) if r["from_version"]]
+    versions = [_version_row(v.to_dict()) for v in version_stats(per_minute)]
     return {
         "endpoint": d.endpoint,
         "env": d.env,
@@ -158,6 +145,7 @@ def timeline(
         "desired": desired,
         "replicas": [_replica_row(r) for r in rows],
         "minutes": minutes,
-        "rollouts": _rollouts(desired, rows),
+        "versions": versions,
+        "rollouts": [_rollout_row(r) for r in changes],
         "alerts": _alerts(client, d.endpoint, d.env, d.project),
     }

@@ -42,6 +42,10 @@ class ChangeFeedStore(Protocol):
         """The newest row id of each of :data:`FEED_TABLES` (0 when empty)."""
         ...
 
+    def change_position(self) -> str:
+        """An opaque text that differs whenever a run or a feed table changed since it was read."""
+        ...
+
     def changes(
         self,
         after: Cursor,

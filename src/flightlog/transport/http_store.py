@@ -240,8 +240,10 @@ class HttpStore:
             if not cursor:
                 return events
 
-    def stages(self, run_id: str) -> list[StageSummary]:
-        return [decode.stage_from_dict(s) for s in self.http.json("GET", _runs_path(run_id, "stages"))["stages"]]
+    def stages(self, run_id: str, rank: int | None = None) -> list[StageSummary]:
+        params = {"rank": rank} if rank is not None else {}
+        doc = self.http.json("GET", _runs_path(run_id, "stages"), params=params)
+        return [decode.stage_from_dict(s) for s in doc["stages"]]
 
     def resource_samples(
         self, run_id: str, since: float | None = None, rank: int | None = None

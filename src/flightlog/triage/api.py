@@ -2,33 +2,32 @@
 server operation and served through the feature table (``flightlog_api_operations``).
 
 The handler builds the same report as ``flightlog triage`` (:func:`~flightlog.triage.report.triage_report`)
-over the server's store. A token of one project sees that project only: without ``project``
-it is that project, another one is refused.
+over the server's store, in the server's triage worker process (worker.py) and within the
+bounds of budget.py; a report is remembered by the store's change position (the same question
+within a minute, with nothing changed, is answered from memory). A token of one project sees that
+project only: without ``project`` it is that project, another one is refused.
 """
 
 from __future__ import annotations
 
+import threading
+import time
+import weakref
 from typing import Any
 
 from starlette.responses import Response
 
-from flightlog.client import Client
-from flightlog.config import Settings
 from flightlog.errors import Forbidden
 from flightlog.server.context import Ctx
 from flightlog.server.operations import Operation, Param, ok
-from flightlog.server.responses import json_response
-from flightlog.triage.report import DEFAULT_SINCE, triage_report
+from flightlog.server.responses import json_bytes
+from flightlog.triage.budget import ReportCache
+from flightlog.triage.report import DEFAULT_SINCE
+from flightlog.triage.worker import report_in_worker
 
 __all__ = ["OPERATIONS"]
 
 _REPORT = {"type": "object", "required": ["project", "pipeline", "since", "until", "failures", "days", "groups"]}
-
-
-def _client(ctx: Ctx) -> Client:
-    home = getattr(ctx.state.config, "home", None)
-    settings = Settings.from_env(home=home) if home is not None else Settings.from_env()
-    return Client.for_lookups(settings, store=ctx.store)
 
 
 async def get_triage(ctx: Ctx) -> Response:
@@ -44,10 +43,33 @@ async def get_triage(ctx: Ctx) -> Response:
             )
         project = scope
 
-    def report() -> dict[str, Any]:
-        return triage_report(_client(ctx), project=project, since=since, pipeline=pipeline)
+    def report() -> bytes:
+        reports = _reports(ctx.store)
+        now = time.time()
+        config = ctx.state.config
 
-    return json_response(await ctx.call(report))
+        def make() -> dict[str, Any]:  # in the worker process (worker.py): never this one's CPU or store
+            return report_in_worker(
+                config.store_uri, config.home, ctx.store, project=project, since=since, pipeline=pipeline, now=now
+            )
+
+        key = (project, pipeline, since)
+        return json_bytes(reports.get(key, ctx.store.change_position(), make, now=now))
+
+    return Response(await ctx.call(report), media_type="application/json")
+
+
+#: per store (one per server app): reports by the store's change position
+_REPORTS: weakref.WeakKeyDictionary[Any, ReportCache] = weakref.WeakKeyDictionary()
+_REPORTS_LOCK = threading.Lock()
+
+
+def _reports(store: Any) -> ReportCache:
+    with _REPORTS_LOCK:
+        found = _REPORTS.get(store)
+        if found is None:
+            found = _REPORTS[store] = ReportCache()
+        return found
 
 
 OPERATIONS: list[Operation] = [

@@ -13,7 +13,8 @@ when that step's run is among the failures, the pipeline run is not counted a se
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -26,6 +27,7 @@ from flightlog.triage.signature import Signature, signature_parts
 
 __all__ = [
     "FAILURE_STATUSES",
+    "UNCLASSIFIED",
     "Group",
     "failures_filter",
     "failure_time",
@@ -39,6 +41,8 @@ __all__ = [
 FAILURE_STATUSES = FAILED_STATUSES
 #: the most days a sparkline holds (the newest ones)
 MAX_DAYS = 366
+#: the category of a failure a report had no budget left to classify (the next report does)
+UNCLASSIFIED = "unclassified"
 
 
 def quote(text: str) -> str:
@@ -127,7 +131,9 @@ def _example(info: RunInfo, exception: str, raw: str) -> str:
 Classifier = Callable[[RunInfo], str | None]
 
 
-def signature_of(info: RunInfo, classify: Classifier = run_cause, cache: dict[Any, str] | None = None) -> Signature:
+def signature_of(
+    info: RunInfo, classify: Classifier = run_cause, cache: MutableMapping[Any, str] | None = None
+) -> Signature:
     """One run's signature; ``cache`` remembers the category by the other parts (see the module)."""
     exc, message, frame, step, _ = signature_parts(info)
     return _signature(info, exc, message, frame, step, classify, cache)
@@ -140,7 +146,7 @@ def _signature(
     frame: str | None,
     step: str | None,
     classify: Classifier,
-    cache: dict[Any, str] | None,
+    cache: MutableMapping[Any, str] | None,
 ) -> Signature:
     failure = info.failure if isinstance(info.failure, dict) else {}
     stored = failure.get("category")
@@ -149,22 +155,60 @@ def _signature(
     if category is None:
         # a failure nothing explains is the taxonomy's catch-all, as the runner records it without a classifier
         category = classify(info) or "code_error"
-        if cache is not None:
+        if cache is not None and category != UNCLASSIFIED:
             cache[key] = category
     return Signature(category, exc, message, frame, step)
 
 
-def group_failures(runs: Iterable[RunInfo], classify: Classifier = run_cause) -> list[Group]:
-    """The failures grouped by signature, the biggest group first (then the newest)."""
+class _Budgeted:
+    """A classifier that classifies at most ``budget`` failures, then answers :data:`UNCLASSIFIED`
+    (the rest of a report's work stays linear in its runs, see :func:`group_failures`)."""
+
+    def __init__(self, classify: Classifier, budget: int) -> None:
+        self.classify, self.left, self.skipped = classify, budget, 0
+
+    def __call__(self, info: RunInfo) -> str | None:
+        if self.left <= 0:
+            self.skipped += 1
+            return UNCLASSIFIED
+        self.left -= 1
+        return self.classify(info)
+
+
+def group_failures(
+    runs: Iterable[RunInfo],
+    classify: Classifier = run_cause,
+    *,
+    cache: MutableMapping[Any, str] | None = None,
+    budget: int | None = None,
+    parts: MutableMapping[Any, Any] | None = None,
+) -> list[Group]:
+    """The failures grouped by signature, the biggest group first (then the newest).
+
+    ``cache`` remembers categories by the other parts of the signature (a server keeps one across
+    reports: a failure classified once is never classified again); ``budget`` bounds how many
+    new failures one call classifies (the classifier reads a failure's text through its pattern
+    tables: milliseconds each). Past it a failure's category is :data:`UNCLASSIFIED`, not
+    remembered, so the next report classifies it. ``parts`` remembers each run's signature
+    parts by (id, last change), so a run is parsed once across reports."""
     failures = sorted(runs, key=failure_time, reverse=True)
     ids = {r.id for r in failures}
     groups: dict[str, Group] = {}
-    cache: dict[Any, str] = {}
-    for info in failures:
+    cache = {} if cache is None else cache
+    if budget is not None:
+        classify = _Budgeted(classify, budget)
+    for n, info in enumerate(failures):
         failure = info.failure if isinstance(info.failure, dict) else {}
         if failure.get("step_run") in ids:
             continue  # a pipeline run that failed at a step counted on its own (see the module)
-        exc, message, frame, step, raw = signature_parts(info)
+        if n % 100 == 99:
+            time.sleep(0)  # let the server's other threads (its event loop) have the interpreter
+        known = None if parts is None else parts.get((info.id, info.updated, info.attempt))
+        if known is None:
+            known = signature_parts(info)
+            if parts is not None:
+                parts[(info.id, info.updated, info.attempt)] = known
+        exc, message, frame, step, raw = known
         sig = _signature(info, exc, message, frame, step, classify, cache)
         group = groups.get(sig.id)
         if group is None:

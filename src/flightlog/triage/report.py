@@ -7,11 +7,13 @@ and the UI's Failures page — with stable keys (docs/triage.md).
 from __future__ import annotations
 
 import time
+from collections.abc import MutableMapping
 from typing import Any
 
 from flightlog.errors import InvalidInput, NotFound
 from flightlog.timefmt import iso, parse_time
-from flightlog.triage.groups import day_range, failures_filter, group_failures, quote
+from flightlog.triage.budget import MAX_FAILURES, bounded_cause
+from flightlog.triage.groups import UNCLASSIFIED, day_range, failures_filter, group_failures, quote
 from flightlog.triage.onset import onset_of
 from flightlog.triage.oom import MEMORY_CATEGORIES, group_memory
 
@@ -55,6 +57,22 @@ def check_scope(client: Any, project: str | None, pipeline: str | None) -> None:
         )
 
 
+def _failures(client: Any, project: str | None, filter: str) -> list[Any]:
+    """The newest :data:`MAX_FAILURES` + 1 failures, read a page at a time: no read holds the
+    store (an embedded store has one connection) for more than a page's worth of runs."""
+    runs: list[Any] = []
+    while len(runs) <= MAX_FAILURES:
+        page = client.runs(project=project, filter=filter, order_by="-created,id", limit=_PAGE, offset=len(runs))
+        runs += page
+        if len(page) < _PAGE:
+            break
+        time.sleep(0)  # let the server's other threads (its event loop, /healthz) in between pages
+    return runs
+
+
+_PAGE = 500
+
+
 def triage_report(
     client: Any,
     *,
@@ -63,13 +81,23 @@ def triage_report(
     pipeline: str | None = None,
     onsets: bool = True,
     now: float | None = None,
+    start: float | None = None,
+    categories: MutableMapping[Any, str] | None = None,
+    budget: int | None = None,
+    parts: MutableMapping[Any, Any] | None = None,
 ) -> dict[str, Any]:
-    """The failures of ``project`` (every project when None) since ``since``, grouped by cause."""
+    """The failures of ``project`` (every project when None) since ``since``, grouped by cause.
+
+    At most :data:`~flightlog.triage.budget.MAX_FAILURES` failures are read (the newest;
+    ``truncated`` says so), each classified on bounded text; ``categories`` remembers
+    categories between reports and ``budget`` bounds the new classifications of this one (a
+    server passes both, see budget.py). ``start`` (epoch seconds) replaces ``since``'s."""
     now = time.time() if now is None else now
-    start = parse_since(since, now=now)
+    start = parse_since(since, now=now) if start is None else start
     check_scope(client, project, pipeline)
-    runs = client.runs(project=project, filter=failures_filter(start, pipeline), order_by="-created")
-    groups = group_failures(runs)
+    runs = _failures(client, project, failures_filter(start, pipeline))
+    truncated = len(runs) > MAX_FAILURES
+    groups = group_failures(runs[:MAX_FAILURES], bounded_cause, cache=categories, budget=budget, parts=parts)
     if onsets:
         for group in groups[:MAX_ONSETS]:
             group.onset = onset_of(client, group.first_bad)
@@ -87,4 +115,6 @@ def triage_report(
         "failures": sum(g.count for g in groups),
         "days": days,
         "groups": [g.to_dict(days) for g in groups],
+        "truncated": truncated,
+        "unclassified": sum(g.count for g in groups if g.signature.category == UNCLASSIFIED),
     }

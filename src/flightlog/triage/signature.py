@@ -25,6 +25,8 @@ import signal as signals
 from dataclasses import dataclass
 from typing import Any
 
+import re2
+
 from flightlog.diagnose.tracebacks import is_library_file, parse_chain
 from flightlog.models import RunInfo
 
@@ -35,41 +37,80 @@ MAX_MESSAGE = 240
 
 # by priority, each mask on what the earlier ones left; each with the characters a text must hold
 # for it to match at all (a digit, for the ones that say "0"), so that most are never tried:
-# ten thousand messages cost a third of the time
+# ten thousand messages cost a third of the time.
+#
+# Compiled by RE2 (issue 31, item 8): a backtracking engine spent up to 30 ms on one crafted
+# 1,000-character message ("_-1_-1…"), so 2,000 such failures held a server's CPU for a minute;
+# RE2 matches in one pass, linear in the message whatever it holds. RE2's \w, \d and \b are
+# ASCII: a letter outside ASCII separates words here (the same message is masked the same way
+# every time, which is what a signature needs).
 _D = frozenset("0123456789")
-_MASKS: tuple[tuple[re.Pattern[str], str, frozenset[str]], ...] = tuple(
+_DTYPE = re2.compile(r"(?:u?int|float|bfloat|complex|fp|bf)\d+")
+_WORD_HEAD = re2.compile(r"\w+")
+_ID_WORD = r"\b[A-Za-z][\w-]*\d[\w-]*\b"
+
+
+def _compile(pattern: str, *, fold: bool = False) -> Any:
+    options = re2.Options()
+    options.case_sensitive = not fold
+    options.log_errors = False
+    return re2.compile(pattern, options)
+
+
+def _id_or_dtype(match: Any) -> str:
+    """``<id>`` for a word that mixes letters and digits (user_123, run-0f3a, shard17), except
+    a dtype such as float64 or int8, which names a kind of value, not one value: it stays, and
+    what follows it after a separator (``int8-shard3``) is masked on its own."""
+    word = match.group(0)
+    head = _WORD_HEAD.match(word)
+    if head is not None and _DTYPE.fullmatch(head.group(0)):
+        end = head.end()
+        return word[:end] + _ID.sub(_id_or_dtype, word[end:])
+    return "<id>"
+
+
+_ID = _compile(_ID_WORD)
+_MASKS: tuple[tuple[Any, Any, frozenset[str]], ...] = tuple(
     (pattern, mask, frozenset(needs))
     for pattern, mask, needs in (
-        (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I), "<uuid>", "-"),
-        (re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s'\"<>()]+", re.I), "<url>", ":"),
-        (re.compile(r"\b0x[0-9a-f]+\b", re.I), "<hex>", "xX"),
+        (_compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", fold=True), "<uuid>", "-"),
+        (_compile(r"\b[a-z][a-z0-9+.-]*://[^\s'\"<>()]+", fold=True), "<url>", ":"),
+        (_compile(r"\b0x[0-9a-f]+\b", fold=True), "<hex>", "xX"),
         # quoted values (a path, a key, an id in quotes): whatever they hold
-        (re.compile(r"'(?:[^'\\\n]|\\.)*'"), "<value>", "'"),
-        (re.compile(r'"(?:[^"\\\n]|\\.)*"'), "<value>", '"'),
+        (_compile(r"'(?:[^'\\\n]|\\.)*'"), "<value>", "'"),
+        (_compile(r'"(?:[^"\\\n]|\\.)*"'), "<value>", '"'),
         (
             # absolute (two parts or more), ./ ../ ~/, or relative with a file's extension (data/day-1.csv)
-            re.compile(
+            _compile(
                 r"(?:\b[A-Za-z]:)?(?:[\\/][\w.@+~-]+){2,}[\\/]?|(?:\.{1,2}|~)(?:[\\/][\w.@+~-]+)+"
                 r"|\b[\w@+~-]+(?:[\\/][\w.@+~-]+)*[\\/][\w@+~-]+\.[A-Za-z]\w{0,7}\b"
             ),
             "<path>",
             "/\\",
         ),
-        (re.compile(r"\b(?:\d{1,3}\.){3}\d{1,3}(?::\d+)?\b"), "<addr>", "."),
-        (re.compile(r"\b[\w-]+(?:\.[\w-]+)*:\d{2,5}\b"), "<addr>", ":"),
-        # ids: long hex strings, ULIDs, and words that mix letters and digits (user_123, run-0f3a, shard17)
-        (re.compile(r"\b[0-9a-f]{12,}\b", re.I), "<id>", ""),
-        (re.compile(r"\b[0-9A-HJKMNP-TV-Z]{26}\b"), "<id>", _D),
-        # (a dtype such as float64 or int8 names a kind of value, not one value: it stays)
-        (re.compile(r"\b(?!(?:u?int|float|bfloat|complex|fp|bf)\d+\b)[A-Za-z][\w-]*\d[\w-]*\b"), "<id>", _D),
+        (_compile(r"\b(?:\d{1,3}\.){3}\d{1,3}(?::\d+)?\b"), "<addr>", "."),
+        (_compile(r"\b[\w-]+(?:\.[\w-]+)*:\d{2,5}\b"), "<addr>", ":"),
+        # ids: long hex strings, ULIDs, and words that mix letters and digits (but dtypes: _id_or_dtype)
+        (_compile(r"\b[0-9a-f]{12,}\b", fold=True), "<id>", ""),
+        (_compile(r"\b[0-9A-HJKMNP-TV-Z]{26}\b"), "<id>", _D),
+        (_ID, _id_or_dtype, _D),
         # a number keeps its unit (12ms, 2GiB): the unit is part of what went wrong
-        (re.compile(r"[-+]?\b\d+(?:[.,]\d+)*(?:e[-+]?\d+)?(?P<unit>[A-Za-z%]*)\b"), r"<n>\g<unit>", _D),
-        (re.compile(r"\b\d[\w-]*[A-Za-z][\w-]*\b"), "<id>", _D),
+        (_compile(r"[-+]?\b\d+(?:[.,]\d+)*(?:e[-+]?\d+)?(?P<unit>[A-Za-z%]*)\b"), r"<n>\g<unit>", _D),
+        (_compile(r"\b\d[\w-]*[A-Za-z][\w-]*\b"), "<id>", _D),
     )
 )
-_SPACE = re.compile(r"\s+")
+_SPACE = _compile(r"\s+")
 #: the raw text read: masks only shorten it, and the result is cut at MAX_MESSAGE
 _READ = 1000
+
+
+def _encodable(text: str) -> str:
+    """The text RE2 can take (UTF-8): a lone surrogate becomes U+FFFD."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in text)
+    return text
 
 
 @functools.lru_cache(maxsize=4096)
@@ -79,7 +120,7 @@ def normalize_message(text: str | None) -> str:
     ``No such file or directory: <value>``. Remembered: many failures repeat one message."""
     if not text or not text.strip():
         return ""
-    out = text.strip().splitlines()[0][:_READ]
+    out = _encodable(text.strip().splitlines()[0][:_READ])
     present = set(out)  # a mask only takes characters away (what it writes, <n>, needs none of these)
     for pattern, mask, needs in _MASKS:
         if not needs or not needs.isdisjoint(present):

@@ -7,7 +7,8 @@ import { VirtualList } from "../../components/VirtualList";
 import { ErrorBox, FINISHED, Highlight, saveText, Spinner, Toggle } from "../../components/ui";
 import { fmtTime, parseJump, shortId } from "../../format";
 import { setQuery } from "../../router";
-import type { LogEvent, LogPage, Run } from "../../types";
+import { useAsync } from "../../hooks";
+import type { LogEvent, LogPage, RankInfo, Run } from "../../types";
 
 const PAGE = 1000;
 const ROW_H = 22;
@@ -37,6 +38,10 @@ export function Logs({ run, query }: { run: Run; query: URLSearchParams }) {
   const streams = (query.get("stream") ?? "").split(",").filter((s) => STREAMS.includes(s));
   const component = query.get("component") ?? "";
   const attempt = query.get("attempt") ?? "";
+  const rank = query.get("rank") ?? "";
+  const ranks = useAsync((signal) => get<{ ranks: RankInfo[] }>(`runs/${run.id}/ranks`, undefined, signal), [run.id]);
+  const rankList = ranks.data?.ranks ?? [];
+  const distributed = rankList.length > 0 || rank !== "";
   const q = query.get("q") ?? "";
   const regexMode = query.get("regex") === "1";
   const since = query.get("since") ?? "";
@@ -56,6 +61,7 @@ export function Logs({ run, query }: { run: Run; query: URLSearchParams }) {
     stream: streams.length ? streams.join(",") : undefined,
     component: component || undefined,
     attempt: attempt || undefined,
+    rank: rank || undefined,
     grep: re ? re.source : undefined,
   };
   const key = JSON.stringify([run.id, filters, since]);
@@ -216,6 +222,7 @@ export function Logs({ run, query }: { run: Run; query: URLSearchParams }) {
           <span class="log-stream muted">{e.stream}</span>
           {e.component ? <span class="log-comp muted" title={e.component}>{e.component}</span> : <span class="log-comp" />}
           {run.attempt > 1 ? <span class="log-attempt muted" title={`attempt ${e.attempt}`}>#{e.attempt}</span> : null}
+          {distributed ? <span class="log-rank muted" data-rank={e.rank ?? ""} title={e.rank !== null ? `rank ${e.rank}` : "the launcher or the run as a whole"}>{e.rank !== null ? `r${e.rank}` : ""}</span> : null}
           {multi || hasFields ? (
             <button type="button" class="log-expand" aria-expanded={open} aria-label={open ? "collapse" : "expand"}
               onClick={(ev) => { ev.stopPropagation(); toggle(e._k); }}>{open ? "▾" : "▸"}</button>
@@ -253,7 +260,7 @@ export function Logs({ run, query }: { run: Run; query: URLSearchParams }) {
     try {
       do {
         const page: LogPage = await get<LogPage>(`runs/${run.id}/logs`, { ...filters, since: since || undefined, limit: 10000, cursor: next ?? undefined });
-        for (const e of page.events) lines.push(`${e.time} ${e.stream} ${e.level.toUpperCase()}${e.component ? ` ${e.component}` : ""}${e.attempt > 1 ? ` #${e.attempt}` : ""}: ${e.message}`);
+        for (const e of page.events) lines.push(`${e.time} ${e.stream} ${e.level.toUpperCase()}${e.rank !== null ? ` [rank ${e.rank}]` : ""}${e.component ? ` ${e.component}` : ""}${e.attempt > 1 ? ` #${e.attempt}` : ""}: ${e.message}`);
         next = page.next_cursor;
         setDownload(String(lines.length));
       } while (next);
@@ -291,6 +298,16 @@ export function Logs({ run, query }: { run: Run; query: URLSearchParams }) {
             {Array.from({ length: Math.max(run.attempt, Number(attempt) || 0) }, (_, i) => i + 1).map((a) => <option key={a} value={String(a)}>{a}</option>)}
           </select>
         </label>
+        {distributed ? (
+          <label class="inline-label">Rank
+            <select name="rank" value={rank} onChange={(e) => setQuery({ rank: (e.target as HTMLSelectElement).value || null })}>
+              <option value="">all</option>
+              {[...new Set([...rankList.map((r) => r.rank), ...(rank ? [Number(rank)] : [])])].sort((a, b) => a - b).map((r) => (
+                <option key={r} value={String(r)}>{r}</option>
+              ))}
+            </select>
+          </label>
+        ) : null}
         <SearchBox value={q} regex={regexMode} />
         <form class="jump" onSubmit={doJump}>
           <input name="jump" placeholder="Jump to 13:05:10 or +5m" value={jump} onInput={(e) => setJump((e.target as HTMLInputElement).value)} />
@@ -306,6 +323,12 @@ export function Logs({ run, query }: { run: Run; query: URLSearchParams }) {
           }}>Follow</Toggle>
         ) : null}
       </div>
+      {rank ? (
+        <p class="muted small" id="rank-logs-note">
+          Rank {rank}'s events: what its SDK recorded, and the lines its launcher marked with its rank (torch marks a rank's
+          traceback <code>[rank{rank}]:</code>; <code>torchrun --tee 3</code> marks every line).
+        </p>
+      ) : null}
       {reError ? <p class="form-error" role="alert">Not a regular expression: {reError}</p> : null}
       {jumpError ? <p class="form-error" role="alert">{jumpError}</p> : null}
       {error ? <ErrorBox error={error} what="logs" /> : null}
@@ -316,7 +339,7 @@ export function Logs({ run, query }: { run: Run; query: URLSearchParams }) {
         {liveState === "on" ? <span class="live"> · ● live</span> : null}
       </div>
       {!loading && !events.length && !error ? (
-        <div class="empty">{q || level || streams.length || component || attempt ? "No event matches these filters." : running ? "No log events yet: waiting for the run to write some." : "This run has no log events."}</div>
+        <div class="empty">{q || level || streams.length || component || attempt || rank ? "No event matches these filters." : running ? "No log events yet: waiting for the run to write some." : "This run has no log events."}</div>
       ) : (
         <VirtualList class="log-list" label="log events" count={events.length} rowHeight={ROW_H} offsets={offsets}
           renderRow={renderRow} onRange={onRange} follow={follow} onFollowChange={running ? setFollow : undefined}

@@ -4,21 +4,31 @@ import { useState } from "preact/hooks";
 import { ApiError, get, send } from "../../api";
 import { RunAlerts } from "../../components/Alerts";
 import { Card, Empty, ErrorBox, FINISHED, KV, Loading } from "../../components/ui";
-import { fmtBytes, fmtDuration, fmtTime, fmtValue, shellJoin, shortId, signalName } from "../../format";
-import { useAsync, useStored } from "../../hooks";
+import { fmtBytes, fmtDuration, fmtMs, fmtNum, fmtRate, fmtTime, fmtValue, shellJoin, shortId, signalName } from "../../format";
+import { type Async, useAsync, useInterval, useStored } from "../../hooks";
 import { Link, paths } from "../../router";
-import type { Context, Diagnosis, Lineage, Note, Rightsizing, Run, RunbookEntry, Stage } from "../../types";
+import type { Context, Culprit, Diagnosis, Finding, Lineage, Note, Rightsizing, Run, RunbookEntry, Stage, Victim, VersionStats } from "../../types";
 import { framesForDisplay } from "../../frames";
 import { attemptAt, attemptsOf, clock, exitNote, sec } from "./attempts";
+import { RanksCard, useRanks } from "./Ranks";
+
+const LIVE_DIAGNOSIS_MS = 10_000;
 
 export function Overview({ run }: { run: Run }) {
+  const ranks = useRanks(run);
+  const list = ranks.data?.ranks ?? [];
+  const diag = useAsync((signal) => get<Diagnosis>(`runs/${run.id}/diagnosis`, undefined, signal), [run.id, run.status]);
+  useInterval(() => diag.reload(), FINISHED.has(run.status) ? null : LIVE_DIAGNOSIS_MS); // a hang is a finding while it happens
+  const culprit = culpritRank(run, diag.data);
   return (
     <div class="overview">
       <div class="grid-2">
         <Summary run={run} />
         {run.failure ? <FailureCard run={run} /> : <Outcome run={run} />}
       </div>
-      <DiagnosisCard run={run} />
+      <DiagnosisCard run={run} diag={diag} />
+      {ranks.error ? <ErrorBox error={ranks.error} what="the ranks" /> : null}
+      {list.length ? <RanksCard run={run} ranks={list} culprit={culprit} /> : null}
       <RunAlerts runId={run.id} />
       <div class="grid-2">
         <Params run={run} />
@@ -116,6 +126,7 @@ function FailureCard({ run }: { run: Run }) {
         {f.category ? <span class="chip chip-danger">{f.category.replace(/_/g, " ")}</span> : null}
       </div>
       {f.message ? <pre class="failure-message" id="failure-message">{f.message}</pre> : null}
+      <CulpritNote run={run} />
       {frames.length ? (
         <div class="frames">
           <div class="muted small">Where it failed: your code first, then the innermost frames</div>
@@ -149,9 +160,41 @@ function FailureCard({ run }: { run: Run }) {
   );
 }
 
-function DiagnosisCard({ run }: { run: Run }) {
+/** A distributed run whose culprit is known: the error above is often a victim's (the rank that
+ *  timed out waiting), so the failure card says which rank caused it. */
+function CulpritNote({ run }: { run: Run }) {
+  const f = run.failure!;
+  const c = f.culprit as { rank?: number; summary?: string } | undefined;
+  const shown = typeof f.rank === "number" ? f.rank : null;
+  if ((!c || typeof c.rank !== "number") && shown !== null) {
+    // ranks without a runner: the run's failure is the first rank's to fail, often one that only waited
+    return (
+      <div class="failure-culprit" id="failure-culprit">
+        The error above is rank {shown}'s, the first rank to fail; the{" "}
+        <button type="button" class="link-button" onClick={() => document.getElementById("diagnosis")?.scrollIntoView({ block: "start" })}>diagnosis ↓</button>{" "}
+        says which rank caused it.
+      </div>
+    );
+  }
+  if (!c || typeof c.rank !== "number") return null;
+  return (
+    <div class="failure-culprit" id="failure-culprit" data-rank={c.rank}>
+      <span class="chip chip-danger">culprit</span> <span class="strong">rank {c.rank}</span>{c.summary ? `: ${c.summary}` : ""}
+      {shown !== null && shown !== c.rank ? <div class="muted small">The error above is rank {shown}'s: it only waited for rank {c.rank}.</div> : null}
+    </div>
+  );
+}
+
+/** The culprit rank: the runner's verdict on the run's failure, else the diagnosis's lead finding. */
+function culpritRank(run: Run, d: Diagnosis | undefined): number | null {
+  const fromRun = run.failure?.culprit as { rank?: number } | undefined;
+  if (fromRun && typeof fromRun.rank === "number") return fromRun.rank;
+  const lead = d?.findings.find((f) => f.confidence >= 0.5 && f.culprit);
+  return lead ? (lead.culprit as Culprit).rank : null;
+}
+
+function DiagnosisCard({ run, diag }: { run: Run; diag: Async<Diagnosis> }) {
   const finished = FINISHED.has(run.status);
-  const diag = useAsync((signal) => get<Diagnosis>(`runs/${run.id}/diagnosis`, undefined, signal), [run.id, run.status]);
   if (diag.error instanceof ApiError && diag.error.noRoute) return null; // this server has no diagnosis
   if (!finished && !diag.data) return null;
   const findings = (diag.data?.findings ?? []).filter((f) => f.confidence >= 0.3);
@@ -165,6 +208,7 @@ function DiagnosisCard({ run }: { run: Run }) {
     ) : null}>
       {diag.error ? <ErrorBox error={diag.error} what="the diagnosis" /> : null}
       {diag.loading && !diag.data ? <Loading what="the diagnosis" /> : null}
+      {diag.data?.serving ? <ServingSection s={diag.data.serving as ServingDiagnosis} project={run.project} /> : null}
       {diag.data && !findings.length ? <p class="muted">No likely problem found.</p> : null}
       <ol class="findings">
         {findings.map((f, i) => (
@@ -177,6 +221,7 @@ function DiagnosisCard({ run }: { run: Run }) {
               </span>
             </div>
             <p class="finding-summary">{f.summary}</p>
+            {f.culprit ? <CulpritBlock run={run} finding={f} /> : null}
             {f.evidence?.length ? (
               <ul class="evidence">
                 {f.evidence.slice(0, 6).map((e, j) => (
@@ -199,6 +244,39 @@ function DiagnosisCard({ run }: { run: Run }) {
   );
 }
 
+/** A distributed run's finding: the culprit first (its rank, host, where it was, the collective
+ *  it never entered), the ranks that only waited for it folded under it with their errors. */
+function CulpritBlock({ run, finding }: { run: Run; finding: Finding }) {
+  const c = finding.culprit as Culprit;
+  const victims = (finding.victims as Victim[] | undefined) ?? [];
+  return (
+    <div class="culprit" data-rank={c.rank}>
+      <div class="culprit-head">
+        <span class="chip chip-danger">culprit</span> <span class="strong">rank {c.rank}</span>
+        {c.host ? <span class="muted"> on {c.host}</span> : null}
+        {c.where ? <> · in <span class="mono strong">{c.where.function}</span> at <span class="mono culprit-where">{c.where.file}:{c.where.line ?? "?"}</span></> : null}
+        {c.collective ? <> · never in <span class="mono">{c.collective.op} #{c.collective.seq}</span></> : null}
+        {c.stuck_s !== undefined ? <span class="muted"> · stuck {fmtDuration(c.stuck_s)}</span> : null}
+        {" "}<Link class="small" to={paths.run(run.project, run.id, "logs", { rank: String(c.rank) })}>its logs</Link>
+      </div>
+      {victims.length ? (
+        <details class="victims">
+          <summary>{victims.length === 1 ? `rank ${victims[0].rank} only waited for it` : `${victims.length} ranks only waited for it`} (victims)</summary>
+          <ul>
+            {victims.map((v) => (
+              <li key={v.rank} class="victim" data-rank={v.rank}>
+                <span class="strong">rank {v.rank}</span>
+                {v.waited_s !== null ? <span class="muted"> waited {fmtDuration(v.waited_s)}</span> : null}
+                {v.error ? <>: <span class="mono small">{v.error}</span></> : null}
+              </li>
+            ))}
+          </ul>
+        </details>
+      ) : null}
+    </div>
+  );
+}
+
 /** A next step that names a section of this report ("See the rightsizing section …") links to it. */
 function pointsTo(step: string, d: Diagnosis): preact.ComponentChildren {
   const target = /rightsiz/i.test(step) && d.rightsizing ? "rightsizing" : /runbook/i.test(step) && d.runbook?.length ? "runbook" : null;
@@ -206,6 +284,39 @@ function pointsTo(step: string, d: Diagnosis): preact.ComponentChildren {
   return (
     <> <button type="button" class="link-button small" onClick={() => document.getElementById(target)?.scrollIntoView({ block: "start" })}>
       {target} ↓</button></>
+  );
+}
+
+interface ServingDiagnosis {
+  endpoint: string;
+  env: string;
+  model: string | null;
+  version: string;
+  traffic: VersionStats[];
+  diagnosis?: { headline?: string; error?: string };
+  commands: Record<string, string>;
+}
+
+/** A serving replica is diagnosed as serving: its own traffic, and its deployment's story. */
+function ServingSection({ s, project }: { s: ServingDiagnosis; project: string }) {
+  return (
+    <section class="serving-diagnosis" id="serving-diagnosis">
+      <p>
+        Serving replica of <Link to={paths.deployment(s.endpoint, s.env, project)} class="strong">{s.endpoint} ({s.env})</Link>
+        {s.model ? ` · ${s.model}` : ""} v{s.version}
+      </p>
+      <ul class="serving-traffic">
+        {s.traffic.map((t) => (
+          <li key={t.version} data-version={t.version}>
+            v{t.version}: {fmtNum(t.requests)} requests · 5xx {fmtRate(t.error_rate)} · 4xx {fmtRate(t.client_error_rate)}
+            {t.p50_ms !== null ? ` · p50 ${fmtMs(t.p50_ms)} · p99 ${fmtMs(t.p99_ms)}` : ""}
+            {Object.keys(t.error_types).length ? ` · ${Object.entries(t.error_types).map(([k, n]) => `${k} ${n}`).join(", ")}` : ""}
+          </li>
+        ))}
+      </ul>
+      {s.diagnosis?.headline ? <p class="serving-headline">Deployment: {s.diagnosis.headline}</p> : null}
+      {s.diagnosis?.error ? <p class="muted small">{s.diagnosis.error}</p> : null}
+    </section>
   );
 }
 

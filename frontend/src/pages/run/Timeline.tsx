@@ -8,6 +8,7 @@ import { useAsync, useWidth } from "../../hooks";
 import { stageColors } from "../../theme";
 import type { Artifact, Run, Stage } from "../../types";
 import { GoodputCard } from "./Goodput";
+import { RankLanes, useRanks } from "./Ranks";
 import { type Attempt, attemptAt, attemptsOf, clock, exitNote, isAttemptStage, sec, spanAttempt, spanTimes } from "./attempts";
 
 const PER_BATCH = 50;
@@ -171,9 +172,11 @@ export function Timeline({ run }: { run: Run }) {
   const stages = useAsync((signal) => get<{ stages: Stage[] }>(`runs/${run.id}/stages`, undefined, signal), [run.id, run.status]);
   const arts = useAsync((signal) => get<{ artifacts: Artifact[] }>(`runs/${run.id}/artifacts`, undefined, signal), [run.id, run.status]);
   const [ref, width] = useWidth<HTMLDivElement>();
+  const ranks = useRanks(run);
   return (
     <div class="timeline-tab" ref={ref}>
       {FINISHED.has(run.status) ? <GoodputCard run={run} /> : null}
+      {ranks.data?.ranks.length ? <RankLanes run={run} ranks={ranks.data.ranks} /> : null}
       {stages.error ? <ErrorBox error={stages.error} what="stages" /> : !stages.data || (!arts.data && !arts.error) ? <Loading what="the timeline" /> : (
         <TimelineBody run={run} stages={stages.data.stages} artifacts={arts.data?.artifacts ?? []} width={width} />
       )}

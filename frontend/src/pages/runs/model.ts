@@ -10,6 +10,8 @@ export interface Query {
   project: string;
   filter: string;
   orderBy: string;
+  /** training: serving replicas left out (the table's default); all: every run */
+  kind?: "training" | "all";
 }
 
 export class RunPages {
@@ -22,7 +24,7 @@ export class RunPages {
   private ctrl = new AbortController();
 
   constructor(public query: Query, knownTotal: number | null, private changed: () => void) {
-    this.exact = query.filter.trim() ? null : knownTotal;
+    this.exact = query.filter.trim() ? null : knownTotal; // the count of the kind of runs asked for
   }
 
   get count(): number {
@@ -57,6 +59,7 @@ export class RunPages {
     const q = this.query;
     get<RunPage>("runs", {
       project: q.project, filter: q.filter.trim() || undefined, order_by: q.orderBy || undefined, limit: PAGE, offset: p * PAGE,
+      kind: q.kind,
     }, this.ctrl.signal).then((page) => {
       this.pending.delete(p);
       this.pages.set(p, page.runs);

@@ -159,7 +159,8 @@ async def run_resources(ctx: Ctx) -> Response:
 
 
 async def run_stages(ctx: Ctx) -> Response:
-    stages = await ctx.call(ctx.store.stages, await ctx.run_id())
+    rank = ctx.query.integer("rank", min=0, max=2**31 - 1)
+    stages = await ctx.call(ctx.store.stages, await ctx.run_id(), rank)
     return json_response({"stages": [s.to_dict() for s in stages]})
 
 
@@ -331,7 +332,10 @@ OPERATIONS = [
         "reader",
         "Stage timings with their kept spans",
         "events",
-        params=(RUN,),
+        params=(
+            RUN,
+            Param("rank", "query", {"type": "integer", "minimum": 0}, "Only the stages this rank's processes timed."),
+        ),
         responses={
             "200": ok(
                 "Stages", {"type": "object", "properties": {"stages": {"type": "array", "items": {"type": "object"}}}}

@@ -11,7 +11,7 @@ from starlette.responses import Response
 
 from flightlog.config import home_from_env
 from flightlog.errors import InvalidInput
-from flightlog.models import STATUSES, RunInfo
+from flightlog.models import STATUSES, RunInfo, kind_filter
 from flightlog.plugins import features
 from flightlog.redaction import redact_user_strings
 from flightlog.schema import record
@@ -37,7 +37,7 @@ async def list_projects(ctx: Ctx) -> Response:
 async def search_runs(ctx: Ctx) -> Response:
     q = ctx.query
     project = forbid_other_project(ctx.principal, q.text("project", max_len=200))
-    filter_ = q.text("filter", max_len=10_000)
+    filter_ = kind_filter(q.text("filter", max_len=10_000), q.text("kind", max_len=20))
     order_by = q.text("order_by", max_len=1000)
     limit = q.count("limit", default=50, max=MAX_PAGE)
     offset = q.count("offset", default=0, max=10**9)
@@ -275,6 +275,12 @@ OPERATIONS = [
             ),
             Param(
                 "order_by", "query", {"type": "string", "maxLength": 1000}, "e.g. `-metrics.acc`; default `-created`."
+            ),
+            Param(
+                "kind",
+                "query",
+                {"type": "string", "enum": ["all", "training", "serving"], "default": "all"},
+                "Only runs of this kind: `training` leaves serving replicas out (the UI's runs table does).",
             ),
             Param(
                 "limit",

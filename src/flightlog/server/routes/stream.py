@@ -7,9 +7,11 @@ event twice, none lost. The stream reads the store every ``stream_poll`` seconds
 an ``end`` event once the run has finished, and asks clients to reconnect when the server
 is shutting down or the connection is older than ``stream_max_age``.
 
-The credential that opened a stream is checked again every ``stream_recheck`` seconds: once
-its token is revoked or its session signed out (or expired), the stream sends ``unauthorized``
-and closes, and the client's reconnect gets the 401 that any other request would.
+The credential that opened a stream is checked again before every batch the stream sends (and
+every ``stream_recheck`` seconds while it only keeps alive): once its token is revoked or its
+session signed out (or expired), nothing more is sent but ``unauthorized``, the stream closes,
+and the client's reconnect gets the 401 that any other request would (issue 31, item 11: a
+revoked token's stream once delivered what was written for up to ``stream_recheck`` seconds).
 """
 
 from __future__ import annotations
@@ -80,12 +82,7 @@ async def _events(
         yield b"retry: 2000\n\n"
         quiet_since = opened = checked = time.monotonic()
         while True:
-            if config.auth and time.monotonic() - checked >= config.stream_recheck:
-                ended = await _credential_ended(ctx)
-                if ended is not None:
-                    yield frame("unauthorized", {"error": ended}, f"{log_at}.{metric_at}")
-                    return
-                checked = time.monotonic()
+            sent = f"{log_at}.{metric_at}"  # where the client is: what this round reads is not sent yet
             run = await ctx.call(store.get_run, info.id)  # first: once it has ended, its events are in
             out: list[bytes] = []
             if "logs" in kinds:
@@ -112,6 +109,14 @@ async def _events(
                 out.append(frame("end", {"status": run.status}, f"{log_at}.{metric_at}"))
             elif reconnect:
                 out.append(frame("reconnect", {"reason": reconnect}, f"{log_at}.{metric_at}"))
+            # the credential, checked after the reads and before anything is sent: what was written
+            # after a revocation is never delivered (a quiet stream checks every stream_recheck s)
+            if config.auth and (out or time.monotonic() - checked >= config.stream_recheck):
+                ended = await _credential_ended(ctx)
+                if ended is not None:
+                    yield frame("unauthorized", {"error": ended}, sent)  # a new credential resumes from here
+                    return
+                checked = time.monotonic()
             for chunk in out:
                 yield chunk
             if run.is_finished or reconnect:

@@ -209,6 +209,16 @@ def apply_writer_end(conn: Any, rec: dict[str, Any], d: Dialect) -> None:
             rec["w"],
         ),
     )
+    first = failure.get("first_error") if isinstance(failure, dict) else None
+    if isinstance(first, dict) and isinstance(first.get("message"), str) and first["message"].strip():
+        # a writer that spoke for a rank after the fact (flightlog run's, runner/ranks.py) names the
+        # rank's first error on its end: kept where the log events did not already give one
+        at = first.get("time") if isinstance(first.get("time"), (int, float)) else rec["t"]
+        conn.execute(
+            "UPDATE run_writers SET first_error=?, first_error_time=? WHERE run_id=? AND writer=? "
+            "AND first_error IS NULL",
+            (error_line(first["message"]), at, rec["r"], rec["w"]),
+        )
     _settle_if_peer(conn, rec["r"], rec["w"])
 
 

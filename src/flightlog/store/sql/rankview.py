@@ -5,7 +5,8 @@ A rank's state is its own end when it recorded one (``succeeded``, ``failed``, `
 more: its run has ended (or moved on to a newer attempt), its process is gone on this host
 (``journal/liveness.py``), or the store has heard nothing from it for :data:`LOST_AFTER_S`
 (a live writer sends something at least every few seconds, ``sdk/writer.py``). Otherwise
-``running``. Hang detection may call a running rank ``hung`` (issue 28); this module does not.
+``running`` — or ``hung`` while the rank's hang watch says it stalled and it has not resumed
+since (its latest ``stall`` evidence, the same process: docs/distributed.md).
 
 By default a listing holds the run's current attempt, and for each rank its newest restart;
 ``all_attempts`` gives every row (older attempts and restarts, for a timeline).
@@ -18,10 +19,11 @@ import socket
 import time
 from typing import Any
 
+from flightlog.ids import is_observed_writer
 from flightlog.journal.liveness import process_alive
 from flightlog.models import RankInfo
 
-__all__ = ["RANK_COLUMNS", "LOST_AFTER_S", "rank_infos", "rank_writers"]
+__all__ = ["RANK_COLUMNS", "LOST_AFTER_S", "hung_ranks", "rank_infos", "rank_writers"]
 
 #: Seconds without any record from a rank, after which a rank without an end reads ``lost``.
 LOST_AFTER_S = 30.0
@@ -42,10 +44,12 @@ def rank_infos(
     finished: bool,
     all_attempts: bool = False,
     now: float | None = None,
+    hung: frozenset[tuple[int, int | None]] = frozenset(),
 ) -> list[RankInfo]:
     """``rows`` (of :data:`RANK_COLUMNS`, ranks only) as RankInfo, current attempt first chosen."""
     now = time.time() if now is None else now
     host = socket.gethostname()
+    rows = _one_row_per_process(rows)
     if not all_attempts and rows:
         attempt = max(r[10] for r in rows)
         rows = [r for r in rows if r[10] == attempt]
@@ -54,7 +58,40 @@ def rank_infos(
             newest[r[1]] = max(newest.get(r[1], r[11]), r[11])
         rows = [r for r in rows if r[11] == newest[r[1]]]
     out = [_info(r, run_attempt=run_attempt, finished=finished, host=host, now=now) for r in rows]
+    for info in out:
+        if info.state == "running" and (info.rank, info.pid) in hung:
+            info.state = "hung"
     out.sort(key=lambda i: (i.attempt, i.rank, i.restart, i.started))
+    return out
+
+
+_END = slice(19, 25)  # ended, status, end_reason, exit_code, signal, failure
+_FIRST_ERROR = slice(25, 27)  # first_error, first_error_time
+
+
+def _one_row_per_process(rows: list[Any]) -> list[Any]:
+    """A rank recorded both by its own SDK and by ``flightlog run`` on its behalf (an observed
+    writer, runner/ranks.py) is one rank: its own row, with the end and first error the runner
+    knew where its own has none (the launcher's exit code; a rank killed before its SDK could say)."""
+    if not any(is_observed_writer(r[0]) for r in rows):
+        return rows
+    own: dict[tuple[Any, ...], list[Any]] = {}
+    for r in rows:
+        if not is_observed_writer(r[0]):
+            own[(r[10], r[1], r[11], r[6], r[7])] = list(r)
+    out: list[Any] = []
+    for r in rows:
+        if not is_observed_writer(r[0]):
+            continue
+        mine = own.get((r[10], r[1], r[11], r[6], r[7]))
+        if mine is None:
+            out.append(r)
+            continue
+        if r[20] is not None and (mine[20] is None or mine[20] == "lost"):
+            mine[_END] = r[_END]
+        if mine[25] is None and r[25] is not None:
+            mine[_FIRST_ERROR] = r[_FIRST_ERROR]
+    out.extend(tuple(r) for r in own.values())
     return out
 
 
@@ -104,6 +141,15 @@ def _vanished(r: Any, *, run_attempt: int, finished: bool, host: str, now: float
     if rhost == host and pid and not process_alive(pid, started, rhost, process_start=pstart, boot=boot):
         return True
     return received is not None and now - received > LOST_AFTER_S
+
+
+def hung_ranks(stalls: Any) -> frozenset[tuple[int, int | None]]:
+    """(rank, pid) of the processes whose latest ``stall`` evidence (in time order) says stalled."""
+    latest: dict[tuple[int, int | None], str] = {}
+    for data in stalls:
+        if isinstance(data, dict) and isinstance(data.get("rank"), int):
+            latest[(data["rank"], data.get("pid"))] = str(data.get("state"))
+    return frozenset(key for key, state in latest.items() if state == "stalled")
 
 
 def rank_writers(conn: Any, run_id: str) -> dict[str, int]:

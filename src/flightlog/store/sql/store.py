@@ -26,6 +26,8 @@ from typing import Any, Protocol
 
 from flightlog.errors import AmbiguousId, InvalidInput, NotFound
 from flightlog.models import (
+    KIND_TAG,
+    SERVING_KIND,
     TERMINAL_STATUSES,
     Artifact,
     LogEvent,
@@ -46,7 +48,7 @@ from flightlog.store.budget import Deadline, query_timeout_from_env
 from flightlog.store.changes import FEED_TABLES, Changes, Cursor
 from flightlog.store.sql.dialect import Dialect
 from flightlog.store.sql.ingest import apply_records
-from flightlog.store.sql.rankview import RANK_COLUMNS, rank_infos, rank_writers
+from flightlog.store.sql.rankview import RANK_COLUMNS, hung_ranks, rank_infos, rank_writers
 
 __all__ = ["SqlDatabase", "SqlStore"]
 
@@ -272,8 +274,24 @@ class SqlStore:
                 f"SUM(CASE WHEN status IN {sql_list(FAILED_STATUSES)} THEN 1 ELSE 0 END) "
                 f"FROM runs GROUP BY project ORDER BY project{self.dialect.collate}"
             ).fetchall()
+            # the serving replicas among them (models.KIND_TAG): the runs table counts them apart
+            serving = dict(
+                conn.execute(
+                    "SELECT r.project, COUNT(*) FROM tags t JOIN runs r ON r.id = t.run_id "
+                    "WHERE t.key = ? AND t.value = ? GROUP BY r.project",
+                    (KIND_TAG, SERVING_KIND),
+                ).fetchall()
+            )
         return [
-            {"name": r[0], "runs": r[1], "last_created": r[2], "running": int(r[3]), "failed": int(r[4])} for r in rows
+            {
+                "name": r[0],
+                "runs": r[1],
+                "serving_runs": int(serving.get(r[0], 0)),
+                "last_created": r[2],
+                "running": int(r[3]),
+                "failed": int(r[4]),
+            }
+            for r in rows
         ]
 
     def run_sizes(self) -> list[tuple[str, float, int]]:
@@ -456,16 +474,24 @@ class SqlStore:
             events = events[-limit:] if backwards else events[:limit]
         return events
 
-    def stages(self, run_id: str) -> list[StageSummary]:
+    def stages(self, run_id: str, rank: int | None = None) -> list[StageSummary]:
+        """The run's stages, merged over its writers; with ``rank``, that rank's writers' only."""
         with self.db.read() as conn:
+            mine, args = "", [run_id]
+            if rank is not None:
+                writers = [w for w, r in rank_writers(conn, run_id).items() if r == rank]
+                if not writers:
+                    return []
+                where, more = self.dialect.any_of("writer", writers)
+                mine, args = f" AND {where}", [run_id, *more]
             stats = conn.execute(
                 "SELECT name, count, total, min, max, first_start, last_end, hist FROM stage_stats "
-                f"WHERE run_id=? ORDER BY writer{self.dialect.collate}",
-                (run_id,),
+                f"WHERE run_id=?{mine} ORDER BY writer{self.dialect.collate}",
+                args,
             ).fetchall()
             spans = conn.execute(
-                'SELECT name, start, "end", attempt, sampled, attrs FROM spans WHERE run_id=? ORDER BY start, id',
-                (run_id,),
+                f'SELECT name, start, "end", attempt, sampled, attrs FROM spans WHERE run_id=?{mine} ORDER BY start, id',
+                args,
             ).fetchall()
         return merge_stages(stats, spans)
 
@@ -499,12 +525,21 @@ class SqlStore:
                 "ORDER BY attempt, rank, restart, started",
                 (run_id,),
             ).fetchall()
+            finished = run[0] in TERMINAL_STATUSES
+            stalls = (
+                conn.execute(
+                    "SELECT data FROM evidence WHERE run_id=? AND kind='stall' ORDER BY time, id", (run_id,)
+                ).fetchall()
+                if rows and not finished
+                else []
+            )
         return rank_infos(
             rows,
             run_status=run[0],
             run_attempt=run[1] or 1,
-            finished=run[0] in TERMINAL_STATUSES,
+            finished=finished,
             all_attempts=all_attempts,
+            hung=hung_ranks(json.loads(r[0]) for r in stalls),
         )
 
     # ── for the server: change feeds, scope checks, API tokens ───────────────
@@ -679,6 +714,15 @@ class SqlStore:
     def change_cursor(self) -> dict[str, int]:
         with self.db.read() as conn:
             return _cursor(conn)
+
+    def change_position(self) -> str:
+        """A text that changes whenever anything a report reads changes: how many runs there are
+        and the latest time one changed (every ingest and edit sets it), and the feed cursor (new
+        metric, log and sample rows). A reader caches what it derived from the store under it."""
+        with self.db.read() as conn:  # one connection: one snapshot
+            count, latest = conn.execute("SELECT COUNT(*), MAX(updated) FROM runs").fetchone()
+            cursor = _cursor(conn)
+        return f"{int(count)}:{float(latest or 0.0)!r}:" + ":".join(str(cursor[t]) for t in FEED_TABLES)
 
     def changes(
         self,

@@ -1,0 +1,450 @@
+"""Which rank caused a distributed run's failure or hang, and which ranks only waited.
+
+The rules, strongest first (docs/distributed.md, "Hangs, culprits and victims"):
+
+1. **The Flight Recorder.** Each rank's last entries say how many collectives it entered on
+   each process group. Ranks that entered fewer than the others are the culprits: "rank 1
+   never entered all_reduce #4"; the ranks that did entered it and waited. Ranks that all
+   reached collective #k but called different operations there, or with different sizes, are
+   a ``collective_mismatch``: the rank whose call differs from the others' (or from its own
+   earlier calls, with two ranks) is the culprit.
+2. **Errors of their own.** A rank's first error that is not a known victim's message (gloo's
+   "Timed out waiting … for recv", "Connection closed by peer", the NCCL watchdog's timeout,
+   "remote process exited", a launcher's teardown: `capture.launchers.VICTIM_MESSAGES`) is
+   its own failure; the earliest such rank is the culprit.
+3. **Silent exits.** A rank that ended (an exit code, a signal: ``launcher_exits``; ``lost`` in
+   the store: it vanished without recording an end) with no error of its own while the others
+   only reported victims' messages. A rank its launcher stopped (SIGTERM: torchrun tears the
+   job down once one rank failed) with no error of its own, while the others failed waiting
+   for it, was **stuck**: it never reached the collective they waited in (a ``hang``, never
+   "terminated from outside").
+4. **Stacks.** With no recorder and no exit: among stalled ranks, the ones whose main thread is
+   not inside ``torch.distributed`` (the others wait there).
+5. **A rank never seen**, as a hint: every rank that recorded only waited, and a rank of the
+   job's world left no record at all.
+
+The culprit's own cause is read with the usual taxonomy: its own events read whole by
+`structure.read_failure` (contract C4), their exceptions' signals, its exit or signal; a culprit
+with none — it was stuck — is a ``hang``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from flightlog.diagnose.ranks import RankFacts, waiting_in_collective, where_in_stacks
+from flightlog.diagnose.signals import Signal, combine, exit_signals, signal_name, traceback_signals
+from flightlog.diagnose.structure import read_failure
+
+__all__ = ["Verdict", "judge", "CollectiveView", "read_collectives"]
+
+_SIGTERM = 15
+
+
+@dataclass
+class CollectiveView:
+    """One process group's collectives as the ranks' Flight Recorders show them."""
+
+    pg: str
+    last: dict[int, int]  # rank → the last collective number it entered
+    entries: dict[int, dict[int, dict[str, Any]]]  # rank → number → entry
+
+    def entry(self, rank: int, seq: int) -> dict[str, Any] | None:
+        return self.entries.get(rank, {}).get(seq)
+
+    def op_at(self, seq: int) -> str | None:
+        for by_seq in self.entries.values():
+            if seq in by_seq:
+                return str(by_seq[seq].get("op"))
+        return None
+
+    def in_flight(self, rank: int) -> dict[str, Any] | None:
+        """The entry the rank waits in: its last one when not retired."""
+        e = self.entry(rank, self.last[rank])
+        return e if e is not None and e.get("retired") is not True else None
+
+
+def read_collectives(ranks: dict[int, RankFacts]) -> CollectiveView | None:
+    """The process group most ranks' recorders show (the default one when in doubt), or None
+    when fewer than two ranks have a recorder to read."""
+    dumps = {r: f.latest_flight for r, f in ranks.items() if f.latest_flight is not None}
+    if len(dumps) < 2:
+        return None
+    per_pg: dict[str, dict[int, dict[int, dict[str, Any]]]] = {}
+    for rank, dump in dumps.items():
+        assert dump is not None
+        for e in dump.get("entries") or []:
+            if not isinstance(e, dict) or e.get("p2p") or not isinstance(e.get("seq"), int):
+                continue
+            per_pg.setdefault(str(e.get("pg")), {}).setdefault(rank, {})[e["seq"]] = e
+    if not per_pg:
+        return None
+
+    def weight(item: tuple[str, dict[int, dict[int, dict[str, Any]]]]) -> tuple[int, bool, int]:
+        pg, by_rank = item
+        return (len(by_rank), pg in ("default_pg", "0"), sum(len(v) for v in by_rank.values()))
+
+    pg, by_rank = max(per_pg.items(), key=weight)
+    if len(by_rank) < 2:
+        return None
+    return CollectiveView(pg, {r: max(seqs) for r, seqs in by_rank.items()}, by_rank)
+
+
+@dataclass
+class Verdict:
+    """The distributed reading of a run (see the module docstring)."""
+
+    category: str
+    culprit: int | None
+    rule: str  # flight_recorder | mismatch | error | exit | torn_down | stacks | unseen
+    signals: list[Signal] = field(default_factory=list)
+    collective: dict[str, Any] | None = None  # {"op", "seq", "pg"}
+    where: dict[str, Any] | None = None
+    victims: list[dict[str, Any]] = field(default_factory=list)
+    cause: str | None = None  # the culprit's own error or end, in words
+    stuck_for: float | None = None  # seconds the culprit had made no progress (a hang)
+    details: list[str] = field(default_factory=list)  # the rest of the story, for the summary
+
+    @property
+    def confidence(self) -> float:
+        scores = [s for s in combine(self.signals) if s.category == self.category]
+        return scores[0].confidence if scores else 0.0
+
+
+def judge(ranks: dict[int, RankFacts], *, live: bool, now: float) -> Verdict | None:
+    """The verdict on ``ranks`` (None when nothing points at a rank)."""
+    view = read_collectives(ranks)
+    verdict = None
+    if view is not None:
+        verdict = _behind(view, ranks) or _mismatch(view, ranks)
+    verdict = (
+        verdict
+        or _own_error(ranks)
+        or _silent_exit(ranks)
+        or _torn_down(ranks)
+        or _stuck_outside(ranks)
+        or _never_seen(ranks)
+    )
+    if verdict is None:
+        return None
+    _cause_of(verdict, ranks.get(verdict.culprit) if verdict.culprit is not None else None, ranks, live, now)
+    _victims(verdict, ranks, view, live, now)
+    return verdict
+
+
+# ── rule 1: the Flight Recorder ────────────────────────────────────────────────────────────────
+
+
+def _behind(view: CollectiveView, ranks: dict[int, RankFacts]) -> Verdict | None:
+    lowest, highest = min(view.last.values()), max(view.last.values())
+    if lowest == highest:
+        return None
+    behind = sorted(r for r, seq in view.last.items() if seq == lowest)
+    seq = lowest + 1
+    op = view.op_at(seq) or "collective"
+    culprit = behind[0]
+    detail = f"{_ranks_text(behind)} never entered {op} #{seq} (process group {view.pg}); " + ", ".join(
+        f"rank {r} entered it" for r in sorted(view.last) if view.last[r] >= seq
+    )
+    signal = Signal("hang", 0.8, "culprit_by_the_flight_recorder", "evidence", detail)
+    verdict = Verdict("hang", culprit, "flight_recorder", [signal], {"op": op, "seq": seq, "pg": view.pg})
+    if len(behind) > 1:
+        verdict.details.append(f"{_ranks_text(behind[1:])} also never entered it")
+    return verdict
+
+
+def _mismatch(view: CollectiveView, ranks: dict[int, RankFacts]) -> Verdict | None:
+    seq = min(view.last.values())
+    calls = {r: view.entry(r, seq) for r in view.last}
+    shapes = {r: (str(e.get("op")), _sizes(e)) for r, e in calls.items() if e is not None}
+    if len(set(shapes.values())) < 2:
+        return None
+    groups = Counter(shapes.values())
+    smallest = min(groups.values())
+    odd = [call for call, n in groups.items() if n == smallest]
+    if len(odd) == 1 and smallest < max(groups.values()):
+        culprits = sorted(r for r, call in shapes.items() if call == odd[0])
+    else:  # no minority (two ranks): the rank whose call differs from its own before
+        culprits = [r for r in sorted(shapes) if _unusual(view, r, seq, shapes[r])] or [max(shapes)]
+    culprit = culprits[0]
+    described = "; ".join(f"rank {r} called {shapes[r][0]} #{seq} with sizes {shapes[r][1]}" for r in sorted(shapes))
+    signal = Signal("collective_mismatch", 0.85, "collectives_differ_across_ranks", "evidence", described)
+    return Verdict(
+        "collective_mismatch",
+        culprit,
+        "mismatch",
+        [signal],
+        {"op": shapes[culprit][0], "seq": seq, "pg": view.pg},
+        details=[described],
+    )
+
+
+def _sizes(entry: dict[str, Any]) -> str:
+    sizes = entry.get("sizes")
+    return str(sizes) if sizes is not None else "?"
+
+
+def _unusual(view: CollectiveView, rank: int, seq: int, call: tuple[str, str]) -> bool:
+    """Whether ``call`` differs from the calls ``rank`` made before #seq (its usual one)."""
+    before = [(str(e.get("op")), _sizes(e)) for s, e in view.entries.get(rank, {}).items() if s < seq]
+    if not before:
+        return False
+    usual = Counter(before).most_common(1)[0][0]
+    return call != usual
+
+
+# ── rules 2–4: errors, exits, stacks ───────────────────────────────────────────────────────────
+
+
+def _own_error(ranks: dict[int, RankFacts]) -> Verdict | None:
+    own = [(f.own_error, r) for r, f in ranks.items() if f.own_error is not None]
+    if not own:
+        return None
+    error, culprit = min(own, key=lambda x: (x[0].time if x[0] is not None else 0.0, x[1]))
+    assert error is not None
+    others = [r for r, f in ranks.items() if r != culprit and (f.victim_error is not None or f.ended or f.stalled)]
+    weight = 0.55 if others else 0.35
+    detail = f"rank {culprit} failed with its own error first: {error.headline}"
+    if others:
+        detail += f"; {_ranks_text(sorted(others))} only reported waiting for it or were stopped"
+    return Verdict("code_error", culprit, "error", [Signal("code_error", weight, "culprit_by_errors", "log", detail)])
+
+
+def _silent_exit(ranks: dict[int, RankFacts]) -> Verdict | None:
+    """A rank that ended with no error of its own while the others failed waiting."""
+    waited = [r for r, f in ranks.items() if f.victim_error is not None]
+    silent = [
+        r
+        for r, f in ranks.items()
+        if f.own_error is None
+        and f.victim_error is None
+        and ((f.exit_code not in (None, 0)) or (f.signal is not None and f.signal != _SIGTERM) or f.lost)
+    ]
+    if not silent or not (waited or len(silent) < len(ranks)):
+        return None
+    silent.sort(key=lambda r: (ranks[r].exited_at or float("inf"), not ranks[r].launcher_root_cause, r))
+    culprit = silent[0]
+    f = ranks[culprit]
+    how = _exit_text(f)
+    detail = f"rank {culprit} {how} without an error of its own"
+    if waited:
+        detail += f", and {_ranks_text(sorted(waited))} failed waiting for it"
+    return Verdict("code_error", culprit, "exit", [Signal("code_error", 0.5, "culprit_by_its_exit", "exit", detail)])
+
+
+def _torn_down(ranks: dict[int, RankFacts]) -> Verdict | None:
+    """Ranks the launcher stopped (SIGTERM) with no error of their own, while every other rank
+    that failed only waited: the stopped one was stuck before the collective the others waited
+    in. Several such ranks: the one whose stacks are not inside torch.distributed, else the lowest."""
+    if any(f.own_error is not None for f in ranks.values()):
+        return None
+    waited = sorted(r for r, f in ranks.items() if f.victim_error is not None)
+    stopped = sorted(r for r in ranks if _stopped_by_launcher(ranks, r))
+    if not waited or not stopped:
+        return None
+    outside = [r for r in stopped if not waiting_in_collective(ranks[r].latest_stacks) and ranks[r].latest_stacks]
+    culprit = (outside or stopped)[0]
+    weight = 0.6 if len(stopped) == 1 or len(outside) == 1 else 0.35
+    detail = (
+        f"rank {culprit} reported no error of its own and was stopped by its launcher (SIGTERM) after "
+        f"{_ranks_text(waited)} failed waiting for it: it never reached the collective they waited in"
+    )
+    verdict = Verdict(
+        "hang", culprit, "torn_down", [Signal("hang", weight, "culprit_stopped_while_others_waited", "exit", detail)]
+    )
+    others = [r for r in stopped if r != culprit]
+    if others:
+        verdict.details.append(f"{_ranks_text(others)} {'was' if len(others) == 1 else 'were'} stopped the same way")
+    return verdict
+
+
+def _stopped_by_launcher(ranks: dict[int, RankFacts], rank: int) -> bool:
+    """``rank`` ended by SIGTERM with no error of its own while another rank failed waiting: its
+    launcher tore the job down (torchrun: "Sending process … closing signal SIGTERM")."""
+    f = ranks[rank]
+    return (
+        f.signal == _SIGTERM
+        and f.own_error is None
+        and f.victim_error is None
+        and any(o.victim_error is not None for r, o in ranks.items() if r != rank)
+    )
+
+
+def _stuck_outside(ranks: dict[int, RankFacts]) -> Verdict | None:
+    """Without a recorder: among stalled ranks, those not waiting inside torch.distributed."""
+    stalled = {r: f for r, f in ranks.items() if f.stalled and f.latest_stacks is not None}
+    if len(stalled) < 1 or len(ranks) < 2:
+        return None
+    waiting = [r for r, f in stalled.items() if waiting_in_collective(f.latest_stacks)]
+    outside = [r for r in stalled if r not in waiting]
+    if not outside or not waiting:
+        return None
+    culprit = sorted(outside)[0]
+    detail = (
+        f"rank {culprit} stalled outside any collective while {_ranks_text(sorted(waiting))} waited inside "
+        "torch.distributed (no Flight Recorder to read)"
+    )
+    return Verdict("hang", culprit, "stacks", [Signal("hang", 0.6, "culprit_by_its_stacks", "evidence", detail)])
+
+
+def _never_seen(ranks: dict[int, RankFacts]) -> Verdict | None:
+    """Every rank the run heard from only waited or was stopped, and a rank of the job's world
+    left no record at all: it is the likeliest culprit, named as a hint (it never called
+    ``flightlog.init()``, or it died before its first records were shipped)."""
+    world = max((f.world_size or 0 for f in ranks.values()), default=0)
+    missing = sorted(set(range(world)) - set(ranks))
+    if not missing or not ranks:
+        return None
+    waited = all(f.victim_error is not None or f.signal == _SIGTERM or f.stalled for f in ranks.values())
+    if not waited:
+        return None
+    culprit = missing[0]
+    detail = (
+        f"rank {culprit} of {world} left no record while {_ranks_text(sorted(ranks))} only waited or were stopped "
+        "(it did not call flightlog.init(), or it ended before its first records were shipped)"
+    )
+    verdict = Verdict(
+        "code_error", culprit, "unseen", [Signal("code_error", 0.25, "a_rank_never_seen", "evidence", detail)]
+    )
+    verdict.cause = "left no record"
+    return verdict
+
+
+# ── the culprit's own cause, and its victims ───────────────────────────────────────────────────
+
+
+def _job_end(culprit: RankFacts, ranks: dict[int, RankFacts]) -> float | None:
+    """When the others gave up on a culprit that never ended by itself: their last failure."""
+    ends = [f.failed_at for r, f in ranks.items() if r != culprit.rank and f.failed_at is not None]
+    return max(ends) if ends else None
+
+
+def _cause_of(verdict: Verdict, f: RankFacts | None, ranks: dict[int, RankFacts], live: bool, now: float) -> None:
+    if f is None:
+        return
+    error = f.own_error
+    if error is not None:
+        # the rank's own failure read whole (C4): its traceback behind a launcher's prefixes, in a
+        # JSON log line's field or a rich box, a worker's error re-raised by its parent
+        texts = [e.text for e in sorted(f.errors, key=lambda e: e.time) if not e.victim]
+        chain = read_failure(texts, exit_code=f.exit_code, signal=f.signal, rank=f.rank).links
+        signals = traceback_signals(chain, at=error.time) if chain else []
+        signals += exit_signals(exit_code=f.exit_code, signal=f.signal, timed_out=False, oom_killed=False)
+        top = combine(signals)
+        category = top[0].category if top else "code_error"
+        verdict.category = category
+        verdict.signals = [_as(s, category) for s in verdict.signals] + signals
+        verdict.signals.append(
+            Signal(category, 0.5, "the_culprit_s_own_error", "traceback", error.headline, error.time)
+        )
+        verdict.cause = error.headline
+        own = chain[-1].innermost_own_frame() if chain else None
+        if own is not None:
+            verdict.where = {"file": own.file, "line": own.line, "function": own.function, "code": own.code or None}
+        return
+    torn = _stopped_by_launcher(ranks, f.rank)  # stopped because the others gave up on it: it was stuck
+    stuck = f.stalled or (f.stalls and not f.ended) or torn
+    if f.ended and not stuck:
+        signals = exit_signals(exit_code=f.exit_code, signal=f.signal, timed_out=False, oom_killed=False)
+        if not signals and f.lost:
+            detail = f"rank {f.rank} {_exit_text(f)}: most often a SIGKILL from outside or the OOM killer"
+            signals = [Signal("killed_by_signal", 0.4, "the_rank_vanished", "exit", detail)]
+        top = combine(signals)
+        category = top[0].category if top else "code_error"
+        verdict.category = category if verdict.category != "collective_mismatch" else verdict.category
+        verdict.signals = [_as(s, verdict.category) for s in verdict.signals] + signals
+        verdict.cause = _exit_text(f)
+        verdict.where = where_in_stacks(f.latest_stacks)
+        return
+    if verdict.category != "collective_mismatch":
+        verdict.category = "hang"
+        verdict.signals = [_as(s, "hang") for s in verdict.signals]
+    stacks = f.latest_stacks
+    verdict.where = where_in_stacks(stacks)
+    if f.stalls:
+        since = _since(f)
+        end = now if live and f.stalled else f.failed_at or _job_end(f, ranks) or _num(f.stalls[-1].get("time")) or now
+        verdict.stuck_for = max(0.0, end - since) if since is not None else None
+        if verdict.where is not None:
+            verdict.signals.append(
+                Signal(
+                    verdict.category,
+                    0.5,
+                    "the_culprit_s_stacks",
+                    "evidence",
+                    f"rank {f.rank} made no progress; its main thread was in {_where_text(verdict.where)}",
+                    _num(stacks.get("time")) if stacks else None,
+                )
+            )
+    if torn and verdict.rule != "torn_down":
+        verdict.details.append(f"rank {f.rank} was then stopped by its launcher (SIGTERM)")
+    elif f.ended and not torn:
+        verdict.details.append(f"rank {f.rank} then {_exit_text(f)}")
+
+
+def _victims(
+    verdict: Verdict, ranks: dict[int, RankFacts], view: CollectiveView | None, live: bool, now: float
+) -> None:
+    for rank in sorted(ranks):
+        if rank == verdict.culprit:
+            continue
+        f = ranks[rank]
+        waited = None
+        if view is not None and rank in view.last:
+            entry = view.in_flight(rank)
+            if entry is None and verdict.collective is not None:
+                entry = view.entry(rank, int(verdict.collective["seq"]))
+            started = _num(entry.get("time_created")) if entry is not None else None
+            if started is not None:
+                end = f.failed_at or (now if live else None) or _last_seen(f) or now
+                waited = max(0.0, end - started)
+        if waited is None and f.stalls:
+            since = _since(f)
+            stop = f.failed_at or (now if live and f.stalled else _num(f.stalls[-1].get("time")))
+            waited = max(0.0, stop - since) if since is not None and stop is not None else None
+        error = f.victim_error or f.own_error
+        text = error.headline if error is not None else (_exit_text(f) if f.ended else None)
+        verdict.victims.append(
+            {"rank": rank, "waited_s": round(waited, 3) if waited is not None else None, "error": text}
+        )
+
+
+def _since(f: RankFacts) -> float | None:
+    stalled = [s for s in f.stalls if s.get("state") == "stalled"]
+    return _num(stalled[-1].get("since")) if stalled else None
+
+
+def _last_seen(f: RankFacts) -> float | None:
+    times = [_num(d.get("time")) for d in (*f.stalls, *f.stacks, *f.flight)]
+    known = [t for t in times if t is not None]
+    return max(known) if known else None
+
+
+def _as(signal: Signal, category: str) -> Signal:
+    return Signal(category, signal.weight, signal.id, signal.source, signal.detail, signal.at)
+
+
+def _num(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _exit_text(f: RankFacts) -> str:
+    if f.signal is not None:
+        return f"was killed by {signal_name(f.signal)}"
+    if f.exit_code is not None:
+        return f"exited with code {f.exit_code}"
+    if f.lost:
+        return "vanished without recording its end (killed, os._exit, or its host lost)"
+    return "ended"
+
+
+def _where_text(where: dict[str, Any]) -> str:
+    return f"{where.get('function')} at {where.get('file')}:{where.get('line')}"
+
+
+def _ranks_text(ranks: list[int]) -> str:
+    if len(ranks) == 1:
+        return f"rank {ranks[0]}"
+    return "ranks " + ", ".join(str(r) for r in ranks[:-1]) + f" and {ranks[-1]}"

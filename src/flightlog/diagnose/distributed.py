@@ -1,0 +1,274 @@
+"""The diagnosis of a distributed run: the culprit rank first, its victims under it; and the
+hang of a single process, found while it hangs.
+
+`analyze_distributed` turns `culprit.judge`'s verdict into one finding carrying contract C5's
+fields: ``rank`` (the culprit), ``culprit`` (``{"rank", "host", "where", "collective"}``) and
+``victims`` (``[{"rank", "waited_s", "error"}]``). When it names a culprit with confidence,
+`culprit_first` takes the whole-run failure findings out of the report: they were read from a
+victim's traceback or the launcher's summary (rank 0's "Timed out waiting … for recv", the
+launcher's ``ChildFailedError``), and the victims' errors are already the culprit finding's
+evidence, never causes of their own.
+
+When the verdict is judged: while the run is running, only if a rank (or the process) is stalled
+now — a hang is a finding while it happens, not only after a watchdog killed the job; after an
+unsuccessful end, always; after a success, a stall that resolved by itself is a hint at most.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import replace
+from typing import Any
+
+from flightlog.diagnose.culprit import Verdict, judge
+from flightlog.diagnose.evidence import RunEvidence
+from flightlog.diagnose.findings import Finding
+from flightlog.diagnose.ranks import RankFacts, gather_ranks, where_in_stacks
+from flightlog.diagnose.signals import Signal
+from flightlog.diagnose.taxonomy import FAILURE_CATEGORIES
+from flightlog.statuses import UNSUCCESSFUL_STATUSES
+from flightlog.timefmt import format_duration
+
+__all__ = ["analyze_distributed", "culprit_first", "judge_attempt", "DISTRIBUTED"]
+
+#: a finding this analyzer made (``Finding.extra["origin"]``)
+DISTRIBUTED = "distributed"
+#: a stall that resolved in a run that then succeeded weighs this much of its reading: a hint
+_RESOLVED = 0.3
+_LEAD = 0.5
+
+
+def analyze_distributed(ev: RunEvidence, now: float | None = None) -> list[Finding]:
+    now = time.time() if now is None else now
+    ranks, unranked = gather_ranks(ev)
+    status = ev.info.status
+    live = status == "running"
+    if len(ranks) >= 2 or (ranks and any(f.world_size and f.world_size > 1 for f in ranks.values())):
+        return _distributed(ev, ranks, live, now)
+    single = [u for u in unranked if u["kind"] in ("stall", "stacks")]
+    if ranks:  # one rank of several reported (the others without flightlog): its own story
+        only = next(iter(ranks.values()))
+        single = [{"kind": "stall", "data": s} for s in only.stalls] + [
+            {"kind": "stacks", "data": s} for s in only.stacks
+        ]
+    return _single(ev, single, live, now)
+
+
+def judge_attempt(client: Any, run_id: str) -> dict[str, Any] | None:
+    """The culprit of a distributed attempt that just failed, read from what its run holds now
+    (``flightlog run``'s own quick verdict, before it sets the run's status: the runner's
+    category is then the culprit's, not the one of a victim's timeout): ``{"category",
+    "confidence", "summary", "rank"}`` of the lead finding, or None when none leads at 0.5."""
+    info = replace(client.run(run_id), status="failed")
+    findings = analyze_distributed(RunEvidence(client, info))
+    lead = [f for f in findings if f.extra.get("culprit") and f.confidence >= _LEAD]
+    if not lead:
+        return None
+    top = max(lead, key=lambda f: f.confidence)
+    return {"category": top.category, "confidence": top.confidence, "summary": top.summary, "rank": top.extra["rank"]}
+
+
+# ── several ranks ──────────────────────────────────────────────────────────────────────────────
+
+
+def _distributed(ev: RunEvidence, ranks: dict[int, RankFacts], live: bool, now: float) -> list[Finding]:
+    stalled_now = [r for r, f in ranks.items() if f.stalled]
+    failed = ev.info.status in UNSUCCESSFUL_STATUSES
+    if live and not stalled_now:
+        return []
+    if not live and not failed and not any(f.stalls for f in ranks.values()):
+        return []
+    verdict = judge(ranks, live=live, now=now)
+    if verdict is None:
+        if live and stalled_now:
+            return [_all_stalled(ranks, stalled_now, now)]
+        return []
+    finding = _finding(ev, verdict, ranks, live)
+    if not live and not failed:  # it resolved by itself and the run succeeded: a hint
+        finding = replace(finding, signals=[replace(s, weight=s.weight * _RESOLVED) for s in finding.signals])
+        finding.summary = "A stall that resolved by itself: " + finding.summary
+    return [finding]
+
+
+def _finding(ev: RunEvidence, v: Verdict, ranks: dict[int, RankFacts], live: bool) -> Finding:
+    culprit = ranks.get(v.culprit) if v.culprit is not None else None
+    summary = _summary(v, live)
+    context = [
+        {"source": "log" if victim.get("error") else "evidence", "detail": _victim_line(victim), "at": None}
+        for victim in v.victims
+    ]
+    next_steps = []
+    if v.where is not None and v.culprit is not None:
+        next_steps.append(
+            f"Start at rank {v.culprit}'s {v.where.get('function')} in {v.where.get('file')}:{v.where.get('line')}: "
+            "what does it wait for or fail on?"
+        )
+    next_steps.append(f"Where each rank was, its stacks and last collectives: `flightlog ranks {ev.id[:12]} --stacks`.")
+    extra: dict[str, Any] = {
+        "origin": DISTRIBUTED,
+        "rank": v.culprit,
+        "culprit": {
+            "rank": v.culprit,
+            "host": culprit.host if culprit is not None else None,
+            "where": _where_dict(v.where),
+            "collective": {"op": v.collective["op"], "seq": v.collective["seq"]} if v.collective else None,
+        },
+        "victims": v.victims,
+    }
+    if v.stuck_for is not None:
+        extra["culprit"]["stuck_s"] = round(v.stuck_for, 3)
+    return Finding(v.category, summary, list(v.signals), next_steps, context=context, extra=extra)
+
+
+def _summary(v: Verdict, live: bool) -> str:
+    parts: list[str] = []
+    c = v.culprit
+    coll = v.collective
+    if v.rule == "flight_recorder" and coll is not None:
+        head = f"rank {c} never entered {coll['op']} #{coll['seq']}"
+        if live and v.stuck_for is not None:
+            head += f" and has made no progress for {format_duration(v.stuck_for)}"
+        parts.append(head)
+    elif v.rule == "mismatch":
+        parts.append(f"ranks called different collectives at #{coll['seq'] if coll else '?'}: {v.details[0]}")
+        parts.append(f"rank {c}'s call is the odd one")
+    elif v.rule == "unseen":
+        parts.append(f"rank {c} left no record (no flightlog.init(), or it ended before its first records shipped)")
+    elif v.rule == "torn_down":
+        parts.append(
+            f"rank {c} was stuck: it never reached the collective the others waited in, reported no error of its own, "
+            "and its launcher stopped it (SIGTERM) once they gave up"
+        )
+    elif v.rule == "exit" and v.cause is not None:
+        parts.append(f"rank {c} {v.cause} first")
+    elif v.cause is not None:
+        parts.append(f"rank {c} failed first: {v.cause}")
+    else:
+        parts.append(f"rank {c} stopped making progress")
+    waited = [x for x in v.victims if x.get("waited_s") is not None]
+    if waited:
+        parts.append(_waited_text(waited, live))
+    elif v.victims:
+        parts.append(_ranks(sorted(x["rank"] for x in v.victims)) + " only waited for it")
+    if v.where is not None:
+        verb = "is" if live else "was"
+        where = f"rank {c} {verb} in {v.where.get('function')} at {_short(v.where.get('file'))}:{v.where.get('line')}"
+        if v.where.get("code"):
+            where += f" (`{v.where['code']}`)"
+        parts.append(where)
+    if v.rule in ("flight_recorder", "stacks") and v.cause is not None:
+        parts.append(f"its own end: {v.cause}")
+    parts.extend(d for d in v.details if v.rule != "mismatch")
+    return "; ".join(parts) + "."
+
+
+def _waited_text(waited: list[dict[str, Any]], live: bool) -> str:
+    groups: dict[str, list[int]] = {}
+    for x in waited:
+        groups.setdefault(format_duration(float(x["waited_s"])), []).append(int(x["rank"]))
+    bits = []
+    for took, who in groups.items():
+        verb = ("has waited" if len(who) == 1 else "have waited") if live else "waited"
+        bits.append(f"{_ranks(sorted(who))} {verb} {took}")
+    text = ", ".join(bits)
+    errors = [x["error"] for x in waited if x.get("error")]
+    if errors and not live:
+        text += f" (then: {errors[0]})"
+    return text
+
+
+def _victim_line(victim: dict[str, Any]) -> str:
+    line = f"rank {victim['rank']} (a victim)"
+    if victim.get("waited_s") is not None:
+        line += f" waited {format_duration(float(victim['waited_s']))}"
+    if victim.get("error"):
+        line += f": {victim['error']}"
+    return line
+
+
+def _all_stalled(ranks: dict[int, RankFacts], stalled: list[int], now: float) -> Finding:
+    """Every watched rank stalled and nothing singles one out: the hang, each rank where it is."""
+    since = min(s for s in (ranks[r].stalled_since for r in stalled) if s is not None) if stalled else now
+    where = []
+    for r in sorted(stalled):
+        w = where_in_stacks(ranks[r].latest_stacks)
+        if w is not None:
+            where.append(f"rank {r} in {w.get('function')} at {_short(w.get('file'))}:{w.get('line')}")
+    summary = f"{_ranks(sorted(stalled))} made no progress for {format_duration(max(0.0, now - since))}"
+    if where:
+        summary += ": " + "; ".join(where)
+    signal = Signal("hang", 0.7, "every_rank_stalled", "evidence", summary, since)
+    extra: dict[str, Any] = {"origin": DISTRIBUTED, "victims": [], "culprit": None}
+    return Finding("hang", summary + ".", [signal], extra=extra)
+
+
+# ── one process ────────────────────────────────────────────────────────────────────────────────
+
+
+def _single(ev: RunEvidence, items: list[dict[str, Any]], live: bool, now: float) -> list[Finding]:
+    stalls = [i["data"] for i in items if i["kind"] == "stall"]
+    if not stalls:
+        return []
+    stalls.sort(key=lambda d: d.get("time") or 0.0)
+    last = stalls[-1]
+    if last.get("state") != "stalled":
+        return []  # it resumed: a slow phase, no hang
+    failed = ev.info.status in UNSUCCESSFUL_STATUSES
+    if not live and not failed:
+        return []
+    stacks = [i["data"] for i in items if i["kind"] == "stacks"]
+    stacks.sort(key=lambda d: d.get("time") or 0.0)
+    where = where_in_stacks(stacks[-1]) if stacks else None
+    since = float(last.get("since") or now)
+    end = now if live else float(ev.info.ended or last.get("time") or now)
+    stuck = max(0.0, end - since)
+    usual = last.get("usual_s")
+    head = f"no progress for {format_duration(stuck)}"
+    if isinstance(usual, (int, float)):
+        head += f" (usually {format_duration(float(usual))} between steps)"
+    summary = head + (
+        f"; the process {'is' if live else 'was'} in {where['function']} at {_short(where['file'])}:{where['line']}"
+        if where
+        else ""
+    )
+    signals = [Signal("hang", 0.75 if live else 0.55, "no_progress", "evidence", summary, since)]
+    extra: dict[str, Any] = {"origin": DISTRIBUTED}
+    if where is not None:
+        extra["where"] = _where_dict(where)
+    steps = []
+    if where is not None:
+        steps.append(f"Open {where['file']}:{where['line']} ({where['function']}): what does it wait for?")
+    return [Finding("hang", summary + ".", signals, steps, extra=extra)]
+
+
+# ── the report's order ─────────────────────────────────────────────────────────────────────────
+
+
+def culprit_first(findings: list[Finding]) -> list[Finding]:
+    """With a culprit named at 0.5 or more, the failure findings read from the run as a whole
+    (a victim's traceback, the launcher's wrapper) leave the report: the culprit finding holds
+    the victims' errors as its evidence."""
+    lead = [
+        f for f in findings if f.extra.get("origin") == DISTRIBUTED and f.extra.get("culprit") and f.confidence >= _LEAD
+    ]
+    if not lead:
+        return findings
+    return [f for f in findings if f.extra.get("origin") == DISTRIBUTED or f.category not in FAILURE_CATEGORIES]
+
+
+def _where_dict(where: dict[str, Any] | None) -> dict[str, Any] | None:
+    if where is None:
+        return None
+    return {"file": where.get("file"), "line": where.get("line"), "function": where.get("function")}
+
+
+def _short(path: Any) -> str:
+    text = str(path or "?")
+    return os.path.basename(text) or text
+
+
+def _ranks(ranks: list[int]) -> str:
+    if len(ranks) == 1:
+        return f"rank {ranks[0]}"
+    return "ranks " + ", ".join(str(r) for r in ranks[:-1]) + f" and {ranks[-1]}"

@@ -1,0 +1,338 @@
+"""The ranks of ``flightlog run -- torchrun …`` as the runner sees them, for scripts that never
+call ``flightlog.init()`` (docs/distributed.md, "Ranks without the SDK").
+
+A rank that calls ``init()`` records its own identity, heartbeats, steps and end (``run_writers``,
+``store/sql/ranks.py``). A plain script under ``flightlog run`` records nothing itself; the
+runner still sees every process of the job, so it speaks for each rank:
+
+* **who** — each process of the workload's tree whose environment a launcher made a rank
+  (``/proc/PID/environ`` read through ``launchenv.rank_identity``: torchrun's ``RANK``,
+  Slurm's, Open MPI's, PMI's), or that the hang bootstrap announced as one (Lightning's rank 0
+  learns its rank only when its process group forms). A rank's own children (data-loader
+  workers inherit its variables) are not ranks of their own;
+* **alive** — one writer per rank, its ``writer`` record naming the rank's process (host, pid,
+  start); the writer's idle heartbeats say the rank lives while its process runs, and stop when
+  it is gone;
+* **its end** — once the attempt ended, from the launcher's summary (torchrun's ``Failures:``:
+  exit code or signal per rank; a rank it does not list exited 0), else from the attempt's
+  outcome; with the rank's first traceback the capture attributed to it (``[rank1]:`` lines),
+  which becomes its first error where the store had none;
+* **hung** — from the bootstrap's ``stall`` evidence (the same process), as for any rank.
+
+These writers' ids begin with ``OBSERVED_WRITER_PREFIX``: where the rank's own SDK also recorded
+(``init()`` inside a script under ``flightlog run``), readers keep the rank's own row and take
+from this one only what it lacks (``store/sql/rankview.py``).
+
+Everything runs on one daemon thread per attempt, guarded: observing the ranks never changes
+how the workload runs or ends.
+"""
+
+from __future__ import annotations
+
+import signal as signals
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import psutil
+
+from flightlog.failure import parse_python_traceback
+from flightlog.ids import observed_writer_id
+from flightlog.launchenv import RankIdentity, rank_identity
+from flightlog.notices import notice
+from flightlog.resources._tree import TreeWalker
+from flightlog.sdk.shipper import shipper
+from flightlog.sdk.writer import RunWriter
+
+if TYPE_CHECKING:
+    import flightlog
+    from flightlog.runner.hangs import HangCollector
+    from flightlog.runner.launcher import RankTraceback
+
+__all__ = ["RankObserver", "ObservedRank"]
+
+_POLL_S = 0.5
+_MAX_RANKS = 4096
+_IDENTITY_KEYS = ("rank", "local_rank", "world_size", "node_rank")
+
+
+@dataclass
+class ObservedRank:
+    """One rank process the runner speaks for."""
+
+    pid: int
+    identity: dict[str, Any]  # rank, local_rank, world_size, node_rank, local_world_size, restart, launcher
+    started: float
+    writer: RunWriter | None = None
+    exited: float | None = None
+
+
+class RankObserver:
+    """One attempt's observer (see the module docstring)."""
+
+    def __init__(
+        self,
+        run: flightlog.Run,
+        attempt: int,
+        root_pid: int,
+        *,
+        collector: HangCollector | None = None,
+        poll: float = _POLL_S,
+    ) -> None:
+        self.run = run
+        self.attempt = attempt
+        self.collector = collector
+        self.ranks: dict[int, ObservedRank] = {}  # pid → rank
+        self._walker = TreeWalker(root_pid)
+        self._skipped: set[int] = set()  # pids looked at that are no ranks
+        self._host = socket.gethostname()
+        self._poll = poll
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._said: set[str] = set()
+        self._tagged = False
+
+    # ── its life ────────────────────────────────────────────────────────────
+    def start(self) -> RankObserver:
+        self._thread = threading.Thread(target=self._loop, name="flightlog-rank-observer", daemon=True)
+        self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self._poll):
+            self.look()
+
+    def look(self, now: float | None = None) -> None:
+        """One look at the tree: new ranks get their writer, ranks whose process ended stop
+        beating. Never raises."""
+        try:
+            with self._lock:
+                self._look(time.time() if now is None else now)
+        except Exception as exc:  # never into the run: said once, goes on
+            self._say_once("look", f"the ranks are not observed any more: {type(exc).__name__}: {exc}")
+
+    def _look(self, now: float) -> None:
+        procs = {p.pid: p for p in self._walker.processes()}
+        for pid, proc in procs.items():
+            if pid in self.ranks or pid in self._skipped:
+                continue
+            identity = self._identity_of(proc, procs)
+            if identity is None:
+                self._skipped.add(pid)
+                continue
+            self._track(pid, identity, _started(proc, now))
+        for pid, agent_identity in self._agents().items():  # a rank known only to its hang watch (Lightning's rank 0)
+            if pid in self.ranks or pid not in procs or not isinstance(agent_identity.get("rank"), int):
+                continue
+            identity = {k: agent_identity.get(k) for k in _IDENTITY_KEYS}
+            self._track(pid, identity, _started(procs[pid], now))
+        for pid, rank in self.ranks.items():
+            if rank.exited is None and (pid not in procs or not _alive(procs[pid])):
+                rank.exited = now
+                self._quiet(rank)
+
+    def _identity_of(self, proc: psutil.Process, procs: dict[int, psutil.Process]) -> dict[str, Any] | None:
+        try:
+            environ = proc.environ()
+            parent = proc.ppid()
+        except (psutil.Error, OSError):
+            return None
+        found = rank_identity(environ, launcher_process=f"observed:{parent}")
+        if found is None or not found.distributed:
+            return None
+        mine = self.ranks.get(parent)
+        if mine is not None and mine.identity.get("rank") == found.rank:
+            return None  # the rank's own child (a data-loader worker inherits its variables)
+        return _fields(found)
+
+    def _agents(self) -> dict[int, dict[str, Any]]:
+        agents = getattr(self.collector, "agents", None)
+        if not agents:
+            return {}
+        return {pid: dict(agent.identity) for pid, agent in list(agents.items())}
+
+    def _track(self, pid: int, identity: dict[str, Any], started: float) -> None:
+        if len(self.ranks) >= _MAX_RANKS:
+            return
+        rank = ObservedRank(pid, identity, started)
+        self.ranks[pid] = rank
+        rank.writer = self._writer(rank)
+        if not self._tagged:  # readers know a distributed run by it, as when its ranks call init()
+            self._tagged = True
+            try:
+                self.run.set_tags({"distributed": str(identity.get("launcher") or "ranks")})
+            except Exception:
+                pass
+
+    def _writer(self, rank: ObservedRank) -> RunWriter | None:
+        try:
+            writer = RunWriter(
+                self.run.settings, self.run.id, attempt=self.attempt, rank=rank.identity["rank"], context=False
+            )
+            writer.writer_id = observed_writer_id()
+            writer.rank_fields = {k: v for k, v in rank.identity.items() if v is not None}
+            pstart = {}
+            try:
+                pstart = {"pstart": float(psutil.Process(rank.pid).create_time()), "boot": float(psutil.boot_time())}
+            except (psutil.Error, OSError):
+                pass
+            writer.add_record(
+                "writer",
+                t=rank.started,
+                host=self._host,
+                pid=rank.pid,
+                owner=False,
+                attempt=self.attempt,
+                **pstart,
+                **writer.rank_fields,
+            )
+            writer.flush()  # in the store at once: the rank's first error may follow within a second
+            shipper.register(writer)  # its idle heartbeats say the rank lives
+            return writer
+        except Exception as exc:
+            self._say_once("writer", f"rank {rank.identity.get('rank')} is not recorded as a rank: {exc}")
+            return None
+
+    def _quiet(self, rank: ObservedRank) -> None:
+        """The rank's process ended: no more heartbeats for it (its end comes with the attempt's)."""
+        if rank.writer is not None:
+            shipper.unregister(rank.writer)
+            try:
+                rank.writer.flush()
+            except Exception:
+                pass
+
+    # ── the attempt's end ───────────────────────────────────────────────────
+    def finish(
+        self,
+        *,
+        succeeded: bool,
+        launcher: dict[str, Any] | None,
+        tracebacks: dict[int, RankTraceback],
+        stopped_by: int | None = None,
+    ) -> None:
+        """End every rank's writer with how its process ended (see the module docstring):
+        ``launcher`` is the ``launcher_exits`` evidence, ``tracebacks`` each rank's tracebacks
+        from the captured output, ``stopped_by`` a signal the runner sent the tree (a timeout,
+        Ctrl-C). Never raises."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5.0)
+        try:
+            with self._lock:
+                self._look(time.time())
+                self._end_all(succeeded, launcher, tracebacks, stopped_by)
+        except Exception as exc:
+            self._say_once("finish", f"the ranks' ends were not recorded: {type(exc).__name__}: {exc}")
+
+    def _end_all(
+        self,
+        succeeded: bool,
+        launcher: dict[str, Any] | None,
+        tracebacks: dict[int, RankTraceback],
+        stopped_by: int | None,
+    ) -> None:
+        exits = {e["rank"]: e for e in (launcher or {}).get("ranks") or [] if isinstance(e.get("rank"), int)}
+        summary = bool(launcher and launcher.get("launcher"))
+        now = time.time()
+        seen = {r.identity.get("rank") for r in self.ranks.values()}
+        for rank_no, entry in exits.items():  # a rank the launcher named but the tree never showed (it died at once)
+            if rank_no not in seen and isinstance(entry.get("pid"), int) and len(self.ranks) < _MAX_RANKS:
+                world = next((r.identity.get("world_size") for r in self.ranks.values()), None)
+                identity = {"rank": rank_no, "local_rank": entry.get("local_rank"), "world_size": world}
+                rank = ObservedRank(int(entry["pid"]), identity, now, exited=now)
+                self.ranks[rank.pid] = rank
+                rank.writer = self._writer(rank)
+                self._quiet(rank)
+        for rank in self.ranks.values():
+            if rank.writer is None:
+                continue
+            number = rank.identity.get("rank")
+            end = _end_of(exits.get(number), succeeded=succeeded, summary=summary, stopped_by=stopped_by)
+            tb = tracebacks.get(number) if isinstance(number, int) else None
+            failure = _failure_of(exits.get(number), tb)
+            if failure is not None and end["status"] != "succeeded":
+                end["failure"] = failure
+            end["t"] = rank.exited or now
+            shipper.unregister(rank.writer)
+            rank.writer.close(remove_journal_if_shipped=True, end=end)
+
+    def _say_once(self, key: str, message: str) -> None:
+        if key not in self._said:
+            self._said.add(key)
+            notice(message)
+
+
+def _fields(identity: RankIdentity) -> dict[str, Any]:
+    return {
+        "rank": identity.rank,
+        "local_rank": identity.local_rank,
+        "world_size": identity.world_size,
+        "node_rank": identity.node_rank,
+        "local_world_size": identity.local_world_size,
+        "restart": identity.restart_count,
+        "launcher": identity.launcher,
+    }
+
+
+def _started(proc: psutil.Process, now: float) -> float:
+    try:
+        return min(now, float(proc.create_time()))
+    except (psutil.Error, OSError):
+        return now
+
+
+def _alive(proc: psutil.Process) -> bool:
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except (psutil.Error, OSError):
+        return False
+
+
+def _end_of(entry: dict[str, Any] | None, *, succeeded: bool, summary: bool, stopped_by: int | None) -> dict[str, Any]:
+    """How one rank ended: the launcher's word for it, else what the attempt's end implies."""
+    if entry is not None and (entry.get("signal") is not None or entry.get("exit_code") is not None):
+        sig: Any = entry.get("signal")
+        code: Any = entry.get("exit_code")
+        if sig is not None:
+            status = "stopped" if sig == signals.SIGINT else "killed"
+            return {"status": status, "end_reason": "signal", "exit_code": 128 + int(sig), "signal": int(sig)}
+        if code == 0:
+            return {"status": "succeeded", "end_reason": "exit", "exit_code": 0, "signal": None}
+        return {"status": "failed", "end_reason": "exit", "exit_code": int(code), "signal": None}
+    if succeeded or summary:  # torchrun lists every rank that failed: one it does not list exited 0
+        return {"status": "succeeded", "end_reason": "exit", "exit_code": 0, "signal": None}
+    if stopped_by is not None:
+        status = "stopped" if stopped_by == signals.SIGINT else "killed"
+        return {"status": status, "end_reason": "signal", "exit_code": 128 + stopped_by, "signal": stopped_by}
+    # the launcher said nothing about it (mpirun, srun): its exit is unknown
+    return {
+        "status": "lost",
+        "end_reason": "unknown exit (the launcher did not say)",
+        "exit_code": None,
+        "signal": None,
+    }
+
+
+def _failure_of(entry: dict[str, Any] | None, tb: RankTraceback | None) -> dict[str, Any] | None:
+    """The rank's own failure summary: its first traceback in the captured output (parsed), else
+    the launcher's headline for it; with ``first_error`` for the store's ranks table."""
+    failure: dict[str, Any] | None = None
+    if tb is not None:
+        failure = parse_python_traceback(tb.first) or {"message": _last_line(tb.first)}
+        failure["first_error"] = {"message": _last_line(tb.first), "time": tb.first_at or None}
+    elif entry is not None and isinstance(entry.get("error"), str) and entry["error"]:
+        failure = {"message": entry["error"], "first_error": {"message": entry["error"], "time": entry.get("error_at")}}
+    if failure is not None:
+        failure["source"] = "flightlog run"
+        failure["pid"] = entry.get("pid") if entry else None
+    return failure
+
+
+def _last_line(text: str) -> str:
+    """A traceback's exception line (its last non-empty line), bounded."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1][:2000] if lines else ""

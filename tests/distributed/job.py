@@ -1,0 +1,73 @@
+"""The distributed job of tests/distributed: one rank (rank 1, the culprit) misbehaves as the
+scenario says, on gloo; the others only wait for it.
+
+    SCENARIO=stuck|exit|killed|raises|mismatch|straggler|healthy torchrun --nproc_per_node N job.py
+
+SIGNALS is a directory the test and the job meet in: the stuck rank waits for ``release`` there
+(a read that never returns until the test says so), the rank to be killed writes its ``pid``.
+With USE_SDK=1 each rank calls ``flightlog.init()`` and times its data loading as a stage.
+"""
+
+import datetime
+import os
+import time
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+SCENARIO = os.environ["SCENARIO"]
+SIGNALS = Path(os.environ["SIGNALS"])
+CULPRIT = 1
+STEPS = int(os.environ.get("STEPS", "8"))
+AT_STEP = int(os.environ.get("AT_STEP", "3"))  # the step at which the culprit misbehaves
+
+
+def read_shard(rank, step):
+    if rank == CULPRIT and step == AT_STEP:
+        if SCENARIO == "stuck":
+            while not (SIGNALS / "release").exists():  # a storage read that stopped answering
+                time.sleep(0.05)
+        elif SCENARIO == "exit":
+            os._exit(1)
+        elif SCENARIO == "killed":
+            (SIGNALS / "pid").write_text(str(os.getpid()))
+            while True:
+                time.sleep(0.05)
+        elif SCENARIO == "raises":
+            raise ValueError(f"shard 7 has 0 rows (rank {rank})")
+    if SCENARIO == "straggler" and rank == CULPRIT:
+        time.sleep(0.25)  # a slow disk on this rank's host
+    return torch.ones(4) * (rank + 1)
+
+
+def main():
+    run = None
+    if os.environ.get("USE_SDK") == "1":
+        import flightlog
+
+        run = flightlog.init(project="dist", name="job")
+    timeout = datetime.timedelta(seconds=float(os.environ.get("GROUP_TIMEOUT", "60")))
+    dist.init_process_group("gloo", timeout=timeout)
+    rank = dist.get_rank()
+    for step in range(STEPS):
+        if run is not None:
+            with run.stage("data_loading"):
+                x = read_shard(rank, step)
+        else:
+            x = read_shard(rank, step)
+        if SCENARIO == "mismatch" and rank == CULPRIT and step == AT_STEP:
+            dist.broadcast(x, src=0)  # the others all_reduce here
+        else:
+            dist.all_reduce(x)
+        loss = 1.0 / (step + 1)
+        if run is not None:
+            run.log({"loss": loss}, step=step)
+        else:
+            print(f"step={step} loss={loss:.4f}", flush=True)
+        time.sleep(0.05)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
