@@ -123,6 +123,8 @@ def load_model(path: str | None = None) -> Model:
 
 
 NONE = "none"
+#: the place of an earlier traceback's exception line that the program went on after
+HANDLED = "handled"
 #: the value of a structure fact crossed with a category: below 1, so that the L2 penalty holds
 #: these many, sparsely seen features back more than the rules' (a category's own facts must be
 #: seen often before they outweigh what its rules found)
@@ -190,14 +192,22 @@ def candidate_features(read: FailureRead, hits: Sequence[Hit]) -> dict[str, dict
     for h in hits:
         if h.weight >= CANDIDATE_FLOOR:
             by_category.setdefault(h.category, []).append(h)
-    pooled = {s.category: s.confidence for s in combine(h.signal for hs in by_category.values() for h in hs)}
+    # a handled earlier error is context, not the failure: it is a place of its own
+    # (``pos:handled``), never part of what a category's live evidence pools to, leads with or
+    # counts as rules, so that a caught FileNotFoundError cannot outvote the chain that ended
+    # the process
+    live = {c: [h for h in hs if h.position != HANDLED] for c, hs in by_category.items()}
+    pooled = {s.category: s.confidence for s in combine(h.signal for hs in live.values() for h in hs)}
     best = max(pooled.values(), default=0.0)
     facts = _shared_facts(read)
     out: dict[str, dict[str, float]] = {}
-    for category, mine in by_category.items():
+    for category, found in by_category.items():
         f: dict[str, float] = {category: 1.0}
-        for h in mine:
-            names = [f"pos:{h.position}", f"{category}|pos:{h.position}", f"{category}|rule:{h.rule}"]
+        mine = live[category]
+        for h in found:
+            names = [f"pos:{h.position}", f"{category}|pos:{h.position}"]
+            if h.position != HANDLED:
+                names.append(f"{category}|rule:{h.rule}")
             if h.kind:
                 names.append(f"pos:{h.position}.{h.kind}")
             if h.via in _VIAS:
@@ -216,11 +226,8 @@ def candidate_features(read: FailureRead, hits: Sequence[Hit]) -> dict[str, dict
                 f["leads"] = 1.0
                 f[f"{category}|leads"] = 1.0
             f["rules"] = min(len({h.rule for h in mine}), 5) / 5
-        if mine:  # the structure's facts speak for a category some rule found, not for every category
-            for fact in facts:
-                f[f"{category}|{fact}"] = FACT_SCALE
-        else:
-            f["no_rule"] = 1.0
+        for fact in facts:
+            f[f"{category}|{fact}"] = FACT_SCALE
         out[category] = f
     none: dict[str, float] = {NONE: 1.0, "none|best": best, "none|best_logit": _logit(best)}
     for fact in facts:
