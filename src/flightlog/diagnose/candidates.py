@@ -26,9 +26,9 @@ from flightlog.diagnose.patterns import (
 )
 from flightlog.diagnose.signals import SIGKILL, Signal, exit_signals, line_factor, weigh_memory_at_the_kill
 from flightlog.diagnose.structural_rules import (
+    STDLIB,
     EXTRA_EXCEPTION_RULES,
     EXTRA_LINE_RULES,
-    STDLIB,
     code_rules,
     library_api_rule,
 )
