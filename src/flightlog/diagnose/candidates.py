@@ -26,7 +26,6 @@ from flightlog.diagnose.patterns import (
 )
 from flightlog.diagnose.signals import SIGKILL, Signal, exit_signals, line_factor, weigh_memory_at_the_kill
 from flightlog.diagnose.structural_rules import (
-    STDLIB,
     EXTRA_EXCEPTION_RULES,
     EXTRA_LINE_RULES,
     code_rules,
@@ -119,8 +118,6 @@ def _link_hits(link: Link, index: int, position: str, source: str, at: float | N
     api = library_api_rule(short, link.message, link.library, raised_in_library)
     if api is not None:
         add(*api)
-    if _a_library_check_refused_a_value(link):
-        add("bad_parameter", 0.5, "a_library_s_own_check_refused_a_value")
     if short == "KeyError" and any("/pandas/" in f.file.replace("\\", "/") for f in link.frames):
         add("data_error", 0.4, "a_keyerror_from_pandas_indexing")
     code = next((f.code for f in reversed(link.frames) if f.code), "")
@@ -137,16 +134,6 @@ def _link_hits(link: Link, index: int, position: str, source: str, at: float | N
             f"raised directly in the workload's code at {own.where()}" + (f": {own.code}" if own.code else ""),
         )
     return out
-
-
-def _a_library_check_refused_a_value(link: Link) -> bool:
-    """A ``ValueError`` that a third-party library's own ``raise`` statement raised, called from
-    the workload's code: the library checked an argument it was given and refused it (scipy's
-    ``minimize(method=...)``, a constructor's option) — a place, not a word of the message."""
-    if link.short_type != "ValueError" or not link.frames or link.library is None or link.library in STDLIB:
-        return False
-    last = link.frames[-1]
-    return last.in_library and last.code.startswith("raise ") and link.innermost_own_frame() is not None
 
 
 def _line_hits(lines: Sequence[str], last_line: str | None, at: float | None) -> list[Hit]:

@@ -631,13 +631,6 @@ CODE_ERROR_CLASSES: Final[dict[str, float]] = {
     "KeyError": 0.35,
     "StopIteration": 0.5,
     "OverflowError": 0.5,
-    # numpy's TypeError subclasses: an operator or ufunc applied to arrays of types it has no loop for
-    "UFuncTypeError": 0.65,
-    "_UFuncNoLoopError": 0.65,
-    "_UFuncBinaryResolutionError": 0.65,
-    "_UFuncCastingError": 0.65,
-    "_UFuncInputCastingError": 0.65,
-    "_UFuncOutputCastingError": 0.65,
 }
 
 
