@@ -59,7 +59,7 @@ PROGRAMMING = _re(
 )
 #: the data does not look like what the code reads
 DATA_WORDS = _re(
-    r"\bshape\b.{0,40}\b(?:mismatch|does not match|doesn't match|incompatible)\b|\bdtype\b|\bcorrupt(?:ed)?\b|\btruncated\b"
+    r"\bshape\b.{0,40}\b(?:mismatch|does not match|doesn't match|incompatible)\b|\bdtype\b(?:[^(]|$)|\bcorrupt(?:ed)?\b|\btruncated\b"
     r"|\bmalformed\b|\bunexpected (?:end of|token|character|eof)\b|\bnot a valid (?:json|csv|image|utf-8)\b|\bfailed to (?:parse|decode)\b"
     r"|\bcould not (?:parse|decode|convert|cast)\b|\bencoding\b|\bempty (?:file|batch|data|split)\b|\bno (?:samples|rows|examples|images)\b"
     r"|\blabels?\b.{0,40}\b(?:out of range|must be|invalid|mismatch)\b|\bnum_classes\b|\bcolumns?\b|\bschemas?\b"

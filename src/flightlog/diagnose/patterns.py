@@ -432,11 +432,11 @@ EXCEPTION_RULES: Final[tuple[ExceptionRule, ...]] = (
         classes=("ValueError", "AssertionError", "TypeError", "KeyError", "RuntimeError", "Exception"),
         message=_re(
             r"\b(?:invalid|unknown|unsupported|unrecognized|illegal|bad)\b (?:value|parameter|param|argument|option|"
-            r"choice|config\w*|setting|learning rate|lr|optimizer|scheduler|model|activation|loss|"
-            r"batch.?size|mode|device|backend|solver|method|frequency|strategy|metric|kernel|criterion|penalty|scheduler|precision|seed)"
+            r"choice|config\w*|setting|learning rate|lr|optimizer|scheduler|activation|loss|"
+            r"batch.?size|mode|device|backend|solver|method|frequency|strategy|metric|kernel|criterion|penalty|scheduler|precision|seed)s?\b"
             r"|\bparameter\b.{0,60}\bmust be\b|\bmust be (?:a |an )?(?:positive|non-?negative|> ?0|>= ?0|greater than|"
             r"less than|at least|at most|between|one of|in the range|in \[|an? (?:int|float|str))"
-            r"|expected one of|got an unexpected keyword argument|should be (?:one of|positive|between|> ?0)"
+            r"|expected one of|should be (?:one of|positive|between|> ?0)"
             r"|not a valid (?:choice|value|option)|out of range for (?:param|arg|option)"
         ),
     ),
@@ -631,6 +631,13 @@ CODE_ERROR_CLASSES: Final[dict[str, float]] = {
     "KeyError": 0.35,
     "StopIteration": 0.5,
     "OverflowError": 0.5,
+    # numpy's TypeError subclasses: an operator or ufunc applied to arrays of types it has no loop for
+    "UFuncTypeError": 0.65,
+    "_UFuncNoLoopError": 0.65,
+    "_UFuncBinaryResolutionError": 0.65,
+    "_UFuncCastingError": 0.65,
+    "_UFuncInputCastingError": 0.65,
+    "_UFuncOutputCastingError": 0.65,
 }
 
 
