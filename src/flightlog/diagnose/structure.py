@@ -227,8 +227,17 @@ def _last_exception_line(doc: str) -> str:
     return next((ln for ln in tail if ln and not ln[0].isspace()), "")
 
 
+#: a line of the stack dump Python's faulthandler prints after a fatal signal (a thread's header,
+#: a frame — ``File "x.py", line 8 in f``, no comma, unlike a traceback's — or its module list):
+#: a stack, not the program's last words, so the fatal error line before it stays the last line
+_FAULTHANDLER_DUMP = re.compile(
+    r'^(?:(?:Current thread|Thread) 0x[0-9a-fA-F]+ \(most recent call first\):|\s+File ".*", line \d+ in \S+'
+    r"|\s+<no Python frame>|Extension modules: .*)\s*$"
+)
+
+
 def _lines_of(docs: list[str]) -> list[str]:
-    return [line for doc in docs for line in doc.splitlines()]
+    return [line for doc in docs for line in doc.splitlines() if not _FAULTHANDLER_DUMP.match(line)]
 
 
 # ── one chain ────────────────────────────────────────────────────────────────
