@@ -76,6 +76,16 @@ WORKLOADS = (
         },
     ),
     Workload(
+        "pipeline",
+        "pipeline_overhead.py",
+        (),
+        ("--steps", "20", "--rounds", "1", "--cold-steps", "2"),
+        {
+            "pipeline_overhead_ms_per_step": ("lower", lambda r: r["overhead_per_step_ms"]),
+            "pipeline_runner_cpu_ms_per_step": ("lower", lambda r: r["runner_cpu_per_step_ms"]),
+        },
+    ),
+    Workload(
         "ingest",
         "server_ingest.py",
         (),

@@ -2,20 +2,29 @@
 
 W writers (async clients, spread over --procs processes) each own one run and, every
 --interval seconds, POST one ingest batch (a metrics record of --points points and a logs
-record of --lines lines, in the wire format the SDK's shipper uses) to one of two
-`flightlog server` processes sharing one PostgreSQL store. A writer whose server fails
-(refused, reset, 5xx, timeout) sends the same batch — same sequence numbers — to the other
-server: that is the failover the SDK's journal gives (a replay is idempotent). Meanwhile R
-readers list runs and tail logs on both servers. With --kill-at F, server A is killed
-(SIGKILL) after F of the duration.
+record of --lines lines, in the wire format and with the headers the SDK's shipper uses) to
+one of two `flightlog server` processes sharing one PostgreSQL store. A writer whose server
+fails (refused, reset, 5xx, timeout) sends the same batch — same sequence numbers — to the
+other server: that is the failover the SDK's journal gives (a replay is idempotent).
+Meanwhile R readers list runs and tail logs on both servers. With --kill-at F, server A is
+killed (SIGKILL) after F of the duration.
 
 At the end every run is read back from PostgreSQL: each point and each log line the writers
 had acknowledged must be there exactly once (no gap, no duplicate). Prints one JSON object:
-points/s, ingest latency p50/p99, read latencies, failovers, and the check.
+batches/s and points/s, ingest latency p50/p99, read latencies, read errors, failovers, the
+check, and the CPU the two servers and PostgreSQL spent per batch (user + system seconds of
+their processes over the run, divided by the batches acknowledged: a figure that a busy
+machine inflates far less than it inflates latencies), with the load average before and after.
 
-    python bench/load.py                                   # 200 writers, 5 minutes, kill at half time
+With --base REF the same load runs against the servers of git ref REF too (its tree extracted
+with ``git archive``, as bench/ab.py does), each side on a fresh database of the same
+PostgreSQL, alternating which side goes first over --rounds; the JSON then holds both sides and
+the ratios head / base.
+
+    python bench/load.py                                   # 200 writers, 500 batches/s, 5 min, kill at half time
     python bench/load.py --writers 50 --duration 60        # a smaller run
-    python bench/load.py --store postgresql://…            # an existing, empty database
+    python bench/load.py --base main --duration 60         # this tree against main's, alternated
+    python bench/load.py --store postgresql://…            # an existing, empty database (no --base)
 
 Without --store it starts a throw-away PostgreSQL (flightlog.store.postgres.testing).
 """
@@ -28,6 +37,7 @@ import multiprocessing
 import os
 import random
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -38,9 +48,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from _common import emit, machine
+import psutil
+from _common import ROOT, emit, machine
 
-FLIGHTLOG = str(Path(sys.executable).with_name("flightlog"))
+from flightlog.redaction import REDACTED_HEADER, REDACTION_VERSION
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -74,7 +85,12 @@ async def _writer(servers: list[str], token: str, args: Any, deadline: float, ou
 
     run_id = uuid.uuid4().hex
     which = random.randrange(len(servers))
-    headers = {"Authorization": f"Bearer {token}", "Content-Type": MEDIA_TYPE, "Content-Encoding": "gzip"}
+    headers = {
+        "Authorization": f"Bearer {token}",
+        "Content-Type": MEDIA_TYPE,
+        "Content-Encoding": "gzip",
+        REDACTED_HEADER: REDACTION_VERSION,  # the SDK redacts its records before it ships them, and says so
+    }
     latencies: list[float] = []
     failovers = 0
     seq, step, batch_no = 1, 0, 0
@@ -152,12 +168,19 @@ def _writer_process(servers: list[str], token: str, args: Any, count: int, deadl
 
 # ── readers ──────────────────────────────────────────────────────────────────
 async def _reader(
-    servers: list[str], token: str, deadline: float, lists: list[float], tails: list[float], errors: list[str]
+    servers: list[str],
+    token: str,
+    deadline: float,
+    lists: list[float],
+    tails: list[float],
+    errors: list[str],
+    down: set[str],
 ) -> None:
     headers = {"Authorization": f"Bearer {token}"}
     async with httpx.AsyncClient(timeout=30, headers=headers) as client:
         while time.time() < deadline:
-            server = random.choice(servers)
+            # as behind a load balancer: a server that failed a request gets no more (a health check)
+            server = random.choice([s for s in servers if s not in down] or servers)
             try:
                 t0 = time.perf_counter()
                 r = await client.get(f"{server}/api/v1/runs", params={"project": "load", "limit": 50})
@@ -172,7 +195,9 @@ async def _reader(
                     r.raise_for_status()
                     tails.append(time.perf_counter() - t0)
             except httpx.HTTPError as exc:
-                errors.append(f"{type(exc).__name__}: {exc}"[:200])  # the killed server: expected, counted
+                errors.append(f"{type(exc).__name__}: {exc}"[:200])  # the killed server's in-flight requests
+                if isinstance(exc, httpx.TransportError):
+                    down.add(server)
             await asyncio.sleep(0.5)
 
 
@@ -185,11 +210,13 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _start_server(store: str, home: Path) -> tuple[subprocess.Popen[bytes], str]:
+def _start_server(store: str, home: Path, src: Path | None = None) -> tuple[subprocess.Popen[bytes], str]:
     port = _free_port()
     env = {**os.environ, "FLIGHTLOG_STORE": store, "FLIGHTLOG_HOME": str(home)}
+    if src is not None:  # another tree's flightlog (--base)
+        env["PYTHONPATH"] = str(src)
     proc = subprocess.Popen(
-        [FLIGHTLOG, "server", "--port", str(port), "--auth", "--home", str(home)],
+        [sys.executable, "-m", "flightlog", "server", "--port", str(port), "--auth", "--home", str(home)],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=open(home.with_suffix(".log"), "wb"),  # noqa: SIM115
@@ -205,6 +232,41 @@ def _start_server(store: str, home: Path) -> tuple[subprocess.Popen[bytes], str]
         if proc.poll() is not None or time.monotonic() > deadline:
             raise RuntimeError(f"the server did not start: {home.with_suffix('.log').read_text()[-2000:]}")
         time.sleep(0.2)
+
+
+class CpuMeter:
+    """CPU seconds (user + system) spent by processes and their children: the two servers, and
+    PostgreSQL's postmaster with every backend (a backend that ended is in its parent's children
+    times; a killed server counts what it had spent when last seen)."""
+
+    def __init__(self, pids: list[int]) -> None:
+        self.procs = [psutil.Process(p) for p in pids]
+        self.last: dict[int, float] = {}  # top-level process → its own and its reaped children's CPU
+        self.live: dict[int, float] = {}  # its live children's CPU, read again each time
+        self.start = self._total()
+
+    def _total(self) -> float:
+        live: dict[int, float] = {}
+        for proc in self.procs:
+            try:
+                t = proc.cpu_times()
+                self.last[proc.pid] = t.user + t.system + t.children_user + t.children_system
+                for child in proc.children(recursive=True):
+                    try:
+                        ct = child.cpu_times()
+                        live[child.pid] = ct.user + ct.system
+                    except psutil.Error:
+                        pass
+            except psutil.Error:  # the killed server: what it had spent is what was last seen
+                pass
+        self.live = live
+        return sum(self.last.values()) + sum(self.live.values())
+
+    def sample(self) -> None:
+        self._total()
+
+    def spent(self) -> float:
+        return self._total() - self.start
 
 
 def _check(store_uri: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -246,36 +308,59 @@ def _check(store_uri: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--writers", type=int, default=200)
-    parser.add_argument("--procs", type=int, default=4, help="processes the writers are spread over")
-    parser.add_argument("--readers", type=int, default=4)
-    parser.add_argument("--duration", type=float, default=300.0, help="seconds of writing")
-    parser.add_argument("--interval", type=float, default=1.0, help="seconds between one writer's batches")
-    parser.add_argument("--points", type=int, default=100, help="metric points per batch")
-    parser.add_argument("--lines", type=int, default=20, help="log lines per batch")
-    parser.add_argument("--kill-at", type=float, default=0.5, help="kill server A after this fraction (0: never)")
-    parser.add_argument("--store", help="an empty PostgreSQL database (default: a throw-away server)")
-    args = parser.parse_args()
+def _materialise(ref: str, into: Path) -> Path:
+    """The ``src`` of git ref REF (its tree from `git archive`; the working tree is never touched)."""
+    import tarfile
 
-    pg = None
-    store_uri = args.store
-    if store_uri is None:
-        from flightlog.store.postgres.testing import TemporaryPostgres
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", ref], capture_output=True, check=False)
+    if archive.returncode != 0:
+        raise SystemExit(f"bench/load.py: cannot archive {ref!r}: {archive.stderr.decode(errors='replace').strip()}")
+    tar_path = into / "base.tar"
+    tar_path.write_bytes(archive.stdout)
+    with tarfile.open(tar_path) as tar:
+        tar.extractall(into / "base", filter="data")
+    return into / "base" / "src"
 
-        pg = TemporaryPostgres(max_connections=300).start()
-        store_uri = pg.create_database("load")
-    work = Path(tempfile.mkdtemp(prefix="flightlog-load-"))
+
+def run_load(store_uri: str, args: Any, work: Path, src: Path | None, pg_pid: int | None) -> dict[str, Any]:
+    """One load run against two servers (of ``src``, else this tree) over ``store_uri``."""
     from flightlog.server.tokens import create_token
     from flightlog.store.registry import open_store
 
-    seed: Any = open_store(store_uri)
-    token = create_token(seed, "admin", None, "load").secret
-    seed.close()
-    servers = [_start_server(store_uri, work / name) for name in ("a", "b")]
+    if src is not None:  # the base tree migrates its own database, as its servers would
+        subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                f"from flightlog.store.registry import open_store; open_store({store_uri!r}).close()",
+            ],
+            env={**os.environ, "PYTHONPATH": str(src)},
+            check=True,
+        )
+    seed: Any = open_store(store_uri) if src is None else None
+    if seed is None:  # a token in the base's database, made by the base's own code
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "from flightlog.server.tokens import create_token; from flightlog.store.registry import open_store; "
+                f"s = open_store({store_uri!r}); print(create_token(s, 'admin', None, 'load').secret); s.close()",
+            ],
+            env={**os.environ, "PYTHONPATH": str(src)},
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        token = out.stdout.strip().splitlines()[-1]
+    else:
+        token = create_token(seed, "admin", None, "load").secret
+        seed.close()
+    work.mkdir(parents=True, exist_ok=True)
+    servers = [_start_server(store_uri, work / name, src) for name in ("a", "b")]
     urls = [url for _, url in servers]
-    result: dict[str, Any] = {"machine": machine(), "config": {k: v for k, v in vars(args).items() if k != "store"}}
+    meter = CpuMeter([p.pid for p, _ in servers])
+    pg_meter = CpuMeter([pg_pid] if pg_pid else [])
+    result: dict[str, Any] = {"load_average_before": [round(x, 2) for x in os.getloadavg()]}
     try:
         start = time.time()
         deadline = start + args.duration
@@ -291,18 +376,25 @@ def main() -> None:
         lists: list[float] = []
         tails: list[float] = []
         read_errors: list[str] = []
-        killed_at = None
 
         async def readers_and_killer() -> float | None:
             async def killer() -> float | None:
                 if not args.kill_at:
                     return None
                 await asyncio.sleep(args.duration * args.kill_at)
+                meter.sample()  # what server A spent up to its end
                 servers[0][0].send_signal(signal.SIGKILL)
                 return time.time() - start
 
-            tasks = [_reader(urls, token, deadline, lists, tails, read_errors) for _ in range(args.readers)]
-            got = await asyncio.gather(killer(), *tasks)
+            async def metering() -> None:
+                while time.time() < deadline:
+                    meter.sample()
+                    pg_meter.sample()
+                    await asyncio.sleep(1.0)
+
+            down: set[str] = set()  # the servers readers saw fail (shared, as a load balancer's view)
+            tasks = [_reader(urls, token, deadline, lists, tails, read_errors, down) for _ in range(args.readers)]
+            got = await asyncio.gather(killer(), metering(), *tasks)
             return got[0]
 
         killed_at = asyncio.run(readers_and_killer())
@@ -310,14 +402,18 @@ def main() -> None:
         for p in procs:
             p.join()
         elapsed = time.time() - start
+        server_cpu, pg_cpu = meter.spent(), pg_meter.spent()
+        cpu = server_cpu + pg_cpu
         runs = [r for o in outs for r in o["runs"]]
         latencies = [x for o in outs for x in o["latencies"]]
+        batches = max(1, len(latencies))
         points = sum(r["points"] for r in runs)
         result.update(
             {
                 "elapsed_s": round(elapsed, 1),
                 "points": points,
                 "log_lines": sum(r["lines"] for r in runs),
+                "batches_per_s": round(len(latencies) / elapsed, 1),
                 "points_per_s": round(points / elapsed),
                 "ingest_requests": len(latencies),
                 "ingest_p50_ms": round(1000 * (percentile(latencies, 0.5) or 0), 1),
@@ -330,6 +426,11 @@ def main() -> None:
                 "read_errors": len(read_errors),
                 "failovers": sum(o["failovers"] for o in outs),
                 "server_a_killed_at_s": None if killed_at is None else round(killed_at, 1),
+                "servers_and_postgres_cpu_s": round(cpu, 2),
+                "cpu_ms_per_batch": round(1000 * cpu / batches, 3),
+                "servers_cpu_ms_per_batch": round(1000 * server_cpu / batches, 3),
+                "postgres_cpu_ms_per_batch": round(1000 * pg_cpu / batches, 3),
+                "load_average_after": [round(x, 2) for x in os.getloadavg()],
                 "check": _check(store_uri, runs),
             }
         )
@@ -338,6 +439,78 @@ def main() -> None:
             if proc.poll() is None:
                 proc.terminate()
                 proc.wait(timeout=60)
+    return result
+
+
+_COMPARED = (
+    "batches_per_s",
+    "points_per_s",
+    "ingest_p50_ms",
+    "ingest_p99_ms",
+    "list_runs_p99_ms",
+    "tail_logs_p99_ms",
+    "cpu_ms_per_batch",
+)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--writers", type=int, default=200)
+    parser.add_argument("--procs", type=int, default=4, help="processes the writers are spread over")
+    parser.add_argument("--readers", type=int, default=4)
+    parser.add_argument("--duration", type=float, default=300.0, help="seconds of writing")
+    parser.add_argument(
+        "--interval", type=float, default=0.4, help="seconds between one writer's batches (200 / 0.4 = 500 batches/s)"
+    )
+    parser.add_argument("--points", type=int, default=100, help="metric points per batch")
+    parser.add_argument("--lines", type=int, default=20, help="log lines per batch")
+    parser.add_argument("--kill-at", type=float, default=0.5, help="kill server A after this fraction (0: never)")
+    parser.add_argument("--store", help="an empty PostgreSQL database (default: a throw-away server)")
+    parser.add_argument("--base", help="also run the servers of this git ref, alternated with this tree's")
+    parser.add_argument("--rounds", type=int, default=1, help="with --base: rounds of both sides")
+    args = parser.parse_args()
+    if args.base and args.store:
+        parser.error("--base needs a throw-away PostgreSQL (a fresh database per side): leave --store out")
+
+    pg = None
+    pg_pid = None
+    work = Path(tempfile.mkdtemp(prefix="flightlog-load-"))
+    config = {k: v for k, v in vars(args).items() if k != "store"}
+    result: dict[str, Any] = {"machine": machine(), "config": config}
+    try:
+        if args.store is None:
+            from flightlog.store.postgres.testing import TemporaryPostgres
+
+            pg = TemporaryPostgres(max_connections=300).start()
+            pg_pid = pg.process.pid if pg.process is not None else None
+        if not args.base:
+            store_uri = args.store or pg.create_database("load")  # type: ignore[union-attr]
+            result.update(run_load(store_uri, args, work / "head", None, pg_pid))
+        else:
+            base_src = _materialise(args.base, work)
+            sides: dict[str, list[dict[str, Any]]] = {"base": [], "head": []}
+            for round_no in range(args.rounds):
+                order = ("base", "head") if round_no % 2 == 0 else ("head", "base")
+                for side in order:
+                    uri = pg.create_database(f"load_{side}_{round_no}")  # type: ignore[union-attr]
+                    src = base_src if side == "base" else None
+                    sides[side].append(run_load(uri, args, work / f"{side}{round_no}", src, pg_pid))
+                    print(
+                        f"round {round_no + 1}/{args.rounds} {side}: "
+                        + ", ".join(f"{k}={sides[side][-1][k]}" for k in _COMPARED),
+                        file=sys.stderr,
+                    )
+            result["base"] = args.base
+            result["rounds"] = sides
+            medians = {
+                side: {k: statistics.median(r[k] for r in runs) for k in _COMPARED} for side, runs in sides.items()
+            }
+            result["median"] = medians
+            result["ratios_head_over_base"] = {
+                k: round(medians["head"][k] / medians["base"][k], 3) if medians["base"][k] else None for k in _COMPARED
+            }
+            result["exactly_once"] = all(r["check"]["exactly_once"] for runs in sides.values() for r in runs)
+    finally:
         if pg is not None:
             pg.cleanup()
     emit(result)

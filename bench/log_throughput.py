@@ -5,6 +5,13 @@ loop, whether a fresh Client sees all 500,000 points, the time to read one metri
 100,000-point history, and that first read in a fresh process (opening the Client, then the
 first `metric_history` call, best of 5 processes). With --peers, the same workload through MLflow's fastest documented
 APIs in the separate benchmark environment (.bench-venv), and the ratios.
+
+The peer harness's baselines run in the same rounds, alternated with flightlog (so a machine
+getting busier hits all three alike): the bare loop (the same fresh dict of 5 metrics built per
+step, then dropped) and a list append (the dict appended to a list, then the list pickled to a
+file and fsynced after the loop: the cheapest durable record). Each reports its in-loop cost per
+point and its end-to-end cost per point (the loop plus making it durable: `finish()` for
+flightlog), best of the rounds, with the ratios to flightlog's and the load average.
 """
 
 from __future__ import annotations
@@ -20,6 +27,32 @@ from _common import best_of, emit, fresh_home, machine, run_peer
 
 STEPS = 100_000
 METRICS = 5
+
+
+def bare_round() -> dict[str, float]:
+    t0 = time.perf_counter()
+    for i in range(STEPS):
+        x = i * 0.001
+        d = {"loss": 1.0 / (i + 1), "acc": x, "lr": 0.1, "grad_norm": x * 2, "throughput": 1000.0 + x}  # noqa: F841
+    took = time.perf_counter() - t0
+    return {"loop_s": took, "total_s": took}
+
+
+def list_round(directory: str) -> dict[str, float]:
+    import pickle
+
+    out: list[dict[str, float]] = []
+    append = out.append
+    t0 = time.perf_counter()
+    for i in range(STEPS):
+        x = i * 0.001
+        append({"loss": 1.0 / (i + 1), "acc": x, "lr": 0.1, "grad_norm": x * 2, "throughput": 1000.0 + x})
+    t1 = time.perf_counter()
+    with open(os.path.join(directory, "w1-list.pickle"), "wb") as f:
+        pickle.dump(out, f, protocol=pickle.HIGHEST_PROTOCOL)
+        f.flush()
+        os.fsync(f.fileno())
+    return {"loop_s": t1 - t0, "total_s": time.perf_counter() - t0}
 
 
 def one_round() -> dict[str, float]:
@@ -39,7 +72,14 @@ def one_round() -> dict[str, float]:
     client.metric_history(run.id, "loss")  # warm numpy and the page cache
     read = best_of(5, lambda: _read(client, run.id))
     client.close()
-    return {"loop_s": t1 - t0, "finish_s": t2 - t1, "points_seen": total, "read_s": read, "run_id": run.id}
+    return {
+        "loop_s": t1 - t0,
+        "finish_s": t2 - t1,
+        "total_s": t2 - t0,
+        "points_seen": total,
+        "read_s": read,
+        "run_id": run.id,
+    }
 
 
 FIRST_READ = """
@@ -75,6 +115,34 @@ def _read(client: object, run_id: str) -> float:
     return time.perf_counter() - t0
 
 
+def _harness(
+    rounds: list[dict[str, float]], bare: list[dict[str, float]], listed: list[dict[str, float]], points: int
+) -> dict[str, object]:
+    """The peer harness's figures: per point, in the loop and end to end, best of the rounds."""
+
+    def per_point(samples: list[dict[str, float]], key: str) -> float:
+        return round(min(s[key] for s in samples) / points * 1e6, 3)
+
+    out: dict[str, object] = {
+        side: {
+            "in_loop_us_per_point": per_point(samples, "loop_s"),
+            "end_to_end_us_per_point": per_point(samples, "total_s"),
+        }
+        for side, samples in (("flightlog", rounds), ("bare_loop", bare), ("list_append_fsync", listed))
+    }
+    fl = out["flightlog"]
+    assert isinstance(fl, dict)
+    out["flightlog_over_bare_loop_in_loop"] = round(
+        fl["in_loop_us_per_point"] / out["bare_loop"]["in_loop_us_per_point"], 2
+    )  # type: ignore[index]
+    out["flightlog_over_list_append_end_to_end"] = round(
+        fl["end_to_end_us_per_point"] / out["list_append_fsync"]["end_to_end_us_per_point"],
+        2,  # type: ignore[index]
+    )
+    out["target_in_loop_us_per_point"] = 0.3
+    return out
+
+
 def _set_steps(steps: int) -> None:
     global STEPS
     STEPS = steps
@@ -87,8 +155,17 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="rounds, of which the best is quoted")
     args = parser.parse_args()
     _set_steps(args.steps)
-    fresh_home("w1")
-    rounds = [one_round() for _ in range(args.rounds)]
+    home = str(fresh_home("w1"))
+    load_before = os.getloadavg()
+    rounds, bare, listed = [], [], []
+    for r in range(args.rounds):  # the three alternate, in a rotating order
+        jobs = [
+            lambda: rounds.append(one_round()),
+            lambda: bare.append(bare_round()),
+            lambda: listed.append(list_round(home)),
+        ]
+        for job in jobs[r % 3 :] + jobs[: r % 3]:
+            job()
     best = min(rounds, key=lambda r: r["loop_s"])
     points = STEPS * METRICS
     fresh = first_read_in_fresh_process(str(best["run_id"]))
@@ -104,6 +181,9 @@ def main() -> None:
         "fresh_process_open_client_ms": round(fresh["client_s"] * 1000, 1),
         "fresh_process_first_read_ms": round(fresh["first_read_s"] * 1000, 2),
         "fresh_process_second_read_ms": round(fresh["second_read_s"] * 1000, 2),
+        "harness": _harness(rounds, bare, listed, points),
+        "load_average_before": [round(x, 2) for x in load_before],
+        "load_average_after": [round(x, 2) for x in os.getloadavg()],
         "targets": {
             "in_loop_us_per_point": 2.0,
             "finish_after_loop_s": 1.5,

@@ -1,9 +1,13 @@
 """W2: 1,000 runs with 20 params and 5 final metrics each, then a query; and start-up time.
 
 Prints one JSON object: the time to create the 1,000 runs through the public SDK
-(init → log → finish, sequentially), the latency of `params.lr > 0.01` ordered by
-`-metrics.acc` (top 50), and `import flightlog` + `flightlog.init()` in a fresh process.
-With --peers, the same through MLflow in .bench-venv, and the ratios.
+(init → log → finish, sequentially, at the defaults: resource sampling, console capture, a new
+FLIGHTLOG_HOME), the latency of `params.lr > 0.01` ordered by `-metrics.acc` (top 50), and
+`import flightlog` + `flightlog.init()` in a fresh process, with the load average.
+
+With --peers, the same 1,000 runs through MLflow in .bench-venv, on its file store and on its
+SQLite store, alternated with flightlog's in each of --rounds rounds (a rotating order, each in a
+fresh store); the best of each is quoted, and the ratio of MLflow's best store to flightlog.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import random
 import subprocess
 import sys
 import time
+from typing import Any
 
 from _common import emit, fresh_home, machine, run_peer
 
@@ -83,10 +88,24 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--peers", action="store_true", help="also run MLflow in .bench-venv and print ratios")
     parser.add_argument("--runs", type=int, default=RUNS, help="runs to create (bench/ab.py --quick uses fewer)")
+    parser.add_argument("--rounds", type=int, default=None, help="rounds (default 1; 2 with --peers)")
     args = parser.parse_args()
     _set_runs(args.runs)
-    fresh_home("w2")
-    create = create_runs()
+    rounds = args.rounds or (2 if args.peers else 1)
+    load_before = os.getloadavg()
+    creates: list[float] = []
+    peers: dict[str, list[dict[str, Any]]] = {"mlflow_file": [], "mlflow_sqlite": []}
+    for r in range(rounds):
+        jobs: list[tuple[str, Any]] = [("flightlog", None)]
+        if args.peers:
+            jobs += [("mlflow_file", "file"), ("mlflow_sqlite", "sqlite")]
+        for name, store in jobs[r % len(jobs) :] + jobs[: r % len(jobs)]:
+            if store is None:
+                fresh_home(f"w2-{r}")
+                creates.append(create_runs())
+            else:
+                peers[name].append(run_peer("peer_mlflow.py", "w2", store))
+    create = min(creates)
     q, n = query_ms()
     start = startup_s()
     result = {
@@ -97,17 +116,23 @@ def main() -> None:
         "query_ms": round(q, 2),
         "query_rows": n,
         "import_and_init_s": round(start, 3),
-        "targets": {"create_1000_runs_s": 5.0, "query_ms": 20, "import_and_init_s": 0.3},
+        "create_1000_runs_s_all_rounds": [round(c, 3) for c in creates],
+        "load_average_before": [round(x, 2) for x in load_before],
+        "load_average_after": [round(x, 2) for x in os.getloadavg()],
+        "targets": {"create_1000_runs_s": 1.2, "query_ms": 20, "import_and_init_s": 0.3},
     }
-    result["meets_targets"] = create <= 5.0 and q <= 20 and start <= 0.3
+    result["meets_targets"] = create <= 1.2 and q <= 20 and start <= 0.3
     if args.peers:
-        peer = run_peer("peer_mlflow.py", "w2")
-        result["peers"] = {"mlflow": peer}
-        if "error" not in peer:
+        result["peers"] = peers
+        ok = [p for side in peers.values() for p in side if "error" not in p]
+        if ok:
+            best = min(ok, key=lambda p: p["create_1000_runs_s"])
+            result["mlflow_best"] = {"store": best["store"], "create_1000_runs_s": best["create_1000_runs_s"]}
             result["ratios"] = {
-                "mlflow_vs_flightlog_create_1000": round(peer["create_1000_runs_s"] / create, 1),
-                "mlflow_vs_flightlog_query": round(peer["query_ms"] / q, 1),
-                "mlflow_vs_flightlog_import_and_start": round(peer["import_and_start_s"] / start, 1),
+                "mlflow_best_vs_flightlog_create_1000": round(best["create_1000_runs_s"] / create, 1),
+                "mlflow_vs_flightlog_query": round(min(p["query_ms"] for p in ok) / q, 1),
+                "mlflow_vs_flightlog_import_and_start": round(min(p["import_and_start_s"] for p in ok) / start, 1),
+                "target_create_ratio": 10,
             }
     emit(result)
     json.dumps(result)

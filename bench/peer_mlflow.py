@@ -18,11 +18,14 @@ import time
 STEPS = 2000  # MLflow is slow enough that a sample of the 100,000 steps gives its per-point cost
 
 
-def _setup() -> str:
+def _setup(store: str = "sqlite") -> str:
+    """A fresh tracking store: MLflow's SQLite store, or its file store (``mlruns``)."""
     import mlflow
 
     tmp = tempfile.mkdtemp(prefix="mlflow-bench-")
-    uri = f"sqlite:///{tmp}/mlflow.db"
+    if store == "file":  # in "maintenance mode" since 3.x: refused unless asked for
+        os.environ["MLFLOW_ALLOW_FILE_STORE"] = "true"
+    uri = f"sqlite:///{tmp}/mlflow.db" if store == "sqlite" else f"file://{tmp}/mlruns"
     mlflow.set_tracking_uri(uri)
     os.chdir(tmp)
     return uri
@@ -77,10 +80,10 @@ def w1() -> dict[str, float]:
     return out
 
 
-def w2() -> dict[str, float]:
+def w2(store: str = "sqlite") -> dict[str, float]:
     import mlflow
 
-    uri = _setup()
+    uri = _setup(store)
     rng = random.Random(7)
     t0 = time.perf_counter()
     for i in range(1000):
@@ -118,6 +121,7 @@ def w2() -> dict[str, float]:
 
 
 if __name__ == "__main__":
-    result = {"w1": w1, "w2": w2}[sys.argv[1]]()
+    result = {"w1": w1, "w2": w2}[sys.argv[1]](*sys.argv[2:])  # w2 [sqlite|file]
     result["mlflow_version"] = __import__("mlflow").__version__
+    result["store"] = sys.argv[2] if len(sys.argv) > 2 else "sqlite"
     print(json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in result.items()}))

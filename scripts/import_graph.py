@@ -5,7 +5,8 @@ pyproject.toml) say pass or fail, while a refactoring needs the figures to watch
 how many cycles between packages, how many imports run up the layer order of
 docs/architecture.md, and how many imports sit inside a function (where they hide a cycle from
 a reader, though not from Python). It reads the source with ``ast`` only, so it runs on any
-checkout without importing flightlog.
+checkout without importing flightlog. A name a package loads lazily (``lazy_attributes``) counts
+as a function-level import of the module it lives in: it is one, made on first use.
 
     python scripts/import_graph.py            # the figures
     python scripts/import_graph.py --list     # and each cycle and upward import
@@ -27,30 +28,23 @@ from pathlib import Path
 
 ROOT = "flightlog"
 
-_VOCABULARY = "<vocabulary>"
+PUBLIC = "<public>"  # flightlog itself (its __init__, the public API) and __main__: on top of every layer
 
 
 def read_layers(pyproject: Path) -> tuple[tuple[str, ...], ...]:
     """The layer order of the ``layers`` contract in pyproject.toml, lowest first.
 
     Read from the contract rather than written here again, so that the figures and the check
-    cannot disagree. The row of top-level modules becomes ``<vocabulary>``; ``flightlog``
-    itself (its ``__init__``, the public API, and ``__main__``) sits on top as ``<public>``."""
+    cannot disagree. Each name in a row is a box: a package, or a top-level module (``models``,
+    ``errors``), as import-linter counts them; ``flightlog`` itself (its ``__init__``, the public
+    API, and ``__main__``) sits on top as ``<public>``."""
     config = tomllib.loads(pyproject.read_text(encoding="utf-8"))["tool"]["importlinter"]
     contract = next(c for c in config["contracts"] if c["type"] == "layers")
-    layers: list[tuple[str, ...]] = []
-    for row in reversed(contract["layers"]):
-        names = tuple(name.strip() for name in re.split(r"[|:]", row))
-        boxes = tuple(n for n in names if _is_package(n) or n in _MODULE_LAYER)
-        # a row of packages keeps them; its top-level modules (the bottom row's) are the vocabulary
-        layers.append((*boxes, _VOCABULARY) if boxes and len(boxes) < len(names) else boxes or (_VOCABULARY,))
-    return (*layers, ("<public>",))
+    rows = [tuple(name.strip() for name in re.split(r"[|:]", row)) for row in reversed(contract["layers"])]
+    return (*rows, (PUBLIC,))
 
 
 LAYERS: tuple[tuple[str, ...], ...] = ()
-
-# top-level modules that are not vocabulary: they sit with a layer of their own
-_MODULE_LAYER = {"client": "client", "mlflow_compat": "mlflow_compat"}
 
 
 @dataclass(frozen=True)
@@ -65,28 +59,18 @@ class Import:
 
 
 def package_of(module: str) -> str:
-    """The box of the layer diagram a module belongs to."""
+    """The box of the layer diagram a module belongs to: its package, or the top-level module itself."""
     parts = module.split(".")
     if len(parts) < 2 or parts[1] == "__main__":
-        return "<public>"
-    head = parts[1]
-    if len(parts) == 2 and head not in _MODULE_LAYER and not _is_package(head):
-        return _VOCABULARY
-    return _MODULE_LAYER.get(head, head)
-
-
-_PACKAGES: set[str] = set()
-
-
-def _is_package(name: str) -> bool:
-    return name in _PACKAGES
+        return PUBLIC
+    return parts[1]
 
 
 def layer_index(package: str) -> int:
     for index, names in enumerate(LAYERS):
         if package in names:
             return index
-    raise KeyError(f"package {package!r} is in no layer of the layers contract (pyproject.toml)")
+    raise KeyError(f"{package!r} is in no layer of the layers contract (pyproject.toml)")
 
 
 def modules(src: Path) -> dict[str, Path]:
@@ -120,8 +104,37 @@ def _imports(module: str, path: Path, known: set[str]) -> Iterator[Import]:
             name = name.rpartition(".")[0]
         return name or None
 
+    module_dicts = {
+        target.id: stmt.value
+        for stmt in tree.body
+        if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Dict)
+        for target in stmt.targets
+        if isinstance(target, ast.Name)
+    }
+
+    def lazy_homes(call: ast.Call) -> Iterator[str]:
+        """The modules a ``lazy_attributes(__name__, {...})`` call imports when a name is used."""
+        if len(call.args) < 2:
+            return
+        table = call.args[1]
+        if isinstance(table, ast.Name):
+            table = module_dicts.get(table.id, table)
+        if not isinstance(table, ast.Dict):
+            return
+        for value in table.values:
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                home = value.value
+                if home.startswith("."):
+                    base = module if is_package else module.rpartition(".")[0]
+                    home = base + home
+                yield home
+
     def visit(node: ast.AST, in_function: bool, guarded: bool) -> Iterator[Import]:
         for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.Call) and isinstance(child.func, ast.Name) and child.func.id == "lazy_attributes":
+                for home in lazy_homes(child):
+                    if home.split(".")[0] == ROOT and (target := target_of(home)):
+                        yield Import(module, target, child.lineno, True, guarded)  # imported when used
             func = in_function or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)
             guard = guarded or (isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test))
             if isinstance(child, ast.Import):
@@ -200,11 +213,8 @@ def read_exceptions(pyproject: Path) -> list[tuple[re.Pattern[str], re.Pattern[s
 def measure(src: Path, pyproject: Path) -> dict[str, object]:
     global LAYERS
     found = modules(src)
-    _PACKAGES.update(
-        name.split(".")[1] for name, path in found.items() if path.name == "__init__.py" and name.count(".") == 1
-    )
     known = set(found)
-    LAYERS = read_layers(pyproject)  # after _PACKAGES: it tells packages from vocabulary modules
+    LAYERS = read_layers(pyproject)
     exceptions = read_exceptions(pyproject)
     # one import per (importer, imported, where): `from x import a, b` is one import of x
     unique = {

@@ -1,5 +1,5 @@
 """Headless Chromium for every test that looks at the web UI (tests/ui, and the pages that the
-pipeline and triage suites check): one launch per test package (the ``browser`` fixture of
+pipeline and triage suites check): one launch per test module (the ``browser`` fixture of
 tests/conftest.py), a fresh context per page (:func:`open_page`).
 
 Without Chromium a browser test fails (never skips: a skipped browser test looks like a green

@@ -154,10 +154,12 @@ def built_ui() -> Path:
     return build_ui()
 
 
-@pytest.fixture(scope="package")
+@pytest.fixture(scope="module")
 def browser(built_ui: Path) -> Iterator[Any]:
-    """Headless Chromium, one per test package, closed when the package's tests are done (its
-    processes would otherwise count as children of the test process in other packages' tests).
+    """Headless Chromium, one per test module, closed when the module's tests are done. Not per
+    package: a package-scoped fixture lives until the package that *defines* it ends — this one,
+    ``tests``, i.e. the whole session — and while Playwright's sync API is up, the test process's
+    main thread has a running event loop, so every later ``asyncio.run`` in that worker failed.
     A test that looks at a page takes it, with ``tests.browser.open_page``, so that it fails,
     never skips, when Chromium is missing."""
     with launch() as b:

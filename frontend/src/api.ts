@@ -71,10 +71,12 @@ export async function request(method: string, path: string, init: {
     body = JSON.stringify(init.body);
   }
   let res: Response;
+  const url = apiUrl(path, init.query);
   try {
-    res = await fetch(apiUrl(path, init.query), {
+    const early = method === "GET" && init.headers === undefined ? takePrefetched(url) : undefined;
+    res = await (early ?? fetch(url, {
       method, headers, body, signal: init.signal, credentials: "same-origin", cache: "no-store",
-    });
+    }));
   } catch (err) {
     if ((err as Error).name === "AbortError") throw err;
     throw new ApiError(0, "unreachable", "the flightlog server did not answer: is it still running?");
@@ -85,6 +87,14 @@ export async function request(method: string, path: string, init: {
     throw err;
   }
   return res;
+}
+
+/** The answer prefetch.ts already asked for (the page's first requests), taken once. */
+function takePrefetched(url: string): Promise<Response> | undefined {
+  const prefetched = window.__flightlogPrefetch;
+  const early = prefetched?.get(url);
+  if (early) prefetched!.delete(url);
+  return early;
 }
 
 export async function get<T>(path: string, query?: Query, signal?: AbortSignal): Promise<T> {

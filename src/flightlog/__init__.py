@@ -9,10 +9,11 @@ with run.stage("data_loading"):
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from flightlog._version import __version__
 from flightlog.errors import FlightlogError
+from flightlog.lazy import lazy_attributes
 from flightlog.sdk import FlightlogWarning, Run, active_run, finish, init, log
 
 if TYPE_CHECKING:
@@ -37,18 +38,16 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    # Imported on first use so that `import flightlog` stays fast in training code.
-    if name == "Client":
-        from flightlog.client import Client
-
-        return Client
-    if name in ("step", "Pipeline"):  # pipelines: imported only by programs that define one
-        from flightlog import pipeline as _pipeline
-
-        return getattr(_pipeline, name)
-    if name in ("logging_handler", "FlightlogHandler"):
-        from flightlog.sdk import logging as _logging
-
-        return getattr(_logging, name)
-    raise AttributeError(f"module 'flightlog' has no attribute {name!r}")
+# imported on first use, so that `import flightlog` stays fast in training code (pipelines: only
+# by programs that define one)
+__getattr__, __dir__ = lazy_attributes(
+    __name__,
+    {
+        "Client": "flightlog.client",
+        "step": "flightlog.pipeline",
+        "Pipeline": "flightlog.pipeline",
+        "logging_handler": "flightlog.sdk.logging",
+        "FlightlogHandler": "flightlog.sdk.logging",
+    },
+    eager=tuple(__all__),
+)

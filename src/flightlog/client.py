@@ -35,6 +35,7 @@ from flightlog.store.artifacts import LocalArtifactStore, open_artifact_store
 from flightlog.store.base import Store, ingest_one
 from flightlog.store.registry import open_store
 from flightlog.timefmt import parse_time
+from flightlog.transport import SCHEMES  # noqa: F401 - the transport registers these (http, https) when imported
 
 __all__ = ["Client"]
 
@@ -344,29 +345,43 @@ class Client:
         Without ``baseline`` one is chosen (a pinned run, else the most recent successful run
         of the same name, else the best comparable run; the report says which and why);
         ``auto_baseline=False`` turns that off."""
-        diagnose_run = features().require(
-            "diagnose_run", needed_by="Client.diagnose", install="flightlog (its diagnose feature)"
+        report: dict[str, Any] = features().need(
+            "flightlog_diagnose_run",
+            needed_by="Client.diagnose",
+            install="flightlog (its diagnose feature)",
+            client=self,
+            run_id=_run_id(run),
+            baseline_id=None if baseline is None else _run_id(baseline),
+            auto_baseline=auto_baseline,
         )
-        return diagnose_run(
-            self, _run_id(run), None if baseline is None else _run_id(baseline), auto_baseline=auto_baseline
-        )
+        return report
 
     def compare(self, run: RunRef, baseline: RunRef | None = None) -> dict[str, Any]:
         """What changed from ``baseline`` to ``run``: params, code, packages, environment, inputs, stages, peaks, metrics.
 
         Without ``baseline``, the one a diagnosis would choose (docs/troubleshooting.md), and
         the document says which and why; NotFound, saying why, when none qualifies."""
-        compare_runs = features().require(
-            "compare_runs", needed_by="Client.compare", install="flightlog (its diagnose feature)"
+        comparison: dict[str, Any] = features().need(
+            "flightlog_compare_runs",
+            needed_by="Client.compare",
+            install="flightlog (its diagnose feature)",
+            client=self,
+            run_id=_run_id(run),
+            baseline_id=None if baseline is None else _run_id(baseline),
         )
-        return compare_runs(self, _run_id(run), None if baseline is None else _run_id(baseline))
+        return comparison
 
     def rightsize(self, run_or_name: RunRef, *, project: str | None = None) -> dict[str, Any]:
         """Memory and CPU requests with headroom from the peaks of a run's attempts or of the runs of one name."""
-        rightsize = features().require(
-            "rightsize", needed_by="Client.rightsize", install="flightlog (its diagnose feature)"
+        requests: dict[str, Any] = features().need(
+            "flightlog_rightsize",
+            needed_by="Client.rightsize",
+            install="flightlog (its diagnose feature)",
+            client=self,
+            run=_run_id(run_or_name),
+            project=project,
         )
-        return rightsize(self, _run_id(run_or_name), project=project)
+        return requests
 
     def _ref(self, run: RunRef) -> str:
         """A run's id for a store call, without reading the run: a run object already knows it,

@@ -41,10 +41,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import flightlog
+from flightlog.client import Client
 from flightlog.errors import Conflict, InvalidInput
 from flightlog.models import RunInfo as FlightlogRunInfo
 from flightlog.schema.values import encode_series
+from flightlog.sdk import active_run as active_flightlog_run
+from flightlog.sdk import init
 from flightlog.sdk.run import Run
 from flightlog.store.base import ingest_one
 
@@ -167,11 +169,11 @@ def start_run(
         )
     parent = parent_run_id or (current.info.run_id if current is not None else None)
     project = experiment_id or (_experiment[0] if _experiment else None)
-    existing = flightlog.active_run()
+    existing = active_flightlog_run()
     if existing is not None and current is None and run_id is None and not existing.owner:
         run = existing  # inside `flightlog run`: the runner's run is this process's run
     else:
-        run = flightlog.init(
+        run = init(
             project=project,
             name=run_name,
             id=run_id,
@@ -382,7 +384,7 @@ class MlflowClient:
             )
         if home is not None and home.startswith("file://"):
             home = home[len("file://") :]
-        self._client = flightlog.Client(home)
+        self._client = Client(home)
 
     def get_run(self, run_id: str) -> MlflowRun:
         return _as_mlflow(self._client.run(run_id, exact=True))
@@ -466,7 +468,7 @@ def search_runs(
     if output_format != "list":
         raise InvalidInput(
             f"search_runs(output_format={output_format!r}): flightlog.mlflow_compat returns output_format='list'; "
-            "build a DataFrame from it, or use flightlog.Client().runs(...)"
+            "build a DataFrame from it, or use Client().runs(...)"
         )
     projects = list(experiment_ids or []) + list(experiment_names or [])
     if not projects and _experiment:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from flightlog.errors import InvalidInput
 from flightlog.logevents import level_name
+from flightlog.plugins import features
 from flightlog.statuses import STATUSES, TERMINAL_STATUSES
 from flightlog.timefmt import iso
 
@@ -435,16 +436,25 @@ def _json_float(v: float | None) -> float | str | None:
 
 
 def load(ref: str, **options: Any) -> Any:
-    """The registered model ``ref`` names, loaded (``flightlog.registry.loading.load``: options
-    ``client``, ``project``, ``cache_dir``, ``kind``, ``model``)."""
-    from flightlog.registry.loading import load as load_model  # the registry's, imported when called
-
-    return load_model(ref, **options)
+    """The registered model ``ref`` names, loaded (the model registry's loader, asked through the
+    feature table: ``flightlog_load_model``; options ``client``, ``project``, ``cache_dir``,
+    ``kind``, ``model``: docs/models.md)."""
+    return features().need(
+        "flightlog_load_model",
+        needed_by="flightlog.models.load",
+        install="flightlog (its registry)",
+        ref=ref,
+        options=options,
+    )
 
 
 def download(ref: str, **options: Any) -> Any:
     """The local path of the registered model ``ref`` names, downloaded and checked against its
-    digest (``flightlog.registry.loading.download``)."""
-    from flightlog.registry.loading import download as download_model  # the registry's, imported when called
-
-    return download_model(ref, **options)
+    digest (the model registry's, asked through the feature table: ``flightlog_download_model``)."""
+    return features().need(
+        "flightlog_download_model",
+        needed_by="flightlog.models.download",
+        install="flightlog (its registry)",
+        ref=ref,
+        options=options,
+    )

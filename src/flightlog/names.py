@@ -22,7 +22,15 @@ from typing import Any
 
 from flightlog.errors import InvalidInput
 
-__all__ = ["NAME_RULE", "InvalidName", "check_name_text", "control_character", "name_problem"]
+__all__ = [
+    "MAX_RUN_NAME",
+    "NAME_RULE",
+    "InvalidName",
+    "check_name_text",
+    "check_run_name",
+    "control_character",
+    "name_problem",
+]
 
 NAME_RULE = (
     "a name is printable text: no control characters (U+0000-U+001F, U+007F-U+009F: newlines, tabs, "
@@ -84,3 +92,18 @@ def check_name_text(value: Any, what: str) -> Any:
         f"{what} {value[:80]!r} is not valid: it has {found} at position {at}; {NAME_RULE}",
         details={"value": value[:200], "position": at, "rule": NAME_RULE, "what": what},
     )
+
+
+#: the longest run name (``flightlog.init(name=...)``, ``flightlog runs edit --name``)
+MAX_RUN_NAME = 200
+
+
+def check_run_name(name: Any) -> str:
+    """A run name: non-empty text of at most MAX_RUN_NAME characters, on one line. One check for
+    the SDK (``Run.name``) and the store's edits (``runs edit --name``), so both refuse alike."""
+    if not isinstance(name, str) or not name.strip():
+        raise InvalidInput("a run name needs some text")
+    name = name.strip()
+    if len(name) > MAX_RUN_NAME or "\n" in name:
+        raise InvalidInput(f"a run name is one line of at most {MAX_RUN_NAME} characters (got {len(name)})")
+    return name

@@ -373,6 +373,7 @@ def test_a_run_killed_at_its_memory_limit_is_oom_killed(home: Path, sig: int) ->
     import time
 
     from flightlog.client import Client
+    from flightlog.errors import NotFound
     from tests.helpers import child_env
 
     limit = 160 * 1024 * 1024
@@ -407,8 +408,16 @@ def test_a_run_killed_at_its_memory_limit_is_oom_killed(home: Path, sig: int) ->
         run = re.search(r"run ([0-9a-f]{32}) started", started)[1]  # type: ignore[index]
         deadline = time.monotonic() + 60
         with Client(home) as c:
+
+            def at_limit() -> bool:
+                try:
+                    samples = c.resources(run)
+                except NotFound:  # "started" is said before the run's first flush (within the flush interval)
+                    return False
+                return any((s.get("rss_bytes") or 0) >= 0.97 * limit for s in samples)
+
             # kill only once the store holds samples of the tree at its limit (what the kill decision reads)
-            while not (pidfile.exists() and any((s.get("rss_bytes") or 0) >= 0.97 * limit for s in c.resources(run))):
+            while not (pidfile.exists() and at_limit()):
                 assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
                 time.sleep(0.1)
         os.kill(int(pidfile.read_text()), sig)

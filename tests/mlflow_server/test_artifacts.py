@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 import flightlog
-from flightlog.mlflow_server.artifacts import artifact_uri
+from flightlog.mlflow_server.api.artifacts import artifact_uri
 from flightlog.server.testing import RunningServer, serve_in_thread
 
 ROOT = Path(__file__).resolve().parents[2]

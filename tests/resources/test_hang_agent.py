@@ -19,6 +19,7 @@ import pytest
 from flightlog.resources.agent.channel import MAX_PENDING, FileChannel
 from flightlog.resources.agent.settings import HangSettings, chains, parse_signal, rank_env
 from flightlog.resources.agent.stacks import (
+    MAX_THREADS,
     normalize_flight_recorder,
     parse_faulthandler,
     stacks_evidence,
@@ -538,3 +539,23 @@ def _interpreter(name: str) -> str | None:
         if exe and subprocess.run([exe, "-c", "pass"], capture_output=True).returncode == 0:
             return exe
     return None
+
+
+def test_when_the_dump_is_bounded_flightlog_s_own_threads_are_cut_first() -> None:
+    """More threads than a dump keeps: the workload's thread is kept, flightlog's own go."""
+    release = threading.Event()
+    ours = [
+        threading.Thread(target=release.wait, args=(30,), name=f"flightlog-filler-{i}") for i in range(MAX_THREADS + 2)
+    ]
+    loader = threading.Thread(target=release.wait, args=(30,), name="zz-loader")  # sorts after them by name
+    for t in [*ours, loader]:
+        t.start()
+    try:
+        data = stacks_evidence(0, "no progress", skip={threading.get_ident()})
+    finally:
+        release.set()
+        for t in [*ours, loader]:
+            t.join()
+    names = [t["name"] for t in data["threads"]]
+    assert len(names) == MAX_THREADS and "zz-loader" in names
+    assert data["truncated"]

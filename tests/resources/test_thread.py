@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from flightlog.forksafe import no_fork
 from flightlog.resources import ProcessTreeSampler, SamplerThread
 from tests.helpers import wait_for
 from tests.resources.conftest import Spawn
@@ -75,15 +76,20 @@ def test_sampler_exceptions_are_contained(capsys: pytest.CaptureFixture[str]) ->
 
 
 def test_stop_returns_after_timeout_when_the_callback_hangs() -> None:
-    release = threading.Event()
+    release, entered = threading.Event(), threading.Event()
 
     def hang(sample: dict[str, Any]) -> None:
+        entered.set()
         release.wait(120)
 
     thread = SamplerThread(Counting(), hang, interval=0.01).start()
-    wait_for(lambda: thread.samples, "the first sample (its callback hangs)")
-    assert thread.stop(timeout=0.2) is False  # returned while the callback still hangs
-    release.set()
+    try:
+        wait_for(entered.is_set, "the first sample's callback, which hangs")
+        assert thread.stop(timeout=0.2) is False  # returned while the callback still hangs
+        with no_fork():  # the hanging callback holds no lock of the process's
+            pass
+    finally:
+        release.set()
     assert thread.stop() is True
 
 
@@ -137,3 +143,21 @@ def _wait_until(condition: Any, timeout: float = 10.0) -> None:
     while not condition():
         assert time.monotonic() < deadline, "condition not met in time"
         time.sleep(0.005)
+
+
+def test_a_resume_not_at_once_keeps_the_schedule_and_wakes_a_parked_thread() -> None:
+    thread = SamplerThread(Counting(), lambda s: None, interval=60.0).start()
+    _wait_until(lambda: thread.samples == 1)
+    thread.pause()
+    thread.resume(at_once=False)  # before the thread parked: its next sample stays a minute away
+    time.sleep(0.3)
+    assert thread.samples == 1 and not thread.paused
+    thread.stop()
+    quick = SamplerThread(Counting(), lambda s: None, interval=0.05).start()
+    _wait_until(lambda: quick.samples >= 1)
+    quick.pause()
+    _wait_until(lambda: quick._parked)  # parked at its next tick, with no timer
+    before = quick.samples
+    quick.resume(at_once=False)  # a parked thread is woken, and samples on its schedule again
+    _wait_until(lambda: quick.samples > before)
+    assert quick.stop() is True

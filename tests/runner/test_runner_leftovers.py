@@ -184,3 +184,57 @@ def test_without_a_cgroup_the_keeper_still_kills_what_carries_the_attempts_mark(
                 os.kill(daemon, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+FORKED_KEEPER = """
+import os, subprocess, sys, time
+from flightlog.runner.reaper import Keeper, fork_keeper_ahead
+marks = {marks!r}
+fork_keeper_ahead()  # as a pipeline step's runner does while it has no thread: a fork, not `python -I -S`
+keeper = Keeper.start(None, [f"{{k}}={{v}}" for k, v in marks.items()])
+kept = subprocess.Popen(["setsid", "sleep", "300"], env={{**os.environ, **marks}})
+print(kept.pid, keeper._pid, flush=True)
+if sys.argv[1] == "stand-down":
+    keeper.stand_down()
+    print("stood down", flush=True)
+time.sleep(300)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the keeper is Linux only")
+@pytest.mark.embedded_only("process handling is the runner's, whatever the transport")
+@pytest.mark.parametrize("end", ["killed", "stand-down"])
+def test_a_keeper_forked_ahead_kills_for_a_killed_runner_and_leaves_quietly_when_told(tmp_path: Path, end: str) -> None:
+    """The keeper a pipeline step's runner forks before its first attempt (``fork_keeper_ahead``)
+    does the keeper's job: told what to watch by ``Keeper.start``, it kills the attempt's marked
+    processes when the runner dies, and exits without killing anything when the runner stands
+    it down."""
+    marks = {"FLIGHTLOG_CAPTURED": "1", "FLIGHTLOG_RUN_ID": os.urandom(16).hex(), "FLIGHTLOG_ATTEMPT": "1"}
+    fake_runner = tmp_path / "runner.py"
+    fake_runner.write_text(FORKED_KEEPER.format(marks=marks))
+    runner = subprocess.Popen([PY, str(fake_runner), end], stdout=subprocess.PIPE, text=True)
+    daemon = 0
+    try:
+        assert runner.stdout is not None
+        daemon, keeper = map(int, runner.stdout.readline().split())
+        assert psutil.Process(keeper).cmdline() == [PY, str(fake_runner), end], "the keeper is a fork of the runner"
+        assert not gone(daemon, within=0.2)
+        if end == "killed":
+            runner.kill()
+            runner.wait(timeout=10)
+            assert gone(daemon, within=5), f"the marked setsid daemon (pid {daemon}) outlived its killed runner"
+        else:
+            assert runner.stdout.readline().strip() == "stood down"
+            assert gone(keeper, within=5), "the keeper stood down and exited"
+            assert not gone(daemon, within=0.5), "a keeper told to stand down kills nothing"
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+            runner.wait(timeout=10)
+        if runner.stdout is not None:
+            runner.stdout.close()
+        if daemon:
+            try:
+                os.kill(daemon, signal.SIGKILL)
+            except ProcessLookupError:
+                pass

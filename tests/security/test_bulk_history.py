@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from flightlog.mlflow_server.tracking import MAX_BULK_PER_RUN, MAX_BULK_POINTS
+from flightlog.mlflow_server.api.tracking import MAX_BULK_PER_RUN, MAX_BULK_POINTS
 from tests.security.probe import ServerSubprocess, assert_healthy_under_attack, server_subprocess
 from tests.server.conftest import auth
 from tests.server.journal import Writer

@@ -83,14 +83,24 @@ def test_other_requests_are_answered_while_rules_are_checked(tmp_path: Path, ser
         tmp_path / "srv", server_store
     ) as server:  # a process of its own: no GIL shared with the probes
         headers = auth(server.token("reader"))
+        took: list[float] = []
 
         def check() -> httpx.Response:
-            return httpx.post(
+            start = time.perf_counter()
+            answer = httpx.post(
                 f"{server.url}/api/v1/alerts/rules/check", json={"text": text}, headers=headers, timeout=60
             )
+            took.append(time.perf_counter() - start)
+            return answer
 
         slowest, answers = slowest_health_while(server.url, [check for _ in range(4)])
     for answer in answers:
         assert isinstance(answer, httpx.Response) and answer.status_code == 200, answer
         assert answer.json()["ok"] is True and len(answer.json()["rules"]) == 2300
-    assert slowest < 0.5, f"/healthz took {slowest:.2f} s while rules were checked"
+    # Measured against the checks themselves, not a clock: were they parsed on the event loop,
+    # the loop would be held for a whole parse at a time, and the probes (every 20 ms) arriving
+    # early in one would wait most of it — the quickest check's time, or more. Off the loop, a
+    # probe waits for nothing but its turn, however loaded the machine.
+    assert slowest < 0.5 * min(took), (
+        f"/healthz took {slowest:.2f} s while rules were checked (each check {min(took):.2f}-{max(took):.2f} s)"
+    )

@@ -238,3 +238,28 @@ def test_an_output_allow_list_keeps_the_listed_fields_and_hashes_the_rest(tmp_pa
     assert run.params["serving.outputs"] == ["items"] and run.params["serving.redact_personal"] is True
     stored = b"".join(p.read_bytes() for p in home.rglob("*") if p.is_file())
     assert b"carol@example.com" not in stored and b"bought before" not in stored
+
+
+def test_the_servers_log_lines_are_recorded_redacted_and_not_echoed_raw(tmp_path: Path) -> None:
+    """capture_logs records the app's log lines on the replica run (redacted) and writes nothing
+    of its own: no second, unredacted JSON copy of every line on the server's stdout (which a
+    container platform keeps), and no extra write on the request path."""
+    home = tmp_path / "home"
+    proc = run_script(
+        home,
+        """
+        import logging
+        from flightlog import serving
+        serving.attach(version="1", endpoint="loans", project="credit", inputs=["income"])
+        log = logging.getLogger("loans-api")
+        log.setLevel(logging.INFO)
+        for i in range(3):
+            log.info("scored applicant dora%d@example.com", i)
+    """,
+    )
+    assert "example.com" not in proc.stdout and '"component"' not in proc.stdout, proc.stdout
+    assert "example.com" not in proc.stderr, proc.stderr
+    with Client(home) as client:
+        run = client.runs(project="credit")[0]
+        lines = [e.message for e in client.logs(run.id) if e.component == "loans-api"]
+    assert lines == ["scored applicant [REDACTED:email]"] * 3, lines

@@ -13,7 +13,7 @@ import pytest
 
 from flightlog import Client, serving
 from flightlog.server.testing import serve_in_thread
-from tests.helpers import child_env, cli
+from tests.helpers import child_env, cli, cli_json
 from tests.serving.conftest import ModelServer, free_port, poll
 
 
@@ -164,3 +164,14 @@ def test_a_replica_stopped_with_sigterm_ends_as_a_stop(tmp_path: Path, model_ser
         run = client.run(replica["run_id"])
         assert (run.status, run.end_reason, replica["state"]) == ("stopped", "signal", "gone")
         assert sum(a["requests"] for a in serving.aggregates(client, "fraud-api")) == 3  # the ping and the two scored
+    # what a person then reads about it: a clean stop, not a failure to act on
+    report = cli_json(home, "diagnose", run.id)
+    assert not report["findings"], [f["summary"] for f in report["findings"]]  # no "terminated from outside"
+    assert not report["runbook"], "no preemption advice (checkpoints, --resume) for a replica taken down"
+    assert "stopped by SIGTERM" in report["serving"]["stop"] and "not a failure" in report["serving"]["stop"]
+    assert "failed" not in str(report["rightsizing"]["memory"].get("basis") or "")
+    human = cli(home, "diagnose", run.id).stdout
+    assert "killed_by_signal" not in human and "--resume" not in human and "stopped by SIGTERM" in human
+    assert "goodput" not in cli(home, "runs", "show", run.id).stdout, "a replica has no training goodput"
+    hours = cli_json(home, "triage", "--goodput", "--project", run.project)
+    assert hours["runs"] == 0 and not hours["top_wasters"], "a replica's life is not hours thrown away"

@@ -201,5 +201,17 @@ def test_replicas_are_out_of_the_runs_table_and_link_to_their_deployment(browser
         expect(page.locator("#diagnosis")).not_to_contain_text("training step")
         expect(page.locator("#diagnosis .finding[data-category=slow_completion]")).to_have_count(0)
         shot(page, "replica-run")
+        replica_url = page.url
+        # a replica's life is its traffic, not training hours: a replica that ended has no goodput
+        # card on its timeline, which a training run's has
+        with Client(story.deployed.home) as client:
+            ended = next(r["run_id"] for r in replicas(client, "fraud-api") if r["state"] == "gone")
+        page.goto(f"/projects/fraud-team/runs/{story.deployed.runs[2]}/timeline")
+        expect(page.locator(".goodput")).to_be_visible()
+        page.goto(f"/projects/fraud-team/runs/{ended}/timeline")
+        expect(page.locator(".timeline-tab")).to_be_visible()
+        page.wait_for_load_state("networkidle")
+        expect(page.locator(".goodput")).to_have_count(0)
+        page.goto(replica_url)
         link.click()
         expect(page.locator(".deployment-page h1")).to_contain_text("fraud-api")

@@ -11,8 +11,7 @@ use, so that the runner pays nothing for alerting when no rules file is there.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from flightlog.lazy import lazy_attributes
 
 __all__ = [
     "AlertConfig",
@@ -38,35 +37,27 @@ __all__ = [
 ]
 
 _WHERE = {
-    "AlertConfig": "config",
-    "Settings": "config",
-    "load_config": "config",
-    "parse_config": "config",
-    "discover": "config",
-    "Rule": "rules",
-    "Alert": "types",
-    "Signal": "types",
-    "Silence": "silences",
-    "RulesFileError": "yamlsource",
-    "AlertEngine": "engine",
-    "AlertStore": "stores",
-    "MemoryAlertStore": "stores",
-    "open_alert_store": "stores",
-    "Notification": "payload",
-    "webhook_payload": "payload",
-    "replay_run": "replay",
-    "start_monitor": "monitor",
-    "KINDS": "kinds",
-    "NOTIFIER_KINDS": "notifiers",
+    "AlertConfig": ".config",
+    "Settings": ".config",
+    "load_config": ".config",
+    "parse_config": ".config",
+    "discover": ".config",
+    "Rule": ".rules",
+    "Alert": ".types",
+    "Signal": ".types",
+    "Silence": ".silences",
+    "RulesFileError": ".yamlsource",
+    "AlertEngine": ".engine",
+    "AlertStore": ".stores",
+    "MemoryAlertStore": ".stores",
+    "open_alert_store": ".stores",
+    "Notification": ".payload",
+    "webhook_payload": ".payload",
+    "replay_run": ".replay",
+    "start_monitor": ".monitor",
+    "KINDS": ".kinds",
+    "NOTIFIER_KINDS": ".notifiers",
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'flightlog.alerts' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"flightlog.alerts.{module}"), name)
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_attributes(__name__, _WHERE, eager=tuple(__all__))

@@ -1,7 +1,9 @@
-"""Alerts as a feature: `flightlog alerts`.
+"""Alerts as a feature: `flightlog alerts`, the ``/api/v1/alerts`` routes, the evaluation beside
+a run of ``flightlog run`` and beside a server, the built-in rule kinds and notifiers, and the
+check of a rules file named by ``--alerts``.
 
-Its entry in the feature table (`flightlog.plugins`, docs/plugins.md): what it adds to the
-CLI, named lazily so that nothing heavy is imported before it is used.
+Its entry in the feature table (`flightlog.plugins`, docs/plugins.md): everything is named or
+imported lazily, inside its hook, so loading the table imports nothing of alerting.
 """
 
 from __future__ import annotations
@@ -9,14 +11,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from flightlog.plugins import CommandRef, Ref, Watcher, hookimpl
+from flightlog.plugins import CommandRef, Watcher, hookimpl
+from flightlog.plugins.operations import Operation
 
 __all__ = [
-    "flightlog_cli_commands",
-    "flightlog_services",
-    "flightlog_runner_start",
     "flightlog_alert_rule_kinds",
+    "flightlog_api_operations",
+    "flightlog_check_alert_rules",
+    "flightlog_cli_commands",
     "flightlog_notifiers",
+    "flightlog_runner_start",
+    "flightlog_server_start",
 ]
 
 
@@ -28,9 +33,21 @@ def flightlog_cli_commands() -> list[CommandRef]:
 
 
 @hookimpl
-def flightlog_services() -> dict[str, Ref]:
-    # `flightlog run --alerts FILE`: the file must parse before the workload starts
-    return {"check_alert_rules": Ref("flightlog.alerts.config", "load_config")}
+def flightlog_api_operations() -> list[Operation]:
+    # imported here: the API module needs Starlette (flightlog[server]), which the CLI does not
+    from flightlog.alerts.api import OPERATIONS
+
+    return list(OPERATIONS)
+
+
+@hookimpl
+def flightlog_check_alert_rules(path: str) -> bool:
+    """`flightlog run --alerts FILE`, `flightlog server --alerts FILE`: the file must parse before
+    anything starts (`RulesFileError` names each problem's line)."""
+    from flightlog.alerts.config import load_config  # cost: a command given --alerts only
+
+    load_config(path)
+    return True
 
 
 @hookimpl
@@ -40,6 +57,15 @@ def flightlog_runner_start(run: Any, options: Any) -> Watcher | None:
     from flightlog.alerts.monitor import start_monitor
 
     return start_monitor(run, getattr(options, "alerts", None))
+
+
+@hookimpl
+def flightlog_server_start(home: Any, config: Any) -> Watcher | None:
+    """The server's background evaluation of every run that reports to it, when a rules file is
+    there (``flightlog server --alerts``, else the usual places); None without one."""
+    from flightlog.alerts.service import start_alert_service  # cost: a server's start only
+
+    return start_alert_service(home, config.store_uri, getattr(config, "alerts", None))
 
 
 @hookimpl

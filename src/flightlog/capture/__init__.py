@@ -12,8 +12,9 @@ pipeline.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from flightlog.lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from flightlog.capture.linemetrics import LineMetrics
@@ -28,8 +29,4 @@ _HOMES = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'flightlog.capture' has no attribute {name!r}")
-    return getattr(importlib.import_module(home), name)
+__getattr__, __dir__ = lazy_attributes(__name__, _HOMES, eager=tuple(__all__))

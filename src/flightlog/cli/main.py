@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from flightlog.cli.modes import join_mode
 from flightlog.errors import FlightlogError, MissingExtra
 from flightlog.extras import install_line, missing_extra
 from flightlog.plugins import CommandRef, features
@@ -34,7 +35,7 @@ class _Flightlog(click.Group):
             command = _resolve(entry)
             name = command.name or ""
             if name not in self.commands:  # the core's commands, and the first feature's, win
-                self.add_command(command)
+                self.add_command(_with_modes(command))
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         self._add(self._features())
@@ -107,6 +108,12 @@ def _entry_name(entry: click.Command | CommandRef) -> str | None:
 
 def _resolve(entry: click.Command | CommandRef) -> click.Command:
     """A feature's command; one whose module needs a missing extra stays listed and says what to install."""
+    loaded = _load(entry)
+    return _needs_extra(entry.name or "", loaded) if isinstance(loaded, MissingExtra) else loaded
+
+
+def _load(entry: click.Command | CommandRef) -> click.Command | MissingExtra:
+    """The command ``entry`` names, or the error saying which extra its module needs."""
     if isinstance(entry, click.Command):
         return entry
     try:
@@ -115,7 +122,17 @@ def _resolve(entry: click.Command | CommandRef) -> click.Command:
         error = missing_extra(exc, f"`flightlog {entry.name}`")
         if error is None:
             raise
-        return _needs_extra(entry.name, error)
+        return error
+    return command
+
+
+def _with_modes(command: click.Command) -> click.Command:
+    """A feature's command with the modes other features add to it (`CommandMode`); a mode whose
+    module needs a missing extra is left out (its own command says what to install)."""
+    for mode in features().command_modes(command.name or ""):
+        target = _load(mode.target)
+        if isinstance(target, click.Command):
+            command = join_mode(command, mode, target)
     return command
 
 

@@ -151,13 +151,13 @@ def runs_show(run: str, fmt: str) -> None:
 
 
 def _goodput(client: Any, info: Any) -> dict[str, Any] | None:
-    """The run's goodput, where a feature measures it (the `run_goodput` service); a run the
-    measure cannot read still shows, without it."""
-    measure = features().service("run_goodput")
-    if measure is None or not info.is_finished:
-        return None
+    """The run's goodput, where a feature measures it (``flightlog_run_goodput``); a run the
+    measure cannot read still shows, without it; a serving replica has none."""
+    if not info.is_finished or info.kind == SERVING_KIND:
+        return None  # a model server's life is its traffic (its deployment's page), not training hours
     try:
-        return dict(measure(client, info))
+        goodput = features().ask("flightlog_run_goodput", client=client, run=info)
+        return None if goodput is None else dict(goodput)
     except Exception as exc:  # noqa: BLE001 - the card is the point; its goodput line is extra
         notice(f"warning: the run's goodput could not be measured: {type(exc).__name__}: {exc}")
         return None

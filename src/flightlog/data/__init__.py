@@ -11,7 +11,9 @@ Heavy dependencies (pyarrow, scipy) are imported when a function needs them, so
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from flightlog.lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from flightlog.data.cohorts import compare_cohorts, evaluate
@@ -63,45 +65,33 @@ __all__ = [
 ]
 
 _HOME = {
-    "build_manifest": "manifest",
-    "diff_manifests": "manifest",
-    "profile": "profiling",
-    "Profile": "profiling",
-    "ColumnProfile": "profiling",
-    "merge_profiles": "profiling",
-    "Suite": "validation",
-    "Validation": "validation",
-    "validate": "validation",
-    "load_expectations": "expectfile",
-    "parse_expectations": "expectfile",
-    "ColumnPresent": "expectations",
-    "ColumnType": "expectations",
-    "NotNull": "expectations",
-    "Between": "expectations",
-    "InSet": "expectations",
-    "Unique": "expectations",
-    "MatchesRegex": "expectations",
-    "RowCount": "expectations",
-    "Freshness": "expectations",
-    "drift": "driftcheck",
-    "DriftReport": "driftcheck",
-    "Thresholds": "driftcheck",
-    "render_drift_html": "report",
-    "evaluate": "cohorts",
-    "compare_cohorts": "cohorts",
+    "build_manifest": ".manifest",
+    "diff_manifests": ".manifest",
+    "profile": ".profiling",
+    "Profile": ".profiling",
+    "ColumnProfile": ".profiling",
+    "merge_profiles": ".profiling",
+    "Suite": ".validation",
+    "Validation": ".validation",
+    "validate": ".validation",
+    "load_expectations": ".expectfile",
+    "parse_expectations": ".expectfile",
+    "ColumnPresent": ".expectations",
+    "ColumnType": ".expectations",
+    "NotNull": ".expectations",
+    "Between": ".expectations",
+    "InSet": ".expectations",
+    "Unique": ".expectations",
+    "MatchesRegex": ".expectations",
+    "RowCount": ".expectations",
+    "Freshness": ".expectations",
+    "drift": ".driftcheck",
+    "DriftReport": ".driftcheck",
+    "Thresholds": ".driftcheck",
+    "render_drift_html": ".report",
+    "evaluate": ".cohorts",
+    "compare_cohorts": ".cohorts",
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _HOME.get(name)
-    if module is None:
-        raise AttributeError(f"module 'flightlog.data' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(f"flightlog.data.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_attributes(__name__, _HOME, eager=tuple(__all__))

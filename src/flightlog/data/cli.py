@@ -106,7 +106,7 @@ def manifest_cmd(
     Hashes are cached under FLIGHTLOG_HOME/cache by size and mtime, so re-scanning an unchanged
     tree only stats the files.
     """
-    from flightlog.data import resolve, views
+    from flightlog.data import render, resolve
     from flightlog.data.manifest import build_manifest
 
     runs = _runs(ctx)
@@ -118,7 +118,7 @@ def manifest_cmd(
     if fmt == "json":
         _emit(m)
     else:
-        views.show_manifest(m)
+        render.show_manifest(m)
 
 
 @data_group.command("diff")
@@ -134,7 +134,7 @@ def diff_cmd(ctx: click.Context, a: str, b: str, name: str | None, limit: int, f
     A and B are manifest JSON files, files or directories (scanned now), or run ids whose input
     manifest to use.
     """
-    from flightlog.data import resolve, views
+    from flightlog.data import render, resolve
     from flightlog.data.manifest import diff_manifests
 
     d = diff_manifests(
@@ -144,7 +144,7 @@ def diff_cmd(ctx: click.Context, a: str, b: str, name: str | None, limit: int, f
     if fmt == "json":
         _emit(d)
     else:
-        views.show_diff(d, limit)
+        render.show_diff(d, limit)
 
 
 @data_group.command("profile")
@@ -169,7 +169,7 @@ def profile_cmd(
     fmt: str,
 ) -> None:
     """Profile a CSV / Parquet / JSON Lines file (or a directory of them), streamed in batches."""
-    from flightlog.data import views
+    from flightlog.data import render
     from flightlog.data.profiling import profile
 
     p = profile(path, columns=_columns(columns))
@@ -181,7 +181,7 @@ def profile_cmd(
     if fmt == "json":
         _emit(d)
     else:
-        views.show_profile(p)
+        render.show_profile(p)
 
 
 @data_group.command("validate")
@@ -217,7 +217,7 @@ def validate_cmd(
     Failed expectations show offending examples (row and value); values of sensitive columns
     are replaced by <redacted>.
     """
-    from flightlog.data import views
+    from flightlog.data import render
     from flightlog.data.expectfile import load_expectations
     from flightlog.data.validation import validate
 
@@ -229,7 +229,7 @@ def validate_cmd(
     if fmt == "json":
         _emit(d)
     else:
-        views.show_validation(d)
+        render.show_validation(d)
     if not v.success:
         ctx.exit(1)
 
@@ -297,7 +297,7 @@ def drift_cmd(
     values, else Jensen–Shannon distance (≥ 0.1). PSI alongside. The dataset drifts when at
     least half of the columns drifted.
     """
-    from flightlog.data import resolve, views
+    from flightlog.data import render, resolve
     from flightlog.data.driftcheck import drift
 
     runs = _runs(ctx)
@@ -332,7 +332,7 @@ def drift_cmd(
     if fmt == "json":
         _emit(d)
     else:
-        views.show_drift(d)
+        render.show_drift(d)
         if html_path is not None:
             click.echo(f"report: {html_path}", err=True)
     if fail_on_drift and r.dataset_drift:
@@ -371,7 +371,7 @@ def cohorts_cmd(
     fmt: str,
 ) -> None:
     """Cohorts of RUN whose metrics regressed against the baseline, even when the aggregate improved."""
-    from flightlog.data import resolve, views
+    from flightlog.data import render, resolve
     from flightlog.data.cohorts import compare_cohorts
 
     cur = resolve.eval_from(run, _runs(ctx), name=name)
@@ -383,7 +383,7 @@ def cohorts_cmd(
     if fmt == "json":
         _emit(d)
     else:
-        views.show_cohorts(d)
+        render.show_cohorts(d)
     if fail_on_regression and d["regressions"]:
         ctx.exit(1)
 

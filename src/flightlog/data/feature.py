@@ -1,14 +1,19 @@
-"""Data evidence as a feature: `flightlog data` (its commands need `flightlog[data]`).
+"""Data evidence as a feature: `flightlog data` (its commands need `flightlog[data]`), and the
+answers the SDK asks of it (``run.log_input``'s manifest, ``run.log_eval``'s cohorts).
 
-Its entry in the feature table (`flightlog.plugins`, docs/plugins.md): what it adds to the
-CLI, named lazily so that nothing heavy is imported before it is used.
+Its entry in the feature table (`flightlog.plugins`, docs/plugins.md): the command is named
+lazily and each answer imports its module inside the hook, so nothing heavy is imported before
+it is used.
 """
 
 from __future__ import annotations
 
-from flightlog.plugins import CommandRef, Ref, hookimpl
+from collections.abc import Sequence
+from typing import Any
 
-__all__ = ["flightlog_cli_commands", "flightlog_services"]
+from flightlog.plugins import CommandRef, hookimpl
+
+__all__ = ["flightlog_cli_commands", "flightlog_cohort_evaluate", "flightlog_data_manifest"]
 
 
 @hookimpl
@@ -19,8 +24,16 @@ def flightlog_cli_commands() -> list[CommandRef]:
 
 
 @hookimpl
-def flightlog_services() -> dict[str, Ref]:
-    return {
-        "data_manifest": Ref("flightlog.data.manifest", "build_manifest"),  # run.log_input
-        "cohort_evaluate": Ref("flightlog.data.cohorts", "evaluate"),  # run.log_eval
-    }
+def flightlog_data_manifest(path: Any, cache_dir: Any, exclude: Sequence[str]) -> dict[str, Any]:
+    from flightlog.data.manifest import build_manifest  # cost: run.log_input only
+
+    return build_manifest(path, cache_dir=cache_dir, exclude=exclude)
+
+
+@hookimpl
+def flightlog_cohort_evaluate(
+    y_true: Any, y_pred: Any, cohorts: Any, metrics: Sequence[str] | None, sample_size: int
+) -> dict[str, Any]:
+    from flightlog.data.cohorts import evaluate  # cost: run.log_eval only (numpy)
+
+    return evaluate(y_true, y_pred, cohorts=cohorts, metrics=metrics, sample_size=sample_size)

@@ -9,9 +9,10 @@ as data, in :mod:`.patterns` and the runbook (``runbook.yaml``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from flightlog.diagnose.taxonomy import CATEGORIES, FAILURE_CATEGORIES, KIND_OF
+from flightlog.lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from flightlog.diagnose.classify import classify_failure
@@ -37,10 +38,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    # the engine imports numpy; the classifier (used by the runner) must not pay for it
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'flightlog.diagnose' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY, eager=tuple(__all__))

@@ -10,12 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from starlette.responses import Response
-
 from flightlog.diagnose.reader import StoreReader
 from flightlog.server.context import Ctx
 from flightlog.server.operations import RUN, Operation, Param, ok
-from flightlog.server.responses import json_response
+from flightlog.server.responses import Response, json_response
 
 __all__ = ["OPERATIONS"]
 

@@ -11,6 +11,7 @@ editing the others (``ANALYZERS``).
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -31,18 +32,19 @@ from flightlog.diagnose.rightsize import rightsize_runs
 from flightlog.diagnose.runbook import load_runbook, match_runbook
 from flightlog.diagnose.selection import BaselineChoice, baseline_for, choice_fields
 from flightlog.diagnose.settings import thresholds_for
-from flightlog.diagnose.signals import Signal
+from flightlog.diagnose.signals import Signal, signal_name
 from flightlog.diagnose.stragglers import analyze_stragglers
 from flightlog.diagnose.taxonomy import FAILURE_CATEGORIES
 from flightlog.errors import InvalidInput
 from flightlog.models import SERVING_KIND, RunInfo
 from flightlog.plugins import Ref, features
 from flightlog.statuses import UNSUCCESSFUL_STATUSES
+from flightlog.timefmt import iso
 
 if TYPE_CHECKING:
     from flightlog.diagnose.reader import Reader
 
-__all__ = ["diagnose_run", "Context", "ANALYZERS", "LEAD"]
+__all__ = ["diagnose_run", "service_stop", "Context", "ANALYZERS", "LEAD"]
 
 #: a finding at or above this confidence is a lead; below it, a hint
 LEAD = 0.5
@@ -125,10 +127,39 @@ def _from_baseline(ctx: Context) -> list[Finding]:
     return baseline_findings(merge_findings(ctx.findings), ctx.comparison)
 
 
+#: how a service is taken down on purpose — a rollout, a scale-down, Kubernetes, Ctrl-C — rather
+#: than from a fault: a replica that ended ``stopped`` by one of these has nothing to find
+_SERVICE_STOP_SIGNALS = frozenset({int(signal.SIGTERM), int(signal.SIGINT)})
+
+
+def service_stop(info: RunInfo) -> str | None:
+    """What a person should read about a service's run that was stopped by a rolling restart or
+    a scale-down ("stopped by SIGTERM at …: a clean stop"), None for any other end. Why: every
+    replica replaced in a rollout ends this way, and "terminated from outside" with advice to
+    checkpoint and resume is training advice that would send them looking for a fault."""
+    if info.status != "stopped" or info.signal not in _SERVICE_STOP_SIGNALS:
+        return None
+    when = iso(info.ended)
+    at = f" at {when[11:19]}Z" if when else ""
+    return (
+        f"stopped by {signal_name(int(info.signal))}{at}: a clean stop (a rollout, a scale-down or a shutdown), "
+        "not a failure"
+    )
+
+
+def _service_failures(ctx: Context) -> list[Finding]:
+    """A service's end: what a crash, a kill or an error says, and nothing for a clean stop."""
+    findings = _failures(ctx)
+    if service_stop(ctx.run.info) is not None:
+        findings = [f for f in findings if f.category != "killed_by_signal"]
+    return findings
+
+
 #: what is judged on a long-running service's run (a serving replica): what ended or broke the
-#: process — a crash, an out-of-memory kill, a signal —, never training behaviour (steps, data
-#: loading, losses, a tail after the last step), and no training run as its baseline
-SERVICE_ANALYZERS: tuple[Callable[[Context], list[Finding]], ...] = (_failures,)
+#: process — a crash, an out-of-memory kill, a signal other than a clean stop —, never training
+#: behaviour (steps, data loading, losses, a tail after the last step), and no training run as
+#: its baseline
+SERVICE_ANALYZERS: tuple[Callable[[Context], list[Finding]], ...] = (_service_failures,)
 
 ANALYZERS: tuple[Callable[[Context], list[Finding]], ...] = (
     _failures,

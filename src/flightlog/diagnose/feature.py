@@ -1,20 +1,30 @@
-"""Diagnosis as a feature: `flightlog diagnose`, `compare`, `rightsize` and their API.
+"""Diagnosis as a feature: `flightlog diagnose`, `compare`, `rightsize`, their API, and the
+answers the core asks of it (a failure's category at each exit of ``flightlog run``, and
+``Client.diagnose`` / ``compare`` / ``rightsize``).
 
-Its entry in the feature table (`flightlog.plugins`, docs/plugins.md): what it adds to the
-CLI and the API, named lazily so that nothing heavy is imported before it is used.
+Its entry in the feature table (`flightlog.plugins`, docs/plugins.md): the commands are named
+lazily, and each answer imports its module inside the hook, so loading the table imports
+nothing of diagnosis.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import Any
 
-from flightlog.plugins import CommandRef, Ref, hookimpl
+from flightlog.plugins import CommandRef, hookimpl
+from flightlog.plugins.operations import Operation
 
-if TYPE_CHECKING:
-    from flightlog.server.operations import Operation
-
-__all__ = ["flightlog_cli_commands", "flightlog_api_operations", "flightlog_services", "flightlog_listing_fields"]
+__all__ = [
+    "flightlog_api_operations",
+    "flightlog_classify_failure",
+    "flightlog_cli_commands",
+    "flightlog_compare_runs",
+    "flightlog_diagnose_run",
+    "flightlog_judge_ranks",
+    "flightlog_listing_fields",
+    "flightlog_rightsize",
+]
 
 
 @hookimpl
@@ -35,15 +45,56 @@ def flightlog_api_operations() -> list[Operation]:
 
 
 @hookimpl
-def flightlog_services() -> dict[str, Ref]:
-    return {
-        "classify_failure": Ref("flightlog.diagnose.classify", "classify_failure"),  # the runner, at each exit
-        # the runner, at the failed exit of a distributed job: the culprit rank's category
-        "judge_ranks": Ref("flightlog.diagnose.distributed", "judge_attempt"),
-        "diagnose_run": Ref("flightlog.diagnose.engine", "diagnose_run"),  # Client.diagnose
-        "compare_runs": Ref("flightlog.diagnose.compare", "compare_runs"),  # Client.compare
-        "rightsize": Ref("flightlog.diagnose.rightsize", "rightsize"),  # Client.rightsize
-    }
+def flightlog_classify_failure(
+    exit_code: int | None,
+    signal: int | None,
+    timed_out: bool,
+    oom_killed: bool,
+    traceback_text: str | None,
+    last_lines: Sequence[str],
+    memory_share: float | None,
+) -> tuple[str, float]:
+    # cost: the runner's exit only (the patterns are compiled on import)
+    from flightlog.diagnose.classify import classify_failure
+
+    return classify_failure(
+        exit_code=exit_code,
+        signal=signal,
+        timed_out=timed_out,
+        oom_killed=oom_killed,
+        traceback_text=traceback_text,
+        last_lines=list(last_lines),
+        memory_share=memory_share,
+    )
+
+
+@hookimpl
+def flightlog_judge_ranks(client: Any, run_id: str) -> dict[str, Any] | None:
+    # cost: the failed exit of a distributed job only
+    from flightlog.diagnose.distributed import judge_attempt
+
+    return judge_attempt(client, run_id)
+
+
+@hookimpl
+def flightlog_diagnose_run(client: Any, run_id: str, baseline_id: str | None, auto_baseline: bool) -> dict[str, Any]:
+    from flightlog.diagnose.engine import diagnose_run  # cost: a diagnosis only
+
+    return diagnose_run(client, run_id, baseline_id, auto_baseline=auto_baseline)
+
+
+@hookimpl
+def flightlog_compare_runs(client: Any, run_id: str, baseline_id: str | None) -> dict[str, Any]:
+    from flightlog.diagnose.compare import compare_runs  # cost: a comparison only
+
+    return compare_runs(client, run_id, baseline_id)
+
+
+@hookimpl
+def flightlog_rightsize(client: Any, run: str, project: str | None) -> dict[str, Any]:
+    from flightlog.diagnose.rightsize import rightsize  # cost: a right-sizing only
+
+    return rightsize(client, run, project=project)
 
 
 @hookimpl

@@ -99,6 +99,8 @@ def _serving(section: dict[str, Any], out: Console) -> None:
         p50, p99 = t.get("p50_ms"), t.get("p99_ms")
         lat = f", p50 {p50:.1f} ms, p99 {p99:.1f} ms" if p50 is not None and p99 is not None else ""
         out.print(f"  [dim]v{escape(str(t['version']))}: {t['requests']} requests, {rates}{lat}[/]")
+    if section.get("stop"):
+        out.print(f"  {escape(str(section['stop']))}")
     brief = section.get("diagnosis") or {}
     if brief.get("headline"):
         out.print(f"  deployment: {escape(brief['headline'])}")

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from flightlog.diagnose.evidence import RunEvidence, Thresholds
 from flightlog.errors import NotFound
-from flightlog.models import RunInfo
+from flightlog.models import SERVING_KIND, RunInfo
 from flightlog.timefmt import format_duration, format_size
 
 if TYPE_CHECKING:
@@ -99,7 +99,7 @@ def rightsize_runs(runs: list[RunEvidence], subject: dict[str, Any]) -> dict[str
             f"observed peak {format_size(peak)} over {len(used)} attempt(s) "
             f"({evidence['samples']} samples, {_seconds(evidence['duration_s'])}), plus {HEADROOM:.0%} headroom"
         )
-        if any(o["status"] != "succeeded" for o in used):
+        if any(o["status"] != "succeeded" and not o["clean_service_stop"] for o in used):
             basis += "; from attempts that failed, so the real peak may be higher"
     elif not used and observations:
         basis = evidence["reason"]
@@ -193,7 +193,14 @@ def _observe(ev: RunEvidence) -> list[dict[str, Any]]:
     info = ev.info
     limit = ev.memory_limit
     oom = (info.failure or {}).get("oom") or {}
-    base = {"run": info.id, "status": info.status, "end_reason": info.end_reason, "memory_limit_bytes": limit}
+    base = {
+        "run": info.id,
+        "status": info.status,
+        "end_reason": info.end_reason,
+        "memory_limit_bytes": limit,
+        # a model server taken down by a rollout lived its whole life: its peak is not a floor
+        "clean_service_stop": info.kind == SERVING_KIND and info.status == "stopped",
+    }
     summaries = [e for e in ev.evidence_of("resources") if isinstance(e.get("data"), dict)]
     out = []
     if summaries:

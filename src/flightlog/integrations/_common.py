@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from flightlog.schema.values import is_json_value
+from flightlog.sdk import active_run, init
 from flightlog.sdk.run import Run, flatten
 from flightlog.sdk.writer import warn
 
@@ -46,26 +47,22 @@ class RunHolder:
     @property
     def run(self) -> Run:
         """The run (started on first use when there is none to record into)."""
-        import flightlog
-
         if self._run is None:
-            active = flightlog.active_run()
+            active = active_run()
             if active is not None:
                 self._run = active
             else:
-                self._run = flightlog.init(**self._init_kwargs)
+                self._run = init(**self._init_kwargs)
                 self.owned = True
         return self._run
 
     def recording(self) -> Run:
         """The run for a hook about to record: a run this holder started and an earlier
         ``fit`` finished is continued as a new attempt (``trainer.test`` after ``fit``)."""
-        import flightlog
-
         run = self.run
         if self.owned and run._finished:
             kwargs = {k: v for k, v in self._init_kwargs.items() if k not in ("params", "tags", "name", "id")}
-            self._run = run = flightlog.init(id=run.id, resume=True, **kwargs)
+            self._run = run = init(id=run.id, resume=True, **kwargs)
         return run
 
     @property

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flightlog.errors import StoreUnavailable
 from flightlog.journal.files import JournalFile, list_journals
@@ -29,7 +29,9 @@ from flightlog.journal.format import MAGIC, read_records
 from flightlog.journal.liveness import process_alive
 from flightlog.schema import Bad, check_record
 from flightlog.schema import record as schema_record
-from flightlog.store.base import Store
+
+if TYPE_CHECKING:
+    from flightlog.store.base import Store  # what it replays into: a type only (the store sits above the journal)
 
 __all__ = ["SyncReport", "sync", "settle_dead_writers", "journal_header", "header_alive"]
 

@@ -24,17 +24,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
-from starlette.requests import Request
-from starlette.responses import Response
 
 from flightlog.errors import Unauthorized
 from flightlog.mlflow_server.errors import invalid, missing, mlflow_error_response
 from flightlog.server.auth import Principal, authenticate
-from flightlog.server.context import Ctx, UnsupportedMediaType
+from flightlog.server.context import Ctx, Request, UnsupportedMediaType
 from flightlog.server.operations import JSON, Operation
 from flightlog.server.origins import check_same_origin
 from flightlog.server.prometheus import ROUTE_KEY
-from flightlog.server.responses import json_response
+from flightlog.server.responses import Response, json_response
 
 __all__ = ["Call", "MlflowHandler", "PREFIXES", "mlflow_operations", "principal_of"]
 

@@ -13,10 +13,8 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from starlette.responses import Response
-
 from flightlog.errors import Conflict, FlightlogError, Forbidden, InvalidInput, NotFound, Unauthorized
-from flightlog.server.responses import json_response
+from flightlog.server.responses import Response, json_response
 
 __all__ = [
     "MlflowError",

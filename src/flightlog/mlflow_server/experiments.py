@@ -11,7 +11,6 @@ flightlog project has no identity apart from its name, and its runs keep theirs.
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,8 +18,8 @@ from typing import Any
 from flightlog.mlflow_server.errors import MlflowError, already_exists, invalid, not_found
 from flightlog.mlflow_server.migrations import MIGRATIONS
 from flightlog.names import check_name_text
+from flightlog.store.base import feature_store
 from flightlog.store.features import ensure_tables
-from flightlog.store.sqlite.connection import Database
 
 __all__ = [
     "Experiment",
@@ -181,20 +180,21 @@ class Experiments:
             )
 
 
+def _sql(store: Any) -> Experiments:
+    """The experiments table in a SQL run store's own database (either dialect)."""
+    ensure_tables(store.db, MIGRATIONS)
+    return Experiments(store.db, store.dialect.unique_violation)
+
+
+#: the experiments table of each run store's database (``Store.backend``)
+_BUILDERS = {"sqlite": _sql, "postgresql": _sql}
+
+
 def experiments_of(store: Any) -> Experiments:
     """The experiments table in ``store``'s database; a store without one cannot serve MLflow."""
-    db = getattr(store, "db", None)
-
-    if isinstance(db, Database):
-        ensure_tables(db, MIGRATIONS)
-        return Experiments(db, (sqlite3.IntegrityError,))
-    try:
-        import psycopg  # optional: flightlog[postgres]
-
-        from flightlog.store.postgres.connection import PgDatabase  # optional: needs psycopg (flightlog[postgres])
-    except ImportError:
-        psycopg = None  # type: ignore[assignment]
-    if psycopg is not None and isinstance(db, PgDatabase):
-        ensure_tables(db, MIGRATIONS)
-        return Experiments(db, (psycopg.errors.UniqueViolation,))
-    raise MlflowError("NOT_IMPLEMENTED", "this server's store keeps no MLflow experiments (a SQL run store is needed)")
+    found = feature_store(store, _BUILDERS)
+    if found is None:
+        raise MlflowError(
+            "NOT_IMPLEMENTED", "this server's store keeps no MLflow experiments (a SQL run store is needed)"
+        )
+    return found

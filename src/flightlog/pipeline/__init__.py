@@ -11,7 +11,9 @@ or ``flightlog pipeline run pipeline.yaml``. See docs/pipelines.md.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from flightlog.lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from flightlog.pipeline.controller import PipelineResult, run_pipeline
@@ -41,27 +43,21 @@ __all__ = [
 # where each name lives: imported on first use, so `flightlog --help` (which registers the
 # pipeline commands) does not load the controller
 _HOMES = {
-    "PipelineResult": "controller",
-    "resume_pipeline": "resume",
-    "run_pipeline": "controller",
-    "Pipeline": "define",
-    "StepFunction": "define",
-    "step": "define",
-    "GateCheck": "spec",
-    "PipelineSpec": "spec",
-    "StepSpec": "spec",
-    "validate": "spec",
-    "StepState": "state",
-    "load_view": "state",
-    "load_pipeline_file": "yamlfile",
-    "parse_pipeline": "yamlfile",
+    "PipelineResult": ".controller",
+    "resume_pipeline": ".resume",
+    "run_pipeline": ".controller",
+    "Pipeline": ".define",
+    "StepFunction": ".define",
+    "step": ".define",
+    "GateCheck": ".spec",
+    "PipelineSpec": ".spec",
+    "StepSpec": ".spec",
+    "validate": ".spec",
+    "StepState": ".state",
+    "load_view": ".state",
+    "load_pipeline_file": ".yamlfile",
+    "parse_pipeline": ".yamlfile",
 }
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'flightlog.pipeline' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(f"flightlog.pipeline.{home}"), name)
+__getattr__, __dir__ = lazy_attributes(__name__, _HOMES, eager=tuple(__all__))

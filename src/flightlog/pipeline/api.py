@@ -3,12 +3,10 @@ pipeline tab draws), declared as a server operation like the diagnosis endpoints
 
 from __future__ import annotations
 
-from starlette.responses import Response
-
 from flightlog.diagnose.reader import StoreReader
 from flightlog.server.context import Ctx
 from flightlog.server.operations import RUN, Operation, ok
-from flightlog.server.responses import json_response
+from flightlog.server.responses import Response, json_response
 
 __all__ = ["OPERATIONS"]
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import flightlog
+from flightlog.client import Client
 from flightlog.config import Settings
 from flightlog.errors import FlightlogError
 from flightlog.ids import new_run_id
@@ -33,6 +33,7 @@ from flightlog.pipeline.spec import PipelineSpec, StepSpec
 from flightlog.pipeline.state import DONE, EVIDENCE_KIND, FINAL, StepState, said_once
 from flightlog.pipeline.wakeup import SignalWakeup
 from flightlog.runner.options import child_run_argv, retry_backoff
+from flightlog.sdk import init
 from flightlog.sdk.control import control
 from flightlog.statuses import SIGNALLED_STATUSES
 from flightlog.timefmt import format_duration
@@ -129,7 +130,7 @@ class Controller:
         run_id = self.resume.run.id if self.resume else new_run_id()
         saved = {k: os.environ.pop(k) for k in _RUN_SCOPED if k in os.environ}  # the pipeline is its own run
         try:
-            run = flightlog.init(
+            run = init(
                 project=spec.project or (self.resume.run.project if self.resume else None),
                 name=spec.name,
                 id=run_id,
@@ -146,7 +147,7 @@ class Controller:
         finally:
             os.environ.update(saved)
         self.run = run
-        self.client = flightlog.Client()
+        self.client = Client()
         self.env = self._child_env()
         self._init_states(run.attempt)
         run.log_evidence(

@@ -14,8 +14,9 @@ import os
 import sys
 from typing import Any
 
-import flightlog
+from flightlog.client import Client
 from flightlog.pipeline.state import GATE_FAILED
+from flightlog.sdk import Run, init
 
 __all__ = ["ExpectationFailed", "GateFailed", "main"]
 
@@ -28,7 +29,7 @@ class ExpectationFailed(GateFailed):
     """A data validation suite failed (diagnosis reads it as ``data_error``)."""
 
 
-def _validate(run: flightlog.Run, check: dict[str, Any]) -> str | None:
+def _validate(run: Run, check: dict[str, Any]) -> str | None:
     from flightlog.data.expectfile import load_expectations
     from flightlog.data.validation import validate
 
@@ -44,11 +45,11 @@ def _validate(run: flightlog.Run, check: dict[str, Any]) -> str | None:
     return f"validation {name} on {check['data']}: {len(unmet)} of {d['evaluated']} expectations not met: {'; '.join(unmet)}"
 
 
-def _metric(run: flightlog.Run, check: dict[str, Any], step_runs: dict[str, str]) -> str | None:
+def _metric(run: Run, check: dict[str, Any], step_runs: dict[str, str]) -> str | None:
     run_id = step_runs.get(check["step"])
     value = None
     if run_id:
-        client = flightlog.Client()
+        client = Client()
         try:
             summary = client.metrics(run_id).get(check["metric"])
             value = summary.last if summary is not None else None
@@ -73,7 +74,7 @@ def _metric(run: flightlog.Run, check: dict[str, Any], step_runs: dict[str, str]
 
 def main() -> int:
     config = json.loads(os.environ.get("FLIGHTLOG_GATE") or "{}")
-    run = flightlog.init(resources=False)
+    run = init(resources=False)
     problems: list[str] = []
     data_failed = False
     for check in config.get("checks") or []:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import flightlog
+from flightlog.client import Client
 from flightlog.config import home_from_env
 from flightlog.errors import Conflict, FlightlogError, InvalidInput
 from flightlog.pipeline.controller import Controller, Options, PipelineResult
@@ -32,7 +32,7 @@ def resume_pipeline(
     verbose: bool = False,
 ) -> PipelineResult:
     """Run again only the steps of a pipeline run that failed or never ran, as its next attempt."""
-    client = flightlog.Client()
+    client = Client()
     try:
         view = load_view(client, ref)  # Client.run ships a dead controller's journal first (its last states)
     finally:

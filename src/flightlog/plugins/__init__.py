@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from flightlog.plugins.specs import (
     PROJECT,
+    CommandMode,
     CommandRef,
     Ref,
     RunAction,
@@ -23,6 +24,7 @@ from flightlog.plugins.table import Features, features, load_features
 
 __all__ = [
     "PROJECT",
+    "CommandMode",
     "CommandRef",
     "Features",
     "Ref",

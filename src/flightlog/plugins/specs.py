@@ -21,15 +21,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import pluggy
 
+from flightlog.plugins.operations import Operation
+
 if TYPE_CHECKING:
     import click
 
-    from flightlog.diagnose.engine import Context
-    from flightlog.diagnose.findings import Finding
-    from flightlog.server.operations import Operation
-
 __all__ = [
     "PROJECT",
+    "CommandMode",
     "CommandRef",
     "FeatureSpec",
     "Ref",
@@ -78,6 +77,27 @@ class CommandRef:
 
 
 @dataclass(frozen=True)
+class CommandMode:
+    """A second subject for another feature's command, selected by an option of its own:
+    ``flightlog diagnose --deployment ENDPOINT`` is the serving feature's mode of diagnose's
+    command, so that diagnose never knows deployments (`flightlog_command_modes`).
+
+    ``target`` is a click command (or a `CommandRef` to one) whose first option selects the mode
+    (``--deployment``); its parameters join ``command``'s (those the command already has, such
+    as ``--format``, are shared). With that option given, ``target`` runs instead of the
+    command, and the command's own arguments are refused with ``conflict`` (``{option}`` is the
+    mode's option, ``{given}`` the first of the command's own arguments given); without it, the
+    mode's other options are refused. ``help`` is added to the command's help, and ``hint`` to
+    the usage errors the command itself raises (so that they name the mode too)."""
+
+    command: str
+    target: click.Command | CommandRef
+    conflict: str = "{option} does not go with {given}"
+    help: str = ""
+    hint: str = ""
+
+
+@dataclass(frozen=True)
 class StoreMigrations:
     """A feature's own tables in the run store's database (SQLite and PostgreSQL alike).
 
@@ -112,13 +132,19 @@ class FeatureSpec:
 
     @hookspec
     def flightlog_api_operations(self) -> Sequence[Operation]:  # type: ignore[empty-body]
-        """API operations (route, handler, role, OpenAPI text: `flightlog.server.operations.Operation`)
+        """API operations (route, handler, role, OpenAPI text: `flightlog.plugins.operations.Operation`)
         this feature serves; paths are relative to ``/api/v1``."""
 
     @hookspec
-    def flightlog_diagnosis_analyzers(self) -> Sequence[Callable[[Context], list[Finding]]]:  # type: ignore[empty-body]
+    def flightlog_command_modes(self) -> Sequence[CommandMode]:  # type: ignore[empty-body]
+        """Modes this feature adds to another feature's command (`CommandMode`: the serving
+        feature's ``flightlog diagnose --deployment``)."""
+
+    @hookspec
+    def flightlog_diagnosis_analyzers(self) -> Sequence[Callable[[Any], Sequence[Any]]]:  # type: ignore[empty-body]
         """Analyzers ``flightlog diagnose`` runs after the built-in ones: each takes the
-        diagnosis `Context` (the run's evidence, its baseline) and returns findings."""
+        diagnosis context (`flightlog.diagnose.engine.Context`: the run's evidence, its
+        baseline) and returns findings (`flightlog.diagnose.findings.Finding`)."""
 
     @hookspec
     def flightlog_diagnosis_reports(self) -> Sequence[Callable[[Any, str], Mapping[str, Any] | None]]:  # type: ignore[empty-body]
@@ -126,11 +152,72 @@ class FeatureSpec:
         kind of run it knows (a pipeline: its failing step's cause), or None to let the next one,
         and then the analyzers, diagnose it. The first report given wins."""
 
+    # ── questions the core asks a feature: the first feature that answers (not None) answers ──
+    # (`Features.ask`; registration order, built-in features first). Each names its upward call,
+    # so that a reader of the core sees what it asks of the features, and of whom.
+
     @hookspec
-    def flightlog_services(self) -> Mapping[str, Ref | Callable[..., Any]]:  # type: ignore[empty-body]
-        """Functions the core calls by name without importing the feature that has them
-        (``classify_failure``, ``diagnose_run``, ``data_manifest``, ...: docs/plugins.md lists the
-        names the core asks for). A `Ref` is imported only when the core first calls it."""
+    def flightlog_classify_failure(
+        self,
+        exit_code: int | None,
+        signal: int | None,
+        timed_out: bool,
+        oom_killed: bool,
+        traceback_text: str | None,
+        last_lines: Sequence[str],
+        memory_share: float | None,
+    ) -> tuple[str, float] | None:
+        """The failure category of a process's exit and the confidence in it (the runner, at each
+        exit; without an answer an exit is an unclassified ``code_error``)."""
+
+    @hookspec
+    def flightlog_judge_ranks(self, client: Any, run_id: str) -> Mapping[str, Any] | None:
+        """The verdict on a failed distributed attempt: which rank caused it and how (the
+        runner, at the failed exit of a job whose ranks it saw; without an answer the quick
+        classification of the exit stands)."""
+
+    @hookspec
+    def flightlog_diagnose_run(
+        self, client: Any, run_id: str, baseline_id: str | None, auto_baseline: bool
+    ) -> Mapping[str, Any] | None:
+        """A run's diagnosis report (``Client.diagnose``, ``flightlog diagnose``)."""
+
+    @hookspec
+    def flightlog_compare_runs(self, client: Any, run_id: str, baseline_id: str | None) -> Mapping[str, Any] | None:
+        """What changed from a baseline to a run (``Client.compare``, ``flightlog compare``)."""
+
+    @hookspec
+    def flightlog_rightsize(self, client: Any, run: str, project: str | None) -> Mapping[str, Any] | None:
+        """Resource requests from the peaks of a run or of the runs of one name (``Client.rightsize``)."""
+
+    @hookspec
+    def flightlog_check_alert_rules(self, path: str) -> bool | None:
+        """Read the alert rules file at ``path`` and raise on any problem in it; True when it is
+        good (``flightlog run --alerts``, ``flightlog server --alerts``: before anything starts)."""
+
+    @hookspec
+    def flightlog_data_manifest(self, path: Any, cache_dir: Any, exclude: Sequence[str]) -> Mapping[str, Any] | None:
+        """A dataset's manifest: its files, sizes and hashes (``run.log_input``)."""
+
+    @hookspec
+    def flightlog_cohort_evaluate(
+        self, y_true: Any, y_pred: Any, cohorts: Any, metrics: Sequence[str] | None, sample_size: int
+    ) -> Mapping[str, Any] | None:
+        """Per-cohort evaluation metrics and a bounded sample of predictions (``run.log_eval``)."""
+
+    @hookspec
+    def flightlog_load_model(self, ref: str, options: Mapping[str, Any]) -> Any:
+        """The registered model ``ref`` names, loaded (``flightlog.models.load(ref, **options)``)."""
+
+    @hookspec
+    def flightlog_download_model(self, ref: str, options: Mapping[str, Any]) -> Any:
+        """The local path of the model ``ref`` names, downloaded and checked
+        (``flightlog.models.download(ref, **options)``)."""
+
+    @hookspec
+    def flightlog_run_goodput(self, client: Any, run: Any) -> Mapping[str, Any] | None:
+        """A finished run's goodput (``flightlog runs show``'s goodput line; without an answer
+        the line is left out): ``run`` is its `RunInfo`."""
 
     @hookspec
     def flightlog_run_start(self, run_id: str, project: str) -> None:
@@ -159,10 +246,11 @@ class FeatureSpec:
         evaluation) returns a `Watcher`, stopped once the run's final status is stored."""
 
     @hookspec
-    def flightlog_server_start(self, store: Any, home: Any) -> Watcher | None:
+    def flightlog_server_start(self, store: Any, home: Any, config: Any) -> Watcher | None:
         """A flightlog server started over ``store`` (its `ServerStore`; ``home`` its home
-        directory); a feature that works in the background while it serves (the registry's
-        event delivery) returns a `Watcher`, stopped when the server shuts down."""
+        directory, ``config`` its `ServerConfig`); a feature that works in the background while
+        it serves (the registry's event delivery, alerts' evaluation) returns a `Watcher`,
+        stopped when the server shuts down."""
 
     @hookspec
     def flightlog_listing_fields(self) -> Mapping[str, Callable[[Any], Any]]:  # type: ignore[empty-body]

@@ -24,19 +24,18 @@ import pluggy
 
 from flightlog.errors import MissingExtra
 from flightlog.notices import notice
+from flightlog.plugins.operations import Operation
 from flightlog.plugins.specs import (
     PROJECT,
+    CommandMode,
     CommandRef,
     FeatureSpec,
-    Ref,
     RunAction,
     StoreMigrations,
 )
 
 if TYPE_CHECKING:
     import click
-
-    from flightlog.server.operations import Operation
 
 __all__ = ["BUILTIN", "Features", "features", "load_features"]
 
@@ -55,7 +54,6 @@ BUILTIN: tuple[str, ...] = (
     "flightlog.serving.feature",
     "flightlog.mlflow_server.feature",
     "flightlog.triage.feature",
-    "flightlog.mlflow_server.feature_artifacts",
 )
 
 
@@ -65,7 +63,6 @@ class Features:
     def __init__(self, manager: pluggy.PluginManager) -> None:
         self.manager = manager
         self.hook = manager.hook
-        self._services: dict[str, Callable[..., Any]] = {}
         self._record_kinds: frozenset[str] | None = None
         self._listing_fields: dict[str, Callable[..., Any]] | None = None
 
@@ -79,6 +76,10 @@ class Features:
 
     def api_operations(self) -> list[Operation]:
         return self._collect("flightlog_api_operations")
+
+    def command_modes(self, command: str) -> list[CommandMode]:
+        """The modes features add to the command named ``command`` (`CommandMode`)."""
+        return [m for m in self._collect("flightlog_command_modes") if m.command == command]
 
     def diagnosis_analyzers(self) -> list[Callable[..., Any]]:
         return self._collect("flightlog_diagnosis_analyzers")
@@ -107,35 +108,28 @@ class Features:
     def metrics_text(self) -> list[Callable[..., str]]:
         return self._collect("flightlog_metrics_text")
 
-    def service(self, name: str) -> Callable[..., Any] | None:
-        """The function a feature provides under ``name`` (`flightlog_services`), or None when
-        no registered feature has it; the first feature that names it wins."""
-        try:
-            return self._services[name]
-        except KeyError:
-            pass
-        found = self._merge("flightlog_services").get(name)
-        if isinstance(found, Ref):
-            ref = found
-            try:
-                found = ref.load()
-            except Exception as exc:  # noqa: BLE001 - a broken feature is reported and left out
-                _warn(f"service {name!r} ({ref.module}.{ref.attr})", exc)
-                found = None
-        if found is not None:
-            self._services[name] = found
-        return found
+    def ask(self, hook: str, /, **kwargs: Any) -> Any:
+        """The answer to one of the core's questions (``flightlog_classify_failure``,
+        ``flightlog_diagnose_run``, ...: the hooks that take arguments and answer one thing):
+        the first feature's, in registration order (built-in features first), that is not
+        None; None when no feature answers. An implementation's error is the caller's: it
+        propagates, as the function the core calls would raise it."""
+        for impl in getattr(self.hook, hook).get_hookimpls():  # registration order
+            answer = impl.function(**{arg: kwargs[arg] for arg in impl.argnames})
+            if answer is not None:
+                return answer
+        return None
 
-    def require(self, name: str, *, needed_by: str, install: str) -> Callable[..., Any]:
-        """`service` ``name``, or `MissingExtra` saying that ``needed_by`` needs it and what to
-        ``install`` (a feature absent from this installation)."""
-        found = self.service(name)
-        if found is None:
+    def need(self, hook: str, /, *, needed_by: str, install: str, **kwargs: Any) -> Any:
+        """`ask`, where an answer is needed: `MissingExtra` saying that ``needed_by`` needs a
+        feature and what to ``install`` when none answers (a feature absent from this installation)."""
+        answer = self.ask(hook, **kwargs)
+        if answer is None:
             raise MissingExtra(
                 f"{needed_by} needs a flightlog feature that is not installed here "
-                f"(none provides {name!r}): install {install}"
+                f"(none answers {hook}): install {install}"
             )
-        return found
+        return answer
 
     @property
     def record_kinds(self) -> frozenset[str]:

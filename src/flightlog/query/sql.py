@@ -173,9 +173,14 @@ def _order(keys: tuple[OrderKey, ...], bind: Binder) -> tuple[list[str], list[st
         d = " DESC" if key.descending else " ASC"
         field: Field = key.field
         if field.kind == "column":
-            if COLUMNS[field.name].nullable:
+            if COLUMNS[field.name].nullable and field.name == "duration":  # an expression: no index gives it
                 terms.append(f"CASE WHEN {column_sql(field, bind)} IS NULL THEN 1 ELSE 0 END")
-            terms.append(column_sql(field, bind) + d)
+                terms.append(column_sql(field, bind) + d)
+            else:
+                # a stored column: NULLS LAST rather than a CASE before it, the same order but one
+                # an index gives (SQLite 3.30+, PostgreSQL): the runs page's `-created` reads 100
+                # rows of an index instead of sorting every run of the project
+                terms.append(column_sql(field, bind) + d + (" NULLS LAST" if COLUMNS[field.name].nullable else ""))
             continue
         table, keycol = _TABLES[field.kind]
         a = f"o{i}"

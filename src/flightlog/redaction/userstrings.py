@@ -16,6 +16,7 @@ What counts as a secret is the project's one policy: families by shape, names by
 from __future__ import annotations
 
 import json
+import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -60,9 +61,32 @@ def _workload(data: Mapping[str, Any], red: Redactor) -> dict[str, Any]:
 
 
 def _context(rec: dict[str, Any], red: Redactor) -> None:
+    """A process's context. Every run a process starts carries the same one (a sweep's thousand
+    runs, a thousand times), so the redacted form is remembered per redactor, keyed by what
+    can change between runs (command, working directory, environment, git state), and the
+    package list, passed through as it is, is never part of the key."""
     data = rec.get("data")
-    if isinstance(data, Mapping):
-        rec["data"] = _workload(data, red)
+    if not isinstance(data, Mapping):
+        return
+    key = repr(tuple((k, None if k == "packages" else v) for k, v in data.items()))
+    memo = _CONTEXTS.get(red)
+    if memo is None:
+        memo = _CONTEXTS[red] = {}
+    hit = memo.get(key)
+    if hit is not None:
+        redacted, found = hit
+        red.count += found  # counted as the pass it stands for would have counted them
+        rec["data"] = {k: data[k] if k == "packages" else v for k, v in redacted.items()}
+        return
+    before = red.count
+    rec["data"] = _workload(data, red)
+    if len(memo) >= _MEMO_SIZE:
+        memo.clear()
+    memo[key] = (rec["data"], red.count - before)
+
+
+_CONTEXTS: weakref.WeakKeyDictionary[Redactor, dict[str, tuple[dict[str, Any], int]]] = weakref.WeakKeyDictionary()
+_MEMO_SIZE = 16
 
 
 def _run(rec: dict[str, Any], red: Redactor) -> None:

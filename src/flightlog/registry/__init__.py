@@ -11,7 +11,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from flightlog.errors import InvalidInput
+from flightlog.lazy import lazy_attributes
 from flightlog.registry.refs import SCHEME, ModelRef, parse_ref
+from flightlog.store.base import feature_store
 
 if TYPE_CHECKING:
     from flightlog.registry.types import (
@@ -22,17 +24,6 @@ if TYPE_CHECKING:
         RegisteredModel,
         RegistryEvent,
     )
-
-_TYPES = {"AliasChange", "Deployment", "DeploymentChange", "ModelVersion", "RegisteredModel", "RegistryEvent"}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _TYPES:
-        from flightlog.registry import types  # cost: the feature table imports this package in every run's process
-
-        return getattr(types, name)
-    raise AttributeError(f"module 'flightlog.registry' has no attribute {name!r}")
-
 
 __all__ = [
     "SCHEME",
@@ -50,27 +41,47 @@ __all__ = [
 ]
 
 
+# cost: the feature table imports this package in every run's process: its types wait for a use
+__getattr__, __dir__ = lazy_attributes(
+    __name__,
+    {
+        "AliasChange": ".types",
+        "Deployment": ".types",
+        "DeploymentChange": ".types",
+        "ModelVersion": ".types",
+        "RegisteredModel": ".types",
+        "RegistryEvent": ".types",
+    },
+    eager=tuple(__all__),
+)
+
+
 def Registry(client: Any) -> Any:  # noqa: N802 - reads as the class it stands for
     """The registry of ``client``'s store: its own tables (SQLite, PostgreSQL), or a flightlog
-    server's API when ``FLIGHTLOG_URL`` is set; both answer the same methods."""
+    server's API when ``FLIGHTLOG_URL`` is set; both answer the same methods. Picked by the
+    store's database (``store.backend``) from one table."""
+    registry = feature_store(client.store, {"sqlite": _local, "postgresql": _local, "http": _remote}, client)
+    if registry is None:
+        raise InvalidInput(
+            f"models are kept in the embedded store, in PostgreSQL or by a flightlog server; "
+            f"{type(client.store).__name__} keeps none"
+        )
+    return registry
+
+
+def _local(store: Any, client: Any) -> Any:
     # cost: the feature table imports this package in every run's process (registry/feature.py);
     # the stores, the service and the HTTP client are imported when a registry is asked for
-    from flightlog.registry.stores import sql_store_of
+    from flightlog.registry.service import LocalRegistry
+    from flightlog.registry.stores import open_registry_store  # cost: as above
 
-    store = sql_store_of(client.store)
-    if store is not None:
-        from flightlog.registry.service import LocalRegistry  # cost: as above
+    return LocalRegistry(client, open_registry_store(store))
 
-        return LocalRegistry(client, store)
-    http = getattr(client.store, "http", None)
-    if http is not None:
-        from flightlog.registry.remote import RemoteRegistry  # cost: as above
 
-        return RemoteRegistry(client, http)
-    raise InvalidInput(
-        f"models are kept in the embedded store, in PostgreSQL or by a flightlog server; "
-        f"{type(client.store).__name__} keeps none"
-    )
+def _remote(store: Any, client: Any) -> Any:
+    from flightlog.registry.remote import RemoteRegistry  # cost: as above
+
+    return RemoteRegistry(client, store.http)
 
 
 def is_model_ref(text: str) -> bool:

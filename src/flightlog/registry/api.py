@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from starlette.responses import Response
-
 from flightlog.client import Client
 from flightlog.config import Settings
 from flightlog.errors import InvalidInput
@@ -20,7 +18,7 @@ from flightlog.registry.service import LocalRegistry
 from flightlog.registry.stores import sql_store_of
 from flightlog.server.context import Ctx
 from flightlog.server.operations import Operation, Param, json_body, ok
-from flightlog.server.responses import json_response
+from flightlog.server.responses import Response, json_response
 
 __all__ = ["OPERATIONS", "request_registry"]
 

@@ -9,7 +9,7 @@ the top here: a store may ask for it on any thread, the shipper's too, and a thr
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from flightlog.plugins import CommandRef, RunAction, StoreMigrations, hookimpl
@@ -18,6 +18,8 @@ from flightlog.registry.migrations import MIGRATIONS
 __all__ = [
     "flightlog_api_operations",
     "flightlog_cli_commands",
+    "flightlog_download_model",
+    "flightlog_load_model",
     "flightlog_run_actions",
     "flightlog_server_start",
     "flightlog_store_migrations",
@@ -56,6 +58,22 @@ def _register_model(run: Any, path: str, name: str, **options: Any) -> Any:
 @hookimpl
 def flightlog_run_actions() -> list[RunAction]:
     return [RunAction("register_model", _register_model)]
+
+
+@hookimpl
+def flightlog_load_model(ref: str, options: Mapping[str, Any]) -> Any:
+    """``flightlog.models.load``: where MLflow users look for it, answered by the registry."""
+    from flightlog.registry.loading import load  # cost: a model's load only
+
+    return load(ref, **options)
+
+
+@hookimpl
+def flightlog_download_model(ref: str, options: Mapping[str, Any]) -> Any:
+    """``flightlog.models.download``."""
+    from flightlog.registry.loading import download  # cost: a model's download only
+
+    return download(ref, **options)
 
 
 @hookimpl

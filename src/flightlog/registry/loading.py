@@ -41,7 +41,7 @@ __all__ = ["CACHE_ENV", "cache_root", "download", "load"]
 
 CACHE_ENV = "FLIGHTLOG_MODEL_CACHE"  # declared in config.VARIABLES (docs/configuration.md)
 _STAMP = ".flightlog-verified.json"
-_MANIFEST_KIND = "model"  # an MLflow model directory, recorded as its manifest (mlflow_server/artifacts.py)
+_MANIFEST_KIND = "model"  # an MLflow model directory, recorded as its manifest (mlflow_server/api/artifacts.py)
 _DIR_KIND = "dir"
 
 

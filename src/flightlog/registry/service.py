@@ -34,8 +34,6 @@ from flightlog.timefmt import iso
 __all__ = ["LocalRegistry", "check_place", "check_tags"]
 
 _PLACE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")  # fullmatch: "$" would let a final newline in
-#: the run tags a serving replica carries (the serving feature sets them)
-SERVING_TAGS = ("serving.endpoint", "serving.env", "serving.model", "serving.version", "serving.replica")
 
 
 def check_place(value: str, what: str) -> str:

@@ -13,6 +13,7 @@ Used by ``flightlog run`` (the workload's tree, optionally inside a memory cgrou
 See docs/resources.md for the field reference.
 """
 
+from flightlog.resources._tree import child_pids
 from flightlog.resources.cgroup import (
     CgroupUnavailable,
     CgroupV1MemoryLimit,
@@ -45,6 +46,7 @@ __all__ = [
     "Sampler",
     "SamplerThread",
     "TreeCgroup",
+    "child_pids",
     "create_memory_limit",
     "create_tree_cgroup",
     "disk_usage",

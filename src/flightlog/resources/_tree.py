@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import psutil
 
-__all__ = ["Reading", "TreeAccumulator", "TreeWalker"]
+__all__ = ["Reading", "TreeAccumulator", "TreeWalker", "child_pids"]
 
 # psutil's create_time derives from the boot time in whole seconds, so it can read up to ~1 s
 # early; a process counts as "born since the last sample" within this slack.
@@ -53,6 +53,23 @@ def _task_children(pid: int) -> list[int]:
         except (OSError, ValueError):
             continue
     return out
+
+
+_TASK_CHILDREN: bool | None = None
+
+
+def child_pids(pid: int) -> list[int]:
+    """The children of ``pid``: from its task files where the kernel has them (the cost grows
+    with its children), else from psutil's scan of every process (it grows with the host's)."""
+    global _TASK_CHILDREN
+    if _TASK_CHILDREN is None:
+        _TASK_CHILDREN = _task_children_supported()
+    if _TASK_CHILDREN:
+        return _task_children(pid)
+    try:
+        return [c.pid for c in psutil.Process(pid).children()]
+    except psutil.Error:
+        return []
 
 
 class TreeWalker:

@@ -49,8 +49,10 @@ class SamplerThread:
         self.errors = 0
         self.last_error: BaseException | None = None
         self._stop = threading.Event()
-        self._wake = threading.Event()  # stop, pause or resume asked: look at the flags again
+        self._wake = threading.Event()  # stop or resume asked: look at the flags again
         self._paused = False
+        self._parked = False  # waiting, paused, with no timer: a resume must wake it
+        self._state = threading.Lock()  # `_paused` and `_parked` read and set together
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
 
     @property
@@ -74,15 +76,20 @@ class SamplerThread:
         return self._paused
 
     def pause(self) -> None:
-        """Stop sampling until `resume`, without waiting: a sample in flight still completes."""
+        """Stop sampling until `resume`, without waiting: a sample in flight still completes, and
+        the thread parks (no timer) at its next tick rather than being woken now: a sweep of
+        short runs, each pausing and resuming it, costs it no wake-up per run."""
         self._paused = True
-        self._wake.set()
 
-    def resume(self) -> None:
-        """Sample again, the first sample right away; a no-op when not paused."""
-        if self._paused:
+    def resume(self, *, at_once: bool = True) -> None:
+        """Sample again, the first sample right away (with ``at_once=False``: at the next tick of
+        the thread's schedule, waking it only if it had parked); a no-op when not paused."""
+        with self._state:
+            if not self._paused:
+                return
             self._paused = False
-            self._wake.set()
+            if at_once or self._parked:
+                self._wake.set()
 
     def __enter__(self) -> SamplerThread:
         return self.start()
@@ -93,7 +100,10 @@ class SamplerThread:
     def _tick(self) -> None:
         try:
             with no_fork():  # local reads whose first use imports code: see flightlog.forksafe
-                self.on_sample(self.sampler.sample())
+                sample = self.sampler.sample()
+            # outside the guard: a callback that blocks (a store that hangs) must not hold every
+            # os.fork() and every other guarded step of the process with it
+            self.on_sample(sample)
             self.samples += 1
         except Exception as exc:
             self.errors += 1
@@ -109,8 +119,12 @@ class SamplerThread:
             self._wake.clear()
             if self._stop.is_set():
                 return
-            if self._paused:
+            with self._state:
+                self._parked = self._paused
+            if self._parked:
                 self._wake.wait()
+                with self._state:
+                    self._parked = False
             else:
                 self._sample_until_woken()
 
@@ -118,6 +132,8 @@ class SamplerThread:
         start = time.monotonic()
         tick = 0
         while True:
+            if self._paused:  # paused since the last tick: park (see `pause`)
+                return
             self._tick()
             # Next tick on the fixed grid start + k*interval; skip ticks already missed.
             elapsed = time.monotonic() - start

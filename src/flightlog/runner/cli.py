@@ -209,8 +209,9 @@ def run_cmd(
         except re.error as exc:
             raise InvalidInput(f"--redact {pattern!r} is not a valid regular expression: {exc}") from None
     if alerts is not None:  # a file asked for by name must be usable before anything starts
-        check = features().require("check_alert_rules", needed_by="--alerts", install="flightlog (its alerts feature)")
-        check(alerts)
+        features().need(
+            "flightlog_check_alert_rules", needed_by="--alerts", install="flightlog (its alerts feature)", path=alerts
+        )
     options = RunnerOptions(
         command=cmd,
         project=project,

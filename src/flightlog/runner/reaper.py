@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import json
 import os
 import signal
 import subprocess
@@ -35,7 +36,9 @@ from collections.abc import Callable, Iterable
 
 import psutil
 
-__all__ = ["become_subreaper", "death_signal", "libc", "Keeper", "Reaper", "MARK"]
+from flightlog.resources import child_pids
+
+__all__ = ["become_subreaper", "death_signal", "libc", "Keeper", "Reaper", "MARK", "fork_keeper_ahead"]
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
@@ -148,15 +151,30 @@ class Keeper:
     ``start`` before the workload is spawned, ``stand_down`` once the runner has swept up
     itself. The keeper has a session of its own (a Ctrl-C at the terminal does not reach it),
     an environment without the workload's mark, and no limit or cgroup of the workload's.
+
+    A runner forked from the pipeline's warm runner gets its first keeper forked ahead
+    (:func:`fork_keeper_ahead`, while it has no thread): a fork of a loaded interpreter, not a
+    new one (about 10 ms of CPU a step), told what to watch over its pipe when ``start`` comes.
     """
 
-    def __init__(self, proc: subprocess.Popen[bytes], fd: int) -> None:
+    def __init__(self, proc: subprocess.Popen[bytes] | None, fd: int, pid: int | None = None) -> None:
         self.proc, self._fd = proc, fd
+        self._pid = pid  # a keeper forked ahead: no Popen, this process waits for it itself
 
     @classmethod
     def start(cls, procs: str | None, marks: Iterable[str]) -> Keeper:
         """A keeper killing, on the runner's death, the pids listed in ``procs`` (a cgroup's
         ``cgroup.procs``, or None) and every process whose environment holds all of ``marks``."""
+        global _ahead
+        if _ahead is not None and _ahead[2] == os.getpid():
+            pid, fd, _ = _ahead
+            _ahead = None
+            try:
+                os.write(fd, json.dumps([procs or "", *marks]).encode() + b"\n")
+                return cls(None, fd, pid)
+            except OSError:  # it is gone (killed): start one the usual way
+                os.close(fd)
+                _wait_for(pid, 0.0)
         read_fd, write_fd = os.pipe()  # both ends non-inheritable: the workload never holds the write end
         try:
             proc = subprocess.Popen(
@@ -183,11 +201,90 @@ class Keeper:
             pass
         finally:
             os.close(self._fd)
+        if self.proc is None:
+            if self._pid is not None:
+                _wait_for(self._pid, timeout)
+            return
         try:
             self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+
+
+_ahead: tuple[int, int, int] | None = None  # (keeper pid, its pipe's write end, the pid that forked it)
+
+
+def fork_keeper_ahead() -> None:
+    """In a process with no thread yet that will become a runner (the warm runner's spare):
+    fork the keeper of its first attempt now, waiting for ``Keeper.start`` to say what to watch.
+
+    Not where this process carries a workload's mark itself (a pipeline run under ``flightlog
+    run``): a forked keeper shows its parent's environment, and a runner's sweep would take it
+    for part of the workload; the keeper started afresh, with a clean environment, serves then."""
+    global _ahead
+    if not sys.platform.startswith("linux") or os.environ.get(MARK[0]) == MARK[1]:
+        return
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the keeper
+        code = 0
+        try:
+            os.setsid()
+            os.dup2(read_fd, 0)
+            devnull = os.open(os.devnull, os.O_RDWR)
+            os.dup2(devnull, 1)
+            os.dup2(devnull, 2)
+            os.closerange(3, _max_fd())
+            args = _read_line(0)
+            if args:  # else: dismissed, or the runner died before its workload started
+                sys.argv = ["keeper", *json.loads(args)]
+                exec(compile(KEEPER, "<keeper>", "exec"), {"__name__": "__keeper__"})
+        except SystemExit:
+            pass
+        except BaseException:  # noqa: BLE001 - a keeper never reports: it has no terminal
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(read_fd)
+    _ahead = (pid, write_fd, os.getpid())
+
+
+def _read_line(fd: int) -> bytes:
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            return b""
+        data += chunk
+    return data.strip()
+
+
+def _max_fd() -> int:
+    try:
+        return int(os.sysconf("SC_OPEN_MAX"))
+    except (ValueError, OSError):
+        return 65536
+
+
+def _wait_for(pid: int, timeout: float) -> None:
+    """Reap a keeper forked ahead (killed after ``timeout`` if it has not exited by then)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:  # reaped already (the runner's reaper reaps its children)
+            return
+        if done:
+            return
+        if time.monotonic() >= deadline:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+            except (ProcessLookupError, ChildProcessError):
+                pass
+            return
+        time.sleep(0.002)
 
 
 def _marked(pid: int) -> bool:
@@ -221,12 +318,7 @@ class Reaper:
 
     def adopt(self) -> None:
         """Note the workload's orphans now re-parented to us, and reap those that exited."""
-        try:
-            children = psutil.Process(self._me).children()
-        except psutil.Error:
-            children = []
-        for child in children:
-            pid = child.pid
+        for pid in child_pids(self._me):
             if pid != self.workload and pid not in self.adopted and _marked(pid):
                 self.adopted.add(pid)
         self._reap(block=False)
@@ -275,22 +367,17 @@ class Reaper:
                 pids.update(self._cgroup_pids())
             except Exception:  # a cgroup gone already: nothing in it
                 pass
-        try:
-            descendants: Iterable[psutil.Process] = psutil.Process(self._me).children(recursive=True)
-        except psutil.Error:
-            descendants = []
-        for proc in descendants:
-            pid = proc.pid
+        for pid, parent in _descendants(self._me):
             try:
-                if proc.status() == psutil.STATUS_ZOMBIE:
-                    if proc.ppid() == self._me and pid != self.workload:
+                if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                    if parent == self._me and pid != self.workload:
                         self.adopted.add(pid)  # dead already: only to be reaped
                     continue
             except psutil.Error:
                 continue
             if pid == self.workload or _marked(pid):
                 pids.add(pid)
-                if proc.ppid() == self._me and pid != self.workload:
+                if parent == self._me and pid != self.workload:
                     self.adopted.add(pid)
         pids.discard(self._me)
         return sorted(pids)
@@ -306,6 +393,22 @@ class Reaper:
                 continue
             if done:
                 self.adopted.discard(pid)
+
+
+def _descendants(root: int) -> list[tuple[int, int]]:
+    """(pid, parent) of every descendant of ``root``, found through the children of each
+    (resources.child_pids: no scan of every process on the host where the kernel says)."""
+    out: list[tuple[int, int]] = []
+    seen = {root}
+    queue = [root]
+    while queue:
+        parent = queue.pop()
+        for pid in child_pids(parent):
+            if pid not in seen:
+                seen.add(pid)
+                queue.append(pid)
+                out.append((pid, parent))
+    return out
 
 
 def _kill_group(pid: int, sig: int) -> None:

@@ -19,8 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import flightlog
 from flightlog.capture.launchers import launcher_of
+from flightlog.client import Client
 from flightlog.config import rank_from_env
 from flightlog.failure import parse_python_traceback
 from flightlog.logevents import LogBatch
@@ -35,6 +35,7 @@ from flightlog.runner.outcome import Outcome, outcome_of
 from flightlog.runner.pump import OutputPump, enlarge_pipe
 from flightlog.runner.ranks import RankObserver
 from flightlog.runner.reaper import MARK, Keeper, Reaper, become_subreaper, death_signal
+from flightlog.sdk import Run, init
 from flightlog.sdk.context import allowed_env, process_context
 from flightlog.sdk.control import control
 from flightlog.sdk.hangs import hang_settings
@@ -124,7 +125,7 @@ class Runner:
             run_id, resume_from = self._resume_point(opts.resume)
         # a resumed run keeps its name (diagnose finds its baseline by it) unless --name renames it
         name = opts.name if opts.resume else (opts.name or _default_name(opts.command))
-        run = flightlog.init(
+        run = init(
             project=opts.project,
             name=name,
             params=opts.params or None,
@@ -174,7 +175,7 @@ class Runner:
         return exit_code
 
     def _resume_point(self, ref: str) -> tuple[str, str | None]:
-        client = flightlog.Client()
+        client = Client()
         try:
             info = client.run(ref)
             path = last_checkpoint(client, [info.id])
@@ -219,7 +220,7 @@ class Runner:
         return False
 
     # ── one attempt ─────────────────────────────────────────────────────────
-    def _attempt(self, run: flightlog.Run, attempt: int, resume_from: str | None) -> AttemptResult:
+    def _attempt(self, run: Run, attempt: int, resume_from: str | None) -> AttemptResult:
         from flightlog.capture import CaptureConfig, CapturePipeline
 
         opts = self.opts
@@ -355,23 +356,20 @@ class Runner:
             run.note(note, author="flightlog")
         return AttemptResult(attempt, outcome, category, confidence, started, ended, failure, oom, notes)
 
-    def _judge_ranks(self, run: flightlog.Run) -> dict[str, Any] | None:
+    def _judge_ranks(self, run: Run) -> dict[str, Any] | None:
         """The diagnosis's verdict on the failed distributed attempt (which rank caused it, and
         how), from what the run holds once this attempt's records are in; None without one."""
-        judge = features().service("judge_ranks")
-        if judge is None:
-            return None
         try:
             control(run).flush()
             if self._client is None:
-                self._client = flightlog.Client(reconcile=False)
-            verdict = judge(self._client, run.id)
+                self._client = Client(reconcile=False)
+            verdict = features().ask("flightlog_judge_ranks", client=self._client, run_id=run.id)
             return dict(verdict) if verdict else None
         except Exception as exc:  # noqa: BLE001 - the quick classification stands
             say(f"the ranks of this attempt were not judged: {type(exc).__name__}: {exc}")
             return None
 
-    def _child_env(self, run: flightlog.Run, attempt: int, resume_from: str | None) -> dict[str, str]:
+    def _child_env(self, run: Run, attempt: int, resume_from: str | None) -> dict[str, str]:
         env = dict(os.environ)
         env.update(
             FLIGHTLOG_RUN_ID=run.id,
@@ -389,7 +387,7 @@ class Runner:
         env.update(mlflow_env(run.settings.url, run.settings.token, run.id, run.project, env))
         return env
 
-    def _hang_collector(self, run: flightlog.Run, attempt: int, env: dict[str, str]) -> HangCollector | None:
+    def _hang_collector(self, run: Run, attempt: int, env: dict[str, str]) -> HangCollector | None:
         """The attempt's hang collector (docs/distributed.md), its variables put in ``env``; None
         when ``FLIGHTLOG_HANG_WATCH=off``."""
         settings = hang_settings()
@@ -403,7 +401,7 @@ class Runner:
         collector.child_env(env)
         return collector
 
-    def _memory_limit(self, run: flightlog.Run, attempt: int) -> tuple[Any, list[str]]:
+    def _memory_limit(self, run: Run, attempt: int) -> tuple[Any, list[str]]:
         opts = self.opts
         if opts.memory_limit is None or opts.memory_limit_mode != "cgroup":
             return None, []
@@ -416,7 +414,7 @@ class Runner:
             say(message)
             return None, [message]
 
-    def _start_sampler(self, run: flightlog.Run, pid: int, limit: Any) -> _Sampling | None:
+    def _start_sampler(self, run: Run, pid: int, limit: Any) -> _Sampling | None:
         from flightlog.resources import ProcessTreeSampler, ResourceSummary, SamplerThread
 
         summary = ResourceSummary()
@@ -440,7 +438,7 @@ class Runner:
             return None
         return _Sampling(thread, sampler, summary, recent)
 
-    def _sample_summary(self, run: flightlog.Run, sampling: _Sampling) -> None:
+    def _sample_summary(self, run: Run, sampling: _Sampling) -> None:
         try:
             sampling.summary.add(sampling.sampler.sample())  # one last look at the end
         except Exception:
@@ -452,7 +450,7 @@ class Runner:
                 self._noted.add(note)
                 run.note(note, author="flightlog")
 
-    def _store_logs(self, run: flightlog.Run, batch: LogBatch) -> None:
+    def _store_logs(self, run: Run, batch: LogBatch) -> None:
         writer = control(run)
         limit = run.settings.buffer_limit  # FLIGHTLOG_BUFFER_LIMIT
         if writer.pending_log_events() >= limit:
@@ -465,7 +463,7 @@ class Runner:
         writer.add_logs(batch)
         self._store_line_metrics(run)
 
-    def _store_line_metrics(self, run: flightlog.Run, final: bool = False) -> None:
+    def _store_line_metrics(self, run: Run, final: bool = False) -> None:
         """Hand the metrics read from lines to the writer — except names the workload logs
         with the SDK itself, so that no metric is written by both. Called from the output
         pump too: it must never raise (the pump would stop passing output through)."""
@@ -478,7 +476,7 @@ class Runner:
             self._line_metrics = None
             say(f"metrics are no longer read from output lines: {exc!r}")
 
-    def _hand_over_line_metrics(self, run: flightlog.Run, metrics: Any, final: bool) -> None:
+    def _hand_over_line_metrics(self, run: Run, metrics: Any, final: bool) -> None:
         writer = control(run)
         limit = run.settings.buffer_limit
         stored = 0
@@ -504,14 +502,14 @@ class Runner:
                 self._counted[key] = metrics.stats[key]
                 writer.count(key, new)
 
-    def _claimed_names(self, run: flightlog.Run) -> set[str]:
+    def _claimed_names(self, run: Run) -> set[str]:
         """Metric names the run has in the store now: the SDK's (names read from lines are
         asked about before their first point is written)."""
         if self._client is None:
-            self._client = flightlog.Client(reconcile=False)  # a lookup from the output pump: never a write
+            self._client = Client(reconcile=False)  # a lookup from the output pump: never a write
         return set(self._client.metrics(run.id))
 
-    def _count_capture(self, run: flightlog.Run, stats: dict[str, int]) -> None:
+    def _count_capture(self, run: Run, stats: dict[str, int]) -> None:
         names = {
             "lines": "log_lines",
             "bytes": "log_bytes",
@@ -594,7 +592,7 @@ class Runner:
             failure["oom"] = oom
         return failure
 
-    def _spawn_failed(self, run: flightlog.Run, attempt: int, started: float, exc: OSError) -> AttemptResult:
+    def _spawn_failed(self, run: Run, attempt: int, started: float, exc: OSError) -> AttemptResult:
         code = 127 if isinstance(exc, FileNotFoundError) else 126
         message = f"cannot start {self.opts.command[0]!r}: {exc.strerror or exc}"
         say(message)
@@ -610,14 +608,14 @@ class Runner:
         }
         return AttemptResult(attempt, outcome, "dependency_error", 0.9, started, time.time(), failure)
 
-    def _not_started(self, run: flightlog.Run, attempt: int, started: float, signum: int) -> AttemptResult:
+    def _not_started(self, run: Run, attempt: int, started: float, signum: int) -> AttemptResult:
         outcome = outcome_of(-signum)
         message = f"received {signal.Signals(signum).name} before the workload started; not starting it"
         say(message)
         run.log_event(message, level="warning", component="flightlog")
         return AttemptResult(attempt, outcome, "killed_by_signal", 0.9, started, time.time())
 
-    def _finish(self, run: flightlog.Run, results: list[AttemptResult]) -> int:
+    def _finish(self, run: Run, results: list[AttemptResult]) -> int:
         last = results[-1]
         o = last.outcome
         if self._received == signal.SIGINT and o.status == "killed":
@@ -657,10 +655,8 @@ def _classify(
 ) -> tuple[str, float]:
     if outcome.succeeded:
         return "none", 0.0
-    classify_failure = features().service("classify_failure")
-    if classify_failure is None:  # no diagnose feature in this installation: a failure, unclassified
-        return "code_error", 0.3
-    return classify_failure(
+    classified: tuple[str, float] | None = features().ask(
+        "flightlog_classify_failure",
         exit_code=outcome.exit_code,
         signal=outcome.signal,
         timed_out=timed_out,
@@ -669,6 +665,9 @@ def _classify(
         last_lines=last_lines,
         memory_share=memory_share,
     )
+    if classified is None:  # no diagnose feature in this installation: a failure, unclassified
+        return "code_error", 0.3
+    return classified
 
 
 def _hang_config() -> dict[str, Any]:
@@ -685,7 +684,7 @@ def _hang_config() -> dict[str, Any]:
     }
 
 
-def _observe_ranks(run: flightlog.Run, attempt: int, pid: int, hangs: HangCollector | None) -> RankObserver | None:
+def _observe_ranks(run: Run, attempt: int, pid: int, hangs: HangCollector | None) -> RankObserver | None:
     """The attempt's observer of the ranks the workload's launcher starts (runner/ranks.py);
     None where it cannot start (the run goes on without it)."""
     try:
@@ -695,7 +694,7 @@ def _observe_ranks(run: flightlog.Run, attempt: int, pid: int, hangs: HangCollec
         return None
 
 
-def _tree_cgroup(run: flightlog.Run, attempt: int) -> Any:
+def _tree_cgroup(run: Run, attempt: int) -> Any:
     """A cgroup of the attempt's own to hold the workload's tree, or None where none can be made
     (docs/runner.md says what can then escape)."""
     if not sys.platform.startswith("linux"):

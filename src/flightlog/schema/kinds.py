@@ -21,10 +21,10 @@ from msgspec import UNSET, Meta, UnsetType
 
 from flightlog.errors import InvalidInput
 from flightlog.ids import RUN_ID_RE
-from flightlog.models import STATUSES
 from flightlog.schema.bad import I64_MAX, I64_MIN, Bad, check_plain, check_time
 from flightlog.schema.paths import check_artifact_path
 from flightlog.schema.values import metric_name_problem
+from flightlog.statuses import STATUSES
 
 __all__ = [
     "Record",

@@ -65,6 +65,8 @@ def decode_series(encoded: list[bytes]) -> tuple[array, array, array]:
 def series_summary(steps: array, times: array, values: array) -> dict[str, Any]:
     """count, non-finite count, finite min/max, the value at the highest step (last seen wins)."""
     n = len(values)
+    if n >= _VECTOR_FROM:
+        return _series_summary_np(steps, times, values)
     isfinite = math.isfinite
     finite = [v for v in values if isfinite(v)]
     last_step = max(steps)
@@ -82,6 +84,35 @@ def series_summary(steps: array, times: array, values: array) -> dict[str, Any]:
         "last_value": values[idx],
         "first_time": min(times),
         "last_time": max(times),
+    }
+
+
+_VECTOR_FROM = 512  # points from which numpy's passes beat Python's (its call costs ~10 µs)
+
+
+def _series_summary_np(steps: array, times: array, values: array) -> dict[str, Any]:
+    """``series_summary`` of a long chunk (a loop's flush: thousands of points per series) in
+    numpy's passes; the same answers, at a few nanoseconds a point instead of a Python loop's."""
+    import numpy as np  # here: `import flightlog` must not pay for numpy, nor a short chunk
+
+    s = np.frombuffer(steps, dtype=np.int64)
+    t = np.frombuffer(times, dtype=np.float64)
+    v = np.frombuffer(values, dtype=np.float64)
+    finite = np.isfinite(v)
+    kept = int(np.count_nonzero(finite))
+    last_step = int(s.max())
+    idx = len(s) - 1 - int(np.argmax(s[::-1] == last_step))  # the last point carrying the highest step
+    fv = v[finite] if kept < len(v) else v
+    return {
+        "count": len(v),
+        "nonfinite": len(v) - kept,
+        "min": float(fv.min()) if kept else None,
+        "max": float(fv.max()) if kept else None,
+        "first_step": int(s.min()),
+        "last_step": last_step,
+        "last_value": float(v[idx]),
+        "first_time": float(t.min()),
+        "last_time": float(t.max()),
     }
 
 

@@ -30,10 +30,10 @@ from flightlog.ids import RUN_ID_RE, new_run_id
 from flightlog.journal.liveness import process_identity
 from flightlog.sdk.attempts import resume_attempt
 from flightlog.sdk.console import paused
-from flightlog.sdk.features import run_started
 from flightlog.sdk.hangs import hang_settings, watch_run
 from flightlog.sdk.ranks import Join, derived_run_id, join_job, launching_run, named_run_taken, notice_records
 from flightlog.sdk.run import Run
+from flightlog.sdk.runhooks import run_started
 from flightlog.sdk.shipper import shipper
 from flightlog.sdk.writer import NullWriter, RunWriter, warn
 from flightlog.timefmt import parse_time
@@ -240,8 +240,8 @@ def init(
     _notebook(run, parent_id)
     lead = not peer or (identity is not None and identity.rank == 0)  # of peers, rank 0 speaks for the run
     if not attach and lead:
-        run_started(run)  # the features' run-start hooks (sdk/features.py): never raise
-    shipper.register(writer)
+        run_started(run)  # the features' run-start hooks (sdk/runhooks.py): never raise
+    shipper.register(writer, at_once=bool(writer.rank_fields))  # a rank is looked for by its peers
     if join is not None and join.passed:
         _say_passed(run, join, identity)
     if not (attach or nested or (settings.quiet if quiet is None else quiet)) and lead:

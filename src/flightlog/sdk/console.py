@@ -11,6 +11,10 @@ run with no log lines to diagnose. So ``sys.stdout`` and ``sys.stderr`` are repl
 - a background thread drains the queue every ``INTERVAL`` seconds through the same capture
   pipeline the runner uses (``capture/pipeline.py``: redaction, traceback grouping, JSON log
   lines, the rate limit with counted drops) into the run's writer;
+- the pipeline is built when the first text arrives, and the drain thread is the process's
+  one, started with its first capture and parked (no timer) while no capture is live: a sweep
+  of a thousand short runs that print nothing builds no pipeline and starts, stops and joins
+  no thread per run (which a loaded machine charges a scheduling delay each);
 - a queue that outgrows ``MAX_PENDING_CHARS`` (the drain thread starved) drops what comes
   next, counted on the run as ``dropped_console_chars``; the output itself is never held up.
 
@@ -29,6 +33,8 @@ import sys
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
+from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from flightlog.logevents import LogBatch
@@ -83,8 +89,9 @@ class _Tee:
 class ConsoleCapture:
     """The process's one console capture (see the module docstring)."""
 
-    def __init__(self, pipeline: CapturePipeline) -> None:
-        self.pipeline = pipeline
+    def __init__(self, make_pipeline: Callable[[], CapturePipeline]) -> None:
+        self._make_pipeline = make_pipeline
+        self._pipeline: CapturePipeline | None = None  # built with the first text (`pipeline`)
         self.pending: deque[tuple[str, str]] = deque()
         self.size = 0
         self.dropped = 0
@@ -93,11 +100,17 @@ class ConsoleCapture:
         self._last: dict[str, deque[str]] = {}  # run id → the last lines stored on it
         # reentrant: a SIGTERM handler that finishes the run may interrupt a drain on its thread
         self._lock = threading.RLock()
-        self._stop = threading.Event()
         self._originals = (sys.stdout, sys.stderr)
         self._tees = (_Tee(sys.stdout, "stdout", self), _Tee(sys.stderr, "stderr", self))
         self._retargeted: list[tuple[logging.StreamHandler[Any], Any]] = []
-        self._thread = threading.Thread(target=self._loop, name="flightlog-console", daemon=True)
+
+    @property
+    def pipeline(self) -> CapturePipeline:
+        """The capture pipeline, built on first use (its redaction rules and patterns cost more
+        than a short run that prints nothing should pay)."""
+        if self._pipeline is None:
+            self._pipeline = self._make_pipeline()
+        return self._pipeline
 
     # ── install, remove ──────────────────────────────────────────────────────
     def install(self) -> None:
@@ -108,12 +121,12 @@ class ConsoleCapture:
             if tee is not None:
                 self._retargeted.append((handler, handler.stream))
                 handler.stream = tee
-        self._thread.start()
+        _drainer().serve(self)
 
     def uninstall(self) -> None:
-        """Stop queueing, put back what was replaced (only where it is still ours)."""
+        """Stop queueing, put back what was replaced (only where it is still ours). The drain
+        thread lets go of this capture on its next tick; nothing waits for it."""
         self.on = False
-        self._stop.set()
         if sys.stdout is self._tees[0]:
             sys.stdout = self._originals[0]
         if sys.stderr is self._tees[1]:
@@ -122,19 +135,11 @@ class ConsoleCapture:
             if handler.stream in self._tees:
                 handler.stream = stream
         self._retargeted.clear()
-        if self._thread.is_alive() and self._thread is not threading.current_thread():
-            self._thread.join(1.0)
+        drainer = _the_drainer
+        if drainer is not None:
+            drainer.release(self)
 
     # ── draining ─────────────────────────────────────────────────────────────
-    def _loop(self) -> None:
-        while not self._stop.wait(INTERVAL):
-            try:
-                self.drain()
-            except Exception as exc:  # never the workload's problem; one report, then stop capturing
-                self.on = False
-                warn(f"console capture stopped: {type(exc).__name__}: {exc}")
-                return
-
     def drain(self, *, flush: bool = False, final: bool = False) -> None:
         """Queued output → events on the latest run. ``flush``: also what the pipeline still
         holds (a last line without its newline, a block that may go on), for a run that fails
@@ -144,16 +149,19 @@ class ConsoleCapture:
             items = [pending.popleft() for _ in range(len(pending))]
             self.size = 0  # (a write racing this undercounts by one write: the bound stays a bound)
             now = time.time()
-            batch = _feed(self.pipeline, items, now)
-            batch.extend(self.pipeline.close(now) if flush or final else self.pipeline.poll(now))
+            pipeline = self._pipeline if not items else self.pipeline  # nothing written yet: none
+            batch = LogBatch()
+            if pipeline is not None:
+                batch = _feed(pipeline, items, now)
+                batch.extend(pipeline.close(now) if flush or final else pipeline.poll(now))
             target = self.runs[-1] if self.runs else None
             if target is None:
                 return
             if self.dropped:
                 target._w.count("dropped_console_chars", self.dropped)
                 self.dropped = 0
-            if final:
-                _count(target, self.pipeline.stats)
+            if final and pipeline is not None:
+                _count(target, pipeline.stats)
             if len(batch):
                 self._last.setdefault(target.id, deque(maxlen=LAST_LINES)).extend(batch.message[-LAST_LINES:])
                 target._w.add_logs(batch)
@@ -202,6 +210,57 @@ def _stream_handlers() -> list[logging.StreamHandler[Any]]:
     return [h for h in handlers if type(h) is logging.StreamHandler]
 
 
+class _Drainer:
+    """The process's drain thread: every ``INTERVAL`` it drains the live capture; with none it
+    waits on a condition (no timer) until the next capture is installed. Started once, with
+    the process's first capture; a forked child has none (its tees only pass through)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self._capture: ConsoleCapture | None = None
+        self._thread = threading.Thread(target=self._loop, name="flightlog-console", daemon=True)
+        self._started = False
+
+    def serve(self, capture: ConsoleCapture) -> None:
+        with self._cond:
+            self._capture = capture
+            if not self._started:
+                self._started = True
+                self._thread.start()
+            self._cond.notify()  # a parked thread wakes; one in its timed wait is not disturbed
+
+    def release(self, capture: ConsoleCapture) -> None:
+        with self._cond:
+            if self._capture is capture:
+                self._capture = None
+
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                while self._capture is None:
+                    self._cond.wait()
+            time.sleep(INTERVAL)
+            with self._cond:
+                capture = self._capture
+            if capture is None or not capture.on:
+                continue
+            try:
+                capture.drain()
+            except Exception as exc:  # never the workload's problem; one report, then stop capturing
+                capture.on = False
+                warn(f"console capture stopped: {type(exc).__name__}: {exc}")
+
+
+_the_drainer: _Drainer | None = None
+
+
+def _drainer() -> _Drainer:
+    global _the_drainer
+    if _the_drainer is None:
+        _the_drainer = _Drainer()
+    return _the_drainer
+
+
 # ── the process's capture ───────────────────────────────────────────────────
 _capture: ConsoleCapture | None = None
 _lock = threading.RLock()  # (reentrant for the same reason as ConsoleCapture._lock)
@@ -212,7 +271,8 @@ def attach(run: Run) -> None:
     global _capture
     with _lock:
         if _capture is None:
-            _capture = ConsoleCapture(_pipeline(run))
+            home, attempt, rank = run.settings.home, run.attempt, run._w.rank
+            _capture = ConsoleCapture(lambda: _pipeline(home, attempt, rank))
             _capture.install()
         _capture.runs.append(run)
 
@@ -263,23 +323,24 @@ class paused:
             self._capture.on = self._was
 
 
-def _pipeline(run: Run) -> CapturePipeline:
+def _pipeline(home: Path, attempt: int, rank: int | None) -> CapturePipeline:
     from flightlog.capture import CaptureConfig, CapturePipeline
     from flightlog.redaction.patterns import load_patterns
 
     try:
-        patterns = load_patterns(pattern_files(run.settings.home))
+        patterns = load_patterns(pattern_files(home))
     except Exception as exc:  # never raise into the workload: say so, go on
         warn(f"redaction patterns not used for console output: {exc}")
         patterns = []
-    return CapturePipeline(CaptureConfig(extra_patterns=patterns, attempt=run.attempt, rank=run._w.rank))
+    return CapturePipeline(CaptureConfig(extra_patterns=patterns, attempt=attempt, rank=rank))
 
 
 def _after_fork_in_child() -> None:
     """A forked child has no drain thread: its tees only pass through (its output, if it
     matters, reaches the parent's run through the runs it attaches to)."""
-    global _capture, _lock
+    global _capture, _lock, _the_drainer
     _lock = threading.RLock()  # a thread of the parent may have held it at the fork
+    _the_drainer = None  # the parent's thread is not the child's
     if _capture is not None:
         _capture.on = False
         _capture = None

@@ -90,7 +90,7 @@ def allowed_env(environ: Mapping[str, str], extra: Sequence[str] = ()) -> dict[s
     return {name: environ[name] for name in sorted(environ) if pattern.match(name) and not looks_secret(name)}
 
 
-def _git(args: list[str], cwd: str) -> str | None:
+def _git(args: list[str], cwd: str, *, strip: bool = True) -> str | None:
     try:
         proc = subprocess.run(
             ["git", *args],
@@ -104,25 +104,44 @@ def _git(args: list[str], cwd: str) -> str | None:
         return None
     if proc.returncode != 0:
         return None
-    return proc.stdout.decode("utf-8", "replace").strip()
+    text = proc.stdout.decode("utf-8", "replace")
+    return text.strip() if strip else text.rstrip("\n")
 
 
 def git_info(cwd: str) -> dict[str, Any] | None:
-    commit = _git(["rev-parse", "HEAD"], cwd)
-    if commit is None:
+    """The commit, branch, work tree and dirty state of the repository ``cwd`` is in: two git
+    processes (three when dirty), none where no ``.git`` is anywhere above ``cwd`` (and git is
+    not pointed elsewhere by ``GIT_DIR``): a pipeline step's runner asks this for every step."""
+    if not _may_be_in_git(cwd):
         return None
-    status = _git(["status", "--porcelain", "--untracked-files=no"], cwd) or ""
-    info: dict[str, Any] = {
-        "commit": commit,
-        "dirty": bool(status),
-        "branch": _git(["rev-parse", "--abbrev-ref", "HEAD"], cwd),
-        "root": _git(["rev-parse", "--show-toplevel"], cwd),
-    }
+    head = _git(["rev-parse", "HEAD", "--abbrev-ref", "HEAD", "--show-toplevel"], cwd)
+    lines = head.splitlines() if head is not None else []
+    if len(lines) != 3:
+        return None
+    commit, branch, root = lines
+    # unstripped: each line is two status letters and a space before the path (" M src/x.py")
+    status = _git(["status", "--porcelain", "--untracked-files=no"], cwd, strip=False) or ""
+    info: dict[str, Any] = {"commit": commit, "dirty": bool(status), "branch": branch, "root": root}
     if status:
         diff = _git(["diff", "HEAD"], cwd) or ""
         info["diff_sha256"] = hashlib.sha256(diff.encode()).hexdigest()
         info["changed_files"] = [line[3:] for line in status.splitlines()][:200]
     return info
+
+
+def _may_be_in_git(cwd: str) -> bool:
+    """False only when git could not find a repository from ``cwd``: no ``.git`` (directory or
+    file) in it or any directory above, and no ``GIT_DIR`` saying where one is."""
+    if os.environ.get("GIT_DIR"):
+        return True
+    path = os.path.abspath(cwd)
+    while True:
+        if os.path.exists(os.path.join(path, ".git")):
+            return True
+        parent = os.path.dirname(path)
+        if parent == path:
+            return False
+        path = parent
 
 
 def installed_packages(cache_dir: Path | None = None) -> dict[str, str]:
@@ -173,10 +192,33 @@ def _read_packages() -> dict[str, str]:
 
     packages: dict[str, str] = {}
     for dist in metadata.distributions():
-        name = dist.metadata["Name"]
+        name, version = _name_and_version(dist)
         if name:
-            packages[name.lower()] = dist.version
+            packages[name.lower()] = version
     return dict(sorted(packages.items()))
+
+
+def _name_and_version(dist: Any) -> tuple[str | None, str]:
+    """A distribution's Name and Version, read from its metadata's header lines: ``dist.metadata``
+    runs the email parser over the whole file (the long description too), which across a few
+    hundred packages is most of a first run's cost in a new home. Anything unusual (no such
+    lines before the blank line that ends the header) is read the parser's way."""
+    try:
+        text = dist.read_text("METADATA") or dist.read_text("PKG-INFO")
+    except (OSError, UnicodeDecodeError):
+        text = None
+    if text:
+        name = version = None
+        for line in text.splitlines():
+            if not line:
+                break
+            if name is None and line.startswith("Name:"):
+                name = line[5:].strip()
+            elif version is None and line.startswith("Version:"):
+                version = line[8:].strip()
+            if name and version:
+                return name, version
+    return dist.metadata["Name"], dist.version
 
 
 def _container() -> dict[str, Any] | None:

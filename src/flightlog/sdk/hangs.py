@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from flightlog.errors import InvalidInput
 from flightlog.notices import notice
 from flightlog.resources.agent.channel import FileChannel
-from flightlog.resources.agent.settings import HANG_DIR_VAR, HangSettings, chains
+from flightlog.resources.agent.settings import HANG_DIR_VAR, VARIABLES, HangSettings, chains
 from flightlog.resources.agent.watch import RankWatch, stalled_text
 
 if TYPE_CHECKING:
@@ -45,11 +45,22 @@ _fh_file: Any = None  # faulthandler's file, open for the life of the process
 
 
 def hang_settings() -> HangSettings:
-    """The hang watch's settings from the environment; a bad value is the caller's to fix."""
+    """The hang watch's settings from the environment; a bad value is the caller's to fix.
+    Read again only when one of its variables changed (a sweep's thousand ``init()`` calls
+    parse them once)."""
+    global _settings
+    key = tuple(os.environ.get(name) for name in VARIABLES)
+    if _settings is not None and _settings[0] == key:
+        return _settings[1]
     try:
-        return HangSettings.from_env(strict=True)
+        settings = HangSettings.from_env(strict=True)
     except ValueError as exc:
         raise InvalidInput(f"{exc} (docs/configuration.md lists the hang watch's settings)") from None
+    _settings = (key, settings)
+    return settings
+
+
+_settings: tuple[tuple[str | None, ...], HangSettings] | None = None
 
 
 def _bootstrap_watch() -> Any:

@@ -42,13 +42,24 @@ def _jsonable(value: Any) -> Any:
 
 
 class FlightlogHandler(logging.Handler):
+    """``echo=False`` records without writing the JSON line: a model server's logs already go
+    where its own handlers send them, and a second, unredacted copy of each line on stdout (what
+    a container platform keeps) would undo the redaction and cost a write per request."""
+
     def __init__(
-        self, run: Any = None, stream: IO[str] | None = None, level: int = logging.NOTSET, *, record: bool | None = None
+        self,
+        run: Any = None,
+        stream: IO[str] | None = None,
+        level: int = logging.NOTSET,
+        *,
+        record: bool | None = None,
+        echo: bool = True,
     ) -> None:
         super().__init__(level)
         self._run = run
         self._stream = stream
         self._record = record
+        self._echo = echo
 
     def _target_run(self) -> Any:
         if self._run is not None:
@@ -80,13 +91,15 @@ class FlightlogHandler(logging.Handler):
             for key, value in fields.items():
                 obj.setdefault(key, value)
             stream = self._stream or sys.stdout
-            stream.write(_encoder.encode(obj).decode() + "\n")
-            stream.flush()
-            record_it = (
-                self._record
-                if self._record is not None
-                else (os.environ.get("FLIGHTLOG_CAPTURED") != "1" and not capturing(stream))
-            )
+            if self._echo:
+                stream.write(_encoder.encode(obj).decode() + "\n")
+                stream.flush()
+            if self._record is not None:
+                record_it = self._record
+            elif not self._echo:
+                record_it = True  # nothing written, so no capture of a stream can record it
+            else:
+                record_it = os.environ.get("FLIGHTLOG_CAPTURED") != "1" and not capturing(stream)
             if run is not None and record_it:
                 run.log_event(
                     message, level=record.levelno, component=record.name, fields=fields or None, time=record.created
@@ -108,7 +121,9 @@ class FlightlogHandler(logging.Handler):
         return record.getMessage(), fields
 
 
-def logging_handler(run: Any = None, *, stream: IO[str] | None = None, level: int = logging.NOTSET) -> FlightlogHandler:
+def logging_handler(
+    run: Any = None, *, stream: IO[str] | None = None, level: int = logging.NOTSET, echo: bool = True
+) -> FlightlogHandler:
     """A handler for ``logging`` that writes JSON lines to stdout and records them on the run
-    (the active run when ``run`` is None)."""
-    return FlightlogHandler(run=run, stream=stream, level=level)
+    (the active run when ``run`` is None); ``echo=False`` only records them."""
+    return FlightlogHandler(run=run, stream=stream, level=level, echo=echo)

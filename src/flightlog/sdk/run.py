@@ -19,11 +19,12 @@ from flightlog.errors import FlightlogError, InvalidInput
 from flightlog.failure import failure_from_exception
 from flightlog.logevents import level_code
 from flightlog.models import STATUSES
+from flightlog.names import check_run_name as check_name
 from flightlog.plugins import features
 from flightlog.schema.values import MAX_PARAM_DEPTH, is_json_value, metric_name_problem
-from flightlog.sdk.features import run_ended
 from flightlog.sdk.hangs import unwatch_run
 from flightlog.sdk.ranks import settle_dead_peers
+from flightlog.sdk.runhooks import run_ended
 from flightlog.sdk.stages import StageTimer
 from flightlog.statuses import EXITED_STATUSES, SIGNALLED_STATUSES
 from flightlog.store.artifacts import LocalArtifactStore, open_artifact_store
@@ -454,10 +455,15 @@ class Run:
         return record
 
     def _manifest(self, path: Path, exclude: list[str] | None = None) -> dict[str, Any]:
-        build_manifest = features().require(
-            "data_manifest", needed_by="run.log_input", install="flightlog with its data feature"
+        manifest: dict[str, Any] = features().need(
+            "flightlog_data_manifest",
+            needed_by="run.log_input",
+            install="flightlog with its data feature",
+            path=path,
+            cache_dir=self.settings.home / "cache",
+            exclude=exclude or (),
         )
-        return build_manifest(path, cache_dir=self.settings.home / "cache", exclude=exclude or ())
+        return manifest
 
     def log_input(self, path: str | os.PathLike[str], name: str | None = None) -> dict[str, Any]:
         """Record a dataset snapshot (file count, total size, hashes) as an input of the run."""
@@ -567,10 +573,16 @@ class Run:
         sample_size: int = 1000,
     ) -> dict[str, Any]:
         """Per-cohort evaluation metrics and a bounded sample of predictions."""
-        evaluate = features().require(
-            "cohort_evaluate", needed_by="run.log_eval", install="flightlog[data] (its data feature)"
+        result: dict[str, Any] = features().need(
+            "flightlog_cohort_evaluate",
+            needed_by="run.log_eval",
+            install="flightlog[data] (its data feature)",
+            y_true=y_true,
+            y_pred=y_pred,
+            cohorts=cohorts,
+            metrics=metrics,
+            sample_size=sample_size,
         )
-        result = evaluate(y_true, y_pred, cohorts=cohorts, metrics=metrics, sample_size=sample_size)
         self.log_evidence("eval", name, result)
         overall = result.get("overall") or {}
         numeric = {
@@ -678,7 +690,7 @@ class Run:
                 self._w.add_record("run", **update)
                 if self._w.on_records is not None:
                     self._w.persist()  # the records a feature asked for reach it before the run's end
-                run_ended(self, final)  # the features' run-end hooks (sdk/features.py): never raise
+                run_ended(self, final)  # the features' run-end hooks (sdk/runhooks.py): never raise
             elif self.peer and getattr(self._w, "rank_fields", {}).get("rank") == 0:
                 run_ended(self, final)  # of peer ranks, rank 0 speaks for the run (its own end)
             rank_fields = getattr(self._w, "rank_fields", {})
@@ -691,19 +703,6 @@ class Run:
         finally:
             if self._on_finish is not None:
                 self._on_finish(self)
-
-
-MAX_NAME = 200
-
-
-def check_name(name: Any) -> str:
-    """A run name: non-empty text of at most MAX_NAME characters, on one line."""
-    if not isinstance(name, str) or not name.strip():
-        raise InvalidInput("a run name needs some text")
-    name = name.strip()
-    if len(name) > MAX_NAME or "\n" in name:
-        raise InvalidInput(f"a run name is one line of at most {MAX_NAME} characters (got {len(name)})")
-    return name
 
 
 def _too_deep(value: Any) -> bool:

@@ -6,9 +6,13 @@ the same process tree, so each sample is appended to every active run's writer. 
 the SDK does not sample a second time.
 
 The sampler and its thread live as long as the process: when its last run finishes the thread
-pauses (no sampling, no timer) and the next run resumes it, with a sample right away. So
-``finish()`` never joins a thread or waits for a sample in flight, and a sweep of a thousand
-short runs creates one thread and one `ProcessTreeSampler`, not a thousand. Cumulative fields
+pauses (no sampling, no timer) and the next run resumes it, with a sample right away — or, when
+the process was sampled less than an interval ago (the run before it just ended), with a copy of
+that sample, and the next one on the thread's schedule; a run that ends before its first reading
+is given the latest one at its end. So ``finish()`` never joins a thread (it waits, once a
+process, for the very first reading), a sweep of a thousand short runs creates one thread and one
+`ProcessTreeSampler`, not a thousand, and reads the process once an interval, not once a run:
+every run still has a reading of its process. Cumulative fields
 (``cpu_seconds``, disk bytes) therefore count from the process's first sampled run; a run's
 own use is the growth between its samples, which is what its summary reports.
 """
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -32,6 +37,9 @@ class _ProcessSampler:
         self._runs: list[Run] = []
         self._lock = threading.Lock()
         self._thread: Any = None
+        self._recent: tuple[float, dict[str, Any]] | None = None  # (monotonic time, the latest sample)
+        self._read: set[str] = set()  # the active runs that have a reading of their process
+        self._first = threading.Event()  # the process has been read at least once
 
     def add(self, run: Run) -> None:
         with self._lock:
@@ -42,22 +50,45 @@ class _ProcessSampler:
                 self._thread = SamplerThread(
                     _OwnTree(), self._fan_out, interval=DEFAULT_INTERVAL, name="flightlog-resources"
                 ).start()
-            else:
-                self._thread.resume()
+                return
+            recent = self._recent
+            fresh = recent is not None and time.monotonic() - recent[0] < DEFAULT_INTERVAL
+            if fresh:  # the process's reading of a moment ago is the new run's first (module doc)
+                self._give(run, recent[1])  # type: ignore[index]
+            self._thread.resume(at_once=not fresh)
 
     def remove(self, run: Run) -> None:
-        """Forget a run; with no run left the thread pauses (nothing waits for it)."""
+        """Forget a run; with no run left the thread pauses (nothing waits for it). A run that
+        ended before the thread read the process for it gets the latest reading: every run has
+        one (the process's very first reading is waited for, up to a second, once a process)."""
+        if run.id not in self._read:
+            if not self._first.is_set():
+                self._first.wait(_FIRST_WAIT)
+            with self._lock:
+                if self._recent is not None and run.id not in self._read:
+                    self._give(run, self._recent[1])
         with self._lock:
+            self._read.discard(run.id)
             if run in self._runs:
                 self._runs.remove(run)
             if not self._runs and self._thread is not None:
                 self._thread.pause()
 
+    def _give(self, run: Run, sample: dict[str, Any]) -> None:
+        run._w.resources.append(dict(sample))
+        self._read.add(run.id)
+
     def _fan_out(self, sample: dict[str, Any]) -> None:
         with self._lock:
+            self._recent = (time.monotonic(), sample)
             runs = list(self._runs)
+            self._read.update(r.id for r in runs)
+        self._first.set()
         for run in runs:
             run._w.resources.append(sample)
+
+
+_FIRST_WAIT = 1.0  # seconds a run's end waits for the process's first reading
 
 
 class _OwnTree:

@@ -25,14 +25,21 @@ class Shipper:
         self._interval = 0.5
         self._reported = False
 
-    def register(self, writer: RunWriter) -> None:
+    def register(self, writer: RunWriter, *, at_once: bool = False) -> None:
+        """Flush ``writer`` with the others from now on. Its first flush comes at the thread's
+        next tick (within the flush interval), not at once: a run that ends sooner ships
+        everything once, from ``finish()``, and a sweep of short runs costs the thread nothing.
+        ``at_once``: wake the thread now (a rank, whose peers look for it in the store)."""
         with self._lock:
             self._writers.append(writer)
-            self._interval = min(w.settings.flush_interval for w in self._writers)
+            interval = min(w.settings.flush_interval for w in self._writers)
+            sooner = interval < self._interval  # the thread may be waiting out the longer one
+            self._interval = interval
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._loop, name="flightlog-shipper", daemon=True)
                 self._thread.start()
-        self._wake.set()
+        if at_once or sooner:
+            self._wake.set()
 
     def unregister(self, writer: Writer) -> None:
         with self._lock:

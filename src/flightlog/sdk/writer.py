@@ -18,6 +18,8 @@ import time
 from array import array
 from collections import deque
 from collections.abc import Callable
+from itertools import chain
+from operator import itemgetter
 from typing import Any, Protocol
 
 from flightlog.config import Settings, rank_identity
@@ -108,8 +110,11 @@ class RunWriter:
         self._preamble: list[dict[str, Any]] = []
         self.journal: JournalWriter | None = None
         self._journal_due = True  # opened on the first append: a writer that records nothing leaves no file
+        #: the journal bytes of a final flush that is also the writer's first, held back while the
+        #: store takes them (`_prepare`): written to the journal only if the store does not
+        self._held: bytes | None = None
         self._forked_from: int | None = None  # the parent's pid, in a forked child
-        #: the records a feature asked for go here after they are journaled (sdk/features.py)
+        #: the records a feature asked for go here after they are journaled (sdk/runhooks.py)
         self.on_records: Callable[[list[dict[str, Any]]], None] | None = None
         #: the rank this writer's process is in a distributed job (`writer` record fields), also
         #: in the header of a forked child's writer: what it records belongs to the same rank
@@ -227,26 +232,21 @@ class RunWriter:
 
     def _metrics_record(self, n: int, now: float) -> dict[str, Any]:
         popleft = self.metrics.popleft
+        entries = [popleft() for _ in range(n)]
         series: dict[str, tuple[array, array, array]] = {}
-        points = 0
-        refused = 0
-        for _ in range(n):
-            step, t, data = popleft()
-            for name, value in data.items():
-                cols = series.get(name)
-                if cols is None:
-                    cols = series[name] = (array("q"), array("d"), array("d"))
-                try:
-                    cols[2].append(value)
-                    cols[1].append(t)
-                    cols[0].append(step)
-                except (OverflowError, TypeError):
-                    # `Run.log` refuses these at the call; a point that got past it (another
-                    # caller of the buffer) is dropped alone, never the batch around it
-                    del cols[2][len(cols[0]) :], cols[1][len(cols[0]) :]
-                    refused += 1
-            points += len(data)
-        points -= refused
+        refused = _columns(entries, series) if n else 0  # every call logged the same names, as a loop does
+        start = 0 if refused is None else n
+        refused = refused or 0
+        while start < n:  # else runs of calls that logged the same names, each turned into columns at once
+            end = _same_names(entries, start)
+            done = _columns(entries[start:end], series) if end > start else None
+            if done is None:
+                refused += _one_by_one(entries[start], series)
+                start += 1
+            else:
+                refused += done
+                start = end
+        points = sum(len(cols[0]) for cols in series.values())
         self.stats["points"] += points
         if refused:
             self.stats["dropped"] += refused
@@ -294,8 +294,8 @@ class RunWriter:
             rec["w"] = self.writer_id
             rec["s"] = self._seq
         self.stats["records"] += len(records)
-        self._journal_append(records)
-        if self.on_records is not None:  # a feature asked for some kinds (sdk/features.py)
+        self._journal_append(records, hold=final and self._journal_due and self._may_hold())
+        if self.on_records is not None:  # a feature asked for some kinds (sdk/runhooks.py)
             self.on_records(records)
         if not (self._spilled and self.journal is not None):
             self._pending.extend(records)
@@ -322,10 +322,23 @@ class RunWriter:
         records[:] = kept
         return b"".join(parts)
 
-    def _journal_append(self, records: list[dict[str, Any]]) -> None:
+    def _may_hold(self) -> bool:
+        """Whether a writer whose whole life fits in one flush (a short run: init, a few calls,
+        finish) may ship before it journals: the records then reach the store, committed, before
+        ``finish()`` returns, and a journal file created, written and removed around that one
+        transaction would have bought nothing (they were only in memory until this flush, as any
+        record is between two flushes). Should the store not take them, they are journaled
+        before ``finish()`` returns, as always. Never offline (the journal is the destination)
+        nor with ``FLIGHTLOG_KEEP_JOURNAL``."""
+        return self.online and not self.settings.keep_journal and not self._spilled
+
+    def _journal_append(self, records: list[dict[str, Any]], *, hold: bool = False) -> None:
+        data = self._encode(records)  # also what drops a record that cannot be encoded
+        if hold:
+            self._held = data
+            return
         if self._journal_due:
             self._open_journal()
-        data = self._encode(records)
         if self.journal is None:
             return
         try:
@@ -346,6 +359,7 @@ class RunWriter:
             result = self._sink.ingest(self._pending)
         except Exception as exc:  # the store is down, locked, full, unreachable...
             self.stats["ship_errors"] += 1
+            self._journal_held()
             if self._journal_only():
                 return
             where = (
@@ -358,11 +372,28 @@ class RunWriter:
         for reason in result.skipped:
             self._warn_once(f"skip:{reason[:40]}", f"the store skipped a record: {reason}")
         self._pending = []
+        self._held = None  # in the store: never journaled, nothing to remove
         if self.journal is not None and self._pending_end is not None:
             try:
                 self.journal.mark_shipped(self._pending_end)
             except OSError:
                 pass
+
+    def _journal_held(self) -> None:
+        """The store did not take a held-back flush (`_may_hold`): journal it now."""
+        data, self._held = self._held, None
+        if data is None:
+            return
+        self._open_journal()
+        if self.journal is None:
+            return
+        try:
+            self._pending_end = self.journal.append(data)
+        except OSError as exc:
+            self.stats["journal_errors"] += 1
+            self._warn_once("journal-write", f"cannot append to the journal {self.journal.path} ({exc})")
+            self.journal.close()
+            self.journal = None
 
     def _ship_spilled(self) -> None:
         """Catch up from the journal (the memory buffer overflowed while the store was away):
@@ -453,6 +484,7 @@ class RunWriter:
             )
         with self._flush_lock:
             self.closed = True
+            self._journal_held()  # a held-back flush that did not reach the store (an internal error)
             if self._pending and self.journal is None:  # in no journal and in no store: lost
                 self.stats["dropped"] += sum(_weight(r) for r in self._pending)
                 self._pending = []
@@ -515,6 +547,7 @@ class RunWriter:
         self._context_sent = False
         self.journal = None  # the parent's descriptor stays the parent's
         self._journal_due = True
+        self._held = None
         self._forked_from = os.getppid()
         self.on_records = None  # the run's life belongs to the parent
         self._preamble = [
@@ -535,6 +568,82 @@ class RunWriter:
         if key not in self._warned:
             self._warned.add(key)
             warn(message)
+
+
+Entry = tuple[int, float, dict[str, float]]
+
+
+def _same_names(entries: list[Entry], start: int) -> int:
+    """The end of the run of calls from ``start`` that logged the same names (as a set: each
+    name's values are taken by name), or ``start`` when that call logged none."""
+    first = entries[start][2].keys()
+    if not first:
+        return start
+    end = start + 1
+    n = len(entries)
+    while end < n and entries[end][2].keys() == first:
+        end += 1
+    return end
+
+
+def _columns(run: list[Entry], series: dict[str, tuple[array, array, array]]) -> int | None:
+    """Calls that logged the same names, turned into columns by C loops (``itemgetter``,
+    ``chain``, strided ``array`` slices) rather than a Python loop per point: the shipper shares
+    the GIL with the training loop, so its time per point is the loop's too. None when the calls
+    did not all log the same names (the caller splits them); a value ``array`` refuses (from
+    another caller of the buffer than ``Run.log``) sends the calls one by one instead. Returns
+    the points dropped."""
+    names = list(run[0][2])
+    k = len(names)
+    rows = list(map(_third, run))
+    try:
+        flat = array("d", chain.from_iterable(map(itemgetter(*names), rows))) if k > 1 else None
+        if flat is None:
+            only = names[0]
+            value_cols = [array("d", [row[only] for row in rows])]
+        else:
+            value_cols = [flat[j::k] for j in range(k)]
+        if sum(map(len, rows)) != k * len(rows):
+            return None  # some call logged a name more (each has all of ``names``: itemgetter said so)
+        step_col = array("q", map(_first, run))
+        time_col = array("d", map(_second, run))
+    except KeyError:  # some call lacks one of the names
+        return None
+    except (OverflowError, TypeError):
+        return sum(_one_by_one(entry, series) for entry in run)
+    for name, values in zip(names, value_cols, strict=True):
+        cols = series.get(name)
+        if cols is None:
+            series[name] = (array("q", step_col), array("d", time_col), values)
+        else:
+            cols[0].extend(step_col)
+            cols[1].extend(time_col)
+            cols[2].extend(values)
+    return 0
+
+
+_first, _second, _third = itemgetter(0), itemgetter(1), itemgetter(2)
+
+
+def _one_by_one(entry: Entry, series: dict[str, tuple[array, array, array]]) -> int:
+    """One call's points, each alone: a point whose step or value does not fit is dropped, never
+    the points around it. Returns how many were dropped."""
+    step, t, data = entry
+    refused = 0
+    for name, value in data.items():
+        cols = series.get(name)
+        if cols is None:
+            cols = series[name] = (array("q"), array("d"), array("d"))
+        try:
+            cols[2].append(value)
+            cols[1].append(t)
+            cols[0].append(step)
+        except (OverflowError, TypeError):
+            # `Run.log` refuses these at the call; a point that got past it (another
+            # caller of the buffer) is dropped alone, never the batch around it
+            del cols[2][len(cols[0]) :], cols[1][len(cols[0]) :]
+            refused += 1
+    return refused
 
 
 def _weight(record: dict[str, Any]) -> int:

@@ -10,7 +10,9 @@ the command line; ``testing`` runs a real server in a thread for tests.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from flightlog.lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from flightlog.server.app import FlightlogApp, create_app
@@ -19,15 +21,8 @@ if TYPE_CHECKING:
 __all__ = ["FlightlogApp", "ServerConfig", "create_app"]
 
 
-def __getattr__(name: str) -> Any:
-    # Loaded on first use: every `flightlog` command imports flightlog.server.cli, and only
-    # `flightlog server` needs the application (Starlette, the routes, the alert engine).
-    if name in ("FlightlogApp", "create_app"):
-        from flightlog.server import app
-
-        return getattr(app, name)
-    if name == "ServerConfig":
-        from flightlog.server.config import ServerConfig
-
-        return ServerConfig
-    raise AttributeError(f"module 'flightlog.server' has no attribute {name!r}")
+# loaded on first use: every `flightlog` command imports flightlog.server.cli, and only
+# `flightlog server` needs the application (Starlette, the routes)
+__getattr__, __dir__ = lazy_attributes(
+    __name__, {"FlightlogApp": ".app", "create_app": ".app", "ServerConfig": ".config"}, eager=tuple(__all__)
+)

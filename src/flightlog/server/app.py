@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, cast
 
+import anyio
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
@@ -24,7 +25,6 @@ from flightlog._version import __version__
 from flightlog.errors import FlightlogError, NotFound
 from flightlog.plugins import Features
 from flightlog.plugins import features as feature_table
-from flightlog.server import alerts_routes
 from flightlog.server.auth import Principal, authenticate
 from flightlog.server.blobs import open_blob_store
 from flightlog.server.config import ServerConfig
@@ -65,6 +65,8 @@ class FlightlogApp:
         await self.app(scope, receive, send)
 
     def close(self) -> None:
+        if self.state.ingest_queue is not None:
+            self.state.ingest_queue.close()
         self.state.store.close()
 
 
@@ -81,7 +83,8 @@ def _endpoint(op: Operation, state: AppState) -> Any:
             else:
                 principal = await authenticate(request, state.store, enabled=state.config.auth)
                 principal.require(op.role)
-            return await op.handler(Ctx(request, state, principal))
+            response: Response = await op.handler(Ctx(request, state, principal))
+            return response
         except ClientDisconnect:
             raise
         except Exception as exc:  # noqa: BLE001 - every error becomes the one JSON shape
@@ -134,10 +137,12 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        alerts = alerts_routes.start_alert_service(state)  # background alert evaluation, when rules exist
-        # the features' background work (the registry's event delivery), each stopped at shutdown
+        # the features' background work (alerts' evaluation, the registry's event delivery), each
+        # stopped at shutdown
         table = features if features is not None else feature_table()
-        watchers = [w for _, w in table.call("flightlog_server_start", store=state.store, home=config.home)]
+        watchers = [
+            w for _, w in table.call("flightlog_server_start", store=state.store, home=config.home, config=config)
+        ]
         yield
         state.draining.set()
         for watcher in watchers:
@@ -145,8 +150,8 @@ def create_app(
                 watcher.stop(True)
             except Exception:  # noqa: BLE001 - one feature's shutdown must not stop the others'
                 log.exception("a feature's background work did not stop cleanly")
-        if alerts is not None:
-            alerts.stop()
+        if state.ingest_queue is not None:  # the batches already taken are applied, then its thread ends
+            await anyio.to_thread.run_sync(state.ingest_queue.close)
 
     routes = [
         Route(op.route_path, _endpoint(op, state), methods=[op.method], name=op.operation_id)

@@ -4,6 +4,11 @@ Roles are ordered (reader < writer < admin) and a token may be limited to one pr
 A missing, unknown or revoked token is 401; a valid token without the role or the project
 is 403. Without ``--auth`` the server only listens on loopback and everyone is an admin.
 
+A bearer token's row is remembered for up to ``TOKEN_CACHE_S`` (one second) per store, so that a
+writer sending several batches a second costs the store one lookup a second, not one a request;
+a token revoked through this server (or this process's store) is refused at once, one revoked
+through another replica of a team's servers within that second.
+
 The session cookie holds a random session id, never the API token: the store keeps only its
 SHA-256, with the token it was made from and when it expires (``--session-hours``, 12 by
 default). Signing out deletes the session; revoking the token ends all of its sessions. The
@@ -17,6 +22,7 @@ from __future__ import annotations
 
 import secrets
 import time
+import weakref
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
@@ -31,6 +37,8 @@ __all__ = ["Principal", "OPEN", "COOKIE", "authenticate", "TOUCH_EVERY", "new_se
 
 COOKIE = "flightlog_session"
 TOUCH_EVERY = 60.0  # seconds between last_used updates of one token
+TOKEN_CACHE_S = 1.0  # seconds a token's row is reused (see the module doc)
+_CACHE_MAX = 10_000
 _SAFE = frozenset({"GET", "HEAD", "OPTIONS"})
 _NEEDS = {"reader": "read", "writer": "write", "admin": "administer"}
 
@@ -97,7 +105,7 @@ async def authenticate(conn: HTTPConnection, store: Any, *, enabled: bool) -> Pr
         if row is None or row["expires"] < now:
             raise Unauthorized("the session has ended (signed out, expired, or from before an upgrade): sign in again")
     else:
-        row = await anyio.to_thread.run_sync(store.token_by_hash, hash_token(token))
+        row = await _token_row(store, hash_token(token), now)
     if row is None:
         raise Unauthorized("the token is not valid (unknown, mistyped, or from another server)")
     if row["revoked"] is not None:
@@ -105,11 +113,34 @@ async def authenticate(conn: HTTPConnection, store: Any, *, enabled: bool) -> Pr
     if via == "cookie" and conn.scope.get("method", "GET") not in _SAFE:
         _same_origin(conn)
     if row["last_used"] is None or now - row["last_used"] > TOUCH_EVERY:
+        row["last_used"] = now  # (the cached row too: one touch per TOUCH_EVERY)
         try:
             await anyio.to_thread.run_sync(store.touch_token, row["id"], now)
         except Exception:  # noqa: BLE001 - bookkeeping must never refuse a request
             pass
     return Principal(row["role"], row["project"], row["id"], via)
+
+
+_cache: weakref.WeakKeyDictionary[Any, dict[str, tuple[dict[str, Any], float, int]]] = weakref.WeakKeyDictionary()
+
+
+async def _token_row(store: Any, digest: str, now: float) -> dict[str, Any] | None:
+    """The token's row, from the store at most once a ``TOKEN_CACHE_S`` (see the module doc);
+    a store that says its tokens changed (``auth_changes``, bumped by a revocation) is asked again."""
+    changes = getattr(store, "auth_changes", 0)
+    try:
+        entries = _cache.setdefault(store, {})
+    except TypeError:  # a store that cannot be weakly referenced: no caching
+        return await anyio.to_thread.run_sync(store.token_by_hash, digest)
+    hit = entries.get(digest)
+    if hit is not None and hit[2] == changes and 0 <= now - hit[1] < TOKEN_CACHE_S:
+        return hit[0]
+    row = await anyio.to_thread.run_sync(store.token_by_hash, digest)
+    if row is not None:
+        if len(entries) >= _CACHE_MAX:
+            entries.clear()
+        entries[digest] = (row, now, changes)
+    return row
 
 
 def new_session() -> tuple[str, str]:

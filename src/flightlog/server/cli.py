@@ -7,7 +7,9 @@ from typing import TYPE_CHECKING, cast
 
 import click
 
+from flightlog.cli.common import short_time
 from flightlog.cli.output import console, emit_json, esc, format_option
+from flightlog.plugins import features
 from flightlog.timefmt import iso, parse_size
 
 if TYPE_CHECKING:
@@ -132,9 +134,9 @@ def server_cmd(
 
     check_host(host, auth=auth, insecure=insecure)
     if alerts is not None:  # a file asked for by name must be valid before the server starts
-        from flightlog.alerts.config import load_config
-
-        load_config(alerts)
+        features().need(
+            "flightlog_check_alert_rules", needed_by="--alerts", install="flightlog (its alerts feature)", path=alerts
+        )
     config = ServerConfig.for_home(
         _home(ctx, home),
         auth=auth,
@@ -235,8 +237,6 @@ def token_ls(ctx: click.Context, home: str | None, fmt: str) -> None:
         )
         return
     from rich.table import Table
-
-    from flightlog.cli.common import short_time
 
     table = Table(box=None, header_style="bold")
     for head in ("ID", "ROLE", "PROJECT", "NAME", "CREATED", "LAST USED", "STATUS"):

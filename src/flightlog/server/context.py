@@ -19,12 +19,13 @@ from flightlog.errors import Forbidden, InvalidInput
 from flightlog.models import RunInfo
 from flightlog.server.auth import Principal
 from flightlog.server.config import ServerConfig
+from flightlog.server.ingestqueue import IngestQueue
 from flightlog.server.prometheus import Metrics
 from flightlog.server.storeapi import ServerStore
 from flightlog.timefmt import parse_time
 from flightlog.transport.wire import PayloadTooLarge
 
-__all__ = ["AppState", "Ctx", "Query", "UnsupportedMediaType"]
+__all__ = ["AppState", "Ctx", "Query", "Request", "UnsupportedMediaType"]  # Request: for the MLflow routes' own reading
 
 T = TypeVar("T")
 _json = msgspec.json.Decoder()
@@ -44,6 +45,12 @@ class AppState:
     blobs: Any  # flightlog.server.blobs.BlobStore
     metrics: Metrics
     draining: threading.Event = field(default_factory=threading.Event)
+    ingest_queue: IngestQueue | None = None  # made on the first ingest (server/ingestqueue.py)
+
+    def ingester(self) -> IngestQueue:
+        if self.ingest_queue is None:
+            self.ingest_queue = IngestQueue(self.store)
+        return self.ingest_queue
 
 
 @dataclass

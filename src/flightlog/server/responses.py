@@ -1,4 +1,8 @@
-"""What the server sends: JSON documents (NaN and infinities as strings) and the one error shape."""
+"""What the server sends: JSON documents (NaN and infinities as strings) and the one error shape.
+
+``Response`` is the type an operation's handler answers with; a feature's API module imports it
+from here, so that only the server names Starlette (the ``server-extra`` import contract).
+"""
 
 from __future__ import annotations
 
@@ -11,7 +15,7 @@ from starlette.responses import Response
 
 from flightlog.errors import FlightlogError
 
-__all__ = ["json_response", "error_response", "json_safe", "json_bytes"]
+__all__ = ["Response", "json_response", "error_response", "json_safe", "json_bytes"]
 
 _encoder = msgspec.json.Encoder()
 _packer = msgspec.msgpack.Encoder()

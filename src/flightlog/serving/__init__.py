@@ -13,7 +13,9 @@ imported when first named (docs/models.md, *Serving*).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from flightlog.lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from flightlog.serving.decorator import track
@@ -37,22 +39,17 @@ __all__ = [
 # cost: the feature table imports this package in every run's process (serving/feature.py), so
 # even the replica (and the client it opens) waits until a name is used
 _LAZY = {
-    "DEFAULT_SAMPLE": "replica",
-    "Replica": "replica",
-    "attach": "replica",
-    "current": "replica",
-    "log_label": "replica",
-    "track": "decorator",
-    "ServingMiddleware": "middleware",
-    "aggregates": "reading",
-    "predictions": "reading",
-    "replicas": "reading",
+    "DEFAULT_SAMPLE": ".replica",
+    "Replica": ".replica",
+    "attach": ".replica",
+    "current": ".replica",
+    "log_label": ".replica",
+    "track": ".decorator",
+    "ServingMiddleware": ".middleware",
+    "aggregates": ".reading",
+    "predictions": ".reading",
+    "replicas": ".reading",
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(f"flightlog.serving.{_LAZY[name]}"), name)
-    raise AttributeError(f"module 'flightlog.serving' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY, eager=tuple(__all__))

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from starlette.responses import Response
-
 from flightlog.client import Client
 from flightlog.config import Settings
 from flightlog.errors import InvalidInput, NotFound
@@ -23,7 +21,7 @@ from flightlog.registry.service import LocalRegistry
 from flightlog.registry.stores import sql_store_of
 from flightlog.server.context import Ctx, forbid_other_project
 from flightlog.server.operations import Operation, Param, ok
-from flightlog.server.responses import json_response
+from flightlog.server.responses import Response, json_response
 from flightlog.serving.diagnosis import DEFAULT_SINCE, diagnose_deployment
 from flightlog.serving.drift import DEFAULT_DRIFT_SINCE, endpoint_drift
 from flightlog.serving.reading import aggregates, predictions, replica_runs, replicas

@@ -1,4 +1,6 @@
-"""``flightlog serving predictions|stats|replicas ENDPOINT``: serving evidence at the terminal."""
+"""``flightlog serving predictions|stats|replicas|drift|diagnose ENDPOINT``: serving evidence at the
+terminal; and ``flightlog diagnose --deployment ENDPOINT``, the same diagnosis as a mode of
+diagnose's command that serving adds through the feature table (``flightlog_command_modes``)."""
 
 from __future__ import annotations
 
@@ -7,14 +9,14 @@ from typing import Any
 
 import click
 
-from flightlog.cli.common import short_time
-from flightlog.cli.output import clip, console, esc
+from flightlog.cli.common import open_client, short_time
+from flightlog.cli.output import clip, console, emit_json, esc, format_option
 from flightlog.client import Client
 from flightlog.serving.reading import aggregates, predictions, replicas
 from flightlog.serving.versions import version_stats
 from flightlog.timefmt import iso
 
-__all__ = ["serving_group"]
+__all__ = ["deployment_mode", "diagnose_cmd", "serving_group"]
 
 
 @click.group("serving")
@@ -274,3 +276,48 @@ def render_drift(doc: dict[str, Any]) -> None:
             out.print(table)
         for note in v["notes"]:
             out.print(f"  [dim]{esc(note)}[/]")
+
+
+_DIAGNOSE_HELP = (
+    "Walk back from a production change to the training behind it: what changed in production "
+    "and when, the versions before and after, what differs in their training (docs/models.md)."
+)
+
+
+def _diagnose_deployment(endpoint: str, env: str | None, since: str, project: str | None, fmt: str) -> None:
+    # cost: a diagnosis only (it reads the data stack)
+    from flightlog.serving.diagnosis import diagnose_deployment
+    from flightlog.serving.render import render_deployment_diagnosis  # (as above)
+
+    report = diagnose_deployment(open_client(), endpoint, env=env, since=since, project=project)
+    if fmt == "json":
+        emit_json(report)
+        return
+    render_deployment_diagnosis(report, console())
+
+
+@serving_group.command("diagnose", help=_DIAGNOSE_HELP)
+@click.argument("endpoint")
+@click.option("--env", metavar="ENV", help="Its environment (needed when it has several).")
+@click.option("--since", default="24h", show_default=True, help="Look back this far (2h, an ISO time).")
+@click.option("--project", "-p", help="Only this project's deployment and replicas.")
+@format_option
+def diagnose_cmd(endpoint: str, env: str | None, since: str, project: str | None, fmt: str) -> None:
+    _diagnose_deployment(endpoint, env, since, project, fmt)
+
+
+@click.command("diagnose-deployment")
+@click.option(
+    "--deployment",
+    metavar="ENDPOINT",
+    help="Diagnose a deployment instead of a run: what changed in production and when, the versions before and after, what differs in their training (docs/models.md).",
+)
+@click.option("--env", metavar="ENV", help="With --deployment: its environment (needed when it has several).")
+@click.option(
+    "--since", default="24h", show_default=True, help="With --deployment: look back this far (2h, an ISO time)."
+)
+@click.option("--project", "-p", help="With --deployment: only this project's deployment and replicas.")
+@format_option
+def deployment_mode(deployment: str, env: str | None, since: str, project: str | None, fmt: str) -> None:
+    """``flightlog diagnose --deployment ENDPOINT``: `diagnose_cmd` as a mode of diagnose's command."""
+    _diagnose_deployment(deployment, env, since, project, fmt)

@@ -14,6 +14,7 @@ cannot write the project) raises here, before the run exists: nothing is recorde
 from __future__ import annotations
 
 import atexit
+import logging
 import os
 import random
 import re
@@ -25,7 +26,6 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-import flightlog
 from flightlog.client import Client
 from flightlog.config import Settings
 from flightlog.errors import InvalidInput, NotFound, StoreUnavailable
@@ -34,6 +34,8 @@ from flightlog.names import check_name_text
 from flightlog.redaction import redact_personal_data, redactor
 from flightlog.registry.refs import FORMS
 from flightlog.schema.values import is_json_value
+from flightlog.sdk import init
+from flightlog.sdk.logging import logging_handler
 from flightlog.sdk.writer import warn
 from flightlog.serving.clock import Clock
 from flightlog.serving.fields import check_allow_list
@@ -42,6 +44,7 @@ from flightlog.serving.privacy import Scrubber
 from flightlog.serving.reading import replica_runs
 from flightlog.serving.recorder import LABEL, PREDICTION, Recorder
 from flightlog.serving.sampling import DEFAULT_MIN_RECORDS, DEFAULT_RECORD_BYTES, AdaptiveSampler
+from flightlog.store.base import feature_store
 
 __all__ = ["DEFAULT_SAMPLE", "Replica", "attach", "current", "log_label"]
 
@@ -291,7 +294,7 @@ def attach(
         "serving.version": resolved["version"],
         "serving.replica": f"{host}:{os.getpid()}",
     }
-    run = flightlog.init(project=project, name=f"serve {endpoint}@{env}", tags=tags, console=False)
+    run = init(project=project, name=f"serve {endpoint}@{env}", tags=tags, console=False)
     key, keyed_by = _serving_key(run.project)
     run.log_params(
         {
@@ -338,9 +341,9 @@ def attach(
     atexit.register(replica.close)  # runs before the SDK's own exit hook (registered earlier): evidence first
     _stop_on_sigterm(replica)
     if capture_logs:
-        import logging
-
-        logging.getLogger().addHandler(flightlog.logging_handler(run))
+        # recorded (redacted) on the replica run, never echoed: the app's own handlers already
+        # print its lines, and a raw JSON copy on stdout would keep what redaction took out
+        logging.getLogger().addHandler(logging_handler(run, echo=False))
     return replica
 
 
@@ -352,21 +355,29 @@ def _serving_key(project: str) -> tuple[bytes, str]:
     try:
         client = Client.for_lookups(Settings.from_env())
         try:
-            # the registry's way to tell the two stores apart (registry/__init__.py): a server's
-            # HTTP connection, else the store's own secret table
-            http = getattr(client.store, "http", None)
-            if http is not None:
-                doc = http.json("GET", "/serving/key", params={"project": project})
-                return bytes.fromhex(str(doc["key"])), "project"
-            shared_secret = getattr(client.store, "shared_secret", None)
-            if shared_secret is None:
+            # by the store's database (``store.backend``): a server's HTTP API, else the store's own secret table
+            key = feature_store(client.store, _KEYS, project)
+            if key is None:
                 raise InvalidInput(f"the store {type(client.store).__name__} keeps no keys")
-            return bytes(shared_secret(f"serving:{project}")), "project"
+            return key, "project"
         finally:
             client.close()
     except Exception as exc:  # noqa: BLE001 - serving goes on; its hashes are keyed by this process
         warn(f"cannot get project {project!r}'s serving key ({exc}); hashing with a key of this process")
         return secrets.token_bytes(32), "process"
+
+
+def _server_key(store: Any, project: str) -> bytes:
+    doc = store.http.json("GET", "/serving/key", params={"project": project})
+    return bytes.fromhex(str(doc["key"]))
+
+
+def _stored_key(store: Any, project: str) -> bytes:
+    return bytes(store.shared_secret(f"serving:{project}"))
+
+
+#: a project's serving key, by the database of the store that keeps it (``Store.backend``)
+_KEYS = {"http": _server_key, "sqlite": _stored_key, "postgresql": _stored_key}
 
 
 def _stop_on_sigterm(replica: Replica) -> None:

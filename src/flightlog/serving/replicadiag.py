@@ -17,7 +17,7 @@ from typing import Any
 
 from flightlog.client import Client
 from flightlog.config import Settings
-from flightlog.diagnose.engine import diagnose_run
+from flightlog.diagnose.engine import diagnose_run, service_stop
 from flightlog.errors import FlightlogError
 from flightlog.models import SERVING_KIND
 from flightlog.serving.diagnosis import deployment_brief
@@ -63,6 +63,7 @@ def diagnose_replica(reader: Any, run_id: str) -> dict[str, Any] | None:
         "version": tags.get("serving.version"),
         "replica": tags.get("serving.replica"),
         "traffic": _own_traffic(client, info),
+        "stop": service_stop(info),
         "commands": {
             "deployment": f"flightlog deployments show {endpoint} --env {env}",
             "diagnose": f"flightlog diagnose --deployment {endpoint} --env {env}",

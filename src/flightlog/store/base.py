@@ -9,9 +9,9 @@ Writers never call these directly: they append to the journal and the shipper ca
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from flightlog.config import home_from_env
 from flightlog.errors import InvalidInput
@@ -39,8 +39,11 @@ __all__ = [
     "Store",
     "StoreReader",
     "StoreWriter",
+    "feature_store",
     "ingest_one",
 ]
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -132,7 +135,22 @@ class MetadataStore(MetadataReader, StoreWriter, Protocol):
 
 
 class Store(StoreReader, StoreWriter, Protocol):
-    """Both sides: what a backend gives the client."""
+    """Both sides: what a backend gives the client.
+
+    ``backend`` says what database the store is on — ``sqlite``, ``postgresql``, or ``http`` (a
+    flightlog server, whose database is its own business) — so that a feature picks its own
+    storage beside it from one table keyed by it (`feature_store`), never by probing types."""
+
+    backend: str
+
+
+def feature_store(store: Any, builders: Mapping[str, Callable[..., T]], *args: Any) -> T | None:
+    """A feature's storage beside ``store``: ``builders[store.backend](store, *args)``, or None
+    where the feature keeps nothing on that database (``builders`` has no entry for it). The one
+    way the alerts, the registry and the MLflow experiments find their tables; a builder imports
+    its backend's code (a driver) only when that backend is the store's."""
+    build = builders.get(getattr(store, "backend", ""))
+    return None if build is None else build(store, *args)
 
 
 def ingest_one(store: MetadataStore, run_id: str, kind: str, /, *, origin: str, **payload: Any) -> None:

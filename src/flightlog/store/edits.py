@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from flightlog.errors import InvalidInput
+from flightlog.names import check_run_name
 from flightlog.store.base import MetadataStore, ingest_one
 
 __all__ = ["edit_run", "DESCRIPTION_TAG", "MAX_DESCRIPTION"]
@@ -29,8 +30,6 @@ def edit_run(
     remove_tags: Sequence[str] = (),
 ) -> None:
     """Rename, set and remove tags, set (or, with ``""``, remove) the description."""
-    from flightlog.sdk.run import check_name
-
     if name is None and description is None and not tags and not remove_tags:
         raise InvalidInput("nothing to change: give a name, a description, tags to set or tags to remove")
     changes: dict[str, Any] = {str(k): None for k in remove_tags}
@@ -45,6 +44,6 @@ def edit_run(
         if value is not None and len(value) > MAX_TAG and key != DESCRIPTION_TAG:
             raise InvalidInput(f"tag {key!r}: a value is at most {MAX_TAG} characters")
     if name is not None:
-        ingest_one(store, run_id, "run", origin=origin, name=check_name(name))
+        ingest_one(store, run_id, "run", origin=origin, name=check_run_name(name))
     if changes:
         ingest_one(store, run_id, "tags", origin=origin, data=changes)

@@ -1,6 +1,8 @@
 """Stores chosen by URI scheme: ``sqlite:///path/flightlog.db`` (``?mode=ro``: read-only, never
-created nor migrated), ``http(s)://server`` (a flightlog
-server's API), ``postgresql://user:password@host:5432/db`` (a shared PostgreSQL database).
+created nor migrated), ``postgresql://user:password@host:5432/db`` (a shared PostgreSQL
+database), and ``http(s)://server`` (a flightlog server's API), which the transport registers
+itself when it is imported (`flightlog.transport`; ``flightlog.Client`` imports it): the store,
+below the transport, never names it.
 
 No ``if backend == ...`` anywhere else: callers ask :func:`open_store` and get a :class:`Store`.
 Each scheme registers a *loader*: it imports the backend's code (its driver included) and returns
@@ -22,7 +24,7 @@ from urllib.parse import parse_qsl, urlparse
 from flightlog.errors import InvalidInput
 from flightlog.store.base import Store
 
-__all__ = ["register", "open_store", "load_opener", "schemes"]
+__all__ = ["Loader", "Opener", "register", "open_store", "load_opener", "schemes"]
 
 Opener = Callable[[str], Store]
 
@@ -77,20 +79,6 @@ def _sqlite(fork_safe: bool) -> Opener:
 
 
 register("sqlite", _sqlite)
-
-
-def _http(fork_safe: bool) -> Opener:
-    try:
-        from flightlog.transport.http_store import HttpStore
-    except ImportError as exc:
-        raise InvalidInput(
-            f"talking to a flightlog server needs httpx ({exc}): pip install 'flightlog[server]'"
-        ) from None
-    return HttpStore
-
-
-register("http", _http)
-register("https", _http)
 
 
 def _postgres(fork_safe: bool) -> Opener:

@@ -22,8 +22,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import flightlog
+from flightlog.client import Client
 from flightlog.errors import InvalidInput, NotFound
+from flightlog.sdk import init
 from flightlog.statuses import FAILED_STATUSES
 from flightlog.sweeps.samplers import open_sampler
 from flightlog.sweeps.space import Param
@@ -193,7 +194,7 @@ class FunctionTarget:
     def run(self, trial: Trial, ctx: SweepContext) -> None:
         from flightlog.alerts.monitor import start_monitor
 
-        run = flightlog.init(
+        run = init(
             project=ctx.project,
             name=f"{ctx.name}-{trial.number}",
             parent=ctx.sweep_id,
@@ -244,11 +245,11 @@ def run_sweep(
     if not space:
         raise InvalidInput("a sweep needs at least one --param NAME=SPEC")
     own = client is None
-    client = client or flightlog.Client()
+    client = client or Client()
     try:
         sampler = open_sampler(method, space, seed=seed, goal=goal)
         watch = AlertWatch(client, alerts) if alerts else None
-        sweep = flightlog.init(
+        sweep = init(
             project=project,
             name=name or "sweep",
             resources=False,

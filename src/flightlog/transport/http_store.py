@@ -53,6 +53,8 @@ def _runs_path(run_id: str, *rest: str) -> str:
 class HttpStore:
     """A :class:`~flightlog.store.base.Store` backed by ``flightlog server`` at ``url``."""
 
+    backend = "http"
+
     def __init__(
         self, url: str, *, token: str | None = None, home: Path | None = None, close_at_exit: bool = True
     ) -> None:

@@ -1,5 +1,6 @@
-"""Triage in the HTTP API: ``GET /api/v1/triage?project=&since=&pipeline=``, declared as a
-server operation and served through the feature table (``flightlog_api_operations``).
+"""Triage in the HTTP API: ``GET /api/v1/triage?project=&since=&pipeline=`` and one run's goodput,
+``GET /api/v1/runs/{run}/goodput`` (the UI's Timeline tab draws its summary line and its bar from
+it), declared as server operations and served through the feature table (``flightlog_api_operations``).
 
 The handler builds the same report as ``flightlog triage`` (:func:`~flightlog.triage.report.triage_report`)
 over the server's store, in the server's triage worker process (worker.py) and within the
@@ -15,13 +16,13 @@ import time
 import weakref
 from typing import Any
 
-from starlette.responses import Response
-
+from flightlog.diagnose.reader import StoreReader
 from flightlog.errors import Forbidden
 from flightlog.server.context import Ctx
-from flightlog.server.operations import Operation, Param, ok
-from flightlog.server.responses import json_bytes
+from flightlog.server.operations import RUN, Operation, Param, ok
+from flightlog.server.responses import Response, json_bytes, json_response
 from flightlog.triage.budget import ReportCache
+from flightlog.triage.goodput import run_goodput
 from flightlog.triage.report import DEFAULT_SINCE
 from flightlog.triage.worker import report_in_worker
 
@@ -72,6 +73,28 @@ def _reports(store: Any) -> ReportCache:
         return found
 
 
+_GOODPUT = {
+    "type": "object",
+    "required": ["run", "seconds", "shares", "summary"],
+    "properties": {
+        "run": {"type": "string"},
+        "wall_seconds": {"type": "number"},
+        "goodput": {"type": ["number", "null"]},
+        "seconds": {"type": "object", "additionalProperties": {"type": "number"}},
+        "shares": {"type": "object", "additionalProperties": {"type": "number"}},
+        "gpu_hours": {"type": "number"},
+        "cost": {"type": ["number", "null"]},
+        "summary": {"type": "string"},
+    },
+}
+
+
+async def get_goodput(ctx: Ctx) -> Response:
+    info = await ctx.run()
+    reader = StoreReader(ctx.store, getattr(ctx.state.config, "home", None))
+    return json_response(await ctx.call(run_goodput, reader, info))
+
+
 OPERATIONS: list[Operation] = [
     Operation(
         "GET",
@@ -93,5 +116,15 @@ OPERATIONS: list[Operation] = [
         responses={"200": ok("The failures grouped by cause (docs/triage.md)", _REPORT)},
         description="The same report as `flightlog triage --format json`: groups by cause signature, "
         "the biggest first, each with its runs (newest first), counts per day and onset.",
+    ),
+    Operation(
+        "GET",
+        "/runs/{run}/goodput",
+        get_goodput,
+        "reader",
+        "Where a run's time went: queued, startup, productive steps, data stalls, idle GPU, checkpointing, retries",
+        "runs",
+        params=(RUN,),
+        responses={"200": ok("The run's goodput", _GOODPUT)},
     ),
 ]

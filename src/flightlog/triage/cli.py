@@ -3,22 +3,15 @@ project's hours went; ``--format json`` prints one report object (docs/triage.md
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-
 import click
 
 from flightlog.cli.common import open_client
 from flightlog.cli.output import console, emit_json, format_option
-from flightlog.triage.render import render_triage
+from flightlog.triage.goodput import goodput_report
+from flightlog.triage.render import render_goodput, render_triage
 from flightlog.triage.report import DEFAULT_SINCE, triage_report
 
 __all__ = ["triage_cmd"]
-
-
-def _goodput_built() -> bool:
-    """Whether the goodput module (built on another branch) is part of this checkout."""
-    return importlib.util.find_spec("flightlog.triage.goodput") is not None
 
 
 @click.command("triage")
@@ -38,12 +31,6 @@ def triage_cmd(project: str | None, since: str, pipeline: str | None, goodput: b
     client = open_client()
     project = project or client.settings.project
     if goodput:
-        if not _goodput_built():
-            click.echo("goodput: not built yet", err=True)
-            sys.exit(1)
-        # imported here: goodput is the other half of this package, built and imported on demand
-        from flightlog.triage.goodput import goodput_report, render_goodput
-
         report = goodput_report(client, project=project, since=since, pipeline=pipeline)
         if fmt == "json":
             emit_json(report)

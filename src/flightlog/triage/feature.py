@@ -1,18 +1,19 @@
 """Triage as a feature: `flightlog triage`, ``GET /api/v1/triage``, ``GET /api/v1/runs/{run}/goodput``,
-the ``triage`` alert rule kind and the ``run_goodput`` service (docs/triage.md).
+the ``triage`` alert rule kind and a run's goodput for ``flightlog runs show`` (docs/triage.md).
 
 Its entry in the feature table (`flightlog.plugins`, docs/plugins.md): the command is named
-lazily, and the operations and the rule kind are imported inside their hooks, so loading the
-table imports nothing of triage.
+lazily, and the operations, the rule kind and the goodput are imported inside their hooks, so
+loading the table imports nothing of triage.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from flightlog.plugins import CommandRef, Ref, hookimpl
+from flightlog.plugins import CommandRef, hookimpl
+from flightlog.plugins.operations import Operation
 
-__all__ = ["flightlog_alert_rule_kinds", "flightlog_api_operations", "flightlog_cli_commands", "flightlog_services"]
+__all__ = ["flightlog_alert_rule_kinds", "flightlog_api_operations", "flightlog_cli_commands", "flightlog_run_goodput"]
 
 
 @hookimpl
@@ -21,22 +22,23 @@ def flightlog_cli_commands() -> list[CommandRef]:
 
 
 @hookimpl
-def flightlog_api_operations() -> list[Any]:
-    # imported here: the API modules need Starlette (flightlog[server]), which the CLI does not
+def flightlog_api_operations() -> list[Operation]:
+    # imported here: the API module needs Starlette (flightlog[server]), which the CLI does not
     from flightlog.triage.api import OPERATIONS
-    from flightlog.triage.goodput_api import OPERATIONS as GOODPUT  # (as above)
 
-    return [*OPERATIONS, *GOODPUT]
+    return list(OPERATIONS)
 
 
 @hookimpl
 def flightlog_alert_rule_kinds() -> list[Any]:
-    from flightlog.triage.alertkind import KIND  # only where rules are read
+    from flightlog.triage.alertkinds import KIND  # only where rules are read
 
     return [KIND]
 
 
 @hookimpl
-def flightlog_services() -> dict[str, Ref]:
-    # `flightlog runs show` prints a run's goodput line when a feature provides it
-    return {"run_goodput": Ref("flightlog.triage.goodput", "run_goodput")}
+def flightlog_run_goodput(client: Any, run: Any) -> dict[str, Any]:
+    """`flightlog runs show`'s goodput line."""
+    from flightlog.triage.goodput import run_goodput  # cost: `runs show` of a finished run only
+
+    return run_goodput(client, run)

@@ -13,12 +13,12 @@ from collections import defaultdict
 from typing import Any
 
 from flightlog.errors import NotFound
-from flightlog.models import RunInfo
-from flightlog.timefmt import format_duration, iso, parse_time
+from flightlog.models import RunInfo, kind_filter
+from flightlog.timefmt import iso, parse_time
 from flightlog.triage.goodput_prices import Prices, prices_for
 from flightlog.triage.goodput_run import CATEGORIES, LABELS, WASTE, RunTime, measure_run
 
-__all__ = ["run_goodput", "goodput_report", "render_goodput", "summary_line", "MAX_RUNS"]
+__all__ = ["run_goodput", "goodput_report", "summary_line", "MAX_RUNS"]
 
 #: runs one report measures (newest first); more are counted and said to be left out
 MAX_RUNS = 2000
@@ -137,7 +137,9 @@ def goodput_report(
         clauses.append(f"created >= {_quoted(iso(since_ts) or '')}")
     if pipeline:
         clauses.append(f"tags.pipeline = {_quoted(pipeline)}")
-    where = " and ".join(clauses) or None
+    # training runs only: a serving replica lives until a rollout replaces it, and its hours
+    # would read as "thrown away" and drown the training time this report is about
+    where = kind_filter(" and ".join(clauses) or None, "training")
     runs = client.runs(project, filter=where, order_by="-created", limit=MAX_RUNS + 1)
     if pipeline and not runs:
         known = client.runs(project, filter=f"tags.pipeline = {_quoted(pipeline)}", limit=1)
@@ -213,64 +215,3 @@ def _sum(docs: list[dict[str, Any]]) -> dict[str, Any]:
         "wasted_cost": sum(wasted) if wasted else None,
         "summary": summary_line(seconds),
     }
-
-
-def _money(value: float | None, currency: str | None) -> str:
-    return "-" if value is None else f"{value:,.2f} {currency or ''}".strip()
-
-
-def render_goodput(report: dict[str, Any]) -> Any:
-    """The report as rich text: the summary line, the categories, the pipelines, the top wasters."""
-    from rich.console import Group
-    from rich.table import Table
-    from rich.text import Text
-
-    scope = f"project {report['project']}" if report.get("project") else "every project"
-    if report.get("pipeline"):
-        scope += f", pipeline {report['pipeline']}"
-    head = Text.from_markup(
-        f"[bold]{report['summary']}[/]  {scope}, {report['runs']} runs"
-        + (f" since {report['since']}" if report.get("since") else "")
-    )
-    parts: list[Any] = [head]
-    if report.get("message"):
-        parts.append(Text(report["message"]))
-        return Group(*parts)
-    if report.get("truncated"):
-        parts.append(Text(f"(the newest {MAX_RUNS} runs; narrow with --since or --pipeline)", style="dim"))
-    cur = report.get("currency")
-    table = Table(box=None, header_style="bold")
-    for col in ("WHERE THE TIME WENT", "SHARE", "TIME"):
-        table.add_column(col)
-    for c in CATEGORIES:
-        if report["seconds"][c] > 0:
-            table.add_row(LABELS[c], f"{report['shares'][c]:.1%}", format_duration(report["seconds"][c]))
-    parts.append(table)
-    totals = f"{format_duration(report['wall_seconds'])} of run time, {report['gpu_hours']:.2f} GPU-hours"
-    if report.get("cost") is not None:
-        totals += f"; cost {_money(report['cost'], cur)}, of it wasted {_money(report['wasted_cost'], cur)}"
-    parts.append(Text(totals))
-    if report.get("pipelines"):
-        pipes = Table(box=None, header_style="bold", title_justify="left")
-        for col in ("PIPELINE", "RUNS", "GOODPUT"):
-            pipes.add_column(col)
-        for name, p in report["pipelines"].items():
-            pipes.add_row(name, str(p["runs"]), p["summary"])
-        parts.append(pipes)
-    if report.get("top_wasters"):
-        top = Table(box=None, header_style="bold")
-        for col in ("RUN", "NAME", "STATUS", "WASTED", "GPU-H WASTED", "COST WASTED", "GOODPUT"):
-            top.add_column(col)
-        for w in report["top_wasters"]:
-            top.add_row(
-                w["run"][:12],
-                w["name"] or "-",
-                w["status"],
-                format_duration(w["wasted_seconds"]),
-                f"{w['wasted_gpu_hours']:.2f}",
-                _money(w["wasted_cost"], cur),
-                w["summary"],
-            )
-        parts.append(Text("runs that wasted the most", style="bold"))
-        parts.append(top)
-    return Group(*parts)

@@ -11,11 +11,15 @@ from typing import Any
 
 from rich.console import Group as RichGroup
 from rich.console import RenderableType
+from rich.table import Table
 from rich.text import Text
 
 from flightlog.cli.output import esc
+from flightlog.timefmt import format_duration
+from flightlog.triage.goodput import MAX_RUNS
+from flightlog.triage.goodput_run import CATEGORIES, LABELS
 
-__all__ = ["render_triage", "sparkline"]
+__all__ = ["render_goodput", "render_triage", "sparkline"]
 
 _BARS = "▁▂▃▄▅▆▇█"
 #: the runs a block names before "… N more"
@@ -74,4 +78,61 @@ def render_triage(report: dict[str, Any]) -> RenderableType:
             else:
                 lines.append(f"   onset      [dim]{esc(onset['summary'])}[/]")
         parts.extend(Text.from_markup(line) for line in lines)
+    return RichGroup(*parts)
+
+
+def _money(value: float | None, currency: str | None) -> str:
+    return "-" if value is None else f"{value:,.2f} {currency or ''}".strip()
+
+
+def render_goodput(report: dict[str, Any]) -> Any:
+    """The report as rich text: the summary line, the categories, the pipelines, the top wasters."""
+    scope = f"project {report['project']}" if report.get("project") else "every project"
+    if report.get("pipeline"):
+        scope += f", pipeline {report['pipeline']}"
+    head = Text.from_markup(
+        f"[bold]{report['summary']}[/]  {scope}, {report['runs']} runs"
+        + (f" since {report['since']}" if report.get("since") else "")
+    )
+    parts: list[Any] = [head]
+    if report.get("message"):
+        parts.append(Text(report["message"]))
+        return RichGroup(*parts)
+    if report.get("truncated"):
+        parts.append(Text(f"(the newest {MAX_RUNS} runs; narrow with --since or --pipeline)", style="dim"))
+    cur = report.get("currency")
+    table = Table(box=None, header_style="bold")
+    for col in ("WHERE THE TIME WENT", "SHARE", "TIME"):
+        table.add_column(col)
+    for c in CATEGORIES:
+        if report["seconds"][c] > 0:
+            table.add_row(LABELS[c], f"{report['shares'][c]:.1%}", format_duration(report["seconds"][c]))
+    parts.append(table)
+    totals = f"{format_duration(report['wall_seconds'])} of run time, {report['gpu_hours']:.2f} GPU-hours"
+    if report.get("cost") is not None:
+        totals += f"; cost {_money(report['cost'], cur)}, of it wasted {_money(report['wasted_cost'], cur)}"
+    parts.append(Text(totals))
+    if report.get("pipelines"):
+        pipes = Table(box=None, header_style="bold", title_justify="left")
+        for col in ("PIPELINE", "RUNS", "GOODPUT"):
+            pipes.add_column(col)
+        for name, p in report["pipelines"].items():
+            pipes.add_row(name, str(p["runs"]), p["summary"])
+        parts.append(pipes)
+    if report.get("top_wasters"):
+        top = Table(box=None, header_style="bold")
+        for col in ("RUN", "NAME", "STATUS", "WASTED", "GPU-H WASTED", "COST WASTED", "GOODPUT"):
+            top.add_column(col)
+        for w in report["top_wasters"]:
+            top.add_row(
+                w["run"][:12],
+                w["name"] or "-",
+                w["status"],
+                format_duration(w["wasted_seconds"]),
+                f"{w['wasted_gpu_hours']:.2f}",
+                _money(w["wasted_cost"], cur),
+                w["summary"],
+            )
+        parts.append(Text("runs that wasted the most", style="bold"))
+        parts.append(top)
     return RichGroup(*parts)

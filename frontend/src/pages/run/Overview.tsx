@@ -295,6 +295,8 @@ interface ServingDiagnosis {
   traffic: VersionStats[];
   diagnosis?: { headline?: string; error?: string };
   commands: Record<string, string>;
+  /** set when a rollout or a scale-down stopped it (SIGTERM): a clean stop, not a failure */
+  stop?: string | null;
 }
 
 /** A serving replica is diagnosed as serving: its own traffic, and its deployment's story. */
@@ -314,6 +316,7 @@ function ServingSection({ s, project }: { s: ServingDiagnosis; project: string }
           </li>
         ))}
       </ul>
+      {s.stop ? <p class="serving-stop" id="serving-stop">{s.stop[0].toUpperCase() + s.stop.slice(1)}.</p> : null}
       {s.diagnosis?.headline ? <p class="serving-headline">Deployment: {s.diagnosis.headline}</p> : null}
       {s.diagnosis?.error ? <p class="muted small">{s.diagnosis.error}</p> : null}
     </section>

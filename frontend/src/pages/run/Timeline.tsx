@@ -175,7 +175,8 @@ export function Timeline({ run }: { run: Run }) {
   const ranks = useRanks(run);
   return (
     <div class="timeline-tab" ref={ref}>
-      {FINISHED.has(run.status) ? <GoodputCard run={run} /> : null}
+      {/* a serving replica's life is its traffic, not training hours: no goodput to show */}
+      {FINISHED.has(run.status) && run.kind !== "serving" ? <GoodputCard run={run} /> : null}
       {ranks.data?.ranks.length ? <RankLanes run={run} ranks={ranks.data.ranks} /> : null}
       {stages.error ? <ErrorBox error={stages.error} what="stages" /> : !stages.data || (!arts.data && !arts.error) ? <Loading what="the timeline" /> : (
         <TimelineBody run={run} stages={stages.data.stages} artifacts={arts.data?.artifacts ?? []} width={width} />

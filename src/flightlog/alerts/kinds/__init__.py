@@ -2,7 +2,7 @@
 
 ``KINDS`` holds alerts' own kinds, which alerts registers in the feature table
 (`flightlog_alert_rule_kinds`); rules are read against `rule_kinds()`, the table's, so that
-another feature's kinds are used the same way.
+another feature's kinds (serving's, triage's) are used the same way.
 """
 
 from __future__ import annotations
@@ -14,8 +14,6 @@ from flightlog.alerts.kinds import (
     hang,
     improvement,
     nonfinite,
-    serving_data,
-    serving_traffic,
     stalled,
     threshold,
 )
@@ -35,10 +33,6 @@ KINDS: dict[str, Kind] = {
         hang.KIND,
         duration.KIND,
         diagnosis.KIND,
-        serving_traffic.LATENCY,
-        serving_traffic.ERROR_RATE,
-        serving_data.DRIFT,
-        serving_data.COHORT,
     )
 }
 

@@ -166,7 +166,7 @@ class _Spare:
 
 
 def serve(reply_fd: int) -> None:
-    from flightlog.pipeline.executors.local import parent_death_signal
+    from flightlog.pipeline.executors.local import parent_death_signal  # the fork server's own process only
 
     _load_runner_code()
     die_with_parent = parent_death_signal()  # libc found once, here, not in each runner
@@ -231,14 +231,22 @@ def _load_runner_code() -> None:
     import flightlog.runner.__main__  # noqa: F401
     import flightlog.runner.runner  # noqa: F401
     from flightlog.capture import CaptureConfig, CapturePipeline, LineMetrics  # noqa: F401
-    from flightlog.config import Settings
+    from flightlog.config import Settings  # loaded once here, for every forked runner
+    from flightlog.plugins import features  # (as above)
+    from flightlog.redaction import redactor  # (as above)
     from flightlog.redaction.patterns import load_patterns  # noqa: F401
     from flightlog.resources import ProcessTreeSampler, ResourceSummary, SamplerThread  # noqa: F401
-    from flightlog.sdk.context import warm_interpreter_context
-    from flightlog.sdk.sink import load_sink_code
+    from flightlog.sdk.context import allowed_env, warm_interpreter_context  # (as above)
+    from flightlog.sdk.sink import load_sink_code  # (as above)
 
+    try:
+        features()  # the feature table every runner's run-start hooks use: its imports and entry points, once
+    except Exception:  # noqa: BLE001 - each runner reports a broken table, as a runner started afresh does
+        pass
     settings = Settings.from_env()
     warm_interpreter_context(settings.home)  # the run context every runner records, less its git state
+    allowed_env(os.environ, settings.env_allow)  # its allow-list's pattern, compiled once
+    redactor(settings.home)  # the redaction rules every runner applies to its records, compiled once
     try:
         load_sink_code(settings)
     except FlightlogError:
@@ -268,7 +276,8 @@ def _wait_as_spare(request_fd: int, server_pid: int, die_with_parent: Any, serve
     """In a forked child: set up as a step's runner needs, wait for the request, then become
     ``flightlog run ARGS`` in the step's directory and environment, exactly as a runner started
     with ``python -m flightlog.runner`` would be."""
-    from flightlog.runner.__main__ import main
+    from flightlog.runner.__main__ import main  # already loaded by _load_runner_code
+    from flightlog.runner.reaper import fork_keeper_ahead  # (as above)
 
     code = 1
     try:
@@ -281,6 +290,7 @@ def _wait_as_spare(request_fd: int, server_pid: int, die_with_parent: Any, serve
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         for fd in server_fds:
             os.close(fd)
+        fork_keeper_ahead()  # now, while this process has no thread: a fork, not a new interpreter
         _open_store_ahead()
         request = _read_all(request_fd)
         if not request:  # dismissed: the pipeline is over
@@ -306,8 +316,8 @@ def _open_store_ahead() -> None:
     """Open this process's connection to the store while waiting for the step: the runner's run
     lookup and its shipping use it (one connection per process and store, ``sdk.sink``) if the
     step's settings name the same store, as they do when the controller's environment names it."""
-    from flightlog.config import Settings
-    from flightlog.sdk.sink import open_sink
+    from flightlog.config import Settings  # already loaded by _load_runner_code
+    from flightlog.sdk.sink import open_sink  # (as above)
 
     try:
         settings = Settings.from_env()

@@ -1,6 +1,7 @@
-"""The registry's storage, chosen by the run store it lives beside (as ``alerts/stores``):
-the embedded SQLite store and PostgreSQL keep it in their own database; a flightlog server is
-reached through its API (``registry/remote.py``), so no ``if backend ==`` appears elsewhere."""
+"""The registry's storage, chosen by the database of the run store it lives beside
+(``store.backend``, from one table, as ``alerts/stores``): the embedded SQLite store and
+PostgreSQL keep it in their own database; a flightlog server is reached through its API
+(``registry/remote.py``), so no ``if backend ==`` appears elsewhere."""
 
 from __future__ import annotations
 
@@ -8,27 +9,23 @@ from typing import Any
 
 from flightlog.registry.migrations import MIGRATIONS
 from flightlog.registry.stores.sql import SqlRegistryStore
+from flightlog.store.base import feature_store
 from flightlog.store.features import ensure_tables
-from flightlog.store.sqlite.connection import Database
 
-__all__ = ["SqlRegistryStore", "sql_store_of"]
+__all__ = ["SqlRegistryStore", "open_registry_store", "sql_store_of"]
+
+
+def open_registry_store(store: Any) -> SqlRegistryStore:
+    """The registry's tables in a SQL run store's own database (either dialect: the store's ``db``
+    and ``dialect``)."""
+    ensure_tables(store.db, MIGRATIONS)
+    return SqlRegistryStore(store.db, store.dialect.unique_violation)
+
+
+#: the registry's storage of each run store's database (``Store.backend``); a server keeps its own
+_BUILDERS = {"sqlite": open_registry_store, "postgresql": open_registry_store}
 
 
 def sql_store_of(store: Any) -> SqlRegistryStore | None:
     """The registry tables in ``store``'s database, or None for a store that has none (a server's)."""
-    import sqlite3
-
-    db = getattr(store, "db", None)
-    if isinstance(db, Database):
-        ensure_tables(db, MIGRATIONS)
-        return SqlRegistryStore(db, sqlite3.IntegrityError)
-    try:
-        from flightlog.store.postgres.connection import PgDatabase  # optional: flightlog[postgres]
-    except ImportError:  # psycopg is not installed: no store can be a PostgreSQL one
-        return None
-    if isinstance(db, PgDatabase):
-        import psycopg
-
-        ensure_tables(db, MIGRATIONS)
-        return SqlRegistryStore(db, psycopg.errors.UniqueViolation)
-    return None
+    return feature_store(store, _BUILDERS)

@@ -52,7 +52,7 @@ def _dumps(value: Any) -> str:
 
 
 class SqlRegistryStore:
-    def __init__(self, db: _Database, unique_violation: type[Exception]) -> None:
+    def __init__(self, db: _Database, unique_violation: tuple[type[Exception], ...]) -> None:
         self.db = db
         self._unique = unique_violation
 

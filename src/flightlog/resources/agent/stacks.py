@@ -79,16 +79,21 @@ def _bounded(frames: list[tuple[str, int, str]], budget: int) -> tuple[list[tupl
 
 
 def thread_stacks(skip: set[int] | None = None) -> tuple[list[dict[str, Any]], int]:
-    """Every thread's Python stack (the main thread first), innermost frame last; and how many
-    frames were left out to stay within the bounds. ``skip`` holds thread idents not to show
-    (the watcher's own)."""
+    """Every thread's Python stack (the main thread first, flightlog's own threads last),
+    innermost frame last; and how many frames were left out to stay within the bounds. ``skip``
+    holds thread idents not to show (the watcher's own)."""
     try:
         frames = sys._current_frames()
     except Exception:
         return [], 0
     names = {t.ident: t.name for t in threading.enumerate()}
     main = threading.main_thread().ident
-    order = sorted(frames, key=lambda ident: (ident != main, names.get(ident, "~"), ident))
+    # the main thread, then the workload's threads, then flightlog's own (``flightlog-*``): when
+    # the bounds cut the list, what is cut is flightlog's, not the data loader that hangs
+    order = sorted(
+        frames,
+        key=lambda ident: (ident != main, names.get(ident, "~").startswith("flightlog-"), names.get(ident, "~"), ident),
+    )
     threads: list[dict[str, Any]] = []
     dropped = 0
     budget = MAX_TOTAL_FRAMES

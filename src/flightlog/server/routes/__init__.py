@@ -1,14 +1,13 @@
 """The API's operations, one module per resource; ``OPERATIONS`` is all of them, in routing order.
 
-The core's resources are listed here; a feature's operations (diagnosis, pipelines, a
-third-party package's) come from the feature table (`flightlog.plugins`), between the core's
-and the alert routes, in the features' order.
+The core's resources are listed here; a feature's operations (diagnosis, alerts, pipelines,
+a third-party package's) come from the feature table (`flightlog.plugins`), after the core's,
+in the features' order.
 """
 
 from __future__ import annotations
 
 from flightlog.plugins import Features, features
-from flightlog.server import alerts_routes
 from flightlog.server.operations import Operation
 from flightlog.server.routes import (
     access,
@@ -41,7 +40,7 @@ CORE_OPERATIONS: list[Operation] = [
 
 def assemble(table: Features) -> list[Operation]:
     """Every operation the server serves with the features of ``table``."""
-    return [*CORE_OPERATIONS, *table.api_operations(), *alerts_routes.OPERATIONS]
+    return [*CORE_OPERATIONS, *table.api_operations()]
 
 
 OPERATIONS: list[Operation] = assemble(features())

@@ -68,8 +68,9 @@ async def ingest(ctx: Ctx) -> Response:
         await _check_scope(ctx, batch)
         good = await _own_content_only(ctx, good, skipped)
     applied = duplicates = 0
+    queue = ctx.state.ingester()  # applied with other requests' batches, in one transaction (ingestqueue.py)
     for start in range(0, len(good), STORE_CHUNK):  # in order; idempotent, so a retry after a failed chunk is safe
-        result = await ctx.call(ctx.store.ingest, good[start : start + STORE_CHUNK])
+        result = await queue.ingest(good[start : start + STORE_CHUNK])
         applied += result.applied
         duplicates += result.duplicates
         skipped.extend(result.skipped)

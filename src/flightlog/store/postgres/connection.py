@@ -4,13 +4,17 @@ Why a pool: a server answers many requests at once and the SDK ships from a back
 thread; each borrows a connection for one transaction and gives it back. Connections run in
 autocommit, so a read is one statement and a write is an explicit ``BEGIN … COMMIT``.
 
-Why one ingest lock: readers of change feeds (live streams, the alert feed) keep a cursor on
-row ids and read ``id > cursor``. Ids come from sequences, handed out at insert time, not at
-commit, so two concurrent ingests could commit out of order and a reader could step over a
-row committed late. Every transaction that appends chunk rows first takes one transaction
-advisory lock (:data:`INGEST_LOCK`): appends commit in id order, as in SQLite, and the
-(run, writer, sequence) check of idempotent ingest cannot race either. A pool of servers
-then writes one batch at a time, which is what SQLite did per file; the batches are large.
+Why a lock per run, and no lock across runs: readers of one run's live stream keep a cursor on
+its chunk ids and read ``id > cursor``. Ids come from sequences, handed out at insert time, not
+at commit, so two transactions appending to one run could commit out of order and a reader
+step over a row committed late; and two servers given one writer's batch at once must not both
+pass its (run, writer, sequence) check. So an ingest transaction first takes a transaction
+advisory lock on each run it writes (:meth:`PgDatabase.write_runs`, in one sorted order: no
+deadlock between two of them): one run's appends commit in id order and its check cannot race,
+while transactions of different runs (the many writers of a team) run side by side. The alert
+feed, which reads every run's new rows at once, does not read by id: it reads by the writing
+transaction's id (the ``xid`` column, migration 6; ``dialect.py``), which tells exactly which
+rows were committed between two reads whatever order they committed in.
 
 The connections take ``?`` placeholders too (:func:`qmarks`): the queries shared with the
 SQLite store (``store/sql/``) are written once, in its style.
@@ -22,9 +26,9 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from flightlog.errors import SchemaTooNew, StoreUnavailable
@@ -35,13 +39,18 @@ if TYPE_CHECKING:
     from flightlog.plugins import StoreMigrations
 from flightlog.store.postgres.migrations import MIGRATIONS, SCHEMA_VERSION
 
-__all__ = ["PgDatabase", "PgLeadership", "redact_uri", "qmarks", "INGEST_LOCK", "MIGRATE_LOCK"]
+__all__ = ["PgDatabase", "PgLeadership", "redact_uri", "qmarks", "INGEST_LOCK", "MIGRATE_LOCK", "RUN_LOCK_SPACE"]
 
-#: pg_advisory_xact_lock key serialising appends to the chunk tables (see the module doc)
+#: pg_advisory_xact_lock key of the few writes that touch every run's rows at once (deleting
+#: runs, copying a store in): ingest never takes it (see the module doc)
 INGEST_LOCK = 0x666C_6967_6874_01  # "flight" 1
+#: the first key of the per-run locks of ingest (two-key advisory locks: this, and the run's hash)
+RUN_LOCK_SPACE = 0x666C_6901
 #: pg_advisory_lock key held while the schema is migrated (several servers start at once)
 MIGRATE_LOCK = 0x666C_6967_6874_02
 _SECRET_PARAMS = {"password", "passfile", "sslpassword", "sslkey"}
+T = TypeVar("T")
+_RETRIES = 3  # an ingest transaction that PostgreSQL chose as a deadlock's victim: tried again
 
 
 def redact_uri(uri: str) -> str:
@@ -205,11 +214,33 @@ class PgDatabase:
 
     @contextmanager
     def write(self, *, append: bool = False) -> Iterator[Any]:
-        """One transaction; ``append=True`` for one that inserts chunk rows (takes INGEST_LOCK)."""
+        """One transaction; ``append=True`` for one that deletes chunk rows or copies a store in
+        (takes INGEST_LOCK: two of those never interleave)."""
         with self._connection() as conn, conn.transaction():
             if append:
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (INGEST_LOCK,))
             yield conn
+
+    def ingest_transaction(self, run_ids: Sequence[str], work: Callable[[Any], T]) -> T:
+        """``work(conn)`` in an ingest transaction: a lock on each of ``run_ids`` first (see the
+        module doc), all in one statement and one order (hashes sorted), so two transactions
+        never wait on each other in a cycle. A deadlock PostgreSQL still finds (two new
+        projects' rows, say) or a serialization failure is tried again: nothing was committed."""
+        retryable = (self._psycopg.errors.DeadlockDetected, self._psycopg.errors.SerializationFailure)
+        for attempt in range(_RETRIES):
+            try:
+                with self._connection() as conn, conn.transaction():
+                    if run_ids:
+                        conn.execute(
+                            "SELECT pg_advisory_xact_lock(%s, k) FROM "
+                            "(SELECT DISTINCT hashtext(r) AS k FROM unnest(%s::text[]) AS r ORDER BY k) AS s",
+                            (RUN_LOCK_SPACE, list(run_ids)),
+                        )
+                    return work(conn)
+            except retryable:
+                if attempt == _RETRIES - 1:
+                    raise
+        raise AssertionError("unreachable")  # the loop returns or raises
 
     @contextmanager
     def read(self) -> Iterator[Any]:

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from flightlog.store.changes import FEED_TABLES
+
 __all__ = ["PgDialect"]
 
 
@@ -42,6 +44,7 @@ ON CONFLICT(run_id, name) DO UPDATE SET
             psycopg.IntegrityError,
             psycopg.ProgrammingError,
         )
+        self.unique_violation: tuple[type[Exception], ...] = (psycopg.errors.UniqueViolation,)
         self._untyped = _untyped_adapters()
 
     def any_of(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
@@ -55,6 +58,39 @@ ON CONFLICT(run_id, name) DO UPDATE SET
 
     def or_ignore(self, sql: str) -> str:
         return sql + " ON CONFLICT DO NOTHING"
+
+    def ingest_marks(self, conn: Any, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], int]:
+        """Every writer's mark in one round trip (a server's transaction holds many writers' batches)."""
+        if not keys:
+            return {}
+        rows = conn.execute(
+            "SELECT i.run_id, i.writer, i.last_seq FROM ingested i "
+            "JOIN unnest(%s::text[], %s::text[]) AS k(run_id, writer) USING (run_id, writer)",
+            ([k[0] for k in keys], [k[1] for k in keys]),
+        ).fetchall()
+        return {(r, w): int(seq) for r, w, seq in rows}
+
+    def append_rows(self, conn: Any, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+        """One ``COPY`` for all the rows: no statement to parse or plan per row, one round trip."""
+        if not rows:
+            return
+        with conn.cursor().copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
+
+    def feed_cursor(self, conn: Any) -> dict[str, int]:
+        """The oldest transaction still running (its xid; the next one when none): every row of
+        an older transaction is committed or rolled back for good, whatever order they ended in
+        (migration 6). The same for every feed table."""
+        xmin = int(conn.execute("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint").fetchone()[0])
+        return dict.fromkeys(FEED_TABLES, xmin)
+
+    def feed_window(self, after: int, upto: int) -> tuple[str, list[Any]]:
+        """Rows of the transactions that ended between two cursors; rows from before migration 6
+        have no xid and count as the oldest."""
+        if after <= 0:
+            return "(xid < ? OR xid IS NULL)", [upto]
+        return "xid >= ? AND xid < ?", [after, upto]
 
     def filter_cursor(self, conn: Any) -> Any:
         """A cursor that sends numbers without a type, so PostgreSQL infers it from the column

@@ -3,8 +3,9 @@ store on a shared server, for several flightlog servers and many writers at once
 
 It answers every question the SQLite store answers, with the same results: the queries are
 shared with the SQLite store (``store/sql/store.py``), the run filter is the same compiler's SQL
-(``%s`` placeholders), series are the same columnar chunks. Change feeds (live streams, the alert
-feed) read ``id > cursor`` safely because appends commit in id order (see connection.py).
+(``%s`` placeholders), series are the same columnar chunks. A run's live stream reads ``id >
+cursor`` safely because one run's appends commit in id order (a lock per run, see connection.py);
+the alert feed reads by writing transaction (the dialect's ``feed_window``, migration 6).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ __all__ = ["PostgresStore"]
 
 
 class PostgresStore(SqlStore):
+    backend = "postgresql"
     db: PgDatabase
 
     def __init__(self, uri: str) -> None:

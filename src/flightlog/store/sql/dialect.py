@@ -13,6 +13,8 @@ __all__ = ["Dialect"]
 
 
 class Dialect(Protocol):
+    #: the errors of an INSERT that a unique key refused (a feature's "already exists")
+    unique_violation: tuple[type[Exception], ...]
     #: the placeholder of the filter compiler's SQL (``flightlog.query.compile_runs_query``)
     placeholder: str
     #: after ``ORDER BY`` a text column: order by code point on either store
@@ -40,4 +42,21 @@ class Dialect(Protocol):
 
     def filter_cursor(self, conn: Any) -> Any:
         """What runs the filter compiler's query (its numbers typed as the store needs)."""
+        ...
+
+    def ingest_marks(self, conn: Any, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], int]:
+        """The ``ingested`` high-water mark of each (run, writer) of ``keys`` that has one."""
+        ...
+
+    def append_rows(self, conn: Any, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+        """Append rows to a chunk table (no conflict possible: ids are the table's own)."""
+        ...
+
+    def feed_cursor(self, conn: Any) -> dict[str, int]:
+        """Where every feed table (``store/changes.py``) stands now: what ``feed_window`` reads up to."""
+        ...
+
+    def feed_window(self, after: int, upto: int) -> tuple[str, list[Any]]:
+        """The rows of a feed table committed after cursor ``after`` and by cursor ``upto``: the
+        condition and its arguments (0: from the first row)."""
         ...

@@ -3,9 +3,11 @@ data model (migration N of one is migration N of the other) and answer every que
 
 A backend gives its :class:`SqlDatabase` (``read``, ``write``, ``budgeted_read``), its
 :class:`~flightlog.store.sql.dialect.Dialect`, and what only it does: ``leadership`` and
-``reclaim_space``. Change feeds (live streams, the alert feed) read ``id > cursor``: chunk ids
-grow in commit order on both stores (one writer at a time in SQLite, the ingest lock in
-PostgreSQL), so a reader that keeps its cursor sees every chunk exactly once.
+``reclaim_space``. A run's live stream reads ``id > cursor``: a run's chunk ids grow in commit
+order on both stores (one writer at a time in SQLite, a lock per run in PostgreSQL), so a
+reader that keeps its cursor sees every chunk exactly once. The alert feed, over every run at
+once, reads through the dialect's ``feed_cursor`` and ``feed_window`` (ids in SQLite, writing
+transactions in PostgreSQL).
 
 Why blob grants (``has_digest``, ``grant_blob``): content is addressed by its SHA-256, which is
 not a secret (it is in every artifact listing). A token limited to a project may only see, or
@@ -20,9 +22,9 @@ import math
 import re
 import secrets
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from flightlog.errors import AmbiguousId, InvalidInput, NotFound
 from flightlog.models import (
@@ -45,12 +47,14 @@ from flightlog.schema.values import decode_log_chunk, param_value
 from flightlog.statuses import ACTIVE_STATUSES, FAILED_STATUSES, sql_list
 from flightlog.store.base import IngestResult
 from flightlog.store.budget import Deadline, query_timeout_from_env
-from flightlog.store.changes import FEED_TABLES, Changes, Cursor
+from flightlog.store.changes import Changes, Cursor
 from flightlog.store.sql.dialect import Dialect
-from flightlog.store.sql.ingest import apply_records
+from flightlog.store.sql.ingest import apply_batches
 from flightlog.store.sql.rankview import RANK_COLUMNS, hung_ranks, rank_infos, rank_writers
 
 __all__ = ["SqlDatabase", "SqlStore"]
+
+T = TypeVar("T")
 
 _RUN_COLUMNS = (
     "id, project, name, parent_id, status, end_reason, created, queued, started, ended, "
@@ -80,7 +84,13 @@ _PART = 500  # ids per ``IN (…)``: well under SQLite's limit of bound variable
 class SqlDatabase(Protocol):
     def read(self) -> AbstractContextManager[Any]: ...
     def write(self, *, append: bool = False) -> AbstractContextManager[Any]:
-        """One transaction; ``append=True`` for one that inserts (or deletes) chunk rows."""
+        """One transaction; ``append=True`` for one that deletes chunk rows (or copies a store)."""
+        ...
+
+    def ingest_transaction(self, run_ids: Sequence[str], work: Callable[[Any], T]) -> T:
+        """``work(conn)`` in one transaction that appends to these runs (ingest): each run's
+        appends commit in the order of their ids, whatever else commits meanwhile (see the
+        backends)."""
         ...
 
     def budgeted_read(self, deadline: Deadline) -> AbstractContextManager[Any]: ...
@@ -95,6 +105,7 @@ class SqlStore:
         self._query_timeout: float | None = None
         self._query_timeout_read = False
         self._secrets: dict[str, bytes] = {}
+        self.auth_changes = 0  # tokens revoked through this store object (server/auth.py's cache)
 
     @property
     def query_timeout(self) -> float | None:
@@ -118,8 +129,15 @@ class SqlStore:
     def ingest(self, records: Sequence[dict[str, Any]]) -> IngestResult:
         if not records:
             return IngestResult()
-        with self.db.write(append=True) as conn:
-            return apply_records(conn, records, self.dialect)
+        return self.ingest_batches([records])[0]
+
+    def ingest_batches(self, batches: Sequence[Sequence[dict[str, Any]]]) -> list[IngestResult]:
+        """Several batches (a server's concurrent requests) in one transaction, one result each:
+        the commit, the run locks and the statements of the append kinds are shared by all."""
+        if not any(batches):
+            return [IngestResult() for _ in batches]
+        runs = sorted({str(rec.get("r")) for batch in batches for rec in batch if isinstance(rec, dict)})
+        return self.db.ingest_transaction(runs, lambda conn: apply_batches(conn, batches, self.dialect))
 
     def update_run(self, run_id: str, **fields: Any) -> None:
         allowed = {"status", "end_reason", "ended", "exit_code", "signal", "failure"}
@@ -704,7 +722,9 @@ class SqlStore:
         """Revoke a token; False when no token has that id (revoking twice is fine)."""
         with self.db.write() as conn:
             cur = conn.execute("UPDATE tokens SET revoked=COALESCE(revoked, ?) WHERE id=?", (time.time(), token_id))
-            return int(cur.rowcount) > 0
+            found = int(cur.rowcount) > 0
+        self.auth_changes += 1  # a server's remembered token rows are stale (server/auth.py)
+        return found
 
     def touch_token(self, token_id: str, when: float) -> None:
         with self.db.write() as conn:
@@ -713,7 +733,7 @@ class SqlStore:
     # ── changes since a cursor (store/changes.py): the alert feed ─────────────
     def change_cursor(self) -> dict[str, int]:
         with self.db.read() as conn:
-            return _cursor(conn)
+            return self.dialect.feed_cursor(conn)
 
     def change_position(self) -> str:
         """A text that changes whenever anything a report reads changes: how many runs there are
@@ -721,8 +741,8 @@ class SqlStore:
         metric, log and sample rows). A reader caches what it derived from the store under it."""
         with self.db.read() as conn:  # one connection: one snapshot
             count, latest = conn.execute("SELECT COUNT(*), MAX(updated) FROM runs").fetchone()
-            cursor = _cursor(conn)
-        return f"{int(count)}:{float(latest or 0.0)!r}:" + ":".join(str(cursor[t]) for t in FEED_TABLES)
+            cursor = self.dialect.feed_cursor(conn)
+        return f"{int(count)}:{float(latest or 0.0)!r}:" + ":".join(str(cursor[t]) for t in sorted(cursor))
 
     def changes(
         self,
@@ -736,11 +756,10 @@ class SqlStore:
         samples_since: float | None = None,
     ) -> Changes:
         with self.db.read() as conn:  # one connection: the cursor and the rows agree
-            hi = dict(upto) if upto is not None else _cursor(conn)
+            hi = dict(upto) if upto is not None else self.dialect.feed_cursor(conn)
 
             def where(table: str) -> tuple[str, list[Any]]:
-                sql = "id > ? AND id <= ?"
-                args: list[Any] = [after[table], hi[table]]
+                sql, args = self.dialect.feed_window(after[table], hi[table])
                 if run_id is not None:
                     sql, args = "run_id = ? AND " + sql, [run_id, *args]
                 return sql, args
@@ -800,12 +819,6 @@ class SqlStore:
 def _parts(ids: list[str]) -> Iterator[list[str]]:
     for start in range(0, len(ids), _PART):
         yield ids[start : start + _PART]
-
-
-def _cursor(conn: Any) -> dict[str, int]:
-    """The newest id of every feed table, in one statement (one snapshot)."""
-    row = conn.execute("SELECT " + ", ".join(f"(SELECT COALESCE(MAX(id), 0) FROM {t})" for t in FEED_TABLES)).fetchone()
-    return {t: int(v) for t, v in zip(FEED_TABLES, row, strict=True)}
 
 
 def merge_stages(stats: Sequence[Any], spans: Sequence[Any]) -> list[StageSummary]:

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from flightlog.errors import SchemaTooNew, StoreUnavailable
 from flightlog.filemodes import create_private, private_dirs
@@ -34,6 +34,8 @@ if TYPE_CHECKING:
 from flightlog.store.sqlite.migrations import MIGRATIONS, SCHEMA_VERSION
 
 __all__ = ["Database", "schema_version"]
+
+T = TypeVar("T")
 
 _PROGRESS_EVERY = (
     100  # SQLite VM steps between deadline checks: a few µs, so even slow rows (LIKE over long text) stop soon
@@ -189,6 +191,12 @@ class Database:
                         details={"path": str(self.path)},
                     ) from exc
                 raise
+
+    def ingest_transaction(self, run_ids: Sequence[str], work: Callable[[sqlite3.Connection], T]) -> T:
+        """``work(conn)`` in an ingest transaction: SQLite has one writer at a time, so one
+        :meth:`write` (its ids commit in order whatever the runs)."""
+        with self.write(append=True) as conn:
+            return work(conn)
 
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:

@@ -314,6 +314,9 @@ MIGRATIONS: list[list[str]] = [
         # the rank whose value `last_value` is, when ranks tie at the last step: the lowest wins
         "ALTER TABLE metric_series ADD COLUMN last_rank INTEGER",
     ],
+    # 6: PostgreSQL's `xid` of appended rows (issue 32): nothing here, where one writer at a
+    # time commits ids in order and the change feeds read by id.
+    [],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

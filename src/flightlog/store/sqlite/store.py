@@ -13,6 +13,7 @@ __all__ = ["SqliteStore"]
 
 
 class SqliteStore(SqlStore):
+    backend = "sqlite"
     db: Database
     dialect = SqliteDialect()
 

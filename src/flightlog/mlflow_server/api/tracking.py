@@ -15,11 +15,10 @@ import json
 import time
 from typing import Any
 
-from starlette.responses import Response
-
 from flightlog.errors import FlightlogError
 from flightlog.ids import new_run_id
-from flightlog.mlflow_server.artifacts import db_of
+from flightlog.mlflow_server.api.artifacts import db_of
+from flightlog.mlflow_server.api.logged_models import run_outputs
 from flightlog.mlflow_server.common import Call, mlflow_operations
 from flightlog.mlflow_server.entities import (
     DELETED_TAG,
@@ -32,7 +31,6 @@ from flightlog.mlflow_server.entities import (
 )
 from flightlog.mlflow_server.errors import MlflowError, invalid, not_found
 from flightlog.mlflow_server.experiments import Experiment, experiments_of, project_of_name
-from flightlog.mlflow_server.logged_models import run_outputs
 from flightlog.mlflow_server.search import (
     EXPERIMENT_ATTRIBUTES,
     lifecycle_filter,
@@ -51,7 +49,7 @@ from flightlog.mlflow_server.writes import (
 from flightlog.models import RunInfo
 from flightlog.query.like import like_match
 from flightlog.server.operations import Operation
-from flightlog.server.responses import json_bytes
+from flightlog.server.responses import Response, json_bytes
 from flightlog.statuses import ACTIVE_STATUSES
 
 __all__ = ["OPERATIONS"]

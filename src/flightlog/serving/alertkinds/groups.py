@@ -1,4 +1,5 @@
-"""What the serving rule kinds share: replicas grouped by endpoint, environment and version.
+"""What the serving rule kinds share (the serving feature's, registered through the feature
+table's ``flightlog_alert_rule_kinds``): replicas grouped by endpoint, environment and version.
 
 A serving replica is a run tagged ``serving.endpoint``, ``serving.env``, ``serving.model``,
 ``serving.version`` and ``serving.replica``. A serving rule judges a *group*: the replicas of
@@ -27,7 +28,6 @@ from flightlog.alerts.types import Signal
 from flightlog.client import Client
 from flightlog.config import Settings
 from flightlog.models import RunInfo
-from flightlog.plugins import features
 from flightlog.timefmt import format_duration
 
 __all__ = [
@@ -242,11 +242,10 @@ def window_text(seconds: float) -> str:
 def deployment_brief(env: EvalEnv, group: Group, project: str | None) -> dict[str, Any]:
     """The short form of ``flightlog diagnose --deployment`` a firing serving alert carries (its
     headline, the versions before and after the main change), so that a page says where to
-    look. Through the serving feature's service (serving sits above alerts); a diagnosis that
-    cannot be made says why instead, and never stops the alert."""
-    brief = features().service("deployment_brief")
-    if brief is None:
-        return {"error": "the serving feature is not installed here (deployment_brief)"}
+    look; a diagnosis that cannot be made says why instead, and never stops the alert."""
+    # cost: a firing alert's payload only (the diagnosis reads the data stack)
+    from flightlog.serving.diagnosis import deployment_brief as brief
+
     try:
         client = Client.for_lookups(Settings.from_env(), env.lookup.store)
         found: dict[str, Any] = brief(client, group.endpoint, group.env or None, project)

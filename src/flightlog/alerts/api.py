@@ -1,41 +1,34 @@
-"""Alerts on the server: the API (``/api/v1/alerts``, silences, rule checks) and the background
-evaluation of every run that reports to this server (docs/alerting.md).
+"""Alerts' API on a flightlog server: ``/api/v1/alerts``, its history, silences and rule checks
+(docs/alerting.md), served through the feature table (`flightlog_api_operations`).
 
-The evaluation runs in one thread per server process, over the server's own store, with the
-rules of ``ServerConfig.alerts`` (when the config has it) else ``./flightlog.alerts.yaml``, else
-``HOME/alerts.yaml``. Several replicas on one store agree through the store's compare-and-set
-transitions: each alert fires, and is notified, once.
+The background evaluation beside it is `flightlog.alerts.service.AlertService`, started by the
+``flightlog_server_start`` hook (alerts' ``feature.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
-import threading
 import time
 import weakref
-from pathlib import Path
 from typing import Any
 
 import anyio
 import anyio.to_thread
-from starlette.responses import Response
 
-from flightlog.alerts.config import discover, load_config, parse_config
+from flightlog.alerts.config import parse_config
 from flightlog.alerts.silences import new_silence
 from flightlog.alerts.stores import open_alert_store
 from flightlog.alerts.yamlsource import MAX_BYTES as MAX_RULES_BYTES
 from flightlog.alerts.yamlsource import RulesFileError
-from flightlog.errors import FlightlogError, InvalidInput, NotFound
-from flightlog.server.context import AppState, Ctx, forbid_other_project
+from flightlog.errors import InvalidInput, NotFound
+from flightlog.server.context import Ctx, forbid_other_project
 from flightlog.server.operations import Operation, Param, json_body, ok
-from flightlog.server.responses import json_response
+from flightlog.server.responses import Response, json_response
 from flightlog.timefmt import parse_duration
 from flightlog.transport.wire import PayloadTooLarge
 
-__all__ = ["OPERATIONS", "AlertService", "start_alert_service"]
+__all__ = ["OPERATIONS"]
 
-log = logging.getLogger("flightlog.server.alerts")
 _MAX_SILENCE = 10 * 365 * 86400.0
 _CHECK_LIMITERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, anyio.CapacityLimiter] = (
     weakref.WeakKeyDictionary()
@@ -251,75 +244,3 @@ OPERATIONS = [
         responses={"200": ok("The check", {"type": "object"})},
     ),
 ]
-
-
-class AlertService:
-    """Evaluates the rules over every run of the server's store, every ``settings.interval``,
-    while this server leads: of several servers sharing one PostgreSQL, one evaluates at a time
-    (``store.leadership``), and another takes over, adopting the open alerts, when it stops."""
-
-    def __init__(self, state: AppState, path: Path) -> None:
-        from flightlog.client import Client
-
-        self.path = path
-        self.config = load_config(path)
-        self.client = Client(home=state.config.home, store=state.config.store_uri)
-        self.lead = self.client.store.leadership("alerts")  # type: ignore[attr-defined]
-        # built now so that a broken setup is reported at start; rebuilt when the lead comes back
-        self.engine: Any = None
-        self.dispatcher: Any = None
-        self._build()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="flightlog-alerts", daemon=True)
-
-    def start(self) -> AlertService:
-        log.info("evaluating %d alert rules from %s", len(self.config.rules), self.path)
-        self._thread.start()
-        return self
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self.config.settings.interval):
-            try:
-                if not self.lead.held():
-                    self._step_down()
-                    continue
-                if self.engine is None:
-                    self._build()
-                self.engine.cycle()
-            except Exception:  # noqa: BLE001 - alerting never takes the server down
-                log.exception("alert evaluation failed")
-
-    def _build(self) -> None:
-        from flightlog.alerts.service import build_engine
-
-        self.engine, self.dispatcher = build_engine(self.client, self.config, say=log.warning)
-
-    def _step_down(self, timeout: float = 10.0) -> None:
-        if self.dispatcher is not None:
-            self.dispatcher.close(timeout)
-        self.engine = self.dispatcher = None
-
-    def stop(self, timeout: float = 10.0) -> None:
-        self._stop.set()
-        self._thread.join(timeout=timeout)
-        self._step_down(timeout)
-        self.lead.release()
-        self.client.close()
-
-
-def start_alert_service(state: AppState) -> AlertService | None:
-    """The background evaluation, when a rules file is there; never fails the server."""
-    try:
-        path = discover(getattr(state.config, "alerts", None), home=state.config.home)
-        if path is None:
-            return None
-        service = AlertService(state, path)
-        if not service.config.rules:
-            service.stop(0)
-            return None
-        return service.start()
-    except FlightlogError as exc:
-        log.error("alerts are off: %s", exc.message)
-    except Exception:  # noqa: BLE001
-        log.exception("alerts are off")
-    return None

@@ -30,7 +30,11 @@ import numpy as np
 
 from flightlog.alerts.delta import Needs
 from flightlog.alerts.kinds.base import EvalEnv, Kind
-from flightlog.alerts.kinds.serving import (
+from flightlog.alerts.rules import Rule
+from flightlog.alerts.schema import Fields
+from flightlog.errors import NotFound
+from flightlog.models import RunInfo
+from flightlog.serving.alertkinds.groups import (
     FIELDS,
     Finding,
     Group,
@@ -40,10 +44,6 @@ from flightlog.alerts.kinds.serving import (
     window_field,
     window_text,
 )
-from flightlog.alerts.rules import Rule
-from flightlog.alerts.schema import Fields
-from flightlog.errors import NotFound
-from flightlog.models import RunInfo
 
 __all__ = ["LATENCY", "ERROR_RATE", "LatencySpec", "ErrorRateSpec"]
 

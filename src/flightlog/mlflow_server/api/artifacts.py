@@ -32,13 +32,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio.to_thread
-from starlette.responses import Response
 
 from flightlog.errors import NotFound
 from flightlog.ids import new_writer_id
 from flightlog.mlflow_server.common import principal_of
 from flightlog.mlflow_server.errors import MlflowError, invalid, mlflow_error_response, not_found
-from flightlog.mlflow_server.feature_artifacts import MIGRATIONS
+from flightlog.mlflow_server.migrations import MODELS_MIGRATIONS as MIGRATIONS
 from flightlog.models import Artifact, RunInfo
 from flightlog.schema import record as schema_record
 from flightlog.schema.paths import check_artifact_path
@@ -47,7 +46,8 @@ from flightlog.server.context import Ctx, UnsupportedMediaType
 from flightlog.server.operations import Operation, Param
 from flightlog.server.origins import check_same_origin
 from flightlog.server.prometheus import ROUTE_KEY
-from flightlog.server.responses import json_response
+from flightlog.server.responses import Response, json_response
+from flightlog.store.base import feature_store
 from flightlog.store.features import ensure_tables
 from flightlog.transport.artifacts import blob_digest
 
@@ -88,12 +88,21 @@ def model_artifact_uri(model_id: str, experiment_id: str) -> str:
     return f"{SCHEME}{experiment_id}/models/{model_id}/artifacts"
 
 
+def _tables(store: Any) -> Any:
+    """A SQL run store's own database, with this feature's tables in it (either dialect)."""
+    ensure_tables(store.db, MIGRATIONS)
+    return store.db
+
+
+#: the database of this feature's tables, for each run store's (``Store.backend``)
+_BUILDERS = {"sqlite": _tables, "postgresql": _tables}
+
+
 def db_of(ctx: Ctx) -> Any:
     """The run store's database, with this feature's tables in it."""
-    db = getattr(ctx.store, "db", None)
+    db = feature_store(ctx.store, _BUILDERS)
     if db is None:
         raise MlflowError("NOT_IMPLEMENTED", "this server's store keeps no MLflow models (it has no database)")
-    ensure_tables(db, MIGRATIONS)
     return db
 
 

@@ -40,7 +40,14 @@ from typing import Any
 
 from flightlog.alerts.delta import Needs
 from flightlog.alerts.kinds.base import EvalEnv, Kind
-from flightlog.alerts.kinds.serving import (
+from flightlog.alerts.rules import Rule
+from flightlog.alerts.schema import Fields
+from flightlog.client import Client
+from flightlog.config import Settings
+from flightlog.data.liverows import prediction_rows
+from flightlog.errors import InvalidInput, NotFound
+from flightlog.models import RunInfo
+from flightlog.serving.alertkinds.groups import (
     FIELDS,
     Finding,
     Group,
@@ -50,13 +57,6 @@ from flightlog.alerts.kinds.serving import (
     window_field,
     window_text,
 )
-from flightlog.alerts.rules import Rule
-from flightlog.alerts.schema import Fields
-from flightlog.client import Client
-from flightlog.config import Settings
-from flightlog.data.liverows import prediction_rows
-from flightlog.errors import InvalidInput, NotFound
-from flightlog.models import RunInfo
 
 __all__ = ["DRIFT", "COHORT", "DriftSpec", "CohortSpec", "training_run_of"]
 

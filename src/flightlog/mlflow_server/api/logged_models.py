@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from flightlog.ids import new_run_id, new_writer_id
-from flightlog.mlflow_server.artifacts import db_of, live_artifacts, model_artifact_uri, path_param, write_manifest
+from flightlog.mlflow_server.api.artifacts import db_of, live_artifacts, model_artifact_uri, path_param, write_manifest
 from flightlog.mlflow_server.common import Call, mlflow_operations
 from flightlog.mlflow_server.errors import invalid, missing, not_found
 from flightlog.mlflow_server.experiments import experiments_of

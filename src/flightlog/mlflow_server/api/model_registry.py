@@ -30,7 +30,7 @@ import re
 from typing import Any, NamedTuple
 
 from flightlog.errors import FlightlogError, NotFound
-from flightlog.mlflow_server.artifacts import (
+from flightlog.mlflow_server.api.artifacts import (
     MANIFEST,
     SCHEME,
     artifact_uri,
@@ -40,15 +40,15 @@ from flightlog.mlflow_server.artifacts import (
     resolve_target,
     write_manifest,
 )
-from flightlog.mlflow_server.common import Call, mlflow_operations
-from flightlog.mlflow_server.errors import MlflowError, already_exists, invalid, not_found
-from flightlog.mlflow_server.experiments import DEFAULT_PROJECT
-from flightlog.mlflow_server.logged_models import (
+from flightlog.mlflow_server.api.logged_models import (
     experiment_of_project,
     logged_model,
     matches,
     parse_filter,
 )
+from flightlog.mlflow_server.common import Call, mlflow_operations
+from flightlog.mlflow_server.errors import MlflowError, already_exists, invalid, not_found
+from flightlog.mlflow_server.experiments import DEFAULT_PROJECT
 from flightlog.models import RunInfo
 from flightlog.names import check_name_text
 from flightlog.registry.api import request_registry
