@@ -111,3 +111,22 @@ def test_nothing_to_go_on_is_no_answer() -> None:
     )
     (only,) = rank(read, collect(read))
     assert (only.category, only.confidence) == ("code_error", 0.25)
+
+
+def test_a_missing_model_orders_the_rules_evidence_with_a_notice(tmp_path: Path) -> None:
+    """An install without ``ranker.json`` (or with a damaged one) still diagnoses: the rules'
+    own evidence, pooled, orders the categories, and stderr says why; nothing is raised."""
+    code = (
+        "from flightlog.diagnose import ranker\n"
+        f"ranker.MODEL_PATH = ranker.Path({str(tmp_path / 'absent.json')!r})\n"
+        "from flightlog.diagnose.classify import classify_failure\n"
+        "for _ in range(2):\n"
+        "    print(classify_failure(exit_code=1, signal=None, timed_out=False, oom_killed=False,"
+        " traceback_text=None, last_lines=['OSError: [Errno 28] No space left on device']))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env={"PYTHONPATH": str(ROOT / "src")}
+    )
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 2 and all(line.startswith("('disk_full'") for line in lines), proc.stdout
+    assert proc.stderr.count("flightlog: the diagnosis model could not be read") == 1, proc.stderr

@@ -36,6 +36,7 @@ from flightlog.diagnose.signals import MAX_CONFIDENCE, Signal, combine
 from flightlog.diagnose.structural_rules import STDLIB
 from flightlog.diagnose.structure import FailureRead
 from flightlog.diagnose.taxonomy import FAILURE_CATEGORIES
+from flightlog.notices import notice
 
 __all__ = [
     "Ranked",
@@ -43,6 +44,8 @@ __all__ = [
     "candidate_features",
     "Model",
     "load_model",
+    "shipped_model",
+    "rule_order",
     "MODEL_PATH",
     "POSITIONS",
     "NONE",
@@ -122,6 +125,21 @@ def load_model(path: str | None = None) -> Model:
     return Model.from_dict(data)
 
 
+@functools.lru_cache(maxsize=1)
+def shipped_model() -> Model | None:
+    """The shipped model, or None — with one notice per process — when it is missing or cannot
+    be read (an install without its package data, a damaged file): diagnosis then orders the
+    rules' own evidence (:func:`rule_order`) rather than raising into the user's run."""
+    try:
+        return load_model()
+    except Exception as exc:  # a missing, unreadable or malformed ranker.json: never the user's error
+        notice(
+            f"the diagnosis model could not be read ({type(exc).__name__}: {exc}); "
+            "failures are ordered by their rules' evidence alone"
+        )
+        return None
+
+
 NONE = "none"
 #: the place of an earlier traceback's exception line that the program went on after
 HANDLED = "handled"
@@ -144,10 +162,12 @@ UNEXPLAINED_RULE = "a_failing_exit"
 def rank(read: FailureRead, hits: Sequence[Hit], model: Model | None = None) -> list[Ranked]:
     """Every failure category, by calibrated probability, highest first (``none`` left out: its
     share is what keeps every category's confidence low when nothing says what failed)."""
-    model = model or load_model()
     if not read.links and all(h.rule == UNEXPLAINED_RULE for h in hits):
         # nothing to go on but a failing exit: the model's prior is no answer; say so, weakly
         return [Ranked("code_error", UNEXPLAINED, list(hits))] if hits else []
+    model = model or shipped_model()
+    if model is None:
+        return rule_order(hits)
     probabilities = model.probabilities(candidate_features(read, hits))
     by_category: dict[str, list[Hit]] = {}
     for h in hits:
@@ -159,6 +179,17 @@ def rank(read: FailureRead, hits: Sequence[Hit], model: Model | None = None) -> 
     ]
     out.sort(key=lambda r: (-r.confidence, -max((h.weight for h in r.hits), default=0.0), r.category))
     return out
+
+
+def rule_order(hits: Sequence[Hit]) -> list[Ranked]:
+    """Without the model: each category its rules found, by the noisy-OR of its evidence (a
+    handled earlier error left out, as the model leaves it out of what a category pools to)."""
+    by_category: dict[str, list[Hit]] = {}
+    for h in hits:
+        if h.weight >= CANDIDATE_FLOOR and h.position != HANDLED:
+            by_category.setdefault(h.category, []).append(h)
+    scores = combine(h.signal for hs in by_category.values() for h in hs)
+    return [Ranked(s.category, s.confidence, by_category[s.category]) for s in scores if s.category in by_category]
 
 
 def _structural_evidence(read: FailureRead, category: str) -> list[Hit]:
