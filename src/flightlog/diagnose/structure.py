@@ -186,6 +186,11 @@ def _join_boxes(texts: Sequence[str]) -> list[str]:
 
 
 _FRAME_START = re.compile(r'^\s+File "|^\s{4}\S')
+#: the exception line of Keras's wrapper of an error raised in a layer's ``call`` (its cause is
+#: the paragraph after it: ``tracebacks.parse_block`` reads it as the message)
+_KERAS_WRAPPER_LINE = re.compile(
+    r"(?:^|\n)[\w.]+: Exception encountered when calling [\w.]+(?:\(\))?\.?(?: \w+\.call\(\)\.?)?\s*$"
+)
 
 
 def _documents(texts: list[str]) -> list[str]:
@@ -203,7 +208,10 @@ def _documents(texts: list[str]) -> list[str]:
             or first.startswith(("Original Traceback", '"""'))  # a worker's traceback inside its parent's
             or (first.startswith("Traceback") and docs[-1].rstrip().endswith(('"""', "RemoteTraceback:")))
         )
-        if joins:
+        if not joins and docs and _KERAS_WRAPPER_LINE.search(docs[-1][-300:]) and _HEADER in docs[-1]:
+            # Keras's wrapper line, then (after a blank line, one event per line) what went wrong
+            docs[-1] += "\n\n" + text
+        elif joins:
             docs[-1] += "\n" + text
         else:
             docs.append(text)

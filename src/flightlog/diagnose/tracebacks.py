@@ -57,6 +57,8 @@ CHAINED = _CHAINED = re.compile(
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<function>.+))?$')
 _EXC = re.compile(r"^(?P<type>[A-Za-z_][\w.]*)(?::\s?(?P<message>.*))?$")
 _MARKERS = re.compile(r"^\s*[~^]+\s*$")
+#: Keras's wrapper of an error raised inside a layer's ``call``: its cause is the next paragraph
+_KERAS_CALL = re.compile(r"^Exception encountered when calling [\w.]+(?:\(\))?\.?(?: \w+\.call\(\)\.?)?\s*$")
 _LIBRARY = re.compile(
     r"[/\\](?:site-packages|dist-packages|lib[/\\]python\d[\d.]*|lib64[/\\]python\d)[/\\]|^<frozen |^<string>$"
 )
@@ -167,6 +169,13 @@ def parse_block(block: str) -> tuple[ParsedException | None, str]:
                 while j < len(lines) and lines[j].strip() and not _CHAINED.search(lines[j]):
                     message.append(lines[j])
                     j += 1
+                if _KERAS_CALL.match(message[0]) and j + 1 < len(lines) and lines[j + 1].strip():
+                    # Keras's wrapper says what went wrong in the paragraph after its own line
+                    # (``Input 0 of layer "dense" is incompatible with the layer: ...``)
+                    j += 1
+                    while j < len(lines) and lines[j].strip() and not _CHAINED.search(lines[j]):
+                        message.append(lines[j])
+                        j += 1
                 return ParsedException(em["type"], "\n".join(message).strip(), frames), "\n".join(lines[j:])
         i += 1
     return None, ""
