@@ -57,9 +57,11 @@ PROGRAMMING = _re(
     r"|\btoo many values to unpack\b|\bmaximum recursion depth\b|\bcan only concatenate\b|\bmust be str, not\b"
     r"|\bobject of type '\w+' has no len\(\)|\bexpected str, bytes or os\.PathLike object, not\b|\bdivision by zero\b"
 )
-#: the data does not look like what the code reads
+#: the data does not look like what the code reads (shapes that do not fit together are the
+#: model's or the training code's: ``patterns.SHAPE_MISMATCH``, a code error; ``dtype=`` after
+#: another argument is a repr's, ``Tensor(shape=(8, 5), dtype=float32)``, not a complaint)
 DATA_WORDS = _re(
-    r"\bshape\b.{0,40}\b(?:mismatch|does not match|doesn't match|incompatible)\b|\bdtype\b(?:[^(]|$)|\bcorrupt(?:ed)?\b|\btruncated\b"
+    r"\bdtype\b(?:[^(=]|$)|(?<!, )\bdtype=|\bcorrupt(?:ed)?\b|\btruncated\b"
     r"|\bmalformed\b|\bunexpected (?:end of|token|character|eof)\b|\bnot a valid (?:json|csv|image|utf-8)\b|\bfailed to (?:parse|decode)\b"
     r"|\bcould not (?:parse|decode|convert|cast)\b|\bencoding\b|\bempty (?:file|batch|data|split)\b|\bno (?:samples|rows|examples|images)\b"
     r"|\blabels?\b.{0,40}\b(?:out of range|must be|invalid|mismatch)\b|\bnum_classes\b|\bcolumns?\b|\bschemas?\b"

@@ -124,10 +124,12 @@ GPU_STACK = _re(
 GPU_FAULT = _re(
     r"illegal memory access was encountered|device-side assert triggered|misaligned address|cublas_status_execution_failed"
 )
-#: tensor shapes or devices that do not fit together: a bug in the model or training code
+#: tensor shapes or devices that do not fit together: a bug in the model or training code (not
+#: ``size mismatch for <param>`` of ``load_state_dict``: a checkpoint of another configuration)
 SHAPE_MISMATCH = _re(
-    r"must have the same first dimension|shapes cannot be multiplied|mat1 and mat2 shapes|size mismatch for \w"
+    r"must have the same first dimension|shapes cannot be multiplied|mat1 and mat2 shapes"
     r"|expected all tensors to be on the same device|incompatible shapes"
+    r"|operands could not be broadcast together|is incompatible with the layer\b|\bshape mismatch\b"
 )
 #: a package is missing and the library says how to install it (pip's own failures included)
 INSTALL_HINT = _re(
@@ -497,7 +499,7 @@ EXCEPTION_RULES: Final[tuple[ExceptionRule, ...]] = (
     ExceptionRule("data_error", 0.5, "malformed_json_input", classes=("JSONDecodeError",)),
     # ── faults in the model code that the GPU or the framework reports ──
     ExceptionRule("code_error", 0.6, "a_gpu_kernel_fault", message=GPU_FAULT),
-    ExceptionRule("code_error", 0.55, "a_tensor_shape_or_device_mismatch", message=SHAPE_MISMATCH),
+    ExceptionRule("code_error", 0.7, "a_tensor_shape_or_device_mismatch", message=SHAPE_MISMATCH),
     ExceptionRule(
         "killed_by_signal", 0.6, "a_worker_terminated_with_sigterm", message=_re(r"killed by signal: terminated\b")
     ),

@@ -51,7 +51,7 @@ CONFIG_CHECK = _re(
     r"|\bworld[_ ]size\b.{0,80}\b(?:must|should|divisible|does not match|mismatch)\b"
     r"|\b(?:must|should) (?:equal|match)\b.{0,60}\bworld[_ ]size\b|\bis (?:not|only) supported (?:on|for|with|when|by|in)\b"
     r"|\bnot supported (?:on|for|with|when|by) (?:this|the|your|current)\b|\bonly supports?\b|\bcannot be used (?:with|together)\b"
-    r"|\bmutually exclusive\b|\bincompatible with\b(?! (?:the )?installed)|\brequires? .{1,40} to be (?:set|enabled|true|false|specified)\b"
+    r"|\bmutually exclusive\b|\bincompatible with\b(?! (?:the )?(?:installed|layer)\b)|\brequires? .{1,40} to be (?:set|enabled|true|false|specified)\b"
     r"|\bunsupported (?:dtype|precision|mode|device|backend|configuration|option|value|type|strategy|quantization)\b"
     r"|\binvalid (?:combination|config(?:uration)?|value for)\b|\bexpected .{1,40} to be (?:one of|in|either)\b"
     r"|\bcannot (?:both|be both) be\b|\bdoes not support\b.{0,40}\b(?:mode|precision|dtype|option|strategy|argument)\b"
