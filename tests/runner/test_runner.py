@@ -112,6 +112,17 @@ def test_traceback_is_one_event_and_failure_is_summarized(home: Path, tmp_path: 
     # the handled KeyError (logged with logging.exception) and the fatal one: each whole, each one event
     assert len(tracebacks) == 2 and "KeyError" in tracebacks[0].message
     assert "FileNotFoundError" in tracebacks[1].message and tracebacks[1].message.count("\n") >= 4
+    assert f"run {info.id} failed (exit code 1, looks like missing_file) in " in proc.stderr
+
+
+def test_a_failure_without_a_clear_cause_is_said_as_a_hint(home: Path, tmp_path: Path) -> None:
+    """An exit status and nothing else to read: the runner's line names no cause it is unsure of."""
+    code = script(tmp_path, "quits.py", 'import sys\nprint("working", flush=True)\nsys.exit(3)\n')
+    proc = frun(home, "--", PY, code)
+    assert proc.returncode == 3
+    info = last_run(home)
+    assert "looks like" not in proc.stderr
+    assert f"failed (exit code 3, no clear cause, a hint: code_error; flightlog diagnose {info.id[:12]})" in proc.stderr
 
 
 def test_secrets_are_redacted_in_storage_not_in_passthrough(home: Path, tmp_path: Path) -> None:

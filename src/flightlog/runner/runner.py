@@ -625,7 +625,13 @@ class Runner:
         reason = "" if o.end_reason == "exit" else f"{o.end_reason}, "
         culprit = (last.failure or {}).get("culprit") or {}
         on = f" on rank {culprit['rank']}" if isinstance(culprit.get("rank"), int) else ""
-        detail = "" if o.succeeded else f" ({reason}exit code {o.exit_code}, looks like {last.category}{on})"
+        # a guess below 0.5 is a hint, as the diagnosis calls it: said as one, not as the cause
+        reading = (
+            f"looks like {last.category}{on}"
+            if last.confidence >= 0.5
+            else f"no clear cause, a hint: {last.category}{on}; flightlog diagnose {run.id[:12]}"
+        )
+        detail = "" if o.succeeded else f" ({reason}exit code {o.exit_code}, {reading})"
         tries = f" after {len(results)} attempts" if len(results) > 1 else ""
         say(f"run {run.id} {o.status}{detail} in {took}{tries}")
         return o.exit_code
