@@ -72,11 +72,13 @@ export async function request(method: string, path: string, init: {
   }
   let res: Response;
   const url = apiUrl(path, init.query);
+  if (path === "session" && method !== "GET") dropPrefetched();
   try {
-    const early = method === "GET" && init.headers === undefined ? takePrefetched(url) : undefined;
-    res = await (early ?? fetch(url, {
+    // a prefetched answer only when it succeeded: a refusal (401 before signing in) is asked again
+    const early = method === "GET" && init.headers === undefined ? await takePrefetched(url) : undefined;
+    res = early?.ok ? early : await fetch(url, {
       method, headers, body, signal: init.signal, credentials: "same-origin", cache: "no-store",
-    }));
+    });
   } catch (err) {
     if ((err as Error).name === "AbortError") throw err;
     throw new ApiError(0, "unreachable", "the flightlog server did not answer: is it still running?");
@@ -90,11 +92,16 @@ export async function request(method: string, path: string, init: {
 }
 
 /** The answer prefetch.ts already asked for (the page's first requests), taken once. */
-function takePrefetched(url: string): Promise<Response> | undefined {
+function takePrefetched(url: string): Promise<Response | undefined> | undefined {
   const prefetched = window.__flightlogPrefetch;
   const early = prefetched?.get(url);
   if (early) prefetched!.delete(url);
-  return early;
+  return early?.catch(() => undefined); // it failed: the app asks itself, and reports what went wrong
+}
+
+/** Drop what prefetch.ts asked for: after signing in or out, its answers are another caller's. */
+function dropPrefetched(): void {
+  window.__flightlogPrefetch?.clear();
 }
 
 export async function get<T>(path: string, query?: Query, signal?: AbortSignal): Promise<T> {
