@@ -99,9 +99,9 @@ def test_diagnosis_findings_show_on_the_overview(page: Any, seeded: Seeded, serv
 def test_firing_alerts_show_on_the_runs_table_and_the_run(page: Any, seeded: Seeded, server: Any) -> None:
     """The server evaluates tests/ui/conftest.py's ALERT_RULES: every failed sweep run fires
     `sweep-failed`; the failed training run's diagnosis fires (and at once resolves) `broken-environment`."""
+    # the server's alert loop, however slow the machine: no clock here (pytest's timeout bounds it)
     firing: list[dict[str, Any]] = []
-    deadline = time.monotonic() + 30
-    while len(firing) < 5 and time.monotonic() < deadline:
+    while len(firing) < 5:
         firing = httpx.get(f"{server.url}/api/v1/alerts", params={"state": "firing", "project": "sweep"}).json()[
             "alerts"
         ]
@@ -121,10 +121,8 @@ def test_firing_alerts_show_on_the_runs_table_and_the_run(page: Any, seeded: See
         "title", re.compile("critical · sweep-failed: sweep/sweep-")
     )
 
-    deadline = time.monotonic() + 30
     while not httpx.get(f"{server.url}/api/v1/alerts", params={"run": seeded.failed}).json()["alerts"]:
-        assert time.monotonic() < deadline, "the diagnosis alert never came"
-        time.sleep(0.2)
+        time.sleep(0.2)  # the diagnosis alert: pytest's timeout says when it never came
     page.goto(f"/projects/vision/runs/{seeded.failed}")
     card = page.locator("#alerts")
     expect(card.locator(".alert")).to_have_count(1)

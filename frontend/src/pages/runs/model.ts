@@ -187,7 +187,9 @@ export function nestedRows(pages: RunPages, expanded: Set<string>): NestedRow[] 
     const children = kids.get(pages.row(i)!.id) ?? [];
     out.push({ kind: "run", index: i, depth, children: children.length });
     if (!expanded.has(pages.row(i)!.id)) return;
-    [...children].sort((a, b) => created(a).localeCompare(created(b)) || a - b).forEach((c) => visit(c, depth + 1));
+    // oldest first; runs created in the same millisecond keep the store's order, which is newest
+    // first (the default sort, whose ties the store breaks at full precision): reversed here
+    [...children].sort((a, b) => created(a).localeCompare(created(b)) || b - a).forEach((c) => visit(c, depth + 1));
   };
   for (let i = 0; i < prefix; i++) {
     const parent = pages.row(i)!.parent_id;
