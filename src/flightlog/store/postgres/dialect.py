@@ -88,9 +88,10 @@ ON CONFLICT(run_id, name) DO UPDATE SET
     def feed_marks(self, conn: Any) -> str:
         """The newest id of each feed table (its primary key's end: no scan). Not the feed cursor:
         the oldest running transaction is the whole cluster's, so it moves with any database's
-        work and a cache keyed on it was never reused. A row of a transaction that commits after
-        a younger one's is seen by the run's ``updated`` (every ingest sets it) in
-        ``change_position``, or at the latest when the cache's own age runs out."""
+        work and a cache keyed on it was never reused. The price: rows of a transaction that
+        commits after a younger one's move no mark, so they are seen with the next write (or a
+        run's ``updated``), at the latest when the cache's own age runs out (a triage report's:
+        a minute)."""
         row = conn.execute(
             "SELECT " + ", ".join(f"(SELECT COALESCE(MAX(id), 0) FROM {t})" for t in FEED_TABLES)
         ).fetchone()
