@@ -167,7 +167,8 @@ class LocalRegistry:
         """Data snapshot → run → version in one answer: the version, its run, the run's inputs
         (each with the runs that produced it) and the input manifests it logged."""
         mv = self.resolve(ref, project)
-        lineage = self.client.lineage(mv.run_id)
+        # a token of one project names no run of another (a run there may share an input's digest)
+        lineage = self.client.lineage(mv.run_id, visible=self.client.visible_to(self.scope))
         manifests = [
             {"name": e.get("name"), "data": e.get("data")} for e in self.client.evidence(mv.run_id, "manifest")
         ]

@@ -154,17 +154,7 @@ async def run_children(ctx: Ctx) -> Response:
 def _visible(ctx: Ctx) -> Callable[[list[str]], list[str]] | None:
     """Of some run ids, those this principal may name (a token of one project: its project's);
     None when it may name every run."""
-    project = ctx.principal.project
-    if project is None:
-        return None
-
-    def visible(run_ids: list[str]) -> list[str]:
-        if not run_ids:
-            return run_ids
-        projects = ctx.store.run_projects(run_ids)
-        return [r for r in run_ids if projects.get(r) == project]
-
-    return visible
+    return ctx.client.visible_to(ctx.principal.project)
 
 
 async def run_lineage(ctx: Ctx) -> Response:
