@@ -31,11 +31,11 @@ def _setup(live: RunningServer, token: Callable[..., str], tmp_path: Any) -> htt
     return httpx.Client(base_url=live.url + "/api/v1", headers=auth(token("writer", "a")), timeout=30)
 
 
-def _ingest_artifact(client: httpx.Client, path: str) -> dict[str, Any]:
+def _ingest_artifact(client: httpx.Client, path: str, role: str = "output") -> dict[str, Any]:
     """An artifact record of run A naming the digest, posted as it is (no upload first, as an attacker would)."""
     record = Writer(RUN_A, writer=f"attacker-{path}").record(
         "artifact",
-        role="output",
+        role=role,
         kind="file",
         path=path,
         source=None,
@@ -97,21 +97,7 @@ def test_a_scoped_token_s_lineage_names_no_run_of_another_project(
     model version registered from A, name B's run to an admin only, never to a token of A."""
     with _setup(live, token, tmp_path) as a:
         assert a.put(f"/blobs/sha256/{DIGEST}", content=SECRET).status_code == 200  # A holds the content too
-        record = Writer(RUN_A, writer="reader").record(
-            "artifact",
-            role="input",
-            kind="file",
-            path="weights.bin",
-            source=None,
-            size=len(SECRET),
-            sha256=DIGEST,
-            uri=f"cas:sha256/{DIGEST}",
-            step=None,
-            attempt=1,
-        )
-        [(_, body)] = encode_batches([record])
-        headers = {"Content-Type": MEDIA_TYPE, "Content-Encoding": "gzip"}
-        assert a.post("/ingest", content=body, headers=headers).json()["applied"] == 1
+        assert _ingest_artifact(a, "weights.bin", role="input")["applied"] == 1
         assert a.put(f"/runs/{RUN_A}/artifacts/model.pkl", content=b"a model").status_code == 201
         created = a.post("/models/churn/versions", json={"run": RUN_A, "path": "model.pkl"})
         assert created.status_code == 201, created.text
