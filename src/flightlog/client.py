@@ -326,25 +326,6 @@ class Client:
         self._write(run_id, "artifact", **record)
         return record
 
-    def visible_to(self, project: str | None) -> Callable[[list[str]], list[str]] | None:
-        """Of some run ids, those a reader limited to ``project`` may name (a server token of one
-        project: that project's runs), for :meth:`lineage`'s ``visible``; None: no limit."""
-        if project is None:
-            return None
-        store = self.store
-
-        def visible(run_ids: list[str]) -> list[str]:
-            kept: set[str] = set()
-            for start in range(0, len(run_ids), 500):  # run ids are hex: nothing to quote
-                part = run_ids[start : start + 500]
-                found = store.search_runs(
-                    project=project, filter=f"id in ({', '.join(repr(r) for r in part)})", limit=len(part)
-                )
-                kept.update(r.id for r in found)
-            return [r for r in run_ids if r in kept]
-
-        return visible
-
     def lineage(self, run: RunRef, *, visible: Callable[[list[str]], list[str]] | None = None) -> dict[str, Any]:
         """Inputs with the runs that produced them; outputs with the runs that used them (by
         content digest); the run's parent and children. Computed here only: the server's

@@ -46,7 +46,12 @@ def request_registry(ctx: Ctx) -> LocalRegistry:
     if store is None:
         raise InvalidInput("this server's store keeps no model registry")
     return LocalRegistry(
-        client, store, actor=_actor(ctx), admin=ctx.principal.role == "admin", scope=ctx.principal.project
+        client,
+        store,
+        actor=_actor(ctx),
+        admin=ctx.principal.role == "admin",
+        scope=ctx.principal.project,
+        visible=ctx.visible(),
     )
 
 

@@ -82,6 +82,23 @@ class Ctx:
         (the server's one, ``AppState.client``: nothing is opened or read per request)."""
         return self.state.client
 
+    def visible(self) -> Callable[[list[str]], list[str]] | None:
+        """Of some run ids, those this principal may name (a token of one project: its project's,
+        one indexed lookup of their projects); None when it may name every run. Blocking: call it
+        off the event loop (``ctx.call``), as ``Client.lineage(visible=...)`` does."""
+        project = self.principal.project
+        if project is None:
+            return None
+        store = self.store
+
+        def visible(run_ids: list[str]) -> list[str]:
+            if not run_ids:
+                return run_ids
+            projects = store.run_projects(run_ids)
+            return [r for r in run_ids if projects.get(r) == project]
+
+        return visible
+
     @property
     def query(self) -> Query:
         return Query(self.request)

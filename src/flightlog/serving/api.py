@@ -35,7 +35,7 @@ def _registry(ctx: Ctx, client: Client) -> LocalRegistry:
     store = sql_store_of(ctx.store)
     if store is None:
         raise InvalidInput("this server's store keeps no model registry (so no deployments)")
-    return LocalRegistry(client, store, admin=False, scope=ctx.principal.project)
+    return LocalRegistry(client, store, admin=False, scope=ctx.principal.project, visible=ctx.visible())
 
 
 def _since(ctx: Ctx) -> float | None:

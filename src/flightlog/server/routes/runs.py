@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
 from typing import Any
 
 from starlette.responses import Response
@@ -147,21 +146,15 @@ async def delete_run(ctx: Ctx) -> Response:
 
 async def run_children(ctx: Ctx) -> Response:
     children = await ctx.call(ctx.store.children, await ctx.run_id())
-    visible = _visible(ctx)
+    visible = ctx.visible()
     return json_response({"children": children if visible is None else await ctx.call(visible, children)})
-
-
-def _visible(ctx: Ctx) -> Callable[[list[str]], list[str]] | None:
-    """Of some run ids, those this principal may name (a token of one project: its project's);
-    None when it may name every run."""
-    return ctx.client.visible_to(ctx.principal.project)
 
 
 async def run_lineage(ctx: Ctx) -> Response:
     """Inputs with the runs that produced them; outputs with the runs that used them: the
     Client's lineage (computed there only), limited to the runs this principal may see."""
     run_id = await ctx.run_id()  # resolved among this principal's runs only, as ctx.run() does
-    return json_response(await ctx.call(ctx.client.lineage, run_id, visible=_visible(ctx)))
+    return json_response(await ctx.call(ctx.client.lineage, run_id, visible=ctx.visible()))
 
 
 async def run_context(ctx: Ctx) -> Response:
