@@ -3,7 +3,7 @@
 Apart from ``streams.py`` because it reads every run at once, not one: the rows committed between
 two cursors, the runs changed since a time, and a position that moves whenever anything a report
 reads changes. It reads through the dialect's ``feed_cursor`` and ``feed_window`` (ids in SQLite,
-writing transactions in PostgreSQL), since ids over several runs do not commit in order there.
+writing transactions in PostgreSQL, where the rows of different runs commit out of id order).
 """
 
 from __future__ import annotations
