@@ -2,7 +2,7 @@
 
 The SDK's ``init(id=..., resume=True)`` asks for the attempt it saw plus one; of several
 processes resuming one run at the same instant, one gets it (200) and the others 409, the
-answer the embedded and PostgreSQL stores give to a direct call (store/sql/store.py).
+answer the embedded and PostgreSQL stores give to a direct call (``claim_attempt``, store/sql/writes.py).
 """
 
 from __future__ import annotations

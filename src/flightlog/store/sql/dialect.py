@@ -1,7 +1,8 @@
 """What differs between the SQL of the SQLite and the PostgreSQL store, beyond the placeholder.
 
-The shared queries (``store/sql/store.py``, ``store/sql/ingest.py``) are written once, with
-``?`` placeholders; each backend gives one :class:`Dialect` for the few spellings that differ.
+The shared queries (the mixins that make ``store/sql/store.py``'s ``SqlStore``, and
+``store/sql/ingest.py``) are written once, with ``?`` placeholders; each backend gives one
+:class:`Dialect` for the few spellings that differ.
 """
 
 from __future__ import annotations
