@@ -54,6 +54,8 @@ from flightlog.store.sql.rankview import RANK_COLUMNS, hung_ranks, rank_infos, r
 
 __all__ = ["SqlDatabase", "SqlStore"]
 
+_RUN_REF = re.compile(r"[0-9A-Za-z_.-]+")  # compiled at import: a forked runner resolves its run with it
+
 T = TypeVar("T")
 
 _RUN_COLUMNS = (
@@ -193,7 +195,7 @@ class SqlStore:
         """A run id or unique prefix; with ``project``, among that project's runs only (a run
         of another project is then not found, exactly as one that does not exist)."""
         ref = ref.strip()
-        if not ref or not re.fullmatch(r"[0-9A-Za-z_.-]+", ref):
+        if not ref or not _RUN_REF.fullmatch(ref):
             raise InvalidInput(f"{ref!r} is not a run id: use an id or a unique prefix (hex characters)")
         where, args = self.dialect.prefix("id", ref)
         if project is not None:
