@@ -131,6 +131,15 @@ def test_a_floor_above_the_ceiling_is_refused() -> None:
         HangSettings.from_env({"FLIGHTLOG_HANG_MIN": "400"}, strict=True)
 
 
+def test_settings_are_an_immutable_value() -> None:
+    a, b = HangSettings(floor=2.0), HangSettings(True, 10.0, 2.0)
+    assert a == b and hash(a) == hash(b) and a != HangSettings() and {a: 1}[b] == 1
+    assert repr(a).startswith("HangSettings(enabled=True, factor=10.0, floor=2.0, ceiling=300.0,")
+    with pytest.raises(AttributeError):
+        a.floor = 5.0
+    assert a.floor == 2.0
+
+
 def test_signals_are_read_by_name_or_number() -> None:
     assert parse_signal("RTMIN+3") == int(signal.SIGRTMIN) + 3
     assert parse_signal("sigusr2") == int(signal.SIGUSR2)
@@ -453,6 +462,20 @@ def test_the_bootstrap_starts_only_in_ranks_and_keeps_the_sitecustomize_it_hides
     # without the runner's directory: nothing at all
     alone = _python(code, tmp_path, PYTHONPATH=pythonpath, RANK="1")
     assert alone.stdout.split() == ["yes", "False"] and not alone.stderr
+
+
+def test_the_bootstrap_adds_no_heavy_module_to_a_workload_s_start_up(tmp_path: Path) -> None:
+    """Every step of a pipeline and every rank pays the bootstrap before its first line: it
+    imports what the watch needs to start, and what a stall needs only when one happens."""
+    hang_dir = tmp_path / "hangs"
+    hang_dir.mkdir()
+    code = "import sys; print(' '.join(sorted(sys.modules)))"
+    plain = set(_python(code, tmp_path).stdout.split())
+    booted = _python(code, tmp_path, PYTHONPATH=str(BOOTSTRAP_DIR), FLIGHTLOG_HANG_DIR=str(hang_dir), RANK="0")
+    added = set(booted.stdout.split()) - plain
+    assert "_flightlog_agent.watch" in added, booted.stderr
+    heavy = {"typing", "dataclasses", "inspect", "statistics", "socket", "traceback", "linecache", "tokenize"}
+    assert not added & heavy
 
 
 def test_the_bootstrap_records_a_rank_s_uncaught_exception_and_python_still_prints_it(tmp_path: Path) -> None:

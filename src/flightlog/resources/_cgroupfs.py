@@ -40,9 +40,12 @@ class Mount:
     options: frozenset[str]
 
 
+_OCTAL = re.compile(r"\\([0-7]{3})")  # compiled at import, not in each (forked) runner
+
+
 def _unescape(field: str) -> str:
     # mountinfo escapes space, tab, newline and backslash as \ooo.
-    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
+    return _OCTAL.sub(lambda m: chr(int(m.group(1), 8)), field)
 
 
 def cgroup_mounts() -> list[Mount]:

@@ -242,8 +242,11 @@ class CgroupV2MemoryLimit(_CgroupMemoryLimit):
 # --------------------------------------------------------------------------- factory
 
 
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")  # compiled at import, not in each (forked) runner
+
+
 def _safe_name(name: str) -> str:
-    cleaned = re.sub(r"[^A-Za-z0-9_.-]", "_", name).strip(".") or "run"
+    cleaned = _UNSAFE.sub("_", name).strip(".") or "run"
     return "flightlog-" + cleaned[:80]
 
 

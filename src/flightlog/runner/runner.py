@@ -10,6 +10,7 @@ final status; an SDK inside the workload attaches to the same run (``FLIGHTLOG_R
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -527,24 +528,31 @@ class Runner:
         timeout = self.opts.timeout
         deadline = time.monotonic() + timeout if timeout else None
         next_adopt = time.monotonic() + _ADOPT_INTERVAL
-        while True:
-            try:
-                return child.wait(timeout=0.1), False
-            except subprocess.TimeoutExpired:
-                pass
-            if time.monotonic() >= next_adopt:
-                next_adopt = time.monotonic() + _ADOPT_INTERVAL
-                if self._subreaper and self._reaper is not None:
-                    self._reaper.adopt()  # orphans that exit are reaped, not left as zombies
-                self._store_line_metrics(self.run)
-            if deadline is not None and time.monotonic() >= deadline:
-                say(f"timeout after {format_duration(timeout)}: sending SIGTERM, SIGKILL in {self.opts.kill_grace:g}s")
-                _kill_group(child.pid, signal.SIGTERM)
+        exit_fd = _exit_fd(child.pid)
+        try:
+            while True:
                 try:
-                    return child.wait(timeout=self.opts.kill_grace), True
+                    return _wait_child(child, exit_fd, 0.1), False
                 except subprocess.TimeoutExpired:
-                    _kill_group(child.pid, signal.SIGKILL)
-                    return child.wait(), True
+                    pass
+                if time.monotonic() >= next_adopt:
+                    next_adopt = time.monotonic() + _ADOPT_INTERVAL
+                    if self._subreaper and self._reaper is not None:
+                        self._reaper.adopt()  # orphans that exit are reaped, not left as zombies
+                    self._store_line_metrics(self.run)
+                if deadline is not None and time.monotonic() >= deadline:
+                    say(
+                        f"timeout after {format_duration(timeout)}: sending SIGTERM, SIGKILL in {self.opts.kill_grace:g}s"
+                    )
+                    _kill_group(child.pid, signal.SIGTERM)
+                    try:
+                        return child.wait(timeout=self.opts.kill_grace), True
+                    except subprocess.TimeoutExpired:
+                        _kill_group(child.pid, signal.SIGKILL)
+                        return child.wait(), True
+        finally:
+            if exit_fd is not None:
+                os.close(exit_fd)
 
     def _oom_facts(self, limit: Any, returncode: int) -> tuple[bool, dict[str, Any] | None]:
         if limit is None:
@@ -755,6 +763,26 @@ def _preexec(tree: Any, opts: RunnerOptions) -> Callable[[], None] | None:
             rlimit()
 
     return setup
+
+
+def _exit_fd(pid: int) -> int | None:
+    """A descriptor that becomes readable the moment process ``pid`` exits (Linux's pidfd), or None."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
+
+
+def _wait_child(child: subprocess.Popen[bytes], exit_fd: int | None, seconds: float) -> int:
+    """``child.wait(timeout=seconds)``, woken the moment the child exits: ``Popen.wait`` sleeps
+    up to 50 ms between looks, which a short step would wait out after its workload ended."""
+    if exit_fd is None:
+        return child.wait(timeout=seconds)
+    select.select([exit_fd], [], [], seconds)
+    code = child.poll()
+    if code is None:
+        raise subprocess.TimeoutExpired(child.args, seconds)
+    return code
 
 
 def _stdin() -> int | None:

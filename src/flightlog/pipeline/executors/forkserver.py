@@ -237,6 +237,7 @@ def _load_runner_code() -> None:
     from flightlog.redaction.patterns import load_patterns  # noqa: F401
     from flightlog.resources import ProcessTreeSampler, ResourceSummary, SamplerThread  # noqa: F401
     from flightlog.sdk.context import allowed_env, warm_interpreter_context  # (as above)
+    from flightlog.sdk.hangs import hang_settings  # (as above)
     from flightlog.sdk.sink import load_sink_code  # (as above)
 
     try:
@@ -247,6 +248,10 @@ def _load_runner_code() -> None:
     warm_interpreter_context(settings.home)  # the run context every runner records, less its git state
     allowed_env(os.environ, settings.env_allow)  # its allow-list's pattern, compiled once
     redactor(settings.home)  # the redaction rules every runner applies to its records, compiled once
+    try:
+        hang_settings()  # the patterns its parsing uses, compiled once (re caches them)
+    except FlightlogError:
+        pass  # each runner reports a bad value, as a runner started afresh does
     try:
         load_sink_code(settings)
     except FlightlogError:

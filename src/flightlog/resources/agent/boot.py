@@ -25,12 +25,14 @@ import faulthandler
 import os
 import sys
 import time
-import traceback
-from typing import Any
 
 from .channel import FileChannel
 from .settings import HangSettings, chains
 from .watch import RankWatch, process_identity
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing into a workload at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["start", "RUNNER_PID_VAR"]
 
@@ -83,6 +85,8 @@ def _hook_exceptions(channel: FileChannel) -> None:
             # a rank's own error; a process that is no rank (a launcher: torchrun's
             # ChildFailedError) says nothing about a rank, and the runner captures it anyway
             if ident.get("rank") is not None and not issubclass(exc_type, (KeyboardInterrupt, SystemExit)):
+                import traceback  # here: most ranks never need it, and the bootstrap runs at every start-up
+
                 text = "".join(traceback.format_exception(exc_type, exc, tb))[-20_000:]
                 data = {
                     **ident,

@@ -23,7 +23,10 @@ from __future__ import annotations
 import json
 import os
 import threading
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing into a workload at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["FileChannel", "MAX_PENDING", "agent_file", "request_file", "faulthandler_file"]
 

@@ -19,7 +19,10 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing into a workload at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["group_timeout", "GroupTimeouts"]
 

@@ -27,8 +27,10 @@ import re
 import signal
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing into a workload at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "HangSettings",
@@ -38,6 +40,7 @@ __all__ = [
     "chains",
     "rank_env",
     "say",
+    "hostname",
     "HANG_DIR_VAR",
     "GROUP_TIMEOUT_SHARE",
 ]
@@ -60,17 +63,57 @@ VARIABLES: dict[str, tuple[str, str, str]] = {
 }
 
 
-@dataclass(frozen=True)
 class HangSettings:
-    enabled: bool = True
-    factor: float = 10.0
-    floor: float = 60.0
-    ceiling: float = 300.0
-    repeat: float = 300.0
-    dumps: int = 3
-    signal: int | None = None  # None: no signal registered
-    fr_buffer: int = 2000
-    sample_every: float = 60.0  # 0: no samples of the collectives' timing
+    """Immutable, compared and hashed by value, like a frozen dataclass; written out because
+    ``dataclasses`` (with ``inspect``, ``ast``, ``dis``, ``tokenize``) would cost a workload
+    that the bootstrap enters several milliseconds of start-up for one class."""
+
+    __slots__ = ("enabled", "factor", "floor", "ceiling", "repeat", "dumps", "signal", "fr_buffer", "sample_every")
+    enabled: bool
+    factor: float
+    floor: float
+    ceiling: float
+    repeat: float
+    dumps: int
+    signal: int | None  # None: no signal registered
+    fr_buffer: int
+    sample_every: float  # 0: no samples of the collectives' timing
+
+    def __init__(
+        self,
+        enabled: bool = True,
+        factor: float = 10.0,
+        floor: float = 60.0,
+        ceiling: float = 300.0,
+        repeat: float = 300.0,
+        dumps: int = 3,
+        signal: int | None = None,
+        fr_buffer: int = 2000,
+        sample_every: float = 60.0,
+    ) -> None:
+        values = (enabled, factor, floor, ceiling, repeat, dumps, signal, fr_buffer, sample_every)
+        for name, value in zip(self.__slots__, values):  # noqa: B905 - the agent runs on Python 3.8 too
+            object.__setattr__(self, name, value)
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in self.__slots__)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}: HangSettings is immutable")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}: HangSettings is immutable")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, HangSettings) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        return "HangSettings(" + ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__) + ")"
 
     @property
     def poll(self) -> float:
@@ -224,6 +267,19 @@ def rank_env(environ: Mapping[str, str] | None = None) -> dict[str, int | None]:
         "world_size": first("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"),
         "node_rank": first("GROUP_RANK", "NODE_RANK", "SLURM_NODEID"),
     }
+
+
+def hostname() -> str | None:
+    """This host's name, as ``socket.gethostname()`` gives it (on POSIX, ``uname``'s node name:
+    the same system call) without importing ``socket`` into a workload at start-up; None if unknown."""
+    try:
+        if hasattr(os, "uname"):
+            return os.uname().nodename
+        import socket
+
+        return socket.gethostname()
+    except Exception:
+        return None
 
 
 def say(message: str) -> None:

@@ -19,14 +19,17 @@ The shapes are contract C3 of docs/distributed.md: innermost frame last.
 from __future__ import annotations
 
 import json
-import linecache
 import os
 import re
-import socket
 import sys
 import threading
 import time
-from typing import Any
+
+from .settings import hostname
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing into a workload at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "MAX_THREADS",
@@ -52,6 +55,8 @@ MAX_FR_ENTRIES = 64  # Flight Recorder entries kept in the evidence (the newest)
 def _frame_dict(filename: str, lineno: int, function: str) -> dict[str, Any]:
     code = ""
     try:
+        import linecache  # here, not at the top: a workload's bootstrap imports this module (tokenize comes with it)
+
         code = linecache.getline(filename, lineno).strip()[:MAX_CODE_CHARS]
     except Exception:
         pass
@@ -129,7 +134,7 @@ def stacks_evidence(
     data: dict[str, Any] = {
         "rank": rank,
         "pid": os.getpid(),
-        "host": socket.gethostname(),
+        "host": hostname(),
         "time": time.time(),
         "reason": reason,
         "source": source,
@@ -189,7 +194,7 @@ def flight_recorder_raw() -> str | None:
     return raw if isinstance(raw, str) else None
 
 
-_KNOWN_VERSIONS = re.compile(r"^2\.\d+$")
+_KNOWN_VERSIONS = r"^2\.\d+$"  # compiled where used (re caches it): not at a workload's start-up
 
 
 def normalize_flight_recorder(raw: str, rank: int | None, max_entries: int = MAX_FR_ENTRIES) -> dict[str, Any]:
@@ -211,7 +216,7 @@ def normalize_flight_recorder(raw: str, rank: int | None, max_entries: int = MAX
         return out
     version = doc.get("version")
     out["version"] = version if isinstance(version, str) else None
-    if not (isinstance(version, str) and _KNOWN_VERSIONS.match(version)):
+    if not (isinstance(version, str) and re.match(_KNOWN_VERSIONS, version)):
         out["problem"] = (
             f"Flight Recorder dump version {version!r} is not one flightlog knows (2.x); entries read as 2.x"
         )
@@ -272,10 +277,9 @@ def flight_recorder_evidence(rank: int | None) -> tuple[dict[str, Any] | None, s
 
 # ── faulthandler's text ─────────────────────────────────────────────────────────────────────────
 
-_THREAD = re.compile(
-    r"^(Current thread|Thread) (0x[0-9a-fA-F]+|\d+)(?: \[(?P<name>[^\]]*)\])? \(most recent call first\):"
-)
-_FRAME = re.compile(r'^\s+File "(?P<file>.*)", line (?P<line>\d+|\?\?\?) in (?P<function>.*)$')
+# compiled where used (re caches them), not when a workload's bootstrap imports this module
+_THREAD = r"^(Current thread|Thread) (0x[0-9a-fA-F]+|\d+)(?: \[(?P<name>[^\]]*)\])? \(most recent call first\):"
+_FRAME = r'^\s+File "(?P<file>.*)", line (?P<line>\d+|\?\?\?) in (?P<function>.*)$'
 
 
 def parse_faulthandler(text: str) -> list[list[dict[str, Any]]]:
@@ -286,7 +290,7 @@ def parse_faulthandler(text: str) -> list[list[dict[str, Any]]]:
     current: list[dict[str, Any]] | None = None
     thread: dict[str, Any] | None = None
     for line in text.splitlines():
-        head = _THREAD.match(line)
+        head = re.match(_THREAD, line)
         if head:
             # a dump starts at its first thread: faulthandler prints the current thread first or
             # last depending on the version, so a new dump is a thread id seen again
@@ -301,7 +305,7 @@ def parse_faulthandler(text: str) -> list[list[dict[str, Any]]]:
             }
             current.append(thread)
             continue
-        frame = _FRAME.match(line)
+        frame = re.match(_FRAME, line)
         if frame and thread is not None:
             number = frame.group("line")
             lineno = int(number) if number.isdigit() else 0

@@ -22,17 +22,14 @@ Standard library only (see ``agent/__init__.py``).
 from __future__ import annotations
 
 import os
-import socket
-import statistics
 import sys
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
 from .groups import GroupTimeouts
-from .settings import HangSettings, rank_env, say
+from .settings import HangSettings, hostname, rank_env, say
 from .stacks import (
     collective_progress,
     flight_recorder_evidence,
@@ -43,7 +40,10 @@ from .stacks import (
 
 __all__ = ["RankWatch", "current_watch", "process_identity", "stalled_text"]
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing into a workload at start-up
 if TYPE_CHECKING:  # only for the checker: no subscripted ABC at run time on a workload's older Python
+    from typing import Any
+
     #: (kind, name, data, raw text to keep as an artifact or None) → None
     Deliver = Callable[[str, str, dict[str, Any], str | None], None]
 _GAPS = 32  # gaps between signs of progress kept to judge the usual one
@@ -51,6 +51,12 @@ _SAMPLE_ENTRIES = 256  # collective entry times kept per sample
 
 _current: RankWatch | None = None
 _current_lock = threading.Lock()
+
+
+def _median(values: Any) -> float:
+    import statistics  # here: the bootstrap imports this module at a workload's start-up, and statistics is heavy
+
+    return statistics.median(values)
 
 
 def current_watch() -> RankWatch | None:
@@ -62,10 +68,7 @@ def process_identity() -> dict[str, Any]:
     """This process as a rank: torch's own answer once the process group exists, else the launcher's environment."""
     ident: dict[str, Any] = dict(rank_env())
     ident["pid"] = os.getpid()
-    try:
-        ident["host"] = socket.gethostname()
-    except Exception:
-        ident["host"] = None
+    ident["host"] = hostname()
     dist = sys.modules.get("torch.distributed")
     if dist is not None:
         try:
@@ -213,7 +216,7 @@ class RankWatch:
 
     def threshold(self) -> float | None:
         """Seconds without progress that count as stalled now (None: not judged yet)."""
-        usual = statistics.median(self._gaps) if self._gaps else None
+        usual = _median(self._gaps) if self._gaps else None
         return self.settings.threshold(usual, self._longest, self._ranked(), self.group_timeout())
 
     def group_timeout(self) -> float | None:
@@ -267,7 +270,7 @@ class RankWatch:
         self.stalled_since = since
         self.stalls += 1
         self._dumps = 0
-        usual = statistics.median(self._gaps) if self._gaps else None
+        usual = _median(self._gaps) if self._gaps else None
         timeout = self.group_timeout()
         ident = self._identity()
         record = {

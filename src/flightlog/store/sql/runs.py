@@ -22,13 +22,15 @@ from flightlog.store.sql.rows import RUN_COLUMNS, metric_summary, run_row
 
 __all__ = ["SqlRuns"]
 
+_RUN_REF = re.compile(r"[0-9A-Za-z_.-]+")  # compiled at import: a forked runner resolves its run with it
+
 
 class SqlRuns(SqlCore):
     def resolve(self, ref: str, project: str | None = None) -> str:
         """A run id or unique prefix; with ``project``, among that project's runs only (a run
         of another project is then not found, exactly as one that does not exist)."""
         ref = ref.strip()
-        if not ref or not re.fullmatch(r"[0-9A-Za-z_.-]+", ref):
+        if not ref or not _RUN_REF.fullmatch(ref):
             raise InvalidInput(f"{ref!r} is not a run id: use an id or a unique prefix (hex characters)")
         where, args = self.dialect.prefix("id", ref)
         if project is not None:
