@@ -346,10 +346,13 @@ _QUIET_LEVEL = re.compile(
 _WARNING = re.compile(
     r"\b(?:\w+Warning|WARNING|(?<!NCCL )WARN|Warning)\b|: W [\w/]+\.(?:cc|cpp|h):\d+\](?! OP_REQUIRES failed)|^W\d{4} "
 )
-#: a line about trouble that went away or is being handled
+#: a line about trouble that went away or is being handled (including a line that says the
+#: program carries on without the thing it did not find: "… not found - running with reduced
+#: feature set", "continuing without …")
 _RECOVERED = re.compile(
     r"\bretrying\b|\bwill retry\b|\bretry(?:ing)? in \d|\bentering retry loop\b|\battempt \d+ (?:of|/) \d+|\bresolved\b|\bresuming\b"
-    r"|\bsucceeded\b|\bsuccessfully\b|\brecovered\b|\bfalling back\b|\bfell back\b|\bignor(?:ed|ing)\b",
+    r"|\bsucceeded\b|\bsuccessfully\b|\brecovered\b|\bfalling back\b|\bfell back\b|\bignor(?:ed|ing)\b"
+    r"|\b(?:running|continuing|proceeding) with (?:a )?(?:reduced|limited)\b|\b(?:continuing|proceeding) without\b",
     re.I,
 )
 
