@@ -2,8 +2,9 @@
 side of the corpus: ``python -m tests.diagnose.corpus.train [--check]``.
 
 What it learns from (never from heldout.yaml):
-- every failure of ``dev.yaml``, replayed as the fast classifier sees it (:mod:`.replay`): one
-  row per candidate category the rules found, labelled 1 for the expected category;
+- every failure of ``dev.yaml``, replayed as the fast classifier sees it (:mod:`.replay`: the
+  message split into log events by the run's own capture): one row per candidate category the
+  rules found, labelled 1 for the expected category;
 - every benign line of ``dev.yaml`` as the only line of a process that exited 1, and again of
   one that exited 0: no candidate is right;
 - every third dev failure followed by more output and an exit 0 (a handled error in a healthy
@@ -38,7 +39,7 @@ from flightlog.diagnose.classify import read_process
 from flightlog.diagnose.ranker import MODEL_PATH, NONE, candidate_features
 from flightlog.diagnose.structure import FailureRead
 from tests.diagnose.corpus.load import HERE, load_set, repository
-from tests.diagnose.corpus.replay import replay, replay_benign
+from tests.diagnose.corpus.replay import events, replay, replay_benign
 
 __all__ = ["Example", "examples", "fit", "corpus_digest", "scenarios", "main"]
 
@@ -197,7 +198,13 @@ def examples() -> list[Example]:
         out.append(Example(replay(entry), entry["expected"], repository(entry["source"]) or entry["source"]))
     for index, entry in enumerate(dev["failures"]):
         if index % 3 == 0:
-            lines = ["starting", entry["message"], "retrying with the fallback", *_PROGRESS[:6], "training complete"]
+            lines = [
+                "starting",
+                *events(entry["message"]),
+                "retrying with the fallback",
+                *_PROGRESS[:6],
+                "training complete",
+            ]
             out.append(
                 Example(
                     read_process(
