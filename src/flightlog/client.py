@@ -2,8 +2,10 @@
 
 The one public reading surface. It reads through a :class:`~flightlog.store.base.StoreReader`
 (the embedded SQLite store, PostgreSQL, or a server over HTTP with ``FLIGHTLOG_URL``: the same
-methods, the same results) and returns ``models.py`` objects; the CLI, diagnosis and alerts
-all go through it, and :meth:`Client.over` wraps a store already open (the server's). Its read
+methods, the same results) and returns ``models.py`` objects; the CLI, diagnosis, alerts and
+every API module of the server go through it (:meth:`Client.over` wraps a store already open,
+the server's: ``ctx.client``). A run's lineage is computed once, here (:meth:`Client.lineage`,
+which the server's ``/runs/{run}/lineage`` answers with too). Its read
 methods never write: reconciling the store with this host's journals (dead owners' runs
 ``crashed``) is one explicit call, :meth:`Client.reconcile`, made when a Client opens.
 """
@@ -11,7 +13,7 @@ methods never write: reconciling the store with this host's journals (dead owner
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -85,6 +87,18 @@ class Client:
         client = cls.__new__(cls)
         client._open(settings, store)
         return client
+
+    @classmethod
+    def over(cls, store: Store, *, home: str | os.PathLike[str] | None = None) -> Client:
+        """A Client over a store already open (the server's, for every API module): the same
+        methods, over that store, without reconciling this host's journals (the server does
+        not: the journals live on the writers' machines); :meth:`close` leaves the store open,
+        and so does dropping the Client. ``home``: where the team's runbook and caches live
+        (FLIGHTLOG_HOME's place; by default the one the environment names). Costs a read of the
+        environment, no store or file access: a server makes one and keeps it
+        (``AppState.client``)."""
+        settings = Settings.from_env(home=home) if home is not None else Settings.from_env()
+        return cls.for_lookups(settings, store)
 
     def _open(self, settings: Settings, store: Store | None = None) -> None:
         self.settings = settings
@@ -312,12 +326,21 @@ class Client:
         self._write(run_id, "artifact", **record)
         return record
 
-    def lineage(self, run: RunRef) -> dict[str, Any]:
-        """Inputs with the runs that produced them; outputs with the runs that used them."""
+    def lineage(self, run: RunRef, *, visible: Callable[[list[str]], list[str]] | None = None) -> dict[str, Any]:
+        """Inputs with the runs that produced them; outputs with the runs that used them (by
+        content digest); the run's parent and children. Computed here only: the server's
+        ``/runs/{run}/lineage`` answers with this too.
+
+        ``visible``: of some run ids, those the reader may name (a server's token of one project
+        sees its project's runs only); by default every one."""
         info = self.run(run)
+        keep = visible or (lambda ids: ids)
         arts = self.store.artifacts(info.id)
         digests = sorted({a.sha256 for a in arts if a.sha256})
         related = [a for a in self.store.artifacts_by_digest(digests) if a.run_id != info.id]
+        if visible is not None:
+            allowed = set(keep(sorted({a.run_id for a in related})))
+            related = [a for a in related if a.run_id in allowed]
 
         def linked(a: Artifact, role: str) -> list[str]:
             return sorted({r.run_id for r in related if r.sha256 == a.sha256 and r.role == role})
@@ -325,7 +348,7 @@ class Client:
         return {
             "run": info.id,
             "parent": info.parent_id,
-            "children": self.store.children(info.id),
+            "children": keep(self.store.children(info.id)),
             "inputs": [
                 {"artifact": a.to_dict(), "produced_by": linked(a, "output")} for a in arts if a.role == "input"
             ],

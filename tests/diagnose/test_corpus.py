@@ -101,16 +101,22 @@ def test_score_command_prints_both_sets() -> None:
     """``python -m tests.diagnose.corpus.score`` is the command of the corpus README."""
     root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root / "src"), str(root)])}
-    command = [sys.executable, "-m", "tests.diagnose.corpus.score"]
-    text = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, check=True).stdout
+
+    def score(*args: str) -> str:
+        return subprocess.run(
+            [sys.executable, "-m", "tests.diagnose.corpus.score", *args],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+
+    text = score()
     assert re.search(r"== dev \(message level\): \d+ failures", text)
     assert re.search(r"== heldout \(message level\): \d+ failures", text)
     assert "top-1 at confidence >= 0.5" in text and "confusion" in text and "calibration" in text
-    data = json.loads(
-        subprocess.run(
-            [*command, "--format", "json"], cwd=root, env=env, capture_output=True, text=True, check=True
-        ).stdout
-    )
+    data = json.loads(score("--format", "json"))
     assert set(data) == {"dev", "heldout"} and data["heldout"]["failures"] == len(HELDOUT["failures"])
 
 

@@ -1,4 +1,5 @@
-"""The engine reads through any Reader: the Client, or a store (the server's path)."""
+"""The engine reads through the one read facade: the Client opened from settings, or a Client
+over a store already open (the server's path, ``Client.over``)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import pytest
 
 from flightlog.client import Client
 from flightlog.diagnose.engine import diagnose_run
-from flightlog.diagnose.reader import StoreReader
 from flightlog.store.registry import open_store
 from tests.helpers import run_script
 
@@ -30,7 +30,7 @@ def test_store_reader_gives_the_client_report(home: Path) -> None:
         via_client = c.diagnose(run.id)
         store = open_store(c.settings.store_uri)
         try:
-            via_store = diagnose_run(StoreReader(store, home), run.id)
+            via_store = diagnose_run(Client.over(store, home=home), run.id)
         finally:
             store.close()
     assert via_store == via_client

@@ -31,11 +31,11 @@ def _setup(live: RunningServer, token: Callable[..., str], tmp_path: Any) -> htt
     return httpx.Client(base_url=live.url + "/api/v1", headers=auth(token("writer", "a")), timeout=30)
 
 
-def _ingest_artifact(client: httpx.Client, path: str) -> dict[str, Any]:
+def _ingest_artifact(client: httpx.Client, path: str, role: str = "output") -> dict[str, Any]:
     """An artifact record of run A naming the digest, posted as it is (no upload first, as an attacker would)."""
     record = Writer(RUN_A, writer=f"attacker-{path}").record(
         "artifact",
-        role="output",
+        role=role,
         kind="file",
         path=path,
         source=None,
@@ -88,3 +88,30 @@ def test_unscoped_tokens_and_the_sdk_flow_are_unchanged(
     ):
         assert w.head(f"/blobs/sha256/{DIGEST}").status_code == 200
         assert w.put(f"/blobs/sha256/{DIGEST}", content=b"").status_code == 200  # already there: nothing to send
+
+
+def test_a_scoped_token_s_lineage_names_no_run_of_another_project(
+    live: RunningServer, token: Callable[..., str], tmp_path: Any
+) -> None:
+    """Run A reads the content that run B (project b) wrote: A's lineage, and the lineage of a
+    model version registered from A, name B's run to an admin only, never to a token of A."""
+    with _setup(live, token, tmp_path) as a:
+        assert a.put(f"/blobs/sha256/{DIGEST}", content=SECRET).status_code == 200  # A holds the content too
+        assert _ingest_artifact(a, "weights.bin", role="input")["applied"] == 1
+        assert a.put(f"/runs/{RUN_A}/artifacts/model.pkl", content=b"a model").status_code == 201
+        created = a.post("/models/churn/versions", json={"run": RUN_A, "path": "model.pkl"})
+        assert created.status_code == 201, created.text
+        as_a = {
+            "run": a.get(f"/runs/{RUN_A}/lineage").json()["inputs"],
+            "version": a.get("/models/churn/versions/1", params={"lineage": "true"}).json()["inputs"],
+        }
+    with httpx.Client(base_url=live.url + "/api/v1", headers=auth(token("admin")), timeout=30) as admin:
+        as_admin = {
+            "run": admin.get(f"/runs/{RUN_A}/lineage").json()["inputs"],
+            "version": admin.get("/models/churn/versions/1", params={"lineage": "true", "project": "a"}).json()[
+                "inputs"
+            ],
+        }
+    for where in ("run", "version"):
+        assert [i["produced_by"] for i in as_admin[where]] == [[RUN_B]], (where, as_admin)
+        assert [i["produced_by"] for i in as_a[where]] == [[]], (where, as_a)

@@ -105,23 +105,32 @@ def ranks_cmd(run: str, all_attempts: bool, stacks: bool, fmt: str) -> None:
         _print_stacks(ranks, evidence)
 
 
-def ranks_line(ranks: list[RankInfo]) -> str:
-    """The ranks in one line (``flightlog runs show``): how many, their launcher, and each state
-    with the ranks in it (counted past a few)."""
+def ranks_line(ranks: list[RankInfo], culprit: int | None = None) -> str:
+    """The ranks in one line (``flightlog runs show``): how many, their launcher, the culprit
+    first where the runner named one, then each state with the ranks in it (counted past a few).
+
+    The culprit leads because the ranks that waited for it often end the same way (a collective
+    times out, exit 1): grouped by state alone, ``ranks 0 and 1 failed`` hides which one to read.
+    """
     if not ranks:
         return "-"
     world = next((r.world_size for r in ranks if r.world_size is not None), None)
     launcher = next((r.launcher for r in ranks if r.launcher), None)
     head = f"{len(ranks)}" + (f" of {world}" if world is not None and world != len(ranks) else "")
     head += f" ({launcher})" if launcher else ""
+    parts = []
+    first = next((r for r in ranks if r.rank == culprit), None) if culprit is not None else None
+    if first is not None:
+        how = _exit_words(first)
+        parts.append(f"rank {first.rank} {first.state}" + (f" ({how})" if how else "") + ", the culprit")
     by_state: dict[str, list[RankInfo]] = {}
     for r in ranks:
-        by_state.setdefault(r.state, []).append(r)
-    parts = []
+        if r is not first:
+            by_state.setdefault(r.state, []).append(r)
     for state in ("failed", "lost", "hung", "killed", "stopped", "running", "succeeded"):
         members = by_state.pop(state, [])
         if members:
-            parts.append(_state_part(state, members, everyone=len(members) == len(ranks)))
+            parts.append(_state_part(state, members, everyone=first is None and len(members) == len(ranks)))
     parts.extend(_state_part(state, members, everyone=False) for state, members in by_state.items())
     return f"{head}: " + "; ".join(parts)
 

@@ -201,7 +201,10 @@ def _print_run(
         *_serving_facts(info),
     ]
     if ranks:  # a distributed run: its ranks at a glance, the table one command away
-        facts.append(("ranks", f"{ranks_line(ranks)} (flightlog ranks {info.id[:12]})"))
+        culprit = (info.failure or {}).get("culprit")
+        culprit_rank = culprit.get("rank") if isinstance(culprit, dict) else None
+        line = ranks_line(ranks, culprit_rank if isinstance(culprit_rank, int) else None)
+        facts.append(("ranks", f"{line} (flightlog ranks {info.id[:12]})"))
     git = context.get("git") or {}
     if git:
         facts.append(("commit", f"{str(git.get('commit') or '')[:12]}{' (dirty)' if git.get('dirty') else ''}"))

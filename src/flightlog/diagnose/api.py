@@ -3,14 +3,13 @@
 
 The server lists them with its own operations (``*flightlog.diagnose.api.OPERATIONS`` in
 ``flightlog.server.routes.OPERATIONS``); the handlers run the same engine as the CLI, over
-the server's store through :class:`~flightlog.diagnose.reader.StoreReader`.
+the server's store through the one read facade, `flightlog.Client` (``ctx.client``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from flightlog.diagnose.reader import StoreReader
 from flightlog.server.context import Ctx
 from flightlog.server.operations import RUN, Operation, Param, ok
 from flightlog.server.responses import Response, json_response
@@ -21,11 +20,6 @@ _REPORT = {"type": "object", "required": ["run", "status", "kind", "findings", "
 _BASELINE = Param("baseline", "query", {"type": "string", "maxLength": 64}, "A baseline run (id or unique prefix).")
 
 
-def _reader(ctx: Ctx) -> StoreReader:
-    home = getattr(ctx.state.config, "home", None)
-    return StoreReader(ctx.store, home)
-
-
 async def get_diagnosis(ctx: Ctx) -> Response:
     from flightlog.diagnose.engine import diagnose_run
 
@@ -34,7 +28,7 @@ async def get_diagnosis(ctx: Ctx) -> Response:
     if baseline is not None:
         await ctx.run(baseline)  # the baseline's project must be visible too
     auto = ctx.query.flag("auto_baseline", default=True)
-    report: dict[str, Any] = await ctx.call(diagnose_run, _reader(ctx), info.id, baseline, auto_baseline=auto)
+    report: dict[str, Any] = await ctx.call(diagnose_run, ctx.client, info.id, baseline, auto_baseline=auto)
     return json_response(report)
 
 
@@ -44,16 +38,16 @@ async def get_comparison(ctx: Ctx) -> Response:
     info = await ctx.run()
     baseline = ctx.query.text("baseline", max_len=64)
     if baseline is None:  # the baseline a diagnosis would choose (404 with the reason when none)
-        return json_response(await ctx.call(compare_runs, _reader(ctx), info.id, None))
+        return json_response(await ctx.call(compare_runs, ctx.client, info.id, None))
     base = await ctx.run(baseline)
-    return json_response(await ctx.call(compare_runs, _reader(ctx), info.id, base.id))
+    return json_response(await ctx.call(compare_runs, ctx.client, info.id, base.id))
 
 
 async def get_baseline(ctx: Ctx) -> Response:
     from flightlog.diagnose.selection import baseline_for  # on use: the server imports this module at start
 
     info = await ctx.run()
-    choice = await ctx.call(baseline_for, _reader(ctx), info)
+    choice = await ctx.call(baseline_for, ctx.client, info)
     return json_response(choice.to_dict())
 
 
@@ -61,7 +55,7 @@ async def get_rightsizing(ctx: Ctx) -> Response:
     from flightlog.diagnose.rightsize import rightsize
 
     info = await ctx.run()
-    return json_response(await ctx.call(rightsize, _reader(ctx), info))
+    return json_response(await ctx.call(rightsize, ctx.client, info))
 
 
 OPERATIONS: list[Operation] = [

@@ -70,9 +70,9 @@ def work_of(client: Reader, info: RunInfo) -> Work:
     if info.parent_id is not None:
         return Work(None, info.name)
     # only the two records the script is read from: a run's evidence can be large (manifests)
-    configs = [e for e in client.evidence(info.id, "runner", "config") if isinstance(e.get("data"), dict)]
+    configs = [e for e in client.evidence(info, "runner", "config") if isinstance(e.get("data"), dict)]
     try:
-        context = client.context(info.id)
+        context = client.context(info)
     except Exception:  # context is optional evidence
         context = {}
     return Work(script_path(configs[-1]["data"] if configs else {}, context or {}))

@@ -66,19 +66,22 @@ class RunEvidence:
     def id(self) -> str:
         return self.info.id
 
+    # the reads below name the run by its RunInfo, not its id: a Client then asks the store
+    # straight away instead of resolving the id first (one query per read saved)
+
     @cached_property
     def errors(self) -> list[LogEvent]:
         """The last error-level (and worse) events."""
-        return self.client.logs(self.id, level="error", limit=_ERRORS, tail=True)
+        return self.client.logs(self.info, level="error", limit=_ERRORS, tail=True)
 
     @cached_property
     def warnings(self) -> list[LogEvent]:
-        return [e for e in self.client.logs(self.id, level="warning", limit=_ERRORS, tail=True) if e.level < ERROR]
+        return [e for e in self.client.logs(self.info, level="warning", limit=_ERRORS, tail=True) if e.level < ERROR]
 
     @cached_property
     def tail(self) -> list[LogEvent]:
         """The last events of any level."""
-        return self.client.logs(self.id, limit=_TAIL, tail=True)
+        return self.client.logs(self.info, limit=_TAIL, tail=True)
 
     @cached_property
     def recent(self) -> list[LogEvent]:
@@ -89,20 +92,20 @@ class RunEvidence:
         return sorted(seen.values(), key=lambda e: e.time)
 
     def grep(self, pattern: str, limit: int = 20) -> list[LogEvent]:
-        return self.client.logs(self.id, grep=pattern, limit=limit)
+        return self.client.logs(self.info, grep=pattern, limit=limit)
 
     @cached_property
     def stages(self) -> list[StageSummary]:
-        return self.client.stages(self.id)
+        return self.client.stages(self.info)
 
     @cached_property
     def resources(self) -> list[dict[str, Any]]:
-        samples = self.client.resources(self.id)
+        samples = self.client.resources(self.info)
         return sorted(samples, key=lambda s: s.get("time") or 0.0)
 
     @cached_property
     def evidence(self) -> list[dict[str, Any]]:
-        return self.client.evidence(self.id)
+        return self.client.evidence(self.info)
 
     def evidence_of(self, kind: str) -> list[dict[str, Any]]:
         return [e for e in self.evidence if e.get("kind") == kind]
@@ -119,17 +122,17 @@ class RunEvidence:
     @cached_property
     def context(self) -> dict[str, Any]:
         try:
-            return self.client.context(self.id)
+            return self.client.context(self.info)
         except Exception:  # context is optional evidence
             return {}
 
     @cached_property
     def artifacts(self) -> list[Any]:
-        return self.client.artifacts(self.id)
+        return self.client.artifacts(self.info)
 
     def history(self, name: str) -> MetricHistory:
         if name not in self._histories:
-            self._histories[name] = self.client.metric_history(self.id, name)
+            self._histories[name] = self.client.metric_history(self.info, name)
         return self._histories[name]
 
     # ── facts derived from the run ──────────────────────────────────────────

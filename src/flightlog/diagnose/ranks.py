@@ -192,7 +192,7 @@ def _rank_rows(ev: RunEvidence, facts: Any) -> None:
     if read is None:
         return
     try:
-        rows = read(ev.id)
+        rows = read(ev.info)
     except Exception:
         return
     for row in rows or []:

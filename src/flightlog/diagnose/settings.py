@@ -96,7 +96,7 @@ def _merged(
 
 
 def thresholds_for(reader: Any, project: str | None, cwd: str | os.PathLike[str] | None = None) -> Thresholds:
-    """:func:`load_thresholds` with the home a reader (a Client, the server's StoreReader) uses."""
+    """:func:`load_thresholds` with the home a reader (a Client, over a store or a server) uses."""
     from flightlog.diagnose.reader import reader_home
 
     return load_thresholds(project, reader_home(reader), cwd)

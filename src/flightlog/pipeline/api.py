@@ -3,7 +3,6 @@ pipeline tab draws), declared as a server operation like the diagnosis endpoints
 
 from __future__ import annotations
 
-from flightlog.diagnose.reader import StoreReader
 from flightlog.server.context import Ctx
 from flightlog.server.operations import RUN, Operation, ok
 from flightlog.server.responses import Response, json_response
@@ -26,8 +25,7 @@ async def get_pipeline(ctx: Ctx) -> Response:
     from flightlog.pipeline.state import load_view
 
     info = await ctx.run()
-    reader = StoreReader(ctx.store, getattr(ctx.state.config, "home", None))
-    view = await ctx.call(load_view, reader, info.id)
+    view = await ctx.call(load_view, ctx.client, info.id)
     return json_response(view.to_dict())
 
 

@@ -138,7 +138,7 @@ def _step_view(state: StepState, needs: list[str]) -> dict[str, Any]:
 
 def load_view(client: Any, ref: str) -> PipelineView:
     run = client.run(ref)
-    definition = client.evidence(run.id, EVIDENCE_KIND, "definition")
+    definition = client.evidence(run, EVIDENCE_KIND, "definition")
     if not definition:
         hint = (
             f"it is a step of pipeline run {run.parent_id[:12]}: flightlog pipeline show {run.parent_id[:12]}"
@@ -149,7 +149,7 @@ def load_view(client: Any, ref: str) -> PipelineView:
     data = definition[-1]["data"]
     spec = PipelineSpec.from_dict(data["spec"])
     steps = {s.name: StepState(s.name, kind=s.kind) for s in spec.steps}
-    for item in client.evidence(run.id, EVIDENCE_KIND):
+    for item in client.evidence(run, EVIDENCE_KIND):
         name = str(item.get("name") or "")
         if name.startswith("step:") and name[5:] in steps:
             steps[name[5:]] = StepState.from_dict(item["data"])

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from flightlog.client import Client
-from flightlog.config import Settings
 from flightlog.errors import InvalidInput
 from flightlog.registry.service import LocalRegistry
 from flightlog.registry.stores import sql_store_of
@@ -43,14 +41,17 @@ def _actor(ctx: Ctx) -> str | None:
 def request_registry(ctx: Ctx) -> LocalRegistry:
     """The registry as this request may use it: the server's store, the token's project and role,
     the token's name as the actor (the MLflow protocol's registry routes use it too)."""
-    home = getattr(ctx.state.config, "home", None)
-    settings = Settings.from_env(home=home) if home is not None else Settings.from_env()
-    client = Client.for_lookups(settings, store=ctx.store)
+    client = ctx.client
     store = sql_store_of(ctx.store)
     if store is None:
         raise InvalidInput("this server's store keeps no model registry")
     return LocalRegistry(
-        client, store, actor=_actor(ctx), admin=ctx.principal.role == "admin", scope=ctx.principal.project
+        client,
+        store,
+        actor=_actor(ctx),
+        admin=ctx.principal.role == "admin",
+        scope=ctx.principal.project,
+        visible=ctx.visible(),
     )
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import getpass
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from flightlog.errors import Conflict, Forbidden, InvalidInput, NotFound
@@ -67,7 +67,8 @@ class LocalRegistry:
 
     ``actor`` is who changes things (the local user by default; a server passes its token's
     name); ``admin`` whether they may move protected aliases (always locally; an admin token
-    on a server); ``scope`` the one project a token is limited to."""
+    on a server); ``scope`` the one project a token is limited to, and ``visible`` which run ids
+    it may name (``Ctx.visible``: a lineage keeps to them)."""
 
     def __init__(
         self,
@@ -77,12 +78,14 @@ class LocalRegistry:
         actor: str | None = None,
         admin: bool = True,
         scope: str | None = None,
+        visible: Callable[[list[str]], list[str]] | None = None,
     ) -> None:
         self.client = client
         self.store = store
         self.actor = actor if actor is not None else _local_user()
         self.admin = admin
         self.scope = scope
+        self.visible = visible
 
     # ── which project ──────────────────────────────────────────────────────
     def project_of(self, name: str, project: str | None = None) -> str:
@@ -167,7 +170,8 @@ class LocalRegistry:
         """Data snapshot → run → version in one answer: the version, its run, the run's inputs
         (each with the runs that produced it) and the input manifests it logged."""
         mv = self.resolve(ref, project)
-        lineage = self.client.lineage(mv.run_id)
+        # a token of one project names no run of another (a run there may share an input's digest)
+        lineage = self.client.lineage(mv.run_id, visible=self.visible)
         manifests = [
             {"name": e.get("name"), "data": e.get("data")} for e in self.client.evidence(mv.run_id, "manifest")
         ]

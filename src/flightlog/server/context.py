@@ -15,6 +15,7 @@ import anyio.to_thread
 import msgspec
 from starlette.requests import Request
 
+from flightlog.client import Client
 from flightlog.errors import Forbidden, InvalidInput
 from flightlog.models import RunInfo
 from flightlog.server.auth import Principal
@@ -46,6 +47,18 @@ class AppState:
     metrics: Metrics
     draining: threading.Event = field(default_factory=threading.Event)
     ingest_queue: IngestQueue | None = None  # made on the first ingest (server/ingestqueue.py)
+    _client: Client | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def client(self) -> Client:
+        """`flightlog.Client` over this server's store (``Client.over``): the one read facade of
+        every API module. Made on first use and kept: it holds nothing of a request (the store,
+        the settings of ``config.home``), neither reconciles journals nor closes the store, so a
+        request pays an attribute read for it, never a settings load or a file access."""
+        client = self._client
+        if client is None or client.store is not self.store:  # two first requests may both make one: either serves
+            client = self._client = Client.over(self.store, home=self.config.home)
+        return client
 
     def ingester(self) -> IngestQueue:
         if self.ingest_queue is None:
@@ -62,6 +75,29 @@ class Ctx:
     @property
     def store(self) -> ServerStore:
         return self.state.store
+
+    @property
+    def client(self) -> Client:
+        """`flightlog.Client` over the server's store, the one read facade of every API module
+        (the server's one, ``AppState.client``: nothing is opened or read per request)."""
+        return self.state.client
+
+    def visible(self) -> Callable[[list[str]], list[str]] | None:
+        """Of some run ids, those this principal may name (a token of one project: its project's,
+        one indexed lookup of their projects); None when it may name every run. Blocking: call it
+        off the event loop (``ctx.call``), as ``Client.lineage(visible=...)`` does."""
+        project = self.principal.project
+        if project is None:
+            return None
+        store = self.store
+
+        def visible(run_ids: list[str]) -> list[str]:
+            if not run_ids:
+                return run_ids
+            projects = store.run_projects(run_ids)
+            return [r for r in run_ids if projects.get(r) == project]
+
+        return visible
 
     @property
     def query(self) -> Query:

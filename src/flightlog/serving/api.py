@@ -14,7 +14,6 @@ from __future__ import annotations
 from typing import Any
 
 from flightlog.client import Client
-from flightlog.config import Settings
 from flightlog.errors import InvalidInput, NotFound
 from flightlog.names import check_name_text
 from flightlog.registry.service import LocalRegistry
@@ -32,17 +31,11 @@ from flightlog.timefmt import iso, parse_time
 __all__ = ["OPERATIONS"]
 
 
-def _client(ctx: Ctx) -> Client:
-    home = getattr(ctx.state.config, "home", None)
-    settings = Settings.from_env(home=home) if home is not None else Settings.from_env()
-    return Client.for_lookups(settings, store=ctx.store)
-
-
 def _registry(ctx: Ctx, client: Client) -> LocalRegistry:
     store = sql_store_of(ctx.store)
     if store is None:
         raise InvalidInput("this server's store keeps no model registry (so no deployments)")
-    return LocalRegistry(client, store, admin=False, scope=ctx.principal.project)
+    return LocalRegistry(client, store, admin=False, scope=ctx.principal.project, visible=ctx.visible())
 
 
 def _since(ctx: Ctx) -> float | None:
@@ -74,7 +67,7 @@ async def get_aggregates(ctx: Ctx) -> Response:
     endpoint, env, since, project = ctx.path("endpoint"), ctx.query.text("env", max_len=128), _since(ctx), _scope(ctx)
 
     def read() -> dict[str, Any]:
-        client = _client(ctx)
+        client = ctx.client
         _served(client, endpoint, project, env)
         rows = aggregates(client, endpoint, since, project=project, env=env)
         return {"endpoint": endpoint, "env": env, "aggregates": [{**r, "time": iso(r["minute"] * 60.0)} for r in rows]}
@@ -86,7 +79,7 @@ async def get_versions(ctx: Ctx) -> Response:
     endpoint, env, since, project = ctx.path("endpoint"), ctx.query.text("env", max_len=128), _since(ctx), _scope(ctx)
 
     def read() -> dict[str, Any]:
-        client = _client(ctx)
+        client = ctx.client
         _served(client, endpoint, project, env)
         rows = aggregates(client, endpoint, since, project=project, env=env)
         return {
@@ -104,7 +97,7 @@ async def get_drift(ctx: Ctx) -> Response:
     version = ctx.query.text("version", max_len=64)
 
     def read() -> dict[str, Any]:
-        client = _client(ctx)
+        client = ctx.client
         _served(client, endpoint, project, env)
         return endpoint_drift(client, endpoint, env=env, since=since, version=version, project=project)
 
@@ -116,7 +109,7 @@ async def get_predictions(ctx: Ctx) -> Response:
     limit = ctx.query.count("limit", default=1000, max=100_000)
 
     def read() -> dict[str, Any]:
-        client = _client(ctx)
+        client = ctx.client
         _served(client, endpoint, project, env)
         rows = predictions(client, endpoint, since, project=project, env=env, limit=limit or None)
         return {"endpoint": endpoint, "env": env, "predictions": [_times(r, "time", "labeled_at") for r in rows]}
@@ -128,7 +121,7 @@ async def get_replicas(ctx: Ctx) -> Response:
     endpoint, env, project = ctx.path("endpoint"), ctx.query.text("env", max_len=128), _scope(ctx)
 
     def read() -> dict[str, Any]:
-        client = _client(ctx)
+        client = ctx.client
         _served(client, endpoint, project, env)
         rows = replicas(client, endpoint, project=project, env=env)
         return {
@@ -144,7 +137,7 @@ async def get_timeline(ctx: Ctx) -> Response:
     endpoint, env, since, project = ctx.path("endpoint"), ctx.query.text("env", max_len=128), _since(ctx), _scope(ctx)
 
     def read() -> dict[str, Any]:
-        client = _client(ctx)
+        client = ctx.client
         return timeline(client, _registry(ctx, client), endpoint, env, since=since, project=project)
 
     return json_response(await ctx.call(read))
@@ -184,7 +177,7 @@ async def get_diagnosis(ctx: Ctx) -> Response:
     env = ctx.query.text("env", max_len=128)
     since = ctx.query.text("since", max_len=64) or DEFAULT_SINCE
     project = forbid_other_project(ctx.principal, ctx.query.text("project", max_len=200))
-    report = await ctx.call(lambda: diagnose_deployment(_client(ctx), endpoint, env=env, since=since, project=project))
+    report = await ctx.call(lambda: diagnose_deployment(ctx.client, endpoint, env=env, since=since, project=project))
     return json_response(report)
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 from typing import Any
 
 from flightlog.client import Client
-from flightlog.config import Settings
 from flightlog.diagnose.engine import diagnose_run, service_stop
 from flightlog.errors import FlightlogError
 from flightlog.models import SERVING_KIND
@@ -36,24 +35,14 @@ def _own_traffic(client: Any, run: Any) -> list[dict[str, Any]]:
     return [s.to_dict() for s in version_stats(rows)]
 
 
-def _full_client(reader: Any) -> Any:
-    """A `Client` over the reader's store: the serving readers ask for log components and the
-    registry, which the diagnosis API's plain store reader does not offer."""
-    if isinstance(reader, Client):
-        return reader
-    home = getattr(reader, "home", None)
-    settings = Settings.from_env(home=home) if home is not None else Settings.from_env()
-    return Client.for_lookups(settings, store=reader.store)
-
-
-def diagnose_replica(reader: Any, run_id: str) -> dict[str, Any] | None:
+def diagnose_replica(client: Client, run_id: str) -> dict[str, Any] | None:
     """The report of a replica's run (the engine's, with a ``serving`` section); None for any
-    other run."""
-    info = reader.run(run_id)
+    other run. ``client``: the diagnosis's reader, a `flightlog.Client` (in the server its
+    ``ctx.client``), which the serving readers ask for log components and the registry."""
+    info = client.run(run_id)
     if info.kind != SERVING_KIND:
         return None
-    report = diagnose_run(reader, info, service=True)
-    client = _full_client(reader)
+    report = diagnose_run(client, info, service=True)
     tags = info.tags or {}
     endpoint, env = tags.get("serving.endpoint"), tags.get("serving.env")
     section: dict[str, Any] = {

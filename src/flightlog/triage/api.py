@@ -16,7 +16,6 @@ import time
 import weakref
 from typing import Any
 
-from flightlog.diagnose.reader import StoreReader
 from flightlog.errors import Forbidden
 from flightlog.server.context import Ctx
 from flightlog.server.operations import RUN, Operation, Param, ok
@@ -91,8 +90,7 @@ _GOODPUT = {
 
 async def get_goodput(ctx: Ctx) -> Response:
     info = await ctx.run()
-    reader = StoreReader(ctx.store, getattr(ctx.state.config, "home", None))
-    return json_response(await ctx.call(run_goodput, reader, info))
+    return json_response(await ctx.call(run_goodput, ctx.client, info))
 
 
 OPERATIONS: list[Operation] = [

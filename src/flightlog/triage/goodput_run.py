@@ -109,7 +109,7 @@ def _window(client: Any, info: RunInfo, stages: list[StageSummary], since: float
     series = [m for m in info.metrics.values() if m.count >= STEP_SERIES_MIN]
     if series:
         name = max(series, key=lambda m: m.count).name
-        times = sorted(float(t) for t in client.metric_history(info.id, name).times.tolist() if t >= since - 1e-3)
+        times = sorted(float(t) for t in client.metric_history(info, name).times.tolist() if t >= since - 1e-3)
         if len(times) >= 2:
             # a step is logged after it ran: the first step's own spans belong to the window
             batches = [
@@ -146,8 +146,8 @@ def _gpu_idle(samples: list[dict[str, Any]], start: float, end: float) -> tuple[
 def measure_run(client: Any, info: RunInfo, *, superseded: bool = False) -> RunTime:
     """The time of ``info`` by category; ``superseded``: a pipeline ran this step again after it."""
     out = RunTime(info)
-    samples = sorted(client.resources(info.id), key=lambda s: s.get("time") or 0.0)
-    stages = client.stages(info.id)
+    samples = sorted(client.resources(info), key=lambda s: s.get("time") or 0.0)
+    stages = client.stages(info)
     starts = _attempt_starts(stages)
     first = starts[0] if starts else info.timeline.get("process_start") or info.started
     end = _end(info, samples)

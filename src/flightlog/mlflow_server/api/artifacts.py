@@ -245,7 +245,7 @@ async def write_manifest(ctx: Ctx, run: RunInfo, prefix: str, *, source: str) ->
     """Record the directory ``prefix`` of ``run`` as one artifact (kind ``model``): a manifest of
     every file under it with its digest, so a registry version made from it has one digest that
     covers the whole model. Returns the artifact; NotFound when the directory holds nothing."""
-    arts = _under(live_artifacts(await ctx.call(ctx.store.artifacts, run.id)), prefix)
+    arts = _under(live_artifacts(await ctx.call(ctx.client.artifacts, run)), prefix)
     files = [
         {"path": p[len(prefix) + 1 :], "sha256": a.sha256, "size": a.size}
         for p, a in sorted(arts.items())
@@ -257,7 +257,7 @@ async def write_manifest(ctx: Ctx, run: RunInfo, prefix: str, *, source: str) ->
     data = json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
     sha, size = await store_bytes(ctx, data)
     await record_artifact(ctx, run, prefix, sha, size, kind=MANIFEST, meta={"files": len(files), "source": source})
-    for a in await ctx.call(ctx.store.artifacts, run.id):
+    for a in await ctx.call(ctx.client.artifacts, run):
         if a.path == prefix and a.sha256 == sha:
             return a
     raise NotFound(f"the manifest of {prefix!r} was not recorded")
@@ -337,7 +337,7 @@ async def upload(ctx: Ctx) -> Response:
 
 async def download(ctx: Ctx) -> Response:
     target = await resolve_target(ctx, ctx.path("artifact_path"))
-    arts = live_artifacts(await ctx.call(ctx.store.artifacts, target.run.id))
+    arts = live_artifacts(await ctx.call(ctx.client.artifacts, target.run))
     art = arts.get(target.path())
     if art is None or (art.kind == MANIFEST and _under(arts, art.path)):
         raise not_found(f"Artifact {target.rest!r} does not exist (run {target.run.id}).")
@@ -353,7 +353,7 @@ async def list_files(ctx: Ctx) -> Response:
     if len(_segments(path)) < 3:
         return json_response({})  # above any run: nothing to list (MLflow's clients never ask)
     target = await resolve_target(ctx, path)
-    arts = live_artifacts(await ctx.call(ctx.store.artifacts, target.run.id))
+    arts = live_artifacts(await ctx.call(ctx.client.artifacts, target.run))
     base = target.path()
     if base in arts and not _under(arts, base):
         a = arts[base]
@@ -378,7 +378,7 @@ def _file(path: str, is_dir: bool, size: int | None) -> dict[str, Any]:
 
 async def delete(ctx: Ctx) -> Response:
     target = await resolve_target(ctx, ctx.path("artifact_path"))
-    arts = live_artifacts(await ctx.call(ctx.store.artifacts, target.run.id))
+    arts = live_artifacts(await ctx.call(ctx.client.artifacts, target.run))
     base = target.path()
     doomed = sorted(p for p in arts if p == base or not base or p.startswith(base + "/"))
     for p in doomed:

@@ -18,6 +18,7 @@ import uuid
 from dataclasses import dataclass, replace
 from typing import Any
 
+from flightlog.errors import NotFound
 from flightlog.ids import new_run_id, new_writer_id
 from flightlog.mlflow_server.api.artifacts import db_of, live_artifacts, model_artifact_uri, path_param, write_manifest
 from flightlog.mlflow_server.common import Call, mlflow_operations
@@ -421,7 +422,10 @@ async def list_artifacts(call: Call) -> dict[str, Any]:
     ctx, row = call.ctx, await _model(call)
     below = (call.text("artifact_directory_path", max_len=4096) or "").strip("/")
     prefix = f"models/{row['model_id']}" + (f"/{below}" if below else "")
-    arts = live_artifacts(await ctx.call(ctx.store.artifacts, row["run_id"]))
+    try:
+        arts = live_artifacts(await ctx.call(ctx.client.artifacts, row["run_id"]))
+    except NotFound:  # its run was deleted (`flightlog runs rm`): a model with no files, as before
+        arts = {}
     children: dict[str, dict[str, Any]] = {}
     for p, a in arts.items():
         if not p.startswith(prefix + "/"):

@@ -376,7 +376,7 @@ async def create_version(call: Call) -> dict[str, Any]:
     run, path, model_id = await _source(ctx, source, call.text("model_id", max_len=64))
     if not path:
         raise invalid(f"The source '{source[:300]}' names a run's whole artifact root: name the model's directory.")
-    arts = live_artifacts(await ctx.call(ctx.store.artifacts, run.id))
+    arts = live_artifacts(await ctx.call(ctx.client.artifacts, run))
     below = any(p.startswith(path + "/") for p in arts)
     if below and (path not in arts or arts[path].kind != MANIFEST):
         await write_manifest(ctx, run, path, source=source)

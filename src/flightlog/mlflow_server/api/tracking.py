@@ -67,7 +67,7 @@ MAX_BULK_POINTS = 100_000
 
 
 async def _projects(call: Call) -> set[str]:
-    rows = await call.ctx.call(call.ctx.store.projects)
+    rows = await call.ctx.call(call.ctx.client.projects)
     return {r["name"] for r in rows}
 
 
@@ -293,7 +293,7 @@ async def create_run(call: Call) -> Any:
 
 async def get_run(call: Call) -> Any:
     info = await _run(call)
-    inputs = await _inputs(call, info.id)
+    inputs = await _inputs(call, info)
     doc = run_doc(info, await _experiment_id(call, info.project), inputs)
     outputs = await call.ctx.call(_model_outputs, call.ctx, info.id)
     if outputs:  # MLflow 3's register_model("runs:/…") picks the logged model from these
@@ -309,8 +309,8 @@ def _model_outputs(ctx: Any, run_id: str) -> list[dict[str, Any]]:
         return []
 
 
-async def _inputs(call: Call, run_id: str) -> list[dict[str, Any]]:
-    rows = await call.ctx.call(call.ctx.store.evidence, run_id, "manifest")
+async def _inputs(call: Call, info: RunInfo) -> list[dict[str, Any]]:
+    rows = await call.ctx.call(call.ctx.client.evidence, info, "manifest")
     out = []
     for row in rows:
         data = row.get("data") if isinstance(row.get("data"), dict) else {}
@@ -549,7 +549,7 @@ async def search_runs(call: Call) -> Any:
         return {"runs": []}
     terms.insert(0, f"project in ({', '.join(_quoted(p) for p in projects)})")
     found = await call.ctx.call(
-        call.ctx.store.search_runs, filter=" and ".join(terms), order_by=order, limit=limit + 1, offset=start
+        call.ctx.client.runs, filter=" and ".join(terms), order_by=order, limit=limit + 1, offset=start
     )
     doc: dict[str, Any] = {"runs": [run_doc(info, by_project.get(info.project, "")) for info in found[:limit]]}
     if len(found) > limit:
@@ -564,7 +564,7 @@ async def get_metric_history(call: Call) -> Response:
     start = _offset(call.text("page_token"))
 
     def page() -> bytes:  # in a worker thread: only the page's points are ever built, and encoded there
-        history = call.ctx.store.metric_history(info.id, key)
+        history = call.ctx.client.metric_history(info, key)
         points = _points(history, key, slice(start, start + limit))
         doc: dict[str, Any] = {"metrics": points}
         if start + limit < len(history.steps):
@@ -615,7 +615,7 @@ async def get_history_bulk_interval(call: Call) -> Response:
 
         out: list[dict[str, Any]] = []
         for info in infos:
-            history = call.ctx.store.metric_history(info.id, key)
+            history = call.ctx.client.metric_history(info, key)
             inside = np.arange(len(history.steps))
             if first is not None and last is not None:
                 inside = np.flatnonzero((history.steps >= first) & (history.steps <= last))

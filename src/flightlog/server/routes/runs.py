@@ -146,41 +146,15 @@ async def delete_run(ctx: Ctx) -> Response:
 
 async def run_children(ctx: Ctx) -> Response:
     children = await ctx.call(ctx.store.children, await ctx.run_id())
-    return json_response({"children": await _visible(ctx, children)})
-
-
-async def _visible(ctx: Ctx, run_ids: list[str]) -> list[str]:
-    if ctx.principal.project is None or not run_ids:
-        return run_ids
-    projects = await ctx.call(ctx.store.run_projects, run_ids)
-    return [r for r in run_ids if projects.get(r) == ctx.principal.project]
+    visible = ctx.visible()
+    return json_response({"children": children if visible is None else await ctx.call(visible, children)})
 
 
 async def run_lineage(ctx: Ctx) -> Response:
-    """Inputs with the runs that produced them; outputs with the runs that used them."""
-    info = await ctx.run()
-    arts = await ctx.call(ctx.store.artifacts, info.id)
-    digests = sorted({a.sha256 for a in arts if a.sha256})
-    related = [a for a in await ctx.call(ctx.store.artifacts_by_digest, digests) if a.run_id != info.id]
-    allowed = set(await _visible(ctx, sorted({a.run_id for a in related})))
-    related = [a for a in related if a.run_id in allowed]
-
-    def linked(sha: str | None, role: str) -> list[str]:
-        return sorted({r.run_id for r in related if r.sha256 == sha and r.role == role})
-
-    return json_response(
-        {
-            "run": info.id,
-            "parent": info.parent_id,
-            "children": await _visible(ctx, await ctx.call(ctx.store.children, info.id)),
-            "inputs": [
-                {"artifact": a.to_dict(), "produced_by": linked(a.sha256, "output")} for a in arts if a.role == "input"
-            ],
-            "outputs": [
-                {"artifact": a.to_dict(), "used_by": linked(a.sha256, "input")} for a in arts if a.role == "output"
-            ],
-        }
-    )
+    """Inputs with the runs that produced them; outputs with the runs that used them: the
+    Client's lineage (computed there only), limited to the runs this principal may see."""
+    run_id = await ctx.run_id()  # resolved among this principal's runs only, as ctx.run() does
+    return json_response(await ctx.call(ctx.client.lineage, run_id, visible=ctx.visible()))
 
 
 async def run_context(ctx: Ctx) -> Response:

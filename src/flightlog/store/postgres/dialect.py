@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from flightlog.store.changes import FEED_TABLES
+from flightlog.store.sql.dialect import newest_feed_ids
 
 __all__ = ["PgDialect"]
 
@@ -92,10 +93,7 @@ ON CONFLICT(run_id, name) DO UPDATE SET
         commits after a younger one's move no mark, so they are seen with the next write (or a
         run's ``updated``), at the latest when the cache's own age runs out (a triage report's:
         a minute)."""
-        row = conn.execute(
-            "SELECT " + ", ".join(f"(SELECT COALESCE(MAX(id), 0) FROM {t})" for t in FEED_TABLES)
-        ).fetchone()
-        return ":".join(str(int(v)) for v in row)
+        return ":".join(str(v) for v in newest_feed_ids(conn).values())
 
     def feed_window(self, after: int, upto: int) -> tuple[str, list[Any]]:
         """Rows of the transactions that ended between two cursors; rows from before migration 6

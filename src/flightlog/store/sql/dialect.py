@@ -9,7 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-__all__ = ["Dialect"]
+from flightlog.store.changes import FEED_TABLES
+
+__all__ = ["Dialect", "newest_feed_ids"]
 
 
 class Dialect(Protocol):
@@ -65,3 +67,11 @@ class Dialect(Protocol):
         """The rows of a feed table committed after cursor ``after`` and by cursor ``upto``: the
         condition and its arguments (0: from the first row)."""
         ...
+
+
+def newest_feed_ids(conn: Any) -> dict[str, int]:
+    """The newest id of every feed table (``store/changes.py``), read in one statement (one
+    snapshot), each from its primary key's end: no scan. SQLite's feed cursor; PostgreSQL's
+    change marks (its cursor is a transaction id instead)."""
+    row = conn.execute("SELECT " + ", ".join(f"(SELECT COALESCE(MAX(id), 0) FROM {t})" for t in FEED_TABLES)).fetchone()
+    return {t: int(v) for t, v in zip(FEED_TABLES, row, strict=True)}

@@ -6,7 +6,7 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from flightlog.store.changes import FEED_TABLES
+from flightlog.store.sql.dialect import newest_feed_ids
 
 __all__ = ["SqliteDialect"]
 
@@ -66,10 +66,7 @@ ON CONFLICT(run_id, name) DO UPDATE SET
     def feed_cursor(self, conn: Any) -> dict[str, int]:
         """The newest id of every feed table, in one statement (one snapshot): with one writer at
         a time, ids commit in order."""
-        row = conn.execute(
-            "SELECT " + ", ".join(f"(SELECT COALESCE(MAX(id), 0) FROM {t})" for t in FEED_TABLES)
-        ).fetchone()
-        return {t: int(v) for t, v in zip(FEED_TABLES, row, strict=True)}
+        return newest_feed_ids(conn)
 
     def feed_marks(self, conn: Any) -> str:
         """The feed cursor itself: with one writer at a time it moves with every new row."""
