@@ -106,7 +106,10 @@ class OutputPump:
         last_poll = time.monotonic()
         try:
             while open_streams:
-                for key, _ in selector.select(POLL_INTERVAL):
+                # both pipes ready at once: their bytes' interleaving is lost, so stdout is read
+                # first and stderr — where a traceback and a logger's errors go — last, keeping
+                # the words that ended the process at the end of its log
+                for key, _ in sorted(selector.select(POLL_INTERVAL), key=lambda kv: kv[0].data[0] == "stderr"):
                     name, out = key.data
                     try:
                         data = os.read(key.fd, READ_SIZE)

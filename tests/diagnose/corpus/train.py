@@ -36,7 +36,7 @@ from typing import Any
 
 from flightlog.diagnose.candidates import collect
 from flightlog.diagnose.classify import read_process
-from flightlog.diagnose.ranker import MODEL_PATH, NONE, candidate_features
+from flightlog.diagnose.ranker import MODEL_PATH, NONE, candidate_features, specific_evidence
 from flightlog.diagnose.structure import FailureRead
 from tests.diagnose.corpus.load import HERE, load_set, repository
 from tests.diagnose.corpus.replay import events, replay, replay_benign
@@ -250,6 +250,56 @@ def corpus_digest() -> str:
     return h.hexdigest()
 
 
+#: how many entries' worth of its category's rate a rule's own rate starts from (a rule seen
+#: a few times is held near its category's rate; one seen often speaks for itself)
+FLOOR_PRIOR = 5.0
+#: the floor is the lower bound of a rule's share at this many standard errors (one-sided 90 %)
+FLOOR_Z = 1.28
+
+
+def floors(exs: list[Example]) -> dict[str, float]:
+    """The first stage's figures (:func:`flightlog.diagnose.ranker.specific_evidence`): for each
+    rule that named the category of a failure's innermost exception, the share of those
+    examples (weighted as in the fit; the definitions' scenarios left out, they are written to
+    be right) whose category it was; each rule's share drawn toward its category's by
+    ``FLOOR_PRIOR`` entries, the category's toward one half by one entry each way; each share
+    shipped as its lower bound (:func:`_lower_bound`)."""
+    rule_n: dict[str, float] = defaultdict(float)
+    rule_right: dict[str, float] = defaultdict(float)
+    rule_category: dict[str, str] = {}
+    cat_n: dict[str, float] = defaultdict(float)
+    cat_right: dict[str, float] = defaultdict(float)
+    for ex in exs:
+        if ex.group.startswith("scenario:"):
+            continue
+        hit = specific_evidence(ex.read, collect(ex.read))
+        if hit is None:
+            continue
+        right = ex.weight if ex.expected == hit.category else 0.0
+        rule_n[hit.rule] += ex.weight
+        rule_right[hit.rule] += right
+        rule_category[hit.rule] = hit.category
+        cat_n[hit.category] += ex.weight
+        cat_right[hit.category] += right
+    by_category = {c: (cat_right[c] + 1.0) / (cat_n[c] + 2.0) for c in cat_n}
+    out = {f"category:{c}": round(_lower_bound(p, cat_n[c] + 2.0), 3) for c, p in by_category.items()}
+    for rule, n in rule_n.items():
+        prior = by_category[rule_category[rule]]
+        rate = (rule_right[rule] + FLOOR_PRIOR * prior) / (n + FLOOR_PRIOR)
+        out[f"rule:{rule}"] = round(_lower_bound(rate, n + FLOOR_PRIOR), 3)
+    return dict(sorted(out.items()))
+
+
+def _lower_bound(rate: float, n: float) -> float:
+    """The Wilson lower bound of a share ``rate`` of ``n``, one-sided at ``FLOOR_Z``: a floor is
+    what the rule is right *at least* (a rule seen a few times gets a low one, the logit decides
+    above it; a rule right on hundreds of failures one near its rate)."""
+    z2 = FLOOR_Z * FLOOR_Z
+    centre = rate + z2 / (2 * n)
+    spread = FLOOR_Z * (rate * (1 - rate) / n + z2 / (4 * n * n)) ** 0.5
+    return max(0.0, (centre - spread) / (1 + z2 / n))
+
+
 def _candidates(exs: list[Example]) -> list[dict[str, dict[str, float]]]:
     return [candidate_features(ex.read, collect(ex.read)) for ex in exs]
 
@@ -400,7 +450,7 @@ def fit(exs: list[Example]) -> dict[str, Any]:
         },
         "fitted_with": f"conditional logit, L2 C={best_c} (scipy {scipy.__version__} L-BFGS-B; scikit-learn folds), temperature",
         "cross_validated_top1": {str(c): round(s, 4) for c, s in scores.items()},
-        "calibration": {"temperature": temps[best_c]},
+        "calibration": {"temperature": temps[best_c], "floors": floors(exs)},
         "weights": dict(sorted(weights.items())),
     }
 
@@ -412,6 +462,10 @@ def differences(shipped: dict[str, Any], fitted: dict[str, Any], tolerance: floa
         out.append("the corpus or the training script changed since the model was fitted")
     if abs(shipped["calibration"]["temperature"] - fitted["calibration"]["temperature"]) > tolerance:
         out.append(f"temperature: {shipped['calibration']['temperature']} != {fitted['calibration']['temperature']}")
+    a, b = shipped["calibration"].get("floors", {}), fitted["calibration"]["floors"]
+    for name in sorted(set(a) | set(b)):
+        if abs(a.get(name, 0.0) - b.get(name, 0.0)) > tolerance:
+            out.append(f"floor {name}: {a.get(name, 0.0)} != {b.get(name, 0.0)}")
     a, b = shipped["weights"], fitted["weights"]
     for name in sorted(set(a) | set(b)):
         if abs(a.get(name, 0.0) - b.get(name, 0.0)) > tolerance:
