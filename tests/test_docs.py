@@ -46,11 +46,16 @@ def test_every_page_the_code_cites_exists() -> None:
     is in the repository: the code once cited a design page that was never there."""
     import re
 
+    from tests.diagnose.corpus.load import HERE, SETS
+
     cited = re.compile(r"[A-Za-z0-9_./-]+\.md\b")
+    # The failure corpus's data files quote third-party failure output (URLs to other projects'
+    # pages among it): what they contain is data, not the code citing a page.
+    corpus_data = {(HERE / f"{name}.yaml").resolve() for name in SETS}
     missing = []
     for folder in ("src", "tests", "scripts", "bench", "examples"):
         for path in sorted((ROOT / folder).rglob("*")):
-            if path.suffix not in (".py", ".yaml", ".sh") or "node_modules" in path.parts:
+            if path.suffix not in (".py", ".yaml", ".sh") or "node_modules" in path.parts or path in corpus_data:
                 continue
             for name in set(cited.findall(path.read_text(errors="replace"))):
                 if not any((base / name).exists() for base in (ROOT, ROOT / "docs")):

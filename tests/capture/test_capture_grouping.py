@@ -72,6 +72,24 @@ def test_blank_line_after_a_traceback_that_does_not_chain_is_its_own_event(
     assert messages(events) == [tb.rstrip("\n"), "", "retrying"]
 
 
+def test_a_data_loader_worker_s_original_traceback_stays_with_its_parent(capture: Capture) -> None:
+    """torch re-raises a worker's exception with the worker's traceback in its message
+    ("Original Traceback (most recent call last):"): one event, so the cause is read with it."""
+    tb = (
+        "Traceback (most recent call last):\n"
+        '  File "train.py", line 11, in <module>\n'
+        "    for batch in loader:\n"
+        "RuntimeError: Caught UnicodeDecodeError in DataLoader worker process 0.\n"
+        "Original Traceback (most recent call last):\n"
+        '  File "/venv/lib/python3.11/site-packages/torch/utils/data/_utils/worker.py", line 374, in _worker_loop\n'
+        "    data = fetcher.fetch(index)\n"
+        "UnicodeDecodeError: 'utf-8' codec can't decode byte 0xe9 in position 3: invalid continuation byte\n"
+    )
+    events = capture(tb.encode() + b"\nnext\n")
+    assert messages(events) == [tb.rstrip("\n"), "", "next"]
+    assert events[0]["fields"]["exception"] == "UnicodeDecodeError"
+
+
 def test_exception_group_is_one_event(capture: Capture) -> None:
     group = (
         "  + Exception Group Traceback (most recent call last):\n"

@@ -128,7 +128,7 @@ def _wrapped_missing() -> None:
 def test_real_exceptions(func: Callable[[], object], expected: str) -> None:
     category, confidence = classify(_tb(func))
     assert category == expected
-    assert 0.4 <= confidence <= 0.99
+    assert 0.25 <= confidence <= 0.99
 
 
 RECORDED = {
@@ -168,10 +168,8 @@ def test_exit_facts() -> None:
     assert classify(exit_code=143, signal=15)[0] == "killed_by_signal"
     assert classify(exit_code=143)[0] == "killed_by_signal"  # a shell's 128 + 15
     assert classify(exit_code=139, signal=11)[0] == "code_error"
-    assert classify(exit_code=127, lines=["bash: line 1: trainz: command not found"]) == (
-        "dependency_error",
-        pytest.approx(0.82, abs=0.02),
-    )
+    category, confidence = classify(exit_code=127, lines=["bash: line 1: trainz: command not found"])
+    assert category == "dependency_error" and confidence >= 0.8
     assert (
         classify(
             exit_code=2,
@@ -436,3 +434,36 @@ def test_a_run_killed_at_its_memory_limit_is_oom_killed(home: Path, sig: int) ->
     assert top["category"] == "oom_killed" and top["confidence"] >= 0.5, report["findings"]
     assert any(e["source"] == "resources" and "limit" in e["detail"] for e in top["evidence"]), top
     assert info.signal == sig
+
+
+_KERAS_WRAPPER = """Traceback (most recent call last):
+  File "/work/train.py", line 7, in <module>
+    model.fit(x, y, epochs=2, batch_size=8, verbose=0)
+  File "/usr/lib/python3.11/site-packages/keras/src/utils/traceback_utils.py", line 122, in error_handler
+    raise e.with_traceback(filtered_tb) from None
+ValueError: Exception encountered when calling Sequential.call().
+
+Input 0 with name 'None' of layer 'dense' is incompatible with the layer: expected axis -1 of input shape to have value 3, but received input with shape (8, 5)
+
+Arguments received by Sequential.call():
+  • inputs=torch.Tensor(shape=torch.Size([8, 5]), dtype=float32)
+  • training=False
+  • mask=None"""
+
+
+def test_shapes_that_do_not_fit_are_a_code_error_not_a_bad_parameter() -> None:
+    """A ValueError about shapes (numpy's broadcast, Keras's layer input check, a library's
+    "shape mismatch") is the model's or the training code's, whether the traceback is one log
+    event or one event per line; a tensor's repr (``dtype=float32``) is no data word."""
+    import numpy as np
+
+    broadcast = _tb(lambda: np.zeros(20) - np.zeros(60))
+    category, confidence = classify(broadcast, ["step 3"])
+    assert category == "code_error" and confidence >= 0.5
+    assert classify(None, ["step 3", _KERAS_WRAPPER])[0] == "code_error"
+    one_per_line = ["fitting 40 rows", *_KERAS_WRAPPER.splitlines()]
+    assert classify(None, one_per_line) == classify(None, ["fitting 40 rows", _KERAS_WRAPPER])
+    shape = (
+        'Traceback (most recent call last):\n  File "/work/x.py", line 3, in f\nValueError: shape mismatch: 3 rows vs 4'
+    )
+    assert classify(shape)[0] == "code_error"

@@ -207,6 +207,18 @@ def test_a_native_check_failure_before_sigabrt() -> None:
     assert [(link.type, link.library) for link in thrown.links] == [("c10.Error", "torch")]
 
 
+def test_faulthandler_s_stack_dump_is_not_the_program_s_last_words() -> None:
+    """A real interpreter crashed by native code, with faulthandler on: its stack dump (threads,
+    frames) is a stack, so the fatal error line stays the last line the rules read."""
+    code = "import ctypes, faulthandler, sys\nfaulthandler.enable()\nprint('calling native code', file=sys.stderr, flush=True)\nctypes.string_at(0)\n"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and "most recent call first" in done.stderr, done.stderr
+    read = read_failure(done.stderr.splitlines(), exit_code=done.returncode)
+    assert read.last_line == "Fatal Python error: Segmentation fault"
+    assert read.lines == ["calling native code", "Fatal Python error: Segmentation fault"]
+    assert read.links == []
+
+
 def test_exit_facts_and_a_process_with_no_exception() -> None:
     read = read_failure(
         ["step 10 loss=0.2", "step 20 loss=0.1"],

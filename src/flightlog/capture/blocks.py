@@ -28,6 +28,7 @@ _PY_CHAIN = (
     "The above exception was the direct cause of the following exception:",
 )
 _PY_HEADER = "Traceback (most recent call last):"
+_PY_WORKER_HEADER = "Original Traceback (most recent call last):"
 _PY_GROUP_HEADER = "+ Exception Group Traceback (most recent call last):"
 _PY_EXCEPTION_LINE = re.compile(r"(?P<type>[A-Za-z_][\w.]*)(?::\s?(?P<message>.*))?$")
 _JAVA_HEAD = re.compile(r'Exception in thread "[^"]*" (?P<type>[\w$.]+)(?::\s?(?P<message>.*))?')
@@ -171,6 +172,11 @@ class PythonBlock(Block):
             return HOLD
         if line in _PY_CHAIN:
             self.phase = self.CHAIN
+            return TAKE
+        if line.startswith(_PY_WORKER_HEADER):
+            # a data-loader worker's traceback, re-raised by its parent inside the exception's
+            # message ("Caught X in DataLoader worker process 0.\nOriginal Traceback ..."): one event
+            self.phase = self.FRAMES
             return TAKE
         return END
 

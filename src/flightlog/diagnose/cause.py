@@ -54,7 +54,10 @@ def run_cause(info: RunInfo) -> str | None:
         last_lines.append(f"{exception}: {message}" if isinstance(message, str) and message else exception)
     if traceback is None and not last_lines and info.exit_code in (None, 0) and info.signal is None:
         return None
-    return _classified(info.exit_code, info.signal, traceback, tuple(last_lines))
+    exit_code = info.exit_code
+    if exit_code is None and info.signal is None and (traceback is not None or exception):
+        exit_code = 1  # an uncaught exception the SDK recorded: the interpreter exits 1 on it
+    return _classified(exit_code, info.signal, traceback, tuple(last_lines))
 
 
 @functools.lru_cache(maxsize=CACHE_SIZE)

@@ -53,9 +53,29 @@ _HTTP = re.compile(
     r"|\bHTTP(?:/\d(?:\.\d)?)?\s+(?P<e>[1-5]\d\d)\b|<Response \[(?P<f>[1-5]\d\d)\]>|\((?P<g>4\d\d|5\d\d)\) when calling the"
     r"|\breturned (?:status |HTTP )?(?P<h>[45]\d\d)\b|\bError code: (?P<i>[45]\d\d)\b|\b(?P<j>[45]\d\d) (?:Too Many Requests|"
     r"Service Unavailable|Bad Gateway|Gateway Time-?out|Internal Server Error|Unauthorized|Forbidden|Not Found|Bad Request|"
-    r"Payload Too Large|Unprocessable Entity|Request Timeout|Conflict)\b|\bgot (?:status )?(?P<k>[45]\d\d) from\b",
-    re.I,
+    r"Payload Too Large|Unprocessable Entity|Request Timeout|Conflict)\b|\bgot (?:status )?(?P<k>[45]\d\d) from\b"
+    r"|\((?P<l>[45]\d\d)\)\s*(?:Reason:|$)|[\"']code[\"']\s*:\s*(?P<m>[45]\d\d)\b|\b[A-Z]\w*(?:Exception|Error)\((?P<n>[45]\d\d)\b",
+    re.I | re.M,
 )
+#: the reason phrase alone (Kubernetes' ``Reason: Forbidden``, a client's ``Not Found`` without its number)
+_REASON = re.compile(
+    r"\bReason: (Unauthorized|Forbidden|Not Found|Too Many Requests|Service Unavailable|Bad Gateway|Gateway Time-?out"
+    r"|Internal Server Error|Bad Request|Request Timeout|Conflict)\b"
+)
+_REASON_STATUS = {
+    "Unauthorized": 401,
+    "Forbidden": 403,
+    "Not Found": 404,
+    "Too Many Requests": 429,
+    "Service Unavailable": 503,
+    "Bad Gateway": 502,
+    "Gateway Timeout": 504,
+    "Gateway Time-out": 504,
+    "Internal Server Error": 500,
+    "Bad Request": 400,
+    "Request Timeout": 408,
+    "Conflict": 409,
+}
 #: google-api-core and some clients put the status first: ``429 Quota exceeded for ...``
 _LEADING_STATUS = re.compile(r"^\s*([45]\d\d) [A-Z]")
 #: a SQLSTATE: ``SQLSTATE[08006]``, ``sqlstate: 53300``, ``pgcode 53300``, MySQL's ``ERROR 1045 (28000)``
@@ -147,6 +167,8 @@ def read_codes(message: str, type_name: str = "") -> Codes:
     text = message[:4000]
     errnos = errno_numbers(text)
     http = _first(_HTTP.search(text)) or _first(_LEADING_STATUS.match(text))
+    if http is None and (reason := _REASON.search(text)):
+        http = str(_REASON_STATUS[reason[1]])
     sqlstate = _first(_SQLSTATE.search(text))
     if sqlstate is None:
         pg = _PG_CLASS.search(type_name) or _PG_CLASS.search(text)

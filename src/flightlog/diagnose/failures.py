@@ -1,40 +1,34 @@
-"""Failure analysis: the exit, the signal, cgroup and OOM facts, the last traceback and the log
-events of a run → findings in the failure categories of the taxonomy.
+"""Failure analysis: the exit, the signal, cgroup and OOM facts, the log events and the memory
+samples of a run → findings in the failure categories of the taxonomy.
 
-The same signals as the fast classifier, with more to go on: every event has its time and
-level, resource samples show how close memory came to its limit, and the position of the
-last traceback says whether it is what ended the process or an error handled long before.
+The same reading and ranking as the fast classifier (:mod:`.classify`): the run is read as one
+structure (:func:`read_run`), the rules find the evidence, the ranker gives each category its
+calibrated confidence. The full diagnosis has more to go on — every event with its JSON
+fields, the memory samples before the end, the cgroup's OOM count — and more to say: the
+summary names the path, module, endpoint or keys, and how close memory came to its limit.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import replace
 from typing import Any
 
-from flightlog.diagnose.evidence import ERROR, WARNING, RunEvidence
-from flightlog.diagnose.findings import Finding
+from flightlog.diagnose.candidates import collect
+from flightlog.diagnose.evidence import RunEvidence
+from flightlog.diagnose.findings import REPORT_FLOOR, Finding
 from flightlog.diagnose.memory import memory_figure
 from flightlog.diagnose.memory import peak_memory as _peak_memory
-from flightlog.diagnose.signals import (
-    SIGKILL,
-    Signal,
-    combine,
-    exception_line_signals,
-    exit_signals,
-    line_signals,
-    signal_name,
-    traceback_signals,
-    weigh_memory_at_the_kill,
-)
-from flightlog.diagnose.taxonomy import FAILURE_CATEGORIES, TITLE
-from flightlog.diagnose.tracebacks import ParsedException, parse_chain, parse_exception_lines
-from flightlog.models import LogEvent
-from flightlog.statuses import ERROR_STATUSES, TERMINAL_STATUSES, UNSUCCESSFUL_STATUSES
+from flightlog.diagnose.ranker import Ranked, rank
+from flightlog.diagnose.signals import Signal, signal_name
+from flightlog.diagnose.structure import FailureRead, read_failure
+from flightlog.diagnose.taxonomy import TITLE
+from flightlog.diagnose.textforms import plain_text
+from flightlog.diagnose.tracebacks import ParsedException
+from flightlog.statuses import TERMINAL_STATUSES
 from flightlog.timefmt import format_duration, format_size
 
-__all__ = ["analyze_failure", "FailureFacts", "missing_keys"]
+__all__ = ["analyze_failure", "read_run", "FailureFacts", "missing_keys"]
 
 _HEADER = "Traceback (most recent call last)"
 #: a run that succeeded still shows what its log complained about, but never as a lead
@@ -73,9 +67,54 @@ class FailureFacts:
     """What the failure analysis learned that other analyzers and the summary reuse."""
 
     def __init__(self) -> None:
-        self.chain: list[ParsedException] = []
+        self.chain: list[ParsedException] = []  # the read's links, innermost cause first
         self.traceback_at: float | None = None
         self.traceback_final = False
+        self.read: FailureRead | None = None
+
+
+#: how many of the last log events are read (besides the errors and warnings of the evidence)
+_EVENTS = 400
+
+
+def read_run(ev: RunEvidence) -> FailureRead:
+    """The run's failure read as one structure (:func:`~.structure.read_failure`): its log
+    events (JSON fields unfolded; the runner's own lines left out), the failure summary's
+    traceback when the log lacks it, the exit facts, and the memory at the end."""
+    info = ev.info
+    failure = info.failure or {}
+    tail = ev.tail  # in the order they were written (several lines of one read share a time)
+    first = tail[0].time if tail else float("inf")
+    events = [e for e in [*(e for e in ev.recent if e.time < first), *tail] if e.component != "flightlog"][-_EVENTS:]
+    texts = [plain_text(e.message, e.fields) if e.fields else e.message for e in events]
+    if not texts:  # no stored events (pruned logs): the failure summary's last lines
+        texts = [str(x) for x in failure.get("last_lines") or []]
+    oom = failure.get("oom") or {}
+    near = None if ev.timed_out else _memory_before_the_end(ev)
+    share = near[0] / near[1] if near else _share_of_the_host(ev)
+    exit_code = info.exit_code
+    if exit_code is None and info.signal is None and (info.end_reason == "exception" or failure.get("exception")):
+        # an uncaught exception recorded by the SDK alone (no runner saw the exit): the
+        # interpreter exits 1 on it, and that is how the same crash reads under `flightlog run`
+        exit_code = 1
+    facts: dict[str, Any] = {
+        "exit_code": exit_code,
+        "signal": info.signal,
+        "end_reason": "crashed" if info.status == "crashed" else info.end_reason,
+        "timed_out": ev.timed_out,
+        "oom_killed": ev.oom_killed or bool(oom.get("oom_kills")),
+        "memory_share_at_end": share,
+        "rank": None,
+    }
+    read = read_failure(texts, **facts)
+    recorded = str(failure.get("exception") or "")
+    short = recorded.rsplit(".", 1)[-1]
+    if short and (read.outermost is None or read.outermost.short_type != short):
+        # the failure summary (the SDK's exception, the runner's last traceback) names another
+        # exception than the log's last chain, or the log has none: the summary ended it
+        summary = failure.get("traceback") or f"{_HEADER}:\n{recorded}: {failure.get('message', '')}"
+        read = read_failure([*texts, summary], **facts)
+    return read
 
 
 def analyze_failure(ev: RunEvidence, facts: FailureFacts | None = None) -> list[Finding]:
@@ -84,152 +123,65 @@ def analyze_failure(ev: RunEvidence, facts: FailureFacts | None = None) -> list[
     if info.status not in TERMINAL_STATUSES:
         return []  # still running: nothing has ended yet
     ended = ev.process_end or info.ended
-    signals = exit_signals(
-        exit_code=info.exit_code, signal=info.signal, timed_out=ev.timed_out, oom_killed=ev.oom_killed, at=ended
+    read = read_run(ev)
+    near = None if ev.timed_out else _memory_before_the_end(ev)
+    detail = None
+    if near is not None:
+        used, limit, _ = near
+        detail = (
+            f"memory was at {format_size(used)}, {used / limit:.0%} of the {format_size(limit)} limit, "
+            "in the last samples before the process was killed"
+        )
+    hits = collect(read, at=ended, memory_detail=detail)
+    ranked = rank(read, hits)
+    facts.read = read
+    facts.chain = list(read.links)
+    facts.traceback_at = ended
+    facts.traceback_final = read.end_reason == "exception" or (
+        read.signal is None and read.exit_code == 1 and read.lines_after_chain <= 50
     )
-    if info.status == "crashed":
-        signals.append(
-            Signal(
-                "killed_by_signal",
-                0.35,
-                "the_process_vanished",
-                "exit",
-                "the process vanished without recording its end (SIGKILL, a lost host, or the OOM killer)",
-                ended,
-            )
-        )
-    events = ev.recent
-    signals += _traceback(ev, events, facts)
-    signals += _lines(ev, events, facts)
-    signals += _memory(ev)
-    if ev.timed_out:
-        signals += _timeout(ev)
-    if not ev.timed_out and (near := _memory_before_the_end(ev)) is not None:
-        used, limit, when = near
-        signals = weigh_memory_at_the_kill(
-            signals,
-            used / limit,
-            at=when,
-            detail=f"memory was at {format_size(used)}, {used / limit:.0%} of the {format_size(limit)} limit, "
-            "in the last samples before the process was killed",
-        )
-    if any(s.id == MEMORY_FAR_FROM_LIMIT for s in signals):
-        # a SIGKILL far below any memory limit was not the OOM killer's
-        signals = [s for s in signals if not (s.category == "oom_killed" and s.id == SIGKILL)]
-    if info.status == "succeeded":
-        signals = [replace(s, weight=s.weight * _SUCCESS_FACTOR) for s in signals]
-    scores = [s for s in combine(signals) if s.category in FAILURE_CATEGORIES or s.category == "nan_loss"]
-    if info.status in UNSUCCESSFUL_STATUSES and not scores and info.exit_code not in (None, 0):
-        unexplained = Signal(
-            "code_error",
-            0.25,
-            "an_unexplained_exit",
-            "exit",
-            f"exit code {info.exit_code} with no traceback or known error message in the log",
-            ended,
-        )
-        scores = combine([unexplained])
+    context_signals = _memory(ev) + (_timeout(ev) if ev.timed_out else [])
     findings = []
-    for score in scores:
+    for r in ranked:
+        if r.confidence < REPORT_FLOOR:
+            continue
+        signals = r.signals + [s for s in context_signals if s.category == r.category]
         findings.append(
             Finding(
-                score.category,
-                _summary(score.category, score.signals, ev, facts),
-                score.signals,
-                _next_steps(score.category, score.signals, ev, facts),
-                _kind(score.category, score.signals, facts),
-                _context(score.category, ev),
+                r.category,
+                _summary(r.category, signals, ev, facts, _headline(r, read)),
+                signals,
+                _next_steps(r.category, signals, ev, facts),
+                _kind(r.category, signals, facts),
+                _context(r.category, ev),
+                score=r.confidence,
             )
         )
     return findings
 
 
-# ── signals ──────────────────────────────────────────────────────────────────
-def _traceback(ev: RunEvidence, events: list[LogEvent], facts: FailureFacts) -> list[Signal]:
+def _headline(ranked: Ranked, read: FailureRead) -> str:
+    """The words of the link the category was found on (the innermost cause, not a wrapper's
+    words, when the rules matched the cause), else its strongest evidence."""
+    on_links = [h for h in ranked.hits if h.link >= 0 and h.weight > 0]
+    if on_links:
+        best = max(on_links, key=lambda h: (h.weight, -h.link))
+        return read.links[best.link].headline()[:300]
+    if ranked.hits and ranked.hits[0].rule == "structure" and read.links:
+        return read.links[-1].headline()[:300]
+    sigs = ranked.signals
+    return sigs[0].detail if sigs else ""
+
+
+def _share_of_the_host(ev: RunEvidence) -> float | None:
+    """Without a memory limit: the peak against the host's memory, for a process that vanished
+    or was killed (the kernel's OOM killer acts at the host's size)."""
     info = ev.info
-    index = next((i for i in range(len(events) - 1, -1, -1) if _HEADER in events[i].message), None)
-    failure = info.failure or {}
-    text, at, after = None, None, []
-    if index is not None:
-        text, at, after = events[index].message, events[index].time, events[index + 1 :]
-    elif failure.get("traceback"):
-        text, at = failure["traceback"], info.ended
-    elif failure.get("exception"):  # a summary without its text (a remote writer, an old run)
-        text = f"{_HEADER}:\n{failure['exception']}: {failure.get('message', '')}"
-        at = info.ended
-    chain = parse_chain(text) or (parse_exception_lines(text) if text else [])
-    recorded = str(failure.get("exception") or "").rsplit(".", 1)[-1]
-    if recorded and (not chain or chain[-1].short_type != recorded):
-        # the failure summary (the SDK's exception, the runner's last traceback) names another
-        # exception than the log's last traceback event: trust the summary
-        text = failure.get("traceback") or f"{_HEADER}:\n{failure['exception']}: {failure.get('message', '')}"
-        chain, at, after = parse_chain(text), info.ended, []
-    if not chain:
-        return _exception_lines(ev, events)
-    final = _is_final(info.exit_code, info.signal, info.end_reason, after)
-    facts.chain, facts.traceback_at, facts.traceback_final = chain, at, final
-    factor = 1.0 if final else 0.55
-    return [replace(s, weight=s.weight * factor) for s in traceback_signals(chain, at=at)]
-
-
-#: how many of the last log events are read for exceptions when no whole traceback was logged
-_EXCEPTION_EVENTS = 30
-
-
-def _exception_lines(ev: RunEvidence, events: list[LogEvent]) -> list[Signal]:
-    """No whole traceback: the exceptions the last lines of a failed run name (a launcher's or a
-    worker pool's ``Type: message``, a trimmed traceback), as the fast classifier reads them."""
-    if ev.info.status not in ERROR_STATUSES:
-        return []
-    tail = [e for e in events if e.stream != "sdk"][-_EXCEPTION_EVENTS:]
-    at = tail[-1].time if tail else ev.info.ended
-    return exception_line_signals([e.message for e in tail], at=at)
-
-
-def _is_final(exit_code: int | None, sig: int | None, end_reason: str | None, after: list[LogEvent]) -> bool:
-    """Is the last traceback what ended the process? An uncaught Python exception exits 1
-    (the SDK records it as end_reason "exception"); a traceback followed by more errors, or by
-    an exit with another code, was handled."""
-    if end_reason == "exception":
-        return True
-    if sig is not None or exit_code != 1:
-        return False
-    later_errors = [e for e in after if e.level >= ERROR and e.stream != "sdk"]
-    return len(later_errors) <= 2 and len(after) <= 50
-
-
-def _lines(ev: RunEvidence, events: list[LogEvent], facts: FailureFacts) -> list[Signal]:
-    rows: list[tuple[str, float | None, float]] = []
-    n = len(events)
-    for i, e in enumerate(events):
-        if _HEADER in e.message:
-            continue
-        level = 1.0 if e.level >= ERROR else 0.8 if e.level >= WARNING or e.stream == "stderr" else 0.65
-        rows.append((e.message, e.time, level * (0.75 + 0.25 * (i + 1) / n)))
-    if not rows:  # no stored events (pruned logs): the failure summary's last lines
-        last = [str(x) for x in (ev.info.failure or {}).get("last_lines") or []]
-        rows = [(line, ev.info.ended, 0.75 + 0.25 * (i + 1) / len(last)) for i, line in enumerate(last)]
-    signals = line_signals(rows)
-    if ev.info.status in ERROR_STATUSES and not facts.chain:
-        # with no traceback, an error line among the very last ones before a failing exit is
-        # most likely what ended it: position is a second, independent signal
-        last_texts = {text for text, _, _ in rows[-_NEAR_END:]}
-        near: dict[str, Signal] = {}
-        for s in signals:
-            if s.category not in near and any(s.detail in text for text in last_texts):
-                near[s.category] = s
-        for category, s in near.items():
-            signals.append(
-                Signal(
-                    category,
-                    0.25,
-                    "just_before_the_failing_exit",
-                    "log",
-                    f"among the last {_NEAR_END} lines before exit code {ev.info.exit_code}: {s.detail}",
-                    s.at,
-                )
-            )
-    return signals
+    if ev.memory_limit or not (info.status == "crashed" or info.signal == 9 or info.exit_code == 137):
+        return None
+    peak, _ = _peak_memory(ev)
+    total = max((s.get("host_memory_total") or 0 for s in ev.resources), default=0)
+    return peak / total if peak and total else None
 
 
 def _memory(ev: RunEvidence) -> list[Signal]:
@@ -288,18 +240,23 @@ def _memory(ev: RunEvidence) -> list[Signal]:
 
 #: how many of the last resource samples before the end say "just before the kill"
 _LAST_SAMPLES = 3
+#: samples this close to the end also count: a launcher's worker killed at the limit frees its
+#: memory before the launcher itself reports it and exits
+_LAST_SECONDS = 10.0
 
 
 def _memory_before_the_end(ev: RunEvidence) -> tuple[int, int, float | None] | None:
-    """``(bytes, limit, time)``: the most memory of the last samples before the process ended,
-    against its limit — or the peak the runner's cgroup recorded, when there are no samples."""
+    """``(bytes, limit, time)``: the most memory of the last samples before the process ended
+    (the last three, and any of its last ten seconds), against its limit — or the peak the
+    runner's cgroup recorded, when there are no samples."""
     limit = ev.memory_limit
     if not limit:
         return None
     end = ev.process_end or ev.info.ended
     samples = [s for s in ev.resources if end is None or (s.get("time") or 0.0) <= end + 1.0]
     best: tuple[int, float | None] | None = None
-    for s in samples[-_LAST_SAMPLES:]:
+    recent = [s for s in samples if end is not None and (s.get("time") or 0.0) >= end - _LAST_SECONDS]
+    for s in recent if len(recent) > _LAST_SAMPLES else samples[-_LAST_SAMPLES:]:
         for key in ("rss_bytes", "cgroup_memory_usage"):
             v = s.get(key)
             if isinstance(v, (int, float)) and v > 0 and (best is None or v > best[0]):
@@ -361,16 +318,8 @@ def _timeout(ev: RunEvidence) -> list[Signal]:
 
 
 # ── words for a person ───────────────────────────────────────────────────────
-def _headline(signals: list[Signal], facts: FailureFacts) -> str:
-    """The exception when the traceback is among the signals, else the strongest line."""
-    if facts.chain and any(s.source == "traceback" for s in signals):
-        return facts.chain[-1].headline()[:300]
-    return signals[0].detail if signals else ""
-
-
-def _summary(category: str, signals: list[Signal], ev: RunEvidence, facts: FailureFacts) -> str:
+def _summary(category: str, signals: list[Signal], ev: RunEvidence, facts: FailureFacts, head: str) -> str:
     info = ev.info
-    head = _headline(signals, facts)
     took = format_duration(info.duration) if info.duration is not None else None
     text = f"{TITLE[category][0].upper()}{TITLE[category][1:]}: {head.rstrip('.')}."
     if category == "oom_killed":
@@ -380,6 +329,8 @@ def _summary(category: str, signals: list[Signal], ev: RunEvidence, facts: Failu
         if figure.limit_bytes:
             text += f"; {figure.text()}"
         text += "."
+    elif category == "timeout" and not ev.timed_out:
+        text = f"A time limit stopped the run: {head.rstrip('.')}."
     elif category == "timeout":
         limit = ev.runner_config.get("timeout_s")
         text = (

@@ -1,8 +1,10 @@
 """A finding: one category, the signals behind it, a summary a person can act on, next steps.
 
-Its confidence is never set by hand: it is :func:`~.signals.combine` over its signals, so two
-analyzers that find the same category from different evidence (a traceback and a failed
-validation) merge into one finding with a higher confidence.
+Its confidence is never set by hand. A failure finding carries the ranker's calibrated
+probability (``score``, :mod:`.ranker`), its signals the evidence behind it; any other finding's
+confidence is :func:`~.signals.combine` over its signals. Two analyzers that find the same
+category from different evidence (a traceback and a failed validation) merge into one finding:
+the signals of the unscored one count as independent evidence on top of the score (noisy-OR).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from flightlog.diagnose.signals import Signal, combine
+from flightlog.diagnose.signals import MAX_CONFIDENCE, Signal, combine
 from flightlog.diagnose.taxonomy import KIND_OF, NEXT_STEPS
 
 __all__ = ["Finding", "merge_findings", "REPORT_FLOOR"]
@@ -28,14 +30,22 @@ class Finding:
     next_steps: list[str] = field(default_factory=list)
     kind: str | None = None  # overrides the category's kind (a missing config file is software)
     context: list[dict[str, Any]] = field(default_factory=list)  # evidence that carries no weight
+    #: the ranker's calibrated probability, when the finding is a failure it ranked; its signals
+    #: are then evidence, and only ``added`` signals (other analyzers') add to it
+    score: float | None = None
+    added: list[Signal] = field(default_factory=list)
     #: fields the report carries besides the usual ones (a distributed run's ``rank``, ``culprit``,
     #: ``victims``: contract C5); ``origin`` names the analyzer and stays out of the report
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def confidence(self) -> float:
-        scores = combine(s for s in self.signals if s.category == self.category)
-        return scores[0].confidence if scores else 0.0
+        if self.score is None:
+            scores = combine(s for s in self.signals if s.category == self.category)
+            return scores[0].confidence if scores else 0.0
+        more = combine(s for s in self.added if s.category == self.category)
+        other = more[0].confidence if more else 0.0
+        return round(min(MAX_CONFIDENCE, 1.0 - (1.0 - self.score) * (1.0 - other)), 2)
 
     @property
     def problem_kind(self) -> str:
@@ -66,14 +76,17 @@ def merge_findings(findings: Iterable[Finding]) -> list[Finding]:
         group.sort(key=lambda f: -f.confidence)
         head = group[0]
         if len(group) > 1:
-            extra = [f.summary for f in group[1:] if f.summary and f.summary not in head.summary]
+            words = [f.summary for f in group[1:] if f.summary and f.summary not in head.summary]
+            scored = [f for f in group if f.score is not None]
             head = Finding(
                 category,
-                " ".join([head.summary, *extra]),
+                " ".join([head.summary, *words]),
                 [s for f in group for s in f.signals],
                 [step for f in group for step in f.next_steps],
                 head.kind,
                 [c for f in group for c in f.context],
+                max((f.score for f in scored if f.score is not None), default=None),
+                [s for f in group for s in (f.added if f.score is not None else f.signals)] if scored else [],
                 next((f.extra for f in group if f.extra), {}),
             )
         merged.append(head)

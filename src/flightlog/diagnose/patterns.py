@@ -62,7 +62,9 @@ CONN = _re(
     r"|network is unreachable|\bENETUNREACH\b|failed to establish a new connection|max retries exceeded"
     r"|remote end closed connection|server disconnected|could(?:n't| not) connect to|failed to connect|unable to connect"
     r"|connect(?:ion)? timeout|read timed out|connection closed by (?:remote )?peer|software caused connection abort"
-    r"|(?:check|make sure) your (?:internet )?connection"
+    r"|(?:check|make sure) your (?:internet )?connection|\bconnection error\b|\bconnection (?:failed|lost|closed unexpectedly)\b"
+    r"|(?:can't|cannot|could not|couldn't|unable to) (?:connect|reach)\b|\bsocket timed out\b|\bno brokers available\b"
+    r"|\bNoBrokersAvailable\b|\bbroker transport failure\b|\bactively refused\b|\bnetwork (?:error|is down)\b"
 )
 #: distributed training: a collective, a rendezvous or a peer rank that stopped answering (NCCL, Gloo, c10d)
 COLLECTIVE = _re(
@@ -122,10 +124,12 @@ GPU_STACK = _re(
 GPU_FAULT = _re(
     r"illegal memory access was encountered|device-side assert triggered|misaligned address|cublas_status_execution_failed"
 )
-#: tensor shapes or devices that do not fit together: a bug in the model or training code
+#: tensor shapes or devices that do not fit together: a bug in the model or training code (not
+#: ``size mismatch for <param>`` of ``load_state_dict``: a checkpoint of another configuration)
 SHAPE_MISMATCH = _re(
-    r"must have the same first dimension|shapes cannot be multiplied|mat1 and mat2 shapes|size mismatch for \w"
+    r"must have the same first dimension|shapes cannot be multiplied|mat1 and mat2 shapes"
     r"|expected all tensors to be on the same device|incompatible shapes"
+    r"|operands could not be broadcast together|is incompatible with the layer\b|\bshape mismatch\b"
 )
 #: a package is missing and the library says how to install it (pip's own failures included)
 INSTALL_HINT = _re(
@@ -187,7 +191,10 @@ NOT_THERE = _re(
     r"|\bwhen calling the HeadObject operation\b|\bno such object\b|\bstorageexception: 404\b"
 )
 #: a disk-space check of a library itself (no errno)
-NO_ROOM = _re(r"\bnot enough (?:free )?disk space\b|\binsufficient disk space\b|\bdisk is full\b|\bquota exceeded\b")
+NO_ROOM = _re(
+    r"\bnot enough (?:free )?disk space\b|\binsufficient disk space\b|\bdisk is full\b"
+    r"|\b(?:disk|storage|file ?system|inode|volume) quota (?:exceeded|reached)\b"
+)
 #: shared memory (/dev/shm) or a container's memory limit reached
 MEMORY_LIMIT = re.compile(
     r"out of shared memory|insufficient shared memory|raise your shared memory limit|\bOOMKilled\b|\bOOM (?:error|kill(?:ed)?)\b"
@@ -223,11 +230,17 @@ ERRNO_CATEGORY: Final[dict[int, str]] = {
     -2: "service_unavailable",
     -3: "service_unavailable",
     -5: "service_unavailable",  # getaddrinfo: EAI_NONAME, EAI_AGAIN, EAI_NODATA
+    10054: "service_unavailable",
+    10060: "service_unavailable",
+    10061: "service_unavailable",
+    10065: "service_unavailable",
+    11001: "service_unavailable",  # Windows sockets: WSAECONNRESET, WSAETIMEDOUT, WSAECONNREFUSED, WSAEHOSTUNREACH, WSAHOST_NOT_FOUND
 }
 #: how an errno is printed: ``[Errno 28]``, ``OSError(28, ...)``, ``errno: 113``, ``errno=111``,
 #: ``Os { code: 28, kind: StorageFull }`` (Rust), ``Error 111 connecting to`` (redis-py)
 _ERRNO = re.compile(
-    r"\[Errno (-?\d+)\]|\bOSError\((-?\d+),|\berrno[:=]? ?(-?\d+)\b|\bOs \{ code: (\d+)|^Error (\d+) connecting to|\bError (\d+) connecting to",
+    r"\[Errno (-?\d+)\]|\bOSError\((-?\d+),|\berrno[:=]? ?(-?\d+)\b|\bOs \{ code: (\d+)|^Error (\d+) connecting to|\bError (\d+) connecting to"
+    r"|\[WinError (\d+)\]",
     re.I,
 )
 
@@ -421,11 +434,11 @@ EXCEPTION_RULES: Final[tuple[ExceptionRule, ...]] = (
         classes=("ValueError", "AssertionError", "TypeError", "KeyError", "RuntimeError", "Exception"),
         message=_re(
             r"\b(?:invalid|unknown|unsupported|unrecognized|illegal|bad)\b (?:value|parameter|param|argument|option|"
-            r"choice|config\w*|setting|learning rate|lr|optimizer|scheduler|model|activation|loss|"
-            r"batch.?size|mode|device|backend|solver|method|frequency|strategy|metric|kernel|criterion|penalty|scheduler|precision|seed)"
+            r"choice|config\w*|setting|learning rate|lr|optimizer|scheduler|activation|loss|"
+            r"batch.?size|mode|device|backend|solver|method|frequency|strategy|metric|kernel|criterion|penalty|scheduler|precision|seed)s?\b"
             r"|\bparameter\b.{0,60}\bmust be\b|\bmust be (?:a |an )?(?:positive|non-?negative|> ?0|>= ?0|greater than|"
             r"less than|at least|at most|between|one of|in the range|in \[|an? (?:int|float|str))"
-            r"|expected one of|got an unexpected keyword argument|should be (?:one of|positive|between|> ?0)"
+            r"|expected one of|should be (?:one of|positive|between|> ?0)"
             r"|not a valid (?:choice|value|option)|out of range for (?:param|arg|option)"
         ),
     ),
@@ -486,7 +499,7 @@ EXCEPTION_RULES: Final[tuple[ExceptionRule, ...]] = (
     ExceptionRule("data_error", 0.5, "malformed_json_input", classes=("JSONDecodeError",)),
     # ── faults in the model code that the GPU or the framework reports ──
     ExceptionRule("code_error", 0.6, "a_gpu_kernel_fault", message=GPU_FAULT),
-    ExceptionRule("code_error", 0.55, "a_tensor_shape_or_device_mismatch", message=SHAPE_MISMATCH),
+    ExceptionRule("code_error", 0.7, "a_tensor_shape_or_device_mismatch", message=SHAPE_MISMATCH),
     ExceptionRule(
         "killed_by_signal", 0.6, "a_worker_terminated_with_sigterm", message=_re(r"killed by signal: terminated\b")
     ),
@@ -620,6 +633,13 @@ CODE_ERROR_CLASSES: Final[dict[str, float]] = {
     "KeyError": 0.35,
     "StopIteration": 0.5,
     "OverflowError": 0.5,
+    # numpy's TypeError subclasses: an operator or ufunc applied to arrays of types it has no loop for
+    "UFuncTypeError": 0.65,
+    "_UFuncNoLoopError": 0.65,
+    "_UFuncBinaryResolutionError": 0.65,
+    "_UFuncCastingError": 0.65,
+    "_UFuncInputCastingError": 0.65,
+    "_UFuncOutputCastingError": 0.65,
 }
 
 

@@ -46,6 +46,8 @@ MAX_CONFIDENCE = 0.99
 SIGKILL = "sigkill"
 _TERMINATING = {1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 15: "SIGTERM"}
 _CRASHING = {4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 11: "SIGSEGV"}
+#: a time limit raised inside the process: ``alarm()`` (SIGALRM), ``ulimit -t`` (SIGXCPU)
+_TIMING = {14: "SIGALRM", 24: "SIGXCPU"}
 
 
 @dataclass(frozen=True)
@@ -146,6 +148,17 @@ def exit_signals(
         elif sig in _CRASHING:
             out.append(
                 Signal("code_error", 0.55 * factor, "a_crash_signal", "exit", f"{how}: a crash in native code", at)
+            )
+        elif sig in _TIMING:
+            out.append(
+                Signal(
+                    "timeout",
+                    0.7 * factor,
+                    "a_time_limit_signal",
+                    "exit",
+                    f"{how}: a time limit set inside the process (alarm, CPU-time limit) ran out",
+                    at,
+                )
             )
     if signal is None and exit_code is not None:
         if exit_code == 127:
@@ -333,10 +346,13 @@ _QUIET_LEVEL = re.compile(
 _WARNING = re.compile(
     r"\b(?:\w+Warning|WARNING|(?<!NCCL )WARN|Warning)\b|: W [\w/]+\.(?:cc|cpp|h):\d+\](?! OP_REQUIRES failed)|^W\d{4} "
 )
-#: a line about trouble that went away or is being handled
+#: a line about trouble that went away or is being handled (including a line that says the
+#: program carries on without the thing it did not find: "… not found - running with reduced
+#: feature set", "continuing without …")
 _RECOVERED = re.compile(
-    r"\bretrying\b|\bwill retry\b|\bretry(?:ing)? in \d|\battempt \d+ (?:of|/) \d+|\bresolved\b|\bresuming\b"
-    r"|\bsucceeded\b|\bsuccessfully\b|\brecovered\b|\bfalling back\b|\bfell back\b|\bignor(?:ed|ing)\b",
+    r"\bretrying\b|\bwill retry\b|\bretry(?:ing)? in \d|\bentering retry loop\b|\battempt \d+ (?:of|/) \d+|\bresolved\b|\bresuming\b"
+    r"|\bsucceeded\b|\bsuccessfully\b|\brecovered\b|\bfalling back\b|\bfell back\b|\bignor(?:ed|ing)\b"
+    r"|\b(?:running|continuing|proceeding) with (?:a )?(?:reduced|limited)\b|\b(?:continuing|proceeding) without\b",
     re.I,
 )
 

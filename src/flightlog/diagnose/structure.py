@@ -25,19 +25,23 @@ from flightlog.diagnose.codes import Codes, read_codes
 from flightlog.diagnose.textforms import native_library, plain_text
 from flightlog.diagnose.tracebacks import (
     CHAINED,
+    IPYTHON_HEADER,
     Frame,
     ParsedException,
+    block_frames,
     expand_wrappers,
     normalize_header,
     parse_block,
     parse_exception_lines,
 )
 
-__all__ = ["Codes", "Link", "FailureRead", "read_failure", "library_of", "package_of_path", "VIA"]
+__all__ = ["Codes", "Link", "FailureRead", "read_failure", "library_of", "package_of_path", "VIA", "TRUNCATED"]
 
+#: the type of a link whose traceback lost its exception line
+TRUNCATED = "TruncatedTraceback"
 #: how a link entered the chain, relative to the link after it (the last one: "raised")
 VIA = ("raised", "cause", "context", "wrapped", "worker")
-_HEADER = "Traceback (most recent call last):"
+_HEADER = "Traceback (most recent call last)"  # the interpreter's (with ":") and IPython's
 #: how many of the last lines are read for exceptions when no whole traceback was printed
 EXCEPTION_LINES = 20
 #: how many lines a read keeps for the line rules (the last ones)
@@ -74,6 +78,8 @@ class FailureRead:
     lines: list[str] = field(default_factory=list)
     #: how many lines were printed after the chain (many: it was probably handled)
     lines_after_chain: int = 0
+    #: the exception lines of earlier tracebacks not joined to the chain (errors handled before)
+    handled: list[str] = field(default_factory=list)
     #: the chain came from a whole traceback (not from exception lines named in the log)
     from_traceback: bool = False
 
@@ -125,7 +131,14 @@ def read_failure(
     if not links:
         found = parse_exception_lines("\n".join(tail_lines[-EXCEPTION_LINES:]), expand=False)
         links = _links_from([e for e in found if not _WARNING_TYPE.search(e.type)])
-    outside = _lines_of(docs[:index] + after) if index is not None else tail_lines
+    if index is not None:
+        before = docs[:index]
+        # an earlier traceback (a handled error logged with its traceback) is not the failure:
+        # its exception line is kept as a handled error, its frames are dropped
+        handled = [_last_exception_line(d) for d in before if _HEADER in d]
+        outside = _lines_of([d for d in before if _HEADER not in d] + after)
+    else:
+        handled, outside = [], tail_lines
     last = next((ln.strip() for ln in reversed(tail_lines) if ln.strip()), None)
     return FailureRead(
         links=links,
@@ -138,6 +151,7 @@ def read_failure(
         last_line=last[:2000] if last else None,
         rank=rank,
         lines=outside[-KEEP_LINES:],
+        handled=[h for h in handled if h][-20:],
         lines_after_chain=sum(1 for ln in _lines_of(after) if ln.strip()) if index is not None else 0,
         from_traceback=from_traceback,
     )
@@ -172,6 +186,11 @@ def _join_boxes(texts: Sequence[str]) -> list[str]:
 
 
 _FRAME_START = re.compile(r'^\s+File "|^\s{4}\S')
+#: the exception line of Keras's wrapper of an error raised in a layer's ``call`` (its cause is
+#: the paragraph after it: ``tracebacks.parse_block`` reads it as the message)
+_KERAS_WRAPPER_LINE = re.compile(
+    r"(?:^|\n)[\w.]+: Exception encountered when calling [\w.]+(?:\(\))?\.?(?: \w+\.call\(\)\.?)?\s*$"
+)
 
 
 def _documents(texts: list[str]) -> list[str]:
@@ -189,7 +208,10 @@ def _documents(texts: list[str]) -> list[str]:
             or first.startswith(("Original Traceback", '"""'))  # a worker's traceback inside its parent's
             or (first.startswith("Traceback") and docs[-1].rstrip().endswith(('"""', "RemoteTraceback:")))
         )
-        if joins:
+        if not joins and docs and _KERAS_WRAPPER_LINE.search(docs[-1][-300:]) and _HEADER in docs[-1]:
+            # Keras's wrapper line, then (after a blank line, one event per line) what went wrong
+            docs[-1] += "\n\n" + text
+        elif joins:
             docs[-1] += "\n" + text
         else:
             docs.append(text)
@@ -201,14 +223,29 @@ def _awaiting_exception(doc: str) -> bool:
     at = doc.rfind(_HEADER)
     if at < 0:
         return False
-    for line in doc[at + len(_HEADER) :].splitlines():
+    for line in doc[at + len(_HEADER) :].splitlines()[1:]:
         if line and not line[0].isspace() and not line.startswith(("Traceback", "During handling", "The above")):
             return False
     return True
 
 
+def _last_exception_line(doc: str) -> str:
+    """The exception line of a document's last traceback."""
+    tail = doc[doc.rfind(_HEADER) :].splitlines()[1:]
+    return next((ln for ln in tail if ln and not ln[0].isspace()), "")
+
+
+#: a line of the stack dump Python's faulthandler prints after a fatal signal (a thread's header,
+#: a frame — ``File "x.py", line 8 in f``, no comma, unlike a traceback's — or its module list):
+#: a stack, not the program's last words, so the fatal error line before it stays the last line
+_FAULTHANDLER_DUMP = re.compile(
+    r'^(?:(?:Current thread|Thread) 0x[0-9a-fA-F]+ \(most recent call first\):|\s+File ".*", line \d+ in \S+'
+    r"|\s+<no Python frame>|Extension modules: .*)\s*$"
+)
+
+
 def _lines_of(docs: list[str]) -> list[str]:
-    return [line for doc in docs for line in doc.splitlines()]
+    return [line for doc in docs for line in doc.splitlines() if not _FAULTHANDLER_DUMP.match(line)]
 
 
 # ── one chain ────────────────────────────────────────────────────────────────
@@ -234,7 +271,10 @@ def _is_launcher_wrapper(link: Link) -> bool:
 def read_chain(text: str, depth: int = 0) -> list[Link]:
     """The links of the last chain in ``text``, innermost first; tracebacks of workers that a
     parent printed inside its own (as a quoted remote traceback or in the message) come before
-    the exception that re-raised them, with ``via="worker"``."""
+    the exception that re-raised them, with ``via="worker"``. A last traceback whose exception
+    line was cut off is a link of type ``TruncatedTraceback`` (IPython's header names the
+    type: then that type) with the frames it kept."""
+    ipython = [m[1] for m in IPYTHON_HEADER.finditer(text)]
     text = normalize_header(text)
     starts = [m.start() for m in re.finditer(r"(?m)^[ \t]*Traceback \(most recent call last\):", text)]
     if not starts:
@@ -252,7 +292,10 @@ def read_chain(text: str, depth: int = 0) -> list[Link]:
     for index, (a, b) in enumerate(zip(starts, bounds, strict=True)):
         parsed, trailer = parse_block(text[a:b])
         if parsed is None:
-            continue
+            frames = block_frames(text[a:b]) if index == len(starts) - 1 else []
+            if not frames:
+                continue
+            parsed = ParsedException(ipython[-1] if ipython else TRUNCATED, "", frames)
         worker = bool(_WORKER_PREAMBLE.search(text[max(0, a - 200) : a]))
         parsed.message = parsed.message.rstrip('"').rstrip()
         relation = "cause" if "direct cause" in trailer else "context" if "During handling" in trailer else ""

@@ -16,6 +16,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from flightlog.capture.launchers import strip_launcher_prefixes  # contract C1: torchrun, srun, mpirun, pdsh
+
 __all__ = [
     "plain_text",
     "strip_launcher_prefixes",
@@ -24,16 +26,6 @@ __all__ = [
     "native_failures",
     "unescape_traceback",
 ]
-
-try:  # contract C1 (the coordinator's launcher lines); the fallback below reads the two common prefixes
-    from flightlog.capture.launchers import strip_launcher_prefixes  # type: ignore[import-not-found,unused-ignore]
-except ImportError:  # pragma: no cover - replaced once flightlog.capture.launchers lands
-    _RANK_PREFIX = re.compile(r"^\[(?:rank|default)\d+\]:[ \t]?", re.M)
-
-    def strip_launcher_prefixes(text: str) -> str:  # type: ignore[misc,unused-ignore]
-        """Every line without torchrun's ``[rank3]: `` or elastic's ``[default3]:`` prefix."""
-        return _RANK_PREFIX.sub("", text) if "]:" in text else text
-
 
 _HEADER = "Traceback (most recent call last)"
 #: JSON keys that hold a logged exception's text (python-json-logger, structlog, loguru, GCP, ECS)
@@ -46,11 +38,11 @@ def plain_text(text: str, fields: dict[str, Any] | None = None) -> str:
     """One log event's text (and the fields its JSON line carried) in the interpreter's plain
     format: launcher prefixes stripped, JSON fields and escaped tracebacks unfolded, ``rich``
     boxes redrawn as ``File "...", line N`` frames, native check failures as exception lines."""
-    if "]:" in text:
-        text = strip_launcher_prefixes(text)
+    text = strip_launcher_prefixes(text)
     parts = [text]
     stripped = text.lstrip()
-    if stripped.startswith("{") or '{"' in text:
+    boxed = "─ Traceback (most recent call last) ─" in text or "- Traceback (most recent call last) -" in text
+    if (stripped.startswith("{") or '{"' in text) and not boxed:
         found = json_texts(text)
         if found is not None:
             parts = found
@@ -69,6 +61,11 @@ def plain_text(text: str, fields: dict[str, Any] | None = None) -> str:
 
 
 # ── JSON log lines ───────────────────────────────────────────────────────────
+#: how long the prefix before a JSON log line's object may be (a timestamp, a level, a pod name)
+_JSON_PREFIX = 80
+_PREFIX_OK = re.compile(r"^[\w\s:.,/\[\]|=+-]*$")
+
+
 def json_texts(text: str) -> list[str] | None:
     """The human text of the JSON objects in ``text`` (one per line, possibly after a prefix):
     each object's message, then the exception text its fields carry (unescaped by the JSON
@@ -78,15 +75,16 @@ def json_texts(text: str) -> list[str] | None:
     found = False
     for line in text.splitlines():
         start = line.find("{")
-        if start < 0:
+        body = line.rstrip()
+        if start < 0 or start > _JSON_PREFIX or not _PREFIX_OK.match(line[:start]):
             out.append(line)
             continue
         try:
-            obj, _ = decoder.raw_decode(line, start)
+            obj, end = decoder.raw_decode(body, start)
         except ValueError:
             out.append(line)
             continue
-        if not isinstance(obj, dict):
+        if not isinstance(obj, dict) or end != len(body):  # a dict inside code or prose is not a log line
             out.append(line)
             continue
         found = True

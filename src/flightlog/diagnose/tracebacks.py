@@ -27,6 +27,8 @@ __all__ = [
     "parse_block",
     "CHAINED",
     "normalize_header",
+    "block_frames",
+    "IPYTHON_HEADER",
 ]
 
 _HEADER = "Traceback (most recent call last):"
@@ -45,7 +47,9 @@ def _linear(pattern: str, *, dot_nl: bool = False) -> Any:
 
 
 #: IPython and Jupyter print the exception type first: ``KeyError      Traceback (most recent call last)``
-_IPYTHON_HEADER = re.compile(r"^([A-Za-z_][\w.]*)\s{2,}Traceback \(most recent call last\)\s*$", re.M)
+_IPYTHON_HEADER = IPYTHON_HEADER = re.compile(r"^([A-Za-z_][\w.]*)\s{2,}Traceback \(most recent call last\)\s*$", re.M)
+#: IPython's frame lines: ``----> 8 sp500 = data[0].loc[...]`` (the line that raised)
+_IPYTHON_CODE = re.compile(r"^-+> ?(?P<line>\d+)\s+(?P<code>\S.*)$")
 CHAINED = _CHAINED = re.compile(
     r"The above exception was the direct cause of the following exception:|"
     r"During handling of the above exception, another exception occurred:"
@@ -53,6 +57,8 @@ CHAINED = _CHAINED = re.compile(
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<function>.+))?$')
 _EXC = re.compile(r"^(?P<type>[A-Za-z_][\w.]*)(?::\s?(?P<message>.*))?$")
 _MARKERS = re.compile(r"^\s*[~^]+\s*$")
+#: Keras's wrapper of an error raised inside a layer's ``call``: its cause is the next paragraph
+_KERAS_CALL = re.compile(r"^Exception encountered when calling [\w.]+(?:\(\))?\.?(?: \w+\.call\(\)\.?)?\s*$")
 _LIBRARY = re.compile(
     r"[/\\](?:site-packages|dist-packages|lib[/\\]python\d[\d.]*|lib64[/\\]python\d)[/\\]|^<frozen |^<string>$"
 )
@@ -163,9 +169,33 @@ def parse_block(block: str) -> tuple[ParsedException | None, str]:
                 while j < len(lines) and lines[j].strip() and not _CHAINED.search(lines[j]):
                     message.append(lines[j])
                     j += 1
+                if _KERAS_CALL.match(message[0]) and j + 1 < len(lines) and lines[j + 1].strip():
+                    # Keras's wrapper says what went wrong in the paragraph after its own line
+                    # (``Input 0 of layer "dense" is incompatible with the layer: ...``)
+                    j += 1
+                    while j < len(lines) and lines[j].strip() and not _CHAINED.search(lines[j]):
+                        message.append(lines[j])
+                        j += 1
                 return ParsedException(em["type"], "\n".join(message).strip(), frames), "\n".join(lines[j:])
         i += 1
     return None, ""
+
+
+def block_frames(block: str) -> list[Frame]:
+    """The frames of a traceback block whose exception line is missing (a reporter or a log
+    window cut it): the interpreter's ``File`` frames and IPython's ``---->`` lines."""
+    frames: list[Frame] = []
+    lines = block.splitlines()
+    for i, line in enumerate(lines):
+        m = _FRAME.match(line)
+        if m:
+            code = lines[i + 1].strip() if i + 1 < len(lines) and lines[i + 1].startswith("    ") else ""
+            frames.append(Frame(m["file"], int(m["line"]), (m["function"] or "").strip(), code))
+            continue
+        c = _IPYTHON_CODE.match(line.strip())
+        if c:
+            frames.append(Frame("<ipython>", int(c["line"]), "<cell>", c["code"].strip()))
+    return frames
 
 
 # ── exceptions outside a whole traceback ─────────────────────────────────────
@@ -174,18 +204,38 @@ def parse_block(block: str) -> tuple[ParsedException | None, str]:
 _PREFIX = re.compile(
     r"^\s*(?:E\s{2,}|>\s*|\[(?:rank|default)\d+\]:\s*|\((?:\w+ )?pid=\d+(?:, ip=[\d.]+)?\)\s*|[\w.-]+\s+\|\s+)"
 )
+#: exception classes whose names do not end like one (``ArrowInvalid``, google-api-core's
+#: ``ResourceExhausted``, boto's ``NoSuchKey``): named so a line ``ArrowInvalid: ...`` is read as one
+UNSUFFIXED_EXCEPTIONS = (
+    "ArrowInvalid|ArrowNotImplementedError|ArrowKeyError|NoBrokersAvailable|ResourceExhausted|DeadlineExceeded|NotFound"
+    "|Forbidden|Unauthorized|Unauthenticated|ServiceUnavailable|TooManyRequests|InvalidArgument|FailedPrecondition"
+    "|PermissionDenied|AlreadyExists|InternalServerError|BadRequest|GatewayTimeout|Conflict|OutOfResources"
+    "|AirflowTaskTimeout|SoftTimeLimitExceeded|TimeLimitExceeded|FunctionTimedOut|TimeoutExpired|NoSuchKey"
+    "|NoSuchBucket|AccessDenied|ExpiredToken|InvalidAccessKeyId|SignatureDoesNotMatch|RequestLimitExceeded|SlowDown"
+    "|StopIteration|GeneratorExit|InvalidGrant|Fail|NoSuchFile|EngineDeadError|MisconfigurationException"
+)
+_TYPE = (
+    r"(?:(?:[A-Za-z_]\w*\.)*(?:_?[A-Z]\w*)?(?:Error|Exception|Exit|Interrupt|Timeout|Forbidden|Unavailable|NotFound|Denied|Failure|Unauthorized)"
+    r"|(?:[a-z_]\w*\.)*[a-z_]*(?:exc|error|exception)\w*\._?[A-Z]\w*"
+    r"|(?:[A-Za-z_]\w*\.)*(?:" + UNSUFFIXED_EXCEPTIONS + r"))"
+)  # no lookahead (RE2 has none): in both patterns below a type is followed by "(", ":" or the end
 #: ``Type: message`` (a qualified name ending like an exception class) at the start of a line
-_EXC_LINE = _linear(
-    r"^(?P<type>(?:(?:[A-Za-z_]\w*\.)*(?:_?[A-Z]\w*)?(?:Error|Exception|Exit|Interrupt|Timeout|Forbidden|Unavailable|NotFound|Denied|Failure|Unauthorized)"
-    r"|(?:[a-z_]\w*\.)*[a-z_]*(?:exc|error|exception)\w*\._?[A-Z]\w*)"
-    r"(?:\([\w.]*\))?)(?::\s*(?P<message>.*))?$"
-)
+_EXC_LINE = _linear(r"^(?P<type>" + _TYPE + r"(?:\([\w.]*\))?)(?::\s*(?P<message>.*))?$")
 #: the same after a logger's or a launcher's prefix (``12:00 ERROR worker.py:431 -- ray.exceptions...: ``)
-_EXC_IN_LINE = _linear(
-    r"(?:^|[\s>\]|])(?P<type>(?:(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*)?(?:Error|Exception|Exit|Interrupt|Timeout|Forbidden|Unavailable|NotFound|Denied|Unauthorized)"
-    r"|(?:[a-z_]\w*\.)*[a-z_]*(?:exc|error|exception)\w*\._?[A-Z]\w*)"
-    r"(?:\([\w.]*\))?):\s+(?P<message>\S.*)$"
-)
+_EXC_IN_LINE = _linear(r"(?:^|[\s>\]|])(?P<type>" + _TYPE + r"(?:\([\w.]*\))?):\s+(?P<message>\S.*)$")
+_TYPE_GROUP = _EXC_IN_LINE.groupindex["type"]  # RE2's match takes a group's number, not its name
+
+
+def _exception_in_line(raw: str) -> Any:
+    """``_EXC_IN_LINE``'s match in ``raw``, unless it is code that names the class
+    (``except ValueError: ...``, ``raise KeyError: ...`` in a shown source line): RE2 has no
+    lookbehind, so the word before the type is looked at here."""
+    m = _EXC_IN_LINE.search(raw)
+    if m is not None and raw[: m.start(_TYPE_GROUP)].endswith(("except ", "raise ")):
+        return None
+    return m
+
+
 #: a line that starts with the wrapped driver exception, as SQLAlchemy and MLflow log it:
 #: ``(psycopg2.OperationalError) could not connect to server: Connection refused``
 _LEADING_WRAPPED = _linear(r"^\((?P<type>(?:[A-Za-z_]\w*\.)+[A-Z]\w*(?:Error|Exception))\)\s*(?P<message>\S.*)$")
@@ -203,13 +253,16 @@ def parse_exception_lines(text: str, *, expand: bool = True) -> list[ParsedExcep
     lines = text.splitlines()
     i = 0
     while i < len(lines):
+        if lines[i].lstrip().startswith(("│", "╭", "╰", "┃")):  # a box's inside: code, not an exception
+            i += 1
+            continue
         raw = _PREFIX.sub("", lines[i]).strip().strip("`*")
         m = _FRAME.match(lines[i]) or _FRAME.match(_PREFIX.sub("", lines[i]))
         if m:
             frames.append(Frame(m["file"], int(m["line"]), (m["function"] or "").strip()))
             i += 1
             continue
-        em = _EXC_LINE.match(raw) or _BARE.match(raw) or _LEADING_WRAPPED.match(raw) or _EXC_IN_LINE.search(raw)
+        em = _EXC_LINE.match(raw) or _BARE.match(raw) or _LEADING_WRAPPED.match(raw) or _exception_in_line(raw)
         if em is None and len(raw) < 4000:
             # an exception's repr inside an ordinary line: ``Trial 3 failed because of ValueError('nan')``
             for rm in _wrapped_reprs(raw):

@@ -35,6 +35,15 @@ def enlarge_pipe(fd: int, size: int = 1 << 20) -> None:
         pass
 
 
+def _with_logged_exception(message: str, fields: dict[str, Any] | None) -> str:
+    """A JSON log line's message with the traceback its fields carry (``exc_info``,
+    ``exception``, ...): the classifier reads the failure there, not in the message alone."""
+    if not fields:
+        return message
+    logged = [v for v in fields.values() if isinstance(v, str) and "Traceback (most recent call last)" in v]
+    return "\n".join([message, *logged]) if logged else message
+
+
 class OutputPump:
     def __init__(
         self,
@@ -64,9 +73,12 @@ class OutputPump:
     def _emit(self, batch: LogBatch) -> None:
         if not len(batch):
             return
-        for message in batch.message[-50:]:
+        messages = batch.message
+        if any(f is not None for f in batch.fields):
+            messages = [_with_logged_exception(m, f) for m, f in zip(batch.message, batch.fields, strict=True)]
+        for message in messages[-50:]:
             self.last_lines.append(message)
-        for message, level in zip(batch.message, batch.level, strict=True):
+        for message, level in zip(messages, batch.level, strict=True):
             if level >= 40 and "Traceback (most recent call last)" in message:
                 self.last_traceback = message
         try:
@@ -94,7 +106,10 @@ class OutputPump:
         last_poll = time.monotonic()
         try:
             while open_streams:
-                for key, _ in selector.select(POLL_INTERVAL):
+                # both pipes ready at once: their bytes' interleaving is lost, so stdout is read
+                # first and stderr — where a traceback and a logger's errors go — last, keeping
+                # the words that ended the process at the end of its log
+                for key, _ in sorted(selector.select(POLL_INTERVAL), key=lambda kv: kv[0].data[0] == "stderr"):
                     name, out = key.data
                     try:
                         data = os.read(key.fd, READ_SIZE)

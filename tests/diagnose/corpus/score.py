@@ -1,11 +1,15 @@
 """Score the fast classifier on the corpus: ``python -m tests.diagnose.corpus.score``.
 
-Each failure is replayed the way tests/diagnose/test_corpus.py does (the message as the last
-log event of a process that exited 1); each benign line as the only line of such a process.
+Each failure is replayed the way tests/diagnose/corpus/replay.py says (the message as the last
+log event of a process that ended as the entry's ``ending`` says, else exit 1); each benign
+line as the only line of a process that exited 1. This is the message-level score; the
+end-to-end score (whole runs under ``flightlog run``) is ``python -m tests.diagnose.corpus.endtoend``.
+
 Prints, per set: top-1 accuracy at confidence >= 0.5, the share in the right kind, per-category
 precision and recall, the confusion matrix, the calibration (how often the top answer is right
-at each confidence) and the benign lines at 0.5 or more.
-``--format json`` prints the same as one JSON object; ``--set dev`` limits it to one set."""
+at each confidence) and the benign lines at 0.5 or more. ``--format json`` prints the same as
+one JSON object; ``--set dev`` limits it to one set; ``--misses`` lists dev's misses.
+"""
 
 from __future__ import annotations
 
@@ -15,9 +19,11 @@ import sys
 from collections import Counter
 from typing import Any
 
-from flightlog.diagnose.classify import classify_failure
 from flightlog.diagnose.taxonomy import KIND_OF
 from tests.diagnose.corpus.load import SETS, load_set
+from tests.diagnose.corpus.replay import classify_benign_line, classify_entry
+
+__all__ = ["LEAD", "BELOW", "classify_message", "classify_benign", "score_set", "summarize", "render", "main"]
 
 #: a finding at or above this confidence is a lead (docs/architecture.md)
 LEAD = 0.5
@@ -25,38 +31,17 @@ LEAD = 0.5
 BELOW = "(<0.5)"
 
 
-def classify_message(message: str) -> tuple[str, float]:
-    return classify_failure(
-        exit_code=1,
-        signal=None,
-        timed_out=False,
-        oom_killed=False,
-        traceback_text=None,
-        last_lines=["starting", message],
-    )
+def classify_message(message: str, ending: str | None = None) -> tuple[str, float]:
+    return classify_entry({"message": message, "ending": ending})
 
 
 def classify_benign(message: str) -> tuple[str, float]:
-    return classify_failure(
-        exit_code=1, signal=None, timed_out=False, oom_killed=False, traceback_text=None, last_lines=[message]
-    )
+    return classify_benign_line(message)
 
 
-def score_set(name: str) -> dict[str, Any]:
-    data = load_set(name)
-    rows = []
-    for entry in data["failures"]:
-        category, confidence = classify_message(entry["message"])
-        predicted = category if confidence >= LEAD else BELOW
-        rows.append(
-            {
-                "expected": entry["expected"],
-                "category": category,
-                "confidence": confidence,
-                "predicted": predicted,
-                "source": entry.get("source", ""),
-            }
-        )
+def summarize(name: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The figures of a set from its rows (``expected``, ``category``, ``confidence``,
+    ``predicted``, ``source``)."""
     n = len(rows)
     right = sum(r["predicted"] == r["expected"] for r in rows)
     kind = sum(KIND_OF.get(r["category"]) == KIND_OF[r["expected"]] for r in rows)
@@ -71,14 +56,9 @@ def score_set(name: str) -> dict[str, Any]:
             "precision": round(tp / said, 3) if said else None,
             "recall": round(tp / real, 3) if real else None,
         }
-    confusion: dict[str, dict[str, int]] = {}
+    confusion: dict[str, Counter[str]] = {}
     for r in rows:
-        confusion.setdefault(r["expected"], Counter())[r["predicted"]] += 1  # type: ignore[arg-type]
-    benign = []
-    for entry in data["benign"]:
-        category, confidence = classify_benign(entry["message"])
-        if confidence >= LEAD:
-            benign.append({"message": entry["message"][:200], "category": category, "confidence": confidence})
+        confusion.setdefault(r["expected"], Counter())[r["predicted"]] += 1
     calibration = []
     for low in (0.0, 0.5, 0.6, 0.7, 0.8, 0.9):
         high = {0.0: 0.5, 0.9: 1.01}.get(low, round(low + 0.1, 1))
@@ -95,26 +75,56 @@ def score_set(name: str) -> dict[str, Any]:
     return {
         "set": name,
         "failures": n,
-        "benign_lines": len(data["benign"]),
-        "top1_at_0_5": round(right / n, 3),
-        "right_kind": round(kind / n, 3),
+        "top1_at_0_5": round(right / n, 3) if n else None,
+        "right_kind": round(kind / n, 3) if n else None,
         "per_category": per_category,
         "confusion": {k: dict(v) for k, v in sorted(confusion.items())},
         "calibration": calibration,
-        "benign_at_0_5": benign,
-        "misses": [{k: m[k] for k in ("expected", "category", "confidence", "source")} for m in misses],
+        "misses": [{k: m.get(k) for k in ("expected", "category", "confidence", "source")} for m in misses],
     }
 
 
-def _text(report: dict[str, Any], show_misses: bool) -> str:
+def score_set(name: str) -> dict[str, Any]:
+    data = load_set(name)
+    rows = []
+    for entry in data["failures"]:
+        category, confidence = classify_message(entry["message"], entry.get("ending"))
+        rows.append(
+            {
+                "expected": entry["expected"],
+                "category": category,
+                "confidence": confidence,
+                "predicted": category if confidence >= LEAD else BELOW,
+                "source": entry.get("source", ""),
+            }
+        )
+    report = summarize(name, rows)
+    report["mode"] = "message level"
+    report["benign_lines"] = len(data["benign"])
+    report["benign_at_0_5"] = []
+    for entry in data["benign"]:
+        category, confidence = classify_benign(entry["message"])
+        if confidence >= LEAD:
+            report["benign_at_0_5"].append(
+                {"message": entry["message"][:200], "category": category, "confidence": confidence}
+            )
+    return report
+
+
+def render(report: dict[str, Any], show_misses: bool) -> str:
+    head = f"== {report['set']} ({report.get('mode', 'message level')}): {report['failures']} failures"
+    if "benign_lines" in report:
+        head += f", {report['benign_lines']} benign lines"
+    top1 = report["top1_at_0_5"] or 0.0
+    kind = report["right_kind"] or 0.0
     out = [
-        f"== {report['set']}: {report['failures']} failures, {report['benign_lines']} benign lines",
-        f"top-1 at confidence >= 0.5: {report['top1_at_0_5']:.1%}",
-        f"right kind (software/data/infrastructure/performance): {report['right_kind']:.1%}",
-        f"benign lines at >= 0.5: {len(report['benign_at_0_5'])}",
-        "",
-        f"{'category':22} {'n':>4} {'precision':>10} {'recall':>7}",
+        head,
+        f"top-1 at confidence >= 0.5: {top1:.1%}",
+        f"right kind (software/data/infrastructure/performance): {kind:.1%}",
     ]
+    if "benign_at_0_5" in report:
+        out.append(f"benign lines at >= 0.5: {len(report['benign_at_0_5'])}")
+    out += ["", f"{'category':22} {'n':>4} {'precision':>10} {'recall':>7}"]
     for c, m in report["per_category"].items():
         p = "-" if m["precision"] is None else f"{m['precision']:.2f}"
         r = "-" if m["recall"] is None else f"{m['recall']:.2f}"
@@ -130,7 +140,7 @@ def _text(report: dict[str, Any], show_misses: bool) -> str:
         out.append(f"{expected:22} " + " ".join(f"{row.get(c, 0) or '.':>7}" for c in cols))
     out += ["", "calibration (top-1 answers by confidence: how many, how many right)"]
     out += [f"  {c['confidence']:12} {c['n']:>4}  {c['right']:.0%}" for c in report["calibration"]]
-    for b in report["benign_at_0_5"]:
+    for b in report.get("benign_at_0_5", []):
         out.append(f"benign line at {b['confidence']}: {b['category']}: {b['message']}")
     if show_misses:
         out += ["", "misses:"] + [
@@ -151,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.format == "json":
         print(json.dumps({r["set"]: r for r in reports}, indent=2))
     else:
-        print("\n\n".join(_text(r, args.misses and r["set"] == "dev") for r in reports))
+        print("\n\n".join(render(r, args.misses and r["set"] == "dev") for r in reports))
     return 0
 
 

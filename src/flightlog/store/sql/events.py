@@ -96,6 +96,7 @@ class SqlEvents(SqlCore):
         sql += " ORDER BY last_time DESC, id DESC" if backwards else " ORDER BY first_time, id"
         pattern = compile_grep(query.grep) if query.grep else None
         events: list[LogEvent] = []
+        chunks: list[list[LogEvent]] = []
         deadline = self._deadline()
         with self.db.budgeted_read(deadline) as conn:
             ranks = rank_writers(conn, run_id)  # an event without a rank is its writer's rank's
@@ -109,7 +110,13 @@ class SqlEvents(SqlCore):
                         break
                     if not backwards and first_time > events[limit - 1].time:
                         break
-                events.extend(matching(decode_log_chunk(data), query, pattern, ranks.get(writer)))
+                chunk = list(matching(decode_log_chunk(data), query, pattern, ranks.get(writer)))
+                chunks.append(chunk)
+                events.extend(chunk)
+        # events of one time keep the order they were written in (a traceback's lines and the
+        # exception line after them often share one read's time): chunks in write order, then a
+        # stable sort by time
+        events = [e for chunk in (reversed(chunks) if backwards else chunks) for e in chunk]
         events.sort(key=event_time)
         if limit:
             events = events[-limit:] if backwards else events[:limit]

@@ -1,0 +1,208 @@
+"""The rules over a failure's structure: every piece of evidence with the place it was found.
+
+Each :class:`Hit` is one rule that matched one thing — a link of the chain (and which link: the
+innermost cause, the outer wrapper, a worker's exception), a line outside the chain (and
+whether it was the last one printed), the exit facts, the memory at the end. A hit carries the
+:class:`~.signals.Signal` a person reads as evidence; where it was found is what the ranker
+(:mod:`.ranker`) weighs, so that a wrapper's words count for what they are worth at the
+wrapper's place.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from flightlog.diagnose.codes import read_codes
+from flightlog.diagnose.cues import CUE_EXCEPTION_RULES, CUE_LINE_RULES
+from flightlog.diagnose.patterns import (
+    CODE_ERROR_CLASSES,
+    ERRNO_CATEGORY,
+    EXCEPTION_RULES,
+    LINE_RULES,
+    errno_numbers,
+    exception_matches,
+)
+from flightlog.diagnose.signals import SIGKILL, Signal, exit_signals, line_factor, weigh_memory_at_the_kill
+from flightlog.diagnose.structural_rules import (
+    EXTRA_EXCEPTION_RULES,
+    EXTRA_LINE_RULES,
+    code_rules,
+    library_api_rule,
+)
+from flightlog.diagnose.structure import FailureRead, Link
+
+__all__ = ["Hit", "collect", "link_position", "CANDIDATE_FLOOR"]
+
+ALL_EXCEPTION_RULES = (*EXCEPTION_RULES, *EXTRA_EXCEPTION_RULES, *CUE_EXCEPTION_RULES)
+ALL_LINE_RULES = (*LINE_RULES, *EXTRA_LINE_RULES, *CUE_LINE_RULES)
+#: lines this close to the end are the "tail" of the output
+TAIL = 5
+#: a line worth reading for codes (most lines hold none: the check keeps the line pass cheap)
+_MAY_HOLD_A_CODE = re.compile(
+    r"\b[45]\d\d\b|SQLSTATE|StatusCode|grpc_status|exit(?:ed)? (?:with )?(?:code|status)|exitcode"
+)
+#: a frame whose code is an import: the exception came out of importing a package
+_IMPORT_STATEMENT = re.compile(r"^(?:import [\w.]+|from [\w.]+ import\b)")
+#: a category is a candidate when one of its hits weighs at least this much
+CANDIDATE_FLOOR = 0.05
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One rule that matched one place of the failure."""
+
+    category: str
+    rule: str
+    weight: float
+    position: str  # only | inner | middle | outer | line | tail | last | exit | resources
+    kind: str  # a line's own level: "error", "warning", "quiet" (INFO, retried, resolved); "" elsewhere
+    via: str  # the link's via ("raised", "cause", "worker", ...) or "" off the chain
+    signal: Signal
+    link: int = -1  # the index of the link it matched in ``FailureRead.links`` (-1: off the chain)
+
+
+def link_position(index: int, count: int) -> str:
+    if count == 1:
+        return "only"
+    if index == 0:
+        return "inner"
+    if index == count - 1:
+        return "outer"
+    return "middle"
+
+
+def collect(read: FailureRead, *, at: float | None = None, memory_detail: str | None = None) -> list[Hit]:
+    """Every hit of every rule on ``read``: its links, its lines, its exit and its memory."""
+    hits: list[Hit] = []
+    count = len(read.links)
+    source = "traceback" if read.from_traceback else "log"
+    for index, link in enumerate(read.links):
+        hits += _link_hits(link, index, link_position(index, count), source, at)
+    hits += _line_hits(read.lines, read.last_line, at)
+    hits += [
+        Hit(h.category, h.rule, h.weight, "handled", h.kind, "", h.signal) for h in _line_hits(read.handled, None, at)
+    ]
+    hits += _exit_hits(read, at, memory_detail)
+    return hits
+
+
+def _where(link: Link) -> str:
+    frame = link.innermost_own_frame() or (link.frames[-1] if link.frames else None)
+    return f" (at {frame.where()})" if frame else ""
+
+
+def _link_hits(link: Link, index: int, position: str, source: str, at: float | None) -> list[Hit]:
+    out: list[Hit] = []
+    detail = link.headline()[:300] + _where(link)
+
+    def add(category: str, weight: float, rule: str, text: str = detail) -> None:
+        out.append(
+            Hit(category, rule, weight, position, "", link.via, Signal(category, weight, rule, source, text, at), index)
+        )
+
+    short = link.short_type
+    if short == "KeyboardInterrupt":
+        add("killed_by_signal", 0.7, "keyboardinterrupt", f"KeyboardInterrupt (SIGINT){_where(link)}")
+    for exception_rule in ALL_EXCEPTION_RULES:
+        if exception_matches(exception_rule, link.type, link.message):
+            add(exception_rule.category, exception_rule.weight, exception_rule.id)
+    for number in errno_numbers(link.message):
+        category = ERRNO_CATEGORY.get(number)
+        if category is not None:
+            add(category, 0.8, f"errno:{number}", f"errno {number} in {detail}")
+    for category, weight, code_rule in code_rules(link.codes):
+        add(category, weight, code_rule, f"{code_rule.replace('_', ' ')} in {detail}")
+    raised_in_library = bool(link.frames) and link.frames[-1].in_library
+    api = library_api_rule(short, link.message, link.library, raised_in_library)
+    if api is not None:
+        add(*api)
+    if short == "KeyError" and any("/pandas/" in f.file.replace("\\", "/") for f in link.frames):
+        add("data_error", 0.4, "a_keyerror_from_pandas_indexing")
+    code = next((f.code for f in reversed(link.frames) if f.code), "")
+    if _IMPORT_STATEMENT.match(code):
+        add("dependency_error", 0.45, "an_import_statement_raised", f"{detail}: the failing line imports: {code[:200]}")
+    class_weight = CODE_ERROR_CLASSES.get(short)
+    add("code_error", class_weight if class_weight is not None else 0.3, "code_error_class")
+    own = link.innermost_own_frame()
+    if own is not None and link.frames and link.frames[-1] is own:
+        add(
+            "code_error",
+            0.25,
+            "raised_in_the_workload_s_own_code",
+            f"raised directly in the workload's code at {own.where()}" + (f": {own.code}" if own.code else ""),
+        )
+    return out
+
+
+def _line_hits(lines: Sequence[str], last_line: str | None, at: float | None) -> list[Hit]:
+    out: list[Hit] = []
+    texts = [ln.strip() for ln in lines if ln.strip()]
+    n = len(texts)
+    for i, line in enumerate(texts):
+        if len(line) > 2000:
+            continue
+        position = "last" if i == n - 1 and line == last_line else "tail" if i >= n - TAIL else "line"
+        found = [(rule.category, rule.weight, rule.id) for rule in ALL_LINE_RULES if rule.pattern.search(line)]
+        if "rrno" in line or "code:" in line or "Error" in line:
+            for number in errno_numbers(line):
+                category = ERRNO_CATEGORY.get(number)
+                if category is not None:
+                    found.append((category, 0.55, f"errno:{number}"))
+        if _MAY_HOLD_A_CODE.search(line):
+            found += [(c, w * 0.75, r) for c, w, r in code_rules(read_codes(line))]
+        if not found:
+            continue
+        factor = line_factor(line)
+        kind = "error" if factor >= 1.0 else "warning" if factor >= 0.75 else "quiet"
+        for category, weight, rule in found:
+            w = weight * factor
+            out.append(Hit(category, rule, w, position, kind, "", Signal(category, w, rule, "log", line[:300], at)))
+    return out
+
+
+_REPORTED_KILL = re.compile(
+    r"\bexit ?code\s*:?\s*(?:-9|137)\b|\bexited with (?:exit )?code 137\b|\bSignal 9 \(SIGKILL\)|\bkilled by signal 9\b"
+    r"|\bexit status 137\b|\breturned non-zero exit status (?:-9|137)\b|\bOOMKilled\b",
+    re.I,
+)
+
+
+def _reported_kill(read: FailureRead) -> str | None:
+    """The line in which a launcher reports a worker's SIGKILL (exit code 137 or -9), if any."""
+    for link in read.links:
+        if link.codes.exit_code in (137, -9):
+            return link.headline()
+    for line in read.lines[-60:]:
+        if ("137" in line or "9" in line) and _REPORTED_KILL.search(line):
+            return line.strip()
+    return None
+
+
+def _exit_hits(read: FailureRead, at: float | None, memory_detail: str | None) -> list[Hit]:
+    signals = exit_signals(
+        exit_code=read.exit_code, signal=read.signal, timed_out=read.timed_out, oom_killed=read.oom_killed, at=at
+    )
+    reported = _reported_kill(read)
+    if reported is not None and not any(s.id == SIGKILL for s in signals):
+        # a launcher (torchrun, a remote job's client) says its worker was killed: a kill, as
+        # far as the memory at the end is concerned
+        signals.append(Signal("killed_by_signal", 0.3, SIGKILL, "log", f"a launcher reported: {reported[:280]}", at))
+    if not read.timed_out and read.memory_share_at_end is not None:
+        share = read.memory_share_at_end
+        signals = weigh_memory_at_the_kill(
+            signals,
+            share,
+            at=at,
+            detail=memory_detail
+            or f"memory was at {share:.0%} of its limit in the last samples before the process was killed",
+        )
+    if read.exit_code not in (None, 0) or read.signal is not None:
+        code = read.exit_code if read.exit_code is not None else f"signal {read.signal}"
+        signals.append(
+            Signal("code_error", 0.1, "a_failing_exit", "exit", f"the process ended with exit code {code}", at)
+        )
+    return [
+        Hit(s.category, s.id, s.weight, "resources" if s.source == "resources" else "exit", "", "", s) for s in signals
+    ]

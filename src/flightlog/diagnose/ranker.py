@@ -1,0 +1,377 @@
+"""The learned ranker over the rules: which candidate category is the failure's, and how sure.
+
+Why learned: rules tuned one message at a time reached their limit (issue 29). The rules stay
+the source of evidence — every candidate is a category some rule found, and every finding
+cites the lines its rules matched — but how much a rule is worth *where it matched* (on the
+innermost cause or on the wrapper, on the last line or on a handled error earlier, with which
+exit) is learned from the corpus's development side by a conditional logit (a logistic
+regression whose classes are the candidates of each failure), and calibrated by a temperature
+fitted on out-of-fold predictions grouped by repository, so the confidence is a probability:
+of the answers given at 0.8, about eight in ten are right.
+
+Features are facts of the structure, never words: per candidate category, the strongest weight
+of its rules at each place (``pos:inner``, ``pos:outer``, ``pos:tail``, ``pos:exit``), each
+rule that fired, the innermost exception's type and library (only those seen across several
+repositories in training), the exit code's and signal's kind, the memory at the end.
+
+Two stages: the exception's own words first. When a specific rule (not ``code_error``'s, which
+every exception matches) names one category strongly on the innermost exception of a failed
+process (:func:`specific_evidence`), that category's confidence is at least the lower bound of
+how often such a rule was right on the training side (``floors``, counted by the training
+script); the logit decides above it and orders the rest. Why: a conditional logit spreads the probability of an exception it
+cannot place over the categories it often sees (a ValueError raised in the workload's own code
+with a clear message got 0.16 for ``bad_parameter`` beside 0.22 for a ``dependency_error`` no
+rule named); a rule that is right nine times in ten on the innermost exception is evidence the
+logit cannot outvote with a prior.
+
+The fitted model ships as ``ranker.json`` (a weight per feature name, the temperature, the floors);
+scoring is a sparse dot product and a softmax in plain Python, so the fast classifier that
+``flightlog run`` calls imports neither scikit-learn nor numpy. ``python -m
+tests.diagnose.corpus.train`` refits it; ``tests/diagnose/test_ranker.py`` checks that refitting
+reproduces the shipped file from the corpus it names.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from flightlog.diagnose.candidates import CANDIDATE_FLOOR, Hit
+from flightlog.diagnose.signals import MAX_CONFIDENCE, Signal, combine, line_factor
+from flightlog.diagnose.structural_rules import STDLIB
+from flightlog.diagnose.structure import FailureRead
+from flightlog.diagnose.taxonomy import FAILURE_CATEGORIES
+from flightlog.notices import notice
+
+__all__ = [
+    "Ranked",
+    "rank",
+    "candidate_features",
+    "Model",
+    "load_model",
+    "shipped_model",
+    "rule_order",
+    "specific_evidence",
+    "MODEL_PATH",
+    "POSITIONS",
+    "NONE",
+    "CANDIDATES",
+]
+
+MODEL_PATH = Path(__file__).with_name("ranker.json")
+POSITIONS = ("only", "inner", "middle", "outer", "line", "tail", "last", "handled", "exit", "resources")
+#: the vias whose hits get a feature of their own (how a link entered the chain)
+_VIAS = ("worker", "wrapped", "cause", "context")
+#: every category a failed process can be given: each is a candidate of every failure, so a
+#: category no rule names can still be chosen from the structure (a ValueError raised in a
+#: library's configuration code)
+CANDIDATES = (*FAILURE_CATEGORIES, "nan_loss")
+
+
+@dataclass
+class Ranked:
+    """One candidate category: its calibrated confidence and the evidence its rules found."""
+
+    category: str
+    confidence: float
+    hits: list[Hit]
+
+    @property
+    def signals(self) -> list[Signal]:
+        """The evidence, strongest first, one signal per rule and place."""
+        best: dict[tuple[str, str], Signal] = {}
+        for h in self.hits:
+            key = (h.rule, h.signal.detail)
+            if key not in best or h.weight > best[key].weight:
+                best[key] = h.signal
+        return sorted(best.values(), key=lambda s: -s.weight)
+
+
+@dataclass(frozen=True)
+class Model:
+    """A conditional logit over the candidates of one failure: each candidate (every failure
+    category, and ``none`` — nothing failed, or nothing says what) gets the score
+    ``weights · features``, and the probabilities are the softmax of the scores divided by a
+    temperature. The weights are shared by all candidates, so what a place of the chain is
+    worth is learned once for every category; what is a category's own (its bias, its rules,
+    the structure facts crossed with it) has features of its own."""
+
+    weights: dict[str, float]
+    temperature: float
+    meta: dict[str, Any]
+    #: how often the exception's own words were right on the training side, by rule (and by
+    #: category for a rule too rarely seen): see :func:`specific_evidence`
+    floors: dict[str, float] = field(default_factory=dict)
+
+    def probabilities(self, candidates: dict[str, dict[str, float]]) -> dict[str, float]:
+        scores = {}
+        w = self.weights
+        for category, features in candidates.items():
+            z = 0.0
+            for name, value in features.items():
+                coef = w.get(name)
+                if coef is not None:
+                    z += coef * value
+            scores[category] = z / self.temperature
+        top = max(scores.values())
+        exps = {c: math.exp(z - top) for c, z in scores.items()}
+        total = sum(exps.values())
+        return {c: e / total for c, e in exps.items()}
+
+    def floor(self, hit: Hit) -> float:
+        """How often the training side's failures were ``hit.category`` when this rule named it
+        on the innermost exception (:func:`specific_evidence`); 0 when never seen."""
+        return self.floors.get(f"rule:{hit.rule}", self.floors.get(f"category:{hit.category}", 0.0))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Model:
+        return cls(
+            {str(k): float(v) for k, v in data["weights"].items()},
+            float(data["calibration"]["temperature"]),
+            {k: v for k, v in data.items() if k not in ("weights", "calibration")},
+            {str(k): float(v) for k, v in data["calibration"].get("floors", {}).items()},
+        )
+
+
+@functools.lru_cache(maxsize=1)
+def load_model(path: str | None = None) -> Model:
+    """The shipped model (read once per process)."""
+    data = json.loads(Path(path or MODEL_PATH).read_text())
+    return Model.from_dict(data)
+
+
+@functools.lru_cache(maxsize=1)
+def shipped_model() -> Model | None:
+    """The shipped model, or None — with one notice per process — when it is missing or cannot
+    be read (an install without its package data, a damaged file): diagnosis then orders the
+    rules' own evidence (:func:`rule_order`) rather than raising into the user's run."""
+    try:
+        return load_model()
+    except Exception as exc:  # a missing, unreadable or malformed ranker.json: never the user's error
+        notice(
+            f"the diagnosis model could not be read ({type(exc).__name__}: {exc}); "
+            "failures are ordered by their rules' evidence alone"
+        )
+        return None
+
+
+NONE = "none"
+#: the place of an earlier traceback's exception line that the program went on after
+HANDLED = "handled"
+#: the value of a structure fact crossed with a category: below 1, so that the L2 penalty holds
+#: these many, sparsely seen features back more than the rules' (a category's own facts must be
+#: seen often before they outweigh what its rules found)
+FACT_SCALE = 0.2
+
+
+def _logit(p: float) -> float:
+    p = min(max(p, 0.01), 0.99)
+    return math.log(p / (1.0 - p))
+
+
+#: the confidence given to a failing exit that nothing explains (no exception, no rule)
+UNEXPLAINED = 0.25
+UNEXPLAINED_RULE = "a_failing_exit"
+
+
+def rank(read: FailureRead, hits: Sequence[Hit], model: Model | None = None) -> list[Ranked]:
+    """Every failure category, by calibrated probability, highest first (``none`` left out: its
+    share is what keeps every category's confidence low when nothing says what failed)."""
+    if not read.links and all(h.rule == UNEXPLAINED_RULE for h in hits):
+        # nothing to go on but a failing exit: the model's prior is no answer; say so, weakly
+        return [Ranked("code_error", UNEXPLAINED, list(hits))] if hits else []
+    model = model or shipped_model()
+    if model is None:
+        return rule_order(hits)
+    probabilities = model.probabilities(candidate_features(read, hits))
+    specific = specific_evidence(read, hits)
+    if specific is not None:
+        probabilities = _floored(probabilities, specific.category, model.floor(specific))
+    by_category: dict[str, list[Hit]] = {}
+    for h in hits:
+        by_category.setdefault(h.category, []).append(h)
+    out = [
+        Ranked(c, round(min(MAX_CONFIDENCE, p), 2), by_category.get(c) or _structural_evidence(read, c))
+        for c, p in probabilities.items()
+        if c != NONE
+    ]
+    out.sort(key=lambda r: (-r.confidence, -max((h.weight for h in r.hits), default=0.0), r.category))
+    return out
+
+
+#: a rule this strong on the innermost exception is the exception's own words naming a category
+SPECIFIC = 0.5
+#: the places of the innermost exception (the only one, or the innermost cause of a chain)
+_INNERMOST = ("only", "inner")
+
+
+def specific_evidence(read: FailureRead, hits: Sequence[Hit]) -> Hit | None:
+    """The first stage: the strongest hit of a specific rule (any but ``code_error``'s, which
+    every exception matches) on the innermost exception of a failed process, when such hits
+    name one category only — the exception's own words say what failed (``ValueError: Invalid
+    learning rate: -0.01`` raised in the workload's code names a bad parameter whatever the
+    output around it). The exception must have been raised: read from a traceback, or from
+    exception lines whose last is an error's, not a warning's that quotes it ("Retrying ...
+    after connection broken by ReadTimeoutError(...)"). None when such hits name no category
+    or several (then the ranker alone decides)."""
+    if read.exit_code in (None, 0) and read.signal is None and not read.timed_out and not read.oom_killed:
+        return None
+    if not read.from_traceback and line_factor(read.last_line or "") < 1.0:
+        return None  # an exception named in a warning or a retry, not raised: no words of its own
+    found = [h for h in hits if h.position in _INNERMOST and h.category != "code_error" and h.weight >= SPECIFIC]
+    if not found or len({h.category for h in found}) > 1:
+        return None
+    return max(found, key=lambda h: (h.weight, h.rule))
+
+
+def _floored(probabilities: dict[str, float], category: str, floor: float) -> dict[str, float]:
+    """The second stage: ``category``'s probability raised to ``floor`` when the ranker gave it
+    less, the others scaled down in proportion (they still sum to one, in the same order)."""
+    p = probabilities.get(category, 0.0)
+    if p >= floor or p >= 1.0:
+        return probabilities
+    scale = (1.0 - floor) / (1.0 - p)
+    return {c: floor if c == category else q * scale for c, q in probabilities.items()}
+
+
+def rule_order(hits: Sequence[Hit]) -> list[Ranked]:
+    """Without the model: each category its rules found, by the noisy-OR of its evidence (a
+    handled earlier error left out, as the model leaves it out of what a category pools to)."""
+    by_category: dict[str, list[Hit]] = {}
+    for h in hits:
+        if h.weight >= CANDIDATE_FLOOR and h.position != HANDLED:
+            by_category.setdefault(h.category, []).append(h)
+    scores = combine(h.signal for hs in by_category.values() for h in hs)
+    return [Ranked(s.category, s.confidence, by_category[s.category]) for s in scores if s.category in by_category]
+
+
+def _structural_evidence(read: FailureRead, category: str) -> list[Hit]:
+    """What a category no rule named was chosen from: the exception and where it was raised."""
+    link = read.innermost if read.innermost is not None and read.innermost.via == "worker" else read.outermost
+    if link is None:
+        if not read.last_line:
+            return []
+        detail = f"the last line printed: {read.last_line[:280]}"
+    else:
+        frame = link.frames[-1] if link.frames else None
+        where = f" raised in {link.library or 'the workload'}" + (f" at {frame.where()}" if frame else "")
+        detail = f"{link.headline()[:280]}{where}"
+    return [
+        Hit(category, "structure", 0.0, "structure", "", "", Signal(category, 0.0, "structure", "traceback", detail))
+    ]
+
+
+# ── features ─────────────────────────────────────────────────────────────────
+def candidate_features(read: FailureRead, hits: Sequence[Hit]) -> dict[str, dict[str, float]]:
+    """``{candidate: {feature: value}}`` for one failure: every failure category and ``none``.
+
+    A category's features: its bias; the strongest weight of its rules at each place, shared
+    (``pos:inner``) and its own (``bad_parameter|pos:inner``), with the line's own level
+    (``pos:last.warning``) and the link's way into the chain (``via:worker``); each of its
+    rules (``data_error|rule:...``); its pooled rule confidence and whether it leads; and the
+    facts of the structure crossed with it (``bad_parameter|inner:ValueError``,
+    ``oom_killed|exit:sigkill``). ``none``'s: its bias, the facts crossed with it, and how
+    strong the strongest category's evidence is."""
+    by_category: dict[str, list[Hit]] = {c: [] for c in CANDIDATES}
+    for h in hits:
+        if h.weight >= CANDIDATE_FLOOR:
+            by_category.setdefault(h.category, []).append(h)
+    # a handled earlier error is context, not the failure: it is a place of its own
+    # (``pos:handled``), never part of what a category's live evidence pools to, leads with or
+    # counts as rules, so that a caught FileNotFoundError cannot outvote the chain that ended
+    # the process
+    live = {c: [h for h in hs if h.position != HANDLED] for c, hs in by_category.items()}
+    pooled = {s.category: s.confidence for s in combine(h.signal for hs in live.values() for h in hs)}
+    best = max(pooled.values(), default=0.0)
+    facts = _shared_facts(read)
+    out: dict[str, dict[str, float]] = {}
+    for category, found in by_category.items():
+        f: dict[str, float] = {category: 1.0}
+        mine = live[category]
+        for h in found:
+            names = [f"pos:{h.position}", f"{category}|pos:{h.position}"]
+            if h.position != HANDLED:
+                names.append(f"{category}|rule:{h.rule}")
+            if h.kind:
+                names.append(f"pos:{h.position}.{h.kind}")
+            if h.via in _VIAS:
+                names.append(f"via:{h.via}")
+            for name in names:
+                if h.weight > f.get(name, 0.0):
+                    f[name] = h.weight
+
+        score = pooled.get(category, 0.0)
+        others = max((v for k, v in pooled.items() if k != category), default=0.0)
+        if mine:
+            f["pooled_logit"] = _logit(score)
+            f["margin"] = score - others
+            f[f"{category}|pooled"] = score
+            if score >= others:
+                f["leads"] = 1.0
+                f[f"{category}|leads"] = 1.0
+            f["rules"] = min(len({h.rule for h in mine}), 5) / 5
+        for fact in facts:
+            f[f"{category}|{fact}"] = FACT_SCALE
+        out[category] = f
+    none: dict[str, float] = {NONE: 1.0, "none|best": best, "none|best_logit": _logit(best)}
+    for fact in facts:
+        none[f"none|{fact}"] = FACT_SCALE
+    out[NONE] = none
+    return out
+
+
+def _shared_facts(read: FailureRead) -> list[str]:
+    """Facts of the failure that every candidate sees (each crossed with the candidate's
+    category): the chain's shape, the innermost and outermost types and libraries, the exit."""
+    facts = [f"links:{min(len(read.links), 2)}"]
+    if read.links:
+        inner, outer = read.links[0], read.links[-1]
+        facts.append("traceback" if read.from_traceback else "exception_lines")
+        facts.append(f"inner:{inner.short_type}")
+        facts.append(f"inner_lib:{_library_kind(inner.library)}")
+        if inner.library:
+            facts.append(f"inner_lib={inner.library}")
+        if len(read.links) > 1:
+            facts.append(f"outer:{outer.short_type}")
+            facts.append(f"outer_lib:{_library_kind(outer.library)}")
+        if any(link.via == "worker" for link in read.links):
+            facts.append("has_worker")
+        if read.lines_after_chain > 5:
+            facts.append("output_after_the_chain")
+    facts.append(f"exit:{_exit_kind(read.exit_code, read.signal)}")
+    if read.end_reason == "crashed":  # the process vanished without recording its end
+        facts.append("end:crashed")
+    if read.timed_out:
+        facts.append("timed_out")
+    if read.oom_killed:
+        facts.append("oom_killed")
+    share = read.memory_share_at_end
+    if share is not None:
+        facts.append("memory:at_limit" if share >= 0.97 else "memory:near_limit" if share >= 0.9 else "memory:below")
+    return facts
+
+
+def _library_kind(library: str | None) -> str:
+    if library is None:
+        return "own"
+    return "stdlib" if library in STDLIB else "third_party"
+
+
+def _exit_kind(exit_code: int | None, signal: int | None) -> str:
+    sig = signal
+    if sig is None and exit_code is not None and 128 < exit_code < 160:
+        sig = exit_code - 128
+    if sig is not None:
+        return {9: "sigkill", 15: "sigterm", 2: "sigint", 1: "sighup", 6: "sigabrt", 11: "sigsegv", 14: "sigalrm"}.get(
+            sig, "signal"
+        )
+    if exit_code is None:
+        return "unknown"
+    if exit_code in (0, 1, 2, 124, 126, 127):
+        return str(exit_code)
+    return "other"

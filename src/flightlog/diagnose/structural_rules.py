@@ -1,0 +1,233 @@
+"""Rules that read the structure of a failure, not only its words (issue 29): the codes inside a
+message, the library an exception came from, how the process ended; and the message rules for
+the failures the first tables missed — a service refusing for capacity, a framework's
+configuration check, a library's API changed under the user, a time limit raised inside the
+process, a numeric guard that stops before any NaN is printed, a signal a framework caught.
+
+Each rule gives evidence with a weight (how strongly it alone points at its category); the
+ranker (:mod:`.ranker`) learns how much each rule, at each place of the chain, is worth.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from typing import Final
+
+from flightlog.diagnose.codes import Codes
+from flightlog.diagnose.patterns import ExceptionRule, LineRule
+
+__all__ = [
+    "EXTRA_EXCEPTION_RULES",
+    "EXTRA_LINE_RULES",
+    "code_rules",
+    "library_api_rule",
+    "STDLIB",
+]
+
+_I = re.IGNORECASE
+
+
+def _re(text: str, flags: int = _I) -> re.Pattern[str]:
+    return re.compile(text, flags)
+
+
+#: a service that is there and says no: throttling, rate limits, quotas of an API, full pools
+CAPACITY = _re(
+    r"\btoo many requests\b|\brate[ _-]?limit(?:ed|ing)?\b(?! (?:reset|remaining))|\bratelimiterror\b|\bthrottl(?:ed|ing)"
+    r"|\brate exceeded\b|\bOOM command not allowed\b|\bmaxmemory\b|\bQueuePool limit\b|\bpool (?:is )?exhausted\b"
+    r"|\bSlowDown\b|RequestLimitExceeded|TooManyRequests|ProvisionedThroughputExceeded|\binsufficient_quota\b"
+    r"|\bquota (?:exceeded|exhausted)\b(?!.{0,20}\bdisk\b)|\bexceeded (?:your|the) (?:current )?quota\b|\bRESOURCE_EXHAUSTED\b"
+    r"|\btoo many (?:clients|connections|open connections|concurrent)\b|\bmax(?:imum)? number of clients reached\b"
+    r"|\bremaining connection slots are reserved\b|\bserver (?:is )?(?:busy|overloaded)\b|\b(?:is|are) (?:currently )?overloaded\b|\boverloaded_error\b|\bat capacity\b"
+    r"|\bplease (?:slow down|reduce your request rate)\b|\brequest rate\b.{0,30}\b(?:exceeded|too high)\b"
+    r"|\bconcurrency limit\b|\bno (?:available )?capacity\b|\binsufficient capacity\b|\bInsufficientInstanceCapacity\b"
+    r"|\btoo many (?:pending|queued) (?:requests|tasks)\b|\bengine is (?:busy|overloaded)\b"
+)
+#: a framework's own check of its configuration against itself, the world size or the hardware
+CONFIG_CHECK = _re(
+    r"\b(?:must|should|has to|needs to) be (?:divisible|a multiple) (?:by|of)\b|\bis not divisible by\b"
+    r"|\bnot (?:evenly )?divisible\b|\bmust be a multiple of\b|\bis not equal to\b.{0,80}\*"
+    r"|\bworld[_ ]size\b.{0,80}\b(?:must|should|divisible|does not match|mismatch)\b"
+    r"|\b(?:must|should) (?:equal|match)\b.{0,60}\bworld[_ ]size\b|\bis (?:not|only) supported (?:on|for|with|when|by|in)\b"
+    r"|\bnot supported (?:on|for|with|when|by) (?:this|the|your|current)\b|\bonly supports?\b|\bcannot be used (?:with|together)\b"
+    r"|\bmutually exclusive\b|\bincompatible with\b(?! (?:the )?(?:installed|layer)\b)|\brequires? .{1,40} to be (?:set|enabled|true|false|specified)\b"
+    r"|\bunsupported (?:dtype|precision|mode|device|backend|configuration|option|value|type|strategy|quantization)\b"
+    r"|\binvalid (?:combination|config(?:uration)?|value for)\b|\bexpected .{1,40} to be (?:one of|in|either)\b"
+    r"|\bcannot (?:both|be both) be\b|\bdoes not support\b.{0,40}\b(?:mode|precision|dtype|option|strategy|argument)\b"
+)
+#: an API the installed version of a library removed, renamed or changed
+API_CHANGED = _re(
+    r"^module '[\w.]+' has no attribute|\bhas no attribute '\w+'.{0,80}\b(?:deprecated|removed|renamed)\b"
+    r"|\bwas (?:deprecated|removed) in\b|\bhas been (?:removed|renamed)\b|\bis deprecated and (?:has been|was) removed\b"
+    r"|\bcannot import name\b|\bno longer (?:supported|available|exists|accepts?)\b|\bwas renamed to\b"
+    r"|\bremoved in (?:version |v)?\d|\bexpired alias\b|\bdeprecated alias\b|\bnot found in module\b"
+)
+#: a time limit raised inside the process (SIGALRM, an orchestrator's task timeout, a deadline)
+TIME_LIMIT_INSIDE = _re(
+    r"\btimed? ?out after \d+(?:\.\d+)? ?(?:s|sec|secs|seconds|minutes|mins?|m|h|hours?)\b"
+    r"|\bexceeded (?:the |its )?(?:time ?limit|timeout|maximum (?:run|execution) time)\b|\btime ?limit (?:exceeded|reached)\b"
+    r"|\bexecution timed out\b|\bTimeout, PID\b|\btask (?:timed out|exceeded)\b|\bSIGALRM\b|^\s*alarm clock\s*$"
+    r"|\bhard time limit\b|\bsoft time limit\b|\bjob (?:has )?exceeded (?:its )?(?:walltime|runtime)\b"
+)
+TIME_LIMIT_CLASSES = (
+    "AirflowTaskTimeout",
+    "SoftTimeLimitExceeded",
+    "TimeLimitExceeded",
+    "TaskTimeoutError",
+    "JobTimeoutException",
+    "FunctionTimedOut",
+    "TimeoutExpired",
+    "TaskRunTimeoutError",
+    "FlowRunTimeoutError",
+    "TimeoutSignal",
+)
+#: a numeric guard (anomaly detection, check_numerics, a NaN debug mode) that stopped the run
+NUMERIC_GUARD = _re(
+    r"returned nan values in its \d+\w* output|\bdetect_anomaly\b|\banomaly detection\b|tensor had (?:nan|inf) values"
+    r"|\bcheck_?numerics\b|invalid value \(nan\) encountered|\bnans? (?:detected|found|encountered) in (?:the )?"
+    r"(?:gradients?|loss|outputs?|activations?|parameters?|weights?|logits)\b|\bgradients? (?:contain|are|is|became) (?:nan|inf)"
+    r"|\bnon-?finite (?:loss|gradients?|values? in (?:the )?(?:loss|gradients?))\b|\bloss (?:returned|is|was) (?:nan|inf)\b"
+    r"|\bdebug_nans\b|\bloss returned in `?\w+`? is (?:nan|inf)|\binf checks? (?:failed|found)\b"
+)
+#: a process that says it received a terminating signal (and may then exit 0 after saving)
+CAUGHT_SIGNAL = _re(
+    r"\b(?:received|caught|got|handling|trapped|intercepted)\b.{0,20}\b(?:SIGTERM|SIGINT|SIGUSR1|SIGUSR2|SIGHUP|signal (?:15|2|10|12|1))\b"
+    r"|\bSIG(?:TERM|INT|USR1) (?:received|caught|detected)\b|\bpreemption (?:signal|notice)\b|\bspot (?:instance )?(?:interruption|termination)\b"
+    r"|\bsaving (?:a )?checkpoint before (?:exit|shutdown|terminat)|\bbeing preempted\b|\bwas preempted\b"
+    r"|\bshutting down (?:gracefully )?(?:after|on|due to) (?:a )?(?:signal|SIGTERM)\b",
+    0,
+)
+
+EXTRA_EXCEPTION_RULES: Final[tuple[ExceptionRule, ...]] = (
+    ExceptionRule("service_unavailable", 0.75, "a_service_refusing_for_capacity", message=CAPACITY),
+    ExceptionRule(
+        "service_unavailable",
+        0.7,
+        "a_rate_limit_or_capacity_error_class",
+        classes=(
+            "RateLimitError",
+            "ThrottlingException",
+            "TooManyRequests",
+            "TooManyRequestsError",
+            "ResourceExhausted",
+            "TooManyConnections",
+            "ServiceOverloaded",
+            "OverloadedError",
+            "APIStatusError",
+        ),
+    ),
+    ExceptionRule("bad_parameter", 0.6, "a_framework_s_configuration_check", message=CONFIG_CHECK),
+    ExceptionRule("dependency_error", 0.55, "an_api_the_installed_library_changed", message=API_CHANGED),
+    ExceptionRule("timeout", 0.75, "a_time_limit_raised_inside_the_process", classes=TIME_LIMIT_CLASSES),
+    ExceptionRule("timeout", 0.65, "a_time_limit_named_in_the_message", message=TIME_LIMIT_INSIDE),
+    ExceptionRule("nan_loss", 0.75, "a_numeric_guard_stopped_the_run", message=NUMERIC_GUARD),
+    ExceptionRule("nan_loss", 0.55, "a_floating_point_error", classes=("FloatingPointError",)),
+    ExceptionRule("code_error", 0.45, "a_native_check_that_failed", classes=("NativeCheckFailure",)),
+)
+
+EXTRA_LINE_RULES: Final[tuple[LineRule, ...]] = (
+    LineRule("service_unavailable", 0.55, "a_service_refusing_for_capacity", CAPACITY),
+    LineRule("bad_parameter", 0.4, "a_framework_s_configuration_check", CONFIG_CHECK),
+    LineRule("timeout", 0.55, "a_time_limit_named_in_the_message", TIME_LIMIT_INSIDE),
+    LineRule("nan_loss", 0.6, "a_numeric_guard_stopped_the_run", NUMERIC_GUARD),
+    LineRule("killed_by_signal", 0.55, "the_process_caught_a_terminating_signal", CAUGHT_SIGNAL),
+)
+
+#: the standard library's modules (an AttributeError about them is rarely an upgrade's doing)
+STDLIB: Final = frozenset(getattr(sys, "stdlib_module_names", ())) | {"builtins", "__main__"}
+
+
+def code_rules(codes: Codes) -> list[tuple[str, float, str]]:
+    """``(category, weight, rule id)`` for each code a message carries."""
+    out: list[tuple[str, float, str]] = []
+    status = codes.http_status
+    if status is not None:
+        if status == 429:
+            out.append(("service_unavailable", 0.8, "http_429_too_many_requests"))
+        elif 500 <= status <= 599:
+            out.append(("service_unavailable", 0.7, "http_5xx"))
+        elif status in (401, 403, 407):
+            out.append(("credentials_error", 0.75, "http_401_403"))
+        elif status in (404, 410):
+            out.append(("missing_file", 0.5, "http_404"))
+        elif status == 408:
+            out.append(("service_unavailable", 0.5, "http_408"))
+        elif status in (400, 413, 422):
+            out.append(("bad_parameter", 0.4, "http_400_413_422"))
+    state = codes.sqlstate
+    if state is not None:
+        rule = _SQLSTATE.get(state) or _SQLSTATE.get(state[:2])
+        if rule is not None:
+            out.append(rule)
+    if codes.grpc is not None and codes.grpc in _GRPC:
+        out.append(_GRPC[codes.grpc])
+    if codes.exit_code is not None and codes.exit_code in _EXIT_IN_MESSAGE:
+        out += _EXIT_IN_MESSAGE[codes.exit_code]
+    return out
+
+
+_SQLSTATE: Final[dict[str, tuple[str, float, str]]] = {
+    "08": ("service_unavailable", 0.75, "sqlstate_08_connection_exception"),
+    "53300": ("service_unavailable", 0.8, "sqlstate_53300_too_many_connections"),
+    "53000": ("service_unavailable", 0.6, "sqlstate_53_insufficient_resources"),
+    "53200": ("service_unavailable", 0.5, "sqlstate_53_insufficient_resources"),
+    "53100": ("disk_full", 0.7, "sqlstate_53100_disk_full"),
+    "57P01": ("service_unavailable", 0.7, "sqlstate_57p_server_shutting_down"),
+    "57P02": ("service_unavailable", 0.7, "sqlstate_57p_server_shutting_down"),
+    "57P03": ("service_unavailable", 0.7, "sqlstate_57p_server_shutting_down"),
+    "57014": ("timeout", 0.5, "sqlstate_57014_statement_timeout"),
+    "28": ("credentials_error", 0.8, "sqlstate_28_invalid_authorization"),
+    "42501": ("credentials_error", 0.7, "sqlstate_42501_insufficient_privilege"),
+    "42P01": ("data_error", 0.5, "sqlstate_42_undefined_table_or_column"),
+    "42703": ("data_error", 0.5, "sqlstate_42_undefined_table_or_column"),
+    "22": ("data_error", 0.55, "sqlstate_22_23_data_exception"),
+    "23": ("data_error", 0.55, "sqlstate_22_23_data_exception"),
+}
+_GRPC: Final[dict[str, tuple[str, float, str]]] = {
+    "UNAVAILABLE": ("service_unavailable", 0.75, "grpc_unavailable"),
+    "RESOURCE_EXHAUSTED": ("service_unavailable", 0.7, "grpc_resource_exhausted"),
+    "DEADLINE_EXCEEDED": ("service_unavailable", 0.5, "grpc_deadline_exceeded"),
+    "UNAUTHENTICATED": ("credentials_error", 0.75, "grpc_unauthenticated_or_permission_denied"),
+    "PERMISSION_DENIED": ("credentials_error", 0.75, "grpc_unauthenticated_or_permission_denied"),
+    "NOT_FOUND": ("missing_file", 0.5, "grpc_not_found"),
+    "INVALID_ARGUMENT": ("bad_parameter", 0.4, "grpc_invalid_argument"),
+}
+#: an exit code another process reported (a launcher, a container runtime, a subprocess)
+_EXIT_IN_MESSAGE: Final[dict[int, list[tuple[str, float, str]]]] = {
+    137: [("oom_killed", 0.45, "a_reported_exit_137"), ("killed_by_signal", 0.3, "a_reported_exit_137")],
+    -9: [("oom_killed", 0.4, "a_reported_sigkill"), ("killed_by_signal", 0.35, "a_reported_sigkill")],
+    143: [("killed_by_signal", 0.5, "a_reported_exit_143")],
+    -15: [("killed_by_signal", 0.5, "a_reported_exit_143")],
+    139: [("code_error", 0.4, "a_reported_crash")],
+    -11: [("code_error", 0.4, "a_reported_crash")],
+    134: [("code_error", 0.35, "a_reported_crash")],
+    -6: [("code_error", 0.35, "a_reported_crash")],
+    127: [("dependency_error", 0.4, "a_reported_exit_127")],
+}
+
+_MODULE_ATTRIBUTE = re.compile(
+    r"^module '(?P<module>[\w.]+)' has no attribute|cannot import name '\w+' from '(?P<from>[\w.]+)'"
+)
+_OBJECT_ATTRIBUTE = re.compile(
+    r"^'?(?:type object )?'?(?P<cls>[\w.]+)'? object has no attribute|^type object '[\w.]+' has no attribute"
+)
+
+
+def library_api_rule(
+    short_type: str, message: str, library: str | None, raised_in_library: bool
+) -> tuple[str, float, str] | None:
+    """A library's API changed under the user: an ``AttributeError``/``ImportError`` about a
+    third-party module's namespace, or raised inside a third-party library's own code (its
+    callers and its own modules disagree about the version)."""
+    if short_type not in ("AttributeError", "ImportError"):
+        return None
+    m = _MODULE_ATTRIBUTE.search(message)
+    if m is not None:
+        module = (m["module"] or m["from"] or "").split(".")[0]
+        if module and module not in STDLIB:
+            return ("dependency_error", 0.6, "an_attribute_or_name_a_library_s_namespace_lacks")
+        return None
+    if raised_in_library and library is not None and library not in STDLIB and _OBJECT_ATTRIBUTE.search(message):
+        return ("dependency_error", 0.4, "an_attribute_error_inside_a_library")
+    return None

@@ -1,0 +1,132 @@
+"""The learned ranker (``flightlog.diagnose.ranker``): the shipped model is the one its training
+script fits on the corpus it names, it scores without scikit-learn or numpy, its features are
+facts of the structure (never words of a message), and its confidences are probabilities."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from flightlog.diagnose.candidates import collect
+from flightlog.diagnose.classify import read_process
+from flightlog.diagnose.ranker import CANDIDATES, MODEL_PATH, NONE, candidate_features, load_model, rank
+from tests.diagnose.corpus import train
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_shipped_model_names_the_corpus_it_was_trained_on() -> None:
+    shipped = json.loads(MODEL_PATH.read_text())
+    assert shipped["trained_on"]["digest"] == train.corpus_digest(), (
+        "dev.yaml or the training script changed since ranker.json was fitted: "
+        "run `python -m tests.diagnose.corpus.train` and commit the model"
+    )
+
+
+@pytest.mark.timeout(900)
+def test_retraining_reproduces_the_shipped_model() -> None:
+    """``python -m tests.diagnose.corpus.train --check`` fits again (cross-validation included)
+    and finds the same weights, temperature and corpus."""
+    shipped = json.loads(MODEL_PATH.read_text())
+    fitted = train.fit(train.examples())
+    assert train.differences(shipped, fitted) == []
+    assert fitted["cross_validated_top1"] == shipped["cross_validated_top1"]
+
+
+def test_scoring_imports_neither_scikit_learn_nor_numpy() -> None:
+    """The runner's classifier (every failed attempt, ``--retry-on``) pays for plain Python only."""
+    code = (
+        "import sys\n"
+        "from flightlog.diagnose.classify import classify_failure\n"
+        "print(classify_failure(exit_code=1, signal=None, timed_out=False, oom_killed=False,"
+        " traceback_text=None, last_lines=['OSError: [Errno 28] No space left on device']))\n"
+        "print(sorted(m for m in ('sklearn', 'numpy', 'scipy') if m in sys.modules))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env={"PYTHONPATH": str(ROOT / "src")}
+    ).stdout.splitlines()
+    assert out[0].startswith("('disk_full'") and out[1] == "[]", out
+
+
+def test_features_are_facts_of_the_structure_not_words() -> None:
+    """No feature of the shipped model is a word of a message: each is a category, a place, a
+    rule, a code's or an exit's kind, an exception type or a library."""
+    weights = load_model().weights
+    prefixes = ("pos:", "via:", "pooled", "margin", "leads", "rules", "none")
+    for name in weights:
+        head, _, rest = name.partition("|")
+        assert name.startswith(prefixes) or head in (*CANDIDATES, NONE), name
+        if rest:
+            kind = rest.split(":", 1)[0].split("=", 1)[0]
+            assert kind in {
+                "pos",
+                "rule",
+                "pooled",
+                "leads",
+                "links",
+                "traceback",
+                "exception_lines",
+                "inner",
+                "inner_lib",
+                "outer",
+                "outer_lib",
+                "has_worker",
+                "output_after_the_chain",
+                "exit",
+                "end",
+                "timed_out",
+                "oom_killed",
+                "memory",
+                "best",
+                "best_logit",
+            }, name
+
+
+def test_confidences_are_probabilities_over_the_candidates() -> None:
+    read = read_process(
+        exit_code=1,
+        signal=None,
+        timed_out=False,
+        oom_killed=False,
+        traceback_text=None,
+        last_lines=["starting", "OSError: [Errno 28] No space left on device"],
+    )
+    hits = collect(read)
+    probabilities = load_model().probabilities(candidate_features(read, hits))
+    assert abs(sum(probabilities.values()) - 1.0) < 1e-9 and set(probabilities) == {*CANDIDATES, NONE}
+    ranked = rank(read, hits)
+    assert ranked[0].category == "disk_full" and ranked[0].confidence >= 0.8
+    assert all(a.confidence >= b.confidence for a, b in zip(ranked, ranked[1:], strict=False))
+    assert any(s.id == "errno:28" for s in ranked[0].signals), "a finding cites the rules that found it"
+
+
+def test_nothing_to_go_on_is_no_answer() -> None:
+    """A failing exit with no exception and no known line is not given the model's prior."""
+    read = read_process(
+        exit_code=3, signal=None, timed_out=False, oom_killed=False, traceback_text=None, last_lines=["step 1"]
+    )
+    (only,) = rank(read, collect(read))
+    assert (only.category, only.confidence) == ("code_error", 0.25)
+
+
+def test_a_missing_model_orders_the_rules_evidence_with_a_notice(tmp_path: Path) -> None:
+    """An install without ``ranker.json`` (or with a damaged one) still diagnoses: the rules'
+    own evidence, pooled, orders the categories, and stderr says why; nothing is raised."""
+    code = (
+        "from flightlog.diagnose import ranker\n"
+        f"ranker.MODEL_PATH = ranker.Path({str(tmp_path / 'absent.json')!r})\n"
+        "from flightlog.diagnose.classify import classify_failure\n"
+        "for _ in range(2):\n"
+        "    print(classify_failure(exit_code=1, signal=None, timed_out=False, oom_killed=False,"
+        " traceback_text=None, last_lines=['OSError: [Errno 28] No space left on device']))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env={"PYTHONPATH": str(ROOT / "src")}
+    )
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 2 and all(line.startswith("('disk_full'") for line in lines), proc.stdout
+    assert proc.stderr.count("flightlog: the diagnosis model could not be read") == 1, proc.stderr
