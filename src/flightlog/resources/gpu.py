@@ -45,7 +45,9 @@ class NoGpu:
 # nvmlInit is process-wide and reference counted; flightlog initializes it once per process
 # (per module object, so tests can hand in a stand-in) and keeps it for the process's life.
 _INIT_LOCK = threading.Lock()
-_INIT_DONE: dict[int, str | None] = {}
+# keyed by the NVML module itself, not its id(): an id is reused once an object is gone, and a new
+# binding would then pass for one already initialized
+_INIT_DONE: dict[Any, str | None] = {}
 
 
 def _reason(exc: BaseException) -> str:
@@ -62,7 +64,7 @@ def _reason(exc: BaseException) -> str:
 def _init_once(nvml: Any) -> str | None:
     """nvmlInit once per process; returns why it failed, or None."""
     with _INIT_LOCK:
-        key = id(nvml)
+        key = nvml
         if key not in _INIT_DONE:
             try:
                 nvml.nvmlInit()
