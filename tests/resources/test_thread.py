@@ -33,7 +33,11 @@ def test_samples_on_schedule_with_a_real_sampler(spawn: Spawn) -> None:
     wait_for(lambda: len(got) >= 5, "five samples")
     assert thread.stop() is True
     gaps = [b["time"] - a["time"] for a, b in zip(got, got[1:], strict=False)]
-    assert min(gaps) >= 0.05 * 0.9, gaps  # on its schedule: never sooner than the interval
+    # on its schedule, a fixed grid (start + k * interval, missed ticks skipped): never a burst
+    # that catches up (two samples in one slot) and never sooner than the interval on average;
+    # one gap may be shorter than the interval when the tick before it was taken late (load)
+    assert min(gaps) >= 0.05 * 0.5, gaps
+    assert sum(gaps) / len(gaps) >= 0.05 * 0.9, gaps
     assert got[0]["procs"] == 1
     assert thread.errors == 0
     assert not thread.running
