@@ -64,14 +64,13 @@ def _reason(exc: BaseException) -> str:
 def _init_once(nvml: Any) -> str | None:
     """nvmlInit once per process; returns why it failed, or None."""
     with _INIT_LOCK:
-        key = nvml
-        if key not in _INIT_DONE:
+        if nvml not in _INIT_DONE:
             try:
                 nvml.nvmlInit()
-                _INIT_DONE[key] = None
+                _INIT_DONE[nvml] = None
             except Exception as exc:
-                _INIT_DONE[key] = _reason(exc)
-        return _INIT_DONE[key]
+                _INIT_DONE[nvml] = _reason(exc)
+        return _INIT_DONE[nvml]
 
 
 def _text(value: Any) -> str | None:

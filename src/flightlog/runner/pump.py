@@ -109,7 +109,7 @@ class OutputPump:
                 # both pipes ready at once: their bytes' interleaving is lost, so stdout is read
                 # first and stderr — where a traceback and a logger's errors go — last, keeping
                 # the words that ended the process at the end of its log
-                for key, _ in sorted(selector.select(POLL_INTERVAL), key=lambda kv: kv[0].data[0] == "stderr"):
+                for key, _ in sorted(selector.select(POLL_INTERVAL), key=_stderr_last):
                     name, out = key.data
                     try:
                         data = os.read(key.fd, READ_SIZE)
@@ -133,3 +133,8 @@ class OutputPump:
         finally:
             self._emit(self._pipeline.close(time.time()))
             selector.close()
+
+
+def _stderr_last(ready: tuple[Any, int]) -> bool:
+    """The sort key of a wake-up's ready pipes: stdout's first, stderr's last."""
+    return bool(ready[0].data[0] == "stderr")

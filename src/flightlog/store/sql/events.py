@@ -111,12 +111,15 @@ class SqlEvents(SqlCore):
                     if not backwards and first_time > events[limit - 1].time:
                         break
                 chunk = list(matching(decode_log_chunk(data), query, pattern, ranks.get(writer)))
-                chunks.append(chunk)
+                if backwards:
+                    chunks.append(chunk)
                 events.extend(chunk)
         # events of one time keep the order they were written in (a traceback's lines and the
-        # exception line after them often share one read's time): chunks in write order, then a
-        # stable sort by time
-        events = [e for chunk in (reversed(chunks) if backwards else chunks) for e in chunk]
+        # exception line after them often share one read's time): a stable sort by time over the
+        # chunks in write order. A forward read met them in that order already (a sort while
+        # reading is stable too); a backward read met the newest chunk first
+        if backwards:
+            events = [e for chunk in reversed(chunks) for e in chunk]
         events.sort(key=event_time)
         if limit:
             events = events[-limit:] if backwards else events[:limit]
