@@ -5,6 +5,7 @@ other requests are answered meanwhile. Rules files read from disk go through the
 
 from __future__ import annotations
 
+import statistics
 import time
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import pytest
 from flightlog.alerts.config import load_config, parse_config
 from flightlog.alerts.yamlsource import MAX_BYTES, RulesFileError
 from flightlog.server.testing import RunningServer
-from tests.security.probe import server_subprocess, slowest_health_while
+from tests.security.probe import health_while, server_subprocess
 from tests.server.conftest import auth, error_of
 
 # six levels of ten references: a million values once expanded, from 240 bytes
@@ -93,14 +94,19 @@ def test_other_requests_are_answered_while_rules_are_checked(tmp_path: Path, ser
             took.append(time.perf_counter() - start)
             return answer
 
-        slowest, answers = slowest_health_while(server.url, [check for _ in range(4)])
+        probes, answers = health_while(server.url, [check for _ in range(4)])
     for answer in answers:
         assert isinstance(answer, httpx.Response) and answer.status_code == 200, answer
         assert answer.json()["ok"] is True and len(answer.json()["rules"]) == 2300
     # Measured against the checks themselves, not a clock: were they parsed on the event loop,
-    # the loop would be held for a whole parse at a time, and the probes (every 20 ms) arriving
-    # early in one would wait most of it — the quickest check's time, or more. Off the loop, a
-    # probe waits for nothing but its turn, however loaded the machine.
-    assert slowest < 0.5 * min(took), (
-        f"/healthz took {slowest:.2f} s while rules were checked (each check {min(took):.2f}-{max(took):.2f} s)"
+    # the loop would be held for a whole parse at a time, and a probe (one every 20 ms) would wait
+    # for the rest of the parse it arrived in — half the quickest check's time, on the median.
+    # Off the loop, a probe waits for nothing but its turn. The median, not the slowest probe: on
+    # a 2-core box a neighbour test can stall the server once (CI saw one probe at 0.25 s beside
+    # checks of 0.50-1.42 s), and one stall says nothing about where the parse ran.
+    assert len(probes) >= 3, f"only {len(probes)} probes while rules were checked"
+    typical = statistics.median(probes)
+    assert typical < 0.2 * min(took), (
+        f"/healthz took {typical:.2f} s on the median (slowest {max(probes):.2f} s) while rules were checked"
+        f" (each check {min(took):.2f}-{max(took):.2f} s)"
     )
