@@ -136,3 +136,19 @@ def test_workload_values_are_text_in_the_table_and_the_run_page(page: Any) -> No
     expect(page.locator(".summary-card .tag")).to_have_text("team=<script>alert(2)</script>")
     expect(page.locator("#params")).to_contain_text("<b>bold?</b>")
     assert page.locator("main img, main b, main script").count() == 0
+
+
+def test_the_page_s_first_request_starts_inline_under_the_policy_and_the_app_takes_its_answer(page: Any) -> None:
+    """The inline script (frontend/vite.config.ts) runs under the page's Content-Security-Policy
+    (named there by its SHA-256) and asks for the runs table's first page while the app's code
+    loads; the app takes that answer instead of asking again: one request for the URL."""
+    asked: list[str] = []
+    refused: list[str] = []
+    page.on("request", lambda r: asked.append(r.url) if "/api/v1/runs?" in r.url else None)
+    page.on("console", lambda m: refused.append(m.text) if "Content Security Policy" in m.text else None)
+    page.goto("/projects/vision")
+    expect(page.locator(".runs-table .row[data-run]").first).to_be_visible()
+    assert page.evaluate("window.__flightlogPrefetch instanceof Map"), "the inline script did not run"
+    assert page.evaluate("window.__flightlogPrefetch.size") == 0, "the app did not take the prefetched answer"
+    assert len(asked) == 1 and "project=vision" in asked[0], asked
+    assert not refused, refused

@@ -62,6 +62,10 @@ def test_every_deep_link_gets_the_page_with_a_strict_policy(client: Client) -> N
         assert '<base href="/" />' in page.text
         csp = page.headers["content-security-policy"]
         assert "script-src 'self'" in csp and "frame-ancestors 'none'" in csp and "unsafe-eval" not in csp
+        # beside 'self', only the page's own inline script, by its hash: never 'unsafe-inline'
+        script_src = next(d.split()[1:] for d in csp.split(";") if d.split()[0] == "script-src")
+        assert script_src[0] == "'self'" and all(s.startswith("'sha256-") for s in script_src[1:]), script_src
+        assert len(script_src) - 1 == page.text.count("<script>"), (script_src, page.text)
         assert page.headers["x-content-type-options"] == "nosniff"
     asset = next((ui.STATIC / "assets").glob("*.js")).name
     got = client.get(f"/assets/{asset}")

@@ -6,16 +6,20 @@ not an API route answers with its page, so a deep link (``/projects/vision/runs/
 opens the right view; ``/api/...`` never falls through to it. The page carries a ``<base href>``
 set to the server's root path, so the UI also works behind a proxy's sub-path (``--root-path``).
 
-The page is served with a strict Content-Security-Policy (scripts from this origin only), on top
-of the UI rendering every workload value as text; artifacts are downloads in a sandbox
+The page is served with a strict Content-Security-Policy (scripts from this origin only, and the
+page's own inline script named by its SHA-256: the first API requests, started while the page is
+parsed, ``frontend/vite.config.ts``), on top of the UI rendering every workload value as text; artifacts are downloads in a sandbox
 (``blobs.py``), so nothing a run logged can run script here.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import html
 import re
 import sys
+from functools import lru_cache
 from pathlib import Path
 
 import click
@@ -33,6 +37,7 @@ CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; "
     "connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'self'; frame-ancestors 'none'; form-action 'self'"
 )
+_INLINE_SCRIPT = re.compile(r"<script>(.*?)</script>", re.DOTALL)
 _PAGE_HEADERS = {
     "Content-Security-Policy": CSP,
     "X-Content-Type-Options": "nosniff",
@@ -62,17 +67,34 @@ def _root(request: Request) -> str:
     return str(request.scope.get("root_path") or "").rstrip("/")
 
 
+def policy_for(text: str) -> str:
+    """The page's Content-Security-Policy: CSP, with each inline script of ``text`` allowed by
+    its SHA-256 and nothing else inline (a changed or injected script does not run)."""
+    hashes = [
+        "'sha256-" + base64.b64encode(hashlib.sha256(body.encode("utf-8")).digest()).decode("ascii") + "'"
+        for body in _INLINE_SCRIPT.findall(text)
+    ]
+    return CSP.replace("script-src 'self'", " ".join(["script-src 'self'", *hashes]), 1)
+
+
+@lru_cache(maxsize=4)
+def _index(mtime_ns: int, size: int) -> tuple[str, dict[str, str]]:
+    """index.html and its headers, read once per build (the key: the file's mtime and size)."""
+    text = (STATIC / "index.html").read_text(encoding="utf-8")
+    return text, {**_PAGE_HEADERS, "Content-Security-Policy": policy_for(text)}
+
+
 async def page(request: Request) -> Response:
     path = request.path_params.get("path", "")
     if path == "api" or path.startswith(("api/", "assets/")):
         raise HTTPException(404)  # the API's own 404, in the one JSON error shape
-    index = STATIC / "index.html"
     try:
-        text = index.read_text(encoding="utf-8")
+        stat = (STATIC / "index.html").stat()
+        text, headers = _index(stat.st_mtime_ns, stat.st_size)
     except FileNotFoundError:
         return HTMLResponse(_NOT_BUILT, status_code=503, headers=_PAGE_HEADERS)
     base = html.escape(_root(request) + "/", quote=True)
-    return HTMLResponse(text.replace(_BASE, f'<base href="{base}" />', 1), headers=_PAGE_HEADERS)
+    return HTMLResponse(text.replace(_BASE, f'<base href="{base}" />', 1), headers=headers)
 
 
 async def asset(request: Request) -> Response:
