@@ -16,14 +16,26 @@ from pathlib import Path
 import pytest
 
 import flightlog
+from flightlog.errors import NotFound
 from flightlog.journal import list_journals
-from tests.helpers import child_env, cli, cli_json, run_script
+from tests.helpers import child_env, cli, cli_json, run_script, wait_for
 
 FLUSH_INTERVAL = 0.5  # the documented default
 
 
 def _read(home: Path) -> flightlog.Client:
     return flightlog.Client(home=home)
+
+
+def _points(home: Path, run_id: str, metric: str) -> int:
+    """How many points of ``metric`` the store holds for the run so far (0 before it is there)."""
+    try:
+        with _read(home) as client:
+            info = client.run(run_id)
+    except NotFound:
+        return 0
+    summary = info.metrics.get(metric)
+    return summary.count if summary is not None else 0
 
 
 def test_kill_9_mid_loop_keeps_everything_flushed_before_the_kill(home: Path) -> None:
@@ -45,7 +57,14 @@ def test_kill_9_mid_loop_keeps_everything_flushed_before_the_kill(home: Path) ->
     proc = subprocess.Popen([sys.executable, "-c", code], env=child_env(home), stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     run_id = proc.stdout.readline().strip()
-    time.sleep(2.5)
+    # mid-loop means after flushes: the kill waits until the store has seen the points grow twice
+    counts: set[int] = set()
+
+    def flushed_twice() -> bool:
+        counts.add(_points(home, run_id, "i"))
+        return len(counts - {0}) >= 2
+
+    wait_for(flushed_twice, "two flushes of the victim's points")
     killed_at = time.time()
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=10)
@@ -202,6 +221,8 @@ def test_sigterm_marks_killed_and_keeps_data(home: Path) -> None:
         i = 0
         while True:
             run.log({"x": float(i)}); i += 1
+            if i == 200:
+                print("logged 200", flush=True)
             time.sleep(0.001)
         """),
         ],
@@ -211,7 +232,7 @@ def test_sigterm_marks_killed_and_keeps_data(home: Path) -> None:
     )
     assert proc.stdout is not None
     run_id = proc.stdout.readline().strip()
-    time.sleep(1.0)
+    assert proc.stdout.readline().strip() == "logged 200"  # the workload's own word, not a guessed sleep
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=20) == -signal.SIGTERM  # still dies of SIGTERM, as it would without flightlog
     proc.stdout.close()

@@ -16,7 +16,7 @@ import httpx
 from flightlog.server.testing import RunningServer, serve_in_thread
 from flightlog.transport import HttpStore
 from flightlog.transport.sse import ServerEvent, parse_events
-from tests.helpers import child_env, cli
+from tests.helpers import child_env, cli, wait_for
 from tests.server.conftest import auth, error_of
 from tests.server.journal import Writer
 
@@ -87,7 +87,12 @@ run.finish()
     with subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True) as writer:
         assert writer.stdout is not None
         run_id = writer.stdout.readline().strip()
-        time.sleep(0.6)
+        # the run must be on the server for --follow to find it (its first flush)
+        headers = auth(server.token("reader"))
+        wait_for(
+            lambda: httpx.get(f"{server.url}/api/v1/runs/{run_id}", headers=headers).status_code == 200,
+            "the run on the server",
+        )
         follow = cli(clean_env, "logs", run_id, "--follow", "--level", "warning", "--format", "json", timeout=60)
         writer.wait(timeout=30)
     assert [json.loads(line)["message"] for line in follow.stdout.splitlines()] == ["tick 1", "tick 3", "tick 5"]
