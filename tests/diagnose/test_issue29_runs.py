@@ -118,6 +118,32 @@ def test_a_framework_s_configuration_check(home: Path) -> None:
     _lead(report, "bad_parameter", at_least=0.4)
 
 
+# ── a hint needs something that names it ────────────────────────────────────
+OWN_CHECK = """
+import argparse
+parser = argparse.ArgumentParser()
+parser.add_argument("--lr", type=float, default=0.1)
+args = parser.parse_args()
+class SGD:
+    def __init__(self, lr):
+        if lr <= 0:
+            raise ValueError(f"learning rate must be positive, got {lr}")
+print("epoch 0 loss 1.2", flush=True)
+SGD(args.lr)
+"""
+
+
+def test_no_hint_repeats_the_failure_under_a_category_nothing_named(home: Path) -> None:
+    """An own-code check of a parameter: the lead is bad_parameter, and no hint below it is a
+    category that only the model's prior put there (it read "dependency_error 0.12, a package is
+    missing: ValueError: learning rate must be positive", the same line under a wrong name)."""
+    _, report = _run(home, OWN_CHECK, argv=("--lr", "-0.5"))
+    _lead(report, "bad_parameter")
+    for hint in report["findings"][1:]:
+        assert any(e["source"] != "traceback" or "raised in" not in e["detail"] for e in hint["evidence"]), hint
+        assert hint["category"] != "dependency_error", report["findings"]
+
+
 # ── a library's API changed under the user ───────────────────────────────────
 API_CHANGED = """
 import pandas as pd

@@ -16,7 +16,7 @@ from typing import Any
 
 from flightlog.diagnose.candidates import collect
 from flightlog.diagnose.evidence import RunEvidence
-from flightlog.diagnose.findings import REPORT_FLOOR, Finding
+from flightlog.diagnose.findings import LEAD, REPORT_FLOOR, Finding
 from flightlog.diagnose.memory import memory_figure
 from flightlog.diagnose.memory import peak_memory as _peak_memory
 from flightlog.diagnose.ranker import Ranked, rank
@@ -142,10 +142,12 @@ def analyze_failure(ev: RunEvidence, facts: FailureFacts | None = None) -> list[
     )
     context_signals = _memory(ev) + (_timeout(ev) if ev.timed_out else [])
     findings = []
-    for r in ranked:
+    for place, r in enumerate(ranked):
         if r.confidence < REPORT_FLOOR:
             continue
         signals = r.signals + [s for s in context_signals if s.category == r.category]
+        if place > 0 and r.confidence < LEAD and _unnamed(signals):
+            continue  # a hint only the model's prior put there: nothing in the run names it
         findings.append(
             Finding(
                 r.category,
@@ -158,6 +160,14 @@ def analyze_failure(ev: RunEvidence, facts: FailureFacts | None = None) -> list[
             )
         )
     return findings
+
+
+def _unnamed(signals: list[Signal]) -> bool:
+    """Whether no rule and no measurement named this category: its only evidence is the failure's
+    structure (the exception and where it was raised), which every candidate shares. The top
+    candidate may be chosen that way (a ValueError raised in a library's configuration code);
+    a hint below it would only repeat the same line under another category's name."""
+    return all(s.id == "structure" for s in signals)
 
 
 def _headline(ranked: Ranked, read: FailureRead) -> str:

@@ -16,10 +16,12 @@ from typing import Any
 from flightlog.diagnose.signals import MAX_CONFIDENCE, Signal, combine
 from flightlog.diagnose.taxonomy import KIND_OF, NEXT_STEPS
 
-__all__ = ["Finding", "merge_findings", "REPORT_FLOOR"]
+__all__ = ["Finding", "merge_findings", "REPORT_FLOOR", "LEAD"]
 
 #: findings below this confidence are left out of a report: they are noise, not leads
 REPORT_FLOOR = 0.1
+#: a finding at this confidence or more leads a report; below it, a hint
+LEAD = 0.5
 
 
 @dataclass
