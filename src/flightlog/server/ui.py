@@ -8,8 +8,8 @@ set to the server's root path, so the UI also works behind a proxy's sub-path (`
 
 The page is served with a strict Content-Security-Policy (scripts from this origin only, and the
 page's own inline script named by its SHA-256: the first API requests, started while the page is
-parsed, ``frontend/vite.config.ts``), on top of the UI rendering every workload value as text; artifacts are downloads in a sandbox
-(``blobs.py``), so nothing a run logged can run script here.
+parsed, ``frontend/vite.config.ts``), on top of the UI rendering every workload value as text;
+artifacts are downloads in a sandbox (``blobs.py``), so nothing a run logged can run script here.
 """
 
 from __future__ import annotations
