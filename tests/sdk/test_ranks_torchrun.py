@@ -7,6 +7,7 @@ rank that raises, a rank that leaves with os._exit, a rank killed with SIGKILL f
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -41,7 +42,9 @@ for step in range(3):
 mode = os.environ.get("MODE", "")
 hold = os.environ.get("HOLD")
 if hold:  # wait for the test's signal, alive (a file, not a sleep)
-    Path(os.environ["READY"] + f".{rank}").write_text(run.id)
+    ready = os.environ["READY"] + f".{rank}"
+    Path(ready + ".tmp").write_text(run.id)  # written whole, then renamed: never read half-written
+    os.replace(ready + ".tmp", ready)
     while not Path(hold).exists():
         time.sleep(0.05)
 if rank == 1 and mode == "raise":
@@ -49,7 +52,9 @@ if rank == 1 and mode == "raise":
 if rank == 1 and mode == "exit":
     os._exit(3)
 if rank == 1 and mode == "kill":
-    Path(os.environ["PIDFILE"]).write_text(str(os.getpid()))
+    pending = Path(os.environ["PIDFILE"] + ".tmp")  # written whole, then renamed: never read half-written
+    pending.write_text(str(os.getpid()))
+    os.replace(pending, os.environ["PIDFILE"])
     while True:
         time.sleep(0.05)
 dist.destroy_process_group()
@@ -63,8 +68,10 @@ def torchrun(
     script.write_text(SCRIPT)
     cmd = [TORCHRUN, "--nproc_per_node", str(nproc), *args, str(script)]
     environ = child_env(home, FLIGHTLOG_CONSOLE="auto", FLIGHTLOG_PROJECT="dist", **(env or {}))
-    if not wait:
-        return subprocess.Popen(cmd, env=environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if not wait:  # a session of its own: the whole job (torchrun and its ranks) can be killed at once
+        return subprocess.Popen(
+            cmd, env=environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+        )
     return subprocess.run(cmd, env=environ, capture_output=True, text=True, timeout=180, cwd=tmp_path)
 
 
@@ -147,13 +154,12 @@ def test_a_rank_killed_from_outside_is_lost(home: Path, tmp_path: Path) -> None:
         while not pidfile.exists() and job.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
         assert pidfile.exists(), job.communicate()[1][-3000:]
-        import os
-
         os.kill(int(pidfile.read_text()), signal.SIGKILL)
         job.communicate(timeout=120)
     finally:
-        if job.poll() is None:
-            job.kill()
+        if job.poll() is None:  # the test failed before the job ended: take its ranks down with it
+            os.killpg(job.pid, signal.SIGKILL)
+            job.communicate()
     client = flightlog.Client()
     run = only_run(client)
     states = {r.rank: r.state for r in client.ranks(run)}
