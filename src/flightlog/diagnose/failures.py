@@ -19,7 +19,7 @@ from flightlog.diagnose.evidence import RunEvidence
 from flightlog.diagnose.findings import LEAD, REPORT_FLOOR, Finding
 from flightlog.diagnose.memory import memory_figure
 from flightlog.diagnose.memory import peak_memory as _peak_memory
-from flightlog.diagnose.ranker import Ranked, rank
+from flightlog.diagnose.ranker import STRUCTURE, Ranked, rank
 from flightlog.diagnose.signals import Signal, signal_name
 from flightlog.diagnose.structure import FailureRead, read_failure
 from flightlog.diagnose.taxonomy import TITLE
@@ -167,7 +167,7 @@ def _unnamed(signals: list[Signal]) -> bool:
     structure (the exception and where it was raised), which every candidate shares. The top
     candidate may be chosen that way (a ValueError raised in a library's configuration code);
     a hint below it would only repeat the same line under another category's name."""
-    return all(s.id == "structure" for s in signals)
+    return all(s.id == STRUCTURE for s in signals)
 
 
 def _headline(ranked: Ranked, read: FailureRead) -> str:
@@ -177,7 +177,7 @@ def _headline(ranked: Ranked, read: FailureRead) -> str:
     if on_links:
         best = max(on_links, key=lambda h: (h.weight, -h.link))
         return read.links[best.link].headline()[:300]
-    if ranked.hits and ranked.hits[0].rule == "structure" and read.links:
+    if ranked.hits and ranked.hits[0].rule == STRUCTURE and read.links:
         return read.links[-1].headline()[:300]
     sigs = ranked.signals
     return sigs[0].detail if sigs else ""

@@ -61,6 +61,7 @@ __all__ = [
     "POSITIONS",
     "NONE",
     "CANDIDATES",
+    "STRUCTURE",
 ]
 
 MODEL_PATH = Path(__file__).with_name("ranker.json")
@@ -250,6 +251,10 @@ def rule_order(hits: Sequence[Hit]) -> list[Ranked]:
     return [Ranked(s.category, s.confidence, by_category[s.category]) for s in scores if s.category in by_category]
 
 
+#: the rule (and signal id) of a category no rule named, chosen from the failure's structure alone
+STRUCTURE = "structure"
+
+
 def _structural_evidence(read: FailureRead, category: str) -> list[Hit]:
     """What a category no rule named was chosen from: the exception and where it was raised."""
     link = read.innermost if read.innermost is not None and read.innermost.via == "worker" else read.outermost
@@ -261,9 +266,7 @@ def _structural_evidence(read: FailureRead, category: str) -> list[Hit]:
         frame = link.frames[-1] if link.frames else None
         where = f" raised in {link.library or 'the workload'}" + (f" at {frame.where()}" if frame else "")
         detail = f"{link.headline()[:280]}{where}"
-    return [
-        Hit(category, "structure", 0.0, "structure", "", "", Signal(category, 0.0, "structure", "traceback", detail))
-    ]
+    return [Hit(category, STRUCTURE, 0.0, "structure", "", "", Signal(category, 0.0, STRUCTURE, "traceback", detail))]
 
 
 # ── features ─────────────────────────────────────────────────────────────────
