@@ -23,7 +23,7 @@ from typing import Any
 
 from flightlog.diagnose.culprit import Verdict, judge
 from flightlog.diagnose.evidence import RunEvidence
-from flightlog.diagnose.findings import Finding
+from flightlog.diagnose.findings import LEAD, Finding
 from flightlog.diagnose.ranks import RankFacts, gather_ranks, where_in_stacks
 from flightlog.diagnose.signals import Signal
 from flightlog.diagnose.taxonomy import FAILURE_CATEGORIES
@@ -36,7 +36,6 @@ __all__ = ["analyze_distributed", "culprit_first", "judge_attempt", "DISTRIBUTED
 DISTRIBUTED = "distributed"
 #: a stall that resolved in a run that then succeeded weighs this much of its reading: a hint
 _RESOLVED = 0.3
-_LEAD = 0.5
 
 
 def analyze_distributed(ev: RunEvidence, now: float | None = None) -> list[Finding]:
@@ -62,7 +61,7 @@ def judge_attempt(client: Any, run_id: str) -> dict[str, Any] | None:
     "confidence", "summary", "rank"}`` of the lead finding, or None when none leads at 0.5."""
     info = replace(client.run(run_id), status="failed")
     findings = analyze_distributed(RunEvidence(client, info))
-    lead = [f for f in findings if f.extra.get("culprit") and f.confidence >= _LEAD]
+    lead = [f for f in findings if f.extra.get("culprit") and f.confidence >= LEAD]
     if not lead:
         return None
     top = max(lead, key=lambda f: f.confidence)
@@ -250,7 +249,7 @@ def culprit_first(findings: list[Finding]) -> list[Finding]:
     (a victim's traceback, the launcher's wrapper) leave the report: the culprit finding holds
     the victims' errors as its evidence."""
     lead = [
-        f for f in findings if f.extra.get("origin") == DISTRIBUTED and f.extra.get("culprit") and f.confidence >= _LEAD
+        f for f in findings if f.extra.get("origin") == DISTRIBUTED and f.extra.get("culprit") and f.confidence >= LEAD
     ]
     if not lead:
         return findings

@@ -23,7 +23,7 @@ from flightlog.diagnose.datachecks import analyze_data, removed_columns
 from flightlog.diagnose.distributed import analyze_distributed, culprit_first
 from flightlog.diagnose.evidence import RunEvidence, Thresholds
 from flightlog.diagnose.failures import FailureFacts, analyze_failure, missing_keys
-from flightlog.diagnose.findings import Finding, merge_findings
+from flightlog.diagnose.findings import LEAD, Finding, merge_findings
 from flightlog.diagnose.memory import analyze_memory
 from flightlog.diagnose.performance import analyze_performance
 from flightlog.diagnose.reader import reader_home
@@ -46,8 +46,6 @@ if TYPE_CHECKING:
 
 __all__ = ["diagnose_run", "service_stop", "Context", "ANALYZERS", "LEAD"]
 
-#: a finding at or above this confidence is a lead; below it, a hint
-LEAD = 0.5
 #: the choice of a diagnosis made with --no-baseline
 _NOT_LOOKED_FOR: dict[str, Any] = {
     "run": None,

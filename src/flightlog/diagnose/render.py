@@ -12,12 +12,11 @@ from rich.console import Console
 
 from flightlog.cli.output import esc as escape  # markup escaped, control characters made visible
 from flightlog.diagnose.differences import differences_text
+from flightlog.diagnose.findings import LEAD
 from flightlog.diagnose.taxonomy import TITLE
 from flightlog.timefmt import format_duration, format_size
 
 __all__ = ["render_diagnosis", "render_comparison", "render_rightsizing"]
-
-_LEAD = 0.5
 
 
 def _t(iso_time: str | None) -> str:
@@ -25,7 +24,7 @@ def _t(iso_time: str | None) -> str:
 
 
 def _bar(conf: float) -> str:
-    style = "bold red" if conf >= 0.75 else "yellow" if conf >= _LEAD else "dim"
+    style = "bold red" if conf >= 0.75 else "yellow" if conf >= LEAD else "dim"
     return f"[{style}]{conf:.2f}[/]"
 
 
@@ -49,8 +48,8 @@ def render_diagnosis(report: dict[str, Any], out: Console) -> None:
             "or pass --baseline RUN[/]"
         )
     findings = report["findings"]
-    leads = [f for f in findings if f["confidence"] >= _LEAD]
-    hints = [f for f in findings if f["confidence"] < _LEAD]
+    leads = [f for f in findings if f["confidence"] >= LEAD]
+    hints = [f for f in findings if f["confidence"] < LEAD]
     if not leads:
         out.print("\n[green]No likely problem found.[/]" + (" Weaker hints follow." if hints else ""))
     for i, f in enumerate(leads, 1):
