@@ -83,3 +83,39 @@ def test_a_worker_s_error_is_the_failure_and_each_rank_s_lines_are_its_own(home:
     # the summary's "exitcode : 1 (pid: …)", "rank : 0 (local_rank: 0)" are no metrics
     names = set(client.metrics(run.id))
     assert names == {"loss"}, names
+
+
+RANK_SPEAKS_LATE = """
+import os, sys, time
+time.sleep(0.5)  # the rank's interpreter and imports
+with open(os.path.join(sys.argv[1], f"spoke-{os.environ['RANK']}"), "w") as f:
+    f.write(repr(time.time()))
+print("loading the dataset", flush=True)
+"""
+
+
+@pytest.mark.embedded_only("the runner's own timeline; the store plays no part")
+def test_the_launcher_s_own_banner_is_not_the_workload_s_first_output(home: Path, tmp_path: Path) -> None:
+    """torchrun logs its "Setting OMP_NUM_THREADS" banner before it starts any rank: taken for the
+    workload's first output, the ranks' imports read as the program's own setup (a healthy job
+    diagnosed with a slow start on a loaded machine)."""
+    path = tmp_path / "train.py"
+    path.write_text(textwrap.dedent(RANK_SPEAKS_LATE))
+    proc = cli(
+        home,
+        "run",
+        "--project",
+        "t",
+        "--",
+        str(TORCHRUN),
+        "--nproc_per_node",
+        "2",
+        "--standalone",
+        str(path),
+        str(tmp_path),
+    )
+    assert "OMP_NUM_THREADS" in proc.stderr  # the banner this is about was printed
+    (info,) = flightlog.Client(home=home).runs(project="t")
+    first_rank_spoke = min(float(p.read_text()) for p in tmp_path.glob("spoke-*"))
+    # the timeline keeps milliseconds; the banner came half a second before
+    assert info.timeline["first_output"] >= first_rank_spoke - 0.001, (info.timeline, first_rank_spoke)

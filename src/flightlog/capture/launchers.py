@@ -55,6 +55,7 @@ __all__ = [
     "read_error_file",
     "is_victim_message",
     "is_signal_notice",
+    "is_launcher_log",
     "launcher_of",
 ]
 
@@ -383,6 +384,22 @@ def is_signal_notice(text: str) -> bool:
     """Whether ``text`` only says that a signal ended a worker (torchrun's "Signal 15 (SIGTERM)
     received by PID 1234"): the worker's end, never its own error."""
     return _SIGNAL_NOTICE.match(text) is not None
+
+
+#: a line the elastic agent (torchrun, Accelerate's launcher) logs itself: glog's
+#: ``W1206 14:05:27.237000 4812 torch/distributed/run.py:874] …`` (torch ≥ 2.4) or logging's
+#: ``WARNING:torch.distributed.run:…`` (before)
+_LAUNCHER_LOG = re.compile(
+    r"^(?:[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [^\]]*torch/distributed/(?:run|launch|launcher|elastic)\b[^\]]*\]"
+    r"|[A-Z]+:torch\.distributed\.(?:run|launch|launcher|elastic)\b)"
+)
+
+
+def is_launcher_log(line: str) -> bool:
+    """Whether ``line`` is the launcher's own log (its "Setting OMP_NUM_THREADS" banner, its
+    agent's restarts), not a rank's output: the launcher printing says nothing of when the
+    workload's own code began."""
+    return _LAUNCHER_LOG.match(line) is not None
 
 
 _LAUNCHERS = (

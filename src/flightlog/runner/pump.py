@@ -15,6 +15,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from flightlog.capture.launchers import is_launcher_log
 from flightlog.logevents import LogBatch
 from flightlog.runner.launcher import LauncherOutput
 
@@ -124,7 +125,7 @@ class OutputPump:
                         continue
                     self._pass(out, data)
                     now = time.time()
-                    if self.first_output is None:
+                    if self.first_output is None and _workload_spoke(data):
                         self.first_output = now
                     self._emit(self._pipeline.feed(name, data, now))
                 if time.monotonic() - last_poll >= POLL_INTERVAL:
@@ -133,6 +134,13 @@ class OutputPump:
         finally:
             self._emit(self._pipeline.close(time.time()))
             selector.close()
+
+
+def _workload_spoke(data: bytes) -> bool:
+    """Whether a chunk holds a line of the workload's own: a distributed launcher's log (its
+    banner, printed before any rank is started) is no sign that the workload's code began."""
+    lines = data.decode("utf-8", "replace").splitlines()
+    return any(not is_launcher_log(line) for line in lines if line.strip())
 
 
 def _stderr_last(ready: tuple[Any, int]) -> bool:
