@@ -4,6 +4,8 @@ runs, resolved when progress resumes; its settings are checked at ``init``."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -11,6 +13,7 @@ import threading
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 import flightlog
@@ -151,15 +154,34 @@ def test_init_turns_torch_s_flight_recorder_on_unless_the_job_chose(home: Path, 
 
 
 def test_the_hang_signal_prints_a_process_s_stacks_without_ending_it(home: Path) -> None:
+    """The signal is the runner's fallback for a process whose watch cannot answer because C code
+    holds the GIL (here a regular expression that backtracks): faulthandler prints every thread's
+    stack from the signal handler, and the process goes on. (Sent to a process whose threads run
+    Python code, CPython's dump reads frames that move under it: the runner sends it only after
+    the watch failed to answer, docs/distributed.md.)"""
     code = """
-        import os, signal, flightlog
+        import re, flightlog
         run = flightlog.init(project="t")
-        signal.raise_signal(signal.SIGRTMIN + 7)
+        print("busy", flush=True)
+        re.match(r"(a+)+$", "a" * 25 + "b")  # seconds in C, holding the GIL
         print("alive", flush=True)
         run.finish()
     """
-    proc = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)], env=child_env(home), capture_output=True, text=True, timeout=60
+    proc = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        env=child_env(home),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
-    assert proc.returncode == 0 and proc.stdout.strip() == "alive", proc.stderr
-    assert "most recent call first" in proc.stderr  # faulthandler's dump, on stderr
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "busy"
+    child = psutil.Process(proc.pid)
+    busy_from = child.cpu_times().user
+    while child.cpu_times().user - busy_from < 0.2:  # inside the match: its CPU time grows
+        assert proc.poll() is None, "the match ended before the signal was sent"
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGRTMIN + 7)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0 and out.strip() == "alive", err
+    assert "most recent call first" in err  # faulthandler's dump, on stderr
+    assert "line 5 in <module>" in err, err  # the main thread, where it was: in the match
