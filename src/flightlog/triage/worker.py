@@ -14,7 +14,9 @@ classified once however many reports read it.
 from __future__ import annotations
 
 import multiprocessing
+import os
 import threading
+import time
 import weakref
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -38,7 +40,12 @@ def _pool(store_uri: str, home: str, owner: object) -> ProcessPoolExecutor:
         pool = _POOLS.get((store_uri, home))
         if pool is None:
             # spawn: a fork of a server with threads could copy a lock some thread held
-            pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+            pool = ProcessPoolExecutor(
+                max_workers=1,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=_end_with_the_server,
+                initargs=(os.getpid(),),
+            )
             _POOLS[(store_uri, home)] = pool
             weakref.finalize(owner, _close, (store_uri, home))
         return pool
@@ -64,6 +71,23 @@ def report_in_worker(store_uri: str, home: Path | str, owner: object, **options:
 
 
 # ── in the worker process ──────────────────────────────────────────────────
+
+#: how often the worker looks whether the server that started it is still there
+PARENT_CHECK_S = 1.0
+
+
+def _end_with_the_server(server_pid: int) -> None:
+    """Ends the worker once the server that started it is gone. A server killed outright (kill
+    -9, the OOM killer) never shuts its pool down, and the worker holds both ends of its call
+    queue's pipe, so it would wait for work forever, an orphan holding a store connection."""
+
+    def watch() -> None:
+        while os.getppid() == server_pid:
+            time.sleep(PARENT_CHECK_S)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="flightlog-triage-parent", daemon=True).start()
+
 
 _STATE: dict[tuple[str, str], tuple[Any, Any, Any]] = {}
 
