@@ -127,11 +127,16 @@ def test_two_servers_share_one_store_and_notify_once(
         def resolved() -> list[str]:
             return sorted(a["run_id"] for a in api.get("/alerts").json()["alerts"] if a["state"] == "resolved")
 
-        wait_until(
-            lambda: resolved() == sorted(ids) and len(webhook.payloads) >= 2,
-            timeout=60,
-            what="each run's alert to fire, be delivered and end with its run",
-        )
+        try:
+            wait_until(
+                lambda: resolved() == sorted(ids) and len(webhook.payloads) >= 2,
+                timeout=60,
+                what="each run's alert to fire, be delivered and end with its run",
+            )
+        except AssertionError as exc:  # what was stored and sent, so that a failure says which part failed
+            alerts = [(a["run_id"], a["state"], a.get("resolved_reason")) for a in api.get("/alerts").json()["alerts"]]
+            runs = [(r["id"], r["status"]) for r in api.get("/runs", params={"project": "shared"}).json()["runs"]]
+            raise AssertionError(f"{exc}: alerts {alerts}, runs {runs}, {len(webhook.payloads)} payloads") from None
         assert len(api.get("/alerts").json()["alerts"]) == 2, "one episode per run, not one per server"
     _assert_each_fired_once(webhook, ids)
 
