@@ -4,6 +4,9 @@ repeat interval of the clock; a silence holds notifications back until it ends."
 
 from __future__ import annotations
 
+import sqlite3
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -19,8 +22,10 @@ from flightlog.alerts.routing import Pending
 from flightlog.alerts.silences import new_silence
 from flightlog.alerts.stores import open_alert_store
 from flightlog.alerts.types import Alert
+from flightlog.errors import NotFound
 from tests.alerts.conftest import Webhook
 from tests.alerts.test_kinds import sdk_run
+from tests.helpers import child_env, wait_for
 
 RULES = """
 settings:
@@ -140,3 +145,70 @@ def test_a_notification_that_resolves_one_alert_and_fires_another_records_each_o
     notified = {(e["rule"], e["detail"]["status"]) for e in store.events() if e["event"] == "notified"}
     assert notified == {("silent", "resolved"), ("cpu-idle", "firing")}
     client.close()
+
+
+HOLDS = """
+import sys, flightlog
+run = flightlog.init(project="p", name="held", resources=False)
+run.log({"loss": 100.0}, step=0)
+print(run.id, flush=True)
+sys.stdin.readline()  # the test makes the store refuse to end alerts first
+run.finish()
+"""
+
+REFUSE_RESOLVING = """
+CREATE TRIGGER refuse_resolving BEFORE UPDATE ON alerts WHEN NEW.state = 'resolved'
+BEGIN SELECT RAISE(ABORT, 'disk I/O error'); END
+"""
+
+
+def test_an_end_the_store_refused_is_tried_again_until_the_alert_ends(tmp_path: Path, monkeypatch: Any) -> None:
+    """The feed says a run finished once: when the store refuses to end its alert at that moment
+    (a real SQLite error, raised by a trigger), the engine tries again in later cycles; the alert
+    must not stay firing for a run that has ended."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("FLIGHTLOG_HOME", str(home))
+    monkeypatch.delenv("FLIGHTLOG_STORE", raising=False)
+    monkeypatch.delenv("FLIGHTLOG_URL", raising=False)
+    client = flightlog.Client(home=home)
+    rules = "rules:\n  - {name: loss-high, kind: threshold, metric: loss, op: '>', value: 10}\n"
+    store = open_alert_store(client.store)
+    errors: list[str] = []
+    eng = AlertEngine(
+        parse_config(rules, "rules.yaml"),
+        StoreFeed(client.store, started=time.time() - 5),
+        store,
+        Lookup(client.store),
+        on_error=errors.append,
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLDS], env=child_env(home), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None and proc.stdin is not None
+        run_id = proc.stdout.readline().strip()
+
+        def stored() -> bool:
+            try:
+                return "loss" in client.run(run_id).metrics
+            except NotFound:  # not shipped yet
+                return False
+
+        wait_for(stored, "the point in the store")
+        assert [c.new for c in eng.cycle().changes] == ["firing"]
+        with sqlite3.connect(client.store.db.path) as db:
+            db.execute(REFUSE_RESOLVING)
+        proc.stdin.write("\n")
+        proc.stdin.flush()
+        assert proc.wait(timeout=60) == 0
+        assert eng.cycle().changes == []  # the run's end is seen, and its alert cannot be ended
+        assert any("disk I/O error" in e for e in errors), errors
+        assert [a.state for a in store.alerts()] == ["firing"]
+        with sqlite3.connect(client.store.db.path) as db:
+            db.execute("DROP TRIGGER refuse_resolving")
+        assert [(c.new, c.alert.resolved_reason) for c in eng.cycle().changes] == [("resolved", "run_ended")]
+        assert [a.state for a in store.alerts()] == ["resolved"]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()

@@ -22,7 +22,7 @@ from flightlog.alerts.feeds.base import Feed
 from flightlog.alerts.kinds import EvalEnv, Evaluator, rule_kinds
 from flightlog.alerts.lookup import Lookup
 from flightlog.alerts.routing import Router
-from flightlog.alerts.state import Change, Tracker
+from flightlog.alerts.state import Change, EndIncomplete, Tracker
 from flightlog.alerts.stores.base import AlertStore
 from flightlog.models import RunInfo
 
@@ -47,6 +47,10 @@ def build_evaluators(config: AlertConfig) -> list[Evaluator]:
     for kind, rules in by_kind.items():
         out.extend(kinds[kind].evaluators(rules))
     return out
+
+
+#: ended runs kept for another try at ending their alerts, at most
+_UNENDED_MAX = 10_000
 
 
 class AlertEngine:
@@ -80,6 +84,9 @@ class AlertEngine:
             str, tuple[tuple[Any, ...], frozenset[str], Needs]
         ] = {}  # run → (what it was judged on, ...)
         self._runs: dict[str, RunInfo] = {}
+        #: runs that ended but whose alerts could not be ended yet (the store refused the write):
+        #: the feed says a run finished once, so they are tried again every cycle until it works
+        self._unended: dict[str, RunInfo] = {}
         self._reported: set[str] = set()
         self._loaded = False
         self._load_run = load_run  # False: nothing; None: every open alert; an id: that run's
@@ -164,10 +171,12 @@ class AlertEngine:
                 changes += self._apply(signal, about.run if about else None, bool(about and about.late))
         for delta in data.runs.values():
             if delta.finished:
-                changes += self._end(delta.run, now)
+                self._unended[delta.run.id] = delta.run
                 for ev in self.evaluators:
                     ev.forget(delta.run.id)
                 self._applies.pop(delta.run.id, None)
+        for run in list(self._unended.values()):
+            changes += self._end(run, now)
         stats.changes = changes
         pending = self._safe(lambda: self.router.route(changes, list(self.tracker.open.values()), now))
         for p in pending:
@@ -188,7 +197,20 @@ class AlertEngine:
         return []
 
     def _end(self, run: RunInfo, now: float) -> list[Change]:
-        return self._safe(lambda: self.tracker.end_run(run, run.ended or now))
+        """Ends the run's alerts; kept for the next cycle while the store refuses (each alert
+        ended is dropped from the tracker, so a retry ends only the ones left)."""
+        try:
+            changes = self.tracker.end_run(run, run.ended or now)
+        except Exception as exc:  # noqa: BLE001 - the alert store may be locked or gone for a moment
+            error = exc.error if isinstance(exc, EndIncomplete) else exc
+            self._report(
+                f"alerts of ended run {run.id[:12]} could not be ended (tried again): {type(error).__name__}: {error}"
+            )
+            if len(self._unended) > _UNENDED_MAX:
+                self._unended.pop(next(iter(self._unended)))  # the oldest: the store has been gone long
+            return exc.changes if isinstance(exc, EndIncomplete) else []
+        self._unended.pop(run.id, None)
+        return changes
 
     def _apply(self, signal: Any, run: RunInfo | None, late: bool) -> list[Change]:
         return self._safe(lambda: self.tracker.apply(signal, run, late=late))

@@ -21,7 +21,7 @@ from flightlog.alerts.stores.base import AlertEvent, AlertStore
 from flightlog.alerts.types import Alert, Signal, fingerprint
 from flightlog.models import RunInfo
 
-__all__ = ["Change", "Tracker"]
+__all__ = ["Change", "EndIncomplete", "Tracker"]
 
 
 @dataclass
@@ -30,6 +30,15 @@ class Change:
     old: str | None  # None: a new episode
     new: str  # pending | firing | resolved | dropped (a pending one whose condition cleared)
     at: float
+
+
+class EndIncomplete(Exception):
+    """Some of an ended run's alerts could not be ended: ``changes`` are the ones that were."""
+
+    def __init__(self, changes: list[Change], error: Exception) -> None:
+        super().__init__(f"{type(error).__name__}: {error}")
+        self.changes = changes
+        self.error = error
 
 
 class Tracker:
@@ -95,12 +104,20 @@ class Tracker:
         return []
 
     def end_run(self, run: RunInfo, at: float) -> list[Change]:
-        """The run ended: its run-scoped alerts end with it."""
+        """The run ended: its run-scoped alerts end with it. An alert the store would not end is
+        left open and the others are still ended; then :class:`EndIncomplete` carries the changes
+        made, and a later call ends only what is left."""
         changes: list[Change] = []
+        error: Exception | None = None
         for alert in [a for a in self.open.values() if a.labels.get("run") == run.id]:
-            changes += self._clear(
-                alert, Signal(alert.rule, alert.labels, "clear", at, alert.value, reason="run_ended"), run
-            )
+            try:
+                changes += self._clear(
+                    alert, Signal(alert.rule, alert.labels, "clear", at, alert.value, reason="run_ended"), run
+                )
+            except Exception as exc:  # noqa: BLE001 - the store refused this one: the caller tries again
+                error = exc
+        if error is not None:
+            raise EndIncomplete(changes, error)
         return changes
 
     # ── internals ───────────────────────────────────────────────────────────
