@@ -102,7 +102,7 @@ def webhook() -> Iterator[Webhook]:
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     hook.url = f"http://127.0.0.1:{server.server_address[1]}/hook"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)  # shutdown() waits a poll
     thread.start()
     try:
         yield hook

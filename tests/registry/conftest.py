@@ -79,7 +79,7 @@ class Receiver:
 
         self.server = HTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}{path}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()  # shutdown() waits a poll
 
     def wait_for(self, n: int, timeout: float = 10.0) -> list[dict[str, Any]]:
         deadline = time.monotonic() + timeout

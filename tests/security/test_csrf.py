@@ -139,7 +139,7 @@ def attacker_site(open_server: tuple[RunningServer, dict[str, str]]) -> Iterator
             pass
 
     site = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=site.serve_forever, daemon=True)
+    thread = threading.Thread(target=site.serve_forever, args=(0.05,), daemon=True)  # shutdown() waits a poll
     thread.start()
     try:
         yield f"http://127.0.0.1:{site.server_address[1]}/"
