@@ -5,10 +5,10 @@ Every test that takes ``home`` runs once per transport (docs/architecture.md: on
 transports, several stores): ``embedded`` writes and reads the SQLite store under ``home``;
 ``http`` starts a real server (uvicorn on a free loopback port, with --auth, over a separate
 server home) and sets FLIGHTLOG_URL and an admin FLIGHTLOG_TOKEN, so the SDK, the CLI and child
-processes all go through the API; ``postgres`` (the suites and files of
-``POSTGRES_SUITES`` and ``POSTGRES_FILES``) sets FLIGHTLOG_STORE to a fresh database of a real PostgreSQL server that this test
-session started (see ``postgres_server``). A test about the local store itself is marked
-``@pytest.mark.embedded_only("why")`` and runs once.
+processes all go through the API; ``postgres`` (the suites of ``POSTGRES_SUITES`` and the files
+of ``POSTGRES_FILES``) sets FLIGHTLOG_STORE to a fresh database of a real PostgreSQL server that
+this test session started (see ``postgres_server``). A test about the local store itself is
+marked ``@pytest.mark.embedded_only("why")`` and runs once. tests/README.md: how the suite runs.
 """
 
 from __future__ import annotations
