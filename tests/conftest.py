@@ -59,39 +59,6 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
-#: the files that take longest (test time measured with --durations=0, tests/README.md), handed
-#: out first: `--dist loadfile` gives each worker a whole file at a time in collection order, and
-#: one of these started last kept the other core idle for its length at the end of the run
-LONGEST_FIRST = (
-    "distributed/test_hangs.py",
-    "sdk/test_ranks_torchrun.py",
-    "runner/test_runner.py",
-    "integrations/test_crashes.py",
-    "diagnose/test_healthy_frameworks.py",
-    "alerts/test_live.py",
-    "server/test_fuzz.py",
-    "security/test_triage_cost.py",
-    "ui/test_logs.py",
-    "diagnose/test_workloads_model_and_data.py",
-)
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The longest files first, everything else in collection order (a stable sort)."""
-    here = Path(__file__).parent
-    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
-
-    def key(item: pytest.Item) -> int:
-        try:
-            name = Path(str(item.fspath)).relative_to(here).as_posix()
-        except ValueError:
-            return len(rank)
-        return rank.get(name, len(rank))
-
-    items.sort(key=key)
-
-
 def pytest_runtest_setup(item: pytest.Item) -> None:
     fail_without_chromium(item)  # a browser test without Chromium fails, saying how to install it
 
