@@ -9,6 +9,7 @@ import shutil
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -44,23 +45,16 @@ if __name__ == "__main__":
 """
 
 
-def test_a_worker_s_error_is_the_failure_and_each_rank_s_lines_are_its_own(home: Path, tmp_path: Path) -> None:
+def torchrun_under_flightlog(home: Path, tmp_path: Path, script: str, *args: str, **kw: Any) -> Any:
+    """`flightlog run --project t -- torchrun --nproc_per_node 2 --standalone train.py ARGS`."""
     path = tmp_path / "train.py"
-    path.write_text(textwrap.dedent(RANK_RAISES))
-    proc = cli(
-        home,
-        "run",
-        "--project",
-        "t",
-        "--",
-        str(TORCHRUN),
-        "--nproc_per_node",
-        "2",
-        "--standalone",
-        str(path),
-        check=False,
-        timeout=180,
-    )
+    path.write_text(textwrap.dedent(script))
+    command = [str(TORCHRUN), "--nproc_per_node", "2", "--standalone", str(path), *args]
+    return cli(home, "run", "--project", "t", "--", *command, **kw)
+
+
+def test_a_worker_s_error_is_the_failure_and_each_rank_s_lines_are_its_own(home: Path, tmp_path: Path) -> None:
+    proc = torchrun_under_flightlog(home, tmp_path, RANK_RAISES, check=False, timeout=180)
     assert proc.returncode == 1, proc.stderr
     client = flightlog.Client(home=home)
     run = client.runs(project="t", limit=1)[0]
@@ -99,21 +93,7 @@ def test_the_launcher_s_own_banner_is_not_the_workload_s_first_output(home: Path
     """torchrun logs its "Setting OMP_NUM_THREADS" banner before it starts any rank: taken for the
     workload's first output, the ranks' imports read as the program's own setup (a healthy job
     diagnosed with a slow start on a loaded machine)."""
-    path = tmp_path / "train.py"
-    path.write_text(textwrap.dedent(RANK_SPEAKS_LATE))
-    proc = cli(
-        home,
-        "run",
-        "--project",
-        "t",
-        "--",
-        str(TORCHRUN),
-        "--nproc_per_node",
-        "2",
-        "--standalone",
-        str(path),
-        str(tmp_path),
-    )
+    proc = torchrun_under_flightlog(home, tmp_path, RANK_SPEAKS_LATE, str(tmp_path))
     assert "OMP_NUM_THREADS" in proc.stderr  # the banner this is about was printed
     (info,) = flightlog.Client(home=home).runs(project="t")
     first_rank_spoke = min(float(p.read_text()) for p in tmp_path.glob("spoke-*"))
