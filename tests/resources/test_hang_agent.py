@@ -475,7 +475,8 @@ def test_the_bootstrap_adds_no_heavy_module_to_a_workload_s_start_up(tmp_path: P
     added = set(booted.stdout.split()) - plain
     assert "_flightlog_agent.watch" in added, booted.stderr
     heavy = {"typing", "dataclasses", "inspect", "statistics", "socket", "traceback", "linecache", "tokenize"}
-    assert not added & heavy
+    heavy |= {"json", "re", "enum", "signal"}  # a third of a bare interpreter's start-up, for a step that does nothing
+    assert not added & heavy, added & heavy
 
 
 def test_the_bootstrap_records_a_rank_s_uncaught_exception_and_python_still_prints_it(tmp_path: Path) -> None:

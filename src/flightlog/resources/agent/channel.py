@@ -20,7 +20,6 @@ writing and counts what it left out, it never fills the disk.
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 
@@ -43,6 +42,43 @@ def request_file(directory: str, pid: int) -> str:
 
 def faulthandler_file(directory: str, pid: int) -> str:
     return os.path.join(directory, f"fh-{pid}.txt")
+
+
+def _dumps(data: dict[str, Any]) -> str:
+    """``json.dumps(data, default=str)``; a flat object of names, numbers and strings (what a
+    process announces at start-up) is written here without importing ``json``, whose ``re`` and
+    ``enum`` would cost every workload the bootstrap enters a few milliseconds of start-up."""
+    try:
+        return "{" + ", ".join(f"{_string(k)}: {_scalar(v)}" for k, v in data.items()) + "}"
+    except _NotFlat:
+        import json
+
+        return json.dumps(data, default=str)
+
+
+class _NotFlat(Exception):
+    pass
+
+
+_ESCAPES = {**{i: f"\\u{i:04x}" for i in range(0x20)}, ord('"'): '\\"', ord("\\"): "\\\\"}
+
+
+def _string(value: Any) -> str:
+    if type(value) is not str or not value.isascii():
+        raise _NotFlat  # json's own escaping for the rest (ensure_ascii, lone surrogates)
+    return '"' + value.translate(_ESCAPES) + '"'
+
+
+def _scalar(value: Any) -> str:
+    if value is None:
+        return "null"
+    if value is True or value is False:
+        return "true" if value else "false"
+    if type(value) is int:
+        return str(value)
+    if type(value) is float and value - value == 0:  # finite: json writes NaN and Infinity its own way
+        return repr(value)
+    return _string(value)
 
 
 def _write_whole(path: str, text: str) -> None:
@@ -77,7 +113,7 @@ class FileChannel:
         if data == self._announced:
             return
         self._announced = data
-        _write_whole(agent_file(self.directory, self.pid), json.dumps(data, default=str))
+        _write_whole(agent_file(self.directory, self.pid), _dumps(data))
 
     def deliver(self, kind: str, name: str, data: dict[str, Any], raw: str | None = None) -> None:
         """Hand one record to the runner; beyond ``MAX_PENDING`` unread ones it is counted, not written."""
@@ -93,7 +129,7 @@ class FileChannel:
             if raw is not None:
                 _write_whole(base + ".raw", raw)
                 doc["raw"] = os.path.basename(base + ".raw")
-            _write_whole(base + ".json", json.dumps(doc, default=str))
+            _write_whole(base + ".json", _dumps(doc))
 
     def _pending(self) -> int:
         prefix = f"ev-{self.pid}-"

@@ -23,10 +23,13 @@ Why these defaults (docs/distributed.md, "Hangs found while they happen"):
 from __future__ import annotations
 
 import os
-import re
-import signal
 import sys
 from collections.abc import Mapping
+
+try:  # the C module `signal` wraps: its numbers and getsignal, without the enum classes `signal`
+    import _signal as signal  # builds at import (with `enum`, a few ms of every workload's start-up)
+except ImportError:  # another Python than CPython
+    import signal
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing into a workload at start-up
 if TYPE_CHECKING:
@@ -181,7 +184,7 @@ def _parse(kind: str, text: str) -> Any:
     if kind == "signal":
         return parse_signal(text)
     if kind in ("count", "count0"):
-        if not re.fullmatch(r"[0-9]+", text):
+        if not _digits(text):
             raise ValueError("not a whole number")
         value = int(text)
         if kind == "count" and value < 1:
@@ -209,13 +212,13 @@ def parse_signal(text: str) -> int | None:
     if value in ("OFF", "NONE", "0", ""):
         return None
     name = value if value.startswith("SIG") or value.isdigit() else "SIG" + value
-    m = re.fullmatch(r"SIGRT(MIN|MAX)([+-][0-9]+)?", name)
+    realtime = _realtime(name)
     rtmin, rtmax = getattr(signal, "SIGRTMIN", None), getattr(signal, "SIGRTMAX", None)
-    if m:
+    if realtime is not None:
         if rtmin is None or rtmax is None:
             raise ValueError("real-time signals do not exist on this platform")
-        base = int(rtmin if m.group(1) == "MIN" else rtmax)
-        number = base + int(m.group(2) or 0)
+        end, offset = realtime
+        number = int(rtmin if end == "MIN" else rtmax) + offset
         if not int(rtmin) <= number <= int(rtmax):
             raise ValueError(f"outside SIGRTMIN..SIGRTMAX ({int(rtmin)}..{int(rtmax)})")
     elif name.isdigit():
@@ -235,6 +238,23 @@ def parse_signal(text: str) -> int | None:
     if not 1 <= number < getattr(signal, "NSIG", 65):
         raise ValueError("not a valid signal number")
     return number
+
+
+def _digits(text: str) -> bool:
+    """``[0-9]+`` without ``re`` (which a workload's start-up would pay for, with ``enum``)."""
+    return text.isascii() and text.isdigit()
+
+
+def _realtime(name: str) -> tuple[str, int] | None:
+    """``SIGRTMIN``, ``SIGRTMAX-2``, ``SIGRTMIN+7`` → (``MIN`` or ``MAX``, offset); None for any other name."""
+    if not name.startswith(("SIGRTMIN", "SIGRTMAX")):
+        return None
+    rest = name[len("SIGRTMIN") :]
+    if not rest:
+        return name[5:8], 0
+    if rest[0] in "+-" and _digits(rest[1:]):
+        return name[5:8], int(rest)
+    return None
 
 
 def chains(signum: int) -> bool:
@@ -257,7 +277,7 @@ def rank_env(environ: Mapping[str, str] | None = None) -> dict[str, int | None]:
     def first(*names: str) -> int | None:
         for name in names:
             value = env.get(name, "").strip()
-            if re.fullmatch(r"-?[0-9]+", value):
+            if _digits(value[1:] if value.startswith("-") else value):
                 return int(value)
         return None
 

@@ -18,9 +18,7 @@ The shapes are contract C3 of docs/distributed.md: innermost frame last.
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import sys
 import threading
 import time
@@ -205,6 +203,9 @@ def normalize_flight_recorder(raw: str, rank: int | None, max_entries: int = MAX
     A dump that does not parse, or of a version this reader does not know, is kept as a
     ``problem`` beside what could be read: the reader of the evidence says so rather than
     guessing."""
+    import json  # here, with ``re`` below: a workload's bootstrap imports this module, a dump is rare
+    import re
+
     out: dict[str, Any] = {"rank": rank, "pid": os.getpid(), "time": time.time(), "version": None, "entries": []}
     try:
         doc = json.loads(raw)
@@ -286,6 +287,8 @@ def parse_faulthandler(text: str) -> list[list[dict[str, Any]]]:
     """faulthandler's dumps (``dump_traceback(all_threads=True)``), each a list of threads in the
     C3 shape (innermost frame last); several dumps in one text (one per signal) come back in
     order. Lines it does not know are skipped."""
+    import re  # here: a workload's bootstrap imports this module, and ``re`` (with ``enum``) costs its start-up
+
     dumps: list[list[dict[str, Any]]] = []
     current: list[dict[str, Any]] | None = None
     thread: dict[str, Any] | None = None
