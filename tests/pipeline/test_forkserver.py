@@ -4,13 +4,16 @@ server process for many attempts, and new processes when the server is gone."""
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import time
 from pathlib import Path
 
 import psutil
+import pytest
 from tests.helpers import child_env
+from tests.runner.test_runner_leftovers import gone
 
 import flightlog
 from flightlog.ids import new_run_id
@@ -117,3 +120,34 @@ def test_a_runner_whose_server_dies_ends_killed_and_its_end_is_known(home: Path,
         executor.close()
     assert code == -signal.SIGTERM
     assert client.run(each.run_id, exact=True).status == "killed"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the keeper is Linux only")
+def test_what_a_killed_runner_left_is_killed_by_the_server_keeping_watch(home: Path, tmp_path: Path) -> None:
+    """A forked runner has no keeper process of its own: the server reads its end of file when
+    it dies, and a runner killed with SIGKILL still leaves nothing running (docs/runner.md)."""
+    code = (
+        "import subprocess, time; daemon = subprocess.Popen(['setsid', 'sleep', '300']); "
+        "open('daemon.pid', 'w').write(str(daemon.pid)); time.sleep(300)"
+    )
+    pid_file = tmp_path / "daemon.pid"
+    executor = LocalExecutor()
+    daemon = 0
+    try:
+        handle = executor.start(launch(home, tmp_path, sys.executable, "-c", code))
+        deadline = time.monotonic() + 60
+        while not pid_file.exists() or not pid_file.read_text():
+            assert time.monotonic() < deadline, "the workload never started its daemon"
+            time.sleep(0.05)
+        daemon = int(pid_file.read_text())
+        assert not gone(daemon, within=0.2)
+        os.kill(handle.pid, signal.SIGKILL)
+        assert wait_for(executor, handle) == -signal.SIGKILL
+        assert gone(daemon, within=5), f"the setsid daemon (pid {daemon}) outlived its killed runner"
+    finally:
+        executor.close()
+        if daemon:
+            try:
+                os.kill(daemon, signal.SIGKILL)
+            except ProcessLookupError:
+                pass

@@ -12,6 +12,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from flightlog.runner.reaper import KeptWatch
 from tests.helpers import child_env, cli
 from tests.runner.test_runner import last_run, script
 
@@ -186,52 +187,76 @@ def test_without_a_cgroup_the_keeper_still_kills_what_carries_the_attempts_mark(
                 pass
 
 
-FORKED_KEEPER = """
+WATCHED_RUNNER = """
 import os, subprocess, sys, time
-from flightlog.runner.reaper import Keeper, fork_keeper_ahead
+from flightlog.runner.reaper import Keeper, watched_by
 marks = {marks!r}
-fork_keeper_ahead()  # as a pipeline step's runner does while it has no thread: a fork, not `python -I -S`
+watched_by(int(sys.argv[2]))  # as a pipeline step's runner is: the warm runner that forked it keeps watch
 keeper = Keeper.start(None, [f"{{k}}={{v}}" for k, v in marks.items()])
 kept = subprocess.Popen(["setsid", "sleep", "300"], env={{**os.environ, **marks}})
-print(kept.pid, keeper._pid, flush=True)
+print(kept.pid, flush=True)
 if sys.argv[1] == "stand-down":
-    sys.stdin.readline()  # the test has looked at the keeper: told to stand down only now
+    sys.stdin.readline()  # the test has looked: told to stand down only now
     keeper.stand_down()
     print("stood down", flush=True)
 time.sleep(300)
 """
 
 
+def _watch_until_gone(read_fd: int, watch: KeptWatch) -> None:
+    """The warm runner's side of a runner's pipe (``forkserver._keep_watch``): what it says, then its end of file."""
+    while data := os.read(read_fd, 65536):
+        watch.feed(data)
+    watch.runner_gone()
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the keeper is Linux only")
 @pytest.mark.embedded_only("process handling is the runner's, whatever the transport")
 @pytest.mark.parametrize("end", ["killed", "stand-down"])
-def test_a_keeper_forked_ahead_kills_for_a_killed_runner_and_leaves_quietly_when_told(tmp_path: Path, end: str) -> None:
-    """The keeper a pipeline step's runner forks before its first attempt (``fork_keeper_ahead``)
-    does the keeper's job: told what to watch by ``Keeper.start``, it kills the attempt's marked
-    processes when the runner dies, and exits without killing anything when the runner stands
-    it down."""
+def test_a_watched_runner_s_keeper_kills_for_it_when_killed_and_nothing_when_it_stood_down(
+    tmp_path: Path, end: str
+) -> None:
+    """The keeper of a pipeline step's runner is the warm runner that forked it (``watched_by``):
+    told what to watch by ``Keeper.start``, it starts no process while the runner lives, kills
+    the attempt's marked processes when the runner dies, and kills nothing for a runner that
+    stood down."""
     marks = {"FLIGHTLOG_CAPTURED": "1", "FLIGHTLOG_RUN_ID": os.urandom(16).hex(), "FLIGHTLOG_ATTEMPT": "1"}
     fake_runner = tmp_path / "runner.py"
-    fake_runner.write_text(FORKED_KEEPER.format(marks=marks))
-    runner = subprocess.Popen([PY, str(fake_runner), end], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    fake_runner.write_text(WATCHED_RUNNER.format(marks=marks))
+    read_fd, write_fd = os.pipe()
+    runner = subprocess.Popen(
+        [PY, str(fake_runner), end, str(write_fd)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        pass_fds=(write_fd,),
+    )
+    os.close(write_fd)
+    watch = KeptWatch()
     daemon = 0
     try:
         assert runner.stdout is not None
-        daemon, keeper = map(int, runner.stdout.readline().split())
-        assert psutil.Process(keeper).cmdline() == [PY, str(fake_runner), end], "the keeper is a fork of the runner"
+        daemon = int(runner.stdout.readline())
         assert not gone(daemon, within=0.2)
+        assert [p.pid for p in psutil.process_iter() if _is_keeper(p, marks["FLIGHTLOG_RUN_ID"])] == [], (
+            "no keeper process of its own while the runner lives"
+        )
         if end == "killed":
             runner.kill()
             runner.wait(timeout=10)
+            _watch_until_gone(read_fd, watch)
             assert gone(daemon, within=5), f"the marked setsid daemon (pid {daemon}) outlived its killed runner"
         else:
             assert runner.stdin is not None
             runner.stdin.write("stand down\n")
             runner.stdin.flush()
             assert runner.stdout.readline().strip() == "stood down"
-            assert gone(keeper, within=5), "the keeper stood down and exited"
+            runner.kill()  # its end after standing down: nothing left to take
+            runner.wait(timeout=10)
+            _watch_until_gone(read_fd, watch)
             assert not gone(daemon, within=0.5), "a keeper told to stand down kills nothing"
     finally:
+        os.close(read_fd)
         if runner.poll() is None:
             runner.kill()
             runner.wait(timeout=10)

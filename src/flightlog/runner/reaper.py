@@ -38,7 +38,17 @@ import psutil
 
 from flightlog.resources import child_pids
 
-__all__ = ["become_subreaper", "death_signal", "libc", "Keeper", "Reaper", "MARK", "fork_keeper_ahead"]
+__all__ = [
+    "become_subreaper",
+    "death_signal",
+    "libc",
+    "Keeper",
+    "KeptWatch",
+    "Reaper",
+    "MARK",
+    "watched_by",
+    "release_keeper",
+]
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
@@ -152,40 +162,31 @@ class Keeper:
     itself. The keeper has a session of its own (a Ctrl-C at the terminal does not reach it),
     an environment without the workload's mark, and no limit or cgroup of the workload's.
 
-    A runner forked from the pipeline's warm runner gets its first keeper forked ahead
-    (:func:`fork_keeper_ahead`, while it has no thread): a fork of a loaded interpreter, not a
-    new one (about 10 ms of CPU a step), told what to watch over its pipe when ``start`` comes.
+    A runner forked from the pipeline's warm runner is watched by that process instead
+    (:func:`watched_by`): ``start`` and ``stand_down`` are a line each on a pipe to it, and it
+    starts a keeper only for a runner that died without standing down (:func:`release_keeper`).
+    A process of its own per step, forked or started afresh, cost each step a few milliseconds
+    of CPU for a keeper that nearly always just stands down.
     """
 
-    def __init__(self, proc: subprocess.Popen[bytes] | None, fd: int, pid: int | None = None) -> None:
-        self.proc, self._fd = proc, fd
-        self._pid = pid  # a keeper forked ahead: no Popen, this process waits for it itself
+    def __init__(self, proc: subprocess.Popen[bytes] | None, fd: int) -> None:
+        self.proc, self._fd = proc, fd  # proc None: the warm runner keeps watch (its pipe stays open)
 
     @classmethod
     def start(cls, procs: str | None, marks: Iterable[str]) -> Keeper:
         """A keeper killing, on the runner's death, the pids listed in ``procs`` (a cgroup's
         ``cgroup.procs``, or None) and every process whose environment holds all of ``marks``."""
-        global _ahead
-        if _ahead is not None and _ahead[2] == os.getpid():
-            pid, fd, _ = _ahead
-            _ahead = None
+        global _watcher
+        args = [procs or "", *marks]
+        if _watcher is not None and _watcher[1] == os.getpid():
             try:
-                os.write(fd, json.dumps([procs or "", *marks]).encode() + b"\n")
-                return cls(None, fd, pid)
-            except OSError:  # it is gone (killed): start one the usual way
-                os.close(fd)
-                _wait_for(pid, 0.0)
+                os.write(_watcher[0], json.dumps(args).encode() + b"\n")
+                return cls(None, _watcher[0])
+            except OSError:  # the warm runner is gone: a keeper of this attempt's own, as usual
+                _watcher = None
         read_fd, write_fd = os.pipe()  # both ends non-inheritable: the workload never holds the write end
         try:
-            proc = subprocess.Popen(
-                [sys.executable, "-I", "-S", "-c", KEEPER, procs or "", *marks],
-                stdin=read_fd,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                close_fds=True,
-                start_new_session=True,
-                env={"PATH": os.environ.get("PATH", os.defpath)},
-            )
+            proc = _keeper_process(args, stdin=read_fd)
         except BaseException:
             os.close(write_fd)
             raise
@@ -195,16 +196,18 @@ class Keeper:
 
     def stand_down(self, timeout: float = 2.0) -> None:
         """The runner swept up itself: tell the keeper to exit without killing anything."""
+        if self.proc is None:  # the warm runner: forget this attempt (the pipe serves the next one)
+            try:
+                os.write(self._fd, _STOOD_DOWN)
+            except OSError:
+                pass
+            return
         try:
             os.write(self._fd, b"x")
         except OSError:
             pass
         finally:
             os.close(self._fd)
-        if self.proc is None:
-            if self._pid is not None:
-                _wait_for(self._pid, timeout)
-            return
         try:
             self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -212,79 +215,77 @@ class Keeper:
             self.proc.wait()
 
 
-_ahead: tuple[int, int, int] | None = None  # (keeper pid, its pipe's write end, the pid that forked it)
+_watcher: tuple[int, int] | None = None  # (the pipe to the warm runner keeping watch, the pid it serves)
+_STOOD_DOWN = b"-\n"
 
 
-def fork_keeper_ahead() -> None:
-    """In a process with no thread yet that will become a runner (the warm runner's spare):
-    fork the keeper of its first attempt now, waiting for ``Keeper.start`` to say what to watch.
-
-    Not where this process carries a workload's mark itself (a pipeline run under ``flightlog
-    run``): a forked keeper shows its parent's environment, and a runner's sweep would take it
-    for part of the workload; the keeper started afresh, with a clean environment, serves then."""
-    global _ahead
-    if not sys.platform.startswith("linux") or os.environ.get(MARK[0]) == MARK[1]:
-        return
-    read_fd, write_fd = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the keeper
-        code = 0
-        try:
-            os.setsid()
-            os.dup2(read_fd, 0)
-            devnull = os.open(os.devnull, os.O_RDWR)
-            os.dup2(devnull, 1)
-            os.dup2(devnull, 2)
-            os.closerange(3, _max_fd())
-            args = _read_line(0)
-            if args:  # else: dismissed, or the runner died before its workload started
-                sys.argv = ["keeper", *json.loads(args)]
-                exec(compile(KEEPER, "<keeper>", "exec"), {"__name__": "__keeper__"})
-        except SystemExit:
-            pass
-        except BaseException:  # noqa: BLE001 - a keeper never reports: it has no terminal
-            code = 1
-        finally:
-            os._exit(code)
-    os.close(read_fd)
-    _ahead = (pid, write_fd, os.getpid())
+def watched_by(fd: int) -> None:
+    """In a runner forked by the pipeline's warm runner: ``fd`` is the write end of a pipe that
+    process reads, keeping watch over this runner's attempts (``Keeper.start`` writes what to
+    watch, ``stand_down`` that it is over). Only this process holds it, so the warm runner reads
+    its end of file when the runner dies, however it dies."""
+    global _watcher
+    _watcher = (fd, os.getpid())
 
 
-def _read_line(fd: int) -> bytes:
-    data = b""
-    while not data.endswith(b"\n"):
-        chunk = os.read(fd, 4096)
-        if not chunk:
-            return b""
-        data += chunk
-    return data.strip()
+class KeptWatch:
+    """The warm runner's side of one runner's pipe: what its current attempt asked to be watched."""
+
+    def __init__(self) -> None:
+        self.watching: list[str] | None = None
+        self._buffer = b""
+
+    def feed(self, data: bytes) -> None:
+        *lines, self._buffer = (self._buffer + data).split(b"\n")
+        for line in lines:
+            if line == _STOOD_DOWN.strip():
+                self.watching = None
+            elif line:
+                try:
+                    args = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(args, list) and args and all(isinstance(a, str) for a in args):
+                    self.watching = args
+
+    def runner_gone(self) -> None:
+        """End of file: the runner exited. Had its attempt not stood down, a keeper takes what is left."""
+        if self.watching is not None:
+            release_keeper(self.watching)
+            self.watching = None
 
 
-def _max_fd() -> int:
+def release_keeper(args: list[str]) -> None:
+    """A keeper for a runner already dead: its stdin at end of file at once, it kills what the
+    attempt left (``args``: the cgroup's ``cgroup.procs`` or "", then the marks) and exits. Not
+    waited for: the warm runner reaps every child of its own as it ends."""
+    devnull = os.devnull
     try:
-        return int(os.sysconf("SC_OPEN_MAX"))
-    except (ValueError, OSError):
-        return 65536
+        os.posix_spawn(
+            sys.executable,
+            [sys.executable, "-I", "-S", "-c", KEEPER, *args],
+            {"PATH": os.environ.get("PATH", os.defpath)},
+            file_actions=[
+                (os.POSIX_SPAWN_OPEN, 0, devnull, os.O_RDONLY, 0),
+                (os.POSIX_SPAWN_OPEN, 1, devnull, os.O_WRONLY, 0),
+                (os.POSIX_SPAWN_DUP2, 1, 2),
+            ],
+            setsid=True,
+        )
+    except OSError:
+        pass  # nothing more can be done from here: the workload got the runner's death signal
 
 
-def _wait_for(pid: int, timeout: float) -> None:
-    """Reap a keeper forked ahead (killed after ``timeout`` if it has not exited by then)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            done, _ = os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:  # reaped already (the runner's reaper reaps its children)
-            return
-        if done:
-            return
-        if time.monotonic() >= deadline:
-            try:
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-            except (ProcessLookupError, ChildProcessError):
-                pass
-            return
-        time.sleep(0.002)
+def _keeper_process(args: list[str], stdin: int) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-I", "-S", "-c", KEEPER, *args],
+        stdin=stdin,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        close_fds=True,
+        start_new_session=True,
+        env={"PATH": os.environ.get("PATH", os.defpath)},
+    )
 
 
 def _marked(pid: int) -> bool:

@@ -167,8 +167,10 @@ class _Spare:
 
 def serve(reply_fd: int) -> None:
     from flightlog.pipeline.executors.local import parent_death_signal  # the fork server's own process only
+    from flightlog.runner.reaper import KeptWatch
 
     _load_runner_code()
+    os.set_inheritable(reply_fd, False)  # a keeper this process starts (reaper.release_keeper) never holds it
     die_with_parent = parent_death_signal()  # libc found once, here, not in each runner
     gc.collect()
     gc.freeze()  # what is loaded now is never collected: a runner's collections skip it (less work, fewer pages copied)
@@ -179,22 +181,32 @@ def serve(reply_fd: int) -> None:
     signal.set_wakeup_fd(wake_write, warn_on_full_buffer=False)
     signal.signal(signal.SIGCHLD, lambda signum, frame: None)  # wakes the select below through the pipe
 
+    watches: dict[int, KeptWatch] = {}  # the read end of each runner's pipe → what its attempt asked
+
     def fork_spare() -> _Spare:
         read_end, write_end = os.pipe()
+        watch_read, watch_write = os.pipe()
         pid = os.fork()
         if pid == 0:
-            _wait_as_spare(read_end, server_pid, die_with_parent, (0, reply_fd, wake_read, wake_write, write_end))
+            server_fds = (0, reply_fd, wake_read, wake_write, write_end, watch_read, *watches)
+            _wait_as_spare(read_end, watch_write, server_pid, die_with_parent, server_fds)
         os.close(read_end)
+        os.close(watch_write)
+        os.set_blocking(watch_read, False)
+        watches[watch_read] = KeptWatch()
         return _Spare(pid, write_end)
 
     spare: _Spare | None = fork_spare()
     running: set[int] = set()
     pending = b""
     taking = True
-    while taking or running:
-        readable, _, _ = select.select([0, wake_read] if taking else [wake_read], [], [], 1.0)
+    while taking or running or watches:
+        readable, _, _ = select.select([0, wake_read, *watches] if taking else [wake_read, *watches], [], [], 1.0)
         if wake_read in readable:
             drain(wake_read)
+        for fd in readable:
+            if fd in watches:
+                _keep_watch(fd, watches)
         for pid, status in _reap():
             if pid in running:
                 running.discard(pid)
@@ -218,6 +230,20 @@ def serve(reply_fd: int) -> None:
             running.add(given.pid)
             _reply(reply_fd, f"started {given.pid}")
             spare = fork_spare()
+
+
+def _keep_watch(fd: int, watches: dict[int, Any]) -> None:
+    """Read what a runner said about its attempt; at its end of file (the runner exited, however
+    it died) a keeper takes what an attempt that did not stand down left behind."""
+    try:
+        while data := os.read(fd, 65536):
+            watches[fd].feed(data)
+    except BlockingIOError:
+        return
+    except OSError:
+        pass
+    os.close(fd)
+    watches.pop(fd).runner_gone()
 
 
 def _load_runner_code() -> None:
@@ -277,12 +303,15 @@ def _reply(fd: int, line: str) -> None:
         pass  # the controller is gone; its runners still finish and record their ends
 
 
-def _wait_as_spare(request_fd: int, server_pid: int, die_with_parent: Any, server_fds: tuple[int, ...]) -> NoReturn:
+def _wait_as_spare(
+    request_fd: int, watch_fd: int, server_pid: int, die_with_parent: Any, server_fds: tuple[int, ...]
+) -> NoReturn:
     """In a forked child: set up as a step's runner needs, wait for the request, then become
     ``flightlog run ARGS`` in the step's directory and environment, exactly as a runner started
-    with ``python -m flightlog.runner`` would be."""
+    with ``python -m flightlog.runner`` would be, except that the server keeps watch for its
+    keeper (``watch_fd``, ``reaper.watched_by``) instead of a process of its own."""
     from flightlog.runner.__main__ import main  # already loaded by _load_runner_code
-    from flightlog.runner.reaper import fork_keeper_ahead  # (as above)
+    from flightlog.runner.reaper import watched_by  # (as above)
 
     code = 1
     try:
@@ -295,7 +324,7 @@ def _wait_as_spare(request_fd: int, server_pid: int, die_with_parent: Any, serve
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         for fd in server_fds:
             os.close(fd)
-        fork_keeper_ahead()  # now, while this process has no thread: a fork, not a new interpreter
+        watched_by(watch_fd)
         _open_store_ahead()
         request = _read_all(request_fd)
         if not request:  # dismissed: the pipeline is over
