@@ -31,6 +31,8 @@ from flightlog.redaction.personal import redact_personal
 
 __all__ = ["Redactor"]
 
+_KNOWN_CHARS = 256  # texts up to this long have their answer remembered (`Redactor.redact`)
+_KNOWN_MAX = 4096  # answers remembered per redactor before the memory starts again
 _CUSTOM_MARKER = marker("custom")
 _SECRET_MARKER = marker("secret")
 _CONTAINERS = (dict, list, tuple)
@@ -52,6 +54,7 @@ class Redactor:
         self.count = 0
         self.personal = personal  # the personal family too (personal.py): a serving process's
         self._custom = compile_patterns(list(extra_patterns))
+        self._known: dict[str, tuple[str, int]] = {}  # short text → (redacted, secrets found): see `redact`
         source = os.environ if env is None else env
         self._env = [
             (value.encode(_UTF8, "surrogateescape"), marker(f"env:{name}").encode())
@@ -61,14 +64,31 @@ class Redactor:
     # --- text ---------------------------------------------------------------------------
 
     def redact(self, text: str) -> str:
-        """Return ``text`` with every recognised secret replaced by a marker."""
+        """Return ``text`` with every recognised secret replaced by a marker.
+
+        A short text's answer is remembered (the same rules give the same answer; ``count``
+        still counts what it found each time): a process records the same command lines, paths
+        and names over and over, and a pipeline's warm runner hands what it redacted to every
+        step it forks."""
         if not text:
             return text
+        short = len(text) <= _KNOWN_CHARS
+        if short:
+            known = self._known.get(text)
+            if known is not None:
+                self.count += known[1]
+                return known[0]
         data = text.encode(_UTF8, _ROUND_TRIP)
-        redacted = self.redact_bytes(data)
-        if redacted is not data:
-            text = redacted.decode(_UTF8, _ROUND_TRIP)
-        return self.redact_custom(text)
+        redacted, found = self._builtin(data)
+        out = text if redacted is data else redacted.decode(_UTF8, _ROUND_TRIP)
+        out, custom = self._user(out)
+        found += custom
+        self.count += found
+        if short:
+            if len(self._known) >= _KNOWN_MAX:
+                self._known.clear()
+            self._known[text] = (out, found)
+        return out
 
     def probe(self, text: str) -> bool:
         """Whether ``redact`` would change ``text``, without counting: a cheap test before
@@ -82,6 +102,17 @@ class Redactor:
     def redact_bytes(self, data: bytes) -> bytes:
         """The built-in rules and environment values, on raw output (not user patterns:
         apply ``redact_custom`` to the decoded text). Returns ``data`` itself when unchanged."""
+        data, found = self._builtin(data)
+        self.count += found
+        return data
+
+    def redact_custom(self, text: str) -> str:
+        """The user's patterns (``--redact``, ``redact.txt``), on decoded text."""
+        text, found = self._user(text)
+        self.count += found
+        return text
+
+    def _builtin(self, data: bytes) -> tuple[bytes, int]:
         total = 0
         for family in FAMILIES:
             data, n = family.apply(data)
@@ -97,15 +128,14 @@ class Redactor:
         if self.personal:
             data, n = redact_personal(data)
             total += n
-        self.count += total
-        return data
+        return data, total
 
-    def redact_custom(self, text: str) -> str:
-        """The user's patterns (``--redact``, ``redact.txt``), on decoded text."""
+    def _user(self, text: str) -> tuple[str, int]:
+        total = 0
         for pattern in self._custom:
             text, n = pattern.apply(text, _CUSTOM_MARKER)
-            self.count += n
-        return text
+            total += n
+        return text, total
 
     # --- structured data ----------------------------------------------------------------
 

@@ -207,10 +207,20 @@ def secret_env_values(env: Mapping[str, str], min_length: int = 8) -> list[tuple
     for name, value in env.items():
         if not isinstance(value, str) or len(value) < min_length:
             continue
-        if value.isdigit() or value.lower() in _BORING_VALUES or _is_existing_path(value):
+        if value.isdigit() or value.lower() in _BORING_VALUES:
             continue
-        words = [w for w in re.split(r"[^A-Z0-9]+", name.upper()) if w]
-        url_like = bool(words) and words[-1] in _ENV_URL_LAST
-        if (url_like and _URL_WITH_PASSWORD.search(value)) or is_secret_name(name):
+        url_like, secret_name = _env_name(name)
+        if not ((url_like and _URL_WITH_PASSWORD.search(value)) or secret_name):
+            continue
+        if not _is_existing_path(value):  # last: a file system look, for the few secret-named ones
             found.setdefault(value, name)
     return sorted(((n, v) for v, n in found.items()), key=lambda item: -len(item[1]))
+
+
+@lru_cache(maxsize=4096)
+def _env_name(name: str) -> tuple[bool, bool]:
+    """(ends with a URL-like word, is a secret's name) for an environment variable's name: the
+    same few dozen names are judged for every redactor a process builds (one per ``flightlog
+    run`` attempt, and a pipeline's warm runner judges its own once for every step)."""
+    words = [w for w in re.split(r"[^A-Z0-9]+", name.upper()) if w]
+    return bool(words) and words[-1] in _ENV_URL_LAST, is_secret_name(name)

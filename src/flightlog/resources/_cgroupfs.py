@@ -49,13 +49,26 @@ def _unescape(field: str) -> str:
 
 
 def cgroup_mounts() -> list[Mount]:
-    mounts: list[Mount] = []
+    """The cgroup hierarchies mounted here. The table is read each time (a mount may come or
+    go); parsed only when it changed, so a runner forked from the pipeline's warm runner, which
+    read it once, pays a read for it, not a parse per step."""
+    global _parsed
     try:
         with open("/proc/self/mountinfo", encoding="utf-8") as fh:
-            lines = fh.read().splitlines()
+            text = fh.read()
     except OSError:
-        return mounts
-    for line in lines:
+        return []
+    if _parsed is None or _parsed[0] != text:
+        _parsed = (text, _parse_mounts(text))
+    return list(_parsed[1])
+
+
+_parsed: tuple[str, list[Mount]] | None = None  # (mountinfo's text, its cgroup mounts)
+
+
+def _parse_mounts(text: str) -> list[Mount]:
+    mounts: list[Mount] = []
+    for line in text.splitlines():
         left, sep, right = line.partition(" - ")
         if not sep:
             continue

@@ -25,6 +25,7 @@ import select
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -262,6 +263,7 @@ def _load_runner_code() -> None:
     from flightlog.redaction import redactor  # (as above)
     from flightlog.redaction.patterns import load_patterns  # noqa: F401
     from flightlog.resources import ProcessTreeSampler, ResourceSummary, SamplerThread  # noqa: F401
+    from flightlog.resources._cgroupfs import cgroup_mounts  # (as above)
     from flightlog.sdk.context import allowed_env, warm_interpreter_context  # (as above)
     from flightlog.sdk.hangs import hang_settings  # (as above)
     from flightlog.sdk.sink import load_sink_code  # (as above)
@@ -274,6 +276,8 @@ def _load_runner_code() -> None:
     warm_interpreter_context(settings.home)  # the run context every runner records, less its git state
     allowed_env(os.environ, settings.env_allow)  # its allow-list's pattern, compiled once
     redactor(settings.home)  # the redaction rules every runner applies to its records, compiled once
+    cgroup_mounts()  # the mount table parsed once: a runner reads it again, and parses it only if it changed
+    tempfile.gettempdir()  # found once (it writes a file to try each candidate): the hang watch's directory goes there
     try:
         hang_settings()  # the patterns its parsing uses, compiled once (re caches them)
     except FlightlogError:
@@ -377,9 +381,24 @@ def _become_step(request: dict[str, Any]) -> None:
         os.dup2(devnull, 2)
     os.close(devnull)
     os.chdir(request["cwd"])
-    os.environ.clear()
-    os.environ.update(request["env"])
+    _take_environment(request["env"])
     sys.argv = [RUNNER_MODULE, *request["args"]]
+
+
+_TEMP_VARIABLES = ("TMPDIR", "TEMP", "TMP")
+
+
+def _take_environment(env: dict[str, str]) -> None:
+    """Make ``env`` this process's environment, changing only what differs: a step's is the
+    server's plus a few variables, and each change is a ``putenv`` or ``unsetenv``."""
+    temp_before = [os.environ.get(name) for name in _TEMP_VARIABLES]
+    for name in [name for name in os.environ if name not in env]:
+        del os.environ[name]
+    for name, value in env.items():
+        if os.environ.get(name) != value:
+            os.environ[name] = value
+    if [os.environ.get(name) for name in _TEMP_VARIABLES] != temp_before:
+        tempfile.tempdir = None  # found again from the step's own variables (the server found its own)
 
 
 if __name__ == "__main__":
