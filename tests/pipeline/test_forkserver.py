@@ -151,3 +151,28 @@ def test_what_a_killed_runner_left_is_killed_by_the_server_keeping_watch(home: P
                 os.kill(daemon, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+def test_each_attempt_has_its_own_environment_whatever_the_server_had(home: Path, tmp_path: Path) -> None:
+    """A forked runner takes its attempt's environment by changing what differs from the
+    server's: a variable the server had and the attempt has not is gone, and the temporary
+    directory the attempt names is the one its runner uses."""
+    own_tmp = tmp_path / "own-tmp"
+    own_tmp.mkdir()
+    script = (  # the runner's own temporary directory for the attempt (the hang watch's) is in the attempt's TMPDIR
+        "import os; print('SERVER_ONLY' in os.environ, os.environ.get('STEP_ONLY'), "
+        "os.path.dirname(os.environ['FLIGHTLOG_HANG_DIR']))"
+    )
+    executor = LocalExecutor()
+    try:
+        first = launch(home, tmp_path, sys.executable, "-c", script, SERVER_ONLY="1")
+        executor.prepare(first.env)  # the server starts with SERVER_ONLY (and the usual TMPDIR)
+        assert wait_for(executor, executor.start(first)) == 0
+        second = launch(home, tmp_path, sys.executable, "-c", script, STEP_ONLY="yes", TMPDIR=str(own_tmp))
+        assert wait_for(executor, executor.start(second)) == 0
+    finally:
+        executor.close()
+    client = flightlog.Client()
+    lines = [e.message for e in client.logs(second.run_id)]
+    assert f"False yes {own_tmp}" in lines, lines
+    assert client.run(second.run_id, exact=True).status == "succeeded"

@@ -10,9 +10,12 @@ The protocol, with :class:`ForkServer` on the controller's side: one JSON line p
 this process's stdin (``{"args": the runner's arguments, "env", "cwd", "verbose"}``); answers on
 the reply descriptor: ``started PID`` at once, ``ended PID STATUS`` when that runner ends
 (STATUS as :attr:`subprocess.Popen.returncode` has it: negative for a signal). The server keeps
-one runner forked ahead, waiting for its request, so a step does not wait for a fork. When stdin
-closes, the server waits for its runners and exits. It runs no thread and opens no store or
-connection, so a fork copies nothing half done (see :mod:`flightlog.forksafe`).
+one runner forked ahead, waiting for its request, so a step does not wait for a fork. It is also
+each runner's keeper (``runner/reaper.py``): a pipe per runner tells it what the runner's attempt
+asked to be watched, and a runner that dies without standing down gets a keeper then, instead of
+every step paying for a keeper process. When stdin closes, the server waits for its runners and
+exits. It runs no thread and opens no store or connection, so a fork copies nothing half done
+(see :mod:`flightlog.forksafe`).
 """
 
 from __future__ import annotations
