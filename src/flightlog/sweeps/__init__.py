@@ -17,12 +17,30 @@ each trial a child run, with early stopping from alert rules (docs/integrations.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from flightlog.sweeps.driver import CommandTarget, FunctionTarget, SweepResult, Trial, run_sweep
-from flightlog.sweeps.space import Choice, IntUniform, LogUniform, Param, Uniform, parse_param
+from flightlog.lazy import lazy_attributes
+
+if TYPE_CHECKING:
+    from flightlog.sweeps.driver import SweepResult, Trial
+    from flightlog.sweeps.space import Choice, IntUniform, LogUniform, Param, Uniform
 
 __all__ = ["sweep", "Trial", "SweepResult", "Choice", "Uniform", "LogUniform", "IntUniform"]
+
+# imported on first use: the feature table imports this package for `sweeps/feature.py` on every
+# `flightlog` command, and the driver brings the client with it (issue 32)
+__getattr__, __dir__ = lazy_attributes(
+    __name__,
+    {
+        "Trial": "flightlog.sweeps.driver",
+        "SweepResult": "flightlog.sweeps.driver",
+        "Choice": "flightlog.sweeps.space",
+        "Uniform": "flightlog.sweeps.space",
+        "LogUniform": "flightlog.sweeps.space",
+        "IntUniform": "flightlog.sweeps.space",
+    },
+    eager=("sweep",),
+)
 
 
 def sweep(
@@ -43,6 +61,9 @@ def sweep(
     ``space`` values: a ``Param`` (``LogUniform(1e-4, 1e-1)``), a spec string as on the command
     line (``"log:1e-4:1e-1"``, ``"int:1:4"``, ``"16,32,64"``) or a list of choices.
     """
+    from flightlog.sweeps.driver import CommandTarget, FunctionTarget, run_sweep  # cost: see __getattr__ above
+    from flightlog.sweeps.space import Choice, Param, parse_param  # cost: as above
+
     parsed: dict[str, Param] = {}
     for key, value in space.items():
         if isinstance(value, Param):
