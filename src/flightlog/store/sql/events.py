@@ -24,7 +24,6 @@ from flightlog.models import (
     Span,
     StageSummary,
 )
-from flightlog.query.regex import compile_grep
 from flightlog.schema.values import decode_log_chunk
 from flightlog.store.sql.core import SqlCore
 from flightlog.store.sql.logmatch import event_time, matching
@@ -94,7 +93,12 @@ class SqlEvents(SqlCore):
         limit = query.limit
         backwards = bool(query.tail and limit)
         sql += " ORDER BY last_time DESC, id DESC" if backwards else " ORDER BY first_time, id"
-        pattern = compile_grep(query.grep) if query.grep else None
+        pattern = None
+        if query.grep:
+            # cost: the query language (and re2) is imported by a grep, not by every store's opening
+            from flightlog.query.regex import compile_grep
+
+            pattern = compile_grep(query.grep)
         events: list[LogEvent] = []
         chunks: list[list[LogEvent]] = []
         deadline = self._deadline()

@@ -7,10 +7,12 @@ reads each chunk's events, and fills in the rank of an event that names none.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flightlog.models import LogEvent, LogQuery
-from flightlog.query.regex import GrepPattern
+
+if TYPE_CHECKING:
+    from flightlog.query.regex import GrepPattern
 
 __all__ = ["event_time", "matching"]
 

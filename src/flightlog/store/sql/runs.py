@@ -14,7 +14,6 @@ from typing import Any
 
 from flightlog.errors import AmbiguousId, InvalidInput, NotFound
 from flightlog.models import KIND_TAG, SERVING_KIND, RunInfo
-from flightlog.query import compile_runs_query
 from flightlog.schema.values import param_value
 from flightlog.statuses import ACTIVE_STATUSES, FAILED_STATUSES, sql_list
 from flightlog.store.sql.core import SqlCore
@@ -69,6 +68,8 @@ class SqlRuns(SqlCore):
         limit: int | None = None,
         offset: int = 0,
     ) -> list[RunInfo]:
+        from flightlog.query import compile_runs_query  # cost: imported by a listing, not by every store's opening
+
         sql, args = compile_runs_query(
             project=project,
             filter=filter,

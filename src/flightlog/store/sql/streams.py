@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from flightlog.models import LogEvent, LogQuery
-from flightlog.query.regex import compile_grep
 from flightlog.schema.values import decode_log_chunk
 from flightlog.store.sql.core import SqlCore
 from flightlog.store.sql.logmatch import event_time, matching
@@ -38,7 +37,12 @@ class SqlStreams(SqlCore):
             f"SELECT id, CASE WHEN {' AND '.join(conds)} THEN data END, writer FROM log_chunks "
             "WHERE run_id=? AND id > ? ORDER BY id"
         )
-        pattern = compile_grep(query.grep) if query.grep else None
+        pattern = None
+        if query.grep:
+            # cost: the query language (and re2) is imported by a grep, not by every store's opening
+            from flightlog.query.regex import compile_grep
+
+            pattern = compile_grep(query.grep)
         deadline = self._deadline()
         with self.db.budgeted_read(deadline) as conn:
             rows = conn.execute(sql, [*args, run_id, after]).fetchall()
