@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import sys
 
 import click
@@ -40,6 +39,8 @@ class _RunCommand(click.Command):
                 if isinstance(param, click.Option)
                 for opt in (*param.opts, *param.secondary_opts)
             ]
+            import difflib  # cost: only a mistyped option pays it
+
             best = difflib.get_close_matches(name, known, n=1)  # one suggestion, the closest, as other commands give
             raise click.NoSuchOption(name, possibilities=best, ctx=ctx)
         return rest
