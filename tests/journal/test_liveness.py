@@ -147,3 +147,28 @@ def test_runs_ls_keeps_a_live_run_running_after_a_clock_step(home: Path, tmp_pat
         proc.wait()
         if proc.stdout is not None:
             proc.stdout.close()
+
+
+def test_a_writers_identity_is_psutils_reading_without_importing_psutil(tmp_path: Path) -> None:
+    """What a writer records of itself (read from /proc, issue 32) is what psutil, which every
+    reader uses, says of that process: the same start and boot time, to the bit; and the writer
+    did not import psutil to say it (an SDK run under `flightlog run` has no other use for it)."""
+    code = textwrap.dedent(
+        """
+        import json, os, sys
+        from flightlog.journal.liveness import process_identity
+        mine = process_identity()
+        imported = "psutil" in sys.modules
+        import psutil
+        theirs = {"process_start": psutil.Process(os.getpid()).create_time(), "boot": psutil.boot_time()}
+        print(json.dumps({"mine": mine, "theirs": theirs, "imported": imported}))
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=child_env(tmp_path / "home"), capture_output=True, text=True, check=True
+    )
+    seen = json.loads(out.stdout)
+    assert seen["mine"] == seen["theirs"]
+    assert seen["mine"]["process_start"] > seen["mine"]["boot"] > 0
+    if sys.platform.startswith("linux"):
+        assert seen["imported"] is False
