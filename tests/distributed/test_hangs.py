@@ -26,7 +26,7 @@ import pytest
 
 import flightlog
 from flightlog.errors import NotFound
-from tests.helpers import child_env
+from tests.helpers import child_env, needs
 
 TORCHRUN = Path(sys.executable).with_name("torchrun")
 JOB = Path(__file__).with_name("job.py")
@@ -258,7 +258,10 @@ def test_a_rank_s_exception_is_the_finding_and_the_others_are_its_victims(home: 
 
 @EMBEDDED
 def test_ranks_that_call_different_collectives_are_a_mismatch(home: Path, tmp_path: Path) -> None:
-    job = Job(home, tmp_path, "mismatch", GROUP_TIMEOUT="15")
+    # both ranks' Flight Recorders are taken when they stall, 1 s after the last step
+    # (FLIGHTLOG_HANG_MIN) and never later than half the group's timeout (HangSettings.threshold):
+    # seconds before the timeout ends the job
+    job = Job(home, tmp_path, "mismatch", GROUP_TIMEOUT="6")
     code, err = job.finish()
     assert code != 0
     top = job.diagnose()["findings"][0]
@@ -276,7 +279,7 @@ def test_a_rank_with_a_slow_data_read_is_a_straggler_with_its_stage(home: Path, 
         home,
         tmp_path,
         "straggler",
-        STEPS="24",
+        STEPS="12",  # 10 to 12 collectives seen on both ranks at one sample a second; the finding needs 5
         USE_SDK="1",
         FLIGHTLOG_COLLECTIVE_SAMPLE="1",
         FLIGHTLOG_HANG_MIN="10",
@@ -424,7 +427,7 @@ LIGHTNING = Path(__file__).with_name("lightning_job.py")
 
 
 def _lightning(home: Path, tmp_path: Path, scenario: str) -> tuple[int, str, dict[str, Any]]:
-    pytest.importorskip("lightning")
+    needs("lightning")  # not imported here: only the job's ranks run it
     environ = child_env(home, SCENARIO=scenario, **SHORT)
     proc = _start([str(FLIGHTLOG), "run", "--project", "dist", "--", sys.executable, str(LIGHTNING)], environ, tmp_path)
     out, err = proc.communicate(timeout=300)
