@@ -6,6 +6,7 @@ rank that raises, a rank that leaves with os._exit, a rank killed with SIGKILL f
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -20,7 +21,8 @@ import pytest
 import flightlog
 from tests.helpers import child_env, cli, cli_json
 
-pytest.importorskip("torch")
+# torch is not imported here: only the jobs' ranks run it
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed")
 
 TORCHRUN = str(Path(sys.executable).with_name("torchrun"))
 SCRIPT = """
