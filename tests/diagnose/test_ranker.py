@@ -83,6 +83,21 @@ def test_features_are_facts_of_the_structure_not_words() -> None:
                 "memory",
                 "best",
                 "best_logit",
+                # the facts of flightlog.diagnose.facts: where and how it was raised, the
+                # class's words, the message's shape, the codes, the chain's wrapper
+                "chain",
+                "raised",
+                "stack",
+                "depth",
+                "raise",
+                "frame",
+                "class",
+                "class_word",
+                "msg",
+                "last_msg",
+                "http",
+                "sqlstate",
+                "grpc",
             }, name
 
 

@@ -11,8 +11,12 @@ of the answers given at 0.8, about eight in ten are right.
 
 Features are facts of the structure, never words: per candidate category, the strongest weight
 of its rules at each place (``pos:inner``, ``pos:outer``, ``pos:tail``, ``pos:exit``), each
-rule that fired, the innermost exception's type and library (only those seen across several
-repositories in training), the exit code's and signal's kind, the memory at the end.
+rule that fired, and the facts of :func:`flightlog.diagnose.facts.structure_facts` crossed with
+it — the innermost exception's type and library (only those seen across several repositories in
+training), where and how it was raised (the workload's code or a library, a ``raise`` or a
+failed operation, a validation or configuration function near it), its class name's words, its
+message's shape, the codes of the chain, the exit code's and signal's kind, the memory at the
+end.
 
 Two stages: the exception's own words first. When a specific rule (not ``code_error``'s, which
 every exception matches) names one category strongly on the innermost exception of a failed
@@ -42,8 +46,8 @@ from pathlib import Path
 from typing import Any
 
 from flightlog.diagnose.candidates import CANDIDATE_FLOOR, Hit
+from flightlog.diagnose.facts import structure_facts
 from flightlog.diagnose.signals import MAX_CONFIDENCE, Signal, combine, line_factor
-from flightlog.diagnose.structural_rules import STDLIB
 from flightlog.diagnose.structure import FailureRead
 from flightlog.diagnose.taxonomy import FAILURE_CATEGORIES
 from flightlog.notices import notice
@@ -278,8 +282,10 @@ def candidate_features(read: FailureRead, hits: Sequence[Hit]) -> dict[str, dict
     (``pos:last.warning``) and the link's way into the chain (``via:worker``); each of its
     rules (``data_error|rule:...``); its pooled rule confidence and whether it leads; and the
     facts of the structure crossed with it (``bad_parameter|inner:ValueError``,
-    ``oom_killed|exit:sigkill``). ``none``'s: its bias, the facts crossed with it, and how
-    strong the strongest category's evidence is."""
+    ``bad_parameter|frame:validation``, ``dependency_error|msg:namespace``,
+    ``oom_killed|exit:sigkill``; :func:`~flightlog.diagnose.facts.structure_facts`, the one
+    function that computes them for training and for every diagnosis). ``none``'s: its bias,
+    the facts crossed with it, and how strong the strongest category's evidence is."""
     by_category: dict[str, list[Hit]] = {c: [] for c in CANDIDATES}
     for h in hits:
         if h.weight >= CANDIDATE_FLOOR:
@@ -291,7 +297,7 @@ def candidate_features(read: FailureRead, hits: Sequence[Hit]) -> dict[str, dict
     live = {c: [h for h in hs if h.position != HANDLED] for c, hs in by_category.items()}
     pooled = {s.category: s.confidence for s in combine(h.signal for hs in live.values() for h in hs)}
     best = max(pooled.values(), default=0.0)
-    facts = _shared_facts(read)
+    facts = structure_facts(read)
     out: dict[str, dict[str, float]] = {}
     for category, found in by_category.items():
         f: dict[str, float] = {category: 1.0}
@@ -326,55 +332,3 @@ def candidate_features(read: FailureRead, hits: Sequence[Hit]) -> dict[str, dict
         none[f"none|{fact}"] = FACT_SCALE
     out[NONE] = none
     return out
-
-
-def _shared_facts(read: FailureRead) -> list[str]:
-    """Facts of the failure that every candidate sees (each crossed with the candidate's
-    category): the chain's shape, the innermost and outermost types and libraries, the exit."""
-    facts = [f"links:{min(len(read.links), 2)}"]
-    if read.links:
-        inner, outer = read.links[0], read.links[-1]
-        facts.append("traceback" if read.from_traceback else "exception_lines")
-        facts.append(f"inner:{inner.short_type}")
-        facts.append(f"inner_lib:{_library_kind(inner.library)}")
-        if inner.library:
-            facts.append(f"inner_lib={inner.library}")
-        if len(read.links) > 1:
-            facts.append(f"outer:{outer.short_type}")
-            facts.append(f"outer_lib:{_library_kind(outer.library)}")
-        if any(link.via == "worker" for link in read.links):
-            facts.append("has_worker")
-        if read.lines_after_chain > 5:
-            facts.append("output_after_the_chain")
-    facts.append(f"exit:{_exit_kind(read.exit_code, read.signal)}")
-    if read.end_reason == "crashed":  # the process vanished without recording its end
-        facts.append("end:crashed")
-    if read.timed_out:
-        facts.append("timed_out")
-    if read.oom_killed:
-        facts.append("oom_killed")
-    share = read.memory_share_at_end
-    if share is not None:
-        facts.append("memory:at_limit" if share >= 0.97 else "memory:near_limit" if share >= 0.9 else "memory:below")
-    return facts
-
-
-def _library_kind(library: str | None) -> str:
-    if library is None:
-        return "own"
-    return "stdlib" if library in STDLIB else "third_party"
-
-
-def _exit_kind(exit_code: int | None, signal: int | None) -> str:
-    sig = signal
-    if sig is None and exit_code is not None and 128 < exit_code < 160:
-        sig = exit_code - 128
-    if sig is not None:
-        return {9: "sigkill", 15: "sigterm", 2: "sigint", 1: "sighup", 6: "sigabrt", 11: "sigsegv", 14: "sigalrm"}.get(
-            sig, "signal"
-        )
-    if exit_code is None:
-        return "unknown"
-    if exit_code in (0, 1, 2, 124, 126, 127):
-        return str(exit_code)
-    return "other"

@@ -1,0 +1,141 @@
+"""The facts of a failure's structure that the ranker weighs (``flightlog.diagnose.facts``):
+read from real exceptions raised here — a library's validation refusing a value, a call that
+does not fit a signature, an operation failing in the workload's own code, an import of a
+package that is not installed — and from texts with codes; and crossed with every candidate
+by the ranker's one feature function."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+
+from flightlog.diagnose.candidates import collect
+from flightlog.diagnose.facts import class_words, message_facts, structure_facts
+from flightlog.diagnose.ranker import candidate_features
+from flightlog.diagnose.structure import read_failure
+
+
+def _tb(func: Callable[[], object]) -> str:
+    try:
+        func()
+    except BaseException:  # noqa: BLE001 - the real text of anything
+        return traceback.format_exc()
+    raise AssertionError("expected an exception")
+
+
+def _facts(*texts: str) -> list[str]:
+    return structure_facts(read_failure(list(texts), exit_code=1))
+
+
+def _negative_c() -> None:
+    from sklearn.linear_model import LogisticRegression
+
+    LogisticRegression(C=-1).fit([[0.0], [1.0]], [0, 1])
+
+
+def test_a_library_s_validation_that_refused_the_user_s_value() -> None:
+    """scikit-learn's parameter check: raised by a ``raise`` in a validation function of the
+    library the class belongs to, called from the workload's code, quoting the parameter."""
+    facts = _facts(_tb(_negative_c))
+    for fact in (
+        "raised:library",
+        "stack:own_calls_library",
+        "raise:raise",
+        "frame:validation",
+        "class:library_in_same_library",
+        "class_word:config",
+        "msg:value_bound",
+        "msg:quotes_a_name",
+        "inner_lib=sklearn",
+    ):
+        assert fact in facts, (fact, facts)
+    assert "raised:own" not in facts and "raise:operation" not in facts
+
+
+def test_a_call_that_does_not_fit_the_signature_names_the_workload_s_argument() -> None:
+    """``json.dumps(..., nonsense=1)``: raised in the standard library by an operation (the
+    call of the encoder), the message says the call does not fit and quotes the keyword the
+    workload's own line passed."""
+    facts = _facts(_tb(lambda: json.dumps({}, nonsense=1)))  # type: ignore[call-arg]
+    for fact in (
+        "raised:stdlib",
+        "stack:own_calls_library",
+        "raise:operation",
+        "class:builtin_in_stdlib",
+        "msg:call_signature",
+        "msg:names_the_workload_s_code",
+    ):
+        assert fact in facts, (fact, facts)
+
+
+def test_an_operation_that_failed_in_the_workload_s_own_code() -> None:
+    facts = _facts(_tb(lambda: {"a": 1}["missing_key"]))
+    assert {"raised:own", "raise:operation", "class:builtin_in_own", "msg:quotes_a_name"} <= set(facts), facts
+    assert not any(f.startswith(("stack:", "depth:", "class_word:")) for f in facts), facts
+
+
+def test_an_import_of_a_package_that_is_not_installed(tmp_path: Path) -> None:
+    """A script imports its module, which imports a package that is not there: the import
+    machinery's frames and a second module's top level say it came out of an import."""
+    (tmp_path / "helpers.py").write_text("import flightlog_no_such_package_xyz\n")
+    (tmp_path / "train.py").write_text("import helpers\n")
+    stderr = subprocess.run(
+        [sys.executable, str(tmp_path / "train.py")], capture_output=True, text=True, cwd=tmp_path, timeout=120
+    ).stderr
+    facts = _facts(stderr)
+    assert {"frame:import", "inner:ModuleNotFoundError", "msg:namespace", "raised:own"} <= set(facts), facts
+    assert "frame:load" not in facts
+
+
+def _wrapped() -> None:
+    try:
+        raise OSError(28, "No space left on device")
+    except OSError as exc:
+        raise RuntimeError("checkpoint could not be written") from exc
+
+
+def test_the_chain_s_wrapper_and_the_codes_of_its_messages() -> None:
+    assert "chain:builtin_over_builtin" in _facts(_tb(_wrapped))
+    facts = _facts(
+        "botocore.exceptions.ClientError: An error occurred (SlowDown) when calling the PutObject operation "
+        "(reached max retries: 4): Please reduce your request rate. (503) Reason: Service Unavailable"
+    )
+    assert {"http:5xx", "http:503", "class:library"} <= set(facts), facts
+    facts = _facts("psycopg2.errors.TooManyConnections: FATAL:  sorry, too many clients already")
+    assert "sqlstate:53" in facts, facts
+    facts = _facts("grpc._channel._InactiveRpcError: status = StatusCode.UNAVAILABLE details = 'failed to connect'")
+    assert "grpc:UNAVAILABLE" in facts, facts
+
+
+def test_a_class_name_s_words_for_a_library_s_own_classes_only() -> None:
+    assert class_words("ConfigAttributeError") == ["config", "attribute"]
+    assert class_words("HTTPError") == ["http"]
+    assert "class_word:config" in _facts("kubernetes.config.config_exception.ConfigException: Invalid kube-config file")
+    # a builtin's kind is its type (``inner:KeyError``), not the words of its name
+    assert not any(f.startswith("class_word:") for f in _facts("KeyError: 'labels'"))
+    assert "class:truncated" in _facts('Traceback (most recent call last):\n  File "train.py", line 3, in <module>\n')
+
+
+def test_the_shapes_of_a_message() -> None:
+    assert "msg:expected_got" in message_facts("Expected input batch_size (32) to match target batch_size (16), got 16")
+    assert "msg:choices" in message_facts("mode must be one of ['min', 'max'], got 'avg'")
+    assert "msg:did_you_mean" in message_facts("Unknown model 'resnet5'. Did you mean: resnet50?")
+    assert "msg:version" in message_facts("requires torch>=2.1.0 but found 1.13.1")
+    assert "msg:shape" in message_facts("size mismatch for fc.weight: copying a param with shape torch.Size([10, 512])")
+    assert message_facts("") == ["msg:empty"]
+    # a failure with no exception: the last line's shape, under a name of its own
+    facts = _facts("step 3 loss=0.5", "ERROR: learning_rate must be positive, got -0.1")
+    assert "last_msg:value_bound" in facts and not any(f.startswith("msg:") for f in facts), facts
+
+
+def test_every_candidate_sees_the_facts_crossed_with_its_category() -> None:
+    """The one feature function of training and diagnosis crosses each fact with each candidate."""
+    read = read_failure([_tb(_negative_c)], exit_code=1)
+    features = candidate_features(read, collect(read))
+    for category in ("bad_parameter", "data_error", "none"):
+        assert f"{category}|frame:validation" in features[category]
+        assert f"{category}|raise:raise" in features[category]
