@@ -2,23 +2,29 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
+from types import ModuleType
 
+import numpy as np
 import pytest
 
 import flightlog
 
-os.environ.setdefault("KERAS_BACKEND", "torch")
-keras = pytest.importorskip("keras")
-np = pytest.importorskip("numpy")
-
-from flightlog.integrations.keras import FlightlogKerasCallback  # noqa: E402
-
 pytestmark = pytest.mark.embedded_only("the integration writes through the SDK; transports are covered in tests/sdk")
 
 
-def test_keras_callback_records_params_epoch_metrics_checkpoints_and_stages(home: Path, tmp_path: Path) -> None:
+@pytest.fixture
+def keras() -> ModuleType:
+    """Keras 3 (on the torch backend: tests/integrations/conftest.py), imported when a test here
+    runs, not when the suite is collected (~6 s of CPU in each xdist worker)."""
+    return pytest.importorskip("keras")
+
+
+def test_keras_callback_records_params_epoch_metrics_checkpoints_and_stages(
+    home: Path, tmp_path: Path, keras: ModuleType
+) -> None:
+    from flightlog.integrations.keras import FlightlogKerasCallback
+
     rng = np.random.default_rng(0)
     x = rng.normal(size=(40, 3)).astype("float32")
     y = x.sum(axis=1, keepdims=True)
@@ -46,8 +52,10 @@ def test_keras_callback_records_params_epoch_metrics_checkpoints_and_stages(home
 
 
 def test_trouble_inside_a_callback_never_stops_training(
-    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], keras: ModuleType
 ) -> None:
+    from flightlog.integrations.keras import FlightlogKerasCallback
+
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("a file where the checkpoint directory should go")
     x = np.ones((16, 2), dtype="float32")

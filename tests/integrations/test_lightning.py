@@ -3,58 +3,36 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 import flightlog
-
-torch = pytest.importorskip("torch")
-L = pytest.importorskip("lightning.pytorch")
-
-from flightlog.integrations.lightning import FlightlogLogger  # noqa: E402
 
 pytestmark = [
     pytest.mark.embedded_only("the integration writes through the SDK; transports are covered in tests/sdk"),
 ]
 
 
-class TinyRegressor(L.LightningModule):
-    def __init__(self, lr: float = 0.05, hidden: int = 4) -> None:
-        super().__init__()
-        self.save_hyperparameters()
-        self.net = torch.nn.Sequential(torch.nn.Linear(3, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, 1))
+@pytest.fixture
+def pl() -> ModuleType:
+    """The model module (imports torch and Lightning when a test here runs, not at collection)."""
+    pytest.importorskip("lightning.pytorch")
+    from tests.integrations import lightning_model
 
-    def training_step(self, batch, batch_idx):  # type: ignore[no-untyped-def]
-        x, y = batch
-        loss = torch.nn.functional.mse_loss(self.net(x), y)
-        self.log("train_loss", loss)
-        return loss
-
-    def test_step(self, batch, batch_idx):  # type: ignore[no-untyped-def]
-        x, y = batch
-        self.log("test_loss", torch.nn.functional.mse_loss(self.net(x), y))
-
-    def validation_step(self, batch, batch_idx):  # type: ignore[no-untyped-def]
-        x, y = batch
-        self.log("val_loss", torch.nn.functional.mse_loss(self.net(x), y))
-
-    def configure_optimizers(self):  # type: ignore[no-untyped-def]
-        return torch.optim.SGD(self.parameters(), lr=self.hparams.lr)
+    return lightning_model
 
 
-def _loader(n: int = 32) -> torch.utils.data.DataLoader:
-    gen = torch.Generator().manual_seed(0)
-    x = torch.randn(n, 3, generator=gen)
-    y = x.sum(dim=1, keepdim=True)
-    return torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=8)
+def test_lightning_logger_records_params_metrics_checkpoints_and_stages(
+    home: Path, tmp_path: Path, pl: ModuleType
+) -> None:
+    from flightlog.integrations.lightning import FlightlogLogger
 
-
-def test_lightning_logger_records_params_metrics_checkpoints_and_stages(home: Path, tmp_path: Path) -> None:
     logger = FlightlogLogger(project="lit", name="tiny", resources=False)
-    checkpoints = L.callbacks.ModelCheckpoint(
+    checkpoints = pl.L.callbacks.ModelCheckpoint(
         dirpath=tmp_path / "ckpt", monitor="val_loss", save_top_k=1, save_last=True
     )
-    trainer = L.Trainer(
+    trainer = pl.L.Trainer(
         max_epochs=2,
         logger=logger,
         callbacks=[checkpoints, logger.stages()],
@@ -65,7 +43,7 @@ def test_lightning_logger_records_params_metrics_checkpoints_and_stages(home: Pa
         enable_model_summary=False,
         num_sanity_val_steps=0,
     )
-    trainer.fit(TinyRegressor(lr=0.05, hidden=4), _loader(), _loader(16))
+    trainer.fit(pl.TinyRegressor(lr=0.05, hidden=4), pl.loader(), pl.loader(16))
     run_id = logger.version
 
     client = flightlog.Client()
@@ -90,9 +68,11 @@ def test_lightning_logger_records_params_metrics_checkpoints_and_stages(home: Pa
     assert stages["validation"].count == 2
 
 
-def test_testing_after_fit_continues_the_loggers_run_as_a_new_attempt(home: Path) -> None:
+def test_testing_after_fit_continues_the_loggers_run_as_a_new_attempt(home: Path, pl: ModuleType) -> None:
+    from flightlog.integrations.lightning import FlightlogLogger
+
     logger = FlightlogLogger(project="lit", resources=False)
-    trainer = L.Trainer(
+    trainer = pl.L.Trainer(
         max_epochs=1,
         logger=logger,
         accelerator="cpu",
@@ -103,10 +83,10 @@ def test_testing_after_fit_continues_the_loggers_run_as_a_new_attempt(home: Path
         enable_checkpointing=False,
         num_sanity_val_steps=0,
     )
-    model = TinyRegressor()
-    trainer.fit(model, _loader())
+    model = pl.TinyRegressor()
+    trainer.fit(model, pl.loader())
     assert flightlog.Client().run(logger.version).status == "succeeded"
-    trainer.test(model, _loader(8))
+    trainer.test(model, pl.loader(8))
     info = flightlog.Client().run(logger.version)
     assert info.status == "succeeded" and info.attempt == 2 and "test_loss" in info.metrics
     assert "train_loss" in info.metrics  # the same run: fit's metrics are still there
