@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import child_env, cli_json, needs
+from tests.helpers import child_env, cli, cli_json, needs
 
 pytestmark = pytest.mark.embedded_only(
     "both runs are compared through the local store; transports are covered in tests/sdk"
@@ -44,16 +44,7 @@ def _run(home: Path, argv: list[str], project: str, tmp_path: Path) -> dict[str,
     assert proc.returncode == 1, proc.stderr[-3000:]
     [run] = [r for r in cli_json(home, "runs", "ls", "--project", project) if r["parent_id"] is None]
     info = cli_json(home, "runs", "show", run["id"])
-    logs = [
-        json.loads(line)
-        for line in subprocess.run(
-            [FLIGHTLOG, "logs", run["id"], "--format", "json"],
-            env=child_env(home),
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.splitlines()
-    ]
+    logs = [json.loads(line) for line in cli(home, "logs", run["id"], "--format", "json").stdout.splitlines()]
     diagnosis = cli_json(home, "diagnose", run["id"])
     return {"info": info, "logs": logs, "diagnosis": diagnosis, "stderr": proc.stderr}
 
@@ -277,16 +268,7 @@ def test_a_sweep_trial_that_raises_is_failed_with_its_traceback_and_last_lines(
     info = cli_json(home, "runs", "show", failed[0].run_id)
     assert info["status"] == "failed" and info["end_reason"] == "exception"
     assert info["failure"]["last_lines"] == ["trial 1 with lr=0.2"]
-    logs = [
-        json.loads(line)
-        for line in subprocess.run(
-            [FLIGHTLOG, "logs", failed[0].run_id, "--format", "json"],
-            env=child_env(home),
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.splitlines()
-    ]
+    logs = [json.loads(line) for line in cli(home, "logs", failed[0].run_id, "--format", "json").stdout.splitlines()]
     assert [(e["stream"], e["level"]) for e in logs] == [("stdout", "info"), ("stderr", "error")]
     assert "operands could not be broadcast together with shapes (20,) (60,)" in logs[1]["message"]
     top = cli_json(home, "diagnose", failed[0].run_id)["findings"][0]

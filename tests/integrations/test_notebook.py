@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 import flightlog
-from tests.helpers import child_env, cli_json
+from tests.helpers import child_env, cli, cli_json
 
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
@@ -112,10 +112,7 @@ def _stdout(cell: Any) -> str:
 
 
 def _logs(home: Path, run_id: str) -> list[dict[str, Any]]:
-    out = subprocess.run(
-        [FLIGHTLOG, "logs", run_id, "--format", "json"], env=child_env(home), capture_output=True, text=True, check=True
-    ).stdout
-    return [json.loads(line) for line in out.splitlines()]
+    return [json.loads(line) for line in cli(home, "logs", run_id, "--format", "json").stdout.splitlines()]
 
 
 def test_a_notebook_that_stops_at_a_shape_mismatch_fails_its_run_as_flightlog_run_would(

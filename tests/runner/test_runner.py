@@ -25,8 +25,11 @@ def frun(
     check: bool = False,
     timeout: float = 120,
     env: dict[str, str] | None = None,
+    process: bool = True,
 ) -> subprocess.CompletedProcess[str]:
-    return cli(home, "run", "--project", "t", *args, check=check, timeout=timeout, env=env)
+    """`flightlog run --project t ARGS`: a real process, unless ``process=False`` for a call that
+    must stop at its arguments, before any workload or run (``tests/inprocess.py``)."""
+    return cli(home, "run", "--project", "t", *args, check=check, timeout=timeout, env=env, process=process)
 
 
 def last_run(home: Path) -> flightlog.models.RunInfo:  # type: ignore[name-defined]
@@ -311,7 +314,7 @@ def test_grandchild_cpu_and_memory_are_counted(home: Path, tmp_path: Path) -> No
         block = bytearray(300 * 1024 * 1024)
         for i in range(0, len(block), 4096):
             block[i] = 1
-        end = time.time() + 2.5
+        end = time.time() + 1.0
         while time.time() < end:
             pass
         open({str(used)!r}, "w").write(str(time.process_time()))
@@ -443,9 +446,9 @@ def test_missing_command_and_bad_options(home: Path) -> None:
     proc = frun(home, "--", "definitely-not-a-command-xyz")
     assert proc.returncode == 127 and "cannot start" in proc.stderr
     assert last_run(home).status == "failed"
-    bad = frun(home, "--timeout", "soon", "--", "true")
+    bad = frun(home, "--timeout", "soon", "--", "true", process=False)
     assert bad.returncode == 1 and "invalid --timeout 'soon'" in bad.stderr
-    bad = frun(home, "--param", "novalue", "--", "true")
+    bad = frun(home, "--param", "novalue", "--", "true", process=False)
     assert bad.returncode == 1 and "KEY=VALUE" in bad.stderr
 
 
@@ -489,14 +492,19 @@ def test_log_policies_under_a_stalled_store(home: Path, tmp_path: Path, policy: 
 
     frun(home, "--", "true", check=True)  # create the store
     done = tmp_path / "child-done"
+    progress = tmp_path / "child-progress"  # how far the child's printing got, every 1,000 lines
     code = script(
         tmp_path,
         "burst.py",
         f"""
-        import sys, time
+        import os, sys, time
         t0 = time.time()
         for i in range(200000):
             print(f"line {{i}}")
+            if i % 1000 == 0:
+                with open({str(progress)!r} + ".new", "w") as f:
+                    f.write(str(i))
+                os.replace({str(progress)!r} + ".new", {str(progress)!r})
         print(f"child took {{time.time() - t0:.2f}}", file=sys.stderr)
         open({str(done)!r}, "w").close()
         """,
@@ -504,15 +512,26 @@ def test_log_policies_under_a_stalled_store(home: Path, tmp_path: Path, policy: 
     lock = sqlite3.connect(home / "flightlog.db", timeout=5, isolation_level=None, check_same_thread=False)
     lock.execute("BEGIN EXCLUSIVE")
     ended_while_stalled = threading.Event()
+    held_at: list[int] = []  # block: the line the child's printing stood still at, the store stalled
+    held_for = 0.5  # seconds without progress that count as held (a child that is not held goes on meanwhile)
 
     def unstall() -> None:
-        # drop: the store stays stalled until the workload has ended (it must not wait for it; a
-        # workload that did would end only after the fallback of 120 s); block: stalled for 6 s
-        deadline = time.monotonic() + (120.0 if policy == "drop" else 6.0)
+        # the store stays stalled until the workload has ended (drop: it must not wait for the store;
+        # a workload that did would end only after the fallback of 120 s) or, under block, until
+        # its printing stands still: it waits for the store (then the store goes on)
+        deadline = time.monotonic() + 120.0
+        seen, since = "", time.monotonic()
         while time.monotonic() < deadline:
-            if policy == "drop" and done.exists():
+            if done.exists():
                 ended_while_stalled.set()
                 break
+            if policy == "block":
+                now = progress.read_text() if progress.exists() else ""
+                if now != seen:
+                    seen, since = now, time.monotonic()
+                elif seen and time.monotonic() - since >= held_for:
+                    held_at.append(int(seen))
+                    break
             time.sleep(0.02)
         lock.execute("COMMIT")
 
@@ -535,7 +554,9 @@ def test_log_policies_under_a_stalled_store(home: Path, tmp_path: Path, policy: 
         assert dropped > 0 and stored + dropped == 200001  # every stdout line and the child's stderr line
     else:
         assert stored == 200001, "block loses nothing"
-        assert child_took > 3.0, "under block the workload waits for the store"
+        # under block the workload waits for the store: its printing stood still while the store was stalled
+        assert held_at and not ended_while_stalled.is_set(), "under block the workload waits for the store"
+        assert child_took > held_for, "under block the workload waits for the store"
 
 
 def test_a_new_run_with_a_parent_an_id_and_a_checkpoint_to_resume_from(home: Path, tmp_path: Path) -> None:
@@ -548,5 +569,5 @@ def test_a_new_run_with_a_parent_an_id_and_a_checkpoint_to_resume_from(home: Pat
     assert proc.returncode == 0 and proc.stdout.strip() == str(ckpt)
     run = flightlog.Client().run("step-run-1", exact=True)
     assert run.parent_id == parent.id and run.status == "succeeded"
-    bad = frun(home, "--resume", "step-run-1", "--run-id", "other", "--", PY, "-c", "pass")
+    bad = frun(home, "--resume", "step-run-1", "--run-id", "other", "--", PY, "-c", "pass", process=False)
     assert bad.returncode == 1 and "cannot be combined with --run-id or --resume-from" in bad.stderr

@@ -15,6 +15,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.helpers import needs_a_process
+from tests.inprocess import run_cli
+
 ROOT = Path(__file__).resolve().parents[2]
 FLIGHTLOG = str(Path(sys.executable).with_name("flightlog"))
 
@@ -236,14 +239,20 @@ def flightlog(
     timeout: float = 120,
     cwd: Path | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(
-        [FLIGHTLOG, *args],
-        env=env or env_for(home),
-        cwd=cwd or home.parent,
-        text=True,
-        capture_output=True,
-        timeout=timeout,
-    )
+    """`flightlog ARGS` on ``home``: a real process for what only a process shows (`run`, `pipeline
+    resume`: tests/helpers.py's REAL_PROCESS_COMMANDS), the same command in this process for a
+    query (tests/inprocess.py), which costs no new interpreter."""
+    if needs_a_process(args):
+        proc = subprocess.run(
+            [FLIGHTLOG, *args],
+            env=env or env_for(home),
+            cwd=cwd or home.parent,
+            text=True,
+            capture_output=True,
+            timeout=timeout,
+        )
+    else:
+        proc = run_cli(args, env=env or env_for(home), cwd=cwd or home.parent)
     if check and proc.returncode != 0:
         raise RuntimeError(f"flightlog {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
     return proc
