@@ -224,10 +224,8 @@ def load_features(*, builtin: Iterable[str] = BUILTIN, entry_points: bool = True
         except Exception as exc:  # noqa: BLE001 - a broken feature is reported and left out
             _warn(repr(module_name), exc)
     if entry_points:
-        # here, not at the top: ~10 ms that `import flightlog` must not pay
-        from importlib import metadata
-
-        for ep in metadata.entry_points(group=PROJECT):
+        # installed packages' entry points (importlib.metadata is loaded anyway: pluggy imports it)
+        for ep in importlib.metadata.entry_points(group=PROJECT):
             if manager.has_plugin(ep.name) or manager.is_blocked(ep.name):
                 continue
             try:
