@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from tests.distributed.test_hangs import _STARTED, EMBEDDED, JOB, TORCHRUN, Job, _leads, _line_of, _stop
-from tests.helpers import cli
+from tests.distributed.test_hangs import _STARTED, EMBEDDED, FLIGHTLOG, JOB, TORCHRUN, Job, _leads, _line_of, _stop
+from tests.helpers import child_env
 
 pytestmark = pytest.mark.skipif(not TORCHRUN.exists(), reason="torchrun")
 
@@ -35,8 +35,7 @@ def _no_job_left_behind() -> Any:
 
 
 def _cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """``flightlog ARGS`` as a user runs it (in this process: ``tests.helpers.cli``)."""
-    return cli(home, *args, check=False)
+    return subprocess.run([str(FLIGHTLOG), *args], env=child_env(home), capture_output=True, text=True, timeout=60)
 
 
 def _ranks(home: Path, run_id: str) -> list[dict[str, Any]]:
