@@ -91,7 +91,6 @@ def raised(_isolated: None, tmp_path_factory: pytest.TempPathFactory) -> Ended:
 
 @pytest.fixture(scope="module")
 def healthy(_isolated: None, tmp_path_factory: pytest.TempPathFactory) -> Ended:
-    """Two ranks, ten steps, their collectives sampled every second: nothing wrong to find."""
     return _run_to_end(tmp_path_factory, "healthy", STEPS="10", FLIGHTLOG_COLLECTIVE_SAMPLE="1")
 
 
