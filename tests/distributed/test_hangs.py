@@ -4,11 +4,10 @@ named, not its victims (issue 28, "Done when").
 (a) a rank stuck before a collective: found while it hangs, before any timeout; (b) a rank that
 exits with ``os._exit(1)``; (c) a rank SIGKILLed from outside; (d) a rank that raises while the
 others wait; (e) mismatched collectives; (f) a straggler; (g) a healthy job; (h) the same with
-``flightlog.init()`` in each rank and no ``flightlog run``, once through a server. (a), (d) and
-(g) of a plain script under ``flightlog run`` are in test_ranks_under_runner.py, whose tests of
-the ranks' table read the same three jobs. The hang watch's thresholds are made short through
-its documented settings (``FLIGHTLOG_HANG_*``) and the group timeouts are kept well above them;
-the tests wait on rows of the store and files, never on the clock.
+``flightlog.init()`` in each rank and no ``flightlog run``, once through a server. The hang
+watch's thresholds are made short through its documented settings (``FLIGHTLOG_HANG_*``) and
+the group timeouts are kept well above them; the tests wait on rows of the store and files,
+never on the clock.
 """
 
 from __future__ import annotations
@@ -133,7 +132,40 @@ def _leads(report: dict[str, Any]) -> list[dict[str, Any]]:
     return [f for f in report["findings"] if f["confidence"] >= 0.5]
 
 
-# ── (a) a rank stuck before a collective: with the watch's default settings ────────────────────
+# ── (a) a rank stuck before a collective, found while it hangs ────────────────────────────────
+
+
+@EMBEDDED
+def test_a_stuck_rank_is_named_while_it_hangs_before_any_timeout(home: Path, tmp_path: Path) -> None:
+    job = Job(home, tmp_path, "stuck", ranks=3, GROUP_TIMEOUT="300")
+    try:
+        job.wait_for("rank 1 stalled", lambda: job.evidence("stall", rank=1))
+        job.wait_for(
+            "every rank's Flight Recorder",
+            lambda: {e["data"]["rank"] for e in job.evidence("flight_recorder")} >= {0, 1, 2},
+        )
+        assert job.client.run(job.run_id()).status == "running"
+        assert not job.evidence("rank_error")  # no timeout has fired: the ranks still wait
+        report = job.diagnose()
+        top = report["findings"][0]
+        assert top["category"] == "hang" and top["confidence"] >= 0.8, report
+        culprit = top["culprit"]
+        assert culprit["rank"] == 1 and culprit["collective"] == {"op": "all_reduce", "seq": 4}
+        assert culprit["where"]["file"] == str(JOB) and culprit["where"]["function"] == "read_shard"
+        loop = _line_of('while not (SIGNALS / "release").exists()')
+        assert culprit["where"]["line"] in (loop, loop + 1)  # the loop, or the sleep inside it
+        assert [v["rank"] for v in top["victims"]] == [0, 2]
+        assert top["summary"].startswith("rank 1 never entered all_reduce #4 and has made no progress for")
+        assert "ranks 0 and 2 have waited" in top["summary"] and "rank 1 is in read_shard at job.py:" in top["summary"]
+        warnings = job.client.logs(job.run_id(), level="warning", component="flightlog")
+        assert any(e.rank == 1 and "no progress for" in e.message for e in warnings)
+    finally:
+        (job.signals / "release").write_text("go")
+    code, err = job.finish()
+    assert code == 0, err
+    assert "flightlog: rank 1: no progress for" in err
+    # once it went on and the job succeeded, no hang is left to report
+    assert not _leads(job.diagnose())
 
 
 @EMBEDDED
@@ -176,7 +208,7 @@ def _line_of(text: str) -> int:
     return next(i for i, line in enumerate(JOB.read_text().splitlines(), 1) if text in line)
 
 
-# ── (b), (c): a rank ends the job; the others are its victims ──────────────────────────────────
+# ── (b), (c), (d): a rank ends the job; the others are its victims ─────────────────────────────
 
 
 @EMBEDDED
@@ -205,6 +237,22 @@ def test_a_rank_killed_from_outside_is_the_culprit(home: Path, tmp_path: Path) -
     assert top["victims"][0]["rank"] == 0
 
 
+@EMBEDDED
+def test_a_rank_s_exception_is_the_finding_and_the_others_are_its_victims(home: Path, tmp_path: Path) -> None:
+    job = Job(home, tmp_path, "raises", ranks=3, GROUP_TIMEOUT="60")
+    code, err = job.finish()
+    assert code == 1, err
+    report = job.diagnose()
+    leads = _leads(report)
+    assert len(leads) == 1, report
+    top = leads[0]
+    assert top["category"] in ("code_error", "data_error") and top["culprit"]["rank"] == 1
+    assert top["summary"].startswith("rank 1 failed first: ValueError: shard 7 has 0 rows (rank 1)")
+    assert top["culprit"]["where"]["function"] == "read_shard"
+    assert [v["rank"] for v in top["victims"]] == [0, 2]
+    assert all("ValueError" not in (v["error"] or "") for v in top["victims"])
+
+
 # ── (e) mismatched collectives ─────────────────────────────────────────────────────────────────
 
 
@@ -222,7 +270,7 @@ def test_ranks_that_call_different_collectives_are_a_mismatch(home: Path, tmp_pa
     assert "rank 0 called all_reduce #4" in top["summary"]
 
 
-# ── (f) a straggler ────────────────────────────────────────────────────────────────────────────
+# ── (f) a straggler, (g) a healthy job ─────────────────────────────────────────────────────────
 
 
 @EMBEDDED
@@ -244,6 +292,15 @@ def test_a_rank_with_a_slow_data_read_is_a_straggler_with_its_stage(home: Path, 
     assert finding["confidence"] >= 0.5 and finding["rank"] == 1
     assert "its data_loading stage takes" in finding["summary"]
     assert finding["straggler"]["lag_s"] > 0.1
+
+
+@EMBEDDED
+def test_a_healthy_job_has_no_finding(home: Path, tmp_path: Path) -> None:
+    job = Job(home, tmp_path, "healthy", STEPS="10", FLIGHTLOG_COLLECTIVE_SAMPLE="1")
+    code, err = job.finish()
+    assert code == 0, err
+    report = job.diagnose()
+    assert not _leads(report) and report["kind"] == "none", report
 
 
 # ── (h) flightlog.init() in each rank, no flightlog run; and through a server ──────────────────
