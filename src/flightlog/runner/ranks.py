@@ -241,8 +241,8 @@ class RankObserver:
         seen = {r.identity.get("rank") for r in self.ranks.values()}
         for rank_no, entry in exits.items():  # a rank the launcher named but the tree never showed (it died at once)
             if rank_no not in seen and isinstance(entry.get("pid"), int) and len(self.ranks) < _MAX_RANKS:
-                world = next((r.identity.get("world_size") for r in self.ranks.values()), None)
-                identity = {"rank": rank_no, "local_rank": entry.get("local_rank"), "world_size": world}
+                identity = self._job_fields(launcher)
+                identity.update(rank=rank_no, local_rank=entry.get("local_rank"))
                 rank = ObservedRank(int(entry["pid"]), identity, now, exited=now)
                 self.ranks[rank.pid] = rank
                 rank.writer = self._writer(rank)
@@ -259,6 +259,20 @@ class RankObserver:
             end["t"] = rank.exited or now
             shipper.unregister(rank.writer)
             rank.writer.close(remove_journal_if_shipped=True, end=end)
+
+    def _job_fields(self, launcher: dict[str, Any] | None) -> dict[str, Any]:
+        """What every rank of this node shares (the job's size, launcher, node, restart), for a
+        rank known only from the launcher's summary: taken from a rank the tree showed, else the
+        summary's launcher, so such a rank lists like its siblings."""
+        shared = ("world_size", "node_rank", "local_world_size", "restart", "launcher")
+        fields: dict[str, Any] = dict.fromkeys(shared)
+        for rank in self.ranks.values():
+            for key in shared:
+                if fields[key] is None and rank.identity.get(key) is not None:
+                    fields[key] = rank.identity[key]
+        if fields["launcher"] is None and launcher:
+            fields["launcher"] = launcher.get("launcher")
+        return fields
 
     def _say_once(self, key: str, message: str) -> None:
         if key not in self._said:
