@@ -6,6 +6,7 @@ import ast
 import importlib.util
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -15,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
+import psutil
 import pytest
 
 from tests.inprocess import run_cli
@@ -198,3 +200,27 @@ def needs(module: str) -> None:
     test's child processes run costs this process nothing (``pytest.importorskip`` imports it)."""
     if importlib.util.find_spec(module) is None:
         pytest.skip(f"{module} is not installed")
+
+
+def gone(pid: int, within: float) -> bool:
+    """Whether process ``pid`` is gone (or a zombie nobody reaped yet) within ``within`` seconds:
+    the tests' check that flightlog left nothing running."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.NoSuchProcess:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def kill_if_alive(*pids: int) -> None:
+    """SIGKILL what a failed test may have left running (a daemon the workload started); a pid
+    already gone is fine."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass

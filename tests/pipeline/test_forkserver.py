@@ -12,8 +12,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from tests.helpers import child_env
-from tests.runner.test_runner_leftovers import gone
+from tests.helpers import child_env, gone, kill_if_alive
 
 import flightlog
 from flightlog.ids import new_run_id
@@ -147,10 +146,7 @@ def test_what_a_killed_runner_left_is_killed_by_the_server_keeping_watch(home: P
     finally:
         executor.close()
         if daemon:
-            try:
-                os.kill(daemon, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            kill_if_alive(daemon)
 
 
 def test_each_attempt_has_its_own_environment_whatever_the_server_had(home: Path, tmp_path: Path) -> None:

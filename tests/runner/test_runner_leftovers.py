@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -13,22 +12,10 @@ import psutil
 import pytest
 
 from flightlog.runner.reaper import KeptWatch
-from tests.helpers import child_env, cli
+from tests.helpers import child_env, cli, gone, kill_if_alive
 from tests.runner.test_runner import last_run, script
 
 PY = sys.executable
-
-
-def gone(pid: int, within: float) -> bool:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        try:
-            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
-                return True
-        except psutil.NoSuchProcess:
-            return True
-        time.sleep(0.05)
-    return False
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="child subreaper is Linux only")
@@ -67,11 +54,7 @@ def test_setsid_daemons_started_by_the_workload_are_killed_when_it_exits(home: P
         counters = last_run(home).counters
         assert counters.get("leftover_processes_killed", 0) >= 2, counters
     finally:
-        for f in pids.iterdir():
-            try:
-                os.kill(int(f.read_text()), signal.SIGKILL)
-            except (ProcessLookupError, ValueError):
-                pass
+        kill_if_alive(*(int(f.read_text()) for f in pids.iterdir() if f.read_text().strip().isdigit()))
 
 
 def _wait_for_files(paths: list[Path], within: float) -> None:
@@ -118,11 +101,7 @@ def test_the_workload_and_a_scrubbed_setsid_daemon_die_with_a_killed_runner(home
     finally:
         if runner.poll() is None:
             runner.kill()
-        for pid in started:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        kill_if_alive(*started)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the keeper is Linux only")
@@ -181,10 +160,7 @@ def test_without_a_cgroup_the_keeper_still_kills_what_carries_the_attempts_mark(
         if runner.stdout is not None:
             runner.stdout.close()
         if daemon:
-            try:
-                os.kill(daemon, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            kill_if_alive(daemon)
 
 
 WATCHED_RUNNER = """
@@ -264,7 +240,4 @@ def test_a_watched_runner_s_keeper_kills_for_it_when_killed_and_nothing_when_it_
             if pipe is not None:
                 pipe.close()
         if daemon:
-            try:
-                os.kill(daemon, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            kill_if_alive(daemon)
