@@ -10,6 +10,7 @@ accept() fail all the same (out of file descriptors), the failure is logged at m
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ipaddress
 import logging
 import socket
@@ -101,14 +102,45 @@ class Server(uvicorn.Server):
     def __init__(self, config: uvicorn.Config, app: FlightlogApp) -> None:
         super().__init__(config)
         self.flightlog = app
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._wake: asyncio.Event | None = None
 
     async def serve(self, sockets: list[socket.socket] | None = None) -> None:
-        asyncio.get_running_loop().set_exception_handler(AcceptErrors())
+        self._loop = asyncio.get_running_loop()
+        self._wake = asyncio.Event()
+        self._loop.set_exception_handler(AcceptErrors())
         await super().serve(sockets)
 
     def handle_exit(self, sig: int, frame: Any) -> None:
         self.flightlog.state.draining.set()
         super().handle_exit(sig, frame)
+        self._wake_up()
+
+    def stop(self) -> None:
+        """Begin the shutdown SIGTERM begins, from any thread (a server run in a thread)."""
+        self.flightlog.state.draining.set()
+        self.should_exit = True
+        self._wake_up()
+
+    def _wake_up(self) -> None:
+        loop, wake = self._loop, self._wake
+        if loop is not None and wake is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(wake.set)
+
+    async def main_loop(self) -> None:
+        """uvicorn's tick loop (the date header, ``limit_max_requests``), woken at once when
+        shutdown is asked for instead of at its next tenth of a second: every stop of a server
+        (a test's, a deploy's) was 0.1 s longer than it had to be."""
+        counter = 0
+        should_exit = await self.on_tick(counter)
+        while not should_exit:
+            counter = (counter + 1) % 864000
+            if self._wake is None:
+                await asyncio.sleep(0.1)
+            else:
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), 0.1)
+            should_exit = await self.on_tick(counter)
 
 
 class AcceptErrors:

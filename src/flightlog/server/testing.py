@@ -72,8 +72,7 @@ def serve_in_thread(home: str | os.PathLike[str], *, auth: bool = False, **confi
     try:
         yield RunningServer(address(sock), app.state.config.home, app)
     finally:
-        app.state.draining.set()
-        server.should_exit = True
+        server.stop()
         thread.join(timeout=20)
         sock.close()
         app.close()
