@@ -4,11 +4,13 @@ crashed; and a second call with nothing changed does not touch the store."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import flightlog
 from flightlog.journal import list_journals
-from tests.helpers import run_script
+from tests.helpers import child_env, cli, kill_if_alive, run_script
 
 DIES = """
 import os, flightlog
@@ -61,3 +63,40 @@ def test_a_live_run_stays_running_and_the_marker_rechecks_it(home: Path) -> None
             assert client.run(run.id).status == "running"
     finally:
         run.finish()
+
+
+LIVES = """
+import sys, flightlog
+run = flightlog.init(project="p", resources=False)
+run._w.flush()  # its journal on disk (offline: nothing reaches the store until `flightlog sync`)
+print(run.id, flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_a_run_not_yet_in_the_store_when_the_marker_was_written_is_still_seen_to_die(home: Path) -> None:
+    """A reader's full pass can run while a new run's journal exists but its records have not
+    reached the store (the shipper's first tick): the marker must still hold that run's process,
+    so that its SIGKILL forces the next pass, not the marker's age 30 s later."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", LIVES],
+        env=child_env(home, FLIGHTLOG_MODE="offline"),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        run_id = proc.stdout.readline().strip()
+        with flightlog.Client(reconcile=False) as client:
+            assert client.reconcile()["checked"] == 0  # the store has no row of it yet
+            cli(home, "sync")  # now it has: running, with its owner's pid
+            assert client.run(run_id).status == "running"
+            proc.kill()
+            proc.wait(timeout=30)
+            report = client.reconcile()
+            assert not report["skipped"] and report["crashed"] == [run_id], report
+            assert client.run(run_id).status == "crashed"
+    finally:
+        kill_if_alive(proc.pid)
+        proc.communicate()

@@ -14,7 +14,8 @@ command. The store's read methods never write, so a store opened read-only reads
 
 It is cheap when nothing changed. A marker beside the journals
 (``FLIGHTLOG_HOME/journal/.reconciled-<store>``) records, after each full pass, the names of
-the journals then present and the live runs it saw (id, pid and start). The next call finds
+the journals then present and the live runs it saw (id, pid and start) — those of the store's
+rows, and those whose journal's owner lives though the store has no row of them yet. The next call finds
 the same journal names, a marker younger than :data:`MARKER_MAX_AGE_S`, and every recorded
 owner still alive: then it returns without touching the store (a directory listing and a
 liveness check per live run). A new run on this host adds a journal, so it changes the names;
@@ -115,7 +116,7 @@ def reconcile(home: Path, store: Store, *, store_key: str = "", force: bool = Fa
             )
             continue
         _settle(home, store, run, report)
-    live.extend(_settle_dead_ranks(home, store, host, report))
+    live.extend(_settle_dead_ranks(home, store, host, report, seen={r["id"] for r in live}))
     if not report.errors:
         _write_marker(marker, names if report.synced == [] else _journal_names(home), live)
     return report
@@ -156,27 +157,26 @@ def _settle(home: Path, store: Store, run: RunInfo, report: ReconcileReport) -> 
     report.crashed.append(run.id)
 
 
-def _settle_dead_ranks(home: Path, store: Store, host: str, report: ReconcileReport) -> list[dict[str, Any]]:
+def _settle_dead_ranks(
+    home: Path, store: Store, host: str, report: ReconcileReport, *, seen: set[str]
+) -> list[dict[str, Any]]:
     """Ship and mark lost the journals of this host's ranks whose processes are gone; the live
-    ones, for the marker."""
+    ones, for the marker. Also for the marker: the live owners of runs the store did not list
+    (``seen``: the live runs it did) — a run whose first records were not shipped yet when this
+    pass ran. Without them the marker held the run's journal but not its process, and a SIGKILL
+    went unseen until the marker aged (30 s of a dead replica read as serving)."""
     live: list[dict[str, Any]] = []
     dead: set[str] = set()
     for journal in list_journals(home):
         header = journal_header(journal)
-        if header is None or header.get("rank") is None or header.get("owner") or header.get("forked"):
+        if header is None or header.get("forked") or header.get("host") != host:
+            continue  # no header yet, a forked child's, or another host's writer (a shared home)
+        if header.get("owner") or header.get("rank") is None:
+            if header.get("owner") and journal.run_id not in seen and header_alive(header):
+                live.append(_live_entry(f"{journal.run_id}+{journal.writer_id}", header))
             continue
-        if header.get("host") != host:
-            continue  # another host's writer (a shared home): its own clients settle it
         if header_alive(header):
-            live.append(
-                {
-                    "id": f"{journal.run_id}+{journal.writer_id}",
-                    "pid": header.get("pid"),
-                    "started": header.get("t"),
-                    "pstart": header.get("pstart"),
-                    "boot": header.get("boot"),
-                }
-            )
+            live.append(_live_entry(f"{journal.run_id}+{journal.writer_id}", header))
         else:
             dead.add(journal.run_id)
     for run_id in sorted(dead):
@@ -186,6 +186,17 @@ def _settle_dead_ranks(home: Path, store: Store, host: str, report: ReconcileRep
         except (FlightlogError, OSError) as exc:
             report.errors.append(f"run {run_id}: cannot settle its lost ranks now ({exc})")
     return live
+
+
+def _live_entry(key: str, header: dict[str, Any]) -> dict[str, Any]:
+    """A live writer's process as the marker keeps it (what ``process_alive`` checks)."""
+    return {
+        "id": key,
+        "pid": header.get("pid"),
+        "started": header.get("t"),
+        "pstart": header.get("pstart"),
+        "boot": header.get("boot"),
+    }
 
 
 def _has_unshipped_journal(home: Path, run_id: str) -> bool:
