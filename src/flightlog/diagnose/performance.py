@@ -15,6 +15,7 @@ from flightlog.diagnose.findings import Finding
 from flightlog.diagnose.signals import Signal
 from flightlog.diagnose.window import (
     cpu_percent_between,
+    cpu_wait_percent_between,
     gpu_percent_between,
     is_compute_stage,
     is_data_stage,
@@ -305,13 +306,32 @@ def data_loader_bottleneck(ev: RunEvidence) -> Finding | None:
             summary_bits.append(f"{share:.0%} of step time is spent in data stage {top.name!r}")
         elif compute:
             return None  # stages say the loader keeps up
+    starved: tuple[Signal, ...] = ()
     cpu, n_cpu = cpu_percent_between(ev, window.start, window.end)
     gpu, n_gpu = gpu_percent_between(ev, window.start, window.end)
     idle_bits = []
     if gpu is not None and gpu < th.idle_gpu_percent:
         idle_bits.append(f"the GPU averaged {gpu:.0f}% utilization")
     if cpu is not None and cpu < th.idle_cpu_percent:
-        idle_bits.append(f"the process tree used {cpu:.0f}% of one CPU core")
+        waited = cpu_wait_percent_between(ev, window.start, window.end)
+        if waited is not None and waited >= max(cpu, 1.0):
+            # ready to run as long as it ran, or longer: the machine's CPUs were busy with
+            # other work (a shared node, an oversubscribed host); that starves the loader and
+            # the step alike, and no change to the input pipeline would help. Said beside
+            # other signals, never a finding of its own
+            starved = (
+                Signal(
+                    "data_loader_bottleneck",
+                    0.0,
+                    "cpu_starved_not_idle",
+                    "resources",
+                    f"the process tree used {cpu:.0f}% of one CPU core while it stepped and waited "
+                    f"{waited:.0f}% of one core for a CPU: other work on the machine held the CPUs",
+                    window.start,
+                ),
+            )
+        else:
+            idle_bits.append(f"the process tree used {cpu:.0f}% of one CPU core")
     if idle_bits and (gpu is None or gpu < th.idle_gpu_percent):
         weight = 0.3 if signals else 0.35
         if gpu is not None:
@@ -356,6 +376,7 @@ def data_loader_bottleneck(ev: RunEvidence) -> Finding | None:
             )
     if not signals:
         return None
+    signals.extend(starved)
     summary = "Compute waits on input: " + "; ".join(summary_bits) + "."
     return Finding("data_loader_bottleneck", summary, signals)
 

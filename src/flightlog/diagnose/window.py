@@ -109,22 +109,37 @@ def cpu_percent_between(ev: RunEvidence, start: float, end: float) -> tuple[floa
 
     From the cumulative ``cpu_seconds`` of the samples nearest the interval when there are
     two; else the mean of the ``cpu_percent`` readings inside it."""
-    samples = [s for s in ev.resources if s.get("time") is not None]
-    inside = [s for s in samples if start <= s["time"] <= end]
-    counted = [s for s in samples if isinstance(s.get("cpu_seconds"), (int, float))]
-    if len(counted) >= 2:
-        before = [s for s in counted if s["time"] <= start + 0.05]
-        after = [s for s in counted if s["time"] >= start]
-        a = before[-1] if before else after[0] if after else None
-        later = [s for s in counted if a is not None and s["time"] > a["time"] and s["time"] <= end + 0.5]
-        b = later[-1] if later else None
-        if a is not None and b is not None and b["time"] - a["time"] >= 0.2:
-            pct = 100.0 * (b["cpu_seconds"] - a["cpu_seconds"]) / (b["time"] - a["time"])
-            return max(0.0, pct), len(later) + 1
+    pct, n = _rate_between(ev, "cpu_seconds", start, end)
+    if pct is not None:
+        return pct, n
+    inside = [s for s in ev.resources if s.get("time") is not None and start <= s["time"] <= end]
     readings = [s["cpu_percent"] for s in inside if isinstance(s.get("cpu_percent"), (int, float))]
     if readings:
         return sum(readings) / len(readings), len(readings)
     return None, 0
+
+
+def cpu_wait_percent_between(ev: RunEvidence, start: float, end: float) -> float | None:
+    """How long the tree waited for a CPU over [start, end] (ready to run, the CPUs busy with
+    other work), in % of one core as ``cpu_percent_between`` counts its use; None where the
+    samples do not say (``cpu_wait_seconds``, docs/resources.md)."""
+    return _rate_between(ev, "cpu_wait_seconds", start, end)[0]
+
+
+def _rate_between(ev: RunEvidence, field: str, start: float, end: float) -> tuple[float | None, int]:
+    """A cumulative seconds ``field`` of the samples as % of one core over [start, end], from
+    the samples nearest the interval, and how many samples it rests on."""
+    counted = [s for s in ev.resources if s.get("time") is not None and isinstance(s.get(field), (int, float))]
+    if len(counted) < 2:
+        return None, 0
+    before = [s for s in counted if s["time"] <= start + 0.05]
+    after = [s for s in counted if s["time"] >= start]
+    a = before[-1] if before else after[0] if after else None
+    later = [s for s in counted if a is not None and s["time"] > a["time"] and s["time"] <= end + 0.5]
+    b = later[-1] if later else None
+    if a is None or b is None or b["time"] - a["time"] < 0.2:
+        return None, 0
+    return max(0.0, 100.0 * (b[field] - a[field]) / (b["time"] - a["time"])), len(later) + 1
 
 
 def gpu_percent_between(ev: RunEvidence, start: float, end: float) -> tuple[float | None, int]:

@@ -5,8 +5,8 @@ a shell wrapping ``python`` — and the process that runs out of memory or burns
 often a grandchild. Every sample re-walks root + descendants (cheap: psutil objects are cached
 across samples) and reads each process's counters once (``Process.oneshot``).
 
-Per tree: cpu_percent, cpu_seconds, rss_bytes, memory_percent, threads, procs, open_files,
-disk_read_bytes / disk_write_bytes. Host-wide: net_sent_bytes / net_recv_bytes (per-process
+Per tree: cpu_percent, cpu_seconds, cpu_wait_seconds, rss_bytes, memory_percent, threads,
+procs, open_files, disk_read_bytes / disk_write_bytes. Host-wide: net_sent_bytes / net_recv_bytes (per-process
 network bytes need eBPF or a network namespace; Linux has no per-process counter), host memory.
 Slow (every ``slow_interval`` seconds): workdir_bytes. The field reference is docs/resources.md.
 
@@ -34,6 +34,8 @@ __all__ = ["ProcessTreeSampler"]
 _OPTIONAL = (psutil.AccessDenied, psutil.ZombieProcess)
 # Below this many seconds between samples the 10 ms CPU clock makes a percentage meaningless.
 _MIN_CPU_WINDOW_S = 0.05
+# a process's scheduler statistics: CPU time, time waiting on a run queue, time slices (ns)
+_SCHEDSTAT = "/proc/{pid}/schedstat"
 
 
 class ProcessTreeSampler:
@@ -69,6 +71,8 @@ class ProcessTreeSampler:
         self.cpu_count = psutil.cpu_count() or 1
         self._walker = TreeWalker(root_pid)
         self._counters = TreeAccumulator(3)  # cpu seconds, disk read bytes, disk write bytes
+        self._waits: dict[int, tuple[float, float]] = {}  # pid → (start, run-queue wait seconds)
+        self._cpu_wait: float | None = 0.0 if os.path.exists(_SCHEDSTAT.format(pid=root_pid)) else None
         self._gpu: GpuProbe = gpu_probe if gpu_probe is not None else open_gpu_probe(gpu)
         self._own_notes: list[str] = []
         self._own_cgroup = None if cgroup is not None else find_memory_cgroup(root_pid)
@@ -116,6 +120,7 @@ class ProcessTreeSampler:
             readings[proc.pid] = Reading(ppid, proc.create_time(), (total_cpu, *disk))
 
         increase = self._counters.update(readings, wall)
+        self._add_cpu_wait(readings)
         cpu_percent: float | None = None
         if self._last_mono is not None and mono - self._last_mono >= _MIN_CPU_WINDOW_S:
             cpu_percent = round(100.0 * increase[0] / (mono - self._last_mono), 2)
@@ -124,6 +129,7 @@ class ProcessTreeSampler:
         return {
             "cpu_percent": cpu_percent,
             "cpu_seconds": round(totals[0], 3),
+            "cpu_wait_seconds": round(self._cpu_wait, 3) if self._cpu_wait is not None else None,
             "rss_bytes": rss,
             "threads": threads,
             "procs": len(readings),
@@ -132,6 +138,28 @@ class ProcessTreeSampler:
             "disk_write_bytes": int(totals[2]),
             "pids": list(readings),
         }
+
+    def _add_cpu_wait(self, readings: dict[int, Reading]) -> None:
+        """Add the time the tree's processes were ready to run but waited for a CPU (the
+        kernel's run-queue delay, ``/proc/PID/schedstat``), since the previous sample. It tells a
+        process that is idle (waiting on input, I/O, a lock) from one that is starved (the
+        machine's CPUs busy with other work): both use little CPU. A process's main thread only
+        (the file of the thread group's leader), and only the wait between two samples that saw
+        it: cheap, and enough to see contention. None where the kernel does not keep it."""
+        if self._cpu_wait is None:
+            return
+        waits: dict[int, tuple[float, float]] = {}
+        for pid, reading in readings.items():
+            try:
+                with open(_SCHEDSTAT.format(pid=pid), "rb") as f:
+                    waited = int(f.read().split()[1]) / 1e9
+            except (OSError, ValueError, IndexError):
+                continue
+            waits[pid] = (reading.create_time, waited)
+            before = self._waits.get(pid)
+            if before is not None and before[0] == reading.create_time:
+                self._cpu_wait += max(0.0, waited - before[1])
+        self._waits = waits
 
     def _cgroup_fields(self) -> dict[str, Any]:
         if self.cgroup is not None:

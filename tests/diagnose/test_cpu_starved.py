@@ -1,0 +1,60 @@
+"""A run starved of CPU by other work on the machine (a shared node, an oversubscribed host)
+uses little CPU, as a run waiting on its input does; the kernel's run-queue delay tells them
+apart (``cpu_wait_seconds``, docs/resources.md), and the diagnosis does not send the user to
+their data loader for it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import flightlog
+from tests.helpers import cli, kill_if_alive
+
+pytestmark = [
+    pytest.mark.embedded_only("the samples and the diagnosis are the same through every transport"),
+    pytest.mark.skipif(not os.path.exists("/proc/self/schedstat"), reason="the kernel keeps no run-queue delay"),
+]
+
+#: busy on one CPU (the one the test picked), as another job on a shared machine is
+SPINNER = "import os, sys\nos.sched_setaffinity(0, {int(sys.argv[1])})\nwhile True:\n    pass\n"
+
+#: a training loop whose steps are pure computation (nothing to wait on), on that same CPU
+TRAINING = """
+import os, sys, time
+import flightlog
+os.sched_setaffinity(0, {int(sys.argv[1])})
+run = flightlog.init()
+for step in range(25):
+    spent = time.process_time()
+    while time.process_time() - spent < 0.03:  # 30 ms of computation a step
+        pass
+    run.log({"loss": 1.0 / (step + 1)}, step=step)
+"""
+
+
+def test_a_run_starved_of_cpu_is_not_read_as_waiting_on_its_input(home: Path, tmp_path: Path) -> None:
+    cpu = str(min(os.sched_getaffinity(0)))
+    script = tmp_path / "train.py"
+    script.write_text(TRAINING)
+    spinners = [subprocess.Popen([sys.executable, "-c", SPINNER, cpu]) for _ in range(4)]
+    try:
+        cli(home, "run", "--project", "p", "--sample-interval", "0.1s", "--", sys.executable, str(script), cpu)
+    finally:
+        kill_if_alive(*(p.pid for p in spinners))
+        for p in spinners:
+            p.wait()
+    with flightlog.Client() as client:
+        run = client.runs(project="p")[0]
+        samples = client.resources(run.id)
+        report = client.diagnose(run.id, auto_baseline=False)
+    assert run.status == "succeeded"
+    waited = max(s["cpu_wait_seconds"] for s in samples)
+    used = max(s["cpu_seconds"] for s in samples)
+    assert waited > used > 0, (waited, used)  # four others on its CPU: it waited more than it ran
+    categories = {f["category"]: f for f in report["findings"]}
+    assert "data_loader_bottleneck" not in categories, categories["data_loader_bottleneck"]
