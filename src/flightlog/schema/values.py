@@ -244,7 +244,9 @@ def param_columns(value: Any) -> tuple[str, float | None, str]:
     if isinstance(value, int):
         return str(value), float(value), "int"
     if isinstance(value, float):
-        text = json.dumps(value) if math.isfinite(value) else repr(value)
+        # what json.dumps writes for a finite float (float.__repr__, also for a subclass such as
+        # numpy.float64), without its encoder's set-up: a run's twenty params cost twenty of these
+        text = float.__repr__(value) if math.isfinite(value) else repr(value)
         return text, value, "float"
     if isinstance(value, str):
         return value, None, "str"

@@ -36,11 +36,12 @@ from flightlog.resources.agent.watch import RankWatch, stalled_text
 if TYPE_CHECKING:
     from flightlog.sdk.run import Run
 
-__all__ = ["hang_settings", "watch_run", "unwatch_run"]
+__all__ = ["hang_settings", "watch_run", "unwatch_run", "join_stopped"]
 
 _lock = threading.Lock()
 _own: RankWatch | None = None  # the watch this module started (not the bootstrap's)
 _runs: dict[str, Run] = {}
+_stopping: list[RankWatch] = []  # stopped by unwatch_run, their threads not joined yet
 _fh_file: Any = None  # faulthandler's file, open for the life of the process
 
 
@@ -108,7 +109,8 @@ def watch_run(run: Run, settings: HangSettings) -> None:
 
 
 def unwatch_run(run: Run) -> None:
-    """``run`` finished: its progress no longer counts; the watch stops with the last run."""
+    """``run`` finished: its progress no longer counts; the watch stops with the last run (told
+    here, its thread joined by :func:`join_stopped` once the run's last records are stored)."""
     global _own
     try:
         boot = _bootstrap_watch()
@@ -127,7 +129,18 @@ def unwatch_run(run: Run) -> None:
             if not _runs:
                 _own = None
         if not _runs:
-            watch.stop()
+            watch.stop(wait=False)
+            _stopping.append(watch)
+    except Exception:
+        pass
+
+
+def join_stopped() -> None:
+    """Wait for the threads of the watches :func:`unwatch_run` stopped: once ``finish()``
+    returns, no watch thread of a finished process's runs is left. Never raises."""
+    try:
+        while _stopping:
+            _stopping.pop().join()
     except Exception:
         pass
 
@@ -252,6 +265,7 @@ def _reset_after_fork() -> None:
     _own = None
     _lock = threading.Lock()
     _runs.clear()
+    _stopping.clear()  # the parent's threads: none of them is in the child
 
 
 if hasattr(os, "register_at_fork"):

@@ -22,7 +22,7 @@ from flightlog.models import STATUSES
 from flightlog.names import check_run_name as check_name
 from flightlog.plugins import features
 from flightlog.schema.values import MAX_PARAM_DEPTH, is_json_value, metric_name_problem
-from flightlog.sdk.hangs import unwatch_run
+from flightlog.sdk.hangs import join_stopped, unwatch_run
 from flightlog.sdk.ranks import settle_dead_peers
 from flightlog.sdk.runhooks import run_ended
 from flightlog.sdk.stages import StageTimer
@@ -716,6 +716,7 @@ class Run:
             end = {k: v for k, v in update.items() if k != "ended"}
             self._w.close(remove_journal_if_shipped=True, end=end)
         finally:
+            join_stopped()  # the hang watch, told to stop above, has ended while the records were stored
             if self._on_finish is not None:
                 self._on_finish(self)
 

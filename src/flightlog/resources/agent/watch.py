@@ -168,16 +168,29 @@ class RankWatch:
             _current = self
         return self
 
-    def stop(self) -> None:
+    def stop(self, *, wait: bool = True) -> None:
+        """Stop the thread. ``wait=False`` tells it to and returns once no look is in progress
+        (what a look that had begun delivers is delivered by then); :meth:`join` waits for the
+        thread later. A finishing run tells it first and joins it after its last records are
+        stored, so the thread's exit overlaps that work rather than adding a wake-up on a busy
+        machine to every ``finish()``."""
         global _current
         self._stop.set()
         self._wake.set()
-        thread = self._thread
-        if thread is not None and thread is not threading.current_thread() and self._pid == os.getpid():
-            thread.join(timeout=2.0)
         with _current_lock:
             if _current is self:
                 _current = None
+        if wait:
+            self.join()
+        elif self._thread is not threading.current_thread():
+            with self._tick_lock:  # a look under way ends (its thread then sees the stop)
+                pass
+
+    def join(self, timeout: float = 2.0) -> None:
+        """Wait (at most ``timeout`` seconds) for a stopped watch's thread to end."""
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread() and self._pid == os.getpid():
+            thread.join(timeout=timeout)
 
     def _run(self) -> None:
         while not self._stop.is_set():

@@ -44,6 +44,15 @@ _PROGRESS_EVERY = (
 _LOCK_WAIT = 60.0  # seconds a write waits for another process's write lock before it fails
 _SLICE_MS = 20  # a fork-safe connection: SQLite's own busy wait, per try, inside the no-fork section
 
+#: WAL pages after which a commit of the SDK's connection (``fork_safe``) checkpoints, instead of
+#: SQLite's 1,000 (issue #32). A run's commit writes ~50 pages (its params go to ~20 leaves of
+#: ``params_key_num``), so at 1,000 every ~20th ``finish()`` of a sweep copied the WAL back and
+#: waited for two fsyncs: over half of a short run's wall time on a busy disk. At 4,000 (16 MiB
+#: of WAL) the pages a sweep rewrites are copied once per checkpoint, not once per 1,000, and the
+#: fsyncs come a quarter as often. Durability is unchanged: a commit is in the WAL when it
+#: returns, whenever the WAL is copied back (a process crash loses nothing either way).
+SDK_AUTOCHECKPOINT_PAGES = 4000
+
 _PRAGMAS = (
     "PRAGMA synchronous=NORMAL",
     "PRAGMA temp_store=MEMORY",
@@ -68,6 +77,7 @@ class Database:
         self.path = Path(path)
         self.read_only = read_only
         self._section: Callable[[], AbstractContextManager[object]] = no_fork if fork_safe else nullcontext
+        self._fork_safe = fork_safe  # the SDK's shipper connection (see SDK_AUTOCHECKPOINT_PAGES)
         busy_ms = _SLICE_MS if fork_safe else 30000
         self.lock = threading.RLock()
         try:
@@ -100,6 +110,8 @@ class Database:
             self.conn.execute("PRAGMA journal_mode=WAL")
         for pragma in _PRAGMAS:
             self.conn.execute(pragma)
+        if self._fork_safe and not self.read_only:
+            self.conn.execute(f"PRAGMA wal_autocheckpoint={SDK_AUTOCHECKPOINT_PAGES}")
 
     def _entered_after(self, attempt: Callable[[], object]) -> ExitStack:
         """The section, entered and left held, once ``attempt`` succeeded in it: tried again while
