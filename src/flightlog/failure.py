@@ -16,7 +16,14 @@ import sysconfig
 import traceback
 from typing import Any
 
-__all__ = ["failure_from_exception", "parse_python_traceback", "is_user_frame", "frames_for_display", "MAX_FRAMES"]
+__all__ = [
+    "failure_from_exception",
+    "parse_python_traceback",
+    "is_user_frame",
+    "frames_for_display",
+    "untangle_doubled_type",
+    "MAX_FRAMES",
+]
 
 MAX_FRAMES = 10
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>.+)$')
@@ -77,12 +84,29 @@ def parse_python_traceback(text: str) -> dict[str, Any] | None:
                 break
     if exc_type is None:
         return None
+    exc_type, message = untangle_doubled_type(exc_type, message)
     return {
         "exception": exc_type,
         "message": message[:4000],
         "frames": frames[-MAX_FRAMES:],
         "traceback": text[-20000:],
     }
+
+
+#: a type printed twice over itself: two processes (ranks, workers) wrote the same exception
+#: line to one stream at once — ``KeyErrorKeyError: : 'input_ids_j'``
+_DOUBLED_TYPE = re.compile(
+    r"^(?P<name>[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Warning|Timeout|Failure))(?P=name)$"
+)
+
+
+def untangle_doubled_type(type_name: str, message: str) -> tuple[str, str]:
+    """``(type, message)`` of an exception line that two writers interleaved
+    (``KeyErrorKeyError`` and ``: 'input_ids_j'``): the type once, the second colon dropped."""
+    m = _DOUBLED_TYPE.match(type_name)
+    if m is None:
+        return type_name, message
+    return m["name"], re.sub(r"^\s*:\s*", "", message)
 
 
 def is_user_frame(file: str | None) -> bool:

@@ -139,3 +139,46 @@ def test_every_candidate_sees_the_facts_crossed_with_its_category() -> None:
     for category in ("bad_parameter", "data_error", "none"):
         assert f"{category}|frame:validation" in features[category]
         assert f"{category}|raise:raise" in features[category]
+
+
+def _stderr_of(*args: str, stdin: str | None = None) -> str:
+    return subprocess.run(
+        [sys.executable, *args], input=stdin, capture_output=True, text=True, timeout=120, check=False
+    ).stderr
+
+
+def test_code_run_from_a_string_or_stdin_is_the_workload_s_own() -> None:
+    """``python -c`` and ``exec`` print the workload's code as ``<string>``, a script piped to
+    the interpreter as ``<stdin>``: an operation that failed there failed in the workload's own
+    code, not in the standard library."""
+    for stderr in (
+        _stderr_of("-c", "rows = {}\nrows['label']"),
+        _stderr_of("-c", "exec(\"rows = {}\\nrows['label']\")"),
+        _stderr_of("-", stdin="rows = {}\nrows['label']\n"),
+    ):
+        facts = _facts(stderr)
+        assert {"raised:own", "class:builtin_in_own"} <= set(facts), (stderr, facts)
+        assert not any(f.startswith("stack:") for f in facts), (stderr, facts)
+
+
+def test_code_a_library_generated_from_a_string_is_not_the_workload_s(tmp_path: Path) -> None:
+    """A dataclass's generated ``__init__`` is a ``<string>`` frame too: not the workload's
+    own; the ``__post_init__`` that refused, in the workload's file, is where it was raised."""
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import dataclasses\n"
+        "@dataclasses.dataclass\n"
+        "class Args:\n"
+        "    lr: float\n"
+        "    def __post_init__(self):\n"
+        "        raise ValueError(f'lr must be positive, got {self.lr}')\n"
+        "Args(lr=-1.0)\n"
+    )
+    stderr = _stderr_of(str(script))
+    (link,) = read_failure([stderr], exit_code=1).links
+    assert [(Path(f.file).name, f.function, f.in_library) for f in link.frames] == [
+        ("train.py", "<module>", False),
+        ("<string>", "__init__", True),
+        ("train.py", "__post_init__", False),
+    ]
+    assert "raised:own" in _facts(stderr)

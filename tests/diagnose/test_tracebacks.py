@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import traceback
 
+from flightlog.diagnose.facts import structure_facts
+from flightlog.diagnose.structure import read_failure
 from flightlog.diagnose.tracebacks import (
     ParsedException,
     expand_wrappers,
@@ -12,6 +14,8 @@ from flightlog.diagnose.tracebacks import (
     parse_chain,
     parse_exception_lines,
 )
+from flightlog.failure import parse_python_traceback
+from tests.diagnose.corpus.replay import events
 
 
 def _format(func: object) -> str:
@@ -115,3 +119,107 @@ def test_wrappers_name_their_cause() -> None:
     assert inner.type == "psycopg2.OperationalError" and inner.message == "could not connect to server"
     chain = parse_exception_lines("Trial 7 failed because of the following error: ValueError('nan loss encountered')")
     assert [(e.type, e.message) for e in chain] == [("ValueError", "nan loss encountered")]
+
+
+# ── tracebacks as reporters pasted them (issue 29): real texts of the failure corpus ─────────
+def test_an_exception_line_two_writers_interleaved_reads_once() -> None:
+    """Two processes wrote the same exception line to one stream at once (RLHFlow/
+    RLHF-Reward-Modeling#6): the type is read once, not as ``KeyErrorKeyError``."""
+    text = (
+        "Traceback (most recent call last):\n"
+        '    "input_ids": feature["input_ids_j"],    "input_ids": feature["input_ids_j"],\n'
+        "\n"
+        "KeyErrorKeyError: : 'input_ids_j'\n"
+    )
+    assert [(e.type, e.message) for e in parse_chain(text)] == [("KeyError", "'input_ids_j'")]
+    assert [(e.type, e.message) for e in parse_exception_lines(text)] == [("KeyError", "'input_ids_j'")]
+    summary = parse_python_traceback(text)
+    assert summary is not None and (summary["exception"], summary["message"]) == ("KeyError", "'input_ids_j'")
+
+
+def test_a_frame_line_the_terminal_wrapped_is_not_the_exception() -> None:
+    """pandas' ``_validate_key`` wrapped at the terminal's edge (yutiansut/QUANTAXIS#828): the
+    wrapped ``ate_key`` is the frame's function's rest, the exception is the KeyError."""
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "C:\\Users\\87532\\AppData\\Roaming\\Python\\Python36\\site-packages\\pandas\\core\\indexing.py",'
+        " line 1790, in _valid\n"
+        "ate_key\n"
+        "    error()\n"
+        '  File "C:\\Users\\87532\\AppData\\Roaming\\Python\\Python36\\site-packages\\pandas\\core\\indexing.py",'
+        " line 1785, in error\n"
+        "    axis=self.obj._get_axis_name(axis)))\n"
+        "KeyError: 'the label [2018-01-02 00:00:00] is not in the [index]'\n"
+    )
+    (exc,) = parse_chain(text)
+    assert exc.type == "KeyError" and exc.message.startswith("'the label")
+    assert [f.function for f in exc.frames] == ["_validate_key", "error"]
+    assert exc.frames[0].code == "error()"
+    # split into events the way a run's capture splits it, the read joins it again
+    read = read_failure(events(text), exit_code=1)
+    assert [link.type for link in read.links] == ["KeyError"] and read.links[0].library == "pandas"
+
+
+_LINKED_FRAMES = (
+    "Traceback (most recent call last):\n"
+    '  File "[C:\\Users\\AAmbarwari\\anaconda3\\envs\\detectree2\\lib\\site-packages\\detectron2\\data\\build.py",'
+    " line 253](file:///C:/Users/AAmbarwari/anaconda3/envs/detectree2/lib/site-packages/detectron2/data/build.py"
+    "#line=252), in <listcomp>\n"
+    "    dataset_dicts = [DatasetCatalog.get(dataset_name) for dataset_name in names]\n"
+    '  File "[C:\\Users\\AAmbarwari\\anaconda3\\envs\\detectree2\\lib\\site-packages\\detectron2\\data\\catalog.py",'
+    " line 53](file:///C:/Users/AAmbarwari/anaconda3/envs/detectree2/lib/site-packages/detectron2/data/catalog.py"
+    "#line=52), in get\n"
+    "    raise KeyError(\n"
+    "KeyError: \"Dataset 'D' is not registered! Available datasets are: coco_2014_train, coco_2014_val\"\n"
+)
+
+
+def test_a_frame_drawn_as_a_markdown_link_is_a_frame() -> None:
+    """A notebook drew each frame's Windows path as a markdown link (PatBall1/detectree2#161):
+    the frames are read, so the KeyError is detectron2's, raised by a ``raise``."""
+    (exc,) = parse_chain(_LINKED_FRAMES)
+    assert [(f.file.rsplit("\\", 1)[-1], f.line, f.function) for f in exc.frames] == [
+        ("build.py", 253, "<listcomp>"),
+        ("catalog.py", 53, "get"),
+    ]
+    assert exc.frames[-1].code == "raise KeyError("
+    (link,) = read_failure(events(_LINKED_FRAMES), exit_code=1).links
+    assert link.library == "detectron2" and len(link.frames) == 2
+    # IPython's locations drawn as links (Colab) are IPython's frames
+    colab = (
+        "KeyError                                  Traceback (most recent call last)\n"
+        "[<ipython-input-19-28e7e9d1e347>](https://localhost:8080/#) in <cell line: 9>()\n"
+        "      9 for split in splits:\n"
+        "---> 10     dataset[split] = DATASET['BoolQ']('/content/drive/MyDrive', split)\n"
+        "\n"
+        "[/usr/local/lib/python3.10/dist-packages/model_center/dataset/bertdataset/superglue.py]"
+        "(https://localhost:8080/#) in __init__(self, path, split)\n"
+        '---> 92             label = 1 if row["label"]==True else 0\n'
+        "\n"
+        "KeyError: 'label'\n"
+    )
+    (exc,) = parse_chain(colab)
+    assert [(f.file.rsplit("/", 1)[-1], f.line, f.function) for f in exc.frames] == [
+        ("<ipython-input-19-28e7e9d1e347>", 10, "<cell line: 9>"),
+        ("superglue.py", 92, "__init__"),
+    ]
+
+
+def test_an_ipython_traceback_whose_exception_line_was_cut_off() -> None:
+    """IPython names the type in its header; the reporter's paste ends at the cell's arrow
+    (google-deepmind/chex#197): the chain is that type, raised by the cell's import, with a
+    message that is unknown (cut off), not empty."""
+    text = (
+        "In [1]: import optax\n"
+        "---------------------------------------------------------------------------\n"
+        "AttributeError                            Traceback (most recent call last)\n"
+        "Input In [1], in <cell line: 1>()\n"
+        "----> 1 import optax\n"
+    )
+    read = read_failure(events(text), exit_code=1)
+    (link,) = read.links
+    assert link.type == "AttributeError" and link.cut_off and link.message == ""
+    assert [(f.file, f.line, f.code) for f in link.frames] == [("<ipython-input>", 1, "import optax")]
+    facts = structure_facts(read)
+    assert {"inner:AttributeError", "raised:own", "frame:import", "msg:cut_off"} <= set(facts), facts
+    assert "msg:empty" not in facts

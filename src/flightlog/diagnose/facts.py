@@ -51,7 +51,8 @@ def structure_facts(read: FailureRead) -> list[str]:
         facts += frame_facts(raising)
     if inner is not None:
         facts += class_facts(inner, raising)
-        facts += message_facts(inner.message)
+        # a message cut off with its exception line is unknown, not empty (a bare ``assert``'s)
+        facts += ["msg:cut_off"] if inner.cut_off else message_facts(inner.message)
         facts += code_facts(read.links)
         if raising is not None and _quotes_the_workload_s_code(inner.message, raising.frames):
             facts.append("msg:names_the_workload_s_code")
@@ -200,6 +201,9 @@ def _quotes_the_workload_s_code(message: str, frames: list[Frame]) -> bool:
 
 
 def _frame_kind(frame: Frame) -> str:
+    """Returns "own" (the workload's code: its files, ``<stdin>``, a notebook's cell, a ``<string>``
+    module run by ``python -c`` or ``exec``), "stdlib" (and ``<frozen …>`` modules, code a
+    library generated in a ``<string>``) or "library"."""
     if not frame.in_library:
         return "own"
     package = package_of_path(frame.file)

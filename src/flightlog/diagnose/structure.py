@@ -26,6 +26,7 @@ from flightlog.diagnose.textforms import native_library, plain_text
 from flightlog.diagnose.tracebacks import (
     CHAINED,
     IPYTHON_HEADER,
+    IPYTHON_LOCATION,
     Frame,
     ParsedException,
     block_frames,
@@ -33,6 +34,8 @@ from flightlog.diagnose.tracebacks import (
     normalize_header,
     parse_block,
     parse_exception_lines,
+    unlink_frame_locations,
+    wrapped_frame_rest,
 )
 
 __all__ = ["Codes", "Link", "FailureRead", "read_failure", "library_of", "package_of_path", "VIA", "TRUNCATED"]
@@ -105,7 +108,9 @@ def read_failure(
 ) -> FailureRead:
     """Read a process's log texts (its events in order; a multi-line traceback may be one text
     or many) and its exit facts as one :class:`FailureRead`."""
-    plain = [p for p in (plain_text(t[:MAX_TEXT]) for t in _join_boxes(texts) if t) if p.strip()]
+    plain = [
+        p for p in (unlink_frame_locations(plain_text(t[:MAX_TEXT])) for t in _join_boxes(texts) if t) if p.strip()
+    ]
     docs = _documents(plain)
     index = next((i for i in range(len(docs) - 1, -1, -1) if _HEADER in docs[i]), None)
     links: list[Link] = []
@@ -220,13 +225,27 @@ def _documents(texts: list[str]) -> list[str]:
 
 
 def _awaiting_exception(doc: str) -> bool:
+    """Whether the document's last traceback has not printed its exception line yet: every
+    line after its header is indented (a frame, its source) or is a frame of IPython's (a
+    location, a ``---->`` arrow), whose lines start at the margin."""
     at = doc.rfind(_HEADER)
     if at < 0:
         return False
-    for line in doc[at + len(_HEADER) :].splitlines()[1:]:
-        if line and not line[0].isspace() and not line.startswith(("Traceback", "During handling", "The above")):
+    lines = doc[at + len(_HEADER) :].splitlines()
+    for i, line in enumerate(lines[1:], start=1):
+        if (
+            line
+            and not line[0].isspace()
+            and not line.startswith(("Traceback", "During handling", "The above"))
+            and not _IPYTHON_FRAME_LINE.match(line)
+            and not wrapped_frame_rest(lines, i - 1)
+        ):
             return False
     return True
+
+
+#: a line of an IPython frame that starts at the margin: its location or its ``---->`` arrow
+_IPYTHON_FRAME_LINE = re.compile(r"^-+>\s*\d+\s|" + IPYTHON_LOCATION.pattern[1:])
 
 
 def _last_exception_line(doc: str) -> str:
@@ -295,7 +314,7 @@ def read_chain(text: str, depth: int = 0) -> list[Link]:
             frames = block_frames(text[a:b]) if index == len(starts) - 1 else []
             if not frames:
                 continue
-            parsed = ParsedException(ipython[-1] if ipython else TRUNCATED, "", frames)
+            parsed = ParsedException(ipython[-1] if ipython else TRUNCATED, "", frames, cut_off=True)
         worker = bool(_WORKER_PREAMBLE.search(text[max(0, a - 200) : a]))
         parsed.message = parsed.message.rstrip('"').rstrip()
         relation = "cause" if "direct cause" in trailer else "context" if "During handling" in trailer else ""
@@ -377,6 +396,7 @@ def _link(exc: ParsedException, via: str) -> Link:
         exc.type,
         exc.message,
         exc.frames,
+        cut_off=exc.cut_off,
         library=library_of(exc.type, exc.frames, exc.message),
         codes=read_codes(exc.message, exc.type),
         via=via,

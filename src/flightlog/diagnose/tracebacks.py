@@ -16,6 +16,8 @@ from typing import Any
 
 import re2
 
+from flightlog.failure import untangle_doubled_type
+
 __all__ = [
     "Frame",
     "ParsedException",
@@ -29,6 +31,10 @@ __all__ = [
     "normalize_header",
     "block_frames",
     "IPYTHON_HEADER",
+    "IPYTHON_LOCATION",
+    "unlink_frame_locations",
+    "untangle_doubled_type",
+    "wrapped_frame_rest",
 ]
 
 _HEADER = "Traceback (most recent call last):"
@@ -50,6 +56,21 @@ def _linear(pattern: str, *, dot_nl: bool = False) -> Any:
 _IPYTHON_HEADER = IPYTHON_HEADER = re.compile(r"^([A-Za-z_][\w.]*)\s{2,}Traceback \(most recent call last\)\s*$", re.M)
 #: IPython's frame lines: ``----> 8 sp500 = data[0].loc[...]`` (the line that raised)
 _IPYTHON_CODE = re.compile(r"^-+> ?(?P<line>\d+)\s+(?P<code>\S.*)$")
+#: IPython's and Jupyter's frame locations, one per frame, each followed by its numbered source
+#: lines and a ``---->`` arrow at the line that ran: ``Input In [1], in <cell line: 1>()`` and
+#: ``Cell In[5], line 3`` (a cell), ``<ipython-input-13-e13…> in <module>`` (IPython 7's cell),
+#: ``File /opt/…/functional.py:3029, in cross_entropy(input, …)`` (IPython 8's file) and
+#: ``/usr/…/s3fs/__init__.py in <module>`` (IPython 7's file)
+IPYTHON_LOCATION = re.compile(
+    r"^(?:(?P<cell>Input In \[\d*\]|Cell In ?\[\d*\])(?:, line (?P<cell_line>\d+))?(?:, in (?P<cell_function>.+))?"
+    r"|(?P<input><ipython-input-[\w-]+>) in (?P<input_function>\S.*)"
+    r"|File (?P<file>\S.*?):(?P<file_line>\d+)(?:, in (?P<file_function>.+))?"
+    r"|(?P<path>(?:[A-Za-z]:)?[\\/]\S*\.pyx?) in (?P<path_function>\S.*))\s*$"
+)
+#: a notebook's or a chat's rendering of a frame's file as a markdown link at the start of a
+#: line, in the interpreter's frame (``File "[C:\\…\\build.py", line 253](file:///C:/…#line=252), in
+#: <listcomp>``) or IPython's (``[<ipython-input-19-28e7>](https://localhost:8080/#) in <cell>``)
+_LINKED_LOCATION = re.compile(r'(?m)^(?P<lead>[ \t]*(?:File ")?)\[(?P<text>[^\]\n]+)\]\((?:file|https?)://[^)\s]*\)')
 CHAINED = _CHAINED = re.compile(
     r"The above exception was the direct cause of the following exception:|"
     r"During handling of the above exception, another exception occurred:"
@@ -64,6 +85,11 @@ _LIBRARY = re.compile(
 )
 
 
+#: the functions libraries generate from strings: dunder methods (dataclasses, named tuples,
+#: attrs' older releases) and six's ``reraise``
+_GENERATED_FUNCTION = re.compile(r"^(?:__\w+__|reraise)$")
+
+
 @dataclass
 class Frame:
     file: str
@@ -73,6 +99,12 @@ class Frame:
 
     @property
     def in_library(self) -> bool:
+        """Whether the frame is a library's or the standard library's. A ``<string>`` frame is
+        code compiled from a string: the workload's own (``python -c``, ``exec``), except the
+        methods that libraries generate as strings (a dataclass's ``__init__`` and ``__eq__``, a
+        named tuple's ``__new__``, ``six.reraise``)."""
+        if self.file == "<string>":
+            return _GENERATED_FUNCTION.match(self.function) is not None
         return is_library_file(self.file)
 
     def where(self) -> str:
@@ -84,6 +116,9 @@ class ParsedException:
     type: str
     message: str
     frames: list[Frame] = field(default_factory=list)
+    #: the exception line was cut off (a log window, a reporter's paste): the message is unknown,
+    #: not empty; the type is IPython's header's or ``TruncatedTraceback``
+    cut_off: bool = False
 
     @property
     def short_type(self) -> str:
@@ -105,6 +140,15 @@ def is_library_file(path: str) -> bool:
     return _LIBRARY.search(path) is not None
 
 
+def unlink_frame_locations(text: str) -> str:
+    """``text`` with the markdown links that a notebook or an issue thread drew around frames'
+    files (at the start of a line) replaced by their text, so the frame reads as the
+    interpreter or IPython printed it."""
+    if "](" not in text:
+        return text
+    return _LINKED_LOCATION.sub(lambda m: m["lead"] + m["text"], text)
+
+
 def find_last_traceback(texts: list[str]) -> str | None:
     """The last text that holds a Python traceback (a log event is one whole traceback)."""
     for text in reversed(texts):
@@ -123,7 +167,7 @@ def parse_chain(text: str | None) -> list[ParsedException]:
     ended the program last. Empty when ``text`` holds no Python traceback."""
     if not text:
         return []
-    text = normalize_header(text)
+    text = normalize_header(unlink_frame_locations(text))
     if _HEADER not in text:
         return []
     starts = [m.start() for m in re.finditer(re.escape(_HEADER), text)]
@@ -155,10 +199,21 @@ def parse_block(block: str) -> tuple[ParsedException | None, str]:
         line = lines[i]
         m = _FRAME.match(line)
         if m:
+            function = (m["function"] or "").strip()
+            if wrapped_frame_rest(lines, i):
+                # the terminal wrapped the frame's line: its rest (``ate_key`` of ``_valid`` +
+                # ``ate_key``) is not an exception line
+                i += 1
+                function += lines[i].strip()
             code = ""
             if i + 1 < len(lines) and lines[i + 1].startswith("    ") and not _FRAME.match(lines[i + 1]):
                 code = lines[i + 1].strip()
-            frames.append(Frame(m["file"], int(m["line"]), (m["function"] or "").strip(), code))
+            frames.append(Frame(m["file"], int(m["line"]), function, code))
+            i += 1
+            continue
+        located = _ipython_frame(lines, i)
+        if located is not None:
+            frames.append(located)
             i += 1
             continue
         if line and not line[0].isspace() and not _MARKERS.match(line):
@@ -176,25 +231,78 @@ def parse_block(block: str) -> tuple[ParsedException | None, str]:
                     while j < len(lines) and lines[j].strip() and not _CHAINED.search(lines[j]):
                         message.append(lines[j])
                         j += 1
-                return ParsedException(em["type"], "\n".join(message).strip(), frames), "\n".join(lines[j:])
+                type_name, text = untangle_doubled_type(em["type"], "\n".join(message).strip())
+                return ParsedException(type_name, text, frames), "\n".join(lines[j:])
         i += 1
     return None, ""
 
 
+def wrapped_frame_rest(lines: list[str], i: int) -> bool:
+    """Whether ``lines[i]`` is an interpreter's frame line and the line after it is that line's rest, wrapped by a
+    terminal or a reporter's paste: a word at the line's start with no ``: `` (an exception
+    line has one, or stands alone at the end), followed by the frame's indented source line."""
+    if i < 0 or i + 2 >= len(lines) or not _FRAME.match(lines[i]):
+        return False
+    rest, after = lines[i + 1], lines[i + 2]
+    return (
+        bool(rest)
+        and not rest[0].isspace()
+        and re.fullmatch(r"[\w.<>]+\)?", rest.strip()) is not None
+        and after.startswith("    ")
+        and not _FRAME.match(after)
+    )
+
+
+def _ipython_frame(lines: list[str], i: int) -> Frame | None:
+    """The frame whose IPython location is ``lines[i]``, with the line and the source of the
+    ``---->`` arrow under it (before the next location)."""
+    m = IPYTHON_LOCATION.match(lines[i].strip())
+    if m is None:
+        return None
+    if m["cell"]:
+        file, function, line = "<ipython-input>", m["cell_function"] or "<module>", m["cell_line"]
+    elif m["input"]:
+        file, function, line = m["input"], m["input_function"], None
+    elif m["file"]:
+        file, function, line = m["file"], m["file_function"] or "", m["file_line"]
+    else:
+        file, function, line = m["path"], m["path_function"], None
+    code = ""
+    for nxt in lines[i + 1 : i + 40]:
+        if IPYTHON_LOCATION.match(nxt.strip()) or _FRAME.match(nxt):
+            break
+        arrow = _IPYTHON_CODE.match(nxt.strip())
+        if arrow:
+            line, code = line or arrow["line"], arrow["code"].strip()
+            break
+    function = re.sub(r"\(.*\)$", "", function.strip()) or "<module>"
+    return Frame(file, int(line) if line else 0, function, code)
+
+
 def block_frames(block: str) -> list[Frame]:
     """The frames of a traceback block whose exception line is missing (a reporter or a log
-    window cut it): the interpreter's ``File`` frames and IPython's ``---->`` lines."""
+    window cut it): the interpreter's ``File`` frames and IPython's locations with their
+    ``---->`` lines (an arrow without a location: a frame of its own)."""
     frames: list[Frame] = []
     lines = block.splitlines()
+    located = False  # the arrows that follow belong to an IPython location's frame
     for i, line in enumerate(lines):
         m = _FRAME.match(line)
         if m:
             code = lines[i + 1].strip() if i + 1 < len(lines) and lines[i + 1].startswith("    ") else ""
             frames.append(Frame(m["file"], int(m["line"]), (m["function"] or "").strip(), code))
+            located = False
+            continue
+        frame = _ipython_frame(lines, i)
+        if frame is not None:
+            frames.append(frame)
+            located = True
             continue
         c = _IPYTHON_CODE.match(line.strip())
-        if c:
+        if c and not located:
             frames.append(Frame("<ipython>", int(c["line"]), "<cell>", c["code"].strip()))
+        elif c:
+            located = False
     return frames
 
 
@@ -284,7 +392,7 @@ def parse_exception_lines(text: str, *, expand: bool = True) -> list[ParsedExcep
                     break
                 message.append(nxt)
                 j += 1
-            found.append(ParsedException(em["type"], "\n".join(message).strip(), frames))
+            found.append(ParsedException(*untangle_doubled_type(em["type"], "\n".join(message).strip()), frames))
             frames = []
             i = j
             continue
