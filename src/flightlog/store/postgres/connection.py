@@ -225,11 +225,18 @@ class PgDatabase:
         """``work(conn)`` in an ingest transaction: a lock on each of ``run_ids`` first (see the
         module doc), all in one statement and one order (hashes sorted), so two transactions
         never wait on each other in a cycle. A deadlock PostgreSQL still finds (two new
-        projects' rows, say) or a serialization failure is tried again: nothing was committed."""
+        projects' rows, say) or a serialization failure is tried again: nothing was committed.
+
+        The transaction runs in psycopg's pipeline mode: statements whose results nobody reads
+        (the locks, the inserts and updates) are sent without waiting for each answer, and a
+        read waits only for what was sent before it. A server's ingest transaction thus costs
+        four round trips (the marks; the runs' ranks and timelines; the appends, whose errors
+        ``apply_batches`` waits for before it releases its savepoint; the bookkeeping and the
+        commit) instead of one per statement, about eighteen (issue #32)."""
         retryable = (self._psycopg.errors.DeadlockDetected, self._psycopg.errors.SerializationFailure)
         for attempt in range(_RETRIES):
             try:
-                with self._connection() as conn, conn.transaction():
+                with self._connection() as conn, conn.pipeline(), conn.transaction():
                     if run_ids:
                         conn.execute(
                             "SELECT pg_advisory_xact_lock(%s, k) FROM "

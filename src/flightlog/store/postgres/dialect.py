@@ -4,7 +4,8 @@ take the shared SQL's ``?`` placeholders as ``%s`` (see connection.py)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from contextlib import AbstractContextManager
+from typing import Any, cast
 
 from flightlog.store.changes import FEED_TABLES
 from flightlog.store.sql.dialect import newest_feed_ids
@@ -72,12 +73,26 @@ ON CONFLICT(run_id, name) DO UPDATE SET
         return {(r, w): int(seq) for r, w, seq in rows}
 
     def append_rows(self, conn: Any, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-        """One ``COPY`` for all the rows: no statement to parse or plan per row, one round trip."""
+        """One ``COPY`` for all the rows: no statement to parse or plan per row, one round trip.
+        In pipeline mode (an ingest transaction), where ``COPY`` cannot run, one pipelined
+        ``executemany``: sent with the statements around it, no round trip of its own."""
         if not rows:
+            return
+        if conn.pgconn.pipeline_status:
+            conn.cursor().executemany(
+                f"INSERT INTO {table} ({', '.join(columns)}) VALUES({', '.join(['%s'] * len(columns))})", rows
+            )
             return
         with conn.cursor().copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
             for row in rows:
                 copy.write_row(row)
+
+    def savepoint(self, conn: Any, name: str) -> AbstractContextManager[Any]:
+        """psycopg's nested transaction: in pipeline mode it waits, as it ends, for the
+        statements sent inside it, and raises a failed one's error there (after which the
+        pipeline goes on, the savepoint rolled back); a SAVEPOINT written by hand would leave the
+        failed statement's followers in the pipeline, each raising ``PipelineAborted``."""
+        return cast(AbstractContextManager[Any], conn.transaction(savepoint_name=name))
 
     def feed_cursor(self, conn: Any) -> dict[str, int]:
         """The oldest transaction still running (its xid; the next one when none): every row of
