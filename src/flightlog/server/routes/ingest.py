@@ -112,7 +112,8 @@ def _prepare_inline(body: bytes, encoding: str, limit: int, writer_redacts: bool
         return None
     records = decode_batch(data)
     if len(records) > INLINE_RECORDS or any(
-        not isinstance(rec, dict) or rec.get("k") in USER_STRING_KINDS for rec in records
+        not isinstance(rec, dict) or not isinstance(rec.get("k"), str) or rec["k"] in USER_STRING_KINDS
+        for rec in records
     ):
         return None  # the user strings' redaction may build the redactor, reading files: not on the loop
     return _prepared(records, writer_redacts)
