@@ -236,7 +236,9 @@ class PgDatabase:
         retryable = (self._psycopg.errors.DeadlockDetected, self._psycopg.errors.SerializationFailure)
         for attempt in range(_RETRIES):
             try:
-                with self._connection() as conn, conn.pipeline(), conn.transaction():
+                # the transaction outside the pipeline (psycopg's own, in pipeline mode, waits for
+                # the server as it opens and twice as it ends), the pipeline inside it
+                with self._connection() as conn, conn.transaction(), conn.pipeline():
                     if run_ids:
                         conn.execute(
                             "SELECT pg_advisory_xact_lock(%s, k) FROM "

@@ -3,9 +3,9 @@ take the shared SQL's ``?`` placeholders as ``%s`` (see connection.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from contextlib import AbstractContextManager
-from typing import Any, cast
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
 
 from flightlog.store.changes import FEED_TABLES
 from flightlog.store.sql.dialect import newest_feed_ids
@@ -87,12 +87,27 @@ ON CONFLICT(run_id, name) DO UPDATE SET
             for row in rows:
                 copy.write_row(row)
 
-    def savepoint(self, conn: Any, name: str) -> AbstractContextManager[Any]:
-        """psycopg's nested transaction: in pipeline mode it waits, as it ends, for the
-        statements sent inside it, and raises a failed one's error there (after which the
-        pipeline goes on, the savepoint rolled back); a SAVEPOINT written by hand would leave the
-        failed statement's followers in the pipeline, each raising ``PipelineAborted``."""
-        return cast(AbstractContextManager[Any], conn.transaction(savepoint_name=name))
+    @contextmanager
+    def savepoint(self, conn: Any, name: str) -> Iterator[None]:
+        """A savepoint that, in pipeline mode, waits for the statements sent inside it as it ends
+        (a nested psycopg pipeline: its end syncs and reads every answer back, the failed
+        statement's error raised, the ones it aborted drained), so the error is raised here and
+        the pipeline goes on once the savepoint is rolled back. psycopg's own nested transaction
+        does the same with two more waits for the server; a SAVEPOINT with a bare ``sync()``
+        would leave the aborted answers queued, each raising ``PipelineAborted`` later."""
+        if not conn.pgconn.pipeline_status:
+            with conn.transaction(savepoint_name=name):
+                yield
+            return
+        try:
+            with conn.pipeline():  # nested: waits once as it begins if statements are still queued
+                conn.execute(f"SAVEPOINT {name}")
+                yield
+        except BaseException:
+            conn.execute(f"ROLLBACK TO SAVEPOINT {name}")
+            conn.execute(f"RELEASE SAVEPOINT {name}")
+            raise
+        conn.execute(f"RELEASE SAVEPOINT {name}")
 
     def feed_cursor(self, conn: Any) -> dict[str, int]:
         """The oldest transaction still running (its xid; the next one when none): every row of
