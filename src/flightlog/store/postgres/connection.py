@@ -227,12 +227,13 @@ class PgDatabase:
         never wait on each other in a cycle. A deadlock PostgreSQL still finds (two new
         projects' rows, say) or a serialization failure is tried again: nothing was committed.
 
-        The transaction runs in psycopg's pipeline mode: statements whose results nobody reads
-        (the locks, the inserts and updates) are sent without waiting for each answer, and a
-        read waits only for what was sent before it. A server's ingest transaction thus costs
-        four round trips (the marks; the runs' ranks and timelines; the appends, whose errors
-        ``apply_batches`` waits for before it releases its savepoint; the bookkeeping and the
-        commit) instead of one per statement, about eighteen (issue #32)."""
+        The work runs in psycopg's pipeline mode: statements whose answers nobody reads (the
+        locks, the inserts and updates) are sent without waiting for each answer, and a read
+        waits only for what was sent before it. A server's ingest transaction of any number of
+        batches thus waits for the database eight times (the pool's check of the connection,
+        BEGIN, the writers' marks, the start and the end of ``apply_batches``'s savepoint, the
+        runs' ranks and timelines, the bookkeeping, COMMIT) instead of about twenty-one, one per
+        statement (``bench/pg_round_trips.py``, issue #32)."""
         retryable = (self._psycopg.errors.DeadlockDetected, self._psycopg.errors.SerializationFailure)
         for attempt in range(_RETRIES):
             try:
