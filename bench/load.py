@@ -47,6 +47,7 @@ from array import array
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import httpx
 import psutil
 from _common import ROOT, emit, machine
@@ -109,7 +110,10 @@ async def _writer(servers: list[str], token: str, args: Any, deadline: float, ou
             "started": now,
         }
     ]
-    async with httpx.AsyncClient(timeout=30) as client:
+    # aiohttp's client, not httpx's: the writers are the load, not what is measured, and on a
+    # 2-core machine httpx's CPU per request (several times aiohttp's) capped the offered rate
+    timeout = aiohttp.ClientTimeout(total=30)
+    async with aiohttp.ClientSession(timeout=timeout, connector=aiohttp.TCPConnector(limit=1)) as client:
 
         async def send(records: list[dict[str, Any]]) -> None:
             nonlocal which, failovers
@@ -117,25 +121,30 @@ async def _writer(servers: list[str], token: str, args: Any, deadline: float, ou
             while True:
                 t0 = time.perf_counter()
                 try:
-                    r = await client.post(f"{servers[which]}/api/v1/ingest", content=body, headers=headers)
-                    if r.status_code < 500:
-                        r.raise_for_status()
-                        latencies.append(time.perf_counter() - t0)
-                        return
-                except (httpx.TransportError, httpx.HTTPStatusError) as exc:
-                    if isinstance(exc, httpx.HTTPStatusError) and exc.response.status_code < 500:
-                        raise
+                    async with client.post(f"{servers[which]}/api/v1/ingest", data=body, headers=headers) as r:
+                        await r.read()
+                        if r.status < 500:
+                            if r.status >= 400:
+                                raise RuntimeError(f"ingest refused: {r.status} {(await r.text())[:200]}")
+                            latencies.append(time.perf_counter() - t0)
+                            return
+                except (TimeoutError, aiohttp.ClientError):
+                    pass
                 which = (which + 1) % len(servers)  # the other server: same records, same sequence numbers
                 failovers += 1
                 await asyncio.sleep(0.2)
 
         await send(first)
         seq += 1
-        await asyncio.sleep(random.random() * args.interval)
+        # a fixed cadence (one batch every --interval seconds, whatever the answer's latency), so
+        # the offered rate is writers / interval and a slow server does not lower it
+        tick = time.monotonic() + random.random() * args.interval
+        await asyncio.sleep(max(0.0, tick - time.monotonic()))
         while time.time() < deadline:
             await send(_records(run_id, seq, step, args.points, args.lines, batch_no))
             seq, step, batch_no = seq + 2, step + args.points, batch_no + 1
-            await asyncio.sleep(args.interval)
+            tick += args.interval
+            await asyncio.sleep(max(0.0, tick - time.monotonic()))
         end = time.time()
         await send(
             [
@@ -163,6 +172,7 @@ def _writer_process(servers: list[str], token: str, args: Any, count: int, deadl
         await asyncio.gather(*(_writer(servers, token, args, deadline, out) for _ in range(count)))
 
     asyncio.run(main())
+    out["cpu_s"] = time.process_time()  # this writer process's user + system CPU
     queue.put(out)
 
 
@@ -269,6 +279,11 @@ class CpuMeter:
         return self._total() - self.start
 
 
+def _busy(times: Any) -> float:
+    """CPU seconds the machine spent on anything but idling (all cores)."""
+    return float(sum(times) - times.idle - getattr(times, "iowait", 0.0))
+
+
 def _check(store_uri: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
     """Every acknowledged point and line stored exactly once."""
     from flightlog.models import LogQuery
@@ -363,6 +378,8 @@ def run_load(store_uri: str, args: Any, work: Path, src: Path | None, pg_pid: in
     result: dict[str, Any] = {"load_average_before": [round(x, 2) for x in os.getloadavg()]}
     try:
         start = time.time()
+        machine_start = psutil.cpu_times()
+        own_start = time.process_time()  # the readers', the killer's and the meters' CPU (this process)
         deadline = start + args.duration
         queue: Any = multiprocessing.Queue()
         per = [args.writers // args.procs + (1 if i < args.writers % args.procs else 0) for i in range(args.procs)]
@@ -398,12 +415,17 @@ def run_load(store_uri: str, args: Any, work: Path, src: Path | None, pg_pid: in
             return got[0]
 
         killed_at = asyncio.run(readers_and_killer())
+        machine_end = psutil.cpu_times()
+        readers_cpu = time.process_time() - own_start
         outs = [queue.get(timeout=args.duration + 600) for _ in procs]
         for p in procs:
             p.join()
         elapsed = time.time() - start
         server_cpu, pg_cpu = meter.spent(), pg_meter.spent()
         cpu = server_cpu + pg_cpu
+        generator_cpu = readers_cpu + sum(o["cpu_s"] for o in outs)
+        machine_busy = _busy(machine_end) - _busy(machine_start)
+        machine_all = sum(machine_end) - sum(machine_start)
         runs = [r for o in outs for r in o["runs"]]
         latencies = [x for o in outs for x in o["latencies"]]
         batches = max(1, len(latencies))
@@ -430,6 +452,16 @@ def run_load(store_uri: str, args: Any, work: Path, src: Path | None, pg_pid: in
                 "cpu_ms_per_batch": round(1000 * cpu / batches, 3),
                 "servers_cpu_ms_per_batch": round(1000 * server_cpu / batches, 3),
                 "postgres_cpu_ms_per_batch": round(1000 * pg_cpu / batches, 3),
+                # the rest of the machine: the load itself (writers and readers), and what else ran
+                "load_generator_cpu_ms_per_batch": round(1000 * generator_cpu / batches, 3),
+                "machine_cpu_busy_pct": round(100 * machine_busy / machine_all, 1) if machine_all else None,
+                "machine_cpu_s": {
+                    "busy": round(machine_busy, 1),
+                    "servers": round(server_cpu, 1),
+                    "postgres": round(pg_cpu, 1),
+                    "load_generator": round(generator_cpu, 1),
+                    "other_processes": round(machine_busy - cpu - generator_cpu, 1),
+                },
                 "load_average_after": [round(x, 2) for x in os.getloadavg()],
                 "check": _check(store_uri, runs),
             }

@@ -6,8 +6,10 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -181,3 +183,36 @@ def test_sdk_with_a_bad_token_keeps_training_and_tells(
     assert "token is not valid" in proc.stderr and "flightlog sync" in proc.stderr
     with pytest.raises(Unauthorized):
         HttpStore(server.url, token="flt_000000000000_wrong", home=clean_env).get_run("x")
+
+
+def test_requests_that_arrive_while_a_token_is_looked_up_share_that_one_lookup(tmp_path: Path) -> None:
+    """Issue #32: under a few hundred requests a second, each request that came while the
+    remembered row was being looked up again made its own lookup (a worker thread and a store
+    round trip each); now they wait for the one under way, and all get its row."""
+    import asyncio
+
+    from flightlog.server.auth import _token_row
+    from flightlog.server.tokens import create_token, hash_token
+    from flightlog.store.sqlite.store import SqliteStore
+
+    store = SqliteStore(tmp_path / "flightlog.db")
+    made = create_token(store, "writer", None, "load")
+    lookups: list[str] = []
+    real_lookup = store.token_by_hash
+
+    def counted(digest: str) -> dict[str, Any] | None:
+        lookups.append(digest)
+        return real_lookup(digest)
+
+    store.token_by_hash = counted  # type: ignore[method-assign]
+
+    async def twenty_at_once() -> list[dict[str, Any] | None]:
+        digest = hash_token(made.secret)
+        return await asyncio.gather(*(_token_row(store, digest, time.time()) for _ in range(20)))
+
+    try:
+        rows = asyncio.run(twenty_at_once())
+    finally:
+        store.close()
+    assert len(lookups) == 1
+    assert [row["role"] if row else None for row in rows] == ["writer"] * 20

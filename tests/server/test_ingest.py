@@ -11,6 +11,7 @@ import httpx
 import msgspec
 import pytest
 
+from flightlog.redaction import REDACTED_HEADER, REDACTION_VERSION
 from flightlog.schema.values import encode_series
 from flightlog.server.testing import RunningServer
 from flightlog.transport import HttpStore
@@ -119,6 +120,34 @@ def test_malformed_records_are_refused_one_by_one(
     assert api.get("/runs/shapes/logs").json()["events"] == []
     history = api.get("/runs/shapes/metrics/x").json()
     assert history["values"] == [1.0, 2.0] and history["times"][0] is None and history["times"][1].startswith("2023-")
+
+
+@pytest.mark.parametrize("writer_redacts", [False, True])
+def test_a_small_batch_of_odd_records_is_answered_record_by_record(
+    live: RunningServer, token: Callable[..., str], api: httpx.Client, writer_redacts: bool
+) -> None:
+    """A small batch from a writer that redacts its own records (the SDK's) is checked on the
+    server's event loop (issue #32), the others in a worker thread: the same answers either way."""
+    w = Writer("odd")
+    good = w.record(
+        "metrics",
+        attempt=1,
+        series={"x": encode_series(array("q", [0, 1]), array("d", [1.0, 2.0]), array("d", [3.0, 4.0]))},
+    )
+    bad = [
+        {"k": ["metrics"], "r": "odd", "w": "w1", "s": 90, "t": 1.0},  # a kind that is no string
+        {"k": None, "r": "odd", "w": "w1", "s": 91, "t": 1.0},
+        {"k": "nope", "r": "odd", "w": "w1", "s": 92, "t": 1.0},
+        "not a map",
+    ]
+    body = gzip.compress(msgspec.msgpack.encode({"records": [good, *bad]}))
+    headers = {**MSGPACK, **auth(token("writer")), **({REDACTED_HEADER: REDACTION_VERSION} if writer_redacts else {})}
+    r = httpx.post(live.url + "/api/v1/ingest", content=body, headers=headers)
+    assert r.status_code == 200
+    doc = r.json()
+    assert doc["applied"] == 1 and len(doc["skipped"]) == len(bad)
+    assert all(reason.startswith("record ") for reason in doc["skipped"])
+    assert api.get("/runs/odd/metrics/x").json()["values"] == [3.0, 4.0]
 
 
 @pytest.mark.parametrize(

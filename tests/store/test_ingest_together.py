@@ -95,6 +95,25 @@ def test_one_broken_record_is_skipped_in_its_own_batchs_answer_only(store: Any) 
     assert "loss" not in store.metric_summaries("run-b")
 
 
+def test_a_record_postgresql_refuses_is_skipped_in_its_own_batchs_answer_only(postgres_uri: str) -> None:
+    """PostgreSQL's own refusal (a number past BIGINT, sent as NUMERIC), not the code's: the
+    transaction's statements are pipelined, and the error must still come back to its record.
+    (Records that passed their checks hold no such number; the store is given one directly.)"""
+    store = PostgresStore(postgres_uri)
+    refused = _logs("run-b", "w1", 2, 0)
+    refused["maxlvl"] = 2**70
+    results = store.ingest_batches([_batch("run-a", 0), [_metrics("run-b", "w1", 1, 0), refused], _batch("run-c", 0)])
+    assert [(r.applied, r.duplicates) for r in results] == [(2, 0), (1, 0), (2, 0)]
+    assert results[0].skipped == results[2].skipped == []
+    assert len(results[1].skipped) == 1 and "bad logs record (run run-b, seq 2)" in results[1].skipped[0]
+    for run in ("run-a", "run-b", "run-c"):
+        assert list(store.metric_history(run, "loss").steps) == list(range(100))
+    assert [len(store.logs(run, LogQuery())) for run in ("run-a", "run-b", "run-c")] == [20, 0, 20]
+    again = store.ingest_batches([_batch("run-a", 0), [_metrics("run-b", "w1", 1, 0)]])  # marks moved past both
+    assert [(r.applied, r.duplicates) for r in again] == [(0, 2), (0, 1)]
+    store.close()
+
+
 def test_the_alert_feed_sees_a_row_committed_after_a_newer_one_exactly_once(postgres_uri: str) -> None:
     """Without a lock across runs, a transaction that took its ids first may commit last: the
     feed (by writing transaction, migration 6) must neither skip its rows nor read any twice."""

@@ -7,7 +7,10 @@ is 403. Without ``--auth`` the server only listens on loopback and everyone is a
 A bearer token's row is remembered for up to ``TOKEN_CACHE_S`` (one second) per store, so that a
 writer sending several batches a second costs the store one lookup a second, not one a request;
 a token revoked through this server (or this process's store) is refused at once, one revoked
-through another replica of a team's servers within that second.
+through another replica of a team's servers within that second. When the remembered row runs
+out, the requests that arrive while it is looked up again wait for that one lookup instead of
+each making its own: under a few hundred requests a second, a lookup that waits its turn for a
+worker thread and a connection otherwise became dozens (bench/load.py, issue #32).
 
 The session cookie holds a random session id, never the API token: the store keeps only its
 SHA-256, with the token it was made from and when it expires (``--session-hours``, 12 by
@@ -20,6 +23,7 @@ X-Forwarded-Host counts only from a trusted proxy, see hosts.py).
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 import time
 import weakref
@@ -122,6 +126,9 @@ async def authenticate(conn: HTTPConnection, store: Any, *, enabled: bool) -> Pr
 
 
 _cache: weakref.WeakKeyDictionary[Any, dict[str, tuple[dict[str, Any], float, int]]] = weakref.WeakKeyDictionary()
+#: per store: the lookup of a token's row now under way (its loop, the store's auth_changes when
+#: it began, and the task), which the requests arriving meanwhile await instead of looking again
+_lookups: weakref.WeakKeyDictionary[Any, dict[str, tuple[Any, int, asyncio.Task[Any]]]] = weakref.WeakKeyDictionary()
 
 
 async def _token_row(store: Any, digest: str, now: float) -> dict[str, Any] | None:
@@ -135,12 +142,32 @@ async def _token_row(store: Any, digest: str, now: float) -> dict[str, Any] | No
     hit = entries.get(digest)
     if hit is not None and hit[2] == changes and 0 <= now - hit[1] < TOKEN_CACHE_S:
         return hit[0]
+    loop = asyncio.get_running_loop()
+    lookups = _lookups.setdefault(store, {})
+    pending = lookups.get(digest)
+    if pending is None or pending[0] is not loop or pending[1] != changes or pending[2].done():
+        task = loop.create_task(_look_up(store, digest, now, changes, entries))
+        lookups[digest] = pending = (loop, changes, task)
+        task.add_done_callback(lambda done: _forget(lookups, digest, done))
+    return await asyncio.shield(pending[2])  # a waiter that gives up does not cancel the others' lookup
+
+
+async def _look_up(
+    store: Any, digest: str, now: float, changes: int, entries: dict[str, tuple[dict[str, Any], float, int]]
+) -> dict[str, Any] | None:
     row = await anyio.to_thread.run_sync(store.token_by_hash, digest)
     if row is not None:
         if len(entries) >= _CACHE_MAX:
             entries.clear()
         entries[digest] = (row, now, changes)
     return row
+
+
+def _forget(lookups: dict[str, tuple[Any, int, asyncio.Task[Any]]], digest: str, done: asyncio.Task[Any]) -> None:
+    if digest in lookups and lookups[digest][2] is done:
+        del lookups[digest]
+    if not done.cancelled():
+        done.exception()  # retrieved: a failed lookup is each waiter's error, never "never retrieved"
 
 
 def new_session() -> tuple[str, str]:

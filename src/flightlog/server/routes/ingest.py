@@ -8,13 +8,14 @@ are refused with 403 (the whole batch, so the writer keeps them and says why).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from starlette.responses import Response
 
 from flightlog.config import home_from_env
 from flightlog.errors import Forbidden
-from flightlog.redaction import REDACTED_HEADER, count_pass, redact_user_strings, redactor
+from flightlog.redaction import REDACTED_HEADER, USER_STRING_KINDS, count_pass, redact_user_strings, redactor
 from flightlog.schema import Bad, check_record
 from flightlog.schema.values import decode_log_chunk, log_chunk_payload
 from flightlog.server.context import Ctx, UnsupportedMediaType
@@ -29,6 +30,14 @@ MAX_RECORDS = 50_000  # per request: the records' checks take ~30 µs each, so a
 STORE_CHUNK = (
     5_000  # records per store transaction: an embedded store's readers wait for each one, never for a whole batch
 )
+#: A request this small, from a writer that redacts its own records (the SDK's shipper), is
+#: prepared on the event loop: its work (tens of microseconds a record, a few records) costs
+#: less than the hop to a worker thread and back, which under a few hundred requests a second was
+#: the largest share of a server's CPU per batch (bench/load.py, issue #32). Anything larger, or
+#: whose log chunks the server must redact itself, still goes to a worker thread.
+INLINE_BODY = 16 << 10  # bytes as sent (compressed)
+INLINE_INFLATED = 256 << 10  # bytes once inflated
+INLINE_RECORDS = 64
 
 
 @dataclass
@@ -62,7 +71,10 @@ async def ingest(ctx: Ctx) -> Response:
     limit = config.max_body if config.max_inflated is None else config.max_inflated
     # a writer that redacts says so (flightlog's HTTP store always does); see flightlog.redaction
     writer_redacts = bool(ctx.request.headers.get(REDACTED_HEADER, "").strip())
-    batch = await ctx.call(_prepare, body, ctx.request.headers.get("content-encoding", ""), limit, writer_redacts)
+    encoding = ctx.request.headers.get("content-encoding", "")
+    batch = _prepare_inline(body, encoding, limit, writer_redacts)
+    if batch is None:
+        batch = await ctx.call(_prepare, body, encoding, limit, writer_redacts)
     good, skipped = batch.good, batch.skipped
     if ctx.principal.project is not None:
         await _check_scope(ctx, batch)
@@ -87,9 +99,32 @@ async def ingest(ctx: Ctx) -> Response:
     return json_response({"applied": applied, "duplicates": duplicates, "skipped": skipped})
 
 
+def _prepare_inline(body: bytes, encoding: str, limit: int, writer_redacts: bool) -> _Batch | None:
+    """:func:`_prepare` on the event loop for a small request (see ``INLINE_BODY``); None when
+    the request is not small, for a worker thread to prepare."""
+    if not writer_redacts or len(body) > INLINE_BODY:
+        return None
+    try:
+        data = inflate(body, encoding, min(limit, INLINE_INFLATED))
+    except PayloadTooLarge:
+        if limit <= INLINE_INFLATED:
+            raise  # over the server's own limit: the same answer a worker thread would give
+        return None
+    records = decode_batch(data)
+    if len(records) > INLINE_RECORDS or any(
+        not isinstance(rec, dict) or not isinstance(rec.get("k"), str) or rec["k"] in USER_STRING_KINDS
+        for rec in records
+    ):
+        return None  # the user strings' redaction may build the redactor, reading files: not on the loop
+    return _prepared(records, writer_redacts)
+
+
 def _prepare(body: bytes, encoding: str, limit: int, writer_redacts: bool = False) -> _Batch:
     """Inflate, decode, bound, check and redact a request's records (in a worker thread)."""
-    records = decode_batch(inflate(body, encoding, limit))
+    return _prepared(decode_batch(inflate(body, encoding, limit)), writer_redacts)
+
+
+def _prepared(records: list[Any], writer_redacts: bool) -> _Batch:
     if len(records) > MAX_RECORDS:
         raise PayloadTooLarge(
             f"a batch holds at most {MAX_RECORDS} records, not {len(records)}: send smaller batches",
@@ -114,7 +149,7 @@ def _checked(records: list[Any], writer_redacts: bool) -> tuple[list[dict[str, A
     """The records that pass their checks, redacted: user strings always (few, and the server's
     own policy applies to every writer), log chunks when the writer does not redact them."""
     good, skipped = [], []
-    home = home_from_env()
+    home: Path | None = None  # found when a record needs it (a file system walk without FLIGHTLOG_HOME)
     for i, rec in enumerate(records):
         try:
             check_record(rec)
@@ -124,6 +159,8 @@ def _checked(records: list[Any], writer_redacts: bool) -> tuple[list[dict[str, A
                 where += f" ({rec.get('k')!r}, run {str(rec.get('r'))[:64]!r}, seq {str(rec.get('s'))[:20]})"
             skipped.append(f"{where}: {exc}")
             continue
+        if home is None and (rec["k"] in USER_STRING_KINDS or (rec["k"] == "logs" and not writer_redacts)):
+            home = home_from_env()
         if rec["k"] == "logs" and not writer_redacts:
             try:
                 _redact_log_chunk(rec, home)
@@ -132,7 +169,7 @@ def _checked(records: list[Any], writer_redacts: bool) -> tuple[list[dict[str, A
                     f"record {i} ('logs', run {str(rec.get('r'))[:64]!r}): its events cannot be redacted: {exc}"
                 )
                 continue
-        good.append(redact_user_strings(rec, home))  # whatever the writer: no secrets in the store
+        good.append(rec if home is None else redact_user_strings(rec, home))  # whatever the writer: no secrets
     return good, skipped
 
 

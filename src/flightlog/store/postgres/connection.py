@@ -225,11 +225,21 @@ class PgDatabase:
         """``work(conn)`` in an ingest transaction: a lock on each of ``run_ids`` first (see the
         module doc), all in one statement and one order (hashes sorted), so two transactions
         never wait on each other in a cycle. A deadlock PostgreSQL still finds (two new
-        projects' rows, say) or a serialization failure is tried again: nothing was committed."""
+        projects' rows, say) or a serialization failure is tried again: nothing was committed.
+
+        The work runs in psycopg's pipeline mode: statements whose answers nobody reads (the
+        locks, the inserts and updates) are sent without waiting for each answer, and a read
+        waits only for what was sent before it. A server's ingest transaction of any number of
+        batches thus waits for the database eight times (the pool's check of the connection,
+        BEGIN, the writers' marks, the start and the end of ``apply_batches``'s savepoint, the
+        runs' ranks and timelines, the bookkeeping, COMMIT) instead of about twenty-one, one per
+        statement (``bench/pg_round_trips.py``, issue #32)."""
         retryable = (self._psycopg.errors.DeadlockDetected, self._psycopg.errors.SerializationFailure)
         for attempt in range(_RETRIES):
             try:
-                with self._connection() as conn, conn.transaction():
+                # the transaction outside the pipeline (psycopg's own, in pipeline mode, waits for
+                # the server as it opens and twice as it ends), the pipeline inside it
+                with self._connection() as conn, conn.transaction(), conn.pipeline():
                     if run_ids:
                         conn.execute(
                             "SELECT pg_advisory_xact_lock(%s, k) FROM "

@@ -3,7 +3,8 @@ take the shared SQL's ``?`` placeholders as ``%s`` (see connection.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from flightlog.store.changes import FEED_TABLES
@@ -72,12 +73,41 @@ ON CONFLICT(run_id, name) DO UPDATE SET
         return {(r, w): int(seq) for r, w, seq in rows}
 
     def append_rows(self, conn: Any, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-        """One ``COPY`` for all the rows: no statement to parse or plan per row, one round trip."""
+        """One ``COPY`` for all the rows: no statement to parse or plan per row, one round trip.
+        In pipeline mode (an ingest transaction), where ``COPY`` cannot run, one pipelined
+        ``executemany``: sent with the statements around it, no round trip of its own."""
         if not rows:
+            return
+        if conn.pgconn.pipeline_status:
+            conn.cursor().executemany(
+                f"INSERT INTO {table} ({', '.join(columns)}) VALUES({', '.join(['%s'] * len(columns))})", rows
+            )
             return
         with conn.cursor().copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
             for row in rows:
                 copy.write_row(row)
+
+    @contextmanager
+    def savepoint(self, conn: Any, name: str) -> Iterator[None]:
+        """A savepoint that, in pipeline mode, waits for the statements sent inside it as it ends
+        (a nested psycopg pipeline: its end syncs and reads every answer back, the failed
+        statement's error raised, the ones it aborted drained), so the error is raised here and
+        the pipeline goes on once the savepoint is rolled back. psycopg's own nested transaction
+        does the same with two more waits for the server; a SAVEPOINT with a bare ``sync()``
+        would leave the aborted answers queued, each raising ``PipelineAborted`` later."""
+        if not conn.pgconn.pipeline_status:
+            with conn.transaction(savepoint_name=name):
+                yield
+            return
+        try:
+            with conn.pipeline():  # nested: waits once as it begins if statements are still queued
+                conn.execute(f"SAVEPOINT {name}")
+                yield
+        except BaseException:
+            conn.execute(f"ROLLBACK TO SAVEPOINT {name}")
+            conn.execute(f"RELEASE SAVEPOINT {name}")
+            raise
+        conn.execute(f"RELEASE SAVEPOINT {name}")
 
     def feed_cursor(self, conn: Any) -> dict[str, int]:
         """The oldest transaction still running (its xid; the next one when none): every row of

@@ -31,7 +31,6 @@ __all__ = [
     "APPEND_KINDS",
     "Appends",
     "metric_rows",
-    "merge_timelines",
     "METRIC_CHUNK_COLUMNS",
     "LOG_CHUNK_COLUMNS",
     "SAMPLE_COLUMNS",
@@ -110,14 +109,11 @@ def _parts(values: list[str]) -> list[list[str]]:
     return [values[i : i + _PART] for i in range(0, len(values), _PART)]
 
 
-def merge_timelines(conn: Any, updates: dict[str, dict[str, float]], d: Dialect) -> None:
-    """Several runs' timelines merged with their instants: one read, one pipelined write."""
+def _write_timelines(conn: Any, updates: dict[str, dict[str, float]], stored: dict[str, str | None]) -> None:
+    """The runs' stored timelines (``stored``, as read in this transaction) merged with their new
+    instants, written in one pipelined statement."""
     if not updates:
         return
-    stored: dict[str, str | None] = {}
-    for part in _parts(list(updates)):
-        where, args = d.any_of("id", part)
-        stored.update(conn.execute(f"SELECT id, timeline FROM runs WHERE {where}", args).fetchall())
     rows = []
     for run_id, instants in updates.items():
         text = stored.get(run_id)
@@ -168,7 +164,12 @@ class Appends:
 
 
 def _write_metrics(conn: Any, records: Sequence[dict[str, Any]], d: Dialect) -> None:
-    ranks = _writer_ranks(conn, {rec["r"] for rec in records}, d)
+    run_ids = sorted({rec["r"] for rec in records})
+    # both reads sent before either is waited for: one round trip in PostgreSQL's pipeline mode
+    rank_reads = _read_parts(conn, "SELECT run_id, writer, rank FROM run_writers", "run_id", run_ids, d)
+    timeline_reads = _read_parts(conn, "SELECT id, timeline FROM runs", "id", run_ids, d)
+    ranks: dict[tuple[str, str], int | None] = {(r, w): rank for cur in rank_reads for r, w, rank in cur.fetchall()}
+    stored: dict[str, str | None] = {run_id: text for cur in timeline_reads for run_id, text in cur.fetchall()}
     chunks: list[tuple[Any, ...]] = []
     summaries: list[dict[str, Any]] = []
     timelines: dict[str, dict[str, float]] = {}
@@ -186,16 +187,16 @@ def _write_metrics(conn: Any, records: Sequence[dict[str, Any]], d: Dialect) -> 
     if chunks:
         d.append_rows(conn, "metric_chunks", METRIC_CHUNK_COLUMNS, chunks)
         conn.cursor().executemany(d.series_upsert, summaries)
-    merge_timelines(conn, timelines, d)
+    _write_timelines(conn, timelines, stored)
     if last_steps:
         conn.cursor().executemany(LAST_STEP_SQL, last_steps)
 
 
-def _writer_ranks(conn: Any, run_ids: set[str], d: Dialect) -> dict[tuple[str, str], int | None]:
-    """(run, writer) → rank, for the writers of these runs that have a row."""
-    out: dict[tuple[str, str], int | None] = {}
-    for part in _parts(sorted(run_ids)):
-        where, args = d.any_of("run_id", part)
-        for r, w, rank in conn.execute(f"SELECT run_id, writer, rank FROM run_writers WHERE {where}", args):
-            out[(r, w)] = rank
-    return out
+def _read_parts(conn: Any, select: str, column: str, values: list[str], d: Dialect) -> list[Any]:
+    """``select`` of the rows whose ``column`` is one of ``values``, sent (a cursor per part of
+    ``_PART`` values) and not yet waited for."""
+    cursors = []
+    for part in _parts(values):
+        where, args = d.any_of(column, part)
+        cursors.append(conn.execute(f"{select} WHERE {where}", args))
+    return cursors

@@ -7,12 +7,13 @@ The shared queries (the mixins that make ``store/sql/store.py``'s ``SqlStore``, 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Protocol
 
 from flightlog.store.changes import FEED_TABLES
 
-__all__ = ["Dialect", "newest_feed_ids"]
+__all__ = ["Dialect", "newest_feed_ids", "sql_savepoint"]
 
 
 class Dialect(Protocol):
@@ -55,6 +56,12 @@ class Dialect(Protocol):
         """Append rows to a chunk table (no conflict possible: ids are the table's own)."""
         ...
 
+    def savepoint(self, conn: Any, name: str) -> AbstractContextManager[Any]:
+        """A savepoint around the block: released at its end, rolled back (and the error raised
+        again) when the block raises. Every statement of the block has run when it ends (on
+        PostgreSQL, in pipeline mode, it waits for them), so their errors are raised inside it."""
+        ...
+
     def feed_cursor(self, conn: Any) -> dict[str, int]:
         """Where every feed table (``store/changes.py``) stands now: what ``feed_window`` reads up to."""
         ...
@@ -76,3 +83,16 @@ def newest_feed_ids(conn: Any) -> dict[str, int]:
     change marks (its cursor is a transaction id instead)."""
     row = conn.execute("SELECT " + ", ".join(f"(SELECT COALESCE(MAX(id), 0) FROM {t})" for t in FEED_TABLES)).fetchone()
     return {t: int(v) for t, v in zip(FEED_TABLES, row, strict=True)}
+
+
+@contextmanager
+def sql_savepoint(conn: Any, name: str) -> Iterator[None]:
+    """A savepoint in plain SQL (SQLite's; see :meth:`Dialect.savepoint`)."""
+    conn.execute(f"SAVEPOINT {name}")
+    try:
+        yield
+    except BaseException:
+        conn.execute(f"ROLLBACK TO SAVEPOINT {name}")
+        conn.execute(f"RELEASE SAVEPOINT {name}")
+        raise
+    conn.execute(f"RELEASE SAVEPOINT {name}")

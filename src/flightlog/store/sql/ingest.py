@@ -12,7 +12,10 @@ A record of an unknown kind, or a broken one, is skipped and reported, never fat
 bad record cannot block the ones after it. The transaction is first applied whole, the append
 kinds together (``appends.py``), inside one savepoint; only if a record breaks is it rolled back
 and applied again one record at a time, each in its own savepoint. A healthy batch thus costs no
-savepoint per record (on PostgreSQL, two round trips each).
+savepoint per record (on PostgreSQL, two round trips each). On PostgreSQL the transaction runs in
+pipeline mode (statements sent without waiting for their answers, ``postgres/connection.py``):
+its savepoints are psycopg's nested transactions, which wait for what was sent inside them
+before they end, so a record's error is still raised where its savepoint rolls it back.
 
 NaN is stored as NULL in the summary columns (``params.num``, ``metric_series.last_value``), as
 SQLite does by itself, so a filter such as ``metric.loss > 1`` answers the same on both stores.
@@ -275,13 +278,11 @@ def apply_batches(conn: Any, batches: Sequence[Sequence[dict[str, Any]]], d: Dia
     transaction, in order; one result per batch, as if each had been applied alone in turn."""
     plan = _plan(conn, batches, d)
     _ensure_runs(conn, plan.first_records, d)
-    conn.execute("SAVEPOINT batch")
     try:
-        results = _apply_whole(conn, plan, d)
-    except _bad_record_errors(d):
-        conn.execute("ROLLBACK TO SAVEPOINT batch")
+        with d.savepoint(conn, "batch"):
+            results = _apply_whole(conn, plan, d)
+    except _bad_record_errors(d):  # rolled back: again, one record at a time
         results = _apply_one_by_one(conn, plan, d)
-    conn.execute("RELEASE SAVEPOINT batch")
     now = time.time()
     note_heartbeats(conn, plan.newest, now)
     conn.cursor().executemany(
@@ -373,19 +374,17 @@ def _apply_one_by_one(conn: Any, plan: _Plan, d: Dialect) -> list[IngestResult]:
     results = [IngestResult(duplicates=r.duplicates, skipped=list(r.skipped)) for r in plan.results]
     bad_record = _bad_record_errors(d)
     for i, rec, apply in plan.todo:
-        conn.execute("SAVEPOINT rec")  # one bad record rolls back alone
-        try:
+        try:  # one bad record rolls back alone
             try:
-                apply(conn, rec, d)
+                with d.savepoint(conn, "rec"):
+                    apply(conn, rec, d)
             except UnicodeEncodeError:  # a lone surrogate (a CLI argument, a decoded file name)
-                conn.execute("ROLLBACK TO SAVEPOINT rec")
-                apply(conn, escape_surrogates(rec), d)  # stored escaped (records.storable_text)
+                with d.savepoint(conn, "rec"):
+                    apply(conn, escape_surrogates(rec), d)  # stored escaped (records.storable_text)
         except bad_record as exc:
-            conn.execute("ROLLBACK TO SAVEPOINT rec")
             results[i].skipped.append(f"bad {rec.get('k')} record (run {rec['r']}, seq {rec['s']}): {exc!r}")
         else:
             results[i].applied += 1
-        conn.execute("RELEASE SAVEPOINT rec")
     return results
 
 

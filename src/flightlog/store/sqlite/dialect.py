@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
-from flightlog.store.sql.dialect import newest_feed_ids
+from flightlog.store.sql.dialect import newest_feed_ids, sql_savepoint
 
 __all__ = ["SqliteDialect"]
 
@@ -79,3 +80,6 @@ ON CONFLICT(run_id, name) DO UPDATE SET
         conn.cursor().executemany(
             f"INSERT INTO {table}({', '.join(columns)}) VALUES({', '.join('?' * len(columns))})", rows
         )
+
+    def savepoint(self, conn: Any, name: str) -> AbstractContextManager[Any]:
+        return sql_savepoint(conn, name)
