@@ -9,22 +9,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import traceback
-from collections.abc import Callable
 from pathlib import Path
 
 from flightlog.diagnose.candidates import collect
 from flightlog.diagnose.facts import class_words, message_facts, structure_facts
 from flightlog.diagnose.ranker import candidate_features
 from flightlog.diagnose.structure import read_failure
-
-
-def _tb(func: Callable[[], object]) -> str:
-    try:
-        func()
-    except BaseException:  # noqa: BLE001 - the real text of anything
-        return traceback.format_exc()
-    raise AssertionError("expected an exception")
+from tests.diagnose.raising import disk_full_under_a_wrapper, traceback_of
 
 
 def _facts(*texts: str) -> list[str]:
@@ -40,7 +31,7 @@ def _negative_c() -> None:
 def test_a_library_s_validation_that_refused_the_user_s_value() -> None:
     """scikit-learn's parameter check: raised by a ``raise`` in a validation function of the
     library the class belongs to, called from the workload's code, quoting the parameter."""
-    facts = _facts(_tb(_negative_c))
+    facts = _facts(traceback_of(_negative_c))
     for fact in (
         "raised:library",
         "stack:own_calls_library",
@@ -60,7 +51,7 @@ def test_a_call_that_does_not_fit_the_signature_names_the_workload_s_argument() 
     """``json.dumps(..., nonsense=1)``: raised in the standard library by an operation (the
     call of the encoder), the message says the call does not fit and quotes the keyword the
     workload's own line passed."""
-    facts = _facts(_tb(lambda: json.dumps({}, nonsense=1)))  # type: ignore[call-arg]
+    facts = _facts(traceback_of(lambda: json.dumps({}, nonsense=1)))  # type: ignore[call-arg]
     for fact in (
         "raised:stdlib",
         "stack:own_calls_library",
@@ -73,7 +64,7 @@ def test_a_call_that_does_not_fit_the_signature_names_the_workload_s_argument() 
 
 
 def test_an_operation_that_failed_in_the_workload_s_own_code() -> None:
-    facts = _facts(_tb(lambda: {"a": 1}["missing_key"]))
+    facts = _facts(traceback_of(lambda: {"a": 1}["missing_key"]))
     assert {"raised:own", "raise:operation", "class:builtin_in_own", "msg:quotes_a_name"} <= set(facts), facts
     assert not any(f.startswith(("stack:", "depth:", "class_word:")) for f in facts), facts
 
@@ -91,15 +82,8 @@ def test_an_import_of_a_package_that_is_not_installed(tmp_path: Path) -> None:
     assert "frame:load" not in facts
 
 
-def _wrapped() -> None:
-    try:
-        raise OSError(28, "No space left on device")
-    except OSError as exc:
-        raise RuntimeError("checkpoint could not be written") from exc
-
-
 def test_the_chain_s_wrapper_and_the_codes_of_its_messages() -> None:
-    assert "chain:builtin_over_builtin" in _facts(_tb(_wrapped))
+    assert "chain:builtin_over_builtin" in _facts(traceback_of(disk_full_under_a_wrapper))
     facts = _facts(
         "botocore.exceptions.ClientError: An error occurred (SlowDown) when calling the PutObject operation "
         "(reached max retries: 4): Please reduce your request rate. (503) Reason: Service Unavailable"
@@ -134,7 +118,7 @@ def test_the_shapes_of_a_message() -> None:
 
 def test_every_candidate_sees_the_facts_crossed_with_its_category() -> None:
     """The one feature function of training and diagnosis crosses each fact with each candidate."""
-    read = read_failure([_tb(_negative_c)], exit_code=1)
+    read = read_failure([traceback_of(_negative_c)], exit_code=1)
     features = candidate_features(read, collect(read))
     for category in ("bad_parameter", "data_error", "none"):
         assert f"{category}|frame:validation" in features[category]

@@ -8,20 +8,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import traceback
-from collections.abc import Callable
 
 import pytest
 
 from flightlog.diagnose.structure import Codes, FailureRead, Link, read_failure
-
-
-def _tb(func: Callable[[], object]) -> str:
-    try:
-        func()
-    except BaseException:  # noqa: BLE001 - the real text of anything
-        return traceback.format_exc()
-    raise AssertionError("expected an exception")
+from tests.diagnose.raising import disk_full_under_a_wrapper, traceback_of
 
 
 def _python(code: str) -> str:
@@ -33,15 +24,8 @@ def _shape(read: FailureRead) -> list[tuple[str, str]]:
     return [(link.short_type, link.via) for link in read.links]
 
 
-def _wrapped_disk_full() -> None:
-    try:
-        raise OSError(28, "No space left on device")
-    except OSError as exc:
-        raise RuntimeError("checkpoint could not be written") from exc
-
-
 def test_a_chain_innermost_first_with_its_relations_codes_and_libraries() -> None:
-    read = read_failure(["epoch 1 loss=0.3", _tb(_wrapped_disk_full)], exit_code=1)
+    read = read_failure(["epoch 1 loss=0.3", traceback_of(disk_full_under_a_wrapper)], exit_code=1)
     assert _shape(read) == [("OSError", "cause"), ("RuntimeError", "raised")]
     inner = read.innermost
     assert inner is not None and inner.codes == Codes(errno=28) and inner.library is None
@@ -53,7 +37,7 @@ def test_a_chain_innermost_first_with_its_relations_codes_and_libraries() -> Non
 def test_the_library_comes_from_the_class_s_module_else_the_raising_frame() -> None:
     import pandas as pd
 
-    read = read_failure([_tb(lambda: pd.DataFrame({"a": [1]})["b"])])
+    read = read_failure([traceback_of(lambda: pd.DataFrame({"a": [1]})["b"])])
     assert read.outermost is not None and read.outermost.library == "pandas"
     read = read_failure(
         ["sqlalchemy.exc.OperationalError: (psycopg2.OperationalError) FATAL:  sorry, too many clients already"]
@@ -90,18 +74,20 @@ def test_codes_read_from_messages(message: str, codes: Codes) -> None:
 
 
 def test_a_json_log_line_s_escaped_traceback() -> None:
-    line = json.dumps({"levelname": "ERROR", "message": "step failed", "exc_info": _tb(_wrapped_disk_full).rstrip()})
+    line = json.dumps(
+        {"levelname": "ERROR", "message": "step failed", "exc_info": traceback_of(disk_full_under_a_wrapper).rstrip()}
+    )
     read = read_failure(["starting", line])
     assert _shape(read) == [("OSError", "cause"), ("RuntimeError", "raised")]
     # one JSON line per traceback line (a log shipper), and the traceback escaped in a plain line
-    lines = [json.dumps({"level": "error", "msg": ln}) for ln in _tb(_wrapped_disk_full).splitlines()]
+    lines = [json.dumps({"level": "error", "msg": ln}) for ln in traceback_of(disk_full_under_a_wrapper).splitlines()]
     assert _shape(read_failure(lines)) == [("OSError", "cause"), ("RuntimeError", "raised")]
-    escaped = "ERROR step failed: " + repr(_tb(_wrapped_disk_full))
+    escaped = "ERROR step failed: " + repr(traceback_of(disk_full_under_a_wrapper))
     assert _shape(read_failure([escaped]))[0] == ("OSError", "cause")
 
 
 def test_launcher_prefixes_on_every_line() -> None:
-    text = "\n".join(f"[rank0]: {ln}" for ln in _tb(_wrapped_disk_full).splitlines())
+    text = "\n".join(f"[rank0]: {ln}" for ln in traceback_of(disk_full_under_a_wrapper).splitlines())
     assert _shape(read_failure([text])) == [("OSError", "cause"), ("RuntimeError", "raised")]
     # one event per line, as a launcher's lines arrive
     assert _shape(read_failure(text.splitlines())) == [("OSError", "cause"), ("RuntimeError", "raised")]
@@ -175,7 +161,7 @@ def test_ray_s_task_error_carries_the_worker_s_frames() -> None:
 
 
 def test_a_launcher_s_own_traceback_wraps_the_rank_s() -> None:
-    rank = _tb(_wrapped_disk_full)
+    rank = traceback_of(disk_full_under_a_wrapper)
     launcher = (
         "Traceback (most recent call last):\n"
         '  File "/usr/bin/torchrun", line 8, in <module>\n'
@@ -234,7 +220,7 @@ def test_exit_facts_and_a_process_with_no_exception() -> None:
 
 
 def test_a_handled_traceback_followed_by_more_output() -> None:
-    read = read_failure([_tb(_wrapped_disk_full), "retrying on another volume", "saved", "epoch 2"])
+    read = read_failure([traceback_of(disk_full_under_a_wrapper), "retrying on another volume", "saved", "epoch 2"])
     assert read.lines_after_chain == 3 and read.last_line == "epoch 2"
 
 
