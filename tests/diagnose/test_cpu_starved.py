@@ -5,7 +5,9 @@ their data loader for it."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -37,19 +39,25 @@ for step in range(25):
 """
 
 
-def test_a_run_starved_of_cpu_is_not_read_as_waiting_on_its_input(home: Path, tmp_path: Path) -> None:
+def _train(home: Path, tmp_path: Path, *, beside: int) -> str:
+    """The training loop under ``flightlog run`` with ``beside`` spinners on its CPU; its run id."""
     cpu = str(min(os.sched_getaffinity(0)))
     script = tmp_path / "train.py"
     script.write_text(TRAINING)
-    spinners = [subprocess.Popen([sys.executable, "-c", SPINNER, cpu]) for _ in range(4)]
+    spinners = [subprocess.Popen([sys.executable, "-c", SPINNER, cpu]) for _ in range(beside)]
     try:
-        cli(home, "run", "--project", "p", "--sample-interval", "0.1s", "--", sys.executable, str(script), cpu)
+        done = cli(home, "run", "--project", "p", "--sample-interval", "0.1s", "--", sys.executable, str(script), cpu)
     finally:
         kill_if_alive(*(p.pid for p in spinners))
         for p in spinners:
             p.wait()
+    return re.findall(r"run ([0-9a-f]{32}) started", done.stderr)[0]
+
+
+def test_a_run_starved_of_cpu_is_not_read_as_waiting_on_its_input(home: Path, tmp_path: Path) -> None:
+    run_id = _train(home, tmp_path, beside=4)
     with flightlog.Client() as client:
-        run = client.runs(project="p")[0]
+        run = client.run(run_id)
         samples = client.resources(run.id)
         report = client.diagnose(run.id, auto_baseline=False)
     assert run.status == "succeeded"
@@ -58,3 +66,15 @@ def test_a_run_starved_of_cpu_is_not_read_as_waiting_on_its_input(home: Path, tm
     assert waited > used > 0, (waited, used)  # four others on its CPU: it waited more than it ran
     categories = {f["category"]: f for f in report["findings"]}
     assert "data_loader_bottleneck" not in categories, categories["data_loader_bottleneck"]
+
+
+def test_a_run_slower_than_its_baseline_because_it_was_starved_says_so(home: Path, tmp_path: Path) -> None:
+    """The comparison with the same loop run alone names the wait for a free core."""
+    baseline = _train(home, tmp_path, beside=0)
+    starved = _train(home, tmp_path, beside=4)
+    text = cli(home, "compare", starved, baseline).stdout
+    line = next((ln for ln in text.splitlines() if "CPU wait for a free core" in ln), None)
+    assert line is not None, text
+    doc = json.loads(cli(home, "compare", starved, baseline, "--format", "json").stdout)
+    wait = doc["resources"]["cpu_wait_percent_avg"]
+    assert wait["run"] - wait["baseline"] >= 50, wait  # four others on its core: most of the time waiting

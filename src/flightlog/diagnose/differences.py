@@ -44,7 +44,10 @@ _RESOURCE_LABELS = {
     "gpu_memory_peak_bytes": "GPU memory peak",
     "gpu_utilization_avg": "GPU utilization average",
     "disk_write_bytes": "disk writes",
+    "cpu_wait_percent_avg": "CPU wait for a free core, average (% of a core)",
 }
+#: a wait for a free core counts from this many points of a core either way (a few is any host)
+CPU_WAIT_MIN_POINTS = 10.0
 
 
 def differences_text(cmp: dict[str, Any]) -> list[str]:
@@ -141,6 +144,10 @@ def _stage_line(s: dict[str, Any]) -> str | None:
 
 
 def _resource_line(key: str, row: dict[str, Any]) -> str | None:
+    if key == "cpu_wait_percent_avg":  # from none at all (a ratio of nothing) counts too
+        if row["run"] is None or row["baseline"] is None or abs(row["run"] - row["baseline"]) < CPU_WAIT_MIN_POINTS:
+            return None
+        return f"{_RESOURCE_LABELS[key]}: {row['baseline']:.0f}% → {row['run']:.0f}%"
     if row["ratio"] is None or row["run"] is None or row["baseline"] is None or abs(row["ratio"] - 1) < RESOURCE_CHANGE:
         return None
     label = _RESOURCE_LABELS.get(key, key)
