@@ -116,7 +116,7 @@ def reconcile(home: Path, store: Store, *, store_key: str = "", force: bool = Fa
             )
             continue
         _settle(home, store, run, report)
-    live.extend(_settle_dead_ranks(home, store, host, report, seen={r["id"] for r in live}))
+    live.extend(_settle_host_journals(home, store, host, report, seen={r["id"] for r in live}))
     if not report.errors:
         _write_marker(marker, names if report.synced == [] else _journal_names(home), live)
     return report
@@ -157,13 +157,13 @@ def _settle(home: Path, store: Store, run: RunInfo, report: ReconcileReport) -> 
     report.crashed.append(run.id)
 
 
-def _settle_dead_ranks(
+def _settle_host_journals(
     home: Path, store: Store, host: str, report: ReconcileReport, *, seen: set[str]
 ) -> list[dict[str, Any]]:
-    """Ship and mark lost the journals of this host's ranks whose processes are gone; the live
-    ones, for the marker. Also for the marker: the live owners of runs the store did not list
-    (``seen``: the live runs it did) — a run whose first records were not shipped yet when this
-    pass ran. Without them the marker held the run's journal but not its process, and a SIGKILL
+    """One look at this host's journals: ship and mark lost those of ranks whose processes are
+    gone; return the live writers the marker must watch — the live ranks, and the live owners of
+    runs the store did not list (``seen``: the live runs it did), a run whose first records were
+    not shipped yet when this pass ran. Without them the marker held the run's journal but not its process, and a SIGKILL
     went unseen until the marker aged (30 s of a dead replica read as serving)."""
     live: list[dict[str, Any]] = []
     dead: set[str] = set()
