@@ -69,12 +69,18 @@ def test_a_run_starved_of_cpu_is_not_read_as_waiting_on_its_input(home: Path, tm
 
 
 def test_a_run_slower_than_its_baseline_because_it_was_starved_says_so(home: Path, tmp_path: Path) -> None:
-    """The comparison with the same loop run alone names the wait for a free core."""
+    """The comparison with the same loop run alone names the wait for a free core.
+
+    "Alone" is only as alone as the machine lets it be: beside the suite's other worker the
+    baseline itself waited 55 % of a core once, so the starved run has six spinners beside it
+    (it runs a seventh of the time at most, waiting ~86 %) and the test asks for the listed
+    move (10 points, the line's threshold) with a margin, not for an idle machine's contrast."""
     baseline = _train(home, tmp_path, beside=0)
-    starved = _train(home, tmp_path, beside=4)
+    starved = _train(home, tmp_path, beside=6)
     text = cli(home, "compare", starved, baseline).stdout
     line = next((ln for ln in text.splitlines() if "CPU wait for a free core" in ln), None)
     assert line is not None, text
     doc = json.loads(cli(home, "compare", starved, baseline, "--format", "json").stdout)
     wait = doc["resources"]["cpu_wait_percent_avg"]
-    assert wait["run"] - wait["baseline"] >= 50, wait  # four others on its core: most of the time waiting
+    assert wait["run"] >= 70, wait  # six others on its core: most of the time waiting
+    assert wait["run"] - wait["baseline"] >= 20, wait
