@@ -39,14 +39,15 @@ for step in range(25):
 """
 
 
-def _train(home: Path, tmp_path: Path, *, beside: int) -> str:
-    """The training loop under ``flightlog run`` with ``beside`` spinners on its CPU; its run id."""
+def _train(home: Path, tmp_path: Path, *, beside: int, script: str = TRAINING) -> str:
+    """``script`` (the training loop) under ``flightlog run`` with ``beside`` spinners on its
+    CPU; its run id."""
     cpu = str(min(os.sched_getaffinity(0)))
-    script = tmp_path / "train.py"
-    script.write_text(TRAINING)
+    path = tmp_path / "train.py"
+    path.write_text(script)
     spinners = [subprocess.Popen([sys.executable, "-c", SPINNER, cpu]) for _ in range(beside)]
     try:
-        done = cli(home, "run", "--project", "p", "--sample-interval", "0.1s", "--", sys.executable, str(script), cpu)
+        done = cli(home, "run", "--project", "p", "--sample-interval", "0.1s", "--", sys.executable, str(path), cpu)
     finally:
         kill_if_alive(*(p.pid for p in spinners))
         for p in spinners:
@@ -84,3 +85,31 @@ def test_a_run_slower_than_its_baseline_because_it_was_starved_says_so(home: Pat
     wait = doc["resources"]["cpu_wait_percent_avg"]
     assert wait["run"] >= 70, wait  # six others on its core: most of the time waiting
     assert wait["run"] - wait["baseline"] >= 20, wait
+
+
+#: a loop that waits on its input (a slow read) between steps that cost almost nothing
+WAITING_ON_INPUT = """
+import os, sys, time
+import flightlog
+os.sched_setaffinity(0, {int(sys.argv[1])})
+run = flightlog.init()
+for step in range(30):
+    time.sleep(0.045)  # waiting on the network filesystem
+    run.log({"loss": 1.0 / (step + 1)}, step=step)
+"""
+
+
+def test_a_run_waiting_on_its_input_on_a_busy_machine_is_still_waiting_on_its_input(home: Path, tmp_path: Path) -> None:
+    """Each wake-up of a sleeping loop on a busy CPU waits for the core a moment, which can add
+    up to more than the little CPU it uses: that is not starvation. A starved tree is ready to
+    run most of the time (its CPU and its wait together near a whole core); this one sleeps."""
+    run_id = _train(home, tmp_path, beside=4, script=WAITING_ON_INPUT)
+    with flightlog.Client() as client:
+        samples = client.resources(run_id)
+        report = client.diagnose(run_id, auto_baseline=False)
+    waited = max(s["cpu_wait_seconds"] for s in samples)
+    used = max(s["cpu_seconds"] for s in samples)
+    categories = {f["category"]: f for f in report["findings"]}
+    assert "data_loader_bottleneck" in categories, (waited, used, report["findings"])
+    details = [e["detail"] for e in categories["data_loader_bottleneck"]["evidence"]]
+    assert any("CPU core" in d and "other work" not in d for d in details), details  # idle, not starved

@@ -28,6 +28,11 @@ from flightlog.timefmt import format_duration, format_size, iso
 
 __all__ = ["analyze_performance", "queue_wait", "slow_startup", "slow_completion", "data_loader_bottleneck"]
 
+#: a tree that ran or waited for a core this share of one core (or more) while it stepped was
+#: ready to run most of the time: starved by other work, not waiting on its input (a sleeping
+#: loop beside four spinners on its core: ~32 %; a busy loop beside them: ~100 %)
+STARVED_READY_PERCENT = 75.0
+
 
 def analyze_performance(ev: RunEvidence) -> list[Finding]:
     out: list[Finding] = []
@@ -314,11 +319,14 @@ def data_loader_bottleneck(ev: RunEvidence) -> Finding | None:
         idle_bits.append(f"the GPU averaged {gpu:.0f}% utilization")
     if cpu is not None and cpu < th.idle_cpu_percent:
         waited = cpu_wait_percent_between(ev, window.start, window.end)
-        if waited is not None and waited >= max(cpu, 1.0):
-            # ready to run as long as it ran, or longer: the machine's CPUs were busy with
-            # other work (a shared node, an oversubscribed host); that starves the loader and
-            # the step alike, and no change to the input pipeline would help. Said beside
-            # other signals, never a finding of its own
+        if waited is not None and waited >= max(cpu, 1.0) and cpu + waited >= STARVED_READY_PERCENT:
+            # ready to run most of the time and waiting for a core at least as long as it ran:
+            # the machine's CPUs were busy with other work (a shared node, an oversubscribed
+            # host); that starves the loader and the step alike, and no change to the input
+            # pipeline would help. Said beside other signals, never a finding of its own. A tree
+            # that sleeps on its input also waits a moment at each wake-up on a busy machine,
+            # which can add up to more than its little CPU: it is ready a small share of the time
+            # and stays idle
             starved = (
                 Signal(
                     "data_loader_bottleneck",
