@@ -261,8 +261,8 @@ def _run_record(run: str, seq: int, **fields: Any) -> dict[str, Any]:
 def test_a_runs_timeline_and_updated_time_are_whole_after_one_batch_or_its_replay_one_by_one(store: Any) -> None:
     """A short run's one batch merges its timeline twice (its start, then its metrics' first and
     last times: issue 32 writes them without reading the row again) and sets its `updated`
-    time in the statement that makes sure the row exists; a batch with a broken record is
-    rolled back and applied again one record at a time, and its timeline comes out the same."""
+    time; a batch with a broken record is rolled back and applied again one record at a time,
+    and its timeline comes out as if the broken record had never been there."""
     start = _run_record("run-a", 1, status="running", timeline={"process_start": 990.0})
     end = _run_record("run-a", 3, status="succeeded")
     assert store.ingest_batches([[start, _metrics("run-a", "w1", 2, 0), end]])[0].applied == 3

@@ -274,14 +274,16 @@ def apply_records(conn: Any, records: Sequence[dict[str, Any]], d: Dialect) -> I
 def apply_batches(conn: Any, batches: Sequence[Sequence[dict[str, Any]]], d: Dialect) -> list[IngestResult]:
     """Apply several batches (of one writer each, or of any) inside the caller's one write
     transaction, in order; one result per batch, as if each had been applied alone in turn."""
-    now = time.time()  # in the write lock: the order of the transactions' commits
     plan = _plan(conn, batches, d)
-    _ensure_runs(conn, plan.first_records, now, d)
+    _ensure_runs(conn, plan.first_records, d)
     try:
         with d.savepoint(conn, "batch"), remembered():  # timelines.py: rolled back whole, or kept
             results = _apply_whole(conn, plan, d)
     except _bad_record_errors(d):  # rolled back: again, one record at a time
         results = _apply_one_by_one(conn, plan, d)
+    # after the records, just before the commit: the alert feed reads the runs `updated` since
+    # its last look (less 2 s), and a batch that takes long to apply must not be stamped early
+    now = time.time()
     note_heartbeats(conn, plan.newest, now)
     conn.cursor().executemany(
         "INSERT INTO ingested AS i (run_id, writer, last_seq, updated) VALUES(?, ?, ?, ?) "
@@ -289,6 +291,7 @@ def apply_batches(conn: Any, batches: Sequence[Sequence[dict[str, Any]]], d: Dia
         "last_seq=CASE WHEN excluded.last_seq > i.last_seq THEN excluded.last_seq ELSE i.last_seq END",
         [(r, w, s, now) for (r, w), s in plan.marks.items()],
     )
+    conn.cursor().executemany("UPDATE runs SET updated=? WHERE id=?", [(now, r) for r in plan.first_records])
     return results
 
 
@@ -337,14 +340,15 @@ def _plan(conn: Any, batches: Sequence[Sequence[dict[str, Any]]], d: Dialect) ->
     return plan
 
 
-def _ensure_runs(conn: Any, first_records: dict[str, dict[str, Any]], now: float, d: Dialect) -> None:
-    """A row for every run written here (a record may come before its run's `run` record), its
-    ``updated`` set to ``now`` in the same statement whether it existed or not."""
+def _ensure_runs(conn: Any, first_records: dict[str, dict[str, Any]], d: Dialect) -> None:
+    """A row for every run written here (a record may come before its run's `run` record)."""
     if first_records:
         conn.cursor().executemany(
-            "INSERT INTO runs(id, project, status, created, updated) VALUES(?, ?, 'created', ?, ?) "
-            "ON CONFLICT(id) DO UPDATE SET updated=excluded.updated",
-            [(run_id, rec.get("project") or "default", rec.get("t"), now) for run_id, rec in first_records.items()],
+            d.or_ignore("INSERT INTO runs(id, project, status, created, updated) VALUES(?, ?, 'created', ?, ?)"),
+            [
+                (run_id, rec.get("project") or "default", rec.get("t"), rec.get("t"))
+                for run_id, rec in first_records.items()
+            ],
         )
 
 
