@@ -252,3 +252,36 @@ def test_a_server_stopped_leaves_no_ingest_thread(tmp_path: Path) -> None:
             client.close()
         assert _ingest_threads() - before, "the server's queue has its thread"
     assert not _ingest_threads() - before
+
+
+def _run_record(run: str, seq: int, **fields: Any) -> dict[str, Any]:
+    return {"k": "run", "r": run, "w": "w1", "s": seq, "t": 990.0, "project": "p", **fields}
+
+
+def test_a_runs_timeline_and_updated_time_are_whole_after_one_batch_or_its_replay_one_by_one(store: Any) -> None:
+    """A short run's one batch merges its timeline twice (its start, then its metrics' first and
+    last times: issue 32 writes them without reading the row again) and sets its `updated`
+    time; a batch with a broken record is rolled back and applied again one record at a time,
+    and its timeline comes out as if the broken record had never been there."""
+    start = _run_record("run-a", 1, status="running", timeline={"process_start": 990.0})
+    end = _run_record("run-a", 3, status="succeeded")
+    assert store.ingest_batches([[start, _metrics("run-a", "w1", 2, 0), end]])[0].applied == 3
+    first = store.get_run("run-a")
+    assert first.status == "succeeded"
+    assert first.timeline == {"process_start": 990.0, "first_metric": 1000.0, "last_metric": 1099.0}
+    assert first.updated is not None
+    store.ingest_batches([[_metrics("run-a", "w1", 4, 100, n=10)]])
+    again = store.get_run("run-a")
+    assert again.timeline["last_metric"] == 1109.0 and again.timeline["first_metric"] == 1000.0
+    assert again.updated is not None and again.updated >= first.updated
+
+    # a run record that merges an instant, then breaks (no status): the whole batch is rolled
+    # back and applied again one record at a time, where that record alone is skipped, and the
+    # instant it merged before it broke is nowhere
+    broken = _run_record("run-b", 2, status=None, timeline={"first_bogus": 1.0})
+    start_b = _run_record("run-b", 1, status="running", timeline={"process_start": 990.0})
+    result = store.ingest_batches([[start_b, broken, _metrics("run-b", "w1", 3, 0), _metrics("run-b", "w1", 4, 100)]])
+    assert (result[0].applied, len(result[0].skipped)) == (3, 1), result
+    run_b = store.get_run("run-b")
+    assert run_b.timeline == {"process_start": 990.0, "first_metric": 1000.0, "last_metric": 1199.0}
+    assert run_b.status == "running" and run_b.updated is not None

@@ -36,6 +36,9 @@ _KNOWN_MAX = 4096  # answers remembered per redactor before the memory starts ag
 _CUSTOM_MARKER = marker("custom")
 _SECRET_MARKER = marker("secret")
 _CONTAINERS = (dict, list, tuple)
+#: Values with no string inside, passed through by type alone: a ``Mapping`` check is an ABC's,
+#: ~1 µs a value, and a sweep's runs each carry tens of numeric params (issue #32).
+_PLAIN = frozenset({float, int, bool, type(None)})
 _UTF8 = "utf-8"
 _ROUND_TRIP = "surrogatepass"  # any str survives encode → redact → decode unchanged
 
@@ -209,6 +212,8 @@ class Redactor:
         for key, value in data.items():
             if isinstance(key, str) and is_secret_name(key):
                 out[key] = self._hide(value)
+            elif type(value) in _PLAIN:
+                out[key] = value
             else:
                 out[key] = self._value(value, redact_strings)
         return out

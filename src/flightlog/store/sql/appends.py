@@ -26,6 +26,7 @@ from typing import Any
 from flightlog.schema.values import decode_series, series_summary
 from flightlog.store.sql.dialect import Dialect
 from flightlog.store.sql.ranks import note_first_errors
+from flightlog.store.sql.timelines import known, merge_instants, note
 
 __all__ = [
     "APPEND_KINDS",
@@ -87,21 +88,6 @@ def metric_rows(
     return chunks, summaries, first_time, last_time
 
 
-def merge_instants(current: dict[str, float], instants: dict[str, float]) -> None:
-    """A run's timeline merged with new instants: ``first_*`` keep the earliest, ``last_*`` the
-    latest, the others the newest value."""
-    for key, value in instants.items():
-        old = current.get(key)
-        if old is None:
-            current[key] = value
-        elif key.startswith("first_"):
-            current[key] = min(old, value)
-        elif key.startswith("last_"):
-            current[key] = max(old, value)
-        else:
-            current[key] = value
-
-
 _PART = 500  # values per ``IN (…)``: well under SQLite's limit of bound variables
 
 
@@ -110,8 +96,8 @@ def _parts(values: list[str]) -> list[list[str]]:
 
 
 def _write_timelines(conn: Any, updates: dict[str, dict[str, float]], stored: dict[str, str | None]) -> None:
-    """The runs' stored timelines (``stored``, as read in this transaction) merged with their new
-    instants, written in one pipelined statement."""
+    """The runs' stored timelines (``stored``, as read or remembered in this transaction) merged
+    with their new instants, written in one pipelined statement (and remembered: timelines.py)."""
     if not updates:
         return
     rows = []
@@ -119,7 +105,9 @@ def _write_timelines(conn: Any, updates: dict[str, dict[str, float]], stored: di
         text = stored.get(run_id)
         current: dict[str, float] = json.loads(text) if text else {}
         merge_instants(current, instants)
-        rows.append((_dumps(current), run_id))
+        merged = _dumps(current)
+        note(run_id, merged)
+        rows.append((merged, run_id))
     conn.cursor().executemany("UPDATE runs SET timeline=? WHERE id=?", rows)
 
 
@@ -167,9 +155,11 @@ def _write_metrics(conn: Any, records: Sequence[dict[str, Any]], d: Dialect) -> 
     run_ids = sorted({rec["r"] for rec in records})
     # both reads sent before either is waited for: one round trip in PostgreSQL's pipeline mode
     rank_reads = _read_parts(conn, "SELECT run_id, writer, rank FROM run_writers", "run_id", run_ids, d)
-    timeline_reads = _read_parts(conn, "SELECT id, timeline FROM runs", "id", run_ids, d)
+    stored = known(run_ids)  # a timeline this transaction already read or wrote is not read again
+    unknown = [run_id for run_id in run_ids if run_id not in stored]
+    timeline_reads = _read_parts(conn, "SELECT id, timeline FROM runs", "id", unknown, d) if unknown else []
     ranks: dict[tuple[str, str], int | None] = {(r, w): rank for cur in rank_reads for r, w, rank in cur.fetchall()}
-    stored: dict[str, str | None] = {run_id: text for cur in timeline_reads for run_id, text in cur.fetchall()}
+    stored.update({run_id: text for cur in timeline_reads for run_id, text in cur.fetchall()})
     chunks: list[tuple[Any, ...]] = []
     summaries: list[dict[str, Any]] = []
     timelines: dict[str, dict[str, float]] = {}

@@ -32,7 +32,7 @@ from typing import Any
 from flightlog.schema.kinds import KINDS, Record, Run
 from flightlog.schema.values import escape_surrogates, param_columns
 from flightlog.store.base import IngestResult
-from flightlog.store.sql.appends import APPEND_KINDS, Appends, merge_instants, metric_rows
+from flightlog.store.sql.appends import APPEND_KINDS, Appends, metric_rows
 from flightlog.store.sql.dialect import Dialect
 from flightlog.store.sql.ranks import (
     apply_peer_run,
@@ -43,6 +43,7 @@ from flightlog.store.sql.ranks import (
     note_heartbeats,
     note_last_step,
 )
+from flightlog.store.sql.timelines import merged, remembered
 
 __all__ = ["apply_records", "apply_batches", "finite_or_none"]
 
@@ -80,18 +81,15 @@ def _apply_run(conn: Any, rec: dict[str, Any], d: Dialect) -> None:
         conn.execute(d.or_ignore("INSERT INTO projects(name, created) VALUES(?, ?)"), (fields["project"], rec["t"]))
     if "failure" in rec:
         fields["failure"] = _dumps(rec["failure"]) if rec["failure"] is not None else None
+    if rec.get("timeline"):  # written with the other columns: one statement
+        fields["timeline"] = merged(conn, rec["r"], rec["timeline"])
     if fields:
         sets = ", ".join(f"{k}=?" for k in fields)
         conn.execute(f"UPDATE runs SET {sets} WHERE id=?", (*fields.values(), rec["r"]))
-    if rec.get("timeline"):
-        _merge_timeline(conn, rec["r"], rec["timeline"])
 
 
 def _merge_timeline(conn: Any, run_id: str, instants: dict[str, float]) -> None:
-    row = conn.execute("SELECT timeline FROM runs WHERE id=?", (run_id,)).fetchone()
-    current: dict[str, float] = json.loads(row[0]) if row and row[0] else {}
-    merge_instants(current, instants)
-    conn.execute("UPDATE runs SET timeline=? WHERE id=?", (_dumps(current), run_id))
+    conn.execute("UPDATE runs SET timeline=? WHERE id=?", (merged(conn, run_id, instants), run_id))
 
 
 def _apply_timeline(conn: Any, rec: dict[str, Any], d: Dialect) -> None:
@@ -279,10 +277,12 @@ def apply_batches(conn: Any, batches: Sequence[Sequence[dict[str, Any]]], d: Dia
     plan = _plan(conn, batches, d)
     _ensure_runs(conn, plan.first_records, d)
     try:
-        with d.savepoint(conn, "batch"):
+        with d.savepoint(conn, "batch"), remembered():  # timelines.py: rolled back whole, or kept
             results = _apply_whole(conn, plan, d)
     except _bad_record_errors(d):  # rolled back: again, one record at a time
         results = _apply_one_by_one(conn, plan, d)
+    # after the records, just before the commit: the alert feed reads the runs `updated` since
+    # its last look (less 2 s), and a batch that takes long to apply must not be stamped early
     now = time.time()
     note_heartbeats(conn, plan.newest, now)
     conn.cursor().executemany(
