@@ -12,7 +12,8 @@ import sys
 import textwrap
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
@@ -224,3 +225,23 @@ def kill_if_alive(*pids: int) -> None:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+
+
+#: a process busy on one CPU, as another job on a shared machine is
+_SPINNER = "import os, sys\nos.sched_setaffinity(0, {int(sys.argv[1])})\nwhile True:\n    pass\n"
+
+
+@contextmanager
+def busy_cpu(count: int) -> Iterator[int]:
+    """``count`` processes spinning on one CPU of this process's (yielded) for the block: put a
+    workload, or a runner, on it to starve them of CPU as a busy machine does. Checks at the end
+    that the spinners were spinning all along (a spinner that died would make the test vacuous)."""
+    cpu = min(os.sched_getaffinity(0))
+    spinners = [subprocess.Popen([sys.executable, "-c", _SPINNER, str(cpu)]) for _ in range(count)]
+    try:
+        yield cpu
+        assert all(p.poll() is None for p in spinners), [p.returncode for p in spinners]
+    finally:
+        kill_if_alive(*(p.pid for p in spinners))
+        for p in spinners:
+            p.wait()

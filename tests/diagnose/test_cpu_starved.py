@@ -8,24 +8,20 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 import flightlog
-from tests.helpers import cli, kill_if_alive
+from tests.helpers import busy_cpu, cli
 
 pytestmark = [
     pytest.mark.embedded_only("the samples and the diagnosis are the same through every transport"),
     pytest.mark.skipif(not os.path.exists("/proc/self/schedstat"), reason="the kernel keeps no run-queue delay"),
 ]
 
-#: busy on one CPU (the one the test picked), as another job on a shared machine is
-SPINNER = "import os, sys\nos.sched_setaffinity(0, {int(sys.argv[1])})\nwhile True:\n    pass\n"
-
-#: a training loop whose steps are pure computation (nothing to wait on), on that same CPU
+#: a training loop whose steps are pure computation (nothing to wait on), on the busy CPU
 TRAINING = """
 import os, sys, time
 import flightlog
@@ -42,16 +38,11 @@ for step in range(25):
 def _train(home: Path, tmp_path: Path, *, beside: int, script: str = TRAINING) -> str:
     """``script`` (the training loop) under ``flightlog run`` with ``beside`` spinners on its
     CPU; its run id."""
-    cpu = str(min(os.sched_getaffinity(0)))
     path = tmp_path / "train.py"
     path.write_text(script)
-    spinners = [subprocess.Popen([sys.executable, "-c", SPINNER, cpu]) for _ in range(beside)]
-    try:
-        done = cli(home, "run", "--project", "p", "--sample-interval", "0.1s", "--", sys.executable, str(path), cpu)
-    finally:
-        kill_if_alive(*(p.pid for p in spinners))
-        for p in spinners:
-            p.wait()
+    with busy_cpu(beside) as cpu:
+        argv = ("--", sys.executable, str(path), str(cpu))
+        done = cli(home, "run", "--project", "p", "--sample-interval", "0.1s", *argv)
     return re.findall(r"run ([0-9a-f]{32}) started", done.stderr)[0]
 
 

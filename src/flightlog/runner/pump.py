@@ -23,6 +23,9 @@ __all__ = ["OutputPump", "enlarge_pipe"]
 
 READ_SIZE = 1 << 20
 POLL_INTERVAL = 0.1
+#: rounds of reads in one burst at most (a workload that never pauses still gets its bytes
+#: captured every few MiB)
+MAX_DRAIN_ROUNDS = 8
 _F_SETPIPE_SZ = 1031
 
 
@@ -103,37 +106,55 @@ class OutputPump:
         for name, (fd, out) in self._streams.items():
             os.set_blocking(fd, False)
             selector.register(fd, selectors.EVENT_READ, (name, out))
-        open_streams = len(self._streams)
         last_poll = time.monotonic()
         try:
-            while open_streams:
-                # both pipes ready at once: their bytes' interleaving is lost, so stdout is read
-                # first and stderr — where a traceback and a logger's errors go — last, keeping
-                # the words that ended the process at the end of its log
-                for key, _ in sorted(selector.select(POLL_INTERVAL), key=_stderr_last):
-                    name, out = key.data
-                    try:
-                        data = os.read(key.fd, READ_SIZE)
-                    except BlockingIOError:
-                        continue
-                    except OSError:
-                        data = b""
-                    if not data:
-                        selector.unregister(key.fd)
-                        os.close(key.fd)
-                        open_streams -= 1
-                        continue
-                    self._pass(out, data)
-                    now = time.time()
-                    if self.first_output is None and _workload_spoke(data):
-                        self.first_output = now
-                    self._emit(self._pipeline.feed(name, data, now))
+            while selector.get_map():
+                if selector.select(POLL_INTERVAL):
+                    for name, data in self._drain(selector):
+                        now = time.time()
+                        if self.first_output is None and _workload_spoke(data):
+                            self.first_output = now
+                        self._emit(self._pipeline.feed(name, data, now))
                 if time.monotonic() - last_poll >= POLL_INTERVAL:
                     last_poll = time.monotonic()
                     self._emit(self._pipeline.poll(time.time()))
         finally:
             self._emit(self._pipeline.close(time.time()))
             selector.close()
+
+    def _drain(self, selector: selectors.BaseSelector) -> list[tuple[str, bytes]]:
+        """Everything both pipes hold now, passed through as it is read, returned stdout's
+        first and stderr's last.
+
+        Two pipes lose the interleaving of their bytes, and which pipe a wake-up reports ready
+        is only a snapshot: a pump preempted between the readiness check and its read (a busy
+        machine) read an error block the workload wrote to stderr *after* the progress lines it
+        had written to stdout, and stored the progress lines last — the diagnosis then read a
+        healthy line as the process's last words. So every pipe is read until a whole round
+        reads nothing: any stdout bytes written before the stderr bytes read in this round are
+        read in the same burst, and the burst is captured stdout first, stderr — where a
+        traceback and a logger's errors go — last."""
+        read: dict[str, list[bytes]] = {}
+        for _ in range(MAX_DRAIN_ROUNDS):
+            got = False
+            for key in sorted(selector.get_map().values(), key=_stderr_last):
+                name, out = key.data
+                try:
+                    data = os.read(key.fd, READ_SIZE)
+                except BlockingIOError:
+                    continue
+                except OSError:
+                    data = b""
+                if not data:
+                    selector.unregister(key.fd)
+                    os.close(key.fd)
+                    continue
+                got = True
+                self._pass(out, data)
+                read.setdefault(name, []).append(data)
+            if not got:
+                break
+        return [(name, data) for name, chunks in read.items() for data in chunks]
 
 
 def _workload_spoke(data: bytes) -> bool:
@@ -143,6 +164,6 @@ def _workload_spoke(data: bytes) -> bool:
     return any(not is_launcher_log(line) for line in lines if line.strip())
 
 
-def _stderr_last(ready: tuple[Any, int]) -> bool:
-    """The sort key of a wake-up's ready pipes: stdout's first, stderr's last."""
-    return bool(ready[0].data[0] == "stderr")
+def _stderr_last(key: selectors.SelectorKey) -> bool:
+    """The sort key of the pipes read in a burst: stdout's first, stderr's last."""
+    return bool(key.data[0] == "stderr")
