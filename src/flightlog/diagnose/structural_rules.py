@@ -63,9 +63,13 @@ API_CHANGED = _re(
     r"|\bcannot import name\b|\bno longer (?:supported|available|exists|accepts?)\b|\bwas renamed to\b"
     r"|\bremoved in (?:version |v)?\d|\bexpired alias\b|\bdeprecated alias\b|\bnot found in module\b"
 )
-#: a time limit raised inside the process (SIGALRM, an orchestrator's task timeout, a deadline)
+#: a time limit raised inside the process (SIGALRM, an orchestrator's task timeout, a deadline).
+#: "timed out after N s" alone is a *wait* that timed out — a socket, a rendezvous, a service's
+#: initialisation (in the corpus mostly `service_unavailable`) — so it counts only when what
+#: timed out is the work itself (a task, a job, a step, the execution)
 TIME_LIMIT_INSIDE = _re(
-    r"\btimed? ?out after \d+(?:\.\d+)? ?(?:s|sec|secs|seconds|minutes|mins?|m|h|hours?)\b"
+    r"\b(?:task|job|step|function|execution|process|run|test|cell|trial) (?:has )?timed? ?out after \d+(?:\.\d+)? ?"
+    r"(?:s|sec|secs|seconds|minutes|mins?|m|h|hours?)\b"
     r"|\bexceeded (?:the |its )?(?:time ?limit|timeout|maximum (?:run|execution) time)\b|\btime ?limit (?:exceeded|reached)\b"
     r"|\bexecution timed out\b|\bTimeout, PID\b|\btask (?:timed out|exceeded)\b|\bSIGALRM\b|^\s*alarm clock\s*$"
     r"|\bhard time limit\b|\bsoft time limit\b|\bjob (?:has )?exceeded (?:its )?(?:walltime|runtime)\b"
