@@ -267,6 +267,7 @@ def _load_runner_code() -> None:
     from flightlog.redaction.patterns import load_patterns  # noqa: F401
     from flightlog.resources import ProcessTreeSampler, ResourceSummary, SamplerThread  # noqa: F401
     from flightlog.resources._cgroupfs import cgroup_mounts  # (as above)
+    from flightlog.runner.cli import run_cmd  # (as above)
     from flightlog.sdk.context import allowed_env, warm_interpreter_context  # (as above)
     from flightlog.sdk.hangs import hang_settings  # (as above)
     from flightlog.sdk.sink import load_sink_code  # (as above)
@@ -289,6 +290,10 @@ def _load_runner_code() -> None:
         load_sink_code(settings)
     except FlightlogError:
         pass  # each runner reports a store it cannot use, as a runner started afresh does
+    try:  # click makes its help option on a command's first parse: here, once, not in every runner
+        run_cmd.make_context("flightlog run", ["--", "true"])
+    except Exception:  # noqa: BLE001 - each runner parses its own arguments and reports what is wrong
+        pass
 
 
 def _reap() -> list[tuple[int, int]]:
