@@ -7,15 +7,21 @@ as the process's last words (a held-out failure's confidence fell from 0.64 to 0
 
 from __future__ import annotations
 
+import fcntl
+import os
 import re
+import struct
 import subprocess
 import sys
+import termios
 from pathlib import Path
 
 import pytest
 
 import flightlog
-from tests.helpers import busy_cpu, child_env
+from flightlog.capture.pipeline import CaptureConfig, CapturePipeline
+from flightlog.runner.pump import OutputPump
+from tests.helpers import busy_cpu, child_env, wait_for
 
 pytestmark = pytest.mark.embedded_only("the capture's order is the runner's, whatever store it writes to")
 
@@ -59,3 +65,51 @@ def test_progress_on_stdout_stays_before_the_error_on_stderr_on_a_busy_cpu(home:
         error = messages.index("ERROR: failed to pull data from the cloud")
         assert len(steps) == 3 and max(steps) < error, messages
         assert messages[-1] == "Is your cache up to date?", messages
+
+
+def test_a_burst_is_stored_stdout_first_even_when_stdout_is_read_in_its_second_round() -> None:
+    """The pump's own contract, without a scheduler to race: its first round finds stdout empty
+    and stderr holding the error; passing the error through to a terminal that is not reading
+    holds the pump there while the workload's stdout gets its line; the second round reads it.
+    The burst is stored stdout first all the same (before, in the order the rounds read it)."""
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    terminal_r, terminal_w = os.pipe()  # stderr's pass-through, which nobody reads yet
+    full = 0
+    os.set_blocking(terminal_w, False)
+    try:
+        while True:  # fill the terminal's pipe: the next pass-through write blocks
+            full += os.write(terminal_w, b"x" * 65536)
+    except BlockingIOError:
+        pass
+    os.set_blocking(terminal_w, True)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    stored: list[tuple[str, str]] = []
+    pipeline = CapturePipeline(CaptureConfig(env={}))
+    pump = OutputPump(
+        {"stdout": (out_r, devnull), "stderr": (err_r, terminal_w)},
+        pipeline,
+        lambda batch: stored.extend(zip(batch.stream, batch.message, strict=True)),
+    )
+    try:
+        os.write(err_w, b"ERROR: failed to pull data from the cloud\n")
+        pump.start()
+        # stderr's pipe emptied: the pump read it, after finding stdout empty, and now waits to
+        # pass it through to the terminal
+        wait_for(lambda: _unread(err_r) == 0, "the pump to read stderr")
+        os.write(out_w, b"step 300: loss=0.6667\n")
+        drained = 0
+        while drained < full + 42:  # the terminal reads again: the pump goes on
+            drained += len(os.read(terminal_r, 1 << 20))
+        os.close(out_w)
+        os.close(err_w)
+        assert pump.join(30)
+    finally:
+        for fd in (terminal_r, terminal_w, devnull):
+            os.close(fd)
+    assert stored == [("stdout", "step 300: loss=0.6667"), ("stderr", "ERROR: failed to pull data from the cloud")]
+
+
+def _unread(fd: int) -> int:
+    """The bytes waiting in pipe ``fd`` (FIONREAD)."""
+    return struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]

@@ -154,7 +154,9 @@ class OutputPump:
                 read.setdefault(name, []).append(data)
             if not got:
                 break
-        return [(name, data) for name, chunks in read.items() for data in chunks]
+        # by stream, not by which was read first: stdout's bytes seen only in a later round
+        # were written before the stderr bytes of an earlier one, or with them
+        return [(name, data) for name in sorted(read, key=_is_stderr) for data in read[name]]
 
 
 def _workload_spoke(data: bytes) -> bool:
@@ -166,4 +168,8 @@ def _workload_spoke(data: bytes) -> bool:
 
 def _stderr_last(key: selectors.SelectorKey) -> bool:
     """The sort key of the pipes read in a burst: stdout's first, stderr's last."""
-    return bool(key.data[0] == "stderr")
+    return _is_stderr(key.data[0])
+
+
+def _is_stderr(name: str) -> bool:
+    return name == "stderr"
