@@ -211,3 +211,23 @@ def test_srun_labels_in_the_pipeline_only_when_told() -> None:
     assert told[0] == (0, "Traceback (most recent call last):\n  File \"a.py\", line 1, in f\nKeyError: 'x'")
     assert (1, "step 3") in told
     assert all(rank is None for rank, _ in _events(text))
+
+
+@pytest.mark.parametrize("chunks", ["at once", "line by line"])
+def test_each_rank_s_finished_traceback_is_stored_before_the_launcher_s_lines_that_follow_it(chunks: str) -> None:
+    """A rank's traceback past its exception line waits for a chained exception that may
+    follow; the launcher's own lines after it (its failure summary) end that wait, so events
+    keep the order of the output. Before, the last rank's traceback was held until the stream
+    closed and stored after torchrun's ``ChildFailedError``, and the reading of the failure saw
+    the launcher's summary first."""
+    text = recorded("torchrun_record.txt")
+    pipeline = CapturePipeline(CaptureConfig(env={}))
+    pieces = [text] if chunks == "at once" else text.splitlines(keepends=True)
+    batch = pipeline.feed("stderr", b"", 1000.0)
+    for piece in pieces:
+        batch.extend(pipeline.feed("stderr", piece.encode(), 1000.0))
+    batch.extend(pipeline.close(1001.0))
+    messages = list(batch.message)
+    summary = next(i for i, m in enumerate(messages) if "ChildFailedError" in m)
+    ranks = [i for i, rank in enumerate(batch.rank) if rank is not None]
+    assert len(ranks) == 2 and max(ranks) < summary, list(zip(batch.rank, [m[:60] for m in messages], strict=True))

@@ -174,6 +174,22 @@ def test_a_launcher_s_own_traceback_wraps_the_rank_s() -> None:
     assert _shape(read) == [("OSError", "cause"), ("RuntimeError", "worker"), ("ChildFailedError", "raised")]
 
 
+def test_a_launcher_s_traceback_after_a_rank_s_exception_line_alone() -> None:
+    """A rank that printed only its exception line (its frames cut by a log shipper, or a
+    library that logs the error without them), then the launcher's traceback: the rank's
+    exception is the cause, not ``ChildFailedError``."""
+    launcher = (
+        "Traceback (most recent call last):\n"
+        '  File "/usr/bin/torchrun", line 8, in <module>\n'
+        "    sys.exit(main())\n"
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
+    )
+    rank = "AssertionError: train_batch_size is not equal to micro_batch_per_gpu * gradient_acc_step * world_size 8 != 2 * 1 * 1"
+    read = read_failure([rank, "E0105 12:00:00 1234 api.py:881] failed (exitcode: 1) local_rank: 0", launcher])
+    assert _shape(read) == [("AssertionError", "worker"), ("ChildFailedError", "raised")]
+    assert "micro_batch_per_gpu" in read.innermost.message
+
+
 def test_a_native_check_failure_before_sigabrt() -> None:
     lines = [
         "I0105 12:34:50.000000  1234 main.cc:10] starting",

@@ -64,6 +64,13 @@ class Block:
     def accept(self, line: str) -> int:
         return TAKE if _continues(line) else END
 
+    @property
+    def settled(self) -> bool:
+        """Whether the block is whole if nothing more comes (a line and its continuations, a
+        traceback past its exception line): another source's line may then end it. A trace
+        still in its frames is not."""
+        return self.bulk_ends
+
     def take(self, line: str, now: float) -> None:
         if self.held:
             self.lines.extend(self.held)
@@ -179,6 +186,10 @@ class PythonBlock(Block):
             self.phase = self.FRAMES
             return TAKE
         return END
+
+    @property
+    def settled(self) -> bool:
+        return self.phase == self.AFTER_EXCEPTION and not self.held
 
     def describe(self) -> dict[str, Any] | None:
         fields: dict[str, Any] = {"block": self.kind}

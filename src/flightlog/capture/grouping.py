@@ -207,6 +207,14 @@ class StreamGrouper:
         if block is not None and now - block.last >= self.idle:
             self.flush(out)
 
+    def flush_settled(self, out: LogBatch) -> None:
+        """Emit the pending block if it is whole as it stands (``Block.settled``): called when
+        another source's lines arrive on the stream, so that events keep the order of the
+        output (a rank's finished traceback before the launcher's summary that follows it)."""
+        block = self._pending
+        if block is not None and block.settled:
+            self.flush(out)
+
     def flush(self, out: LogBatch) -> None:
         block = self._pending
         if block is not None:

@@ -248,6 +248,8 @@ class CapturePipeline:
         if self.config.launcher_labels or has_launcher_marks(text):
             self._ranked_lines(state, lines, progress, now, out)
             return
+        for grouper in state.ranked.values():  # the ranks spoke before: what they finished comes first
+            grouper.flush_settled(out)
         specials = special_lines(text, lines, progress)
         state.grouper.feed(lines, specials, frozenset(progress) if progress else _NO_PROGRESS, now, out)
 
@@ -267,7 +269,11 @@ class CapturePipeline:
             body = [p.text for p in marked[start:end]]
             moved = [i - start for i in range(start, end) if i in collapsed]
             specials = special_lines("\n".join(body) + "\n", body, moved)
-            state.for_rank(rank).feed(body, specials, frozenset(moved) if moved else _NO_PROGRESS, now, out)
+            grouper = state.for_rank(rank)
+            for other in state.groupers():  # another source speaks: what is whole is stored first
+                if other is not grouper:
+                    other.flush_settled(out)
+            grouper.feed(body, specials, frozenset(moved) if moved else _NO_PROGRESS, now, out)
             start = end
 
     def _finish(self, batch: LogBatch, now: float, final: bool) -> LogBatch:

@@ -120,11 +120,13 @@ def read_failure(
         after = docs[index + 1 :]
         if links and _is_launcher_wrapper(links[-1]):
             earlier = next((i for i in range(index - 1, -1, -1) if _HEADER in docs[i]), None)
-            if earlier is not None:
-                inner = read_chain(docs[earlier])
-                if inner:
-                    inner[-1].via = "worker"
-                    links = inner + links
+            inner = read_chain(docs[earlier]) if earlier is not None else []
+            if not inner:  # the child printed its exception line alone (or its frames were cut)
+                found = parse_exception_lines("\n".join(_lines_of(docs[:index])[-EXCEPTION_LINES:]), expand=False)
+                inner = _links_from([e for e in found if not _WARNING_TYPE.search(e.type)])[-1:]
+            if inner:
+                inner[-1].via = "worker"
+                links = inner + links
         native = [ln for ln in _lines_of(after) if ln.startswith(_NATIVE_PREFIXES)]
         if native:  # a native library's last words after the traceback: what ended the process
             extra = _links_from(parse_exception_lines("\n".join(native), expand=False))
