@@ -458,3 +458,65 @@ def test_an_evaluation_statistic_printed_as_nan_is_no_lead(home: Path) -> None:
     """An F1 or an AUC undefined on a subset with no positives is printed as nan by healthy runs."""
     _, report = _run(home, EVAL_NAN)
     assert all(f["confidence"] < 0.5 for f in report["findings"]), report["findings"][:3]
+
+
+# ── a rank's configuration check under torchrun ───────────────────────────────
+RANK_CONFIG_CHECK = """
+import sys
+TRL = "/opt/conda/lib/python3.10/site-packages/trl/trainer/grpo_trainer.py"
+RANK = [
+    "Traceback (most recent call last):",
+    '  File "/work/open-r1/src/open_r1/grpo.py", line 241, in <module>',
+    "    main(script_args, training_args, model_args)",
+    '  File "/work/open-r1/src/open_r1/grpo.py", line 174, in main',
+    "    trainer = GRPOTrainer(",
+    f'  File "{TRL}", line 321, in __init__',
+    "    raise ValueError(",
+    "ValueError: The global train batch size (7 x 1) must be evenly divisible by the number of generations "
+    "per prompt (8). Given the current train batch size, the valid values for the number of generations are: [7].",
+]
+LAUNCHER = [
+    "W0105 12:00:02.500000 4242 torch/distributed/elastic/multiprocessing/api.py:897] Sending process 4243 closing signal SIGTERM",
+    "E0105 12:00:03.118000 4242 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: 1) local_rank: 1 (pid: 4244) of binary: /usr/bin/python3",
+    "Traceback (most recent call last):",
+    '  File "/usr/local/bin/torchrun", line 8, in <module>',
+    "    sys.exit(main())",
+    "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:",
+    "============================================================",
+    "grpo.py FAILED",
+    "------------------------------------------------------------",
+    "Failures:",
+    "[0]:",
+    "  time      : 2025-01-05_12:00:03",
+    "  host      : node-1",
+    "  rank      : 0 (local_rank: 0)",
+    "  exitcode  : -15 (pid: 4243)",
+    "  error_file: <N/A>",
+    "  traceback : Signal 15 (SIGTERM) received by PID 4243",
+    "------------------------------------------------------------",
+    "Root Cause (first observed failure):",
+    "[1]:",
+    "  time      : 2025-01-05_12:00:03",
+    "  host      : node-1",
+    "  rank      : 1 (local_rank: 1)",
+    "  exitcode  : 1 (pid: 4244)",
+    "  error_file: <N/A>",
+    "  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html",
+    "============================================================",
+]
+print("step 0: loading the model", flush=True)
+for line in RANK:
+    print(f"[rank1]: {line}", file=sys.stderr)
+for line in LAUNCHER:
+    print(line, file=sys.stderr)
+sys.exit(1)
+"""
+
+
+def test_a_rank_s_configuration_check_is_a_bad_parameter_not_the_rank_s_code(home: Path) -> None:
+    """The culprit rank's error is categorized as a process's own failure is (the ranker over the
+    whole reading), not by the rules alone: before, the culprit finding called a library's
+    configuration check raised as ``ValueError`` ``code_error`` 0.88 and led the report."""
+    _, report = _run(home, RANK_CONFIG_CHECK)
+    top = _lead(report, "bad_parameter")
+    assert "rank 1" in top["summary"], top["summary"]

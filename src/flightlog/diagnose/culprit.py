@@ -34,6 +34,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from flightlog.diagnose.classify import rank_process
+from flightlog.diagnose.findings import LEAD
 from flightlog.diagnose.ranks import RankFacts, waiting_in_collective, where_in_stacks
 from flightlog.diagnose.signals import Signal, combine, exit_signals, signal_name, traceback_signals
 from flightlog.diagnose.structure import read_failure
@@ -329,11 +331,19 @@ def _cause_of(verdict: Verdict, f: RankFacts | None, ranks: dict[int, RankFacts]
         # the rank's own failure read whole (C4): its traceback behind a launcher's prefixes, in a
         # JSON log line's field or a rich box, a worker's error re-raised by its parent
         texts = [e.text for e in sorted(f.errors, key=lambda e: e.time) if not e.victim]
-        chain = read_failure(texts, exit_code=f.exit_code, signal=f.signal, rank=f.rank).links
+        read = read_failure(texts, exit_code=f.exit_code, signal=f.signal, rank=f.rank)
+        chain = read.links
         signals = traceback_signals(chain, at=error.time) if chain else []
         signals += exit_signals(exit_code=f.exit_code, signal=f.signal, timed_out=False, oom_killed=False)
         top = combine(signals)
         category = top[0].category if top else "code_error"
+        ranked = rank_process(read, at=error.time) if chain else []
+        if ranked and ranked[0].confidence >= LEAD and ranked[0].category != category:
+            # what the rank's error *is* is decided as for a process of its own (the ranker over
+            # the whole reading): a framework's configuration check raised as a ValueError is a
+            # bad parameter, not the user's code, whichever rank raised it
+            category = ranked[0].category
+            signals += ranked[0].signals
         verdict.category = category
         verdict.signals = [_as(s, category) for s in verdict.signals] + signals
         verdict.signals.append(
