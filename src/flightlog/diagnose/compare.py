@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from flightlog.diagnose.differences import count_differences
 from flightlog.diagnose.evidence import RunEvidence
 from flightlog.diagnose.selection import baseline_for, choice_fields
-from flightlog.diagnose.window import is_runner_stage, training_window
+from flightlog.diagnose.window import cpu_wait_percent_between, is_runner_stage, training_window
 from flightlog.errors import InvalidInput, NotFound
 from flightlog.models import MetricSummary, RunInfo
 from flightlog.statuses import ACTIVE_STATUSES
@@ -278,8 +278,6 @@ def _peaks(ev: RunEvidence) -> dict[str, float | None]:
             if isinstance(g.get("utilization_percent"), (int, float)):
                 gpu_util.append(g["utilization_percent"])
     writes = _numbers(ev.resources, "disk_write_bytes")
-    waits = [(r["time"], float(r["cpu_wait_seconds"])) for r in ev.resources if _has(r, "time", "cpu_wait_seconds")]
-    span = waits[-1][0] - waits[0][0] if len(waits) >= 2 else 0.0
     return {
         "rss_peak_bytes": max(rss) if rss else None,
         "cpu_percent_peak": max(cpu) if cpu else None,
@@ -289,12 +287,8 @@ def _peaks(ev: RunEvidence) -> dict[str, float | None]:
         "disk_write_bytes": max(writes) if writes else None,
         # how long the tree was ready to run with no core free (docs/resources.md): a run slower
         # than its baseline because the machine was busy with other work, not because of itself
-        "cpu_wait_percent_avg": 100.0 * (waits[-1][1] - waits[0][1]) / span if span > 0 else None,
+        "cpu_wait_percent_avg": cpu_wait_percent_between(ev, -math.inf, math.inf),  # the whole run
     }
-
-
-def _has(row: dict[str, Any], *keys: str) -> bool:
-    return all(isinstance(row.get(k), (int, float)) for k in keys)
 
 
 def _resources(a: RunEvidence, b: RunEvidence) -> dict[str, Any]:
