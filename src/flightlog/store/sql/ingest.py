@@ -132,8 +132,25 @@ def _apply_context(conn: Any, rec: dict[str, Any], d: Dialect) -> None:
     conn.execute(
         "INSERT INTO context(run_id, writer, data) VALUES(?, ?, ?) "
         "ON CONFLICT(run_id, writer) DO UPDATE SET data=excluded.data",
-        (rec["r"], rec["w"], _dumps(rec["data"])),
+        (rec["r"], rec["w"], _context_json(rec["data"])),
     )
+
+
+def _context_json(data: Any) -> str:
+    """A process's context as stored. In the SDK's own store every run a process starts carries
+    the same dict, redacted once (``sdk/context.py``, ``redaction/userstrings.py``), so a
+    sweep's thousand runs encode its ~4 KB once; a context decoded from a request is a new
+    dict each time and is encoded as it comes."""
+    global _last_context
+    last = _last_context
+    if last is not None and last[0] is data:
+        return last[1]
+    text = _dumps(data)
+    _last_context = (data, text)
+    return text
+
+
+_last_context: tuple[Any, str] | None = None  # (the context dict, its JSON) last stored
 
 
 def _apply_metrics(conn: Any, rec: dict[str, Any], d: Dialect) -> None:
