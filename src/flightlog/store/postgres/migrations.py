@@ -322,10 +322,6 @@ MIGRATIONS: list[list[str]] = [
         # the runs page's default order (newest first, missing times last): an index scan, no sort
         "CREATE INDEX runs_project_created_desc ON runs(project, created DESC NULLS LAST, id DESC)",
     ],
-    # 7: nothing here. SQLite drops ``params_key_num`` and ``metric_series_name_last``, which
-    # its planner never reads (sqlite/migrations.py); PostgreSQL's may start a filter's
-    # semi-join from them.
-    [],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -323,8 +323,10 @@ MIGRATIONS: list[list[str]] = [
     # o.name = ?``), which SQLite answers from the primary keys (run_id, key) and (run_id, name)
     # whatever the statistics; every other read is by run. Kept up to date, they cost each run one
     # leaf per param name and one per metric name (a 20-param, 5-metric run: ~33 of its ~63
-    # pages at commit, copied back again at the next checkpoint). PostgreSQL keeps them: its
-    # planner may turn such an EXISTS into a semi-join that starts from (key, num).
+    # pages at commit, copied back again at the next checkpoint). PostgreSQL keeps them (its
+    # planner may turn such an EXISTS into a semi-join that starts from (key, num)), and has no
+    # migration of this number: its schema did not change, and a version it gained for nothing
+    # would make the servers of a deployment that were not upgraded yet refuse its database.
     [
         "DROP INDEX IF EXISTS params_key_num",
         "DROP INDEX IF EXISTS metric_series_name_last",
