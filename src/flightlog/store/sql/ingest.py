@@ -292,7 +292,7 @@ def apply_batches(conn: Any, batches: Sequence[Sequence[dict[str, Any]]], d: Dia
     """Apply several batches (of one writer each, or of any) inside the caller's one write
     transaction, in order; one result per batch, as if each had been applied alone in turn."""
     plan = _plan(conn, batches, d)
-    _ensure_runs(conn, plan.first_records, d)
+    _ensure_runs(conn, plan, d)
     try:
         with d.savepoint(conn, "batch"), remembered():  # timelines.py: rolled back whole, or kept
             results = _apply_whole(conn, plan, d)
@@ -321,6 +321,7 @@ class _Plan:
         self.marks: dict[tuple[str, str], int] = {}
         self.newest: dict[tuple[str, str], float] = {}  # each writer's newest record: its heartbeat (ranks.py)
         self.first_records: dict[str, dict[str, Any]] = {}  # run → its first record applied here
+        self.projects: dict[str, str] = {}  # run → the project its first `run` record here names
 
 
 def _plan(conn: Any, batches: Sequence[Sequence[dict[str, Any]]], d: Dialect) -> _Plan:
@@ -353,18 +354,25 @@ def _plan(conn: Any, batches: Sequence[Sequence[dict[str, Any]]], d: Dialect) ->
             result.skipped.append(f"unknown record kind {rec.get('k')!r} (run {key[0]}, seq {seq})")
             continue
         plan.first_records.setdefault(key[0], rec)
+        if rec.get("k") == "run" and key[0] not in plan.projects:
+            project = rec.get("project")
+            if isinstance(project, str) and project:
+                plan.projects[key[0]] = project
         plan.todo.append((i, rec, apply))
     return plan
 
 
-def _ensure_runs(conn: Any, first_records: dict[str, dict[str, Any]], d: Dialect) -> None:
-    """A row for every run written here (a record may come before its run's `run` record)."""
-    if first_records:
+def _ensure_runs(conn: Any, plan: _Plan, d: Dialect) -> None:
+    """A row for every run written here (a record may come before its run's `run` record), in
+    the project its `run` record here names, when one does: a new run's row is then written in
+    its project's part of ``runs_project_created`` once, not first under ``default`` and moved
+    (a page of that index fewer at each short run's commit)."""
+    if plan.first_records:
         conn.cursor().executemany(
             d.or_ignore("INSERT INTO runs(id, project, status, created, updated) VALUES(?, ?, 'created', ?, ?)"),
             [
-                (run_id, rec.get("project") or "default", rec.get("t"), rec.get("t"))
-                for run_id, rec in first_records.items()
+                (run_id, plan.projects.get(run_id) or rec.get("project") or "default", rec.get("t"), rec.get("t"))
+                for run_id, rec in plan.first_records.items()
             ],
         )
 
