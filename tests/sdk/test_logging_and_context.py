@@ -141,6 +141,47 @@ def test_runtime_context_has_git_packages_and_allowed_env_only(home: Path, tmp_p
     assert "x" * 40 not in json.dumps(ctx) and "t" * 20 not in json.dumps(ctx)
 
 
+def test_the_runs_of_one_process_share_its_context_until_a_part_of_it_changes(home: Path, tmp_path: Path) -> None:
+    """A sweep's runs share one context (collected, redacted and encoded once a process); a
+    run started after the command line, the working directory or the allowed environment
+    changed records the new one, redacted as the first was."""
+    (tmp_path / "elsewhere").mkdir()
+    proc = run_script(
+        home,
+        f"""
+        import os, sys
+        import flightlog
+
+        def one():
+            run = flightlog.init(project="p", resources=False)
+            run.finish()
+            print(run.id)
+
+        one()
+        one()
+        os.environ["CUDA_VISIBLE_DEVICES"] = "3"
+        one()
+        os.chdir({str(tmp_path / "elsewhere")!r})
+        one()
+        sys.argv[1:] = ["--api-token", "s3cr3t-value-{"x" * 12}"]
+        one()
+        os.environ["OMP_NUM_THREADS"] = "4"
+        one()
+        """,
+        env=child_env(home, CUDA_VISIBLE_DEVICES="0,1"),
+        cwd=tmp_path,
+    )
+    client = flightlog.Client()
+    contexts = [client.context(run_id) for run_id in proc.stdout.split()]
+    assert len(contexts) == 6
+    assert contexts[0] == contexts[1] and contexts[0]["env"]["CUDA_VISIBLE_DEVICES"] == "0,1"
+    assert contexts[2]["env"]["CUDA_VISIBLE_DEVICES"] == "3" and contexts[2]["cwd"] == str(tmp_path)
+    assert contexts[3]["cwd"] == str(tmp_path / "elsewhere") and contexts[3]["command"] == contexts[2]["command"]
+    assert contexts[4]["command"][1] == "--api-token" and "s3cr3t" not in json.dumps(contexts[4])
+    assert contexts[5]["env"]["OMP_NUM_THREADS"] == "4" and contexts[5]["command"] == contexts[4]["command"]
+    assert all(ctx["packages"] == contexts[0]["packages"] and ctx["pid"] == contexts[0]["pid"] for ctx in contexts)
+
+
 def test_the_package_list_is_cached_in_home_until_a_package_is_installed(home: Path, tmp_path: Path) -> None:
     site = tmp_path / "site"
     site.mkdir()

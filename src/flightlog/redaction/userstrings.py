@@ -62,11 +62,17 @@ def _workload(data: Mapping[str, Any], red: Redactor) -> dict[str, Any]:
 
 def _context(rec: dict[str, Any], red: Redactor) -> None:
     """A process's context. Every run a process starts carries the same one (a sweep's thousand
-    runs, a thousand times), so the redacted form is remembered per redactor, keyed by what
-    can change between runs (command, working directory, environment, git state), and the
-    package list, passed through as it is, is never part of the key."""
+    runs, a thousand times), so the redacted form is remembered per redactor: for the very dict
+    it was made from (the SDK hands each run the same one while nothing in it changed,
+    ``sdk/context.py``), and keyed by what can change between runs (command, working directory,
+    environment, git state), the package list, passed through as it is, never part of the key."""
     data = rec.get("data")
     if not isinstance(data, Mapping):
+        return
+    last = _LAST.get(red)
+    if last is not None and last[0] is data:
+        rec["data"], found = last[1], last[2]
+        red.count += found  # counted as the pass it stands for would have counted them
         return
     key = repr(tuple((k, None if k == "packages" else v) for k, v in data.items()))
     memo = _CONTEXTS.get(red)
@@ -75,17 +81,21 @@ def _context(rec: dict[str, Any], red: Redactor) -> None:
     hit = memo.get(key)
     if hit is not None:
         redacted, found = hit
-        red.count += found  # counted as the pass it stands for would have counted them
+        red.count += found
         rec["data"] = {k: data[k] if k == "packages" else v for k, v in redacted.items()}
-        return
-    before = red.count
-    rec["data"] = _workload(data, red)
-    if len(memo) >= _MEMO_SIZE:
-        memo.clear()
-    memo[key] = (rec["data"], red.count - before)
+    else:
+        before = red.count
+        rec["data"] = _workload(data, red)
+        found = red.count - before
+        if len(memo) >= _MEMO_SIZE:
+            memo.clear()
+        memo[key] = (rec["data"], found)
+    _LAST[red] = (data, rec["data"], found)
 
 
 _CONTEXTS: weakref.WeakKeyDictionary[Redactor, dict[str, tuple[dict[str, Any], int]]] = weakref.WeakKeyDictionary()
+#: per redactor, the context it redacted last: (the dict given, its redacted form, secrets found)
+_LAST: weakref.WeakKeyDictionary[Redactor, tuple[Mapping[str, Any], dict[str, Any], int]] = weakref.WeakKeyDictionary()
 _MEMO_SIZE = 16
 
 

@@ -24,7 +24,7 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NoReturn, cast
 
-from flightlog.config import RankIdentity, Settings, rank_from_env, rank_identity
+from flightlog.config import EnvironView, RankIdentity, Settings, rank_from_env, rank_identity
 from flightlog.errors import Conflict, FlightlogError, InvalidInput, NotFound, StoreUnavailable
 from flightlog.ids import RUN_ID_RE, new_run_id
 from flightlog.journal.liveness import process_identity
@@ -89,12 +89,13 @@ def init(
         overrides["home"] = home
     if mode is not None:
         overrides["mode"] = mode
-    settings = Settings.from_env(**overrides)
+    environ = EnvironView()  # ~40 names read below, nearly all unset: each a set lookup
+    settings = Settings.from_env(environ, **overrides)
     if settings.mode not in ("online", "offline", "disabled"):
         raise InvalidInput(f"mode {settings.mode!r} is not valid: use online, offline or disabled")
-    hangs = hang_settings()  # FLIGHTLOG_HANG_*: a bad value is said here, before anything is recorded
-    rank = rank_from_env()
-    identity = rank_identity() if settings.mode != "disabled" else None
+    hangs = hang_settings(environ)  # FLIGHTLOG_HANG_*: a bad value is said here, before anything is recorded
+    rank = rank_from_env(environ)
+    identity = rank_identity(environ) if settings.mode != "disabled" else None
     ranked = identity is not None and identity.distributed and not resume
     env_run = settings.run_id
     # FLIGHTLOG_RUN_ID set for the ranks by hand (no runner around them): they meet there as peers

@@ -236,20 +236,45 @@ def _container() -> dict[str, Any] | None:
 
 
 def process_context(extra_env: Sequence[str] = (), *, home: Path | None = None) -> dict[str, Any]:
-    """The context of this process (cached after the first call; argv and cwd read each time).
+    """The context of this process (cached after the first call; argv, cwd, pid and the
+    allowed environment read each time).
 
-    ``home``: FLIGHTLOG_HOME, where the package list is cached between processes."""
-    global _git_state
+    While none of those changed, the same dict is returned again, so what is derived from it
+    is derived once a process, not once a run (a sweep's thousand runs: its redacted form,
+    ``redaction/userstrings.py``; its JSON in the store, ``store/sql/ingest.py``). It is
+    shared: callers read it and never change it. ``home``: FLIGHTLOG_HOME, where the package
+    list is cached between processes."""
+    global _git_state, _last
     with _lock:
-        base = dict(_interpreter_context(home))
+        interpreter = _interpreter_context(home)
         if _git_state is _UNSET:
             _git_state = git_info(os.getcwd())
-        base["git"] = _git_state
-    base["command"] = list(sys.argv)
-    base["cwd"] = os.getcwd()
-    base["pid"] = os.getpid()
-    base["env"] = allowed_env(os.environ, extra_env)
-    return base
+        git = _git_state
+        command, cwd, pid = list(sys.argv), os.getcwd(), os.getpid()
+        env = allowed_env(os.environ, extra_env)
+        if _last is not None:
+            made_from, last = _last
+            if (
+                made_from is interpreter
+                and last["git"] is git
+                and last["pid"] == pid
+                and last["cwd"] == cwd
+                and last["command"] == command
+                and last["env"] == env
+            ):
+                return last
+        context = dict(interpreter)
+        context["git"] = git
+        context["command"] = command
+        context["cwd"] = cwd
+        context["pid"] = pid
+        context["env"] = env
+        _last = (interpreter, context)
+        return context
+
+
+#: (the interpreter context it was made from, the context last returned by `process_context`)
+_last: tuple[dict[str, Any], dict[str, Any]] | None = None
 
 
 def _interpreter_context(home: Path | None) -> dict[str, Any]:

@@ -24,6 +24,7 @@ import os
 import sys
 import tempfile
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,16 +46,17 @@ _stopping: list[RankWatch] = []  # stopped by unwatch_run, their threads not joi
 _fh_file: Any = None  # faulthandler's file, open for the life of the process
 
 
-def hang_settings() -> HangSettings:
-    """The hang watch's settings from the environment; a bad value is the caller's to fix.
-    Read again only when one of its variables changed (a sweep's thousand ``init()`` calls
-    parse them once)."""
+def hang_settings(environ: Mapping[str, str] | None = None) -> HangSettings:
+    """The hang watch's settings from the environment (``environ``: a view of it,
+    ``config.EnvironView``); a bad value is the caller's to fix. Read again only when one of its
+    variables changed (a sweep's thousand ``init()`` calls parse them once)."""
     global _settings
-    key = tuple(os.environ.get(name) for name in VARIABLES)
+    env = os.environ if environ is None else environ
+    key = tuple(env.get(name) for name in VARIABLES)
     if _settings is not None and _settings[0] == key:
         return _settings[1]
     try:
-        settings = HangSettings.from_env(strict=True)
+        settings = HangSettings.from_env(env, strict=True)
     except ValueError as exc:
         raise InvalidInput(f"{exc} (docs/configuration.md lists the hang watch's settings)") from None
     _settings = (key, settings)

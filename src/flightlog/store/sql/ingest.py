@@ -132,8 +132,25 @@ def _apply_context(conn: Any, rec: dict[str, Any], d: Dialect) -> None:
     conn.execute(
         "INSERT INTO context(run_id, writer, data) VALUES(?, ?, ?) "
         "ON CONFLICT(run_id, writer) DO UPDATE SET data=excluded.data",
-        (rec["r"], rec["w"], _dumps(rec["data"])),
+        (rec["r"], rec["w"], _context_json(rec["data"])),
     )
+
+
+def _context_json(data: Any) -> str:
+    """A process's context as stored. In the SDK's own store every run a process starts carries
+    the same dict, redacted once (``sdk/context.py``, ``redaction/userstrings.py``), so a
+    sweep's thousand runs encode its ~4 KB once; a context decoded from a request is a new
+    dict each time and is encoded as it comes."""
+    global _last_context
+    last = _last_context
+    if last is not None and last[0] is data:
+        return last[1]
+    text = _dumps(data)
+    _last_context = (data, text)
+    return text
+
+
+_last_context: tuple[Any, str] | None = None  # (the context dict, its JSON) last stored
 
 
 def _apply_metrics(conn: Any, rec: dict[str, Any], d: Dialect) -> None:
@@ -275,7 +292,7 @@ def apply_batches(conn: Any, batches: Sequence[Sequence[dict[str, Any]]], d: Dia
     """Apply several batches (of one writer each, or of any) inside the caller's one write
     transaction, in order; one result per batch, as if each had been applied alone in turn."""
     plan = _plan(conn, batches, d)
-    _ensure_runs(conn, plan.first_records, d)
+    _ensure_runs(conn, plan, d)
     try:
         with d.savepoint(conn, "batch"), remembered():  # timelines.py: rolled back whole, or kept
             results = _apply_whole(conn, plan, d)
@@ -304,6 +321,7 @@ class _Plan:
         self.marks: dict[tuple[str, str], int] = {}
         self.newest: dict[tuple[str, str], float] = {}  # each writer's newest record: its heartbeat (ranks.py)
         self.first_records: dict[str, dict[str, Any]] = {}  # run → its first record applied here
+        self.projects: dict[str, str] = {}  # run → the project its first `run` record here names
 
 
 def _plan(conn: Any, batches: Sequence[Sequence[dict[str, Any]]], d: Dialect) -> _Plan:
@@ -336,18 +354,25 @@ def _plan(conn: Any, batches: Sequence[Sequence[dict[str, Any]]], d: Dialect) ->
             result.skipped.append(f"unknown record kind {rec.get('k')!r} (run {key[0]}, seq {seq})")
             continue
         plan.first_records.setdefault(key[0], rec)
+        if rec.get("k") == "run" and key[0] not in plan.projects:
+            project = rec.get("project")
+            if isinstance(project, str) and project:
+                plan.projects[key[0]] = project
         plan.todo.append((i, rec, apply))
     return plan
 
 
-def _ensure_runs(conn: Any, first_records: dict[str, dict[str, Any]], d: Dialect) -> None:
-    """A row for every run written here (a record may come before its run's `run` record)."""
-    if first_records:
+def _ensure_runs(conn: Any, plan: _Plan, d: Dialect) -> None:
+    """A row for every run written here (a record may come before its run's `run` record), in
+    the project its `run` record here names, when one does: a new run's row is then written in
+    its project's part of ``runs_project_created`` once, not first under ``default`` and moved
+    (a page of that index fewer at each short run's commit)."""
+    if plan.first_records:
         conn.cursor().executemany(
             d.or_ignore("INSERT INTO runs(id, project, status, created, updated) VALUES(?, ?, 'created', ?, ?)"),
             [
-                (run_id, rec.get("project") or "default", rec.get("t"), rec.get("t"))
-                for run_id, rec in first_records.items()
+                (run_id, plan.projects.get(run_id) or rec.get("project") or "default", rec.get("t"), rec.get("t"))
+                for run_id, rec in plan.first_records.items()
             ],
         )
 

@@ -45,15 +45,16 @@ _LOCK_WAIT = 60.0  # seconds a write waits for another process's write lock befo
 _SLICE_MS = 20  # a fork-safe connection: SQLite's own busy wait, per try, inside the no-fork section
 
 #: WAL pages after which a commit of the SDK's connection (``fork_safe``) checkpoints, instead of
-#: SQLite's 1,000 (issue #32). A run's commit writes ~60 pages (its params go to ~20 leaves of
-#: ``params_key_num``, its metrics to one leaf of ``metric_series_name_last`` per name), and a
-#: checkpoint copies every page the WAL holds back into the database and waits for two fsyncs:
-#: ~25 ms on this project's shared disk at 4,000 pages, every ~65th ``finish()`` of a sweep
-#: (0.37 ms a run), ~65 ms at 16,000, every ~260th (0.24 ms a run): a sweep rewrites the same
-#: index leaves run after run, so a longer WAL copies each of them once for more runs. The WAL
-#: then grows to 64 MiB (reused, not grown further, after each checkpoint; removed when the
-#: last connection closes). Durability is unchanged: a commit is in the WAL when it returns,
-#: whenever the WAL is copied back (a process crash loses nothing either way).
+#: SQLite's 1,000 (issue #32). A run's commit wrote ~60 pages (its params went to ~20 leaves of
+#: ``params_key_num``, its metrics to one leaf of ``metric_series_name_last`` per name; ~30 since
+#: schema 7 dropped those two indexes, which no query read), and a checkpoint copies every page the
+#: WAL holds back into the database and waits for two fsyncs: ~25 ms on this project's shared disk
+#: at 4,000 pages, every ~65th ``finish()`` of a sweep (0.37 ms a run), ~65 ms at 16,000, every
+#: ~260th (0.24 ms a run): a sweep rewrites the same index leaves run after run, so a longer WAL
+#: copies each of them once for more runs. The WAL then grows to 64 MiB (reused, not grown further,
+#: after each checkpoint; removed when the last connection closes). Durability is unchanged: a
+#: commit is in the WAL when it returns, whenever the WAL is copied back (a process crash loses
+#: nothing either way).
 SDK_AUTOCHECKPOINT_PAGES = 16000
 
 _PRAGMAS = (
