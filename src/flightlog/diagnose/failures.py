@@ -109,12 +109,26 @@ def read_run(ev: RunEvidence) -> FailureRead:
     read = read_failure(texts, **facts)
     recorded = str(failure.get("exception") or "")
     short = recorded.rsplit(".", 1)[-1]
-    if short and (read.outermost is None or read.outermost.short_type != short):
+    if short and not _holds(read, short):
         # the failure summary (the SDK's exception, the runner's last traceback) names another
         # exception than the log's last chain, or the log has none: the summary ended it
         summary = failure.get("traceback") or f"{_HEADER}:\n{recorded}: {failure.get('message', '')}"
         read = read_failure([*texts, summary], **facts)
     return read
+
+
+def _holds(read: FailureRead, short: str) -> bool:
+    """Whether the log's chain ends in the summary's exception, or holds it as a child's under a
+    launcher's wrapper: torchrun's ``ChildFailedError`` printed after the rank's traceback that
+    the runner recorded as the failure (read again with that traceback appended, the rank's
+    exception would sit after the launcher's and read the launcher's traceback as its child)."""
+    if read.launcher is not None and read.launcher.rsplit(".", 1)[-1] == short:
+        return True  # the launcher's own wrapper, read with what its child printed before it
+    if read.outermost is None:
+        return False
+    if read.outermost.short_type == short:
+        return True
+    return read.launcher is not None and len(read.links) > 1 and read.links[-2].short_type == short
 
 
 def analyze_failure(ev: RunEvidence, facts: FailureFacts | None = None) -> list[Finding]:

@@ -1,0 +1,128 @@
+"""Whole runs read the way they printed (issue 29): a failure under a launcher's report, in
+structured logs, re-raised by a parent — real processes under ``flightlog run``, diagnosed in
+full. Each test is a form that the message-level reading got right and the whole run did not."""
+
+from __future__ import annotations
+
+import re
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flightlog.diagnose.structure import FailureRead
+from tests.helpers import cli
+
+pytestmark = pytest.mark.embedded_only("the report is the same over either transport (tests/diagnose/test_api.py)")
+
+
+def _run(home: Path, script: str, *runner: str) -> tuple[dict[str, Any], FailureRead]:
+    """Run ``script`` under ``flightlog run``: its full diagnosis and the reading of its failure."""
+    from flightlog.client import Client
+    from flightlog.diagnose.evidence import RunEvidence
+    from flightlog.diagnose.failures import read_run
+
+    path = home.parent / "workload.py"
+    path.write_text(textwrap.dedent(script))
+    proc = cli(home, "run", "--project", "whole", *runner, "--", sys.executable, str(path), check=False, timeout=180)
+    m = re.search(r"run ([0-9a-f]{32}) started", proc.stderr)
+    assert m, proc.stderr
+    with Client(home) as c:
+        return c.diagnose(m[1], auto_baseline=False), read_run(RunEvidence(c, c.run(m[1])))
+
+
+def _top(report: dict[str, Any]) -> tuple[str, float]:
+    findings = report["findings"]
+    return (findings[0]["category"], findings[0]["confidence"]) if findings else ("none", 0.0)
+
+
+# torchrun's report of a failed rank, as torch 2.4+ prints it (tests/capture/recorded/)
+TORCHRUN_REPORT = [
+    "W0105 12:00:02.500000 4242 torch/distributed/elastic/multiprocessing/api.py:897] Sending process 4243 closing signal SIGTERM",
+    "E0105 12:00:03.118000 4242 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: 1) local_rank: 1 (pid: 4244) of binary: /usr/bin/python3",
+    "Traceback (most recent call last):",
+    '  File "/usr/local/bin/torchrun", line 8, in <module>',
+    "    sys.exit(main())",
+    '  File "/usr/local/lib/python3.10/dist-packages/torch/distributed/launcher/api.py", line 263, in launch_agent',
+    "    raise ChildFailedError(",
+    "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:",
+    "============================================================",
+    "train.py FAILED",
+    "------------------------------------------------------------",
+    "Failures:",
+    "  <NO_OTHER_FAILURES>",
+    "------------------------------------------------------------",
+    "Root Cause (first observed failure):",
+    "[1]:",
+    "  time      : 2025-01-05_12:00:03",
+    "  host      : node-1",
+    "  rank      : 1 (local_rank: 1)",
+    "  exitcode  : 1 (pid: 4244)",
+    "  error_file: <N/A>",
+    "  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html",
+    "============================================================",
+]
+
+NCCL_WATCHDOG_UNDER_TORCHRUN = f"""
+import sys
+REPORT = {TORCHRUN_REPORT!r}
+print("step 7400: loss=1.8211", flush=True)
+for line in [
+    "[E1206 18:44:16.997991020 ProcessGroupNCCL.cpp:607] [Rank 1] Watchdog caught collective operation timeout: "
+    "WorkNCCL(SeqNum=7753, OpType=_REDUCE_SCATTER_BASE, NumelIn=544997376, NumelOut=68124672, Timeout(ms)=600000) "
+    "ran for 600003 milliseconds before timing out.",
+    "[E1206 18:44:16.998102331 ProcessGroupNCCL.cpp:1537] [PG 1 Rank 1] Timeout at NCCL work: 7753, last enqueued "
+    "NCCL work: 7753, last completed NCCL work: 7752.",
+]:
+    print("[rank1]:" + line, file=sys.stderr, flush=True)
+for line in REPORT:
+    print(line, file=sys.stderr, flush=True)
+sys.exit(1)
+"""
+
+
+def test_a_rank_s_watchdog_timeout_under_torchrun_s_report(home: Path) -> None:
+    """The rank printed no exception, only NCCL's watchdog lines; torchrun's ``ChildFailedError``
+    and summary followed. Before, the launcher's empty wrapper was the failure's only exception
+    and its summary the last lines: ``service_unavailable`` 0.39, a hint."""
+    report, read = _run(home, NCCL_WATCHDOG_UNDER_TORCHRUN)
+    category, confidence = _top(report)
+    assert category == "service_unavailable" and confidence >= 0.5, report["findings"][:3]
+    assert read.links == [] and read.last_line is not None and "last completed NCCL work" in read.last_line
+
+
+RANK_SUBPROCESS_UNDER_TORCHRUN = f"""
+import sys
+REPORT = {TORCHRUN_REPORT!r}
+RANK = [
+    "Traceback (most recent call last):",
+    '  File "/opt/conda/lib/python3.11/site-packages/torch/utils/cpp_extension.py", line 2105, in _run_ninja_build',
+    "    subprocess.run(",
+    '  File "/opt/conda/lib/python3.11/subprocess.py", line 571, in run',
+    "    raise CalledProcessError(retcode, process.args,",
+    "subprocess.CalledProcessError: Command '['ninja', '-v']' returned non-zero exit status 1.",
+]
+print("building the fused_adam extension", flush=True)
+for line in RANK:
+    print("[rank1]: " + line, file=sys.stderr, flush=True)
+for line in REPORT:
+    print(line, file=sys.stderr, flush=True)
+sys.exit(1)
+"""
+
+
+def test_a_rank_s_own_launcher_wrapper_under_torchrun_s_report(home: Path) -> None:
+    """A rank's uncaught ``CalledProcessError`` (itself a wrapper of a child process), then
+    torchrun's report. The runner records the rank's traceback as the failure; read again with
+    it after torchrun's summary, it took torchrun's ``ChildFailedError`` for its child: the chain
+    read [ChildFailedError (worker), CalledProcessError] and ``code_error`` led at 0.88."""
+    report, read = _run(home, RANK_SUBPROCESS_UNDER_TORCHRUN)
+    assert [(link.short_type, link.via) for link in read.links] == [
+        ("CalledProcessError", "worker"),
+        ("ChildFailedError", "raised"),
+    ]
+    assert read.handled == []
+    category, confidence = _top(report)
+    assert category != "code_error" or confidence < 0.5, report["findings"][:3]
