@@ -180,3 +180,77 @@ def test_a_refused_parameter_logged_with_a_prefix(home: Path) -> None:
     report, _ = _run(home, LOGGED_REFUSAL)
     category, confidence = _top(report)
     assert category == "bad_parameter" and confidence >= 0.5, report["findings"][:3]
+
+
+# ── structured logs ──────────────────────────────────────────────────────────
+STRUCTLOG_DICT_TRACEBACKS = """
+import sys, structlog
+structlog.configure(
+    processors=[
+        structlog.processors.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso"),
+        structlog.processors.dict_tracebacks,
+        structlog.processors.JSONRenderer(),
+    ]
+)
+log = structlog.get_logger()
+log.info("epoch started", epoch=1)
+def save(path):
+    try:
+        raise OSError(28, "No space left on device")
+    except OSError as exc:
+        raise RuntimeError(f"could not write checkpoint {path}") from exc
+try:
+    save("ckpt-300.pt")
+except RuntimeError:
+    log.exception("training stopped")
+    sys.exit(1)
+"""
+
+
+def test_structlog_s_dict_tracebacks_are_read_as_the_chain(home: Path) -> None:
+    """structlog's ``dict_tracebacks`` logs the chain as data (``exc_type``, ``exc_value``,
+    ``frames``, ``is_cause``): before, nothing of it was read (``code_error`` 0.25 from the
+    exit alone)."""
+    pytest.importorskip("structlog")
+    report, read = _run(home, STRUCTLOG_DICT_TRACEBACKS)
+    assert [(link.short_type, link.via) for link in read.links] == [("OSError", "cause"), ("RuntimeError", "raised")]
+    assert read.links[0].frames[-1].function == "save"
+    category, confidence = _top(report)
+    assert category == "disk_full" and confidence >= 0.5, report["findings"][:3]
+
+
+JSON_LOGGER_MESSAGE = """
+import json, logging, sys
+class JsonFormatter(logging.Formatter):
+    # python-json-logger's shape: the record's message, its formatted exception in exc_info
+    def format(self, record):
+        out = {"asctime": self.formatTime(record), "levelname": record.levelname, "name": record.name}
+        out["message"] = record.getMessage()
+        if record.exc_info:
+            out["exc_info"] = self.formatException(record.exc_info)
+        return json.dumps(out)
+handler = logging.StreamHandler(sys.stderr)
+handler.setFormatter(JsonFormatter())
+log = logging.getLogger("train")
+log.addHandler(handler)
+log.setLevel(logging.INFO)
+log.info("starting the run")
+def load_features():
+    raise RuntimeError("feature loading failed")
+try:
+    load_features()
+except RuntimeError:
+    log.exception("could not reach the feature store at features:8080: [Errno 111] Connection refused")
+    sys.exit(1)
+"""
+
+
+def test_a_json_log_line_s_message_above_its_traceback_is_read(home: Path) -> None:
+    """The message a logger wrote with ``log.exception`` names the cause; the traceback is a
+    generic wrapper's. Before, the message (joined with the traceback into one text) was read
+    neither as a line nor as part of the chain."""
+    report, read = _run(home, JSON_LOGGER_MESSAGE)
+    assert any("Connection refused" in line for line in read.lines), read.lines
+    category, confidence = _top(report)
+    assert category == "service_unavailable" and confidence >= 0.5, report["findings"][:3]
