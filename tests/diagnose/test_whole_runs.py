@@ -254,3 +254,63 @@ def test_a_json_log_line_s_message_above_its_traceback_is_read(home: Path) -> No
     assert any("Connection refused" in line for line in read.lines), read.lines
     category, confidence = _top(report)
     assert category == "service_unavailable" and confidence >= 0.5, report["findings"][:3]
+
+
+# ── a rank killed at the memory limit under torchrun ──────────────────────────
+TORCHRUN = Path(sys.executable).with_name("torchrun")
+RANK_OUT_OF_MEMORY = """
+import torch, torch.distributed as dist
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+for step in range(3):
+    t = torch.ones(1)
+    dist.all_reduce(t)
+    print(f"rank {rank} step {step} loss {1.0 / (step + 1):.3f}", flush=True)
+if rank == 1:  # a batch far larger than the others': rank 1 grows until the limit kills it
+    blocks = []
+    while True:
+        blocks.append(bytearray(b"x" * (8 << 20)))
+t = torch.ones(1)
+dist.all_reduce(t)
+"""
+
+
+@pytest.mark.skipif(not TORCHRUN.exists(), reason="torchrun")
+@pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="reads memory from /proc")
+def test_a_rank_killed_at_the_memory_limit_under_torchrun(home: Path) -> None:
+    """``torchrun --nproc-per-node 2`` under ``--memory-limit``: rank 1 grows until the kernel
+    kills it (SIGKILL), rank 0 fails on the closed connection, torchrun reports exitcode -9.
+    The runner records the OOM kill; before, the culprit finding read rank 1's SIGKILL alone:
+    ``killed_by_signal`` 0.72 led, and the runner said "looks like killed_by_signal on rank 1"."""
+    pytest.importorskip("torch")
+    path = home.parent / "ddp_oom.py"
+    path.write_text(textwrap.dedent(RANK_OUT_OF_MEMORY))
+    proc = cli(
+        home,
+        "run",
+        "--project",
+        "whole",
+        "--memory-limit",
+        "1200M",
+        "--sample-interval",
+        "0.2s",
+        "--",
+        str(TORCHRUN),
+        "--nproc-per-node",
+        "2",
+        "--standalone",
+        str(path),
+        check=False,
+        timeout=300,
+    )
+    m = re.search(r"run ([0-9a-f]{32}) started", proc.stderr)
+    assert m, proc.stderr
+    from flightlog.client import Client
+
+    with Client(home) as c:
+        report = c.diagnose(m[1], auto_baseline=False)
+    findings = [(f["category"], f["confidence"], f.get("rank")) for f in report["findings"]]
+    assert findings[0][0] == "oom_killed" and findings[0][1] >= 0.5, findings
+    assert not any(c == "killed_by_signal" and p >= 0.5 for c, p, _ in findings), findings
+    # the culprit (when the runner saw torchrun name it): rank 1, and the runner's verdict agrees
+    assert findings[0][2] in (1, None) and "looks like oom_killed" in proc.stderr, proc.stderr[-2000:]

@@ -90,7 +90,7 @@ def read_run(ev: RunEvidence) -> FailureRead:
     if not texts:  # no stored events (pruned logs): the failure summary's last lines
         texts = [str(x) for x in failure.get("last_lines") or []]
     oom = failure.get("oom") or {}
-    near = None if ev.timed_out else _memory_before_the_end(ev)
+    near = None if ev.timed_out else memory_before_the_end(ev)
     share = near[0] / near[1] if near else _share_of_the_host(ev)
     exit_code = info.exit_code
     if exit_code is None and info.signal is None and (info.end_reason == "exception" or failure.get("exception")):
@@ -138,7 +138,7 @@ def analyze_failure(ev: RunEvidence, facts: FailureFacts | None = None) -> list[
         return []  # still running: nothing has ended yet
     ended = ev.process_end or info.ended
     read = read_run(ev)
-    near = None if ev.timed_out else _memory_before_the_end(ev)
+    near = None if ev.timed_out else memory_before_the_end(ev)
     detail = None
     if near is not None:
         used, limit, _ = near
@@ -269,7 +269,7 @@ _LAST_SAMPLES = 3
 _LAST_SECONDS = 10.0
 
 
-def _memory_before_the_end(ev: RunEvidence) -> tuple[int, int, float | None] | None:
+def memory_before_the_end(ev: RunEvidence) -> tuple[int, int, float | None] | None:
     """``(bytes, limit, time)``: the most memory of the last samples before the process ended
     (the last three, and any of its last ten seconds), against its limit — or the peak the
     runner's cgroup recorded, when there are no samples."""
