@@ -314,3 +314,61 @@ def test_a_rank_killed_at_the_memory_limit_under_torchrun(home: Path) -> None:
     assert not any(c == "killed_by_signal" and p >= 0.5 for c, p, _ in findings), findings
     # the culprit (when the runner saw torchrun name it): rank 1, and the runner's verdict agrees
     assert findings[0][2] in (1, None) and "looks like oom_killed" in proc.stderr, proc.stderr[-2000:]
+
+
+# ── a rank's last stdout line inside torchrun's summary ──────────────────────
+def _batch(*events: tuple[str, str, int | None]) -> Any:
+    from flightlog.logevents import LogBatch
+
+    batch = LogBatch()
+    for stream, message, rank in events:
+        batch.append(time=1.0, stream=stream, level=40 if rank is not None else 20, message=message, rank=rank)
+    return batch
+
+
+def test_a_rank_s_last_stdout_line_is_not_read_into_torchrun_s_summary() -> None:
+    """The batches ``flightlog run`` fed its launcher reader for a real ``torchrun`` job whose rank
+    1 aborted (recorded order): the capture holds a stream's last line until the stream ends, so
+    rank 1's last stdout line came between torchrun's ``[0]:`` entry and its closing rule, and was
+    read as the rank's ``traceback`` field — the culprit finding then said "rank 1 failed first:
+    rank 1 step 2 loss 0.333" (``code_error`` 0.9)."""
+    from flightlog.runner.launcher import LauncherOutput
+
+    out = LauncherOutput()
+    out.feed(_batch(("stdout", "rank 0 step 2 loss 0.333", None)))
+    out.feed(
+        _batch(
+            (
+                "stderr",
+                'Traceback (most recent call last):\n  File "/usr/bin/torchrun", line 8, in <module>\n'
+                "    sys.exit(main())\ntorch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+                None,
+            ),
+            ("stderr", "=======================================================", None),
+            ("stderr", "ddp_abort.py FAILED", None),
+            ("stderr", "-------------------------------------------------------", None),
+            ("stderr", "Failures:", None),
+            (
+                "stderr",
+                "[1]:\n  time      : 2026-12-07_02:47:40\n  host      : localhost\n  rank      : 0 (local_rank: 0)\n"
+                "  exitcode  : -15 (pid: 19431)  (SIGTERM)\n  error_file: <N/A>\n"
+                "  traceback : Signal 15 (SIGTERM) received by PID 19431",
+                None,
+            ),
+            ("stderr", "-------------------------------------------------------", None),
+            ("stderr", "Root Cause (first observed failure):", None),
+            (
+                "stderr",
+                "[0]:\n  time      : 2026-12-07_02:47:40\n  host      : localhost\n  rank      : 1 (local_rank: 1)\n"
+                "  exitcode  : -6 (pid: 19433)  (SIGABRT)\n  error_file: <N/A>\n"
+                "  traceback : Signal 6 (SIGABRT) received by PID 19433",
+                None,
+            ),
+        )
+    )
+    out.feed(_batch(("stdout", "rank 1 step 2 loss 0.333", None)))
+    out.feed(_batch(("stderr", "=======================================================", None)))
+    facts = out.facts()
+    assert facts is not None
+    ranks = {r["rank"]: r for r in facts["ranks"]}
+    assert ranks[1]["signal"] == 6 and "error" not in ranks[1], ranks[1]
