@@ -19,7 +19,9 @@ pytestmark = pytest.mark.embedded_only("the report is the same over either trans
 
 
 def _run(home: Path, script: str, *runner: str) -> tuple[dict[str, Any], FailureRead]:
-    """Run ``script`` under ``flightlog run``: its full diagnosis and the reading of its failure."""
+    """Run ``script`` under ``flightlog run``: its full diagnosis and the reading of its failure
+    (the report carries the runner's own quick category as ``runner_category``, and its line
+    saying how the run ended as ``runner_line``)."""
     from flightlog.client import Client
     from flightlog.diagnose.evidence import RunEvidence
     from flightlog.diagnose.failures import read_run
@@ -30,7 +32,13 @@ def _run(home: Path, script: str, *runner: str) -> tuple[dict[str, Any], Failure
     m = re.search(r"run ([0-9a-f]{32}) started", proc.stderr)
     assert m, proc.stderr
     with Client(home) as c:
-        return c.diagnose(m[1], auto_baseline=False), read_run(RunEvidence(c, c.run(m[1])))
+        info = c.run(m[1])
+        report = c.diagnose(m[1], auto_baseline=False)
+        report["runner_category"] = (info.failure or {}).get("category")
+        report["runner_line"] = next(
+            (ln for ln in proc.stderr.splitlines() if ln.startswith("flightlog: run ") and " in " in ln), ""
+        )
+        return report, read_run(RunEvidence(c, info))
 
 
 def _top(report: dict[str, Any]) -> tuple[str, float]:
@@ -91,6 +99,8 @@ def test_a_rank_s_watchdog_timeout_under_torchrun_s_report(home: Path) -> None:
     category, confidence = _top(report)
     assert category == "service_unavailable" and confidence >= 0.5, report["findings"][:3]
     assert read.links == [] and read.last_line is not None and "last completed NCCL work" in read.last_line
+    # the runner's quick reading (its "looks like" line) reads the run the same way
+    assert "looks like service_unavailable" in report["runner_line"], report["runner_line"]
 
 
 RANK_SUBPROCESS_UNDER_TORCHRUN = f"""
