@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -243,3 +244,45 @@ def test_a_handled_traceback_followed_by_more_output() -> None:
 def test_a_link_is_a_parsed_exception() -> None:
     link = Link("ValueError", "bad", [], library=None)
     assert link.headline() == "ValueError: bad" and link.via == "raised" and not link.codes
+
+
+# ── a launcher's report after its child's last words (issue 29, whole runs) ──────
+RECORDED = Path(__file__).resolve().parents[1] / "capture" / "recorded"
+NCCL_WATCHDOG = [
+    "[rank2]:[E1206 18:44:16.997991020 ProcessGroupNCCL.cpp:607] [Rank 2] Watchdog caught collective operation "
+    "timeout: WorkNCCL(SeqNum=7487, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800096 "
+    "milliseconds before timing out.",
+    "[rank2]:[E1206 18:44:16.998102331 ProcessGroupNCCL.cpp:1537] [PG 0 Rank 2] Timeout at NCCL work: 7487, last "
+    "enqueued NCCL work: 7487, last completed NCCL work: 7486.",
+]
+
+
+def _torchrun_report(recorded_name: str) -> list[str]:
+    """torchrun's own lines of a recorded run: its log lines, its ``ChildFailedError`` and summary."""
+    text = (RECORDED / recorded_name).read_text(encoding="utf-8")
+    lines = text.splitlines()
+    start = next(i for i, ln in enumerate(lines) if "closing signal" in ln or "failed (exitcode" in ln)
+    return lines[start:]
+
+
+def test_a_launcher_s_report_after_a_rank_that_printed_no_exception() -> None:
+    """A rank whose watchdog printed the timeout and aborted, then torchrun's report (recorded):
+    the report is the launcher's, not the failure — no ``ChildFailedError`` link with nothing
+    under it, and the rank's last line is the last line read (before: the summary's ``====``)."""
+    report = _torchrun_report("torchrun_gloo_timeout.txt")
+    read = read_failure(["epoch 1 step 7400 loss=1.82", *NCCL_WATCHDOG, *report], exit_code=1)
+    assert read.links == [] and read.launcher == "torch.distributed.elastic.multiprocessing.errors.ChildFailedError"
+    assert read.last_line is not None and read.last_line.startswith("[E1206 18:44:16.998102331 ProcessGroupNCCL")
+    assert read.lines[-1] == read.last_line and any("exitcode  : 1 (pid: 2608)" in ln for ln in read.lines)
+    assert read.lines_after_chain == 0
+
+
+def test_a_launcher_s_report_after_a_rank_s_traceback_recorded() -> None:
+    """The recorded torchrun run whose rank 0 timed out in ``all_reduce``: the rank's exception is
+    the cause under the launcher's wrapper, its exception line the last the rank printed, and it
+    is not also an earlier "handled" error."""
+    text = (RECORDED / "torchrun_gloo_timeout.txt").read_text(encoding="utf-8")
+    read = read_failure(text.splitlines(), exit_code=1)
+    assert _shape(read) == [("RuntimeError", "worker"), ("ChildFailedError", "raised")]
+    assert read.last_line is not None and read.last_line.startswith("RuntimeError: [/__w/pytorch/pytorch/third_party")
+    assert read.handled == [] and read.lines_after_chain == 0

@@ -174,7 +174,8 @@ def _reported_kill(read: FailureRead) -> str | None:
     for link in read.links:
         if link.codes.exit_code in (137, -9):
             return link.headline()
-    for line in read.lines[-60:]:
+    # under a launcher its report (read before its child's last lines) says how the child ended
+    for line in read.lines if read.launcher is not None else read.lines[-60:]:
         if ("137" in line or "9" in line) and _REPORTED_KILL.search(line):
             return line.strip()
     return None

@@ -33,7 +33,9 @@ def read_process(
     """The arguments of :func:`classify_failure` read as one structure: the last lines, then the
     traceback when the lines do not hold it already."""
     texts = list(last_lines)
-    if traceback_text and not any(traceback_text.strip() in t for t in texts[-3:] if t):
+    # a traceback the lines hold already is read where it was printed (the full diagnosis reads
+    # the log so): appended again, torchrun's ChildFailedError came after its own summary
+    if traceback_text and not any(traceback_text.strip() in t for t in texts if t):
         texts.append(traceback_text)
     if exit_code is None and signal is None and not timed_out and not oom_killed and traceback_text:
         exit_code = 1  # an uncaught exception the SDK recorded without an exit code: Python exits 1

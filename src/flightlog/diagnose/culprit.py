@@ -37,12 +37,20 @@ from typing import Any
 from flightlog.diagnose.classify import rank_process
 from flightlog.diagnose.findings import LEAD
 from flightlog.diagnose.ranks import RankFacts, waiting_in_collective, where_in_stacks
-from flightlog.diagnose.signals import Signal, combine, exit_signals, signal_name, traceback_signals
+from flightlog.diagnose.signals import (
+    Signal,
+    combine,
+    exit_signals,
+    signal_name,
+    traceback_signals,
+    weigh_memory_at_the_kill,
+)
 from flightlog.diagnose.structure import read_failure
 
 __all__ = ["Verdict", "judge", "CollectiveView", "read_collectives"]
 
 _SIGTERM = 15
+_SIGKILL = 9
 
 
 @dataclass
@@ -115,8 +123,22 @@ class Verdict:
         return scores[0].confidence if scores else 0.0
 
 
-def judge(ranks: dict[int, RankFacts], *, live: bool, now: float) -> Verdict | None:
-    """The verdict on ``ranks`` (None when nothing points at a rank)."""
+@dataclass(frozen=True)
+class MemoryAtTheEnd:
+    """What the run as a whole says of memory when it ended: the runner recorded an OOM kill of
+    its process tree, and the highest share of the memory limit in the last samples (None: no
+    limit or no samples), with the words that quote it."""
+
+    oom_killed: bool = False
+    share: float | None = None
+    detail: str = ""
+
+
+def judge(
+    ranks: dict[int, RankFacts], *, live: bool, now: float, memory: MemoryAtTheEnd | None = None
+) -> Verdict | None:
+    """The verdict on ``ranks`` (None when nothing points at a rank). ``memory``: the run's memory
+    at its end, which says what killed a culprit that got SIGKILL (as for a process of its own)."""
     view = read_collectives(ranks)
     verdict = None
     if view is not None:
@@ -131,7 +153,7 @@ def judge(ranks: dict[int, RankFacts], *, live: bool, now: float) -> Verdict | N
     )
     if verdict is None:
         return None
-    _cause_of(verdict, ranks.get(verdict.culprit) if verdict.culprit is not None else None, ranks, live, now)
+    _cause_of(verdict, ranks.get(verdict.culprit) if verdict.culprit is not None else None, ranks, live, now, memory)
     _victims(verdict, ranks, view, live, now)
     return verdict
 
@@ -323,7 +345,14 @@ def _job_end(culprit: RankFacts, ranks: dict[int, RankFacts]) -> float | None:
     return max(ends) if ends else None
 
 
-def _cause_of(verdict: Verdict, f: RankFacts | None, ranks: dict[int, RankFacts], live: bool, now: float) -> None:
+def _cause_of(
+    verdict: Verdict,
+    f: RankFacts | None,
+    ranks: dict[int, RankFacts],
+    live: bool,
+    now: float,
+    memory: MemoryAtTheEnd | None = None,
+) -> None:
     if f is None:
         return
     error = f.own_error
@@ -357,10 +386,15 @@ def _cause_of(verdict: Verdict, f: RankFacts | None, ranks: dict[int, RankFacts]
     torn = _stopped_by_launcher(ranks, f.rank)  # stopped because the others gave up on it: it was stuck
     stuck = f.stalled or (f.stalls and not f.ended) or torn
     if f.ended and not stuck:
-        signals = exit_signals(exit_code=f.exit_code, signal=f.signal, timed_out=False, oom_killed=False)
+        killed = f.signal == _SIGKILL or f.exit_code in (137, -_SIGKILL) or (f.lost and f.signal is None)
+        at_limit = memory if memory is not None and killed else MemoryAtTheEnd()
+        signals = exit_signals(exit_code=f.exit_code, signal=f.signal, timed_out=False, oom_killed=at_limit.oom_killed)
         if not signals and f.lost:
             detail = f"rank {f.rank} {_exit_text(f)}: most often a SIGKILL from outside or the OOM killer"
             signals = [Signal("killed_by_signal", 0.4, "the_rank_vanished", "exit", detail)]
+        # a rank killed when the run's memory was at its limit was killed by the limit, as a
+        # process of its own would be read (the OOM killer picks the largest process: the rank)
+        signals = weigh_memory_at_the_kill(signals, at_limit.share, detail=at_limit.detail)
         top = combine(signals)
         category = top[0].category if top else "code_error"
         verdict.category = category if verdict.category != "collective_mismatch" else verdict.category

@@ -21,14 +21,15 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from flightlog.diagnose.culprit import Verdict, judge
+from flightlog.diagnose.culprit import MemoryAtTheEnd, Verdict, judge
 from flightlog.diagnose.evidence import RunEvidence
+from flightlog.diagnose.failures import memory_before_the_end
 from flightlog.diagnose.findings import LEAD, Finding
 from flightlog.diagnose.ranks import RankFacts, gather_ranks, where_in_stacks
 from flightlog.diagnose.signals import Signal
 from flightlog.diagnose.taxonomy import FAILURE_CATEGORIES
 from flightlog.statuses import UNSUCCESSFUL_STATUSES
-from flightlog.timefmt import format_duration
+from flightlog.timefmt import format_duration, format_size
 
 __all__ = ["analyze_distributed", "culprit_first", "judge_attempt", "DISTRIBUTED"]
 
@@ -78,7 +79,7 @@ def _distributed(ev: RunEvidence, ranks: dict[int, RankFacts], live: bool, now: 
         return []
     if not live and not failed and not any(f.stalls for f in ranks.values()):
         return []
-    verdict = judge(ranks, live=live, now=now)
+    verdict = judge(ranks, live=live, now=now, memory=None if live else _memory_at_the_end(ev))
     if verdict is None:
         if live and stalled_now:
             return [_all_stalled(ranks, stalled_now, now)]
@@ -88,6 +89,20 @@ def _distributed(ev: RunEvidence, ranks: dict[int, RankFacts], live: bool, now: 
         finding = replace(finding, signals=[replace(s, weight=s.weight * _RESOLVED) for s in finding.signals])
         finding.summary = "A stall that resolved by itself: " + finding.summary
     return [finding]
+
+
+def _memory_at_the_end(ev: RunEvidence) -> MemoryAtTheEnd:
+    """The run's memory when it ended, as the failure analysis reads it for a process of its own:
+    the runner's OOM kill record and the memory of the last samples against the limit."""
+    near = None if ev.timed_out else memory_before_the_end(ev)
+    if near is None:
+        return MemoryAtTheEnd(oom_killed=ev.oom_killed)
+    used, limit, _ = near
+    detail = (
+        f"memory was at {format_size(used)}, {used / limit:.0%} of the {format_size(limit)} limit, "
+        "in the last samples before the rank was killed"
+    )
+    return MemoryAtTheEnd(oom_killed=ev.oom_killed, share=used / limit, detail=detail)
 
 
 def _finding(ev: RunEvidence, v: Verdict, ranks: dict[int, RankFacts], live: bool) -> Finding:

@@ -26,6 +26,7 @@ import builtins
 import re
 from collections.abc import Iterable
 
+from flightlog.diagnose.logprefix import logged_message
 from flightlog.diagnose.structural_rules import STDLIB
 from flightlog.diagnose.structure import TRUNCATED, FailureRead, Link, package_of_path
 from flightlog.diagnose.tracebacks import Frame
@@ -58,7 +59,7 @@ def structure_facts(read: FailureRead) -> list[str]:
             facts.append("msg:names_the_workload_s_code")
     elif read.last_line:
         # no exception to read: the last line printed is the failure's only words
-        facts += [f"last_{fact}" for fact in message_facts(read.last_line)]
+        facts += [f"last_{fact}" for fact in message_facts(logged_message(read.last_line))]
     facts += _ending_facts(read)
     return facts
 

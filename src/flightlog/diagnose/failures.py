@@ -90,7 +90,7 @@ def read_run(ev: RunEvidence) -> FailureRead:
     if not texts:  # no stored events (pruned logs): the failure summary's last lines
         texts = [str(x) for x in failure.get("last_lines") or []]
     oom = failure.get("oom") or {}
-    near = None if ev.timed_out else _memory_before_the_end(ev)
+    near = None if ev.timed_out else memory_before_the_end(ev)
     share = near[0] / near[1] if near else _share_of_the_host(ev)
     exit_code = info.exit_code
     if exit_code is None and info.signal is None and (info.end_reason == "exception" or failure.get("exception")):
@@ -109,12 +109,26 @@ def read_run(ev: RunEvidence) -> FailureRead:
     read = read_failure(texts, **facts)
     recorded = str(failure.get("exception") or "")
     short = recorded.rsplit(".", 1)[-1]
-    if short and (read.outermost is None or read.outermost.short_type != short):
+    if short and not _holds(read, short):
         # the failure summary (the SDK's exception, the runner's last traceback) names another
         # exception than the log's last chain, or the log has none: the summary ended it
         summary = failure.get("traceback") or f"{_HEADER}:\n{recorded}: {failure.get('message', '')}"
         read = read_failure([*texts, summary], **facts)
     return read
+
+
+def _holds(read: FailureRead, short: str) -> bool:
+    """Whether the log's chain ends in the summary's exception, or holds it as a child's under a
+    launcher's wrapper: torchrun's ``ChildFailedError`` printed after the rank's traceback that
+    the runner recorded as the failure (read again with that traceback appended, the rank's
+    exception would sit after the launcher's and read the launcher's traceback as its child)."""
+    if read.launcher is not None and read.launcher.rsplit(".", 1)[-1] == short:
+        return True  # the launcher's own wrapper, read with what its child printed before it
+    if read.outermost is None:
+        return False
+    if read.outermost.short_type == short:
+        return True
+    return read.launcher is not None and len(read.links) > 1 and read.links[-2].short_type == short
 
 
 def analyze_failure(ev: RunEvidence, facts: FailureFacts | None = None) -> list[Finding]:
@@ -124,7 +138,7 @@ def analyze_failure(ev: RunEvidence, facts: FailureFacts | None = None) -> list[
         return []  # still running: nothing has ended yet
     ended = ev.process_end or info.ended
     read = read_run(ev)
-    near = None if ev.timed_out else _memory_before_the_end(ev)
+    near = None if ev.timed_out else memory_before_the_end(ev)
     detail = None
     if near is not None:
         used, limit, _ = near
@@ -255,7 +269,7 @@ _LAST_SAMPLES = 3
 _LAST_SECONDS = 10.0
 
 
-def _memory_before_the_end(ev: RunEvidence) -> tuple[int, int, float | None] | None:
+def memory_before_the_end(ev: RunEvidence) -> tuple[int, int, float | None] | None:
     """``(bytes, limit, time)``: the most memory of the last samples before the process ended
     (the last three, and any of its last ten seconds), against its limit — or the peak the
     runner's cgroup recorded, when there are no samples."""

@@ -21,6 +21,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from flightlog.capture.launchers import is_launcher_log
 from flightlog.diagnose.codes import Codes, read_codes
 from flightlog.diagnose.textforms import native_library, plain_text
 from flightlog.diagnose.tracebacks import (
@@ -85,6 +86,9 @@ class FailureRead:
     handled: list[str] = field(default_factory=list)
     #: the chain came from a whole traceback (not from exception lines named in the log)
     from_traceback: bool = False
+    #: the type of the launcher's wrapper the log ended in (torchrun's ``ChildFailedError``), in
+    #: ``links`` or, when the child printed no exception under it, left out of them
+    launcher: str | None = None
 
     @property
     def innermost(self) -> Link | None:
@@ -115,18 +119,28 @@ def read_failure(
     index = next((i for i in range(len(docs) - 1, -1, -1) if _HEADER in docs[i]), None)
     links: list[Link] = []
     after: list[str] = []
+    launcher: str | None = None  # the launcher's wrapper of its child's failure the chain ends in
+    child_doc = None  # the document of the child's traceback under it
     if index is not None:
         links = read_chain(docs[index])
         after = docs[index + 1 :]
         if links and _is_launcher_wrapper(links[-1]):
+            launcher = links[-1].type
             earlier = next((i for i in range(index - 1, -1, -1) if _HEADER in docs[i]), None)
             inner = read_chain(docs[earlier]) if earlier is not None else []
+            child_doc = earlier if inner else None
             if not inner:  # the child printed its exception line alone (or its frames were cut)
-                found = parse_exception_lines("\n".join(_lines_of(docs[:index])[-EXCEPTION_LINES:]), expand=False)
+                child_lines = [ln for ln in _lines_of(docs[:index]) if not is_launcher_log(ln)]
+                found = parse_exception_lines("\n".join(child_lines[-EXCEPTION_LINES:]), expand=False)
                 inner = _links_from([e for e in found if not _WARNING_TYPE.search(e.type)])[-1:]
             if inner:
                 inner[-1].via = "worker"
                 links = inner + links
+            elif _LAUNCHER_REPORT.search(links[-1].type):
+                # no exception of the child's: its last lines are the failure, and the launcher's
+                # report of it (torchrun's ChildFailedError, whose text is its summary) is no
+                # exception of the workload's
+                links = []
         native = [ln for ln in _lines_of(after) if ln.startswith(_NATIVE_PREFIXES)]
         if native:  # a native library's last words after the traceback: what ended the process
             extra = _links_from(parse_exception_lines("\n".join(native), expand=False))
@@ -135,18 +149,26 @@ def read_failure(
                 links += extra
     from_traceback = bool(links)
     tail_lines = _lines_of(docs)[-KEEP_LINES:]
-    if not links:
+    if not links and not launcher:
         found = parse_exception_lines("\n".join(tail_lines[-EXCEPTION_LINES:]), expand=False)
         links = _links_from([e for e in found if not _WARNING_TYPE.search(e.type)])
     if index is not None:
         before = docs[:index]
         # an earlier traceback (a handled error logged with its traceback) is not the failure:
         # its exception line is kept as a handled error, its frames are dropped
-        handled = [_last_exception_line(d) for d in before if _HEADER in d]
-        outside = _lines_of([d for d in before if _HEADER not in d] + after)
+        handled = [_last_exception_line(d) for i, d in enumerate(before) if _HEADER in d and i != child_doc]
+        outside = _lines_of([d for d in before if _HEADER not in d] + [_preface(docs[index])] + after)
     else:
         handled, outside = [], tail_lines
-    last = next((ln.strip() for ln in reversed(tail_lines) if ln.strip()), None)
+    ended = tail_lines
+    if launcher:
+        # the launcher reports its child's end after it (its log lines, its traceback, its
+        # summary): the child's own lines stay the last ones read, after the launcher's report
+        ended = [ln for ln in _lines_of(docs[:index]) if not is_launcher_log(ln)]
+        own = {*_lines_of(after), *(ln for ln in outside if is_launcher_log(ln))}
+        outside = [ln for ln in outside if ln in own] + [ln for ln in outside if ln not in own]
+        after = []
+    last = next((ln.strip() for ln in reversed(ended) if ln.strip()), None)
     return FailureRead(
         links=links,
         exit_code=exit_code,
@@ -161,6 +183,7 @@ def read_failure(
         handled=[h for h in handled if h][-20:],
         lines_after_chain=sum(1 for ln in _lines_of(after) if ln.strip()) if index is not None else 0,
         from_traceback=from_traceback,
+        launcher=launcher,
     )
 
 
@@ -250,6 +273,14 @@ def _awaiting_exception(doc: str) -> bool:
 _IPYTHON_FRAME_LINE = re.compile(r"^-+>\s*\d+\s|" + IPYTHON_LOCATION.pattern[1:])
 
 
+def _preface(doc: str) -> str:
+    """The lines a document printed before its first traceback: the message a logger wrote with
+    it (``log.exception("…")``, a JSON log line's message above its escaped ``exc_info``) — lines
+    the rules read, not part of the chain."""
+    at = doc.find(_HEADER)
+    return doc[: doc.rfind("\n", 0, at) + 1] if at > 0 else ""
+
+
 def _last_exception_line(doc: str) -> str:
     """The exception line of a document's last traceback."""
     tail = doc[doc.rfind(_HEADER) :].splitlines()[1:]
@@ -283,6 +314,10 @@ _LAUNCHER_WRAPPERS = re.compile(
     r"(?:^|\.)(?:ChildFailedError|CalledProcessError|ProcessExitedException|ProcessRaisedException|BrokenProcessPool"
     r"|WorkerCrashedError|TerminatedWorkerError|JobFailedError|RayActorError)$"
 )
+
+
+#: a launcher's report of its children's ends, whose text is its summary (not an error of its own)
+_LAUNCHER_REPORT = re.compile(r"(?:^|\.)ChildFailedError$")
 
 
 def _is_launcher_wrapper(link: Link) -> bool:

@@ -25,6 +25,7 @@ __all__ = [
     "unbox_rich",
     "native_failures",
     "unescape_traceback",
+    "dict_traceback",
 ]
 
 _HEADER = "Traceback (most recent call last)"
@@ -113,8 +114,36 @@ def _strings_in(obj: Any, depth: int = 0) -> Iterator[str]:
             elif isinstance(value, (dict, list)):
                 yield from _strings_in(value, depth + 1)
     elif isinstance(obj, list):
+        if obj and all(isinstance(item, dict) and "exc_type" in item for item in obj[:20]):
+            yield dict_traceback(obj)
+            return
         for item in obj[:50]:
             yield from _strings_in(item, depth + 1)
+
+
+def dict_traceback(stacks: list[dict[str, Any]]) -> str:
+    """structlog's ``dict_tracebacks`` (rich's traceback as data: the raised exception first, then
+    each cause, ``is_cause`` on the one whose relation is "direct cause") in the interpreter's
+    format, innermost first with its frames: before, its ``exc_type`` and ``exc_value`` were two
+    strings that named no exception, and the chain it logged was not read at all."""
+    parts: list[str] = []
+    inner: dict[str, Any] | None = None  # the exception printed just before (the one this one wraps)
+    for stack in reversed(stacks[:20]):
+        if inner is not None:
+            parts.append(_CAUSE if inner.get("is_cause") else _CONTEXT)
+        inner = stack
+        lines = ["Traceback (most recent call last):"]
+        for frame in (stack.get("frames") or [])[-100:]:
+            if isinstance(frame, dict):
+                lines.append(f'  File "{frame.get("filename")}", line {frame.get("lineno")}, in {frame.get("name")}')
+        value = str(stack.get("exc_value") or "")
+        lines.append(f"{stack.get('exc_type')}: {value}" if value else str(stack.get("exc_type")))
+        parts.append("\n".join(lines))
+    return "\n".join(parts)
+
+
+_CAUSE = "\nThe above exception was the direct cause of the following exception:\n"
+_CONTEXT = "\nDuring handling of the above exception, another exception occurred:\n"
 
 
 def _looks_like_an_error(value: str) -> bool:

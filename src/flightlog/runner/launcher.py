@@ -59,9 +59,13 @@ class LauncherOutput:
     tracebacks: dict[int, RankTraceback] = field(default_factory=dict)
     _summary: list[str] = field(default_factory=list)
     _summary_chars: int = 0
+    #: the stream the launcher prints its summary on: a line of the other stream is a rank's (the
+    #: capture holds a stream's last line until it ends, so a rank's last stdout line comes in
+    #: the middle of torchrun's stderr summary, and was read as the rank's traceback field)
+    _summary_stream: str | None = None
 
     def feed(self, batch: LogBatch) -> None:
-        messages, ranks, levels, times = batch.message, batch.rank, batch.level, batch.time
+        messages, ranks, levels, times, streams = batch.message, batch.rank, batch.level, batch.time, batch.stream
         for i, message in enumerate(messages):
             rank = ranks[i]
             if rank is not None and levels[i] >= _ERROR and _HEADER in message:
@@ -69,9 +73,11 @@ class LauncherOutput:
             elif (
                 rank is None
                 and (self._summary or any(mark in message for mark in _SUMMARY_MARKS))
+                and self._summary_stream in (None, streams[i])
                 and len(self._summary) < _MAX_SUMMARY_EVENTS
                 and self._summary_chars < _MAX_SUMMARY_CHARS
             ):
+                self._summary_stream = streams[i]
                 self._summary.append(message)
                 self._summary_chars += len(message)
 
