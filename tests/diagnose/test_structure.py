@@ -12,6 +12,7 @@ import sys
 import pytest
 
 from flightlog.diagnose.structure import Codes, FailureRead, Link, read_failure
+from tests.diagnose.corpus.replay import events
 from tests.diagnose.raising import disk_full_under_a_wrapper, traceback_of
 
 
@@ -243,3 +244,89 @@ def test_a_handled_traceback_followed_by_more_output() -> None:
 def test_a_link_is_a_parsed_exception() -> None:
     link = Link("ValueError", "bad", [], library=None)
     assert link.headline() == "ValueError: bad" and link.via == "raised" and not link.codes
+
+
+# ── the frames are there, where the reader did not look (issue 29) ──────────
+_LOGGED_LINE_BY_LINE = """
+import logging, sys, traceback
+logging.basicConfig(format="%(levelname)s %(asctime)s engine.py:366] %(message)s", datefmt="%m-%d %H:%M:%S")
+log = logging.getLogger("engine")
+def raise_if_cache_size_invalid(blocks):
+    if blocks <= 0:
+        raise ValueError("No available memory for the cache blocks. Try increasing `gpu_memory_utilization`.")
+try:
+    raise_if_cache_size_invalid(0)
+except ValueError:
+    for line in traceback.format_exc().splitlines():  # as vLLM's engine logs a worker's traceback
+        log.error(line)
+    sys.exit(1)
+"""
+
+
+def test_a_traceback_logged_line_by_line_behind_a_logger_s_prefix() -> None:
+    """A logger's prefix (with its time) before every line of a traceback, each line an event
+    of its own as a run's capture splits it: the prefix is taken off and the frames are read."""
+    stderr = _python(_LOGGED_LINE_BY_LINE)
+    assert stderr.count("engine.py:366] ") >= 4, stderr
+    read = read_failure(events(stderr), exit_code=1)
+    (link,) = read.links
+    assert link.short_type == "ValueError" and link.message.startswith("No available memory")
+    assert [f.function for f in link.frames] == ["<module>", "raise_if_cache_size_invalid"]
+    assert read.from_traceback
+
+
+def test_a_container_runtime_s_prefix_and_a_frame_that_lost_its_line_break() -> None:
+    """docker compose's ``service  | `` before every line (ourresearch/openalex-topic-
+    classification#3) is a prefix; the word before a frame that lost its line break
+    (``KeyError  File …``, FreedomIntelligence/HuatuoGPT#37) is not."""
+    compose = (
+        "openalex_topic_ai  | Traceback (most recent call last):\n"
+        'openalex_topic_ai  |   File "/opt/program/predictor.py", line 15, in <module>\n'
+        "openalex_topic_ai  |     from sentence_transformers import SentenceTransformer\n"
+        'openalex_topic_ai  |   File "/usr/local/lib/python3.8/dist-packages/sentence_transformers/__init__.py", line 3,'
+        " in <module>\n"
+        "openalex_topic_ai  |     from huggingface_hub import cached_download\n"
+        "openalex_topic_ai  | ImportError: cannot import name 'cached_download' from 'huggingface_hub'\n"
+    )
+    (link,) = read_failure(events(compose), exit_code=1).links
+    assert link.short_type == "ImportError" and link.library == "sentence_transformers" and len(link.frames) == 2
+    glued = (
+        'KeyError  File "HuatuoGPT/scripts/finetune.py", line 70, in __getitem__\n'
+        "    da = self.data[index]\n"
+        "KeyError: 7\n"
+    )
+    (link,) = read_failure(events(glued), exit_code=1).links
+    assert (link.short_type, link.message) == ("KeyError", "7")
+
+
+def test_ipython_frames_whose_header_was_cut_off() -> None:
+    """IPython 8 prints a frame as ``File path:line, in function(args)`` with its source and an
+    arrow (yangheng95/PyABSA#375, the header not pasted): the frame is read, so the IndexError is
+    torch's, raised in ``cross_entropy``."""
+    text = (
+        "File /opt/conda/lib/python3.10/site-packages/torch/nn/functional.py:3029, in cross_entropy(input, target,"
+        " weight, size_average, ignore_index, reduce, reduction, label_smoothing)\n"
+        "   3027 if size_average is not None or reduce is not None:\n"
+        "   3028     reduction = _Reduction.legacy_get_string(size_average, reduce)\n"
+        "-> 3029 return torch._C._nn.cross_entropy_loss(input, target, weight, _Reduction.get_enum(reduction),"
+        " ignore_index, label_smoothing)\n"
+        "\n"
+        "IndexError: Target 2 is out of bounds.\n"
+    )
+    (link,) = read_failure(events(text), exit_code=1).links
+    assert link.short_type == "IndexError" and link.library == "torch"
+    assert [(f.function, f.line) for f in link.frames] == [("cross_entropy", 3029)]
+    assert link.frames[0].code.startswith("return torch._C._nn.cross_entropy_loss(")
+
+
+def test_an_exception_in_a_reporter_s_backticks_or_a_python_2_repr() -> None:
+    (link,) = read_failure(["error: `RuntimeError: numel: integer multiplication overflow`"], exit_code=1).links
+    assert (link.short_type, link.message) == ("RuntimeError", "numel: integer multiplication overflow")
+    dask = (
+        "ValueError: Metadata inference failed in `add`.\n"
+        "Original error is below:\n"
+        "------------------------\n"
+        "TypeError(\"ufunc 'add' did not contain a loop with signature matching types dtype('<U21')\",)\n"
+    )
+    read = read_failure(events(dask), exit_code=1)
+    assert [(link.short_type, link.via) for link in read.links] == [("TypeError", "wrapped"), ("ValueError", "raised")]

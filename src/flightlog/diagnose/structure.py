@@ -38,7 +38,17 @@ from flightlog.diagnose.tracebacks import (
     wrapped_frame_rest,
 )
 
-__all__ = ["Codes", "Link", "FailureRead", "read_failure", "library_of", "package_of_path", "VIA", "TRUNCATED"]
+__all__ = [
+    "Codes",
+    "Link",
+    "FailureRead",
+    "read_failure",
+    "library_of",
+    "package_of_path",
+    "strip_repeated_prefix",
+    "VIA",
+    "TRUNCATED",
+]
 
 #: the type of a link whose traceback lost its exception line
 TRUNCATED = "TruncatedTraceback"
@@ -111,7 +121,7 @@ def read_failure(
     plain = [
         p for p in (unlink_frame_locations(plain_text(t[:MAX_TEXT])) for t in _join_boxes(texts) if t) if p.strip()
     ]
-    docs = _documents(plain)
+    docs = _documents(strip_repeated_prefix(plain))
     index = next((i for i in range(len(docs) - 1, -1, -1) if _HEADER in docs[i]), None)
     links: list[Link] = []
     after: list[str] = []
@@ -162,6 +172,60 @@ def read_failure(
         lines_after_chain=sum(1 for ln in _lines_of(after) if ln.strip()) if index is not None else 0,
         from_traceback=from_traceback,
     )
+
+
+# ── a prefix before every line of a traceback ───────────────────────────────
+#: a traceback's header or frame after other text on its line: a logger's, a launcher's or a
+#: container runtime's prefix (``ERROR 11-18 18:07:28 engine.py:366] ``, ``(EngineCore_0
+#: pid=268) ERROR … [core.py:702] ``, ``openalex_topic_ai  | ``, ``(raylet) ``)
+_PREFIXED_HEADER = re.compile(r"^(?P<prefix>.*\S.*?)Traceback \(most recent call last\):\s*$")
+_PREFIXED_FRAME = re.compile(r'^(?P<prefix>.*\S.*?)(?P<indent> *)File "[^"]+", line \d+')
+#: how many lines must start with the same prefix before it is taken for one (a frame and its code)
+_PREFIXED_LINES = 2
+
+
+def strip_repeated_prefix(texts: list[str]) -> list[str]:
+    """``texts`` with the prefix that a logger, a launcher or a container runtime wrote before
+    every line of a traceback taken off those lines, so the traceback reads as the interpreter
+    printed it. The prefix is the text before a ``Traceback (most recent call last):`` (else
+    before a frame's two-space indent), where at least two lines start with it exactly; IPython's
+    header (``KeyError   Traceback …``) and a worker's ``Original Traceback`` are not prefixes."""
+    if not any("Traceback (most recent call last)" in t or 'File "' in t for t in texts):
+        return texts
+    lines = [line for text in texts for line in text.split("\n")]
+    candidates = {prefix for line in lines if (prefix := _line_prefix(line))}
+    if not candidates:
+        return texts
+    prefixes = [p for p in candidates if sum(1 for line in lines if line.startswith(p)) >= _PREFIXED_LINES]
+    if not prefixes:
+        return texts
+    prefixes.sort(key=len, reverse=True)
+    return ["\n".join(_unprefixed(line, prefixes) for line in text.split("\n")) for text in texts]
+
+
+def _line_prefix(line: str) -> str | None:
+    if "Traceback (most recent call last)" in line:
+        m = _PREFIXED_HEADER.match(line)
+        if m is None or IPYTHON_HEADER.match(line) or m["prefix"].rstrip().endswith(("Original", ">")):
+            return None
+        return None if m["prefix"][-1].isalnum() else m["prefix"]
+    if 'File "' not in line:
+        return None
+    m = _PREFIXED_FRAME.match(line)
+    if m is None or not m["prefix"].strip():
+        return None
+    # the frame's own two-space indent is the traceback's; what is left of it is the prefix's
+    prefix = m["prefix"] + m["indent"][: max(0, len(m["indent"]) - 2)]
+    # a prefix ends at a separator (``] ``, ``| ``, ``) ``): one that ends in a word is the
+    # text before a frame that lost its line break (``KeyError  File "…"``), not a prefix
+    return None if prefix[-1].isalnum() or prefix[-1] == "_" else prefix
+
+
+def _unprefixed(line: str, prefixes: list[str]) -> str:
+    for prefix in prefixes:
+        if line.startswith(prefix):
+            return line[len(prefix) :]
+    return line
 
 
 # ── documents: log events that belong to one traceback ───────────────────────

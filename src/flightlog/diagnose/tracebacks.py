@@ -330,7 +330,8 @@ _TYPE = (
 #: ``Type: message`` (a qualified name ending like an exception class) at the start of a line
 _EXC_LINE = _linear(r"^(?P<type>" + _TYPE + r"(?:\([\w.]*\))?)(?::\s*(?P<message>.*))?$")
 #: the same after a logger's or a launcher's prefix (``12:00 ERROR worker.py:431 -- ray.exceptions...: ``)
-_EXC_IN_LINE = _linear(r"(?:^|[\s>\]|])(?P<type>" + _TYPE + r"(?:\([\w.]*\))?):\s+(?P<message>\S.*)$")
+#: (a reporter's markdown puts it in backticks: ``error: `RuntimeError: numel: integer overflow` ``)
+_EXC_IN_LINE = _linear(r"(?:^|[\s>\]|`])(?P<type>" + _TYPE + r"(?:\([\w.]*\))?):\s+(?P<message>\S.*)$")
 _TYPE_GROUP = _EXC_IN_LINE.groupindex["type"]  # RE2's match takes a group's number, not its name
 
 
@@ -370,6 +371,11 @@ def parse_exception_lines(text: str, *, expand: bool = True) -> list[ParsedExcep
             frames.append(Frame(m["file"], int(m["line"]), (m["function"] or "").strip()))
             i += 1
             continue
+        located = _ipython_frame(lines, i)  # IPython's frames, the header cut off above them
+        if located is not None:
+            frames.append(located)
+            i += 1
+            continue
         em = _EXC_LINE.match(raw) or _BARE.match(raw) or _LEADING_WRAPPED.match(raw) or _exception_in_line(raw)
         if em is None and len(raw) < 4000:
             # an exception's repr inside an ordinary line: ``Trial 3 failed because of ValueError('nan')``
@@ -405,14 +411,15 @@ _WRAPPED_TYPE = re.compile(r"^(?P<outer>[\w.]+)\((?P<inner>[\w.]+)\)$")
 #: SQLAlchemy's ``(psycopg2.OperationalError) could not connect`` at the start of the message
 _WRAPPED_PREFIX = _linear(r"^\((?P<inner>(?:[A-Za-z_]\w*\.)*[A-Z]\w*)\)\s*(?P<rest>.*)", dot_nl=True)
 #: a wrapped exception's repr inside the message: ``... the following error: ValueError('nan loss')``,
-#: ``raised unexpected: ConnectionError('Error 111 connecting to ...')``, ``Caused by ResponseError('too many 503')``
+#: ``raised unexpected: ConnectionError('Error 111 connecting to ...')``, ``Caused by ResponseError('too many 503')``;
+#: Python 2 printed the args' tuple: ``TypeError("ufunc 'add' did not contain a loop",)``
 _WRAPPED_REPR = tuple(
     _linear(
         r"\b(?P<inner>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt|Timeout))\("
         + q
         + r"(?P<rest>[^\n]+?)"
         + q
-        + r"\)"
+        + r",?\)"
     )
     for q in ("'", '"')
 )
