@@ -330,3 +330,150 @@ def test_an_exception_in_a_reporter_s_backticks_or_a_python_2_repr() -> None:
     )
     read = read_failure(events(dask), exit_code=1)
     assert [(link.short_type, link.via) for link in read.links] == [("TypeError", "wrapped"), ("ValueError", "raised")]
+
+
+# ── a traceback whose header was cut off or whose indent was stripped (issue 29) ──
+_FRAMES_LOGGED_WITHOUT_HEADER = """
+import json, sys, traceback
+def load_config(text):
+    return json.loads(text)
+try:
+    load_config("{'lr': 0.1}")
+except ValueError as exc:
+    # a handler that logs the frames and the exception line, as format_tb and
+    # format_exception_only print them: no "Traceback (most recent call last):" above
+    sys.stderr.write("".join(traceback.format_tb(exc.__traceback__)))
+    sys.stderr.write("".join(traceback.format_exception_only(type(exc), exc)))
+    sys.exit(1)
+"""
+
+
+def test_frames_printed_without_the_traceback_s_header() -> None:
+    """Frames that run up to an exception line are a traceback whose header was not printed
+    (a handler that logs ``format_tb``, a log window or a paste that starts inside it): the
+    exception is read with its frames and where it was raised, as from a whole traceback."""
+    stderr = _python(_FRAMES_LOGGED_WITHOUT_HEADER)
+    assert "Traceback (most recent call last)" not in stderr and 'File "' in stderr, stderr
+    read = read_failure(["loading the configuration", *events(stderr)], exit_code=1)
+    (link,) = read.links
+    assert link.short_type == "JSONDecodeError" and link.library == "json"
+    assert [f.function for f in link.frames][:3] == ["<module>", "load_config", "loads"], link.frames
+    assert read.from_traceback
+
+
+def test_a_traceback_printed_at_the_margin() -> None:
+    """A log formatter (h2oai/h2o-llmstudio#256) or a paste that stripped the indent of every
+    line, with the header or without it: the frames and their source lines are read as the
+    interpreter indents them."""
+    h2o = (
+        "2023-07-01 16:41:05,669 - ERROR: Exception occurred during H2O LLM Studio run:\n"
+        "Traceback (most recent call last):\n"
+        'File "/root/.venv/lib/python3.10/site-packages/torch/serialization.py", line 441, in save\n'
+        "_save(obj, opened_zipfile, pickle_module, pickle_protocol)\n"
+        'File "/root/.venv/lib/python3.10/site-packages/torch/serialization.py", line 668, in _save\n'
+        "zip_file.write_record(name, storage.data_ptr(), num_bytes)\n"
+        "RuntimeError: [enforce fail at inline_container.cc:471] . PytorchStreamWriter failed writing file"
+        " data/228: file write failed\n"
+    )
+    read = read_failure(events(h2o), exit_code=1)
+    (link,) = read.links
+    assert link.short_type == "RuntimeError" and link.message.startswith("[enforce fail")
+    assert [(f.function, f.code) for f in link.frames] == [
+        ("save", "_save(obj, opened_zipfile, pickle_module, pickle_protocol)"),
+        ("_save", "zip_file.write_record(name, storage.data_ptr(), num_bytes)"),
+    ]
+    assert link.library == "torch" and read.from_traceback
+    accelerate = (
+        'File "/usr/local/lib/python3.10/dist-packages/accelerate/accelerator.py", line 1324, in prepare_model\n'
+        "raise ValueError(\n"
+        "ValueError: You can't train a model that has been loaded in 8-bit precision on a different device"
+        " than the one you're training on.\n"
+    )
+    read = read_failure(events(accelerate), exit_code=1)
+    (link,) = read.links
+    assert (link.library, link.frames[0].code, read.from_traceback) == ("accelerate", "raise ValueError(", True)
+
+
+def test_frames_that_end_in_no_exception_line_are_not_a_traceback() -> None:
+    """torch's anomaly mode prints the forward call's frames inside a warning: no exception
+    follows them, so they are not a cut-off traceback."""
+    anomaly = (
+        "/opt/conda/lib/python3.10/site-packages/torch/autograd/__init__.py:200: UserWarning: Error detected in"
+        " PowBackward0. Traceback of forward call that caused the error:\n"
+        '  File "/work/train.py", line 41, in <module>\n'
+        "    loss = model(batch).pow(2).mean()\n"
+        " (Triggered internally at ../torch/csrc/autograd/python_anomaly_mode.cpp:119.)\n"
+        "  Variable._execution_engine.run_backward(\n"
+    )
+    read = read_failure(events(anomaly), exit_code=1)
+    assert not read.from_traceback and all(link.frames == [] for link in read.links), read.links
+
+
+_HEADER_BEHIND_A_TIME = """
+import logging, sys, traceback
+logging.basicConfig(format="[%(asctime)s] %(message)s", datefmt="%H:%M:%S")
+def search(url):
+    raise ConnectionError(f"HTTPSConnectionPool(host={url!r}, port=443): Max retries exceeded")
+try:
+    search("bing.comhttps")
+except ConnectionError:
+    logging.error(traceback.format_exc().rstrip())  # the record's message is the traceback
+    sys.exit(1)
+"""
+
+
+def test_a_logger_s_prefix_before_the_header_alone() -> None:
+    """A log record whose message is the traceback prefixes its first line only
+    (``[14:42:02] Traceback (most recent call last):``): the header is read as the interpreter's."""
+    stderr = _python(_HEADER_BEHIND_A_TIME)
+    assert stderr.startswith("[") and "] Traceback (most recent call last):" in stderr, stderr
+    read = read_failure(events(stderr), exit_code=1)
+    (link,) = read.links
+    assert link.short_type == "ConnectionError" and [f.function for f in link.frames] == ["<module>", "search"]
+    assert read.from_traceback
+
+
+def test_ray_s_wrapper_as_the_exception_line_of_a_traceback() -> None:
+    """Ray Tune logs the driver's traceback ending in ``RayTaskError(AssertionError): …``
+    (ray-project/ray#8230): the wrapper and the class it wraps are both read."""
+    tune = (
+        "2020-04-30 16:16:01,818\tERROR trial_runner.py:512 -- Trial IMPALA_MultiAgentEnv_00000: Error processing event.\n"
+        "Traceback (most recent call last):\n"
+        '  File "/usr/local/lib/python3.6/dist-packages/ray/tune/ray_trial_executor.py", line 381, in fetch_result\n'
+        "    result = ray.get(trial_future[0], DEFAULT_GET_TIMEOUT)\n"
+        '  File "/usr/local/lib/python3.6/dist-packages/ray/worker.py", line 1526, in get\n'
+        "    raise value.as_instanceof_cause()\n"
+        "ray.exceptions.RayTaskError(AssertionError): ray::IMPALA.train() (pid=25776, ip=192.168.202.97)\n"
+    )
+    read = read_failure(events(tune), exit_code=1)
+    assert [(link.type, link.via) for link in read.links] == [
+        ("AssertionError", "wrapped"),
+        ("ray.exceptions.RayTaskError", "raised"),
+    ]
+    assert len(read.links[-1].frames) == 2 and read.from_traceback
+
+
+_WORKER_ONLY = (
+    "Caught FileNotFoundError in DataLoader worker process 0.\n"
+    "Original Traceback (most recent call last):\n"
+    '  File "/usr/local/lib/python3.7/dist-packages/torch/utils/data/_utils/worker.py", line 202, in _worker_loop\n'
+    "    data = fetcher.fetch(index)\n"
+    '  File "<ipython-input-14-7bc4d2497e8a>", line 40, in make_mask\n'
+    "    tree = ET.parse(annot)\n"
+    '  File "/usr/lib/python3.7/xml/etree/ElementTree.py", line 587, in parse\n'
+    '    source = open(source, "rb")\n'
+    "FileNotFoundError: [Errno 2] No such file or directory: '/content/NEUDET/annotations/rolled-in_scale_21.xml'\n"
+)
+
+
+def test_a_worker_s_original_traceback_without_its_parent_s() -> None:
+    """The data loader's ``Original Traceback`` printed without the parent's own traceback
+    (the log kept the wrapper's words and the worker's frames): the worker's chain is read; when
+    the worker's exception line was cut off too, the parent's exception line is read instead."""
+    read = read_failure(events(_WORKER_ONLY), exit_code=1)
+    (link,) = read.links
+    assert link.short_type == "FileNotFoundError" and link.codes.errno == 2 and len(link.frames) == 3
+    assert read.from_traceback
+    cut = "FileNotFoundError: " + _WORKER_ONLY.rsplit("FileNotFoundError:", 1)[0]
+    read = read_failure(events(cut), exit_code=1)
+    assert read.innermost is not None and read.innermost.short_type == "FileNotFoundError", read.links

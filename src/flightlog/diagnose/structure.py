@@ -25,12 +25,14 @@ from flightlog.diagnose.codes import Codes, read_codes
 from flightlog.diagnose.textforms import native_library, plain_text
 from flightlog.diagnose.tracebacks import (
     CHAINED,
+    FRAME_LINE,
     IPYTHON_HEADER,
     IPYTHON_LOCATION,
     Frame,
     ParsedException,
     block_frames,
     expand_wrappers,
+    is_exception_line,
     normalize_header,
     parse_block,
     parse_exception_lines,
@@ -46,6 +48,7 @@ __all__ = [
     "library_of",
     "package_of_path",
     "strip_repeated_prefix",
+    "restore_cut_header",
     "VIA",
     "TRUNCATED",
 ]
@@ -121,7 +124,7 @@ def read_failure(
     plain = [
         p for p in (unlink_frame_locations(plain_text(t[:MAX_TEXT])) for t in _join_boxes(texts) if t) if p.strip()
     ]
-    docs = _documents(strip_repeated_prefix(plain))
+    docs = _documents(restore_cut_header(strip_repeated_prefix(plain)))
     index = next((i for i in range(len(docs) - 1, -1, -1) if _HEADER in docs[i]), None)
     links: list[Link] = []
     after: list[str] = []
@@ -197,10 +200,38 @@ def strip_repeated_prefix(texts: list[str]) -> list[str]:
     if not candidates:
         return texts
     prefixes = [p for p in candidates if sum(1 for line in lines if line.startswith(p)) >= _PREFIXED_LINES]
-    if not prefixes:
-        return texts
-    prefixes.sort(key=len, reverse=True)
-    return ["\n".join(_unprefixed(line, prefixes) for line in text.split("\n")) for text in texts]
+    if prefixes:
+        prefixes.sort(key=len, reverse=True)
+        texts = ["\n".join(_unprefixed(line, prefixes) for line in text.split("\n")) for text in texts]
+    return _unprefixed_headers(texts)
+
+
+def _unprefixed_headers(texts: list[str]) -> list[str]:
+    """``texts`` with a prefix written before a traceback's header alone taken off it: a log
+    record whose message is the traceback (``logger.error(traceback.format_exc())`` under a
+    ``"[%(asctime)s] %(message)s"`` format) prefixes its first line only —
+    ``[14:42:02] Traceback (most recent call last):`` — and the frames follow at the margin's
+    indent. The header must be followed by a frame (in its text or the next), so a header
+    quoted inside a sentence is left alone."""
+    out = list(texts)
+    for t, text in enumerate(texts):
+        if "Traceback (most recent call last)" not in text:
+            continue
+        lines = text.split("\n")
+        for i, line in enumerate(lines):
+            if (
+                "Traceback (most recent call last)" not in line
+                or line.startswith("Traceback")
+                or not _line_prefix(line)
+            ):
+                continue
+            following = (
+                lines[i + 1] if i + 1 < len(lines) else (texts[t + 1].split("\n", 1)[0] if t + 1 < len(texts) else "")
+            )
+            if FRAME_LINE.match(following):
+                lines[i] = "Traceback (most recent call last):"
+        out[t] = "\n".join(lines)
+    return out
 
 
 def _line_prefix(line: str) -> str | None:
@@ -226,6 +257,91 @@ def _unprefixed(line: str, prefixes: list[str]) -> str:
         if line.startswith(prefix):
             return line[len(prefix) :]
     return line
+
+
+# ── a traceback whose header was cut off ────────────────────────────────────
+_CARETS = re.compile(r"^\s*[~^]+\s*$")
+
+
+def restore_cut_header(texts: list[str]) -> list[str]:
+    """``texts`` with ``Traceback (most recent call last):`` put back above frames printed
+    without it — a log window or a reporter's paste that starts inside the traceback, a logger
+    that printed ``format_tb`` — when the frames run up to an exception line, so they are read
+    as the traceback they are (the exception with its frames, the frames' library) and not as
+    loose lines of which only the last twenty are looked at. Frames printed at the margin (a
+    log formatter or a paste that stripped the indent, header or not) get the interpreter's
+    indent back (two spaces for a frame, four for its source line). A run of
+    frames that ends in anything but an exception line (torch's anomaly-mode trace of the
+    forward call, a faulthandler dump, a stack a warning printed), or that follows an exception
+    line (Ray's task frames in its wrapper's message), is left as it is."""
+    if not any('File "' in t for t in texts):
+        return texts
+    flat = [(t, i, line) for t, text in enumerate(texts) for i, line in enumerate(text.split("\n"))]
+    header_before: set[tuple[int, int]] = set()  # (text, line) a header is put above
+    indent: dict[tuple[int, int], str] = {}  # (text, line) of a frame at the margin -> its indent
+    in_traceback = False  # a header was printed above: its frames are the interpreter's
+    k = 0
+    while k < len(flat):
+        line = flat[k][2]
+        if _HEADER in line:
+            in_traceback = True
+        if not FRAME_LINE.match(line):
+            if line.strip() and not line[0].isspace() and _HEADER not in line:
+                in_traceback = False  # an exception line, or other output: the traceback ended
+            k += 1
+            continue
+        end, margin = _frame_run(flat, k)
+        if in_traceback:
+            indent.update(margin)  # a traceback printed with its indent stripped, header and all
+        elif end < len(flat) and is_exception_line(flat[end][2]) and not _after_an_exception_line(flat, k):
+            header_before.add(flat[k][:2])
+            indent.update(margin)
+        in_traceback = False
+        k = end
+    if not header_before and not indent:
+        return texts
+    out = []
+    for t, text in enumerate(texts):
+        lines = []
+        for i, line in enumerate(text.split("\n")):
+            if (t, i) in header_before:
+                lines.append(_HEADER + ":")
+            lines.append(indent.get((t, i), "") + line)
+        out.append("\n".join(lines))
+    return out
+
+
+def _after_an_exception_line(flat: list[tuple[int, int, str]], k: int) -> bool:
+    """Whether the last line printed before ``flat[k]`` is an exception line: the frames are then
+    that exception's message (Ray's ``RayTaskError(ValueError): ray::f()`` followed by the
+    task's frames and its ``ValueError: …``), read as the wrapper's and the worker's lines."""
+    previous = next((flat[j][2] for j in range(k - 1, -1, -1) if flat[j][2].strip()), "")
+    return is_exception_line(previous)
+
+
+def _frame_run(flat: list[tuple[int, int, str]], k: int) -> tuple[int, dict[tuple[int, int], str]]:
+    """Where the run of frames starting at ``flat[k]`` ends (the index of its first line that
+    is neither a frame, a frame's source, a caret line nor blank) and the indent each of its
+    lines printed at the margin needs: a frame's source line is the one line after it, indented
+    or (pasted at the margin) not an exception line."""
+    margin: dict[tuple[int, int], str] = {}
+    previous = ""
+    j = k
+    while j < len(flat):
+        line = flat[j][2]
+        if FRAME_LINE.match(line):
+            previous = "frame"
+            if not line[0].isspace():
+                margin[flat[j][:2]] = "  "
+        elif not line.strip() or _CARETS.match(line) or line[0].isspace():
+            previous = "source" if line.strip() else "blank"
+        elif previous == "frame" and not is_exception_line(line):
+            previous = "source"
+            margin[flat[j][:2]] = "    "
+        else:
+            break
+        j += 1
+    return j, margin
 
 
 # ── documents: log events that belong to one traceback ───────────────────────
@@ -362,6 +478,13 @@ def read_chain(text: str, depth: int = 0) -> list[Link]:
     ipython = [m[1] for m in IPYTHON_HEADER.finditer(text)]
     text = normalize_header(text)
     starts = [m.start() for m in re.finditer(r"(?m)^[ \t]*Traceback \(most recent call last\):", text)]
+    if not starts and not depth and re.search(r"(?m)^[ \t]*Original Traceback \(most recent call last\):", text):
+        # a worker's traceback that its parent printed, without the parent's own (the log, or a
+        # reporter, kept only "Caught X in DataLoader worker process 0." and what follows): the
+        # worker's chain is the failure, when its exception line is there (else the parent's
+        # exception line, printed above it, is read as a line)
+        inner = read_chain(re.sub(r"(?m)^([ \t]*)Original Traceback", r"\1Traceback", text))
+        return inner if inner and not inner[-1].cut_off else []
     if not starts:
         if depth and re.search(r'^\s+File "', text, re.M):  # a header-less traceback (Ray's message)
             return _links_from(parse_exception_lines(text, expand=False), depth)

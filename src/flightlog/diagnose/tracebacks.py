@@ -35,6 +35,8 @@ __all__ = [
     "unlink_frame_locations",
     "untangle_doubled_type",
     "wrapped_frame_rest",
+    "is_exception_line",
+    "FRAME_LINE",
 ]
 
 _HEADER = "Traceback (most recent call last):"
@@ -75,8 +77,10 @@ CHAINED = _CHAINED = re.compile(
     r"The above exception was the direct cause of the following exception:|"
     r"During handling of the above exception, another exception occurred:"
 )
-_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<function>.+))?$')
-_EXC = re.compile(r"^(?P<type>[A-Za-z_][\w.]*)(?::\s?(?P<message>.*))?$")
+_FRAME = FRAME_LINE = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<function>.+))?$')
+#: an exception line: ``Type: message``, a type alone, or a wrapper naming the class it wraps
+#: (Ray's ``ray.exceptions.RayTaskError(AssertionError): ray::IMPALA.train() …``)
+_EXC = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:\((?:[A-Za-z_]\w*\.)*[A-Z]\w*\))?)(?::\s?(?P<message>.*))?$")
 _MARKERS = re.compile(r"^\s*[~^]+\s*$")
 #: Keras's wrapper of an error raised inside a layer's ``call``: its cause is the next paragraph
 _KERAS_CALL = re.compile(r"^Exception encountered when calling [\w.]+(?:\(\))?\.?(?: \w+\.call\(\)\.?)?\s*$")
@@ -350,6 +354,14 @@ def _exception_in_line(raw: str) -> Any:
 _LEADING_WRAPPED = _linear(r"^\((?P<type>(?:[A-Za-z_]\w*\.)+[A-Z]\w*(?:Error|Exception))\)\s*(?P<message>\S.*)$")
 #: a line that is only an exception's name, as Python prints ``KeyboardInterrupt``
 _BARE = re.compile(r"^(?P<type>KeyboardInterrupt|SystemExit|MemoryError|StopIteration)\s*$")
+
+
+def is_exception_line(line: str) -> bool:
+    """Whether ``line`` is an exception line as the interpreter prints it under a traceback's
+    frames (``Type: message``, a type alone): a qualified name that ends like an exception
+    class at the margin, not any word followed by a colon."""
+    raw = line.strip()
+    return bool(raw) and not line[0].isspace() and bool(_EXC_LINE.match(raw) or _BARE.match(raw))
 
 
 def parse_exception_lines(text: str, *, expand: bool = True) -> list[ParsedException]:
