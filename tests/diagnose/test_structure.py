@@ -477,3 +477,39 @@ def test_a_worker_s_original_traceback_without_its_parent_s() -> None:
     cut = "FileNotFoundError: " + _WORKER_ONLY.rsplit("FileNotFoundError:", 1)[0]
     read = read_failure(events(cut), exit_code=1)
     assert read.innermost is not None and read.innermost.short_type == "FileNotFoundError", read.links
+
+
+_PIP_BUILD_FAILED = """Collecting flash-attn==2.5.8
+  Downloading flash_attn-2.5.8.tar.gz (2.5 MB)
+  Preparing metadata (setup.py): started
+  Preparing metadata (setup.py): finished with status 'error'
+  error: subprocess-exited-with-error
+
+  × python setup.py egg_info did not run successfully.
+  │ exit code: 1
+  ╰─> [6 lines of output]
+      Traceback (most recent call last):
+        File "<string>", line 2, in <module>
+        File "<pip-setuptools-caller>", line 34, in <module>
+        File "/tmp/pip-install-7x0o1n2c/flash-attn_5d3e/setup.py", line 9, in <module>
+          from packaging.version import parse, Version
+      ModuleNotFoundError: No module named 'packaging'
+      [end of output]
+
+  note: This error originates from a subprocess, and is likely not a problem with pip.
+error: metadata-generation-failed
+
+× Encountered error while generating package metadata.
+╰─> See above for output.
+"""
+
+
+def test_a_traceback_indented_as_a_whole_inside_another_tool_s_output() -> None:
+    """pip prints a failed build's output indented under its own lines: the traceback's
+    exception is the indented ``ModuleNotFoundError``, not pip's ``error: …`` at the margin
+    below it."""
+    read = read_failure(["installing the requirements", *events(_PIP_BUILD_FAILED)], exit_code=1)
+    (link,) = read.links
+    assert (link.short_type, link.message.splitlines()[0]) == ("ModuleNotFoundError", "No module named 'packaging'")
+    assert [f.function for f in link.frames] == ["<module>"] * 3 and read.from_traceback
+    assert link.frames[-1].code == "from packaging.version import parse, Version"

@@ -498,9 +498,10 @@ def read_chain(text: str, depth: int = 0) -> list[Link]:
         chain = [(e, relation) for e in parse_exception_lines(preamble[: markers[-1].start()], expand=False)[-1:]]
     bounds = [*starts[1:], len(text)]
     for index, (a, b) in enumerate(zip(starts, bounds, strict=True)):
-        parsed, trailer = parse_block(text[a:b])
+        block = _dedented(text[a:b])
+        parsed, trailer = parse_block(block)
         if parsed is None:
-            frames = block_frames(text[a:b]) if index == len(starts) - 1 else []
+            frames = block_frames(block) if index == len(starts) - 1 else []
             if not frames:
                 continue
             parsed = ParsedException(ipython[-1] if ipython else TRUNCATED, "", frames, cut_off=True)
@@ -516,6 +517,23 @@ def read_chain(text: str, depth: int = 0) -> list[Link]:
     for n, (exc, relation) in enumerate(chain):
         links += _expanded(exc, "raised" if n == len(chain) - 1 else relation or "context", depth)
     return links
+
+
+def _dedented(block: str) -> str:
+    """A traceback printed indented as a whole — a subprocess's output nested in its parent's
+    (pip's ``╰─> [6 lines of output]``, a tool that indents what it captured) — with its
+    header's indent taken off every line, up to the first line indented less (the parent's
+    output again, not the traceback's); a traceback at the margin as it is."""
+    first, _, rest = block.partition("\n")
+    indent = first[: len(first) - len(first.lstrip())]
+    if not indent:
+        return block
+    lines = [first[len(indent) :]]
+    for line in rest.split("\n"):
+        if line.strip() and not line.startswith(indent):
+            break
+        lines.append(line[len(indent) :])
+    return "\n".join(lines)
 
 
 def _expanded(exc: ParsedException, via: str, depth: int) -> list[Link]:
