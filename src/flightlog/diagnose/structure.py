@@ -380,30 +380,49 @@ _KERAS_WRAPPER_LINE = re.compile(
 )
 
 
+#: how much of a document's end the joins look at (a traceback's header within it)
+_TAIL = 20_000
+
+
 def _documents(texts: list[str]) -> list[str]:
     """Consecutive texts that continue one another (a traceback split over several events: one
-    event per line of a launcher or a JSON logger) joined into one document."""
-    docs: list[str] = []
+    event per line of a launcher or a JSON logger) joined into one document. Each text is
+    looked at once: a document is kept as its parts, its last characters and whether it holds
+    a header, so a traceback of thousands of one-line events costs as much as one of a few."""
+    docs: list[list[str]] = []
+    tail = ""  # the current document's last characters
+    header = False  # the current document holds a traceback's header
     awaiting = False  # the document's last traceback has no exception line yet
     for text in texts:
         first = text.split("\n", 1)[0]
         joins = bool(docs) and (
             awaiting
             or bool(CHAINED.search(first))
-            or bool(CHAINED.search(docs[-1][-120:]))
-            or (bool(_FRAME_START.match(first)) and _HEADER in docs[-1][-20000:])
+            or bool(CHAINED.search(tail[-120:]))
+            or (bool(_FRAME_START.match(first)) and _HEADER in tail)
             or first.startswith(("Original Traceback", '"""'))  # a worker's traceback inside its parent's
-            or (first.startswith("Traceback") and docs[-1].rstrip().endswith(('"""', "RemoteTraceback:")))
+            or (first.startswith("Traceback") and tail.rstrip().endswith(('"""', "RemoteTraceback:")))
         )
-        if not joins and docs and _KERAS_WRAPPER_LINE.search(docs[-1][-300:]) and _HEADER in docs[-1]:
+        if not joins and docs and _KERAS_WRAPPER_LINE.search(tail[-300:]) and header:
             # Keras's wrapper line, then (after a blank line, one event per line) what went wrong
-            docs[-1] += "\n\n" + text
-        elif joins:
-            docs[-1] += "\n" + text
+            separator: str | None = "\n\n"
         else:
-            docs.append(text)
-        awaiting = _awaiting_exception(docs[-1])
-    return docs
+            separator = "\n" if joins else None
+        if separator is None:
+            docs.append([text])
+            tail, header = text[-_TAIL:], _HEADER in text
+            awaiting = _awaiting_exception(text)
+            continue
+        last_line = tail[tail.rfind("\n") + 1 :]
+        docs[-1].append(separator + text)
+        tail, header = (tail + separator + text)[-_TAIL:], header or _HEADER in text
+        if _HEADER in text:  # the document's last traceback starts in this text
+            awaiting = _awaiting_exception(text)
+        elif awaiting:  # only the lines this text adds can end the wait
+            awaiting = _lines_continue((last_line + separator + text).splitlines())
+        else:
+            awaiting = _awaiting_exception("".join(docs[-1]))
+    return ["".join(parts) for parts in docs]
 
 
 def _awaiting_exception(doc: str) -> bool:
@@ -413,7 +432,13 @@ def _awaiting_exception(doc: str) -> bool:
     at = doc.rfind(_HEADER)
     if at < 0:
         return False
-    lines = doc[at + len(_HEADER) :].splitlines()
+    return _lines_continue(doc[at + len(_HEADER) :].splitlines())
+
+
+def _lines_continue(lines: list[str]) -> bool:
+    """Whether every line after the first (the rest of the header's line, or a line already
+    read) continues a traceback: blank, indented, a header or a chain's marker, a frame of
+    IPython's, or the rest of a frame line a terminal wrapped."""
     for i, line in enumerate(lines[1:], start=1):
         if (
             line
