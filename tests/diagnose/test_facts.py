@@ -95,6 +95,24 @@ def test_the_chain_s_wrapper_and_the_codes_of_its_messages() -> None:
     assert "grpc:UNAVAILABLE" in facts, facts
 
 
+def test_an_exception_line_without_frames_comes_from_nowhere_known() -> None:
+    """An exception line printed alone (a log's ``IndexError: …``, a launcher's summary) says
+    nothing of where it was raised: its library is unknown, not the workload's own code — only
+    frames in the workload's files say that (issue 29: the two read alike taught the ranker that
+    a builtin raised in the user's code is like any bare exception line)."""
+    alone = _facts("step 12 loss=0.41", "IndexError: pop from empty list")
+    assert "inner_lib:unknown" in alone and "inner_lib:own" not in alone, alone
+    chained = _facts(
+        "ValueError: bad row\n\nThe above exception was the direct cause of the following exception:\n\n"
+        "RuntimeError: could not load the batch"
+    )
+    assert {"inner_lib:unknown", "outer_lib:unknown"} <= set(chained), chained
+    raised_here = _facts(traceback_of(lambda: [].pop()))
+    assert "inner_lib:own" in raised_here and "raised:own" in raised_here, raised_here
+    # a library's class named alone still names its library
+    assert "inner_lib:third_party" in _facts("psycopg2.errors.TooManyConnections: sorry, too many clients already")
+
+
 def test_a_class_name_s_words_for_a_library_s_own_classes_only() -> None:
     assert class_words("ConfigAttributeError") == ["config", "attribute"]
     assert class_words("HTTPError") == ["http"]

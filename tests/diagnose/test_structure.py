@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from flightlog.diagnose.structure import Codes, FailureRead, Link, read_failure
+from tests.diagnose.corpus.replay import events
 from tests.diagnose.raising import disk_full_under_a_wrapper, traceback_of
 
 
@@ -286,3 +287,272 @@ def test_a_launcher_s_report_after_a_rank_s_traceback_recorded() -> None:
     assert _shape(read) == [("RuntimeError", "worker"), ("ChildFailedError", "raised")]
     assert read.last_line is not None and read.last_line.startswith("RuntimeError: [/__w/pytorch/pytorch/third_party")
     assert read.handled == [] and read.lines_after_chain == 0
+
+
+# ── the frames are there, where the reader did not look (issue 29) ──────────
+_LOGGED_LINE_BY_LINE = """
+import logging, sys, traceback
+logging.basicConfig(format="%(levelname)s %(asctime)s engine.py:366] %(message)s", datefmt="%m-%d %H:%M:%S")
+log = logging.getLogger("engine")
+def raise_if_cache_size_invalid(blocks):
+    if blocks <= 0:
+        raise ValueError("No available memory for the cache blocks. Try increasing `gpu_memory_utilization`.")
+try:
+    raise_if_cache_size_invalid(0)
+except ValueError:
+    for line in traceback.format_exc().splitlines():  # as vLLM's engine logs a worker's traceback
+        log.error(line)
+    sys.exit(1)
+"""
+
+
+def test_a_traceback_logged_line_by_line_behind_a_logger_s_prefix() -> None:
+    """A logger's prefix (with its time) before every line of a traceback, each line an event
+    of its own as a run's capture splits it: the prefix is taken off and the frames are read."""
+    stderr = _python(_LOGGED_LINE_BY_LINE)
+    assert stderr.count("engine.py:366] ") >= 4, stderr
+    read = read_failure(events(stderr), exit_code=1)
+    (link,) = read.links
+    assert link.short_type == "ValueError" and link.message.startswith("No available memory")
+    assert [f.function for f in link.frames] == ["<module>", "raise_if_cache_size_invalid"]
+    assert read.from_traceback
+
+
+def test_a_container_runtime_s_prefix_and_a_frame_that_lost_its_line_break() -> None:
+    """docker compose's ``service  | `` before every line (ourresearch/openalex-topic-
+    classification#3) is a prefix; the word before a frame that lost its line break
+    (``KeyError  File …``, FreedomIntelligence/HuatuoGPT#37) is not."""
+    compose = (
+        "openalex_topic_ai  | Traceback (most recent call last):\n"
+        'openalex_topic_ai  |   File "/opt/program/predictor.py", line 15, in <module>\n'
+        "openalex_topic_ai  |     from sentence_transformers import SentenceTransformer\n"
+        'openalex_topic_ai  |   File "/usr/local/lib/python3.8/dist-packages/sentence_transformers/__init__.py", line 3,'
+        " in <module>\n"
+        "openalex_topic_ai  |     from huggingface_hub import cached_download\n"
+        "openalex_topic_ai  | ImportError: cannot import name 'cached_download' from 'huggingface_hub'\n"
+    )
+    (link,) = read_failure(events(compose), exit_code=1).links
+    assert link.short_type == "ImportError" and link.library == "sentence_transformers" and len(link.frames) == 2
+    glued = (
+        'KeyError  File "HuatuoGPT/scripts/finetune.py", line 70, in __getitem__\n'
+        "    da = self.data[index]\n"
+        "KeyError: 7\n"
+    )
+    (link,) = read_failure(events(glued), exit_code=1).links
+    assert (link.short_type, link.message) == ("KeyError", "7")
+
+
+def test_ipython_frames_whose_header_was_cut_off() -> None:
+    """IPython 8 prints a frame as ``File path:line, in function(args)`` with its source and an
+    arrow (yangheng95/PyABSA#375, the header not pasted): the frame is read, so the IndexError is
+    torch's, raised in ``cross_entropy``."""
+    text = (
+        "File /opt/conda/lib/python3.10/site-packages/torch/nn/functional.py:3029, in cross_entropy(input, target,"
+        " weight, size_average, ignore_index, reduce, reduction, label_smoothing)\n"
+        "   3027 if size_average is not None or reduce is not None:\n"
+        "   3028     reduction = _Reduction.legacy_get_string(size_average, reduce)\n"
+        "-> 3029 return torch._C._nn.cross_entropy_loss(input, target, weight, _Reduction.get_enum(reduction),"
+        " ignore_index, label_smoothing)\n"
+        "\n"
+        "IndexError: Target 2 is out of bounds.\n"
+    )
+    (link,) = read_failure(events(text), exit_code=1).links
+    assert link.short_type == "IndexError" and link.library == "torch"
+    assert [(f.function, f.line) for f in link.frames] == [("cross_entropy", 3029)]
+    assert link.frames[0].code.startswith("return torch._C._nn.cross_entropy_loss(")
+
+
+def test_an_exception_in_a_reporter_s_backticks_or_a_python_2_repr() -> None:
+    (link,) = read_failure(["error: `RuntimeError: numel: integer multiplication overflow`"], exit_code=1).links
+    assert (link.short_type, link.message) == ("RuntimeError", "numel: integer multiplication overflow")
+    dask = (
+        "ValueError: Metadata inference failed in `add`.\n"
+        "Original error is below:\n"
+        "------------------------\n"
+        "TypeError(\"ufunc 'add' did not contain a loop with signature matching types dtype('<U21')\",)\n"
+    )
+    read = read_failure(events(dask), exit_code=1)
+    assert [(link.short_type, link.via) for link in read.links] == [("TypeError", "wrapped"), ("ValueError", "raised")]
+
+
+# ── a traceback whose header was cut off or whose indent was stripped (issue 29) ──
+_FRAMES_LOGGED_WITHOUT_HEADER = """
+import json, sys, traceback
+def load_config(text):
+    return json.loads(text)
+try:
+    load_config("{'lr': 0.1}")
+except ValueError as exc:
+    # a handler that logs the frames and the exception line, as format_tb and
+    # format_exception_only print them: no "Traceback (most recent call last):" above
+    sys.stderr.write("".join(traceback.format_tb(exc.__traceback__)))
+    sys.stderr.write("".join(traceback.format_exception_only(type(exc), exc)))
+    sys.exit(1)
+"""
+
+
+def test_frames_printed_without_the_traceback_s_header() -> None:
+    """Frames that run up to an exception line are a traceback whose header was not printed
+    (a handler that logs ``format_tb``, a log window or a paste that starts inside it): the
+    exception is read with its frames and where it was raised, as from a whole traceback."""
+    stderr = _python(_FRAMES_LOGGED_WITHOUT_HEADER)
+    assert "Traceback (most recent call last)" not in stderr and 'File "' in stderr, stderr
+    read = read_failure(["loading the configuration", *events(stderr)], exit_code=1)
+    (link,) = read.links
+    assert link.short_type == "JSONDecodeError" and link.library == "json"
+    assert [f.function for f in link.frames][:3] == ["<module>", "load_config", "loads"], link.frames
+    assert read.from_traceback
+
+
+def test_a_traceback_printed_at_the_margin() -> None:
+    """A log formatter (h2oai/h2o-llmstudio#256) or a paste that stripped the indent of every
+    line, with the header or without it: the frames and their source lines are read as the
+    interpreter indents them."""
+    h2o = (
+        "2023-07-01 16:41:05,669 - ERROR: Exception occurred during H2O LLM Studio run:\n"
+        "Traceback (most recent call last):\n"
+        'File "/root/.venv/lib/python3.10/site-packages/torch/serialization.py", line 441, in save\n'
+        "_save(obj, opened_zipfile, pickle_module, pickle_protocol)\n"
+        'File "/root/.venv/lib/python3.10/site-packages/torch/serialization.py", line 668, in _save\n'
+        "zip_file.write_record(name, storage.data_ptr(), num_bytes)\n"
+        "RuntimeError: [enforce fail at inline_container.cc:471] . PytorchStreamWriter failed writing file"
+        " data/228: file write failed\n"
+    )
+    read = read_failure(events(h2o), exit_code=1)
+    (link,) = read.links
+    assert link.short_type == "RuntimeError" and link.message.startswith("[enforce fail")
+    assert [(f.function, f.code) for f in link.frames] == [
+        ("save", "_save(obj, opened_zipfile, pickle_module, pickle_protocol)"),
+        ("_save", "zip_file.write_record(name, storage.data_ptr(), num_bytes)"),
+    ]
+    assert link.library == "torch" and read.from_traceback
+    accelerate = (
+        'File "/usr/local/lib/python3.10/dist-packages/accelerate/accelerator.py", line 1324, in prepare_model\n'
+        "raise ValueError(\n"
+        "ValueError: You can't train a model that has been loaded in 8-bit precision on a different device"
+        " than the one you're training on.\n"
+    )
+    read = read_failure(events(accelerate), exit_code=1)
+    (link,) = read.links
+    assert (link.library, link.frames[0].code, read.from_traceback) == ("accelerate", "raise ValueError(", True)
+
+
+def test_frames_that_end_in_no_exception_line_are_not_a_traceback() -> None:
+    """torch's anomaly mode prints the forward call's frames inside a warning: no exception
+    follows them, so they are not a cut-off traceback."""
+    anomaly = (
+        "/opt/conda/lib/python3.10/site-packages/torch/autograd/__init__.py:200: UserWarning: Error detected in"
+        " PowBackward0. Traceback of forward call that caused the error:\n"
+        '  File "/work/train.py", line 41, in <module>\n'
+        "    loss = model(batch).pow(2).mean()\n"
+        " (Triggered internally at ../torch/csrc/autograd/python_anomaly_mode.cpp:119.)\n"
+        "  Variable._execution_engine.run_backward(\n"
+    )
+    read = read_failure(events(anomaly), exit_code=1)
+    assert not read.from_traceback and all(link.frames == [] for link in read.links), read.links
+
+
+_HEADER_BEHIND_A_TIME = """
+import logging, sys, traceback
+logging.basicConfig(format="[%(asctime)s] %(message)s", datefmt="%H:%M:%S")
+def search(url):
+    raise ConnectionError(f"HTTPSConnectionPool(host={url!r}, port=443): Max retries exceeded")
+try:
+    search("bing.comhttps")
+except ConnectionError:
+    logging.error(traceback.format_exc().rstrip())  # the record's message is the traceback
+    sys.exit(1)
+"""
+
+
+def test_a_logger_s_prefix_before_the_header_alone() -> None:
+    """A log record whose message is the traceback prefixes its first line only
+    (``[14:42:02] Traceback (most recent call last):``): the header is read as the interpreter's."""
+    stderr = _python(_HEADER_BEHIND_A_TIME)
+    assert stderr.startswith("[") and "] Traceback (most recent call last):" in stderr, stderr
+    read = read_failure(events(stderr), exit_code=1)
+    (link,) = read.links
+    assert link.short_type == "ConnectionError" and [f.function for f in link.frames] == ["<module>", "search"]
+    assert read.from_traceback
+
+
+def test_ray_s_wrapper_as_the_exception_line_of_a_traceback() -> None:
+    """Ray Tune logs the driver's traceback ending in ``RayTaskError(AssertionError): …``
+    (ray-project/ray#8230): the wrapper and the class it wraps are both read."""
+    tune = (
+        "2020-04-30 16:16:01,818\tERROR trial_runner.py:512 -- Trial IMPALA_MultiAgentEnv_00000: Error processing event.\n"
+        "Traceback (most recent call last):\n"
+        '  File "/usr/local/lib/python3.6/dist-packages/ray/tune/ray_trial_executor.py", line 381, in fetch_result\n'
+        "    result = ray.get(trial_future[0], DEFAULT_GET_TIMEOUT)\n"
+        '  File "/usr/local/lib/python3.6/dist-packages/ray/worker.py", line 1526, in get\n'
+        "    raise value.as_instanceof_cause()\n"
+        "ray.exceptions.RayTaskError(AssertionError): ray::IMPALA.train() (pid=25776, ip=192.168.202.97)\n"
+    )
+    read = read_failure(events(tune), exit_code=1)
+    assert [(link.type, link.via) for link in read.links] == [
+        ("AssertionError", "wrapped"),
+        ("ray.exceptions.RayTaskError", "raised"),
+    ]
+    assert len(read.links[-1].frames) == 2 and read.from_traceback
+
+
+_WORKER_ONLY = (
+    "Caught FileNotFoundError in DataLoader worker process 0.\n"
+    "Original Traceback (most recent call last):\n"
+    '  File "/usr/local/lib/python3.7/dist-packages/torch/utils/data/_utils/worker.py", line 202, in _worker_loop\n'
+    "    data = fetcher.fetch(index)\n"
+    '  File "<ipython-input-14-7bc4d2497e8a>", line 40, in make_mask\n'
+    "    tree = ET.parse(annot)\n"
+    '  File "/usr/lib/python3.7/xml/etree/ElementTree.py", line 587, in parse\n'
+    '    source = open(source, "rb")\n'
+    "FileNotFoundError: [Errno 2] No such file or directory: '/content/NEUDET/annotations/rolled-in_scale_21.xml'\n"
+)
+
+
+def test_a_worker_s_original_traceback_without_its_parent_s() -> None:
+    """The data loader's ``Original Traceback`` printed without the parent's own traceback
+    (the log kept the wrapper's words and the worker's frames): the worker's chain is read; when
+    the worker's exception line was cut off too, the parent's exception line is read instead."""
+    read = read_failure(events(_WORKER_ONLY), exit_code=1)
+    (link,) = read.links
+    assert link.short_type == "FileNotFoundError" and link.codes.errno == 2 and len(link.frames) == 3
+    assert read.from_traceback
+    cut = "FileNotFoundError: " + _WORKER_ONLY.rsplit("FileNotFoundError:", 1)[0]
+    read = read_failure(events(cut), exit_code=1)
+    assert read.innermost is not None and read.innermost.short_type == "FileNotFoundError", read.links
+
+
+_PIP_BUILD_FAILED = """Collecting flash-attn==2.5.8
+  Downloading flash_attn-2.5.8.tar.gz (2.5 MB)
+  Preparing metadata (setup.py): started
+  Preparing metadata (setup.py): finished with status 'error'
+  error: subprocess-exited-with-error
+
+  × python setup.py egg_info did not run successfully.
+  │ exit code: 1
+  ╰─> [6 lines of output]
+      Traceback (most recent call last):
+        File "<string>", line 2, in <module>
+        File "<pip-setuptools-caller>", line 34, in <module>
+        File "/tmp/pip-install-7x0o1n2c/flash-attn_5d3e/setup.py", line 9, in <module>
+          from packaging.version import parse, Version
+      ModuleNotFoundError: No module named 'packaging'
+      [end of output]
+
+  note: This error originates from a subprocess, and is likely not a problem with pip.
+error: metadata-generation-failed
+
+× Encountered error while generating package metadata.
+╰─> See above for output.
+"""
+
+
+def test_a_traceback_indented_as_a_whole_inside_another_tool_s_output() -> None:
+    """pip prints a failed build's output indented under its own lines: the traceback's
+    exception is the indented ``ModuleNotFoundError``, not pip's ``error: …`` at the margin
+    below it."""
+    read = read_failure(["installing the requirements", *events(_PIP_BUILD_FAILED)], exit_code=1)
+    (link,) = read.links
+    assert (link.short_type, link.message.splitlines()[0]) == ("ModuleNotFoundError", "No module named 'packaging'")
+    assert [f.function for f in link.frames] == ["<module>"] * 3 and read.from_traceback
+    assert link.frames[-1].code == "from packaging.version import parse, Version"

@@ -73,12 +73,12 @@ def chain_facts(read: FailureRead) -> list[str]:
         inner, outer = read.links[0], read.links[-1]
         facts.append("traceback" if read.from_traceback else "exception_lines")
         facts.append(f"inner:{inner.short_type}")
-        facts.append(f"inner_lib:{library_kind(inner.library)}")
+        facts.append(f"inner_lib:{_link_library_kind(inner)}")
         if inner.library:
             facts.append(f"inner_lib={inner.library}")
         if len(read.links) > 1:
             facts.append(f"outer:{outer.short_type}")
-            facts.append(f"outer_lib:{library_kind(outer.library)}")
+            facts.append(f"outer_lib:{_link_library_kind(outer)}")
             facts.append(f"chain:{_pair(inner, outer)}")
         if any(link.via == "worker" for link in read.links):
             facts.append("has_worker")
@@ -98,6 +98,16 @@ def _pair(inner: Link, outer: Link) -> str:
     if _is_builtin_class(outer.type):
         return "builtin_over_" + ("builtin" if _is_builtin_class(inner.type) else "library_class")
     return "library_class_over_" + ("builtin" if _is_builtin_class(inner.type) else "other_library_class")
+
+
+def _link_library_kind(link: Link) -> str:
+    """Where a link comes from: the workload's own code only when its frames say so; an
+    exception line read without frames whose class names no module (``IndexError: …`` quoted
+    alone, a launcher's summary) is "unknown" — it may have been raised anywhere, and reading
+    it as the workload's own code taught the ranker that a bare builtin is the user's."""
+    if link.library is None and not link.frames:
+        return "unknown"
+    return library_kind(link.library)
 
 
 def library_kind(library: str | None) -> str:

@@ -26,12 +26,14 @@ from flightlog.diagnose.codes import Codes, read_codes
 from flightlog.diagnose.textforms import native_library, plain_text
 from flightlog.diagnose.tracebacks import (
     CHAINED,
+    FRAME_LINE,
     IPYTHON_HEADER,
     IPYTHON_LOCATION,
     Frame,
     ParsedException,
     block_frames,
     expand_wrappers,
+    is_exception_line,
     normalize_header,
     parse_block,
     parse_exception_lines,
@@ -39,7 +41,18 @@ from flightlog.diagnose.tracebacks import (
     wrapped_frame_rest,
 )
 
-__all__ = ["Codes", "Link", "FailureRead", "read_failure", "library_of", "package_of_path", "VIA", "TRUNCATED"]
+__all__ = [
+    "Codes",
+    "Link",
+    "FailureRead",
+    "read_failure",
+    "library_of",
+    "package_of_path",
+    "strip_repeated_prefix",
+    "restore_cut_header",
+    "VIA",
+    "TRUNCATED",
+]
 
 #: the type of a link whose traceback lost its exception line
 TRUNCATED = "TruncatedTraceback"
@@ -115,7 +128,7 @@ def read_failure(
     plain = [
         p for p in (unlink_frame_locations(plain_text(t[:MAX_TEXT])) for t in _join_boxes(texts) if t) if p.strip()
     ]
-    docs = _documents(plain)
+    docs = _documents(restore_cut_header(strip_repeated_prefix(plain)))
     index = next((i for i in range(len(docs) - 1, -1, -1) if _HEADER in docs[i]), None)
     links: list[Link] = []
     after: list[str] = []
@@ -187,6 +200,173 @@ def read_failure(
     )
 
 
+# ── a prefix before every line of a traceback ───────────────────────────────
+#: a traceback's header or frame after other text on its line: a logger's, a launcher's or a
+#: container runtime's prefix (``ERROR 11-18 18:07:28 engine.py:366] ``, ``(EngineCore_0
+#: pid=268) ERROR … [core.py:702] ``, ``openalex_topic_ai  | ``, ``(raylet) ``)
+_PREFIXED_HEADER = re.compile(r"^(?P<prefix>.*\S.*?)Traceback \(most recent call last\):\s*$")
+_PREFIXED_FRAME = re.compile(r'^(?P<prefix>.*\S.*?)(?P<indent> *)File "[^"]+", line \d+')
+#: how many lines must start with the same prefix before it is taken for one (a frame and its code)
+_PREFIXED_LINES = 2
+
+
+def strip_repeated_prefix(texts: list[str]) -> list[str]:
+    """``texts`` with the prefix that a logger, a launcher or a container runtime wrote before
+    every line of a traceback taken off those lines, so the traceback reads as the interpreter
+    printed it. The prefix is the text before a ``Traceback (most recent call last):`` (else
+    before a frame's two-space indent), where at least two lines start with it exactly; IPython's
+    header (``KeyError   Traceback …``) and a worker's ``Original Traceback`` are not prefixes."""
+    if not any("Traceback (most recent call last)" in t or 'File "' in t for t in texts):
+        return texts
+    lines = [line for text in texts for line in text.split("\n")]
+    candidates = {prefix for line in lines if (prefix := _line_prefix(line))}
+    if not candidates:
+        return texts
+    prefixes = [p for p in candidates if sum(1 for line in lines if line.startswith(p)) >= _PREFIXED_LINES]
+    if prefixes:
+        prefixes.sort(key=len, reverse=True)
+        texts = ["\n".join(_unprefixed(line, prefixes) for line in text.split("\n")) for text in texts]
+    return _unprefixed_headers(texts)
+
+
+def _unprefixed_headers(texts: list[str]) -> list[str]:
+    """``texts`` with a prefix written before a traceback's header alone taken off it: a log
+    record whose message is the traceback (``logger.error(traceback.format_exc())`` under a
+    ``"[%(asctime)s] %(message)s"`` format) prefixes its first line only —
+    ``[14:42:02] Traceback (most recent call last):`` — and the frames follow at the margin's
+    indent. The header must be followed by a frame (in its text or the next), so a header
+    quoted inside a sentence is left alone."""
+    out = list(texts)
+    for t, text in enumerate(texts):
+        if "Traceback (most recent call last)" not in text:
+            continue
+        lines = text.split("\n")
+        for i, line in enumerate(lines):
+            if (
+                "Traceback (most recent call last)" not in line
+                or line.startswith("Traceback")
+                or not _line_prefix(line)
+            ):
+                continue
+            following = (
+                lines[i + 1] if i + 1 < len(lines) else (texts[t + 1].split("\n", 1)[0] if t + 1 < len(texts) else "")
+            )
+            if FRAME_LINE.match(following):
+                lines[i] = "Traceback (most recent call last):"
+        out[t] = "\n".join(lines)
+    return out
+
+
+def _line_prefix(line: str) -> str | None:
+    if "Traceback (most recent call last)" in line:
+        m = _PREFIXED_HEADER.match(line)
+        if m is None or IPYTHON_HEADER.match(line) or m["prefix"].rstrip().endswith(("Original", ">")):
+            return None
+        return None if m["prefix"][-1].isalnum() else m["prefix"]
+    if 'File "' not in line:
+        return None
+    m = _PREFIXED_FRAME.match(line)
+    if m is None or not m["prefix"].strip():
+        return None
+    # the frame's own two-space indent is the traceback's; what is left of it is the prefix's
+    prefix = m["prefix"] + m["indent"][: max(0, len(m["indent"]) - 2)]
+    # a prefix ends at a separator (``] ``, ``| ``, ``) ``): one that ends in a word is the
+    # text before a frame that lost its line break (``KeyError  File "…"``), not a prefix
+    return None if prefix[-1].isalnum() or prefix[-1] == "_" else prefix
+
+
+def _unprefixed(line: str, prefixes: list[str]) -> str:
+    for prefix in prefixes:
+        if line.startswith(prefix):
+            return line[len(prefix) :]
+    return line
+
+
+# ── a traceback whose header was cut off ────────────────────────────────────
+_CARETS = re.compile(r"^\s*[~^]+\s*$")
+
+
+def restore_cut_header(texts: list[str]) -> list[str]:
+    """``texts`` with ``Traceback (most recent call last):`` put back above frames printed
+    without it — a log window or a reporter's paste that starts inside the traceback, a logger
+    that printed ``format_tb`` — when the frames run up to an exception line, so they are read
+    as the traceback they are (the exception with its frames, the frames' library) and not as
+    loose lines of which only the last twenty are looked at. Frames printed at the margin (a
+    log formatter or a paste that stripped the indent, header or not) get the interpreter's
+    indent back (two spaces for a frame, four for its source line). A run of
+    frames that ends in anything but an exception line (torch's anomaly-mode trace of the
+    forward call, a faulthandler dump, a stack a warning printed), or that follows an exception
+    line (Ray's task frames in its wrapper's message), is left as it is."""
+    if not any('File "' in t for t in texts):
+        return texts
+    flat = [(t, i, line) for t, text in enumerate(texts) for i, line in enumerate(text.split("\n"))]
+    header_before: set[tuple[int, int]] = set()  # (text, line) a header is put above
+    indent: dict[tuple[int, int], str] = {}  # (text, line) of a frame at the margin -> its indent
+    in_traceback = False  # a header was printed above: its frames are the interpreter's
+    k = 0
+    while k < len(flat):
+        line = flat[k][2]
+        if _HEADER in line:
+            in_traceback = True
+        if not FRAME_LINE.match(line):
+            if line.strip() and not line[0].isspace() and _HEADER not in line:
+                in_traceback = False  # an exception line, or other output: the traceback ended
+            k += 1
+            continue
+        end, margin = _frame_run(flat, k)
+        if in_traceback:
+            indent.update(margin)  # a traceback printed with its indent stripped, header and all
+        elif end < len(flat) and is_exception_line(flat[end][2]) and not _after_an_exception_line(flat, k):
+            header_before.add(flat[k][:2])
+            indent.update(margin)
+        in_traceback = False
+        k = end
+    if not header_before and not indent:
+        return texts
+    out = []
+    for t, text in enumerate(texts):
+        lines = []
+        for i, line in enumerate(text.split("\n")):
+            if (t, i) in header_before:
+                lines.append(_HEADER + ":")
+            lines.append(indent.get((t, i), "") + line)
+        out.append("\n".join(lines))
+    return out
+
+
+def _after_an_exception_line(flat: list[tuple[int, int, str]], k: int) -> bool:
+    """Whether the last line printed before ``flat[k]`` is an exception line: the frames are then
+    that exception's message (Ray's ``RayTaskError(ValueError): ray::f()`` followed by the
+    task's frames and its ``ValueError: …``), read as the wrapper's and the worker's lines."""
+    previous = next((flat[j][2] for j in range(k - 1, -1, -1) if flat[j][2].strip()), "")
+    return is_exception_line(previous)
+
+
+def _frame_run(flat: list[tuple[int, int, str]], k: int) -> tuple[int, dict[tuple[int, int], str]]:
+    """Where the run of frames starting at ``flat[k]`` ends (the index of its first line that
+    is neither a frame, a frame's source, a caret line nor blank) and the indent each of its
+    lines printed at the margin needs: a frame's source line is the one line after it, indented
+    or (pasted at the margin) not an exception line."""
+    margin: dict[tuple[int, int], str] = {}
+    previous = ""
+    j = k
+    while j < len(flat):
+        line = flat[j][2]
+        if FRAME_LINE.match(line):
+            previous = "frame"
+            if not line[0].isspace():
+                margin[flat[j][:2]] = "  "
+        elif not line.strip() or _CARETS.match(line) or line[0].isspace():
+            previous = "source" if line.strip() else "blank"
+        elif previous == "frame" and not is_exception_line(line):
+            previous = "source"
+            margin[flat[j][:2]] = "    "
+        else:
+            break
+        j += 1
+    return j, margin
+
+
 # ── documents: log events that belong to one traceback ───────────────────────
 _BOX_TOP = re.compile(r"^(?:\[\w+\]:\s?)?\s*[╭+][─-]+ Traceback \(most recent call last\)")
 _BOX_BOTTOM = re.compile(r"^(?:\[\w+\]:\s?)?\s*[╰+][─-]+[╯+]\s*$", re.M)
@@ -223,30 +403,49 @@ _KERAS_WRAPPER_LINE = re.compile(
 )
 
 
+#: how much of a document's end the joins look at (a traceback's header within it)
+_TAIL = 20_000
+
+
 def _documents(texts: list[str]) -> list[str]:
     """Consecutive texts that continue one another (a traceback split over several events: one
-    event per line of a launcher or a JSON logger) joined into one document."""
-    docs: list[str] = []
+    event per line of a launcher or a JSON logger) joined into one document. Each text is
+    looked at once: a document is kept as its parts, its last characters and whether it holds
+    a header, so a traceback of thousands of one-line events costs as much as one of a few."""
+    docs: list[list[str]] = []
+    tail = ""  # the current document's last characters
+    header = False  # the current document holds a traceback's header
     awaiting = False  # the document's last traceback has no exception line yet
     for text in texts:
         first = text.split("\n", 1)[0]
         joins = bool(docs) and (
             awaiting
             or bool(CHAINED.search(first))
-            or bool(CHAINED.search(docs[-1][-120:]))
-            or (bool(_FRAME_START.match(first)) and _HEADER in docs[-1][-20000:])
+            or bool(CHAINED.search(tail[-120:]))
+            or (bool(_FRAME_START.match(first)) and _HEADER in tail)
             or first.startswith(("Original Traceback", '"""'))  # a worker's traceback inside its parent's
-            or (first.startswith("Traceback") and docs[-1].rstrip().endswith(('"""', "RemoteTraceback:")))
+            or (first.startswith("Traceback") and tail.rstrip().endswith(('"""', "RemoteTraceback:")))
         )
-        if not joins and docs and _KERAS_WRAPPER_LINE.search(docs[-1][-300:]) and _HEADER in docs[-1]:
+        if not joins and docs and _KERAS_WRAPPER_LINE.search(tail[-300:]) and header:
             # Keras's wrapper line, then (after a blank line, one event per line) what went wrong
-            docs[-1] += "\n\n" + text
-        elif joins:
-            docs[-1] += "\n" + text
+            separator: str | None = "\n\n"
         else:
-            docs.append(text)
-        awaiting = _awaiting_exception(docs[-1])
-    return docs
+            separator = "\n" if joins else None
+        if separator is None:
+            docs.append([text])
+            tail, header = text[-_TAIL:], _HEADER in text
+            awaiting = _awaiting_exception(text)
+            continue
+        last_line = tail[tail.rfind("\n") + 1 :]
+        docs[-1].append(separator + text)
+        tail, header = (tail + separator + text)[-_TAIL:], header or _HEADER in text
+        if _HEADER in text:  # the document's last traceback starts in this text
+            awaiting = _awaiting_exception(text)
+        elif awaiting:  # only the lines this text adds can end the wait
+            awaiting = _lines_continue((last_line + separator + text).splitlines())
+        else:
+            awaiting = _awaiting_exception("".join(docs[-1]))
+    return ["".join(parts) for parts in docs]
 
 
 def _awaiting_exception(doc: str) -> bool:
@@ -256,7 +455,13 @@ def _awaiting_exception(doc: str) -> bool:
     at = doc.rfind(_HEADER)
     if at < 0:
         return False
-    lines = doc[at + len(_HEADER) :].splitlines()
+    return _lines_continue(doc[at + len(_HEADER) :].splitlines())
+
+
+def _lines_continue(lines: list[str]) -> bool:
+    """Whether every line after the first (the rest of the header's line, or a line already
+    read) continues a traceback: blank, indented, a header or a chain's marker, a frame of
+    IPython's, or the rest of a frame line a terminal wrapped."""
     for i, line in enumerate(lines[1:], start=1):
         if (
             line
@@ -333,6 +538,13 @@ def read_chain(text: str, depth: int = 0) -> list[Link]:
     ipython = [m[1] for m in IPYTHON_HEADER.finditer(text)]
     text = normalize_header(text)
     starts = [m.start() for m in re.finditer(r"(?m)^[ \t]*Traceback \(most recent call last\):", text)]
+    if not starts and not depth and re.search(r"(?m)^[ \t]*Original Traceback \(most recent call last\):", text):
+        # a worker's traceback that its parent printed, without the parent's own (the log, or a
+        # reporter, kept only "Caught X in DataLoader worker process 0." and what follows): the
+        # worker's chain is the failure, when its exception line is there (else the parent's
+        # exception line, printed above it, is read as a line)
+        inner = read_chain(re.sub(r"(?m)^([ \t]*)Original Traceback", r"\1Traceback", text))
+        return inner if inner and not inner[-1].cut_off else []
     if not starts:
         if depth and re.search(r'^\s+File "', text, re.M):  # a header-less traceback (Ray's message)
             return _links_from(parse_exception_lines(text, expand=False), depth)
@@ -346,9 +558,10 @@ def read_chain(text: str, depth: int = 0) -> list[Link]:
         chain = [(e, relation) for e in parse_exception_lines(preamble[: markers[-1].start()], expand=False)[-1:]]
     bounds = [*starts[1:], len(text)]
     for index, (a, b) in enumerate(zip(starts, bounds, strict=True)):
-        parsed, trailer = parse_block(text[a:b])
+        block = _dedented(text[a:b])
+        parsed, trailer = parse_block(block)
         if parsed is None:
-            frames = block_frames(text[a:b]) if index == len(starts) - 1 else []
+            frames = block_frames(block) if index == len(starts) - 1 else []
             if not frames:
                 continue
             parsed = ParsedException(ipython[-1] if ipython else TRUNCATED, "", frames, cut_off=True)
@@ -364,6 +577,23 @@ def read_chain(text: str, depth: int = 0) -> list[Link]:
     for n, (exc, relation) in enumerate(chain):
         links += _expanded(exc, "raised" if n == len(chain) - 1 else relation or "context", depth)
     return links
+
+
+def _dedented(block: str) -> str:
+    """A traceback printed indented as a whole — a subprocess's output nested in its parent's
+    (pip's ``╰─> [6 lines of output]``, a tool that indents what it captured) — with its
+    header's indent taken off every line, up to the first line indented less (the parent's
+    output again, not the traceback's); a traceback at the margin as it is."""
+    first, _, rest = block.partition("\n")
+    indent = first[: len(first) - len(first.lstrip())]
+    if not indent:
+        return block
+    lines = [first[len(indent) :]]
+    for line in rest.split("\n"):
+        if line.strip() and not line.startswith(indent):
+            break
+        lines.append(line[len(indent) :])
+    return "\n".join(lines)
 
 
 def _expanded(exc: ParsedException, via: str, depth: int) -> list[Link]:

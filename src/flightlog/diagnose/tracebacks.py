@@ -35,6 +35,8 @@ __all__ = [
     "unlink_frame_locations",
     "untangle_doubled_type",
     "wrapped_frame_rest",
+    "is_exception_line",
+    "FRAME_LINE",
 ]
 
 _HEADER = "Traceback (most recent call last):"
@@ -75,8 +77,10 @@ CHAINED = _CHAINED = re.compile(
     r"The above exception was the direct cause of the following exception:|"
     r"During handling of the above exception, another exception occurred:"
 )
-_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<function>.+))?$')
-_EXC = re.compile(r"^(?P<type>[A-Za-z_][\w.]*)(?::\s?(?P<message>.*))?$")
+_FRAME = FRAME_LINE = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<function>.+))?$')
+#: an exception line: ``Type: message``, a type alone, or a wrapper naming the class it wraps
+#: (Ray's ``ray.exceptions.RayTaskError(AssertionError): ray::IMPALA.train() …``)
+_EXC = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:\((?:[A-Za-z_]\w*\.)*[A-Z]\w*\))?)(?::\s?(?P<message>.*))?$")
 _MARKERS = re.compile(r"^\s*[~^]+\s*$")
 #: Keras's wrapper of an error raised inside a layer's ``call``: its cause is the next paragraph
 _KERAS_CALL = re.compile(r"^Exception encountered when calling [\w.]+(?:\(\))?\.?(?: \w+\.call\(\)\.?)?\s*$")
@@ -330,7 +334,8 @@ _TYPE = (
 #: ``Type: message`` (a qualified name ending like an exception class) at the start of a line
 _EXC_LINE = _linear(r"^(?P<type>" + _TYPE + r"(?:\([\w.]*\))?)(?::\s*(?P<message>.*))?$")
 #: the same after a logger's or a launcher's prefix (``12:00 ERROR worker.py:431 -- ray.exceptions...: ``)
-_EXC_IN_LINE = _linear(r"(?:^|[\s>\]|])(?P<type>" + _TYPE + r"(?:\([\w.]*\))?):\s+(?P<message>\S.*)$")
+#: (a reporter's markdown puts it in backticks: ``error: `RuntimeError: numel: integer overflow` ``)
+_EXC_IN_LINE = _linear(r"(?:^|[\s>\]|`])(?P<type>" + _TYPE + r"(?:\([\w.]*\))?):\s+(?P<message>\S.*)$")
 _TYPE_GROUP = _EXC_IN_LINE.groupindex["type"]  # RE2's match takes a group's number, not its name
 
 
@@ -351,6 +356,14 @@ _LEADING_WRAPPED = _linear(r"^\((?P<type>(?:[A-Za-z_]\w*\.)+[A-Z]\w*(?:Error|Exc
 _BARE = re.compile(r"^(?P<type>KeyboardInterrupt|SystemExit|MemoryError|StopIteration)\s*$")
 
 
+def is_exception_line(line: str) -> bool:
+    """Whether ``line`` is an exception line as the interpreter prints it under a traceback's
+    frames (``Type: message``, a type alone): a qualified name that ends like an exception
+    class at the margin, not any word followed by a colon."""
+    raw = line.strip()
+    return bool(raw) and not line[0].isspace() and bool(_EXC_LINE.match(raw) or _BARE.match(raw))
+
+
 def parse_exception_lines(text: str, *, expand: bool = True) -> list[ParsedException]:
     """The exceptions a block of text names line by line when it holds no whole traceback (a
     traceback trimmed by its reporter, a launcher or a worker pool that prints ``Type: message``),
@@ -368,6 +381,11 @@ def parse_exception_lines(text: str, *, expand: bool = True) -> list[ParsedExcep
         m = _FRAME.match(lines[i]) or _FRAME.match(_PREFIX.sub("", lines[i]))
         if m:
             frames.append(Frame(m["file"], int(m["line"]), (m["function"] or "").strip()))
+            i += 1
+            continue
+        located = _ipython_frame(lines, i)  # IPython's frames, the header cut off above them
+        if located is not None:
+            frames.append(located)
             i += 1
             continue
         em = _EXC_LINE.match(raw) or _BARE.match(raw) or _LEADING_WRAPPED.match(raw) or _exception_in_line(raw)
@@ -405,14 +423,15 @@ _WRAPPED_TYPE = re.compile(r"^(?P<outer>[\w.]+)\((?P<inner>[\w.]+)\)$")
 #: SQLAlchemy's ``(psycopg2.OperationalError) could not connect`` at the start of the message
 _WRAPPED_PREFIX = _linear(r"^\((?P<inner>(?:[A-Za-z_]\w*\.)*[A-Z]\w*)\)\s*(?P<rest>.*)", dot_nl=True)
 #: a wrapped exception's repr inside the message: ``... the following error: ValueError('nan loss')``,
-#: ``raised unexpected: ConnectionError('Error 111 connecting to ...')``, ``Caused by ResponseError('too many 503')``
+#: ``raised unexpected: ConnectionError('Error 111 connecting to ...')``, ``Caused by ResponseError('too many 503')``;
+#: Python 2 printed the args' tuple: ``TypeError("ufunc 'add' did not contain a loop",)``
 _WRAPPED_REPR = tuple(
     _linear(
         r"\b(?P<inner>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt|Timeout))\("
         + q
         + r"(?P<rest>[^\n]+?)"
         + q
-        + r"\)"
+        + r",?\)"
     )
     for q in ("'", '"')
 )
