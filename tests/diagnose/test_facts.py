@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from flightlog.diagnose.candidates import collect
-from flightlog.diagnose.facts import class_words, message_facts, structure_facts
+from flightlog.diagnose.facts import class_words, message_facts, message_families, structure_facts
 from flightlog.diagnose.ranker import candidate_features
 from flightlog.diagnose.structure import read_failure
 from tests.diagnose.raising import disk_full_under_a_wrapper, traceback_of
@@ -132,6 +132,23 @@ def test_the_shapes_of_a_message() -> None:
     # a failure with no exception: the last line's shape, under a name of its own
     facts = _facts("step 3 loss=0.5", "ERROR: learning_rate must be positive, got -0.1")
     assert "last_msg:value_bound" in facts and not any(f.startswith("msg:") for f in facts), facts
+
+
+def test_the_families_of_trouble_an_exception_s_message_is_about() -> None:
+    """Issue 29: the words a message uses for a kind of trouble, as a family's name (a fixed
+    pattern, never a word): the chain's root read under a wrapper, a service refusing for
+    capacity, a framework's configuration check; the last line of a failure without an
+    exception keeps its own facts only."""
+    facts = _facts(
+        "sqlalchemy.exc.OperationalError: (psycopg2.OperationalError) FATAL:  sorry, too many clients already"
+    )
+    assert "msg:says_capacity" in facts, facts
+    assert {"msg:says_config", "msg:says_data"} <= set(
+        message_families("ValueError: The batch_size (10) must be divisible by the number of samples per device")
+    )
+    assert message_families("RuntimeError: CUDA error: an illegal memory access was encountered") == ["msg:says_memory"]
+    assert message_families("") == []
+    assert not any(f.startswith("msg:says_") for f in _facts("step 3", "ERROR: the connection was refused"))
 
 
 def test_every_candidate_sees_the_facts_crossed_with_its_category() -> None:
