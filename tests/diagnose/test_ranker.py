@@ -1,10 +1,12 @@
 """The learned ranker (``flightlog.diagnose.ranker``): the shipped model is the one its training
 script fits on the corpus it names, it scores without scikit-learn or numpy, its features are
-facts of the structure (never words of a message), and its confidences are probabilities."""
+facts of the structure and the words of the cause's own message, and its confidences are
+probabilities."""
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -52,10 +54,14 @@ def test_scoring_imports_neither_scikit_learn_nor_numpy() -> None:
     assert out[0].startswith("('disk_full'") and out[1] == "[]", out
 
 
-def test_features_are_facts_of_the_structure_not_words() -> None:
-    """No feature of the shipped model is a word of a message: each is a category, a place, a
-    rule, a code's or an exit's kind, an exception type or a library."""
+def test_features_are_facts_of_the_structure_or_the_cause_s_words() -> None:
+    """Each feature of the shipped model is a category, a place, a rule, a code's or an exit's
+    kind, an exception type or a library — or a word of the cause's message (``w:``), a word of
+    letters only, never a number, a path or a name with digits."""
     weights = load_model().weights
+    words = [name for name in weights if "|w:" in name]
+    assert words and all(re.fullmatch(r"[a-z]{3,}", name.split("|w:", 1)[1]) for name in words)
+    assert len(words) < 0.95 * len(weights) and "bad_parameter|w:divisible" in weights
     prefixes = ("pos:", "via:", "pooled", "margin", "leads", "rules", "none")
     for name in weights:
         head, _, rest = name.partition("|")
@@ -98,6 +104,7 @@ def test_features_are_facts_of_the_structure_not_words() -> None:
                 "http",
                 "sqlstate",
                 "grpc",
+                "w",
             }, name
 
 
@@ -117,6 +124,36 @@ def test_confidences_are_probabilities_over_the_candidates() -> None:
     assert ranked[0].category == "disk_full" and ranked[0].confidence >= 0.8
     assert all(a.confidence >= b.confidence for a, b in zip(ranked, ranked[1:], strict=False))
     assert any(s.id == "errno:28" for s in ranked[0].signals), "a finding cites the rules that found it"
+
+
+@pytest.mark.parametrize(
+    ("last_line", "expected"),
+    [
+        # a checkpoint for another configuration of the model: the parameter (num_classes, the
+        # checkpoint's path) is what to change, not the code (bad_parameter 0.31 from the
+        # structure alone)
+        (
+            "RuntimeError: Error(s) in loading state_dict for ResNet:\n\tsize mismatch for fc.weight: copying a "
+            "param with shape torch.Size([10, 512]) from checkpoint, the shape in current model is "
+            "torch.Size([1000, 512]).",
+            "bad_parameter",
+        ),
+        # a class the installed transformers does not have yet: the version is what to change
+        # (dependency_error 0.40 from the structure alone)
+        (
+            "RuntimeError: Tokenizer class LlamaTokenizer does not exist or is not currently imported.",
+            "dependency_error",
+        ),
+    ],
+)
+def test_the_cause_s_own_words_say_what_it_is_about(last_line: str, expected: str) -> None:
+    """Messages whose meaning is in their words, not in a rule or a shape: the words of the
+    innermost message, learned across repositories, lead (issue 29)."""
+    read = read_process(
+        exit_code=1, signal=None, timed_out=False, oom_killed=False, traceback_text=None, last_lines=[last_line]
+    )
+    top = rank(read, collect(read))[0]
+    assert (top.category, top.confidence >= 0.5) == (expected, True), top
 
 
 def test_nothing_to_go_on_is_no_answer() -> None:

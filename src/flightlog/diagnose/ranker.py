@@ -9,14 +9,18 @@ regression whose classes are the candidates of each failure), and calibrated by 
 fitted on out-of-fold predictions grouped by repository, so the confidence is a probability:
 of the answers given at 0.8, about eight in ten are right.
 
-Features are facts of the structure, never words: per candidate category, the strongest weight
+Features are facts of the structure, and the words of the failure's own message: per candidate
+category, the strongest weight
 of its rules at each place (``pos:inner``, ``pos:outer``, ``pos:tail``, ``pos:exit``), each
 rule that fired, and the facts of :func:`flightlog.diagnose.facts.structure_facts` crossed with
 it — the innermost exception's type and library (only those seen across several repositories in
 training), where and how it was raised (the workload's code or a library, a ``raise`` or a
 failed operation, a validation or configuration function near it), its class name's words, its
 message's shape, the codes of the chain, the exit code's and signal's kind, the memory at the
-end.
+end; and the words of the innermost exception's message (:func:`message_words`: the cause's,
+never a wrapper's nor a line's), each crossed with the candidate — kept by the training only where seen in at
+least two repositories, so a word is evidence across libraries ("quota", "divisible", "mismatch")
+and never one project's vocabulary.
 
 Two stages: the exception's own words first. When a specific rule (not ``code_error``'s, which
 every exception matches) names one category strongly on the innermost exception of a failed
@@ -40,6 +44,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -172,6 +177,27 @@ HANDLED = "handled"
 #: these many, sparsely seen features back more than the rules' (a category's own facts must be
 #: seen often before they outweigh what its rules found)
 FACT_SCALE = 0.2
+#: the value of a word of the failure's own message crossed with a category (see `message_words`)
+WORD_SCALE = 0.3
+#: a word: three letters or more; digits, paths' punctuation and case are not part of it
+_WORD = re.compile(r"[a-z]{3,}")
+#: how much of the message its words are taken from
+_WORD_SPAN = 2000
+
+
+def message_words(read: FailureRead) -> set[str]:
+    """The words of the failure's own message: the innermost exception's (the cause, never a
+    wrapper's); none when no exception was read — a healthy run's last line ("done: model saved")
+    is no message, and its words lifted a retry it had logged to a lead. Why words and not only
+    facts: grouped by repository, five-fold cross-validation rose from 76.4 % to 78.3 % top-1
+    with them, held-out repositories from 72.9 % to 76.1 % (issue 29) —
+    "quota", "divisible", "checksum" say what went wrong in every library that prints them, and
+    the training keeps only the words seen in two repositories or more, so a project's own
+    vocabulary never becomes a feature."""
+    inner = read.innermost
+    if inner is None:
+        return set()
+    return set(_WORD.findall(inner.message[:_WORD_SPAN].lower()))
 
 
 def _logit(p: float) -> float:
@@ -298,6 +324,7 @@ def candidate_features(read: FailureRead, hits: Sequence[Hit]) -> dict[str, dict
     pooled = {s.category: s.confidence for s in combine(h.signal for hs in live.values() for h in hs)}
     best = max(pooled.values(), default=0.0)
     facts = structure_facts(read)
+    words = message_words(read)
     out: dict[str, dict[str, float]] = {}
     for category, found in by_category.items():
         f: dict[str, float] = {category: 1.0}
@@ -326,9 +353,13 @@ def candidate_features(read: FailureRead, hits: Sequence[Hit]) -> dict[str, dict
             f["rules"] = min(len({h.rule for h in mine}), 5) / 5
         for fact in facts:
             f[f"{category}|{fact}"] = FACT_SCALE
+        for word in words:
+            f[f"{category}|w:{word}"] = WORD_SCALE
         out[category] = f
     none: dict[str, float] = {NONE: 1.0, "none|best": best, "none|best_logit": _logit(best)}
     for fact in facts:
         none[f"none|{fact}"] = FACT_SCALE
+    for word in words:
+        none[f"none|w:{word}"] = WORD_SCALE
     out[NONE] = none
     return out
