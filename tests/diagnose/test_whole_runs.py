@@ -382,3 +382,25 @@ def test_a_rank_s_last_stdout_line_is_not_read_into_torchrun_s_summary() -> None
     assert facts is not None
     ranks = {r["rank"]: r for r in facts["ranks"]}
     assert ranks[1]["signal"] == 6 and "error" not in ranks[1], ranks[1]
+
+
+# ── the finding's words ──────────────────────────────────────────────────────
+LOAD_STATE_DICT_SIZE_MISMATCH = """
+import torch
+model = torch.nn.Linear(10, 4)
+print("loading checkpoint ckpt-12.pt", flush=True)
+model.load_state_dict(torch.nn.Linear(10, 3).state_dict())
+"""
+
+
+def test_the_finding_quotes_the_detail_an_exception_s_first_line_only_introduces(home: Path) -> None:
+    """torch's ``Error(s) in loading state_dict for Linear:`` says what follows, not what went
+    wrong: the finding quoted it alone and ended in ``:.``. The first line of detail (which
+    parameter, which shapes) is the part a person acts on."""
+    report, read = _run(home, LOAD_STATE_DICT_SIZE_MISMATCH)
+    top = report["findings"][0]
+    assert top["category"] == "bad_parameter", report["findings"][:3]
+    assert "size mismatch for weight" in top["summary"], top["summary"]
+    assert "torch.Size([4, 10])" in top["summary"], top["summary"]
+    # the signature of the failure stays its first line (triage groups by it)
+    assert read.innermost is not None and read.innermost.headline().endswith("for Linear:")

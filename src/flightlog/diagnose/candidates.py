@@ -95,7 +95,7 @@ def _where(link: Link) -> str:
 
 def _link_hits(link: Link, index: int, position: str, source: str, at: float | None) -> list[Hit]:
     out: list[Hit] = []
-    detail = link.headline()[:300] + _where(link)
+    detail = link.statement()[:300] + _where(link)
 
     def add(category: str, weight: float, rule: str, text: str = detail) -> None:
         out.append(

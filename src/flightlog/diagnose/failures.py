@@ -190,9 +190,9 @@ def _headline(ranked: Ranked, read: FailureRead) -> str:
     on_links = [h for h in ranked.hits if h.link >= 0 and h.weight > 0]
     if on_links:
         best = max(on_links, key=lambda h: (h.weight, -h.link))
-        return read.links[best.link].headline()[:300]
+        return read.links[best.link].statement()[:300]
     if ranked.hits and ranked.hits[0].rule == STRUCTURE and read.links:
-        return read.links[-1].headline()[:300]
+        return read.links[-1].statement()[:300]
     sigs = ranked.signals
     return sigs[0].detail if sigs else ""
 
@@ -401,7 +401,7 @@ def _summary(category: str, signals: list[Signal], ev: RunEvidence, facts: Failu
     elif category == "code_error" and facts.chain:
         own = facts.chain[-1].innermost_own_frame()
         if own is not None:
-            text = f"The workload's code raised {facts.chain[-1].headline()[:200]} at {own.where()}."
+            text = f"The workload's code raised {facts.chain[-1].statement()[:200]} at {own.where()}."
     if not facts.traceback_final and facts.chain and any(s.source == "traceback" for s in signals):
         text += " (The last traceback in the log was followed by more output: it may have been handled.)"
     return text

@@ -295,7 +295,7 @@ def _structural_evidence(read: FailureRead, category: str) -> list[Hit]:
     else:
         frame = link.frames[-1] if link.frames else None
         where = f" raised in {link.library or 'the workload'}" + (f" at {frame.where()}" if frame else "")
-        detail = f"{link.headline()[:280]}{where}"
+        detail = f"{link.statement()[:280]}{where}"
     return [Hit(category, STRUCTURE, 0.0, "structure", "", "", Signal(category, 0.0, STRUCTURE, "traceback", detail))]
 
 

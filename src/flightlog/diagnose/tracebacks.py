@@ -132,6 +132,19 @@ class ParsedException:
         first = self.message.splitlines()[0] if self.message else ""
         return f"{self.type}: {first}" if first else self.type
 
+    def statement(self) -> str:
+        """The headline, with the message's first line of detail when the headline only
+        introduces it (torch's ``Error(s) in loading state_dict for Linear:`` before ``size
+        mismatch for weight: …``): a finding that quotes an introduction says nothing of the
+        cause. The headline itself stays one line; it is the failure's signature."""
+        head = self.headline()
+        if not head.rstrip().endswith(":"):
+            return head
+        for line in self.message.splitlines()[1:]:
+            if line.strip():
+                return f"{head.rstrip()} {line.strip()}"
+        return head
+
     def innermost_own_frame(self) -> Frame | None:
         """The innermost frame in the workload's own code (not the standard library or a package)."""
         for frame in reversed(self.frames):
