@@ -161,6 +161,7 @@ class Run:
         self._tls = threading.local()
         self._offset = time.time() - time.perf_counter()
         self._finished = False
+        self._ending = False  # finish() is recording the end now (see `ending`)
         self._finish_lock = threading.Lock()
         self._on_finish = on_finish
         self._sampler: Any = None
@@ -609,6 +610,13 @@ class Run:
 
     # ── the end ──────────────────────────────────────────────────────────────
     @property
+    def ending(self) -> bool:
+        """Whether :meth:`finish` is recording this run's end right now: a SIGTERM that comes
+        meanwhile waits until it is done (``sdk/api.py``), since killing the process halfway
+        would leave the end, and a peer rank's loss it was settling, unrecorded."""
+        return self._ending
+
+    @property
     def stats(self) -> dict[str, int]:
         """Records written, points logged, drops and errors of this process's writer."""
         return {**self._w.stats, "buffered_points": len(self._metrics)}
@@ -677,6 +685,7 @@ class Run:
             if self._finished:
                 return
             self._finished = True
+            self._ending = True
         try:
             if self._sampler is not None:
                 self._sampler.stop()
@@ -717,6 +726,7 @@ class Run:
             self._w.close(remove_journal_if_shipped=True, end=end)
         finally:
             join_stopped()  # the hang watch, told to stop above, has ended while the records were stored
+            self._ending = False
             if self._on_finish is not None:
                 self._on_finish(self)
 
