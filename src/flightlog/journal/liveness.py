@@ -67,10 +67,10 @@ def process_alive(
     boot: float | None = None,
 ) -> bool:
     """False when ``pid`` on this host has ended, is a zombie or being torn down (:func:`_dying`),
-    or is a newer process that reused the number. With ``process_start`` and ``boot`` (from :func:`process_identity` in the
-    writer), the process must be that one, whatever the clock did since; else, and also, one
-    that started no later than a second after ``started`` counts. A process on another host
-    cannot be checked from here and counts as alive."""
+    or is a newer process that reused the number. With ``process_start`` and ``boot`` (from
+    :func:`process_identity` in the writer), the process must be that one, whatever the clock
+    did since; else, and also, one that started no later than a second after ``started``
+    counts. A process on another host cannot be checked from here and counts as alive."""
     if host is not None and host != socket.gethostname():
         return True
     import psutil

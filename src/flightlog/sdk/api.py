@@ -518,7 +518,7 @@ def _forget(run: Run) -> None:
         if run in _active:
             _active.remove(run)
     shipper.unregister(run._w)
-    if _deferred_signal and not any(r.ending for r in _snapshot()):
+    if _deferred_signal and not any(r._ending for r in _snapshot()):
         # a SIGTERM waited for this end (_on_sigterm): it ends the process now, through the
         # handler again (on the main thread, whichever thread finished the run)
         os.kill(os.getpid(), _deferred_signal.pop())
@@ -692,7 +692,7 @@ def _on_sigterm(signum: int, frame: Any) -> None:
         # other ranks of a job often sends SIGTERM just then): let that finish record the end,
         # rather than die halfway with the last records unsent
         return
-    if any(run.ending for run in _snapshot()):
+    if any(run._ending for run in _snapshot()):
         # this handler interrupted a finish() on this thread, or one runs on another: an uncaught
         # exception's (torchrun stops a job's other ranks as soon as one fails, often while the
         # first to see the failure records it), or the script's own. Killing the process now

@@ -161,7 +161,10 @@ class Run:
         self._tls = threading.local()
         self._offset = time.time() - time.perf_counter()
         self._finished = False
-        self._ending = False  # finish() is recording the end now (see `ending`)
+        # finish() is recording the end now: a SIGTERM that comes meanwhile waits until it is done
+        # (sdk/api.py), since killing the process halfway would leave the end, and a peer rank's
+        # loss it was settling, unrecorded
+        self._ending = False
         self._finish_lock = threading.Lock()
         self._on_finish = on_finish
         self._sampler: Any = None
@@ -609,13 +612,6 @@ class Run:
         return result
 
     # ── the end ──────────────────────────────────────────────────────────────
-    @property
-    def ending(self) -> bool:
-        """Whether :meth:`finish` is recording this run's end right now: a SIGTERM that comes
-        meanwhile waits until it is done (``sdk/api.py``), since killing the process halfway
-        would leave the end, and a peer rank's loss it was settling, unrecorded."""
-        return self._ending
-
     @property
     def stats(self) -> dict[str, int]:
         """Records written, points logged, drops and errors of this process's writer."""
