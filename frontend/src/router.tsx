@@ -150,6 +150,11 @@ export function useLocation(): Location {
   useEffect(() => {
     const fn = () => setLoc(read());
     listeners.add(fn);
+    // Effects run after the first paint, so a navigate() made before this line reached no
+    // listener: an answer that came first (an MLflow experiment link's lookup in main.tsx), or a
+    // child's own effect. The URL says where the app is; catch up with it.
+    const now = read();
+    if (now.path !== loc.path || now.query.toString() !== loc.query.toString()) setLoc(now);
     return () => {
       listeners.delete(fn);
     };

@@ -56,6 +56,27 @@ def test_a_reused_pid_is_dead_whatever_the_clock_did(sleeper: psutil.Process) ->
     assert not process_alive(sleeper.pid, created - 100)  # a journal from before identities: as before
 
 
+def test_a_process_killed_but_not_yet_torn_down_is_not_alive() -> None:
+    """After SIGKILL the kernel frees the process's memory before it becomes a zombie: for
+    ~100 ms here (a 512 MB heap, as a torch rank has) /proc says it runs, though its sockets are
+    closed and it never runs another line. A peer rank that ended just then (its collective
+    broke on those sockets) used to leave it unsettled, and the job's run read running."""
+    big = "b = bytearray(512 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1\nprint('ready', flush=True)\n"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", big + "import time; time.sleep(120)"], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+        created = psutil.Process(proc.pid).create_time()
+        assert process_alive(proc.pid, created)
+        proc.kill()
+        assert not process_alive(proc.pid, created)  # at once: dying (before, alive until a zombie)
+    finally:
+        proc.kill()
+        proc.communicate()
+    assert not process_alive(proc.pid, created)
+
+
 @pytest.mark.embedded_only("the journal and the store are edited by hand")
 def test_sync_keeps_a_live_writer_after_a_clock_step_and_buries_a_reused_pid(
     home: Path, sleeper: psutil.Process

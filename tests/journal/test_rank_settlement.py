@@ -84,3 +84,73 @@ def test_flightlog_sync_settles_a_killed_rank(home: Path, tmp_path: Path) -> Non
     assert [r.state for r in client.ranks(run_id)] == ["succeeded", "lost"]
     cli(home, "sync")  # again: nothing changes, nothing is said twice
     assert len(client.logs(run_id, component="flightlog.ranks")) == 1
+
+
+# ── a launcher's SIGTERM that comes while the surviving rank records its end ─────────────────
+SURVIVOR = """
+import os, time
+from pathlib import Path
+import flightlog
+
+run = flightlog.init(project="dist", resources=False)
+run.log({"loss": 1.0}, step=0)
+Path(os.environ["STARTED"]).write_text(run.id)
+while not Path(os.environ["GO"]).exists():  # rank 1 is killed meanwhile
+    time.sleep(0.05)
+raise RuntimeError("Connection closed by peer")  # what gloo raises on the rank that survived
+"""
+#: a feature whose run-end hook stands for torchrun: it stops the job's other ranks with SIGTERM as
+#: soon as one rank is gone, here exactly while rank 0 records its end (its run-end hooks run there)
+STOPPER = """
+import os, signal
+from flightlog.plugins import hookimpl
+
+@hookimpl
+def flightlog_run_end(run_id, status):
+    os.kill(os.getpid(), signal.SIGTERM)
+"""
+
+
+def _stopper_site(tmp_path: Path) -> Path:
+    """The feature installed the way a package is: a module and its entry point's dist-info."""
+    site = tmp_path / "site"
+    (site / "stopper-0.1.dist-info").mkdir(parents=True)
+    (site / "stopper.py").write_text(STOPPER)
+    (site / "stopper-0.1.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: stopper\nVersion: 0.1\n")
+    (site / "stopper-0.1.dist-info" / "entry_points.txt").write_text("[flightlog]\nstopper = stopper\n")
+    return site
+
+
+def test_a_sigterm_while_the_surviving_rank_records_its_end_waits_for_it(home: Path, tmp_path: Path) -> None:
+    """torchrun SIGTERMs the other ranks once one is gone, often while the rank that saw the
+    failure first is recording its end: the handler used to kill it halfway, so neither its end
+    nor the loss of the killed rank it was settling reached the store, and the job's run read
+    running for ever (tests/distributed, SDK alone, a rank SIGKILLed). The end is recorded, the
+    killed rank settled, and then the process dies of the SIGTERM, as it asked."""
+    ready, started, go = tmp_path / "ready", tmp_path / "started", tmp_path / "go"
+    env = {"WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29998"}
+    # both ranks are children of this test process: one launching process, one job key
+    killed = subprocess.Popen([sys.executable, "-c", RANK], env=child_env(home, RANK="1", READY=str(ready), **env))
+    survivor_env = child_env(home, RANK="0", STARTED=str(started), GO=str(go), **env)
+    survivor_env["PYTHONPATH"] = os.pathsep.join([str(_stopper_site(tmp_path)), survivor_env.get("PYTHONPATH", "")])
+    survivor = subprocess.Popen(
+        [sys.executable, "-c", SURVIVOR], env=survivor_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not (ready.exists() and started.exists()):
+            assert killed.poll() is None and survivor.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        run_id = ready.read_text()
+        assert started.read_text() == run_id
+    finally:
+        os.kill(killed.pid, signal.SIGKILL)
+        killed.wait(timeout=30)
+    go.write_text("go")
+    _, err = survivor.communicate(timeout=60)
+    assert survivor.returncode == -signal.SIGTERM, err  # it still dies of the SIGTERM, after its end
+    client = flightlog.Client(reconcile=False)  # what the ranks themselves recorded, nothing settled here
+    run = client.run(run_id)
+    assert (run.status, (run.failure or {}).get("rank")) == ("failed", 0)  # it read running
+    assert [(r.rank, r.state) for r in client.ranks(run_id)] == [(0, "failed"), (1, "lost")]
+    assert list_journals(home) == []  # both journals shipped and removed

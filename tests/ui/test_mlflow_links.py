@@ -8,9 +8,11 @@ from __future__ import annotations
 import re
 import subprocess
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from flightlog.server.testing import RunningServer, serve_in_thread
@@ -63,3 +65,26 @@ def test_the_run_link_an_mlflow_client_prints_opens_the_run(
         page.goto(experiment_link.group(1))
         expect(page).to_have_url(re.compile(r"/projects/vision$"))
         expect(page.locator(".runs-table .row[data-run] .run-name")).to_have_text(["resnet-from-mlflow"])
+
+
+def test_an_experiment_link_opens_its_project_when_the_lookup_answers_before_the_app_listens(
+    browser: Any, mlflow_server: RunningServer
+) -> None:
+    """The page asks the MLflow API for the experiment's name as it loads and moves to its project
+    when the answer comes; the app starts listening for moves after its first paint. Here the
+    page's clock is held (Playwright's fake timers: no frame, no timeout fires), so the answer
+    always comes first: the app must still show the project it moved to, not the projects list
+    it drew before (the race behind a runs table that stayed empty under load)."""
+    from playwright.sync_api import expect
+
+    with httpx.Client(base_url=mlflow_server.url) as http:
+        experiment = http.post("/api/2.0/mlflow/experiments/create", json={"name": "vision"}).json()["experiment_id"]
+        created = http.post("/api/2.0/mlflow/runs/create", json={"experiment_id": experiment, "run_name": "early"})
+        assert created.status_code == 200, created.text
+    with open_page(browser, mlflow_server.url) as page:
+        page.clock.install(time=datetime(2026, 12, 1, 12, 0))
+        page.clock.pause_at(datetime(2026, 12, 1, 12, 1))
+        page.goto(f"{mlflow_server.url}/#/experiments/{experiment}")
+        expect(page).to_have_url(re.compile(r"/projects/vision$"))  # the answer came, and the app moved
+        page.clock.resume()  # now the app's effects run, and it listens
+        expect(page.locator(".runs-table .row[data-run] .run-name")).to_have_text(["early"])

@@ -518,6 +518,10 @@ def _forget(run: Run) -> None:
         if run in _active:
             _active.remove(run)
     shipper.unregister(run._w)
+    if _deferred_signal and not any(r._ending for r in _snapshot()):
+        # a SIGTERM waited for this end (_on_sigterm): it ends the process now, through the
+        # handler again (on the main thread, whichever thread finished the run)
+        os.kill(os.getpid(), _deferred_signal.pop())
 
 
 def active_run() -> Run | None:
@@ -678,11 +682,24 @@ def _at_exit() -> None:
     close_sinks()
 
 
+#: a SIGTERM that came while a run's end was being recorded: delivered again once it is
+_deferred_signal: list[int] = []
+
+
 def _on_sigterm(signum: int, frame: Any) -> None:
     if _exiting:
         # the process is already ending and its runs are being finished (a launcher stopping the
         # other ranks of a job often sends SIGTERM just then): let that finish record the end,
         # rather than die halfway with the last records unsent
+        return
+    if any(run._ending for run in _snapshot()):
+        # this handler interrupted a finish() on this thread, or one runs on another: an uncaught
+        # exception's (torchrun stops a job's other ranks as soon as one fails, often while the
+        # first to see the failure records it), or the script's own. Killing the process now
+        # would leave that end unrecorded, and a lost peer rank it was settling unsettled: the
+        # run of a job's ranks would read running for ever. The end is recorded first; then the
+        # signal is delivered again and ends the process as it asked (_forget).
+        _deferred_signal[:] = [signum]
         return
     for run in _snapshot():
         try:

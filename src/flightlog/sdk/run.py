@@ -161,6 +161,10 @@ class Run:
         self._tls = threading.local()
         self._offset = time.time() - time.perf_counter()
         self._finished = False
+        # finish() is recording the end now: a SIGTERM that comes meanwhile waits until it is done
+        # (sdk/api.py), since killing the process halfway would leave the end, and a peer rank's
+        # loss it was settling, unrecorded
+        self._ending = False
         self._finish_lock = threading.Lock()
         self._on_finish = on_finish
         self._sampler: Any = None
@@ -677,6 +681,7 @@ class Run:
             if self._finished:
                 return
             self._finished = True
+            self._ending = True
         try:
             if self._sampler is not None:
                 self._sampler.stop()
@@ -717,6 +722,7 @@ class Run:
             self._w.close(remove_journal_if_shipped=True, end=end)
         finally:
             join_stopped()  # the hang watch, told to stop above, has ended while the records were stored
+            self._ending = False
             if self._on_finish is not None:
                 self._on_finish(self)
 
