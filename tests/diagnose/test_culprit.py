@@ -391,3 +391,45 @@ def test_a_job_stopped_from_outside_is_no_hang_of_one_rank(home: Path) -> None:
     run.finish("killed", signal=15)
     report = _diagnose(run)
     assert not any(f["category"] == "hang" for f in report["findings"]), report
+
+
+# ── what killed a culprit that was killed: the run's memory at its end (issue 29) ──────────────
+
+_PEER_CLOSED = "RuntimeError: [pair.cc:553] Connection closed by peer"
+_AT_LIMIT = "memory was at 1.9 GiB, 98% of the 2.0 GiB limit, in the last samples before the rank was killed"
+
+
+@pytest.mark.parametrize(
+    ("end", "memory", "category"),
+    [
+        # the store knows the rank only as lost (no launcher's summary: the SDK alone); the run's
+        # memory at the limit says the OOM killer's, as for a process of its own that vanished
+        ({"lost": True}, {"share": 0.98, "detail": _AT_LIMIT}, "oom_killed"),
+        ({"lost": True}, {"share": 0.3, "detail": "memory was at 30% of its limit"}, "killed_by_signal"),
+        ({"lost": True}, {"oom_killed": True}, "oom_killed"),
+        # Python's subprocess reports a child killed by SIGKILL as -9
+        ({"exit_code": -9}, {"share": 0.98, "detail": _AT_LIMIT}, "oom_killed"),
+        ({"exit_code": -9}, {}, "killed_by_signal"),
+        ({"signal": 9}, {"share": 0.98, "detail": _AT_LIMIT}, "oom_killed"),
+        ({"signal": 9}, {"oom_killed": True, "share": 0.3, "detail": "memory was at 30% of its limit"}, "oom_killed"),
+        ({"exit_code": 137}, {"oom_killed": True}, "oom_killed"),
+        # the run's OOM record is the whole tree's: it says nothing of a rank that exited by itself
+        ({"exit_code": 1}, {"oom_killed": True, "share": 0.98, "detail": _AT_LIMIT}, "code_error"),
+    ],
+)
+def test_a_killed_culprit_is_read_against_the_run_s_memory_at_its_end(
+    end: dict[str, Any], memory: dict[str, Any], category: str
+) -> None:
+    """``judge`` with the run's memory at its end: rank 0 failed waiting, rank 1 ended without an
+    error of its own — how it ended and the run's OOM record and memory samples say why."""
+    from flightlog.diagnose.culprit import MemoryAtTheEnd, judge
+    from flightlog.diagnose.ranks import RankError, RankFacts
+
+    ranks = {
+        0: RankFacts(0, exit_code=1, errors=[RankError(T0 + 2, _PEER_CLOSED, "logs")]),
+        1: RankFacts(1, **end),
+    }
+    verdict = judge(ranks, live=False, now=T0 + 10, memory=MemoryAtTheEnd(**memory))
+    assert verdict is not None and verdict.culprit == 1
+    assert verdict.category == category, verdict.signals
+    assert verdict.confidence >= 0.4

@@ -37,6 +37,27 @@ def test_retraining_reproduces_the_shipped_model() -> None:
     fitted = train.fit(train.examples())
     assert train.differences(shipped, fitted) == []
     assert fitted["cross_validated_top1"] == shipped["cross_validated_top1"]
+    assert fitted["cross_validated_top1_by_assignment"] == shipped["cross_validated_top1_by_assignment"]
+
+
+def test_the_penalty_is_chosen_over_several_fold_assignments() -> None:
+    """One repository→fold assignment let the penalty flip between 3 and 10 as the corpus moved
+    by tenths of a point: the shipped C is the one the rule picks from the mean ± sd over several
+    assignments, each grouped by repository, and penalties they cannot tell apart are the smaller."""
+    shipped = json.loads(MODEL_PATH.read_text())
+    assert len(shipped["fold_assignments"]) == len(train.FOLD_ASSIGNMENTS) >= 3
+    spread = {float(c): (m, shipped["cross_validated_top1_sd"][c]) for c, m in shipped["cross_validated_top1"].items()}
+    assert shipped["fitted_with"].startswith(f"conditional logit, L2 C={train.choose_penalty(spread)} ")
+    assert train.choose_penalty({3.0: (0.768, 0.004), 10.0: (0.783, 0.002), 30.0: (0.784, 0.005)}) == 10.0
+    assert train.choose_penalty({3.0: (0.768, 0.004), 10.0: (0.783, 0.002), 30.0: (0.795, 0.005)}) == 30.0
+    groups = [f"repo{i % 37}" for i in range(200)]
+    tests = []
+    for folds in train.fold_assignments(groups):
+        assert len(folds) == train.FOLDS
+        for fit_on, test_on in folds:
+            assert not {groups[i] for i in fit_on} & {groups[i] for i in test_on}
+        tests.append([sorted(test_on.tolist()) for _, test_on in folds])
+    assert len({str(t) for t in tests}) == len(tests), "each assignment is a different one"
 
 
 def test_scoring_imports_neither_scikit_learn_nor_numpy() -> None:

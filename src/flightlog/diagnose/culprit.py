@@ -38,6 +38,7 @@ from flightlog.diagnose.classify import rank_process
 from flightlog.diagnose.findings import LEAD
 from flightlog.diagnose.ranks import RankFacts, waiting_in_collective, where_in_stacks
 from flightlog.diagnose.signals import (
+    RANK_VANISHED,
     Signal,
     combine,
     exit_signals,
@@ -50,7 +51,6 @@ from flightlog.diagnose.structure import read_failure
 __all__ = ["Verdict", "judge", "CollectiveView", "read_collectives"]
 
 _SIGTERM = 15
-_SIGKILL = 9
 
 
 @dataclass
@@ -386,15 +386,17 @@ def _cause_of(
     torn = _stopped_by_launcher(ranks, f.rank)  # stopped because the others gave up on it: it was stuck
     stuck = f.stalled or (f.stalls and not f.ended) or torn
     if f.ended and not stuck:
-        killed = f.signal == _SIGKILL or f.exit_code in (137, -_SIGKILL) or (f.lost and f.signal is None)
-        at_limit = memory if memory is not None and killed else MemoryAtTheEnd()
-        signals = exit_signals(exit_code=f.exit_code, signal=f.signal, timed_out=False, oom_killed=at_limit.oom_killed)
+        signals = exit_signals(exit_code=f.exit_code, signal=f.signal, timed_out=False, oom_killed=False)
         if not signals and f.lost:
             detail = f"rank {f.rank} {_exit_text(f)}: most often a SIGKILL from outside or the OOM killer"
-            signals = [Signal("killed_by_signal", 0.4, "the_rank_vanished", "exit", detail)]
-        # a rank killed when the run's memory was at its limit was killed by the limit, as a
-        # process of its own would be read (the OOM killer picks the largest process: the rank)
-        signals = weigh_memory_at_the_kill(signals, at_limit.share, detail=at_limit.detail)
+            signals = [Signal("killed_by_signal", 0.4, RANK_VANISHED, "exit", detail)]
+        # whether the run's OOM record or its memory at the limit says the rank's kill was the
+        # limit's, as a process of its own would be read (the OOM killer picks the largest
+        # process: the rank), is decided where every kill is: weigh_memory_at_the_kill
+        at_the_end = memory or MemoryAtTheEnd()
+        signals = weigh_memory_at_the_kill(
+            signals, at_the_end.share, detail=at_the_end.detail, oom_killed=at_the_end.oom_killed
+        )
         top = combine(signals)
         category = top[0].category if top else "code_error"
         verdict.category = category if verdict.category != "collective_mismatch" else verdict.category

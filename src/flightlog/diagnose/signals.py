@@ -37,6 +37,7 @@ __all__ = [
     "signal_name",
     "weigh_memory_at_the_kill",
     "MEMORY_AT_LIMIT",
+    "RANK_VANISHED",
     "MAX_CONFIDENCE",
     "SIGKILL",
 ]
@@ -107,20 +108,13 @@ def exit_signals(
     """What the exit facts alone say."""
     out: list[Signal] = []
     if oom_killed:
-        out.append(
-            Signal(
-                "oom_killed",
-                0.9,
-                "an_oom_kill_recorded_by_the_runner",
-                "exit",
-                "the runner detected an out-of-memory kill (cgroup OOM event or SIGKILL at the memory limit)",
-                at,
-            )
-        )
+        out.append(_oom_record(at))
     if timed_out:
         out.append(Signal("timeout", 0.93, "the_runner_s_timeout", "exit", "stopped by the runner's --timeout", at))
     sig, inferred = signal, False
-    if sig is None and exit_code is not None and 128 < exit_code < 160:
+    if sig is None and exit_code is not None and exit_code < 0:
+        sig = -exit_code  # Python's subprocess reports a child killed by N as -N
+    elif sig is None and exit_code is not None and 128 < exit_code < 160:
         sig, inferred = exit_code - 128, True  # a shell reports a child killed by N as 128+N
     if sig is not None and not timed_out:
         how = (
@@ -208,21 +202,47 @@ def exit_signals(
     return out
 
 
+def _oom_record(at: float | None) -> Signal:
+    return Signal(
+        "oom_killed",
+        0.9,
+        "an_oom_kill_recorded_by_the_runner",
+        "exit",
+        "the runner detected an out-of-memory kill (cgroup OOM event or SIGKILL at the memory limit)",
+        at,
+    )
+
+
 #: the id of the signal "memory was at its limit just before the kill"
 MEMORY_AT_LIMIT = "memory_at_its_limit_before_the_kill"
+#: the id of the signal of a rank of a distributed run that vanished without recording its end
+RANK_VANISHED = "the_rank_vanished"
+#: ids of the exit signals of the kill the kernel's OOM killer does: SIGKILL, or a process gone
+#: without a word
+_OOM_KILLER_IDS = (SIGKILL, "the_process_vanished", RANK_VANISHED)
 #: ids of the exit signals that say "stopped from outside" (what memory at the limit argues against)
-_KILL_IDS = (SIGKILL, "a_terminating_signal", "the_process_vanished")
+_KILL_IDS = (*_OOM_KILLER_IDS, "a_terminating_signal")
 
 
 def weigh_memory_at_the_kill(
-    signals: list[Signal], share: float | None, *, detail: str, at: float | None = None
+    signals: list[Signal], share: float | None, *, detail: str, oom_killed: bool = False, at: float | None = None
 ) -> list[Signal]:
-    """A kill (SIGKILL, SIGTERM, a process that vanished) right after memory reached its limit is
-    most likely the memory limit's doing — the kernel's OOM killer, a cgroup, an orchestrator
-    evicting for memory — not an operator's: memory at 97 % or more of the limit just before the
-    end adds an ``oom_killed`` signal strong enough to come first and weakens the "stopped from
-    outside" reading; at 90 % it adds less. ``share`` is the highest share of the limit in the
-    last samples before the end (None: no limit or no samples)."""
+    """The one place that says whether a kill was the memory limit's. A kill (SIGKILL, SIGTERM,
+    a process that vanished) right after memory reached its limit is most likely the memory
+    limit's doing — the kernel's OOM killer, a cgroup, an orchestrator evicting for memory — not
+    an operator's: memory at 97 % or more of the limit just before the end adds an
+    ``oom_killed`` signal strong enough to come first and weakens the "stopped from outside"
+    reading; at 90 % it adds less. ``share`` is the highest share of the limit in the last
+    samples before the end (None: no limit or no samples).
+
+    ``oom_killed``: the runner recorded an OOM kill in the process tree these ``signals`` are of
+    a member of (one rank of a distributed run: the record is the whole run's). It says what a
+    SIGKILL or a vanishing of that member was — the OOM killer's, in place of the kill's own
+    readings, whatever the samples say —, and nothing about a member that was not killed (the
+    OOM killer may have picked another process of the tree). A process of its own passes its
+    record to :func:`exit_signals` instead, where it holds however the process ended."""
+    if oom_killed and any(s.id in _OOM_KILLER_IDS for s in signals):
+        return [s for s in signals if s.id not in _OOM_KILLER_IDS] + [_oom_record(at)]
     if share is None or share < 0.9 or not any(s.id in _KILL_IDS for s in signals):
         return signals
     weight, damp = (0.6, 0.6) if share >= 0.97 else (0.45, 0.8)
