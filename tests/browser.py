@@ -50,9 +50,16 @@ def build_ui() -> Path:
 
 @contextmanager
 def launch() -> Iterator[Any]:
-    """Chromium under Playwright, closed on exit."""
-    from playwright.sync_api import sync_playwright
+    """Chromium under Playwright, closed on exit.
 
+    Assertions (``expect``) wait as long as actions do (TIMEOUT_MS; Playwright's own default for
+    them is 5 s): a page fills itself as its data comes (a first fetch, a live stream), and on a
+    loaded machine that took longer than 5 s (tests/ui under -n 2 beside tests/distributed, load
+    average 14-21: a live run's first log line, a runs table). They still wait on what the page
+    shows, never on the clock."""
+    from playwright.sync_api import expect, sync_playwright
+
+    expect.set_options(timeout=TIMEOUT_MS)
     with sync_playwright() as pw:
         b = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         try:
