@@ -449,7 +449,7 @@ def fit(
     """:func:`_fit` with one BLAS thread: L-BFGS-B's vector steps are BLAS calls on ~15,000
     weights, which OpenBLAS splits over every core; on a shared machine each call then waits
     for a busy core (a fit took 10 s of CPU with two threads under load, 0.4 s with one), and
-    one thread gives the same weights on any machine."""
+    one thread gives the same weights whatever the machine's number of cores."""
     import scipy.optimize  # noqa: F401 — its own OpenBLAS is loaded before the limit is set
     from threadpoolctl import threadpool_limits
 
@@ -469,9 +469,9 @@ def _fit(
     spread and its value per assignment, ``temperatures``) — the fast path to compare a change
     of the features: no final fit, and one penalty is a quarter of the grid's time.
 
-    The penalty is the one whose top-1, cross-validated on each of ``assignments`` (repository→
-    fold assignments) and averaged over them, is highest (the smaller C on a tie); the
-    temperature at each penalty is fitted on the out-of-fold scores of every assignment at once."""
+    Each penalty's top-1 is cross-validated on each of ``assignments`` (repository→fold
+    assignments) and :func:`choose_penalty` picks from their mean ± sd; the temperature at each
+    penalty is fitted on the out-of-fold scores of every assignment at once."""
     import numpy as np
     import scipy
     from sklearn.feature_extraction import DictVectorizer
