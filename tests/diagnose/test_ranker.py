@@ -177,6 +177,32 @@ def test_the_cause_s_own_words_say_what_it_is_about(last_line: str, expected: st
     assert (top.category, top.confidence >= 0.5) == (expected, True), top
 
 
+@pytest.mark.parametrize(
+    ("failing_line", "expected"),
+    [("shards = int(sys.argv[2])", "bad_parameter"), ("batch = [data[i] for i in order]", "code_error")],
+)
+def test_an_index_error_on_the_command_line_is_a_usage_error_and_elsewhere_the_script_s_own(
+    failing_line: str, expected: str
+) -> None:
+    """``IndexError: list index out of range`` says nothing of where: on ``sys.argv[2]`` the script
+    was started without its argument (a usage error), on the script's own list it is its own
+    bug. With the words alone, the first read ``code_error`` and the suite's workload of the
+    second kind (``sdk_index_error_stages.py``) ``bad_parameter`` 0.37, from the corpus's two
+    usage errors; the failing line says which (issue 29)."""
+    tb = "\n".join(
+        [
+            "Traceback (most recent call last):",
+            '  File "/home/me/prep.py", line 12, in <module>',
+            f"    {failing_line}",
+            "IndexError: list index out of range",
+        ]
+    )
+    read = read_process(
+        exit_code=1, signal=None, timed_out=False, oom_killed=False, traceback_text=tb, last_lines=tb.splitlines()
+    )
+    assert rank(read, collect(read))[0].category == expected
+
+
 def test_nothing_to_go_on_is_no_answer() -> None:
     """A failing exit with no exception and no known line is not given the model's prior."""
     read = read_process(

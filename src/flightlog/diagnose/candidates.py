@@ -45,6 +45,10 @@ _MAY_HOLD_A_CODE = re.compile(
 )
 #: a frame whose code is an import: the exception came out of importing a package
 _IMPORT_STATEMENT = re.compile(r"^(?:import [\w.]+|from [\w.]+ import\b)")
+#: the failing line takes a command-line argument by position (``sys.argv[1]``): an IndexError
+#: or a ValueError there is the script started without that argument or with a wrong one — a
+#: usage error, not the script's own bug
+_READS_ARGV = re.compile(r"\bsys\.argv\s*\[")
 #: a category is a candidate when one of its hits weighs at least this much
 CANDIDATE_FLOOR = 0.05
 
@@ -123,6 +127,13 @@ def _link_hits(link: Link, index: int, position: str, source: str, at: float | N
     code = next((f.code for f in reversed(link.frames) if f.code), "")
     if _IMPORT_STATEMENT.match(code):
         add("dependency_error", 0.45, "an_import_statement_raised", f"{detail}: the failing line imports: {code[:200]}")
+    if short in ("IndexError", "ValueError") and _READS_ARGV.search(code):
+        add(
+            "bad_parameter",
+            0.45,
+            "the_failing_line_reads_a_command_line_argument",
+            f"{detail}: the failing line reads a command-line argument: {code[:200]}",
+        )
     class_weight = CODE_ERROR_CLASSES.get(short)
     add("code_error", class_weight if class_weight is not None else 0.3, "code_error_class")
     own = link.innermost_own_frame()
