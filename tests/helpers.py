@@ -72,6 +72,18 @@ REAL_PROCESS_COMMANDS = frozenset({("run",), ("server",), ("ui",), ("sweep",), (
 ALWAYS_A_PROCESS = os.environ.get("FLIGHTLOG_TEST_CLI") == "process"
 
 
+def plugin_site(tmp_path: Path, name: str, source: str) -> Path:
+    """A feature installed the way a package is — module ``name`` with its ``flightlog`` entry
+    point's dist-info — in a directory to put on ``PYTHONPATH``."""
+    site = tmp_path / "site"
+    dist = site / f"{name}-0.1.dist-info"
+    dist.mkdir(parents=True)
+    (site / f"{name}.py").write_text(source)
+    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text(f"[flightlog]\n{name} = {name}\n")
+    return site
+
+
 def needs_a_process(args: tuple[str, ...]) -> bool:
     """Whether `flightlog ARGS` must be a real process (see REAL_PROCESS_COMMANDS)."""
     words = tuple(a for a in args[:2] if not a.startswith("-"))

@@ -15,7 +15,7 @@ import pytest
 
 import flightlog
 from flightlog.journal import list_journals
-from tests.helpers import child_env, cli, cli_json
+from tests.helpers import child_env, cli, cli_json, plugin_site
 
 pytestmark = pytest.mark.embedded_only("journals are settled on the host that wrote them")
 
@@ -111,16 +111,6 @@ def flightlog_run_end(run_id, status):
 """
 
 
-def _stopper_site(tmp_path: Path) -> Path:
-    """The feature installed the way a package is: a module and its entry point's dist-info."""
-    site = tmp_path / "site"
-    (site / "stopper-0.1.dist-info").mkdir(parents=True)
-    (site / "stopper.py").write_text(STOPPER)
-    (site / "stopper-0.1.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: stopper\nVersion: 0.1\n")
-    (site / "stopper-0.1.dist-info" / "entry_points.txt").write_text("[flightlog]\nstopper = stopper\n")
-    return site
-
-
 def test_a_sigterm_while_the_surviving_rank_records_its_end_waits_for_it(home: Path, tmp_path: Path) -> None:
     """torchrun SIGTERMs the other ranks once one is gone, often while the rank that saw the
     failure first is recording its end: the handler used to kill it halfway, so neither its end
@@ -132,7 +122,9 @@ def test_a_sigterm_while_the_surviving_rank_records_its_end_waits_for_it(home: P
     # both ranks are children of this test process: one launching process, one job key
     killed = subprocess.Popen([sys.executable, "-c", RANK], env=child_env(home, RANK="1", READY=str(ready), **env))
     survivor_env = child_env(home, RANK="0", STARTED=str(started), GO=str(go), **env)
-    survivor_env["PYTHONPATH"] = os.pathsep.join([str(_stopper_site(tmp_path)), survivor_env.get("PYTHONPATH", "")])
+    survivor_env["PYTHONPATH"] = os.pathsep.join(
+        [str(plugin_site(tmp_path, "stopper", STOPPER)), survivor_env.get("PYTHONPATH", "")]
+    )
     survivor = subprocess.Popen(
         [sys.executable, "-c", SURVIVOR], env=survivor_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )

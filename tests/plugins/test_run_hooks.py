@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.helpers import child_env
+from tests.helpers import child_env, plugin_site
 
 FEATURE = """
 import json, os
@@ -81,18 +81,9 @@ print("after finish", run.id)
 """
 
 
-def _site(tmp_path: Path) -> Path:
-    site = tmp_path / "site"
-    (site / "hooky-0.1.dist-info").mkdir(parents=True)
-    (site / "hooky.py").write_text(FEATURE)
-    (site / "hooky-0.1.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: hooky\nVersion: 0.1\n")
-    (site / "hooky-0.1.dist-info" / "entry_points.txt").write_text("[flightlog]\nhooky = hooky\n")
-    return site
-
-
 def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
     env = child_env(tmp_path / "home")
-    env["PYTHONPATH"] = os.pathsep.join([str(_site(tmp_path)), env.get("PYTHONPATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join([str(plugin_site(tmp_path, "hooky", FEATURE)), env.get("PYTHONPATH", "")])
     env["HOOKY_OUT"] = str(tmp_path / "hooks.jsonl")
     env.update(extra)
     return env
