@@ -304,6 +304,30 @@ def test_sdk_inside_the_workload_lands_on_the_same_run(home: Path, tmp_path: Pat
     assert "first_metric" in info.timeline and "process_end" in info.timeline
 
 
+def test_the_workload_s_init_names_the_project_the_runner_was_not_given(home: Path, tmp_path: Path) -> None:
+    code = script(
+        tmp_path,
+        "train.py",
+        """
+        import flightlog
+        run = flightlog.init(project="vision")
+        run.log({"loss": 0.5})
+        print("project", run.project)
+        """,
+    )
+    unchosen = cli(home, "run", "--", PY, code, check=False)
+    assert unchosen.returncode == 0 and "project vision" in unchosen.stdout, unchosen.stderr
+    client = flightlog.Client(home=home)
+    (moved,) = client.runs(project="vision")
+    assert moved.status == "succeeded" and moved.metrics["loss"].count == 1  # the runner's end did not move it back
+    assert client.runs(project="default") == []
+    # a project chosen for `flightlog run` stands, and the one init() asked for is said, not dropped
+    chosen = frun(home, "--", PY, code)
+    assert chosen.returncode == 0 and "project t" in chosen.stdout, chosen.stderr
+    assert "init(project='vision') is not used" in chosen.stderr and "pass --project vision" in chosen.stderr
+    assert last_run(home).status == "succeeded" and len(client.runs(project="vision")) == 1
+
+
 def test_grandchild_cpu_and_memory_are_counted(home: Path, tmp_path: Path) -> None:
     used = tmp_path / "grandchild-cpu"
     grandchild = script(

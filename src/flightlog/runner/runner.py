@@ -227,7 +227,9 @@ class Runner:
         opts = self.opts
         env = self._child_env(run, attempt, resume_from)
         hangs = self._hang_collector(run, attempt, env)
-        if "MLFLOW_RUN_ID" in env:  # the MLflow client inside asks the server for the run at once
+        # the MLflow client inside asks the server for the run at once; a workload's init() may move
+        # a run whose project was not chosen, which must come after the run's own first record
+        if "MLFLOW_RUN_ID" in env or "FLIGHTLOG_PROJECT" not in env:
             control(run).flush()
         patterns = [*load_patterns(pattern_files(run.settings.home)), *opts.redact]
         pipeline = CapturePipeline(
@@ -375,12 +377,15 @@ class Runner:
         env.update(
             FLIGHTLOG_RUN_ID=run.id,
             FLIGHTLOG_HOME=str(run.settings.home),
-            FLIGHTLOG_PROJECT=run.project,
             FLIGHTLOG_ATTEMPT=str(attempt),
             FLIGHTLOG_CAPTURED="1",
             FLIGHTLOG_LOG_POLICY=self.opts.log_policy,
             PYTHONUNBUFFERED="1",
         )
+        if self.opts.project or self.opts.resume:
+            env["FLIGHTLOG_PROJECT"] = run.project
+        else:  # not chosen: the workload's init(project=...) may name it (sdk/api.py:_runner_s_project)
+            env.pop("FLIGHTLOG_PROJECT", None)
         if resume_from:
             env["FLIGHTLOG_RESUME_FROM"] = resume_from
         else:

@@ -110,6 +110,9 @@ def init(
     assert run_id is not None
     if not RUN_ID_RE.match(run_id):
         raise InvalidInput(f"run id {run_id!r} is not valid: use letters, digits, '_', '-' and '.' (at most 64)")
+    moved_to: str | None = None  # the runner's run, moved to the project this call names
+    if attach and settings.captured:
+        project, moved_to = _runner_s_project(settings, environ, project)
     project = project or settings.project
     parent_id = parent.id if isinstance(parent, Run) else parent
 
@@ -197,6 +200,8 @@ def init(
         **({"pstart": process["process_start"], "boot": process["boot"]} if process else {}),
         **writer.rank_fields,
     )
+    if moved_to is not None:
+        writer.add_record("run", project=moved_to)
     if peer:
         _join_record(
             writer, project=project, name=name, attempt=attempt, now=now, parent_id=parent_id, settings=settings
@@ -253,6 +258,31 @@ def init(
         _start_sampler(run)
         watch_run(run, hangs)  # where the training happens (docs/distributed.md): never raises
     return run
+
+
+def _runner_s_project(settings: Settings, environ: Mapping[str, str], asked: str | None) -> tuple[str, str | None]:
+    """The project of the run a ``flightlog run`` started for this process, and the project to
+    move it to (None: stay). ``flightlog run`` passes ``FLIGHTLOG_PROJECT`` only when its project
+    was chosen (``--project``, the variable, a resumed run's); otherwise its run waits in
+    ``default`` and ``init(project=...)`` names where it belongs, as it would without the runner.
+    A chosen project stands, and a different one asked here is said, not silently dropped."""
+    if asked is None or asked == settings.project:
+        return settings.project, None
+    if "FLIGHTLOG_PROJECT" in environ:
+        warn(
+            f"init(project={asked!r}) is not used: this process records into the run `flightlog run` started in "
+            f"project {settings.project!r} (its --project or FLIGHTLOG_PROJECT); pass --project {asked} to "
+            "flightlog run to record it there"
+        )
+        return settings.project, None
+    try:
+        refused = _check_server(settings, asked)  # a token limited to another project cannot move it
+    except FlightlogError as exc:
+        refused = str(exc)
+    if refused is not None:
+        warn(f"the run stays in project {settings.project!r}, not {asked!r} as init() asks: {refused}")
+        return settings.project, None
+    return asked, asked
 
 
 def _launching_run(settings: Settings) -> str | None:
