@@ -106,3 +106,14 @@ def test_errors_are_one_line_and_exit_1(home: Path) -> None:
         assert proc.returncode == 1, proc
         assert proc.stderr.startswith("error: "), proc.stderr
         assert proc.stdout == ""
+
+
+def test_without_a_run_the_usage_error_names_the_newest_one(home: Path) -> None:
+    empty = cli(home, "diagnose", check=False)
+    assert empty.returncode == 2 and "there is no run yet: flightlog run -- python train.py" in empty.stderr
+    _run(home, "print('first')")
+    newest = _run(home, FAIL)
+    proc = cli(home, "diagnose", check=False)
+    assert proc.returncode == 2 and proc.stdout == "", proc
+    assert f"the newest run is {newest[:12]} (prices, failed, project shop, " in proc.stderr, proc.stderr
+    assert f"flightlog diagnose {newest[:12]}" in proc.stderr  # the command, one copy away

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from flightlog.cli.common import open_client
+from flightlog.cli.common import open_client, short_time
 from flightlog.cli.output import console, emit_json, format_option
 
 __all__ = ["diagnose_cmd", "compare_cmd", "rightsize_cmd"]
@@ -28,7 +28,7 @@ def diagnose_cmd(run: str | None, baseline: str | None, no_baseline: bool, fmt: 
     flightlog diagnose 3f2a --baseline 91c0 --format json
     """
     if run is None:  # optional: another feature's mode of this command may take its place
-        raise click.UsageError("name a RUN to diagnose")
+        raise click.UsageError(_name_a_run())
     client = open_client()
     report = client.diagnose(run, baseline=baseline, auto_baseline=not no_baseline)
     if fmt == "json":
@@ -37,6 +37,22 @@ def diagnose_cmd(run: str | None, baseline: str | None, no_baseline: bool, fmt: 
     from flightlog.diagnose.render import render_diagnosis
 
     render_diagnosis(report, console())
+
+
+def _name_a_run() -> str:
+    """The usage error without a RUN, naming the newest run to diagnose: a newcomer who has just
+    run ``flightlog run`` expects that one, and the command it needs is then one copy away. The
+    run is named, not taken: on a shared server the newest run may be somebody else's."""
+    message = "name a RUN to diagnose"
+    try:
+        newest = open_client().runs(order_by="-created", limit=1)
+    except Exception:  # noqa: BLE001 - the usage error stands without the hint
+        return message
+    if not newest:
+        return f"{message} (there is no run yet: flightlog run -- python train.py records one)"
+    info = newest[0]
+    what = ", ".join(x for x in (info.name, info.status, f"project {info.project}", short_time(info.created)) if x)
+    return f"{message}; the newest run is {info.id[:12]} ({what}): flightlog diagnose {info.id[:12]}"
 
 
 @click.command("compare")
