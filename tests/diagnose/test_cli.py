@@ -117,3 +117,24 @@ def test_without_a_run_the_usage_error_names_the_newest_one(home: Path) -> None:
     assert proc.returncode == 2 and proc.stdout == "", proc
     assert f"the newest run is {newest[:12]} (prices, failed, project shop, " in proc.stderr, proc.stderr
     assert f"flightlog diagnose {newest[:12]}" in proc.stderr  # the command, one copy away
+
+
+def test_a_param_that_names_the_missing_column_is_evidence_and_a_next_step(home: Path) -> None:
+    run = _run(home, FAIL, "--param", "column=price", "--param", "other=price_usd")
+    (top, *_) = cli_json(home, "diagnose", run[:8])["findings"]
+    assert top["category"] == "data_error", top
+    params = [e["detail"] for e in top["evidence"] if e["source"] == "params"]
+    assert params == ["'price' is the value of param column"]  # price_usd is a column the input has
+    assert "If the input is right, param column is not: rerun with column set to a column it has." in top["next_steps"]
+
+
+def test_a_param_that_names_the_missing_file_by_its_file_name_is_evidence(home: Path) -> None:
+    run = _run(home, "import pandas as pd\npd.read_csv('data/train.csv')\n", "--param", "train=/mnt/data/train.csv")
+    (top, *_) = cli_json(home, "diagnose", run[:8])["findings"]
+    assert top["category"] == "missing_file", top
+    assert {
+        "source": "params",
+        "detail": "param train names a file of the same name as 'data/train.csv' (train=/mnt/data/train.csv)",
+        "at": None,
+    } in top["evidence"]
+    assert any(s.startswith("The path is param train's (train=/mnt/data/train.csv)") for s in top["next_steps"])

@@ -10,8 +10,9 @@ summary names the path, module, endpoint or keys, and how close memory came to i
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from flightlog.diagnose.candidates import collect
@@ -169,7 +170,7 @@ def analyze_failure(ev: RunEvidence, facts: FailureFacts | None = None) -> list[
                 signals,
                 _next_steps(r.category, signals, ev, facts),
                 _kind(r.category, signals, facts),
-                _context(r.category, ev),
+                _context(r.category, ev) + _params_behind(r.category, signals, ev, facts),
                 score=r.confidence,
             )
         )
@@ -413,6 +414,8 @@ def _next_steps(category: str, signals: list[Signal], ev: RunEvidence, facts: Fa
     if category == "missing_file" and (path := _path(signals)):
         where = f" (the run's working directory was {cwd})" if cwd and not path.startswith("/") else ""
         steps.append(f"Check that {path} exists on the host that ran the job{where}.")
+        for key, value, _ in _params_naming(category, signals, facts, ev.info.params):
+            steps.append(f"The path is param {key}'s ({key}={value}): check the value the run was given.")
     elif category == "dependency_error" and (module := _module(signals)):
         steps.append(
             f"Install the package that provides {module.split('.')[0]!r} into the run's environment, or fix the import."
@@ -420,6 +423,8 @@ def _next_steps(category: str, signals: list[Signal], ev: RunEvidence, facts: Fa
     elif category == "service_unavailable" and (endpoint := _endpoint(signals)):
         steps.append(f"Check that {endpoint} is listening and reachable from the run's host.")
     elif category == "data_error" and (keys := missing_keys(facts)):
+        for key, _, _ in _params_naming(category, signals, facts, ev.info.params):
+            steps.append(f"If the input is right, param {key} is not: rerun with {key} set to a column it has.")
         steps.append(
             f"List the input's columns and look for {_keys_text(keys)} under another name (a rename upstream?)."
         )
@@ -472,6 +477,46 @@ def _context(category: str, ev: RunEvidence) -> list[dict[str, Any]]:
                 }
             )
     return out
+
+
+def _params_behind(category: str, signals: list[Signal], ev: RunEvidence, facts: FailureFacts) -> list[dict[str, Any]]:
+    """The run's params whose value is the missing thing itself: a column a KeyError names, a path
+    that does not exist. Whether the data lost a column or the run was told the wrong one, the
+    message alone cannot say; a param that holds the name is the first place to look."""
+    return [
+        {
+            "source": "params",
+            "detail": f"{name!r} is the value of param {key}"
+            if value == name
+            else f"param {key} names a file of the same name as {name!r} ({key}={value})",
+            "at": None,
+        }
+        for key, value, name in _params_naming(category, signals, facts, ev.info.params)
+    ]
+
+
+def _params_naming(
+    category: str, signals: list[Signal], facts: FailureFacts, params: Mapping[str, Any]
+) -> list[tuple[str, str, str]]:
+    """``(key, value, name)``: a string param whose value is a missing column or key the
+    KeyError names, or the missing file (the same path, or the same file name)."""
+    if category == "data_error":
+        names, same = missing_keys(facts), _same_text
+    elif category == "missing_file" and (path := _path(signals)):
+        names, same = [path], _same_path
+    else:
+        return []
+    found = [(k, v, n) for k, v in params.items() if isinstance(v, str) for n in names if same(v, n)]
+    return found[:3]
+
+
+def _same_text(value: str, name: str) -> bool:
+    return value == name
+
+
+def _same_path(value: str, name: str) -> bool:
+    base = os.path.basename(value.rstrip("/"))
+    return value == name or (len(base) >= 3 and base == os.path.basename(name.rstrip("/")))
 
 
 def _path(signals: list[Signal]) -> str | None:
