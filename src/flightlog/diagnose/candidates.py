@@ -49,6 +49,14 @@ _IMPORT_STATEMENT = re.compile(r"^(?:import [\w.]+|from [\w.]+ import\b)")
 #: or a ValueError there is the script started without that argument or with a wrong one — a
 #: usage error, not the script's own bug
 _READS_ARGV = re.compile(r"\bsys\.argv\s*\[")
+#: the failing line indexes the run's configuration (``cfg["learning_rate"]``, ``self.config[...]``,
+#: ``args[...]``): a KeyError there is a key the configuration does not have — a parameter
+#: missing or misspelled, not a column of the data nor the script's own mapping
+_INDEXES_A_CONFIGURATION = re.compile(
+    r"(?<![\w.])(?:self\.|\w+\.)?(?:\w+_)?(?:cfg|config|conf|configs|hparams|hyperparams|hps|opts?|options|args|settings)"
+    r"\s*\[",
+    re.IGNORECASE,
+)
 #: a category is a candidate when one of its hits weighs at least this much
 CANDIDATE_FLOOR = 0.05
 
@@ -133,6 +141,13 @@ def _link_hits(link: Link, index: int, position: str, source: str, at: float | N
             0.45,
             "the_failing_line_reads_a_command_line_argument",
             f"{detail}: the failing line reads a command-line argument: {code[:200]}",
+        )
+    if short == "KeyError" and _INDEXES_A_CONFIGURATION.search(code) and not raised_in_library:
+        add(
+            "bad_parameter",
+            0.45,
+            "the_failing_line_indexes_the_configuration",
+            f"{detail}: the failing line looks the key up in the run's configuration: {code[:200]}",
         )
     class_weight = CODE_ERROR_CLASSES.get(short)
     add("code_error", class_weight if class_weight is not None else 0.3, "code_error_class")

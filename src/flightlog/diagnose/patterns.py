@@ -37,6 +37,16 @@ class ExceptionRule:
     id: str  # the stable id of the signals it gives
     classes: tuple[str, ...] = ()
     message: re.Pattern[str] | None = None
+    #: dotted prefixes of the modules whose exceptions alone it matches (``yaml.``): a short class
+    #: name two libraries share (``ParserError``: pandas' for a data file, YAML's for a config)
+    modules: tuple[str, ...] = ()
+    #: dotted prefixes of the modules whose exceptions it never matches
+    not_modules: tuple[str, ...] = ()
+
+
+#: the modules of configuration languages' parsers: their errors are a configuration that does
+#: not parse, whatever their class is called
+CONFIG_LANGUAGE_MODULES = ("yaml.", "ruamel.yaml.", "tomllib.", "tomli.", "toml.", "tomlkit.", "configparser.")
 
 
 @dataclass(frozen=True)
@@ -411,6 +421,29 @@ EXCEPTION_RULES: Final[tuple[ExceptionRule, ...]] = (
     ExceptionRule("bad_parameter", 0.8, "an_invalid_parameter_scikit_learn", classes=("InvalidParameterError",)),
     ExceptionRule(
         "bad_parameter",
+        0.8,
+        "a_configuration_file_does_not_parse",
+        classes=(
+            "ScannerError",
+            "ParserError",
+            "ComposerError",
+            "ConstructorError",
+            "ReaderError",
+            "YAMLError",
+            "MarkedYAMLError",
+            "DuplicateKeyError",
+            "TOMLDecodeError",
+            "TomlDecodeError",
+            "ParseError",
+            "ParsingError",
+            "MissingSectionHeaderError",
+            "DuplicateSectionError",
+            "DuplicateOptionError",
+        ),
+        modules=CONFIG_LANGUAGE_MODULES,
+    ),
+    ExceptionRule(
+        "bad_parameter",
         0.65,
         "an_invalid_configuration",
         classes=(
@@ -465,6 +498,7 @@ EXCEPTION_RULES: Final[tuple[ExceptionRule, ...]] = (
             "MergeError",
             "InvalidIndexError",
         ),
+        not_modules=CONFIG_LANGUAGE_MODULES,
     ),
     ExceptionRule(
         "data_error",
@@ -649,6 +683,10 @@ def exception_matches(rule: ExceptionRule, name: str, message: str) -> bool:
         short = name.rsplit(".", 1)[-1]
         if short not in rule.classes and name not in rule.classes:
             return False
+    if rule.modules and not name.startswith(rule.modules):
+        return False
+    if rule.not_modules and name.startswith(rule.not_modules):
+        return False
     if rule.message is not None:
         return rule.message.search(message) is not None
     return True
