@@ -291,3 +291,26 @@ def test_a_key_error_on_the_configuration_is_a_parameter(tmp_path: Path, line: s
         "rows = [{'price': 1.0}]\ntotal = 0.0\nfor row in rows:\n" + f"    {line}\n"
     )
     assert _top(_printed_traceback(tmp_path, code)) in expected
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        # the file is there and is not HDF5: h5py says "Unable to synchronously open file (file signature not found)"
+        ("import h5py\nopen('feats.h5', 'wb').write(b'not hdf5')\nh5py.File('feats.h5', 'r')\n", "data_error"),
+        # the file is not there: the same words, then errno 2
+        ("import h5py\nh5py.File('absent.h5', 'r')\n", "missing_file"),
+        # a table the code reads that the database does not have, under SQLAlchemy's wrapper
+        (
+            "import sqlalchemy as sa\nwith sa.create_engine('sqlite:///f.db').connect() as c:\n"
+            "    c.execute(sa.text('select user_id from events'))\n",
+            "data_error",
+        ),
+    ],
+    ids=["hdf5-not-hdf5", "hdf5-absent", "sqlite-no-table"],
+)
+def test_a_file_in_another_format_and_a_missing_table_are_the_data_s(tmp_path: Path, code: str, expected: str) -> None:
+    """h5py's "Unable to … open file (file signature not found)" read as a missing file (0.84):
+    the file was there and not HDF5; and sqlite's "no such table" read as an unreachable service
+    (a hint). Both found on complete runs written for the purpose (issue 29)."""
+    assert _top(_printed_traceback(tmp_path, code)) == expected

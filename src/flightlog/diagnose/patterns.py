@@ -153,6 +153,15 @@ LABELS_FEATURES = _re(
 )
 #: torch.save's zip writer when the disk fills up
 WRITE_FAILED = _re(r"PytorchStreamWriter failed writing file .{1,120}: file write failed")
+#: a file that exists and is not in the format the code reads (HDF5's signature, a zip's central
+#: directory — torch's checkpoints —, pickle's load key, Parquet's magic bytes, an image PIL cannot read)
+NOT_THE_FORMAT = _re(
+    r"file signature not found|\bnot an? (?:hdf5|zip|parquet|arrow|npy|gzip(?:ped)?) file\b|file is not a zip file"
+    r"|failed finding central directory|invalid load key|bad magic number|magic bytes not found"
+    r"|cannot identify image file|unexpected end of (?:file|data|stream)"
+)
+#: a table the code reads that the database does not have (SQLite, PostgreSQL's 42P01, MySQL's 1146)
+NO_SUCH_TABLE = _re(r"\bno such table\b|\brelation \S+ does not exist|\btable '[^']+' doesn't exist|\bUndefinedTable\b")
 #: a stored object that does not exist (S3, GCS, Azure Blob, the Hub)
 NO_SUCH_OBJECT = _re(
     r"\bNoSuchKey\b|\bNoSuchBucket\b|\bBlobNotFound\b|\bno such (?:object|bucket)\b|specified (?:key|blob|container) does not exist"
@@ -304,9 +313,12 @@ EXCEPTION_RULES: Final[tuple[ExceptionRule, ...]] = (
         "a_path_that_does_not_exist",
         classes=("OSError", "IOError", "ValueError", "RuntimeError"),
         message=_re(
-            r"(?:file|path|directory|checkpoint)\b.{0,80}\b(?:does not exist|not found|doesn't exist)|unable to open file"
+            r"(?:file|path|directory|checkpoint)\b.{0,80}\b(?:does not exist|not found|doesn't exist)"
+            r"|unable to (?:synchronously )?open file(?! \(file signature not found)"
         ),
     ),
+    # the file is there and is not what the code reads: another format, cut short, or corrupt
+    ExceptionRule("data_error", 0.7, "a_file_that_is_not_in_the_format_read", message=NOT_THE_FORMAT),
     # ── dependencies ──
     ExceptionRule("dependency_error", 0.8, "a_missing_module", classes=("ModuleNotFoundError",)),
     ExceptionRule("dependency_error", 0.7, "an_import_failure", classes=("ImportError",)),
@@ -476,6 +488,7 @@ EXCEPTION_RULES: Final[tuple[ExceptionRule, ...]] = (
         ),
     ),
     # ── data ──
+    ExceptionRule("data_error", 0.6, "a_table_the_code_reads_is_not_there", message=NO_SUCH_TABLE),
     ExceptionRule(
         "data_error",
         0.75,
