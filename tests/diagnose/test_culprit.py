@@ -241,6 +241,27 @@ def test_a_rank_that_died_silently_is_the_culprit(
     assert top["victims"][0]["rank"] == 0 and "Connection closed by peer" in top["victims"][0]["error"]
 
 
+@pytest.mark.parametrize(
+    "stopped",
+    [{"exit_code": 143, "signal": 15}, {"exit_code": 143}, {"exit_code": -15}],
+    ids=["signal-and-code", "shell-code", "python-code"],
+)
+def test_a_rank_its_launcher_stopped_before_it_said_it_waited_is_no_culprit(
+    home: Path, stopped: dict[str, Any]
+) -> None:
+    """Rank 1 exited; its launcher stopped rank 0 (SIGTERM) before rank 0 reported waiting, so no
+    rank has a victim's message (issue 28). However rank 0's SIGTERM is written — the signal with
+    ``flightlog run``'s 128 + 15, or an exit code alone — rank 1 is the culprit."""
+    run = _run(home)
+    run.log_evidence("launcher_exits", "attempt 1", {"ranks": [{"rank": 0, **stopped}, {"rank": 1, "exit_code": 1}]})
+    run.finish("failed", exit_code=1)
+    report = _diagnose(run)
+    top = report["findings"][0]
+    assert top["culprit"]["rank"] == 1 and top["category"] == "code_error", report
+    assert top["summary"].startswith("rank 1 exited with code 1 first"), top["summary"]
+    assert [v["rank"] for v in top["victims"]] == [0]
+
+
 def test_without_a_recorder_the_stalled_rank_outside_torch_distributed_is_the_culprit(home: Path) -> None:
     run = _run(home)
     _stall(run, 0, T0, T0 + 10)
