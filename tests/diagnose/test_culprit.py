@@ -384,6 +384,21 @@ def test_a_rank_its_launcher_stopped_while_the_others_waited_was_stuck_not_termi
     assert "received by PID" not in str(top["evidence"])
 
 
+def test_a_stopped_rank_written_as_flightlog_run_writes_it_was_stuck_too(home: Path) -> None:
+    """The same job as ``flightlog run`` records it: rank 1's end is signal 15 *and* exit code 143
+    (issue 28). Read by its exit code, it was a silent exit ("rank 1 stopped making progress"),
+    not the rank its launcher stopped while it was stuck."""
+    run = _run(home)
+    run.log_evidence("rank_error", "r0", {"rank": 0, "time": T0 + 12, "traceback": GLOO_TIMEOUT})
+    ranks = [{**r, "exit_code": 143} if r["rank"] == 1 else r for r in _TORN_DOWN["ranks"]]
+    run.log_evidence("launcher_exits", "attempt 1", {**_TORN_DOWN, "ranks": ranks})
+    run.finish("failed", exit_code=1)
+    report = _diagnose(run)
+    top = report["findings"][0]
+    assert top["category"] == "hang" and top["culprit"]["rank"] == 1, report
+    assert top["summary"].startswith("rank 1 was stuck: it never reached the collective the others waited in")
+
+
 def test_with_its_stacks_and_recorder_the_stopped_rank_is_named_with_its_collective_and_line(home: Path) -> None:
     run = _run(home)
     _stall(run, 1, T0 + 3.5, T0 + 7.5)
