@@ -7,6 +7,7 @@ run's end back until then, so its last points are judged, not dropped."""
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +21,7 @@ from flightlog.alerts.dispatch import Dispatcher
 from flightlog.alerts.engine import AlertEngine
 from flightlog.alerts.feeds.store import StoreFeed
 from flightlog.alerts.lookup import Lookup
+from flightlog.alerts.monitor import LiveMonitor
 from flightlog.alerts.stores import open_alert_store
 from tests.alerts.test_kinds import sdk_run
 
@@ -65,3 +67,29 @@ def test_a_run_that_ended_while_an_older_transaction_was_open_has_its_last_point
     engine.cycle()
     fired = [(a.rule, a.run_id) for a in store.alerts() if a.fired_at is not None]
     assert fired == [("loss-nan", run)]  # it fired (and was resolved as the run ended)
+
+
+def test_flightlog_run_s_last_evaluation_waits_for_its_run_s_last_points(pg_home: tuple[Path, str]) -> None:
+    """The same for the runner watching its own run: its last evaluation, once the run ended,
+    evaluates again while the run's last rows are not readable yet, and so judges them."""
+    home, uri = pg_home
+    client = flightlog.Client(home=home)
+    store = open_alert_store(client.store)
+    with psycopg.connect(uri) as older:
+        older.execute("SELECT pg_current_xact_id()")
+        run = sdk_run(home, "run.log({'loss': float('nan')}, step=0)", project="p", name="job")
+        engine = AlertEngine(
+            parse_config(RULES, "rules.yaml"),
+            StoreFeed(client.store, run_id=run),
+            store,
+            Lookup(client.store),
+            Dispatcher(store, threaded=False),
+            load_run=run,
+        )
+        monitor = LiveMonitor(engine, 60.0).start()  # it waits up to 5 s: the transaction ends after 0.5 s
+        ends = threading.Timer(0.5, older.rollback)  # the other writer's transaction ends meanwhile
+        ends.start()
+        monitor.stop(final=True)
+        ends.join()
+    fired = [(a.rule, a.run_id) for a in store.alerts() if a.fired_at is not None]
+    assert fired == [("loss-nan", run)]

@@ -76,6 +76,12 @@ class StoreFeed:
     def close(self) -> None:
         pass
 
+    @property
+    def settling(self) -> bool:
+        """Whether a run seen ended waits for its last rows (``flightlog run``'s last evaluation
+        goes on a few cycles while it does)."""
+        return bool(self._ending)
+
     # ── one cycle ───────────────────────────────────────────────────────────
     def poll(self, now: float, needs_for: NeedsFor, wanted: Needs | None = None) -> Cycle:
         wanted = wanted or Needs(all_metrics=True, activity=True)
@@ -185,12 +191,9 @@ class StoreFeed:
 
     def _horizon(self) -> dict[str, int]:
         """What the window must reach before a run seen ended now is taken as ended: the store's
-        horizon (nothing in one-run mode or where the store cannot say: ended at once, as before —
-        the runner's last cycle is its only one)."""
+        horizon (nothing where the store cannot say: ended at once, as before)."""
         read = getattr(self.store, "change_horizon", None)
-        if self.run_id is not None or read is None:
-            return {}
-        return dict(read())
+        return {} if read is None else dict(read())
 
     def _read_up_to(self, horizon: dict[str, int]) -> bool:
         assert self._lo is not None
