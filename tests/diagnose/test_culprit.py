@@ -241,6 +241,27 @@ def test_a_rank_that_died_silently_is_the_culprit(
     assert top["victims"][0]["rank"] == 0 and "Connection closed by peer" in top["victims"][0]["error"]
 
 
+@pytest.mark.parametrize(
+    "stopped",
+    [{"exit_code": 143, "signal": 15}, {"exit_code": 143}, {"exit_code": -15}],
+    ids=["signal-and-code", "shell-code", "python-code"],
+)
+def test_a_rank_its_launcher_stopped_before_it_said_it_waited_is_no_culprit(
+    home: Path, stopped: dict[str, Any]
+) -> None:
+    """Rank 1 exited; its launcher stopped rank 0 (SIGTERM) before rank 0 reported waiting, so no
+    rank has a victim's message (issue 28). However rank 0's SIGTERM is written — the signal with
+    ``flightlog run``'s 128 + 15, or an exit code alone — rank 1 is the culprit."""
+    run = _run(home)
+    run.log_evidence("launcher_exits", "attempt 1", {"ranks": [{"rank": 0, **stopped}, {"rank": 1, "exit_code": 1}]})
+    run.finish("failed", exit_code=1)
+    report = _diagnose(run)
+    top = report["findings"][0]
+    assert top["culprit"]["rank"] == 1 and top["category"] == "code_error", report
+    assert top["summary"].startswith("rank 1 exited with code 1 first"), top["summary"]
+    assert [v["rank"] for v in top["victims"]] == [0]
+
+
 def test_without_a_recorder_the_stalled_rank_outside_torch_distributed_is_the_culprit(home: Path) -> None:
     run = _run(home)
     _stall(run, 0, T0, T0 + 10)
@@ -361,6 +382,21 @@ def test_a_rank_its_launcher_stopped_while_the_others_waited_was_stuck_not_termi
     # torchrun's "Signal 15 (SIGTERM) received by PID …" is the rank's end, never its error or a cause
     assert not any(f["category"] == "killed_by_signal" and f["confidence"] >= 0.3 for f in report["findings"])
     assert "received by PID" not in str(top["evidence"])
+
+
+def test_a_stopped_rank_written_as_flightlog_run_writes_it_was_stuck_too(home: Path) -> None:
+    """The same job as ``flightlog run`` records it: rank 1's end is signal 15 *and* exit code 143
+    (issue 28). Read by its exit code, it was a silent exit ("rank 1 stopped making progress"),
+    not the rank its launcher stopped while it was stuck."""
+    run = _run(home)
+    run.log_evidence("rank_error", "r0", {"rank": 0, "time": T0 + 12, "traceback": GLOO_TIMEOUT})
+    ranks = [{**r, "exit_code": 143} if r["rank"] == 1 else r for r in _TORN_DOWN["ranks"]]
+    run.log_evidence("launcher_exits", "attempt 1", {**_TORN_DOWN, "ranks": ranks})
+    run.finish("failed", exit_code=1)
+    report = _diagnose(run)
+    top = report["findings"][0]
+    assert top["category"] == "hang" and top["culprit"]["rank"] == 1, report
+    assert top["summary"].startswith("rank 1 was stuck: it never reached the collective the others waited in")
 
 
 def test_with_its_stacks_and_recorder_the_stopped_rank_is_named_with_its_collective_and_line(home: Path) -> None:

@@ -1,7 +1,8 @@
 """The distributed job of tests/distributed: one rank (rank 1, the culprit) misbehaves as the
 scenario says, on gloo; the others only wait for it.
 
-    SCENARIO=stuck|exit|killed|raises|mismatch|straggler|healthy torchrun --nproc_per_node N job.py
+    SCENARIO=stuck|exit|exit_while_others_read|killed|raises|mismatch|straggler|healthy \
+        torchrun --nproc_per_node N job.py
 
 SIGNALS is a directory the test and the job meet in: the stuck rank waits for ``release`` there
 (a read that never returns until the test says so), the rank to be killed writes its ``pid``.
@@ -28,7 +29,7 @@ def read_shard(rank, step):
         if SCENARIO == "stuck":
             while not (SIGNALS / "release").exists():  # a storage read that stopped answering
                 time.sleep(0.05)
-        elif SCENARIO == "exit":
+        elif SCENARIO in ("exit", "exit_while_others_read"):
             os._exit(1)
         elif SCENARIO == "killed":
             (SIGNALS / "pid").write_text(str(os.getpid()))
@@ -36,6 +37,11 @@ def read_shard(rank, step):
                 time.sleep(0.05)
         elif SCENARIO == "raises":
             raise ValueError(f"shard 7 has 0 rows (rank {rank})")
+    if SCENARIO == "exit_while_others_read" and rank != CULPRIT and step == AT_STEP:
+        # still reading when the culprit exits: torchrun stops this rank (SIGTERM) before it could
+        # wait in a collective and say so — what a loaded machine does to the "exit" scenario
+        while True:
+            time.sleep(0.05)
     if SCENARIO == "straggler" and rank == CULPRIT:
         time.sleep(0.25)  # a slow disk on this rank's host
     return torch.ones(4) * (rank + 1)

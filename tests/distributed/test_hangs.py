@@ -223,6 +223,27 @@ def test_a_rank_that_exits_with_os_exit_is_the_culprit(home: Path, tmp_path: Pat
 
 
 @EMBEDDED
+def test_a_rank_that_exits_before_the_others_could_say_they_waited_is_still_the_culprit(
+    home: Path, tmp_path: Path
+) -> None:
+    """The "exit" scenario as a loaded machine runs it (issue 28): torchrun stops rank 0 with
+    SIGTERM before rank 0 prints that its collective failed, so no rank reports waiting. Rank 0,
+    stopped by its launcher, is no silent exit of its own: rank 1, which exited first, is the
+    culprit — never "terminated from outside"."""
+    job = Job(home, tmp_path, "exit_while_others_read", defaults=True, GROUP_TIMEOUT="60")
+    code, err = job.finish()
+    assert code != 0
+    assert "failed (exit code 1, looks like code_error on rank 1)" in err, err  # the runner's own verdict
+    report = job.diagnose()
+    top = report["findings"][0]
+    assert top["culprit"]["rank"] == 1 and top["category"] == "code_error", report
+    assert "rank 1 exited with code 1" in " ".join(e["detail"] for e in top["evidence"])
+    assert [v["rank"] for v in top["victims"]] == [0]
+    assert "was killed by SIGTERM" in (top["victims"][0]["error"] or "")
+    assert not [f for f in _leads(report) if f["category"] == "killed_by_signal"], report
+
+
+@EMBEDDED
 def test_a_rank_killed_from_outside_is_the_culprit(home: Path, tmp_path: Path) -> None:
     job = Job(home, tmp_path, "killed", GROUP_TIMEOUT="60")
     pid_file = job.signals / "pid"

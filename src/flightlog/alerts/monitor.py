@@ -12,6 +12,7 @@ that is down — is reported on stderr and never stops or fails the workload.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
@@ -46,13 +47,18 @@ class LiveMonitor:
         dispatcher: Any = None,
         on_close: Callable[[], None] | None = None,
         flush_timeout: float = 20.0,
+        settle_timeout: float = 5.0,
         say: Callable[[str], None] = _say,
     ) -> None:
+        """``settle_timeout``: how long the last evaluation waits for the run's last rows to be
+        readable (PostgreSQL: an older transaction of another writer still open; the feed's
+        ``settling``), evaluating again every 50 ms; then it ends as it is."""
         self.engine = engine
         self.interval = interval
         self.dispatcher = dispatcher
         self.on_close = on_close
         self.flush_timeout = flush_timeout
+        self.settle_timeout = settle_timeout
         self.say = say
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="flightlog-alerts", daemon=True)
@@ -78,6 +84,10 @@ class LiveMonitor:
         self._thread.join(timeout=max(5.0, 2 * self.interval))
         if final:
             self._cycle()
+            deadline = time.monotonic() + self.settle_timeout
+            while getattr(self.engine.feed, "settling", False) and time.monotonic() < deadline:
+                time.sleep(0.05)
+                self._cycle()
         try:
             if self.dispatcher is not None and not self.dispatcher.close(self.flush_timeout):
                 self.say(f"alerts: some notifications were still being sent after {self.flush_timeout:g}s; gave up")

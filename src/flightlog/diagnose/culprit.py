@@ -237,14 +237,17 @@ def _own_error(ranks: dict[int, RankFacts]) -> Verdict | None:
 
 
 def _silent_exit(ranks: dict[int, RankFacts]) -> Verdict | None:
-    """A rank that ended with no error of its own while the others failed waiting."""
+    """A rank that ended with no error of its own while the others failed waiting. A rank its
+    launcher tore down (SIGTERM) is no silent exit, however its end is written: torchrun stops
+    the survivors as soon as one rank exits, often before they could print that they waited."""
     waited = [r for r, f in ranks.items() if f.victim_error is not None]
     silent = [
         r
         for r, f in ranks.items()
         if f.own_error is None
         and f.victim_error is None
-        and ((f.exit_code not in (None, 0)) or (f.signal is not None and f.signal != _SIGTERM) or f.lost)
+        and not _ended_by_sigterm(f)
+        and ((f.exit_code not in (None, 0)) or f.signal is not None or f.lost)
     ]
     if not silent or not (waited or len(silent) < len(ranks)):
         return None
@@ -289,11 +292,22 @@ def _stopped_by_launcher(ranks: dict[int, RankFacts], rank: int) -> bool:
     launcher tore the job down (torchrun: "Sending process … closing signal SIGTERM")."""
     f = ranks[rank]
     return (
-        f.signal == _SIGTERM
+        _ended_by_sigterm(f)
         and f.own_error is None
         and f.victim_error is None
         and any(o.victim_error is not None for r, o in ranks.items() if r != rank)
     )
+
+
+def _ended_by_sigterm(f: RankFacts) -> bool:
+    """Whether ``f`` ended by SIGTERM, whichever way its end was written: the signal itself, or
+    only an exit code — a shell's 128 + 15, Python's -15. Why one place: ``flightlog run`` writes
+    a rank its launcher stopped as signal 15 *and* exit code 143 (``runner/ranks.py``); read by
+    its exit code alone, that rank was a silent exit of its own, and with every rank "silent" no
+    culprit was named (issue 28: rank 0 stopped before it printed its gloo error)."""
+    if f.signal is not None:
+        return f.signal == _SIGTERM
+    return f.exit_code in (128 + _SIGTERM, -_SIGTERM)
 
 
 def _stuck_outside(ranks: dict[int, RankFacts]) -> Verdict | None:
@@ -321,7 +335,7 @@ def _never_seen(ranks: dict[int, RankFacts]) -> Verdict | None:
     missing = sorted(set(range(world)) - set(ranks))
     if not missing or not ranks:
         return None
-    waited = all(f.victim_error is not None or f.signal == _SIGTERM or f.stalled for f in ranks.values())
+    waited = all(f.victim_error is not None or _ended_by_sigterm(f) or f.stalled for f in ranks.values())
     if not waited:
         return None
     culprit = missing[0]

@@ -42,6 +42,13 @@ class ChangeFeedStore(Protocol):
         """The newest row id of each of :data:`FEED_TABLES` (0 when empty)."""
         ...
 
+    def change_horizon(self) -> dict[str, int]:
+        """A cursor that :meth:`change_cursor` reaches only once every row committed by now is
+        in a window read up to it. SQLite: the cursor itself (ids commit in order). PostgreSQL:
+        the next transaction id — a transaction that committed while an older one still runs
+        stays above the cursor until the older one ends, though the runs table shows its work."""
+        ...
+
     def change_position(self) -> str:
         """An opaque text that differs whenever a run or a feed table changed since it was read."""
         ...

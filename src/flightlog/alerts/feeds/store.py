@@ -8,6 +8,13 @@ before the runs, so every row read belongs to a run this cycle knows about.
 Two modes: one run (the runner watching its own run; cursors start at 0) or every run (the
 server, ``flightlog alerts watch``; cursors start at the newest rows, and what a run first seen
 had written before is read once: its metric history and its last ``lookback`` of samples).
+
+A run's end is taken only once its last rows can have been read (every run): on PostgreSQL the
+window ends at the oldest transaction still running, so a run whose end committed while an
+older transaction of any writer was open shows its end in the runs table a cycle or more
+before its last points come in the window. Ended at once, it was done with, and those points
+were dropped as a finished run's (a NaN never alerted on). Its end waits for the store's
+``change_horizon`` as it was when the end was seen.
 """
 
 from __future__ import annotations
@@ -63,9 +70,17 @@ class StoreFeed:
         self._seen: set[str] = set()
         self._heartbeat: dict[str, float] = {}
         self._decoder: tuple[Any, SampleDecoder] | None = None
+        #: runs seen ended whose last rows may not be in a window read yet: the horizon to wait for
+        self._ending: dict[str, dict[str, int]] = {}
 
     def close(self) -> None:
         pass
+
+    @property
+    def settling(self) -> bool:
+        """Whether a run seen ended waits for its last rows (``flightlog run``'s last evaluation
+        goes on a few cycles while it does)."""
+        return bool(self._ending)
 
     # ── one cycle ───────────────────────────────────────────────────────────
     def poll(self, now: float, needs_for: NeedsFor, wanted: Needs | None = None) -> Cycle:
@@ -136,9 +151,16 @@ class StoreFeed:
             since = (self._runs_since if self._runs_since is not None else self.started - self.lookback) - 2.0
             found = self.store.feed_runs(updated_since=since)
             self._runs_since = time.time()  # `updated` is the store's wall clock, whatever `now` says
+            listed = {info.id for info in found}
+            for rid in [r for r in self._ending if r not in listed]:  # ended longer ago than `since`
+                again = self.store.feed_runs(run_id=rid)
+                if not again:  # deleted meanwhile
+                    del self._ending[rid]
+                found += again
         out: list[RunInfo] = []
         finished: set[str] = set()
         late: set[str] = set()
+        horizon: dict[str, int] | None = None
         for info in found:
             rid = info.id
             if rid in self._done:
@@ -151,15 +173,31 @@ class StoreFeed:
                 info.params, info.tags = known.params, known.tags
             if info.status in TERMINAL_STATUSES:
                 if known is None:
-                    if info.ended is None or info.ended < self.started - self.lookback:
+                    if rid not in self._ending and (info.ended is None or info.ended < self.started - self.lookback):
                         self._done[rid] = None
                         continue
                     late.add(rid)
-                finished.add(rid)
+                if rid not in self._ending:
+                    horizon = horizon if horizon is not None else self._horizon()
+                    self._ending[rid] = horizon
+                if self._read_up_to(self._ending[rid]):
+                    del self._ending[rid]
+                    finished.add(rid)
+                # else: judged as it stands, not yet as ended (its last rows are still to come)
             else:
                 self.active[rid] = info
             out.append(info)
         return out, finished, late
+
+    def _horizon(self) -> dict[str, int]:
+        """What the window must reach before a run seen ended now is taken as ended: the store's
+        horizon (nothing where the store cannot say: ended at once, as before)."""
+        read = getattr(self.store, "change_horizon", None)
+        return {} if read is None else dict(read())
+
+    def _read_up_to(self, horizon: dict[str, int]) -> bool:
+        assert self._lo is not None
+        return all(self._lo.get(table, 0) >= mark for table, mark in horizon.items())
 
     def _load_meta(self, runs: list[RunInfo], now: float) -> None:
         if not runs:

@@ -116,6 +116,14 @@ ON CONFLICT(run_id, name) DO UPDATE SET
         xmin = int(conn.execute("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint").fetchone()[0])
         return dict.fromkeys(FEED_TABLES, xmin)
 
+    def feed_horizon(self, conn: Any) -> dict[str, int]:
+        """The first transaction id not handed out yet: every transaction committed by now has a
+        smaller one, so once the feed cursor (the oldest one still running) has passed it, each of
+        them is inside a window read. Not the cursor itself: a transaction that committed while an
+        older one still runs is above the cursor until the older one ends."""
+        xmax = int(conn.execute("SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint").fetchone()[0])
+        return dict.fromkeys(FEED_TABLES, xmax)
+
     def feed_marks(self, conn: Any) -> str:
         """The newest id of each feed table (its primary key's end: no scan). Not the feed cursor:
         the oldest running transaction is the whole cluster's, so it moves with any database's

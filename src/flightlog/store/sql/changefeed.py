@@ -26,6 +26,10 @@ class SqlChangeFeed(SqlCore):
         with self.db.read() as conn:
             return self.dialect.feed_cursor(conn)
 
+    def change_horizon(self) -> dict[str, int]:
+        with self.db.read() as conn:
+            return self.dialect.feed_horizon(conn)
+
     def change_position(self) -> str:
         """A text that changes whenever anything a report reads changes: how many runs there are
         and the latest time one changed (every ingest and edit sets it), and the feed tables'

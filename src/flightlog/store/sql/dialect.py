@@ -66,6 +66,12 @@ class Dialect(Protocol):
         """Where every feed table (``store/changes.py``) stands now: what ``feed_window`` reads up to."""
         ...
 
+    def feed_horizon(self, conn: Any) -> dict[str, int]:
+        """A cursor that ``feed_cursor`` reaches only once every row committed by now is inside
+        a window up to it: what a reader that saw a run end waits for before it takes the run's
+        rows as complete (``alerts/feeds/store.py``)."""
+        ...
+
     def feed_marks(self, conn: Any) -> str:
         """What changes whenever a row is added to a feed table of this store, and only then
         (``change_position``: a cache is kept while it stays the same)."""

@@ -69,6 +69,10 @@ ON CONFLICT(run_id, name) DO UPDATE SET
         a time, ids commit in order."""
         return newest_feed_ids(conn)
 
+    def feed_horizon(self, conn: Any) -> dict[str, int]:
+        """The feed cursor itself: with one writer at a time, what is committed is below it."""
+        return newest_feed_ids(conn)
+
     def feed_marks(self, conn: Any) -> str:
         """The feed cursor itself: with one writer at a time it moves with every new row."""
         return ":".join(str(v) for v in self.feed_cursor(conn).values())
