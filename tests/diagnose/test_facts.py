@@ -11,8 +11,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from flightlog.diagnose.candidates import collect
-from flightlog.diagnose.facts import class_words, message_facts, message_families, structure_facts
+from flightlog.diagnose.facts import class_words, message_facts, message_families, name_tokens, structure_facts
+from flightlog.diagnose.libroles import library_role
 from flightlog.diagnose.ranker import candidate_features
 from flightlog.diagnose.structure import read_failure
 from tests.diagnose.raising import disk_full_under_a_wrapper, traceback_of
@@ -201,3 +204,60 @@ def test_code_a_library_generated_from_a_string_is_not_the_workload_s(tmp_path: 
         ("train.py", "__post_init__", False),
     ]
     assert "raised:own" in _facts(stderr)
+
+
+def _script_facts(tmp_path: Path, code: str) -> list[str]:
+    """The facts of what ``train.py`` (``code``) printed when it failed."""
+    (tmp_path / "train.py").write_text(code)
+    stderr = subprocess.run(
+        [sys.executable, "train.py"], capture_output=True, text=True, cwd=tmp_path, timeout=120
+    ).stderr
+    assert "Traceback" in stderr, stderr
+    return _facts(stderr)
+
+
+def test_the_words_of_a_name() -> None:
+    assert name_tokens("load_state_dict") == ["load", "state", "dict"]
+    assert name_tokens("__getitem__") == ["getitem"]
+    assert name_tokens("readCSV") == ["read", "csv"]
+    assert name_tokens("_prepare_deepspeed2") == ["prepare", "deepspeed"]
+    assert name_tokens("<module>") == [] and name_tokens("main") == []
+
+
+def test_where_a_missing_key_was_read_names_what_it_was(tmp_path: Path) -> None:
+    """The same ``KeyError`` raised by the workload's own line: in a dataset's ``__getitem__``
+    reading a record, or in a function building the optimizer from the configuration — the
+    function's name and the names in the line tell them apart (issue 29); the script's own file
+    name (``train.py``) is no fact."""
+    record = _script_facts(
+        tmp_path,
+        "class Records:\n    def __init__(self):\n        self.rows = [{'text': 'a'}]\n"
+        "    def __getitem__(self, index):\n        row = self.rows[index]\n        return row['label']\n"
+        "Records()[0]\n",
+    )
+    assert {"fn_raise:getitem", "fn_own:getitem", "code_own:data", "code_raise:data"} <= set(record), record
+    assert not any(f.startswith(("code_own:config", "file_raise:", "role_")) for f in record), record
+    config = _script_facts(
+        tmp_path,
+        "def build_optimizer(cfg):\n    return cfg['optimizer']['lr']\nbuild_optimizer({'optimizer': {}})\n",
+    )
+    assert {"fn_own:build", "fn_own:optimizer", "code_own:config"} <= set(config), config
+    assert "code_own:data" not in config and "fn_raise:getitem" not in config, config
+
+
+def test_the_role_of_the_library_that_raised() -> None:
+    """A decoder of the standard library (``json``) is a data library; its function's and its
+    file's words are facts where a library raised (``role_near`` is for third-party frames)."""
+    facts = _facts(traceback_of(lambda: json.loads("{'not': json}")))
+    assert {"role_inner:data", "raised:stdlib", "file_raise:decoder", "fn_raise:decode"} <= set(facts), facts
+    assert library_role("omegaconf") == "config" and library_role("torch.distributed") == "model"
+    assert library_role("pandas") == "data" and library_role("requests") is None and library_role(None) is None
+
+
+def test_a_missing_column_is_raised_in_the_data_library(tmp_path: Path) -> None:
+    """pandas raises a missing column's ``KeyError`` in its compiled code: a data library's
+    frames, not the workload's (before, its Cython frames read as the script's own code)."""
+    pytest.importorskip("pandas")
+    facts = _script_facts(tmp_path, "import pandas as pd\nframe = pd.DataFrame({'a': [1]})\nframe['label']\n")
+    assert {"raised:library", "inner_lib=pandas", "role_inner:data", "role_near:data"} <= set(facts), facts
+    assert "raised:own" not in facts and not any(f.startswith("fn_own:") for f in facts), facts

@@ -126,7 +126,18 @@ def test_features_are_facts_of_the_structure_or_the_cause_s_words() -> None:
                 "sqlstate",
                 "grpc",
                 "w",
+                # the names where it was raised, the names in the failing line, the library's
+                # role (issue 29: what tells bad_parameter, code_error and data_error apart)
+                "fn_raise",
+                "fn_own",
+                "file_raise",
+                "code_own",
+                "code_raise",
+                "role_inner",
+                "role_near",
             }, name
+            if kind in ("fn_raise", "fn_own", "file_raise"):  # a name's words: letters only, like ``w:``
+                assert re.fullmatch(r"[a-z]{3,}", rest.split(":", 1)[1]), name
 
 
 def test_confidences_are_probabilities_over_the_candidates() -> None:

@@ -5,6 +5,7 @@ and texts recorded from the libraries' own output."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -110,6 +111,31 @@ def test_a_traceback_drawn_by_rich() -> None:
         read = read_failure(texts)
         assert _shape(read) == [("OSError", "cause"), ("RuntimeError", "raised")]
         assert read.links[-1].frames and read.links[-1].frames[-1].function == "save"
+
+
+def test_a_compiled_library_s_frames_are_the_library_s() -> None:
+    """pandas's missing column is raised in its Cython code, whose frames name a path relative
+    to the package (``pandas/_libs/index.pyx``) as the interpreter prints them, and no file at
+    all as ``rich`` draws them (``in pandas._libs.index.IndexEngine.get_loc:172``): either way
+    they are pandas's, not the workload's (issue 29: read as the workload's own code, the
+    ``KeyError`` of a missing column looked like a bug of the script's)."""
+    pytest.importorskip("pandas")
+    body = "frame = pd.DataFrame({'user_id': [1], 'amount_usd': [3.0]})\n"
+    plain = _python("import pandas as pd\n" + body + "frame['amount']\n")
+    assert ".pyx" in plain
+    reads = [read_failure(plain.splitlines())]
+    if importlib.util.find_spec("rich") is not None:
+        boxed = _python(
+            "import sys\nimport pandas as pd\nfrom rich.console import Console\nfrom rich.traceback import Traceback\n"
+            + body
+            + "try:\n    frame['amount']\nexcept Exception:\n    Console(file=sys.stderr, width=120, color_system=None).print(Traceback())\n"
+        )
+        assert "in pandas._libs" in boxed
+        reads.append(read_failure(boxed.splitlines()))
+    for read in reads:
+        inner = read.innermost
+        assert inner is not None and inner.short_type == "KeyError" and inner.library == "pandas", inner
+        assert inner.frames and all(f.in_library for f in inner.frames), inner.frames
 
 
 def test_a_data_loader_worker_s_original_traceback() -> None:

@@ -26,6 +26,7 @@ from flightlog.diagnose.codes import Codes, read_codes
 from flightlog.diagnose.textforms import native_library, plain_text
 from flightlog.diagnose.tracebacks import (
     CHAINED,
+    CYTHON_SOURCE,
     FRAME_LINE,
     IPYTHON_HEADER,
     IPYTHON_LOCATION,
@@ -696,8 +697,9 @@ _NAMESPACES = {"google", "azure", "jaxlib", "nvidia"}
 
 def package_of_path(path: str) -> str | None:
     """The top-level package a frame's file belongs to (``…/site-packages/torch/nn/x.py`` →
-    ``torch``; the standard library's ``…/lib/python3.11/socket.py`` → ``socket``); None for the
-    workload's own files."""
+    ``torch``; the standard library's ``…/lib/python3.11/socket.py`` → ``socket``; a compiled
+    library's Cython source ``pandas/_libs/index.pyx`` → ``pandas``); None for the workload's
+    own files."""
     m = _SITE.search(path)
     if m:
         pkg = m["pkg"]
@@ -709,6 +711,9 @@ def package_of_path(path: str) -> str | None:
     if m:
         mod = (m["mod"] or m["frozen"] or "").split(".")[0]
         return _ALIASES.get(mod, mod) if mod and mod != "site" else None
+    m = CYTHON_SOURCE.match(path)
+    if m:  # a compiled library's frame (``pandas/_libs/index.pyx``): the package is its first folder
+        return _ALIASES.get(m["pkg"], m["pkg"])
     return None
 
 

@@ -166,6 +166,19 @@ _BOX_LINE = re.compile(r"^\s*[│|] ?(?P<inner>.*?)\s*[│|]?\s*$")
 _RICH_FRAME = re.compile(r"^(?P<file>\S.*?\.pyx?|<[^>]+>):(?P<line>\d+) in (?P<function>\S+)$")
 _RICH_SHORT_FRAME = re.compile(r"^in (?P<function>\S+?):(?P<line>\d+)$")
 _RICH_CODE = re.compile(r"^(?:❱|>)\s*(?P<line>\d+)\s*[│|]\s?(?P<code>.*)$")
+#: a compiled (Cython) function's name, dotted from its package: ``pandas._libs.index.IndexEngine.get_loc``
+#: (a Python function's name is never dotted)
+_COMPILED_FUNCTION = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$")
+
+
+def _compiled_source(function: str) -> str:
+    """The Cython source a compiled function's dotted name comes from, as Cython records it in
+    a frame (``pandas._libs.index.IndexEngine.get_loc`` → ``pandas/_libs/index.pyx``: the
+    module is the name up to its first class, or all but the function): rich names no file for
+    such a frame (there is none on disk), and without one the frame read as the workload's own."""
+    parts = function.split(".")
+    module = next((parts[:i] for i in range(1, len(parts)) if parts[i][:1].isupper()), parts[:-1])
+    return "/".join(module) + ".pyx"
 
 
 def unbox_rich(text: str) -> str:
@@ -194,7 +207,9 @@ def unbox_rich(text: str) -> str:
                 out += pending
                 f = frame or short
                 assert f is not None
-                path = f.groupdict().get("file") or "<unknown>"
+                path = f.groupdict().get("file") or (
+                    _compiled_source(f["function"]) if _COMPILED_FUNCTION.match(f["function"]) else "<unknown>"
+                )
                 pending = [f'  File "{path}", line {f["line"]}, in {f["function"]}']
                 continue
             code = _RICH_CODE.match(inner)

@@ -28,6 +28,7 @@ __all__ = [
     "is_library_file",
     "parse_block",
     "CHAINED",
+    "CYTHON_SOURCE",
     "normalize_header",
     "block_frames",
     "IPYTHON_HEADER",
@@ -87,6 +88,10 @@ _KERAS_CALL = re.compile(r"^Exception encountered when calling [\w.]+(?:\(\))?\.
 _LIBRARY = re.compile(
     r"[/\\](?:site-packages|dist-packages|lib[/\\]python\d[\d.]*|lib64[/\\]python\d)[/\\]|^<frozen |^<string>$"
 )
+#: a compiled library's Cython source as Cython records it in its frames: a path relative to the
+#: package's root (``pandas/_libs/index.pyx``, ``pyarrow\\table.pxi``, ray's ``python/ray/_raylet.pyx``),
+#: never the absolute path of a file of the workload's. ``pkg`` is the package it belongs to
+CYTHON_SOURCE = re.compile(r"^(?:python[/\\])?(?P<pkg>[A-Za-z_]\w*)[/\\][\w./\\-]*\.(?:pyx|pxi|pxd)$")
 
 
 #: the functions libraries generate from strings: dunder methods (dataclasses, named tuples,
@@ -154,7 +159,7 @@ class ParsedException:
 
 
 def is_library_file(path: str) -> bool:
-    return _LIBRARY.search(path) is not None
+    return _LIBRARY.search(path) is not None or CYTHON_SOURCE.match(path) is not None
 
 
 def unlink_frame_locations(text: str) -> str:

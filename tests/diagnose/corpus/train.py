@@ -26,7 +26,11 @@ on the out-of-fold scores of every assignment calibrates the probabilities. It p
 penalty's top-1 as mean ± sd and per assignment. ``--check`` fits again and compares with the
 shipped file (exit 1 when they differ, or when the corpus changed since: then train and commit
 both). ``--cv-only [--penalty C]`` prints the cross-validation's figures and stops: the honest
-measure of a change of the features, without the final fit (one penalty: a quarter of the time).
+measure of a change of the features, without the final fit (one penalty: a quarter of the time);
+with ``--confusion FILE`` it also prints the out-of-fold confusion of ``bad_parameter``,
+``code_error`` and ``data_error`` at the chosen penalty (summed over the assignments) and writes
+every category's, with the first assignment's misses, to ``FILE`` — what to read when the
+categories of one kind are told apart badly (issue 29).
 """
 
 from __future__ import annotations
@@ -66,6 +70,8 @@ FOLD_ASSIGNMENTS: tuple[int | None, ...] = (None, 1, 2, 3, 4)
 MIN_GROUPS = 2
 #: what the confidence of a lead is measured against (docs/architecture.md)
 LEAD = 0.5
+#: the categories of one kind that the features tell apart worst (issue 29): ``--confusion``'s rows
+WITHIN_KIND = ("bad_parameter", "code_error", "data_error")
 
 
 @dataclass
@@ -402,6 +408,60 @@ def _top1(design: _Design, labels: list[str], p: Any, rows: list[int]) -> float:
     return right / max(total, 1)
 
 
+#: the answer counted when the top failure category is below ``LEAD``
+NO_ANSWER = "(below 0.5)"
+
+
+def _answer(design: _Design, p: Any, i: int) -> tuple[str, float]:
+    """Example ``i``'s top failure category and its probability."""
+    a = design.starts[i]
+    best = max((float(p[a + k]), n) for k, n in enumerate(design.categories[i]) if n != NONE)
+    return best[1], best[0]
+
+
+def _confusion(design: _Design, labels: list[str], probabilities: list[Any], rows: list[int]) -> dict[str, Any]:
+    """The out-of-fold confusion over the failures among ``rows``, summed over the fold
+    assignments (``counts[expected][answer]``; an answer below ``LEAD`` is ``NO_ANSWER``), each
+    category's recall (mean over the assignments), and every miss of the first assignment
+    (``rows`` index, expected, answer, its probability): what to read when the categories of one
+    kind are told apart badly (issue 29)."""
+    counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    misses = []
+    for k, p in enumerate(probabilities):
+        for i in rows:
+            if labels[i] == NONE:
+                continue
+            name, prob = _answer(design, p, i)
+            answer = name if prob >= LEAD else NO_ANSWER
+            counts[labels[i]][answer] += 1
+            if k == 0 and answer != labels[i]:
+                misses.append({"example": i, "expected": labels[i], "answer": name, "probability": round(prob, 3)})
+    recall = {c: round(row.get(c, 0) / max(sum(row.values()), 1), 3) for c, row in counts.items()}
+    return {
+        "counts": {c: dict(row) for c, row in sorted(counts.items())},
+        "recall": dict(sorted(recall.items())),
+        "misses": misses,
+    }
+
+
+def confusion_table(confusion: dict[str, Any], categories: tuple[str, ...] | None = None) -> str:
+    """The confusion as text: a row per expected category (``categories``, or every one), a
+    column per answer among them, then "other" (any other category) and ``NO_ANSWER``."""
+    counts = confusion["counts"]
+    rows = categories or tuple(counts)
+    columns = (*rows, "other", NO_ANSWER)
+    width = max(len(c) for c in (*columns, *rows)) + 1
+    lines = [f"out-of-fold confusion at C = {confusion['penalty']}, summed over the fold assignments:"]
+    lines.append(" " * width + "".join(f"{c:>{width}}" for c in columns) + f"{'recall':>{width}}")
+    for expected in rows:
+        row = counts.get(expected, {})
+        other = sum(n for a, n in row.items() if a not in rows and a != NO_ANSWER)
+        cells = [row.get(a, 0) for a in rows] + [other, row.get(NO_ANSWER, 0)]
+        recall = confusion["recall"].get(expected, 0.0)
+        lines.append(f"{expected:<{width}}" + "".join(f"{n:>{width}}" for n in cells) + f"{recall:>{width}.3f}")
+    return "\n".join(lines)
+
+
 def fold_assignments(groups: list[str], assignments: tuple[int | None, ...] = FOLD_ASSIGNMENTS) -> list[Any]:
     """Each assignment's folds (``(train, test)`` index arrays), grouped by repository: a
     repository is never on both sides of a fold. ``None``: scikit-learn's ``GroupKFold``, which
@@ -445,6 +505,7 @@ def fit(
     cv_only: bool = False,
     grid: tuple[float, ...] = C_GRID,
     assignments: tuple[int | None, ...] = FOLD_ASSIGNMENTS,
+    confusion: bool = False,
 ) -> dict[str, Any]:
     """:func:`_fit` with one BLAS thread: L-BFGS-B's vector steps are BLAS calls on ~15,000
     weights, which OpenBLAS splits over every core; on a shared machine each call then waits
@@ -454,7 +515,7 @@ def fit(
     from threadpoolctl import threadpool_limits
 
     with threadpool_limits(limits=1, user_api="blas"):
-        return _fit(exs, cv_only=cv_only, grid=grid, assignments=assignments)
+        return _fit(exs, cv_only=cv_only, grid=grid, assignments=assignments, confusion=confusion)
 
 
 def _fit(
@@ -463,6 +524,7 @@ def _fit(
     cv_only: bool,
     grid: tuple[float, ...],
     assignments: tuple[int | None, ...],
+    confusion: bool = False,
 ) -> dict[str, Any]:
     """The model file's content (see the module docstring); with ``cv_only``, only the
     cross-validation's figures at each penalty of ``grid`` (``cross_validated_top1``, its
@@ -527,9 +589,13 @@ def _fit(
         "cross_validated_top1_by_assignment": {str(c): [round(s, 4) for s in runs[c]] for c in grid},
         "fold_assignments": ["balanced" if seed is None else f"shuffled (seed {seed})" for seed in assignments],
     }
+    best_c = choose_penalty(spread)
+    if confusion:
+        zs = [z[best_c] for z in by_assignment]
+        probabilities = [_softmax_by_example(z / temps[best_c], design.starts) for z in zs]
+        figures["confusion"] = {"penalty": best_c, **_confusion(design, labels, probabilities, every)}
     if cv_only:
         return {**figures, "temperatures": {str(c): t for c, t in temps.items()}}
-    best_c = choose_penalty(spread)
     w = _fit_weights(design, best_c)
     names = vec.get_feature_names_out()
     weights = {str(n): round(float(v), 6) for n, v in zip(names, w, strict=True) if abs(float(v)) >= 1e-5}
@@ -591,10 +657,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--penalty", type=float, action="append", help="with --cv-only: cross-validate at this C only (repeatable)"
     )
+    parser.add_argument(
+        "--confusion",
+        type=Path,
+        metavar="FILE",
+        help="with --cv-only: print the out-of-fold confusion of the software/data categories at the chosen C "
+        "and write the whole confusion, with the first assignment's misses, to FILE (JSON)",
+    )
     args = parser.parse_args(argv)
     if args.cv_only:
-        figures = fit(examples(), cv_only=True, grid=tuple(args.penalty or C_GRID))
+        figures = fit(
+            examples(), cv_only=True, grid=tuple(args.penalty or C_GRID), confusion=args.confusion is not None
+        )
         print(cv_table(figures), file=sys.stderr)
+        if args.confusion is not None:
+            print(confusion_table(figures["confusion"], WITHIN_KIND), file=sys.stderr)
+            args.confusion.write_text(json.dumps(figures.pop("confusion"), indent=1) + "\n")
         print(json.dumps(figures))
         return 0
     model = fit(examples())
