@@ -103,16 +103,19 @@ class RankFacts:
         """Its newest stacks while they still say where it is: no sign of progress came after
         them (see :func:`current_stacks`). Its newest stacks alone may be of a stall it had left
         long before it ended (issue 28); no reader quotes those as where the rank was."""
-        return current_stacks(self.stacks, stalls=self.stalls, progress_at=self.progress_times())
+        newest = max((t for t in (_num(s.get("time")) for s in self.stacks) if t is not None), default=None)
+        return current_stacks(self.stacks, stalls=self.stalls, progress_at=self.progress_times(after=newest))
 
-    def progress_times(self) -> list[float]:
+    def progress_times(self, after: float | None = None) -> list[float]:
         """When the rank is known to have moved on, besides its watch's ``resumed`` records: its
-        last step, and each collective it entered (its recorder's entries, its sampled entry times)."""
+        last step, and each collective it entered (its recorder's entries, its sampled entry
+        times). ``after``: only what records taken after it hold (an entry is older than the
+        record that holds it), so a long run's thousands of samples are not read for every look."""
         times = [self.last_step_at] if self.last_step_at is not None else []
-        for dump in self.flight:
+        for dump in _taken_after(self.flight, after):
             entries = [e for e in dump.get("entries") or [] if isinstance(e, dict)]
             times += [t for t in (_num(e.get("time_created")) for e in entries) if t is not None]
-        for sample in self.samples:
+        for sample in _taken_after(self.samples, after):
             groups = sample.get("collectives")
             for group in groups.values() if isinstance(groups, dict) else []:
                 entered = group.get("time") if isinstance(group, dict) else None
@@ -137,6 +140,13 @@ class RankFacts:
 
 def _num(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _taken_after(records: list[dict[str, Any]], after: float | None) -> list[dict[str, Any]]:
+    """The records taken after ``after`` (all of them for None); one without a time is kept."""
+    if after is None:
+        return records
+    return [r for r in records if (_num(r.get("time")) or float("inf")) > after]
 
 
 def gather_ranks(ev: RunEvidence) -> tuple[dict[int, RankFacts], list[dict[str, Any]]]:
