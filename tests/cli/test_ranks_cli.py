@@ -4,10 +4,14 @@ never a traceback; the JSON listing is an empty array."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
+
 import flightlog
-from tests.helpers import cli
+from tests.helpers import child_env, cli
 
 
 def test_a_run_of_one_process_has_no_ranks_and_says_so(home: Path) -> None:
@@ -25,3 +29,37 @@ def test_a_run_of_one_process_has_no_ranks_and_says_so(home: Path) -> None:
     assert cli(home, "logs", run.id).stdout == "INFO     hello\n"  # no rank shown where there is none
     missing = cli(home, "ranks", "nosuchrun", check=False)
     assert missing.returncode == 1 and "no run with id or prefix 'nosuchrun'" in missing.stderr
+
+
+RANK_WITH_A_STALL = """
+import os, time
+import flightlog
+
+run = flightlog.init(project="dist", resources=False)
+run.log({"loss": 1.0}, step=0)
+time.sleep(0.05)
+now = time.time()  # the stall, seen after its last step
+ident = {"rank": 1, "pid": os.getpid(), "host": "n1", "world_size": 2}
+frames = [{"file": "/job/train.py", "line": 17, "function": "<module>", "code": "import torch"}]
+run.log_evidence("stall", "rank1-stall-1", {**ident, "state": "stalled", "since": now - 4, "time": now})
+run.log_evidence("stacks", "rank1-1", {**ident, "time": now, "threads": [{"name": "MainThread", "frames": frames}]})
+if os.environ["THEN"] == "stepped":
+    time.sleep(0.05)
+    run.log({"loss": 0.5}, step=1)  # it moved on
+run.finish("failed", exit_code=1)
+print(run.id)
+"""
+
+
+@pytest.mark.parametrize("then", ["stuck", "stepped"])
+def test_stacks_a_rank_moved_on_from_are_said_to_be_no_longer_where_it_is(home: Path, then: str) -> None:
+    """``flightlog ranks --stacks`` shows a rank's latest stacks; when the rank logged a step after
+    them, they are marked as not where it is or ended (issue 28: the culprit quoted such stacks)."""
+    env = child_env(home, RANK="1", LOCAL_RANK="1", WORLD_SIZE="2", LOCAL_WORLD_SIZE="2", THEN=then)
+    done = subprocess.run(
+        [sys.executable, "-c", RANK_WITH_A_STALL], env=env, text=True, capture_output=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    shown = cli(home, "ranks", done.stdout.strip(), "--stacks").stdout
+    assert "/job/train.py:17 in <module>" in shown, shown
+    assert ("it made progress after these: not where it is or ended" in shown) == (then == "stepped"), shown

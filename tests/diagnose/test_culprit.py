@@ -469,3 +469,94 @@ def test_a_killed_culprit_is_read_against_the_run_s_memory_at_its_end(
     assert verdict is not None and verdict.culprit == 1
     assert verdict.category == category, verdict.signals
     assert verdict.confidence >= 0.4
+
+
+# ── where a rank was at its end: stacks still current, else its traceback (issue 28) ───────────
+
+IN_IMPORT = [("/job/train.py", 17, "<module>"), ("<frozen importlib._bootstrap>", 1176, "_find_and_load")]
+
+
+def _slow_import(run: flightlog.Run, rank: int) -> None:
+    """A stall while ``import torch`` was slow under load, its stacks, and its end: the rank ran on."""
+    _stall(run, rank, T0, T0 + 3)
+    run.log_evidence("stacks", f"rank{rank}-import", _stacks(rank, IN_IMPORT, T0 + 3))
+    _stall(run, rank, T0, T0 + 4.5, state="resumed")
+
+
+def test_a_stall_that_resolved_before_the_rank_exited_is_not_where_it_ended(home: Path) -> None:
+    """Rank 1 imported torch slowly (a stall, its stacks in ``<module>``), ran on, then exited with
+    code 1 without a word; its launcher stopped rank 0. The culprit is rank 1, and its "where" is
+    not the import it had long left: it was quoted as "rank 1 was in <module> at train.py:17"."""
+    run = _run(home)
+    for rank in (0, 1):
+        _slow_import(run, rank)
+    run.log_evidence("rank_error", "r0", {"rank": 0, "time": T0 + 12, "traceback": _PEER_CLOSED})
+    run.log_evidence(
+        "launcher_exits",
+        "attempt 1",
+        {"ranks": [{"rank": 0, "exit_code": 143, "signal": 15}, {"rank": 1, "exit_code": 1}]},
+    )
+    run.finish("failed", exit_code=1)
+    top = _diagnose(run)["findings"][0]
+    assert top["culprit"]["rank"] == 1 and top["category"] == "code_error", top
+    assert top["culprit"]["where"] is None, top["culprit"]
+    assert "<module>" not in top["summary"] and "train.py" not in str(top["next_steps"]), top
+
+
+def test_a_stopped_rank_whose_only_stall_had_resolved_has_no_where(home: Path) -> None:
+    """Rank 1 was stuck (its launcher stopped it while rank 0 waited) somewhere its watch had not
+    yet recorded; its only stacks are of a slow import it had left: where it was is unknown."""
+    run = _run(home)
+    _slow_import(run, 1)
+    run.log_evidence("rank_error", "r0", {"rank": 0, "time": T0 + 12, "traceback": GLOO_TIMEOUT})
+    run.log_evidence("launcher_exits", "attempt 1", _TORN_DOWN)
+    run.finish("failed", exit_code=1)
+    top = _diagnose(run)["findings"][0]
+    assert top["category"] == "hang" and top["culprit"]["rank"] == 1, top
+    assert top["culprit"]["where"] is None, top["culprit"]
+    assert "<module>" not in top["summary"], top["summary"]
+
+
+def test_past_a_resolved_stall_a_rank_s_where_is_its_traceback(home: Path) -> None:
+    """Rank 1 never entered all_reduce #4 and failed with a timeout of its own waiting elsewhere:
+    its "where" is its traceback's line, not the slow import it had resolved long before."""
+    run = _run(home)
+    for rank in (0, 1):
+        _slow_import(run, rank)
+    _fr(run, 0, _entries(4, t=T0 + 5), T0 + 10)
+    _fr(run, 1, _entries(3, in_flight=False, t=T0 + 5), T0 + 10)
+    run.log_evidence("rank_error", "r1", {"rank": 1, "time": T0 + 12, "traceback": GLOO_TIMEOUT})
+    run.log_evidence(
+        "launcher_exits",
+        "attempt 1",
+        {"ranks": [{"rank": 0, "exit_code": 143, "signal": 15}, {"rank": 1, "exit_code": 1}]},
+    )
+    run.finish("failed", exit_code=1)
+    top = _diagnose(run)["findings"][0]
+    assert top["culprit"]["rank"] == 1 and top["culprit"]["collective"] == {"op": "all_reduce", "seq": 4}, top
+    assert top["culprit"]["where"] == {"file": "/job/train.py", "line": 14, "function": "main"}, top["culprit"]
+
+
+@pytest.mark.parametrize(
+    "progress",
+    [{}, {"last_step_at": T0 + 8}, {"samples": [{"time": T0 + 9, "collectives": {"default_pg": {"time": [T0 + 9]}}}]}],
+    ids=["none", "a-step", "a-collective"],
+)
+def test_a_rank_s_stacks_say_where_it_ended_only_without_progress_after_them(progress: dict[str, Any]) -> None:
+    """``judge`` on rank 1 that stalled in read_shard (its watch never said it resumed: it ended
+    first), then exited: after a step or a collective logged later, its stacks are no longer where
+    it was."""
+    from flightlog.diagnose.culprit import judge
+    from flightlog.diagnose.ranks import RankError, RankFacts
+
+    stall = {"rank": 1, "state": "stalled", "since": T0 + 1, "time": T0 + 5}
+    ranks = {
+        0: RankFacts(0, exit_code=1, errors=[RankError(T0 + 12, _PEER_CLOSED, "logs")]),
+        1: RankFacts(
+            1, exit_code=1, exited_at=T0 + 10, stalls=[stall], stacks=[_stacks(1, IN_READ_SHARD, T0 + 5)], **progress
+        ),
+    }
+    verdict = judge(ranks, live=False, now=T0 + 20)
+    assert verdict is not None and verdict.culprit == 1
+    expected = None if progress else {"file": "/job/data.py", "line": 88, "function": "read_shard", "code": None}
+    assert verdict.where == expected, verdict

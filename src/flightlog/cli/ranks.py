@@ -18,6 +18,7 @@ import click
 from flightlog.cli.common import open_client, short_time
 from flightlog.cli.output import clip, console, emit_json, esc, format_option, styled
 from flightlog.models import RankInfo
+from flightlog.resources.agent.stacks import current_stacks
 from flightlog.timefmt import format_duration
 
 __all__ = ["ranks_cmd", "ranks_line"]
@@ -211,13 +212,31 @@ def _print_stacks(ranks: list[RankInfo], evidence: dict[int, dict[str, Any]]) ->
         main = _main(threads if isinstance(threads, list) else [])
         if main is not None:
             frames = [f for f in main.get("frames") or [] if isinstance(f, dict)]
-            out.print(f"  [dim]{esc(str(main.get('name') or 'main thread'))}, innermost frame last:[/]")
+            then = "" if _still_current(r, ev) else " (it made progress after these: not where it is or ended)"
+            out.print(f"  [dim]{esc(str(main.get('name') or 'main thread'))}, innermost frame last{then}:[/]")
             for f in frames[-_FRAMES:]:
                 code = f"  {f.get('code')}" if f.get("code") else ""
                 where = "{}:{} in {}".format(f.get("file"), f.get("line"), f.get("function"))
                 out.print(f"    {esc(clip(where + code, 150))}")
     if not shown:
         click.echo("no rank has hang evidence (no rank stalled, or the hang watch was off)", err=True)
+
+
+def _still_current(r: RankInfo, ev: dict[str, Any]) -> bool:
+    """Whether the rank's latest stacks still say where it is: no progress came after them (its
+    watch's ``resumed``, a step, a collective entered) — the rule ``diagnose`` quotes a rank's
+    "where" by (``current_stacks``; issue 28)."""
+    stacks, stall, recorder = ev.get("stacks"), ev.get("stall"), ev.get("flight_recorder")
+    entries = recorder.get("entries") if isinstance(recorder, dict) else None
+    entered = [e.get("time_created") for e in entries or [] if isinstance(e, dict)]
+    return (
+        current_stacks(
+            [stacks] if isinstance(stacks, dict) else [],
+            stalls=[stall] if isinstance(stall, dict) else [],
+            progress_at=[r.last_step_time, *entered],
+        )
+        is not None
+    )
 
 
 def _main(threads: list[Any]) -> dict[str, Any] | None:

@@ -271,7 +271,7 @@ def _torn_down(ranks: dict[int, RankFacts]) -> Verdict | None:
     stopped = sorted(r for r in ranks if _stopped_by_launcher(ranks, r))
     if not waited or not stopped:
         return None
-    outside = [r for r in stopped if not waiting_in_collective(ranks[r].latest_stacks) and ranks[r].latest_stacks]
+    outside = [r for r in stopped if ranks[r].current_stacks and not waiting_in_collective(ranks[r].current_stacks)]
     culprit = (outside or stopped)[0]
     weight = 0.6 if len(stopped) == 1 or len(outside) == 1 else 0.35
     detail = (
@@ -312,10 +312,10 @@ def _ended_by_sigterm(f: RankFacts) -> bool:
 
 def _stuck_outside(ranks: dict[int, RankFacts]) -> Verdict | None:
     """Without a recorder: among stalled ranks, those not waiting inside torch.distributed."""
-    stalled = {r: f for r, f in ranks.items() if f.stalled and f.latest_stacks is not None}
+    stalled = {r: f for r, f in ranks.items() if f.stalled and f.current_stacks is not None}
     if len(stalled) < 1 or len(ranks) < 2:
         return None
-    waiting = [r for r, f in stalled.items() if waiting_in_collective(f.latest_stacks)]
+    waiting = [r for r, f in stalled.items() if waiting_in_collective(f.current_stacks)]
     outside = [r for r in stalled if r not in waiting]
     if not outside or not waiting:
         return None
@@ -416,18 +416,18 @@ def _cause_of(
         verdict.category = category if verdict.category != "collective_mismatch" else verdict.category
         verdict.signals = [_as(s, verdict.category) for s in verdict.signals] + signals
         verdict.cause = _exit_text(f)
-        verdict.where = where_in_stacks(f.latest_stacks)
+        verdict.where = _where_it_ended(f)
         return
     if verdict.category != "collective_mismatch":
         verdict.category = "hang"
         verdict.signals = [_as(s, "hang") for s in verdict.signals]
-    stacks = f.latest_stacks
+    stacks = f.current_stacks
     verdict.where = where_in_stacks(stacks)
     if f.stalls:
         since = _since(f)
         end = now if live and f.stalled else f.failed_at or _job_end(f, ranks) or _num(f.stalls[-1].get("time")) or now
         verdict.stuck_for = max(0.0, end - since) if since is not None else None
-        if verdict.where is not None:
+        if verdict.where is not None:  # its stacks: a traceback's place is no proof that it was stuck
             verdict.signals.append(
                 Signal(
                     verdict.category,
@@ -438,10 +438,30 @@ def _cause_of(
                     _num(stacks.get("time")) if stacks else None,
                 )
             )
+    verdict.where = verdict.where or _where_in_its_traceback(f)
     if torn and verdict.rule != "torn_down":
         verdict.details.append(f"rank {f.rank} was then stopped by its launcher (SIGTERM)")
     elif f.ended and not torn:
         verdict.details.append(f"rank {f.rank} then {_exit_text(f)}")
+
+
+def _where_it_ended(f: RankFacts) -> dict[str, Any] | None:
+    """Where a rank that ended was at its end: its stacks while still current (no progress after
+    them: ``RankFacts.current_stacks``), else its error's traceback, else unknown. Never a stall
+    that had resolved before it ended (issue 28: "rank 1 was in <module> (`import torch`)" for a
+    rank that imported slowly under load, then ran on and exited)."""
+    return where_in_stacks(f.current_stacks) or _where_in_its_traceback(f)
+
+
+def _where_in_its_traceback(f: RankFacts) -> dict[str, Any] | None:
+    """The innermost frame of the workload's own code in the rank's first traceback (an error it
+    raised, a victim's timeout included: where it waited), read whole as for its own error."""
+    for error in sorted(f.errors, key=lambda e: e.time):
+        read = read_failure([error.text], rank=f.rank)
+        own = read.links[-1].innermost_own_frame() if read.links else None
+        if own is not None:
+            return {"file": own.file, "line": own.line, "function": own.function, "code": own.code or None}
+    return None
 
 
 def _victims(

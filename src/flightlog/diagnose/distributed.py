@@ -25,7 +25,7 @@ from flightlog.diagnose.culprit import MemoryAtTheEnd, Verdict, judge
 from flightlog.diagnose.evidence import RunEvidence
 from flightlog.diagnose.failures import memory_before_the_end
 from flightlog.diagnose.findings import LEAD, Finding
-from flightlog.diagnose.ranks import RankFacts, gather_ranks, where_in_stacks
+from flightlog.diagnose.ranks import RankFacts, current_stacks, gather_ranks, where_in_stacks
 from flightlog.diagnose.signals import Signal
 from flightlog.diagnose.taxonomy import FAILURE_CATEGORIES
 from flightlog.statuses import UNSUCCESSFUL_STATUSES
@@ -206,7 +206,7 @@ def _all_stalled(ranks: dict[int, RankFacts], stalled: list[int], now: float) ->
     since = min(s for s in (ranks[r].stalled_since for r in stalled) if s is not None) if stalled else now
     where = []
     for r in sorted(stalled):
-        w = where_in_stacks(ranks[r].latest_stacks)
+        w = where_in_stacks(ranks[r].current_stacks)
         if w is not None:
             where.append(f"rank {r} in {w.get('function')} at {_short(w.get('file'))}:{w.get('line')}")
     summary = f"{_ranks(sorted(stalled))} made no progress for {format_duration(max(0.0, now - since))}"
@@ -232,8 +232,7 @@ def _single(ev: RunEvidence, items: list[dict[str, Any]], live: bool, now: float
     if not live and not failed:
         return []
     stacks = [i["data"] for i in items if i["kind"] == "stacks"]
-    stacks.sort(key=lambda d: d.get("time") or 0.0)
-    where = where_in_stacks(stacks[-1]) if stacks else None
+    where = where_in_stacks(current_stacks(stacks, stalls=stalls))
     since = float(last.get("since") or now)
     end = now if live else float(ev.info.ended or last.get("time") or now)
     stuck = max(0.0, end - since)

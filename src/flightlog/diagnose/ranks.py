@@ -20,8 +20,17 @@ from typing import Any
 from flightlog.capture.launchers import is_signal_notice, is_victim_message
 from flightlog.diagnose.evidence import ERROR, RunEvidence
 from flightlog.diagnose.tracebacks import is_library_file
+from flightlog.resources.agent.stacks import current_stacks
 
-__all__ = ["RankFacts", "RankError", "gather_ranks", "HANG_KINDS", "where_in_stacks", "waiting_in_collective"]
+__all__ = [
+    "RankFacts",
+    "RankError",
+    "gather_ranks",
+    "HANG_KINDS",
+    "current_stacks",
+    "where_in_stacks",
+    "waiting_in_collective",
+]
 
 HANG_KINDS = ("stall", "stacks", "flight_recorder", "collectives", "rank_error", "rank_exit")
 _HEADER = "Traceback (most recent call last)"
@@ -58,6 +67,7 @@ class RankFacts:
     exited_at: float | None = None
     launcher_root_cause: bool = False
     lost: bool = False  # it vanished without recording an end (SIGKILL, os._exit, a lost host)
+    last_step_at: float | None = None  # when it logged its last step (its row in the store)
     errors: list[RankError] = field(default_factory=list)
     stalls: list[dict[str, Any]] = field(default_factory=list)
     stacks: list[dict[str, Any]] = field(default_factory=list)
@@ -89,8 +99,28 @@ class RankFacts:
         return _num(self.stalls[-1].get("since")) if self.stalled else None
 
     @property
-    def latest_stacks(self) -> dict[str, Any] | None:
-        return self.stacks[-1] if self.stacks else None
+    def current_stacks(self) -> dict[str, Any] | None:
+        """Its newest stacks while they still say where it is: no sign of progress came after
+        them (see :func:`current_stacks`). Its newest stacks alone may be of a stall it had left
+        long before it ended (issue 28); no reader quotes those as where the rank was."""
+        newest = max((t for t in (_num(s.get("time")) for s in self.stacks) if t is not None), default=None)
+        return current_stacks(self.stacks, stalls=self.stalls, progress_at=self.progress_times(after=newest))
+
+    def progress_times(self, after: float | None = None) -> list[float]:
+        """When the rank is known to have moved on, besides its watch's ``resumed`` records: its
+        last step, and each collective it entered (its recorder's entries, its sampled entry
+        times). ``after``: only what records taken after it hold (an entry is older than the
+        record that holds it), so a long run's thousands of samples are not read for every look."""
+        times = [self.last_step_at] if self.last_step_at is not None else []
+        for dump in _taken_after(self.flight, after):
+            entries = [e for e in dump.get("entries") or [] if isinstance(e, dict)]
+            times += [t for t in (_num(e.get("time_created")) for e in entries) if t is not None]
+        for sample in _taken_after(self.samples, after):
+            groups = sample.get("collectives")
+            for group in groups.values() if isinstance(groups, dict) else []:
+                entered = group.get("time") if isinstance(group, dict) else None
+                times += [t for t in (_num(x) for x in entered or []) if t is not None]
+        return times
 
     @property
     def latest_flight(self) -> dict[str, Any] | None:
@@ -110,6 +140,13 @@ class RankFacts:
 
 def _num(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _taken_after(records: list[dict[str, Any]], after: float | None) -> list[dict[str, Any]]:
+    """The records taken after ``after`` (all of them for None); one without a time is kept."""
+    if after is None:
+        return records
+    return [r for r in records if (_num(r.get("time")) or float("inf")) > after]
 
 
 def gather_ranks(ev: RunEvidence) -> tuple[dict[int, RankFacts], list[dict[str, Any]]]:
@@ -203,6 +240,9 @@ def _rank_rows(ev: RunEvidence, facts: Any) -> None:
         f.host = f.host or getattr(row, "host", None)
         f.pid = f.pid or getattr(row, "pid", None)
         f.world_size = f.world_size or getattr(row, "world_size", None)
+        step_at = _num(getattr(row, "last_step_time", None))
+        if step_at is not None and (f.last_step_at is None or step_at > f.last_step_at):
+            f.last_step_at = step_at
         state = getattr(row, "state", None)
         if f.exit_code is None and getattr(row, "exit_code", None) is not None and state != "succeeded":
             f.exit_code = row.exit_code

@@ -27,9 +27,11 @@ from .settings import hostname
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing into a workload at start-up
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
     from typing import Any
 
 __all__ = [
+    "current_stacks",
     "MAX_THREADS",
     "MAX_FRAMES",
     "MAX_FR_ENTRIES",
@@ -319,3 +321,37 @@ def parse_faulthandler(text: str) -> list[list[dict[str, Any]]]:
                 t["omitted_frames"] = len(t["frames"]) - MAX_FRAMES
                 t["frames"] = t["frames"][-MAX_FRAMES:]
     return dumps
+
+
+# ── read back: which stacks still say where a process is ──────────────────────────────────────
+
+
+def current_stacks(
+    stacks: Sequence[dict[str, Any]],
+    *,
+    stalls: Sequence[dict[str, Any]] = (),
+    progress_at: Iterable[float | None] = (),
+) -> dict[str, Any] | None:
+    """The newest of ``stacks`` records while it still says where the process is: no sign of
+    progress came after it — a ``stall`` record saying ``resumed`` (the watch saw a step, a stage,
+    a heartbeat or a collective move), or a time in ``progress_at`` (a step logged, a collective
+    entered). None when the process moved on since: those stacks say where it *was* during a
+    stall that resolved (a slow ``import torch`` under load), not where it stopped or ended.
+
+    A log line is no such sign: any thread prints one (the NCCL watchdog, a data loader) while
+    the main thread stays stuck. One function for every reader that says where a rank or a
+    process is (the culprit, a hang's report, ``flightlog ranks --stacks``; issue 28)."""
+    if not stacks:
+        return None
+    latest = max(stacks, key=lambda d: _time_of(d) or 0.0)
+    taken = _time_of(latest)
+    if taken is None:
+        return latest
+    resumed = [_time_of(s) for s in stalls if s.get("state") == "resumed"]
+    moved = [t for t in (*resumed, *progress_at) if isinstance(t, (int, float)) and t > taken]
+    return None if moved else latest
+
+
+def _time_of(record: dict[str, Any]) -> float | None:
+    t = record.get("time")
+    return float(t) if isinstance(t, (int, float)) and not isinstance(t, bool) else None
