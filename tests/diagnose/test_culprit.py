@@ -483,6 +483,10 @@ def _slow_import(run: flightlog.Run, rank: int) -> None:
     _stall(run, rank, T0, T0 + 4.5, state="resumed")
 
 
+#: the launcher's exits: rank 1 exited with code 1, then rank 0 was stopped (SIGTERM, as 143 too)
+_RANK_1_EXITED_RANK_0_STOPPED = {"ranks": [{"rank": 0, "exit_code": 143, "signal": 15}, {"rank": 1, "exit_code": 1}]}
+
+
 def test_a_stall_that_resolved_before_the_rank_exited_is_not_where_it_ended(home: Path) -> None:
     """Rank 1 imported torch slowly (a stall, its stacks in ``<module>``), ran on, then exited with
     code 1 without a word; its launcher stopped rank 0. The culprit is rank 1, and its "where" is
@@ -491,11 +495,7 @@ def test_a_stall_that_resolved_before_the_rank_exited_is_not_where_it_ended(home
     for rank in (0, 1):
         _slow_import(run, rank)
     run.log_evidence("rank_error", "r0", {"rank": 0, "time": T0 + 12, "traceback": _PEER_CLOSED})
-    run.log_evidence(
-        "launcher_exits",
-        "attempt 1",
-        {"ranks": [{"rank": 0, "exit_code": 143, "signal": 15}, {"rank": 1, "exit_code": 1}]},
-    )
+    run.log_evidence("launcher_exits", "attempt 1", _RANK_1_EXITED_RANK_0_STOPPED)
     run.finish("failed", exit_code=1)
     top = _diagnose(run)["findings"][0]
     assert top["culprit"]["rank"] == 1 and top["category"] == "code_error", top
@@ -526,11 +526,7 @@ def test_past_a_resolved_stall_a_rank_s_where_is_its_traceback(home: Path) -> No
     _fr(run, 0, _entries(4, t=T0 + 5), T0 + 10)
     _fr(run, 1, _entries(3, in_flight=False, t=T0 + 5), T0 + 10)
     run.log_evidence("rank_error", "r1", {"rank": 1, "time": T0 + 12, "traceback": GLOO_TIMEOUT})
-    run.log_evidence(
-        "launcher_exits",
-        "attempt 1",
-        {"ranks": [{"rank": 0, "exit_code": 143, "signal": 15}, {"rank": 1, "exit_code": 1}]},
-    )
+    run.log_evidence("launcher_exits", "attempt 1", _RANK_1_EXITED_RANK_0_STOPPED)
     run.finish("failed", exit_code=1)
     top = _diagnose(run)["findings"][0]
     assert top["culprit"]["rank"] == 1 and top["culprit"]["collective"] == {"op": "all_reduce", "seq": 4}, top
