@@ -29,6 +29,9 @@ def _event(text: str, fields: dict | None = None) -> LogEvent:
         ("1875/1875 [====] - 3s 2ms/step - loss: nan - accuracy: 0.0987", {"loss": "nan"}),
         ("step 3 train/loss=-inf", {"train/loss": "-inf"}),
         ("Loss is NaN at step 12, stopping", {"Loss": "NaN"}),
+        # issue 29: a print of f"step {step} loss {loss:.4f}", a space between key and value
+        ("step 99 loss nan", {"loss": "nan"}),
+        ("epoch 3 train_loss inf val_loss nan", {"train_loss": "inf", "val_loss": "nan"}),
     ],
 )
 def test_nonfinite_values_in_metric_lines(line: str, expected: dict[str, str]) -> None:
@@ -40,6 +43,8 @@ def test_nonfinite_values_in_metric_lines(line: str, expected: dict[str, str]) -
     [
         "loss=NaN guard enabled; will skip batches with NaN inputs",
         "checked 1000 rows: 0 NaN values",
+        "loss nan checks enabled",
+        "skipped 3 batches with loss nan or inf",
         "NaN guard: loss=nan skipped",
         "loss_scale: inf",  # mixed precision: routine
         "grad_norm=inf, skipping step",  # mixed precision: routine
@@ -69,3 +74,18 @@ def test_silent_divergence_under_flightlog_run(home: Path) -> None:
     assert report["kind"] == "software"
     assert "loss=nan at step 300" in top["summary"]
     assert any("loss printed as nan at step 300" in e["detail"] for e in top["evidence"])
+
+
+@pytest.mark.embedded_only("the same evidence over either transport")
+def test_space_separated_loss_nan_to_the_end_under_flightlog_run(home: Path) -> None:
+    """``print(f"step {step} loss {loss:.4f}")`` printing ``nan`` from the first step to the last,
+    exit 0 (issue 29): read as a NaN loss, not a healthy run."""
+    script = Path(__file__).parent / "workloads" / "nan_loss" / "log_of_negative_spaced.py"
+    proc = cli(home, "run", "--project", "lm", "--", sys.executable, str(script))
+    assert proc.returncode == 0 and "step 99 loss nan" in proc.stdout
+    run = re.search(r"run ([0-9a-f]{32}) started", proc.stderr)[1]  # type: ignore[index]
+    with Client(home) as c:
+        report = c.diagnose(run)
+    assert report["findings"], report
+    top = report["findings"][0]
+    assert top["category"] == "nan_loss" and top["confidence"] >= 0.8, report["findings"]

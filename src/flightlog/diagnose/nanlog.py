@@ -43,6 +43,14 @@ _PHRASE = re.compile(
     rf"|\b(?P<value2>nan|infinite|non-?finite) (?P<key2>loss)\b",
     re.IGNORECASE,
 )
+#: ``step 99 loss nan``, ``train_loss inf val_loss nan``: a print of ``f"loss {loss}"`` — a key and
+#: its value with only a space between, followed by the end of the line, punctuation or another
+#: ``key value`` pair; not by a plain word ("loss nan checks enabled")
+_SPACED = re.compile(
+    rf"""(?<![\w./-])(?P<key>\w*loss)\s+(?P<value>{_VALUE})"""
+    r"""(?=\s*$|\s*[,;|)\]}]|\s+[-–]\s|\s+(?!(?:or|and|to|of|in|at|for|with|than)\s)[A-Za-z_][\w./-]*\s+[+-]?(?:\d|\.\d|nan\b|inf))""",
+    re.IGNORECASE,
+)
 _STEP = re.compile(r"""\b(?:global_step|step|iter(?:ation)?)["']?\s*[=: ]\s*(\d+)""", re.IGNORECASE)
 #: keys whose non-finite values are routine: mixed precision skips steps with an infinite
 #: gradient norm or loss scale by design
@@ -69,6 +77,8 @@ def nonfinite_values(event: LogEvent) -> dict[str, str]:
             out.setdefault(m["key"], m["value"])
         for m in _PHRASE.finditer(raw):
             out.setdefault(m["key"] or m["key2"], m["value"] or m["value2"])
+        for m in _SPACED.finditer(raw):
+            out.setdefault(m["key"], m["value"])
     for key, value in (event.fields or {}).items():
         if isinstance(value, float) and not math.isfinite(value):
             out.setdefault(str(key), str(value))
