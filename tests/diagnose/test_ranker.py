@@ -325,3 +325,32 @@ def test_a_file_in_another_format_and_a_missing_table_are_the_data_s(tmp_path: P
     the file was there and not HDF5; and sqlite's "no such table" read as an unreachable service
     (a hint). Both found on complete runs written for the purpose (issue 29)."""
     assert _top(_printed_traceback(tmp_path, code)) == expected
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        # a model that multiplies its float32 activations by a float64 prior from NumPy
+        (
+            "import numpy as np, torch\nh = torch.nn.Linear(6, 6)(torch.randn(4, 6))\n"
+            "prior = torch.from_numpy(np.eye(6))\nout = h @ prior\n",
+            "code_error",
+        ),
+        # XGBoost told an objective it does not know (its error carries a native backtrace)
+        (
+            "import numpy as np, xgboost as xgb\nX = np.random.default_rng(0).normal(size=(50, 3))\n"
+            "d = xgb.DMatrix(X, label=(X[:, 0] > 0).astype(int))\n"
+            "xgb.train({'objective': 'binary:logstic', 'max_depth': 3}, d, num_boost_round=5)\n",
+            "bad_parameter",
+        ),
+    ],
+    ids=["torch-dtype-mismatch", "xgboost-unknown-objective"],
+)
+def test_an_operand_dtype_mismatch_is_code_and_an_unknown_objective_a_parameter(
+    tmp_path: Path, code: str, expected: str
+) -> None:
+    """Two tensors of one operation in different dtypes were read as the data's (data_error 0.70,
+    on the word "dtype"): like shapes and devices that do not fit, it is the model code's; an
+    objective XGBoost does not know was read as code_error 0.13. Found on complete runs written
+    for the purpose (issue 29)."""
+    assert _top(_printed_traceback(tmp_path, code)) == expected

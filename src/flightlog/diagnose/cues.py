@@ -59,9 +59,10 @@ PROGRAMMING = _re(
 )
 #: the data does not look like what the code reads (shapes that do not fit together are the
 #: model's or the training code's: ``patterns.SHAPE_MISMATCH``, a code error; ``dtype=`` after
-#: another argument is a repr's, ``Tensor(shape=(8, 5), dtype=float32)``, not a complaint)
+#: another argument is a repr's, ``Tensor(shape=(8, 5), dtype=float32)``, not a complaint; nor is
+#: "… to have the same dtype": two tensors of one operation, the code's like their shapes)
 DATA_WORDS = _re(
-    r"\bdtype\b(?:[^(=]|$)|(?<!, )\bdtype=|\bcorrupt(?:ed)?\b|\btruncated\b"
+    r"(?<!same )\bdtype\b(?:[^(=]|$)|(?<!, )\bdtype=|\bcorrupt(?:ed)?\b|\btruncated\b"
     r"|\bmalformed\b|\bunexpected (?:end of|token|character|eof)\b|\bnot a valid (?:json|csv|image|utf-8)\b|\bfailed to (?:parse|decode)\b"
     r"|\bcould not (?:parse|decode|convert|cast)\b|\bencoding\b|\bempty (?:file|batch|data|split)\b|\bno (?:samples|rows|examples|images)\b"
     r"|\blabels?\b.{0,40}\b(?:out of range|must be|invalid|mismatch)\b|\bnum_classes\b|\bcolumns?\b|\bschemas?\b"

@@ -139,6 +139,10 @@ GPU_FAULT = _re(
 SHAPE_MISMATCH = _re(
     r"must have the same first dimension|shapes cannot be multiplied|mat1 and mat2 shapes"
     r"|expected all tensors to be on the same device|incompatible shapes"
+    # two tensors of one operation in different dtypes: torch's "expected m1 and m2 to have the
+    # same dtype, but got: float != double", "expected scalar type Float but found Double"
+    r"|\b(?:to|must) have the same dtype\b|\bexpected (?:object of )?scalar type \w+ but (?:found|got)\b"
+    r"|\binput type \(.{1,60}\) and weight type \(.{1,60}\) should be the same\b"
     r"|operands could not be broadcast together|is incompatible with the layer\b|\bshape mismatch\b"
 )
 #: a package is missing and the library says how to install it (pip's own failures included)
@@ -203,6 +207,10 @@ CONFIG_KEY = _re(
     r"\bis not in struct\b|\bcould not override '|\berror merging override\b|\bunknown (?:type of )?parameter\b"
     r"|\binvalid parameter format\b|\binvalid configuration for\b|\bwere unexpected\b|(?:^|\s)--?[a-z][\w-]* requires\b"
     r"|\brequested time limit is invalid\b|\bunrecognized arguments?\b|\binvalid (?:choice|value) for\b"
+    # a library naming the value of one of its parameters it does not know (XGBoost's "Unknown
+    # objective function: `binary:logstic`", "Unknown metric: …"), whatever the exception's class
+    r"|\bunknown (?:objective|booster|tree[_ ]method|eval[_ ]metric|metric|solver|optimizer|scheduler|activation|loss)"
+    r"(?: function| type| name)?\s*[:=]\s*\S"
 )
 #: a stored object, bucket or checkpoint file that is not there
 NOT_THERE = _re(
