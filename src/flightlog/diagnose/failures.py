@@ -38,6 +38,10 @@ _SUCCESS_FACTOR = 0.35
 _NEAR_END = 5
 #: the places of a hit on the chain of exceptions (the last traceback of the log)
 _ON_THE_CHAIN = frozenset({"only", "inner", "middle", "outer"})
+#: the categories that say how a process was ended, which one that exited 0 may still tell in
+#: its last lines: a signal or a time limit it caught ("Received SIGTERM", then a checkpoint
+#: saved, then exit 0)
+_ENDINGS = frozenset({"killed_by_signal", "timeout"})
 # signal ids this module decides on
 MEMORY_FAR_FROM_LIMIT = "memory_far_from_its_limit"
 SILENT_BEFORE_TIMEOUT = "silent_before_the_timeout"
@@ -199,7 +203,8 @@ def _succeeded(ev: RunEvidence, read: FailureRead) -> bool:
 def _ends_the_process(ranked: Ranked, read: FailureRead) -> bool:
     """Whether a candidate's evidence is how a process that exited 0 ended, not what it
     complained about on the way: the last line it printed (a framework that caught SIGTERM
-    and exited 0: "Received SIGTERM … exiting"), or the chain of a last traceback that nothing
+    and exited 0: "Received SIGTERM … exiting"), the last lines for a signal or a time limit
+    (it saved a checkpoint after saying so), or the chain of a last traceback that nothing
     but a line or two followed. A warning, a retry or a handled error with the run's work
     printed after it ("CUDA out of memory … halving the batch", "503 … retrying", a record that
     holds the word "Killed") is what the run got over: the ranker, trained on processes that
@@ -209,6 +214,8 @@ def _ends_the_process(ranked: Ranked, read: FailureRead) -> bool:
         if h.weight <= 0:
             continue
         if h.position == "last" or (h.position in _ON_THE_CHAIN and chain_ended_it):
+            return True
+        if h.position == "tail" and ranked.category in _ENDINGS:
             return True
     return False
 
