@@ -360,12 +360,40 @@ for step in range(100000):
 """
 
 
+#: the same, as Lightning does it: the signal is named, then a checkpoint is saved and said so
+CAUGHT_SIGTERM_THEN_SAVED = """
+import signal, sys, time
+def on_term(signum, frame):
+    print(f"[rank: 0] Received SIGTERM: {signum}", flush=True)
+    print("Saving checkpoint to ckpt/last.ckpt", flush=True)
+    print("Checkpoint saved.", flush=True)
+    print("Exiting gracefully.", flush=True)
+    sys.exit(0)
+signal.signal(signal.SIGTERM, on_term)
+for step in range(100000):
+    if step % 20 == 0:
+        print(f"step {step}: loss={1.0 / (step + 1):.4f}", flush=True)
+    time.sleep(0.01)
+"""
+
+
 def test_a_framework_that_catches_sigterm_and_exits_0(home: Path) -> None:
     """A scheduler sends SIGTERM to the job; the training loop saves and exits 0."""
+    _caught_sigterm(home, CAUGHT_SIGTERM)
+
+
+def test_a_caught_sigterm_is_the_ending_though_lines_follow_it(home: Path) -> None:
+    """The lines after "Received SIGTERM" (a checkpoint saved) do not make it something the run
+    got over: on a run that exited 0, a signal named in its last lines is how it ended, while a
+    warning it got over is a hint (issue 29)."""
+    _caught_sigterm(home, CAUGHT_SIGTERM_THEN_SAVED)
+
+
+def _caught_sigterm(home: Path, source: str) -> None:
     from flightlog.client import Client
 
     path = home.parent / "workload.py"
-    path.write_text(textwrap.dedent(CAUGHT_SIGTERM))
+    path.write_text(textwrap.dedent(source))
     exe = Path(sys.executable).with_name("flightlog")
     proc = subprocess.Popen(
         [str(exe), "run", "--project", "issue29", "--", sys.executable, str(path)],

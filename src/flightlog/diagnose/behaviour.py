@@ -77,6 +77,8 @@ def nonfinite_losses(info: RunInfo, th: Thresholds | None = None) -> list[str]:
 _NAN_LOSS, _NAN_OTHER = 0.85, 0.6
 #: ... and of one while a training loss went on finite after it: an evaluation loss, a statistic
 _NAN_EVAL_LOSS_LOSS_FINITE, _NAN_STATISTIC_LOSS_FINITE = 0.4, 0.2
+#: the one signal id of every statistic undefined on its data while the losses stayed finite
+_UNDEFINED_STATISTIC = "non_finite_statistic_while_the_loss_stayed_finite"
 
 
 def nan_loss(ev: RunEvidence) -> Finding | None:
@@ -112,15 +114,24 @@ def nan_loss(ev: RunEvidence) -> Finding | None:
         loss = is_loss(m.name, th)
         weight = _NAN_LOSS if loss else _NAN_OTHER
         went_on = [n for n, last_step in healthy.items() if n != m.name and last_step >= step]
+        if not loss and not went_on:
+            # a statistic of an evaluation after the training (a final report per subset): the
+            # training losses ended finite, whatever step the statistic was printed at
+            went_on = [n for n in healthy if n != m.name]
+        signal_id = f"non_finite:{m.name}"
         if went_on and (not loss or _VALIDATION.search(m.name) or VALIDATION.search(m.name)):
             weight = _NAN_EVAL_LOSS_LOSS_FINITE if loss else _NAN_STATISTIC_LOSS_FINITE
-            lead += f"; {went_on[0]} stayed finite after it"
+            lead += f"; {went_on[0]} stayed finite after it" if loss else f"; {went_on[0]} stayed finite"
             undefined.append(m.name)
+            if not loss:
+                # the statistics of one undefined evaluation (AUC and F1 of an empty subset) are
+                # one piece of evidence, not one each
+                signal_id = _UNDEFINED_STATISTIC
         signals.append(
             Signal(
                 "nan_loss",
                 weight,
-                f"non_finite:{m.name}",
+                signal_id,
                 "metrics",
                 f"{m.name} became {text} at step {step} ({int(mask.sum())} of {mask.size} points non-finite){lead}",
                 at,

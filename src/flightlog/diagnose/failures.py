@@ -32,9 +32,16 @@ from flightlog.timefmt import format_duration, format_size
 __all__ = ["analyze_failure", "read_run", "FailureFacts", "missing_keys"]
 
 _HEADER = "Traceback (most recent call last)"
-#: a run that succeeded still shows what its log complained about, but never as a lead
+#: a run that succeeded still shows what its log complained about, but never as a lead —
+#: unless the complaint is how the process ended (:func:`_ends_the_process`)
 _SUCCESS_FACTOR = 0.35
 _NEAR_END = 5
+#: the places of a hit on the chain of exceptions (the last traceback of the log)
+_ON_THE_CHAIN = frozenset({"only", "inner", "middle", "outer"})
+#: the categories that say how a process was ended, which one that exited 0 may still tell in
+#: its last lines: a signal or a time limit it caught ("Received SIGTERM", then a checkpoint
+#: saved, then exit 0)
+_ENDINGS = frozenset({"killed_by_signal", "timeout"})
 # signal ids this module decides on
 MEMORY_FAR_FROM_LIMIT = "memory_far_from_its_limit"
 SILENT_BEFORE_TIMEOUT = "silent_before_the_timeout"
@@ -156,12 +163,16 @@ def analyze_failure(ev: RunEvidence, facts: FailureFacts | None = None) -> list[
         read.signal is None and read.exit_code == 1 and read.lines_after_chain <= 50
     )
     context_signals = _memory(ev) + (_timeout(ev) if ev.timed_out else [])
+    succeeded = _succeeded(ev, read)
     findings = []
     for place, r in enumerate(ranked):
-        if r.confidence < REPORT_FLOOR:
+        confidence = r.confidence
+        if succeeded and not _ends_the_process(r, read):
+            confidence = round(confidence * _SUCCESS_FACTOR, 2)
+        if confidence < REPORT_FLOOR:
             continue
         signals = r.signals + [s for s in context_signals if s.category == r.category]
-        if place > 0 and r.confidence < LEAD and _unnamed(signals):
+        if place > 0 and confidence < LEAD and _unnamed(signals):
             continue  # a hint only the model's prior put there: nothing in the run names it
         findings.append(
             Finding(
@@ -171,10 +182,53 @@ def analyze_failure(ev: RunEvidence, facts: FailureFacts | None = None) -> list[
                 _next_steps(r.category, signals, ev, facts),
                 _kind(r.category, signals, facts),
                 _context(r.category, ev) + _params_behind(r.category, signals, ev, facts),
-                score=r.confidence,
+                score=confidence,
             )
         )
     return findings
+
+
+def _succeeded(ev: RunEvidence, read: FailureRead) -> bool:
+    """Whether the process ended well: the run succeeded, exit 0 (or no exit seen, with the SDK
+    alone), no signal, no timeout, no OOM kill."""
+    return (
+        ev.info.status == "succeeded"
+        and read.exit_code in (None, 0)
+        and read.signal is None
+        and not read.timed_out
+        and not read.oom_killed
+    )
+
+
+def _ends_the_process(ranked: Ranked, read: FailureRead) -> bool:
+    """Whether a candidate's evidence is how a process that exited 0 ended, not what it
+    complained about on the way: the last line it printed (a framework that caught SIGTERM
+    and exited 0: "Received SIGTERM … exiting"), the last lines for a signal or a time limit
+    (it saved a checkpoint after saying so), or the chain of a last traceback that nothing
+    but a line or two followed. A warning, a retry or a handled error with the run's work
+    printed after it ("CUDA out of memory … halving the batch", "503 … retrying", a record that
+    holds the word "Killed") is what the run got over: the ranker, trained on processes that
+    failed, reads it as if the process had failed on it (issue 29)."""
+    chain_ended_it = _chain_ended_it(read)
+    for h in ranked.hits:
+        if h.weight <= 0:
+            continue
+        if h.position == "last" or (h.position in _ON_THE_CHAIN and chain_ended_it):
+            return True
+        if h.position == "tail" and ranked.category in _ENDINGS:
+            return True
+    return False
+
+
+def _chain_ended_it(read: FailureRead) -> bool:
+    """Whether the chain is the process's last words: a traceback followed by a line or two at
+    most, or exception lines (no traceback) of which the last line printed is one."""
+    if read.from_traceback:
+        return read.lines_after_chain <= 2
+    last = read.last_line or ""
+    return any(
+        first and first in last for first in (link.message.strip().split("\n", 1)[0][:80] for link in read.links)
+    )
 
 
 def _unnamed(signals: list[Signal]) -> bool:

@@ -147,6 +147,8 @@ def nan_in_log(ev: RunEvidence) -> Finding | None:
         # a statistic (or an evaluation's loss) printed non-finite while a training loss printed
         # finite values on: undefined on its data, not a loss gone NaN (see behaviour.nan_loss)
         going_on = _training_loss_went_on(ordered, first.event.time, first.key)
+        if going_on is None and not is_loss:
+            going_on = _finite_stored_loss(ev, first.key)
         if going_on is not None:
             undefined = True
             scale = 0.5 if is_loss else 0.4
@@ -198,6 +200,20 @@ def _training_loss_went_on(events: list[LogEvent], after: float, key: str) -> st
                 name = m["key"]
                 if name != key and LOSS_LIKE.search(name) and not VALIDATION.search(name) and not _IGNORE.match(name):
                     return name
+    return None
+
+
+def _finite_stored_loss(ev: RunEvidence, key: str) -> str | None:
+    """A training loss the run stored (logged with the SDK, or read from its lines) that never
+    went non-finite: a statistic printed as ``nan`` by an evaluation after the training (a
+    per-subset report whose subset is empty) is undefined on its data — the loss was never
+    printed after it because the training had ended, finite (issue 29)."""
+    for m in ev.info.metrics.values():
+        name = m.name
+        if name == key or m.nonfinite or m.last_step is None:
+            continue
+        if LOSS_LIKE.search(name) and not VALIDATION.search(name) and not _IGNORE.match(name):
+            return name
     return None
 
 
