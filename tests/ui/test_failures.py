@@ -23,8 +23,12 @@ def read_shard(root: Path, i: int) -> None:
         pass
 
 
-def lookup_user(i: int) -> None:
-    {}[f"user_{i}"]
+def lookup_user(data: Path, i: int) -> None:
+    """A column the data does not have (a KeyError through pandas: the data's, unambiguously —
+    a KeyError on an empty dict of the script's own reads either way)."""
+    import pandas as pd
+
+    pd.read_csv(data)[f"user_{i}"]
 
 
 def _run(data: Path, fail: Any = None) -> str:
@@ -55,7 +59,7 @@ def failures(tmp_path_factory: pytest.TempPathFactory, clean_env: None, built_ui
         data.write_text("x\n1\n2\n")
         shards = [_run(data, lambda i=i: read_shard(root, i)) for i in range(5)]
         _run(data)
-        keys = [_run(data, lambda i=i: lookup_user(i * 7919)) for i in range(2)]
+        keys = [_run(data, lambda i=i: lookup_user(data, i * 7919)) for i in range(2)]
     with serve_in_thread(home) as running:
         yield running, {"good": good, "shards": shards, "keys": keys}
 
