@@ -347,21 +347,28 @@ def test_the_error_is_there_but_not_where_the_reader_looks(
 
 
 # ── the ending is not the process's exit ─────────────────────────────────────
-CAUGHT_SIGTERM = """
-import signal, sys, time
-def on_term(signum, frame):
-    print(f"Received SIGTERM: {signum}. Saving checkpoint ckpt-120.pt and exiting.", flush=True)
-    sys.exit(0)
+#: a training loop that handles SIGTERM with its ``on_term``, defined before it
+_TRAINS_UNTIL_SIGTERM = """
 signal.signal(signal.SIGTERM, on_term)
 for step in range(100000):
     if step % 20 == 0:
         print(f"step {step}: loss={1.0 / (step + 1):.4f}", flush=True)
     time.sleep(0.01)
 """
+CAUGHT_SIGTERM = (
+    """
+import signal, sys, time
+def on_term(signum, frame):
+    print(f"Received SIGTERM: {signum}. Saving checkpoint ckpt-120.pt and exiting.", flush=True)
+    sys.exit(0)
+"""
+    + _TRAINS_UNTIL_SIGTERM
+)
 
 
 #: the same, as Lightning does it: the signal is named, then a checkpoint is saved and said so
-CAUGHT_SIGTERM_THEN_SAVED = """
+CAUGHT_SIGTERM_THEN_SAVED = (
+    """
 import signal, sys, time
 def on_term(signum, frame):
     print(f"[rank: 0] Received SIGTERM: {signum}", flush=True)
@@ -369,12 +376,9 @@ def on_term(signum, frame):
     print("Checkpoint saved.", flush=True)
     print("Exiting gracefully.", flush=True)
     sys.exit(0)
-signal.signal(signal.SIGTERM, on_term)
-for step in range(100000):
-    if step % 20 == 0:
-        print(f"step {step}: loss={1.0 / (step + 1):.4f}", flush=True)
-    time.sleep(0.01)
 """
+    + _TRAINS_UNTIL_SIGTERM
+)
 
 
 def test_a_framework_that_catches_sigterm_and_exits_0(home: Path) -> None:
