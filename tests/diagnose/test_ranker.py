@@ -354,3 +354,55 @@ def test_an_operand_dtype_mismatch_is_code_and_an_unknown_objective_a_parameter(
     objective XGBoost does not know was read as code_error 0.13. Found on complete runs written
     for the purpose (issue 29)."""
     assert _top(_printed_traceback(tmp_path, code)) == expected
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        # a preprocessing step that converts audio with a command-line tool the image lacks
+        (
+            "import subprocess\n"
+            "def to_wav(src):\n"
+            "    subprocess.run(['fl-audio-convert-absent', '-i', src, 'out.wav'], check=True)\n"
+            "to_wav('clip0.mp3')\n",
+            "dependency_error",
+        ),
+        # the same tool given by a path the code got wrong: a file that is not there
+        (
+            "import subprocess\nsubprocess.run(['./tools/fl-audio-convert-absent', '-i', 'clip0.mp3'], check=True)\n",
+            "missing_file",
+        ),
+        # a file of the same bare name opened, not started: still a missing file
+        ("open('fl-audio-convert-absent')\n", "missing_file"),
+    ],
+    ids=["program-not-installed", "program-path-absent", "file-of-that-name-absent"],
+)
+def test_a_program_the_run_starts_that_is_not_installed_is_a_dependency(
+    tmp_path: Path, code: str, expected: str
+) -> None:
+    """``subprocess`` starting a tool that is not on PATH raises ``FileNotFoundError: [Errno 2] No
+    such file or directory: 'ffmpeg'``, read as a missing file (0.87): the environment lacks a
+    program, as a shell's "command not found" says. Found on a complete run written for the
+    purpose (issue 29)."""
+    assert _top(_printed_traceback(tmp_path, code)) == expected
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        # preprocessing that cuts a 3-second clip into 32x32 patches it does not divide into
+        "import numpy as np\n"
+        "def to_patches(signal):\n"
+        "    return np.reshape(signal, (-1, 32, 32))\n"
+        "to_patches(np.zeros(16000 * 3, dtype=np.float32))\n",
+        # the same in torch: a view whose size is not the tensor's
+        "import torch\nx = torch.zeros(100)\nx.view(8, -1, 3)\n",
+    ],
+    ids=["numpy-reshape", "torch-view"],
+)
+def test_a_reshape_to_a_size_the_array_does_not_have_is_a_shape_error(tmp_path: Path, code: str) -> None:
+    """numpy's "cannot reshape array of size 48000 into shape (32,32)" led as a bad parameter
+    (0.56): a reshape the array's size does not fit is a shape that does not fit, the code's
+    like torch's "mat1 and mat2 shapes cannot be multiplied". Found on a complete run written
+    for the purpose (issue 29)."""
+    assert _top(_printed_traceback(tmp_path, code)) == "code_error"

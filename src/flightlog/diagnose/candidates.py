@@ -57,6 +57,9 @@ _INDEXES_A_CONFIGURATION = re.compile(
     r"\s*\[",
     re.IGNORECASE,
 )
+#: what starting a program that is not installed raises: ``subprocess`` reports its child's failed
+#: exec as a ``FileNotFoundError`` naming the executable as given — a bare name looked up on PATH
+_NOT_FOUND_NAME = re.compile(r"No such file or directory: '(?P<name>[^'/\\]+)'$")
 #: a category is a candidate when one of its hits weighs at least this much
 CANDIDATE_FLOOR = 0.05
 
@@ -149,6 +152,17 @@ def _link_hits(link: Link, index: int, position: str, source: str, at: float | N
             "the_failing_line_indexes_the_configuration",
             f"{detail}: the failing line looks the key up in the run's configuration: {code[:200]}",
         )
+    program = _program_not_installed(link)
+    if program is not None:
+        # a tool the run starts (``ffmpeg``, ``git``, ``nvcc``) is not on PATH: software the
+        # environment lacks, not a file of the data or a path the code got wrong
+        out[:] = [h for h in out if h.category != "missing_file"]
+        add(
+            "dependency_error",
+            0.8,
+            "a_program_the_run_starts_is_not_installed",
+            f"{detail}: the program {program!r} the run starts is not installed (not found on PATH)",
+        )
     class_weight = CODE_ERROR_CLASSES.get(short)
     add("code_error", class_weight if class_weight is not None else 0.3, "code_error_class")
     own = link.innermost_own_frame()
@@ -160,6 +174,19 @@ def _link_hits(link: Link, index: int, position: str, source: str, at: float | N
             f"raised directly in the workload's code at {own.where()}" + (f": {own.code}" if own.code else ""),
         )
     return out
+
+
+def _program_not_installed(link: Link) -> str | None:
+    """The program's name when ``link`` is ``subprocess`` failing to start a program given by a
+    bare name (``FileNotFoundError: … No such file or directory: 'ffmpeg'`` raised in its
+    ``_execute_child``); a path (``./tools/convert``) may be a file the code got wrong."""
+    if link.short_type != "FileNotFoundError" or not link.frames:
+        return None
+    innermost = link.frames[-1]
+    if innermost.function != "_execute_child" or not innermost.file.replace("\\", "/").endswith("/subprocess.py"):
+        return None
+    m = _NOT_FOUND_NAME.search(link.message.strip())
+    return m["name"] if m else None
 
 
 def _line_hits(lines: Sequence[str], last_line: str | None, at: float | None) -> list[Hit]:

@@ -144,6 +144,9 @@ SHAPE_MISMATCH = _re(
     r"|\b(?:to|must) have the same dtype\b|\bexpected (?:object of )?scalar type \w+ but (?:found|got)\b"
     r"|\binput type \(.{1,60}\) and weight type \(.{1,60}\) should be the same\b"
     r"|operands could not be broadcast together|is incompatible with the layer\b|\bshape mismatch\b"
+    # a reshape to a shape whose size is not the array's: numpy's "cannot reshape array of size
+    # 48000 into shape (32,32)", torch's "shape '[8, -1, 3]' is invalid for input of size 100"
+    r"|\bcannot reshape (?:array|tensor) of size \d+ into shape\b|\bshape '\[[^\]]*\]' is invalid for input of size \d+"
 )
 #: a package is missing and the library says how to install it (pip's own failures included)
 INSTALL_HINT = _re(
