@@ -406,3 +406,31 @@ def test_a_reshape_to_a_size_the_array_does_not_have_is_a_shape_error(tmp_path: 
     like torch's "mat1 and mat2 shapes cannot be multiplied". Found on a complete run written
     for the purpose (issue 29)."""
     assert _top(_printed_traceback(tmp_path, code)) == "code_error"
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        # a checkpoint that holds a training-state object, loaded as before PyTorch 2.6
+        (
+            "import dataclasses, torch\n"
+            "@dataclasses.dataclass\n"
+            "class TrainState:\n"
+            "    step: int\n"
+            "torch.save({'w': torch.ones(3), 'state': TrainState(1200)}, 'ckpt.pt')\n"
+            "torch.load('ckpt.pt')\n",
+            "dependency_error",
+        ),
+        # a checkpoint a preempted writer left truncated: the file is corrupt, not the version
+        ("import torch\nopen('ckpt.pt', 'wb').write(b'PK\\x03\\x04 truncated')\ntorch.load('ckpt.pt')\n", "data_error"),
+    ],
+    ids=["weights-only-default", "truncated-checkpoint"],
+)
+def test_torch_load_refusing_under_its_new_weights_only_default_is_a_dependency(
+    tmp_path: Path, code: str, expected: str
+) -> None:
+    """``torch.load`` of a checkpoint holding an object of the user's class, refused since PyTorch
+    2.6 made ``weights_only=True`` the default ("Weights only load failed … we changed the
+    default value"), led as a bad parameter (0.72): the library changed under the user, as an
+    API removed by an upgrade. Found on a complete run written for the purpose (issue 29)."""
+    assert _top(_printed_traceback(tmp_path, code)) == expected

@@ -62,6 +62,9 @@ API_CHANGED = _re(
     r"|\bwas (?:deprecated|removed) in\b|\bhas been (?:removed|renamed)\b|\bis deprecated and (?:has been|was) removed\b"
     r"|\bcannot import name\b|\bno longer (?:supported|available|exists|accepts?)\b|\bwas renamed to\b"
     r"|\bremoved in (?:version |v)?\d|\bexpired alias\b|\bdeprecated alias\b|\bnot found in module\b"
+    # torch.load's refusal since PyTorch 2.6 flipped its default to weights_only=True: a checkpoint
+    # that loaded before the upgrade ("Weights only load failed … we changed the default value")
+    r"|\bweights only load failed\b|\bwe changed the default value of\b"
 )
 #: a time limit raised inside the process (SIGALRM, an orchestrator's task timeout, a deadline).
 #: "timed out after N s" alone is a *wait* that timed out — a socket, a rendezvous, a service's
