@@ -554,7 +554,9 @@ export interface Stall {
 
 /** The culprit of a distributed run's finding (contract C5). */
 export interface Culprit {
-  rank: number;
+  /** null when no rank caused it: the ranks in ``alike`` failed with the same error */
+  rank: number | null;
+  alike?: number[];
   host: string | null;
   where: { file: string; line: number | null; function: string } | null;
   collective: { op: string; seq: number } | null;

@@ -42,7 +42,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-__all__ = ["RankIdentity", "rank_identity", "LAUNCHERS"]
+__all__ = ["RankIdentity", "rank_identity", "ranks_text", "LAUNCHERS"]
 
 LAUNCHERS = ("torchrun", "slurm", "mpi", "deepspeed", "accelerate", "lightning")
 _INT = re.compile(r"-?[0-9]+")
@@ -68,6 +68,14 @@ class RankIdentity:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def ranks_text(ranks: list[int]) -> str:
+    """``rank 1``, ``ranks 0 and 2``, ``ranks 0, 1 and 3``: ranks named the one way every report
+    (the diagnosis, the CLI, the runner's last line) says them."""
+    if len(ranks) == 1:
+        return f"rank {ranks[0]}"
+    return "ranks " + ", ".join(str(r) for r in ranks[:-1]) + f" and {ranks[-1]}"
 
 
 def _int(env: Mapping[str, str], *names: str) -> int | None:

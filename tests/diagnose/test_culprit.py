@@ -220,6 +220,55 @@ def test_a_rank_s_own_exception_is_the_finding_and_the_timeouts_its_victims(home
     assert sum(1 for f in report["findings"] if f["confidence"] >= 0.5) == 1
 
 
+def _missing_shard(rank: int, shard: int) -> str:
+    return (
+        "Traceback (most recent call last):\n"
+        '  File "/job/train.py", line 13, in main\n'
+        "    x = load_batch(rank, step)\n"
+        '  File "/job/data.py", line 41, in load_batch\n'
+        '    with open(f"/data/shards/train-{rank:05d}.bin", "rb") as f:\n'
+        f"FileNotFoundError: [Errno 2] No such file or directory: '/data/shards/train-{shard:05d}.bin'"
+    )
+
+
+def test_ranks_that_failed_alike_have_no_culprit_and_the_rank_that_waited_is_no_cause(home: Path) -> None:
+    """Issue 28: two ranks with the same missing input (each its own shard) and one that waited:
+    the cause is one they share, not the earlier rank's — no culprit, both named, the category
+    read from their error."""
+    run = _run(home)
+    run.log_evidence("rank_error", "r1", {"rank": 1, "time": T0 + 3, "traceback": _missing_shard(1, 1)})
+    run.log_evidence("rank_error", "r0", {"rank": 0, "time": T0 + 3.2, "traceback": _missing_shard(0, 0)})
+    run.log_evidence("rank_error", "r2", {"rank": 2, "time": T0 + 9, "traceback": GLOO_TIMEOUT})
+    run.log_evidence(
+        "launcher_exits",
+        "attempt 1",
+        {"launcher": "torchrun", "ranks": [{"rank": r, "exit_code": 1} for r in range(3)]},
+    )
+    run.finish("failed", exit_code=1)
+    report = _diagnose(run)
+    top = report["findings"][0]
+    assert top["category"] == "missing_file" and top["confidence"] >= 0.5, top
+    assert top["culprit"]["rank"] is None and top["rank"] is None
+    assert top["culprit"]["alike"] == [0, 1]
+    assert top["summary"].startswith("ranks 0 and 1 failed alike: FileNotFoundError"), top["summary"]
+    assert "rank 1 failed first" not in top["summary"]
+    assert [v["rank"] for v in top["victims"]] == [2]
+    shown = cli(home, "diagnose", run.id, "--no-baseline", check=False)
+    assert "ranks 0 and 1 failed alike, none caused it" in shown.stdout, shown.stdout
+
+
+def test_ranks_with_different_errors_of_their_own_still_have_a_culprit(home: Path) -> None:
+    """Alike is the same exception and message (but for its numbers) or the same line: two ranks
+    failing differently keep the earliest as the culprit."""
+    run = _run(home)
+    run.log_evidence("rank_error", "r1", {"rank": 1, "time": T0 + 3, "traceback": OWN_ERROR})
+    run.log_evidence("rank_error", "r0", {"rank": 0, "time": T0 + 4, "traceback": _missing_shard(0, 0)})
+    run.finish("failed", exit_code=1)
+    top = _diagnose(run)["findings"][0]
+    assert top["culprit"]["rank"] == 1 and "alike" not in top["culprit"], top
+    assert top["summary"].startswith("rank 1 failed first: ValueError: shard 7 has 0 rows")
+
+
 @pytest.mark.parametrize(("exit_code", "signal", "category"), [(1, None, "code_error"), (None, 9, "killed_by_signal")])
 def test_a_rank_that_died_silently_is_the_culprit(
     home: Path, exit_code: int | None, signal: int | None, category: str

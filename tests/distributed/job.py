@@ -1,7 +1,8 @@
 """The distributed job of tests/distributed: one rank (rank 1, the culprit) misbehaves as the
-scenario says, on gloo; the others only wait for it.
+scenario says, on gloo; the others only wait for it. In ``raises_alike`` no rank is the culprit:
+every rank fails to open its own shard of a data directory that is not there.
 
-    SCENARIO=stuck|exit|exit_while_others_read|killed|raises|mismatch|straggler|healthy \
+    SCENARIO=stuck|exit|exit_while_others_read|killed|raises|raises_alike|mismatch|straggler|healthy \
         torchrun --nproc_per_node N job.py
 
 SIGNALS is a directory the test and the job meet in: the stuck rank waits for ``release`` there
@@ -25,6 +26,13 @@ AT_STEP = int(os.environ.get("AT_STEP", "3"))  # the step at which the culprit m
 
 
 def read_shard(rank, step):
+    if SCENARIO == "raises_alike" and step == AT_STEP:
+        # every rank raises, none before all have reached here: no rank is torn down first
+        (SIGNALS / f"reading-{rank}").write_text("")
+        while len(list(SIGNALS.glob("reading-*"))) < int(os.environ["WORLD_SIZE"]):
+            time.sleep(0.01)
+        with open(SIGNALS / "shards" / f"train-{rank:05d}.bin", "rb") as f:
+            return torch.frombuffer(bytearray(f.read(16)), dtype=torch.float32)
     if rank == CULPRIT and step == AT_STEP:
         if SCENARIO == "stuck":
             while not (SIGNALS / "release").exists():  # a storage read that stopped answering

@@ -274,6 +274,27 @@ def test_a_rank_s_exception_is_the_finding_and_the_others_are_its_victims(home: 
     assert all("ValueError" not in (v["error"] or "") for v in top["victims"])
 
 
+@EMBEDDED
+def test_ranks_that_fail_alike_have_no_culprit(home: Path, tmp_path: Path) -> None:
+    """Issue 28: both ranks fail to open their shard of a missing data directory. The cause is
+    one they share: no rank is named the culprit nor the other its victim, in the runner's last
+    line, the run's failure and the diagnosis."""
+    job = Job(home, tmp_path, "raises_alike", GROUP_TIMEOUT="60")
+    code, err = job.finish()
+    assert code == 1, err
+    assert "looks like missing_file on ranks 0 and 1 alike" in err, err
+    report = job.diagnose()
+    leads = _leads(report)
+    assert len(leads) == 1, report
+    top = leads[0]
+    assert top["category"] == "missing_file" and top["culprit"]["rank"] is None, top
+    assert top["culprit"]["alike"] == [0, 1] and top["victims"] == []
+    assert top["summary"].startswith("ranks 0 and 1 failed alike: FileNotFoundError"), top["summary"]
+    assert top["culprit"]["where"]["function"] == "read_shard"
+    failure = job.client.run(job.run_id()).failure or {}
+    assert failure["culprit"]["rank"] is None and failure["culprit"]["alike"] == [0, 1], failure
+
+
 # ── (e) mismatched collectives ─────────────────────────────────────────────────────────────────
 
 

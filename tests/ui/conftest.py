@@ -17,7 +17,16 @@ from typing import Any
 import pytest
 
 from tests.browser import open_page
-from tests.ui.workloads import ROOT, Seeded, make_distributed, make_edges, make_oom, make_resumed, seed
+from tests.ui.workloads import (
+    ROOT,
+    Seeded,
+    make_distributed,
+    make_distributed_alike,
+    make_edges,
+    make_oom,
+    make_resumed,
+    seed,
+)
 
 ARTIFACTS = ROOT / "test-artifacts" / "ui"
 
@@ -57,6 +66,12 @@ def oom(seeded: Seeded) -> str:
 def distributed(seeded: Seeded) -> str:
     """A 2-rank torchrun job whose rank 1 hung before all_reduce #4 (project "dist")."""
     return make_distributed(seeded.home, seeded.work)
+
+
+@pytest.fixture(scope="session")
+def distributed_alike(seeded: Seeded) -> str:
+    """A 2-rank torchrun job whose ranks both failed alike on a missing data directory (project "dist-alike")."""
+    return make_distributed_alike(seeded.home, seeded.work)
 
 
 ALERT_RULES = """\

@@ -79,6 +79,26 @@ def test_the_overview_names_the_culprit_first_with_its_victims_folded_and_the_ra
     expect(page.locator("select[name=rank]")).to_have_value("1")
 
 
+def test_ranks_that_failed_alike_are_named_together_with_no_culprit(
+    page: Any, distributed_alike: str, shot: Any
+) -> None:
+    """Issue 28: both ranks failed to open their shards: the failure card and the diagnosis name
+    them together, and neither is marked the culprit nor the other its victim."""
+    page.goto(f"/projects/dist-alike/runs/{distributed_alike}")
+    note = page.locator("#failure-culprit")
+    expect(note).to_have_attribute("data-alike", "0,1")
+    expect(note).to_contain_text("ranks 0 and 1 failed alike")
+    finding = page.locator("#diagnosis .finding").first
+    expect(finding).to_have_attribute("data-category", "missing_file")
+    block = finding.locator(".culprit")
+    expect(block).to_have_attribute("data-alike", "0,1")
+    expect(block).to_contain_text("none caused it")
+    expect(block).to_contain_text("read_shard")
+    expect(block.locator("details.victims")).to_have_count(0)
+    expect(page.locator("#ranks tr.rank-culprit")).to_have_count(0)
+    shot(page.locator("#diagnosis"), "distributed-alike")
+
+
 def test_the_logs_of_one_rank(page: Any, distributed: str, server: Any) -> None:
     page.goto(f"/projects/dist/runs/{distributed}/logs")
     rank = page.locator("select[name=rank]")

@@ -214,6 +214,20 @@ def make_distributed(home: Path, work: Path) -> str:
     return last_run(home, "dist")
 
 
+def make_distributed_alike(home: Path, work: Path) -> str:
+    """A 2-rank torchrun job on gloo whose ranks both fail to open their shard of a missing data
+    directory (tests/distributed/job.py, scenario ``raises_alike``): no culprit (project "dist-alike")."""
+    signals = work / "dist-alike-signals"
+    signals.mkdir(parents=True, exist_ok=True)
+    job = ROOT / "tests" / "distributed" / "job.py"
+    torchrun = str(Path(sys.executable).with_name("torchrun"))
+    env = env_for(home, SCENARIO="raises_alike", SIGNALS=str(signals), USE_SDK="1", GROUP_TIMEOUT="60")
+    env["FLIGHTLOG_CONSOLE"] = "off"
+    flightlog(home, "run", "--project", "dist-alike", "--name", "ddp-alike", "--", torchrun, "--nproc_per_node", "2",
+              "--standalone", str(job), env=env, check=False, timeout=300)  # fmt: skip
+    return last_run(home, "dist-alike")
+
+
 @dataclass
 class Seeded:
     home: Path

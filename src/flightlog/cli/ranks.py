@@ -17,6 +17,7 @@ import click
 
 from flightlog.cli.common import open_client, short_time
 from flightlog.cli.output import clip, console, emit_json, esc, format_option, styled
+from flightlog.launchenv import ranks_text
 from flightlog.models import RankInfo
 from flightlog.resources.agent.stacks import current_stacks
 from flightlog.timefmt import format_duration
@@ -145,7 +146,7 @@ def _state_part(state: str, members: list[RankInfo], *, everyone: bool) -> str:
     by_exit: dict[str, list[int]] = {}
     for r in members:
         by_exit.setdefault(_exit_words(r), []).append(r.rank)
-    return "; ".join(f"{_numbers(ranks)} {state}" + (f" ({how})" if how else "") for how, ranks in by_exit.items())
+    return "; ".join(f"{ranks_text(ranks)} {state}" + (f" ({how})" if how else "") for how, ranks in by_exit.items())
 
 
 def _exit_words(r: RankInfo) -> str:
@@ -153,12 +154,6 @@ def _exit_words(r: RankInfo) -> str:
     if how in ("-", "none", "0"):
         return ""
     return f"exit {how}" if how.lstrip("-").isdigit() else how
-
-
-def _numbers(ranks: list[int]) -> str:
-    if len(ranks) == 1:
-        return f"rank {ranks[0]}"
-    return "ranks " + ", ".join(str(r) for r in ranks[:-1]) + f" and {ranks[-1]}"
 
 
 # ── --stacks: where each rank was when it stalled ─────────────────────────────────────────────

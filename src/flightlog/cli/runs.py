@@ -12,6 +12,7 @@ from flightlog.cli.output import clip, console, emit_json, esc, format_option
 from flightlog.cli.ranks import ranks_line
 from flightlog.errors import FilterSyntaxError, InvalidInput
 from flightlog.failure import frames_for_display
+from flightlog.launchenv import ranks_text
 from flightlog.models import RUN_KINDS, SERVING_KIND, kind_filter
 from flightlog.notices import notice
 from flightlog.plugins import features
@@ -289,6 +290,10 @@ def _whose_failure(info: Any) -> str:
             f"{whose}; it only waited for rank {culprit['rank']}, the culprit: {culprit.get('summary') or ''}".rstrip(
                 ": "
             )
+        )
+    if culprit is not None and isinstance(culprit.get("alike"), list) and culprit["alike"]:
+        return f"{whose}; {ranks_text(culprit['alike'])} failed alike, none caused it: {culprit.get('summary') or ''}".rstrip(
+            ": "
         )
     return f"{whose}; which rank caused the failure: flightlog diagnose {info.id[:12]}"
 

@@ -11,7 +11,10 @@ The rules, strongest first (docs/distributed.md, "Hangs, culprits and victims"):
 2. **Errors of their own.** A rank's first error that is not a known victim's message (gloo's
    "Timed out waiting … for recv", "Connection closed by peer", the NCCL watchdog's timeout,
    "remote process exited", a launcher's teardown: `capture.launchers.VICTIM_MESSAGES`) is
-   its own failure; the earliest such rank is the culprit.
+   its own failure; the earliest such rank is the culprit. Every rank with an error of its own
+   failed **alike** (the same exception, its message the same but for numbers, or raised at the
+   same line of the workload's own code): none is the culprit — the cause is one they share (the
+   data path, the configuration, the environment), and the verdict names them all (issue 28).
 3. **Silent exits.** A rank that ended (an exit code, a signal: ``launcher_exits``; ``lost`` in
    the store: it vanished without recording an end) with no error of its own while the others
    only reported victims' messages. A rank its launcher stopped (SIGTERM: torchrun tears the
@@ -30,13 +33,14 @@ with none — it was stuck — is a ``hang``.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 from flightlog.diagnose.classify import rank_process
 from flightlog.diagnose.findings import LEAD
-from flightlog.diagnose.ranks import RankFacts, waiting_in_collective, where_in_stacks
+from flightlog.diagnose.ranks import RankError, RankFacts, waiting_in_collective, where_in_stacks
 from flightlog.diagnose.signals import (
     RANK_VANISHED,
     Signal,
@@ -47,6 +51,7 @@ from flightlog.diagnose.signals import (
     weigh_memory_at_the_kill,
 )
 from flightlog.diagnose.structure import read_failure
+from flightlog.launchenv import ranks_text
 
 __all__ = ["Verdict", "judge", "CollectiveView", "read_collectives"]
 
@@ -108,7 +113,7 @@ class Verdict:
 
     category: str
     culprit: int | None
-    rule: str  # flight_recorder | mismatch | error | exit | torn_down | stacks | unseen
+    rule: str  # flight_recorder | mismatch | error | alike | exit | torn_down | stacks | unseen
     signals: list[Signal] = field(default_factory=list)
     collective: dict[str, Any] | None = None  # {"op", "seq", "pg"}
     where: dict[str, Any] | None = None
@@ -116,6 +121,13 @@ class Verdict:
     cause: str | None = None  # the culprit's own error or end, in words
     stuck_for: float | None = None  # seconds the culprit had made no progress (a hang)
     details: list[str] = field(default_factory=list)  # the rest of the story, for the summary
+    alike: list[int] = field(default_factory=list)  # ranks that failed alike (rule "alike": no culprit)
+    read_from: int | None = None  # of ranks that failed alike, the one whose end is read
+
+    @property
+    def subject(self) -> int | None:
+        """The rank whose end the verdict reads: the culprit, else one of the ranks that failed alike."""
+        return self.culprit if self.culprit is not None else self.read_from
 
     @property
     def confidence(self) -> float:
@@ -153,7 +165,8 @@ def judge(
     )
     if verdict is None:
         return None
-    _cause_of(verdict, ranks.get(verdict.culprit) if verdict.culprit is not None else None, ranks, live, now, memory)
+    subject = verdict.subject
+    _cause_of(verdict, ranks.get(subject) if subject is not None else None, ranks, live, now, memory)
     _victims(verdict, ranks, view, live, now)
     return verdict
 
@@ -169,13 +182,13 @@ def _behind(view: CollectiveView, ranks: dict[int, RankFacts]) -> Verdict | None
     seq = lowest + 1
     op = view.op_at(seq) or "collective"
     culprit = behind[0]
-    detail = f"{_ranks_text(behind)} never entered {op} #{seq} (process group {view.pg}); " + ", ".join(
+    detail = f"{ranks_text(behind)} never entered {op} #{seq} (process group {view.pg}); " + ", ".join(
         f"rank {r} entered it" for r in sorted(view.last) if view.last[r] >= seq
     )
     signal = Signal("hang", 0.8, "culprit_by_the_flight_recorder", "evidence", detail)
     verdict = Verdict("hang", culprit, "flight_recorder", [signal], {"op": op, "seq": seq, "pg": view.pg})
     if len(behind) > 1:
-        verdict.details.append(f"{_ranks_text(behind[1:])} also never entered it")
+        verdict.details.append(f"{ranks_text(behind[1:])} also never entered it")
     return verdict
 
 
@@ -226,14 +239,61 @@ def _own_error(ranks: dict[int, RankFacts]) -> Verdict | None:
     own = [(f.own_error, r) for r, f in ranks.items() if f.own_error is not None]
     if not own:
         return None
-    error, culprit = min(own, key=lambda x: (x[0].time if x[0] is not None else 0.0, x[1]))
+    own.sort(key=lambda x: (x[0].time if x[0] is not None else 0.0, x[1]))
+    error, culprit = own[0]
     assert error is not None
+    if len(own) >= 2 and all(e is not None and _alike(error, culprit, e, r) for e, r in own[1:]):
+        return _failed_alike(ranks, error, sorted(r for _, r in own))
     others = [r for r, f in ranks.items() if r != culprit and (f.victim_error is not None or f.ended or f.stalled)]
     weight = 0.55 if others else 0.35
     detail = f"rank {culprit} failed with its own error first: {error.headline}"
     if others:
-        detail += f"; {_ranks_text(sorted(others))} only reported waiting for it or were stopped"
+        detail += f"; {ranks_text(sorted(others))} only reported waiting for it or were stopped"
     return Verdict("code_error", culprit, "error", [Signal("code_error", weight, "culprit_by_errors", "log", detail)])
+
+
+def _failed_alike(ranks: dict[int, RankFacts], error: RankError, alike: list[int]) -> Verdict:
+    """Every rank with an error of its own failed with the same one: no rank caused it, the cause
+    is one they share (a data path none can open, a configuration value every rank reads, a package
+    missing on the image). Naming the earliest the culprit and the others its victims would send
+    the reader to one rank's logs for a cause that is not that rank's (issue 28)."""
+    others = [r for r, f in ranks.items() if r not in alike and (f.victim_error is not None or f.ended or f.stalled)]
+    detail = f"{ranks_text(alike)} failed alike, each with its own error: {error.headline}"
+    if others:
+        detail += f"; {ranks_text(sorted(others))} only reported waiting or were stopped"
+    verdict = Verdict("code_error", None, "alike", [Signal("code_error", 0.55, "ranks_failed_alike", "log", detail)])
+    verdict.alike = alike
+    # read from a rank that ended by itself: the others were often stopped by the launcher
+    # (SIGTERM) while they still printed the same error
+    verdict.read_from = next((r for r in alike if not _ended_by_sigterm(ranks[r])), alike[0])
+    return verdict
+
+
+def _alike(first: RankError, first_rank: int, other: RankError, other_rank: int) -> bool:
+    """Whether two ranks' own errors are one failure: the same exception with the same message
+    but for its numbers (a shard's index, a rank, a size), or the same exception raised at the
+    same line of the workload's own code (a message that names each rank's own input)."""
+    a, b = first.headline, other.headline
+    if _exception_name(a) != _exception_name(b) or not _exception_name(a):
+        return False
+    if _NUMBERS.sub("#", a) == _NUMBERS.sub("#", b):
+        return True
+    here, there = _raised_at(first, first_rank), _raised_at(other, other_rank)
+    return here is not None and here == there
+
+
+_NUMBERS = re.compile(r"0x[0-9a-fA-F]+|\d+")
+
+
+def _exception_name(headline: str) -> str:
+    name = headline.split(":", 1)[0].strip()
+    return name if name and " " not in name else ""
+
+
+def _raised_at(error: RankError, rank: int) -> tuple[str, int | None] | None:
+    read = read_failure([error.text], rank=rank)
+    own = read.links[-1].innermost_own_frame() if read.links else None
+    return (own.file, own.line) if own is not None else None
 
 
 def _silent_exit(ranks: dict[int, RankFacts]) -> Verdict | None:
@@ -257,7 +317,7 @@ def _silent_exit(ranks: dict[int, RankFacts]) -> Verdict | None:
     how = _exit_text(f)
     detail = f"rank {culprit} {how} without an error of its own"
     if waited:
-        detail += f", and {_ranks_text(sorted(waited))} failed waiting for it"
+        detail += f", and {ranks_text(sorted(waited))} failed waiting for it"
     return Verdict("code_error", culprit, "exit", [Signal("code_error", 0.5, "culprit_by_its_exit", "exit", detail)])
 
 
@@ -276,14 +336,14 @@ def _torn_down(ranks: dict[int, RankFacts]) -> Verdict | None:
     weight = 0.6 if len(stopped) == 1 or len(outside) == 1 else 0.35
     detail = (
         f"rank {culprit} reported no error of its own and was stopped by its launcher (SIGTERM) after "
-        f"{_ranks_text(waited)} failed waiting for it: it never reached the collective they waited in"
+        f"{ranks_text(waited)} failed waiting for it: it never reached the collective they waited in"
     )
     verdict = Verdict(
         "hang", culprit, "torn_down", [Signal("hang", weight, "culprit_stopped_while_others_waited", "exit", detail)]
     )
     others = [r for r in stopped if r != culprit]
     if others:
-        verdict.details.append(f"{_ranks_text(others)} {'was' if len(others) == 1 else 'were'} stopped the same way")
+        verdict.details.append(f"{ranks_text(others)} {'was' if len(others) == 1 else 'were'} stopped the same way")
     return verdict
 
 
@@ -321,7 +381,7 @@ def _stuck_outside(ranks: dict[int, RankFacts]) -> Verdict | None:
         return None
     culprit = sorted(outside)[0]
     detail = (
-        f"rank {culprit} stalled outside any collective while {_ranks_text(sorted(waiting))} waited inside "
+        f"rank {culprit} stalled outside any collective while {ranks_text(sorted(waiting))} waited inside "
         "torch.distributed (no Flight Recorder to read)"
     )
     return Verdict("hang", culprit, "stacks", [Signal("hang", 0.6, "culprit_by_its_stacks", "evidence", detail)])
@@ -340,7 +400,7 @@ def _never_seen(ranks: dict[int, RankFacts]) -> Verdict | None:
         return None
     culprit = missing[0]
     detail = (
-        f"rank {culprit} of {world} left no record while {_ranks_text(sorted(ranks))} only waited or were stopped "
+        f"rank {culprit} of {world} left no record while {ranks_text(sorted(ranks))} only waited or were stopped "
         "(it did not call flightlog.init(), or it ended before its first records were shipped)"
     )
     verdict = Verdict(
@@ -377,7 +437,8 @@ def _cause_of(
         read = read_failure(texts, exit_code=f.exit_code, signal=f.signal, rank=f.rank)
         chain = read.links
         signals = traceback_signals(chain, at=error.time) if chain else []
-        signals += exit_signals(exit_code=f.exit_code, signal=f.signal, timed_out=False, oom_killed=False)
+        if not _ended_by_sigterm(f):  # a SIGTERM after its own error is the launcher's teardown, no evidence
+            signals += exit_signals(exit_code=f.exit_code, signal=f.signal, timed_out=False, oom_killed=False)
         top = combine(signals)
         category = top[0].category if top else "code_error"
         ranked = rank_process(read, at=error.time) if chain else []
@@ -468,7 +529,7 @@ def _victims(
     verdict: Verdict, ranks: dict[int, RankFacts], view: CollectiveView | None, live: bool, now: float
 ) -> None:
     for rank in sorted(ranks):
-        if rank == verdict.culprit:
+        if rank == verdict.culprit or rank in verdict.alike:
             continue
         f = ranks[rank]
         waited = None
@@ -522,9 +583,3 @@ def _exit_text(f: RankFacts) -> str:
 
 def _where_text(where: dict[str, Any]) -> str:
     return f"{where.get('function')} at {where.get('file')}:{where.get('line')}"
-
-
-def _ranks_text(ranks: list[int]) -> str:
-    if len(ranks) == 1:
-        return f"rank {ranks[0]}"
-    return "ranks " + ", ".join(str(r) for r in ranks[:-1]) + f" and {ranks[-1]}"

@@ -28,6 +28,7 @@ from flightlog.diagnose.findings import LEAD, Finding
 from flightlog.diagnose.ranks import RankFacts, current_stacks, gather_ranks, where_in_stacks
 from flightlog.diagnose.signals import Signal
 from flightlog.diagnose.taxonomy import FAILURE_CATEGORIES
+from flightlog.launchenv import ranks_text
 from flightlog.statuses import UNSUCCESSFUL_STATUSES
 from flightlog.timefmt import format_duration, format_size
 
@@ -66,7 +67,15 @@ def judge_attempt(client: Any, run_id: str) -> dict[str, Any] | None:
     if not lead:
         return None
     top = max(lead, key=lambda f: f.confidence)
-    return {"category": top.category, "confidence": top.confidence, "summary": top.summary, "rank": top.extra["rank"]}
+    verdict = {
+        "category": top.category,
+        "confidence": top.confidence,
+        "summary": top.summary,
+        "rank": top.extra["rank"],
+    }
+    if top.extra["culprit"].get("alike"):
+        verdict["alike"] = list(top.extra["culprit"]["alike"])
+    return verdict
 
 
 # ── several ranks ──────────────────────────────────────────────────────────────────────────────
@@ -107,7 +116,7 @@ def _memory_at_the_end(ev: RunEvidence) -> MemoryAtTheEnd:
 
 def _finding(ev: RunEvidence, v: Verdict, ranks: dict[int, RankFacts], live: bool) -> Finding:
     culprit = ranks.get(v.culprit) if v.culprit is not None else None
-    summary = _summary(v, live)
+    summary = _alike_summary(v) if v.rule == "alike" else _summary(v, live)
     context = [
         {"source": "log" if victim.get("error") else "evidence", "detail": _victim_line(victim), "at": None}
         for victim in v.victims
@@ -117,6 +126,11 @@ def _finding(ev: RunEvidence, v: Verdict, ranks: dict[int, RankFacts], live: boo
         next_steps.append(
             f"Start at rank {v.culprit}'s {v.where.get('function')} in {v.where.get('file')}:{v.where.get('line')}: "
             "what does it wait for or fail on?"
+        )
+    elif v.where is not None and v.alike:
+        next_steps.append(
+            f"Start at {v.where.get('function')} in {v.where.get('file')}:{v.where.get('line')}, where "
+            f"{ranks_text(v.alike)} failed alike: what do they share there (a path, a configuration value, the image)?"
         )
     next_steps.append(f"Where each rank was, its stacks and last collectives: `flightlog ranks {ev.id[:12]} --stacks`.")
     extra: dict[str, Any] = {
@@ -130,6 +144,8 @@ def _finding(ev: RunEvidence, v: Verdict, ranks: dict[int, RankFacts], live: boo
         },
         "victims": v.victims,
     }
+    if v.alike:  # no culprit: these ranks failed alike (docs/distributed.md, "Ranks that failed alike")
+        extra["culprit"]["alike"] = list(v.alike)
     if v.stuck_for is not None:
         extra["culprit"]["stuck_s"] = round(v.stuck_for, 3)
     return Finding(v.category, summary, list(v.signals), next_steps, context=context, extra=extra)
@@ -164,7 +180,7 @@ def _summary(v: Verdict, live: bool) -> str:
     if waited:
         parts.append(_waited_text(waited, live))
     elif v.victims:
-        parts.append(_ranks(sorted(x["rank"] for x in v.victims)) + " only waited for it")
+        parts.append(ranks_text(sorted(x["rank"] for x in v.victims)) + " only waited for it")
     if v.where is not None:
         verb = "is" if live else "was"
         where = f"rank {c} {verb} in {v.where.get('function')} at {_short(v.where.get('file'))}:{v.where.get('line')}"
@@ -177,6 +193,20 @@ def _summary(v: Verdict, live: bool) -> str:
     return "; ".join(parts) + "."
 
 
+def _alike_summary(v: Verdict) -> str:
+    """Ranks that failed alike: no culprit, the shared cause first."""
+    parts = [f"{ranks_text(v.alike)} failed alike: {v.cause}" if v.cause else f"{ranks_text(v.alike)} failed alike"]
+    parts.append("no rank caused it: the cause is one they share (an input, a configuration value, the environment)")
+    if v.victims:
+        parts.append(ranks_text(sorted(x["rank"] for x in v.victims)) + " only waited")
+    if v.where is not None:
+        where = f"raised in {v.where.get('function')} at {_short(v.where.get('file'))}:{v.where.get('line')}"
+        if v.where.get("code"):
+            where += f" (`{v.where['code']}`)"
+        parts.append(where)
+    return "; ".join(parts) + "."
+
+
 def _waited_text(waited: list[dict[str, Any]], live: bool) -> str:
     groups: dict[str, list[int]] = {}
     for x in waited:
@@ -184,7 +214,7 @@ def _waited_text(waited: list[dict[str, Any]], live: bool) -> str:
     bits = []
     for took, who in groups.items():
         verb = ("has waited" if len(who) == 1 else "have waited") if live else "waited"
-        bits.append(f"{_ranks(sorted(who))} {verb} {took}")
+        bits.append(f"{ranks_text(sorted(who))} {verb} {took}")
     text = ", ".join(bits)
     errors = [x["error"] for x in waited if x.get("error")]
     if errors and not live:
@@ -209,7 +239,7 @@ def _all_stalled(ranks: dict[int, RankFacts], stalled: list[int], now: float) ->
         w = where_in_stacks(ranks[r].current_stacks)
         if w is not None:
             where.append(f"rank {r} in {w.get('function')} at {_short(w.get('file'))}:{w.get('line')}")
-    summary = f"{_ranks(sorted(stalled))} made no progress for {format_duration(max(0.0, now - since))}"
+    summary = f"{ranks_text(sorted(stalled))} made no progress for {format_duration(max(0.0, now - since))}"
     if where:
         summary += ": " + "; ".join(where)
     signal = Signal("hang", 0.7, "every_rank_stalled", "evidence", summary, since)
@@ -279,9 +309,3 @@ def _where_dict(where: dict[str, Any] | None) -> dict[str, Any] | None:
 def _short(path: Any) -> str:
     text = str(path or "?")
     return os.path.basename(text) or text
-
-
-def _ranks(ranks: list[int]) -> str:
-    if len(ranks) == 1:
-        return f"rank {ranks[0]}"
-    return "ranks " + ", ".join(str(r) for r in ranks[:-1]) + f" and {ranks[-1]}"

@@ -14,6 +14,7 @@ from flightlog.cli.output import esc as escape  # markup escaped, control charac
 from flightlog.diagnose.differences import differences_text
 from flightlog.diagnose.findings import LEAD
 from flightlog.diagnose.taxonomy import TITLE
+from flightlog.launchenv import ranks_text
 from flightlog.timefmt import format_duration, format_size
 
 __all__ = ["render_diagnosis", "render_comparison", "render_rightsizing"]
@@ -146,6 +147,12 @@ def _ranks(out: Console, f: dict[str, Any]) -> None:
                 else f", {coll.get('op')} #{coll.get('seq')}"
             )
         out.print(f"   [bold]culprit[/] {escape(text)}")
+    elif isinstance(culprit, dict) and culprit.get("alike"):  # no culprit: ranks that failed alike
+        where = culprit.get("where") or {}
+        text = ranks_text(list(culprit["alike"])) + " failed alike, none caused it"
+        if where:
+            text += f"; raised in {where.get('function')} at {where.get('file')}:{where.get('line')}"
+        out.print(f"   [bold]alike[/]   {escape(text)}")
     for v in f.get("victims") or []:
         waited = f" waited {format_duration(float(v['waited_s']))}" if v.get("waited_s") is not None else ""
         error = f": {v['error']}" if v.get("error") else ""

@@ -24,6 +24,7 @@ from flightlog.diagnose.evidence import RunEvidence
 from flightlog.diagnose.findings import Finding
 from flightlog.diagnose.ranks import RankFacts, gather_ranks
 from flightlog.diagnose.signals import Signal
+from flightlog.launchenv import ranks_text
 from flightlog.timefmt import format_duration
 
 __all__ = ["analyze_stragglers", "Lags", "collective_lags"]
@@ -109,7 +110,7 @@ def analyze_stragglers(ev: RunEvidence) -> list[Finding]:
     )
     if where:
         summary += f"; {where}"
-    summary += f"; {_ranks(others)} {'waits' if len(others) == 1 else 'wait'} for it in every collective."
+    summary += f"; {ranks_text(others)} {'waits' if len(others) == 1 else 'wait'} for it in every collective."
     extra: dict[str, Any] = {
         "origin": "straggler",
         "rank": rank,
@@ -177,9 +178,3 @@ def _where_time_goes(ranks: dict[int, RankFacts], rank: int, others: list[int]) 
         return None
     theirs_text = format_duration(statistics.median([means[o][best] for o in others if best in means.get(o, {})]))
     return f"its {best} stage takes {format_duration(mine[best])} per span against {theirs_text} on the others"
-
-
-def _ranks(ranks: list[int]) -> str:
-    if len(ranks) == 1:
-        return f"rank {ranks[0]}"
-    return "ranks " + ", ".join(str(r) for r in ranks[:-1]) + f" and {ranks[-1]}"

@@ -24,6 +24,7 @@ from flightlog.capture.launchers import launcher_of
 from flightlog.client import Client
 from flightlog.config import rank_from_env
 from flightlog.failure import parse_python_traceback
+from flightlog.launchenv import ranks_text
 from flightlog.logevents import LogBatch
 from flightlog.notices import notice
 from flightlog.plugins import features
@@ -355,6 +356,8 @@ class Runner:
                 failure["ranks"] = launcher_facts["ranks"]
             if culprit is not None:
                 failure["culprit"] = {"rank": culprit["rank"], "summary": culprit["summary"]}
+                if culprit.get("alike"):  # no culprit: ranks that failed alike
+                    failure["culprit"]["alike"] = list(culprit["alike"])
         for note in notes:
             run.note(note, author="flightlog")
         return AttemptResult(attempt, outcome, category, confidence, started, ended, failure, oom, notes)
@@ -638,6 +641,8 @@ class Runner:
         reason = "" if o.end_reason == "exit" else f"{o.end_reason}, "
         culprit = (last.failure or {}).get("culprit") or {}
         on = f" on rank {culprit['rank']}" if isinstance(culprit.get("rank"), int) else ""
+        if isinstance(culprit.get("alike"), list) and culprit["alike"]:
+            on = f" on {ranks_text(culprit['alike'])} alike"
         # a guess below 0.5 is a hint, as the diagnosis calls it: said as one, not as the cause
         reading = (
             f"looks like {last.category}{on}"

@@ -164,8 +164,16 @@ function FailureCard({ run }: { run: Run }) {
  *  timed out waiting), so the failure card says which rank caused it. */
 function CulpritNote({ run }: { run: Run }) {
   const f = run.failure!;
-  const c = f.culprit as { rank?: number; summary?: string } | undefined;
+  const c = f.culprit as { rank?: number | null; summary?: string; alike?: number[] } | undefined;
   const shown = typeof f.rank === "number" ? f.rank : null;
+  if (c?.alike?.length) {
+    // no culprit: the ranks failed with the same error, a cause they share
+    return (
+      <div class="failure-culprit" id="failure-culprit" data-alike={c.alike.join(",")}>
+        <span class="chip chip-danger">alike</span> <span class="strong">{ranksText(c.alike)} failed alike</span>, none caused it{c.summary ? `: ${c.summary}` : ""}
+      </div>
+    );
+  }
   if ((!c || typeof c.rank !== "number") && shown !== null) {
     // ranks without a runner: the run's failure is the first rank's to fail, often one that only waited
     return (
@@ -187,10 +195,16 @@ function CulpritNote({ run }: { run: Run }) {
 
 /** The culprit rank: the runner's verdict on the run's failure, else the diagnosis's lead finding. */
 function culpritRank(run: Run, d: Diagnosis | undefined): number | null {
-  const fromRun = run.failure?.culprit as { rank?: number } | undefined;
+  const fromRun = run.failure?.culprit as { rank?: number | null } | undefined;
   if (fromRun && typeof fromRun.rank === "number") return fromRun.rank;
   const lead = d?.findings.find((f) => f.confidence >= 0.5 && f.culprit);
   return lead ? (lead.culprit as Culprit).rank : null;
+}
+
+/** ``rank 1``, ``ranks 0 and 2``, ``ranks 0, 1 and 3``: as the diagnosis and the CLI say them. */
+function ranksText(ranks: number[]): string {
+  if (ranks.length === 1) return `rank ${ranks[0]}`;
+  return `ranks ${ranks.slice(0, -1).join(", ")} and ${ranks[ranks.length - 1]}`;
 }
 
 function DiagnosisCard({ run, diag }: { run: Run; diag: Async<Diagnosis> }) {
@@ -249,6 +263,21 @@ function DiagnosisCard({ run, diag }: { run: Run; diag: Async<Diagnosis> }) {
 function CulpritBlock({ run, finding }: { run: Run; finding: Finding }) {
   const c = finding.culprit as Culprit;
   const victims = (finding.victims as Victim[] | undefined) ?? [];
+  if (c.rank === null) {
+    // no culprit: these ranks failed alike (docs/distributed.md, "Ranks that failed alike")
+    return (
+      <div class="culprit" data-alike={(c.alike ?? []).join(",")}>
+        <div class="culprit-head">
+          <span class="chip chip-danger">alike</span> <span class="strong">{ranksText(c.alike ?? [])} failed alike</span>
+          <span class="muted">, none caused it</span>
+          {c.where ? <> · raised in <span class="mono strong">{c.where.function}</span> at <span class="mono culprit-where">{c.where.file}:{c.where.line ?? "?"}</span></> : null}
+        </div>
+        {victims.length ? (
+          <div class="muted small">{ranksText(victims.map((v) => v.rank))} only waited</div>
+        ) : null}
+      </div>
+    );
+  }
   return (
     <div class="culprit" data-rank={c.rank}>
       <div class="culprit-head">
