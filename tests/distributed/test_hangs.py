@@ -26,7 +26,7 @@ import pytest
 
 import flightlog
 from flightlog.errors import NotFound
-from tests.helpers import child_env, needs
+from tests.helpers import child_env, cli, needs
 
 TORCHRUN = Path(sys.executable).with_name("torchrun")
 JOB = Path(__file__).with_name("job.py")
@@ -293,6 +293,8 @@ def test_ranks_that_fail_alike_have_no_culprit(home: Path, tmp_path: Path) -> No
     assert top["culprit"]["where"]["function"] == "read_shard"
     failure = job.client.run(job.run_id()).failure or {}
     assert failure["culprit"]["rank"] is None and failure["culprit"]["alike"] == [0, 1], failure
+    shown = cli(home, "runs", "show", job.run_id()).stdout
+    assert "ranks 0 and 1 failed alike, none caused it" in shown and "the culprit" not in shown, shown
 
 
 # ── (e) mismatched collectives ─────────────────────────────────────────────────────────────────
