@@ -277,15 +277,29 @@ def _top(traceback_text: str) -> str:
             "import pandas as pd\nopen('rows.csv', 'w').write('a,b,c\\n1,2,3\\n7,8,9,10,11\\n')\npd.read_csv('rows.csv')\n",
             "data_error",
         ),
+        # a JSON configuration with a trailing comma, read into the run's config
+        (
+            "import json\nopen('train_config.json', 'w').write('{\\n  \"lr\": 0.0003,\\n  \"epochs\": 10,\\n}\\n')\n"
+            "with open('train_config.json') as f:\n    cfg = json.load(f)\n",
+            "bad_parameter",
+        ),
+        # a JSON record of the data that does not parse stays the data's
+        (
+            "import json\nopen('rows.jsonl', 'w').write('{\"x\": 1}\\n{\"x\": 2,}\\n')\n"
+            "rows = [json.loads(line) for line in open('rows.jsonl')]\n",
+            "data_error",
+        ),
     ],
-    ids=["yaml-config", "pandas-csv"],
+    ids=["yaml-config", "pandas-csv", "json-config", "json-records"],
 )
 def test_a_parser_error_is_the_configuration_s_or_the_data_s_by_its_library(
     tmp_path: Path, code: str, expected: str
 ) -> None:
     """``ParserError`` is the class of YAML's parser and of pandas' CSV reader. Read by its short
     name alone, a `train.yaml` that does not parse was a data error at 0.94 (found trying
-    complete runs nobody tuned on); the module that raised it says which (issue 29)."""
+    complete runs nobody tuned on); the module that raised it says which (issue 29). A JSON
+    document is either: read into the run's configuration (``cfg = json.load(f)``) it is the
+    configuration's (data_error 0.87 before), a line of records it is the data's."""
     assert _top(_printed_traceback(tmp_path, code)) == expected
 
 

@@ -57,6 +57,12 @@ _INDEXES_A_CONFIGURATION = re.compile(
     r"\s*\[",
     re.IGNORECASE,
 )
+#: the failing line of the workload's own code names the run's configuration (``cfg = json.load(f)``,
+#: ``json.loads(Path(config_path).read_text())``, ``self.hparams = …``): a JSON document that does
+#: not parse there is a configuration file, not a record of the data
+_NAMES_A_CONFIGURATION = re.compile(
+    r"(?<![A-Za-z0-9])(?:cfg|config|conf|configs|hparams|hyperparams|hps|settings|params)(?![a-z])", re.IGNORECASE
+)
 #: what starting a program that is not installed raises: ``subprocess`` reports its child's failed
 #: exec as a ``FileNotFoundError`` naming the executable as given — a bare name looked up on PATH
 _NOT_FOUND_NAME = re.compile(r"No such file or directory: '(?P<name>[^'/\\]+)'$")
@@ -101,6 +107,17 @@ def collect(read: FailureRead, *, at: float | None = None, memory_detail: str | 
     ]
     hits += _exit_hits(read, at, memory_detail)
     return hits
+
+
+def _configuration_that_does_not_parse(link: Link) -> str | None:
+    """The workload's own line that read a JSON configuration which does not parse (the line's
+    code), or None: a JSON decode error whose innermost frame of the workload's own code names
+    the configuration (issue 29: ``cfg = json.load(f)`` on a trailing comma read as data_error 0.87)."""
+    if link.short_type != "JSONDecodeError":
+        return None
+    own = link.innermost_own_frame()
+    code = own.code if own is not None else ""
+    return code if code and _NAMES_A_CONFIGURATION.search(code) else None
 
 
 def _where(link: Link) -> str:
@@ -151,6 +168,17 @@ def _link_hits(link: Link, index: int, position: str, source: str, at: float | N
             0.45,
             "the_failing_line_indexes_the_configuration",
             f"{detail}: the failing line looks the key up in the run's configuration: {code[:200]}",
+        )
+    configuration = _configuration_that_does_not_parse(link)
+    if configuration is not None:
+        # as a YAML or TOML configuration that does not parse (patterns: the same rule), not
+        # ``malformed_json_input``, a record of the data
+        out[:] = [h for h in out if h.rule != "malformed_json_input"]
+        add(
+            "bad_parameter",
+            0.8,
+            "a_configuration_file_does_not_parse",
+            f"{detail}: the failing line reads the run's configuration: {configuration[:200]}",
         )
     program = _program_not_installed(link)
     if program is not None:
