@@ -448,3 +448,16 @@ def test_torch_load_refusing_under_its_new_weights_only_default_is_a_dependency(
     default value"), led as a bad parameter (0.72): the library changed under the user, as an
     API removed by an upgrade. Found on a complete run written for the purpose (issue 29)."""
     assert _top(_printed_traceback(tmp_path, code)) == expected
+
+
+@pytest.mark.parametrize(
+    "dates",
+    ["['2026-11-01', '2026-11-31']", "['2026-11-01', '11/02/2026']"],
+    ids=["no-such-day", "another-format"],
+)
+def test_a_date_in_the_data_that_is_no_date_is_the_data_s(tmp_path: Path, dates: str) -> None:
+    """pandas' ``to_datetime`` on a column holding 2026-11-31, or a date in another format: its
+    message suggests passing ``format``, and the run read as a bad parameter at 0.40 (found on a
+    complete run written for the purpose); the value is the data's (issue 29)."""
+    code = f"import pandas as pd\ndf = pd.DataFrame({{'ts': {dates}}})\npd.to_datetime(df['ts'], format='%Y-%m-%d')\n"
+    assert _top(_printed_traceback(tmp_path, code)) == "data_error"

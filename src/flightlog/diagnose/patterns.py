@@ -548,6 +548,9 @@ EXCEPTION_RULES: Final[tuple[ExceptionRule, ...]] = (
             r"|data ?frame is empty|empty (?:dataset|dataframe|input)|validation failed|failed validation|expectations? failed"
             r"|mixed types|duplicate (?:keys?|rows?|index)|null values? (?:in|found)|contains nulls?"
             r"|could not be converted to|can only use \.str accessor"
+            # a date in the data that is no date (pandas' and datetime's parsers)
+            r"|time data .{1,80} doesn'?t match format|(?:day|month|year) is out of range for month"
+            r"|unconverted data remains|unknown datetime string format|out of bounds nanosecond timestamp"
         ),
     ),
     ExceptionRule("data_error", 0.65, "labels_or_features_that_do_not_fit_the_model", message=LABELS_FEATURES),
