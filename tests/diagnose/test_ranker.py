@@ -461,3 +461,33 @@ def test_a_date_in_the_data_that_is_no_date_is_the_data_s(tmp_path: Path, dates:
     complete run written for the purpose); the value is the data's (issue 29)."""
     code = f"import pandas as pd\ndf = pd.DataFrame({{'ts': {dates}}})\npd.to_datetime(df['ts'], format='%Y-%m-%d')\n"
     assert _top(_printed_traceback(tmp_path, code)) == "data_error"
+
+
+def test_a_shared_library_the_environment_lacks_is_a_dependency(tmp_path: Path) -> None:
+    """The dynamic loader's "libcublasLt.so.11: cannot open shared object file: No such file or
+    directory" names a library the image lacks, not a file of the run: its "No such file or
+    directory" was also read as a missing file (0.45 on the exception, 0.5 on a line), and the
+    development side's bitsandbytes and onnxruntime failures read missing_file 0.79–0.94 out of
+    fold (issue 29). The loader's words are no missing file's, raised or logged."""
+    raised = _printed_traceback(tmp_path, "import ctypes\nctypes.CDLL('libcublasLt_flightlog_absent.so.11')\n")
+    script = tmp_path / "serve.py"  # a native library's loader that logs the error and exits (onnxruntime)
+    script.write_text(
+        "import ctypes, sys\n"
+        "try:\n    ctypes.CDLL('libcublasLt_flightlog_absent.so.11')\n"
+        "except OSError as e:\n"
+        "    print(f'FAIL : Failed to load library libonnxruntime_providers_cuda.so with error: {e}', file=sys.stderr)\n"
+        "    sys.exit(1)\n"
+    )
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert proc.returncode == 1 and "cannot open shared object file" in proc.stderr, proc.stderr
+    for text in (raised, proc.stderr):
+        read = read_process(
+            exit_code=1,
+            signal=None,
+            timed_out=False,
+            oom_killed=False,
+            traceback_text=text,
+            last_lines=text.splitlines(),
+        )
+        assert not [h.rule for h in collect(read) if h.category == "missing_file" and h.weight >= 0.45], text
+        assert rank(read, collect(read))[0].category == "dependency_error"

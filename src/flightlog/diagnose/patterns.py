@@ -289,6 +289,11 @@ HTTP_STATUS: Final = re.compile(
     r"\b([1-5]\d\d)\b (?:Client|Server) Error|(?:Client|Server) error '([1-5]\d\d)|HTTP Error ([1-5]\d\d)"
 )
 
+#: "libcudart.so.11.0: cannot open shared object file: No such file or directory" is a shared
+#: library the environment lacks (the dynamic loader's words: a dependency_error), not a file of
+#: the run: the missing-file rules do not read the loader's "No such file or directory"
+_NOT_A_LIBRARY: Final = r"(?<!cannot open shared object file: )"
+
 EXCEPTION_RULES: Final[tuple[ExceptionRule, ...]] = (
     # ── memory ──
     ExceptionRule("oom_killed", 0.8, "python_memoryerror", classes=("MemoryError", "_ArrayMemoryError")),
@@ -309,7 +314,7 @@ EXCEPTION_RULES: Final[tuple[ExceptionRule, ...]] = (
         "missing_file",
         0.45,
         "enoent_no_such_file_or_directory",
-        message=_re(r"no such file or directory|\bENOENT\b|errno 2\]"),
+        message=_re(rf"{_NOT_A_LIBRARY}no such file or directory|\bENOENT\b|errno 2\]"),
     ),
     ExceptionRule("missing_file", 0.55, "an_object_that_does_not_exist_nosuchkey_404", message=NO_SUCH_OBJECT),
     ExceptionRule(
@@ -621,7 +626,7 @@ LINE_RULES: Final[tuple[LineRule, ...]] = (
         "missing_file",
         0.5,
         "no_such_file_or_directory",
-        _re(r"no such file or directory|\bENOENT\b|file not found|\bNoSuchKey\b"),
+        _re(rf"{_NOT_A_LIBRARY}no such file or directory|\bENOENT\b|file not found|\bNoSuchKey\b"),
     ),
     LineRule("missing_file", 0.45, "an_object_that_does_not_exist_nosuchkey_404", NO_SUCH_OBJECT),
     LineRule("service_unavailable", 0.5, "a_refused_reset_or_timed_out_connection", CONN),
