@@ -491,3 +491,118 @@ def test_a_shared_library_the_environment_lacks_is_a_dependency(tmp_path: Path) 
         )
         assert not [h.rule for h in collect(read) if h.category == "missing_file" and h.weight >= 0.45], text
         assert rank(read, collect(read))[0].category == "dependency_error"
+
+
+def _lead(traceback_text: str) -> tuple[str, float]:
+    """The top candidate and its confidence: a reading is a lead only at 0.5 or more."""
+    read = read_process(
+        exit_code=1,
+        signal=None,
+        timed_out=False,
+        oom_killed=False,
+        traceback_text=traceback_text,
+        last_lines=traceback_text.splitlines(),
+    )
+    top = rank(read, collect(read))[0]
+    return top.category, top.confidence
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        # an export with one (day, store) row twice, pivoted into a day x store matrix
+        "import pandas as pd\n"
+        "sales = pd.DataFrame({'day': ['d1', 'd1', 'd2', 'd2'], 'store': ['s1', 's2', 's1', 's1'], 'revenue': [1.0, 2, 3, 3]})\n"
+        "sales.pivot(index='day', columns='store', values='revenue')\n",
+        # a labels file two rows shorter than the features it goes with
+        "import lightgbm as lgb, numpy as np\n"
+        "X = np.random.default_rng(0).normal(size=(100, 4))\n"
+        "lgb.train({'objective': 'binary', 'verbose': -1}, lgb.Dataset(X, label=np.zeros(98)), num_boost_round=2)\n",
+        # today's rows hold a size the fitted encoder never saw
+        "import pandas as pd\nfrom sklearn.compose import ColumnTransformer\nfrom sklearn.preprocessing import OneHotEncoder\n"
+        "prep = ColumnTransformer([('size', OneHotEncoder(), ['size'])]).fit(pd.DataFrame({'size': ['S', 'M', 'L']}))\n"
+        "prep.transform(pd.DataFrame({'size': ['M', 'XL']}))\n",
+    ],
+    ids=["pandas-pivot-duplicates", "lightgbm-labels-length", "onehot-unknown-category"],
+)
+def test_data_that_breaks_uniqueness_a_length_or_a_vocabulary_is_the_data_s(tmp_path: Path, code: str) -> None:
+    """Duplicate entries where the data must be unique ("Index contains duplicate entries, cannot
+    reshape": data_error 0.22), labels not as many as the rows (LightGBM's "Length of labels
+    differs from the length of #data": bad_parameter 0.27) and a category the fitted encoder never
+    saw ("Found unknown categories ['XL'] in column 0 during transform": dependency_error 0.30)
+    are the input's content. Found on complete runs written for the purpose (issue 29)."""
+    category, confidence = _lead(_printed_traceback(tmp_path, code))
+    assert category == "data_error" and confidence >= 0.5, (category, confidence)
+
+
+def test_a_relation_two_arguments_must_keep_is_a_parameter(tmp_path: Path) -> None:
+    """Optuna's "`low <= high` must hold, but got (low=0.01, high=1e-06)" — a search space whose
+    bounds a config wrote the wrong way round — read as bad_parameter 0.26, below a lead: a
+    relation between two of a call's arguments is a value the library refuses. Found on a
+    complete run written for the purpose (issue 29)."""
+    code = (
+        "import optuna\nSPACE = {'alpha': (1e-2, 1e-6)}\n"
+        "def objective(trial):\n    return trial.suggest_float('alpha', *SPACE['alpha'], log=True)\n"
+        "optuna.logging.set_verbosity(optuna.logging.ERROR)\n"
+        "optuna.create_study().optimize(objective, n_trials=1)\n"
+    )
+    category, confidence = _lead(_printed_traceback(tmp_path, code))
+    assert category == "bad_parameter" and confidence >= 0.5, (category, confidence)
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        # a transformer of the script's own whose transform forgets to return its result
+        "import numpy as np\nfrom sklearn.base import BaseEstimator, TransformerMixin\n"
+        "from sklearn.linear_model import Ridge\nfrom sklearn.pipeline import Pipeline\n"
+        "class LogFeatures(BaseEstimator, TransformerMixin):\n"
+        "    def fit(self, X, y=None):\n        return self\n"
+        "    def transform(self, X):\n        X = np.log1p(np.abs(X))\n"
+        "X = np.ones((20, 3))\nPipeline([('log', LogFeatures()), ('ridge', Ridge())]).fit(X, X[:, 0])\n",
+    ],
+    ids=["sklearn-transformer-returns-none"],
+)
+def test_a_transformer_that_returns_nothing_is_the_code_s(tmp_path: Path, code: str) -> None:
+    """A transformer that returns None reaches scikit-learn's input check as "Expected 2D array,
+    got scalar array instead" (code_error 0.40, below a lead): a shape that does not fit, like
+    numpy's reshape. Found on a complete run written for the purpose (issue 29)."""
+    category, confidence = _lead(_printed_traceback(tmp_path, code))
+    assert category == "code_error" and confidence >= 0.5, (category, confidence)
+
+
+@pytest.mark.parametrize(
+    ("code", "fires"),
+    [
+        # a loop over the folds that starts at 1 and runs to n inclusive
+        (
+            "folds = [([0, 1], [2]), ([1, 2], [0]), ([0, 2], [1])]\n"
+            "for k in range(1, len(folds) + 1):\n    train_idx, valid_idx = folds[k]\n",
+            True,
+        ),
+        # a batching loop over an HDF5 dataset that reads one row past its end (h5py's __getitem__ raises)
+        (
+            "import h5py, numpy as np\n"
+            "with h5py.File('emb.h5', 'w') as f:\n    f['vectors'] = np.zeros((100, 4))\n"
+            "with h5py.File('emb.h5', 'r') as f:\n    vec = f['vectors']\n"
+            "    rows = [vec[i] for i in range(64, 128) if i <= len(vec)]\n",
+            True,
+        ),
+        # the script started without its argument: a usage error, not the code's index
+        ("import sys\npath = sys.argv[1]\n", False),
+        # a label the loss cannot take: the library's own index, not one the script's line computed
+        ("import torch\ntorch.nn.functional.cross_entropy(torch.zeros(2, 3), torch.tensor([0, 5]))\n", False),
+    ],
+    ids=["folds-off-by-one", "h5py-index-past-the-end", "argv", "torch-target-out-of-bounds"],
+)
+def test_an_index_past_the_end_that_the_script_s_line_computed_is_cited(tmp_path: Path, code: str, fires: bool) -> None:
+    """An ``IndexError`` past the end of what the script's own line subscripts — a loop that ran
+    one step too far — is evidence of the code's bug, and the finding quotes the line (the run of
+    the folds read code_error 0.41 quoting nothing but the exception; found on complete runs
+    written for the purpose, issue 29)."""
+    text = _printed_traceback(tmp_path, code)
+    read = read_process(exit_code=1, signal=None, timed_out=False, oom_killed=False, traceback_text=text, last_lines=[])
+    cited = [h for h in collect(read) if h.rule == "an_index_the_workload_s_line_computed_is_out_of_range"]
+    assert bool(cited) == fires, [h.rule for h in collect(read)]
+    if fires:
+        assert cited[0].category == "code_error" and "indexes past the end" in cited[0].signal.detail

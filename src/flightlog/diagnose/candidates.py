@@ -66,6 +66,11 @@ _NAMES_A_CONFIGURATION = re.compile(
 #: what starting a program that is not installed raises: ``subprocess`` reports its child's failed
 #: exec as a ``FileNotFoundError`` naming the executable as given — a bare name looked up on PATH
 _NOT_FOUND_NAME = re.compile(r"No such file or directory: '(?P<name>[^'/\\]+)'$")
+#: a line that subscripts a value (``folds[k]``, ``vec[i]``, ``batch[2]``): an index the code computed
+_SUBSCRIPTS = re.compile(r"[\w)\]]\s*\[")
+#: how an index past the end is worded (Python's "list index out of range", numpy's "index 7 is out
+#: of bounds for axis 0 with size 7", h5py's "Index (1000) out of range for (0-999)")
+_PAST_THE_END = re.compile(r"\bout of (?:range|bounds)\b", re.IGNORECASE)
 #: a category is a candidate when one of its hits weighs at least this much
 CANDIDATE_FLOOR = 0.05
 
@@ -180,6 +185,13 @@ def _link_hits(link: Link, index: int, position: str, source: str, at: float | N
             "a_configuration_file_does_not_parse",
             f"{detail}: the failing line reads the run's configuration: {configuration[:200]}",
         )
+    if _an_index_the_workload_computed(link, code):
+        add(
+            "code_error",
+            0.6,
+            "an_index_the_workload_s_line_computed_is_out_of_range",
+            f"{detail}: the workload's line indexes past the end: {(link.innermost_own_frame() or link.frames[-1]).code[:200]}",
+        )
     program = _program_not_installed(link)
     if program is not None:
         # a tool the run starts (``ffmpeg``, ``git``, ``nvcc``) is not on PATH: software the
@@ -202,6 +214,22 @@ def _link_hits(link: Link, index: int, position: str, source: str, at: float | N
             f"raised directly in the workload's code at {own.where()}" + (f": {own.code}" if own.code else ""),
         )
     return out
+
+
+def _an_index_the_workload_computed(link: Link, code: str) -> bool:
+    """Whether ``link`` is an index past the end that the workload's own line computed: an
+    ``IndexError`` (out of range, out of bounds) raised on a line of its code that subscripts,
+    or by the ``__getitem__`` of the container that line subscripts (an h5py dataset, a torch
+    dataset, a custom sequence). A loop that runs one step too far, ``range(1, n + 1)`` over a
+    list of ``n``: the code's, not the data's — the failing line reads no command-line argument
+    (``sys.argv[1]``: a usage error) and the index is not a library's own computation."""
+    if link.short_type != "IndexError" or not _PAST_THE_END.search(link.message) or _READS_ARGV.search(code):
+        return False
+    own = link.innermost_own_frame()
+    if own is None or not _SUBSCRIPTS.search(own.code):
+        return False
+    below = link.frames[max(i for i, frame in enumerate(link.frames) if frame is own) + 1 :]
+    return not below or any(frame.function == "__getitem__" for frame in below[:3])
 
 
 def _program_not_installed(link: Link) -> str | None:

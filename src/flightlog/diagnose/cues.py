@@ -67,7 +67,7 @@ DATA_WORDS = _re(
     r"|\bcould not (?:parse|decode|convert|cast)\b|\bencoding\b|\bempty (?:file|batch|data|split)\b|\bno (?:samples|rows|examples|images)\b"
     r"|\blabels?\b.{0,40}\b(?:out of range|must be|invalid|mismatch)\b|\bnum_classes\b|\bcolumns?\b|\bschemas?\b"
     r"|\binvalid dimensions?\b|\bconstraint failed\b|\bexpected sequence of length\b|\bout of bounds\b|\bnon-normalized\b"
-    r"|\bduplicate (?:key|entry|value)s?\b|\bmissing values?\b|\bunparseable\b|\bdoes not match (?:the )?(?:expected )?format\b"
+    r"|\bduplicate (?:keys?|entr(?:y|ies)|values?)\b|\bmissing values?\b|\bunparseable\b|\bdoes not match (?:the )?(?:expected )?format\b"
 )
 #: credentials missing, expired or refused, in the words clients and servers use
 CREDENTIAL_WORDS = _re(

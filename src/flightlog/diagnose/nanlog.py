@@ -53,10 +53,12 @@ _SPACED = re.compile(
 )
 _STEP = re.compile(r"""\b(?:global_step|step|iter(?:ation)?)["']?\s*[=: ]\s*(\d+)""", re.IGNORECASE)
 #: keys whose non-finite values are routine: mixed precision skips steps with an infinite
-#: gradient norm or loss scale by design
+#: gradient norm or loss scale by design; a tree learner that finds no split left reports the best
+#: split's gain as ``-inf`` (LightGBM's "No further splits with positive gain, best gain: -inf",
+#: on every small or well-fitted data set): no statistic of the model
 _IGNORE = re.compile(
     r"^(?:lr|learning_rate|step|epoch|time|eta|speed|throughput|samples|batch|scale|loss_scale"
-    r"|grad_?norm|gnorm|grad-norm|overflow)$",
+    r"|grad_?norm|gnorm|grad-norm|overflow|(?:best_?|split_?)?gain)$",
     re.IGNORECASE,
 )
 

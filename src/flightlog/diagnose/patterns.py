@@ -147,6 +147,10 @@ SHAPE_MISMATCH = _re(
     # a reshape to a shape whose size is not the array's: numpy's "cannot reshape array of size
     # 48000 into shape (32,32)", torch's "shape '[8, -1, 3]' is invalid for input of size 100"
     r"|\bcannot reshape (?:array|tensor) of size \d+ into shape\b|\bshape '\[[^\]]*\]' is invalid for input of size \d+"
+    # scikit-learn's input check given a scalar or a vector where a table of samples goes (a
+    # transformer that returned nothing, a column passed as a Series): "Expected 2D array, got
+    # scalar array instead", "… got 1D array instead"
+    r"|\bexpected 2D array, got (?:scalar|1D) array instead\b"
 )
 #: a package is missing and the library says how to install it (pip's own failures included)
 INSTALL_HINT = _re(
@@ -157,6 +161,9 @@ INSTALL_HINT = _re(
 LABELS_FEATURES = _re(
     r"label must be in|labels are not correctly provided|found -?\d+ in label|feature_names mismatch"
     r"|training data did not have the following fields|expected [\w, ]{1,400} in input data"
+    # as many labels as rows is the data's contract: LightGBM's "Length of labels differs from the
+    # length of #data", "the number of labels (998) does not match the number of rows (1000)"
+    r"|\b(?:length|number|size) of (?:the )?labels?\b.{0,20}\b(?:differs? from|does not match|doesn't match|is not equal to)\b"
 )
 #: torch.save's zip writer when the disk fills up
 WRITE_FAILED = _re(r"PytorchStreamWriter failed writing file .{1,120}: file write failed")
@@ -501,6 +508,9 @@ EXCEPTION_RULES: Final[tuple[ExceptionRule, ...]] = (
             r"less than|at least|at most|between|one of|in the range|in \[|an? (?:int|float|str))"
             r"|expected one of|should be (?:one of|positive|between|> ?0)"
             r"|not a valid (?:choice|value|option)|out of range for (?:param|arg|option)"
+            # a relation two of its arguments must keep: optuna's "`low <= high` must hold, but got
+            # (low=0.01, high=1e-06)", "must be smaller than" another argument
+            r"|`?\b\w+ ?[<>]=? ?\w+\b`? must hold\b|\bmust be (?:smaller|larger|lower|higher) than\b"
         ),
     ),
     # ── data ──
@@ -547,11 +557,16 @@ EXCEPTION_RULES: Final[tuple[ExceptionRule, ...]] = (
             r"could not convert (?:string|str)|invalid literal for (?:int|float)\(\)|input (?:x |y )?contains nan"
             r"|input contains (?:nan|infinity)|contains nan|inconsistent numbers of samples|found array with 0 sample"
             r"|has \d+ features?, but .{1,80} expecting \d+ features|previously unseen labels|unknown label type"
+            # a category the fitted encoder never saw (scikit-learn's OneHotEncoder/OrdinalEncoder at
+            # transform time: "Found unknown categories ['XL'] in column 0 during transform")
+            r"|\bfound unknown categor(?:y|ies)\b"
             r"|cannot convert non-finite values|cannot convert float nan|unable to parse string|cannot safely cast"
             r"|time data .{1,80} does not match format|expected \d+ fields in line|error tokenizing data"
             r"|no columns to parse|schema (?:mismatch|changed|does not match|validation)|dtype mismatch|unexpected dtype"
             r"|data ?frame is empty|empty (?:dataset|dataframe|input)|validation failed|failed validation|expectations? failed"
-            r"|mixed types|duplicate (?:keys?|rows?|index)|null values? (?:in|found)|contains nulls?"
+            # duplicates where the data must be unique: pandas' pivot "Index contains duplicate
+            # entries, cannot reshape", reindex's "cannot reindex on an axis with duplicate labels"
+            r"|mixed types|duplicate (?:keys?|rows?|index|entr(?:y|ies)|labels)|null values? (?:in|found)|contains nulls?"
             r"|could not be converted to|can only use \.str accessor"
             # a date in the data that is no date (pandas' and datetime's parsers)
             r"|time data .{1,80} doesn'?t match format|(?:day|month|year) is out of range for month"
