@@ -590,3 +590,34 @@ def test_a_dataset_with_nothing_in_it_is_the_data_s(tmp_path: Path, code: str) -
     (issue 29)."""
     category, confidence = _first(_printed_traceback(tmp_path, code))
     assert category == "data_error" and confidence >= 0.5, (category, confidence)
+
+
+@pytest.mark.parametrize("status", [429, 503])
+def test_the_status_urllib3_s_retry_gave_up_on_is_read(tmp_path: Path, status: int) -> None:
+    """``requests`` with urllib3's ``Retry(status_forcelist=…)`` that gives up says only "Max
+    retries exceeded … (Caused by ResponseError('too many 429 error responses'))": the status
+    was not read, and the service's refusal rested on the words "Max retries" alone (0.57 on a
+    complete run written for the purpose; issue 29)."""
+    code = (
+        "import http.server, threading, requests\n"
+        "from requests.adapters import HTTPAdapter\n"
+        "from urllib3.util.retry import Retry\n"
+        "class H(http.server.BaseHTTPRequestHandler):\n"
+        "    def do_GET(self):\n"
+        f"        self.send_response({status}); self.send_header('Retry-After', '0')\n"
+        "        self.send_header('Content-Length', '0'); self.end_headers()\n"
+        "    def log_message(self, *a): pass\n"
+        "srv = http.server.ThreadingHTTPServer(('127.0.0.1', 0), H)\n"
+        "threading.Thread(target=srv.serve_forever, daemon=True).start()\n"
+        "s = requests.Session()\n"
+        "s.mount('http://', HTTPAdapter(max_retries=Retry(total=2, backoff_factor=0, status_forcelist=[429, 503])))\n"
+        "s.get(f'http://127.0.0.1:{srv.server_address[1]}/v1/embeddings', timeout=5)\n"
+    )
+    text = _printed_traceback(tmp_path, code)
+    read = read_process(
+        exit_code=1, signal=None, timed_out=False, oom_killed=False, traceback_text=text, last_lines=text.splitlines()
+    )
+    assert read.innermost is not None and read.innermost.codes.http_status == status, read.innermost
+    first = rank(read, collect(read))[0]
+    assert first.category == "service_unavailable" and first.confidence >= 0.5, first
+    assert any(h.rule.startswith(("http_429", "http_5xx")) and h.position == "inner" for h in first.hits), first.hits
