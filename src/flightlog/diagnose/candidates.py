@@ -30,6 +30,7 @@ from flightlog.diagnose.structural_rules import (
     EXTRA_LINE_RULES,
     code_rules,
     library_api_rule,
+    own_deadline_rule,
 )
 from flightlog.diagnose.structure import FailureRead, Link
 
@@ -192,6 +193,11 @@ def _link_hits(link: Link, index: int, position: str, source: str, at: float | N
             "an_index_the_workload_s_line_computed_is_out_of_range",
             f"{detail}: the workload's line indexes past the end: {(link.innermost_own_frame() or link.frames[-1]).code[:200]}",
         )
+    deadline = own_deadline_rule(short, link.library)
+    if deadline is not None:
+        # the futures', asyncio's or a pool's wait on the run's own work: no network timeout
+        out[:] = [h for h in out if h.rule != "a_network_timeout"]
+        add(*deadline)
     program = _program_not_installed(link)
     if program is not None:
         # a tool the run starts (``ffmpeg``, ``git``, ``nvcc``) is not on PATH: software the

@@ -54,7 +54,9 @@ _HTTP = re.compile(
     r"|\breturned (?:status |HTTP )?(?P<h>[45]\d\d)\b|\bError code: (?P<i>[45]\d\d)\b|\b(?P<j>[45]\d\d) (?:Too Many Requests|"
     r"Service Unavailable|Bad Gateway|Gateway Time-?out|Internal Server Error|Unauthorized|Forbidden|Not Found|Bad Request|"
     r"Payload Too Large|Unprocessable Entity|Request Timeout|Conflict)\b|\bgot (?:status )?(?P<k>[45]\d\d) from\b"
-    r"|\((?P<l>[45]\d\d)\)\s*(?:Reason:|$)|[\"']code[\"']\s*:\s*(?P<m>[45]\d\d)\b|\b[A-Z]\w*(?:Exception|Error)\((?P<n>[45]\d\d)\b",
+    r"|\((?P<l>[45]\d\d)\)\s*(?:Reason:|$)|[\"']code[\"']\s*:\s*(?P<m>[45]\d\d)\b|\b[A-Z]\w*(?:Exception|Error)\((?P<n>[45]\d\d)\b"
+    # urllib3's Retry giving up on a status of its ``status_forcelist`` (requests' RetryError)
+    r"|\btoo many (?P<o>[45]\d\d) error responses\b",
     re.I | re.M,
 )
 #: the reason phrase alone (Kubernetes' ``Reason: Forbidden``, a client's ``Not Found`` without its number)

@@ -21,7 +21,7 @@ from flightlog.diagnose.findings import LEAD, REPORT_FLOOR, Finding
 from flightlog.diagnose.memory import memory_figure
 from flightlog.diagnose.memory import peak_memory as _peak_memory
 from flightlog.diagnose.ranker import STRUCTURE, Ranked, rank
-from flightlog.diagnose.signals import Signal, signal_name
+from flightlog.diagnose.signals import Signal, line_factor, signal_name
 from flightlog.diagnose.structure import FailureRead, read_failure
 from flightlog.diagnose.taxonomy import TITLE
 from flightlog.diagnose.textforms import plain_text
@@ -36,6 +36,9 @@ _HEADER = "Traceback (most recent call last)"
 #: unless the complaint is how the process ended (:func:`_ends_the_process`)
 _SUCCESS_FACTOR = 0.35
 _NEAR_END = 5
+#: a line's own level (``line_factor``) at or below which it says the run carried on: INFO or
+#: DEBUG, or words of a retry, a fallback, a recovery
+_CARRIED_ON = 0.5
 #: the places of a hit on the chain of exceptions (the last traceback of the log)
 _ON_THE_CHAIN = frozenset({"only", "inner", "middle", "outer"})
 #: the categories that say how a process was ended, which one that exited 0 may still tell in
@@ -222,9 +225,16 @@ def _ends_the_process(ranked: Ranked, read: FailureRead) -> bool:
 
 def _chain_ended_it(read: FailureRead) -> bool:
     """Whether the chain is the process's last words: a traceback followed by a line or two at
-    most, or exception lines (no traceback) of which the last line printed is one."""
+    most, or exception lines (no traceback) of which the last line printed is one. A line after
+    the traceback that says the run carried on — its work logged at INFO ("epoch done: 2 of 3
+    batches"), a retry, a fallback — makes it an error the run got over, however few lines
+    followed: a ``log.exception`` of a batch that timed out and was skipped led at 0.76 on a
+    healthy run (issue 29)."""
     if read.from_traceback:
-        return read.lines_after_chain <= 2
+        if read.lines_after_chain > 2:
+            return False
+        after = [ln for ln in read.lines if ln.strip()][-read.lines_after_chain :] if read.lines_after_chain else []
+        return not any(line_factor(ln) <= _CARRIED_ON for ln in after)
     last = read.last_line or ""
     return any(
         first and first in last for first in (link.message.strip().split("\n", 1)[0][:80] for link in read.links)

@@ -166,7 +166,14 @@ LABELS_FEATURES = _re(
     r"|\b(?:length|number|size) of (?:the )?labels?\b.{0,20}\b(?:differs? from|does not match|doesn't match|is not equal to)\b"
 )
 #: torch.save's zip writer when the disk fills up
-WRITE_FAILED = _re(r"PytorchStreamWriter failed writing file .{1,120}: file write failed")
+#: a write that came up short — the errno hidden by the writer: torch's checkpoint writer
+#: ("file write failed", or "unexpected pos 1280 vs 1174" when the stream fell behind what it
+#: wrote), NumPy's ``tofile`` ("1048576 requested and 524256 written"); a full disk or a file
+#: size limit, as ENOSPC and EFBIG say when they are not hidden (issue 29)
+WRITE_FAILED = _re(
+    r"PytorchStreamWriter failed writing file .{1,120}: file write failed|\bunexpected pos \d+ vs \d+"
+    r"|\b\d+ requested and \d+ written\b"
+)
 #: a file that exists and is not in the format the code reads (HDF5's signature, a zip's central
 #: directory — torch's checkpoints —, pickle's load key, Parquet's magic bytes, an image PIL cannot read)
 NOT_THE_FORMAT = _re(
@@ -252,6 +259,7 @@ ERRNO_CATEGORY: Final[dict[int, str]] = {
     20: "missing_file",  # ENOENT, ENOTDIR
     12: "oom_killed",  # ENOMEM
     28: "disk_full",
+    27: "disk_full",  # EFBIG: the file outgrew a size limit (``ulimit -f``, the filesystem's)
     122: "disk_full",
     69: "disk_full",  # ENOSPC, EDQUOT (Linux, macOS)
     104: "service_unavailable",

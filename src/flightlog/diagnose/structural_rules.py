@@ -22,6 +22,7 @@ __all__ = [
     "EXTRA_LINE_RULES",
     "code_rules",
     "library_api_rule",
+    "own_deadline_rule",
     "STDLIB",
 ]
 
@@ -43,6 +44,9 @@ CAPACITY = _re(
     r"|\bplease (?:slow down|reduce your request rate)\b|\brequest rate\b.{0,30}\b(?:exceeded|too high)\b"
     r"|\bconcurrency limit\b|\bno (?:available )?capacity\b|\binsufficient capacity\b|\bInsufficientInstanceCapacity\b"
     r"|\btoo many (?:pending|queued) (?:requests|tasks)\b|\bengine is (?:busy|overloaded)\b"
+    # a lock another writer holds: SQLite's SQLITE_BUSY (optuna's, MLflow's, a registry's file),
+    # MySQL's 1205, PostgreSQL's lock_not_available — the store is there and busy
+    r"|\bdatabase (?:table )?is locked\b|\block wait timeout exceeded\b|\bcould not obtain lock\b|\block_not_available\b"
 )
 #: a framework's own check of its configuration against itself, the world size or the hardware
 CONFIG_CHECK = _re(
@@ -97,6 +101,24 @@ NUMERIC_GUARD = _re(
     r"|\bnon-?finite (?:loss|gradients?|values? in (?:the )?(?:loss|gradients?))\b|\bloss (?:returned|is|was) (?:nan|inf)\b"
     r"|\bdebug_nans\b|\bloss returned in `?\w+`? is (?:nan|inf)|\binf checks? (?:failed|found)\b"
 )
+#: a path the message names and says is not there ("error: --data-dir /mnt/data/imagenet does not
+#: exist", "Checkpoint ./ckpt/last.pt not found"), and a local model folder that is not there,
+#: which Hugging Face reads as a Hub repo id and refuses as one ("Repo id must be in the form
+#: 'repo_name' or 'namespace/repo_name': '/models/bert'", older versions' "Incorrect
+#: path_or_model_id: '/models/bert'"): a missing file, whatever the words around the path
+PATH_ABSENT = _re(
+    r"(?:^|[\s'\"`(=:])(?:(?:[A-Za-z]:\\|~?/(?!/)|\.{1,2}/)[^\s'\"`]*|[\w.-]+/[^\s'\"`]*\.\w{1,8})['\"`)]?:?\s+"
+    r"(?:does not exist|doesn't exist|not found|was not found|could not be found|is missing|no such file or directory)\b"
+    r"|\b(?:Repo id must be in the form .{0,80}|Incorrect path_or_model_id): '(?:[A-Za-z]:\\|~?/|\.{1,2}/)"
+)
+#: a dataset with nothing in it, in the words of the sampler or loader that got it: torch's
+#: ``RandomSampler`` ("num_samples should be a positive integer value, but got num_samples=0"),
+#: "Found 0 files in …", "the dataset is empty" — a glob that matched nothing, a filter that
+#: kept no row: the data's, not a parameter of the sampler (issue 29)
+EMPTY_DATA = _re(
+    r"\bnum_samples\s*=\s*0\b|\b(?:found|got|contains?|has|with|loaded) 0 (?:samples?|files?|images?|rows?|examples?"
+    r"|records?|items?|sequences?|documents?|shards?)\b|\b(?:dataset|data ?set|data ?loader|split|shard list) (?:is|was) empty\b"
+)
 #: a process that says it received a terminating signal (and may then exit 0 after saving)
 CAUGHT_SIGNAL = _re(
     r"\b(?:received|caught|got|handling|trapped|intercepted)\b.{0,20}\b(?:SIGTERM|SIGINT|SIGUSR1|SIGUSR2|SIGHUP|signal (?:15|2|10|12|1))\b"
@@ -126,6 +148,8 @@ EXTRA_EXCEPTION_RULES: Final[tuple[ExceptionRule, ...]] = (
     ),
     ExceptionRule("bad_parameter", 0.6, "a_framework_s_configuration_check", message=CONFIG_CHECK),
     ExceptionRule("dependency_error", 0.55, "an_api_the_installed_library_changed", message=API_CHANGED),
+    ExceptionRule("missing_file", 0.6, "a_path_the_message_says_is_not_there", message=PATH_ABSENT),
+    ExceptionRule("data_error", 0.6, "a_dataset_with_nothing_in_it", message=EMPTY_DATA),
     ExceptionRule("timeout", 0.75, "a_time_limit_raised_inside_the_process", classes=TIME_LIMIT_CLASSES),
     ExceptionRule("timeout", 0.65, "a_time_limit_named_in_the_message", message=TIME_LIMIT_INSIDE),
     ExceptionRule("nan_loss", 0.75, "a_numeric_guard_stopped_the_run", message=NUMERIC_GUARD),
@@ -136,6 +160,8 @@ EXTRA_EXCEPTION_RULES: Final[tuple[ExceptionRule, ...]] = (
 EXTRA_LINE_RULES: Final[tuple[LineRule, ...]] = (
     LineRule("service_unavailable", 0.55, "a_service_refusing_for_capacity", CAPACITY),
     LineRule("bad_parameter", 0.4, "a_framework_s_configuration_check", CONFIG_CHECK),
+    LineRule("missing_file", 0.5, "a_path_the_message_says_is_not_there", PATH_ABSENT),
+    LineRule("data_error", 0.45, "a_dataset_with_nothing_in_it", EMPTY_DATA),
     LineRule("timeout", 0.55, "a_time_limit_named_in_the_message", TIME_LIMIT_INSIDE),
     LineRule("nan_loss", 0.6, "a_numeric_guard_stopped_the_run", NUMERIC_GUARD),
     LineRule("killed_by_signal", 0.55, "the_process_caught_a_terminating_signal", CAUGHT_SIGNAL),
@@ -212,6 +238,22 @@ _EXIT_IN_MESSAGE: Final[dict[int, list[tuple[str, float, str]]]] = {
     -6: [("code_error", 0.35, "a_reported_crash")],
     127: [("dependency_error", 0.4, "a_reported_exit_127")],
 }
+
+#: the standard library's machinery a process waits on its own work with (a future's
+#: ``result(timeout=…)``, ``asyncio.wait_for``/``asyncio.timeout``, a pool's ``get(timeout=…)``)
+_OWN_WORK_WAITERS: Final = frozenset({"concurrent", "asyncio", "multiprocessing"})
+
+
+def own_deadline_rule(short_type: str, library: str | None) -> tuple[str, float, str] | None:
+    """A deadline the process set on its own work ran out: a bare ``TimeoutError`` raised by the
+    standard library's futures, asyncio or a process pool. The wait was for the run's own task
+    (a preprocessing shard, a batch, a coroutine), not a socket's: a time limit, as a task's
+    ``TimeoutExpired`` is, not an unreachable service (read as ``service_unavailable`` 0.21 and
+    0.44 before, on complete runs written for the purpose; issue 29)."""
+    if short_type == "TimeoutError" and library in _OWN_WORK_WAITERS:
+        return ("timeout", 0.7, "a_deadline_the_process_set_on_its_own_work")
+    return None
+
 
 _MODULE_ATTRIBUTE = re.compile(
     r"^module '(?P<module>[\w.]+)' has no attribute|cannot import name '\w+' from '(?P<from>[\w.]+)'"

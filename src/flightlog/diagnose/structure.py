@@ -577,7 +577,23 @@ def read_chain(text: str, depth: int = 0) -> list[Link]:
     links: list[Link] = []
     for n, (exc, relation) in enumerate(chain):
         links += _expanded(exc, "raised" if n == len(chain) - 1 else relation or "context", depth)
-    return links
+    return _without_the_timeout_s_cancellation(links)
+
+
+def _without_the_timeout_s_cancellation(links: list[Link]) -> list[Link]:
+    """``links`` less the ``CancelledError`` that asyncio's ``wait_for``/``timeout`` raise their
+    ``TimeoutError`` from: the cancellation is how the deadline stopped the task, not a cause of
+    its own — kept, it was the chain's root and hid the timeout (issue 29)."""
+    return [
+        link
+        for n, link in enumerate(links)
+        if not (
+            link.short_type == "CancelledError"
+            and n + 1 < len(links)
+            and links[n + 1].short_type == "TimeoutError"
+            and links[n + 1].library == "asyncio"
+        )
+    ]
 
 
 def _dedented(block: str) -> str:
