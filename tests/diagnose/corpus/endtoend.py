@@ -241,7 +241,7 @@ def run_workload(w: Workload, root: Path) -> dict[str, Any]:
     report = json.loads(diag.stdout) if diag.returncode == 0 else {"findings": [], "error": diag.stderr[-2000:]}
     findings = report.get("findings") or []
     top = findings[0] if findings else {"category": "none", "confidence": 0.0}
-    return {
+    row = {
         "id": w.id,
         "expected": w.expected,
         "category": top["category"],
@@ -250,6 +250,12 @@ def run_workload(w: Workload, root: Path) -> dict[str, Any]:
         "exit_code": proc.returncode,
         "findings": [(f["category"], f["confidence"]) for f in findings[:3]],
     }
+    if diag.returncode != 0:  # a diagnosis that failed is no answer "none": the report lists it
+        row["diagnose_error"] = {"exit_code": diag.returncode, "stderr": diag.stderr[-1500:]}
+    elif not findings and w.expected != "none":  # a failed run with no finding at all: what the run said
+        said = [line for line in proc.stderr.splitlines() if line.startswith("flightlog: ")]
+        row["no_finding"] = {"status": report.get("status"), "runner": said[-3:]}  # the runner's own lines only
+    return row
 
 
 def _sample(items: list[Any], n: int | None, key: Any) -> list[Any]:
@@ -278,6 +284,13 @@ def score(name: str, *, sample: int | None = None, parallel: int = 2, healthy: b
         if r["expected"] == "none" and r.get("confidence", 0.0) >= LEAD
     ]
     report["errors"] = [r for r in done if "error" in r]
+    # how the diagnosis itself failed, and failed runs it found nothing in (both scored as "none")
+    report["diagnose_errors"] = [
+        {"id": r["id"], "expected": r["expected"], **r["diagnose_error"]} for r in done if "diagnose_error" in r
+    ]
+    report["no_finding"] = [
+        {"id": r["id"], "expected": r["expected"], **r["no_finding"]} for r in done if "no_finding" in r
+    ]
     return report
 
 
@@ -303,6 +316,10 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  healthy {h['id']} at {h['confidence']}: {h['category']}")
             for e in r["errors"]:
                 print(f"  no result for {e['id']}: {e.get('error', '')[:300]}")
+            for e in r["diagnose_errors"]:
+                print(f"  the diagnosis of {e['id']} failed (exit {e['exit_code']}): {e['stderr'][-300:]}")
+            for e in r["no_finding"]:
+                print(f"  no finding on failed {e['id']} (status {e['status']}): {' | '.join(e['runner'])}")
     return 0
 
 
