@@ -605,3 +605,25 @@ def test_a_rank_s_stacks_say_where_it_ended_only_without_progress_after_them(pro
     assert verdict is not None and verdict.culprit == 1
     expected = None if progress else {"file": "/job/data.py", "line": 88, "function": "read_shard", "code": None}
     assert verdict.where == expected, verdict
+
+
+def test_a_rank_that_finished_while_the_others_still_waited_left_the_job_early() -> None:
+    """``judge``: rank 1 ended well (exit 0, by its own record or its launcher's) while rank 0
+    failed in a collective ("Connection closed by peer"): rank 1 left before a collective rank 0
+    entered (a shorter shard, an early return) — the culprit, not a rank that merely succeeded
+    (issue 28: no culprit was named, and the victim's message led as service_unavailable)."""
+    from flightlog.diagnose.culprit import judge
+    from flightlog.diagnose.ranks import RankError, RankFacts
+
+    ranks = {
+        0: RankFacts(0, exit_code=1, errors=[RankError(T0 + 12, _PEER_CLOSED, "logs")]),
+        1: RankFacts(1, exited_at=T0 + 11, succeeded=True),
+    }
+    verdict = judge(ranks, live=False, now=T0 + 20)
+    assert verdict is not None and verdict.culprit == 1 and verdict.rule == "left_early", verdict
+    assert verdict.category == "code_error" and verdict.confidence >= 0.5
+    assert [v["rank"] for v in verdict.victims] == [0]
+    # a rank that finished while the other failed with an error of its own is no culprit
+    ranks[0].errors = [RankError(T0 + 12, OWN_ERROR, "logs")]
+    verdict = judge(ranks, live=False, now=T0 + 20)
+    assert verdict is not None and verdict.culprit == 0, verdict

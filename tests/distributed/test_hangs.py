@@ -244,6 +244,23 @@ def test_a_rank_that_exits_before_the_others_could_say_they_waited_is_still_the_
 
 
 @EMBEDDED
+def test_a_rank_that_finished_while_the_others_still_waited_is_the_culprit(home: Path, tmp_path: Path) -> None:
+    """Rank 1's shard is one batch shorter: it returns before the last all_reduce and exits 0;
+    rank 0 fails in it ("Connection closed by peer"). Read as a success, rank 1 was no culprit
+    and rank 0's victim message led the report as a service that refused (issue 28)."""
+    job = Job(home, tmp_path, "leaves_early", GROUP_TIMEOUT="60")
+    code, err = job.finish()
+    assert code != 0
+    assert "looks like code_error on rank 1)" in err, err  # the runner's own verdict
+    report = job.diagnose()
+    top = report["findings"][0]
+    assert top["culprit"]["rank"] == 1 and top["category"] == "code_error" and top["confidence"] >= 0.5, report
+    assert top["summary"].startswith("rank 1 finished (exit 0) while the others still waited"), top["summary"]
+    assert [v["rank"] for v in top["victims"]] == [0]
+    assert [f["category"] for f in _leads(report)] == ["code_error"], report
+
+
+@EMBEDDED
 def test_a_rank_killed_from_outside_is_the_culprit(home: Path, tmp_path: Path) -> None:
     job = Job(home, tmp_path, "killed", GROUP_TIMEOUT="60")
     pid_file = job.signals / "pid"

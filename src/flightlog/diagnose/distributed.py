@@ -132,6 +132,12 @@ def _finding(ev: RunEvidence, v: Verdict, ranks: dict[int, RankFacts], live: boo
             f"Start at {v.where.get('function')} in {v.where.get('file')}:{v.where.get('line')}, where "
             f"{ranks_text(v.alike)} failed alike: what do they share there (a path, a configuration value, the image)?"
         )
+    if v.rule == "left_early":
+        next_steps.append(
+            f"Count the steps each rank runs: rank {v.culprit} called fewer collectives than the others (a shard one "
+            "batch shorter, an early return or break on one rank). Every rank must call the same collectives: split "
+            "the data evenly (drop_last, a DistributedSampler), or use torch's Join context for uneven inputs."
+        )
     next_steps.append(f"Where each rank was, its stacks and last collectives: `flightlog ranks {ev.id[:12]} --stacks`.")
     extra: dict[str, Any] = {
         "origin": DISTRIBUTED,
@@ -170,6 +176,8 @@ def _summary(v: Verdict, live: bool) -> str:
             f"rank {c} was stuck: it never reached the collective the others waited in, reported no error of its own, "
             "and its launcher stopped it (SIGTERM) once they gave up"
         )
+    elif v.rule == "left_early":
+        parts.append(f"rank {c} {v.cause or 'finished early'}: it left the job early")
     elif v.rule == "exit" and v.cause is not None:
         parts.append(f"rank {c} {v.cause} first")
     elif v.cause is not None:

@@ -67,6 +67,7 @@ class RankFacts:
     exited_at: float | None = None
     launcher_root_cause: bool = False
     lost: bool = False  # it vanished without recording an end (SIGKILL, os._exit, a lost host)
+    succeeded: bool = False  # it ended by itself, exit 0: its own end record or its launcher's (issue 28)
     last_step_at: float | None = None  # when it logged its last step (its row in the store)
     errors: list[RankError] = field(default_factory=list)
     stalls: list[dict[str, Any]] = field(default_factory=list)
@@ -250,6 +251,10 @@ def _rank_rows(ev: RunEvidence, facts: Any) -> None:
             f.signal = row.signal
         if state == "lost" and f.exited_at is None:
             f.lost = True
+        if state == "succeeded" and f.exit_code is None and f.signal is None:
+            # kept apart from ``exit_code``: a rank that finished is no exit of its own, except
+            # while the others still waited for it in a collective (``culprit._left_early``)
+            f.succeeded = True
         error = getattr(row, "first_error", None)
         if isinstance(error, dict) and error.get("message") and not any(error["message"] in e.text for e in f.errors):
             f.errors.append(RankError(_num(error.get("time")) or 0.0, str(error["message"]), "ranks"))
