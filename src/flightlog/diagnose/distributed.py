@@ -21,6 +21,7 @@ import time
 from dataclasses import replace
 from typing import Any
 
+from flightlog.capture.launchers import is_victim_message
 from flightlog.diagnose.culprit import MemoryAtTheEnd, Verdict, judge
 from flightlog.diagnose.evidence import RunEvidence
 from flightlog.diagnose.failures import memory_before_the_end
@@ -296,16 +297,46 @@ def _single(ev: RunEvidence, items: list[dict[str, Any]], live: bool, now: float
 # ── the report's order ─────────────────────────────────────────────────────────────────────────
 
 
-def culprit_first(findings: list[Finding]) -> list[Finding]:
+def culprit_first(findings: list[Finding], *, distributed: bool = False) -> list[Finding]:
     """With a culprit named at 0.5 or more, the failure findings read from the run as a whole
     (a victim's traceback, the launcher's wrapper) leave the report: the culprit finding holds
-    the victims' errors as its evidence."""
+    the victims' errors as its evidence.
+
+    Without one, in a run its ranks or its runner tagged distributed (``distributed``: not a
+    replay of a launcher's text by a process that is no rank), a failure finding read from what a rank says when it only waited for another (gloo's
+    "Connection closed by peer … a remote worker crashing", a receive that timed out:
+    ``capture.launchers.VICTIM_MESSAGES``) is a hint at most: its rules read "a service the run
+    depends on was unreachable" at 0.89 where the peer that went away was another rank (issue 28)."""
     lead = [
         f for f in findings if f.extra.get("origin") == DISTRIBUTED and f.extra.get("culprit") and f.confidence >= LEAD
     ]
-    if not lead:
+    if lead:
+        return [f for f in findings if f.extra.get("origin") == DISTRIBUTED or f.category not in FAILURE_CATEGORIES]
+    if not distributed:
         return findings
-    return [f for f in findings if f.extra.get("origin") == DISTRIBUTED or f.category not in FAILURE_CATEGORIES]
+    return [_only_waited(f) if _read_from_a_victim(f) else f for f in findings]
+
+
+#: what a victim's reading keeps of its weight: under 0.5 however sure its rules were
+_WAITED = 0.3
+
+
+def _read_from_a_victim(f: Finding) -> bool:
+    return f.extra.get("origin") != DISTRIBUTED and f.category in FAILURE_CATEGORIES and is_victim_message(f.summary)
+
+
+def _only_waited(f: Finding) -> Finding:
+    weaker = replace(
+        f,
+        signals=[replace(s, weight=s.weight * _WAITED) for s in f.signals],
+        added=[replace(s, weight=s.weight * _WAITED) for s in f.added],
+        score=f.score * _WAITED if f.score is not None else None,
+    )
+    weaker.summary = (
+        f"{f.summary} This is what a rank says when it only waited for another one that failed, exited or hung: "
+        "a consequence, not the cause (which rank caused it: `flightlog ranks RUN`)."
+    )
+    return weaker
 
 
 def _where_dict(where: dict[str, Any] | None) -> dict[str, Any] | None:
