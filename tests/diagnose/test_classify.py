@@ -467,3 +467,35 @@ def test_shapes_that_do_not_fit_are_a_code_error_not_a_bad_parameter() -> None:
         'Traceback (most recent call last):\n  File "/work/x.py", line 3, in f\nValueError: shape mismatch: 3 rows vs 4'
     )
     assert classify(shape)[0] == "code_error"
+
+
+# a rank's ``model.to(f"cuda:{rank}")`` on a CPU-only torch, as torch printed it (the launcher's
+# ``[rank0]: `` taken off)
+_NOT_COMPILED_WITH_CUDA = (
+    "Traceback (most recent call last):\n"
+    '  File "/job/train.py", line 14, in <module>\n'
+    "    run_job(step_fn)\n"
+    '  File "/job/train.py", line 10, in step_fn\n'
+    "    model = MODEL.to(device)\n"
+    '  File "/venv/lib/python3.11/site-packages/torch/nn/modules/module.py", line 1383, in to\n'
+    "    return self._apply(convert)\n"
+    '  File "/venv/lib/python3.11/site-packages/torch/nn/modules/module.py", line 1369, in convert\n'
+    "    return t.to(\n"
+    '  File "/venv/lib/python3.11/site-packages/torch/cuda/__init__.py", line 522, in _lazy_init\n'
+    '    raise AssertionError("Torch not compiled with CUDA enabled")\n'
+    "AssertionError: Torch not compiled with CUDA enabled"
+)
+
+
+def test_a_cpu_only_torch_asked_for_the_gpu_is_a_dependency_error() -> None:
+    """torch built without CUDA, asked for the GPU: the installed build's failure, not the
+    workload's code (issues 28/29: a 0.44 hint here, and code_error 0.89 on every rank of a job
+    whose ranks failed alike). Also raised for real where the project's torch is a CPU build."""
+    import torch
+
+    category, confidence = classify(_NOT_COMPILED_WITH_CUDA, ["step 0"])
+    assert (category, confidence >= 0.5) == ("dependency_error", True), (category, confidence)
+    if torch.backends.cuda.is_built():
+        pytest.skip("this torch has CUDA: its AssertionError is not raised")
+    category, confidence = classify(_tb(lambda: torch.nn.Linear(4, 4).to(torch.device("cuda:0"))), ["step 0"])
+    assert (category, confidence >= 0.5) == ("dependency_error", True)

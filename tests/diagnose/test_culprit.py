@@ -605,3 +605,63 @@ def test_a_rank_s_stacks_say_where_it_ended_only_without_progress_after_them(pro
     assert verdict is not None and verdict.culprit == 1
     expected = None if progress else {"file": "/job/data.py", "line": 88, "function": "read_shard", "code": None}
     assert verdict.where == expected, verdict
+
+
+def test_a_rank_that_finished_while_the_others_still_waited_left_the_job_early() -> None:
+    """``judge``: rank 1 ended well (exit 0, by its own record or its launcher's) while rank 0
+    failed in a collective ("Connection closed by peer"): rank 1 left before a collective rank 0
+    entered (a shorter shard, an early return) — the culprit, not a rank that merely succeeded
+    (issue 28: no culprit was named, and the victim's message led as service_unavailable)."""
+    from flightlog.diagnose.culprit import judge
+    from flightlog.diagnose.ranks import RankError, RankFacts
+
+    ranks = {
+        0: RankFacts(0, exit_code=1, errors=[RankError(T0 + 12, _PEER_CLOSED, "logs")]),
+        1: RankFacts(1, exited_at=T0 + 11, succeeded=True),
+    }
+    verdict = judge(ranks, live=False, now=T0 + 20)
+    assert verdict is not None and verdict.culprit == 1 and verdict.rule == "left_early", verdict
+    assert verdict.category == "code_error" and verdict.confidence >= 0.5
+    assert [v["rank"] for v in verdict.victims] == [0]
+    # a rank that finished while the other failed with an error of its own is no culprit
+    ranks[0].errors = [RankError(T0 + 12, OWN_ERROR, "logs")]
+    verdict = judge(ranks, live=False, now=T0 + 20)
+    assert verdict is not None and verdict.culprit == 0, verdict
+
+
+_PEER_RESET = (
+    "Traceback (most recent call last):\n"
+    '  File "/job/train.py", line 14, in main\n'
+    "    dist.all_reduce(x)\n"
+    "RuntimeError: [../gloo/transport/tcp/pair.cc:553] Connection closed by peer [127.0.0.1]:5535. This is "
+    "typically caused by a remote worker crashing. Check the logs of the remote worker before reporting an error."
+)
+
+
+@pytest.mark.parametrize("unseen", [True, False], ids=["a-rank-never-seen", "no-rank-evidence"])
+def test_without_a_culprit_a_rank_that_only_waited_is_no_cause(home: Path, unseen: bool) -> None:
+    """Rank 0 failed in its all_reduce because its peer went away ("Connection closed by peer"),
+    and nothing names the culprit (rank 1 left no record: another node, no flightlog.init()). The
+    run's last traceback is that victim's: its rules read "a service the run depends on was
+    unreachable" at 0.89 (issue 28). In a run tagged distributed (its ranks or its runner saw
+    ranks) it is a hint at most, said as what it is."""
+    run = flightlog.init(project="dist", resources=False, tags={"distributed": "torchrun"})
+    if unseen:
+        run.log_evidence("rank_error", "r0", {"rank": 0, "world_size": 2, "time": T0 + 2, "traceback": _PEER_RESET})
+    run.log_event(_PEER_RESET, level="error")
+    run.finish("failed", exit_code=1)
+    report = _diagnose(run)
+    assert not [f for f in report["findings"] if f["confidence"] >= 0.5], report
+    (waited,) = [f for f in report["findings"] if f["category"] == "service_unavailable"]
+    assert "what a rank says when it only waited for another one" in waited["summary"], waited
+
+
+def test_a_run_no_rank_tagged_keeps_its_reading_of_a_peer_that_went_away(home: Path) -> None:
+    """The same text in a run that is not tagged distributed — a process that printed a launcher's
+    words, no rank flightlog saw — is read as before: the demotion is for runs with ranks."""
+    run = flightlog.init(project="dist", resources=False)
+    run.log_event(_PEER_RESET, level="error")
+    run.finish("failed", exit_code=1)
+    top = _diagnose(run)["findings"][0]
+    assert top["category"] == "service_unavailable" and top["confidence"] >= 0.5, top
+    assert "only waited for another one" not in top["summary"]

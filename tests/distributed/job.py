@@ -2,7 +2,8 @@
 scenario says, on gloo; the others only wait for it. In ``raises_alike`` no rank is the culprit:
 every rank fails to open its own shard of a data directory that is not there.
 
-    SCENARIO=stuck|exit|exit_while_others_read|killed|raises|raises_alike|mismatch|straggler|healthy \
+    SCENARIO=stuck|exit|exit_while_others_read|killed|raises|raises_alike|mismatch|straggler|leaves_early|\
+        fails_otherwise_after_restart|healthy \
         torchrun --nproc_per_node N job.py
 
 SIGNALS is a directory the test and the job meet in: the stuck rank waits for ``release`` there
@@ -33,6 +34,13 @@ def read_shard(rank, step):
             time.sleep(0.01)
         with open(SIGNALS / "shards" / f"train-{rank:05d}.bin", "rb") as f:
             return torch.frombuffer(bytearray(f.read(16)), dtype=torch.float32)
+    if SCENARIO == "fails_otherwise_after_restart" and step == AT_STEP:
+        # torchrun --max-restarts 1: rank 1 fails the first time, rank 0 the second
+        restart = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
+        if restart == 0 and rank == CULPRIT:
+            raise ValueError(f"shard 7 has 0 rows (rank {rank})")
+        if restart > 0 and rank == 0:
+            raise KeyError("label")
     if rank == CULPRIT and step == AT_STEP:
         if SCENARIO == "stuck":
             while not (SIGNALS / "release").exists():  # a storage read that stopped answering
@@ -62,9 +70,21 @@ def main():
 
         run = flightlog.init(project="dist", name="job")
     timeout = datetime.timedelta(seconds=float(os.environ.get("GROUP_TIMEOUT", "60")))
-    dist.init_process_group("gloo", timeout=timeout)
+    if SCENARIO == "fails_otherwise_after_restart":
+        # each restart's group under its own keys: the launcher's store still holds the first
+        # try's addresses, and gloo read them now and then ("connectFullMesh failed")
+        agent = dist.TCPStore(
+            os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), is_master=False, timeout=timeout
+        )
+        store = dist.PrefixStore(f"restart-{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}", agent)
+        rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+        dist.init_process_group("gloo", store=store, rank=rank, world_size=world, timeout=timeout)
+    else:
+        dist.init_process_group("gloo", timeout=timeout)
     rank = dist.get_rank()
     for step in range(STEPS):
+        if SCENARIO == "leaves_early" and rank == CULPRIT and step == AT_STEP:
+            return  # its shard is shorter: it ends well, while the others enter the next all_reduce
         if run is not None:
             with run.stage("data_loading"):
                 x = read_shard(rank, step)

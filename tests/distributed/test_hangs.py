@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -49,16 +50,18 @@ class Job:
         ranks: int = 2,
         runner: bool = True,
         defaults: bool = False,
+        rendezvous: tuple[str, ...] = ("--standalone",),
         **env: str,
     ):
-        """``defaults``: the hang watch's own settings (no short thresholds)."""
+        """``defaults``: the hang watch's own settings (no short thresholds); ``rendezvous``:
+        torchrun's options for it (and any other of its options)."""
         self.home = home
         self.signals = tmp_path / "signals"
         self.signals.mkdir(exist_ok=True)
         environ = child_env(
             home, SCENARIO=scenario, SIGNALS=str(self.signals), **{**({} if defaults else SHORT), **env}
         )
-        command = [str(TORCHRUN), "--nproc_per_node", str(ranks), "--standalone", str(JOB)]
+        command = [str(TORCHRUN), "--nproc_per_node", str(ranks), *rendezvous, str(JOB)]
         if runner:
             command = [str(FLIGHTLOG), "run", "--project", "dist", "--", *command]
         self.proc = _start(command, environ, tmp_path)
@@ -241,6 +244,45 @@ def test_a_rank_that_exits_before_the_others_could_say_they_waited_is_still_the_
     assert [v["rank"] for v in top["victims"]] == [0]
     assert "was killed by SIGTERM" in (top["victims"][0]["error"] or "")
     assert not [f for f in _leads(report) if f["category"] == "killed_by_signal"], report
+
+
+@EMBEDDED
+def test_a_rank_that_finished_while_the_others_still_waited_is_the_culprit(home: Path, tmp_path: Path) -> None:
+    """Rank 1's shard is one batch shorter: it returns before the last all_reduce and exits 0;
+    rank 0 fails in it ("Connection closed by peer"). Read as a success, rank 1 was no culprit
+    and rank 0's victim message led the report as a service that refused (issue 28)."""
+    job = Job(home, tmp_path, "leaves_early", GROUP_TIMEOUT="60")
+    code, err = job.finish()
+    assert code != 0
+    assert "looks like code_error on rank 1)" in err, err  # the runner's own verdict
+    report = job.diagnose()
+    top = report["findings"][0]
+    assert top["culprit"]["rank"] == 1 and top["category"] == "code_error" and top["confidence"] >= 0.5, report
+    assert top["summary"].startswith("rank 1 finished (exit 0) while the others still waited"), top["summary"]
+    assert [v["rank"] for v in top["victims"]] == [0]
+    assert [f["category"] for f in _leads(report)] == ["code_error"], report
+
+
+@EMBEDDED
+def test_after_a_restart_the_culprit_is_judged_on_the_restart_that_failed_last(home: Path, tmp_path: Path) -> None:
+    """torchrun --max-restarts 1: rank 1 raises in the first try, rank 0 in the second. The run
+    ended with the second: its culprit is rank 0. Read with the first try's records, rank 1's
+    error was the earliest of the job's and it was named: "looks like killed_by_signal on rank 1"
+    (issue 28). The job keeps each try's group under its own store keys (job.py): with the
+    launcher's keys of the first try still there, gloo's second try failed to connect now and then."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    fixed = ("--rdzv_backend", "c10d", "--rdzv_endpoint", f"127.0.0.1:{port}", "--max_restarts", "1")
+    job = Job(home, tmp_path, "fails_otherwise_after_restart", rendezvous=fixed, GROUP_TIMEOUT="60")
+    code, err = job.finish()
+    assert code == 1, err
+    assert err.count("shard 7 has 0 rows") >= 1 and "KeyError: 'label'" in err, err  # both tries ran
+    assert "on rank 0)" in err, err  # the runner's own verdict
+    report = job.diagnose()
+    top = report["findings"][0]
+    assert top["culprit"]["rank"] == 0 and top["confidence"] >= 0.5, report
+    assert "KeyError: 'label'" in top["summary"] and "shard 7" not in top["summary"], top["summary"]
 
 
 @EMBEDDED

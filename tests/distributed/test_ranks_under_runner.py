@@ -6,13 +6,16 @@ rank with the SDK under the runner is still one rank, not two."""
 from __future__ import annotations
 
 import json
+import re
+import socket
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.distributed.test_hangs import _STARTED, EMBEDDED, FLIGHTLOG, TORCHRUN, Job, _stop
+import flightlog
+from tests.distributed.test_hangs import _STARTED, EMBEDDED, FLIGHTLOG, JOB, TORCHRUN, Job, _start, _stop
 from tests.helpers import child_env
 
 pytestmark = pytest.mark.skipif(not TORCHRUN.exists(), reason="torchrun")
@@ -121,3 +124,30 @@ def test_a_rank_with_the_sdk_under_flightlog_run_is_one_rank_with_its_steps(home
     assert "ValueError: shard 7 has 0 rows (rank 1)" in one["first_error"]["message"]
     logs = job.client.logs(job.run_id(), component="flightlog.ranks")
     assert not [e for e in logs if "claimed twice" in e.message]  # no false "two jobs" notice
+
+
+@EMBEDDED
+def test_a_rank_that_only_waited_for_another_node_s_rank_is_no_cause(home: Path, tmp_path: Path) -> None:
+    """Two nodes on this host (torchrun's static rendezvous), ``flightlog run`` around node 0
+    only (one host's view, docs/distributed.md). Node 1's rank 1 exits; rank 0 fails in its
+    all_reduce ("Connection reset by peer … a remote worker"). Nothing here can name the culprit,
+    and rank 0's message is a victim's: a hint at most, never "looks like service_unavailable"
+    at 0.89, a service that refused (issue 28)."""
+    signals = tmp_path / "signals"
+    signals.mkdir()
+    env = child_env(home, SCENARIO="exit", SIGNALS=str(signals), GROUP_TIMEOUT="60")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    nodes = ["--nnodes", "2", "--nproc_per_node", "1", "--master_addr", "127.0.0.1", "--master_port", str(port)]
+    other = _start([str(TORCHRUN), *nodes, "--node_rank", "1", str(JOB)], env, tmp_path)
+    command = [str(FLIGHTLOG), "run", "--project", "dist", "--", str(TORCHRUN), *nodes, "--node_rank", "0", str(JOB)]
+    done = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    other.communicate(timeout=120)
+    assert done.returncode != 0, done.stderr
+    assert "no clear cause, a hint" in done.stderr and "looks like" not in done.stderr, done.stderr
+    run_id = re.findall(r"run ([0-9a-f]{32})", done.stderr)[-1]
+    report = flightlog.Client(home=home).diagnose(run_id, auto_baseline=False)
+    assert not [f for f in report["findings"] if f["confidence"] >= 0.5], report
+    waited = [f for f in report["findings"] if f["category"] == "service_unavailable"]
+    assert all("what a rank says when it only waited for another one" in f["summary"] for f in waited), waited

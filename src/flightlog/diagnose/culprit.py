@@ -17,7 +17,8 @@ The rules, strongest first (docs/distributed.md, "Hangs, culprits and victims"):
    data path, the configuration, the environment), and the verdict names them all (issue 28).
 3. **Silent exits.** A rank that ended (an exit code, a signal: ``launcher_exits``; ``lost`` in
    the store: it vanished without recording an end) with no error of its own while the others
-   only reported victims' messages. A rank its launcher stopped (SIGTERM: torchrun tears the
+   only reported victims' messages. A rank that *finished* (exit 0) while the others still
+   waited for it in a collective left the job early (a shorter loop). A rank its launcher stopped (SIGTERM: torchrun tears the
    job down once one rank failed) with no error of its own, while the others failed waiting
    for it, was **stuck**: it never reached the collective they waited in (a ``hang``, never
    "terminated from outside").
@@ -113,7 +114,7 @@ class Verdict:
 
     category: str
     culprit: int | None
-    rule: str  # flight_recorder | mismatch | error | alike | exit | torn_down | stacks | unseen
+    rule: str  # flight_recorder | mismatch | error | alike | exit | left_early | torn_down | stacks | unseen
     signals: list[Signal] = field(default_factory=list)
     collective: dict[str, Any] | None = None  # {"op", "seq", "pg"}
     where: dict[str, Any] | None = None
@@ -159,6 +160,7 @@ def judge(
         verdict
         or _own_error(ranks)
         or _silent_exit(ranks)
+        or _left_early(ranks)
         or _torn_down(ranks)
         or _stuck_outside(ranks)
         or _never_seen(ranks)
@@ -321,6 +323,33 @@ def _silent_exit(ranks: dict[int, RankFacts]) -> Verdict | None:
     return Verdict("code_error", culprit, "exit", [Signal("code_error", 0.5, "culprit_by_its_exit", "exit", detail)])
 
 
+def _left_early(ranks: dict[int, RankFacts]) -> Verdict | None:
+    """A rank that finished (exit 0, no error) while the others still waited for it in a
+    collective: it left the job before a collective they entered — a shard one batch shorter, an
+    early ``return`` or ``break`` on one rank — and they failed waiting ("Connection closed by
+    peer" on gloo) or were stopped. Read as a success, the job had no culprit at all and the
+    victims' "Connection closed by peer" led as a service that refused (issue 28)."""
+    if any(f.own_error is not None for f in ranks.values()):
+        return None
+    waited = sorted(r for r, f in ranks.items() if f.victim_error is not None or f.stalled)
+    left = [r for r, f in ranks.items() if f.succeeded and f.victim_error is None and not f.stalled]
+    if not waited or not left:
+        return None
+    left.sort(key=lambda r: (ranks[r].exited_at or float("inf"), r))
+    culprit = left[0]
+    detail = (
+        f"rank {culprit} finished (exit 0) while {ranks_text(waited)} still waited for it in a collective: "
+        "it left the job before a collective they entered"
+    )
+    verdict = Verdict(
+        "code_error", culprit, "left_early", [Signal("code_error", 0.6, "culprit_left_early", "exit", detail)]
+    )
+    others = [r for r in left if r != culprit]
+    if others:
+        verdict.details.append(f"{ranks_text(others)} finished early too")
+    return verdict
+
+
 def _torn_down(ranks: dict[int, RankFacts]) -> Verdict | None:
     """Ranks the launcher stopped (SIGTERM) with no error of their own, while every other rank
     that failed only waited: the stopped one was stuck before the collective the others waited
@@ -457,6 +486,10 @@ def _cause_of(
         own = chain[-1].innermost_own_frame() if chain else None
         if own is not None:
             verdict.where = {"file": own.file, "line": own.line, "function": own.function, "code": own.code or None}
+        return
+    if verdict.rule == "left_early":  # it ended well by its own account: its end is the cause, no exit or signal
+        verdict.cause = "finished (exit 0) while the others still waited for it in a collective"
+        verdict.where = _where_it_ended(f)
         return
     torn = _stopped_by_launcher(ranks, f.rank)  # stopped because the others gave up on it: it was stuck
     stuck = f.stalled or (f.stalls and not f.ended) or torn

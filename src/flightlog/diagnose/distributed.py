@@ -21,6 +21,7 @@ import time
 from dataclasses import replace
 from typing import Any
 
+from flightlog.capture.launchers import is_victim_message
 from flightlog.diagnose.culprit import MemoryAtTheEnd, Verdict, judge
 from flightlog.diagnose.evidence import RunEvidence
 from flightlog.diagnose.failures import memory_before_the_end
@@ -132,6 +133,12 @@ def _finding(ev: RunEvidence, v: Verdict, ranks: dict[int, RankFacts], live: boo
             f"Start at {v.where.get('function')} in {v.where.get('file')}:{v.where.get('line')}, where "
             f"{ranks_text(v.alike)} failed alike: what do they share there (a path, a configuration value, the image)?"
         )
+    if v.rule == "left_early":
+        next_steps.append(
+            f"Count the steps each rank runs: rank {v.culprit} called fewer collectives than the others (a shard one "
+            "batch shorter, an early return or break on one rank). Every rank must call the same collectives: split "
+            "the data evenly (drop_last, a DistributedSampler), or use torch's Join context for uneven inputs."
+        )
     next_steps.append(f"Where each rank was, its stacks and last collectives: `flightlog ranks {ev.id[:12]} --stacks`.")
     extra: dict[str, Any] = {
         "origin": DISTRIBUTED,
@@ -170,6 +177,8 @@ def _summary(v: Verdict, live: bool) -> str:
             f"rank {c} was stuck: it never reached the collective the others waited in, reported no error of its own, "
             "and its launcher stopped it (SIGTERM) once they gave up"
         )
+    elif v.rule == "left_early":
+        parts.append(f"rank {c} {v.cause or 'finished early'}: it left the job early")
     elif v.rule == "exit" and v.cause is not None:
         parts.append(f"rank {c} {v.cause} first")
     elif v.cause is not None:
@@ -288,16 +297,46 @@ def _single(ev: RunEvidence, items: list[dict[str, Any]], live: bool, now: float
 # ── the report's order ─────────────────────────────────────────────────────────────────────────
 
 
-def culprit_first(findings: list[Finding]) -> list[Finding]:
+def culprit_first(findings: list[Finding], *, distributed: bool = False) -> list[Finding]:
     """With a culprit named at 0.5 or more, the failure findings read from the run as a whole
     (a victim's traceback, the launcher's wrapper) leave the report: the culprit finding holds
-    the victims' errors as its evidence."""
+    the victims' errors as its evidence.
+
+    Without one, in a run its ranks or its runner tagged distributed (``distributed``: not a
+    replay of a launcher's text by a process that is no rank), a failure finding read from what a rank says when it only waited for another (gloo's
+    "Connection closed by peer … a remote worker crashing", a receive that timed out:
+    ``capture.launchers.VICTIM_MESSAGES``) is a hint at most: its rules read "a service the run
+    depends on was unreachable" at 0.89 where the peer that went away was another rank (issue 28)."""
     lead = [
         f for f in findings if f.extra.get("origin") == DISTRIBUTED and f.extra.get("culprit") and f.confidence >= LEAD
     ]
-    if not lead:
+    if lead:
+        return [f for f in findings if f.extra.get("origin") == DISTRIBUTED or f.category not in FAILURE_CATEGORIES]
+    if not distributed:
         return findings
-    return [f for f in findings if f.extra.get("origin") == DISTRIBUTED or f.category not in FAILURE_CATEGORIES]
+    return [_only_waited(f) if _read_from_a_victim(f) else f for f in findings]
+
+
+#: what a victim's reading keeps of its weight: under 0.5 however sure its rules were
+_WAITED = 0.3
+
+
+def _read_from_a_victim(f: Finding) -> bool:
+    return f.extra.get("origin") != DISTRIBUTED and f.category in FAILURE_CATEGORIES and is_victim_message(f.summary)
+
+
+def _only_waited(f: Finding) -> Finding:
+    weaker = replace(
+        f,
+        signals=[replace(s, weight=s.weight * _WAITED) for s in f.signals],
+        added=[replace(s, weight=s.weight * _WAITED) for s in f.added],
+        score=f.score * _WAITED if f.score is not None else None,
+    )
+    weaker.summary = (
+        f"{f.summary} This is what a rank says when it only waited for another one that failed, exited or hung: "
+        "a consequence, not the cause (which rank caused it: `flightlog ranks RUN`)."
+    )
+    return weaker
 
 
 def _where_dict(where: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -210,7 +210,8 @@ def diagnose_run(
     built_in = SERVICE_ANALYZERS if service else ANALYZERS
     for analyzer in (*built_in, *features().diagnosis_analyzers()):  # the built-in ones, then the features'
         ctx.findings.extend(analyzer(ctx))
-    findings = _own_findings_first(_divergence_first(_secondary(info, merge_findings(culprit_first(ctx.findings)))))
+    ranked = culprit_first(ctx.findings, distributed="distributed" in info.tags)  # the culprit, never a victim
+    findings = _own_findings_first(_divergence_first(_secondary(info, merge_findings(ranked))))
     kind = _kind(info, findings)
     runbook = _runbook(client, ctx, findings, cwd)
     return {

@@ -129,6 +129,9 @@ GPU_STACK = _re(
     r"|nvidia driver on your system is too old|cuda driver version is insufficient|found no nvidia driver"
     r"|no kernel image is available|could not load dynamic library|lib(?:cud\w*|cublas\w*|nccl)\.so[\d.]*: cannot open"
     r"|cudnn_status_(?:arch|version)_mismatch|no cuda gpus are available"
+    # a CPU-only build of torch asked for the GPU (``.to("cuda")``). Not "Distributed package doesn't
+    # have NCCL built in": the nccl backend chosen where there is none (Windows) is a bad parameter
+    r"|torch not compiled with cuda enabled"
 )
 #: a GPU kernel that faulted: a bug in the model code, a custom op or an index out of range on the device
 GPU_FAULT = _re(

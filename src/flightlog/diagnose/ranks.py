@@ -67,6 +67,9 @@ class RankFacts:
     exited_at: float | None = None
     launcher_root_cause: bool = False
     lost: bool = False  # it vanished without recording an end (SIGKILL, os._exit, a lost host)
+    succeeded: bool = False  # it ended by itself, exit 0: its own end record or its launcher's (issue 28)
+    current_pid: int | None = None  # the process of its latest restart (the store's row)
+    exits: dict[int, float] = field(default_factory=dict)  # pid → when the runner saw that process end
     last_step_at: float | None = None  # when it logged its last step (its row in the store)
     errors: list[RankError] = field(default_factory=list)
     stalls: list[dict[str, Any]] = field(default_factory=list)
@@ -187,13 +190,42 @@ def gather_ranks(ev: RunEvidence) -> tuple[dict[int, RankFacts], list[dict[str, 
             at = _num(data.get("time"))
             if at is not None and (f.exited_at is None or at < f.exited_at):
                 f.exited_at = at
+            pid = data.get("pid")
+            if at is not None and isinstance(pid, int):
+                f.exits[pid] = at
     for facts_ in ranks.values():
         for items in (facts_.stalls, facts_.stacks, facts_.flight, facts_.samples):
             items.sort(key=lambda d: _num(d.get("time")) or 0.0)
     _launcher_exits(ev, facts)
     _rank_rows(ev, facts)
     _log_errors(ev, ranks, facts)
+    for f in ranks.values():
+        _this_restart_only(f)
     return ranks, unranked
+
+
+def _this_restart_only(f: RankFacts) -> None:
+    """What an earlier process of this rank left — torchrun restarted the workers
+    (``--max-restarts``) — is no evidence of how the current one ended: its errors, stalls,
+    stacks and recorder dumps, all recorded before the runner saw that process end. Read with
+    them, a job whose last restart failed on rank 0 was judged by rank 1's error of the first
+    try (issue 28). The boundary is the runner's own clock (``rank_exit``), the one its capture
+    stamps lines with; a record without a time is kept."""
+    if f.current_pid is None:
+        return
+    before = [at for pid, at in f.exits.items() if pid != f.current_pid]
+    if not before:
+        return
+    since = max(before)
+
+    def current(t: float | None) -> bool:
+        return t is None or t == 0.0 or t > since
+
+    f.errors = [e for e in f.errors if current(e.time)]
+    for items in (f.stalls, f.stacks, f.flight, f.samples):
+        items[:] = [d for d in items if current(_num(d.get("time")))]
+    f.exited_at = f.exits.get(f.current_pid)
+    f.pid = f.current_pid
 
 
 def _launcher_exits(ev: RunEvidence, facts: Any) -> None:
@@ -240,6 +272,9 @@ def _rank_rows(ev: RunEvidence, facts: Any) -> None:
         f.host = f.host or getattr(row, "host", None)
         f.pid = f.pid or getattr(row, "pid", None)
         f.world_size = f.world_size or getattr(row, "world_size", None)
+        pid = getattr(row, "pid", None)
+        if isinstance(pid, int):
+            f.current_pid = pid
         step_at = _num(getattr(row, "last_step_time", None))
         if step_at is not None and (f.last_step_at is None or step_at > f.last_step_at):
             f.last_step_at = step_at
@@ -250,6 +285,10 @@ def _rank_rows(ev: RunEvidence, facts: Any) -> None:
             f.signal = row.signal
         if state == "lost" and f.exited_at is None:
             f.lost = True
+        if state == "succeeded" and f.exit_code is None and f.signal is None:
+            # kept apart from ``exit_code``: a rank that finished is no exit of its own, except
+            # while the others still waited for it in a collective (``culprit._left_early``)
+            f.succeeded = True
         error = getattr(row, "first_error", None)
         if isinstance(error, dict) and error.get("message") and not any(error["message"] in e.text for e in f.errors):
             f.errors.append(RankError(_num(error.get("time")) or 0.0, str(error["message"]), "ranks"))

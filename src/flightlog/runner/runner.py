@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from flightlog.capture.launchers import launcher_of
+from flightlog.capture.launchers import is_victim_message, launcher_of
 from flightlog.client import Client
 from flightlog.config import rank_from_env
 from flightlog.failure import parse_python_traceback
@@ -50,6 +50,9 @@ _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _ADOPT_INTERVAL = 1.0  # seconds between looks for the workload's orphans while it runs
 #: how many of the last resource samples say "memory just before the end" (see _Sampling.memory_share)
 _RECENT_SAMPLES = 3
+#: what a distributed job's failure keeps of its confidence when its traceback is a rank's that
+#: only waited for another and no culprit was named: a hint (``diagnose.distributed._WAITED``)
+_VICTIM_WEIGHT = 0.3
 _WORKDIR_SLOW_DELAY = 1.0  # first walk of the working directory this long after the start (a step that
 # ends within milliseconds cannot have changed its size, and must not wait ~0.1 s for the walk)
 
@@ -347,6 +350,10 @@ class Runner:
             culprit = self._judge_ranks(run)  # the culprit rank's cause, not a victim's timeout
             if culprit is not None:
                 category, confidence = str(culprit["category"]), float(culprit["confidence"])
+            elif observer is not None and observer.ranks and traceback_text and is_victim_message(traceback_text):
+                # ranks seen, no culprit, and the traceback is a rank's that only waited ("Connection
+                # closed by peer"): a hint, as the diagnosis reads it, never "looks like service_unavailable"
+                confidence = min(confidence, confidence * _VICTIM_WEIGHT)
         failure = None
         if not outcome.succeeded:
             failure = self._failure(outcome, traceback_text, list(pump.last_lines), env, category, oom)
