@@ -779,3 +779,31 @@ def test_the_status_urllib3_s_retry_gave_up_on_is_read(tmp_path: Path, status: i
     first = rank(read, collect(read))[0]
     assert first.category == "service_unavailable" and first.confidence >= 0.5, first
     assert any(h.rule.startswith(("http_429", "http_5xx")) and h.position == "inner" for h in first.hits), first.hits
+
+
+def test_a_monitored_metric_the_run_never_logs_is_a_bad_parameter(tmp_path: Path) -> None:
+    """Lightning's EarlyStopping told (by the configuration) to monitor ``val_acc`` while the
+    module logs ``val_accuracy``: "Early stopping conditioned on metric `val_acc` which is not
+    available" at the end of the first validation, read as code_error 0.55. Found on a complete
+    run written for the purpose (issue 29)."""
+    code = (
+        "import torch, lightning as L\n"
+        "from torch.utils.data import DataLoader, TensorDataset\n"
+        "from lightning.pytorch.callbacks import EarlyStopping\n"
+        "cfg = {'monitor': 'val_acc'}\n"
+        "class M(L.LightningModule):\n"
+        "    def __init__(self):\n"
+        "        super().__init__(); self.net = torch.nn.Linear(4, 2)\n"
+        "    def training_step(self, b, i):\n"
+        "        return torch.nn.functional.cross_entropy(self.net(b[0]), b[1])\n"
+        "    def validation_step(self, b, i):\n"
+        "        self.log('val_accuracy', (self.net(b[0]).argmax(-1) == b[1]).float().mean())\n"
+        "    def configure_optimizers(self):\n"
+        "        return torch.optim.SGD(self.parameters(), lr=0.1)\n"
+        "data = DataLoader(TensorDataset(torch.randn(16, 4), torch.zeros(16, dtype=torch.long)), batch_size=8)\n"
+        "L.Trainer(max_epochs=2, accelerator='cpu', num_sanity_val_steps=0, logger=False, enable_checkpointing=False,\n"
+        "          enable_progress_bar=False, enable_model_summary=False,\n"
+        "          callbacks=[EarlyStopping(monitor=cfg['monitor'], mode='max')]).fit(M(), data, data)\n"
+    )
+    category, confidence = _lead(_printed_traceback(tmp_path, code))
+    assert category == "bad_parameter" and confidence >= 0.5, (category, confidence)

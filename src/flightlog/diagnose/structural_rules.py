@@ -59,6 +59,11 @@ CONFIG_CHECK = _re(
     r"|\bunsupported (?:dtype|precision|mode|device|backend|configuration|option|value|type|strategy|quantization)\b"
     r"|\binvalid (?:combination|config(?:uration)?|value for)\b|\bexpected .{1,40} to be (?:one of|in|either)\b"
     r"|\bcannot (?:both|be both) be\b|\bdoes not support\b.{0,40}\b(?:mode|precision|dtype|option|strategy|argument)\b"
+    # a metric a callback or a scheduler is told to monitor that the run never logs, found only
+    # at the first evaluation: Lightning's EarlyStopping and ReduceLROnPlateau ("conditioned on
+    # metric `val_acc` which is not available"), ModelCheckpoint ("could not find the monitored
+    # key in the returned metrics") (issue 29)
+    r"|\bconditioned on metric\b.{0,80}\bwhich is not available\b|\bcould not find the monitored key\b"
 )
 #: an API the installed version of a library removed, renamed or changed
 API_CHANGED = _re(
