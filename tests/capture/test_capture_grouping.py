@@ -163,6 +163,25 @@ def test_go_panic_and_fatal_python_error_are_grouped(capture: Capture) -> None:
     assert events[0]["level"] == 50 and events[1]["level"] == 50
 
 
+def test_a_traceback_written_right_after_a_bar_without_its_newline_is_one_event(capture: Capture) -> None:
+    """Issue 29: a bar left open when the workload dies (tqdm without ``close()``, a cursor move
+    of a nested bar) puts the traceback's header on the bar's line; the bar stays progress."""
+    tb = python_traceback()
+    bar = "\r 60%|██████    | 3/5 [00:00<00:00, 24.93it/s]"
+    events = capture(
+        b"\r  0%|          | 0/5 [00:00<?, ?it/s]" + bar.encode() + b"\x1b[A",
+        tb.encode(),
+        b"\r 60%|######    | 3/5 [00:01<00:00]\n",  # the bar closed at exit, after the traceback
+    )
+    assert messages(events) == [bar[1:], tb.rstrip("\n"), " 60%|######    | 3/5 [00:01<00:00]"]
+    assert [e["level"] for e in events] == [20, 40, 20]
+    assert events[1]["fields"]["exception"] == "ValueError"
+    # the header after the bar cleared (tqdm's blank refresh), the bar in the same chunk
+    events = capture(b"\r 10%|#   | 1/10\r" + b" " * 20 + b"\r" + tb.encode() + b"next\n")
+    assert messages(events) == [tb.rstrip("\n"), "next"]
+    assert events[0]["level"] == 40
+
+
 def test_indented_lines_continue_the_previous_event_of_the_same_stream(capture: Capture) -> None:
     out = b"model:\n  name: resnet50\n  layers: 50\ntrainer:\n\tmax_epochs: 10\nsummary\n"
     assert messages(capture(out)) == [

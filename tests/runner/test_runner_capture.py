@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import flightlog
-from tests.helpers import child_env, cli_json
+from tests.helpers import child_env, cli, cli_json
 from tests.runner.test_runner import last_run, script
 
 PY = sys.executable
@@ -39,6 +39,49 @@ def test_colour_codes_reach_the_terminal_but_not_the_store(home: Path, tmp_path:
         ("ERROR: disk full", "error"),
         ("WARNING:root:slow batch", "warning"),
     ]
+
+
+@pytest.mark.embedded_only("capture happens in the runner, before any transport")
+def test_a_traceback_printed_right_after_an_open_progress_bar_is_the_run_s_failure(home: Path, tmp_path: Path) -> None:
+    """Issue 29: a bar nobody closed (Trainer's evaluation bar) leaves its line without a newline
+    and Python's traceback header lands on it; the traceback is still one event and the failure."""
+    code = script(
+        tmp_path,
+        "bar.py",
+        """
+        import sys
+        from tqdm import tqdm
+        def compute_metrics(logits):
+            return logits.argmax(-1)
+        bar = tqdm(total=5, file=sys.stderr, mininterval=0)
+        for step in range(5):
+            bar.update()
+            if step == 2:
+                compute_metrics((0.1, 0.9))
+        """,
+    )
+    proc = subprocess.run(
+        [FLIGHTLOG, "run", "--project", "t", "--", PY, code],
+        env=child_env(home),
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 1
+    assert "3/5 [" in proc.stderr and "]Traceback (most recent call last):" in proc.stderr  # the shape of the bug
+    info = last_run(home)
+    failure = info.failure or {}
+    assert failure["exception"] == "AttributeError" and "argmax" in failure["message"]
+    assert failure["frames"][-1]["function"] == "compute_metrics"
+    events = flightlog.Client(home=home).logs(info.id)
+    tracebacks = [e for e in events if "Traceback (most recent call last):" in e.message]
+    assert len(tracebacks) == 1 and tracebacks[0].level_name == "error"
+    assert tracebacks[0].message.startswith("Traceback (most recent call last):")
+    assert tracebacks[0].message.endswith("AttributeError: 'tuple' object has no attribute 'argmax'")
+    bars = [e.message for e in events if "3/5 [" in e.message]
+    assert bars[0].endswith("it/s]") and bars[0].startswith(" 60%|")  # the bar's part kept as progress
+    shown = cli(home, "logs", info.id).stdout.splitlines()
+    assert "Traceback (most recent call last):" in shown
 
 
 PROGRESS = """

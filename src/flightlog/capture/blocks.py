@@ -17,7 +17,7 @@ from typing import Any
 
 from flightlog.capture.parse import CRITICAL, ERROR
 
-__all__ = ["Block", "PlainBlock", "start_block", "TAKE", "HOLD", "END"]
+__all__ = ["Block", "PlainBlock", "start_block", "TAKE", "HOLD", "END", "PY_TRACEBACK_HEADER"]
 
 TAKE, HOLD, END = 0, 1, 2
 
@@ -28,6 +28,8 @@ _PY_CHAIN = (
     "The above exception was the direct cause of the following exception:",
 )
 _PY_HEADER = "Traceback (most recent call last):"
+#: what the grouper looks for inside a progress row (a bar left without its newline)
+PY_TRACEBACK_HEADER = _PY_HEADER
 _PY_WORKER_HEADER = "Original Traceback (most recent call last):"
 _PY_GROUP_HEADER = "+ Exception Group Traceback (most recent call last):"
 _PY_EXCEPTION_LINE = re.compile(r"(?P<type>[A-Za-z_][\w.]*)(?::\s?(?P<message>.*))?$")

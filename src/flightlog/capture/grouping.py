@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from itertools import chain
 from typing import Any
 
-from flightlog.capture.blocks import END, HOLD, TAKE, Block, PlainBlock, start_block
+from flightlog.capture.blocks import END, HOLD, PY_TRACEBACK_HEADER, TAKE, Block, PlainBlock, start_block
 from flightlog.capture.parse import INFO, classify, parse_json, parse_logfmt
 from flightlog.logevents import LogBatch
 
@@ -176,8 +176,17 @@ class StreamGrouper:
 
     def _start(self, line: str, is_progress: bool, now: float, hold: bool) -> None:
         if is_progress:
-            self._rows.append((now, INFO, line, None, None))
-            return
+            header = line.find(PY_TRACEBACK_HEADER)
+            if header < 0:
+                self._rows.append((now, INFO, line, None, None))
+                return
+            # A bar left without its newline when the workload died: Python writes the
+            # traceback's header right after the bar's last state, on the same line. The bar
+            # stays progress; the header opens the traceback, so the failure is read whole.
+            bar = line[:header]
+            if bar.strip():
+                self._rows.append((now, INFO, bar, None, None))
+            line = line[header:]
         if line[:1] == "{":
             parsed = parse_json(line)
             if parsed is not None:
