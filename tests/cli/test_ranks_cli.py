@@ -63,3 +63,53 @@ def test_stacks_a_rank_moved_on_from_are_said_to_be_no_longer_where_it_is(home: 
     shown = cli(home, "ranks", done.stdout.strip(), "--stacks").stdout
     assert "/job/train.py:17 in <module>" in shown, shown
     assert ("it made progress after these: not where it is or ended" in shown) == (then == "stepped"), shown
+
+
+RANK_OF_A_JOB = """
+import os, time
+from pathlib import Path
+import flightlog
+
+run = flightlog.init(project="dist", resources=False)
+rank = int(os.environ["RANK"])
+meet = Path(os.environ["MEET"])
+(meet / f"joined-{rank}").write_text("")
+while len(list(meet.glob("joined-*"))) < 3:  # every rank joined before any ends the run
+    time.sleep(0.01)
+if rank == 1:  # it only waited for the others
+    run.log_event("RuntimeError: Connection closed by peer [127.0.0.1]:29500", level="error")
+else:
+    run.log_event(f"FileNotFoundError: /data/train-{rank:05d}.bin", level="error")
+run.finish("failed", end_reason="exit", exit_code=1)
+"""
+
+
+def test_runs_show_names_the_ranks_that_failed_alike_first(home: Path, tmp_path: Path) -> None:
+    """Ranks 0 and 2 failed alike (``failure.culprit.alike``, no culprit) and rank 1 only waited,
+    every one of them exit 1: the ranks line of ``runs show`` leads with the alike ranks as it
+    does with a culprit. It said "all failed", hiding which ranks had the shared error
+    (issue 28)."""
+    owner = flightlog.init(project="dist", resources=False, home=home)
+    ranks = []
+    for rank in range(3):
+        env = child_env(
+            home,
+            FLIGHTLOG_RUN_ID=owner.id,
+            RANK=str(rank),
+            LOCAL_RANK=str(rank),
+            WORLD_SIZE="3",
+            LOCAL_WORLD_SIZE="3",
+            TORCHELASTIC_RUN_ID="job-1",
+            MEET=str(tmp_path),
+        )
+        ranks.append(
+            subprocess.Popen([sys.executable, "-c", RANK_OF_A_JOB], env=env, text=True, stderr=subprocess.PIPE)
+        )
+    for proc in ranks:
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+    alike = {"rank": None, "alike": [0, 2], "summary": "ranks 0 and 2 failed alike: FileNotFoundError"}
+    owner.finish("failed", end_reason="exit", exit_code=1, failure={"message": "FileNotFoundError", "culprit": alike})
+    shown = cli(home, "runs", "show", owner.id).stdout
+    line = next(line for line in shown.splitlines() if line.startswith("ranks"))
+    assert "3 (torchrun): ranks 0 and 2 failed alike (exit 1); rank 1 failed (exit 1)" in line, shown

@@ -269,7 +269,8 @@ def test_after_a_restart_the_culprit_is_judged_on_the_restart_that_failed_last(h
     ended with the second: its culprit is rank 0. Read with the first try's records, rank 1's
     error was the earliest of the job's and it was named: "looks like killed_by_signal on rank 1"
     (issue 28). The job keeps each try's group under its own store keys (job.py): with the
-    launcher's keys of the first try still there, gloo's second try failed to connect now and then."""
+    launcher's keys of the first try still there, gloo's second try failed to connect now and then.
+    Each try's rows of the ranks say how that try's processes ended, each with its own error."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -283,6 +284,19 @@ def test_after_a_restart_the_culprit_is_judged_on_the_restart_that_failed_last(h
     top = report["findings"][0]
     assert top["culprit"]["rank"] == 0 and top["confidence"] >= 0.5, report
     assert "KeyError: 'label'" in top["summary"] and "shard 7" not in top["summary"], top["summary"]
+    # each try's row of a rank says how that try's process ended (issue 28): restart 0's rank 1
+    # failed with its own error (it read "killed SIGTERM 143", the launcher's word for the last
+    # try), and no row of restart 1 carries restart 0's error (every try's row took the rank's
+    # first traceback of the job)
+    rows = {(r.restart, r.rank): r for r in job.client.ranks(job.run_id(), all_attempts=True)}
+    assert set(rows) == {(0, 0), (0, 1), (1, 0), (1, 1)}, rows
+    first_try = rows[0, 1]
+    assert first_try.state == "failed" and first_try.signal is None, first_try
+    assert first_try.failure and "shard 7 has 0 rows" in first_try.failure["message"], first_try
+    assert first_try.first_error and "shard 7 has 0 rows" in first_try.first_error["message"], first_try
+    assert rows[1, 0].state == "failed" and rows[1, 0].failure, rows[1, 0]
+    assert "KeyError: 'label'" in str(rows[1, 0].failure), rows[1, 0]
+    assert "shard 7" not in str(rows[1, 1].failure), rows[1, 1]
 
 
 @EMBEDDED

@@ -107,12 +107,15 @@ def ranks_cmd(run: str, all_attempts: bool, stacks: bool, fmt: str) -> None:
         _print_stacks(ranks, evidence)
 
 
-def ranks_line(ranks: list[RankInfo], culprit: int | None = None) -> str:
+def ranks_line(ranks: list[RankInfo], culprit: int | None = None, alike: list[int] | None = None) -> str:
     """The ranks in one line (``flightlog runs show``): how many, their launcher, the culprit
-    first where the runner named one, then each state with the ranks in it (counted past a few).
+    first where the runner named one — else the ranks that failed alike (``failure.culprit.alike``)
+    — then each state with the ranks in it (counted past a few).
 
     The culprit leads because the ranks that waited for it often end the same way (a collective
     times out, exit 1): grouped by state alone, ``ranks 0 and 1 failed`` hides which one to read.
+    So do the ranks that failed alike, where no rank caused it: ``ranks 0, 1 and 2 failed`` hid
+    which of them had the shared error and which only waited (issue 28).
     """
     if not ranks:
         return "-"
@@ -121,20 +124,41 @@ def ranks_line(ranks: list[RankInfo], culprit: int | None = None) -> str:
     head = f"{len(ranks)}" + (f" of {world}" if world is not None and world != len(ranks) else "")
     head += f" ({launcher})" if launcher else ""
     parts = []
+    leading: list[RankInfo] = []
     first = next((r for r in ranks if r.rank == culprit), None) if culprit is not None else None
     if first is not None:
         how = _exit_words(first)
         parts.append(f"rank {first.rank} {first.state}" + (f" ({how})" if how else "") + ", the culprit")
+        leading.append(first)
+    elif alike:
+        leading = [r for r in ranks if r.rank in set(alike)]
+        if leading:
+            parts.append(_alike_part(leading))
     by_state: dict[str, list[RankInfo]] = {}
     for r in ranks:
-        if r is not first:
+        if not any(r is lead for lead in leading):
             by_state.setdefault(r.state, []).append(r)
     for state in ("failed", "lost", "hung", "killed", "stopped", "running", "succeeded"):
         members = by_state.pop(state, [])
         if members:
-            parts.append(_state_part(state, members, everyone=first is None and len(members) == len(ranks)))
+            parts.append(_state_part(state, members, everyone=not leading and len(members) == len(ranks)))
     parts.extend(_state_part(state, members, everyone=False) for state, members in by_state.items())
     return f"{head}: " + "; ".join(parts)
+
+
+def _alike_part(members: list[RankInfo]) -> str:
+    """``ranks 0 and 2 failed alike (exit 1)``: the ranks that failed with one error, none the
+    culprit; each one's end where they did not end the same way (one the launcher stopped)."""
+    names = ranks_text([r.rank for r in members])
+    ends = {(r.state, _exit_words(r)) for r in members}
+    if len(ends) == 1:
+        state, how = next(iter(ends))
+        said = "" if state == "failed" else f" {state}"
+        return f"{names} failed alike" + (
+            f" ({said.strip()}{', ' if said and how else ''}{how})" if said or how else ""
+        )
+    each = ", ".join(f"rank {r.rank} {r.state}" + (f" {_exit_words(r)}" if _exit_words(r) else "") for r in members)
+    return f"{names} failed alike ({each})"
 
 
 def _state_part(state: str, members: list[RankInfo], *, everyone: bool) -> str:

@@ -204,7 +204,12 @@ def _print_run(
     if ranks:  # a distributed run: its ranks at a glance, the table one command away
         culprit = (info.failure or {}).get("culprit")
         culprit_rank = culprit.get("rank") if isinstance(culprit, dict) else None
-        line = ranks_line(ranks, culprit_rank if isinstance(culprit_rank, int) else None)
+        alike = culprit.get("alike") if isinstance(culprit, dict) else None
+        line = ranks_line(
+            ranks,
+            culprit_rank if isinstance(culprit_rank, int) else None,
+            [r for r in alike if isinstance(r, int)] if isinstance(alike, list) else None,
+        )
         facts.append(("ranks", f"{line} (flightlog ranks {info.id[:12]})"))
     git = context.get("git") or {}
     if git:

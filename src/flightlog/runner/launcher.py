@@ -35,17 +35,26 @@ _SUMMARY_MARKS = ("ChildFailedError", "sigkill_handler")
 _MAX_SUMMARY_EVENTS = 5000
 _MAX_SUMMARY_CHARS = 4_000_000
 _MAX_RANKS = 4096
+#: bounds of the tracebacks kept beyond each rank's first and last (``RankTraceback.each``)
+_MAX_EACH = 64
+_MAX_EACH_CHARS = 8_000_000
 _ERROR = 40
 
 
 @dataclass
 class RankTraceback:
+    """One rank number's tracebacks in the captured output. Under a launcher that restarts the
+    workers (``torchrun --max-restarts``) one rank number is several processes, one per try:
+    ``each`` keeps every traceback's time and text (the first ones, bounded), so that each
+    process's row gets its own (``runner/ranks.py``; issue 28)."""
+
     rank: int
     first_at: float
     first: str
     last_at: float
     last: str
     count: int = 1
+    each: list[tuple[float, str]] = field(default_factory=list)
 
     @property
     def victim(self) -> bool:
@@ -63,6 +72,7 @@ class LauncherOutput:
     #: capture holds a stream's last line until it ends, so a rank's last stdout line comes in
     #: the middle of torchrun's stderr summary, and was read as the rank's traceback field)
     _summary_stream: str | None = None
+    _each_chars: int = 0
 
     def feed(self, batch: LogBatch) -> None:
         messages, ranks, levels, times, streams = batch.message, batch.rank, batch.level, batch.time, batch.stream
@@ -85,10 +95,14 @@ class LauncherOutput:
         seen = self.tracebacks.get(rank)
         if seen is None:
             if len(self.tracebacks) < _MAX_RANKS:
-                self.tracebacks[rank] = RankTraceback(rank, at, text, at, text)
+                self.tracebacks[rank] = seen = RankTraceback(rank, at, text, at, text)
+                seen.each.append((at, text))
             return
         seen.last_at, seen.last = at, text
         seen.count += 1
+        if len(seen.each) < _MAX_EACH and self._each_chars + len(text) <= _MAX_EACH_CHARS:
+            seen.each.append((at, text))
+            self._each_chars += len(text)
 
     def summary(self) -> ElasticSummary | None:
         """The launcher's account of the failed job (torchrun's, else DeepSpeed's), if it printed one."""

@@ -15,8 +15,11 @@ runner still sees every process of the job, so it speaks for each rank:
   it is gone;
 * **its end** — once the attempt ended, from the launcher's summary (torchrun's ``Failures:``:
   exit code or signal per rank; a rank it does not list exited 0), else from the attempt's
-  outcome; with the rank's first traceback the capture attributed to it (``[rank1]:`` lines),
-  which becomes its first error where the store had none;
+  outcome; with the process's first traceback the capture attributed to its rank (``[rank1]:``
+  lines), which becomes its first error where the store had none. After a restart
+  (``--max-restarts``) the summary and the outcome are the last try's: an earlier try's process
+  ends by its own traceback (failed) or else as stopped by the launcher (killed), and each
+  process of a rank gets its own traceback (issue 28);
 * **hung** — from the bootstrap's ``stall`` evidence (the same process), as for any rank.
 
 These writers' ids begin with ``OBSERVED_WRITER_PREFIX``: where the rank's own SDK also recorded
@@ -33,6 +36,7 @@ import signal as signals
 import socket
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -56,6 +60,20 @@ __all__ = ["RankObserver", "ObservedRank"]
 _POLL_S = 0.5
 _MAX_RANKS = 4096
 _IDENTITY_KEYS = ("rank", "local_rank", "world_size", "node_rank")
+#: how long after a rank's process printed its traceback the capture may stamp it (the pipe's
+#: reading, a traceback's lines joined into one event): the launcher may have started the rank's
+#: next process meanwhile (torchrun restarted the workers 40 ms before restart 0's traceback was
+#: stamped, on a loaded machine), and that process prints no rank traceback this soon (its
+#: process group is not formed yet)
+_READ_LAG_S = 1.0
+
+
+@dataclass(frozen=True)
+class _Printed:
+    """One traceback a rank's process printed: when the capture read it, and its text."""
+
+    at: float
+    text: str
 
 
 @dataclass
@@ -238,7 +256,8 @@ class RankObserver:
         exits = {e["rank"]: e for e in (launcher or {}).get("ranks") or [] if isinstance(e.get("rank"), int)}
         summary = bool(launcher and launcher.get("launcher"))
         now = time.time()
-        seen = {r.identity.get("rank") for r in self.ranks.values()}
+        last = _last_try(self.ranks.values())
+        seen = {r.identity.get("rank") for r in last}
         for rank_no, entry in exits.items():  # a rank the launcher named but the tree never showed (it died at once)
             if rank_no not in seen and isinstance(entry.get("pid"), int) and len(self.ranks) < _MAX_RANKS:
                 identity = self._job_fields(launcher)
@@ -247,13 +266,20 @@ class RankObserver:
                 self.ranks[rank.pid] = rank
                 rank.writer = self._writer(rank)
                 self._quiet(rank)
+                last.append(rank)
+        own = _own_tracebacks(self.ranks.values(), tracebacks)
         for rank in self.ranks.values():
             if rank.writer is None:
                 continue
             number = rank.identity.get("rank")
-            end = _end_of(exits.get(number), succeeded=succeeded, summary=summary, stopped_by=stopped_by)
-            tb = tracebacks.get(number) if isinstance(number, int) else None
-            failure = _failure_of(exits.get(number), tb)
+            tb = own.get(rank.pid)
+            if any(rank is r for r in last):  # the launcher's summary and the attempt's end describe this try
+                entry = exits.get(number)
+                end = _end_of(entry, succeeded=succeeded, summary=summary, stopped_by=stopped_by)
+            else:  # an earlier try's process, ended when the launcher restarted the workers
+                entry = None
+                end = _restarted_end(tb)
+            failure = _failure_of(entry, tb, rank.pid)
             if failure is not None and end["status"] != "succeeded":
                 end["failure"] = failure
             end["t"] = rank.exited or now
@@ -266,7 +292,7 @@ class RankObserver:
         summary's launcher, so such a rank lists like its siblings."""
         shared = ("world_size", "node_rank", "local_world_size", "restart", "launcher")
         fields: dict[str, Any] = dict.fromkeys(shared)
-        for rank in self.ranks.values():
+        for rank in sorted(self.ranks.values(), key=lambda r: r.started, reverse=True):  # the last try's first
             for key in shared:
                 if fields[key] is None and rank.identity.get(key) is not None:
                     fields[key] = rank.identity[key]
@@ -306,6 +332,56 @@ def _alive(proc: psutil.Process) -> bool:
         return False
 
 
+def _last_try(ranks: Iterable[ObservedRank]) -> list[ObservedRank]:
+    """The processes of the launcher's last try: those of the highest restart count
+    (``TORCHELASTIC_RESTART_COUNT``); all of them where the launcher does not count restarts.
+    The launcher's summary describes only these (torchrun's ``Failures:`` lists the last try's
+    exits): an earlier try's rank 1 read "killed SIGTERM" from it (issue 28)."""
+    ranks = list(ranks)
+    restarts = [r.identity.get("restart") for r in ranks]
+    counted = [n for n in restarts if isinstance(n, int)]
+    if not counted:
+        return ranks
+    newest = max(counted)
+    return [r for r, n in zip(ranks, restarts, strict=True) if n == newest or not isinstance(n, int)]
+
+
+def _own_tracebacks(ranks: Iterable[ObservedRank], tracebacks: dict[int, RankTraceback]) -> dict[int, _Printed]:
+    """Each process's first traceback (by pid). One rank number is several processes when the
+    launcher restarted the workers: a traceback is that number's newest process's that had
+    started ``_READ_LAG_S`` before it was read, else its first process's; never the first
+    traceback of the number for every try (issue 28)."""
+    by_number: dict[int, list[ObservedRank]] = {}
+    for rank in ranks:
+        number = rank.identity.get("rank")
+        if isinstance(number, int) and number in tracebacks:
+            by_number.setdefault(number, []).append(rank)
+    own: dict[int, _Printed] = {}
+    for number, procs in by_number.items():
+        procs.sort(key=lambda r: r.started)
+        tb = tracebacks[number]
+        for at, text in tb.each or [(tb.first_at, tb.first)]:
+            begun = [r for r in procs if r.started <= at - _READ_LAG_S]
+            owner = begun[-1] if begun else procs[0]
+            if owner.pid not in own:
+                own[owner.pid] = _Printed(at, text)
+    return own
+
+
+def _restarted_end(tb: _Printed | None) -> dict[str, Any]:
+    """How an earlier try's process ended: the launcher's summary is the last try's, and the
+    process was not the runner's child (its exit code is not known). One that printed a
+    traceback failed by itself; another was stopped by the launcher to restart the workers."""
+    if tb is not None:
+        return {"status": "failed", "end_reason": "exception", "exit_code": None, "signal": None}
+    return {
+        "status": "killed",
+        "end_reason": "stopped by the launcher to restart the workers",
+        "exit_code": None,
+        "signal": None,
+    }
+
+
 def _end_of(entry: dict[str, Any] | None, *, succeeded: bool, summary: bool, stopped_by: int | None) -> dict[str, Any]:
     """How one rank ended: the launcher's word for it, else what the attempt's end implies."""
     if entry is not None and (entry.get("signal") is not None or entry.get("exit_code") is not None):
@@ -331,18 +407,18 @@ def _end_of(entry: dict[str, Any] | None, *, succeeded: bool, summary: bool, sto
     }
 
 
-def _failure_of(entry: dict[str, Any] | None, tb: RankTraceback | None) -> dict[str, Any] | None:
-    """The rank's own failure summary: its first traceback in the captured output (parsed), else
-    the launcher's headline for it; with ``first_error`` for the store's ranks table."""
+def _failure_of(entry: dict[str, Any] | None, tb: _Printed | None, pid: int) -> dict[str, Any] | None:
+    """The process's own failure summary: its first traceback in the captured output (parsed),
+    else the launcher's headline for it; with ``first_error`` for the store's ranks table."""
     failure: dict[str, Any] | None = None
     if tb is not None:
-        failure = parse_python_traceback(tb.first) or {"message": _last_line(tb.first)}
-        failure["first_error"] = {"message": _last_line(tb.first), "time": tb.first_at or None}
+        failure = parse_python_traceback(tb.text) or {"message": _last_line(tb.text)}
+        failure["first_error"] = {"message": _last_line(tb.text), "time": tb.at or None}
     elif entry is not None and isinstance(entry.get("error"), str) and entry["error"]:
         failure = {"message": entry["error"], "first_error": {"message": entry["error"], "time": entry.get("error_at")}}
     if failure is not None:
         failure["source"] = "flightlog run"
-        failure["pid"] = entry.get("pid") if entry else None
+        failure["pid"] = entry.get("pid") if entry else pid
     return failure
 
 
