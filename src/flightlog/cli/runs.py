@@ -297,9 +297,9 @@ def _whose_failure(info: Any) -> str:
             )
         )
     if culprit is not None and isinstance(culprit.get("alike"), list) and culprit["alike"]:
-        return f"{whose}; {ranks_text(culprit['alike'])} failed alike, none caused it: {culprit.get('summary') or ''}".rstrip(
-            ": "
-        )
+        alike = f"{ranks_text(culprit['alike'])} failed alike"
+        summary = str(culprit.get("summary") or "").removeprefix(f"{alike}: ")  # said once
+        return f"{whose}; {alike}, none caused it: {summary}".rstrip(": ")
     return f"{whose}; which rank caused the failure: flightlog diagnose {info.id[:12]}"
 
 
