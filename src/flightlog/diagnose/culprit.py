@@ -34,6 +34,7 @@ with none — it was stuck — is a ``hang``.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -293,7 +294,14 @@ def _exception_name(headline: str) -> str:
 
 
 def _raised_at(error: RankError, rank: int) -> tuple[str, int | None] | None:
-    read = read_failure([error.text], rank=rank)
+    return _raised_at_text(error.text, rank)
+
+
+@functools.lru_cache(maxsize=64)
+def _raised_at_text(text: str, rank: int) -> tuple[str, int | None] | None:
+    """Where the workload's own code raised the error in ``text``. Remembered: every other rank's
+    error is compared with the first rank's, whose traceback would be read again each time."""
+    read = read_failure([text], rank=rank)
     own = read.links[-1].innermost_own_frame() if read.links else None
     return (own.file, own.line) if own is not None else None
 
