@@ -807,3 +807,26 @@ def test_a_monitored_metric_the_run_never_logs_is_a_bad_parameter(tmp_path: Path
     )
     category, confidence = _lead(_printed_traceback(tmp_path, code))
     assert category == "bad_parameter" and confidence >= 0.5, (category, confidence)
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        # a tensor tanh saved for backward, then modified in place: torch's message ends with its
+        # hint "enable anomaly detection", which was read as a numeric guard: nan_loss 0.55
+        "import torch\nw = torch.randn(4, 4, requires_grad=True)\nh = torch.tanh(torch.randn(2, 4) @ w)\n"
+        "h += 1\nh.sum().backward()\n",
+        # a loss computed under no_grad: bad_parameter 0.52
+        "import torch\nm = torch.nn.Linear(4, 1)\nwith torch.no_grad():\n    out = m(torch.randn(8, 4))\n"
+        "out.pow(2).mean().backward()\n",
+        # a tensor on another device than the operation's: code_error 0.37, below a lead
+        "import torch\nprint(torch.cat([torch.randn(3, device='meta'), torch.randn(3)]))\n",
+    ],
+    ids=["inplace-with-anomaly-hint", "loss-without-grad-fn", "tensor-on-another-device"],
+)
+def test_autograd_or_a_device_used_against_its_rules_is_a_code_error(tmp_path: Path, code: str) -> None:
+    """torch's own words for a training loop that breaks autograd's or the devices' rules are a
+    bug in the training code, whatever the data or the parameters. Found in the development
+    corpus's out-of-fold misses and checked on real scripts (issue 29)."""
+    category, confidence = _lead(_printed_traceback(tmp_path, code))
+    assert category == "code_error" and confidence >= 0.5, (category, confidence)

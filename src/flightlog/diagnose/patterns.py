@@ -155,6 +155,19 @@ SHAPE_MISMATCH = _re(
     # scalar array instead", "… got 1D array instead"
     r"|\bexpected 2D array, got (?:scalar|1D) array instead\b"
 )
+#: autograd or a device used against its rules, in torch's own words: a backward pass through a
+#: graph already freed or through a tensor modified in place, a loss with no ``grad_fn`` (computed
+#: under ``no_grad`` or detached), a GPU or grad-tracking tensor handed to numpy, a tensor on
+#: another device than the operation's. Each is a bug in the training code, whatever the data
+#: or the parameters (issue 29)
+AUTOGRAD_MISUSE = _re(
+    r"does not require grad and does not have a grad_fn|trying to backward through the graph a second time"
+    r"|modified by an inplace operation|a leaf variable that requires grad (?:is being|has been) used in an in-place"
+    r"|can't call numpy\(\) on tensor that requires grad|use tensor\.cpu\(\) to copy the tensor to host memory"
+    r"|\bis not on the expected device\b|expected object of device type \w+ but got device type"
+    r"|one of the differentiated tensors appears to not have been used in the graph"
+    r"|grad can be implicitly created only for scalar outputs"
+)
 #: a package is missing and the library says how to install it (pip's own failures included)
 INSTALL_HINT = _re(
     r"requires\b.{0,80}\bpip install\b|you can install it with .?pip install|please run .?pip install"
@@ -592,6 +605,7 @@ EXCEPTION_RULES: Final[tuple[ExceptionRule, ...]] = (
     # ── faults in the model code that the GPU or the framework reports ──
     ExceptionRule("code_error", 0.6, "a_gpu_kernel_fault", message=GPU_FAULT),
     ExceptionRule("code_error", 0.7, "a_tensor_shape_or_device_mismatch", message=SHAPE_MISMATCH),
+    ExceptionRule("code_error", 0.7, "autograd_or_a_device_used_against_its_rules", message=AUTOGRAD_MISUSE),
     ExceptionRule(
         "killed_by_signal", 0.6, "a_worker_terminated_with_sigterm", message=_re(r"killed by signal: terminated\b")
     ),

@@ -98,9 +98,12 @@ TIME_LIMIT_CLASSES = (
     "FlowRunTimeoutError",
     "TimeoutSignal",
 )
-#: a numeric guard (anomaly detection, check_numerics, a NaN debug mode) that stopped the run
+#: a numeric guard (anomaly detection, check_numerics, a NaN debug mode) that stopped the run —
+#: not torch's hint to turn one on, which ends autograd errors that have nothing to do with a NaN
+#: ("… modified by an inplace operation … Hint: enable anomaly detection to find the operation")
 NUMERIC_GUARD = _re(
-    r"returned nan values in its \d+\w* output|\bdetect_anomaly\b|\banomaly detection\b|tensor had (?:nan|inf) values"
+    r"returned nan values in its \d+\w* output|\bdetect_anomaly\b|(?<!enable )\banomaly detection\b"
+    r"|tensor had (?:nan|inf) values"
     r"|\bcheck_?numerics\b|invalid value \(nan\) encountered|\bnans? (?:detected|found|encountered) in (?:the )?"
     r"(?:gradients?|loss|outputs?|activations?|parameters?|weights?|logits)\b|\bgradients? (?:contain|are|is|became) (?:nan|inf)"
     r"|\bnon-?finite (?:loss|gradients?|values? in (?:the )?(?:loss|gradients?))\b|\bloss (?:returned|is|was) (?:nan|inf)\b"
