@@ -29,6 +29,7 @@ from collections import deque
 from collections.abc import Callable
 
 from .groups import GroupTimeouts
+from .nearby import start_beside
 from .settings import HangSettings, hostname, rank_env, say
 from .stacks import (
     collective_progress,
@@ -163,7 +164,7 @@ class RankWatch:
     def start(self) -> RankWatch:
         global _current
         self._thread = threading.Thread(target=self._run, name="flightlog-hang-watch", daemon=True)
-        self._thread.start()
+        start_beside(self._thread)  # on the starting run's CPU: no wait behind another process (nearby.py)
         with _current_lock:
             _current = self
         return self
