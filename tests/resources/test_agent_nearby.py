@@ -8,6 +8,7 @@ import threading
 
 import pytest
 
+from flightlog.resources.agent import nearby
 from flightlog.resources.agent.nearby import start_beside
 
 pytestmark = pytest.mark.skipif(
@@ -51,5 +52,19 @@ def test_a_starter_with_one_cpu_of_its_own_leaves_its_mask_as_it_was() -> None:
         _start_one()
         first, after, starter = _start_one()
         assert first == after == starter == one
+    finally:
+        os.sched_setaffinity(0, mine)
+
+
+def test_a_mask_the_system_no_longer_takes_gives_every_cpu_back_not_one() -> None:
+    """Put back after ``start()``: should the CPUs of the saved mask be gone meanwhile (a cpuset
+    changed), the starter runs on every CPU allowed, never stays pinned."""
+    mine = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(mine)})
+    try:
+        nearby._set_mask(0, {1 << 20})  # a CPU no system has
+        assert (
+            os.sched_getaffinity(0) >= mine
+        )  # (every CPU of its cpuset: more than its own mask, if it had narrowed it)
     finally:
         os.sched_setaffinity(0, mine)

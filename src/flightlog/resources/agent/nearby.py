@@ -74,10 +74,15 @@ def _pinned_to_here() -> set[int] | None:
 
 
 def _set_mask(tid: int, mask: set[int]) -> None:
+    """Give thread ``tid`` (0: the caller) ``mask`` back; when the system no longer takes it (its
+    cpuset changed meanwhile), every CPU the system allows: never left pinned to one."""
     try:
         os.sched_setaffinity(tid, mask)
     except (OSError, ValueError):
-        pass
+        try:
+            os.sched_setaffinity(tid, range(os.cpu_count() or 1))  # the kernel keeps the cpuset's part
+        except (OSError, ValueError):
+            pass
 
 
 def _reset_after_fork() -> None:
