@@ -11,7 +11,7 @@ as the starter waits for it. Then both get the starter's mask back (the new thre
 native id), so the new thread runs, and ends, wherever the scheduler likes from then on.
 
 Only from a process's second start on: a process that starts one watch (a training job) pays
-neither the ``ctypes`` import (~2 ms) nor the system calls (~4 µs a start). Standard library
+neither the ``ctypes`` import (~2 ms) nor the system calls (~15 µs of CPU a start). Standard library
 only (see ``agent/__init__.py``); never raises: any failure is a plain start.
 """
 
