@@ -45,3 +45,26 @@ def test_a_variable_set_between_two_runs_is_seen_by_the_second(home: Path, monke
     second.finish()
     client = flightlog.Client()
     assert client.run(first.id).project == "default" and client.run(second.id).project == "later"
+
+
+def test_the_settings_are_read_again_when_what_they_read_changed(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A sweep's ``init()`` calls build their settings once; a ``FLIGHTLOG_*`` variable, an
+    override or (for a home found from it) the working directory changed makes new ones."""
+    monkeypatch.setenv("FLIGHTLOG_HOME", str(tmp_path / "home"))
+    first = Settings.from_env(EnvironView())
+    assert Settings.from_env(EnvironView()) is first
+    monkeypatch.setenv("FLIGHTLOG_FLUSH_INTERVAL", "3")
+    changed = Settings.from_env(EnvironView())
+    assert changed.flush_interval == 3.0 and changed.home == first.home
+    assert Settings.from_env(EnvironView(), mode="offline").mode == "offline"
+    assert Settings.from_env(EnvironView(), home=str(tmp_path / "other")).home == tmp_path / "other"
+    assert Settings.from_env(EnvironView()) == changed
+    monkeypatch.delenv("FLIGHTLOG_HOME")
+    for name in ("a", "b"):
+        (tmp_path / name / ".flightlog").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path / "a")
+    assert Settings.from_env(EnvironView()).home == tmp_path / "a" / ".flightlog"
+    monkeypatch.chdir(tmp_path / "b")
+    assert Settings.from_env(EnvironView()).home == tmp_path / "b" / ".flightlog"

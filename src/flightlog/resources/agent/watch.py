@@ -29,6 +29,7 @@ from collections import deque
 from collections.abc import Callable
 
 from .groups import GroupTimeouts
+from .nearby import start_beside
 from .settings import HangSettings, hostname, rank_env, say
 from .stacks import (
     collective_progress,
@@ -80,6 +81,31 @@ def process_identity() -> dict[str, Any]:
     return ident
 
 
+class _Wake:
+    """What the watch's thread sleeps on between looks: one lock, held while nobody asked, that
+    ``set`` releases. Its ``wait`` returns holding it again (the next ``set`` wakes the next wait:
+    nothing to clear) and a wake-up is one futex. A `threading.Event` is a condition around a
+    lock: its wait allocates a lock and its set takes a second one, and the woken thread then
+    waits for the setter's lock: per run of a sweep, a start and a stop of the watch each pay
+    for it."""
+
+    __slots__ = ("_lock",)
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._lock.acquire()
+
+    def set(self) -> None:
+        try:
+            self._lock.release()
+        except RuntimeError:  # set already, not waited on since
+            pass
+
+    def wait(self, timeout: float) -> bool:
+        """Until ``set`` (True) or ``timeout`` seconds (False)."""
+        return self._lock.acquire(timeout=timeout)
+
+
 class RankWatch:
     """See the module docstring. ``deliver`` receives what the watch records; ``source`` says
     who started it (``sdk`` or ``bootstrap``) and goes into every record."""
@@ -103,8 +129,8 @@ class RankWatch:
         self._clock = clock
         self._sources: dict[str, Callable[[], Any]] = {}
         self._stages: Callable[[], dict[str, Any]] | None = None
-        self._wake = threading.Event()
-        self._stop = threading.Event()
+        self._wake = _Wake()
+        self._stopped = False  # set before `_wake`, read after it: the thread ends at its next wake-up
         self._tick_lock = threading.Lock()  # the thread's ticks and a finishing run's `settle`
         self._requests: deque[str] = deque(maxlen=8)
         self._thread: threading.Thread | None = None
@@ -163,7 +189,7 @@ class RankWatch:
     def start(self) -> RankWatch:
         global _current
         self._thread = threading.Thread(target=self._run, name="flightlog-hang-watch", daemon=True)
-        self._thread.start()
+        start_beside(self._thread)  # on the starting run's CPU: no wait behind another process (nearby.py)
         with _current_lock:
             _current = self
         return self
@@ -175,7 +201,7 @@ class RankWatch:
         stored, so the thread's exit overlaps that work rather than adding a wake-up on a busy
         machine to every ``finish()``."""
         global _current
-        self._stop.set()
+        self._stopped = True
         self._wake.set()
         with _current_lock:
             if _current is self:
@@ -193,10 +219,9 @@ class RankWatch:
             thread.join(timeout=timeout)
 
     def _run(self) -> None:
-        while not self._stop.is_set():
+        while not self._stopped:
             self._wake.wait(self._poll)
-            self._wake.clear()
-            if self._stop.is_set():
+            if self._stopped:
                 break
             try:
                 with self._tick_lock:
