@@ -1,11 +1,12 @@
 """Failures of a run's setup that surface in code not the workload's (issue 29): ``os.environ``'s
 ``__getitem__``, torch's ``Module.__getattr__``, a lock library's wait, an ``ImportError`` from
-the workload's own package. Each a real script under ``flightlog run``, diagnosed in full; each
+the workload's own package, a credentials file read as any file. Each a real script under ``flightlog run``, diagnosed in full; each
 was read wrongly on a complete run written for the purpose (a seventh set of runs nobody tuned
 on: environments, setup and configuration) — an unset API key as a missing column of the data
 (data_error 0.32), the workload's own typo and its own circular import as a library's API
 change (dependency_error 0.49 and 0.97), a lock another job held as an unreachable service
-(service_unavailable 0.32)."""
+(service_unavailable 0.32), a token file never provisioned as a missing file of the data
+(missing_file 0.93)."""
 
 from __future__ import annotations
 
@@ -146,3 +147,21 @@ def test_a_file_lock_another_process_holds_is_a_timeout(home: Path) -> None:
         holder.kill()
     """
     _lead(_diagnosed(home, script), "timeout")
+
+
+TOKEN_FILE = """
+from pathlib import Path
+home = Path(__file__).parent / "home"
+token = (home / ".config" / "modelreg" / {name!r}).read_text().strip()
+"""
+
+
+def test_a_credentials_file_the_node_lacks_is_the_credentials(home: Path) -> None:
+    """``FileNotFoundError`` for ``~/.config/modelreg/token``: the registry's token was never
+    provisioned on this node — credentials, not a file of the data (missing_file 0.93 before)."""
+    _lead(_diagnosed(home, TOKEN_FILE.format(name="token")), "credentials_error")
+
+
+def test_a_file_named_like_a_token_s_neighbour_stays_a_missing_file(home: Path) -> None:
+    """``tokenizer.json`` is a model's file, not credentials: still a missing file."""
+    _lead(_diagnosed(home, TOKEN_FILE.format(name="tokenizer.json")), "missing_file")

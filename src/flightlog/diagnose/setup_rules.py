@@ -59,6 +59,26 @@ _LOCK_WAIT = re.compile(
     re.IGNORECASE | re.DOTALL,
 )
 _NETWORK_TIMEOUT: Final = frozenset({"a_network_timeout"})
+#: the file a ``FileNotFoundError`` names
+_NOT_FOUND_PATH = re.compile(r"No such file or directory: '(?P<path>[^']+)'")
+#: the names of files that hold credentials: a token file, ``.netrc``, a cloud's credentials or
+#: service-account key, Kaggle's ``kaggle.json``, PostgreSQL's ``.pgpass``, an SSH or TLS key
+_CREDENTIALS_FILE = re.compile(
+    r"^(?:\.?(?:\w+[_.-])?token(?:\.txt|\.json)?|\.netrc|_netrc|credentials(?:\.json|\.ini)?|\.git-credentials"
+    r"|kaggle\.json|\.pgpass|id_(?:rsa|ed25519|ecdsa)|[\w.-]*service[_-]?account[\w.-]*\.json|[\w.-]+\.pem"
+    r"|application_default_credentials\.json)$",
+    re.IGNORECASE,
+)
+#: the readings of a file that is not there as the data's
+_MISSING_FILE_READINGS: Final = frozenset(
+    {
+        "filenotfounderror",
+        "enoent_no_such_file_or_directory",
+        "cue:something_not_found",
+        "errno:2",
+        "a_path_the_message_says_is_not_there",
+    }
+)
 
 
 def setup_rules(link: ParsedException) -> list[SetupHit]:
@@ -68,6 +88,7 @@ def setup_rules(link: ParsedException) -> list[SetupHit]:
         _own_object_attribute(link),
         _unset_environment_variable(link),
         _a_lock_that_did_not_come_free(link),
+        _a_credentials_file_that_is_not_there(link),
     ]
     return [hit for hit in found if hit is not None]
 
@@ -173,4 +194,27 @@ def _a_lock_that_did_not_come_free(link: ParsedException) -> SetupHit | None:
         "a_lock_another_process_holds_did_not_come_free_in_time",
         f"{link.headline()[:300]}: another process holds the lock and the wait timed out",
         _NETWORK_TIMEOUT,
+    )
+
+
+def _a_credentials_file_that_is_not_there(link: ParsedException) -> SetupHit | None:
+    """A credentials file the run reads and the node lacks (``FileNotFoundError: … No such file
+    or directory: '/home/job/.config/modelreg/token'``, ``~/.netrc``, ``kaggle.json``, a
+    service account's key): the credentials were never provisioned there — what Google's
+    ``DefaultCredentialsError`` and Kaggle's "Could not find kaggle.json" say in their words —,
+    not a file of the data (missing_file 0.93 on a complete run written for the purpose)."""
+    if link.short_type != "FileNotFoundError":
+        return None
+    m = _NOT_FOUND_PATH.search(link.message)
+    if m is None:
+        return None
+    name = m["path"].replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
+    if not _CREDENTIALS_FILE.match(name):
+        return None
+    return SetupHit(
+        "credentials_error",
+        0.8,
+        "a_credentials_file_that_is_not_there",
+        f"{link.headline()[:300]}: {name!r} holds credentials, and the node has none there",
+        _MISSING_FILE_READINGS,
     )
