@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import sysconfig
 import traceback
 from typing import Any
@@ -21,6 +22,7 @@ __all__ = [
     "parse_python_traceback",
     "is_user_frame",
     "frames_for_display",
+    "failure_headline",
     "untangle_doubled_type",
     "MAX_FRAMES",
 ]
@@ -127,3 +129,47 @@ def frames_for_display(frames: list[dict[str, Any]] | None, limit: int = 5) -> l
     if mine is not None:
         ordered.insert(0, ordered.pop(mine))
     return ordered[:limit]
+
+
+def failure_headline(
+    failure: dict[str, Any], exit_code: int | None, signal_number: int | None, end_reason: str | None
+) -> str:
+    """One line that says what ended a failed run: its exception and message; or, for a run that
+    raised none (an argparse usage error's exit 2, a kill, an OOM kill), how the process ended
+    and the last line it printed (``killed by SIGHUP (signal 1); last line: download: 36%|…``).
+    Why: ``runs show`` printed ``failure :`` — nothing — for every run that ended without a
+    Python exception, though the record holds the ending and the line that says the cause
+    (issue 29)."""
+    exception = str(failure.get("exception") or "")
+    message = str(failure.get("message") or "")
+    if exception:
+        return f"{exception}: {message}" if message else exception
+    oom = failure.get("oom")
+    if end_reason == "oom_killed" or (isinstance(oom, dict) and oom.get("oom_kills")):
+        ending = "killed at its memory limit (OOM)"
+    elif end_reason == "timeout":
+        ending = "stopped at its time limit"
+    elif signal_number is not None:
+        ending = f"killed by {_signal_name(signal_number)} (signal {signal_number})"
+    elif exit_code is not None:
+        ending = f"exit code {exit_code}"
+    else:
+        ending = "ended without an exception"
+    last = _last_line(failure.get("last_lines"))
+    return f"{ending}; last line: {last}" if last else ending
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def _last_line(lines: Any) -> str:
+    """The last non-blank line of a failure's ``last_lines`` (an entry may hold several lines)."""
+    for entry in reversed(lines if isinstance(lines, list) else []):
+        for line in reversed(str(entry).splitlines()):
+            if line.strip():
+                return line.strip()
+    return ""

@@ -11,7 +11,7 @@ from flightlog.cli.common import duration_text, open_client, short_time, status_
 from flightlog.cli.output import clip, console, emit_json, esc, format_option
 from flightlog.cli.ranks import ranks_line
 from flightlog.errors import FilterSyntaxError, InvalidInput
-from flightlog.failure import frames_for_display
+from flightlog.failure import failure_headline, frames_for_display
 from flightlog.launchenv import ranks_text
 from flightlog.models import RUN_KINDS, SERVING_KIND, kind_filter
 from flightlog.notices import notice
@@ -224,7 +224,7 @@ def _print_run(
         out.print(f"[dim]{label:<12}[/]{esc(clip(value, room))}")
     if info.failure:
         f = info.failure
-        summary = f"{f.get('exception', '')}: {f.get('message', '')}"
+        summary = failure_headline(f, info.exit_code, info.signal, info.end_reason)
         out.print(f"\n[bold red]failure[/] {esc(clip(summary, room))}")
         if ranks:  # a distributed run: whose error this is, and which rank caused the failure
             out.print(f"  [dim]{esc(clip(_whose_failure(info), room))}[/]")

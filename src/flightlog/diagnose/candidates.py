@@ -24,6 +24,7 @@ from flightlog.diagnose.patterns import (
     errno_numbers,
     exception_matches,
 )
+from flightlog.diagnose.setup_rules import setup_rules
 from flightlog.diagnose.signals import SIGKILL, Signal, exit_signals, line_factor, weigh_memory_at_the_kill
 from flightlog.diagnose.structural_rules import (
     EXTRA_EXCEPTION_RULES,
@@ -209,6 +210,11 @@ def _link_hits(link: Link, index: int, position: str, source: str, at: float | N
             "a_program_the_run_starts_is_not_installed",
             f"{detail}: the program {program!r} the run starts is not installed (not found on PATH)",
         )
+    for setup in setup_rules(link):
+        # the setup's own reading (an unset variable, the workload's own import loop or
+        # attribute, a lock's wait) replaces the general rules' reading of the same link
+        out[:] = [h for h in out if h.rule not in setup.supersedes]
+        add(setup.category, setup.weight, setup.rule, setup.detail)
     class_weight = CODE_ERROR_CLASSES.get(short)
     add("code_error", class_weight if class_weight is not None else 0.3, "code_error_class")
     own = link.innermost_own_frame()

@@ -64,6 +64,10 @@ class OutputPump:
         #: each rank's tracebacks and a distributed launcher's summary (runner/launcher.py)
         self.launcher = LauncherOutput()
         self.passthrough_error: OSError | None = None
+        #: the passed-through fd whose last bytes did not end their line (a progress bar a kill
+        #: cut short: ``download:  36%|███▋ | 145/400``), or None: the runner's closing line
+        #: must start a line of its own, not glue itself to the bar
+        self.open_line_fd: int | None = None
         self._thread = threading.Thread(target=self._run, name="flightlog-output", daemon=True)
 
     def start(self) -> OutputPump:
@@ -100,6 +104,21 @@ class OutputPump:
                 view = view[os.write(fd, view) :]
         except OSError as exc:  # our own stdout went away: keep capturing
             self.passthrough_error = exc
+        if data:
+            self.open_line_fd = None if data.endswith(b"\n") else fd
+
+    def end_open_line(self, fd: int) -> None:
+        """Write a newline to ``fd`` (the runner's stderr) when the workload's output there, or on
+        the same terminal, was left in the middle of a line; never raise."""
+        open_fd = self.open_line_fd
+        if open_fd is None or self.passthrough_error is not None:
+            return
+        try:
+            if open_fd == fd or os.path.samestat(os.fstat(open_fd), os.fstat(fd)):
+                os.write(fd, b"\n")
+                self.open_line_fd = None
+        except OSError:  # a closed or vanished stream: nothing to end
+            pass
 
     def _run(self) -> None:
         selector = selectors.DefaultSelector()

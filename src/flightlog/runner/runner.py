@@ -307,6 +307,7 @@ class Runner:
         if keeper is not None:
             keeper.stand_down()
         pump.join(5.0)
+        pump.end_open_line(sys.stderr.fileno())
         if hangs is not None:
             hangs.stop()  # what the ranks handed over last is on the run before its end is classified
         if killed:
@@ -646,6 +647,8 @@ class Runner:
         run.finish(o.status, end_reason=o.end_reason, exit_code=o.exit_code, signal=o.signal, failure=last.failure)
         took = format_duration(last.ended - results[0].started)
         reason = "" if o.end_reason == "exit" else f"{o.end_reason}, "
+        if o.end_reason == "signal" and o.signal is not None:
+            reason = f"{_signal_name(o.signal)}, "  # which signal, not "signal"
         culprit = (last.failure or {}).get("culprit") or {}
         on = f" on rank {culprit['rank']}" if isinstance(culprit.get("rank"), int) else ""
         if isinstance(culprit.get("alike"), list) and culprit["alike"]:
@@ -660,6 +663,14 @@ class Runner:
         tries = f" after {len(results)} attempts" if len(results) > 1 else ""
         say(f"run {run.id} {o.status}{detail} in {took}{tries}")
         return o.exit_code
+
+
+def _signal_name(number: int) -> str:
+    """``SIGHUP`` for 1: the closing line names the signal that ended the run, not "signal"."""
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 def last_checkpoint(client: Any, run_ids: list[str]) -> str | None:
