@@ -167,6 +167,11 @@ LABELS_FEATURES = _re(
     # as many labels as rows is the data's contract: LightGBM's "Length of labels differs from the
     # length of #data", "the number of labels (998) does not match the number of rows (1000)"
     r"|\b(?:length|number|size) of (?:the )?labels?\b.{0,20}\b(?:differs? from|does not match|doesn't match|is not equal to)\b"
+    # scikit-learn's check of a table's column names against those it was fitted on (a column
+    # renamed or dropped upstream of a scoring job): "The feature names should match those that
+    # were passed during fit.", "Feature names unseen at fit time: - tenure_months" (issue 29)
+    r"|\bfeature names should match those that were passed during fit\b|\bfeature names (?:unseen at fit time"
+    r"|seen at fit time, yet now missing)\b"
 )
 #: torch.save's zip writer when the disk fills up
 #: a write that came up short — the errno hidden by the writer: torch's checkpoint writer
