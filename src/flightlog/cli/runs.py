@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal as signals
 import sys
 from typing import Any
 
@@ -224,7 +225,7 @@ def _print_run(
         out.print(f"[dim]{label:<12}[/]{esc(clip(value, room))}")
     if info.failure:
         f = info.failure
-        summary = f"{f.get('exception', '')}: {f.get('message', '')}"
+        summary = _failure_summary(f)
         out.print(f"\n[bold red]failure[/] {esc(clip(summary, room))}")
         if ranks:  # a distributed run: whose error this is, and which rank caused the failure
             out.print(f"  [dim]{esc(clip(_whose_failure(info), room))}[/]")
@@ -359,3 +360,25 @@ def projects_cmd(fmt: str) -> None:
             esc(p["name"]), str(p["runs"]), str(p["running"]), str(p["failed"]), short_time(p["last_created"])
         )
     console().print(table)
+
+
+def _failure_summary(failure: dict[str, Any]) -> str:
+    """The failure's headline: its exception and message, the message left out when it has
+    none (``KeyboardInterrupt``); for a process that printed no exception (stopped at the
+    ``--timeout``, killed at the memory limit or by a signal) how it ended, in the runner's
+    words — never a bare ``:`` (issue 29: "failure :" on every run killed from outside)."""
+    exception, message = failure.get("exception"), failure.get("message")
+    if exception:
+        return f"{exception}: {message}" if message else str(exception)
+    how = [str(failure.get("end_reason") or "ended")]
+    if failure.get("exit_code") is not None:
+        how.append(f"exit code {failure['exit_code']}")
+    number = failure.get("signal")
+    if isinstance(number, int) and number > 0:
+        try:
+            how.append(signals.Signals(number).name)
+        except ValueError:
+            how.append(f"signal {number}")
+    if failure.get("category"):
+        how.append(f"looks like {failure['category']}")
+    return "no exception printed (" + ", ".join(how) + ")"
