@@ -903,3 +903,28 @@ def test_the_workload_s_own_finiteness_guard_is_a_nan(tmp_path: Path, code: str)
     complete evaluation runs written for the purpose (issue 29)."""
     category, confidence = _lead(_printed_traceback(tmp_path, code))
     assert category == "nan_loss" and confidence >= 0.5, (category, confidence)
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        # a sequence longer than the positional table it is added to (no truncation)
+        "import torch\npositions = torch.zeros(1, 64, 8)\ntokens = torch.randn(2, 100, 8)\nhidden = tokens + positions\n",
+        # the same table expanded to the batch's length
+        "import torch\npositions = torch.zeros(1, 64, 8)\nhidden = positions.expand(2, 100, 8)\n",
+    ],
+    ids=["broadcast", "expand"],
+)
+def test_torch_s_size_checks_are_shapes_that_do_not_fit(tmp_path: Path, code: str) -> None:
+    """torch's "The size of tensor a (100) must match the size of tensor b (64) at non-singleton
+    dimension 1" and "The expanded size of the tensor (100) must match the existing size (64)"
+    were read by no shape rule: a tokenizer's batch past the model's 64 positions (no
+    truncation) led as code_error at 0.50 only. Found on a complete inference run written for
+    the purpose (issue 29)."""
+    text = _printed_traceback(tmp_path, code)
+    category, confidence = _lead(text)
+    assert category == "code_error" and confidence >= 0.5, (category, confidence)
+    read = read_process(
+        exit_code=1, signal=None, timed_out=False, oom_killed=False, traceback_text=text, last_lines=text.splitlines()
+    )
+    assert any(h.rule == "a_tensor_shape_or_device_mismatch" for h in rank(read, collect(read))[0].hits)

@@ -154,6 +154,11 @@ SHAPE_MISMATCH = _re(
     # transformer that returned nothing, a column passed as a Series): "Expected 2D array, got
     # scalar array instead", "… got 1D array instead"
     r"|\bexpected 2D array, got (?:scalar|1D) array instead\b"
+    # torch's broadcasting and expand checks: "The size of tensor a (270) must match the size of
+    # tensor b (64) at non-singleton dimension 1", "The expanded size of the tensor (270) must
+    # match the existing size (64) at non-singleton dimension 1" (issue 29)
+    r"|\bthe size of tensor a \(\d+\) must match the size of tensor b \(\d+\)"
+    r"|\bthe expanded size of the tensor \(-?\d+\) must match the existing size \(\d+\)"
 )
 #: a package is missing and the library says how to install it (pip's own failures included)
 INSTALL_HINT = _re(
