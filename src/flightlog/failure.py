@@ -5,7 +5,8 @@ order a reader sees them in (:func:`frames_for_display`): the user's own innermo
 A traceback of an ML job ends in the framework (four torch frames around a shape mismatch);
 the line the user can change is further up. A frame is the user's when its file is not under
 ``site-packages`` or ``dist-packages``, not in the standard library (``lib/pythonX.Y``), not a
-frozen module (``<frozen …>``) and not flightlog's own package.
+frozen module (``<frozen …>``), not a compiled library's Cython source (``pyarrow/error.pxi``)
+and not flightlog's own package.
 """
 
 from __future__ import annotations
@@ -25,10 +26,15 @@ __all__ = [
     "failure_headline",
     "untangle_doubled_type",
     "MAX_FRAMES",
+    "CYTHON_SOURCE",
 ]
 
 MAX_FRAMES = 10
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>.+)$')
+#: a compiled library's Cython source as Cython records it in its frames: a path relative to the
+#: package's root (``pandas/_libs/index.pyx``, ``pyarrow\\table.pxi``, ray's ``python/ray/_raylet.pyx``),
+#: never the absolute path of a file of the workload's. ``pkg`` is the package it belongs to
+CYTHON_SOURCE = re.compile(r"^(?:python[/\\])?(?P<pkg>[A-Za-z_]\w*)[/\\][\w./\\-]*\.(?:pyx|pxi|pxd)$")
 _NOT_USERS = re.compile(r"[/\\](?:site|dist)-packages[/\\]|[/\\]lib[/\\]python\d+(?:\.\d+)?t?[/\\]|^<frozen ")
 _LIBRARY_DIRS = tuple(
     os.path.join(os.path.realpath(p), "")
@@ -115,7 +121,9 @@ def is_user_frame(file: str | None) -> bool:
     """Whether a frame's file is the user's own code (see the module's text for the rule)."""
     if not file:
         return False
-    if _NOT_USERS.search(file):
+    if _NOT_USERS.search(file) or CYTHON_SOURCE.match(file):
+        # a compiled library's frame (``pyarrow/error.pxi``) is no file of the workload's,
+        # though its path is relative like a script's (issue 29: "your code" on pyarrow's frames)
         return False
     return not (os.path.isabs(file) and os.path.join(os.path.realpath(file), "").startswith(_LIBRARY_DIRS))
 

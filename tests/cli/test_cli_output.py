@@ -241,3 +241,53 @@ def test_clip_and_printable() -> None:
     assert clip("abcdef", 10) == "abcdef"
     assert clip("abcdefghij", 5) == "ab…ij" and len(clip("x" * 300, 200)) == 200
     assert printable("a\x00b\rc\x7f\x85\u00e9\t\n") == "a\\x00b\\rc\\x7f\\x85\u00e9\t\n"
+
+
+@RENDERING
+def test_runs_show_says_how_a_run_without_an_exception_ended(home: Path, tmp_path: Path) -> None:
+    """A run stopped at ``--timeout`` printed no exception: ``runs show`` said ``failure :``
+    (an empty exception and message around a colon). It says how the run ended, in the
+    runner's words. Found on a complete batch-scoring run written for the purpose (issue 29)."""
+    script = tmp_path / "score.py"
+    script.write_text("import time\nprint('scoring', flush=True)\ntime.sleep(60)\n")
+    ended = cli(
+        home,
+        "run",
+        "--name",
+        "stopped",
+        "--timeout",
+        "1s",
+        "--kill-grace",
+        "1s",
+        "--",
+        sys.executable,
+        str(script),
+        check=False,
+    )
+    assert ended.returncode == 124, ended.stderr
+    run_id = cli_json(home, "runs", "ls", "--filter", "name = 'stopped'")[0]["id"]
+    lines = cli(home, "runs", "show", run_id).stdout.splitlines()
+    failure = next(line for line in lines if line.startswith("failure"))
+    assert failure == "failure stopped at its time limit; last line: scoring", failure
+
+
+@RENDERING
+def test_runs_show_never_calls_a_compiled_library_s_frame_your_code(home: Path, tmp_path: Path) -> None:
+    """pyarrow's Cython frames are recorded with paths relative to the package
+    (``pyarrow/error.pxi``), like a script's: ``runs show`` marked each of them "your code"
+    above the script's own line. Found on a complete scoring run written for the purpose
+    (issue 29)."""
+    pytest.importorskip("pyarrow")
+    script = tmp_path / "score.py"
+    script.write_text("import pyarrow as pa\nstores = pa.array(['S03', 'S04'])\nstores.cast(pa.int64())\n")
+    ended = cli(home, "run", "--name", "cast", "--", sys.executable, str(script), check=False)
+    assert ended.returncode == 1, ended.stderr
+    run_id = cli_json(home, "runs", "ls", "--filter", "name = 'cast'")[0]["id"]
+    lines = cli(home, "runs", "show", run_id).stdout.splitlines()
+    frames = lines[lines.index(next(line for line in lines if line.startswith("failure"))) + 1 :]
+    frames = frames[: frames.index("") if "" in frames else len(frames)]
+    assert any(".pxi:" in line or ".pyx:" in line for line in frames), frames
+    assert [line for line in frames if line.endswith("your code")] == [
+        line for line in frames if "score.py:3 in <module>" in line
+    ], frames
+    assert frames[0].endswith("your code"), frames

@@ -552,3 +552,24 @@ def test_a_rank_s_configuration_check_is_a_bad_parameter_not_the_rank_s_code(hom
     _, report = _run(home, RANK_CONFIG_CHECK)
     top = _lead(report, "bad_parameter")
     assert "rank 1" in top["summary"], top["summary"]
+
+
+REGISTRY_ALIAS = """
+class ModelNotFoundError(LookupError):
+    pass
+
+raise ModelNotFoundError("Registered model alias 'champion' not found for model 'churn' (aliases: ['production'])")
+"""
+
+
+def test_the_name_a_not_found_message_says_is_missing_is_the_one_before_its_words(home: Path) -> None:
+    """ "Registered model alias 'champion' not found for model 'churn'", with params alias=champion
+    and model=churn: the diagnosis took the name quoted after "not found" (churn) for the missing
+    one, its params evidence blamed param model, and its summary called churn "a file the run
+    needed". The name before the words is the missing one. Found on a complete scoring run
+    written for the purpose (issue 29)."""
+    _, report = _run(home, REGISTRY_ALIAS, "--param", "alias=champion", "--param", "model=churn")
+    top = report["findings"][0]
+    details = [e["detail"] for e in top["evidence"] if e["source"] == "params"]
+    assert details == ["'champion' is the value of param alias"], top
+    assert "'champion'" in top["summary"] and "file" not in top["summary"].split("(")[0], top["summary"]

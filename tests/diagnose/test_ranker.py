@@ -830,3 +830,124 @@ def test_autograd_or_a_device_used_against_its_rules_is_a_code_error(tmp_path: P
     corpus's out-of-fold misses and checked on real scripts (issue 29)."""
     category, confidence = _lead(_printed_traceback(tmp_path, code))
     assert category == "code_error" and confidence >= 0.5, (category, confidence)
+
+
+def test_features_renamed_since_the_fit_are_the_data_s(tmp_path: Path) -> None:
+    """scikit-learn's "The feature names should match those that were passed during fit." (a
+    scoring input whose column was renamed upstream) was read as "no clear cause", code_error
+    0.29. Found on a complete scoring run written for the purpose (issue 29)."""
+    code = (
+        "import numpy as np, pandas as pd\n"
+        "from sklearn.linear_model import LogisticRegression\n"
+        "train = pd.DataFrame({'tenure': np.arange(40.0), 'monthly': np.arange(40.0) % 7})\n"
+        "model = LogisticRegression().fit(train, np.arange(40) % 2)\n"
+        "batch = train.rename(columns={'tenure': 'tenure_months'})\n"
+        "model.predict_proba(batch)\n"
+    )
+    category, confidence = _lead(_printed_traceback(tmp_path, code))
+    assert category == "data_error" and confidence >= 0.5, (category, confidence)
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        # a pipeline pickled by a notebook whose transformer class lived in its __main__
+        (
+            "import pickle, subprocess, sys\n"
+            "subprocess.run([sys.executable, '-c', 'import pickle\\nclass RatioFeatures: pass\\n"
+            'pickle.dump(RatioFeatures(), open("model.pkl", "wb"))\'], check=True)\n'
+            "model = pickle.load(open('model.pkl', 'rb'))\n",
+            "code_error",
+        ),
+        # a model pickled by an older scikit-learn, whose private class is gone from the module
+        (
+            "import pickle\n"
+            "open('model.pkl', 'wb').write(b'\\x80\\x02csklearn.ensemble._forest\\nForestRegressorV0\\n)\\x81.')\n"
+            "model = pickle.load(open('model.pkl', 'rb'))\n",
+            "dependency_error",
+        ),
+    ],
+    ids=["class-of-main", "class-a-library-no-longer-has"],
+)
+def test_a_pickled_class_the_loader_cannot_find(tmp_path: Path, code: str, expected: str) -> None:
+    """pickle's "Can't get attribute 'RatioFeatures' on <module '__main__' …>" was "no clear
+    cause" (code_error 0.26): the program that pickled the object defined its class in its own
+    script, and the one that loads it does not (the workload's code); the same words about a
+    library's module are that library's version, changed since the pickle was written. Found
+    on a complete scoring run written for the purpose (issue 29)."""
+    text = _printed_traceback(tmp_path, code)
+    category, confidence = _lead(text)
+    assert category == expected and confidence >= 0.5, (category, confidence)
+    read = read_process(
+        exit_code=1,
+        signal=None,
+        timed_out=False,
+        oom_killed=False,
+        traceback_text=text,
+        last_lines=text.splitlines()[-3:],
+    )
+    assert any(h.rule.startswith("a_pickled_class_") for h in rank(read, collect(read))[0].hits), expected
+
+
+def test_a_checkpoint_whose_keys_do_not_fit_the_model_is_the_code_s(tmp_path: Path) -> None:
+    """``load_state_dict`` of a checkpoint saved from a ``DataParallel`` model ("Missing key(s)
+    in state_dict: "fc.weight" … Unexpected key(s) in state_dict: "module.fc.weight"") was "no
+    clear cause", code_error 0.23: the model the code builds and the one it saved differ. Found
+    on a complete evaluation run written for the purpose (issue 29)."""
+    code = (
+        "import torch\n"
+        "torch.save(torch.nn.DataParallel(torch.nn.Linear(4, 2)).state_dict(), 'best.pt')\n"
+        "model = torch.nn.Linear(4, 2)\n"
+        "model.load_state_dict(torch.load('best.pt'))\n"
+    )
+    category, confidence = _lead(_printed_traceback(tmp_path, code))
+    assert category == "code_error" and confidence >= 0.5, (category, confidence)
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        # the evaluation's own guard on its predictions
+        "import numpy as np\n"
+        "preds = np.array([0.2, float('nan'), 0.7])\n"
+        "assert np.isfinite(preds).all(), f'non-finite predictions: {np.isnan(preds).sum()} of {len(preds)}'\n",
+        # the evaluation refuses to report a loss that is not finite
+        "import math\n"
+        "mean = float('nan')\n"
+        "if not math.isfinite(mean):\n"
+        "    raise RuntimeError(f'evaluation loss is not finite ({mean}); refusing to write the report')\n",
+    ],
+    ids=["assert-isfinite", "loss-is-not-finite"],
+)
+def test_the_workload_s_own_finiteness_guard_is_a_nan(tmp_path: Path, code: str) -> None:
+    """A guard of the workload's own that stops on a non-finite number ("non-finite
+    predictions: 4096 of 4096", "evaluation loss is not finite (nan)") was read as
+    bad_parameter 0.35 and code_error: a numeric guard, as anomaly detection's is. Found on
+    complete evaluation runs written for the purpose (issue 29)."""
+    category, confidence = _lead(_printed_traceback(tmp_path, code))
+    assert category == "nan_loss" and confidence >= 0.5, (category, confidence)
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        # a sequence longer than the positional table it is added to (no truncation)
+        "import torch\npositions = torch.zeros(1, 64, 8)\ntokens = torch.randn(2, 100, 8)\nhidden = tokens + positions\n",
+        # the same table expanded to the batch's length
+        "import torch\npositions = torch.zeros(1, 64, 8)\nhidden = positions.expand(2, 100, 8)\n",
+    ],
+    ids=["broadcast", "expand"],
+)
+def test_torch_s_size_checks_are_shapes_that_do_not_fit(tmp_path: Path, code: str) -> None:
+    """torch's "The size of tensor a (100) must match the size of tensor b (64) at non-singleton
+    dimension 1" and "The expanded size of the tensor (100) must match the existing size (64)"
+    were read by no shape rule: a tokenizer's batch past the model's 64 positions (no
+    truncation) led as code_error at 0.50 only. Found on a complete inference run written for
+    the purpose (issue 29)."""
+    text = _printed_traceback(tmp_path, code)
+    category, confidence = _lead(text)
+    assert category == "code_error" and confidence >= 0.5, (category, confidence)
+    read = read_process(
+        exit_code=1, signal=None, timed_out=False, oom_killed=False, traceback_text=text, last_lines=text.splitlines()
+    )
+    assert any(h.rule == "a_tensor_shape_or_device_mismatch" for h in rank(read, collect(read))[0].hits)

@@ -32,6 +32,7 @@ from flightlog.diagnose.structural_rules import (
     code_rules,
     library_api_rule,
     own_deadline_rule,
+    pickled_class_rule,
 )
 from flightlog.diagnose.structure import FailureRead, Link
 
@@ -51,6 +52,9 @@ _IMPORT_STATEMENT = re.compile(r"^(?:import [\w.]+|from [\w.]+ import\b)")
 #: or a ValueError there is the script started without that argument or with a wrong one — a
 #: usage error, not the script's own bug
 _READS_ARGV = re.compile(r"\bsys\.argv\s*\[")
+#: a line of the workload's that checks numbers for NaN or infinity (``np.isfinite(preds).all()``,
+#: ``torch.isnan(loss).any()``, ``math.isfinite(mean)``)
+_CHECKS_FINITENESS = re.compile(r"\b(?:isfinite|isnan|isinf|isposinf|isneginf|nan_to_num)\s*\(")
 #: the failing line indexes the run's configuration (``cfg["learning_rate"]``, ``self.config[...]``,
 #: ``args[...]``): a KeyError there is a key the configuration does not have — a parameter
 #: missing or misspelled, not a column of the data nor the script's own mapping
@@ -157,11 +161,23 @@ def _link_hits(link: Link, index: int, position: str, source: str, at: float | N
     api = library_api_rule(short, link.message, link.library, raised_in_library)
     if api is not None:
         add(*api)
+    pickled = pickled_class_rule(short, link.message)
+    if pickled is not None:
+        add(*pickled)
     if short == "KeyError" and any("/pandas/" in f.file.replace("\\", "/") for f in link.frames):
         add("data_error", 0.4, "a_keyerror_from_pandas_indexing")
     code = next((f.code for f in reversed(link.frames) if f.code), "")
     if _IMPORT_STATEMENT.match(code):
         add("dependency_error", 0.45, "an_import_statement_raised", f"{detail}: the failing line imports: {code[:200]}")
+    if short == "AssertionError" and _CHECKS_FINITENESS.search(code) and not raised_in_library:
+        # the workload's own ``assert np.isfinite(preds).all()``: a numeric guard, as anomaly
+        # detection is, whether or not its message says NaN (issue 29: bad_parameter 0.35)
+        add(
+            "nan_loss",
+            0.7,
+            "the_workload_s_assertion_on_finite_numbers_failed",
+            f"{detail}: the failing line checks numbers for NaN or infinity: {code[:200]}",
+        )
     if short in ("IndexError", "ValueError") and _READS_ARGV.search(code):
         add(
             "bad_parameter",

@@ -51,6 +51,9 @@ SILENT_BEFORE_TIMEOUT = "silent_before_the_timeout"
 STEPPING_AT_TIMEOUT = "still_stepping_at_the_timeout"
 BUSY_AT_TIMEOUT = "still_busy_at_the_timeout"
 _PATHS = (
+    # the name right before the words that say it is missing: "alias 'champion' not found for
+    # model 'churn'" misses champion, not the name quoted after (issue 29: churn was "the file")
+    re.compile(r"""['"]([^'"\n]+)['"][ \t:]{0,3}(?:does not exist|(?:was |is |could )?not (?:be )?found)\b""", re.I),
     re.compile(
         r"""(?:No such file or directory|does not exist|not found|Unable to open file)[^'"\n]*?['"]([^'"\n]+)['"]""",
         re.I,
@@ -58,6 +61,8 @@ _PATHS = (
     re.compile(r"""['"]([^'"\n]+)['"][^'"\n]{0,20}(?:does not exist|not found|\[Errno 2\])""", re.I),
     re.compile(r"""can't open file ['"]([^'"\n]+)['"]""", re.I),
 )
+#: a name that reads as a path or a file's name: a separator, a drive, a home or an extension
+_PATH_LIKE = re.compile(r"[/\\~]|\.\w{1,8}$")
 _MODULE = re.compile(r"No module named '([\w.]+)'|cannot import name '(\w+)' from '([\w.]+)'")
 _ENDPOINT = re.compile(
     r"host='([^']+)', port=(\d+)|https?://([\w.-]+)(?::(\d+))?|\b(\d{1,3}(?:\.\d{1,3}){3}|localhost):(\d{2,5})\b"
@@ -447,7 +452,11 @@ def _summary(category: str, signals: list[Signal], ev: RunEvidence, facts: Failu
             )
     elif category == "missing_file":
         path = _path(signals)
-        text = f"A file the run needed does not exist: {path}." if path else text
+        if path and not _PATH_LIKE.search(path):
+            # a name, not a path (a registry's alias or version, a key of a store): no "file"
+            text = f"What the run asked for does not exist: {path!r} ({head.rstrip('.')})."
+        elif path:
+            text = f"A file the run needed does not exist: {path}."
     elif category == "dependency_error":
         module = _module(signals)
         text = f"Module {module!r} is not installed where the run ran ({head})." if module else text

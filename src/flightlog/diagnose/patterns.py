@@ -154,6 +154,11 @@ SHAPE_MISMATCH = _re(
     # transformer that returned nothing, a column passed as a Series): "Expected 2D array, got
     # scalar array instead", "… got 1D array instead"
     r"|\bexpected 2D array, got (?:scalar|1D) array instead\b"
+    # torch's broadcasting and expand checks: "The size of tensor a (270) must match the size of
+    # tensor b (64) at non-singleton dimension 1", "The expanded size of the tensor (270) must
+    # match the existing size (64) at non-singleton dimension 1" (issue 29)
+    r"|\bthe size of tensor a \(\d+\) must match the size of tensor b \(\d+\)"
+    r"|\bthe expanded size of the tensor \(-?\d+\) must match the existing size \(\d+\)"
 )
 #: autograd or a device used against its rules, in torch's own words: a backward pass through a
 #: graph already freed or through a tensor modified in place, a loss with no ``grad_fn`` (computed
@@ -180,6 +185,11 @@ LABELS_FEATURES = _re(
     # as many labels as rows is the data's contract: LightGBM's "Length of labels differs from the
     # length of #data", "the number of labels (998) does not match the number of rows (1000)"
     r"|\b(?:length|number|size) of (?:the )?labels?\b.{0,20}\b(?:differs? from|does not match|doesn't match|is not equal to)\b"
+    # scikit-learn's check of a table's column names against those it was fitted on (a column
+    # renamed or dropped upstream of a scoring job): "The feature names should match those that
+    # were passed during fit.", "Feature names unseen at fit time: - tenure_months" (issue 29)
+    r"|\bfeature names should match those that were passed during fit\b|\bfeature names (?:unseen at fit time"
+    r"|seen at fit time, yet now missing)\b"
 )
 #: torch.save's zip writer when the disk fills up
 #: a write that came up short — the errno hidden by the writer: torch's checkpoint writer

@@ -15,6 +15,7 @@ import sys
 from typing import Final
 
 from flightlog.diagnose.codes import Codes
+from flightlog.diagnose.libroles import library_role
 from flightlog.diagnose.patterns import ExceptionRule, LineRule
 
 __all__ = [
@@ -23,6 +24,8 @@ __all__ = [
     "code_rules",
     "library_api_rule",
     "own_deadline_rule",
+    "pickled_class_rule",
+    "STATE_DICT_KEYS",
     "STDLIB",
 ]
 
@@ -108,7 +111,18 @@ NUMERIC_GUARD = _re(
     r"(?:gradients?|loss|outputs?|activations?|parameters?|weights?|logits)\b|\bgradients? (?:contain|are|is|became) (?:nan|inf)"
     r"|\bnon-?finite (?:loss|gradients?|values? in (?:the )?(?:loss|gradients?))\b|\bloss (?:returned|is|was) (?:nan|inf)\b"
     r"|\bdebug_nans\b|\bloss returned in `?\w+`? is (?:nan|inf)|\binf checks? (?:failed|found)\b"
+    # the workload's own guard on what it computed, in its own words: "non-finite predictions:
+    # 4096 of 4096", "evaluation loss is not finite (nan)" (issue 29)
+    r"|\bnon-?finite (?:predictions?|outputs?|logits|scores?|probabilities|embeddings?|weights?|parameters?|metrics?)\b"
+    r"|\b(?:loss|gradients?|predictions?|outputs?|logits|scores?|probabilities|embeddings?|weights?)\b[^\n]{0,20}?"
+    r"\b(?:is|are|was|were|became) (?:not finite|non-?finite)\b"
 )
+#: a class pickled in one program that the loading one cannot find: pickle's "Can't get
+#: attribute 'RatioFeatures' on <module '__main__' from 'score.py'>"
+_PICKLED_CLASS = re.compile(r"\bcan't get attribute '[\w.<>]+' on <module '(?P<module>[\w.]+)'", _I)
+#: the words of torch's ``load_state_dict`` when a checkpoint's parameter names are not the
+#: model's (a ``module.`` prefix of ``DataParallel``, a layer renamed or added since)
+STATE_DICT_KEYS = _re(r"\b(?:missing|unexpected) key\(s\) in state_dict\b")
 #: a path the message names and says is not there ("error: --data-dir /mnt/data/imagenet does not
 #: exist", "Checkpoint ./ckpt/last.pt not found"), and a local model folder that is not there,
 #: which Hugging Face reads as a Hub repo id and refuses as one ("Repo id must be in the form
@@ -163,6 +177,7 @@ EXTRA_EXCEPTION_RULES: Final[tuple[ExceptionRule, ...]] = (
     ExceptionRule("nan_loss", 0.75, "a_numeric_guard_stopped_the_run", message=NUMERIC_GUARD),
     ExceptionRule("nan_loss", 0.55, "a_floating_point_error", classes=("FloatingPointError",)),
     ExceptionRule("code_error", 0.45, "a_native_check_that_failed", classes=("NativeCheckFailure",)),
+    ExceptionRule("code_error", 0.65, "a_checkpoint_whose_keys_do_not_fit_the_model", message=STATE_DICT_KEYS),
 )
 
 EXTRA_LINE_RULES: Final[tuple[LineRule, ...]] = (
@@ -269,6 +284,26 @@ _MODULE_ATTRIBUTE = re.compile(
 _OBJECT_ATTRIBUTE = re.compile(
     r"^'?(?:type object )?'?(?P<cls>[\w.]+)'? object has no attribute|^type object '[\w.]+' has no attribute"
 )
+
+
+def pickled_class_rule(short_type: str, message: str) -> tuple[str, float, str] | None:
+    """A class pickled by one program that the program loading it cannot find (issue 29: read
+    as "no clear cause", code_error 0.26). Defined in the pickling script's ``__main__`` (a
+    notebook's transformer, a training script's model class), it is the workload's code: the
+    loader must import it from where it lives now. Looked up in a well-known library's module
+    (:data:`.libroles.ROLES`), it is that library's version: the class moved or was renamed
+    since the pickle was written (scikit-learn's private classes between releases)."""
+    if short_type != "AttributeError":
+        return None
+    m = _PICKLED_CLASS.search(message)
+    if m is None:
+        return None
+    module = m["module"]
+    if module in ("__main__", "__mp_main__"):
+        return ("code_error", 0.7, "a_pickled_class_the_loading_program_does_not_define")
+    if library_role(module) is not None:
+        return ("dependency_error", 0.7, "a_pickled_class_the_installed_library_no_longer_has")
+    return None
 
 
 def library_api_rule(

@@ -16,7 +16,7 @@ from typing import Any
 
 import re2
 
-from flightlog.failure import untangle_doubled_type
+from flightlog.failure import CYTHON_SOURCE, untangle_doubled_type
 
 __all__ = [
     "Frame",
@@ -88,10 +88,6 @@ _KERAS_CALL = re.compile(r"^Exception encountered when calling [\w.]+(?:\(\))?\.
 _LIBRARY = re.compile(
     r"[/\\](?:site-packages|dist-packages|lib[/\\]python\d[\d.]*|lib64[/\\]python\d)[/\\]|^<frozen |^<string>$"
 )
-#: a compiled library's Cython source as Cython records it in its frames: a path relative to the
-#: package's root (``pandas/_libs/index.pyx``, ``pyarrow\\table.pxi``, ray's ``python/ray/_raylet.pyx``),
-#: never the absolute path of a file of the workload's. ``pkg`` is the package it belongs to
-CYTHON_SOURCE = re.compile(r"^(?:python[/\\])?(?P<pkg>[A-Za-z_]\w*)[/\\][\w./\\-]*\.(?:pyx|pxi|pxd)$")
 
 
 #: the functions libraries generate from strings: dunder methods (dataclasses, named tuples,

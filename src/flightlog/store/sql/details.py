@@ -27,11 +27,18 @@ class SqlDetails(SqlCore):
         return [Note(*r) for r in rows]
 
     def context(self, run_id: str) -> dict[str, Any]:
-        """The runtime context; several writers (runner, ranks) are merged, the first writer first."""
+        """The runtime context; several writers (runner, ranks, the SDK inside a runner's run)
+        are merged, the run's owner first (the process that sets its status: ``flightlog run``,
+        or a plain ``init``), then by writer id. Why the owner: writer ids are random, and a
+        script that calls ``flightlog.init()`` under ``flightlog run`` showed the runner's
+        command line or its own ``sys.argv`` as the run's command by the toss of its id
+        (issue 29)."""
         merged: dict[str, Any] = {}
         with self.db.read() as conn:
             for (data,) in conn.execute(
-                f"SELECT data FROM context WHERE run_id=? ORDER BY writer{self.dialect.collate}", (run_id,)
+                "SELECT c.data FROM context c LEFT JOIN run_writers w ON w.run_id = c.run_id AND w.writer = c.writer "
+                f"WHERE c.run_id=? ORDER BY COALESCE(w.owner, 0) DESC, c.writer{self.dialect.collate}",
+                (run_id,),
             ):
                 for key, value in json.loads(data).items():
                     merged.setdefault(key, value)
