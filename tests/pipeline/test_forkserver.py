@@ -172,3 +172,95 @@ def test_each_attempt_has_its_own_environment_whatever_the_server_had(home: Path
     lines = [e.message for e in client.logs(second.run_id)]
     assert f"False yes {own_tmp}" in lines, lines
     assert client.run(second.run_id, exact=True).status == "succeeded"
+
+
+def test_a_workload_that_cannot_start_fails_as_under_a_runner_of_its_own(home: Path, tmp_path: Path) -> None:
+    """A forked runner spawns its workload from a process started ahead (``runner/seed.py``): an
+    exec that fails is the same failure as ``Popen``'s, exit 127 for a command that is not there,
+    126 for one that cannot run."""
+    not_runnable = tmp_path / "not-runnable.sh"
+    not_runnable.write_text("#!/bin/sh\n")
+    executor = LocalExecutor()
+    try:
+        missing = launch(home, tmp_path, "no-such-command-anywhere", "x")
+        refused = launch(home, tmp_path, str(not_runnable))
+        codes = [wait_for(executor, executor.start(each)) for each in (missing, refused)]
+    finally:
+        executor.close()
+    assert codes == [127, 126]
+    client = flightlog.Client()
+    for each, command, words in (
+        (missing, "no-such-command-anywhere", "No such file or directory"),
+        (refused, str(not_runnable), "Permission denied"),
+    ):
+        info = client.run(each.run_id, exact=True)
+        assert info.status == "failed"
+        assert info.failure is not None and info.failure["category"] == "dependency_error"
+        assert f"cannot start {command!r}: {words}" in info.failure["message"]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="cgroups and /proc are Linux only")
+def test_a_forked_runners_workload_starts_as_popen_started_it(home: Path, tmp_path: Path) -> None:
+    """In its attempt's own cgroup (named after the run), in a process group of its own, the
+    runner's child, stdin from /dev/null, no descriptor of the runner's but 0-2; SIGPIPE at its
+    default (a shell's ignored signals are its parent's)."""
+    from flightlog.resources._cgroupfs import memory_cgroup_dir
+
+    script = (
+        "import os; "
+        "fds = sorted(int(fd) for fd in os.listdir('/proc/self/fd')); "
+        "cgroup = [line.split(':')[2] for line in open('/proc/self/cgroup').read().splitlines() "
+        "if 'memory' in line.split(':')[1].split(',') or line.startswith('0::')]; "
+        "print('group', os.getpgid(0) == os.getpid(), 'parent', os.environ['FLIGHTLOG_RUNNER_PID'] == str(os.getppid())); "
+        "links = [os.readlink(f'/proc/self/fd/{fd}') for fd in fds[3:] if os.path.exists(f'/proc/self/fd/{fd}')]; "
+        "others = [link for link in links if not link.startswith(os.environ['FLIGHTLOG_HANG_DIR'])]; "
+        "print('stdin', os.readlink('/proc/self/fd/0'), 'fds', fds[:3], 'others', others); "
+        "print('cgroup', os.path.basename(cgroup[0]) if cgroup else '')"
+    )
+    executor = LocalExecutor()
+    try:
+        each = launch(home, tmp_path, sys.executable, "-c", script)
+        assert wait_for(executor, executor.start(each)) == 0
+        shell = launch(home, tmp_path, "sh", "-c", "grep '^SigIgn' /proc/$$/status")
+        assert wait_for(executor, executor.start(shell)) == 0
+    finally:
+        executor.close()
+    ignored = [e.message for e in flightlog.Client().logs(shell.run_id)]
+    assert ignored and int(ignored[0].split()[1], 16) & (1 << (signal.SIGPIPE - 1)) == 0, ignored
+    lines = [e.message for e in flightlog.Client().logs(each.run_id)]
+    assert "group True parent True" in lines, lines
+    assert "stdin /dev/null fds [0, 1, 2] others []" in lines, lines  # beyond 0-2, the hang watch's file only
+    if memory_cgroup_dir() is not None and os.access(memory_cgroup_dir()[1], os.W_OK):  # type: ignore[index]
+        assert f"cgroup flightlog-{each.run_id[:12]}-a1" in lines, lines
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="cgroups are Linux only")
+def test_no_cgroup_of_a_workload_started_ahead_is_left_even_when_the_server_is_killed(
+    home: Path, tmp_path: Path
+) -> None:
+    from flightlog.resources._cgroupfs import memory_cgroup_dir
+
+    found = memory_cgroup_dir()
+    if found is None or not os.access(found[1], os.W_OK):
+        pytest.skip("no cgroup this process may make cgroups in")
+    base = found[1]
+
+    def seeds(server_pid: int) -> list[str]:
+        return [name for name in os.listdir(base) if name.startswith(f"flightlog-seed-{server_pid}-")]
+
+    for kill in (False, True):
+        executor = LocalExecutor()
+        try:
+            assert wait_for(executor, executor.start(launch(home, tmp_path, "true"))) == 0
+            server = executor._server
+            assert server is not None
+            deadline = time.monotonic() + 30
+            while not seeds(server.process.pid):  # the next step's seed, waiting in its cgroup
+                assert time.monotonic() < deadline, "no workload was started ahead"
+                time.sleep(0.01)
+            if kill:
+                server.process.kill()
+                server.process.wait()
+        finally:
+            executor.close()
+        assert seeds(server.process.pid) == [], f"left behind (server killed: {kill})"

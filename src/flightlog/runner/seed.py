@@ -1,0 +1,346 @@
+"""A workload process started ahead of its step: what a runner forked by the pipeline's warm
+runner spawns its workload from.
+
+Why: spawning the workload with ``subprocess.Popen`` and a ``preexec_fn`` (the death signal,
+the move into the attempt's cgroup) puts a fork of a loaded interpreter and the cgroup move on
+every step's path, and a move into a cgroup v1 waits for an RCU grace period (7–15 ms here).
+A spare runner waits for its request anyway (``pipeline/executors/forkserver.py``): while it
+does, :func:`plant` forks the *seed* of its workload, which sets its own process group and death
+signal, joins a cgroup of its own, closes every descriptor it inherited and waits on a pipe. The
+step's request then costs the seed one ``exec``: :func:`take` gives the runner the seed, the
+runner renames its cgroup after the attempt (as ``create_tree_cgroup`` would have named it) and
+:meth:`Seed.spawn` sends the command, its environment and directory.
+
+What the workload gets is what ``Popen(..., process_group=0, preexec_fn=...)`` gave it: its own
+process group, SIGKILL when the runner dies, its cgroup joined before it runs a line, stdin from
+``/dev/null`` (the forked runner's own), stdout and stderr on pipes the runner reads, every
+other descriptor closed, SIGPIPE and SIGXFSZ at their defaults, the runner as its parent; an exec
+that fails raises the same ``OSError`` in the runner. Only a step without a memory limit uses a
+seed (a limit's cgroup is made with its size, ``--memory-limit-mode rlimit`` needs its
+``preexec_fn``); retries, and every runner not forked from the warm runner, spawn as before.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from typing import IO, Any, NoReturn
+
+__all__ = ["Seed", "SeededProcess", "plant", "take", "discard", "remove_leftovers"]
+
+_SEED_MARK = "FLIGHTLOG_SEED_OF"  # a mark nothing carries: the keeper of a seed kills its cgroup's pids only
+
+
+@dataclass
+class SeededProcess:
+    """The runner's handle on a workload spawned from a seed: what the runner uses of a
+    ``subprocess.Popen`` (pid, its output pipes, ``poll`` and ``wait``)."""
+
+    args: list[str]
+    pid: int
+    stdout: IO[bytes] | None
+    stderr: IO[bytes] | None
+    returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:  # reaped already (a signal handler's poll): as Popen says it
+                return self._reaped()
+            if pid == self.pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if timeout is None:
+            try:
+                _, status = os.waitpid(self.pid, 0)
+            except ChildProcessError:
+                return self._reaped()
+            if self.returncode is None:
+                self.returncode = os.waitstatus_to_exitcode(status)
+            return self.returncode
+        code = self.poll()
+        if code is not None:
+            return code
+        try:
+            exit_fd = os.pidfd_open(self.pid)
+        except OSError:
+            exit_fd = None
+        try:
+            if exit_fd is not None:
+                select.select([exit_fd], [], [], timeout)
+            else:
+                _sleep_poll(self, timeout)
+        finally:
+            if exit_fd is not None:
+                os.close(exit_fd)
+        code = self.poll()
+        if code is None:
+            raise subprocess.TimeoutExpired(self.args, timeout)
+        return code
+
+    def _reaped(self) -> int:
+        if self.returncode is None:
+            self.returncode = 0  # what Popen says of a child reaped elsewhere (ECHILD)
+        return self.returncode
+
+
+def _sleep_poll(process: SeededProcess, timeout: float) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while process.poll() is None and time.monotonic() < deadline:
+        time.sleep(min(0.005, max(0.0, deadline - time.monotonic())))
+
+
+@dataclass
+class Seed:
+    """A seed waiting for its command, and the runner's ends of its pipes."""
+
+    pid: int
+    tree: Any  # resources.cgroup.TreeCgroup: the cgroup the seed joined
+    command_fd: int  # write end: the command to exec
+    error_fd: int  # read end: end of file at exec (close-on-exec), the errno of a failed one
+    stdout_fd: int
+    stderr_fd: int
+
+    def name_after(self, name: str) -> None:
+        """Rename the seed's cgroup as ``create_tree_cgroup(name)`` would have named it (the
+        name says whose it is); the seed's name stays where that one is taken."""
+        from flightlog.resources.cgroup import cgroup_name
+
+        base = os.path.dirname(self.tree.path)
+        for candidate in (cgroup_name(name), f"{cgroup_name(name)}-{os.getpid()}-0"):
+            target = os.path.join(base, candidate)
+            try:
+                if os.path.exists(target):
+                    continue
+                os.rename(self.tree.path, target)
+                self.tree.path = target
+                return
+            except OSError:
+                return
+
+    def spawn(self, args: list[str], env: dict[str, str]) -> SeededProcess:
+        """Have the seed exec ``args`` with ``env`` in this process's working directory; raises
+        the ``OSError`` of an exec that failed, as ``Popen`` does."""
+        request = json.dumps({"args": list(args), "env": env, "cwd": os.getcwd()}).encode()
+        try:
+            _write_all(self.command_fd, request)
+        except OSError:
+            pass  # the seed died (killed): its end of file below says so
+        finally:
+            os.close(self.command_fd)
+        failure = _read_all(self.error_fd)  # end of file at the exec (as Popen's, a seed killed first looks started)
+        if failure:
+            for fd in (self.stdout_fd, self.stderr_fd):
+                os.close(fd)
+            try:
+                os.waitpid(self.pid, 0)
+            except ChildProcessError:
+                pass
+            code = int(failure) if failure.isdigit() else errno.EINVAL
+            raise OSError(code, os.strerror(code), args[0] if args else None)
+        return SeededProcess(list(args), self.pid, open(self.stdout_fd, "rb"), open(self.stderr_fd, "rb"))
+
+    def dismiss(self) -> None:
+        """Not wanted (a step with a memory limit, or no step at all): the seed exits, its
+        cgroup is removed."""
+        for fd in (self.command_fd, self.error_fd, self.stdout_fd, self.stderr_fd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        try:
+            os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            pass
+        self.tree.close()
+
+
+_planted: Seed | None = None
+
+
+def plant(death_signal: Any) -> None:
+    """In a spare runner waiting for its request: fork the seed of its workload (see the
+    module's text). Where no cgroup can be made, or the fork fails, there is none and the runner
+    spawns its workload as before."""
+    global _planted
+    if not sys.platform.startswith("linux"):
+        return
+    from flightlog.resources.cgroup import CgroupUnavailable, create_tree_cgroup
+
+    try:
+        tree = create_tree_cgroup(_seed_name(os.getppid(), os.getpid()))
+    except (CgroupUnavailable, OSError):
+        return
+    fds: list[int] = []
+    try:
+        command_read, command_write = os.pipe()
+        error_read, error_write = os.pipe()
+        out_read, out_write = os.pipe()
+        err_read, err_write = os.pipe()
+        fds = [command_read, command_write, error_read, error_write, out_read, out_write, err_read, err_write]
+        procs = os.path.join(tree.path, "cgroup.procs").encode()
+        pid = os.fork()
+    except OSError:
+        for fd in fds:
+            os.close(fd)
+        tree.close()
+        return
+    if pid == 0:
+        _grow(command_read, error_write, out_write, err_write, procs, death_signal)
+    for fd in (command_read, error_write, out_write, err_write):
+        os.close(fd)
+    _planted = Seed(pid, tree, command_write, error_read, out_read, err_read)
+    _watch_seed(tree.path)
+
+
+def _seed_name(server_pid: int, spare_pid: int | str) -> str:
+    return f"seed-{server_pid}-{spare_pid}"
+
+
+def remove_leftovers(server_pid: int) -> None:
+    """Remove the cgroups of seeds whose spare died with its warm runner (killed, with no one to
+    dismiss them): each seed died with its spare, so they are empty. Never raises."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        from flightlog.resources._cgroupfs import memory_cgroup_dir
+        from flightlog.resources.cgroup import TreeCgroup, cgroup_name
+
+        found = memory_cgroup_dir()
+        if found is None:
+            return
+        base = found[1]
+        prefix = cgroup_name(_seed_name(server_pid, ""))
+        for name in os.listdir(base):
+            if name.startswith(prefix):
+                TreeCgroup(os.path.join(base, name)).close()
+    except Exception:  # noqa: BLE001 - a leftover empty cgroup is no reason to fail a pipeline
+        pass
+
+
+def take() -> Seed | None:
+    """The seed planted in this process, once: the first attempt's (None where there is none)."""
+    global _planted
+    seed, _planted = _planted, None
+    return seed
+
+
+def discard() -> None:
+    """A seed never taken (the runner ended before its attempt, or used none) is dismissed."""
+    seed = take()
+    if seed is not None:
+        seed.dismiss()
+        _stand_down()
+
+
+def _watch_seed(path: str) -> None:
+    """Should this runner die before its attempt, the warm runner's keeper removes the seed and
+    its cgroup (a mark that no process carries: the cgroup's pids only)."""
+    from flightlog.runner import reaper
+
+    if reaper._watcher is not None and reaper._watcher[1] == os.getpid():
+        args = [os.path.join(path, "cgroup.procs"), f"{_SEED_MARK}={os.getpid()}"]
+        try:
+            os.write(reaper._watcher[0], json.dumps(args).encode() + b"\n")
+        except OSError:
+            pass
+
+
+def _stand_down() -> None:
+    from flightlog.runner import reaper
+
+    if reaper._watcher is not None and reaper._watcher[1] == os.getpid():
+        try:
+            os.write(reaper._watcher[0], reaper._STOOD_DOWN)
+        except OSError:
+            pass
+
+
+def _grow(command_fd: int, error_fd: int, out_fd: int, err_fd: int, procs: bytes, death_signal: Any) -> NoReturn:
+    """The seed, in the forked child: set up, wait for the command, exec it. Never returns."""
+    try:
+        os.setpgid(0, 0)
+        if death_signal is not None:
+            death_signal()  # SIGKILL when the runner dies (and at once if it already has)
+        fd = os.open(procs, os.O_WRONLY)
+        try:
+            os.write(fd, str(os.getpid()).encode())
+        finally:
+            os.close(fd)
+        command_fd, error_fd, out_fd, err_fd = (_above_stdio(fd) for fd in (command_fd, error_fd, out_fd, err_fd))
+        _close_all_but((command_fd, error_fd, out_fd, err_fd))
+        request = _read_all(command_fd)
+        if not request:  # dismissed
+            os._exit(0)
+        spec = json.loads(request)
+        os.chdir(spec["cwd"])
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.dup2(out_fd, 1)
+        os.dup2(err_fd, 2)
+        for fd in (devnull, out_fd, err_fd):
+            os.close(fd)
+        for name in ("SIGPIPE", "SIGXFSZ"):  # as Popen's restore_signals: the workload starts with the defaults
+            if hasattr(signal, name):
+                signal.signal(getattr(signal, name), signal.SIG_DFL)
+        args = spec["args"]
+        os.execvpe(args[0], args, spec["env"])
+    except OSError as exc:
+        try:
+            os.write(error_fd, str(exc.errno or errno.EINVAL).encode())
+        except (OSError, UnboundLocalError):
+            pass
+    except BaseException:  # noqa: BLE001 - nothing of the runner may run in the seed
+        pass
+    os._exit(127)
+
+
+def _above_stdio(fd: int) -> int:
+    """``fd`` itself, or a copy at 3 or above: 0, 1 and 2 are about to be replaced."""
+    import fcntl
+
+    return fd if fd > 2 else fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+
+
+def _close_all_but(keep: tuple[int, ...]) -> None:
+    """Close every descriptor this process inherited from the runner except ``keep`` (and 0–2,
+    replaced at exec): the store's connection, the warm runner's pipes."""
+    low = 3
+    for fd in sorted(keep):
+        os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, _max_fd())
+
+
+def _max_fd() -> int:
+    try:
+        return os.sysconf("SC_OPEN_MAX")
+    except (OSError, ValueError):
+        return 65536
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _read_all(fd: int) -> bytes:
+    data = b""
+    try:
+        while chunk := os.read(fd, 65536):
+            data += chunk
+    finally:
+        os.close(fd)
+    return data
