@@ -264,3 +264,51 @@ def test_no_cgroup_of_a_workload_started_ahead_is_left_even_when_the_server_is_k
         finally:
             executor.close()
         assert seeds(server.process.pid) == [], f"left behind (server killed: {kill})"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="cgroups and death signals are Linux only")
+def test_no_cgroup_of_a_workload_started_ahead_is_left_when_the_controller_is_killed(
+    home: Path, tmp_path: Path
+) -> None:
+    """The controller killed with SIGKILL takes its warm runner down (its death signal), and that
+    one its spare: the spare removes the seed it planted and its cgroup before it dies."""
+    import subprocess
+
+    from flightlog.resources._cgroupfs import memory_cgroup_dir
+
+    found = memory_cgroup_dir()
+    if found is None or not os.access(found[1], os.W_OK):
+        pytest.skip("no cgroup this process may make cgroups in")
+    base = found[1]
+    controller = (
+        "import sys, time; from tests.pipeline.test_forkserver import launch, wait_for; "
+        "from flightlog.pipeline.executors.local import LocalExecutor; from pathlib import Path; "
+        "executor = LocalExecutor(); "
+        "assert wait_for(executor, executor.start(launch(Path(sys.argv[1]), Path(sys.argv[2]), 'true'))) == 0; "
+        "print(executor._server.process.pid, flush=True); time.sleep(300)"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", controller, str(home), str(tmp_path)],
+        env=child_env(home),
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        server_pid = int(proc.stdout.readline())
+        prefix = f"flightlog-seed-{server_pid}-"
+        deadline = time.monotonic() + 30
+        while not [name for name in os.listdir(base) if name.startswith(prefix)]:
+            assert time.monotonic() < deadline, "no workload was started ahead"
+            time.sleep(0.01)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 10
+        while left := [name for name in os.listdir(base) if name.startswith(prefix)]:
+            assert time.monotonic() < deadline, f"left behind: {left}"
+            time.sleep(0.05)
+    finally:
+        kill_if_alive(proc.pid)
+        proc.wait(timeout=30)
+        if proc.stdout is not None:
+            proc.stdout.close()

@@ -176,12 +176,23 @@ def plant(death_signal: Any) -> None:
     global _planted
     if not sys.platform.startswith("linux"):
         return
+    # a SIGTERM (the server's death) waits until the seed is planted, so that it dismisses a whole one
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    try:
+        _planted = _fork_seed(death_signal, mask)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+    if _planted is not None:
+        _watch_seed(_planted.tree.path)
+
+
+def _fork_seed(death_signal: Any, mask: set[int | signal.Signals]) -> Seed | None:
     from flightlog.resources.cgroup import CgroupUnavailable, create_tree_cgroup
 
     try:
         tree = create_tree_cgroup(_seed_name(os.getppid(), os.getpid()))
     except (CgroupUnavailable, OSError):
-        return
+        return None
     fds: list[int] = []
     try:
         command_read, command_write = os.pipe()
@@ -195,13 +206,13 @@ def plant(death_signal: Any) -> None:
         for fd in fds:
             os.close(fd)
         tree.close()
-        return
+        return None
     if pid == 0:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # the workload starts with the mask it had
         _grow(command_read, error_write, out_write, err_write, procs, death_signal)
     for fd in (command_read, error_write, out_write, err_write):
         os.close(fd)
-    _planted = Seed(pid, tree, command_write, error_read, out_read, err_read)
-    _watch_seed(tree.path)
+    return Seed(pid, tree, command_write, error_read, out_read, err_read)
 
 
 def _seed_name(server_pid: int, spare_pid: int | str) -> str:
