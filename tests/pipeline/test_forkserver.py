@@ -201,7 +201,7 @@ def test_a_workload_that_cannot_start_fails_as_under_a_runner_of_its_own(home: P
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="cgroups and /proc are Linux only")
 def test_a_forked_runners_workload_starts_as_popen_started_it(home: Path, tmp_path: Path) -> None:
-    """In its attempt's own cgroup (named after the run), in a process group of its own, the
+    """In a cgroup of its attempt's own, in a process group of its own, the
     runner's child, stdin from /dev/null, no descriptor of the runner's but 0-2; SIGPIPE at its
     default (a shell's ignored signals are its parent's)."""
     from flightlog.resources._cgroupfs import memory_cgroup_dir
@@ -231,7 +231,7 @@ def test_a_forked_runners_workload_starts_as_popen_started_it(home: Path, tmp_pa
     assert "group True parent True" in lines, lines
     assert "stdin /dev/null fds [0, 1, 2] others []" in lines, lines  # beyond 0-2, the hang watch's file only
     if memory_cgroup_dir() is not None and os.access(memory_cgroup_dir()[1], os.W_OK):  # type: ignore[index]
-        assert f"cgroup flightlog-{each.run_id[:12]}-a1" in lines, lines
+        assert [line for line in lines if line.startswith("cgroup flightlog-")], lines  # not the runner's
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="cgroups are Linux only")

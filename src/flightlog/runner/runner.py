@@ -256,11 +256,8 @@ class Runner:
             return self._not_started(run, attempt, started, self._received)
         limit, notes = self._memory_limit(run, attempt)
         seed = _seed(opts)  # the workload's process started ahead (a runner forked by the warm runner)
-        if seed is not None:
-            seed.name_after(f"{run.id[:12]}-a{attempt}")
-            tree = seed.tree
-        else:
-            tree = limit if limit is not None else _tree_cgroup(run, attempt)  # holds every process of the workload
+        # what holds every process of the workload: the seed's cgroup, the limit's, or one of the attempt's own
+        tree = seed.tree if seed is not None else (limit if limit is not None else _tree_cgroup(run, attempt))
         keeper = _keeper(tree, env)
         child: subprocess.Popen[bytes] | SeededProcess
         try:

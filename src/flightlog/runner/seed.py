@@ -7,9 +7,11 @@ every step's path, and a move into a cgroup v1 waits for an RCU grace period (7â
 A spare runner waits for its request anyway (``pipeline/executors/forkserver.py``): while it
 does, :func:`plant` forks the *seed* of its workload, which sets its own process group and death
 signal, joins a cgroup of its own, closes every descriptor it inherited and waits on a pipe. The
-step's request then costs the seed one ``exec``: :func:`take` gives the runner the seed, the
-runner renames its cgroup after the attempt (as ``create_tree_cgroup`` would have named it) and
-:meth:`Seed.spawn` sends the command, its environment and directory.
+step's request then costs the seed one ``exec``: :func:`take` gives the runner the seed, whose
+cgroup is the attempt's, and :meth:`Seed.spawn` sends the command, its environment and
+directory. The cgroup keeps the seed's name (``flightlog-seed-SERVER-SPARE``): renaming it
+after the run waits for the kernel's cgroup lock, which the next spare's seed holds while it
+moves into its own cgroup (~4 ms a step here); nothing records a tree cgroup's name.
 
 What the workload gets is what ``Popen(..., process_group=0, preexec_fn=...)`` gave it: its own
 process group, SIGKILL when the runner dies, its cgroup joined before it runs a line, stdin from
@@ -111,23 +113,6 @@ class Seed:
     error_fd: int  # read end: end of file at exec (close-on-exec), the errno of a failed one
     stdout_fd: int
     stderr_fd: int
-
-    def name_after(self, name: str) -> None:
-        """Rename the seed's cgroup as ``create_tree_cgroup(name)`` would have named it (the
-        name says whose it is); the seed's name stays where that one is taken."""
-        from flightlog.resources.cgroup import cgroup_name
-
-        base = os.path.dirname(self.tree.path)
-        for candidate in (cgroup_name(name), f"{cgroup_name(name)}-{os.getpid()}-0"):
-            target = os.path.join(base, candidate)
-            try:
-                if os.path.exists(target):
-                    continue
-                os.rename(self.tree.path, target)
-                self.tree.path = target
-                return
-            except OSError:
-                return
 
     def spawn(self, args: list[str], env: dict[str, str]) -> SeededProcess:
         """Have the seed exec ``args`` with ``env`` in this process's working directory; raises
