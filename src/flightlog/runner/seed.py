@@ -154,24 +154,24 @@ class Seed:
 _planted: Seed | None = None
 
 
-def plant(death_signal: Any) -> None:
+def plant() -> None:
     """In a spare runner waiting for its request: fork the seed of its workload (see the
     module's text). Where no cgroup can be made, or the fork fails, there is none and the runner
     spawns its workload as before."""
     global _planted
     if not sys.platform.startswith("linux"):
         return
-    # a SIGTERM (the server's death) waits until the seed is planted, so that it dismisses a whole one
-    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
-    try:
-        _planted = _fork_seed(death_signal, mask)
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+    from flightlog.runner.reaper import death_signal
+
+    # while it waits, the seed gets SIGTERM when this process dies, and then removes its cgroup;
+    # from its exec on, SIGKILL, as a workload gets when its runner dies
+    deaths = (death_signal(signal.SIGTERM), death_signal())
+    _planted = _fork_seed(*deaths)
     if _planted is not None:
         _watch_seed(_planted.tree.path)
 
 
-def _fork_seed(death_signal: Any, mask: set[int | signal.Signals]) -> Seed | None:
+def _fork_seed(waiting_death: Any, workload_death: Any) -> Seed | None:
     from flightlog.resources.cgroup import CgroupUnavailable, create_tree_cgroup
 
     try:
@@ -185,7 +185,6 @@ def _fork_seed(death_signal: Any, mask: set[int | signal.Signals]) -> Seed | Non
         out_read, out_write = os.pipe()
         err_read, err_write = os.pipe()
         fds = [command_read, command_write, error_read, error_write, out_read, out_write, err_read, err_write]
-        procs = os.path.join(tree.path, "cgroup.procs").encode()
         pid = os.fork()
     except OSError:
         for fd in fds:
@@ -193,8 +192,7 @@ def _fork_seed(death_signal: Any, mask: set[int | signal.Signals]) -> Seed | Non
         tree.close()
         return None
     if pid == 0:
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # the workload starts with the mask it had
-        _grow(command_read, error_write, out_write, err_write, procs, death_signal)
+        _grow(command_read, error_write, out_write, err_write, tree.path, waiting_death, workload_death)
     for fd in (command_read, error_write, out_write, err_write):
         os.close(fd)
     return Seed(pid, tree, command_write, error_read, out_read, err_read)
@@ -263,22 +261,24 @@ def _stand_down() -> None:
             pass
 
 
-def _grow(command_fd: int, error_fd: int, out_fd: int, err_fd: int, procs: bytes, death_signal: Any) -> NoReturn:
+def _grow(
+    command_fd: int, error_fd: int, out_fd: int, err_fd: int, cgroup: str, waiting_death: Any, workload_death: Any
+) -> NoReturn:
     """The seed, in the forked child: set up, wait for the command, exec it. Never returns."""
     try:
         os.setpgid(0, 0)
-        if death_signal is not None:
-            death_signal()  # SIGKILL when the runner dies (and at once if it already has)
-        fd = os.open(procs, os.O_WRONLY)
-        try:
-            os.write(fd, str(os.getpid()).encode())
-        finally:
-            os.close(fd)
+        signal.signal(signal.SIGTERM, lambda signum, frame: _wither(cgroup, died_of=signal.SIGTERM))
+        if waiting_death is not None:
+            waiting_death()  # SIGTERM when the runner dies (SIGKILL at once if it already has)
+        _write_pid(os.path.join(cgroup, "cgroup.procs"))
         command_fd, error_fd, out_fd, err_fd = (_above_stdio(fd) for fd in (command_fd, error_fd, out_fd, err_fd))
         _close_all_but((command_fd, error_fd, out_fd, err_fd))
         request = _read_all(command_fd)
-        if not request:  # dismissed
-            os._exit(0)
+        if not request:  # dismissed, or the runner died (its end of the pipe closes before its death signal comes)
+            _wither(cgroup)
+        if workload_death is not None:
+            workload_death()  # SIGKILL when the runner dies, as Popen's child had it
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
         spec = json.loads(request)
         os.chdir(spec["cwd"])
         devnull = os.open(os.devnull, os.O_RDONLY)
@@ -300,6 +300,28 @@ def _grow(command_fd: int, error_fd: int, out_fd: int, err_fd: int, procs: bytes
     except BaseException:  # noqa: BLE001 - nothing of the runner may run in the seed
         pass
     os._exit(127)
+
+
+def _wither(cgroup: str, died_of: int | None = None) -> NoReturn:
+    """No command will come (dismissed, the runner died, or SIGTERM): leave the cgroup for the
+    one it was made in, remove it, and exit (of the signal, if one came)."""
+    try:
+        _write_pid(os.path.join(os.path.dirname(cgroup), "cgroup.procs"))
+        os.rmdir(cgroup)
+    except OSError:
+        pass  # the runner, or the controller's `remove_leftovers`, removes it once this seed is gone
+    if died_of is not None:
+        signal.signal(died_of, signal.SIG_DFL)
+        os.kill(os.getpid(), died_of)
+    os._exit(0 if died_of is None else 128 + died_of)
+
+
+def _write_pid(procs: str) -> None:
+    fd = os.open(procs, os.O_WRONLY)
+    try:
+        os.write(fd, str(os.getpid()).encode())
+    finally:
+        os.close(fd)
 
 
 def _above_stdio(fd: int) -> int:

@@ -326,7 +326,7 @@ def _wait_as_spare(
     with ``python -m flightlog.runner`` would be, except that the server keeps watch for its
     keeper (``watch_fd``, ``reaper.watched_by``) instead of a process of its own."""
     from flightlog.runner.__main__ import main  # already loaded by _load_runner_code
-    from flightlog.runner.reaper import death_signal, watched_by  # (as above)
+    from flightlog.runner.reaper import watched_by  # (as above)
     from flightlog.runner.seed import discard as discard_seed  # (as above)
     from flightlog.runner.seed import plant as plant_seed  # (as above)
 
@@ -342,11 +342,9 @@ def _wait_as_spare(
         for fd in server_fds:
             os.close(fd)
         watched_by(watch_fd)
-        signal.signal(signal.SIGTERM, _die_without_seed)  # the server's death signal, while a seed waits
-        plant_seed(death_signal())  # the step's workload forked ahead, in a cgroup of its own
+        plant_seed()  # the step's workload forked ahead, in a cgroup of its own
         _open_store_ahead()
         request = _read_all(request_fd)
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # as before: the runner installs its own
         if not request:  # dismissed: the pipeline is over
             discard_seed()
             os._exit(0)
@@ -369,18 +367,6 @@ def _wait_as_spare(
                 pass
         atexit._run_exitfuncs()  # what the interpreter would run at exit: the SDK ships its last records
         os._exit(code)
-
-
-def _die_without_seed(signum: int, frame: Any) -> None:
-    """SIGTERM to a spare (its server died): its seed and the seed's cgroup go, then the spare
-    dies of the signal as it did before it had a seed."""
-    from flightlog.runner.seed import discard  # already loaded by _load_runner_code
-
-    try:
-        discard()
-    finally:
-        signal.signal(signum, signal.SIG_DFL)
-        os.kill(os.getpid(), signum)
 
 
 def _open_store_ahead() -> None:
