@@ -283,9 +283,9 @@ class Runner:
                 hangs.stop()
             return self._spawn_failed(run, attempt, started, exc)
         self._child = child
-        if hangs is not None:
-            hangs.start()
         observer = _observe_ranks(run, attempt, child.pid, hangs)
+        if hangs is not None:
+            hangs.start()  # with the observer's looks on its thread
         reaper = self._reaper = Reaper(child.pid, tree.pids if tree is not None else None)
         if self._received is not None:  # a signal landed while the child was being spawned
             _kill_group(child.pid, self._received)
@@ -727,7 +727,8 @@ def _observe_ranks(run: Run, attempt: int, pid: int, hangs: HangCollector | None
     """The attempt's observer of the ranks the workload's launcher starts (runner/ranks.py);
     None where it cannot start (the run goes on without it)."""
     try:
-        return RankObserver(run, attempt, pid, collector=hangs).start()
+        observer = RankObserver(run, attempt, pid, collector=hangs)
+        return observer.look_from(hangs) if hangs is not None else observer.start()
     except Exception as exc:  # noqa: BLE001 - the ranks' table is evidence, never a reason to fail
         say(f"the ranks of this attempt are not observed: {type(exc).__name__}: {exc}")
         return None
