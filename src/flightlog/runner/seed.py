@@ -20,6 +20,12 @@ other descriptor closed, SIGPIPE and SIGXFSZ at their defaults, the runner as it
 that fails raises the same ``OSError`` in the runner. Only a step without a memory limit uses a
 seed (a limit's cgroup is made with its size, ``--memory-limit-mode rlimit`` needs its
 ``preexec_fn``); retries, and every runner not forked from the warm runner, spawn as before.
+
+A seed no command comes to leaves nothing behind: dismissed (the pipeline is over, or the step
+has a memory limit) or orphaned (its runner died: SIGTERM, its death signal while it waits, or
+its pipe's end of file), it moves back to the cgroup it came from, removes its own and exits; a
+runner killed before its request has the warm runner's keeper kill it, and the controller
+removes what a warm runner killed with its spares left (:func:`remove_leftovers`).
 """
 
 from __future__ import annotations
