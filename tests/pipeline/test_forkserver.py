@@ -312,3 +312,39 @@ def test_no_cgroup_of_a_workload_started_ahead_is_left_when_the_controller_is_ki
         proc.wait(timeout=30)
         if proc.stdout is not None:
             proc.stdout.close()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="cgroups are Linux only")
+def test_a_step_with_a_memory_limit_runs_in_its_limits_cgroup_and_its_seed_is_gone(home: Path, tmp_path: Path) -> None:
+    """A step with a memory limit spawns as before, into the limit's cgroup; the process started
+    ahead for it is dismissed and removes its cgroup."""
+    from flightlog.resources._cgroupfs import memory_cgroup_dir
+
+    found = memory_cgroup_dir()
+    if found is None or not os.access(found[1], os.W_OK):
+        pytest.skip("no cgroup this process may make cgroups in")
+    base = found[1]
+    script = (
+        "cgroup = [line.split(':')[2] for line in open('/proc/self/cgroup').read().splitlines() "
+        "if 'memory' in line.split(':')[1].split(',') or line.startswith('0::')]; "
+        "print('cgroup', cgroup[0].rsplit('/', 1)[-1])"
+    )
+    executor = LocalExecutor()
+    try:
+        each = launch(home, tmp_path, sys.executable, "-c", script)
+        each.argv[3:3] = ["--memory-limit", "256M"]
+        handle = executor.start(each)
+        assert isinstance(handle, ForkedRunner)
+        assert wait_for(executor, handle) == 0
+        server = executor._server
+        assert server is not None
+        deadline = time.monotonic() + 10
+        while [
+            name for name in os.listdir(base) if name.startswith(f"flightlog-seed-{server.process.pid}-{handle.pid}")
+        ]:
+            assert time.monotonic() < deadline, "the dismissed seed's cgroup is left"
+            time.sleep(0.02)
+    finally:
+        executor.close()
+    lines = [e.message for e in flightlog.Client().logs(each.run_id)]
+    assert f"cgroup flightlog-{each.run_id[:12]}-a1" in lines, lines

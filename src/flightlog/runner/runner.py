@@ -752,7 +752,7 @@ def _seed(opts: RunnerOptions) -> Seed | None:
     (``runner/seed.py``) and the attempt can use it: not with a memory limit, whose cgroup is
     made with its size (or whose rlimit needs a ``preexec_fn``); that one is dismissed."""
     if opts.memory_limit is not None:
-        discard_seed()
+        discard_seed(wait=False)
         return None
     return take_seed()
 

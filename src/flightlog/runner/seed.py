@@ -142,19 +142,23 @@ class Seed:
             raise OSError(code, os.strerror(code), args[0] if args else None)
         return SeededProcess(list(args), self.pid, open(self.stdout_fd, "rb"), open(self.stderr_fd, "rb"))
 
-    def dismiss(self) -> None:
-        """Not wanted (a step with a memory limit, or no step at all): the seed exits, its
-        cgroup is removed."""
+    def dismiss(self, wait: bool = True) -> None:
+        """Not wanted (a step with a memory limit, or no step at all): the seed reads the end of
+        its pipe, leaves and removes its cgroup, and exits. ``wait=False`` for a step that goes
+        on: its leaving waits for the kernel (an RCU grace period on cgroup v1), the step does
+        not; it is reaped with this process."""
         for fd in (self.command_fd, self.error_fd, self.stdout_fd, self.stderr_fd):
             try:
                 os.close(fd)
             except OSError:
                 pass
+        if not wait:
+            return
         try:
             os.waitpid(self.pid, 0)
         except ChildProcessError:
             pass
-        self.tree.close()
+        self.tree.close()  # removed by the seed already, unless it could not
 
 
 _planted: Seed | None = None
@@ -236,11 +240,11 @@ def take() -> Seed | None:
     return seed
 
 
-def discard() -> None:
+def discard(wait: bool = True) -> None:
     """A seed never taken (the runner ended before its attempt, or used none) is dismissed."""
     seed = take()
     if seed is not None:
-        seed.dismiss()
+        seed.dismiss(wait)
         _stand_down()
 
 
