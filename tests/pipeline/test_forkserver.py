@@ -172,3 +172,179 @@ def test_each_attempt_has_its_own_environment_whatever_the_server_had(home: Path
     lines = [e.message for e in client.logs(second.run_id)]
     assert f"False yes {own_tmp}" in lines, lines
     assert client.run(second.run_id, exact=True).status == "succeeded"
+
+
+def test_a_workload_that_cannot_start_fails_as_under_a_runner_of_its_own(home: Path, tmp_path: Path) -> None:
+    """A forked runner spawns its workload from a process started ahead (``runner/seed.py``): an
+    exec that fails is the same failure as ``Popen``'s, exit 127 for a command that is not there,
+    126 for one that cannot run."""
+    not_runnable = tmp_path / "not-runnable.sh"
+    not_runnable.write_text("#!/bin/sh\n")
+    executor = LocalExecutor()
+    try:
+        missing = launch(home, tmp_path, "no-such-command-anywhere", "x")
+        refused = launch(home, tmp_path, str(not_runnable))
+        codes = [wait_for(executor, executor.start(each)) for each in (missing, refused)]
+    finally:
+        executor.close()
+    assert codes == [127, 126]
+    client = flightlog.Client()
+    for each, command, words in (
+        (missing, "no-such-command-anywhere", "No such file or directory"),
+        (refused, str(not_runnable), "Permission denied"),
+    ):
+        info = client.run(each.run_id, exact=True)
+        assert info.status == "failed"
+        assert info.failure is not None and info.failure["category"] == "dependency_error"
+        assert f"cannot start {command!r}: {words}" in info.failure["message"]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="cgroups and /proc are Linux only")
+def test_a_forked_runners_workload_starts_as_popen_started_it(home: Path, tmp_path: Path) -> None:
+    """In a cgroup of its attempt's own, in a process group of its own, the
+    runner's child, stdin from /dev/null, no descriptor of the runner's but 0-2; SIGPIPE at its
+    default (a shell's ignored signals are its parent's)."""
+    from flightlog.resources._cgroupfs import memory_cgroup_dir
+
+    script = (
+        "import os; "
+        "fds = sorted(int(fd) for fd in os.listdir('/proc/self/fd')); "
+        "cgroup = [line.split(':')[2] for line in open('/proc/self/cgroup').read().splitlines() "
+        "if 'memory' in line.split(':')[1].split(',') or line.startswith('0::')]; "
+        "print('group', os.getpgid(0) == os.getpid(), 'parent', os.environ['FLIGHTLOG_RUNNER_PID'] == str(os.getppid())); "
+        "links = [os.readlink(f'/proc/self/fd/{fd}') for fd in fds[3:] if os.path.exists(f'/proc/self/fd/{fd}')]; "
+        "others = [link for link in links if not link.startswith(os.environ['FLIGHTLOG_HANG_DIR'])]; "
+        "print('stdin', os.readlink('/proc/self/fd/0'), 'fds', fds[:3], 'others', others); "
+        "print('cgroup', os.path.basename(cgroup[0]) if cgroup else '')"
+    )
+    executor = LocalExecutor()
+    try:
+        each = launch(home, tmp_path, sys.executable, "-c", script)
+        assert wait_for(executor, executor.start(each)) == 0
+        shell = launch(home, tmp_path, "sh", "-c", "grep '^SigIgn' /proc/$$/status")
+        assert wait_for(executor, executor.start(shell)) == 0
+    finally:
+        executor.close()
+    ignored = [e.message for e in flightlog.Client().logs(shell.run_id)]
+    assert ignored and int(ignored[0].split()[1], 16) & (1 << (signal.SIGPIPE - 1)) == 0, ignored
+    lines = [e.message for e in flightlog.Client().logs(each.run_id)]
+    assert "group True parent True" in lines, lines
+    assert "stdin /dev/null fds [0, 1, 2] others []" in lines, lines  # beyond 0-2, the hang watch's file only
+    if memory_cgroup_dir() is not None and os.access(memory_cgroup_dir()[1], os.W_OK):  # type: ignore[index]
+        assert [line for line in lines if line.startswith("cgroup flightlog-")], lines  # not the runner's
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="cgroups are Linux only")
+def test_no_cgroup_of_a_workload_started_ahead_is_left_even_when_the_server_is_killed(
+    home: Path, tmp_path: Path
+) -> None:
+    from flightlog.resources._cgroupfs import memory_cgroup_dir
+
+    found = memory_cgroup_dir()
+    if found is None or not os.access(found[1], os.W_OK):
+        pytest.skip("no cgroup this process may make cgroups in")
+    base = found[1]
+
+    def seeds(server_pid: int) -> list[str]:
+        return [name for name in os.listdir(base) if name.startswith(f"flightlog-seed-{server_pid}-")]
+
+    for kill in (False, True):
+        executor = LocalExecutor()
+        try:
+            assert wait_for(executor, executor.start(launch(home, tmp_path, "true"))) == 0
+            server = executor._server
+            assert server is not None
+            deadline = time.monotonic() + 30
+            while not seeds(server.process.pid):  # the next step's seed, waiting in its cgroup
+                assert time.monotonic() < deadline, "no workload was started ahead"
+                time.sleep(0.01)
+            if kill:
+                server.process.kill()
+                server.process.wait()
+        finally:
+            executor.close()
+        assert seeds(server.process.pid) == [], f"left behind (server killed: {kill})"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="cgroups and death signals are Linux only")
+def test_no_cgroup_of_a_workload_started_ahead_is_left_when_the_controller_is_killed(
+    home: Path, tmp_path: Path
+) -> None:
+    """The controller killed with SIGKILL takes its warm runner down (its death signal), and that
+    one its spare: the spare removes the seed it planted and its cgroup before it dies."""
+    import subprocess
+
+    from flightlog.resources._cgroupfs import memory_cgroup_dir
+
+    found = memory_cgroup_dir()
+    if found is None or not os.access(found[1], os.W_OK):
+        pytest.skip("no cgroup this process may make cgroups in")
+    base = found[1]
+    controller = (
+        "import sys, time; from tests.pipeline.test_forkserver import launch, wait_for; "
+        "from flightlog.pipeline.executors.local import LocalExecutor; from pathlib import Path; "
+        "executor = LocalExecutor(); "
+        "assert wait_for(executor, executor.start(launch(Path(sys.argv[1]), Path(sys.argv[2]), 'true'))) == 0; "
+        "print(executor._server.process.pid, flush=True); time.sleep(300)"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", controller, str(home), str(tmp_path)],
+        env=child_env(home),
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        server_pid = int(proc.stdout.readline())
+        prefix = f"flightlog-seed-{server_pid}-"
+        deadline = time.monotonic() + 30
+        while not [name for name in os.listdir(base) if name.startswith(prefix)]:
+            assert time.monotonic() < deadline, "no workload was started ahead"
+            time.sleep(0.01)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 10
+        while left := [name for name in os.listdir(base) if name.startswith(prefix)]:
+            assert time.monotonic() < deadline, f"left behind: {left}"
+            time.sleep(0.05)
+    finally:
+        kill_if_alive(proc.pid)
+        proc.wait(timeout=30)
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="cgroups are Linux only")
+def test_a_step_with_a_memory_limit_runs_in_its_limits_cgroup_and_its_seed_is_gone(home: Path, tmp_path: Path) -> None:
+    """A step with a memory limit spawns as before, into the limit's cgroup; the process started
+    ahead for it is dismissed and removes its cgroup."""
+    from flightlog.resources._cgroupfs import memory_cgroup_dir
+
+    found = memory_cgroup_dir()
+    if found is None or not os.access(found[1], os.W_OK):
+        pytest.skip("no cgroup this process may make cgroups in")
+    base = found[1]
+    script = (
+        "cgroup = [line.split(':')[2] for line in open('/proc/self/cgroup').read().splitlines() "
+        "if 'memory' in line.split(':')[1].split(',') or line.startswith('0::')]; "
+        "print('cgroup', cgroup[0].rsplit('/', 1)[-1])"
+    )
+    executor = LocalExecutor()
+    try:
+        each = launch(home, tmp_path, sys.executable, "-c", script)
+        each.argv[3:3] = ["--memory-limit", "256M"]
+        handle = executor.start(each)
+        assert isinstance(handle, ForkedRunner)
+        assert wait_for(executor, handle) == 0
+        server = executor._server
+        assert server is not None
+        deadline = time.monotonic() + 10
+        while [
+            name for name in os.listdir(base) if name.startswith(f"flightlog-seed-{server.process.pid}-{handle.pid}")
+        ]:
+            assert time.monotonic() < deadline, "the dismissed seed's cgroup is left"
+            time.sleep(0.02)
+    finally:
+        executor.close()
+    lines = [e.message for e in flightlog.Client().logs(each.run_id)]
+    assert f"cgroup flightlog-{each.run_id[:12]}-a1" in lines, lines

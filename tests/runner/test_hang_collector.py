@@ -195,3 +195,34 @@ def test_records_that_are_not_whole_are_left_for_later_and_junk_is_dropped(home:
     collector.stop()
     run.finish()
     assert flightlog.Client().evidence(run.id, kind="stall") == []
+
+
+def test_a_look_carried_on_the_collectors_thread_runs_at_its_pace_until_stop(home: Path) -> None:
+    """The rank observer looks from the collector's thread (one thread started per attempt):
+    each carried look runs there, no sooner than its interval, and not after `stop`."""
+    import itertools
+    import threading
+
+    run, collector = _collector(home)
+    calls: list[tuple[float, threading.Thread]] = []
+
+    def look() -> None:
+        calls.append((time.monotonic(), threading.current_thread()))
+        if len(calls) == 2:
+            raise RuntimeError("a look that fails once")  # said once; the looks go on
+
+    collector.carry(look, 0.2)
+    began = time.monotonic()
+    collector.start()
+    deadline = time.monotonic() + 30
+    while len(calls) < 4:
+        assert time.monotonic() < deadline, f"the carried look ran {len(calls)} times"
+        time.sleep(0.01)
+    collector.stop()
+    run.finish()
+    threads = {thread for _, thread in calls}
+    assert [thread.name for thread in threads] == ["flightlog-hang-collector"]
+    assert not any(thread.is_alive() for thread in threads), "stop ends the looks with the thread"
+    times = [began] + [at for at, _ in calls]
+    # the next look is due an interval after the previous one began (less the microseconds before its call)
+    assert all(later - earlier >= 0.19 for earlier, later in itertools.pairwise(times)), times

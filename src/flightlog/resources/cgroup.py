@@ -250,6 +250,11 @@ def _safe_name(name: str) -> str:
     return "flightlog-" + cleaned[:80]
 
 
+def cgroup_name(name: str) -> str:
+    """The directory name ``create_tree_cgroup(name)`` and ``create_memory_limit`` give a cgroup."""
+    return _safe_name(name)
+
+
 def _explain(exc: OSError, where: str, mount: Mount) -> str:
     if exc.errno == errno.EROFS:
         return (

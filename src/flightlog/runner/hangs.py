@@ -28,6 +28,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -87,6 +88,7 @@ class HangCollector:
         self._thread: threading.Thread | None = None
         self._said: set[str] = set()
         self._poll = max(0.05, min(0.5, settings.poll))
+        self._carried: list[tuple[Callable[[], None], float]] = []  # (look, every): see `carry`
 
     # ── before the workload starts ──────────────────────────────────────────
     def child_env(self, env: dict[str, str]) -> None:
@@ -98,6 +100,13 @@ class HangCollector:
         if bootstrap_wanted(env):
             existing = env.get("PYTHONPATH", "")
             env["PYTHONPATH"] = str(BOOTSTRAP_DIR) + (os.pathsep + existing if existing else "")
+
+    def carry(self, look: Callable[[], None], every: float) -> None:
+        """Call ``look`` (which never raises) on this collector's thread every ``every`` seconds
+        from its start, before `start`: the attempt's rank observer looks from here, one thread
+        started per attempt instead of two (a thread start waits for the thread to run, which on
+        a busy machine is milliseconds)."""
+        self._carried.append((look, every))
 
     def start(self) -> HangCollector:
         self._thread = threading.Thread(target=self._loop, name="flightlog-hang-collector", daemon=True)
@@ -116,11 +125,21 @@ class HangCollector:
         shutil.rmtree(self.directory, ignore_errors=True)
 
     def _loop(self) -> None:
+        started = time.monotonic()
+        due = [started + every for _, every in self._carried]
         while not self._stop.wait(self._poll):
             try:
                 self.collect(time.time())
             except Exception as exc:  # never into the run: said once, goes on
                 self._say_once("loop", f"the hang collector failed once and goes on: {type(exc).__name__}: {exc}")
+            for i, (look, every) in enumerate(self._carried):
+                now = time.monotonic()
+                if now >= due[i]:
+                    due[i] = now + every
+                    try:
+                        look()
+                    except Exception as exc:  # noqa: BLE001 - never into the run
+                        self._say_once("carried", f"a look on the hang collector's thread failed: {exc!r}")
 
     # ── one look ────────────────────────────────────────────────────────────
     def collect(self, now: float, final: bool = False) -> None:

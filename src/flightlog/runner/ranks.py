@@ -119,6 +119,12 @@ class RankObserver:
         self._thread.start()
         return self
 
+    def look_from(self, collector: HangCollector) -> RankObserver:
+        """Look from the hang collector's thread (``HangCollector.carry``, before it starts) at
+        this observer's pace, instead of a thread of its own."""
+        collector.carry(self.look, self._poll)
+        return self
+
     def _loop(self) -> None:
         while not self._stop.wait(self._poll):
             self.look()

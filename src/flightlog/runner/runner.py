@@ -37,6 +37,9 @@ from flightlog.runner.outcome import Outcome, outcome_of
 from flightlog.runner.pump import OutputPump, enlarge_pipe
 from flightlog.runner.ranks import RankObserver
 from flightlog.runner.reaper import MARK, Keeper, Reaper, become_subreaper, death_signal
+from flightlog.runner.seed import Seed, SeededProcess
+from flightlog.runner.seed import discard as discard_seed
+from flightlog.runner.seed import take as take_seed
 from flightlog.sdk import Run, init
 from flightlog.sdk.context import allowed_env, process_context
 from flightlog.sdk.control import control
@@ -94,7 +97,7 @@ class Runner:
     def __init__(self, options: RunnerOptions) -> None:
         self.opts = options
         self._received: int | None = None  # a signal sent to us, forwarded to the workload
-        self._child: subprocess.Popen[bytes] | None = None
+        self._child: subprocess.Popen[bytes] | SeededProcess | None = None
         self._first_start: float | None = None
         self._noted: set[str] = set()
         self._reaper: Reaper | None = None
@@ -252,20 +255,25 @@ class Runner:
         if self._received is not None:  # asked to stop before the workload even started
             return self._not_started(run, attempt, started, self._received)
         limit, notes = self._memory_limit(run, attempt)
-        tree = limit if limit is not None else _tree_cgroup(run, attempt)  # holds every process of the workload
+        seed = _seed(opts)  # the workload's process started ahead (a runner forked by the warm runner)
+        # what holds every process of the workload: the seed's cgroup, the limit's, or one of the attempt's own
+        tree = seed.tree if seed is not None else (limit if limit is not None else _tree_cgroup(run, attempt))
         keeper = _keeper(tree, env)
-        preexec = _preexec(tree, opts)
+        child: subprocess.Popen[bytes] | SeededProcess
         try:
-            child = subprocess.Popen(
-                opts.command,
-                stdin=_stdin(),
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=env,
-                preexec_fn=preexec,
-                process_group=0,
-                close_fds=True,
-            )
+            if seed is not None:
+                child = seed.spawn(opts.command, env)
+            else:
+                child = subprocess.Popen(
+                    opts.command,
+                    stdin=_stdin(),
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    env=env,
+                    preexec_fn=_preexec(tree, opts),
+                    process_group=0,
+                    close_fds=True,
+                )
         except OSError as exc:
             if keeper is not None:
                 keeper.stand_down()
@@ -275,9 +283,9 @@ class Runner:
                 hangs.stop()
             return self._spawn_failed(run, attempt, started, exc)
         self._child = child
-        if hangs is not None:
-            hangs.start()
         observer = _observe_ranks(run, attempt, child.pid, hangs)
+        if hangs is not None:
+            hangs.start()  # with the observer's looks on its thread
         reaper = self._reaper = Reaper(child.pid, tree.pids if tree is not None else None)
         if self._received is not None:  # a signal landed while the child was being spawned
             _kill_group(child.pid, self._received)
@@ -540,7 +548,7 @@ class Runner:
             if stats.get(key):
                 control(run).count(name, stats[key])
 
-    def _wait(self, child: subprocess.Popen[bytes]) -> tuple[int, bool]:
+    def _wait(self, child: subprocess.Popen[bytes] | SeededProcess) -> tuple[int, bool]:
         timeout = self.opts.timeout
         deadline = time.monotonic() + timeout if timeout else None
         next_adopt = time.monotonic() + _ADOPT_INTERVAL
@@ -730,7 +738,8 @@ def _observe_ranks(run: Run, attempt: int, pid: int, hangs: HangCollector | None
     """The attempt's observer of the ranks the workload's launcher starts (runner/ranks.py);
     None where it cannot start (the run goes on without it)."""
     try:
-        return RankObserver(run, attempt, pid, collector=hangs).start()
+        observer = RankObserver(run, attempt, pid, collector=hangs)
+        return observer.look_from(hangs) if hangs is not None else observer.start()
     except Exception as exc:  # noqa: BLE001 - the ranks' table is evidence, never a reason to fail
         say(f"the ranks of this attempt are not observed: {type(exc).__name__}: {exc}")
         return None
@@ -747,6 +756,16 @@ def _tree_cgroup(run: Run, attempt: int) -> Any:
         return create_tree_cgroup(f"{run.id[:12]}-a{attempt}")
     except CgroupUnavailable:
         return None
+
+
+def _seed(opts: RunnerOptions) -> Seed | None:
+    """The seed of this attempt's workload, where the warm runner's spare planted one
+    (``runner/seed.py``) and the attempt can use it: not with a memory limit, whose cgroup is
+    made with its size (or whose rlimit needs a ``preexec_fn``); that one is dismissed."""
+    if opts.memory_limit is not None:
+        discard_seed(wait=False)
+        return None
+    return take_seed()
 
 
 def _keeper(tree: Any, env: dict[str, str]) -> Keeper | None:
@@ -801,7 +820,7 @@ def _exit_fd(pid: int) -> int | None:
         return None
 
 
-def _wait_child(child: subprocess.Popen[bytes], exit_fd: int | None, seconds: float) -> int:
+def _wait_child(child: subprocess.Popen[bytes] | SeededProcess, exit_fd: int | None, seconds: float) -> int:
     """``child.wait(timeout=seconds)``, woken the moment the child exits: ``Popen.wait`` sleeps
     up to 50 ms between looks, which a short step would wait out after its workload ended."""
     if exit_fd is None:

@@ -131,6 +131,9 @@ class ForkServer:
             self.process.kill()
             self.process.wait()
         os.close(self.replies)
+        from flightlog.runner.seed import remove_leftovers
+
+        remove_leftovers(self.process.pid)  # a seed's cgroup, where the server was killed with its spare
 
     def _read(self) -> list[tuple[str, int, int]]:
         """Every reply that has arrived; an ``ended`` one sets its runner's status as it is read."""
@@ -324,6 +327,8 @@ def _wait_as_spare(
     keeper (``watch_fd``, ``reaper.watched_by``) instead of a process of its own."""
     from flightlog.runner.__main__ import main  # already loaded by _load_runner_code
     from flightlog.runner.reaper import watched_by  # (as above)
+    from flightlog.runner.seed import discard as discard_seed  # (as above)
+    from flightlog.runner.seed import plant as plant_seed  # (as above)
 
     code = 1
     try:
@@ -337,9 +342,11 @@ def _wait_as_spare(
         for fd in server_fds:
             os.close(fd)
         watched_by(watch_fd)
+        plant_seed()  # the step's workload forked ahead, in a cgroup of its own
         _open_store_ahead()
         request = _read_all(request_fd)
         if not request:  # dismissed: the pipeline is over
+            discard_seed()
             os._exit(0)
         _become_step(json.loads(request))
         main()
@@ -349,6 +356,10 @@ def _wait_as_spare(
     except BaseException:
         traceback.print_exc()
     finally:
+        try:
+            discard_seed()  # a seed the runner did not take (it ended before its attempt)
+        except BaseException:  # noqa: BLE001 - its exit status is the runner's
+            pass
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
