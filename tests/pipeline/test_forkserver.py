@@ -290,6 +290,7 @@ def test_no_cgroup_of_a_workload_started_ahead_is_left_when_the_controller_is_ki
     proc = subprocess.Popen(
         [sys.executable, "-c", controller, str(home), str(tmp_path)],
         env=child_env(home),
+        cwd=Path(__file__).resolve().parents[2],  # the repository's root: `tests` imports there
         stdout=subprocess.PIPE,
         text=True,
     )
