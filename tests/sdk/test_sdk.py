@@ -43,6 +43,16 @@ def test_params_metrics_tags_notes_round_trip(home: Path) -> None:
     assert (np.diff(history.times) >= 0).all()
 
 
+def test_config_is_params_other_name(home: Path) -> None:
+    """``flightlog.init(config=cfg)`` — W&B's word, the first line a newcomer typed — failed with
+    "init() got an unexpected keyword argument 'config'" before anything was recorded."""
+    with flightlog.init(project="p", config={"lr": 0.1, "model": {"depth": 4}}, resources=False) as run:
+        pass
+    assert flightlog.Client().run(run.id).params == {"lr": 0.1, "model.depth": 4}
+    with pytest.raises(flightlog.errors.InvalidInput, match="both params= and config="):
+        flightlog.init(project="p", params={"lr": 0.1}, config={"lr": 0.2}, resources=False)
+
+
 def test_explicit_and_auto_steps(home: Path) -> None:
     run = flightlog.init(project="p", resources=False)
     run.log({"a": 1.0}, step=5)

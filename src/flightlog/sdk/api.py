@@ -62,6 +62,7 @@ def init(
     mode: str | None = None,
     console: bool | None = None,
     quiet: bool | None = None,
+    config: Any = None,
 ) -> Run:
     """Start (or attach to, or resume) a run and return it.
 
@@ -80,10 +81,19 @@ def init(
       progress for a while: its stacks and torch's Flight Recorder are recorded, see
       docs/distributed.md); ``False`` for a process that only hosts a run (a controller).
 
+    - ``config``: the other name of ``params`` (W&B's, and the word most training scripts
+      use), so the first line a newcomer types works; give one of the two.
+
     Prints one line on stderr saying where the run went and how to look at it, unless
     ``quiet=True`` (or ``FLIGHTLOG_QUIET=1``), attached to a runner's run, or a child of a run
     this process has open (a sweep's trials).
     """
+    if config is not None:
+        if params is not None:
+            raise InvalidInput(
+                "init() got both params= and config=: they are one argument under two names; pass one of them"
+            )
+        params = config
     overrides: dict[str, Any] = {}
     if home is not None:
         overrides["home"] = home
