@@ -40,6 +40,11 @@ import sys
 from dataclasses import dataclass
 from typing import IO, Any, NoReturn
 
+from flightlog.resources._cgroupfs import memory_cgroup_dir
+from flightlog.resources.cgroup import CgroupUnavailable, TreeCgroup, cgroup_name, create_tree_cgroup
+from flightlog.runner import reaper
+from flightlog.runner.reaper import death_signal
+
 __all__ = ["Seed", "SeededProcess", "plant", "take", "discard", "remove_leftovers"]
 
 _SEED_MARK = "FLIGHTLOG_SEED_OF"  # a mark nothing carries: the keeper of a seed kills its cgroup's pids only
@@ -171,8 +176,6 @@ def plant() -> None:
     global _planted
     if not sys.platform.startswith("linux"):
         return
-    from flightlog.runner.reaper import death_signal
-
     # while it waits, the seed gets SIGTERM when this process dies, and then removes its cgroup;
     # from its exec on, SIGKILL, as a workload gets when its runner dies
     deaths = (death_signal(signal.SIGTERM), death_signal())
@@ -182,8 +185,6 @@ def plant() -> None:
 
 
 def _fork_seed(waiting_death: Any, workload_death: Any) -> Seed | None:
-    from flightlog.resources.cgroup import CgroupUnavailable, create_tree_cgroup
-
     try:
         tree = create_tree_cgroup(_seed_name(os.getppid(), os.getpid()))
     except (CgroupUnavailable, OSError):
@@ -218,9 +219,6 @@ def remove_leftovers(server_pid: int) -> None:
     if not sys.platform.startswith("linux"):
         return
     try:
-        from flightlog.resources._cgroupfs import memory_cgroup_dir
-        from flightlog.resources.cgroup import TreeCgroup, cgroup_name
-
         found = memory_cgroup_dir()
         if found is None:
             return
@@ -251,8 +249,6 @@ def discard(wait: bool = True) -> None:
 def _watch_seed(path: str) -> None:
     """Should this runner die before its attempt, the warm runner's keeper removes the seed and
     its cgroup (a mark that no process carries: the cgroup's pids only)."""
-    from flightlog.runner import reaper
-
     if reaper._watcher is not None and reaper._watcher[1] == os.getpid():
         args = [os.path.join(path, "cgroup.procs"), f"{_SEED_MARK}={os.getpid()}"]
         try:
@@ -262,8 +258,6 @@ def _watch_seed(path: str) -> None:
 
 
 def _stand_down() -> None:
-    from flightlog.runner import reaper
-
     if reaper._watcher is not None and reaper._watcher[1] == os.getpid():
         try:
             os.write(reaper._watcher[0], reaper._STOOD_DOWN)
