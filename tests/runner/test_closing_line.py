@@ -35,3 +35,27 @@ def test_output_that_ended_its_line_gets_no_blank_line(home: Path) -> None:
         home, "run", "--", sys.executable, "-c", "print('done', flush=True)", check=False, timeout=60, process=True
     )
     assert "\n\nflightlog: run" not in proc.stderr and "flightlog: run" in proc.stderr, proc.stderr[-400:]
+
+
+def test_a_runner_whose_stderr_has_no_descriptor_ends_quietly(tmp_path: Path) -> None:
+    """The runner ends the workload's open line on its own stderr; a stderr without a file
+    descriptor (a runner driven in-process, its stderr captured) raised ``UnsupportedOperation``
+    out of the runner's end instead of having no line to end."""
+    import io
+    import os
+
+    from flightlog.capture import CaptureConfig, CapturePipeline
+    from flightlog.runner.pump import OutputPump
+
+    err_r, err_w = os.pipe()
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    pump = OutputPump({"stderr": (err_r, devnull)}, CapturePipeline(CaptureConfig(env={})), lambda batch: None)
+    try:
+        pump.start()
+        os.write(err_w, b"download:  37%|###    | 146/400")  # a bar a kill cut short
+        os.close(err_w)
+        assert pump.join(30)
+        assert pump.open_line_fd == devnull
+        pump.end_open_line(io.StringIO())  # raised io.UnsupportedOperation
+    finally:
+        os.close(devnull)

@@ -107,17 +107,19 @@ class OutputPump:
         if data:
             self.open_line_fd = None if data.endswith(b"\n") else fd
 
-    def end_open_line(self, fd: int) -> None:
-        """Write a newline to ``fd`` (the runner's stderr) when the workload's output there, or on
-        the same terminal, was left in the middle of a line; never raise."""
+    def end_open_line(self, stream: Any) -> None:
+        """Write a newline to ``stream`` (the runner's stderr) when the workload's output there, or
+        on the same terminal, was left in the middle of a line; never raise (a stream without a
+        file descriptor, as a test's captured stderr, has no line to end)."""
         open_fd = self.open_line_fd
         if open_fd is None or self.passthrough_error is not None:
             return
         try:
+            fd = stream.fileno()
             if open_fd == fd or os.path.samestat(os.fstat(open_fd), os.fstat(fd)):
                 os.write(fd, b"\n")
                 self.open_line_fd = None
-        except OSError:  # a closed or vanished stream: nothing to end
+        except (OSError, ValueError, AttributeError):  # a closed, vanished or captured stream: nothing to end
             pass
 
     def _run(self) -> None:

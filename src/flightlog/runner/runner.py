@@ -315,7 +315,7 @@ class Runner:
         if keeper is not None:
             keeper.stand_down()
         pump.join(5.0)
-        pump.end_open_line(sys.stderr.fileno())
+        pump.end_open_line(sys.stderr)
         if hangs is not None:
             hangs.stop()  # what the ranks handed over last is on the run before its end is classified
         if killed:
