@@ -173,6 +173,27 @@ AUTOGRAD_MISUSE = _re(
     r"|one of the differentiated tensors appears to not have been used in the graph"
     r"|grad can be implicitly created only for scalar outputs"
 )
+#: a method or attribute the major libraries removed in a release, looked up on their own objects
+#: or classes: pandas 1.0/2.0/3.0 (``DataFrame.append``, ``iteritems``, ``ix``, ``as_matrix``),
+#: NumPy 2.0's array methods (``ptp``, ``itemset``, ``newbyteorder``), Lightning 2.0's argparse
+#: helpers (``Trainer.add_argparse_args``). Python's message names the type, not the library, and
+#: the lookup fails in the user's line (an unbound ``pd.DataFrame.append(df, row)``, a C method),
+#: so nothing else tells an upgrade from a typo (issue 29)
+REMOVED_API = _re(
+    r"^(?:type object )?'(?:pandas\.[\w.]+\.)?(?:DataFrame|Series)' (?:object )?has no attribute "
+    r"'(?:append|iteritems|ix|as_matrix|get_value|set_value|lookup|mad|reindex_axis|from_csv|convert_objects"
+    r"|sortlevel|get_ftype_counts|to_panel|swapaxes|is_monotonic)'"
+    r"|^(?:type object )?'numpy\.ndarray' (?:object )?has no attribute '(?:ptp|itemset|newbyteorder)'"
+    r"|^type object '(?:Trainer|LightningDataModule)' has no attribute "
+    r"'(?:add_argparse_args|from_argparse_args|parse_argparser|get_init_arguments_and_types)'"
+)
+#: a data value scikit-learn, NumPy or statsmodels refused, in their words: a NaN or an infinity
+#: in the input, a label the fitted encoder never saw. They are also printed without their
+#: exception's class, by a logger's ``str(e)`` or a service's JSON answer (issue 29)
+DATA_VALUES = _re(
+    r"\binput (?:x |y )?contains (?:nan|infinity)|\bcontains previously unseen labels\b"
+    r"|\bcontains inf(?:s|inity)? or nans?\b"
+)
 #: a package is missing and the library says how to install it (pip's own failures included)
 INSTALL_HINT = _re(
     r"requires\b.{0,80}\bpip install\b|you can install it with .?pip install|please run .?pip install"
@@ -404,6 +425,9 @@ EXCEPTION_RULES: Final[tuple[ExceptionRule, ...]] = (
         classes=("AttributeError",),
         message=_re(r"^module '[\w.]+' has no attribute"),
     ),
+    ExceptionRule(
+        "dependency_error", 0.7, "an_api_the_library_removed", classes=("AttributeError",), message=REMOVED_API
+    ),
     # ── network services ──
     ExceptionRule(
         "service_unavailable",
@@ -589,7 +613,8 @@ EXCEPTION_RULES: Final[tuple[ExceptionRule, ...]] = (
         "a_value_the_code_could_not_parse_or_use",
         message=_re(
             r"could not convert (?:string|str)|invalid literal for (?:int|float)\(\)|input (?:x |y )?contains nan"
-            r"|input contains (?:nan|infinity)|contains nan|inconsistent numbers of samples|found array with 0 sample"
+            r"|input contains (?:nan|infinity)|contains nan|contains inf(?:s|inity)? or nans?\b"
+            r"|inconsistent numbers of samples|found array with 0 sample"
             r"|has \d+ features?, but .{1,80} expecting \d+ features|previously unseen labels|unknown label type"
             # a category the fitted encoder never saw (scikit-learn's OneHotEncoder/OrdinalEncoder at
             # transform time: "Found unknown categories ['XL'] in column 0 during transform")
@@ -694,7 +719,16 @@ LINE_RULES: Final[tuple[LineRule, ...]] = (
     LineRule("dependency_error", 0.55, "a_package_the_library_asks_to_install", INSTALL_HINT),
     LineRule("disk_full", 0.5, "a_checkpoint_write_that_failed", WRITE_FAILED),
     LineRule("data_error", 0.5, "labels_or_features_that_do_not_fit_the_model", LABELS_FEATURES),
+    LineRule("data_error", 0.5, "a_data_value_the_library_refused", DATA_VALUES),
     LineRule("code_error", 0.5, "a_gpu_kernel_fault", GPU_FAULT),
+    # torch's words printed without their exception's class: a notebook's JSON error output, a
+    # logger's ``str(e)`` (issue 29)
+    LineRule(
+        "code_error",
+        0.5,
+        "autograd_or_a_device_used_against_its_rules",
+        _re(AUTOGRAD_MISUSE.pattern + r"|\bexpected all tensors to be on the same device\b"),
+    ),
     LineRule(
         "bad_parameter",
         0.6,
