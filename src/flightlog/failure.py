@@ -24,6 +24,7 @@ __all__ = [
     "is_user_frame",
     "frames_for_display",
     "failure_headline",
+    "signal_name",
     "untangle_doubled_type",
     "MAX_FRAMES",
     "CYTHON_SOURCE",
@@ -158,7 +159,7 @@ def failure_headline(
     elif end_reason == "timeout":
         ending = "stopped at its time limit"
     elif signal_number is not None:
-        ending = f"killed by {_signal_name(signal_number)} (signal {signal_number})"
+        ending = f"killed by {signal_name(signal_number)} (signal {signal_number})"
     elif exit_code is not None:
         ending = f"exit code {exit_code}"
     else:
@@ -167,7 +168,9 @@ def failure_headline(
     return f"{ending}; last line: {last}" if last else ending
 
 
-def _signal_name(number: int) -> str:
+def signal_name(number: int) -> str:
+    """``SIGHUP`` for 1; ``signal 99`` for a number no signal has (the closing line, the failure
+    card and the diagnosis name the signal that ended a run, not "signal")."""
     try:
         return signal.Signals(number).name
     except ValueError:

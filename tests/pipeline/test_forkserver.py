@@ -4,6 +4,7 @@ server process for many attempts, and new processes when the server is gone."""
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import sys
@@ -13,6 +14,7 @@ from pathlib import Path
 import psutil
 import pytest
 from tests.helpers import child_env, gone, kill_if_alive
+from tests.helpers import wait_for as until
 
 import flightlog
 from flightlog.ids import new_run_id
@@ -234,6 +236,12 @@ def test_a_forked_runners_workload_starts_as_popen_started_it(home: Path, tmp_pa
         assert [line for line in lines if line.startswith("cgroup flightlog-")], lines  # not the runner's
 
 
+def _seeds(base: str, owner: str) -> list[str]:
+    """The cgroups under ``base`` of the seeds whose name goes on with ``owner`` (``SERVER-`` or
+    ``SERVER-SPARE``)."""
+    return [name for name in os.listdir(base) if name.startswith(f"flightlog-seed-{owner}")]
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="cgroups are Linux only")
 def test_no_cgroup_of_a_workload_started_ahead_is_left_even_when_the_server_is_killed(
     home: Path, tmp_path: Path
@@ -245,25 +253,20 @@ def test_no_cgroup_of_a_workload_started_ahead_is_left_even_when_the_server_is_k
         pytest.skip("no cgroup this process may make cgroups in")
     base = found[1]
 
-    def seeds(server_pid: int) -> list[str]:
-        return [name for name in os.listdir(base) if name.startswith(f"flightlog-seed-{server_pid}-")]
-
     for kill in (False, True):
         executor = LocalExecutor()
         try:
             assert wait_for(executor, executor.start(launch(home, tmp_path, "true"))) == 0
             server = executor._server
             assert server is not None
-            deadline = time.monotonic() + 30
-            while not seeds(server.process.pid):  # the next step's seed, waiting in its cgroup
-                assert time.monotonic() < deadline, "no workload was started ahead"
-                time.sleep(0.01)
+            owner = f"{server.process.pid}-"  # the next step's seed, waiting in its cgroup
+            until(functools.partial(_seeds, base, owner), "a workload started ahead")
             if kill:
                 server.process.kill()
                 server.process.wait()
         finally:
             executor.close()
-        assert seeds(server.process.pid) == [], f"left behind (server killed: {kill})"
+        assert _seeds(base, f"{server.process.pid}-") == [], f"left behind (server killed: {kill})"
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="cgroups and death signals are Linux only")
@@ -297,17 +300,10 @@ def test_no_cgroup_of_a_workload_started_ahead_is_left_when_the_controller_is_ki
     try:
         assert proc.stdout is not None
         server_pid = int(proc.stdout.readline())
-        prefix = f"flightlog-seed-{server_pid}-"
-        deadline = time.monotonic() + 30
-        while not [name for name in os.listdir(base) if name.startswith(prefix)]:
-            assert time.monotonic() < deadline, "no workload was started ahead"
-            time.sleep(0.01)
+        until(lambda: _seeds(base, f"{server_pid}-"), "a workload started ahead")
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
-        deadline = time.monotonic() + 10
-        while left := [name for name in os.listdir(base) if name.startswith(prefix)]:
-            assert time.monotonic() < deadline, f"left behind: {left}"
-            time.sleep(0.05)
+        until(lambda: not _seeds(base, f"{server_pid}-"), "the seeds' cgroups to be removed")
     finally:
         kill_if_alive(proc.pid)
         proc.wait(timeout=30)
@@ -339,12 +335,7 @@ def test_a_step_with_a_memory_limit_runs_in_its_limits_cgroup_and_its_seed_is_go
         assert wait_for(executor, handle) == 0
         server = executor._server
         assert server is not None
-        deadline = time.monotonic() + 10
-        while [
-            name for name in os.listdir(base) if name.startswith(f"flightlog-seed-{server.process.pid}-{handle.pid}")
-        ]:
-            assert time.monotonic() < deadline, "the dismissed seed's cgroup is left"
-            time.sleep(0.02)
+        until(lambda: not _seeds(base, f"{server.process.pid}-{handle.pid}"), "the dismissed seed's cgroup to go")
     finally:
         executor.close()
     lines = [e.message for e in flightlog.Client().logs(each.run_id)]

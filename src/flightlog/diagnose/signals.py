@@ -11,7 +11,6 @@ counts once.
 from __future__ import annotations
 
 import re
-import signal as _signal
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
@@ -24,6 +23,7 @@ from flightlog.diagnose.patterns import (
     exception_matches,
 )
 from flightlog.diagnose.tracebacks import ParsedException, parse_exception_lines
+from flightlog.failure import signal_name
 
 __all__ = [
     "Signal",
@@ -93,13 +93,6 @@ def combine(signals: Iterable[Signal]) -> list[Score]:
         scores.append(Score(category, round(min(MAX_CONFIDENCE, 1.0 - miss), 2), sigs))
     scores.sort(key=lambda sc: (-sc.confidence, -len(sc.signals), sc.category))
     return scores
-
-
-def signal_name(number: int) -> str:
-    try:
-        return _signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
 
 
 def exit_signals(

@@ -23,7 +23,7 @@ from typing import Any
 from flightlog.capture.launchers import is_victim_message, launcher_of
 from flightlog.client import Client
 from flightlog.config import rank_from_env
-from flightlog.failure import parse_python_traceback
+from flightlog.failure import parse_python_traceback, signal_name
 from flightlog.launchenv import ranks_text
 from flightlog.logevents import LogBatch
 from flightlog.notices import notice
@@ -656,7 +656,7 @@ class Runner:
         took = format_duration(last.ended - results[0].started)
         reason = "" if o.end_reason == "exit" else f"{o.end_reason}, "
         if o.end_reason == "signal" and o.signal is not None:
-            reason = f"{_signal_name(o.signal)}, "  # which signal, not "signal"
+            reason = f"{signal_name(o.signal)}, "  # which signal, not "signal"
         culprit = (last.failure or {}).get("culprit") or {}
         on = f" on rank {culprit['rank']}" if isinstance(culprit.get("rank"), int) else ""
         if isinstance(culprit.get("alike"), list) and culprit["alike"]:
@@ -671,14 +671,6 @@ class Runner:
         tries = f" after {len(results)} attempts" if len(results) > 1 else ""
         say(f"run {run.id} {o.status}{detail} in {took}{tries}")
         return o.exit_code
-
-
-def _signal_name(number: int) -> str:
-    """``SIGHUP`` for 1: the closing line names the signal that ended the run, not "signal"."""
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
 
 
 def last_checkpoint(client: Any, run_ids: list[str]) -> str | None:
