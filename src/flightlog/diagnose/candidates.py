@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from flightlog.diagnose.codes import read_codes
 from flightlog.diagnose.cues import CUE_EXCEPTION_RULES, CUE_LINE_RULES
+from flightlog.diagnose.parameter_rules import PARAMETER_EXCEPTION_RULES, PARAMETER_LINE_RULES
 from flightlog.diagnose.patterns import (
     CODE_ERROR_CLASSES,
     ERRNO_CATEGORY,
@@ -38,8 +39,8 @@ from flightlog.diagnose.structure import FailureRead, Link
 
 __all__ = ["Hit", "collect", "link_position", "CANDIDATE_FLOOR"]
 
-ALL_EXCEPTION_RULES = (*EXCEPTION_RULES, *EXTRA_EXCEPTION_RULES, *CUE_EXCEPTION_RULES)
-ALL_LINE_RULES = (*LINE_RULES, *EXTRA_LINE_RULES, *CUE_LINE_RULES)
+ALL_EXCEPTION_RULES = (*EXCEPTION_RULES, *EXTRA_EXCEPTION_RULES, *CUE_EXCEPTION_RULES, *PARAMETER_EXCEPTION_RULES)
+ALL_LINE_RULES = (*LINE_RULES, *EXTRA_LINE_RULES, *CUE_LINE_RULES, *PARAMETER_LINE_RULES)
 #: lines this close to the end are the "tail" of the output
 TAIL = 5
 #: a line worth reading for codes (most lines hold none: the check keeps the line pass cheap)
