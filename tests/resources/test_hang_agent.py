@@ -583,3 +583,92 @@ def test_when_the_dump_is_bounded_flightlog_s_own_threads_are_cut_first() -> Non
     names = [t["name"] for t in data["threads"]]
     assert len(names) == MAX_THREADS and "zz-loader" in names
     assert data["truncated"]
+
+
+# ── the bootstrap's thread without threading (bare.py, issue 32) ─────────────────────────────
+
+
+def test_the_bootstrap_starts_its_watch_without_importing_threading(tmp_path: Path) -> None:
+    """``threading`` (with ``functools`` and ``collections``) was most of what the bootstrap cost
+    a step that does little: the watch runs without it until the workload imports it."""
+    hang_dir = tmp_path / "hangs"
+    hang_dir.mkdir()
+    code = "import sys; print(' '.join(sorted(sys.modules)))"
+    plain = set(_python(code, tmp_path).stdout.split())
+    booted = _python(code, tmp_path, PYTHONPATH=str(BOOTSTRAP_DIR), FLIGHTLOG_HANG_DIR=str(hang_dir), RANK="0")
+    added = set(booted.stdout.split()) - plain
+    assert "_flightlog_agent.watch" in added, booted.stderr
+    assert not added & {"threading", "functools", "collections", "importlib", "types"}, added
+    assert list(hang_dir.glob("agent-*.json")), "the watch announced itself"
+
+
+@pytest.mark.parametrize("interpreter", ["python3.8", "python3.13", "this"])
+def test_the_watch_s_thread_enters_threading_s_books_when_the_workload_imports_it(
+    interpreter: str, tmp_path: Path
+) -> None:
+    """Imported after the watch started, ``threading`` lists the watch's thread by its name at
+    once, and the workload's own thread is still the main one."""
+    exe = sys.executable if interpreter == "this" else _interpreter(interpreter)
+    if exe is None:
+        pytest.skip(f"no {interpreter} here")
+    hang_dir = tmp_path / "hangs"
+    hang_dir.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FLIGHTLOG_", "PYTHON", "RANK"))}
+    env.update(PYTHONPATH=str(BOOTSTRAP_DIR), FLIGHTLOG_HANG_DIR=str(hang_dir), RANK="0")
+    code = textwrap.dedent(
+        """
+        import sys
+        print("threading" in sys.modules)
+        import threading
+        watch = [t for t in threading.enumerate() if t.name == "flightlog-hang-watch"]
+        print(len(watch), watch[0].daemon if watch else None, watch[0].is_alive() if watch else None)
+        print(threading.main_thread() is threading.current_thread(), threading.current_thread().name)
+        """
+    )
+    proc = subprocess.run([exe, "-c", code], env=env, capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    assert proc.stdout.splitlines() == ["False", "1 True True", "True MainThread"]
+
+
+def test_a_watch_without_threading_answers_a_request_with_the_main_thread_s_stack(tmp_path: Path) -> None:
+    """Asked for evidence (the runner's request file), the bare watch records the stacks, the
+    main thread's first, and the workload still has not imported ``threading``."""
+    from tests.helpers import wait_for
+
+    hang_dir = tmp_path / "hangs"
+    hang_dir.mkdir()
+    release = tmp_path / "release"
+    code = f"""
+        import os, sys, time
+        print(os.getpid(), flush=True)
+        def waiting_for_the_test():
+            while not os.path.exists({str(release)!r}):
+                time.sleep(0.01)
+        waiting_for_the_test()
+        print("threading" in sys.modules, flush=True)
+    """
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FLIGHTLOG_", "RANK", "LOCAL_RANK", "WORLD_SIZE"))}
+    env.update(PYTHONPATH=str(BOOTSTRAP_DIR), FLIGHTLOG_HANG_DIR=str(hang_dir), RANK="0", FLIGHTLOG_HANG_MIN="1")
+    with subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(code)], env=env, stdout=subprocess.PIPE, text=True, cwd=tmp_path
+    ) as proc:
+        try:
+            assert proc.stdout is not None
+            pid = int(proc.stdout.readline())
+            (hang_dir / f"req-{pid}").write_text("asked by the test")
+
+            def stacks() -> dict[str, Any] | None:
+                for path in hang_dir.glob(f"ev-{pid}-*.json"):
+                    doc = json.loads(path.read_text())
+                    if doc["kind"] == "stacks":
+                        return dict(doc["data"])
+                return None
+
+            data = wait_for(stacks, "the stacks the request asked for")
+            release.write_text("")
+            assert proc.stdout.readline().strip() == "False"
+        finally:
+            release.write_text("")
+            proc.wait(timeout=60)
+    main = data["threads"][0]
+    assert any(f["function"] == "waiting_for_the_test" for f in main["frames"]), main

@@ -20,8 +20,8 @@ writing and counts what it left out, it never fills the disk.
 
 from __future__ import annotations
 
+import _thread
 import os
-import threading
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing into a workload at start-up
 if TYPE_CHECKING:
@@ -95,7 +95,7 @@ class FileChannel:
         self.directory = directory
         self.pid = pid if pid is not None else os.getpid()
         self._seq = 0
-        self._lock = threading.Lock()
+        self._lock = _thread.allocate_lock()
         self.dropped = 0
         self._announced: dict[str, Any] | None = None
 

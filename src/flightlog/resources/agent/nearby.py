@@ -18,10 +18,10 @@ only (see ``agent/__init__.py``); never raises: any failure is a plain start.
 from __future__ import annotations
 
 import os
-import threading
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing into a workload at start-up
 if TYPE_CHECKING:
+    import threading
     from collections.abc import Callable
 
 __all__ = ["start_beside"]

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
 
 try:  # the C module `signal` wraps: its numbers and getsignal, without the enum classes `signal`
     import _signal as signal  # builds at import (with `enum`, a few ms of every workload's start-up)
@@ -33,6 +32,7 @@ except ImportError:  # another Python than CPython
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing into a workload at start-up
 if TYPE_CHECKING:
+    from collections.abc import Mapping  # (collections.abc imports the collections package: start-up cost)
     from typing import Any
 
 __all__ = [

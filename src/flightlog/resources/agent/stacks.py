@@ -18,9 +18,9 @@ The shapes are contract C3 of docs/distributed.md: innermost frame last.
 
 from __future__ import annotations
 
+import _thread
 import os
 import sys
-import threading
 import time
 
 from .settings import hostname
@@ -47,6 +47,8 @@ __all__ = [
 MAX_THREADS = 64  # threads kept per dump (the main thread first)
 MAX_FRAMES = 48  # frames kept per thread: the innermost 40 and the outermost 8
 _OUTER_KEPT = 8
+#: for a process without threading: this module is imported on its main thread (the bootstrap's start-up)
+_main_ident = _thread.get_ident()
 MAX_TOTAL_FRAMES = 1500  # frames kept per dump, all threads together
 MAX_CODE_CHARS = 200
 MAX_FR_ENTRIES = 64  # Flight Recorder entries kept in the evidence (the newest); the rest go to an artifact
@@ -91,8 +93,10 @@ def thread_stacks(skip: set[int] | None = None) -> tuple[list[dict[str, Any]], i
         frames = sys._current_frames()
     except Exception:
         return [], 0
-    names = {t.ident: t.name for t in threading.enumerate()}
-    main = threading.main_thread().ident
+    # threading is never imported here: imported first on the watch's thread, it would take that one for the main thread
+    threading = sys.modules.get("threading")
+    names = {t.ident: t.name for t in threading.enumerate()} if threading is not None else {}
+    main = threading.main_thread().ident if threading is not None else _main_ident
 
     # the main thread, then the workload's threads, then flightlog's own (``flightlog-*``): when
     # the bounds cut the list, what is cut is flightlog's, not the data loader that hangs

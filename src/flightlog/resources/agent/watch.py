@@ -21,13 +21,13 @@ Standard library only (see ``agent/__init__.py``).
 
 from __future__ import annotations
 
+import _thread
 import os
 import sys
-import threading
 import time
-from collections import deque
-from collections.abc import Callable
+from _collections import deque  # collections.deque itself, without the collections package (its start-up cost)
 
+from .bare import BareThread
 from .groups import GroupTimeouts
 from .nearby import start_beside
 from .settings import HangSettings, hostname, rank_env, say
@@ -43,6 +43,8 @@ __all__ = ["RankWatch", "current_watch", "process_identity", "stalled_text"]
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing into a workload at start-up
 if TYPE_CHECKING:  # only for the checker: no subscripted ABC at run time on a workload's older Python
+    import threading
+    from collections.abc import Callable
     from typing import Any
 
     #: (kind, name, data, raw text to keep as an artifact or None) → None
@@ -50,8 +52,9 @@ if TYPE_CHECKING:  # only for the checker: no subscripted ABC at run time on a w
 _GAPS = 32  # gaps between signs of progress kept to judge the usual one
 _SAMPLE_ENTRIES = 256  # collective entry times kept per sample
 
+_THREAD_NAME = "flightlog-hang-watch"
 _current: RankWatch | None = None
-_current_lock = threading.Lock()
+_current_lock = _thread.allocate_lock()
 
 
 def _median(values: Any) -> float:
@@ -92,7 +95,7 @@ class _Wake:
     __slots__ = ("_lock",)
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self._lock = _thread.allocate_lock()
         self._lock.acquire()
 
     def set(self) -> None:
@@ -131,9 +134,9 @@ class RankWatch:
         self._stages: Callable[[], dict[str, Any]] | None = None
         self._wake = _Wake()
         self._stopped = False  # set before `_wake`, read after it: the thread ends at its next wake-up
-        self._tick_lock = threading.Lock()  # the thread's ticks and a finishing run's `settle`
+        self._tick_lock = _thread.allocate_lock()  # the thread's ticks and a finishing run's `settle`
         self._requests: deque[str] = deque(maxlen=8)
-        self._thread: threading.Thread | None = None
+        self._thread: threading.Thread | BareThread | None = None
         self._pid = os.getpid()
         self.errors = 0
         self.dropped = 0  # deliveries that failed
@@ -188,8 +191,14 @@ class RankWatch:
     # ── its life ────────────────────────────────────────────────────────────
     def start(self) -> RankWatch:
         global _current
-        self._thread = threading.Thread(target=self._run, name="flightlog-hang-watch", daemon=True)
-        start_beside(self._thread)  # on the starting run's CPU: no wait behind another process (nearby.py)
+        threading_module = sys.modules.get("threading")
+        if threading_module is None:  # the bootstrap's, in a workload that has not imported threading (yet): bare.py
+            self._thread = BareThread(self._run, _THREAD_NAME, self._wake.set)
+            self._thread.start()
+        else:
+            thread = threading_module.Thread(target=self._run, name=_THREAD_NAME, daemon=True)
+            self._thread = thread
+            start_beside(thread)  # on the starting run's CPU: no wait behind another process (nearby.py)
         with _current_lock:
             _current = self
         return self
@@ -208,19 +217,27 @@ class RankWatch:
                 _current = None
         if wait:
             self.join()
-        elif self._thread is not threading.current_thread():
+        elif not self._on_own_thread():
             with self._tick_lock:  # a look under way ends (its thread then sees the stop)
                 pass
 
     def join(self, timeout: float = 2.0) -> None:
         """Wait (at most ``timeout`` seconds) for a stopped watch's thread to end."""
         thread = self._thread
-        if thread is not None and thread is not threading.current_thread() and self._pid == os.getpid():
+        if thread is not None and not self._on_own_thread() and self._pid == os.getpid():
             thread.join(timeout=timeout)
 
+    def _on_own_thread(self) -> bool:
+        thread = self._thread
+        return thread is not None and thread.ident == _thread.get_ident()
+
     def _run(self) -> None:
+        thread = self._thread
+        serve = thread.serve if isinstance(thread, BareThread) else None
         while not self._stopped:
             self._wake.wait(self._poll)
+            if serve is not None:
+                serve()  # threading imported by the workload meanwhile: into its books (bare.py)
             if self._stopped:
                 break
             try:
@@ -339,7 +356,7 @@ class RankWatch:
             self._last_dump = now
         ident = self._identity()
         rank = ident.get("rank")
-        skip = {threading.get_ident()}
+        skip = {_thread.get_ident()}
         stacks = stacks_evidence(rank, reason, skip=skip, source=self.source, stalled_for=stalled_for)
         stacks["world_size"] = ident.get("world_size")
         tag = f"rank{_tag(ident)}-{int(now * 1000)}"

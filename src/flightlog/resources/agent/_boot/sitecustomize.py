@@ -36,17 +36,13 @@ def _flightlog_start():
         return
     if not _flightlog_wanted() or not os.path.isdir(directory):
         return
-    import types
-
     agent_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    package = types.ModuleType("_flightlog_agent")
+    package = type(sys)("_flightlog_agent")  # types.ModuleType, without importing types
     package.__path__ = [agent_dir]
     package.__package__ = "_flightlog_agent"
     sys.modules["_flightlog_agent"] = package
-    import importlib
-
-    boot = importlib.import_module("_flightlog_agent.boot")
-    boot.start(directory)
+    __import__("_flightlog_agent.boot")  # importlib.import_module, without importing importlib (with warnings)
+    sys.modules["_flightlog_agent.boot"].start(directory)
 
 
 def _flightlog_chain():
@@ -56,9 +52,7 @@ def _flightlog_chain():
     saved = list(sys.path)
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != here]
     try:
-        import importlib
-
-        importlib.import_module("sitecustomize")
+        __import__("sitecustomize")
     except ImportError as exc:
         if getattr(exc, "name", "sitecustomize") != "sitecustomize":  # (Python 2 names no module)
             raise
