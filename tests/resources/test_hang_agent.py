@@ -672,3 +672,27 @@ def test_a_watch_without_threading_answers_a_request_with_the_main_thread_s_stac
             proc.wait(timeout=60)
     main = data["threads"][0]
     assert any(f["function"] == "waiting_for_the_test" for f in main["frames"]), main
+
+
+def test_a_child_forked_before_threading_was_imported_imports_it_without_asking_a_thread_it_has_not() -> None:
+    """The watch's thread does not come with a fork: the child's ``import threading`` asks no
+    thread to enter its books (nobody would answer; it would wait out the bound)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as hang_dir:
+        code = """
+            import os, sys
+            pid = os.fork()
+            if pid == 0:
+                (watch,) = sys.modules["_flightlog_agent.bare"]._ThreadingImport._threads
+                import threading
+                names = [t.name for t in threading.enumerate()]
+                print(watch._asked, names, threading.main_thread() is threading.current_thread(), flush=True)
+                os._exit(0)
+            os.waitpid(pid, 0)
+            import threading
+            print([t.name for t in threading.enumerate()])
+        """
+        proc = _python(code, Path(hang_dir), PYTHONPATH=str(BOOTSTRAP_DIR), FLIGHTLOG_HANG_DIR=hang_dir, RANK="0")
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    assert proc.stdout.splitlines() == ["False ['MainThread'] True", "['MainThread', 'flightlog-hang-watch']"]

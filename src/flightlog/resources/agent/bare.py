@@ -19,6 +19,7 @@ Standard library only (see ``agent/__init__.py``); never raises into the workloa
 from __future__ import annotations
 
 import _thread
+import os
 import sys
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing into a workload at start-up
@@ -42,12 +43,14 @@ class BareThread:
         self.name = name
         self._wake = wake
         self.ident: int | None = None
+        self._pid = os.getpid()  # a child forked from this process has no such thread
         self._running = _thread.allocate_lock()  # held from start to the target's return
         self._entered = _thread.allocate_lock()  # held until the thread is in threading's books
         self._entered.acquire()
         self._asked = False
 
     def start(self) -> None:
+        self._pid = os.getpid()
         self._running.acquire()
         try:
             self.ident = _thread.start_new_thread(self._main, ())
@@ -60,7 +63,7 @@ class BareThread:
             _ThreadingImport.watch(self)
 
     def is_alive(self) -> bool:
-        return self._running.locked()
+        return self._running.locked() and self._pid == os.getpid()
 
     def join(self, timeout: float | None = None) -> None:
         if self._running.acquire(timeout=-1 if timeout is None else timeout):
@@ -78,7 +81,7 @@ class BareThread:
         if self.ident == _thread.get_ident():
             self._enter()
             return
-        if not self.is_alive():
+        if not self.is_alive():  # ended, or this is a forked child: nobody would answer
             return
         self._asked = True
         self._wake()
