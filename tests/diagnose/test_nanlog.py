@@ -109,3 +109,74 @@ def test_a_tree_learner_s_best_gain_of_minus_infinity_is_no_statistic(tmp_path: 
     lines = [ln for ln in (proc.stdout + proc.stderr).splitlines() if "best gain: -inf" in ln]
     assert lines, proc.stdout
     assert all(nonfinite_values(_event(ln)) == {} for ln in lines), [nonfinite_values(_event(ln)) for ln in lines]
+
+
+_TABLE_WITH_A_NAN_COLUMN = """\
+import torch
+from torch import nn
+import flightlog
+
+run = flightlog.init(params={"lr": 0.01})
+model = nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+rows = []
+for epoch in range(3):
+    skipped = 0
+    for step in range(50):
+        x = torch.randn(16, 4)
+        loss = nn.functional.mse_loss(model(x), x.sum(1, keepdim=True))
+        if not torch.isfinite(loss):
+            skipped += 1
+            continue
+        opt.zero_grad(); loss.backward(); opt.step()
+    run.log({"loss": loss.item()}, step=epoch)
+    rows.append((epoch, loss.item(), skipped))
+print(f"{'epoch':>5} | {'train loss':>10} | {'skipped (loss: nan)':>19}")
+for e, l, s in rows:
+    print(f"{e:>5} | {l:>10.4f} | {s:>19}")
+"""
+
+
+@pytest.mark.embedded_only("the same evidence over either transport")
+def test_a_loss_stored_finite_to_the_end_outweighs_one_printed_nan(home: Path, tmp_path: Path) -> None:
+    """A healthy run whose summary table names a column "skipped (loss: nan)" while the loss it
+    logged with the SDK stayed finite at every point: the header was read as the loss printed
+    NaN to the end, nan_loss 0.85 on a run that succeeded. Found on a complete run written for
+    the purpose (issue 29); the stored loss is what the loss was."""
+    script = tmp_path / "summary_table.py"
+    script.write_text(_TABLE_WITH_A_NAN_COLUMN)
+    proc = cli(home, "run", "--project", "lm", "--", sys.executable, str(script))
+    assert proc.returncode == 0 and "skipped (loss: nan)" in proc.stdout, proc.stderr
+    run = re.search(r"run ([0-9a-f]{32}) started", proc.stderr)[1]  # type: ignore[index]
+    with Client(home) as c:
+        report = c.diagnose(run)
+    alarms = [f for f in report["findings"] if f["confidence"] >= 0.5]
+    assert not alarms, alarms
+
+
+_SPACED_NAN_THEN_EXIT_1 = """\
+import sys
+import numpy as np
+
+w = np.array([0.5, -2.0])
+for step in range(0, 60, 10):
+    with np.errstate(invalid="ignore"):
+        loss = float(np.log(w @ np.array([1.0, step / 10.0])))  # the log of a negative quantity
+    print(f"step {step} loss {loss:.4f}", flush=True)
+if not np.isfinite(loss):
+    sys.exit(1)
+"""
+
+
+@pytest.mark.embedded_only("the runner's own line")
+def test_the_runner_s_line_reads_a_space_separated_nan_loss(home: Path, tmp_path: Path) -> None:
+    """A loop printing ``step 50 loss nan`` (a space, no ``=``) to its end, then exiting 1 with no
+    traceback: the diagnosis read it (nanlog), but the failure's line rules did not, and
+    ``flightlog run`` ended with "no clear cause, a hint: code_error". Found on a complete run
+    written for the purpose (issue 29)."""
+    script = tmp_path / "train.py"
+    script.write_text(_SPACED_NAN_THEN_EXIT_1)
+    proc = cli(home, "run", "--project", "lm", "--", sys.executable, str(script), check=False)
+    assert proc.returncode == 1 and "step 50 loss nan" in proc.stdout, proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert "looks like nan_loss" in last, last

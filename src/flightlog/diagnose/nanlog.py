@@ -144,8 +144,17 @@ def nan_in_log(ev: RunEvidence) -> Finding | None:
                 same_key[-1].event.time,
             )
         )
+    contradicted = (
+        _stored_finite_to_the_end(ev, first.key, same_key[-1].event.time, len(lines) == 1)
+        if is_loss and not recovered
+        else None
+    )
+    if contradicted is not None:
+        signals = [
+            Signal(s.category, s.weight * 0.25, s.id, s.source, f"{s.detail} ({contradicted})", s.at) for s in signals
+        ]
     undefined = False
-    if not is_loss or VALIDATION.search(first.key):
+    if contradicted is None and (not is_loss or VALIDATION.search(first.key)):
         # a statistic (or an evaluation's loss) printed non-finite while a training loss printed
         # finite values on: undefined on its data, not a loss gone NaN (see behaviour.nan_loss)
         going_on = _training_loss_went_on(ordered, first.event.time, first.key)
@@ -177,6 +186,8 @@ def nan_in_log(ev: RunEvidence) -> Finding | None:
     summary = f"The log prints {first.key}={first.value}{_step_text(first)}{also}" + (
         "; it printed finite values again later."
         if recovered
+        else f"; but {contradicted}: the line is not the loss's value."
+        if contradicted is not None
         else "; the loss stayed finite: an evaluation statistic undefined on its data, not a NaN loss."
         if undefined
         else f"; training went on with a non-finite {first.key}."
@@ -217,6 +228,20 @@ def _finite_stored_loss(ev: RunEvidence, key: str) -> str | None:
         if LOSS_LIKE.search(name) and not VALIDATION.search(name) and not _IGNORE.match(name):
             return name
     return None
+
+
+def _stored_finite_to_the_end(ev: RunEvidence, key: str, last_printed: float, one_line: bool) -> str | None:
+    """The loss the line calls non-finite, as the run stored it (logged with the SDK), finite at
+    every point: after the last such line, or — a single line — in a run that exited 0. A table's
+    header ("skipped (loss: nan)") or a guard's legend printed once beside a finite loss series is
+    no value of the loss (a false alarm at 0.85 on a healthy run, issue 29); a loss that went NaN
+    is stored NaN, and a guard that stores only the finite points prints its NaN on many lines."""
+    metric = ev.info.metrics.get(key)
+    if metric is None or metric.nonfinite or metric.count < 2 or metric.last_time is None or metric.last is None:
+        return None
+    if metric.last_time < last_printed and not (one_line and ev.info.exit_code == 0):
+        return None
+    return f"the run stored {key} finite at all its {metric.count} points (last {metric.last:.4g})"
 
 
 def _line_of(event: LogEvent, key: str) -> str:

@@ -172,6 +172,13 @@ AUTOGRAD_MISUSE = _re(
     r"|\bis not on the expected device\b|expected object of device type \w+ but got device type"
     r"|one of the differentiated tensors appears to not have been used in the graph"
     r"|grad can be implicitly created only for scalar outputs"
+    # mixed precision's GradScaler called out of its order (``unscale_`` twice before ``update``,
+    # ``step`` with no gradient scaled, fp16 parameters under it) and an optimizer handed no
+    # parameter at all (a plain list of layers, not an ``nn.ModuleList``; a freezing filter that
+    # kept nothing): the training loop's own bug, read as bad_parameter 0.55 and 0.78 — a ValueError
+    # or RuntimeError raised in torch's code — on complete runs written for the purpose (issue 29)
+    r"|\bunscale_\(\) has already been called on this optimizer\b|\bno inf checks were recorded for this optimizer\b"
+    r"|\battempting to unscale fp16 gradients\b|\boptimizer got an empty parameter list\b"
 )
 #: a method or attribute the major libraries removed in a release, looked up on their own objects
 #: or classes: pandas 1.0/2.0/3.0 (``DataFrame.append``, ``iteritems``, ``ix``, ``as_matrix``),
@@ -239,6 +246,13 @@ NO_SUCH_OBJECT = _re(
 NAN_LOSS = _re(
     r"\bloss\b[^\n]{0,40}?\b(?:is|became|was|turned|went)\s+(?:nan|inf|-inf|infinite)\b"
     r"|(?:\b|(?<=_))loss\s*[=:]\s*-?(?:nan|inf)\b(?!\s+[a-z]+\b(?!\s*[=:]))|\b(?:nan|infinite|non-?finite) loss\b|\bloss (?:diverged|exploded)\b"
+    # a print of f"step {step} loss {loss:.4f}": the key and its value with only a space between,
+    # followed by the end of the line, punctuation or another ``key value`` pair, as the log-text
+    # reading of nan_loss (nanlog) reads it; not "loss nan or inf", "loss nan checks enabled". The
+    # runner's last line said "no clear cause, a hint: code_error" on a run that printed
+    # "step 50 loss nan" to its end and exited 1 (issue 29)
+    r"|(?:\b|(?<=_))loss\s+[+-]?(?:nan|inf)\b(?=\s*$|\s*[,;|)\]}]|\s+[-–]\s"
+    r"|\s+(?!(?:or|and|to|of|in|at|for|with|than)\s)[a-z_][\w./-]*\s+[+-]?(?:\d|\.\d|nan\b|inf))"
 )
 
 #: a scheduler's or CI runner's time limit (Slurm, Kubernetes Jobs, GitHub Actions) stopped it
@@ -644,6 +658,19 @@ EXCEPTION_RULES: Final[tuple[ExceptionRule, ...]] = (
     ExceptionRule(
         "killed_by_signal", 0.6, "a_worker_terminated_with_sigterm", message=_re(r"killed by signal: terminated\b")
     ),
+    # a process pool whose worker died without a traceback of its own: Python's
+    # ``BrokenProcessPool: A process in the process pool was terminated abruptly …`` names no
+    # signal, and the parent's traceback is only where it waited (``ex.map``, ``fut.result()``),
+    # never the cause: a signal ended the worker (the OOM killer's SIGKILL reads as
+    # ``oom_killed`` from the runner's memory evidence). Read as the workload's code (code_error
+    # 0.23) on a complete run written for the purpose (issue 29)
+    ExceptionRule(
+        "killed_by_signal",
+        0.6,
+        "a_pool_worker_that_died_without_a_traceback",
+        classes=("BrokenProcessPool",),
+        message=_re(r"\bterminated abruptly\b"),
+    ),
     ExceptionRule(
         "code_error",
         0.55,
@@ -658,6 +685,17 @@ EXCEPTION_RULES: Final[tuple[ExceptionRule, ...]] = (
     ExceptionRule("data_error", 0.7, "data_that_does_not_fit_the_schema", message=SCHEMA),
     ExceptionRule("bad_parameter", 0.7, "a_refused_configuration_key_or_option", message=CONFIG_KEY),
     ExceptionRule("missing_file", 0.7, "a_stored_object_or_checkpoint_that_is_not_there", message=NOT_THERE),
+    # a resume that finds no checkpoint where it looks (Transformers' ``ValueError: No valid
+    # checkpoint found in output directory (out)``, TensorFlow's "No checkpoint found in …"): the
+    # checkpoint is not there, whatever the exception's class (code_error 0.21 on a complete run
+    # written for the purpose, issue 29). An exception only: a log line saying so is how a
+    # healthy run starts from scratch
+    ExceptionRule(
+        "missing_file",
+        0.7,
+        "a_checkpoint_to_resume_from_that_is_not_there",
+        message=_re(r"\bno (?:valid |usable )?checkpoints? (?:was |were )?found (?:in|at|under)\b"),
+    ),
     ExceptionRule("disk_full", 0.75, "a_library_s_disk_space_check", message=NO_ROOM),
     ExceptionRule("oom_killed", 0.8, "shared_memory_or_a_container_memory_limit", message=MEMORY_LIMIT),
     ExceptionRule("credentials_error", 0.75, "the_caller_is_not_allowed", message=NOT_ALLOWED),
