@@ -251,3 +251,26 @@ def test_events_carry_attempt_rank_and_stream(capture: Capture) -> None:
             "stage": None,
         }
     ]
+
+
+def test_a_ray_task_s_traceback_in_its_wrapper_s_message_stays_with_it(capture: Capture) -> None:
+    """Ray re-raises a task's exception as ``RayTaskError(KeyError)`` (an actor's as
+    ``ActorDiedError``) with the task's frames in its message and the task's own exception line
+    last, at the margin. That line was an event of its own: the diagnosis read the wrapper's
+    words ("ray::featurize() (pid=…)") as the ``KeyError``'s message and never saw ``'ts'``
+    (data_error 0.30 on a complete Ray job; issue 29). Printed by a real Ray 2 job."""
+    tb = (
+        "Traceback (most recent call last):\n"
+        '  File "/jobs/featurize.py", line 27, in <module>\n'
+        "    mean_hour = ray.get(ref)\n"
+        '  File "/venv/lib/python3.11/site-packages/ray/_private/worker.py", line 1053, in get_objects\n'
+        "    raise value.as_instanceof_cause()\n"
+        "ray.exceptions.RayTaskError(KeyError): ray::featurize() (pid=18891, ip=192.0.2.2)\n"
+        '  File "/jobs/featurize.py", line 20, in featurize\n'
+        '    hours = [(r["ts"] // 3600) % 24 for r in rows]\n'
+        "              ~^^^^^^\n"
+        "KeyError: 'ts'\n"
+    )
+    events = capture(tb.encode() + b"shard 3 done\n")
+    assert messages(events) == [tb.rstrip("\n"), "shard 3 done"]
+    assert events[0]["fields"]["exception"] == "KeyError"

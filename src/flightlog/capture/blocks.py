@@ -143,10 +143,17 @@ class JavaBlock(Block):
         return _java_fields(self.lines[0])
 
 
+#: an exception line at the margin (``KeyError: 'ts'``, ``FileNotFoundError: [Errno 2] …``): a
+#: qualified name ending like an exception class, then ": " or the line's end
+_PY_STRICT_EXCEPTION_LINE = re.compile(
+    r"(?:[A-Za-z_]\w*\.)*_?[A-Z]\w*(?:Error|Exception|Interrupt|Exit|Timeout|Failure)(?:\([\w.]+\))?(?::\s|$)"
+)
+
+
 class PythonBlock(Block):
     """A Python traceback, with chained exceptions and exception groups."""
 
-    __slots__ = ("phase",)
+    __slots__ = ("phase", "nested")
     kind = "python_traceback"
     bulk_ends = False
 
@@ -155,10 +162,23 @@ class PythonBlock(Block):
     def __init__(self, line: str, time: float, level: int, component: str | None = None) -> None:
         super().__init__(line, time, level, component)
         self.phase = self.GROUP if line.lstrip().startswith("+") else self.FRAMES
+        #: frames printed after the exception line, in its message: a worker's traceback that
+        #: the wrapper carries (Ray's ``RayTaskError(KeyError): ray::f() (pid=…)`` and
+        #: ``ActorDiedError``), whose own exception line comes next at the margin
+        self.nested = False
 
     def accept(self, line: str) -> int:
         phase = self.phase
         indented = line.startswith(_INDENT)
+        if phase == self.AFTER_EXCEPTION:
+            if indented and line.lstrip().startswith('File "'):
+                self.nested = True
+                return TAKE
+            if self.nested and not indented and line and _PY_STRICT_EXCEPTION_LINE.match(line):
+                self.nested = False  # the worker's exception line ends its traceback
+                return TAKE
+        else:
+            self.nested = False
         if phase == self.FRAMES:
             if indented:
                 return TAKE

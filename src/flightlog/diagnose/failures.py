@@ -39,6 +39,11 @@ _NEAR_END = 5
 #: a line's own level (``line_factor``) at or below which it says the run carried on: INFO or
 #: DEBUG, or words of a retry, a fallback, a recovery
 _CARRIED_ON = 0.5
+#: a line that says the work came to its end ("notebook finished", "export done", "all 12
+#: trials completed"): printed after a traceback by a process that exited 0, the traceback was
+#: one it caught on the way (a notebook cell's ``traceback.print_exc()`` led as data_error 0.70
+#: on a healthy run; issue 29)
+_FINISHED = re.compile(r"\b(?:finished|completed?|done|all done)\b", re.I)
 #: the places of a hit on the chain of exceptions (the last traceback of the log)
 _ON_THE_CHAIN = frozenset({"only", "inner", "middle", "outer"})
 #: the categories that say how a process was ended, which one that exited 0 may still tell in
@@ -239,7 +244,7 @@ def _chain_ended_it(read: FailureRead) -> bool:
         if read.lines_after_chain > 2:
             return False
         after = [ln for ln in read.lines if ln.strip()][-read.lines_after_chain :] if read.lines_after_chain else []
-        return not any(line_factor(ln) <= _CARRIED_ON for ln in after)
+        return not any(line_factor(ln) <= _CARRIED_ON or _FINISHED.search(ln) for ln in after)
     last = read.last_line or ""
     return any(
         first and first in last for first in (link.message.strip().split("\n", 1)[0][:80] for link in read.links)
@@ -525,15 +530,13 @@ def _context(category: str, ev: RunEvidence) -> list[dict[str, Any]]:
         out.append(
             {"source": "runner", "detail": f"--timeout {format_duration(ev.runner_config['timeout_s'])}", "at": None}
         )
-    if category in ("timeout", "killed_by_signal") and ev.tail:
-        last = ev.tail[-1]
-        out.append(
-            {
-                "source": "log",
-                "detail": f"last line before the end: {last.message.splitlines()[-1][:200]}",
-                "at": iso(last.time),
-            }
-        )
+    # the last line with words in it: a run that printed a blank line last (nbclient's cell
+    # error ends with one) has no "last line" in its last event, and reading one crashed
+    # `diagnose` (issue 29)
+    last = next((e for e in reversed(ev.tail) if e.message.strip()), None)
+    if category in ("timeout", "killed_by_signal") and last is not None:
+        line = next(ln for ln in reversed(last.message.splitlines()) if ln.strip())
+        out.append({"source": "log", "detail": f"last line before the end: {line[:200]}", "at": iso(last.time)})
     if category == "oom_killed":
         oom = (info.failure or {}).get("oom") or {}
         if oom:

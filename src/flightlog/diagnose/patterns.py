@@ -289,6 +289,10 @@ CONFIG_KEY = _re(
     # objective function: `binary:logstic`", "Unknown metric: …"), whatever the exception's class
     r"|\bunknown (?:objective|booster|tree[_ ]method|eval[_ ]metric|metric|solver|optimizer|scheduler|activation|loss)"
     r"(?: function| type| name)?\s*[:=]\s*\S"
+    # Keras's words for a name given as a string that it does not know (``compile(loss=…)``,
+    # an optimizer, an activation, an initializer: "Could not interpret loss identifier:
+    # binary_crossentropy_loss"; read as code_error 0.53 on a complete run; issue 29)
+    r"|\bcould not interpret (?:loss|optimizer|metric|activation|initializer|regularizer|constraint) identifier\b"
 )
 #: a stored object, bucket or checkpoint file that is not there
 NOT_THERE = _re(
@@ -414,6 +418,9 @@ EXCEPTION_RULES: Final[tuple[ExceptionRule, ...]] = (
     # ── dependencies ──
     ExceptionRule("dependency_error", 0.8, "a_missing_module", classes=("ModuleNotFoundError",)),
     ExceptionRule("dependency_error", 0.7, "an_import_failure", classes=("ImportError",)),
+    # a notebook whose kernel the image lacks: jupyter_client's "No such kernel named ir"
+    # (nbclient, papermill; dependency_error 0.32 only; issue 29)
+    ExceptionRule("dependency_error", 0.75, "a_notebook_kernel_that_is_not_installed", classes=("NoSuchKernel",)),
     ExceptionRule(
         "dependency_error",
         0.7,
@@ -619,6 +626,9 @@ EXCEPTION_RULES: Final[tuple[ExceptionRule, ...]] = (
             r"none of \[.*\] are in the \[?(?:columns|index)\]?|not in index|\bcolumns?\b.{0,60}"
             r"\b(?:not found|missing|not in|does not exist|doesn't exist|are missing|is missing)"
             r"|missing (?:required )?columns?|no column named|unknown column|column .{1,60} not found"
+            # polars' ColumnNotFoundError, raised when a lazy query is collected: 'unable to find
+            # column "unit_price"; valid columns: [...]' (data_error 0.39 only; issue 29)
+            r"|\bunable to find column\b"
         ),
     ),
     ExceptionRule(

@@ -100,6 +100,9 @@ TIME_LIMIT_CLASSES = (
     "TaskRunTimeoutError",
     "FlowRunTimeoutError",
     "TimeoutSignal",
+    # nbclient's per-cell limit (``NotebookClient(timeout=…)``): "A cell timed out while it was
+    # being executed, after 4 seconds." (read as a timeout at 0.24 only; issue 29)
+    "CellTimeoutError",
 )
 #: a numeric guard (anomaly detection, check_numerics, a NaN debug mode) that stopped the run —
 #: not torch's hint to turn one on, which ends autograd errors that have nothing to do with a NaN
@@ -263,17 +266,22 @@ _EXIT_IN_MESSAGE: Final[dict[int, list[tuple[str, float, str]]]] = {
 }
 
 #: the standard library's machinery a process waits on its own work with (a future's
-#: ``result(timeout=…)``, ``asyncio.wait_for``/``asyncio.timeout``, a pool's ``get(timeout=…)``)
-_OWN_WORK_WAITERS: Final = frozenset({"concurrent", "asyncio", "multiprocessing"})
+#: ``result(timeout=…)``, ``asyncio.wait_for``/``asyncio.timeout``, a pool's ``get(timeout=…)``),
+#: and Ray's ``ray.get(refs, timeout=…)`` on the run's own tasks
+_OWN_WORK_WAITERS: Final = frozenset({"concurrent", "asyncio", "multiprocessing", "ray"})
+#: the classes those waits raise: the standard ``TimeoutError`` and Ray's ``GetTimeoutError``
+#: ("Get timed out: some object(s) not ready.")
+_OWN_WORK_TIMEOUTS: Final = frozenset({"TimeoutError", "GetTimeoutError"})
 
 
 def own_deadline_rule(short_type: str, library: str | None) -> tuple[str, float, str] | None:
     """A deadline the process set on its own work ran out: a bare ``TimeoutError`` raised by the
-    standard library's futures, asyncio or a process pool. The wait was for the run's own task
+    standard library's futures, asyncio or a process pool, or Ray's ``GetTimeoutError`` from a
+    ``ray.get`` with a timeout (read as slow_startup 0.45 before). The wait was for the run's own task
     (a preprocessing shard, a batch, a coroutine), not a socket's: a time limit, as a task's
     ``TimeoutExpired`` is, not an unreachable service (read as ``service_unavailable`` 0.21 and
     0.44 before, on complete runs written for the purpose; issue 29)."""
-    if short_type == "TimeoutError" and library in _OWN_WORK_WAITERS:
+    if short_type in _OWN_WORK_TIMEOUTS and library in _OWN_WORK_WAITERS:
         return ("timeout", 0.7, "a_deadline_the_process_set_on_its_own_work")
     return None
 

@@ -408,6 +408,12 @@ _KERAS_WRAPPER_LINE = re.compile(
 _TAIL = 20_000
 
 
+#: a notebook runner's exception whose message is the failing cell's source and its own
+#: (IPython) traceback, printed with blank lines between: nbclient's ``CellExecutionError: An
+#: error occurred while executing the following cell:``, papermill's ``PapermillExecutionError``
+_CELL_ERROR = re.compile(r"(?m)^[\w.]*(?:CellExecutionError|PapermillExecutionError)\b")
+
+
 def _documents(texts: list[str]) -> list[str]:
     """Consecutive texts that continue one another (a traceback split over several events: one
     event per line of a launcher or a JSON logger) joined into one document. Each text is
@@ -417,10 +423,26 @@ def _documents(texts: list[str]) -> list[str]:
     tail = ""  # the current document's last characters
     header = False  # the current document holds a traceback's header
     awaiting = False  # the document's last traceback has no exception line yet
+    cell = _NO_CELL  # where the document stands in a notebook cell's error (its message)
     for text in texts:
         first = text.split("\n", 1)[0]
+        if cell == _CELL_FRAMES and is_exception_line(first):
+            cell = _CELL_DONE  # the cell's exception line: the end of the runner's message
+        elif cell == _CELL_SOURCE and IPYTHON_HEADER.search(text):
+            cell = _CELL_FRAMES
+        back = _message_rest(docs) if not header and CHAINED.search(first) else 0
+        if back:
+            # the lines an exception's message printed at the margin after its own (SQLAlchemy's
+            # "[SQL: …]", "[parameters: …]", "(Background on this error at: …)") were documents
+            # of their own, and the chain the marker continues was cut there: they belong to
+            # the traceback before them
+            rest = ["\n" + "".join(d) for d in docs[-back:]]
+            del docs[-back:]
+            docs[-1].extend(rest)
+            tail, header = "".join(docs[-1])[-_TAIL:], True
         joins = bool(docs) and (
-            awaiting
+            cell != _NO_CELL
+            or awaiting
             or bool(CHAINED.search(first))
             or bool(CHAINED.search(tail[-120:]))
             or (bool(_FRAME_START.match(first)) and _HEADER in tail)
@@ -432,21 +454,49 @@ def _documents(texts: list[str]) -> list[str]:
             separator: str | None = "\n\n"
         else:
             separator = "\n" if joins else None
+        if cell == _CELL_DONE:
+            cell = _NO_CELL
         if separator is None:
             docs.append([text])
             tail, header = text[-_TAIL:], _HEADER in text
             awaiting = _awaiting_exception(text)
+            if header and _CELL_ERROR.search(text):
+                cell = _CELL_FRAMES if IPYTHON_HEADER.search(text) else _CELL_SOURCE
             continue
         last_line = tail[tail.rfind("\n") + 1 :]
         docs[-1].append(separator + text)
         tail, header = (tail + separator + text)[-_TAIL:], header or _HEADER in text
         if _HEADER in text:  # the document's last traceback starts in this text
             awaiting = _awaiting_exception(text)
+            if cell == _NO_CELL and _CELL_ERROR.search(text):
+                cell = _CELL_FRAMES if IPYTHON_HEADER.search(text) else _CELL_SOURCE
         elif awaiting:  # only the lines this text adds can end the wait
             awaiting = _lines_continue((last_line + separator + text).splitlines())
         else:
             awaiting = _awaiting_exception("".join(docs[-1]))
     return ["".join(parts) for parts in docs]
+
+
+#: the most documents, and lines in each, that an exception's message may go on with
+_MESSAGE_REST_DOCS, _MESSAGE_REST_LINES = 4, 3
+
+
+def _message_rest(docs: list[list[str]]) -> int:
+    """How many of the last documents are lines that go on with the exception line ending the
+    traceback before them (a few lines each, no traceback of their own): 0 when they are not."""
+    for back in range(1, min(_MESSAGE_REST_DOCS, len(docs) - 1) + 1):
+        text = "".join(docs[-back])
+        if text.count("\n") >= _MESSAGE_REST_LINES or _HEADER in text:
+            return 0
+        prior = "".join(docs[-back - 1])[-_TAIL:]
+        if _HEADER in prior:
+            return back if not _awaiting_exception(prior) else 0
+    return 0
+
+
+#: a notebook cell's error, text by text: none, the cell's source (up to the IPython header of
+#: its traceback), the traceback's frames (up to its exception line), the exception line
+_NO_CELL, _CELL_SOURCE, _CELL_FRAMES, _CELL_DONE = range(4)
 
 
 def _awaiting_exception(doc: str) -> bool:
@@ -558,6 +608,8 @@ def read_chain(text: str, depth: int = 0) -> list[Link]:
         relation = "cause" if "direct cause" in markers[-1][0] else "context"
         chain = [(e, relation) for e in parse_exception_lines(preamble[: markers[-1].start()], expand=False)[-1:]]
     bounds = [*starts[1:], len(text)]
+    cell_error: tuple[int, ParsedException] | None = None  # a notebook runner's error and its block
+    chain_start = 0  # the block the last chain starts at
     for index, (a, b) in enumerate(zip(starts, bounds, strict=True)):
         block = _dedented(text[a:b])
         parsed, trailer = parse_block(block)
@@ -571,9 +623,16 @@ def read_chain(text: str, depth: int = 0) -> list[Link]:
         relation = "cause" if "direct cause" in trailer else "context" if "During handling" in trailer else ""
         if worker and chain == [] and relation:
             relation = "worker"
+        if index < len(starts) - 1 and not relation and _CELL_ERROR.match(parsed.type):
+            # nbclient's or papermill's error: the next traceback, IPython's, is the cell's own,
+            # printed in its message; the cell's exception is the cause, the runner's its wrapper
+            cell_error, chain, chain_start = (index, parsed), [], index + 1
+            continue
         chain.append((parsed, relation))
         if index < len(starts) - 1 and not relation:
-            chain = []  # the next traceback is an independent one: only the last chain counts
+            chain, chain_start = [], index + 1  # the next traceback is an independent one: only the last chain counts
+    if cell_error is not None and chain and cell_error[0] == chain_start - 1:
+        chain = [*chain[:-1], (chain[-1][0], "worker"), (cell_error[1], "")]
     links: list[Link] = []
     for n, (exc, relation) in enumerate(chain):
         links += _expanded(exc, "raised" if n == len(chain) - 1 else relation or "context", depth)
