@@ -1111,3 +1111,95 @@ def test_trainer_failures_read_at_their_cause(tmp_path: Path, code: str, expecte
     written for the purpose (issue 29)."""
     category, confidence = _lead(_printed_traceback(tmp_path, code))
     assert category == expected and confidence >= 0.5, (category, confidence)
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        # an annotation whose label is "Dog", validated against the batch's JSON schema: dependency_error 0.42
+        (
+            "import jsonschema\nschema = {'type': 'object', 'properties': {'label': {'enum': ['cat', 'dog']}}}\n"
+            "for rec in [{'label': 'cat'}, {'label': 'Dog'}]:\n    jsonschema.validate(rec, schema)\n",
+            "data_error",
+        ),
+        # the run's configuration validated by pydantic stays a bad parameter
+        (
+            "from pydantic import BaseModel, Field\nclass TrainConfig(BaseModel):\n    dropout: float = Field(lt=1.0)\n"
+            "raw = {'dropout': 1.5}\ncfg = TrainConfig.model_validate(raw)\n",
+            "bad_parameter",
+        ),
+    ],
+    ids=["jsonschema-record", "pydantic-config"],
+)
+def test_a_record_a_validation_library_refused_is_a_data_error(tmp_path: Path, code: str, expected: str) -> None:
+    """A record jsonschema or pydantic refused is the data's, the run's configuration refused
+    by the same library a bad parameter: told apart by the name of what was validated (the
+    failing line's, pydantic's model's; a pydantic record in a whole run:
+    tests/diagnose/test_issue29_runs.py). Found on complete ingestion runs written for the
+    purpose (issue 29)."""
+    category, confidence = _lead(_printed_traceback(tmp_path, code))
+    assert category == expected and confidence >= 0.5, (category, confidence)
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        # an MP3 saved under a .wav name, opened with the standard library's wave: dependency_error 0.19
+        (
+            "import wave\nopen('call.wav', 'wb').write(b'ID3\\x04\\x00' + bytes(64))\n"
+            "with wave.open('call.wav', 'rb') as w:\n    frames = w.readframes(w.getnframes())\n",
+            "data_error",
+        ),
+        # the label cache a previous stage should have built, in a folder that is not there: data_error 0.61
+        (
+            "import sqlite3\ncon = sqlite3.connect('cache/labels/labels.sqlite')\n"
+            "rows = con.execute('SELECT id, label FROM labels').fetchall()\n",
+            "missing_file",
+        ),
+        # a compression the job's argument names and pandas does not know: data_error 0.38
+        (
+            "import pandas as pd\nopen('clicks.csv', 'w').write('user_id,url\\n1,/p\\n')\n"
+            "clicks = pd.read_csv('clicks.csv', compression='gz')\n",
+            "bad_parameter",
+        ),
+        # a parquet codec from the pipeline's config that pyarrow does not know: data_error 0.26
+        (
+            "import pyarrow as pa, pyarrow.parquet as pq\nconfig = {'codec': 'zstandard'}\n"
+            "pq.write_table(pa.table({'x': [1, 2]}), 'train.parquet', compression=config['codec'])\n",
+            "bad_parameter",
+        ),
+    ],
+    ids=["wave-not-riff", "sqlite-folder-missing", "pandas-compression", "pyarrow-codec"],
+)
+def test_a_file_or_an_io_option_the_reader_refuses(tmp_path: Path, code: str, expected: str) -> None:
+    """What an ingestion step's reader refuses, in its own words: a file in another format
+    (``wave``'s "file does not start with RIFF id"), a database file whose folder is not there
+    (SQLite's "unable to open database file"), a compression or codec the job was told to use
+    that the reader does not know ("Unrecognized compression type: gz", "Unsupported
+    compression: zstandard"). Each was read from the library's role alone (a data library:
+    data_error, or no clear cause). Found on complete ingestion runs written for the purpose
+    (issue 29)."""
+    category, confidence = _lead(_printed_traceback(tmp_path, code))
+    assert category == expected and confidence >= 0.5, (category, confidence)
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        # an aggregate query the script assembles, with FORM for FROM: data_error 0.73
+        "import sqlite3\ncon = sqlite3.connect('sales.db')\ncon.execute('CREATE TABLE sales (store INTEGER, amount REAL)')\n"
+        "query = 'SELECT store, SUM(amount) AS total FORM sales GROUP BY store'\nrows = con.execute(query).fetchall()\n",
+        # a manifest of feature statistics that holds NumPy integers: data_error 0.54
+        "import json\nimport numpy as np\nstats = {'age': {'min': np.int64(18), 'nulls': np.int64(0)}}\n"
+        "with open('manifest.json', 'w') as f:\n    json.dump({'columns': stats}, f)\n",
+    ],
+    ids=["sqlite-syntax", "json-numpy-int64"],
+)
+def test_what_the_workload_hands_a_library_that_no_data_could_fix(tmp_path: Path, code: str) -> None:
+    """A query of the workload's that the database cannot parse and a value handed to an
+    encoder that does not know its type fail in a data library (sqlite3, json) on a line that
+    reads data (``rows = …``), and were read as data errors from that role alone; no data could
+    have made them work: the code's. Found on complete ingestion runs written for the purpose
+    (issue 29)."""
+    category, confidence = _lead(_printed_traceback(tmp_path, code))
+    assert category == "code_error" and confidence >= 0.5, (category, confidence)

@@ -34,6 +34,7 @@ from flightlog.diagnose.structural_rules import (
     library_api_rule,
     own_deadline_rule,
     pickled_class_rule,
+    validation_rule,
 )
 from flightlog.diagnose.structure import FailureRead, Link
 
@@ -165,6 +166,10 @@ def _link_hits(link: Link, index: int, position: str, source: str, at: float | N
     pickled = pickled_class_rule(short, link.message)
     if pickled is not None:
         add(*pickled)
+    own_frame = link.innermost_own_frame()
+    validated = validation_rule(link.type, link.message, own_frame.code if own_frame is not None else "")
+    if validated is not None:
+        add(*validated)
     if short == "KeyError" and any("/pandas/" in f.file.replace("\\", "/") for f in link.frames):
         add("data_error", 0.4, "a_keyerror_from_pandas_indexing")
     code = next((f.code for f in reversed(link.frames) if f.code), "")

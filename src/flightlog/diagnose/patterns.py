@@ -234,7 +234,26 @@ NOT_THE_FORMAT = _re(
     r"file signature not found|\bnot an? (?:hdf5|zip|parquet|arrow|npy|gzip(?:ped)?) file\b|file is not a zip file"
     r"|failed finding central directory|invalid load key|bad magic number|magic bytes not found"
     r"|cannot identify image file|unexpected end of (?:file|data|stream)"
+    # audio and databases: the standard library's ``wave`` and ``aifc`` ("file does not start
+    # with RIFF id": an MP3 saved as .wav), libsndfile's "Format not recognised" (soundfile,
+    # librosa), SQLite's SQLITE_NOTADB ("file is not a database") (issue 29: dependency_error 0.19)
+    r"|file does not start with (?:RIFF|FORM) id|\bnot a wave file\b|\bformat not recognised\b"
+    r"|\bfile is (?:encrypted or is )?not a database\b"
 )
+#: a query the database could not parse: the workload's SQL, whatever the data (SQLite's
+#: ``near "FORM": syntax error`` and "incomplete input", PostgreSQL's "syntax error at or near" —
+#: SQLSTATE 42601 —, MySQL's 1064 "You have an error in your SQL syntax", DuckDB's "Parser Error")
+SQL_SYNTAX = _re(
+    r"\bnear \"[^\"]*\": syntax error\b|\bsyntax error at or near\b|\bsyntax error at end of input\b"
+    r"|\byou have an error in your sql syntax\b|\bparser error: syntax error\b|^incomplete input$"
+)
+#: a database file SQLite could not open: its folder is not there (SQLITE_CANTOPEN); the store
+#: a pipeline stage should have built, not a file in another format
+DATABASE_NOT_OPENED = _re(r"\bunable to open database file\b")
+#: a value handed to an encoder that does not know its type: ``json.dump`` of a NumPy integer
+#: ("Object of type int64 is not JSON serializable"), of a datetime, a set — the code's, whatever
+#: the values
+NOT_SERIALIZABLE = _re(r"\bis not (?:JSON|msgpack|YAML|BSON) serializable\b")
 #: a table the code reads that the database does not have (SQLite, PostgreSQL's 42P01, MySQL's 1146)
 NO_SUCH_TABLE = _re(r"\bno such table\b|\brelation \S+ does not exist|\btable '[^']+' doesn't exist|\bUndefinedTable\b")
 #: a stored object that does not exist (S3, GCS, Azure Blob, the Hub)
@@ -415,6 +434,7 @@ EXCEPTION_RULES: Final[tuple[ExceptionRule, ...]] = (
     ),
     # the file is there and is not what the code reads: another format, cut short, or corrupt
     ExceptionRule("data_error", 0.7, "a_file_that_is_not_in_the_format_read", message=NOT_THE_FORMAT),
+    ExceptionRule("missing_file", 0.6, "a_database_file_that_cannot_be_opened", message=DATABASE_NOT_OPENED),
     # ── dependencies ──
     ExceptionRule("dependency_error", 0.8, "a_missing_module", classes=("ModuleNotFoundError",)),
     ExceptionRule("dependency_error", 0.7, "an_import_failure", classes=("ImportError",)),
@@ -665,6 +685,10 @@ EXCEPTION_RULES: Final[tuple[ExceptionRule, ...]] = (
     ExceptionRule("code_error", 0.6, "a_gpu_kernel_fault", message=GPU_FAULT),
     ExceptionRule("code_error", 0.7, "a_tensor_shape_or_device_mismatch", message=SHAPE_MISMATCH),
     ExceptionRule("code_error", 0.7, "autograd_or_a_device_used_against_its_rules", message=AUTOGRAD_MISUSE),
+    # the workload's code handed a library something it cannot take, whatever the data: a query
+    # that does not parse, a value its encoder does not know (issue 29: data_error 0.73, 0.54)
+    ExceptionRule("code_error", 0.7, "a_query_that_does_not_parse", message=SQL_SYNTAX),
+    ExceptionRule("code_error", 0.65, "a_value_the_encoder_cannot_serialize", message=NOT_SERIALIZABLE),
     ExceptionRule(
         "killed_by_signal", 0.6, "a_worker_terminated_with_sigterm", message=_re(r"killed by signal: terminated\b")
     ),

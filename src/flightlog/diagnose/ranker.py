@@ -243,8 +243,8 @@ _INNERMOST = ("only", "inner")
 
 def specific_evidence(read: FailureRead, hits: Sequence[Hit]) -> Hit | None:
     """The first stage: the strongest hit of a specific rule (any but ``code_error``'s, which
-    every exception matches) on the innermost exception of a failed process, when such hits
-    name one category only — the exception's own words say what failed (``ValueError: Invalid
+    every exception matches — its own specific rules only when no other category's fired) on the
+    innermost exception of a failed process, when such hits name one category only — the exception's own words say what failed (``ValueError: Invalid
     learning rate: -0.01`` raised in the workload's code names a bad parameter whatever the
     output around it). The exception must have been raised: read from a traceback, or from
     exception lines whose last is an error's, not a warning's that quotes it ("Retrying ...
@@ -254,10 +254,25 @@ def specific_evidence(read: FailureRead, hits: Sequence[Hit]) -> Hit | None:
         return None
     if not read.from_traceback and line_factor(read.last_line or "") < 1.0:
         return None  # an exception named in a warning or a retry, not raised: no words of its own
-    found = [h for h in hits if h.position in _INNERMOST and h.category != "code_error" and h.weight >= SPECIFIC]
+    innermost = [h for h in hits if h.position in _INNERMOST and h.weight >= SPECIFIC]
+    found = [h for h in innermost if h.category != "code_error"]
+    if not found:
+        # the code's own mistake in the exception's own words (a tensor shape that does not fit,
+        # a query that does not parse), when nothing else is named: its words come first as
+        # well (issue 29: a SQL syntax error in sqlite3, a data library, read data_error 0.73)
+        found = [h for h in innermost if h.category == "code_error" and not _generic_code_rule(h.rule)]
     if not found or len({h.category for h in found}) > 1:
         return None
     return max(found, key=lambda h: (h.weight, h.rule))
+
+
+#: ``code_error``'s rules that every exception of a kind matches (its class, where it was raised,
+#: the cues' words): no words of the exception's own about what failed
+_GENERIC_CODE_RULES = ("code_error_class", "raised_in_the_workload_s_own_code", UNEXPLAINED_RULE)
+
+
+def _generic_code_rule(rule: str) -> bool:
+    return rule in _GENERIC_CODE_RULES or rule.startswith("cue:")
 
 
 def _floored(probabilities: dict[str, float], category: str, floor: float) -> dict[str, float]:

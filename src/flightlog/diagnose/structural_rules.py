@@ -67,6 +67,11 @@ CONFIG_CHECK = _re(
     # metric `val_acc` which is not available"), ModelCheckpoint ("could not find the monitored
     # key in the returned metrics") (issue 29)
     r"|\bconditioned on metric\b.{0,80}\bwhich is not available\b|\bcould not find the monitored key\b"
+    # an option of a reader or a writer that it does not know: pandas' "Unrecognized compression
+    # type: gz", pyarrow's "Unsupported compression: zstandard", an unknown codec, engine or
+    # text encoding — the value the job was told to use, not the data (issue 29: data_error 0.38)
+    r"|\b(?:unsupported|unrecognized|unknown|invalid) (?:compression|codec|engine|encoding)s?"
+    r"(?: (?:type|name|method|format))?\b"
 )
 #: an API the installed version of a library removed, renamed or changed
 API_CHANGED = _re(
@@ -312,6 +317,36 @@ def pickled_class_rule(short_type: str, message: str) -> tuple[str, float, str] 
     if library_role(module) is not None:
         return ("dependency_error", 0.7, "a_pickled_class_the_installed_library_no_longer_has")
     return None
+
+
+#: the libraries that validate records and documents against a model or a schema, and the
+#: class each raises: a record that breaks the model is the data's (a config's, the parameters')
+_VALIDATION_MODULES = ("pydantic", "pydantic_core", "jsonschema", "marshmallow", "fastjsonschema")
+_VALIDATION_CLASSES = ("ValidationError", "JsonSchemaValueException")
+#: the name of what was validated says it is the run's configuration: the workload's own line
+#: (``cfg = Config.model_validate(raw)``, ``settings = Settings()``) or pydantic's model name in
+#: "1 validation error for TrainConfig"
+_CONFIGURATION_NAME = re.compile(
+    r"(?<![A-Za-z0-9])(?:cfg|config|conf|configs|hparams|hyperparams|hps|settings|params|args|options)(?![a-z])"
+    r"|(?:config|configuration|settings|args|arguments|params|parameters|options|hparams|hyperparams)$",
+    re.IGNORECASE,
+)
+_VALIDATED_MODEL = re.compile(r"\bvalidation errors? for (?P<model>\w+)")
+
+
+def validation_rule(type_name: str, message: str, own_code: str) -> tuple[str, float, str] | None:
+    """A record or a document a validation library refused (pydantic's, jsonschema's,
+    marshmallow's ``ValidationError``): a record of the data that breaks its model is a
+    data error; the run's configuration is a bad parameter — told apart by the name of what was
+    validated (issue 29: an event with ``"dwell_ms": "12s"`` read as bad_parameter 0.35, a
+    jsonschema enum refusal as dependency_error 0.42)."""
+    short = type_name.rsplit(".", 1)[-1]
+    if short not in _VALIDATION_CLASSES or type_name.split(".", 1)[0] not in _VALIDATION_MODULES:
+        return None
+    model = _VALIDATED_MODEL.search(message)
+    if _CONFIGURATION_NAME.search(own_code) or (model is not None and _CONFIGURATION_NAME.search(model["model"])):
+        return ("bad_parameter", 0.7, "a_configuration_that_failed_validation")
+    return ("data_error", 0.7, "a_record_that_failed_validation")
 
 
 def library_api_rule(
