@@ -11,7 +11,7 @@ import errno
 import logging
 import os
 import resource
-import select
+import selectors
 import socket
 import subprocess
 import sys
@@ -45,17 +45,24 @@ def _closed_by_server(socks: list[socket.socket], deadline: float) -> tuple[list
     """Read every socket until the server closes it (or the deadline): (first bytes of each answer, still open)."""
     answers: dict[socket.socket, bytes] = {s: b"" for s in socks}
     open_ = set(socks)
-    while open_ and time.monotonic() < deadline:
-        ready, _, _ = select.select(list(open_), [], [], 0.5)
-        for s in ready:
-            try:
-                chunk = s.recv(4096)
-            except ConnectionResetError:
-                chunk = b""
-            if chunk:
-                answers[s] += chunk
-            else:
-                open_.discard(s)
+    # a selector, not select(): a test process that already holds many descriptors (a pytest
+    # worker late in the suite) numbers these sockets past select()'s 1,024
+    with selectors.DefaultSelector() as selector:
+        for s in socks:
+            selector.register(s, selectors.EVENT_READ)
+        while open_ and time.monotonic() < deadline:
+            for key, _ in selector.select(0.5):
+                ready = key.fileobj
+                assert isinstance(ready, socket.socket)
+                try:
+                    chunk = ready.recv(4096)
+                except ConnectionResetError:
+                    chunk = b""
+                if chunk:
+                    answers[ready] += chunk
+                else:
+                    open_.discard(ready)
+                    selector.unregister(ready)
     return [a[:40] for a in answers.values()], len(open_)
 
 

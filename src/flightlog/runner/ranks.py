@@ -151,7 +151,11 @@ class RankObserver:
         for pid, agent_identity in self._agents().items():  # a rank known only to its hang watch (Lightning's rank 0)
             if pid in self.ranks or pid not in procs or not isinstance(agent_identity.get("rank"), int):
                 continue
-            identity = {k: agent_identity.get(k) for k in _IDENTITY_KEYS}
+            # the tree's reading first: a rank whose watch reported before its environment was
+            # read after its exec (read while it was still its launcher's fork) is a rank like
+            # the others, with its launcher and sizes; the watch's own identity (Lightning's rank
+            # 0, known only to torch) where the environment says nothing
+            identity = self._identity_of(procs[pid], procs) or {k: agent_identity.get(k) for k in _IDENTITY_KEYS}
             self._track(pid, identity, _started(procs[pid], now))
         for pid, rank in self.ranks.items():
             if rank.exited is None and (pid not in procs or not _alive(procs[pid])):
