@@ -97,20 +97,26 @@ def test_benign_line_is_not_a_lead(entry: dict[str, Any]) -> None:
     assert confidence < LEAD, (category, confidence)
 
 
-def test_score_command_prints_both_sets() -> None:
-    """``python -m tests.diagnose.corpus.score`` is the command of the corpus README."""
+def _corpus_command(module: str, *args: str) -> str:
+    """What ``python -m tests.diagnose.corpus.MODULE ARGS`` prints, run from the repository's root
+    as the corpus README says."""
     root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root / "src"), str(root)])}
+    return subprocess.run(
+        [sys.executable, "-m", f"tests.diagnose.corpus.{module}", *args],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+
+
+def test_score_command_prints_both_sets() -> None:
+    """``python -m tests.diagnose.corpus.score`` is the command of the corpus README."""
 
     def score(*args: str) -> str:
-        return subprocess.run(
-            [sys.executable, "-m", "tests.diagnose.corpus.score", *args],
-            cwd=root,
-            env=env,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
+        return _corpus_command("score", *args)
 
     text = score()
     assert re.search(r"== dev \(message level\): \d+ failures", text)
@@ -125,17 +131,7 @@ def test_coverage_command_splits_top1_by_whether_a_rule_named_the_category() -> 
     failure counted once, on one side; the rules name most of dev (they are written against it:
     a fall below the floor is rules lost), and a named failure is read right far more often than
     an unnamed one (issue 29: ~93 % against ~20 % held out)."""
-    root = Path(__file__).resolve().parents[2]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root / "src"), str(root)])}
-    out = subprocess.run(
-        [sys.executable, "-m", "tests.diagnose.corpus.coverage", "--set", "dev", "--format", "json"],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    dev = json.loads(out)["dev"]
+    dev = json.loads(_corpus_command("coverage", "--set", "dev", "--format", "json"))["dev"]
     assert dev["named"] + dev["unnamed"] == dev["failures"] == len(DEV["failures"])
     assert sum(c["named"] + c["unnamed"] for c in dev["per_category"].values()) == dev["failures"]
     assert dev["coverage"] >= 0.85, dev

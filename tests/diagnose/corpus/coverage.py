@@ -26,11 +26,16 @@ from tests.diagnose.corpus.score import LEAD
 __all__ = ["coverage", "main"]
 
 
+def _named(entry: dict[str, Any], hits: list[Any]) -> bool:
+    """Whether a rule named the entry's expected category (a candidate's hit, not a trace)."""
+    return any(h.category == entry["expected"] and h.weight >= CANDIDATE_FLOOR for h in hits)
+
+
 def _read(entry: dict[str, Any]) -> tuple[bool, bool]:
     """(a rule named the expected category, the diagnosis's lead is it at LEAD or more)."""
     read = replay(entry)
     hits = collect(read)
-    named = any(h.category == entry["expected"] and h.weight >= CANDIDATE_FLOOR for h in hits)
+    named = _named(entry, hits)
     ranked = rank(read, hits)
     right = bool(ranked) and ranked[0].category == entry["expected"] and ranked[0].confidence >= LEAD
     return named, right
@@ -61,8 +66,7 @@ def coverage(name: str) -> dict[str, Any]:
 def _unnamed_dev() -> list[str]:
     out = []
     for entry in load_set("dev")["failures"]:
-        read = replay(entry)
-        if not any(h.category == entry["expected"] and h.weight >= CANDIDATE_FLOOR for h in collect(read)):
+        if not _named(entry, collect(replay(entry))):
             out.append(f"{entry['expected']}\t{entry['source']}\t{entry['message'].strip().splitlines()[-1][:200]}")
     return out
 
