@@ -9,6 +9,8 @@ every rank fails to open its own shard of a data directory that is not there.
 SIGNALS is a directory the test and the job meet in: the stuck rank waits for ``release`` there
 (a read that never returns until the test says so), the rank to be killed writes its ``pid``.
 With USE_SDK=1 each rank calls ``flightlog.init()`` and times its data loading as a stage.
+SLOW_START=S makes rank 0 reach the rendezvous S seconds late (a loaded machine): the others wait
+in ``init_process_group`` meanwhile.
 """
 
 import datetime
@@ -69,6 +71,8 @@ def main():
         import flightlog
 
         run = flightlog.init(project="dist", name="job")
+    if os.environ.get("RANK") == "0" and os.environ.get("SLOW_START"):
+        time.sleep(float(os.environ["SLOW_START"]))
     timeout = datetime.timedelta(seconds=float(os.environ.get("GROUP_TIMEOUT", "60")))
     if SCENARIO == "fails_otherwise_after_restart":
         # each restart's group under its own keys: the launcher's store still holds the first

@@ -207,6 +207,26 @@ def test_with_the_default_settings_a_short_group_timeout_still_finds_the_stuck_r
     assert "hang" in text and f"job.py:{culprit['where']['line']}" in text and "all_reduce #4" in text
 
 
+@EMBEDDED
+def test_a_slow_rendezvous_does_not_move_the_judgement_past_the_group_timeout(home: Path, tmp_path: Path) -> None:
+    """CI's failure at stop 48: on a loaded machine rank 0 reached the rendezvous seconds late;
+    the watch took that wait for a pause the ranks recovered from, raised their bar to 1.5 × it
+    (past the 6 s group timeout), and torchrun stopped rank 1 before its stacks were taken — the
+    diagnosis named the culprit without its line. The wait is start-up: the bar stays at half the
+    group's timeout."""
+    job = Job(home, tmp_path, "stuck", runner=True, defaults=True, GROUP_TIMEOUT="6", USE_SDK="1", SLOW_START="5")
+    code, err = job.finish()
+    assert code != 0
+    stalls = [e["data"] for e in job.evidence("stall", rank=1) if e["data"]["state"] == "stalled"]
+    assert stalls and stalls[0]["threshold_s"] == 3.0, stalls
+    report = job.diagnose()
+    top = report["findings"][0]
+    assert top["category"] == "hang" and top["culprit"], report
+    culprit = top["culprit"]
+    assert culprit["rank"] == 1 and culprit["collective"] == {"op": "all_reduce", "seq": 4}, report
+    assert culprit["where"]["function"] == "read_shard" and culprit["where"]["file"] == str(JOB)
+
+
 def _line_of(text: str) -> int:
     return next(i for i, line in enumerate(JOB.read_text().splitlines(), 1) if text in line)
 

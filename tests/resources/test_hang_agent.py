@@ -25,7 +25,7 @@ from flightlog.resources.agent.stacks import (
     stacks_evidence,
     thread_stacks,
 )
-from flightlog.resources.agent.watch import RankWatch
+from flightlog.resources.agent.watch import RankWatch, stalled_text
 from flightlog.runner.hangs import BOOTSTRAP_DIR
 
 # ── settings ───────────────────────────────────────────────────────────────────────────────────
@@ -58,9 +58,25 @@ def test_a_short_process_group_timeout_brings_the_threshold_inside_it() -> None:
     assert s.threshold(None, 0.0, ranked=True, group_timeout=600.0) == 300.0
     # a job whose own rhythm is slower than half its timeout is not flagged every step
     assert s.threshold(3.0, 0.0, ranked=True, group_timeout=8.0) == 6.0
-    assert s.threshold(0.2, 5.0, ranked=True, group_timeout=8.0) == 7.5
+    # ... but never past 0.8 of it: a pause stretched by a loaded machine (5 s, 9 s) must not move
+    # the judgement to where the others' timeout has already torn the stuck rank down
+    assert s.threshold(0.2, 5.0, ranked=True, group_timeout=8.0) == 6.4
+    assert s.threshold(0.2, 9.0, ranked=True, group_timeout=8.0) == 6.4
+    assert s.threshold(6.0, 0.0, ranked=True, group_timeout=8.0) == 6.4
     # a single process is still not judged before its first steps
     assert s.threshold(None, 0.0, ranked=False, group_timeout=8.0) is None
+
+
+def test_a_stall_says_which_share_of_the_group_timeout_set_its_threshold() -> None:
+    def said(limit: float, timeout: float | None) -> str:
+        return stalled_text({"time": 110.0, "since": 100.0, "threshold_s": limit, "group_timeout_s": timeout})
+
+    assert said(4.0, 8.0) == "no progress for 10 s (threshold 4 s: half the process group's 8 s timeout)"
+    assert said(6.4, 8.0) == (
+        "no progress for 10 s (threshold 6.4 s: 80% of the process group's 8 s timeout, before it tears the job down)"
+    )
+    assert said(6.0, 8.0) == "no progress for 10 s (threshold 6 s)"  # its own rhythm set it
+    assert said(60.0, None) == "no progress for 10 s (threshold 60 s)"
 
 
 def test_the_watch_reads_torch_s_process_group_timeouts(tmp_path: Path) -> None:
@@ -72,7 +88,7 @@ def test_the_watch_reads_torch_s_process_group_timeouts(tmp_path: Path) -> None:
         import torch.distributed as dist
         from flightlog.resources.agent.groups import GroupTimeouts, group_timeout
         from flightlog.resources.agent.settings import HangSettings
-        from flightlog.resources.agent.watch import RankWatch
+        from flightlog.resources.agent.watch import RankWatch, stalled_text
         out = {"before": group_timeout()}
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
@@ -354,6 +370,35 @@ def test_a_slow_step_is_no_hang_and_a_pause_it_recovered_from_raises_the_bar() -
     steps.value += 1
     watch.tick(t + 29.5)  # a 29.5 s pause, recovered from: the bar is now 1.5 × that
     assert watch.threshold() == pytest.approx(44.25)
+
+
+def test_the_wait_before_a_counter_exists_is_start_up_not_a_pause_that_raises_the_bar() -> None:
+    """A slow rendezvous on a loaded machine (the CI failure of stop 48): a second run's source is
+    added, then the process group appears 4 s later with the first steps in the same look. That
+    wait was start-up: counted as a recovered pause it raised the bar to 1.5 × 4 s, past a short
+    group timeout, and the launcher stopped the stuck rank before its stacks were taken. Nor is
+    a source that goes (the run finished by that launcher's SIGTERM) a sign the rank moved on."""
+    watch, got, steps = _watch(factor=10.0, floor=1.0, ceiling=100.0)
+    group: Any = Counter()
+    group.value = None  # no process group yet: its sequence number reads as None
+    watch.add_source("group", group)
+    watch.tick(0.0)
+    watch.add_source("another run", Counter())  # init() of a second run: a sign of life
+    watch.tick(0.5)
+    group.value, steps.value = 3, 3  # the rendezvous done and three steps, all in one look
+    t = 4.5
+    watch.tick(t)
+    for _ in range(10):  # then a step every 0.1 s
+        steps.value += 1
+        t += 0.1
+        watch.tick(t)
+    assert watch.threshold() == pytest.approx(1.0)  # 10 × 0.1 s: the start-up does not count
+    watch.tick(t + 1.0)
+    assert [k for k, _ in got] == ["stacks", "stall"] and got[1][1]["since"] == pytest.approx(t)
+    # the launcher's SIGTERM finishes a run and its source goes: no progress, the stall stays open
+    watch.remove_source("another run")
+    watch.tick(t + 1.5)
+    assert [k for k, _ in got] == ["stacks", "stall"] and watch.stalled_since == pytest.approx(t)
 
 
 def test_a_single_process_is_not_judged_before_its_first_steps() -> None:

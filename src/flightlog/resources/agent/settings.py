@@ -12,7 +12,9 @@ Why these defaults (docs/distributed.md, "Hangs found while they happen"):
   default and gloo's 30, so 5 minutes at most finds a hang with time to spare before the
   watchdog kills the job, and one minute at least keeps a slow step from reading as a hang;
   a job that sets a shorter timeout on its process group is judged at half of it at most
-  (``GROUP_TIMEOUT_SHARE``), or the job would be torn down before its evidence is taken;
+  (``GROUP_TIMEOUT_SHARE``), or the job would be torn down before its evidence is taken; its own
+  slower rhythm may raise that, never past ``TEARDOWN_SHARE`` of the timeout (a loaded machine
+  stretches a recovered pause, and a stall judged after the others' timeout has no evidence);
 * a stalled rank's evidence is taken again every ``REPEAT`` seconds while it stays stuck, at
   most ``DUMPS`` times: enough to tell a slow read from a dead one, bounded for a job that
   waits all night;
@@ -46,10 +48,14 @@ __all__ = [
     "hostname",
     "HANG_DIR_VAR",
     "GROUP_TIMEOUT_SHARE",
+    "TEARDOWN_SHARE",
 ]
 
 #: at most this share of the process group's timeout passes before a stall is judged (see `threshold`)
 GROUP_TIMEOUT_SHARE = 0.5
+#: ... and never later than this share of it, whatever the process's own rhythm: past the group's
+#: timeout the waiting ranks fail and the launcher stops the stuck one before its stacks are taken
+TEARDOWN_SHARE = 0.8
 HANG_DIR_VAR = "FLIGHTLOG_HANG_DIR"  # set by `flightlog run` for its children: where the ranks' agents meet it
 
 #: variable → (field, default as text, kind)
@@ -134,7 +140,10 @@ class HangSettings:
         (`groups.group_timeout`): a collective that waits that long fails and the launcher
         tears the job down, so a stall is judged at most at ``GROUP_TIMEOUT_SHARE`` of it —
         below the floor if need be — unless the process's own rhythm says that is normal for
-        it (twice its usual gap, 1.5 × the longest pause it recovered from)."""
+        it (twice its usual gap, 1.5 × the longest pause it recovered from) — and even then at most
+        ``TEARDOWN_SHARE`` of it: a pause stretched by a loaded machine (a first collective that
+        took 4.5 s under a 6 s timeout) must not move the judgement past the teardown, where the
+        stuck rank is stopped before anything says where it was."""
         if usual is None:
             judged: float | None = self.ceiling if ranked else None
         else:
@@ -142,6 +151,7 @@ class HangSettings:
         if judged is None or group_timeout is None or group_timeout <= 0:
             return judged
         own = max(2.0 * usual, 1.5 * longest) if usual is not None else 0.0
+        own = min(own, TEARDOWN_SHARE * group_timeout)
         return min(judged, max(GROUP_TIMEOUT_SHARE * group_timeout, own))
 
     @classmethod

@@ -30,7 +30,7 @@ from _collections import deque  # collections.deque itself, without the collecti
 from .bare import BareThread
 from .groups import GroupTimeouts
 from .nearby import start_beside
-from .settings import HangSettings, hostname, rank_env, say
+from .settings import GROUP_TIMEOUT_SHARE, TEARDOWN_SHARE, HangSettings, hostname, rank_env, say
 from .stacks import (
     collective_progress,
     flight_recorder_evidence,
@@ -300,8 +300,13 @@ class RankWatch:
             return False
         if current == self._last:
             return False
-        self._last = current
-        if self._last_move is not None:
+        previous, self._last = self._last, current
+        if len(previous) != len(current):
+            # a run's source added or gone (its init(), its finish() — a rank's run finished by
+            # the SIGTERM of a launcher tearing the job down): no progress by itself, and no
+            # resumption of a stall the process never left
+            return False
+        if self._last_move is not None and not _appeared(previous, current):
             gap = now - self._last_move
             if self.stalled_since is None:
                 self._gaps.append(gap)
@@ -456,10 +461,18 @@ def _tag(ident: dict[str, Any]) -> str:
     return str(rank) if rank is not None else f"-pid{ident.get('pid')}"
 
 
+def _appeared(previous: tuple[Any, ...], current: tuple[Any, ...]) -> bool:
+    """Whether a counter came into being since the last look (the process group made: its
+    sequence number read for the first time). A sign of life, so the stall clock starts again,
+    but the time before it was start-up (imports, a rendezvous that waits for a late rank on a
+    loaded machine), not a pause of the process's rhythm: counted as one, it would raise the bar
+    past the group's timeout and the stuck rank's stacks would never be taken. The watch looks
+    every second or so: the first steps often arrive in the same look."""
+    return any(previous[i] is None and current[i] is not None for i in range(len(current)))
+
+
 def _reason(stalled: float, limit: float, usual: float | None, timeout: float | None = None) -> str:
-    base = f"no progress for {stalled:.0f} s (threshold {limit:.3g} s"
-    if timeout is not None and abs(limit - timeout / 2) < 1e-6:
-        base += f": half the process group's {timeout:.3g} s timeout"
+    base = f"no progress for {stalled:.0f} s (threshold {limit:.3g} s" + _bound(limit, timeout)
     if usual is not None:
         base += f"; usually {usual:.2g} s between steps"
     return base + ")"
@@ -473,11 +486,20 @@ def stalled_text(data: dict[str, Any]) -> str:
         limit = float(data.get("threshold_s") or 0)
         timeout = data.get("group_timeout_s")
         text = f"no progress for {stalled:.0f} s (threshold {limit:.3g} s"
-        if isinstance(timeout, (int, float)) and timeout > 0 and abs(limit - timeout / 2) < 1e-6:
-            text += f": half the process group's {timeout:.3g} s timeout"
-        return text + ")"
+        return text + _bound(limit, timeout if isinstance(timeout, (int, float)) else None) + ")"
     except (TypeError, ValueError):
         return "no progress"
+
+
+def _bound(limit: float, timeout: float | None) -> str:
+    """Which share of the process group's timeout set the threshold, if one did."""
+    if timeout is None or timeout <= 0:
+        return ""
+    if abs(limit - timeout * GROUP_TIMEOUT_SHARE) < 1e-6:
+        return f": half the process group's {timeout:.3g} s timeout"
+    if abs(limit - timeout * TEARDOWN_SHARE) < 1e-6:
+        return f": {TEARDOWN_SHARE:.0%} of the process group's {timeout:.3g} s timeout, before it tears the job down"
+    return ""
 
 
 def _reset_after_fork() -> None:
