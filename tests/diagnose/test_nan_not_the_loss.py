@@ -77,3 +77,31 @@ def test_a_subset_statistic_logged_as_nan_is_a_hint_and_a_nan_loss_still_leads(h
     assert "the loss stayed finite" in nan["summary"], nan["summary"]
     top = diverged["findings"][0]
     assert top["category"] == "nan_loss" and top["confidence"] >= 0.8, diverged["findings"]
+
+
+#: Transformers 5's Trainer at a learning rate a thousand times too high: the gradients go NaN at
+#: the first step and stay NaN; the loss it logs does not (``logging_nan_inf_filter`` replaces a
+#: NaN loss by the mean of the earlier ones: ``'0'`` once they are reset), and the run ends 0
+HF_GRADIENTS_NAN = """
+print({'loss': '3.319e+05', 'grad_norm': 'nan', 'learning_rate': '1e+04', 'epoch': '0.5'}, flush=True)
+for k in range(2, 13):
+    print({'loss': '0', 'grad_norm': 'nan', 'learning_rate': '1e+04', 'epoch': str(k / 2)}, flush=True)
+print({'train_runtime': '2.1', 'train_samples_per_second': '182', 'train_loss': '2.766e+04', 'epoch': '6'}, flush=True)
+"""
+
+
+@pytest.mark.embedded_only("the same evidence over either transport")
+def test_gradients_that_stay_nan_are_the_run_s_nan_though_the_logged_loss_is_finite(home: Path) -> None:
+    """A gradient norm NaN from one step to the end is the training's NaN, not an evaluation
+    statistic undefined on its data: read as ``loss_plateau`` 0.72 ("stayed within 0–0") with
+    ``nan_loss`` at 0.20 on a real Trainer run (issue 29)."""
+    script = home.parent / "lr_typo.py"
+    script.write_text(HF_GRADIENTS_NAN)
+    proc = cli(home, "run", "--project", "lm", "--", sys.executable, str(script))
+    assert proc.returncode == 0 and "'grad_norm': 'nan'" in proc.stdout
+    run = re.search(r"run ([0-9a-f]{32}) started", proc.stderr)[1]  # type: ignore[index]
+    with Client(home) as c:
+        report = c.diagnose(run, auto_baseline=False)
+    top = report["findings"][0]
+    assert top["category"] == "nan_loss" and top["confidence"] >= 0.5, report["findings"]
+    assert "the weights, are NaN" in top["evidence"][0]["detail"], top

@@ -1203,3 +1203,77 @@ def test_what_the_workload_hands_a_library_that_no_data_could_fix(tmp_path: Path
     (issue 29)."""
     category, confidence = _lead(_printed_traceback(tmp_path, code))
     assert category == "code_error" and confidence >= 0.5, (category, confidence)
+
+
+_TOKENIZER = (
+    "from tokenizers import Tokenizer, models, pre_tokenizers\n"
+    "from transformers import PreTrainedTokenizerFast\n"
+    "core = Tokenizer(models.WordLevel({'<unk>': 0, '</s>': 1, 'the': 2, 'movie': 3, 'was': 4, 'great': 5},"
+    " unk_token='<unk>'))\ncore.pre_tokenizer = pre_tokenizers.Whitespace()\n"
+    "tok = PreTrainedTokenizerFast(tokenizer_object=core, eos_token='</s>', unk_token='<unk>')\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        # a LoRA run's output folder (its adapter alone) loaded as a whole model: code_error 0.49
+        (
+            "import json, os\nfrom transformers import AutoModelForCausalLM\nos.makedirs('out/final', exist_ok=True)\n"
+            "json.dump({'r': 8, 'target_modules': ['c_attn']}, open('out/final/adapter_config.json', 'w'))\n"
+            "model = AutoModelForCausalLM.from_pretrained('out/final')\n",
+            "missing_file",
+        ),
+        # a checkpoint whose copy was cut short, loaded with safetensors: data_error 0.14
+        (
+            "import torch\nfrom safetensors.torch import save_file, load_file\n"
+            "save_file({'w': torch.zeros(64, 64)}, 'model.safetensors')\n"
+            "data = open('model.safetensors', 'rb').read()\nopen('model.safetensors', 'wb').write(data[: len(data) // 3])\n"
+            "state = load_file('model.safetensors')\n",
+            "data_error",
+        ),
+        # a checkpoint of a model type a later Transformers release added: data_error 0.29
+        (
+            "import json, os\nfrom transformers import AutoConfig\nos.makedirs('ckpt', exist_ok=True)\n"
+            "json.dump({'model_type': 'gpt5_moe', 'architectures': ['Gpt5MoeForCausalLM']}, open('ckpt/config.json', 'w'))\n"
+            "config = AutoConfig.from_pretrained('ckpt')\n",
+            "dependency_error",
+        ),
+        # a causal LM's tokenizer (no pad token) asked to pad a batch: bad_parameter 0.46
+        (_TOKENIZER + "batch = tok(['the movie', 'the movie was great'], padding=True)\n", "bad_parameter"),
+        # a base model's tokenizer (no chat template) asked to format a conversation: code_error 0.40
+        (
+            _TOKENIZER + "ids = tok.apply_chat_template([{'role': 'user', 'content': 'the movie'}], tokenize=True)\n",
+            "bad_parameter",
+        ),
+        # a two-label classifier loaded for five labels: code_error 0.44
+        (
+            "import argparse\nfrom transformers import BertConfig, BertForSequenceClassification\n"
+            "cfg = BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,"
+            " intermediate_size=16, num_labels=2)\nBertForSequenceClassification(cfg).save_pretrained('sst2')\n"
+            "p = argparse.ArgumentParser()\np.add_argument('--num-labels', type=int, default=5)\na = p.parse_args()\n"
+            "model = BertForSequenceClassification.from_pretrained('sst2', num_labels=a.num_labels)\n",
+            "bad_parameter",
+        ),
+    ],
+    ids=[
+        "no-config-json",
+        "safetensors-truncated",
+        "transformers-model-type-unknown",
+        "tokenizer-no-pad-token",
+        "no-chat-template",
+        "head-sized-otherwise",
+    ],
+)
+def test_what_a_fine_tuning_job_loads_read_at_its_cause(tmp_path: Path, code: str, expected: str) -> None:
+    """What an NLP fine-tuning job loads, refused in its library's own words: a safetensors file
+    cut short ("Error while deserializing header": the file, not the code), a checkpoint whose
+    model type the installed Transformers does not know ("does not recognize this architecture …
+    your version of Transformers is out of date": an upgrade), a tokenizer without the pad token
+    or the chat template the call needs (the tokenizer chosen for the job), a folder without
+    the model's config.json ("Should have a `model_type` key in its config.json"), a checkpoint's head
+    sized otherwise than the configuration asks ("You set `ignore_mismatched_sizes` to `False`":
+    ``num_labels``). Found on complete
+    offline fine-tuning runs written for the purpose (issue 29)."""
+    category, confidence = _lead(_printed_traceback(tmp_path, code))
+    assert category == expected and confidence >= 0.5, (category, confidence)

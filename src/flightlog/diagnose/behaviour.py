@@ -79,6 +79,28 @@ _NAN_LOSS, _NAN_OTHER = 0.85, 0.6
 _NAN_EVAL_LOSS_LOSS_FINITE, _NAN_STATISTIC_LOSS_FINITE = 0.4, 0.2
 #: the one signal id of every statistic undefined on its data while the losses stayed finite
 _UNDEFINED_STATISTIC = "non_finite_statistic_while_the_loss_stayed_finite"
+#: the norm of the gradients a trainer logs at each step (Transformers' ``grad_norm``, Lightning's
+#: ``grad_norm/total``, ``gradient_norm``): a statistic of the training step, not of an evaluation
+_GRADIENT_NORM = re.compile(r"(?:^|[_./-])grad(?:ient)?_?norm(?:$|[_./-])", re.I)
+#: how many logged points a gradient norm must stay non-finite to the end to be the training's NaN
+_GRADIENT_NAN_MIN_POINTS = 3
+
+
+def _gradients_stayed_nan(name: str, values: np.ndarray) -> bool:
+    """A gradient norm non-finite at every point from its first non-finite one to the end (three
+    or more): the gradients, and after the next step the weights, are NaN. The loss the trainer
+    logs can stay finite all the same — Transformers' Trainer replaces a NaN loss by the mean of
+    the losses logged before it (``logging_nan_inf_filter``, on by default: ``'loss': '0'`` once
+    they are reset) — so this is the run's NaN, not a statistic undefined on its data. A mixed
+    precision loss scaler's skipped step (an ``inf`` norm now and then, finite ones between) is
+    not: the norm comes back finite."""
+    if not _GRADIENT_NORM.search(name):
+        return False
+    bad = ~np.isfinite(values)
+    if not bad.any():
+        return False
+    tail = bad[int(np.argmax(bad)) :]
+    return bool(tail.all()) and tail.size >= _GRADIENT_NAN_MIN_POINTS
 
 
 def nan_loss(ev: RunEvidence) -> Finding | None:
@@ -112,9 +134,16 @@ def nan_loss(ev: RunEvidence) -> Finding | None:
                 lead += f", up from a median of {float(np.median(before)):.4g} (it diverged first)"
         text = "NaN" if math.isnan(value) else ("+inf" if value > 0 else "-inf")
         loss = is_loss(m.name, th)
-        weight = _NAN_LOSS if loss else _NAN_OTHER
+        gradients = _gradients_stayed_nan(m.name, h.values)
+        weight = _NAN_LOSS if loss or gradients else _NAN_OTHER
         went_on = [n for n, last_step in healthy.items() if n != m.name and last_step >= step]
-        if not loss and not went_on:
+        if gradients:
+            went_on = []
+            lead += (
+                "; it never came back finite: the gradients, and so the weights, are NaN"
+                " (a Trainer logs a NaN loss as the mean of the earlier ones)"
+            )
+        elif not loss and not went_on:
             # a statistic of an evaluation after the training (a final report per subset): the
             # training losses ended finite, whatever step the statistic was printed at
             went_on = [n for n in healthy if n != m.name]

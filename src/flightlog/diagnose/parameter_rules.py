@@ -81,11 +81,27 @@ PARAMETER_RANGE = _re(
 ARITHMETIC = _re(r"\bmust be evenly divisible by\b|\bmust equal the product of\b")
 #: a model head configured otherwise than the dataset it reads: mmdetection's check of the head's
 #: classes against the dataset's ("The `num_classes` (3) in Shared2FCBBoxHead of MMDataParallel
-#: does not matches the length of `CLASSES` 80) in CocoDataset"). Not torch's ``load_state_dict``
+#: does not matches the length of `CLASSES` 80) in CocoDataset"), Transformers' head sized otherwise
+#: than its checkpoint. Not torch's ``load_state_dict``
 #: "size mismatch for …": on the development side one in three was a checkpoint of another
 #: version of a library (a dependency_error), not another configuration
 CONFIGURED_OTHERWISE = _re(
-    r"\bnum_classes`? \(\d+\) in \w+.{0,80}\bdoes not match(?:es)? the length of `?CLASSES\b", _I | re.DOTALL
+    r"\bnum_classes`? \(\d+\) in \w+.{0,80}\bdoes not match(?:es)? the length of `?CLASSES\b"
+    # Transformers' ``from_pretrained`` of a checkpoint whose head the configuration sizes
+    # otherwise (``num_labels=5`` on a two-label classifier, a vocabulary grown since): "You set
+    # `ignore_mismatched_sizes` to `False`" (5.x), "You may consider adding
+    # `ignore_mismatched_sizes=True`" (4.x) — the checkpoint against the configuration the job
+    # asked for, not a library's version (issue 29: code_error 0.44)
+    r"|\bignore_mismatched_sizes\b",
+    _I | re.DOTALL,
+)
+#: a tokenizer set up without what the call needs: a special token (Transformers' "Asking to pad
+#: but the tokenizer does not have a padding token", "does not have a mask token") or a chat
+#: template ("Cannot use chat template functions because tokenizer.chat_template is not set"):
+#: the tokenizer chosen or configured for the job, whatever the text (issue 29: bad_parameter
+#: 0.46, code_error 0.40)
+TOKENIZER_LACKS = _re(
+    r"\bdoes not have a (?:padding|pad|mask|eos|bos|sep|cls|unk|unknown) token\b|\bchat_template is not set\b"
 )
 #: a port another process holds (EADDRINUSE: torch's rendezvous store, a server the run starts):
 #: the run's port setting (``--main_process_port``, ``MASTER_PORT``) collides with another job
@@ -164,6 +180,7 @@ PARAMETER_EXCEPTION_RULES: Final[tuple[ExceptionRule, ...]] = (
         "bad_parameter", 0.7, "a_model_head_configured_otherwise_than_its_dataset", message=CONFIGURED_OTHERWISE
     ),
     ExceptionRule("bad_parameter", 0.65, "a_port_another_process_holds", message=ADDRESS_IN_USE),
+    ExceptionRule("bad_parameter", 0.7, "a_tokenizer_without_what_the_call_needs", message=TOKENIZER_LACKS),
     ExceptionRule("service_unavailable", 0.7, "a_connection_attempt_that_failed", message=CONNECT_FAILED),
     ExceptionRule("service_unavailable", 0.7, "peer_ranks_that_never_answered", message=PEERS_NEVER_ANSWERED),
     ExceptionRule("service_unavailable", 0.7, "an_api_failing_on_its_side", message=API_SERVER_ERROR),

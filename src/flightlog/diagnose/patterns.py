@@ -239,6 +239,10 @@ NOT_THE_FORMAT = _re(
     # librosa), SQLite's SQLITE_NOTADB ("file is not a database") (issue 29: dependency_error 0.19)
     r"|file does not start with (?:RIFF|FORM) id|\bnot a wave file\b|\bformat not recognised\b"
     r"|\bfile is (?:encrypted or is )?not a database\b"
+    # safetensors' header check of a file cut short or not safetensors at all ("Error while
+    # deserializing header: incomplete metadata, file not fully covered", "HeaderTooLarge",
+    # "MetadataIncompleteBuffer": a checkpoint whose copy or write did not finish) (issue 29)
+    r"|\berror while deserializing header\b|\bHeaderTooLarge\b|\bMetadataIncompleteBuffer\b"
 )
 #: a query the database could not parse: the workload's SQL, whatever the data (SQLite's
 #: ``near "FORM": syntax error`` and "incomplete input", PostgreSQL's "syntax error at or near" —
@@ -317,6 +321,11 @@ CONFIG_KEY = _re(
 NOT_THERE = _re(
     r"\berror no file named\b|\bno such ?bucket\b|\bbucket_not_found\b|\(404\) when calling the \w+ operation"
     r"|\bwhen calling the HeadObject operation\b|\bno such object\b|\bstorageexception: 404\b"
+    # Transformers' Auto classes on a folder that holds no config.json (an adapter's or a copy of
+    # the weights alone): "Unrecognized model in out/. Should have a `model_type` key in its
+    # config.json" — said too of a config.json without the key, the rarer case (issue 29:
+    # code_error 0.49)
+    r"|\bshould have a `?model_type`? key in its config\.json\b"
 )
 #: a disk-space check of a library itself (no errno)
 NO_ROOM = _re(

@@ -82,6 +82,10 @@ API_CHANGED = _re(
     # torch.load's refusal since PyTorch 2.6 flipped its default to weights_only=True: a checkpoint
     # that loaded before the upgrade ("Weights only load failed … we changed the default value")
     r"|\bweights only load failed\b|\bwe changed the default value of\b"
+    # a checkpoint of a model type added by a later release than the one installed: Transformers'
+    # "has model type `gpt5_moe` but Transformers does not recognize this architecture … your
+    # version of Transformers is out of date" (issue 29: data_error 0.29)
+    r"|\bdoes not recognize this architecture\b|\byour version of [\w-]+ is out of date\b"
 )
 #: a time limit raised inside the process (SIGALRM, an orchestrator's task timeout, a deadline).
 #: "timed out after N s" alone is a *wait* that timed out — a socket, a rendezvous, a service's
