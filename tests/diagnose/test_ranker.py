@@ -1285,3 +1285,20 @@ def test_an_input_of_the_wrong_kind_a_degenerate_matrix_and_a_short_file(
     than file size": a file cut short, read as no clear cause, bad_parameter 0.29)."""
     category, confidence = _lead(_printed_traceback(tmp_path, code))
     assert category == expected and confidence >= 0.5, (category, confidence)
+
+
+def test_a_joblib_worker_ended_by_a_signal_is_a_kill_not_a_guess_at_memory(tmp_path: Path) -> None:
+    """joblib's ``TerminatedWorkerError`` guesses "a segmentation fault … or an excessive memory
+    usage" and then says how the workers ended, ``{SIGKILL(-9)}``: read from the guess's words as
+    oom_killed 0.54 on a complete run written for the purpose, with no memory limit and a few
+    hundred MiB in use (issue 29). The report of the kill is the evidence; an OOM kill is told by
+    the memory evidence (the runner's OOM detection, the samples at the limit), not by the guess."""
+    code = (
+        "import os, signal\nfrom joblib import Parallel, delayed\n"
+        "def shard(i):\n"
+        "    if i == 3:\n        os.kill(os.getpid(), signal.SIGKILL)\n"
+        "    return i\n"
+        "Parallel(n_jobs=2)(delayed(shard)(i) for i in range(8))\n"
+    )
+    category, confidence = _lead(_printed_traceback(tmp_path, code))
+    assert category == "killed_by_signal" and confidence >= 0.5, (category, confidence)
