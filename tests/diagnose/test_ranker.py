@@ -1214,6 +1214,49 @@ _TOKENIZER = (
 )
 
 
+def test_a_pickled_model_whose_state_the_installed_release_refuses_is_a_dependency(tmp_path: Path) -> None:
+    """A model pickled by an older scikit-learn, loaded by this one: the tree's ``__setstate__``
+    refuses the node layout the old release wrote ("node array from the pickle has an
+    incompatible dtype"), read as data_error 0.55 on a complete run written for the purpose
+    (issue 29). The script writes the old layout itself (the nodes without the field scikit-learn
+    1.3 added), as the old release did."""
+    code = (
+        "import copyreg, pickle\nimport numpy as np\n"
+        "from sklearn.tree import DecisionTreeClassifier\nfrom sklearn.tree._tree import Tree\n"
+        "X = np.random.default_rng(0).random((50, 3))\n"
+        "model = DecisionTreeClassifier(max_depth=2).fit(X, X[:, 0] > 0.5)\n"
+        "def as_an_old_release_wrote_it(tree):\n"
+        "    cls, args, state = tree.__reduce__()\n"
+        "    nodes = state['nodes']\n"
+        "    old = [n for n in nodes.dtype.names if n != 'missing_go_to_left']\n"
+        "    state = dict(state, nodes=np.array(nodes[old].tolist(), dtype=[(n, nodes.dtype[n]) for n in old]))\n"
+        "    return cls, args, state\n"
+        "copyreg.pickle(Tree, as_an_old_release_wrote_it)\n"
+        "pickle.dump(model, open('model-1.0.2.pkl', 'wb'))\n"
+        "import joblib\nmodel = joblib.load('model-1.0.2.pkl')\n"
+    )
+    category, confidence = _lead(_printed_traceback(tmp_path, code))
+    assert category == "dependency_error" and confidence >= 0.5, (category, confidence)
+
+
+def test_an_hdf5_file_another_process_has_open_for_writing_is_a_busy_store(tmp_path: Path) -> None:
+    """h5py's "unable to lock file, errno = 11" (``BlockingIOError``): the feature writer, another
+    process, still has the file open for writing. Read as data_error 0.54 on a complete run
+    written for the purpose (issue 29); the file is there and busy, as SQLite's "database is
+    locked" is. The writer says when it holds the file, and holds it until its stdin closes."""
+    code = (
+        "import subprocess, sys\nimport h5py\n"
+        "writer = subprocess.Popen([sys.executable, '-c', 'import h5py, sys\\n"
+        'f = h5py.File("features.h5", "w")\\nprint("open", flush=True)\\nsys.stdin.read()\'],\n'
+        "                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)\n"
+        "assert writer.stdout.readline().strip() == 'open'\n"
+        "try:\n    with h5py.File('features.h5', 'r') as f:\n        X = f['X'][:]\n"
+        "finally:\n    writer.stdin.close()\n    writer.wait()\n"
+    )
+    category, confidence = _lead(_printed_traceback(tmp_path, code))
+    assert category == "service_unavailable" and confidence >= 0.5, (category, confidence)
+
+
 @pytest.mark.parametrize(
     ("code", "expected"),
     [
@@ -1277,3 +1320,59 @@ def test_what_a_fine_tuning_job_loads_read_at_its_cause(tmp_path: Path, code: st
     offline fine-tuning runs written for the purpose (issue 29)."""
     category, confidence = _lead(_printed_traceback(tmp_path, code))
     assert category == expected and confidence >= 0.5, (category, confidence)
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        # columns named as strings on a NumPy array (np.array_split of a frame gives arrays)
+        (
+            "import numpy as np\nfrom sklearn.compose import ColumnTransformer\n"
+            "from sklearn.preprocessing import StandardScaler\n"
+            "ColumnTransformer([('num', StandardScaler(), ['fee'])]).fit(np.zeros((4, 2)))\n",
+            "code_error",
+        ),
+        # a sensor that reported 0 all day: a zero column in the normal equations
+        (
+            "import numpy as np\nrng = np.random.default_rng(0)\n"
+            "X = np.column_stack([np.ones(100), rng.normal(size=100), np.zeros(100)])\n"
+            "beta = np.linalg.solve(X.T @ X, X.T @ rng.normal(size=100))\n",
+            "data_error",
+        ),
+        # an export interrupted after 3 of the 5 rows the reader maps
+        (
+            "import numpy as np\nnp.zeros((3, 8), dtype=np.float32).tofile('emb.f32')\n"
+            "emb = np.memmap('emb.f32', dtype=np.float32, mode='r', shape=(5, 8))\n",
+            "data_error",
+        ),
+    ],
+    ids=["columns-by-name-on-an-array", "singular-normal-equations", "memmap-past-the-end"],
+)
+def test_an_input_of_the_wrong_kind_a_degenerate_matrix_and_a_short_file(
+    tmp_path: Path, code: str, expected: str
+) -> None:
+    """Three readings of complete scientific runs written for the purpose (issue 29): a call told
+    its input is a kind it does not take ("Specifying the columns using strings is only supported
+    for dataframes": the calling code's, read as a configuration check, bad_parameter 0.75);
+    numpy's ``LinAlgError: Singular matrix`` on a constant column (the data's, read as no clear
+    cause, dependency_error 0.28); a memory map longer than the file ("mmap length is greater
+    than file size": a file cut short, read as no clear cause, bad_parameter 0.29)."""
+    category, confidence = _lead(_printed_traceback(tmp_path, code))
+    assert category == expected and confidence >= 0.5, (category, confidence)
+
+
+def test_a_joblib_worker_ended_by_a_signal_is_a_kill_not_a_guess_at_memory(tmp_path: Path) -> None:
+    """joblib's ``TerminatedWorkerError`` guesses "a segmentation fault … or an excessive memory
+    usage" and then says how the workers ended, ``{SIGKILL(-9)}``: read from the guess's words as
+    oom_killed 0.54 on a complete run written for the purpose, with no memory limit and a few
+    hundred MiB in use (issue 29). The report of the kill is the evidence; an OOM kill is told by
+    the memory evidence (the runner's OOM detection, the samples at the limit), not by the guess."""
+    code = (
+        "import os, signal\nfrom joblib import Parallel, delayed\n"
+        "def shard(i):\n"
+        "    if i == 3:\n        os.kill(os.getpid(), signal.SIGKILL)\n"
+        "    return i\n"
+        "Parallel(n_jobs=2)(delayed(shard)(i) for i in range(8))\n"
+    )
+    category, confidence = _lead(_printed_traceback(tmp_path, code))
+    assert category == "killed_by_signal" and confidence >= 0.5, (category, confidence)

@@ -34,6 +34,7 @@ from flightlog.diagnose.structural_rules import (
     library_api_rule,
     own_deadline_rule,
     pickled_class_rule,
+    restored_state_rule,
     validation_rule,
 )
 from flightlog.diagnose.structure import FailureRead, Link
@@ -166,6 +167,9 @@ def _link_hits(link: Link, index: int, position: str, source: str, at: float | N
     pickled = pickled_class_rule(short, link.message)
     if pickled is not None:
         add(*pickled)
+    restored = restored_state_rule(link.frames)
+    if restored is not None:
+        add(*restored)
     own_frame = link.innermost_own_frame()
     validated = validation_rule(link.type, link.message, own_frame.code if own_frame is not None else "")
     if validated is not None:

@@ -796,6 +796,12 @@ LINE_RULES: Final[tuple[LineRule, ...]] = (
     ),
     LineRule("credentials_error", 0.55, "a_missing_api_key", API_KEY),
     LineRule("oom_killed", 0.6, "a_worker_killed_with_sigkill", WORKER_KILLED),
+    LineRule(
+        "killed_by_signal",
+        0.6,
+        "a_pool_worker_that_died_without_a_traceback",
+        _re(r"\bexit codes of the workers are \{[^}]*\bSIG(?:KILL|TERM|INT|HUP)\(-\d+\)"),
+    ),
     LineRule("dependency_error", 0.55, "the_gpu_driver_cuda_or_cudnn_does_not_fit", GPU_STACK),
     LineRule("dependency_error", 0.55, "a_package_the_library_asks_to_install", INSTALL_HINT),
     LineRule("disk_full", 0.5, "a_checkpoint_write_that_failed", WRITE_FAILED),

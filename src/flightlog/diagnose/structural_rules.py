@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Sequence
 from typing import Final
 
 from flightlog.diagnose.codes import Codes
 from flightlog.diagnose.libroles import library_role
 from flightlog.diagnose.patterns import ExceptionRule, LineRule
+from flightlog.diagnose.tracebacks import Frame
 
 __all__ = [
     "EXTRA_EXCEPTION_RULES",
@@ -25,6 +27,7 @@ __all__ = [
     "library_api_rule",
     "own_deadline_rule",
     "pickled_class_rule",
+    "restored_state_rule",
     "STATE_DICT_KEYS",
     "STDLIB",
 ]
@@ -48,15 +51,29 @@ CAPACITY = _re(
     r"|\bconcurrency limit\b|\bno (?:available )?capacity\b|\binsufficient capacity\b|\bInsufficientInstanceCapacity\b"
     r"|\btoo many (?:pending|queued) (?:requests|tasks)\b|\bengine is (?:busy|overloaded)\b"
     # a lock another writer holds: SQLite's SQLITE_BUSY (optuna's, MLflow's, a registry's file),
-    # MySQL's 1205, PostgreSQL's lock_not_available — the store is there and busy
+    # MySQL's 1205, PostgreSQL's lock_not_available — the store is there and busy; HDF5's lock on
+    # a file another process has open for writing (h5py's "unable to lock file, errno = 11")
     r"|\bdatabase (?:table )?is locked\b|\block wait timeout exceeded\b|\bcould not obtain lock\b|\block_not_available\b"
+    r"|\bunable to lock file\b"
 )
+#: the kinds of object a call takes as its input: a library that says it takes only one of them
+#: ("Specifying the columns using strings is only supported for dataframes") refuses what the
+#: calling code handed it, whatever its configuration
+_INPUT_OBJECTS = (
+    r"(?:(?:pandas|polars|numpy|dense|sparse|2d|1d|numeric|contiguous) )?"
+    r"(?:data ?frames?|arrays?|ndarrays?|tensors?|series|matri(?:x|ces)|lists?|tuples?|dicts?|dictionaries|strings?)\b"
+)
+#: a call handed an object of a kind it does not take (issue 29: scikit-learn's column selection
+#: by name on a NumPy array, read as a framework's configuration check, bad_parameter 0.75)
+INPUT_TYPE = _re(rf"\b(?:is|are) only supported (?:for|with|on|by) {_INPUT_OBJECTS}")
 #: a framework's own check of its configuration against itself, the world size or the hardware
 CONFIG_CHECK = _re(
     r"\b(?:must|should|has to|needs to) be (?:divisible|a multiple) (?:by|of)\b|\bis not divisible by\b"
     r"|\bnot (?:evenly )?divisible\b|\bmust be a multiple of\b|\bis not equal to\b.{0,80}\*"
     r"|\bworld[_ ]size\b.{0,80}\b(?:must|should|divisible|does not match|mismatch)\b"
     r"|\b(?:must|should) (?:equal|match)\b.{0,60}\bworld[_ ]size\b|\bis (?:not|only) supported (?:on|for|with|when|by|in)\b"
+    # … but not a kind of input object: that is what the calling code handed over (INPUT_TYPE)
+    rf"(?! {_INPUT_OBJECTS})"
     r"|\bnot supported (?:on|for|with|when|by) (?:this|the|your|current)\b|\bonly supports?\b|\bcannot be used (?:with|together)\b"
     r"|\bmutually exclusive\b|\bincompatible with\b(?! (?:the )?(?:installed|layer)\b)|\brequires? .{1,40} to be (?:set|enabled|true|false|specified)\b"
     r"|\bunsupported (?:dtype|precision|mode|device|backend|configuration|option|value|type|strategy|quantization)\b"
@@ -162,6 +179,23 @@ CAUGHT_SIGNAL = _re(
     0,
 )
 
+#: linear algebra on a matrix the numbers made degenerate: collinear or constant columns (a
+#: sensor stuck at one value, a column duplicated upstream), NaN or infinity in the input (LAPACK's
+#: "SVD did not converge") — the data's, as the values an estimator refuses are (issue 29: numpy's
+#: "Singular matrix" read as "no clear cause", a hint of dependency_error 0.28)
+DEGENERATE = _re(
+    r"\bsingular matrix\b|\bmatrix is (?:exactly )?singular\b|\bnot positive[- ]definite\b"
+    r"|\b(?:SVD|eigenvalues?|Eigenvalues) did not converge\b"
+)
+#: a file shorter than what its reader was told to find in it: a copy or an export cut short
+#: (numpy's memmap "mmap length is greater than file size", pickle's "Ran out of input" on an
+#: empty file, gzip's and lzma's "ended before the end-of-stream marker") (issue 29: read as
+#: "no clear cause", a hint of bad_parameter 0.29)
+SHORT_FILE = _re(
+    r"\bmmap length is greater than file size\b|^ran out of input$"
+    r"|\bended before the end-of-stream marker was reached\b"
+)
+
 EXTRA_EXCEPTION_RULES: Final[tuple[ExceptionRule, ...]] = (
     ExceptionRule("service_unavailable", 0.75, "a_service_refusing_for_capacity", message=CAPACITY),
     ExceptionRule(
@@ -190,6 +224,11 @@ EXTRA_EXCEPTION_RULES: Final[tuple[ExceptionRule, ...]] = (
     ExceptionRule("nan_loss", 0.55, "a_floating_point_error", classes=("FloatingPointError",)),
     ExceptionRule("code_error", 0.45, "a_native_check_that_failed", classes=("NativeCheckFailure",)),
     ExceptionRule("code_error", 0.65, "a_checkpoint_whose_keys_do_not_fit_the_model", message=STATE_DICT_KEYS),
+    ExceptionRule("code_error", 0.6, "an_input_of_a_kind_the_call_does_not_take", message=INPUT_TYPE),
+    ExceptionRule(
+        "data_error", 0.55, "a_matrix_the_data_made_degenerate", classes=("LinAlgError",), message=DEGENERATE
+    ),
+    ExceptionRule("data_error", 0.6, "a_file_shorter_than_its_reader_expects", message=SHORT_FILE),
 )
 
 EXTRA_LINE_RULES: Final[tuple[LineRule, ...]] = (
@@ -320,6 +359,24 @@ def pickled_class_rule(short_type: str, message: str) -> tuple[str, float, str] 
         return ("code_error", 0.7, "a_pickled_class_the_loading_program_does_not_define")
     if library_role(module) is not None:
         return ("dependency_error", 0.7, "a_pickled_class_the_installed_library_no_longer_has")
+    return None
+
+
+#: the method by which a class rebuilds itself from a pickle (Cython's, for compiled classes)
+_RESTORES_STATE = ("__setstate__", "__setstate_cython__")
+
+
+def restored_state_rule(frames: Sequence[Frame]) -> tuple[str, float, str] | None:
+    """A pickle of a library's object whose state the installed release of that library refuses
+    as it rebuilds it (issue 29: scikit-learn's tree "node array from the pickle has an
+    incompatible dtype", read as data_error 0.55 — a model pickled by scikit-learn 1.0 loaded
+    by 1.3 or later). The pickle itself parsed: a corrupt file fails in pickle's own opcodes
+    ("invalid load key"), never in the class's ``__setstate__``; what the class refuses is the
+    layout another release of it wrote. Only a library's ``__setstate__``: the workload's own
+    refusing its own old state is its code."""
+    for frame in frames:
+        if frame.function.rsplit(".", 1)[-1] in _RESTORES_STATE and frame.in_library:
+            return ("dependency_error", 0.7, "a_pickled_state_the_installed_library_refuses")
     return None
 
 
