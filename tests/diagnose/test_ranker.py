@@ -1376,3 +1376,76 @@ def test_a_joblib_worker_ended_by_a_signal_is_a_kill_not_a_guess_at_memory(tmp_p
     )
     category, confidence = _lead(_printed_traceback(tmp_path, code))
     assert category == "killed_by_signal" and confidence >= 0.5, (category, confidence)
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        # a report formatted the German way on an image that never generated the locale
+        ("import locale\nlocale.setlocale(locale.LC_ALL, 'xx_XX.UTF-8')\n", "dependency_error"),
+        # the schedule's time zone, misspelt in the configuration
+        (
+            "from zoneinfo import ZoneInfo\ncfg = {'timezone': 'US/Pacifc'}\ntz = ZoneInfo(cfg['timezone'])\n",
+            "bad_parameter",
+        ),
+        # a click log with an unterminated quote: the rest of the file is one field
+        (
+            "import csv\nwith open('clicks.csv', 'w') as f:\n"
+            "    f.write('user,note\\nu1,ok\\nu2,\"broken\\n' + 'u3,ok\\n' * 30000)\n"
+            "with open('clicks.csv', newline='') as f:\n    rows = list(csv.DictReader(f))\n",
+            "data_error",
+        ),
+        # the feature store's sidecar has not started: its unix socket's file is not there
+        (
+            "import socket\ns = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\ns.connect('featstore.sock')\n",
+            "service_unavailable",
+        ),
+    ],
+    ids=["locale-not-installed", "time-zone-key-misspelt", "csv-field-limit", "unix-socket-no-server"],
+)
+def test_the_operating_system_s_machinery_in_its_own_words(tmp_path: Path, code: str, expected: str) -> None:
+    """Four readings of complete runs meeting their host's set-up, written for the purpose
+    (issue 29): ``locale.Error: unsupported locale setting`` (a locale the image lacks, read as
+    killed_by_signal 0.17); ``ZoneInfoNotFoundError`` raised while handling the tz database's
+    FileNotFoundError (the key the run was given, read as missing_file 0.89); the csv module's
+    ``_csv.Error: field larger than field limit`` (a file that is not the CSV it reads, data_error
+    0.43 only); a unix socket's ``connect()`` raising ENOENT without a file named (no server
+    listening, read as missing_file 0.95)."""
+    category, confidence = _lead(_printed_traceback(tmp_path, code))
+    assert category == expected and confidence >= 0.5, (category, confidence)
+
+
+def test_an_illegal_instruction_is_a_binary_built_for_another_cpu(tmp_path: Path) -> None:
+    """SIGILL: the CPU met an instruction it does not have — a wheel built for a newer CPU
+    (AVX-512, ``-march=native`` elsewhere); read as a crash in the workload's code, code_error
+    0.72, on a complete run written for the purpose (issue 29). The shell's words for it
+    ("Illegal instruction (core dumped)") read the same."""
+    script = tmp_path / "job.py"
+    script.write_text("import os, signal\nprint('loading fastfeat', flush=True)\nos.kill(os.getpid(), signal.SIGILL)\n")
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == -4, proc
+    read = read_process(
+        exit_code=proc.returncode,
+        signal=4,
+        timed_out=False,
+        oom_killed=False,
+        traceback_text=None,
+        last_lines=proc.stdout.splitlines(),
+    )
+    top = rank(read, collect(read))[0]
+    assert top.category == "dependency_error" and top.confidence >= 0.5, top
+    shell = subprocess.run(
+        ["bash", "-c", f"{sys.executable} {script}; exit $?"], capture_output=True, text=True, timeout=60
+    )
+    assert shell.returncode == 132 and "Illegal instruction" in shell.stderr, shell
+    lines = [*shell.stdout.splitlines(), *shell.stderr.splitlines()]
+    read = read_process(
+        exit_code=shell.returncode,
+        signal=None,
+        timed_out=False,
+        oom_killed=False,
+        traceback_text=None,
+        last_lines=lines,
+    )
+    top = rank(read, collect(read))[0]
+    assert top.category == "dependency_error" and top.confidence >= 0.5, top

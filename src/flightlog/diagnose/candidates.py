@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from flightlog.diagnose.codes import read_codes
 from flightlog.diagnose.cues import CUE_EXCEPTION_RULES, CUE_LINE_RULES
@@ -120,7 +120,35 @@ def collect(read: FailureRead, *, at: float | None = None, memory_detail: str | 
         Hit(h.category, h.rule, h.weight, "handled", h.kind, "", h.signal) for h in _line_hits(read.handled, None, at)
     ]
     hits += _exit_hits(read, at, memory_detail)
+    zone_links = {h.link for h in hits if h.rule == _TIME_ZONE_KEY}
+    if zone_links:
+        hits = _the_lookup_behind_a_time_zone_key(hits, min(zone_links))
     return hits
+
+
+def _the_lookup_behind_a_time_zone_key(hits: list[Hit], zone_link: int) -> list[Hit]:
+    """zoneinfo looks a key up as a file of the tz database and raises ``ZoneInfoNotFoundError``
+    while handling the ``FileNotFoundError``: that lookup is how the library works, never a file
+    the run reads, so the exceptions before the time zone's are dropped, and the time zone's
+    stands as the innermost one (its words name what failed: the key the run was given)."""
+    out: list[Hit] = []
+    for h in hits:
+        if h.link >= 0 and h.link < zone_link:
+            continue
+        if h.category == "missing_file":
+            continue  # the same lookup quoted by a line outside the traceback
+        if h.link == zone_link and h.position in ("outer", "middle"):
+            h = replace(h, position="inner")
+        out.append(h)
+    return out
+
+
+#: a line that connects a socket (``s.connect(path)``, ``sock.connect(self.unix_socket)``)
+_CONNECTS_A_SOCKET = re.compile(r"\.connect\(")
+#: ENOENT with no file named: what connect() on a unix socket whose file is absent raises
+_NO_PATH_NAMED = re.compile(r"^\s*\[Errno 2\] No such file or directory\s*$")
+#: the rule of a time zone key the tz database does not know (structural_rules)
+_TIME_ZONE_KEY = "a_time_zone_key_the_database_does_not_have"
 
 
 def _configuration_that_does_not_parse(link: Link) -> str | None:
@@ -236,6 +264,17 @@ def _link_hits(link: Link, index: int, position: str, source: str, at: float | N
         # the futures', asyncio's or a pool's wait on the run's own work: no network timeout
         out[:] = [h for h in out if h.rule != "a_network_timeout"]
         add(*deadline)
+    if short == "FileNotFoundError" and _CONNECTS_A_SOCKET.search(code) and _NO_PATH_NAMED.match(link.message):
+        # a unix socket's connect() whose file is not there: the server (a sidecar, a daemon)
+        # is not listening, as a refused connection is, not a file the run reads (issue 29:
+        # missing_file 0.95 on a feature store's sidecar that had not started)
+        out[:] = [h for h in out if h.category != "missing_file"]
+        add(
+            "service_unavailable",
+            0.75,
+            "a_unix_socket_no_server_listens_on",
+            f"{detail}: the failing line connects to a socket whose file is not there (no server listening): {code[:200]}",
+        )
     program = _program_not_installed(link)
     if program is not None:
         # a tool the run starts (``ffmpeg``, ``git``, ``nvcc``) is not on PATH: software the

@@ -847,8 +847,10 @@ LINE_RULES: Final[tuple[LineRule, ...]] = (
         "code_error",
         0.5,
         "a_crash_in_native_code",
-        _re(r"segmentation fault|core dumped|fatal python error|\bSIGSEGV\b|\bSIGABRT\b|bus error|illegal instruction"),
+        _re(r"segmentation fault|core dumped|fatal python error|\bSIGSEGV\b|\bSIGABRT\b|bus error"),
     ),
+    # a shell's "Illegal instruction (core dumped)": a binary built for another CPU (issue 29)
+    LineRule("dependency_error", 0.5, "an_illegal_instruction", _re(r"\billegal instruction\b")),
 )
 
 #: exception classes that, when nothing more specific matches, plainly point at the code itself

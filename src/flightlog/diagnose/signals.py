@@ -46,7 +46,9 @@ MAX_CONFIDENCE = 0.99
 #: the id of the exit signals of a SIGKILL (sent from outside, or by the kernel's OOM killer)
 SIGKILL = "sigkill"
 _TERMINATING = {1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 15: "SIGTERM"}
-_CRASHING = {4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 11: "SIGSEGV"}
+_CRASHING = {6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 11: "SIGSEGV"}
+#: SIGILL: the CPU met an instruction it does not have
+_ILLEGAL_INSTRUCTION = 4
 #: a time limit raised inside the process: ``alarm()`` (SIGALRM), ``ulimit -t`` (SIGXCPU)
 _TIMING = {14: "SIGALRM", 24: "SIGXCPU"}
 
@@ -132,6 +134,23 @@ def exit_signals(
             )
         elif sig in _TERMINATING:
             out.append(Signal("killed_by_signal", 0.75 * factor, "a_terminating_signal", "exit", how, at))
+        elif sig == _ILLEGAL_INSTRUCTION:
+            # an instruction this CPU does not have: a wheel or a binary built for a newer CPU
+            # (AVX-512, ``-march=native`` on another host) — software that does not fit the
+            # machine, not a bug of the workload's (issue 29: code_error 0.72)
+            out.append(
+                Signal(
+                    "dependency_error",
+                    0.6 * factor,
+                    "an_illegal_instruction",
+                    "exit",
+                    f"{how}: an instruction this CPU does not have (a binary built for another CPU)",
+                    at,
+                )
+            )
+            out.append(
+                Signal("code_error", 0.3 * factor, "a_crash_signal", "exit", f"{how}: a crash in native code", at)
+            )
         elif sig in _CRASHING:
             out.append(
                 Signal("code_error", 0.55 * factor, "a_crash_signal", "exit", f"{how}: a crash in native code", at)

@@ -191,6 +191,10 @@ DEGENERATE = _re(
 #: (numpy's memmap "mmap length is greater than file size", pickle's "Ran out of input" on an
 #: empty file, gzip's and lzma's "ended before the end-of-stream marker") (issue 29: read as
 #: "no clear cause", a hint of bad_parameter 0.29)
+#: ``locale.setlocale`` asked for a locale the system has not generated ("unsupported locale setting")
+LOCALE_MISSING = _re(r"\bunsupported locale setting\b")
+#: zoneinfo's, pytz's and dateutil's "no such time zone" (``ZoneInfoNotFoundError`` is a KeyError)
+TIME_ZONE_CLASSES = ("ZoneInfoNotFoundError", "UnknownTimeZoneError")
 SHORT_FILE = _re(
     r"\bmmap length is greater than file size\b|^ran out of input$"
     r"|\bended before the end-of-stream marker was reached\b"
@@ -229,6 +233,17 @@ EXTRA_EXCEPTION_RULES: Final[tuple[ExceptionRule, ...]] = (
         "data_error", 0.55, "a_matrix_the_data_made_degenerate", classes=("LinAlgError",), message=DEGENERATE
     ),
     ExceptionRule("data_error", 0.6, "a_file_shorter_than_its_reader_expects", message=SHORT_FILE),
+    # the operating system's machinery, in its own words (issue 29: complete runs meeting the
+    # limits and the set-up of their host, read as killed_by_signal 0.17, missing_file 0.89 and
+    # data_error 0.43): a locale the image does not have installed is software the environment
+    # lacks; a time zone key the tz database does not know is the value the run was given (the
+    # FileNotFoundError zoneinfo raises it from is how it looks keys up, never a file of the
+    # data); the csv module's refusals are a file that is not the CSV the code reads
+    ExceptionRule("dependency_error", 0.75, "a_locale_the_system_does_not_have", message=LOCALE_MISSING),
+    ExceptionRule("bad_parameter", 0.75, "a_time_zone_key_the_database_does_not_have", classes=TIME_ZONE_CLASSES),
+    ExceptionRule(
+        "data_error", 0.65, "a_file_the_csv_module_cannot_read", classes=("Error",), modules=("_csv.", "csv.")
+    ),
 )
 
 EXTRA_LINE_RULES: Final[tuple[LineRule, ...]] = (
