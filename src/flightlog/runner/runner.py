@@ -358,7 +358,15 @@ class Runner:
         if not outcome.succeeded and (launcher_facts is not None or (observer is not None and observer.ranks)):
             culprit = self._judge_ranks(run)  # the culprit rank's cause, not a victim's timeout
             if culprit is not None:
+                own = (category, confidence)
                 category, confidence = str(culprit["category"]), float(culprit["confidence"])
+                if oom_killed and category == "killed_by_signal":
+                    # the culprit's SIGKILL was the kernel's at this runner's memory limit: its own
+                    # OOM evidence may not be in the store yet when the ranks are judged (a loaded
+                    # machine), but this runner saw the kill — the end said "oom_killed" while the
+                    # reading said "looks like killed_by_signal on rank 1"
+                    confidence = max(confidence, own[1]) if own[0] == "oom_killed" else confidence
+                    category = "oom_killed"
             elif observer is not None and observer.ranks and traceback_text and is_victim_message(traceback_text):
                 # ranks seen, no culprit, and the traceback is a rank's that only waited ("Connection
                 # closed by peer"): a hint, as the diagnosis reads it, never "looks like service_unavailable"
