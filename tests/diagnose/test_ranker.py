@@ -1438,5 +1438,5 @@ def test_a_record_without_a_key_the_code_reads_from_every_record_is_the_data_s(t
         "    return ''.join(f\"<{m['role']}>{m['content']}\\n\" for m in rec['messages'])\n"
         "texts = [to_text(json.loads(line)) for line in lines]\n"
     )
-    category, _ = _lead(_printed_traceback(tmp_path, code))
-    assert category == "data_error", category
+    category, confidence = _lead(_printed_traceback(tmp_path, code))
+    assert category == "data_error" and confidence >= 0.5, (category, confidence)

@@ -231,7 +231,7 @@ def _link_hits(link: Link, index: int, position: str, source: str, at: float | N
         # code reads from every record — a JSON line without "content" — the data's, not the code's
         add(
             "data_error",
-            0.45,
+            0.5,
             "the_failing_line_reads_a_key_of_a_record",
             f"{detail}: the failing line reads the key from a record of the data: {code[:200]}",
         )
