@@ -95,3 +95,21 @@ def test_a_flood_of_progress_lines_is_sampled_but_every_nan_is_read() -> None:
     assert 100 < len(steps) < 1500 and steps[:100] == list(range(100))
     assert 4321 in steps and math.isnan(dict(got)[4321]["loss"])
     assert metrics.stats["line_metrics_sampled_out"] == 5000 - len(steps)
+
+
+def test_a_printed_dict_of_settings_makes_no_metric() -> None:
+    """Regression (issue 29): scikit-learn's search printed ``best {'C': 0.1, 'l1_ratio': 0.5,
+    'solver': 'saga'} 0.99`` and ``runs show`` listed ``C`` and ``l1_ratio`` as metrics; a dict
+    with a non-numeric value and no training quantity is settings, a progress dict stays."""
+    got, _ = points(
+        b"best {'C': 0.1, 'l1_ratio': 0.5, 'solver': 'saga'} 0.99\n",
+        b"{'alpha': 0.01, 'fit_intercept': True, 'max_iter': 200}\n",
+        b"{'loss': 0.3, 'epoch': 1}\n",
+        b"{'loss': '0.6924', 'grad_norm': '1.5', 'epoch': '0.5'}\n",
+        b"{'step': 4, 'phase': 'train', 'loss': 0.2}\n",
+    )
+    assert [values for _, values in got] == [
+        {"loss": 0.3},
+        {"loss": 0.6924, "grad_norm": 1.5, "epoch": 0.5},
+        {"loss": 0.2},
+    ], got

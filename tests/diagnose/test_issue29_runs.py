@@ -604,3 +604,33 @@ def test_a_record_pydantic_refused_is_a_data_error_in_the_whole_run(home: Path) 
     purpose (issue 29)."""
     _, report = _run(home, EVENT_RECORDS)
     _lead(report, "data_error")
+
+
+# ── a search that scored its failed fits NaN and went on ──────────────────────
+SEARCH_WITH_FAILED_FITS = """
+import numpy as np
+from sklearn.datasets import make_classification
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import GridSearchCV
+
+X, y = make_classification(n_samples=300, n_features=8, random_state=0)
+# lbfgs refuses an elastic-net mix (l1_ratio 0.5): those grid points fail and score nan, the search goes on
+grid = {"solver": ["saga", "lbfgs"], "l1_ratio": [0.0, 0.5], "C": [0.1, 1.0]}
+gs = GridSearchCV(LogisticRegression(max_iter=2000), grid, cv=3, error_score=np.nan)
+gs.fit(X, y)
+print("best", gs.best_params_, round(gs.best_score_, 3))
+"""
+
+
+def test_a_search_s_non_finite_test_scores_are_no_nan_loss(home: Path) -> None:
+    """Regression: scikit-learn's "One or more of the test scores are non-finite: [... nan ...]"
+    (failed fits scored NaN in a search that completed) read as a numeric guard, nan_loss 0.26
+    on a healthy run, and its printed best parameters became the metrics ``C`` and ``l1_ratio``."""
+    pytest.importorskip("sklearn")
+    from flightlog.client import Client
+
+    run, report = _run(home, SEARCH_WITH_FAILED_FITS)
+    assert report["status"] == "succeeded", report
+    assert not [f for f in report["findings"] if f["category"] == "nan_loss"], report["findings"]
+    with Client(home) as c:
+        assert not {"C", "l1_ratio"} & set(c.run(run).metrics), c.run(run).metrics

@@ -180,3 +180,30 @@ def test_the_runner_s_line_reads_a_space_separated_nan_loss(home: Path, tmp_path
     assert proc.returncode == 1 and "step 50 loss nan" in proc.stdout, proc.stderr
     last = proc.stderr.strip().splitlines()[-1]
     assert "looks like nan_loss" in last, last
+
+
+GIVES_UP_ON_A_NAN_LOSS = """
+import math
+for epoch in range(8):
+    loss = 10.0 ** (10 * epoch) if epoch < 3 else (math.inf if epoch < 7 else math.nan)
+    print(f"epoch {epoch} loss={loss:.4g}", flush=True)
+    if math.isnan(loss):
+        raise ValueError(f"loss is {loss} at epoch {epoch}; not saving weights")
+"""
+
+
+@pytest.mark.embedded_only("the same evidence over either transport")
+def test_the_last_non_finite_value_quoted_is_the_printed_one(home: Path, tmp_path: Path) -> None:
+    """Regression (issue 29): a script that raised on its NaN loss had its evidence say "loss
+    never printed a finite value again (last: raise ValueError(f"loss is {loss} …"))": the source
+    line of the ``raise`` in the traceback, not the last value the run printed."""
+    script = tmp_path / "gd.py"
+    script.write_text(GIVES_UP_ON_A_NAN_LOSS)
+    proc = cli(home, "run", "--project", "gd", "--", sys.executable, str(script), check=False)
+    assert proc.returncode == 1 and "epoch 7 loss=nan" in proc.stdout, proc.stderr
+    run = re.search(r"run ([0-9a-f]{32}) started", proc.stderr)[1]  # type: ignore[index]
+    with Client(home) as c:
+        report = c.diagnose(run, auto_baseline=False)
+    details = [e["detail"] for f in report["findings"] for e in f["evidence"]]
+    never = [d for d in details if "never printed a finite value again" in d]
+    assert never and all("(last: epoch 7 loss=nan)" in d for d in never), details

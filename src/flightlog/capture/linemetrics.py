@@ -77,6 +77,13 @@ NEVER_METRICS = frozenset(
     }
 )  # fmt: skip
 _NONFINITE = re.compile(r"[=:][ \t]*[-+]?(?:nan|inf)", re.I)
+#: a printed dict that holds a value no progress line prints: a word in quotes, ``None``,
+#: ``True``/``False`` — a record of settings (scikit-learn's ``best_params_``: ``{'C': 0.1,
+#: 'l1_ratio': 0.5, 'solver': 'saga'}``), not a training's numbers (``{'loss': 0.3, 'epoch': 1}``)
+_SETTINGS_VALUE = re.compile(
+    r"""\{[^{}]*['"][^'"]+['"][ \t]*:[ \t]*(?:['"](?![-+]?(?:\d|\.\d|nan|inf))|None\b|True\b|False\b)""",
+    re.IGNORECASE,
+)
 _UNSAFE = re.compile(r"[^\w./\-]+")  # in a name; structured keys may hold anything
 _TRAILING = " \t,;)]}|'\""
 _MAX_PLANS = 4096  # shapes of progress line remembered
@@ -176,7 +183,7 @@ class LineMetrics:
                 skipped += 1
                 continue
             pairs = find(message)
-            if pairs and (len(pairs) > 1 or _ends_line(message, pairs[0][1])):
+            if pairs and (len(pairs) > 1 or _ends_line(message, pairs[0][1])) and not _settings(message, pairs):
                 self._line(pairs, t)
         self._window, self._seen = window, seen
         if skipped:
@@ -305,6 +312,17 @@ class LineMetrics:
             if kept:
                 out.append((step, time, kept))
         return out
+
+
+def _settings(message: str, pairs: list[tuple[str, Any]]) -> bool:
+    """Whether a line prints a dict of settings rather than progress: one with a non-numeric
+    value and no key that names a step or a training quantity (a search's best parameters: its
+    ``C`` and ``l1_ratio`` are no metrics of the run)."""
+    if "{" not in message or _SETTINGS_VALUE.search(message) is None:
+        return False
+    return not any(
+        key.lower() in _STEP_KEYS or key.lower() in _EPOCH_KEYS or _TRAINING_WORDS.search(key) for key, _ in pairs
+    )
 
 
 def _never_metric(key: str) -> bool:

@@ -66,6 +66,14 @@ _INDEXES_A_CONFIGURATION = re.compile(
     r"\s*\[",
     re.IGNORECASE,
 )
+#: the failing line names a record of the data (``rec["messages"]``, ``for row in rows``,
+#: ``example["text"]``): a parsed JSON line, a CSV row, a dataset's example
+_NAMES_A_RECORD = re.compile(
+    r"(?<![\w.])(?:\w+_)?(?:rec|recs|records?|rows?|examples?|ex|samples?|items?|entr(?:y|ies)|docs?|documents?"
+    r"|datum|instances?|annotations?|anns?|messages?|msgs?|turns?|conversations?|convs?|events?|objs?)"
+    r"(?:_\w+)?\s*\[\s*['\"]",
+    re.IGNORECASE,
+)
 #: the failing line of the workload's own code names the run's configuration (``cfg = json.load(f)``,
 #: ``json.loads(Path(config_path).read_text())``, ``self.hparams = …``): a JSON document that does
 #: not parse there is a configuration file, not a record of the data
@@ -241,6 +249,20 @@ def _link_hits(link: Link, index: int, position: str, source: str, at: float | N
             "the_failing_line_indexes_the_configuration",
             f"{detail}: the failing line looks the key up in the run's configuration: {code[:200]}",
         )
+    if (
+        short == "KeyError"
+        and not raised_in_library
+        and not _INDEXES_A_CONFIGURATION.search(code)
+        and _reads_the_key_of_a_record(code, link.message)
+    ):
+        # as a KeyError on a column (pandas' indexing): the record the line reads lacks a key the
+        # code reads from every record — a JSON line without "content" — the data's, not the code's
+        add(
+            "data_error",
+            0.5,
+            "the_failing_line_reads_a_key_of_a_record",
+            f"{detail}: the failing line reads the key from a record of the data: {code[:200]}",
+        )
     configuration = _configuration_that_does_not_parse(link)
     if configuration is not None:
         # as a YAML or TOML configuration that does not parse (patterns: the same rule), not
@@ -302,6 +324,17 @@ def _link_hits(link: Link, index: int, position: str, source: str, at: float | N
             f"raised directly in the workload's code at {own.where()}" + (f": {own.code}" if own.code else ""),
         )
     return out
+
+
+def _reads_the_key_of_a_record(code: str, message: str) -> bool:
+    """Whether the workload's failing line reads the missing key, written out as a string, from
+    a record of the data (``m['content'] for m in rec["messages"]``, ``row["label"]``): a record
+    that lacks a key the code reads from every record (issue 29: a chat record without
+    ``content``, read as the code's own KeyError, code_error 0.29)."""
+    key = message.strip().strip("'\"")
+    if not key or not _NAMES_A_RECORD.search(code):
+        return False
+    return re.search(rf"""\[\s*['"]{re.escape(key)}['"]\s*\]""", code) is not None
 
 
 def _behind_the_trainer_s_column_remover(link: Link) -> bool:

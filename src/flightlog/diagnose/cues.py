@@ -82,7 +82,16 @@ MISSING_WORDS = _re(
     r"\b(?:cannot|can't|could not|couldn't|unable to|failed to) (?:find|locate|open|load|read)\b.{0,60}\b(?:file|config|directory|folder"
     r"|dataset|checkpoint|path|weights|model file|image|bucket|object|key)\b|\b(?:file|config|directory|folder|dataset|checkpoint"
     r"|path|weights|bucket|object|blob|run|experiment|artifact)\b.{0,60}\b(?:not found|does not exist|doesn't exist|is missing)\b"
-    r"|\bmissing[- ]files?\b|\bno such (?:file|directory|bucket|key|object)\b|\bRESOURCE_DOES_NOT_EXIST\b|\bnot found\b"
+    r"|\bmissing[- ]files?\b|\bno such (?:file|directory|bucket|key|object)\b|\bRESOURCE_DOES_NOT_EXIST\b"
+    # "not found" of something that can be stored: a file, a path, a directory, an object or a key
+    # in a store, a model or an artifact in a registry, a program on the PATH; named, quoted, a path
+    # or a URL; not of a result ("Optimal parameters not found": scipy's curve_fit ran out of calls)
+    r"|\b(?:files?|path|director(?:y|ies)|folders?|checkpoints?|weights|models?|datasets?|objects?|keys?|blobs?"
+    r"|buckets?|artifacts?|tables?|repo(?:sitory)?|images?|config(?:uration)?|alias|versions?|resources?|archives?"
+    r"|snapshots?|commands?|programs?|executables?|binar(?:y|ies)|url|uri|page|location)\b[^\n]{0,60}?\bnot found\b"
+    r"|['\"`][^'\"`\n]{1,200}['\"`][ \t]*(?:was |were |is |are )?not found\b"
+    r"|[\w.~-]*[/\\][\w.~/\\-]+[ \t]+(?:was |is )?not found\b|\bnot found(?::| at| in| under)[ \t]*['\"]?(?:[\w.~-]*[/\\]|\w+://)"
+    r"|\b[\w-]+\.[a-z0-9]{1,12}\b[^\n]{0,20}?\bnot found\b|\b404\b[^\n]{0,24}\bnot found\b|\bnot found \(404\)"
 )
 
 CUE_EXCEPTION_RULES: Final[tuple[ExceptionRule, ...]] = (

@@ -153,7 +153,7 @@ def _gpu_memory(ev: RunEvidence) -> tuple[np.ndarray, np.ndarray]:
 def _leak(ev: RunEvidence, label: str, t: np.ndarray, y: np.ndarray) -> Finding | None:
     th = ev.thresholds
     window = training_window(ev)
-    stepped = False
+    stepped = spoke = False
     if window is not None and window.duration > 0:
         inside = (t >= window.start - 0.05) & (t <= window.end + 0.05)
         if inside.sum() < th.leak_min_samples:
@@ -162,6 +162,10 @@ def _leak(ev: RunEvidence, label: str, t: np.ndarray, y: np.ndarray) -> Finding 
             # grew after the last one is not training; a leak grows with the steps
             return None
         t, y, stepped = t[inside], y[inside], True
+    else:
+        before = t.size
+        t, y = _after_start_up(ev, t, y)
+        spoke = t.size < before
     if t.size < th.leak_min_samples:
         return None
     if not stepped and ev.info.status in ERROR_STATUSES and float(t[-1] - t[0]) < _FAILED_AT_STARTUP_S:
@@ -264,7 +268,11 @@ def _leak(ev: RunEvidence, label: str, t: np.ndarray, y: np.ndarray) -> Finding 
         summary = (
             f"{label} grew steadily over the whole run: {format_size(trend.start_value)} → "
             f"{format_size(trend.end_value)} in {format_duration(span)}{projection} (no training steps were "
-            "recorded, so start-up is part of the trend)."
+            + (
+                "recorded: judged from its first output on)."
+                if spoke
+                else "recorded, so start-up is part of the trend)."
+            )
         )
     elif span < th.leak_min_seconds:
         # a few samples over a second or two: a load that the sampler caught half-way looks
@@ -272,6 +280,22 @@ def _leak(ev: RunEvidence, label: str, t: np.ndarray, y: np.ndarray) -> Finding 
         signals = [Signal(x.category, x.weight * _SHORT, x.id, x.source, x.detail, x.at) for x in signals]
         summary = summary[:-1] + f" (only {format_duration(span)} of samples: too short to be sure)."
     return Finding("memory_leak", summary, signals)
+
+
+def _after_start_up(ev: RunEvidence, t: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The samples from the workload's first line of output on, for a run that recorded no
+    training steps to window its trend with.
+
+    Until a script first speaks it is importing and loading (torch and Transformers are
+    hundreds of MiB, read in once); on a busy machine that start-up stretches over many
+    seconds and many samples and reads as steady growth over the whole run (a healthy
+    inference script: a hint of 0.42 under load, nothing at load 3). What grew before the
+    first line is start-up, not a trend; a run that never printed keeps its whole life."""
+    began = ev.info.timeline.get("first_output")
+    if not isinstance(began, (int, float)) or t.size == 0 or began <= t[0]:
+        return t, y
+    after = t >= began
+    return t[after], y[after]
 
 
 def _grows_throughout(t: np.ndarray, y: np.ndarray, trend: Trend) -> bool:

@@ -134,13 +134,16 @@ def nan_in_log(ev: RunEvidence) -> Finding | None:
             )
         )
     if not recovered and (len(lines) >= 2 or _near_end(ev, same_key[-1].event)):
+        # the last value printed: a traceback's lines (the source of the ``raise`` that gave up
+        # on it) are no print of the value, whatever the message says about it
+        printed = [h for h in same_key if not (h.event.fields or {}).get("block")] or same_key
         signals.append(
             Signal(
                 "nan_loss",
                 0.35 if is_loss else 0.1,
                 NONFINITE_AT_END,
                 "log",
-                f"{first.key} never printed a finite value again (last: {same_key[-1].line[:160]})",
+                f"{first.key} never printed a finite value again (last: {printed[-1].line[:160]})",
                 same_key[-1].event.time,
             )
         )
@@ -245,7 +248,15 @@ def _stored_finite_to_the_end(ev: RunEvidence, key: str, last_printed: float, on
 
 
 def _line_of(event: LogEvent, key: str) -> str:
-    for raw in event.message.splitlines():
+    """The line of ``event`` that prints ``key`` non-finite; else the first that names it.
+
+    A traceback names the key on its source lines before its message says the value (``raise
+    ValueError(f"loss is {loss} …")`` above ``ValueError: loss is nan at epoch 7``)."""
+    raws = event.message.splitlines()
+    for raw in raws[:50]:
+        if key in raw and key in nonfinite_values(LogEvent(event.time, event.stream, event.level, raw)):
+            return raw.strip()
+    for raw in raws:
         if key in raw:
             return raw.strip()
     return event.message.splitlines()[0].strip() if event.message else ""

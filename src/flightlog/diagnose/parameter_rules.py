@@ -170,8 +170,23 @@ DVC_CONFIG = _re(r"\bconfig file error: ")
 DISTRIBUTION_NAN = _re(
     r"\bto satisfy the constraint \w+\(.{0,40}\bbut found invalid values:?(?:\\n|\s)*tensor\(\[*\s*nan\b"
 )
+#: an optimizer that used up the iterations or evaluations it was given, raised on (issue 29):
+#: scipy's ``minimize`` "Maximum number of iterations has been exceeded" (the script raising on
+#: ``res.success``), ``curve_fit``'s "Number of calls to function has reached maxfev = 60",
+#: "The maximum number of function evaluations is exceeded", scikit-learn's ConvergenceWarning
+#: made an error (``warnings.simplefilter('error')``: "lbfgs failed to converge … ITERATIONS
+#: REACHED LIMIT", "Liblinear failed to converge, increase the number of iterations"). The limit
+#: is an argument or a configuration value (``maxiter``, ``maxfev``, ``max_iter``): a setting
+#: the problem needs more of, as the docs read ``bad_parameter``
+ITERATION_LIMIT = _re(
+    r"\bmaximum number of (?:iterations|function evaluations) (?:has been |have been |is |was )?(?:exceeded|reached)\b"
+    r"|\bnumber of calls to function has reached maxfev\b|\bfailed to converge\b.{0,80}\b(?:iterations?|max_iter)\b"
+    r"|\bITERATIONS REACHED LIMIT\b|\bincrease the number of iterations\b"
+    r"|\bmaximum number of iterations?\b.{0,20}\breached before convergence\b"
+)
 
 PARAMETER_EXCEPTION_RULES: Final[tuple[ExceptionRule, ...]] = (
+    ExceptionRule("bad_parameter", 0.7, "an_optimizer_out_of_the_iterations_it_was_given", message=ITERATION_LIMIT),
     ExceptionRule("bad_parameter", 0.75, "a_setting_the_hardware_cannot_meet", message=HARDWARE_CANNOT_MEET),
     ExceptionRule("bad_parameter", 0.75, "a_key_the_configuration_does_not_define", message=UNKNOWN_CONFIG_KEY),
     ExceptionRule("bad_parameter", 0.75, "a_library_s_range_check_of_a_parameter", message=PARAMETER_RANGE),

@@ -143,8 +143,10 @@ NUMERIC_GUARD = _re(
     # the workload's own guard on what it computed, in its own words: "non-finite predictions:
     # 4096 of 4096", "evaluation loss is not finite (nan)" (issue 29)
     r"|\bnon-?finite (?:predictions?|outputs?|logits|scores?|probabilities|embeddings?|weights?|parameters?|metrics?)\b"
-    r"|\b(?:loss|gradients?|predictions?|outputs?|logits|scores?|probabilities|embeddings?|weights?)\b[^\n]{0,20}?"
-    r"\b(?:is|are|was|were|became) (?:not finite|non-?finite)\b"
+    # not a search's "test scores are non-finite": scikit-learn's warning that some of the
+    # candidates' folds failed and were scored NaN (error_score) in a search that went on
+    r"|\b(?:loss|gradients?|predictions?|outputs?|logits|(?<!test )(?<!train )scores?|probabilities|embeddings?|weights?)\b"
+    r"[^\n]{0,20}?\b(?:is|are|was|were|became) (?:not finite|non-?finite)\b"
 )
 #: a class pickled in one program that the loading one cannot find: pickle's "Can't get
 #: attribute 'RatioFeatures' on <module '__main__' from 'score.py'>"
