@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -53,13 +54,8 @@ print(run.id)
 
 @pytest.mark.embedded_only("the same evidence over either transport")
 def test_an_evaluation_statistic_printed_as_nan_is_not_a_nan_loss(home: Path) -> None:
-    script = home.parent / "sts_b.py"
-    script.write_text(HF_STYLE)
-    proc = cli(home, "run", "--project", "glue", "--", sys.executable, str(script))
+    proc, report = _printed_and_diagnosed(home, "sts_b.py", HF_STYLE, "glue", baseline=True)
     assert proc.returncode == 0 and "'eval_pearson': nan" in proc.stdout
-    run = re.search(r"run ([0-9a-f]{32}) started", proc.stderr)[1]  # type: ignore[index]
-    with Client(home) as c:
-        report = c.diagnose(run)
     nan = next((f for f in report["findings"] if f["category"] == "nan_loss"), None)
     assert nan is None or nan["confidence"] < 0.5, report["findings"]
     assert not any(f["confidence"] >= 0.5 for f in report["findings"]), report["findings"]
@@ -95,13 +91,20 @@ def test_gradients_that_stay_nan_are_the_run_s_nan_though_the_logged_loss_is_fin
     """A gradient norm NaN from one step to the end is the training's NaN, not an evaluation
     statistic undefined on its data: read as ``loss_plateau`` 0.72 ("stayed within 0–0") with
     ``nan_loss`` at 0.20 on a real Trainer run (issue 29)."""
-    script = home.parent / "lr_typo.py"
-    script.write_text(HF_GRADIENTS_NAN)
-    proc = cli(home, "run", "--project", "lm", "--", sys.executable, str(script))
+    proc, report = _printed_and_diagnosed(home, "lr_typo.py", HF_GRADIENTS_NAN, "lm", baseline=False)
     assert proc.returncode == 0 and "'grad_norm': 'nan'" in proc.stdout
-    run = re.search(r"run ([0-9a-f]{32}) started", proc.stderr)[1]  # type: ignore[index]
-    with Client(home) as c:
-        report = c.diagnose(run, auto_baseline=False)
     top = report["findings"][0]
     assert top["category"] == "nan_loss" and top["confidence"] >= 0.5, report["findings"]
     assert "the weights, are NaN" in top["evidence"][0]["detail"], top
+
+
+def _printed_and_diagnosed(
+    home: Path, name: str, text: str, project: str, *, baseline: bool
+) -> tuple[Any, dict[str, Any]]:
+    """``text`` as a script under ``flightlog run``, and its run's diagnosis."""
+    script = home.parent / name
+    script.write_text(text)
+    proc = cli(home, "run", "--project", project, "--", sys.executable, str(script))
+    run = re.search(r"run ([0-9a-f]{32}) started", proc.stderr)[1]  # type: ignore[index]
+    with Client(home) as c:
+        return proc, c.diagnose(run, auto_baseline=baseline)
