@@ -113,3 +113,38 @@ def test_a_printed_dict_of_settings_makes_no_metric() -> None:
         {"loss": 0.6924, "grad_norm": 1.5, "epoch": 0.5},
         {"loss": 0.2},
     ], got
+
+
+def test_a_loss_printed_with_a_space_before_its_number_is_read() -> None:
+    """``step 57 loss 915.63``: no ``=`` or ``: `` between a key and its number (issue 29: such a
+    run's exploding loss was no metric, and no finding)."""
+    got, _ = points(
+        b"step 57 loss 915.6345\n",
+        b"Epoch 3 loss 0.52 acc 0.81\n",
+        b"iter 100: loss 2.3456, time 120.5ms, mfu 30.2%\n",  # nanoGPT
+        b"| epoch 004 | loss 12.341 | ppl 5189.3 | wps 5000 | lr 0.0005 | gnorm 1.2 |\n",  # fairseq
+        b"2026-01-01 10:00:00 INFO step 7 train loss 0.25 lr 1e-4\n",
+        b"best val loss 0.3124 at epoch 5\n",
+        b"step 11 loss nan\n",
+    )
+    assert got[:6] == [
+        (57, {"loss": 915.6345}),
+        (3, {"loss": 0.52, "acc": 0.81}),
+        (100, {"loss": 2.3456}),
+        (4, {"loss": 12.341, "ppl": 5189.3, "lr": 0.0005, "gnorm": 1.2}),
+        (7, {"train_loss": 0.25, "lr": 1e-4}),
+        (5, {"val_loss": 0.3124}),  # the split's word names it: never a point of the training loss
+    ]
+    assert got[6][0] == 11 and math.isnan(got[6][1]["loss"])
+
+
+def test_prose_with_a_number_after_a_word_is_no_metric() -> None:
+    got, _ = points(
+        b"retrying 3 times after loss of connection\n",
+        b"step 3 of 10: loss computed\n",
+        b"the loss 3 was too high, lowering lr\n",
+        b"Loss 0.5 at 10:30\n",
+        b"rank 0 step 2 world 4 loss\n",
+        b"epoch 3 done in 12 s, no loss logged\n",
+    )
+    assert got == []

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from flightlog.client import Client
-from tests.helpers import child_env
+from tests.helpers import child_env, cli
 
 SGD = """
 import sys
@@ -137,3 +137,36 @@ def test_a_noisy_loss_that_runs_away_from_its_low_is_a_divergence(home: Path) ->
     calm = c_diagnose(home, healthy)
     assert not any(f["category"] == "loss_divergence" for f in calm["findings"]), calm["findings"]
     assert not any(f["confidence"] >= 0.5 for f in calm["findings"]), calm["findings"]
+
+
+#: a script with no SDK call that prints its progress as many do, a space between each key and
+#: its number (``step 41 loss 0.7032``): the loss falls for 40 steps, then runs away by three
+#: orders of magnitude with noise, and the script ends 0
+PRINTED = """
+import random
+import sys
+random.seed(0)
+loss, explode = 2.3, sys.argv[1] == "explode"
+for step in range(60):
+    loss = loss * 0.97 + random.uniform(-0.02, 0.02) if step < 40 or not explode else loss * 1.35 + random.uniform(0, 3)
+    print(f"step {step} loss {loss:.4f}", flush=True)
+print("training finished")
+"""
+
+
+def test_a_printed_loss_with_no_separator_that_runs_away_is_a_divergence(home: Path) -> None:
+    """Issue #29: ``step 57 loss 915.6345`` was no metric (only ``loss=``/``loss:`` were read), so
+    a run whose printed loss exploded from 0.7 to 1,600 closed on "succeeded" with no finding."""
+    script = home.parent / "printed.py"
+    script.write_text(PRINTED)
+    reports = {}
+    for how in ("explode", "steady"):
+        proc = cli(home, "run", "--project", "printed", "--", sys.executable, str(script), how)
+        assert proc.returncode == 0, proc.stderr
+        run = re.search(r"run ([0-9a-f]{32}) started", proc.stderr)[1]  # type: ignore[index]
+        with Client(home) as c:
+            assert len(c.metric_history(run, "loss")) == 60
+            reports[how] = c.diagnose(run, auto_baseline=False)
+    top = reports["explode"]["findings"][0]
+    assert top["category"] == "loss_divergence" and top["confidence"] >= 0.5, reports["explode"]["findings"]
+    assert not any(f["confidence"] >= 0.5 for f in reports["steady"]["findings"]), reports["steady"]["findings"]

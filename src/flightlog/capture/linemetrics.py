@@ -7,7 +7,9 @@ with a number in it (``retrying in 5 s``, ``port: 8080``) makes no metric:
 * a step key (below) and at least one other numeric ``key=value`` / ``key: value`` pair,
 * two or more numeric pairs on a plain line, or
 * one pair whose key names a training quantity (``loss``, ``val_loss``, ``acc``, ``lr``, …),
-  at the end of the line (``step 5 loss=0.3``; not ``loss=NaN guard enabled, skipping …``).
+  at the end of the line (``step 5 loss=0.3``; not ``loss=NaN guard enabled, skipping …``);
+  on a line that prints a loss with a space before its number (``step 57 loss 915.63``), the
+  step keys and training quantities separated so (``_SPACED``) count as pairs too.
 
 JSON and logfmt lines give their numeric fields, and count only with a step key or a training
 quantity among them. A ``step``/``global_step``/``iter``/``iteration``/``train_step`` key (else
@@ -21,7 +23,7 @@ address or an end rather than a quantity (``NEVER_METRICS``: a launcher's failur
 characters; at most ``max_names`` distinct names per run (the rest are counted in
 ``stats["line_metric_names_dropped"]``, never stored).
 
-Cost: lines without ``=`` or ``: `` are skipped by an ``in`` test, the others are matched
+Cost: lines without ``=``, ``: `` or ``oss `` are skipped by ``in`` tests, the others are matched
 with one regex, and what a shape of line gives (which key is the step, which names to keep)
 is worked out once per shape. A flood is sampled: past ``max_rate`` candidate lines in a
 second (1,000), every k-th is read, k growing with the flood, and every line with a ``nan``
@@ -77,6 +79,21 @@ NEVER_METRICS = frozenset(
     }
 )  # fmt: skip
 _NONFINITE = re.compile(r"[=:][ \t]*[-+]?(?:nan|inf)", re.I)
+#: a progress line with no separator between a key and its number — ``step 57 loss 915.63``,
+#: ``Epoch 3 loss 0.52 acc 0.81``, nanoGPT's ``iter 100: loss 2.3456, time 120.5ms`` — read only
+#: where a loss is printed so (one ``in`` test of ``_SPACED_GATE``: every line pays it), and only
+#: for the step keys and the training quantities: prose with a number after a word (``retrying 3
+#: times``) is never read.
+#: A split's word before the quantity is part of its name (``val loss 0.31`` → ``val_loss``), so a
+#: line of the best validation loss never lands in the training loss's series.
+_SPACED_GATE = "oss "  # "loss 0.3", "Loss 0.3", "val_loss 0.3"
+_SPACED = re.compile(
+    r"(?<![\w./\-])((?:(?:train|training|val|valid|validation|eval|test|dev)[ _])?"
+    r"(?:step|global_step|iter|iteration|train_step|epoch|(?:[a-z0-9]+_)*loss|acc|accuracy|lr|learning_rate|ppl|perplexity"
+    r"|grad_norm|gnorm|reward|f1|auc|mse|mae|rmse|bleu|wer|cer|nll|top1|top5))"
+    rf"[ \t]+({_NUMBER})(?![\w./\-]|:\S)",
+    re.I,
+)
 #: a printed dict that holds a value no progress line prints: a word in quotes, ``None``,
 #: ``True``/``False`` — a record of settings (scikit-learn's ``best_params_``: ``{'C': 0.1,
 #: 'l1_ratio': 0.5, 'solver': 'saga'}``), not a training's numbers (``{'loss': 0.3, 'epoch': 1}``)
@@ -173,7 +190,9 @@ class LineMetrics:
                 if pairs:
                     self._line(pairs, times[i], structured=True)
                 continue
-            if ("=" not in message and ": " not in message) or "\n" in message:
+            separated = "=" in message or ": " in message
+            spaced = _SPACED_GATE in message
+            if not (separated or spaced) or "\n" in message:
                 continue
             t = times[i]
             if t - window >= 1.0:
@@ -182,7 +201,9 @@ class LineMetrics:
             if seen > rate and seen % (seen // rate + 1) and nonfinite(message) is None:
                 skipped += 1
                 continue
-            pairs = find(message)
+            pairs = find(message) if separated else []
+            if spaced:
+                pairs = _with_spaced(message, pairs)
             if pairs and (len(pairs) > 1 or _ends_line(message, pairs[0][1])) and not _settings(message, pairs):
                 self._line(pairs, t)
         self._window, self._seen = window, seen
@@ -327,6 +348,27 @@ def _settings(message: str, pairs: list[tuple[str, Any]]) -> bool:
 
 def _never_metric(key: str) -> bool:
     return key.strip().lower().replace("-", "_") in NEVER_METRICS
+
+
+def _with_spaced(message: str, pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """``pairs`` with the line's space-separated pairs of a step key or a training quantity
+    (:data:`_SPACED`) that ``key=value`` / ``key: value`` did not give, when one of them all names
+    a training quantity: ``step 3 of 10`` alone gives nothing."""
+    spaced = _SPACED.findall(message)
+    if not spaced:
+        return pairs
+    have = {key.lower() for key, _ in pairs}
+    if not have.isdisjoint(_STEP_KEYS) or not have.isdisjoint(_EPOCH_KEYS):
+        have.update(_STEP_KEYS, _EPOCH_KEYS)  # the line's step is given: ``epoch 1 | step: 20`` is step 20, no metric
+    extra = []
+    for key, value in spaced:
+        name = key.replace(" ", "_")
+        if name.lower() not in have:  # the first of a key (two ranks' lines run together repeat it)
+            have.add(name.lower())
+            extra.append((name, value))
+    if not extra or not any(_TRAINING_WORDS.search(key) for key, _ in (*pairs, *extra)):
+        return pairs
+    return pairs + extra
 
 
 def _ends_line(message: str, value: str) -> bool:
