@@ -114,6 +114,12 @@ TIME_LIMIT_INSIDE = _re(
     r"|\bexceeded (?:the |its )?(?:time ?limit|timeout|maximum (?:run|execution) time)\b|\btime ?limit (?:exceeded|reached)\b"
     r"|\bexecution timed out\b|\bTimeout, PID\b|\btask (?:timed out|exceeded)\b|\bSIGALRM\b|^\s*alarm clock\s*$"
     r"|\bhard time limit\b|\bsoft time limit\b|\bjob (?:has )?exceeded (?:its )?(?:walltime|runtime)\b"
+    # a budget of time the work was given, in the workload's own words (a SIGALRM handler's
+    # "step exceeded the 2 s time limit", "job exceeded its time budget of 2s", "wall-clock budget
+    # of 3600s exhausted"): with its length, or named a budget
+    r"|\bexceeded (?:the |its |a )?(?:\d+(?:\.\d+)? ?(?:s|secs?|seconds|mins?|minutes|m|h|hours?) )?"
+    r"(?:time ?(?:limit|budget)|(?:wall[- ]?clock|run ?time|compute|execution) (?:time ?)?(?:limit|budget))\b"
+    r"|\b(?:time|wall[- ]?clock|run ?time|compute) budget\b[^\n]{0,40}?\b(?:exhausted|exceeded|used up|ran out|spent)\b"
 )
 TIME_LIMIT_CLASSES = (
     "AirflowTaskTimeout",
