@@ -21,6 +21,7 @@ __all__ = [
     "flightlog_cli_commands",
     "flightlog_compare_runs",
     "flightlog_diagnose_run",
+    "flightlog_ended_nonfinite",
     "flightlog_judge_ranks",
     "flightlog_listing_fields",
     "flightlog_rightsize",
@@ -66,6 +67,14 @@ def flightlog_classify_failure(
         last_lines=list(last_lines),
         memory_share=memory_share,
     )
+
+
+@hookimpl
+def flightlog_ended_nonfinite(last_lines: Sequence[str]) -> tuple[str, str, str] | None:
+    # cost: a succeeded exit whose last lines print a NaN or an infinity only
+    from flightlog.diagnose.nanlog import ended_nonfinite
+
+    return ended_nonfinite(last_lines)
 
 
 @hookimpl

@@ -10,6 +10,7 @@ final status; an SDK inside the workload attaches to the same run (``FLIGHTLOG_R
 from __future__ import annotations
 
 import os
+import re
 import select
 import signal
 import subprocess
@@ -56,6 +57,8 @@ _RECENT_SAMPLES = 3
 #: what a distributed job's failure keeps of its confidence when its traceback is a rank's that
 #: only waited for another and no culprit was named: a hint (``diagnose.distributed._WAITED``)
 _VICTIM_WEIGHT = 0.3
+#: a NaN or an infinity among a succeeded run's last lines: whether to ask if its loss ended so
+_NONFINITE_WORD = re.compile(r"\b(?:nan|inf)", re.IGNORECASE)
 _WORKDIR_SLOW_DELAY = 1.0  # first walk of the working directory this long after the start (a step that
 # ends within milliseconds cannot have changed its size, and must not wait ~0.1 s for the walk)
 
@@ -91,6 +94,8 @@ class AttemptResult:
     failure: dict[str, Any] | None = None
     oom: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
+    #: a succeeded attempt whose loss (or gradient norm) ended NaN: ``(key, value, line)``
+    ended_nonfinite: tuple[str, str, str] | None = None
 
 
 class Runner:
@@ -384,7 +389,8 @@ class Runner:
                     failure["culprit"]["alike"] = list(culprit["alike"])
         for note in notes:
             run.note(note, author="flightlog")
-        return AttemptResult(attempt, outcome, category, confidence, started, ended, failure, oom, notes)
+        nonfinite = _ended_nonfinite(list(pump.last_lines)) if outcome.succeeded else None
+        return AttemptResult(attempt, outcome, category, confidence, started, ended, failure, oom, notes, nonfinite)
 
     def _judge_ranks(self, run: Run) -> dict[str, Any] | None:
         """The diagnosis's verdict on the failed distributed attempt (which rank caused it, and
@@ -677,7 +683,12 @@ class Runner:
         )
         detail = "" if o.succeeded else f" ({reason}exit code {o.exit_code}, {reading})"
         tries = f" after {len(results)} attempts" if len(results) > 1 else ""
-        say(f"run {run.id} {o.status}{detail} in {took}{tries}")
+        but = ""
+        if o.succeeded and last.ended_nonfinite is not None:
+            key, value, line = last.ended_nonfinite
+            said = "NaN" if "nan" in value.lower() else "infinite"
+            but = f"; but its {key} ended {said} ({line[:160]}): flightlog diagnose {run.id[:12]}"
+        say(f"run {run.id} {o.status}{detail} in {took}{tries}{but}")
         return o.exit_code
 
 
@@ -718,6 +729,21 @@ def _classify(
     if classified is None:  # no diagnose feature in this installation: a failure, unclassified
         return "code_error", 0.3
     return classified
+
+
+def _ended_nonfinite(last_lines: list[str]) -> tuple[str, str, str] | None:
+    """``(key, value, line)`` when the run's last lines print its loss (or its gradient norm)
+    non-finite to the end: the diagnosis's reading, asked only when one of the lines names a NaN
+    or an infinity — a healthy run's end costs one regex over the lines in memory, never a look
+    into the store (every pipeline step ends here)."""
+    if not any(_NONFINITE_WORD.search(line) for line in last_lines):
+        return None
+    try:
+        answer = features().ask("flightlog_ended_nonfinite", last_lines=last_lines)
+    except Exception as exc:  # noqa: BLE001 - the run succeeded: only its closing line loses a word
+        say(f"whether the loss ended NaN was not read: {type(exc).__name__}: {exc}")
+        return None
+    return (str(answer[0]), str(answer[1]), str(answer[2])) if answer else None
 
 
 def _hang_config() -> dict[str, Any]:
