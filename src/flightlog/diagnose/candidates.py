@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from flightlog.diagnose.codes import read_codes
 from flightlog.diagnose.cues import CUE_EXCEPTION_RULES, CUE_LINE_RULES
@@ -128,35 +128,13 @@ def collect(read: FailureRead, *, at: float | None = None, memory_detail: str | 
         Hit(h.category, h.rule, h.weight, "handled", h.kind, "", h.signal) for h in _line_hits(read.handled, None, at)
     ]
     hits += _exit_hits(read, at, memory_detail)
-    zone_links = {h.link for h in hits if h.rule == _TIME_ZONE_KEY}
-    if zone_links:
-        hits = _the_lookup_behind_a_time_zone_key(hits, min(zone_links))
     return hits
-
-
-def _the_lookup_behind_a_time_zone_key(hits: list[Hit], zone_link: int) -> list[Hit]:
-    """zoneinfo looks a key up as a file of the tz database and raises ``ZoneInfoNotFoundError``
-    while handling the ``FileNotFoundError``: that lookup is how the library works, never a file
-    the run reads, so the exceptions before the time zone's are dropped, and the time zone's
-    stands as the innermost one (its words name what failed: the key the run was given)."""
-    out: list[Hit] = []
-    for h in hits:
-        if h.link >= 0 and h.link < zone_link:
-            continue
-        if h.category == "missing_file":
-            continue  # the same lookup quoted by a line outside the traceback
-        if h.link == zone_link and h.position in ("outer", "middle"):
-            h = replace(h, position="inner")
-        out.append(h)
-    return out
 
 
 #: a line that connects a socket (``s.connect(path)``, ``sock.connect(self.unix_socket)``)
 _CONNECTS_A_SOCKET = re.compile(r"\.connect\(")
 #: ENOENT with no file named: what connect() on a unix socket whose file is absent raises
 _NO_PATH_NAMED = re.compile(r"^\s*\[Errno 2\] No such file or directory\s*$")
-#: the rule of a time zone key the tz database does not know (structural_rules)
-_TIME_ZONE_KEY = "a_time_zone_key_the_database_does_not_have"
 
 
 def _configuration_that_does_not_parse(link: Link) -> str | None:
