@@ -78,11 +78,11 @@ def flightlog_ended_nonfinite(last_lines: Sequence[str]) -> tuple[str, str, str]
 
 
 @hookimpl
-def flightlog_judge_ranks(client: Any, run_id: str) -> dict[str, Any] | None:
+def flightlog_judge_ranks(client: Any, run_id: str, end_reason: str | None) -> dict[str, Any] | None:
     # cost: the failed exit of a distributed job only
     from flightlog.diagnose.distributed import judge_attempt
 
-    return judge_attempt(client, run_id)
+    return judge_attempt(client, run_id, end_reason=end_reason)
 
 
 @hookimpl

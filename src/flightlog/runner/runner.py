@@ -361,17 +361,11 @@ class Runner:
         )
         culprit = None
         if not outcome.succeeded and (launcher_facts is not None or (observer is not None and observer.ranks)):
-            culprit = self._judge_ranks(run)  # the culprit rank's cause, not a victim's timeout
+            # the culprit rank's cause, not a victim's timeout; the judge reads this attempt's end
+            # (an OOM kill at the limit) from the runner, before the run's end is written
+            culprit = self._judge_ranks(run, outcome.end_reason)
             if culprit is not None:
-                own = (category, confidence)
                 category, confidence = str(culprit["category"]), float(culprit["confidence"])
-                if oom_killed and category == "killed_by_signal":
-                    # the culprit's SIGKILL was the kernel's at this runner's memory limit: its own
-                    # OOM evidence may not be in the store yet when the ranks are judged (a loaded
-                    # machine), but this runner saw the kill — the end said "oom_killed" while the
-                    # reading said "looks like killed_by_signal on rank 1"
-                    confidence = max(confidence, own[1]) if own[0] == "oom_killed" else confidence
-                    category = "oom_killed"
             elif observer is not None and observer.ranks and traceback_text and is_victim_message(traceback_text):
                 # ranks seen, no culprit, and the traceback is a rank's that only waited ("Connection
                 # closed by peer"): a hint, as the diagnosis reads it, never "looks like service_unavailable"
@@ -392,14 +386,16 @@ class Runner:
         nonfinite = _ended_nonfinite(list(pump.last_lines)) if outcome.succeeded else None
         return AttemptResult(attempt, outcome, category, confidence, started, ended, failure, oom, notes, nonfinite)
 
-    def _judge_ranks(self, run: Run) -> dict[str, Any] | None:
+    def _judge_ranks(self, run: Run, end_reason: str) -> dict[str, Any] | None:
         """The diagnosis's verdict on the failed distributed attempt (which rank caused it, and
-        how), from what the run holds once this attempt's records are in; None without one."""
+        how), from what the run holds once this attempt's records are in and how this runner saw
+        the attempt end (``end_reason``: the run's end is written after the verdict); None
+        without one."""
         try:
             control(run).flush()
             if self._client is None:
                 self._client = Client(reconcile=False)
-            verdict = features().ask("flightlog_judge_ranks", client=self._client, run_id=run.id)
+            verdict = features().ask("flightlog_judge_ranks", client=self._client, run_id=run.id, end_reason=end_reason)
             return dict(verdict) if verdict else None
         except Exception as exc:  # noqa: BLE001 - the quick classification stands
             say(f"the ranks of this attempt were not judged: {type(exc).__name__}: {exc}")
