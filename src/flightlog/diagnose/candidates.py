@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from flightlog.diagnose.codes import read_codes
 from flightlog.diagnose.cues import CUE_EXCEPTION_RULES, CUE_LINE_RULES
@@ -104,6 +104,9 @@ class Hit:
     via: str  # the link's via ("raised", "cause", "worker", ...) or "" off the chain
     signal: Signal
     link: int = -1  # the index of the link it matched in ``FailureRead.links`` (-1: off the chain)
+    #: from a rule that every exception of a kind matches (its class, where it was raised, a cue's
+    #: common words, a failing exit): no words of the exception's own about what failed
+    generic: bool = False
 
 
 def link_position(index: int, count: int) -> str:
@@ -128,35 +131,13 @@ def collect(read: FailureRead, *, at: float | None = None, memory_detail: str | 
         Hit(h.category, h.rule, h.weight, "handled", h.kind, "", h.signal) for h in _line_hits(read.handled, None, at)
     ]
     hits += _exit_hits(read, at, memory_detail)
-    zone_links = {h.link for h in hits if h.rule == _TIME_ZONE_KEY}
-    if zone_links:
-        hits = _the_lookup_behind_a_time_zone_key(hits, min(zone_links))
     return hits
-
-
-def _the_lookup_behind_a_time_zone_key(hits: list[Hit], zone_link: int) -> list[Hit]:
-    """zoneinfo looks a key up as a file of the tz database and raises ``ZoneInfoNotFoundError``
-    while handling the ``FileNotFoundError``: that lookup is how the library works, never a file
-    the run reads, so the exceptions before the time zone's are dropped, and the time zone's
-    stands as the innermost one (its words name what failed: the key the run was given)."""
-    out: list[Hit] = []
-    for h in hits:
-        if h.link >= 0 and h.link < zone_link:
-            continue
-        if h.category == "missing_file":
-            continue  # the same lookup quoted by a line outside the traceback
-        if h.link == zone_link and h.position in ("outer", "middle"):
-            h = replace(h, position="inner")
-        out.append(h)
-    return out
 
 
 #: a line that connects a socket (``s.connect(path)``, ``sock.connect(self.unix_socket)``)
 _CONNECTS_A_SOCKET = re.compile(r"\.connect\(")
 #: ENOENT with no file named: what connect() on a unix socket whose file is absent raises
 _NO_PATH_NAMED = re.compile(r"^\s*\[Errno 2\] No such file or directory\s*$")
-#: the rule of a time zone key the tz database does not know (structural_rules)
-_TIME_ZONE_KEY = "a_time_zone_key_the_database_does_not_have"
 
 
 def _configuration_that_does_not_parse(link: Link) -> str | None:
@@ -179,17 +160,16 @@ def _link_hits(link: Link, index: int, position: str, source: str, at: float | N
     out: list[Hit] = []
     detail = link.statement()[:300] + _where(link)
 
-    def add(category: str, weight: float, rule: str, text: str = detail) -> None:
-        out.append(
-            Hit(category, rule, weight, position, "", link.via, Signal(category, weight, rule, source, text, at), index)
-        )
+    def add(category: str, weight: float, rule: str, text: str = detail, *, generic: bool = False) -> None:
+        signal = Signal(category, weight, rule, source, text, at)
+        out.append(Hit(category, rule, weight, position, "", link.via, signal, index, generic))
 
     short = link.short_type
     if short == "KeyboardInterrupt":
         add("killed_by_signal", 0.7, "keyboardinterrupt", f"KeyboardInterrupt (SIGINT){_where(link)}")
     for exception_rule in ALL_EXCEPTION_RULES:
         if exception_matches(exception_rule, link.type, link.message):
-            add(exception_rule.category, exception_rule.weight, exception_rule.id)
+            add(exception_rule.category, exception_rule.weight, exception_rule.id, generic=exception_rule.generic)
     for number in errno_numbers(link.message):
         category = ERRNO_CATEGORY.get(number)
         if category is not None:
@@ -314,7 +294,7 @@ def _link_hits(link: Link, index: int, position: str, source: str, at: float | N
         out[:] = [h for h in out if h.rule not in setup.supersedes]
         add(setup.category, setup.weight, setup.rule, setup.detail)
     class_weight = CODE_ERROR_CLASSES.get(short)
-    add("code_error", class_weight if class_weight is not None else 0.3, "code_error_class")
+    add("code_error", class_weight if class_weight is not None else 0.3, "code_error_class", generic=True)
     own = link.innermost_own_frame()
     if own is not None and link.frames and link.frames[-1] is own:
         add(
@@ -322,6 +302,7 @@ def _link_hits(link: Link, index: int, position: str, source: str, at: float | N
             0.25,
             "raised_in_the_workload_s_own_code",
             f"raised directly in the workload's code at {own.where()}" + (f": {own.code}" if own.code else ""),
+            generic=True,
         )
     return out
 
@@ -442,11 +423,11 @@ def _exit_hits(read: FailureRead, at: float | None, memory_detail: str | None) -
             detail=memory_detail
             or f"memory was at {share:.0%} of its limit in the last samples before the process was killed",
         )
-    if read.exit_code not in (None, 0) or read.signal is not None:
-        code = read.exit_code if read.exit_code is not None else f"signal {read.signal}"
-        signals.append(
-            Signal("code_error", 0.1, "a_failing_exit", "exit", f"the process ended with exit code {code}", at)
-        )
-    return [
+    hits = [
         Hit(s.category, s.id, s.weight, "resources" if s.source == "resources" else "exit", "", "", s) for s in signals
     ]
+    if read.exit_code not in (None, 0) or read.signal is not None:
+        code = read.exit_code if read.exit_code is not None else f"signal {read.signal}"
+        failing = Signal("code_error", 0.1, "a_failing_exit", "exit", f"the process ended with exit code {code}", at)
+        hits.append(Hit("code_error", failing.id, failing.weight, "exit", "", "", failing, generic=True))
+    return hits

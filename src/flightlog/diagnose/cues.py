@@ -95,12 +95,12 @@ MISSING_WORDS = _re(
 )
 
 CUE_EXCEPTION_RULES: Final[tuple[ExceptionRule, ...]] = (
-    ExceptionRule("dependency_error", 0.45, "cue:versions_and_builds", message=VERSIONS),
-    ExceptionRule("bad_parameter", 0.4, "cue:a_refused_setting", message=REFUSED),
-    ExceptionRule("code_error", 0.45, "cue:a_programming_error", message=PROGRAMMING),
-    ExceptionRule("data_error", 0.35, "cue:the_data_s_shape_or_format", message=DATA_WORDS),
-    ExceptionRule("credentials_error", 0.4, "cue:credentials_words", message=CREDENTIAL_WORDS),
-    ExceptionRule("missing_file", 0.35, "cue:something_not_found", message=MISSING_WORDS),
+    ExceptionRule("dependency_error", 0.45, "cue:versions_and_builds", message=VERSIONS, generic=True),
+    ExceptionRule("bad_parameter", 0.4, "cue:a_refused_setting", message=REFUSED, generic=True),
+    ExceptionRule("code_error", 0.45, "cue:a_programming_error", message=PROGRAMMING, generic=True),
+    ExceptionRule("data_error", 0.35, "cue:the_data_s_shape_or_format", message=DATA_WORDS, generic=True),
+    ExceptionRule("credentials_error", 0.4, "cue:credentials_words", message=CREDENTIAL_WORDS, generic=True),
+    ExceptionRule("missing_file", 0.35, "cue:something_not_found", message=MISSING_WORDS, generic=True),
 )
 CUE_LINE_RULES: Final[tuple[LineRule, ...]] = (
     LineRule("dependency_error", 0.35, "cue:versions_and_builds", VERSIONS),

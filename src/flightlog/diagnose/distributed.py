@@ -57,12 +57,18 @@ def analyze_distributed(ev: RunEvidence, now: float | None = None) -> list[Findi
     return _single(ev, single, live, now)
 
 
-def judge_attempt(client: Any, run_id: str) -> dict[str, Any] | None:
+def judge_attempt(client: Any, run_id: str, end_reason: str | None = None) -> dict[str, Any] | None:
     """The culprit of a distributed attempt that just failed, read from what its run holds now
     (``flightlog run``'s own quick verdict, before it sets the run's status: the runner's
     category is then the culprit's, not the one of a victim's timeout): ``{"category",
-    "confidence", "summary", "rank"}`` of the lead finding, or None when none leads at 0.5."""
-    info = replace(client.run(run_id), status="failed")
+    "confidence", "summary", "rank"}`` of the lead finding, or None when none leads at 0.5.
+
+    ``end_reason`` is the runner's own fact of how the attempt ended, read as the run's: the
+    runner writes the run's end after this verdict, so without it a rank the kernel killed at
+    the runner's memory limit read as a SIGKILL from outside (``killed_by_signal``) whenever no
+    memory sample near the limit had reached the store (a loaded machine, a long interval)."""
+    info = client.run(run_id)
+    info = replace(info, status="failed", end_reason=end_reason or info.end_reason)
     findings = analyze_distributed(RunEvidence(client, info))
     lead = [f for f in findings if f.extra.get("culprit") and f.confidence >= LEAD]
     if not lead:

@@ -21,6 +21,7 @@ __all__ = [
     "flightlog_cli_commands",
     "flightlog_compare_runs",
     "flightlog_diagnose_run",
+    "flightlog_ended_nonfinite",
     "flightlog_judge_ranks",
     "flightlog_listing_fields",
     "flightlog_rightsize",
@@ -69,11 +70,19 @@ def flightlog_classify_failure(
 
 
 @hookimpl
-def flightlog_judge_ranks(client: Any, run_id: str) -> dict[str, Any] | None:
+def flightlog_ended_nonfinite(last_lines: Sequence[str]) -> tuple[str, str, str] | None:
+    # cost: a succeeded exit whose last lines print a NaN or an infinity only
+    from flightlog.diagnose.nanlog import ended_nonfinite
+
+    return ended_nonfinite(last_lines)
+
+
+@hookimpl
+def flightlog_judge_ranks(client: Any, run_id: str, end_reason: str | None) -> dict[str, Any] | None:
     # cost: the failed exit of a distributed job only
     from flightlog.diagnose.distributed import judge_attempt
 
-    return judge_attempt(client, run_id)
+    return judge_attempt(client, run_id, end_reason=end_reason)
 
 
 @hookimpl

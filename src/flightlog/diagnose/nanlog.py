@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from flightlog.diagnose.evidence import RunEvidence
@@ -20,7 +21,14 @@ from flightlog.diagnose.metricnames import LOSS_LIKE, VALIDATION
 from flightlog.diagnose.signals import Signal
 from flightlog.models import LogEvent
 
-__all__ = ["nan_in_log", "nonfinite_values", "NONFINITE_LINE", "NONFINITE_REPEATED", "NONFINITE_AT_END"]
+__all__ = [
+    "nan_in_log",
+    "nonfinite_values",
+    "ended_nonfinite",
+    "NONFINITE_LINE",
+    "NONFINITE_REPEATED",
+    "NONFINITE_AT_END",
+]
 
 # signal ids
 NONFINITE_LINE = "nonfinite_value_in_the_log"
@@ -87,6 +95,67 @@ def nonfinite_values(event: LogEvent) -> dict[str, str]:
         elif isinstance(value, str) and re.fullmatch(_VALUE, value.strip(), re.IGNORECASE):
             out.setdefault(str(key), value.strip())
     return {k: v for k, v in out.items() if not _IGNORE.match(k.rsplit("/", 1)[-1])}
+
+
+#: a gradient norm (Transformers' ``grad_norm``, Lightning's ``grad_norm/total``): routine when one
+#: step's is infinite under a loss scaler, the training's NaN when it stays so to the end
+_GRADIENT_NORM = re.compile(r"(?:^|[_./-])grad(?:ient)?_?norm(?:$|[_./-])", re.IGNORECASE)
+#: how many of the last prints of a gradient norm must all be non-finite (as ``behaviour``'s reading)
+_GRADIENT_NAN_MIN_LINES = 3
+#: names with a loss word that are bookkeeping: a mixed-precision loss scale, its scaler
+_LOSS_BOOKKEEPING = re.compile(r"loss_?scale|scaler", re.IGNORECASE)
+
+
+def ended_nonfinite(lines: Sequence[str]) -> tuple[str, str, str] | None:
+    """``(key, value, line)`` when the last lines a run printed end with its training loss, or its
+    gradient norm, non-finite: the last print of a training loss (not an evaluation's) is NaN or
+    infinite, or the last three prints of a gradient norm are. None otherwise.
+
+    The runner asks this of a run that exited 0 (its closing line says so, the run stays
+    ``succeeded``): it judges from the lines it holds in memory, so that a succeeded run costs no
+    look into the store. An evaluation statistic undefined on its data (``'eval_pearson': nan``)
+    is no key here, and a loss that printed a finite value after its NaN recovered."""
+    prints: dict[str, list[tuple[bool, str, str]]] = {}  # key → (non-finite, value, line), in order
+    for message in lines:
+        for raw in message.splitlines()[:50]:
+            line = raw.strip()
+            found = _printed_nonfinite(line)
+            for key, value in found.items():
+                prints.setdefault(key, []).append((True, value, line))
+            for key in prints.keys() - found.keys():
+                if re.search(rf"""(?<![\w./-]){re.escape(key)}["']?\s*[=: ]\s*["']?[+-]?(?:\d|\.\d)""", line):
+                    prints[key].append((False, "", line))
+    ended: list[tuple[str, str, str]] = []
+    for key, seen in prints.items():
+        name = key.rsplit("/", 1)[-1]
+        if _GRADIENT_NORM.search(key):
+            tail = seen[-_GRADIENT_NAN_MIN_LINES:]
+            if len(tail) == _GRADIENT_NAN_MIN_LINES and all(bad for bad, _, _ in tail):
+                ended.append((key, tail[-1][1], tail[-1][2]))
+        elif (
+            LOSS_LIKE.search(name)
+            and not VALIDATION.search(key)
+            and not _LOSS_BOOKKEEPING.search(name)
+            and not _IGNORE.match(name)
+            and seen[-1][0]
+        ):
+            ended.append((key, seen[-1][1], seen[-1][2]))
+    # a loss before a gradient norm: the loss is what the reader trains for
+    ended.sort(key=lambda e: bool(_GRADIENT_NORM.search(e[0])))
+    return ended[0] if ended else None
+
+
+def _printed_nonfinite(line: str) -> dict[str, str]:
+    """Every key the line prints NaN or infinite, gradient norms included (``nonfinite_values``
+    leaves them out: one infinite step under a loss scaler is routine)."""
+    out: dict[str, str] = {}
+    for m in _PAIR.finditer(line):
+        out.setdefault(m["key"], m["value"])
+    for m in _PHRASE.finditer(line):
+        out.setdefault(m["key"] or m["key2"], m["value"] or m["value2"])
+    for m in _SPACED.finditer(line):
+        out.setdefault(m["key"], m["value"])
+    return out
 
 
 def _finite_again(events: list[LogEvent], key: str, after: float) -> bool:

@@ -42,6 +42,10 @@ class ExceptionRule:
     modules: tuple[str, ...] = ()
     #: dotted prefixes of the modules whose exceptions it never matches
     not_modules: tuple[str, ...] = ()
+    #: a rule that every exception of a kind matches (a cue's common words, not a message shape of
+    #: its own): it says nothing in the exception's own words about what failed, so the ranker's
+    #: first stage never takes it for the exception naming its category (``ranker.specific_evidence``)
+    generic: bool = False
 
 
 #: the modules of configuration languages' parsers: their errors are a configuration that does

@@ -260,19 +260,10 @@ def specific_evidence(read: FailureRead, hits: Sequence[Hit]) -> Hit | None:
         # the code's own mistake in the exception's own words (a tensor shape that does not fit,
         # a query that does not parse), when nothing else is named: its words come first as
         # well (issue 29: a SQL syntax error in sqlite3, a data library, read data_error 0.73)
-        found = [h for h in innermost if h.category == "code_error" and not _generic_code_rule(h.rule)]
+        found = [h for h in innermost if h.category == "code_error" and not h.generic]
     if not found or len({h.category for h in found}) > 1:
         return None
     return max(found, key=lambda h: (h.weight, h.rule))
-
-
-#: ``code_error``'s rules that every exception of a kind matches (its class, where it was raised,
-#: the cues' words): no words of the exception's own about what failed
-_GENERIC_CODE_RULES = ("code_error_class", "raised_in_the_workload_s_own_code", UNEXPLAINED_RULE)
-
-
-def _generic_code_rule(rule: str) -> bool:
-    return rule in _GENERIC_CODE_RULES or rule.startswith("cue:")
 
 
 def _floored(probabilities: dict[str, float], category: str, floor: float) -> dict[str, float]:

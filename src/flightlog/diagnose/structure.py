@@ -636,7 +636,45 @@ def read_chain(text: str, depth: int = 0) -> list[Link]:
     links: list[Link] = []
     for n, (exc, relation) in enumerate(chain):
         links += _expanded(exc, "raised" if n == len(chain) - 1 else relation or "context", depth)
-    return _without_the_timeout_s_cancellation(links)
+    return _from_the_library_s_own_handling(_without_the_timeout_s_cancellation(links))
+
+
+def _from_the_library_s_own_handling(links: list[Link]) -> list[Link]:
+    """``links`` from the last exception a library raised while handling one of its own: the
+    links before it dropped. A library that tries one way and raises its own exception while
+    handling the failure ("During handling of the above exception, another exception occurred":
+    the implicit context, not ``raise … from``) works that way — zoneinfo opens the key as a
+    file of the tz database and raises ``ZoneInfoNotFoundError`` while handling the
+    ``FileNotFoundError``; ``importlib.metadata`` raises ``PackageNotFoundError`` while handling
+    its search's ``StopIteration``; PyYAML's reader raises ``ReaderError`` while handling the
+    codec's ``UnicodeDecodeError``; ``urllib.request`` raises ``URLError`` while handling the
+    socket's ``OSError``. The earlier exception is the library's own way of working, never a
+    file the run misses or a bug of its code: the library's exception, whose words say what
+    failed, is the cause to read.
+
+    It holds where the earlier exception was caught and raised inside the library: every frame
+    of its traceback a library's (no frame of the workload's between: a callback of the
+    workload's that raised inside the library's ``try`` is the workload's error), its first
+    frame — where it was caught — the same library's as the frame the next exception was raised
+    from, and the next exception a class of that library's own (its module printed before its
+    name). A built-in exception raised while handling (scikit-learn's ``TypeError: argument must
+    be a string or number`` over ``'<' not supported between instances of 'str' and 'float'``,
+    h5py's second ``OSError`` from the read-only retry) restates the failure or tries again: the
+    first one's words are as much the cause, and are kept."""
+    start = 0
+    for n in range(len(links) - 1):
+        handled, raised = links[n], links[n + 1]
+        if handled.via != "context" or not handled.frames or not raised.frames:
+            continue
+        catcher = package_of_path(handled.frames[0].file)
+        if (
+            catcher is not None
+            and "." in raised.type
+            and library_of(raised.type, []) == catcher == package_of_path(raised.frames[-1].file)
+            and all(f.in_library for f in handled.frames)
+        ):
+            start = n + 1
+    return links[start:] if start else links
 
 
 def _without_the_timeout_s_cancellation(links: list[Link]) -> list[Link]:

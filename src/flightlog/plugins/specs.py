@@ -171,10 +171,18 @@ class FeatureSpec:
         exit; without an answer an exit is an unclassified ``code_error``)."""
 
     @hookspec
-    def flightlog_judge_ranks(self, client: Any, run_id: str) -> Mapping[str, Any] | None:
+    def flightlog_ended_nonfinite(self, last_lines: Sequence[str]) -> tuple[str, str, str] | None:
+        """``(key, value, line)`` when a run that exited 0 printed its training loss (or its
+        gradient norm) non-finite to the end, from the last lines the runner holds (the runner, at
+        a succeeded exit whose last lines name a NaN or an infinity; its closing line says it)."""
+
+    @hookspec
+    def flightlog_judge_ranks(self, client: Any, run_id: str, end_reason: str | None) -> Mapping[str, Any] | None:
         """The verdict on a failed distributed attempt: which rank caused it and how (the
         runner, at the failed exit of a job whose ranks it saw; without an answer the quick
-        classification of the exit stands)."""
+        classification of the exit stands). ``end_reason`` is how the runner saw the attempt end
+        (``oom_killed`` at its memory limit, ``timeout``, ``signal``, ``exit``): the run's own
+        record of it is written only after the verdict."""
 
     @hookspec
     def flightlog_diagnose_run(

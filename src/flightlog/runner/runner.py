@@ -10,6 +10,7 @@ final status; an SDK inside the workload attaches to the same run (``FLIGHTLOG_R
 from __future__ import annotations
 
 import os
+import re
 import select
 import signal
 import subprocess
@@ -56,6 +57,8 @@ _RECENT_SAMPLES = 3
 #: what a distributed job's failure keeps of its confidence when its traceback is a rank's that
 #: only waited for another and no culprit was named: a hint (``diagnose.distributed._WAITED``)
 _VICTIM_WEIGHT = 0.3
+#: a NaN or an infinity among a succeeded run's last lines: whether to ask if its loss ended so
+_NONFINITE_WORD = re.compile(r"\b(?:nan|inf)", re.IGNORECASE)
 _WORKDIR_SLOW_DELAY = 1.0  # first walk of the working directory this long after the start (a step that
 # ends within milliseconds cannot have changed its size, and must not wait ~0.1 s for the walk)
 
@@ -91,6 +94,8 @@ class AttemptResult:
     failure: dict[str, Any] | None = None
     oom: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
+    #: a succeeded attempt whose loss (or gradient norm) ended NaN: ``(key, value, line)``
+    ended_nonfinite: tuple[str, str, str] | None = None
 
 
 class Runner:
@@ -356,17 +361,11 @@ class Runner:
         )
         culprit = None
         if not outcome.succeeded and (launcher_facts is not None or (observer is not None and observer.ranks)):
-            culprit = self._judge_ranks(run)  # the culprit rank's cause, not a victim's timeout
+            # the culprit rank's cause, not a victim's timeout; the judge reads this attempt's end
+            # (an OOM kill at the limit) from the runner, before the run's end is written
+            culprit = self._judge_ranks(run, outcome.end_reason)
             if culprit is not None:
-                own = (category, confidence)
                 category, confidence = str(culprit["category"]), float(culprit["confidence"])
-                if oom_killed and category == "killed_by_signal":
-                    # the culprit's SIGKILL was the kernel's at this runner's memory limit: its own
-                    # OOM evidence may not be in the store yet when the ranks are judged (a loaded
-                    # machine), but this runner saw the kill — the end said "oom_killed" while the
-                    # reading said "looks like killed_by_signal on rank 1"
-                    confidence = max(confidence, own[1]) if own[0] == "oom_killed" else confidence
-                    category = "oom_killed"
             elif observer is not None and observer.ranks and traceback_text and is_victim_message(traceback_text):
                 # ranks seen, no culprit, and the traceback is a rank's that only waited ("Connection
                 # closed by peer"): a hint, as the diagnosis reads it, never "looks like service_unavailable"
@@ -384,16 +383,19 @@ class Runner:
                     failure["culprit"]["alike"] = list(culprit["alike"])
         for note in notes:
             run.note(note, author="flightlog")
-        return AttemptResult(attempt, outcome, category, confidence, started, ended, failure, oom, notes)
+        nonfinite = _ended_nonfinite(list(pump.last_lines)) if outcome.succeeded else None
+        return AttemptResult(attempt, outcome, category, confidence, started, ended, failure, oom, notes, nonfinite)
 
-    def _judge_ranks(self, run: Run) -> dict[str, Any] | None:
+    def _judge_ranks(self, run: Run, end_reason: str) -> dict[str, Any] | None:
         """The diagnosis's verdict on the failed distributed attempt (which rank caused it, and
-        how), from what the run holds once this attempt's records are in; None without one."""
+        how), from what the run holds once this attempt's records are in and how this runner saw
+        the attempt end (``end_reason``: the run's end is written after the verdict); None
+        without one."""
         try:
             control(run).flush()
             if self._client is None:
                 self._client = Client(reconcile=False)
-            verdict = features().ask("flightlog_judge_ranks", client=self._client, run_id=run.id)
+            verdict = features().ask("flightlog_judge_ranks", client=self._client, run_id=run.id, end_reason=end_reason)
             return dict(verdict) if verdict else None
         except Exception as exc:  # noqa: BLE001 - the quick classification stands
             say(f"the ranks of this attempt were not judged: {type(exc).__name__}: {exc}")
@@ -677,7 +679,12 @@ class Runner:
         )
         detail = "" if o.succeeded else f" ({reason}exit code {o.exit_code}, {reading})"
         tries = f" after {len(results)} attempts" if len(results) > 1 else ""
-        say(f"run {run.id} {o.status}{detail} in {took}{tries}")
+        but = ""
+        if o.succeeded and last.ended_nonfinite is not None:
+            key, value, line = last.ended_nonfinite
+            said = "NaN" if "nan" in value.lower() else "infinite"
+            but = f"; but its {key} ended {said} ({line[:160]}): flightlog diagnose {run.id[:12]}"
+        say(f"run {run.id} {o.status}{detail} in {took}{tries}{but}")
         return o.exit_code
 
 
@@ -718,6 +725,21 @@ def _classify(
     if classified is None:  # no diagnose feature in this installation: a failure, unclassified
         return "code_error", 0.3
     return classified
+
+
+def _ended_nonfinite(last_lines: list[str]) -> tuple[str, str, str] | None:
+    """``(key, value, line)`` when the run's last lines print its loss (or its gradient norm)
+    non-finite to the end: the diagnosis's reading, asked only when one of the lines names a NaN
+    or an infinity — a healthy run's end costs one regex over the lines in memory, never a look
+    into the store (every pipeline step ends here)."""
+    if not any(_NONFINITE_WORD.search(line) for line in last_lines):
+        return None
+    try:
+        answer = features().ask("flightlog_ended_nonfinite", last_lines=last_lines)
+    except Exception as exc:  # noqa: BLE001 - the run succeeded: only its closing line loses a word
+        say(f"whether the loss ended NaN was not read: {type(exc).__name__}: {exc}")
+        return None
+    return (str(answer[0]), str(answer[1]), str(answer[2])) if answer else None
 
 
 def _hang_config() -> dict[str, Any]:
