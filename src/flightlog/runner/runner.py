@@ -58,7 +58,7 @@ _RECENT_SAMPLES = 3
 #: only waited for another and no culprit was named: a hint (``diagnose.distributed._WAITED``)
 _VICTIM_WEIGHT = 0.3
 #: a NaN or an infinity among a succeeded run's last lines: whether to ask if its loss ended so
-_NONFINITE_WORD = re.compile(r"\b(?:nan|inf)", re.IGNORECASE)
+_NONFINITE_WORD = re.compile(r"\b(?:nan|inf|infinity)\b", re.IGNORECASE)  # not INFO, inference
 _WORKDIR_SLOW_DELAY = 1.0  # first walk of the working directory this long after the start (a step that
 # ends within milliseconds cannot have changed its size, and must not wait ~0.1 s for the walk)
 
