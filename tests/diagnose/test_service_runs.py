@@ -148,3 +148,76 @@ def test_a_server_whose_port_another_process_holds(home: Path, taken_port: int) 
     traceback: the run's port setting collides with another process, as torch's store's does."""
     report = _run(home, UVICORN_ON_A_TAKEN_PORT, str(taken_port))
     _lead(report, "bad_parameter", "address already in use")
+
+
+# a model served by the run itself (uvicorn in a thread, as a smoke test before a deploy), whose
+# handler raises on the third request; the client raises on the 500 it gets back
+SERVED_HANDLER_RAISES = """
+import logging, threading, time
+import requests, uvicorn
+from starlette.applications import Starlette
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+WEIGHTS = {"age": 0.2, "tenure": 0.5}
+async def predict(request):
+    features = await request.json()
+    score = sum(WEIGHTS[name] * value for name, value in features.items())
+    return JSONResponse({"score": score, "model": model_version})
+app = Starlette(routes=[Route("/predict", predict, methods=["POST"])])
+server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="info"))
+thread = threading.Thread(target=server.run, daemon=True)
+thread.start()
+while not server.started:
+    time.sleep(0.05)
+port = server.servers[0].sockets[0].getsockname()[1]
+print("smoke-testing the packaged model before deploy", flush=True)
+try:
+    r = requests.post(f"http://127.0.0.1:{port}/predict", json={"age": 31, "tenure": 4}, timeout=5)
+    r.raise_for_status()
+finally:
+    server.should_exit = True
+    thread.join(5)
+"""
+
+
+def test_a_500_from_the_run_s_own_server_is_its_handler_s_exception(home: Path) -> None:
+    """The run's server logged its handler's traceback ("Exception in ASGI application", a
+    NameError in the workload's own handler) and answered 500; the client raised on the 500.
+    The handler's exception is the cause — the 500 is how it came back, not a service that
+    failed the run (it read as service_unavailable 0.97)."""
+    report = _run(home, SERVED_HANDLER_RAISES)
+    top = report["findings"][0]
+    assert top["category"] == "code_error" and top["confidence"] >= 0.5, report["findings"][:3]
+    assert "NameError" in top["summary"] and "model_version" in top["summary"], top["summary"]
+    assert not any(f["category"] == "service_unavailable" and f["confidence"] >= 0.5 for f in report["findings"])
+
+
+# a 500 from a service the run does not hold: its handler's traceback is not in the run's output,
+# and the workload's own handled error logged before it is no server's
+ANOTHER_SERVICE_S_500 = """
+import http.server, json, logging, threading
+import requests
+logging.basicConfig(level=logging.INFO)
+class Failing(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        self.send_response(500)
+        self.send_header("content-length", "0")
+        self.end_headers()
+    def log_message(self, *args):
+        pass
+server = http.server.HTTPServer(("127.0.0.1", 0), Failing)
+threading.Thread(target=server.serve_forever, daemon=True).start()
+try:
+    json.loads("{cached: ")
+except ValueError:
+    logging.exception("the score cache does not parse, scoring again")
+requests.post(f"http://127.0.0.1:{server.server_port}/score", json={"ids": [1, 2]}, timeout=5).raise_for_status()
+"""
+
+
+def test_a_500_from_a_service_the_run_does_not_hold_stays_the_service_s(home: Path) -> None:
+    """Only a traceback the server logged for its handler ("Exception in ASGI application", …)
+    is joined under the client's 500: a handled error of the workload's own is not."""
+    report = _run(home, ANOTHER_SERVICE_S_500)
+    _lead(report, "service_unavailable", "500")
