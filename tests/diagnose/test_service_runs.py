@@ -221,3 +221,27 @@ def test_a_500_from_a_service_the_run_does_not_hold_stays_the_service_s(home: Pa
     is joined under the client's 500: a handled error of the workload's own is not."""
     report = _run(home, ANOTHER_SERVICE_S_500)
     _lead(report, "service_unavailable", "500")
+
+
+# the same served model, whose handler multiplies a request's features by weights of another size
+SERVED_MATMUL_MISMATCH = (
+    SERVED_HANDLER_RAISES.replace(
+        "WEIGHTS = {",
+        "import numpy as np\nW = np.ones((16, 1))\nWEIGHTS = {",
+    )
+    .replace(
+        "score = sum(WEIGHTS[name] * value for name, value in features.items())",
+        "score = float((np.asarray(list(features.values()), dtype=float).reshape(1, -1) @ W)[0, 0])",
+    )
+    .replace('"model": model_version', '"model": "v4"')
+)
+
+
+def test_numpy_s_matrix_product_of_mismatched_shapes_in_a_served_handler(home: Path) -> None:
+    """numpy's words for a matrix product of shapes that do not fit ("has a mismatch in its
+    core dimension", ``np.dot``'s "not aligned") are a shape mismatch, as torch's "mat1 and mat2
+    shapes cannot be multiplied": the handler's code, at a lead (it read as 0.33)."""
+    report = _run(home, SERVED_MATMUL_MISMATCH)
+    top = report["findings"][0]
+    assert top["category"] == "code_error" and top["confidence"] >= 0.5, report["findings"][:3]
+    assert "core dimension" in top["summary"], top["summary"]
