@@ -131,9 +131,15 @@ def collect(read: FailureRead, *, at: float | None = None, memory_detail: str | 
         Hit(h.category, h.rule, h.weight, "handled", h.kind, "", h.signal) for h in _line_hits(read.handled, None, at)
     ]
     hits += _exit_hits(read, at, memory_detail)
+    if read.served:
+        hits = [h for h in hits if h.rule not in _THE_SERVER_S_500]
     return hits
 
 
+#: the rules that read a 5xx status, in the client's error and in the server's access log: where
+#: the server is the run's own and printed its handler's traceback (``FailureRead.served``), the
+#: 500 is how that exception came back to the client, not a service that failed the run
+_THE_SERVER_S_500 = frozenset({"http_5xx", "an_http_5xx_answer", "an_http_5xx_answer_from_a_dependency"})
 #: a line that connects a socket (``s.connect(path)``, ``sock.connect(self.unix_socket)``)
 _CONNECTS_A_SOCKET = re.compile(r"\.connect\(")
 #: ENOENT with no file named: what connect() on a unix socket whose file is absent raises

@@ -478,9 +478,11 @@ def _summary(category: str, signals: list[Signal], ev: RunEvidence, facts: Failu
                 f"{_keys_text(keys)} ({head})."
             )
     elif category == "code_error" and facts.chain:
-        own = facts.chain[-1].innermost_own_frame()
+        # a server of the run raised in a request's handler: its exception, not the client's 500
+        raised = facts.chain[0] if facts.read is not None and facts.read.served else facts.chain[-1]
+        own = raised.innermost_own_frame()
         if own is not None:
-            text = f"The workload's code raised {facts.chain[-1].statement()[:200]} at {own.where()}."
+            text = f"The workload's code raised {raised.statement()[:200]} at {own.where()}."
     if not facts.traceback_final and facts.chain and any(s.source == "traceback" for s in signals):
         text += " (The last traceback in the log was followed by more output: it may have been handled.)"
     return text

@@ -104,8 +104,14 @@ TOKENIZER_LACKS = _re(
     r"\bdoes not have a (?:padding|pad|mask|eos|bos|sep|cls|unk|unknown) token\b|\bchat_template is not set\b"
 )
 #: a port another process holds (EADDRINUSE: torch's rendezvous store, a server the run starts):
-#: the run's port setting (``--main_process_port``, ``MASTER_PORT``) collides with another job
-ADDRESS_IN_USE = _re(r"\baddress already in use\b|\bEADDRINUSE\b|\[Errno 98\]|\berrno: 98\b")
+#: the run's port setting (``--main_process_port``, ``MASTER_PORT``) collides with another job.
+#: Servers say it in a log line, with no traceback, before they exit: uvicorn's "[Errno 98] error
+#: while attempting to bind on address …", gunicorn's "Connection in use: ('0.0.0.0', 8000)",
+#: werkzeug's "Port 5000 is in use by another program"
+ADDRESS_IN_USE = _re(
+    r"\baddress already in use\b|\bEADDRINUSE\b|\[Errno 98\]|\berrno: 98\b"
+    r"|\bConnection in use: \(|\bis in use by another program\b"
+)
 #: a connection attempt that failed, in words the general connection rule lacks: pymilvus's
 #: "Fail connecting to server on localhost:19530. Timeout" (and its "Retry to connect server …
 #: failed"), Dask's "Timed out trying to connect to 'tcp://…' after 10 s"
@@ -222,6 +228,9 @@ PARAMETER_EXCEPTION_RULES: Final[tuple[ExceptionRule, ...]] = (
 )
 
 PARAMETER_LINE_RULES: Final[tuple[LineRule, ...]] = (
+    # a server the run starts says so in a log line and exits without a traceback (issue 29:
+    # uvicorn's bind error read as code_error 0.25 by its exit code alone)
+    LineRule("bad_parameter", 0.6, "a_port_another_process_holds", ADDRESS_IN_USE),
     LineRule("bad_parameter", 0.6, "a_setting_the_hardware_cannot_meet", HARDWARE_CANNOT_MEET),
     LineRule("bad_parameter", 0.55, "a_key_the_configuration_does_not_define", UNKNOWN_CONFIG_KEY),
     LineRule("bad_parameter", 0.55, "a_library_s_range_check_of_a_parameter", PARAMETER_RANGE),

@@ -163,6 +163,12 @@ SHAPE_MISMATCH = _re(
     # match the existing size (64) at non-singleton dimension 1" (issue 29)
     r"|\bthe size of tensor a \(\d+\) must match the size of tensor b \(\d+\)"
     r"|\bthe expanded size of the tensor \(-?\d+\) must match the existing size \(\d+\)"
+    # numpy's in a matrix product or any generalized ufunc (matmul, linalg's solve): "matmul:
+    # Input operand 1 has a mismatch in its core dimension 0, with gufunc signature …", and
+    # ``np.dot``'s "shapes (1,12) and (16,1) not aligned: 12 (dim 1) != 16 (dim 0)" — the numpy
+    # spelling of torch's "mat1 and mat2 shapes cannot be multiplied" (issue 29: a served
+    # model's handler, read as an unknown ValueError 0.33)
+    r"|\bhas a mismatch in its core dimension \d+|\bshapes \([\d, ]*\) and \([\d, ]*\) not aligned\b"
 )
 #: autograd or a device used against its rules, in torch's own words: a backward pass through a
 #: graph already freed or through a tensor modified in place, a loss with no ``grad_fn`` (computed

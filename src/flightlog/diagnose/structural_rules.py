@@ -55,6 +55,11 @@ CAPACITY = _re(
     # a file another process has open for writing (h5py's "unable to lock file, errno = 11")
     r"|\bdatabase (?:table )?is locked\b|\block wait timeout exceeded\b|\bcould not obtain lock\b|\block_not_available\b"
     r"|\bunable to lock file\b"
+    # a client's connection pool with no free connection (urllib3's EmptyPoolError and
+    # FullPoolError in blocking mode): as SQLAlchemy's QueuePool limit, the pool is the capacity
+    # the client was given; not urllib3's warning "Connection pool is full, discarding
+    # connection", which is how a healthy run closes a connection it no longer needs
+    r"|\bpool is empty and a new connection can't be opened\b|\bpool reached maximum size\b"
 )
 #: the kinds of object a call takes as its input: a library that says it takes only one of them
 #: ("Specifying the columns using strings is only supported for dataframes") refuses what the
@@ -225,6 +230,17 @@ EXTRA_EXCEPTION_RULES: Final[tuple[ExceptionRule, ...]] = (
             "OverloadedError",
             "APIStatusError",
         ),
+    ),
+    # a client's connection pool that gave no connection in time: urllib3's EmptyPoolError and
+    # FullPoolError, httpx's and httpcore's PoolTimeout (raised with no message at all) — the
+    # requests in flight hold every connection the pool may open, as a database's "too many
+    # clients" (issue 29: httpx.PoolTimeout read as dependency_error 0.21, EmptyPoolError as
+    # code_error 0.28)
+    ExceptionRule(
+        "service_unavailable",
+        0.75,
+        "a_connection_pool_with_no_free_connection",
+        classes=("EmptyPoolError", "FullPoolError", "PoolTimeout"),
     ),
     ExceptionRule("bad_parameter", 0.6, "a_framework_s_configuration_check", message=CONFIG_CHECK),
     ExceptionRule("dependency_error", 0.55, "an_api_the_installed_library_changed", message=API_CHANGED),

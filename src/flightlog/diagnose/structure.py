@@ -103,6 +103,9 @@ class FailureRead:
     #: the type of the launcher's wrapper the log ended in (torchrun's ``ChildFailedError``), in
     #: ``links`` or, when the child printed no exception under it, left out of them
     launcher: str | None = None
+    #: the chain ends in a client's HTTP 500 that a server of this run answered, and starts with
+    #: the traceback that server logged for the request's handler (``_served_traceback``)
+    served: bool = False
 
     @property
     def innermost(self) -> Link | None:
@@ -135,6 +138,7 @@ def read_failure(
     after: list[str] = []
     launcher: str | None = None  # the launcher's wrapper of its child's failure the chain ends in
     child_doc = None  # the document of the child's traceback under it
+    served = False  # the chain starts with the handler's traceback of a server of this run
     if index is not None:
         links = read_chain(docs[index])
         after = docs[index + 1 :]
@@ -155,6 +159,17 @@ def read_failure(
                 # report of it (torchrun's ChildFailedError, whose text is its summary) is no
                 # exception of the workload's
                 links = []
+        elif links and links[-1].codes.http_status == _INTERNAL_SERVER_ERROR:
+            served_doc = _served_traceback(docs, index)
+            if served_doc is not None:
+                # the 500 the client raised on was answered by a server this run started, whose
+                # handler's traceback the run printed before it: the handler's exception is the
+                # cause, the client's error only how it came back (as a worker's under its parent)
+                inner = read_chain(docs[served_doc])
+                if inner:
+                    inner[-1].via = "worker"
+                    links = inner + links
+                    child_doc, served = served_doc, True
         native = [ln for ln in _lines_of(after) if ln.startswith(_NATIVE_PREFIXES)]
         if native:  # a native library's last words after the traceback: what ended the process
             extra = _links_from(parse_exception_lines("\n".join(native), expand=False))
@@ -198,6 +213,7 @@ def read_failure(
         lines_after_chain=sum(1 for ln in _lines_of(after) if ln.strip()) if index is not None else 0,
         from_traceback=from_traceback,
         launcher=launcher,
+        served=served,
     )
 
 
@@ -574,6 +590,31 @@ _LAUNCHER_WRAPPERS = re.compile(
 
 #: a launcher's report of its children's ends, whose text is its summary (not an error of its own)
 _LAUNCHER_REPORT = re.compile(r"(?:^|\.)ChildFailedError$")
+#: the status a server answers when its handler raised
+_INTERNAL_SERVER_ERROR = 500
+#: a server's words when a request's handler raised, logged with its traceback: uvicorn's and
+#: hypercorn's "Exception in ASGI application", Flask's "Exception on /predict [POST]",
+#: gunicorn's and aiohttp's "Error handling request", Django's "Internal Server Error: /predict",
+#: Tornado's "Uncaught exception POST /predict", http.server's "Exception occurred during
+#: processing of request from"
+_HANDLER_RAISED = re.compile(
+    r"\bException in ASGI application\b|\bException on /\S* \[[A-Z]+\]|\bError handling request\b"
+    r"|\bInternal Server Error: /|\bUncaught exception [A-Z]+ /|\bException occurred during processing of request\b"
+)
+#: how many lines before a traceback may hold the server's words about it
+_HANDLER_WORDS_LINES = 3
+
+
+def _served_traceback(docs: list[str], index: int) -> int | None:
+    """The document of the traceback a server of this run logged for a request's handler, the
+    last one before the chain at ``index`` — or None when the traceback before it was no
+    server's (a handled error of the workload's, a retry's)."""
+    earlier = next((i for i in range(index - 1, -1, -1) if _HEADER in docs[i]), None)
+    if earlier is None:
+        return None
+    before = _lines_of(docs[earlier - 1 : earlier])[-_HANDLER_WORDS_LINES:] if earlier else []
+    words = "\n".join([*before, _preface(docs[earlier])])
+    return earlier if _HANDLER_RAISED.search(words) else None
 
 
 def _is_launcher_wrapper(link: Link) -> bool:
