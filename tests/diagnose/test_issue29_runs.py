@@ -6,6 +6,7 @@ below 0.5) before the diagnosis read the failure as a structure (``flightlog.dia
 
 from __future__ import annotations
 
+import itertools
 import re
 import signal
 import subprocess
@@ -650,3 +651,94 @@ def test_a_search_s_non_finite_test_scores_are_no_nan_loss(home: Path) -> None:
     assert not [f for f in report["findings"] if f["category"] == "nan_loss"], report["findings"]
     with Client(home) as c:
         assert not {"C", "l1_ratio"} & set(c.run(run).metrics), c.run(run).metrics
+
+
+# ── a database server's own condition under the client's and the ORM's words ──
+# Real PostgreSQL (the session's server, tests/conftest.py): psycopg prints the server's FATAL
+# answer to a login inside "connection failed: connection to server at … failed:", and without
+# the SQLSTATE; SQLAlchemy wraps each driver error in one of its few generic classes.
+MISSING_ROLE = """
+import logging, sys
+import psycopg
+logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+logging.info("registering the run with the experiment database")
+conn = psycopg.connect(sys.argv[1].replace("postgresql://postgres@", "postgresql://trainer@"), connect_timeout=10)
+"""
+MISSING_DATABASE = """
+import logging, sys
+from sqlalchemy import create_engine, text
+logging.basicConfig(level=logging.INFO, format="%(asctime)s [%(levelname)s] %(message)s")
+url = sys.argv[1].rsplit("/", 1)[0].replace("postgresql://", "postgresql+psycopg://") + "/features_prod"
+logging.info("connecting to the feature store")
+with create_engine(url).connect() as c:
+    print(c.execute(text("SELECT count(*) FROM features")).scalar())
+"""
+SERIALIZATION_FAILURE = """
+import logging, sys, threading
+from sqlalchemy import create_engine, text
+logging.basicConfig(level=logging.INFO, format="%(asctime)s %(threadName)s %(message)s")
+engine = create_engine(sys.argv[1].replace("postgresql://", "postgresql+psycopg://"), isolation_level="SERIALIZABLE")
+with engine.begin() as c:
+    c.execute(text("CREATE TABLE IF NOT EXISTS accounts (id int primary key, balance int)"))
+    c.execute(text("INSERT INTO accounts VALUES (1, 100), (2, 100) ON CONFLICT DO NOTHING"))
+barrier = threading.Barrier(2)
+errors = []
+def transfer(src):
+    try:
+        with engine.begin() as c:
+            c.execute(text("SELECT sum(balance) FROM accounts")).scalar()
+            barrier.wait(timeout=30)
+            c.execute(text("UPDATE accounts SET balance = balance - 10 WHERE id = :i"), {"i": src})
+            barrier.wait(timeout=30)
+    except Exception as e:
+        errors.append(e)
+        barrier.abort()
+other = threading.Thread(target=transfer, args=(2,))
+other.start()
+transfer(1)
+other.join()
+if errors:
+    raise errors[0]
+"""
+VALUE_TOO_LONG = """
+import logging, sys
+from sqlalchemy import create_engine, text
+logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
+engine = create_engine(sys.argv[1].replace("postgresql://", "postgresql+psycopg://"))
+with engine.begin() as c:
+    c.execute(text("CREATE TABLE IF NOT EXISTS labels (id int primary key, label varchar(16))"))
+with engine.begin() as c:
+    for i, label in {1: "cat", 2: "dog", 3: "golden_retriever_puppy"}.items():
+        c.execute(text("INSERT INTO labels VALUES (:i, :l)"), {"i": i, "l": label})
+        logging.info("inserted label %d", i)
+"""
+
+
+@pytest.mark.parametrize(
+    ("script", "expected", "words"),
+    [
+        # psycopg's own class, service_unavailable 0.90 before (the words "connection failed")
+        (MISSING_ROLE, "credentials_error", 'role "trainer" does not exist'),
+        # under SQLAlchemy's OperationalError, service_unavailable 0.90 before
+        (MISSING_DATABASE, "missing_file", 'database "features_prod" does not exist'),
+        # SQLSTATE 40001 under SQLAlchemy's OperationalError: data_error 0.14 before
+        (SERIALIZATION_FAILURE, "service_unavailable", "could not serialize access"),
+        # SQLSTATE 22001 (psycopg's StringDataRightTruncation) under SQLAlchemy's DataError: 0.21 before
+        (VALUE_TOO_LONG, "data_error", "value too long for type"),
+    ],
+    ids=["missing-role", "missing-database", "serialization-failure", "value-too-long"],
+)
+def test_a_database_server_s_condition_decides_under_the_client_s_words(
+    home: Path, postgres_server: Any, script: str, expected: str, words: str
+) -> None:
+    name = f"i29_{next(_PG_NAMES)}"
+    uri = postgres_server.create_database(name)
+    try:
+        _, report = _run(home, script, argv=(uri,))
+    finally:
+        postgres_server.drop_database(name)
+    top = _lead(report, expected)
+    assert any(words in e["detail"] for e in top["evidence"]), top["evidence"]
+
+
+_PG_NAMES = itertools.count(1)

@@ -63,6 +63,22 @@ def test_the_library_comes_from_the_class_s_module_else_the_raising_frame() -> N
         ("psycopg2.OperationalError: connection failed SQLSTATE[08006]", Codes(sqlstate="08006")),
         ("mysql.connector.errors.ProgrammingError: 1045 (28000): Access denied for user 'ml'", Codes(sqlstate="28P01")),
         ("grpc.RpcError: status = StatusCode.RESOURCE_EXHAUSTED details = 'quota'", Codes(grpc="RESOURCE_EXHAUSTED")),
+        # PostgreSQL's conditions in its own words, as psycopg (3) prints them without the code
+        (
+            'psycopg.OperationalError: connection failed: connection to server at "db", port 5432 failed: '
+            'FATAL:  role "trainer" does not exist',
+            Codes(sqlstate="28000"),
+        ),
+        ('psycopg.OperationalError: FATAL:  database "features" does not exist', Codes(sqlstate="3D000")),
+        (
+            "psycopg.errors.SerializationFailure: could not serialize access due to concurrent update",
+            Codes(sqlstate="40001"),
+        ),
+        ("pymysql.err.OperationalError: (1213, 'Deadlock found when trying to get lock')", Codes(sqlstate="40P01")),
+        (
+            "psycopg.errors.StringDataRightTruncation: value too long for type character varying(16)",
+            Codes(sqlstate="22001"),
+        ),
         ("RuntimeError: the job's container exited with code 137", Codes(exit_code=137)),
         ("ConnectionRefusedError: [Errno 111] Connection refused", Codes(errno=111)),
         (

@@ -55,6 +55,9 @@ _IMPORT_STATEMENT = re.compile(r"^(?:import [\w.]+|from [\w.]+ import\b)")
 #: or a ValueError there is the script started without that argument or with a wrong one — a
 #: usage error, not the script's own bug
 _READS_ARGV = re.compile(r"\bsys\.argv\s*\[")
+#: libpq's report of the server's own answer to a connection ("connection to server at … failed:
+#: FATAL:  role \"x\" does not exist"): the server was reached and said why it refused
+_SERVER_ANSWERED = re.compile(r"\bFATAL:\s")
 #: a line of the workload's that checks numbers for NaN or infinity (``np.isfinite(preds).all()``,
 #: ``torch.isnan(loss).any()``, ``math.isfinite(mean)``)
 _CHECKS_FINITENESS = re.compile(r"\b(?:isfinite|isnan|isinf|isposinf|isneginf|nan_to_num)\s*\(")
@@ -182,6 +185,10 @@ def _link_hits(link: Link, index: int, position: str, source: str, at: float | N
             add(category, 0.8, f"errno:{number}", f"errno {number} in {detail}")
     for category, weight, code_rule in code_rules(link.codes):
         add(category, weight, code_rule, f"{code_rule.replace('_', ' ')} in {detail}")
+    if _the_server_answered(link):
+        # psycopg's "connection failed: …" over the server's FATAL answer is no network failure
+        # (issue 29: a missing role and a missing database read service_unavailable 0.90)
+        out[:] = [h for h in out if h.rule != "a_connection_refused_reset_or_timed_out"]
     raised_in_library = bool(link.frames) and link.frames[-1].in_library
     api = library_api_rule(short, link.message, link.library, raised_in_library)
     if api is not None:
@@ -311,6 +318,14 @@ def _link_hits(link: Link, index: int, position: str, source: str, at: float | N
             generic=True,
         )
     return out
+
+
+def _the_server_answered(link: Link) -> bool:
+    """The message carries a database server's FATAL answer with a condition of its own (not a
+    connection exception, class 08): the words about the connection failing are the client's
+    frame around it, and the condition decides."""
+    state = link.codes.sqlstate
+    return state is not None and not state.startswith("08") and bool(_SERVER_ANSWERED.search(link.message))
 
 
 def _reads_the_key_of_a_record(code: str, message: str) -> bool:

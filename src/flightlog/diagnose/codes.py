@@ -107,6 +107,15 @@ _PG_ERRORS = {
     "NotNullViolation": "23502",
     "ForeignKeyViolation": "23503",
     "InsufficientPrivilege": "42501",
+    "InvalidCatalogName": "3D000",
+    "StringDataRightTruncation": "22001",
+    "DatetimeFieldOverflow": "22008",
+    "InvalidDatetimeFormat": "22007",
+    "CheckViolation": "23514",
+    "TransactionRollback": "40000",
+    "SerializationFailure": "40001",
+    "DeadlockDetected": "40P01",
+    "LockNotAvailable": "55P03",
 }
 _PG_CLASS = re.compile(r"\b(?:psycopg2?|asyncpg)\.(?:errors|exceptions)\.(?P<name>\w+)")
 #: messages that say the condition in PostgreSQL's and MySQL's own words
@@ -120,6 +129,23 @@ _SQL_WORDS = (
     (re.compile(r"password authentication failed|access denied for user", re.I), "28P01"),
     (re.compile(r"the database system is (?:starting up|shutting down|in recovery mode)", re.I), "57P03"),
     (re.compile(r"canceling statement due to statement timeout", re.I), "57014"),
+    # the server's FATAL answer to a connection, which psycopg (3) prints without its code inside
+    # "connection failed: connection to server at … failed: FATAL: …": the server was there and
+    # refused the login (28000) or has no such database (3D000) — not a network failure
+    (
+        re.compile(
+            r"\brole \"[^\"]*\" (?:does not exist|is not permitted to log in)|\bno pg_hba\.conf entry for\b", re.I
+        ),
+        "28000",
+    ),
+    (re.compile(r"\bdatabase \"[^\"]*\" does not exist", re.I), "3D000"),
+    # concurrent transactions that conflicted (PostgreSQL's class 40; MySQL's 1213 "Deadlock found
+    # when trying to get lock" is in that class too) and a lock NOWAIT or lock_timeout gave up on
+    (re.compile(r"\bcould not serialize access due to\b", re.I), "40001"),
+    (re.compile(r"\bdeadlock detected\b|\bdeadlock found when trying to get lock\b", re.I), "40P01"),
+    (re.compile(r"\bcanceling statement due to lock timeout\b|\bcould not obtain lock on\b", re.I), "55P03"),
+    # a value wider than its column (PostgreSQL's 22001; MySQL's 1406 "Data too long for column")
+    (re.compile(r"\bvalue too long for type\b|\bdata too long for column\b", re.I), "22001"),
 )
 GRPC_CODES = (
     "CANCELLED",

@@ -326,6 +326,12 @@ _SQLSTATE: Final[dict[str, tuple[str, float, str]]] = {
     "28": ("credentials_error", 0.8, "sqlstate_28_invalid_authorization"),
     "42501": ("credentials_error", 0.7, "sqlstate_42501_insufficient_privilege"),
     "42P01": ("data_error", 0.5, "sqlstate_42_undefined_table_or_column"),
+    # a database the connection names that the server does not have, as a bucket that is not there
+    "3D000": ("missing_file", 0.6, "sqlstate_3d000_no_such_database"),
+    # concurrent transactions that conflicted (serialization failure, deadlock) and a lock that
+    # was not granted in time: the store is there and busy, as SQLite's "database is locked"
+    "40": ("service_unavailable", 0.6, "sqlstate_40_55p03_concurrent_writers_conflicted"),
+    "55P03": ("service_unavailable", 0.6, "sqlstate_40_55p03_concurrent_writers_conflicted"),
     "42703": ("data_error", 0.5, "sqlstate_42_undefined_table_or_column"),
     "22": ("data_error", 0.55, "sqlstate_22_23_data_exception"),
     "23": ("data_error", 0.55, "sqlstate_22_23_data_exception"),
