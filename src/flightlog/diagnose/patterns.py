@@ -169,6 +169,19 @@ SHAPE_MISMATCH = _re(
     # spelling of torch's "mat1 and mat2 shapes cannot be multiplied" (issue 29: a served
     # model's handler, read as an unknown ValueError 0.33)
     r"|\bhas a mismatch in its core dimension \d+|\bshapes \([\d, ]*\) and \([\d, ]*\) not aligned\b"
+    # torch's view of a tensor whose strides do not allow it (a ``.view`` after ``.transpose``:
+    # "view size is not compatible with input tensor's size and stride … Use .reshape(...)
+    # instead"), its convolutions' checks of the input against the weight ("Given groups=1, weight
+    # of size [16, 3, 3, 3], expected input[16, 1, 64, 64] to have 3 channels, but got 1 channels
+    # instead", "Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size:
+    # [64, 64]"), and the dtype checks of its losses and embeddings ("expected target dtype to be
+    # Long or Byte, but got Float", "Expected tensor for argument #1 'indices' to have one of the
+    # following scalar types: Long, Int; but got torch.FloatTensor instead") — each the model's
+    # code against the tensors it was handed (issue 29: bad_parameter 0.74, data_error 0.35 and 0.65)
+    r"|\bview size is not compatible with input tensor's size and stride\b"
+    r"|\bexpected input\[[\d, ]+\] to have \d+ channels, but got \d+ channels instead\b"
+    r"|\bexpected \dD \(unbatched\) or \dD \(batched\) input to \w+, but got input of size\b"
+    r"|\bexpected \w+ dtype to be \w+(?: or \w+)*,? but got \w+|\bto have one of the following scalar types\b"
 )
 #: autograd or a device used against its rules, in torch's own words: a backward pass through a
 #: graph already freed or through a tensor modified in place, a loss with no ``grad_fn`` (computed

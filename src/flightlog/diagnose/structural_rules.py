@@ -252,6 +252,20 @@ EXTRA_EXCEPTION_RULES: Final[tuple[ExceptionRule, ...]] = (
     ExceptionRule("nan_loss", 0.55, "a_floating_point_error", classes=("FloatingPointError",)),
     ExceptionRule("code_error", 0.45, "a_native_check_that_failed", classes=("NativeCheckFailure",)),
     ExceptionRule("code_error", 0.65, "a_checkpoint_whose_keys_do_not_fit_the_model", message=STATE_DICT_KEYS),
+    # torch's compilers refusing the user's Python: TorchScript's frontend (``NotSupportedError``
+    # "Compiled functions can't take variable number of arguments", ``UnsupportedNodeError``
+    # for a construct it cannot script) and dynamo's ``Unsupported`` (a graph break where
+    # ``fullgraph=True`` allows none) and ``UserError`` (a data-dependent branch it cannot
+    # guard on) — the model's code to change, not torch's version nor a setting (issue 29:
+    # dependency_error 0.30, bad_parameter 0.43). Not dynamo's ``BackendCompilerFailed`` nor
+    # ``TorchRuntimeError``: a compiler the host lacks, an error of the traced code itself
+    ExceptionRule(
+        "code_error",
+        0.7,
+        "code_torch_s_compilers_cannot_take",
+        classes=("NotSupportedError", "UnsupportedNodeError", "Unsupported", "UserError"),
+        modules=("torch.jit.", "torch._dynamo."),
+    ),
     ExceptionRule("code_error", 0.6, "an_input_of_a_kind_the_call_does_not_take", message=INPUT_TYPE),
     ExceptionRule(
         "data_error", 0.55, "a_matrix_the_data_made_degenerate", classes=("LinAlgError",), message=DEGENERATE
