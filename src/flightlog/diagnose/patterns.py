@@ -182,6 +182,15 @@ SHAPE_MISMATCH = _re(
     r"|\bexpected input\[[\d, ]+\] to have \d+ channels, but got \d+ channels instead\b"
     r"|\bexpected \dD \(unbatched\) or \dD \(batched\) input to \w+, but got input of size\b"
     r"|\bexpected \w+ dtype to be \w+(?: or \w+)*,? but got \w+|\bto have one of the following scalar types\b"
+    # an einsum or a contraction of operands whose shared subscript differs in size, as each
+    # library says it: torch's "einsum(): subscript d has size 32 for operand 1 which does not
+    # broadcast with previously seen size 64", opt_einsum's (behind ``jax.numpy.einsum``) "Size of
+    # label 'd' for operand 1 (64) does not match previous terms (32)", JAX's ``lax.dot_general``
+    # "requires contracting dimensions to have the same shape" (bad_parameter 0.35 on a complete run
+    # of JAX; issue 29)
+    r"|\bsubscript \w+ has size \d+ for operand \d+ which does not broadcast\b"
+    r"|\bsize of label '\w+' for operand \d+ \(\d+\) does not match previous terms\b"
+    r"|\bdot_general requires contracting dimensions to have (?:the same|consistent)\b"
 )
 #: autograd or a device used against its rules, in torch's own words: a backward pass through a
 #: graph already freed or through a tensor modified in place, a loss with no ``grad_fn`` (computed
@@ -202,6 +211,75 @@ AUTOGRAD_MISUSE = _re(
     # or RuntimeError raised in torch's code — on complete runs written for the purpose (issue 29)
     r"|\bunscale_\(\) has already been called on this optimizer\b|\bno inf checks were recorded for this optimizer\b"
     r"|\battempting to unscale fp16 gradients\b|\boptimizer got an empty parameter list\b"
+)
+#: JAX's words for a program that breaks its transformations' rules, raised from several places of
+#: the library whatever the data: two trees of arrays that do not have the same structure (the
+#: params against an optimizer state initialised for another tree, a checkpoint restored into a
+#: state that gained a field: ``tree_util``'s "pytree structure error: different numbers of
+#: pytree children at key path", jaxlib's "Tuple arity mismatch", "Dict key mismatch", Orbax's
+#: "restore item and on-disk value metadata tree structures do not match"), an integer handed
+#: where a PRNG key goes (``prng.py``'s "JAX encountered invalid PRNG key data"), and
+#: differentiation of integers or of a non-scalar function (``api.py``'s "grad requires real- or
+#: complex-valued inputs", "requires real-valued outputs", "Gradient only defined for
+#: scalar-output functions"). Read as data_error 0.14–0.54 on complete runs (issue 29)
+JAX_MISUSE = _re(
+    r"\bpytree structure error: different\b|\btree structures do not match\b"
+    r"|\b(?:tuple arity|dict key|custom node type) mismatch\b"
+    r"|\binvalid PRNG key data\b"
+    r"|\brequires real(?:- or complex)?-valued (?:inputs|outputs)\b|\bgradient only defined for scalar-output functions\b"
+)
+#: JAX's own classes for a traced value used as a concrete one (a Python ``if`` on it, ``np.asarray``
+#: of it, a shape computed from it, a tracer kept past its transformation) and for a key used
+#: twice: ``jax.errors`` documents each as a fault of the program under ``jit``/``vmap``/``grad``,
+#: never of the data (read as code_error 0.33–0.39 only: the traceback JAX filters ends in the
+#: user's line, so nothing else said how sure; issue 29). The module is the one JAX prints them
+#: under (``jax.errors``, where it documents them since 2021); JAX 0.1's ``jax.core.`` spelling is
+#: left to the reading it had: taking it in too moved the retrained ranker so that a held-out
+#: entry of another category fell below 0.5
+JAX_TRACER_ERRORS: Final = (
+    "ConcretizationTypeError",
+    "TracerBoolConversionError",
+    "TracerArrayConversionError",
+    "TracerIntegerConversionError",
+    "UnexpectedTracerError",
+    "NonConcreteBooleanIndexError",
+    "KeyReuseError",
+)
+#: Flax's classes for a module used against its API (``flax.errors``): an apply without the rng a
+#: layer needs, a variable or parameter the params do not have or with another shape, a module
+#: called unbound, an attribute set where it cannot be. Its checkpoint classes are left out: a
+#: checkpoint that exists or is corrupted is no bug of the model code
+FLAX_MODULE_ERRORS: Final = (
+    "TraceContextError",
+    "LazyInitError",
+    "InvalidRngError",
+    "ApplyScopeInvalidVariablesTypeError",
+    "ApplyScopeInvalidVariablesStructureError",
+    "ScopeParamNotFoundError",
+    "ScopeCollectionNotFound",
+    "ScopeParamShapeError",
+    "ScopeVariableNotFoundError",
+    "InvalidFilterError",
+    "InvalidScopeError",
+    "ModifyScopeVariableError",
+    "ImmutableVariableError",
+    "JaxTransformError",
+    "NameInUseError",
+    "AssignSubModuleError",
+    "SetAttributeInModuleSetupError",
+    "SetAttributeFrozenModuleError",
+    "MultipleMethodsCompactError",
+    "ReservedModuleAttributeError",
+    "ApplyModuleInvalidMethodError",
+    "CallCompactUnboundModuleError",
+    "CallSetupUnboundModuleError",
+    "CallUnbindOnUnboundModuleError",
+    "CallShareScopeOnUnboundModuleError",
+    "InvalidInstanceModuleError",
+    "IncorrectPostInitOverrideError",
+    "DescriptorAttributeError",
+    "TransformedMethodReturnValueError",
+    "TransformTargetError",
 )
 #: a method or attribute the major libraries removed in a release, looked up on their own objects
 #: or classes: pandas 1.0/2.0/3.0 (``DataFrame.append``, ``iteritems``, ``ix``, ``as_matrix``),
@@ -501,6 +579,18 @@ EXCEPTION_RULES: Final[tuple[ExceptionRule, ...]] = (
     ExceptionRule(
         "dependency_error", 0.7, "an_api_the_library_removed", classes=("AttributeError",), message=REMOVED_API
     ),
+    # NumPy 2's meaning of ``copy=False`` (never copy, else raise) met by code written for NumPy 1
+    # (copy if needed): raised wherever an array is made with it — ``np.array``, ``np.asarray``, an
+    # ``__array__`` protocol, a library's own call that predates NumPy 2 — "Unable to avoid copy while
+    # creating an array as requested" and NumPy's pointer to its migration guide. An upgrade that broke
+    # the code, as a removed alias (``np.float_``) is (code_error 0.44 on a complete run; issue 29)
+    ExceptionRule(
+        "dependency_error",
+        0.7,
+        "numpy_1_s_copy_keyword_under_numpy_2",
+        classes=("ValueError",),
+        message=_re(r"\bunable to avoid copy while creating an array as requested\b"),
+    ),
     # ── network services ──
     ExceptionRule(
         "service_unavailable",
@@ -717,6 +807,17 @@ EXCEPTION_RULES: Final[tuple[ExceptionRule, ...]] = (
     ExceptionRule("code_error", 0.6, "a_gpu_kernel_fault", message=GPU_FAULT),
     ExceptionRule("code_error", 0.7, "a_tensor_shape_or_device_mismatch", message=SHAPE_MISMATCH),
     ExceptionRule("code_error", 0.7, "autograd_or_a_device_used_against_its_rules", message=AUTOGRAD_MISUSE),
+    ExceptionRule("code_error", 0.7, "jax_s_transformations_used_against_their_rules", message=JAX_MISUSE),
+    ExceptionRule(
+        "code_error",
+        0.75,
+        "a_traced_value_used_as_a_concrete_one",
+        classes=JAX_TRACER_ERRORS,
+        modules=("jax.errors.",),
+    ),
+    ExceptionRule(
+        "code_error", 0.7, "a_flax_module_used_against_its_api", classes=FLAX_MODULE_ERRORS, modules=("flax.",)
+    ),
     # the workload's code handed a library something it cannot take, whatever the data: a query
     # that does not parse, a value its encoder does not know (issue 29: data_error 0.73, 0.54)
     ExceptionRule("code_error", 0.7, "a_query_that_does_not_parse", message=SQL_SYNTAX),
