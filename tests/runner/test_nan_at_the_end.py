@@ -16,6 +16,7 @@ import pytest
 
 from flightlog.client import Client
 from flightlog.diagnose.nanlog import ended_nonfinite
+from tests.diagnose.test_nan_not_the_loss import HF_STYLE
 from tests.helpers import cli
 
 pytestmark = pytest.mark.embedded_only("the runner's own output, whatever store it writes to")
@@ -39,15 +40,7 @@ print({'train_runtime': '2.1', 'train_samples_per_second': '182', 'train_loss': 
 
 #: a GLUE STS-B run on a tiny evaluation split: the Pearson correlation of constant predictions is
 #: undefined, printed ``nan`` at every evaluation, while the loss trains on finite
-UNDEFINED_STATISTIC = """
-for epoch in range(1, 7):
-    for k in range(4):
-        step = (epoch - 1) * 4 + k + 1
-        print({'loss': round(1.2 / step + 0.1, 4), 'grad_norm': 3.1, 'learning_rate': 5e-05, 'epoch': epoch - 1 + k / 4}, flush=True)
-    print({'eval_loss': round(0.9 / epoch + 0.2, 4), 'eval_pearson': float('nan'), 'eval_spearmanr': float('nan'),
-           'eval_runtime': 0.41, 'epoch': float(epoch)}, flush=True)
-print("Training completed.")
-"""
+UNDEFINED_STATISTIC = HF_STYLE
 
 #: one bad batch skipped (its loss NaN once, finite after), and a loss scaler's infinite gradient
 #: norm every seventh step, as mixed precision prints it

@@ -83,12 +83,8 @@ def nonfinite_values(event: LogEvent) -> dict[str, str]:
     """``{key: value}`` for every NaN or infinite value the event prints (text or parsed fields)."""
     out: dict[str, str] = {}
     for raw in event.message.splitlines()[:50]:
-        for m in _PAIR.finditer(raw):
-            out.setdefault(m["key"], m["value"])
-        for m in _PHRASE.finditer(raw):
-            out.setdefault(m["key"] or m["key2"], m["value"] or m["value2"])
-        for m in _SPACED.finditer(raw):
-            out.setdefault(m["key"], m["value"])
+        for key, value in _printed_nonfinite(raw).items():
+            out.setdefault(key, value)
     for key, value in (event.fields or {}).items():
         if isinstance(value, float) and not math.isfinite(value):
             out.setdefault(str(key), str(value))
